@@ -1,0 +1,197 @@
+package etdi
+
+import (
+	"math"
+	"slices"
+	"strconv"
+	"unicode/utf16"
+	"unicode/utf8"
+)
+
+// Canonicalize parses data under the strict profile and returns its
+// RFC 8785 (JSON Canonicalization Scheme) serialization.
+func Canonicalize(data []byte) ([]byte, error) {
+	v, err := ParseJSON(data)
+	if err != nil {
+		return nil, err
+	}
+	return AppendCanonical(nil, v), nil
+}
+
+// AppendCanonical appends the RFC 8785 serialization of v to b: no
+// insignificant whitespace, object members sorted by the UTF-16 code units of
+// their names, strings with the minimal escapes, numbers in the ECMAScript
+// Number.prototype.toString form.
+func AppendCanonical(b []byte, v *Value) []byte {
+	switch v.Kind {
+	case Null:
+		return append(b, "null"...)
+	case Bool:
+		if v.Bool {
+			return append(b, "true"...)
+		}
+		return append(b, "false"...)
+	case Number:
+		return appendES6Number(b, v.Num)
+	case String:
+		return appendCanonicalString(b, v.Str)
+	case Array:
+		b = append(b, '[')
+		for i, e := range v.Elems {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = AppendCanonical(b, e)
+		}
+		return append(b, ']')
+	case Object:
+		ms := sortedMembers(v.Members)
+		b = append(b, '{')
+		for i, m := range ms {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendCanonicalString(b, m.Name)
+			b = append(b, ':')
+			b = AppendCanonical(b, m.Value)
+		}
+		return append(b, '}')
+	}
+	panic("etdi: invalid JSON value kind")
+}
+
+// sortedMembers returns the members ordered as RFC 8785 §3.2.3 requires:
+// by the UTF-16 code units of the names, compared as unsigned integers.
+func sortedMembers(ms []Member) []Member {
+	ascii := true
+	for _, m := range ms {
+		for i := 0; i < len(m.Name); i++ {
+			if m.Name[i] >= utf8.RuneSelf {
+				ascii = false
+				break
+			}
+		}
+	}
+	out := slices.Clone(ms)
+	if ascii {
+		// For ASCII names, byte order and UTF-16 order agree.
+		slices.SortFunc(out, func(a, b Member) int { return compareStrings(a.Name, b.Name) })
+		return out
+	}
+	slices.SortFunc(out, func(a, b Member) int { return compareUTF16(a.Name, b.Name) })
+	return out
+}
+
+func compareStrings(a, b string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+func compareUTF16(a, b string) int {
+	ua := utf16.Encode([]rune(a))
+	ub := utf16.Encode([]rune(b))
+	return slices.Compare(ua, ub)
+}
+
+func appendCanonicalString(b []byte, s string) []byte {
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= 0x20 && c != '"' && c != '\\' {
+			continue
+		}
+		b = append(b, s[start:i]...)
+		switch c {
+		case '"':
+			b = append(b, '\\', '"')
+		case '\\':
+			b = append(b, '\\', '\\')
+		case '\b':
+			b = append(b, '\\', 'b')
+		case '\f':
+			b = append(b, '\\', 'f')
+		case '\n':
+			b = append(b, '\\', 'n')
+		case '\r':
+			b = append(b, '\\', 'r')
+		case '\t':
+			b = append(b, '\\', 't')
+		default:
+			const hex = "0123456789abcdef"
+			b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xF])
+		}
+		start = i + 1
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
+}
+
+// appendES6Number formats f as ECMAScript's Number.prototype.toString does
+// (ECMA-262 §6.1.6.1.20), which RFC 8785 §3.2.2.3 adopts. f must be finite.
+func appendES6Number(b []byte, f float64) []byte {
+	if f == 0 {
+		return append(b, '0') // also for -0
+	}
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		panic("etdi: non-finite number")
+	}
+	if f < 0 {
+		b = append(b, '-')
+		f = -f
+	}
+	// Shortest round-trip digits and exponent: d.ddddde±x.
+	var buf [32]byte
+	e := strconv.AppendFloat(buf[:0], f, 'e', -1, 64)
+	mant, exp := e, 0
+	for i, c := range e {
+		if c == 'e' {
+			mant = e[:i]
+			x, _ := strconv.Atoi(string(e[i+1:]))
+			exp = x
+			break
+		}
+	}
+	digits := make([]byte, 0, len(mant))
+	for _, c := range mant {
+		if c != '.' {
+			digits = append(digits, c)
+		}
+	}
+	k := len(digits)
+	n := exp + 1 // value = 0.digits × 10^n
+	switch {
+	case k <= n && n <= 21:
+		b = append(b, digits...)
+		for i := 0; i < n-k; i++ {
+			b = append(b, '0')
+		}
+	case 0 < n && n <= 21:
+		b = append(b, digits[:n]...)
+		b = append(b, '.')
+		b = append(b, digits[n:]...)
+	case -6 < n && n <= 0:
+		b = append(b, '0', '.')
+		for i := 0; i < -n; i++ {
+			b = append(b, '0')
+		}
+		b = append(b, digits...)
+	default:
+		b = append(b, digits[0])
+		if k > 1 {
+			b = append(b, '.')
+			b = append(b, digits[1:]...)
+		}
+		b = append(b, 'e')
+		if n-1 >= 0 {
+			b = append(b, '+')
+		}
+		b = strconv.AppendInt(b, int64(n-1), 10)
+	}
+	return b
+}

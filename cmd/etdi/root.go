@@ -1,0 +1,173 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/etdi-dev/etdi"
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+)
+
+// env is what commands need from the process: streams and the environment.
+// Tests and the demo run commands in-process with their own env.
+type env struct {
+	ctx       context.Context
+	stdin     io.Reader
+	stdout    io.Writer
+	stderr    io.Writer
+	lookupEnv func(string) (string, bool)
+	// ranCommand is set once flags and arguments were accepted, so that
+	// later errors are operational (exit 1) and earlier ones usage (exit 2).
+	ranCommand bool
+}
+
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	e := &env{ctx: ctx, stdin: stdin, stdout: stdout, stderr: stderr, lookupEnv: os.LookupEnv}
+	return e.run(args)
+}
+
+func (e *env) run(args []string) int {
+	root := e.newRoot()
+	root.SetArgs(args)
+	root.SetIn(e.stdin)
+	root.SetOut(e.stdout)
+	root.SetErr(e.stderr)
+	err := root.ExecuteContext(e.ctx)
+	return report(e.stderr, err, e.ranCommand)
+}
+
+func (e *env) newRoot() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "etdi",
+		Short: "Sign and verify MCP tool definitions (ETDI)",
+		Long: `etdi makes Model Context Protocol tools trustworthy.
+
+A provider signs versioned tool manifests with a provider key:
+  etdi key generate --out acme
+  etdi sign --key acme.key --out weather.etdi.json weather.manifest.json
+
+A client verifies a bundle, and optionally the live tools/list of the server,
+against its trust policy before it lets a model see the tools:
+  etdi trust add --policy trust.json --provider acme --key acme.pub
+  etdi verify --trust trust.json --tools live.json weather.etdi.json
+
+Exit codes: 0 ok, 1 error, 2 usage, 10 missing or invalid signature,
+11 rug pull or downgrade, 12 impersonation, 13 approval required,
+14 revoked or expired. With several findings the most severe wins
+(12 > 11 > 10 > 14 > 13). See SPEC.md for the formats.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		PersistentPreRun: func(cmd *cobra.Command, args []string) {
+			e.ranCommand = true
+		},
+	}
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err} })
+	root.AddCommand(e.keyCmd(), e.signCmd(), e.verifyCmd(), e.trustCmd(), e.digestCmd(), e.demoCmd())
+	return root
+}
+
+// exactArgs is cobra.ExactArgs returning a usage error.
+func exactArgs(n int) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) != n {
+			return usagef("%s takes %d argument(s), got %d", cmd.CommandPath(), n, len(args))
+		}
+		return nil
+	}
+}
+
+// readInput reads a file ("-" for stdin) of at most etdi.MaxManifestSize bytes.
+func (e *env) readInput(path string) ([]byte, error) {
+	var r io.Reader
+	if path == "-" {
+		r = e.stdin
+	} else {
+		f, err := os.Open(path)
+		if err != nil {
+			return nil, err
+		}
+		defer f.Close()
+		r = f
+	}
+	data, err := io.ReadAll(io.LimitReader(r, etdi.MaxManifestSize+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > etdi.MaxManifestSize {
+		return nil, fmt.Errorf("%s: larger than %d bytes", path, etdi.MaxManifestSize)
+	}
+	return data, nil
+}
+
+// password returns the key password from ETDI_PASSWORD or, on a terminal,
+// a prompt. It never prompts without a terminal.
+func (e *env) password(confirm bool) ([]byte, error) {
+	if pw, ok := e.lookupEnv("ETDI_PASSWORD"); ok {
+		if pw == "" {
+			return nil, errors.New("ETDI_PASSWORD is set but empty")
+		}
+		return []byte(pw), nil
+	}
+	f, ok := e.stdin.(*os.File)
+	if !ok || !term.IsTerminal(int(f.Fd())) {
+		return nil, &hintError{errors.New("no password: ETDI_PASSWORD is not set and standard input is not a terminal"),
+			"export ETDI_PASSWORD in CI, or run on a terminal to be prompted"}
+	}
+	fmt.Fprint(e.stderr, "Password for the private key: ")
+	pw, err := term.ReadPassword(int(f.Fd()))
+	fmt.Fprintln(e.stderr)
+	if err != nil {
+		return nil, err
+	}
+	if len(pw) == 0 {
+		return nil, errors.New("empty password")
+	}
+	if confirm {
+		fmt.Fprint(e.stderr, "Repeat the password: ")
+		again, err := term.ReadPassword(int(f.Fd()))
+		fmt.Fprintln(e.stderr)
+		if err != nil {
+			return nil, err
+		}
+		if string(again) != string(pw) {
+			return nil, errors.New("passwords do not match")
+		}
+	}
+	return pw, nil
+}
+
+// writeJSON writes v as indented JSON to stdout.
+func (e *env) writeJSON(v any) error {
+	enc := json.NewEncoder(e.stdout)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// parseTimeFlag parses an RFC 3339 time.
+func parseTimeFlag(name, s string) (time.Time, error) {
+	if s == "" {
+		return time.Time{}, nil
+	}
+	t, err := time.Parse(time.RFC3339, s)
+	if err != nil {
+		return time.Time{}, usagef("--%s %q: want an RFC 3339 time such as 2026-01-02T15:04:05Z", name, s)
+	}
+	return t, nil
+}
+
+// defaultPath returns a file under the per-user etdi configuration directory.
+func defaultPath(name string) string {
+	dir, err := os.UserConfigDir()
+	if err != nil {
+		return name
+	}
+	return filepath.Join(dir, "etdi", name)
+}

@@ -1,0 +1,172 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/etdi-dev/etdi"
+	"github.com/etdi-dev/etdi/keys"
+	"github.com/etdi-dev/etdi/trust"
+	"github.com/etdi-dev/etdi/verify"
+	"github.com/spf13/cobra"
+)
+
+func (e *env) verifyCmd() *cobra.Command {
+	var policyPath, toolsPath, at string
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "verify [--trust POLICY] [--tools TOOLS_LIST] BUNDLE",
+		Short: "Verify a signed bundle offline, optionally against a server's live tools",
+		Long: `Verify a bundle against the trust policy: the signature must be made by a
+key the policy trusts for the provider the bundle claims, the key must be
+inside its validity window and the bundle inside its validity period, and
+every subject digest must match its definition.
+
+With --tools, also compare a saved tools/list result (the result object, the
+whole JSON-RPC response, or an array of tools) with the signed definitions:
+a live tool whose definition differs is a rug pull (exit 11) and is shown
+field by field; a live tool the bundle does not sign follows the policy's
+unsigned rule. Key order and whitespace never count as a difference.
+
+Exit codes: 0 verified, 10 missing or invalid signature, 11 live definition
+differs, 12 impersonation, 14 expired or key outside its window, 1 error.`,
+		Example: `  etdi verify --trust trust.json weather.etdi.json
+  etdi verify --trust trust.json --tools live.json --json weather.etdi.json`,
+		Args: exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			now, err := parseTimeFlag("at", at)
+			if err != nil {
+				return err
+			}
+			p, err := loadPolicy(policyPath)
+			if err != nil {
+				return err
+			}
+			data, err := e.readInput(args[0])
+			if err != nil {
+				return err
+			}
+			opts := verify.Options{Now: now}
+			if toolsPath != "" {
+				td, err := e.readInput(toolsPath)
+				if err != nil {
+					return err
+				}
+				if opts.Live, err = etdi.ParseToolsList(td); err != nil {
+					return fmt.Errorf("%s: %w", toolsPath, err)
+				}
+			}
+			r := verify.Verify(data, p, opts)
+			r.Source = args[0]
+			code := exitFor(r.Findings)
+			if code == exitOK && !r.Verified {
+				code = exitSignature // never report an unverified bundle as ok
+			}
+			if asJSON {
+				if err := e.writeJSON(struct {
+					*verify.Result
+					ExitCode int `json:"exitCode"`
+				}{r, code}); err != nil {
+					return err
+				}
+			} else {
+				printResult(e.stdout, r)
+			}
+			if code != exitOK {
+				fmt.Fprintf(e.stderr, "etdi: verification of %s failed (exit %d)\n", args[0], code)
+				return &exitCodeError{code}
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&policyPath, "trust", defaultPath("trust.json"), "trust policy file")
+	f.StringVar(&toolsPath, "tools", "", "saved tools/list result to check against the signed definitions")
+	f.StringVar(&at, "at", "", "verify as of this RFC 3339 time instead of now")
+	f.BoolVar(&asJSON, "json", false, "print the result as JSON")
+	return cmd
+}
+
+func loadPolicy(path string) (*trust.Policy, error) {
+	p, err := trust.Load(path)
+	if err != nil {
+		return nil, &hintError{fmt.Errorf("trust policy: %w", err),
+			"create one with 'etdi trust add --policy " + path + " --provider ID --key KEY.pub'"}
+	}
+	return p, nil
+}
+
+// printResult writes the human report of a verification.
+func printResult(w io.Writer, r *verify.Result) {
+	if r.Verified {
+		fmt.Fprintf(w, "verified %s\n", r.Source)
+	} else {
+		fmt.Fprintf(w, "NOT verified %s\n", r.Source)
+	}
+	if r.Provider.ID != "" {
+		claim := ""
+		if !r.Verified {
+			claim = " (claimed, unverified)"
+		}
+		name := ""
+		if r.Provider.Name != "" {
+			name = " (" + r.Provider.Name + ")"
+		}
+		fmt.Fprintf(w, "  provider  %s%s%s\n", r.Provider.ID, name, claim)
+	}
+	if r.Signer != nil {
+		fmt.Fprintf(w, "  signer    key %s (%s)\n", keys.ShortID(r.Signer.KeyID), r.Signer.Algorithm)
+	}
+	if r.Server.Name != "" {
+		fmt.Fprintf(w, "  server    %s %s\n", r.Server.Name, r.Server.Version)
+	}
+	if r.IssuedAt != nil {
+		fmt.Fprintf(w, "  issued    %s, expires %s, sequence %d\n",
+			r.IssuedAt.Format(time.RFC3339), r.Expires.Format(time.RFC3339), r.Sequence)
+	}
+	if len(r.Tools) > 0 {
+		fmt.Fprintf(w, "  tools     %d\n", len(r.Tools))
+		width := 0
+		for _, t := range r.Tools {
+			width = max(width, len(etdi.SubjectName(t.Name, t.Version)))
+		}
+		for _, t := range r.Tools {
+			var scopes []string
+			for _, p := range t.Permissions {
+				scopes = append(scopes, p.Scope)
+			}
+			perm := "no permissions"
+			if len(scopes) > 0 {
+				perm = strings.Join(scopes, ", ")
+			}
+			status := ""
+			if t.Status != "signed" {
+				status = "  [" + t.Status + "]"
+			}
+			d, _ := etdi.ParseDigest(t.Digest)
+			fmt.Fprintf(w, "    %-*s  sha256:%s  %s%s\n", width, etdi.SubjectName(t.Name, t.Version), d.Short(), perm, status)
+		}
+	}
+	printFindings(w, r.Findings)
+}
+
+func printFindings(w io.Writer, findings []verify.Finding) {
+	for _, f := range findings {
+		switch f.Severity {
+		case verify.Error:
+			fmt.Fprintf(w, "SECURITY ERROR: %s: %s\n", f.Kind, f.Message)
+		case verify.Warning:
+			fmt.Fprintf(w, "warning: %s: %s\n", f.Kind, f.Message)
+		default:
+			fmt.Fprintf(w, "note: %s: %s\n", f.Kind, f.Message)
+		}
+		if f.Signed != "" && f.Live != "" {
+			fmt.Fprintf(w, "    signed %s\n    live   %s\n", f.Signed, f.Live)
+		}
+		for _, c := range f.Changes {
+			fmt.Fprintf(w, "    %s\n", c)
+		}
+	}
+}

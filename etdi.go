@@ -1,0 +1,428 @@
+// Package etdi defines the Enhanced Tool Definition Interface data model:
+// tool manifests, the canonical form and digest of an MCP tool definition,
+// the signed in-toto statement and the bundle that carries it.
+//
+// The package does no I/O. Signing lives in package sign, verification in
+// package verify, the trust policy in package trust. Every format here is
+// specified byte-exactly in SPEC.md; the section numbers in the comments
+// refer to it.
+package etdi
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"strings"
+)
+
+// Media types and URIs of the signed format (SPEC.md §5, §6).
+const (
+	// PayloadType is the DSSE payloadType of every etdi envelope.
+	PayloadType = "application/vnd.in-toto+json"
+	// StatementType is the in-toto Statement v1 _type.
+	StatementType = "https://in-toto.io/Statement/v1"
+	// PredicateType identifies the etdi tool manifest predicate.
+	PredicateType = "https://etdi.dev/ToolManifest/v1"
+	// BundleMediaType is the mediaType of an etdi bundle file.
+	BundleMediaType = "application/vnd.etdi.bundle.v1+json"
+	// MetaPrefix is the _meta key prefix reserved for etdi material inside
+	// MCP objects. Keys with this prefix are removed before digesting.
+	MetaPrefix = "dev.etdi/"
+)
+
+// Size limits (SPEC.md §2).
+const (
+	MaxManifestSize = 64 << 20 // bytes of a manifest, bundle or tools/list file
+	MaxTools        = 20000    // tools in one manifest or tools/list result
+	MaxPermissions  = 256      // permissions of one tool
+	MaxNameLen      = 256      // bytes of a tool name
+)
+
+// Provider identifies who publishes and signs tools.
+type Provider struct {
+	ID   string `json:"id"`
+	Name string `json:"name,omitempty"`
+}
+
+// Server identifies the MCP server the tools belong to.
+type Server struct {
+	Name    string `json:"name"`
+	Version string `json:"version,omitempty"`
+}
+
+// Permission is one capability a tool declares it needs.
+type Permission struct {
+	Scope       string `json:"scope"`
+	Description string `json:"description,omitempty"`
+}
+
+// Tool is one versioned tool: its MCP definition plus the etdi fields.
+type Tool struct {
+	Name        string
+	Version     string
+	Permissions []Permission
+	// Definition is the MCP tool object exactly as the server sends it,
+	// with etdi's own _meta material removed (see StripMeta).
+	Definition *Value
+	// Digest is DefinitionDigest(Definition).
+	Digest Digest
+}
+
+// Manifest is what a provider writes and signs (SPEC.md §4).
+type Manifest struct {
+	Provider Provider
+	Server   Server
+	Tools    []Tool
+}
+
+// Tool returns the tool named name, or nil.
+func (m *Manifest) Tool(name string) *Tool {
+	for i := range m.Tools {
+		if m.Tools[i].Name == name {
+			return &m.Tools[i]
+		}
+	}
+	return nil
+}
+
+// Digest is a SHA-256 content digest.
+type Digest [sha256.Size]byte
+
+// String returns "sha256:" followed by the lowercase hex digest.
+func (d Digest) String() string { return "sha256:" + d.Hex() }
+
+// Hex returns the lowercase hex digest.
+func (d Digest) Hex() string { return hex.EncodeToString(d[:]) }
+
+// Short returns the first 12 hex digits, for display.
+func (d Digest) Short() string { return d.Hex()[:12] }
+
+// MarshalText encodes the digest as its String form.
+func (d Digest) MarshalText() ([]byte, error) { return []byte(d.String()), nil }
+
+// ParseDigest parses "sha256:<64 hex>" or bare 64 lowercase hex digits.
+func ParseDigest(s string) (Digest, error) {
+	var d Digest
+	h := strings.TrimPrefix(s, "sha256:")
+	if len(h) != 2*sha256.Size || strings.ToLower(h) != h {
+		return d, fmt.Errorf("invalid sha256 digest %q", truncate(s, 80))
+	}
+	if _, err := hex.Decode(d[:], []byte(h)); err != nil {
+		return d, fmt.Errorf("invalid sha256 digest %q", truncate(s, 80))
+	}
+	return d, nil
+}
+
+// StripMeta returns def without etdi's own material: every _meta member
+// whose name starts with MetaPrefix is removed, and _meta itself is removed
+// if that leaves it empty. def is not modified. Nothing else is touched
+// (SPEC.md §3).
+func StripMeta(def *Value) *Value {
+	if def == nil || def.Kind != Object {
+		return def
+	}
+	meta := def.Get("_meta")
+	if meta == nil || meta.Kind != Object {
+		return def
+	}
+	var kept []Member
+	removed := false
+	for _, m := range meta.Members {
+		if strings.HasPrefix(m.Name, MetaPrefix) {
+			removed = true
+			continue
+		}
+		kept = append(kept, m)
+	}
+	if !removed {
+		return def
+	}
+	out := &Value{Kind: Object, Members: make([]Member, 0, len(def.Members))}
+	for _, m := range def.Members {
+		if m.Name == "_meta" {
+			if len(kept) == 0 {
+				continue
+			}
+			m = Member{Name: "_meta", Value: &Value{Kind: Object, Members: kept}}
+		}
+		out.Members = append(out.Members, m)
+	}
+	return out
+}
+
+// DefinitionDigest is the SHA-256 of the RFC 8785 canonical form of an MCP
+// tool object after StripMeta (SPEC.md §3). Every other member counts.
+func DefinitionDigest(def *Value) Digest {
+	return sha256.Sum256(AppendCanonical(nil, StripMeta(def)))
+}
+
+// DigestJSON parses one MCP tool object under the strict profile and returns
+// its definition digest.
+func DigestJSON(data []byte) (Digest, error) {
+	v, err := ParseJSON(data)
+	if err != nil {
+		return Digest{}, err
+	}
+	if v.Kind != Object {
+		return Digest{}, fmt.Errorf("tool definition is a %s, not an object", v.Kind)
+	}
+	return DefinitionDigest(v), nil
+}
+
+// ParseManifest parses and validates a manifest (SPEC.md §4). Every error
+// names the place in the document, e.g. "tools[2].version".
+func ParseManifest(data []byte) (*Manifest, error) {
+	if len(data) > MaxManifestSize {
+		return nil, fmt.Errorf("manifest larger than %d bytes", MaxManifestSize)
+	}
+	v, err := ParseJSON(data)
+	if err != nil {
+		return nil, err
+	}
+	o, err := Field{"", v}.Object()
+	if err != nil {
+		return nil, err
+	}
+	if err := o.Only("provider", "server", "tools"); err != nil {
+		return nil, err
+	}
+	m := &Manifest{}
+	if m.Provider, err = parseProvider(o.Field("provider")); err != nil {
+		return nil, err
+	}
+	if m.Server, err = parseServer(o.Field("server")); err != nil {
+		return nil, err
+	}
+	if m.Tools, err = parseTools(o.Field("tools"), false); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+func parseProvider(f Field) (Provider, error) {
+	var p Provider
+	o, err := f.Object()
+	if err != nil {
+		return p, err
+	}
+	if err := o.Only("id", "name"); err != nil {
+		return p, err
+	}
+	if p.ID, err = o.Field("id").Str(); err != nil {
+		return p, err
+	}
+	if err := ValidateProviderID(p.ID); err != nil {
+		return p, o.Field("id").Errorf("%v", err)
+	}
+	if p.Name, err = o.Field("name").OptStr(); err != nil {
+		return p, err
+	}
+	if err := checkText(p.Name, 256); err != nil {
+		return p, o.Field("name").Errorf("%v", err)
+	}
+	return p, nil
+}
+
+func parseServer(f Field) (Server, error) {
+	var s Server
+	o, err := f.Object()
+	if err != nil {
+		return s, err
+	}
+	if err := o.Only("name", "version"); err != nil {
+		return s, err
+	}
+	if s.Name, err = o.Field("name").Str(); err != nil {
+		return s, err
+	}
+	if s.Name == "" {
+		return s, o.Field("name").Errorf("must not be empty")
+	}
+	if err := checkText(s.Name, 256); err != nil {
+		return s, o.Field("name").Errorf("%v", err)
+	}
+	if s.Version, err = o.Field("version").OptStr(); err != nil {
+		return s, err
+	}
+	if err := checkText(s.Version, 128); err != nil {
+		return s, o.Field("version").Errorf("%v", err)
+	}
+	return s, nil
+}
+
+// parseTools parses the tools array of a manifest (inPredicate false:
+// entries are {version, permissions, definition}) or of a predicate
+// (inPredicate true: entries also carry name).
+func parseTools(f Field, inPredicate bool) ([]Tool, error) {
+	a, err := f.Array()
+	if err != nil {
+		return nil, err
+	}
+	if len(a.V.Elems) == 0 {
+		return nil, f.Errorf("must list at least one tool")
+	}
+	if len(a.V.Elems) > MaxTools {
+		return nil, f.Errorf("more than %d tools", MaxTools)
+	}
+	tools := make([]Tool, 0, len(a.V.Elems))
+	seen := make(map[string]int, len(a.V.Elems))
+	for i := range a.V.Elems {
+		ef := a.Elem(i)
+		o, err := ef.Object()
+		if err != nil {
+			return nil, err
+		}
+		allowed := []string{"version", "permissions", "definition"}
+		if inPredicate {
+			allowed = append(allowed, "name")
+		}
+		if err := o.Only(allowed...); err != nil {
+			return nil, err
+		}
+		var t Tool
+		df := o.Field("definition")
+		def, err := df.Object()
+		if err != nil {
+			return nil, err
+		}
+		if t.Name, err = def.Field("name").Str(); err != nil {
+			return nil, err
+		}
+		if err := ValidateToolName(t.Name); err != nil {
+			return nil, def.Field("name").Errorf("%v", err)
+		}
+		if inPredicate {
+			n, err := o.Field("name").Str()
+			if err != nil {
+				return nil, err
+			}
+			if n != t.Name {
+				return nil, o.Field("name").Errorf("%q does not match definition.name %q", n, t.Name)
+			}
+		}
+		if j, dup := seen[t.Name]; dup {
+			return nil, def.Field("name").Errorf("duplicate tool name %q (also tools[%d])", t.Name, j)
+		}
+		seen[t.Name] = i
+		if t.Version, err = o.Field("version").Str(); err != nil {
+			return nil, err
+		}
+		if _, err := ParseVersion(t.Version); err != nil {
+			return nil, o.Field("version").Errorf("%v", err)
+		}
+		if t.Permissions, err = parsePermissions(o.Field("permissions")); err != nil {
+			return nil, err
+		}
+		t.Definition = StripMeta(def.V)
+		t.Digest = DefinitionDigest(t.Definition)
+		tools = append(tools, t)
+	}
+	return tools, nil
+}
+
+func parsePermissions(f Field) ([]Permission, error) {
+	a, err := f.Array()
+	if err != nil {
+		return nil, err
+	}
+	if len(a.V.Elems) > MaxPermissions {
+		return nil, f.Errorf("more than %d permissions", MaxPermissions)
+	}
+	perms := make([]Permission, 0, len(a.V.Elems))
+	seen := map[string]bool{}
+	for i := range a.V.Elems {
+		o, err := a.Elem(i).Object()
+		if err != nil {
+			return nil, err
+		}
+		if err := o.Only("scope", "description"); err != nil {
+			return nil, err
+		}
+		var p Permission
+		if p.Scope, err = o.Field("scope").Str(); err != nil {
+			return nil, err
+		}
+		if err := ValidateScope(p.Scope); err != nil {
+			return nil, o.Field("scope").Errorf("%v", err)
+		}
+		if seen[p.Scope] {
+			return nil, o.Field("scope").Errorf("duplicate scope %q", p.Scope)
+		}
+		seen[p.Scope] = true
+		if p.Description, err = o.Field("description").OptStr(); err != nil {
+			return nil, err
+		}
+		if err := checkText(p.Description, 1024); err != nil {
+			return nil, o.Field("description").Errorf("%v", err)
+		}
+		perms = append(perms, p)
+	}
+	return perms, nil
+}
+
+// ValidateProviderID reports whether id is an acceptable provider id:
+// 1 to 128 ASCII letters, digits, '.', '_' or '-', starting with a letter or
+// digit. ASCII-only so that two ids can never look alike.
+func ValidateProviderID(id string) error {
+	if id == "" {
+		return fmt.Errorf("provider id must not be empty")
+	}
+	if len(id) > 128 {
+		return fmt.Errorf("provider id longer than 128 bytes")
+	}
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		ok := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' ||
+			i > 0 && (c == '.' || c == '_' || c == '-')
+		if !ok {
+			return fmt.Errorf("provider id %q: only ASCII letters, digits, '.', '_', '-' allowed, starting with a letter or digit", id)
+		}
+	}
+	return nil
+}
+
+// ValidateToolName reports whether name is acceptable as a signed tool name:
+// 1 to MaxNameLen bytes without control characters or spaces.
+func ValidateToolName(name string) error {
+	if name == "" {
+		return fmt.Errorf("tool name must not be empty")
+	}
+	if len(name) > MaxNameLen {
+		return fmt.Errorf("tool name longer than %d bytes", MaxNameLen)
+	}
+	for _, r := range name {
+		if r < 0x20 || r == 0x7f || r == ' ' || (r >= 0x80 && r < 0xa0) {
+			return fmt.Errorf("tool name %q contains a control character or space", name)
+		}
+	}
+	return nil
+}
+
+// ValidateScope reports whether s is an acceptable permission scope: 1 to
+// 128 printable ASCII characters without spaces, e.g. "net:fetch".
+func ValidateScope(s string) error {
+	if s == "" {
+		return fmt.Errorf("scope must not be empty")
+	}
+	if len(s) > 128 {
+		return fmt.Errorf("scope longer than 128 bytes")
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] <= ' ' || s[i] >= 0x7f {
+			return fmt.Errorf("scope %q: only printable ASCII without spaces allowed", s)
+		}
+	}
+	return nil
+}
+
+func checkText(s string, max int) error {
+	if len(s) > max {
+		return fmt.Errorf("longer than %d bytes", max)
+	}
+	for _, r := range s {
+		if r < 0x20 || r == 0x7f {
+			return fmt.Errorf("contains a control character")
+		}
+	}
+	return nil
+}

@@ -1,0 +1,452 @@
+package etdi
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"unicode/utf16"
+	"unicode/utf8"
+)
+
+// Limits applied to every JSON document etdi parses. See SPEC.md §2.
+const (
+	// MaxDepth is the deepest nesting of arrays and objects accepted.
+	MaxDepth = 64
+	// MaxSafeInteger is the largest magnitude a JSON number may have
+	// (I-JSON, RFC 7493 §2.2): 2^53-1.
+	MaxSafeInteger = 1<<53 - 1
+)
+
+// Kind is the type of a JSON value.
+type Kind uint8
+
+// The JSON value kinds.
+const (
+	Null Kind = iota
+	Bool
+	Number
+	String
+	Array
+	Object
+)
+
+func (k Kind) String() string {
+	switch k {
+	case Null:
+		return "null"
+	case Bool:
+		return "boolean"
+	case Number:
+		return "number"
+	case String:
+		return "string"
+	case Array:
+		return "array"
+	case Object:
+		return "object"
+	}
+	return "invalid"
+}
+
+// Value is a parsed JSON value. Objects keep their members in document
+// order; duplicate member names are rejected by the parser, so a name
+// identifies at most one member.
+type Value struct {
+	Kind    Kind
+	Bool    bool
+	Num     float64
+	Str     string
+	Elems   []*Value
+	Members []Member
+}
+
+// Member is one name/value pair of a JSON object.
+type Member struct {
+	Name  string
+	Value *Value
+}
+
+// Get returns the member of an object named exactly name (case-sensitive),
+// or nil.
+func (v *Value) Get(name string) *Value {
+	if v == nil || v.Kind != Object {
+		return nil
+	}
+	for i := range v.Members {
+		if v.Members[i].Name == name {
+			return v.Members[i].Value
+		}
+	}
+	return nil
+}
+
+// SyntaxError reports JSON that etdi refuses: malformed, or well-formed but
+// outside the accepted profile (duplicate names, unsafe numbers, invalid
+// UTF-8, too deep). Offset is the byte offset of the problem.
+type SyntaxError struct {
+	Offset int
+	Msg    string
+}
+
+func (e *SyntaxError) Error() string {
+	return fmt.Sprintf("invalid JSON at byte %d: %s", e.Offset, e.Msg)
+}
+
+// ParseJSON parses data as a single JSON value under etdi's strict profile
+// (SPEC.md §2): RFC 8259 syntax, UTF-8 only, no byte order mark, no
+// duplicate member names, no lone surrogate escapes, numbers finite and of
+// magnitude at most 2^53-1, nesting at most MaxDepth.
+func ParseJSON(data []byte) (*Value, error) {
+	if !utf8.Valid(data) {
+		off := 0
+		for off < len(data) {
+			r, n := utf8.DecodeRune(data[off:])
+			if r == utf8.RuneError && n <= 1 {
+				break
+			}
+			off += n
+		}
+		return nil, &SyntaxError{off, "invalid UTF-8"}
+	}
+	p := &parser{data: data}
+	p.skipSpace()
+	v, err := p.value(0)
+	if err != nil {
+		return nil, err
+	}
+	p.skipSpace()
+	if p.pos != len(p.data) {
+		return nil, p.errf("unexpected data after the top-level value")
+	}
+	return v, nil
+}
+
+type parser struct {
+	data []byte
+	pos  int
+}
+
+func (p *parser) errf(format string, args ...any) error {
+	return &SyntaxError{p.pos, fmt.Sprintf(format, args...)}
+}
+
+func (p *parser) skipSpace() {
+	for p.pos < len(p.data) {
+		switch p.data[p.pos] {
+		case ' ', '\t', '\n', '\r':
+			p.pos++
+		default:
+			return
+		}
+	}
+}
+
+func (p *parser) value(depth int) (*Value, error) {
+	if p.pos >= len(p.data) {
+		return nil, p.errf("unexpected end of input")
+	}
+	switch c := p.data[p.pos]; {
+	case c == '{':
+		return p.object(depth + 1)
+	case c == '[':
+		return p.array(depth + 1)
+	case c == '"':
+		s, err := p.str()
+		if err != nil {
+			return nil, err
+		}
+		return &Value{Kind: String, Str: s}, nil
+	case c == 't':
+		return p.literal("true", &Value{Kind: Bool, Bool: true})
+	case c == 'f':
+		return p.literal("false", &Value{Kind: Bool})
+	case c == 'n':
+		return p.literal("null", &Value{Kind: Null})
+	case c == '-' || (c >= '0' && c <= '9'):
+		return p.number()
+	default:
+		return nil, p.errf("unexpected character %q", rune(c))
+	}
+}
+
+func (p *parser) literal(lit string, v *Value) (*Value, error) {
+	if !strings.HasPrefix(string(p.data[p.pos:min(len(p.data), p.pos+len(lit))]), lit) {
+		return nil, p.errf("invalid literal")
+	}
+	p.pos += len(lit)
+	return v, nil
+}
+
+func (p *parser) object(depth int) (*Value, error) {
+	if depth > MaxDepth {
+		return nil, p.errf("nesting deeper than %d", MaxDepth)
+	}
+	p.pos++ // '{'
+	v := &Value{Kind: Object}
+	p.skipSpace()
+	if p.pos < len(p.data) && p.data[p.pos] == '}' {
+		p.pos++
+		return v, nil
+	}
+	var seen map[string]struct{}
+	for {
+		p.skipSpace()
+		if p.pos >= len(p.data) || p.data[p.pos] != '"' {
+			return nil, p.errf("expected member name")
+		}
+		start := p.pos
+		name, err := p.str()
+		if err != nil {
+			return nil, err
+		}
+		// Small objects are checked linearly; larger ones with a map.
+		if len(v.Members) >= 8 && seen == nil {
+			seen = make(map[string]struct{}, 16)
+			for _, m := range v.Members {
+				seen[m.Name] = struct{}{}
+			}
+		}
+		dup := false
+		if seen != nil {
+			_, dup = seen[name]
+			seen[name] = struct{}{}
+		} else {
+			for _, m := range v.Members {
+				if m.Name == name {
+					dup = true
+					break
+				}
+			}
+		}
+		if dup {
+			return nil, &SyntaxError{start, fmt.Sprintf("duplicate member name %q", name)}
+		}
+		p.skipSpace()
+		if p.pos >= len(p.data) || p.data[p.pos] != ':' {
+			return nil, p.errf("expected ':' after member name")
+		}
+		p.pos++
+		p.skipSpace()
+		elem, err := p.value(depth)
+		if err != nil {
+			return nil, err
+		}
+		v.Members = append(v.Members, Member{name, elem})
+		p.skipSpace()
+		if p.pos >= len(p.data) {
+			return nil, p.errf("unexpected end of input in object")
+		}
+		switch p.data[p.pos] {
+		case ',':
+			p.pos++
+		case '}':
+			p.pos++
+			return v, nil
+		default:
+			return nil, p.errf("expected ',' or '}' in object")
+		}
+	}
+}
+
+func (p *parser) array(depth int) (*Value, error) {
+	if depth > MaxDepth {
+		return nil, p.errf("nesting deeper than %d", MaxDepth)
+	}
+	p.pos++ // '['
+	v := &Value{Kind: Array}
+	p.skipSpace()
+	if p.pos < len(p.data) && p.data[p.pos] == ']' {
+		p.pos++
+		return v, nil
+	}
+	for {
+		p.skipSpace()
+		elem, err := p.value(depth)
+		if err != nil {
+			return nil, err
+		}
+		v.Elems = append(v.Elems, elem)
+		p.skipSpace()
+		if p.pos >= len(p.data) {
+			return nil, p.errf("unexpected end of input in array")
+		}
+		switch p.data[p.pos] {
+		case ',':
+			p.pos++
+		case ']':
+			p.pos++
+			return v, nil
+		default:
+			return nil, p.errf("expected ',' or ']' in array")
+		}
+	}
+}
+
+func (p *parser) str() (string, error) {
+	p.pos++ // opening quote
+	start := p.pos
+	// Fast path: no escapes.
+	for p.pos < len(p.data) {
+		c := p.data[p.pos]
+		if c == '"' {
+			s := string(p.data[start:p.pos])
+			p.pos++
+			return s, nil
+		}
+		if c == '\\' {
+			break
+		}
+		if c < 0x20 {
+			return "", p.errf("control character in string")
+		}
+		p.pos++
+	}
+	var b strings.Builder
+	b.Write(p.data[start:p.pos])
+	for {
+		if p.pos >= len(p.data) {
+			return "", p.errf("unterminated string")
+		}
+		c := p.data[p.pos]
+		switch {
+		case c == '"':
+			p.pos++
+			return b.String(), nil
+		case c < 0x20:
+			return "", p.errf("control character in string")
+		case c != '\\':
+			b.WriteByte(c)
+			p.pos++
+			continue
+		}
+		// Escape sequence.
+		if p.pos+1 >= len(p.data) {
+			return "", p.errf("unterminated escape")
+		}
+		e := p.data[p.pos+1]
+		p.pos += 2
+		switch e {
+		case '"', '\\', '/':
+			b.WriteByte(e)
+		case 'b':
+			b.WriteByte('\b')
+		case 'f':
+			b.WriteByte('\f')
+		case 'n':
+			b.WriteByte('\n')
+		case 'r':
+			b.WriteByte('\r')
+		case 't':
+			b.WriteByte('\t')
+		case 'u':
+			r, err := p.hex4()
+			if err != nil {
+				return "", err
+			}
+			if utf16.IsSurrogate(r) {
+				if r >= 0xDC00 {
+					return "", p.errf("lone low surrogate \\u%04x", r)
+				}
+				if p.pos+1 >= len(p.data) || p.data[p.pos] != '\\' || p.data[p.pos+1] != 'u' {
+					return "", p.errf("lone high surrogate \\u%04x", r)
+				}
+				p.pos += 2
+				r2, err := p.hex4()
+				if err != nil {
+					return "", err
+				}
+				if r2 < 0xDC00 || r2 > 0xDFFF {
+					return "", p.errf("high surrogate \\u%04x not followed by a low surrogate", r)
+				}
+				r = utf16.DecodeRune(r, r2)
+			}
+			b.WriteRune(r)
+		default:
+			return "", p.errf("invalid escape \\%c", e)
+		}
+	}
+}
+
+func (p *parser) hex4() (rune, error) {
+	if p.pos+4 > len(p.data) {
+		return 0, p.errf("short \\u escape")
+	}
+	var r rune
+	for _, c := range p.data[p.pos : p.pos+4] {
+		r <<= 4
+		switch {
+		case c >= '0' && c <= '9':
+			r |= rune(c - '0')
+		case c >= 'a' && c <= 'f':
+			r |= rune(c - 'a' + 10)
+		case c >= 'A' && c <= 'F':
+			r |= rune(c - 'A' + 10)
+		default:
+			return 0, p.errf("invalid \\u escape")
+		}
+	}
+	p.pos += 4
+	return r, nil
+}
+
+func (p *parser) number() (*Value, error) {
+	start := p.pos
+	d := p.data
+	if d[p.pos] == '-' {
+		p.pos++
+	}
+	if p.pos >= len(d) {
+		return nil, p.errf("invalid number")
+	}
+	switch {
+	case d[p.pos] == '0':
+		p.pos++
+	case d[p.pos] >= '1' && d[p.pos] <= '9':
+		for p.pos < len(d) && d[p.pos] >= '0' && d[p.pos] <= '9' {
+			p.pos++
+		}
+	default:
+		return nil, p.errf("invalid number")
+	}
+	if p.pos < len(d) && d[p.pos] == '.' {
+		p.pos++
+		digits := p.pos
+		for p.pos < len(d) && d[p.pos] >= '0' && d[p.pos] <= '9' {
+			p.pos++
+		}
+		if p.pos == digits {
+			return nil, p.errf("invalid number: no digits after '.'")
+		}
+	}
+	if p.pos < len(d) && (d[p.pos] == 'e' || d[p.pos] == 'E') {
+		p.pos++
+		if p.pos < len(d) && (d[p.pos] == '+' || d[p.pos] == '-') {
+			p.pos++
+		}
+		digits := p.pos
+		for p.pos < len(d) && d[p.pos] >= '0' && d[p.pos] <= '9' {
+			p.pos++
+		}
+		if p.pos == digits {
+			return nil, p.errf("invalid number: no digits in exponent")
+		}
+	}
+	lit := string(d[start:p.pos])
+	f, err := strconv.ParseFloat(lit, 64)
+	if err != nil && !errors.Is(err, strconv.ErrRange) {
+		return nil, &SyntaxError{start, fmt.Sprintf("invalid number %q", lit)}
+	}
+	if math.IsInf(f, 0) || math.Abs(f) > MaxSafeInteger {
+		return nil, &SyntaxError{start, fmt.Sprintf("number %s is beyond ±2^53-1", truncate(lit, 40))}
+	}
+	return &Value{Kind: Number, Num: f}, nil
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "..."
+}

@@ -1,0 +1,95 @@
+// Package sign builds and signs etdi statements: a manifest becomes an
+// in-toto statement inside a DSSE envelope, signed with a provider key
+// (SPEC.md §5, §6).
+package sign
+
+import (
+	"bytes"
+	"crypto"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/etdi-dev/etdi"
+	"github.com/etdi-dev/etdi/keys"
+	"github.com/sigstore/sigstore/pkg/signature"
+	"github.com/sigstore/sigstore/pkg/signature/dsse"
+)
+
+// DefaultValidity is how long a bundle is valid when Options.Expires is zero.
+const DefaultValidity = 180 * 24 * time.Hour
+
+// Options control the statement's times and sequence.
+type Options struct {
+	// IssuedAt defaults to the current time.
+	IssuedAt time.Time
+	// Expires defaults to IssuedAt + DefaultValidity.
+	Expires time.Time
+	// Sequence defaults to IssuedAt in Unix seconds, which increases with
+	// every signing as long as the signer's clock does.
+	Sequence uint64
+}
+
+// Sign signs manifest m with signer, whose public key is pub, and returns
+// the bundle. The signature is checked against pub before returning, so a
+// misconfigured signer (for example a KMS key with another padding) fails
+// here rather than at every client.
+func Sign(m *etdi.Manifest, signer signature.Signer, pub crypto.PublicKey, opts Options) (*etdi.Bundle, error) {
+	if err := keys.CheckPublicKey(pub); err != nil {
+		return nil, err
+	}
+	issued := opts.IssuedAt
+	if issued.IsZero() {
+		issued = time.Now()
+	}
+	expires := opts.Expires
+	if expires.IsZero() {
+		expires = issued.Add(DefaultValidity)
+	}
+	seq := opts.Sequence
+	if seq == 0 {
+		seq = uint64(issued.Unix())
+	}
+	st, err := etdi.NewStatement(m, issued, expires, seq)
+	if err != nil {
+		return nil, err
+	}
+	payload := st.Payload()
+
+	raw, err := dsse.WrapSigner(signer, etdi.PayloadType).SignMessage(bytes.NewReader(payload))
+	if err != nil {
+		return nil, fmt.Errorf("signing: %w", err)
+	}
+	var env struct {
+		PayloadType string `json:"payloadType"`
+		Payload     string `json:"payload"`
+		Signatures  []struct {
+			Sig string `json:"sig"`
+		} `json:"signatures"`
+	}
+	if err := json.Unmarshal(raw, &env); err != nil || len(env.Signatures) != 1 {
+		return nil, fmt.Errorf("signing: unexpected envelope from the DSSE signer")
+	}
+	sig, err := base64.StdEncoding.DecodeString(env.Signatures[0].Sig)
+	if err != nil {
+		return nil, fmt.Errorf("signing: %w", err)
+	}
+	keyID, err := keys.ID(pub)
+	if err != nil {
+		return nil, err
+	}
+	b := &etdi.Bundle{Envelope: etdi.Envelope{
+		PayloadType: etdi.PayloadType,
+		Payload:     payload,
+		Signatures:  []etdi.Signature{{KeyID: keyID, Sig: sig}},
+	}}
+	v, err := keys.Verifier(pub)
+	if err != nil {
+		return nil, err
+	}
+	if err := v.VerifySignature(bytes.NewReader(sig), bytes.NewReader(b.Envelope.PAE())); err != nil {
+		return nil, fmt.Errorf("signing: the signature does not verify with key %s (%s): %w", keys.ShortID(keyID), keys.Algorithm(pub), err)
+	}
+	return b, nil
+}

@@ -1,0 +1,368 @@
+// Package trust is the client's trust policy: which providers are trusted,
+// with which public keys and validity windows, and what to do with tools
+// that carry no signature (SPEC.md §9).
+//
+// A key is trusted only for the provider it is listed under: a signature by
+// a key of provider B never makes a bundle that claims provider A valid.
+package trust
+
+import (
+	"bytes"
+	"crypto"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/etdi-dev/etdi"
+	"github.com/etdi-dev/etdi/internal/atomicfile"
+	"github.com/etdi-dev/etdi/keys"
+)
+
+// FormatVersion is the only policy "version" this package reads and writes.
+const FormatVersion = 1
+
+// UnsignedRule says what happens to a tool that no bundle signs.
+type UnsignedRule string
+
+// The unsigned rules.
+const (
+	Allow UnsignedRule = "allow" // accepted silently (still pinned by digest)
+	Warn  UnsignedRule = "warn"  // accepted with a warning
+	Block UnsignedRule = "block" // refused (exit 10); the default
+)
+
+// Policy is a parsed trust policy.
+type Policy struct {
+	Unsigned  UnsignedRule
+	Providers []Provider
+}
+
+// Provider is one trusted provider and its keys.
+type Provider struct {
+	ID   string
+	Keys []Key
+}
+
+// Key is a trusted public key with an optional validity window.
+type Key struct {
+	ID        string // keys.ID of PublicKey
+	PublicKey crypto.PublicKey
+	NotBefore time.Time // zero: no lower bound
+	NotAfter  time.Time // zero: no upper bound
+}
+
+// WindowError reports a key used outside its validity window.
+type WindowError struct {
+	KeyID     string
+	NotBefore time.Time
+	NotAfter  time.Time
+	At        time.Time
+}
+
+func (e *WindowError) Error() string {
+	if !e.NotBefore.IsZero() && e.At.Before(e.NotBefore) {
+		return fmt.Sprintf("key %s is not valid before %s", keys.ShortID(e.KeyID), e.NotBefore.Format(time.RFC3339))
+	}
+	return fmt.Sprintf("key %s expired at %s", keys.ShortID(e.KeyID), e.NotAfter.Format(time.RFC3339))
+}
+
+// NotYetValid reports whether the window starts after At.
+func (e *WindowError) NotYetValid() bool {
+	return !e.NotBefore.IsZero() && e.At.Before(e.NotBefore)
+}
+
+// ValidAt returns a *WindowError if t is outside the key's window.
+func (k *Key) ValidAt(t time.Time) error {
+	if (!k.NotBefore.IsZero() && t.Before(k.NotBefore)) || (!k.NotAfter.IsZero() && t.After(k.NotAfter)) {
+		return &WindowError{KeyID: k.ID, NotBefore: k.NotBefore, NotAfter: k.NotAfter, At: t}
+	}
+	return nil
+}
+
+// New returns an empty policy that blocks unsigned tools.
+func New() *Policy { return &Policy{Unsigned: Block} }
+
+// Provider returns the provider with the given id, or nil.
+func (p *Policy) Provider(id string) *Provider {
+	for i := range p.Providers {
+		if p.Providers[i].ID == id {
+			return &p.Providers[i]
+		}
+	}
+	return nil
+}
+
+// AddKey trusts k for provider id, creating the provider if needed. If the
+// provider already has the key, its window is replaced and updated is true.
+func (p *Policy) AddKey(id string, k Key) (updated bool, err error) {
+	if err := etdi.ValidateProviderID(id); err != nil {
+		return false, err
+	}
+	if err := keys.CheckPublicKey(k.PublicKey); err != nil {
+		return false, err
+	}
+	if k.ID, err = keys.ID(k.PublicKey); err != nil {
+		return false, err
+	}
+	if !k.NotBefore.IsZero() && !k.NotAfter.IsZero() && !k.NotAfter.After(k.NotBefore) {
+		return false, fmt.Errorf("not-after %s is not after not-before %s", k.NotAfter.Format(time.RFC3339), k.NotBefore.Format(time.RFC3339))
+	}
+	prov := p.Provider(id)
+	if prov == nil {
+		p.Providers = append(p.Providers, Provider{ID: id})
+		prov = &p.Providers[len(p.Providers)-1]
+	}
+	for i := range prov.Keys {
+		if prov.Keys[i].ID == k.ID {
+			prov.Keys[i] = k
+			return true, nil
+		}
+	}
+	prov.Keys = append(prov.Keys, k)
+	return false, nil
+}
+
+// Remove removes key keyID from provider id, or the whole provider when
+// keyID is empty. A provider left without keys is removed. keyID may be a
+// unique prefix of at least 8 hex digits.
+func (p *Policy) Remove(id, keyID string) error {
+	prov := p.Provider(id)
+	if prov == nil {
+		return fmt.Errorf("provider %q is not in the policy", id)
+	}
+	if keyID != "" {
+		k, err := prov.findKey(keyID)
+		if err != nil {
+			return err
+		}
+		prov.Keys = slices.DeleteFunc(prov.Keys, func(x Key) bool { return x.ID == k.ID })
+		if len(prov.Keys) > 0 {
+			return nil
+		}
+	}
+	p.Providers = slices.DeleteFunc(p.Providers, func(x Provider) bool { return x.ID == id })
+	return nil
+}
+
+func (prov *Provider) findKey(ref string) (*Key, error) {
+	h := strings.TrimPrefix(ref, "sha256:")
+	if len(h) < 8 {
+		return nil, fmt.Errorf("key id %q is too short (at least 8 hex digits)", ref)
+	}
+	var found *Key
+	for i := range prov.Keys {
+		if strings.HasPrefix(strings.TrimPrefix(prov.Keys[i].ID, "sha256:"), h) {
+			if found != nil {
+				return nil, fmt.Errorf("key id %q is ambiguous for provider %q", ref, prov.ID)
+			}
+			found = &prov.Keys[i]
+		}
+	}
+	if found == nil {
+		return nil, fmt.Errorf("provider %q has no key %q", prov.ID, ref)
+	}
+	return found, nil
+}
+
+// Parse reads a policy document strictly (SPEC.md §9): unknown fields,
+// duplicate keys, key ids that do not match their key, refused algorithms
+// and inverted windows are errors, so a typo never silently weakens it.
+func Parse(data []byte) (*Policy, error) {
+	if len(data) > 4<<20 {
+		return nil, errors.New("trust policy larger than 4 MiB")
+	}
+	v, err := etdi.ParseJSON(data)
+	if err != nil {
+		return nil, err
+	}
+	o, err := etdi.Root(v).Object()
+	if err != nil {
+		return nil, err
+	}
+	if err := o.Only("version", "unsigned", "providers"); err != nil {
+		return nil, err
+	}
+	ver, err := o.Field("version").Uint()
+	if err != nil {
+		return nil, err
+	}
+	if ver != FormatVersion {
+		return nil, o.Field("version").Errorf("unsupported trust policy version %d (want %d)", ver, FormatVersion)
+	}
+	p := &Policy{Unsigned: Block}
+	if u, err := o.Field("unsigned").OptStr(); err != nil {
+		return nil, err
+	} else if u != "" {
+		if p.Unsigned, err = ParseUnsignedRule(u); err != nil {
+			return nil, o.Field("unsigned").Errorf("%v", err)
+		}
+	}
+	pa, err := o.Field("providers").Array()
+	if err != nil {
+		return nil, err
+	}
+	for i := 0; i < pa.Len(); i++ {
+		po, err := pa.Elem(i).Object()
+		if err != nil {
+			return nil, err
+		}
+		if err := po.Only("id", "keys"); err != nil {
+			return nil, err
+		}
+		var prov Provider
+		if prov.ID, err = po.Field("id").Str(); err != nil {
+			return nil, err
+		}
+		if err := etdi.ValidateProviderID(prov.ID); err != nil {
+			return nil, po.Field("id").Errorf("%v", err)
+		}
+		if p.Provider(prov.ID) != nil {
+			return nil, po.Field("id").Errorf("provider %q listed twice", prov.ID)
+		}
+		ka, err := po.Field("keys").Array()
+		if err != nil {
+			return nil, err
+		}
+		if ka.Len() == 0 {
+			return nil, ka.Errorf("provider %q has no keys", prov.ID)
+		}
+		for j := 0; j < ka.Len(); j++ {
+			k, err := parseKey(ka.Elem(j))
+			if err != nil {
+				return nil, err
+			}
+			for _, x := range prov.Keys {
+				if x.ID == k.ID {
+					return nil, ka.Elem(j).Errorf("key %s listed twice", keys.ShortID(k.ID))
+				}
+			}
+			prov.Keys = append(prov.Keys, k)
+		}
+		p.Providers = append(p.Providers, prov)
+	}
+	return p, nil
+}
+
+func parseKey(f etdi.Field) (Key, error) {
+	var k Key
+	o, err := f.Object()
+	if err != nil {
+		return k, err
+	}
+	if err := o.Only("id", "publicKey", "notBefore", "notAfter"); err != nil {
+		return k, err
+	}
+	pemText, err := o.Field("publicKey").Str()
+	if err != nil {
+		return k, err
+	}
+	if k.PublicKey, err = keys.ParsePublicKey([]byte(pemText)); err != nil {
+		return k, o.Field("publicKey").Errorf("%v", err)
+	}
+	if k.ID, err = keys.ID(k.PublicKey); err != nil {
+		return k, err
+	}
+	id, err := o.Field("id").Str()
+	if err != nil {
+		return k, err
+	}
+	if id != k.ID {
+		return k, o.Field("id").Errorf("%q is not the id of publicKey (%s)", id, k.ID)
+	}
+	if k.NotBefore, err = o.Field("notBefore").OptTime(); err != nil {
+		return k, err
+	}
+	if k.NotAfter, err = o.Field("notAfter").OptTime(); err != nil {
+		return k, err
+	}
+	if !k.NotBefore.IsZero() && !k.NotAfter.IsZero() && !k.NotAfter.After(k.NotBefore) {
+		return k, o.Field("notAfter").Errorf("not after notBefore")
+	}
+	return k, nil
+}
+
+// ParseUnsignedRule parses "allow", "warn" or "block".
+func ParseUnsignedRule(s string) (UnsignedRule, error) {
+	switch r := UnsignedRule(s); r {
+	case Allow, Warn, Block:
+		return r, nil
+	}
+	return "", fmt.Errorf("unsigned rule %q is not allow, warn or block", s)
+}
+
+type jsonKey struct {
+	ID        string `json:"id"`
+	PublicKey string `json:"publicKey"`
+	NotBefore string `json:"notBefore,omitempty"`
+	NotAfter  string `json:"notAfter,omitempty"`
+}
+
+type jsonProvider struct {
+	ID   string    `json:"id"`
+	Keys []jsonKey `json:"keys"`
+}
+
+type jsonPolicy struct {
+	Version   int            `json:"version"`
+	Unsigned  UnsignedRule   `json:"unsigned"`
+	Providers []jsonProvider `json:"providers"`
+}
+
+// Marshal returns the policy as indented JSON, providers and keys in the
+// order they were added.
+func (p *Policy) Marshal() ([]byte, error) {
+	jp := jsonPolicy{Version: FormatVersion, Unsigned: p.Unsigned, Providers: []jsonProvider{}}
+	for _, prov := range p.Providers {
+		jv := jsonProvider{ID: prov.ID, Keys: []jsonKey{}}
+		for _, k := range prov.Keys {
+			pemBytes, err := keys.MarshalPublicKey(k.PublicKey)
+			if err != nil {
+				return nil, err
+			}
+			jk := jsonKey{ID: k.ID, PublicKey: string(pemBytes)}
+			if !k.NotBefore.IsZero() {
+				jk.NotBefore = k.NotBefore.UTC().Format(time.RFC3339)
+			}
+			if !k.NotAfter.IsZero() {
+				jk.NotAfter = k.NotAfter.UTC().Format(time.RFC3339)
+			}
+			jv.Keys = append(jv.Keys, jk)
+		}
+		jp.Providers = append(jp.Providers, jv)
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(jp); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// Load reads and parses the policy file at path.
+func Load(path string) (*Policy, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	p, err := Parse(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return p, nil
+}
+
+// Save writes the policy to path atomically (a temporary file in the same
+// directory, synced, then renamed), mode 0644: it holds public keys only.
+func (p *Policy) Save(path string) error {
+	data, err := p.Marshal()
+	if err != nil {
+		return err
+	}
+	return atomicfile.Write(path, data, 0o644)
+}

@@ -1,0 +1,370 @@
+// Package verify checks etdi bundles against a trust policy and, when given
+// the tools a server really lists, checks each live tool against the signed
+// definition (SPEC.md §10). It never fails open: every problem is a
+// Finding with its evidence, and a Result is verified only when a key the
+// policy trusts for the claimed provider signed the exact payload.
+package verify
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/etdi-dev/etdi"
+	"github.com/etdi-dev/etdi/keys"
+	"github.com/etdi-dev/etdi/trust"
+)
+
+// Kind names a kind of finding. The CLI maps kinds to exit codes
+// (SPEC.md §11); the names are stable and appear in --json output.
+type Kind string
+
+// Finding kinds.
+const (
+	// BundleInvalid: the bundle or its payload is malformed, has the wrong
+	// payloadType, or contradicts itself (subject digest mismatch).
+	BundleInvalid Kind = "bundle_invalid"
+	// SignatureMissing: the envelope carries no signature.
+	SignatureMissing Kind = "signature_missing"
+	// SignatureInvalid: no signature verifies with a key the policy trusts
+	// for the claimed provider, and none with any other trusted key.
+	SignatureInvalid Kind = "signature_invalid"
+	// Impersonation: a key trusted only for another provider signed a
+	// bundle claiming this provider, or a server lists one tool name twice.
+	Impersonation Kind = "impersonation"
+	// DefinitionChanged: a live tool differs from the signed definition of
+	// the same name (a rug pull relative to the signed version).
+	DefinitionChanged Kind = "definition_changed"
+	// UnsignedTool: a live tool that the bundle does not sign.
+	UnsignedTool Kind = "unsigned_tool"
+	// Expired: the bundle is past its expiry or not yet issued.
+	Expired Kind = "expired"
+	// KeyNotValid: the signing key is outside its validity window.
+	KeyNotValid Kind = "key_not_valid"
+	// NotServed: a signed tool the live server does not list (information).
+	NotServed Kind = "not_served"
+)
+
+// Severity says whether a finding fails verification.
+type Severity string
+
+// Severities.
+const (
+	Error   Severity = "error"
+	Warning Severity = "warning"
+	Info    Severity = "info"
+)
+
+// Finding is one result of verification with its evidence.
+type Finding struct {
+	Kind     Kind     `json:"kind"`
+	Severity Severity `json:"severity"`
+	Tool     string   `json:"tool,omitempty"`
+	Version  string   `json:"version,omitempty"`
+	Message  string   `json:"message"`
+	// KeyID is the key concerned (signer or hint).
+	KeyID string `json:"keyId,omitempty"`
+	// TrustedFor lists the providers the signing key is trusted for, for
+	// impersonation findings.
+	TrustedFor []string `json:"trustedFor,omitempty"`
+	// Signed and Live are the definition digests compared.
+	Signed string `json:"signedDigest,omitempty"`
+	Live   string `json:"liveDigest,omitempty"`
+	// Fields lists the top-level fields that differ; Changes the details.
+	Fields  []string      `json:"fields,omitempty"`
+	Changes []etdi.Change `json:"changes,omitempty"`
+}
+
+// Signer identifies who signed a verified bundle.
+type Signer struct {
+	KeyID     string `json:"keyId"`
+	Algorithm string `json:"algorithm"`
+	Provider  string `json:"provider"`
+}
+
+// ToolResult is one signed tool and, with live tools, its status.
+type ToolResult struct {
+	Name        string            `json:"name"`
+	Version     string            `json:"version"`
+	Digest      string            `json:"digest"`
+	Permissions []etdi.Permission `json:"permissions"`
+	// Status is "signed" without live tools; with them "ok", "changed"
+	// or "not_served".
+	Status string `json:"status"`
+}
+
+// Result is the outcome of verifying one bundle. The CLI prints it as
+// prose or, with --json, encodes it as is.
+type Result struct {
+	Source   string        `json:"source,omitempty"`
+	Verified bool          `json:"verified"`
+	Provider etdi.Provider `json:"provider"`
+	Server   etdi.Server   `json:"server"`
+	IssuedAt *time.Time    `json:"issuedAt,omitempty"`
+	Expires  *time.Time    `json:"expires,omitempty"`
+	Sequence uint64        `json:"sequence,omitempty"`
+	Signer   *Signer       `json:"signer,omitempty"`
+	Tools    []ToolResult  `json:"tools"`
+	// Unsigned lists live tools that no signature covers.
+	Unsigned []string  `json:"unsigned,omitempty"`
+	Findings []Finding `json:"findings"`
+
+	// Statement is the verified statement (nil unless Verified).
+	Statement *etdi.Statement `json:"-"`
+}
+
+// OK reports whether the result has no error findings.
+func (r *Result) OK() bool {
+	for _, f := range r.Findings {
+		if f.Severity == Error {
+			return false
+		}
+	}
+	return r.Verified
+}
+
+func (r *Result) add(f Finding) { r.Findings = append(r.Findings, f) }
+
+// Options tune verification.
+type Options struct {
+	// Now is the verification time; zero means time.Now().
+	Now time.Time
+	// Live, if set, is the tools/list the server really serves.
+	Live *etdi.ToolsList
+}
+
+// ClockSkew is the tolerance for a bundle issued in the future.
+const ClockSkew = 5 * time.Minute
+
+// Verify checks the bundle bytes against policy p. It does no I/O.
+//
+// The steps, in order (SPEC.md §10): parse the bundle and the statement;
+// verify the signatures against the keys trusted for the claimed provider,
+// then against every other trusted key to tell impersonation from a bad
+// signature; check key windows and the bundle's validity period; then,
+// with live tools, compare each live tool with its signed definition.
+func Verify(data []byte, p *trust.Policy, opts Options) *Result {
+	now := opts.Now
+	if now.IsZero() {
+		now = time.Now()
+	}
+	r := &Result{Tools: []ToolResult{}, Findings: []Finding{}}
+	b, err := etdi.ParseBundle(data)
+	if err != nil {
+		msg := "malformed bundle: " + err.Error()
+		var pt *etdi.PayloadTypeError
+		if errors.As(err, &pt) {
+			msg = "wrong payload type: " + err.Error()
+		}
+		r.add(Finding{Kind: BundleInvalid, Severity: Error, Message: msg})
+		return r
+	}
+	st, err := etdi.ParseStatement(b.Envelope.Payload)
+	if err != nil {
+		msg := "malformed statement in the envelope payload: " + err.Error()
+		var dm *etdi.DigestMismatchError
+		if errors.As(err, &dm) {
+			msg = "statement contradicts itself: " + err.Error()
+		}
+		r.add(Finding{Kind: BundleInvalid, Severity: Error, Message: msg})
+		return r
+	}
+	r.Provider, r.Server = st.Provider, st.Server
+	if len(b.Envelope.Signatures) == 0 {
+		r.add(Finding{Kind: SignatureMissing, Severity: Error,
+			Message: fmt.Sprintf("bundle for provider %q carries no signature", st.Provider.ID)})
+		return r
+	}
+	signer, ok := checkSignatures(r, b, st, p, now)
+	if !ok {
+		return r
+	}
+	r.Verified = true
+	r.Signer = signer
+	r.Statement = st
+	issued, expires := st.IssuedAt, st.Expires
+	r.IssuedAt, r.Expires, r.Sequence = &issued, &expires, st.Sequence
+
+	if now.After(st.Expires) {
+		r.add(Finding{Kind: Expired, Severity: Error,
+			Message: fmt.Sprintf("bundle expired at %s", st.Expires.Format(time.RFC3339))})
+	}
+	if st.IssuedAt.After(now.Add(ClockSkew)) {
+		r.add(Finding{Kind: Expired, Severity: Error,
+			Message: fmt.Sprintf("bundle is issued in the future (%s)", st.IssuedAt.Format(time.RFC3339))})
+	}
+	for _, t := range st.Tools {
+		r.Tools = append(r.Tools, ToolResult{Name: t.Name, Version: t.Version, Digest: t.Digest.String(),
+			Permissions: nonNil(t.Permissions), Status: "signed"})
+	}
+	if opts.Live != nil {
+		checkLive(r, st, opts.Live, p.Unsigned)
+	}
+	return r
+}
+
+func nonNil(p []etdi.Permission) []etdi.Permission {
+	if p == nil {
+		return []etdi.Permission{}
+	}
+	return p
+}
+
+type match struct {
+	provider string
+	key      *trust.Key
+}
+
+// checkSignatures finds a signature by a key trusted for the claimed
+// provider and valid now. Failing that it records the most telling
+// finding: impersonation, key outside its window, or invalid signature.
+func checkSignatures(r *Result, b *etdi.Bundle, st *etdi.Statement, p *trust.Policy, now time.Time) (*Signer, bool) {
+	pae := b.Envelope.PAE()
+	claimed := st.Provider.ID
+	verifies := func(k *trust.Key) bool {
+		v, err := keys.Verifier(k.PublicKey)
+		if err != nil {
+			return false
+		}
+		for _, s := range b.Envelope.Signatures {
+			if v.VerifySignature(bytes.NewReader(s.Sig), bytes.NewReader(pae)) == nil {
+				return true
+			}
+		}
+		return false
+	}
+	var windowErr error
+	var windowKey string
+	if prov := p.Provider(claimed); prov != nil {
+		for i := range prov.Keys {
+			k := &prov.Keys[i]
+			if !verifies(k) {
+				continue
+			}
+			if err := k.ValidAt(now); err != nil {
+				windowErr, windowKey = err, k.ID
+				continue
+			}
+			return &Signer{KeyID: k.ID, Algorithm: keys.Algorithm(k.PublicKey), Provider: claimed}, true
+		}
+	}
+	if windowErr != nil {
+		r.add(Finding{Kind: KeyNotValid, Severity: Error, KeyID: windowKey,
+			Message: fmt.Sprintf("signature by provider %q key is not acceptable now: %v", claimed, windowErr)})
+		return nil, false
+	}
+	// No key of the claimed provider signed. Did a key of another provider?
+	var others []match
+	for i := range p.Providers {
+		prov := &p.Providers[i]
+		if prov.ID == claimed {
+			continue
+		}
+		for j := range prov.Keys {
+			if verifies(&prov.Keys[j]) {
+				others = append(others, match{prov.ID, &prov.Keys[j]})
+			}
+		}
+	}
+	if len(others) > 0 {
+		var provs []string
+		for _, m := range others {
+			provs = append(provs, m.provider)
+		}
+		sort.Strings(provs)
+		r.add(Finding{Kind: Impersonation, Severity: Error, KeyID: others[0].key.ID, TrustedFor: provs,
+			Message: fmt.Sprintf("bundle claims provider %q but is signed by key %s, which is trusted only for %s",
+				claimed, keys.ShortID(others[0].key.ID), quoteList(provs))})
+		return nil, false
+	}
+	var hints []string
+	for _, s := range b.Envelope.Signatures {
+		if s.KeyID != "" {
+			hints = append(hints, keys.ShortID(s.KeyID))
+		}
+	}
+	hint := ""
+	if len(hints) > 0 {
+		hint = " (signature key ids claimed: " + strings.Join(hints, ", ") + ")"
+	}
+	msg := fmt.Sprintf("no signature verifies with a key trusted for provider %q%s", claimed, hint)
+	if p.Provider(claimed) == nil {
+		msg = fmt.Sprintf("provider %q is not in the trust policy and no trusted key signed the bundle%s", claimed, hint)
+	}
+	f := Finding{Kind: SignatureInvalid, Severity: Error, Message: msg}
+	if len(b.Envelope.Signatures) > 0 {
+		f.KeyID = b.Envelope.Signatures[0].KeyID
+	}
+	r.add(f)
+	return nil, false
+}
+
+func quoteList(xs []string) string {
+	q := make([]string, len(xs))
+	for i, x := range xs {
+		q[i] = fmt.Sprintf("%q", x)
+	}
+	return strings.Join(q, ", ")
+}
+
+func checkLive(r *Result, st *etdi.Statement, live *etdi.ToolsList, rule trust.UnsignedRule) {
+	count := map[string]int{}
+	for _, t := range live.Tools {
+		count[t.Name]++
+	}
+	status := map[string]string{}
+	reported := map[string]bool{}
+	for _, lt := range live.Tools {
+		if count[lt.Name] > 1 {
+			if !reported[lt.Name] {
+				reported[lt.Name] = true
+				r.add(Finding{Kind: Impersonation, Severity: Error, Tool: lt.Name,
+					Message: fmt.Sprintf("server lists tool %q %d times; a client cannot tell which one it calls", lt.Name, count[lt.Name])})
+			}
+			status[lt.Name] = "changed"
+			continue
+		}
+		signed := st.Tool(lt.Name)
+		if signed == nil {
+			r.Unsigned = append(r.Unsigned, lt.Name)
+			f := Finding{Kind: UnsignedTool, Tool: lt.Name, Live: lt.Digest.String()}
+			switch rule {
+			case trust.Allow:
+				f.Severity = Info
+				f.Message = fmt.Sprintf("tool %q is not signed by the bundle (allowed by policy)", lt.Name)
+			case trust.Warn:
+				f.Severity = Warning
+				f.Message = fmt.Sprintf("tool %q is not signed by the bundle (policy: warn)", lt.Name)
+			default:
+				f.Severity = Error
+				f.Message = fmt.Sprintf("tool %q is not signed by the bundle (policy: block)", lt.Name)
+			}
+			r.add(f)
+			continue
+		}
+		if lt.Digest == signed.Digest {
+			status[lt.Name] = "ok"
+			continue
+		}
+		status[lt.Name] = "changed"
+		changes := etdi.Diff(signed.Definition, etdi.StripMeta(lt.Definition))
+		fields := etdi.ChangedFields(changes)
+		r.add(Finding{Kind: DefinitionChanged, Severity: Error, Tool: lt.Name, Version: signed.Version,
+			Signed: signed.Digest.String(), Live: lt.Digest.String(), Fields: fields, Changes: changes,
+			Message: fmt.Sprintf("tool %q@%s: live definition differs from the signed one (%s)",
+				lt.Name, signed.Version, strings.Join(fields, ", "))})
+	}
+	for i := range r.Tools {
+		t := &r.Tools[i]
+		if s, ok := status[t.Name]; ok {
+			t.Status = s
+			continue
+		}
+		t.Status = "not_served"
+		r.add(Finding{Kind: NotServed, Severity: Info, Tool: t.Name, Version: t.Version,
+			Message: fmt.Sprintf("tool %q@%s is signed but the server does not list it", t.Name, t.Version)})
+	}
+}
