@@ -82,7 +82,10 @@ func Sign(m *etdi.Manifest, signer signature.Signer, pub crypto.PublicKey, opts 
 	b := &etdi.Bundle{Envelope: etdi.Envelope{
 		PayloadType: etdi.PayloadType,
 		Payload:     payload,
-		Signatures:  []etdi.Signature{{KeyID: keyID, Sig: sig}},
+		// No keyid: DSSE verifiers (sigstore, securesystemslib) treat a
+		// keyid as a filter and skip signatures whose keyid is not in
+		// their own format, so writing one breaks interoperability.
+		Signatures: []etdi.Signature{{Sig: sig}},
 	}}
 	v, err := keys.Verifier(pub)
 	if err != nil {

@@ -164,12 +164,19 @@ func Verify(data []byte, p *trust.Policy, opts Options) *Result {
 	}
 	st, err := etdi.ParseStatement(b.Envelope.Payload)
 	if err != nil {
-		msg := "malformed statement in the envelope payload: " + err.Error()
-		var dm *etdi.DigestMismatchError
-		if errors.As(err, &dm) {
-			msg = "statement contradicts itself: " + err.Error()
+		// Tell tampering from a trusted signer's malformed statement: only
+		// the latter has a signature by a trusted key.
+		if m := anyTrustedSigner(b, p); m == nil {
+			r.add(Finding{Kind: SignatureInvalid, Severity: Error,
+				Message: "the payload does not verify with any trusted key (and it is not a valid statement: " + err.Error() + ")"})
+		} else {
+			msg := fmt.Sprintf("payload signed by key %s of provider %q is not a valid statement: %v", keys.ShortID(m.key.ID), m.provider, err)
+			var dm *etdi.DigestMismatchError
+			if errors.As(err, &dm) {
+				msg = fmt.Sprintf("statement signed by key %s of provider %q contradicts itself: %v", keys.ShortID(m.key.ID), m.provider, err)
+			}
+			r.add(Finding{Kind: BundleInvalid, Severity: Error, KeyID: m.key.ID, Message: msg})
 		}
-		r.add(Finding{Kind: BundleInvalid, Severity: Error, Message: msg})
 		return r
 	}
 	r.Provider, r.Server = st.Provider, st.Server
@@ -218,30 +225,46 @@ type match struct {
 	key      *trust.Key
 }
 
+// verifies reports whether any signature of the envelope verifies with k.
+func verifies(b *etdi.Bundle, pae []byte, k *trust.Key) bool {
+	v, err := keys.Verifier(k.PublicKey)
+	if err != nil {
+		return false
+	}
+	for _, s := range b.Envelope.Signatures {
+		if v.VerifySignature(bytes.NewReader(s.Sig), bytes.NewReader(pae)) == nil {
+			return true
+		}
+	}
+	return false
+}
+
+// anyTrustedSigner returns a trusted key (of any provider) that signed the
+// envelope, or nil.
+func anyTrustedSigner(b *etdi.Bundle, p *trust.Policy) *match {
+	pae := b.Envelope.PAE()
+	for i := range p.Providers {
+		for j := range p.Providers[i].Keys {
+			if verifies(b, pae, &p.Providers[i].Keys[j]) {
+				return &match{p.Providers[i].ID, &p.Providers[i].Keys[j]}
+			}
+		}
+	}
+	return nil
+}
+
 // checkSignatures finds a signature by a key trusted for the claimed
 // provider and valid now. Failing that it records the most telling
 // finding: impersonation, key outside its window, or invalid signature.
 func checkSignatures(r *Result, b *etdi.Bundle, st *etdi.Statement, p *trust.Policy, now time.Time) (*Signer, bool) {
 	pae := b.Envelope.PAE()
 	claimed := st.Provider.ID
-	verifies := func(k *trust.Key) bool {
-		v, err := keys.Verifier(k.PublicKey)
-		if err != nil {
-			return false
-		}
-		for _, s := range b.Envelope.Signatures {
-			if v.VerifySignature(bytes.NewReader(s.Sig), bytes.NewReader(pae)) == nil {
-				return true
-			}
-		}
-		return false
-	}
 	var windowErr error
 	var windowKey string
 	if prov := p.Provider(claimed); prov != nil {
 		for i := range prov.Keys {
 			k := &prov.Keys[i]
-			if !verifies(k) {
+			if !verifies(b, pae, k) {
 				continue
 			}
 			if err := k.ValidAt(now); err != nil {
@@ -264,7 +287,7 @@ func checkSignatures(r *Result, b *etdi.Bundle, st *etdi.Statement, p *trust.Pol
 			continue
 		}
 		for j := range prov.Keys {
-			if verifies(&prov.Keys[j]) {
+			if verifies(b, pae, &prov.Keys[j]) {
 				others = append(others, match{prov.ID, &prov.Keys[j]})
 			}
 		}

@@ -1,0 +1,40 @@
+package etdi
+
+import (
+	"slices"
+	"testing"
+)
+
+func mustParse(t *testing.T, s string) *Value {
+	t.Helper()
+	v, err := ParseJSON([]byte(s))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+func TestDiff(t *testing.T) {
+	a := mustParse(t, `{"name":"t","description":"old","inputSchema":{"properties":{"a/b":{"type":"string"},"x":{"enum":[1,2]}}},"annotations":{"readOnlyHint":true}}`)
+	b := mustParse(t, `{"annotations":{},"inputSchema":{"properties":{"x":{"enum":[1,3,4]},"a/b":{"type":"string"},"sidenote":{"type":"string"}}},"description":"new","name":"t"}`)
+	got := Diff(a, b)
+	want := []Change{
+		{Path: "/description", Op: "changed", Old: `"old"`, New: `"new"`},
+		{Path: "/inputSchema/properties/x/enum/1", Op: "changed", Old: `2`, New: `3`},
+		{Path: "/inputSchema/properties/x/enum/2", Op: "added", New: `4`},
+		{Path: "/inputSchema/properties/sidenote", Op: "added", New: `{"type":"string"}`},
+		{Path: "/annotations/readOnlyHint", Op: "removed", Old: `true`},
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("Diff =\n%v\nwant\n%v", got, want)
+	}
+	if f := ChangedFields(got); !slices.Equal(f, []string{"description", "inputSchema", "annotations"}) {
+		t.Errorf("ChangedFields = %v", f)
+	}
+	if d := Diff(a, mustParse(t, `{"annotations":{"readOnlyHint":true},"inputSchema":{"properties":{"x":{"enum":[1,2.0]},"a/b":{"type":"string"}}},"description":"old","name":"t"}`)); len(d) != 0 {
+		t.Errorf("reordered equal values differ: %v", d)
+	}
+	if d := Diff(mustParse(t, `{"a/b~c":1}`), mustParse(t, `{"a/b~c":2}`)); len(d) != 1 || d[0].Path != "/a~1b~0c" {
+		t.Errorf("pointer escaping: %v", d)
+	}
+}

@@ -1,0 +1,40 @@
+package etdi
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestParseToolsList(t *testing.T) {
+	tool := `{"name":"a","inputSchema":{"type":"object"}}`
+	for name, in := range map[string]string{
+		"result":    `{"tools":[` + tool + `],"nextCursor":"x"}`,
+		"jsonrpc":   `{"jsonrpc":"2.0","id":1,"result":{"tools":[` + tool + `]}}`,
+		"array":     `[` + tool + `]`,
+		"with meta": `{"tools":[` + tool + `],"_meta":{"dev.etdi/bundle":"x"}}`,
+	} {
+		tl, err := ParseToolsList([]byte(in))
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if len(tl.Tools) != 1 || tl.Tools[0].Name != "a" {
+			t.Fatalf("%s: %+v", name, tl)
+		}
+		want, _ := DigestJSON([]byte(tool))
+		if tl.Tools[0].Digest != want {
+			t.Errorf("%s: digest differs", name)
+		}
+	}
+	for in, want := range map[string]string{
+		`{"tools":[{"description":"no name"}]}`: "tools[0].name: required field is missing",
+		`{"tools":[{"name":7}]}`:                "tools[0].name: must be a string",
+		`{"tools":{}}`:                          "tools: must be an array",
+		`{"result":{"tools":[]}}`:               "tools: required field is missing",
+		`{"tools":[],"tools":[]}`:               "duplicate member name",
+		`"x"`:                                   "must be an array",
+	} {
+		if _, err := ParseToolsList([]byte(in)); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("ParseToolsList(%s) error %v, want %q", in, err, want)
+		}
+	}
+}
