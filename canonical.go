@@ -44,6 +44,8 @@ func AppendCanonical(b []byte, v *Value) []byte {
 			b = AppendCanonical(b, e)
 		}
 		return append(b, ']')
+	case raw:
+		return append(b, v.Str...)
 	case Object:
 		ms := sortedMembers(v.Members)
 		b = append(b, '{')
@@ -63,6 +65,9 @@ func AppendCanonical(b []byte, v *Value) []byte {
 // sortedMembers returns the members ordered as RFC 8785 §3.2.3 requires:
 // by the UTF-16 code units of the names, compared as unsigned integers.
 func sortedMembers(ms []Member) []Member {
+	if slices.IsSortedFunc(ms, func(a, b Member) int { return compareUTF16(a.Name, b.Name) }) {
+		return ms // already in canonical order, as in every etdi payload
+	}
 	ascii := true
 	for _, m := range ms {
 		for i := 0; i < len(m.Name); i++ {
@@ -92,10 +97,49 @@ func compareStrings(a, b string) int {
 	return 0
 }
 
+// compareUTF16 compares two strings by their UTF-16 code units without
+// converting them. UTF-8 byte order equals code point order, which differs
+// from UTF-16 order only for code points above U+FFFF (surrogate pairs,
+// 0xD800-0xDBFF) against U+E000-U+FFFF.
 func compareUTF16(a, b string) int {
-	ua := utf16.Encode([]rune(a))
-	ub := utf16.Encode([]rune(b))
-	return slices.Compare(ua, ub)
+	for a != "" && b != "" {
+		ra, na := utf8.DecodeRuneInString(a)
+		rb, nb := utf8.DecodeRuneInString(b)
+		if ra != rb {
+			return compareUnits(ra, rb)
+		}
+		a, b = a[na:], b[nb:]
+	}
+	switch {
+	case a == "" && b == "":
+		return 0
+	case a == "":
+		return -1
+	}
+	return 1
+}
+
+// compareUnits compares the first UTF-16 code unit of two different runes,
+// falling back to the second unit of surrogate pairs.
+func compareUnits(ra, rb rune) int {
+	ua, ub := firstUnits(ra), firstUnits(rb)
+	for i := 0; i < 2; i++ {
+		if ua[i] != ub[i] {
+			if ua[i] < ub[i] {
+				return -1
+			}
+			return 1
+		}
+	}
+	return 0
+}
+
+func firstUnits(r rune) [2]uint16 {
+	if r >= 0x10000 {
+		r1, r2 := utf16.EncodeRune(r)
+		return [2]uint16{uint16(r1), uint16(r2)}
+	}
+	return [2]uint16{uint16(r), 0}
 }
 
 func appendCanonicalString(b []byte, s string) []byte {

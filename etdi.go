@@ -12,6 +12,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"strconv"
 	"strings"
 )
 
@@ -61,11 +62,21 @@ type Tool struct {
 	Name        string
 	Version     string
 	Permissions []Permission
-	// Definition is the MCP tool object exactly as the server sends it,
-	// with etdi's own _meta material removed (see StripMeta).
-	Definition *Value
-	// Digest is DefinitionDigest(Definition).
-	Digest Digest
+	// Canonical is the RFC 8785 form of the MCP tool object, with etdi's
+	// own _meta material removed (see StripMeta). Digest is its SHA-256.
+	Canonical []byte
+	Digest    Digest
+}
+
+// Definition parses the stored definition; used to show differences.
+func (t *Tool) Definition() *Value { return mustParseCanonical(t.Canonical) }
+
+func mustParseCanonical(b []byte) *Value {
+	v, err := ParseJSON(b)
+	if err != nil {
+		panic("etdi: stored canonical definition does not parse: " + err.Error())
+	}
+	return v
 }
 
 // Manifest is what a provider writes and signs (SPEC.md §4).
@@ -153,7 +164,15 @@ func StripMeta(def *Value) *Value {
 // DefinitionDigest is the SHA-256 of the RFC 8785 canonical form of an MCP
 // tool object after StripMeta (SPEC.md §3). Every other member counts.
 func DefinitionDigest(def *Value) Digest {
-	return sha256.Sum256(AppendCanonical(nil, StripMeta(def)))
+	_, d := canonicalDefinition(def)
+	return d
+}
+
+// canonicalDefinition returns the canonical form of def after StripMeta,
+// and its digest.
+func canonicalDefinition(def *Value) ([]byte, Digest) {
+	c := AppendCanonical(nil, StripMeta(def))
+	return c, sha256.Sum256(c)
 }
 
 // DigestJSON parses one MCP tool object under the strict profile and returns
@@ -175,7 +194,8 @@ func ParseManifest(data []byte) (*Manifest, error) {
 	if len(data) > MaxManifestSize {
 		return nil, fmt.Errorf("manifest larger than %d bytes", MaxManifestSize)
 	}
-	v, err := ParseJSON(data)
+	tc := newToolsCollector("tools", false)
+	v, err := parseJSON(data, tc.hook("tools"))
 	if err != nil {
 		return nil, err
 	}
@@ -193,7 +213,7 @@ func ParseManifest(data []byte) (*Manifest, error) {
 	if m.Server, err = parseServer(o.Field("server")); err != nil {
 		return nil, err
 	}
-	if m.Tools, err = parseTools(o.Field("tools"), false); err != nil {
+	if m.Tools, err = tc.finish(o.Field("tools")); err != nil {
 		return nil, err
 	}
 	return m, nil
@@ -250,74 +270,90 @@ func parseServer(f Field) (Server, error) {
 	return s, nil
 }
 
-// parseTools parses the tools array of a manifest (inPredicate false:
-// entries are {version, permissions, definition}) or of a predicate
-// (inPredicate true: entries also carry name).
-func parseTools(f Field, inPredicate bool) ([]Tool, error) {
-	a, err := f.Array()
-	if err != nil {
+// toolsCollector parses the entries of a tools array one at a time, as the
+// parser streams them: manifest entries are {version, permissions,
+// definition}; predicate entries also carry name.
+type toolsCollector struct {
+	path        string
+	inPredicate bool
+	tools       []Tool
+	seen        map[string]int
+}
+
+func newToolsCollector(path string, inPredicate bool) *toolsCollector {
+	return &toolsCollector{path: path, inPredicate: inPredicate, seen: map[string]int{}}
+}
+
+func (c *toolsCollector) hook(path ...string) *streamHook {
+	return &streamHook{paths: [][]string{path}, fn: func(_, i int, v *Value) error { return c.add(i, v) }}
+}
+
+// finish checks the tools field itself once the document is parsed.
+func (c *toolsCollector) finish(f Field) ([]Tool, error) {
+	if _, err := f.Array(); err != nil {
 		return nil, err
 	}
-	if len(a.V.Elems) == 0 {
+	if len(c.tools) == 0 {
 		return nil, f.Errorf("must list at least one tool")
 	}
-	if len(a.V.Elems) > MaxTools {
-		return nil, f.Errorf("more than %d tools", MaxTools)
+	return c.tools, nil
+}
+
+func (c *toolsCollector) add(i int, v *Value) error {
+	if i >= MaxTools {
+		return &FieldError{c.path, fmt.Sprintf("more than %d tools", MaxTools)}
 	}
-	tools := make([]Tool, 0, len(a.V.Elems))
-	seen := make(map[string]int, len(a.V.Elems))
-	for i := range a.V.Elems {
-		ef := a.Elem(i)
-		o, err := ef.Object()
-		if err != nil {
-			return nil, err
-		}
-		allowed := []string{"version", "permissions", "definition"}
-		if inPredicate {
-			allowed = append(allowed, "name")
-		}
-		if err := o.Only(allowed...); err != nil {
-			return nil, err
-		}
-		var t Tool
-		df := o.Field("definition")
-		def, err := df.Object()
-		if err != nil {
-			return nil, err
-		}
-		if t.Name, err = def.Field("name").Str(); err != nil {
-			return nil, err
-		}
-		if err := ValidateToolName(t.Name); err != nil {
-			return nil, def.Field("name").Errorf("%v", err)
-		}
-		if inPredicate {
-			n, err := o.Field("name").Str()
-			if err != nil {
-				return nil, err
-			}
-			if n != t.Name {
-				return nil, o.Field("name").Errorf("%q does not match definition.name %q", n, t.Name)
-			}
-		}
-		if j, dup := seen[t.Name]; dup {
-			return nil, def.Field("name").Errorf("duplicate tool name %q (also tools[%d])", t.Name, j)
-		}
-		seen[t.Name] = i
-		if t.Version, err = o.Field("version").Str(); err != nil {
-			return nil, err
-		}
-		if _, err := ParseVersion(t.Version); err != nil {
-			return nil, o.Field("version").Errorf("%v", err)
-		}
-		if t.Permissions, err = parsePermissions(o.Field("permissions")); err != nil {
-			return nil, err
-		}
-		t.Definition = StripMeta(def.V)
-		t.Digest = DefinitionDigest(t.Definition)
-		tools = append(tools, t)
+	ef := Field{c.path + "[" + strconv.Itoa(i) + "]", v}
+	o, err := ef.Object()
+	if err != nil {
+		return err
 	}
-	return tools, nil
+	allowed := []string{"version", "permissions", "definition"}
+	if c.inPredicate {
+		allowed = append(allowed, "name")
+	}
+	if err := o.Only(allowed...); err != nil {
+		return err
+	}
+	var t Tool
+	df := o.Field("definition")
+	def, err := df.Object()
+	if err != nil {
+		return err
+	}
+	if t.Name, err = def.Field("name").Str(); err != nil {
+		return err
+	}
+	t.Name = strings.Clone(t.Name) // do not keep the whole document alive
+	if err := ValidateToolName(t.Name); err != nil {
+		return def.Field("name").Errorf("%v", err)
+	}
+	if c.inPredicate {
+		n, err := o.Field("name").Str()
+		if err != nil {
+			return err
+		}
+		if n != t.Name {
+			return o.Field("name").Errorf("%q does not match definition.name %q", n, t.Name)
+		}
+	}
+	if j, dup := c.seen[t.Name]; dup {
+		return def.Field("name").Errorf("duplicate tool name %q (also %s[%d])", t.Name, c.path, j)
+	}
+	c.seen[t.Name] = i
+	if t.Version, err = o.Field("version").Str(); err != nil {
+		return err
+	}
+	t.Version = strings.Clone(t.Version)
+	if _, err := ParseVersion(t.Version); err != nil {
+		return o.Field("version").Errorf("%v", err)
+	}
+	if t.Permissions, err = parsePermissions(o.Field("permissions")); err != nil {
+		return err
+	}
+	t.Canonical, t.Digest = canonicalDefinition(def.V)
+	c.tools = append(c.tools, t)
+	return nil
 }
 
 func parsePermissions(f Field) ([]Permission, error) {
@@ -342,6 +378,7 @@ func parsePermissions(f Field) ([]Permission, error) {
 		if p.Scope, err = o.Field("scope").Str(); err != nil {
 			return nil, err
 		}
+		p.Scope = strings.Clone(p.Scope)
 		if err := ValidateScope(p.Scope); err != nil {
 			return nil, o.Field("scope").Errorf("%v", err)
 		}
@@ -352,6 +389,7 @@ func parsePermissions(f Field) ([]Permission, error) {
 		if p.Description, err = o.Field("description").OptStr(); err != nil {
 			return nil, err
 		}
+		p.Description = strings.Clone(p.Description)
 		if err := checkText(p.Description, 1024); err != nil {
 			return nil, o.Field("description").Errorf("%v", err)
 		}

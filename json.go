@@ -30,6 +30,9 @@ const (
 	String
 	Array
 	Object
+	// raw holds already canonical JSON text in Str; etdi builds such values
+	// only internally, to embed stored definitions without re-parsing.
+	raw
 )
 
 func (k Kind) String() string {
@@ -99,6 +102,21 @@ func (e *SyntaxError) Error() string {
 // duplicate member names, no lone surrogate escapes, numbers finite and of
 // magnitude at most 2^53-1, nesting at most MaxDepth.
 func ParseJSON(data []byte) (*Value, error) {
+	return parseJSON(data, nil)
+}
+
+// streamHook receives the elements of the arrays at the given paths (lists
+// of member names from the root) one by one instead of storing them, so a
+// large list never exists as one tree. The array keeps no elements.
+type streamHook struct {
+	paths [][]string
+	fn    func(which, index int, v *Value) error
+}
+
+// arrayMarker stands for "inside an array" in the parser's path.
+const arrayMarker = "\x00[]"
+
+func parseJSON(data []byte, hook *streamHook) (*Value, error) {
 	if !utf8.Valid(data) {
 		off := 0
 		for off < len(data) {
@@ -110,7 +128,8 @@ func ParseJSON(data []byte) (*Value, error) {
 		}
 		return nil, &SyntaxError{off, "invalid UTF-8"}
 	}
-	p := &parser{data: data}
+	// One copy of the input; every unescaped string is a substring of it.
+	p := &parser{data: string(data), hook: hook}
 	p.skipSpace()
 	v, err := p.value(0)
 	if err != nil {
@@ -124,8 +143,39 @@ func ParseJSON(data []byte) (*Value, error) {
 }
 
 type parser struct {
-	data []byte
+	data string
 	pos  int
+	// Scratch stacks: a container's children are collected here and
+	// copied into an exactly sized slice when it closes.
+	members []Member
+	elems   []*Value
+	// path and hook implement streamHook.
+	path []string
+	hook *streamHook
+}
+
+// hookFor returns the index of the hook path equal to the current path,
+// or -1.
+func (p *parser) hookFor() int {
+	if p.hook == nil {
+		return -1
+	}
+	for i, hp := range p.hook.paths {
+		if len(hp) != len(p.path) {
+			continue
+		}
+		match := true
+		for j := range hp {
+			if hp[j] != p.path[j] {
+				match = false
+				break
+			}
+		}
+		if match {
+			return i
+		}
+	}
+	return -1
 }
 
 func (p *parser) errf(format string, args ...any) error {
@@ -172,7 +222,7 @@ func (p *parser) value(depth int) (*Value, error) {
 }
 
 func (p *parser) literal(lit string, v *Value) (*Value, error) {
-	if !strings.HasPrefix(string(p.data[p.pos:min(len(p.data), p.pos+len(lit))]), lit) {
+	if !strings.HasPrefix(p.data[p.pos:], lit) {
 		return nil, p.errf("invalid literal")
 	}
 	p.pos += len(lit)
@@ -190,6 +240,8 @@ func (p *parser) object(depth int) (*Value, error) {
 		p.pos++
 		return v, nil
 	}
+	base := len(p.members)
+	defer func() { p.members = p.members[:base] }()
 	var seen map[string]struct{}
 	for {
 		p.skipSpace()
@@ -202,9 +254,10 @@ func (p *parser) object(depth int) (*Value, error) {
 			return nil, err
 		}
 		// Small objects are checked linearly; larger ones with a map.
-		if len(v.Members) >= 8 && seen == nil {
+		mine := p.members[base:]
+		if len(mine) >= 8 && seen == nil {
 			seen = make(map[string]struct{}, 16)
-			for _, m := range v.Members {
+			for _, m := range mine {
 				seen[m.Name] = struct{}{}
 			}
 		}
@@ -213,7 +266,7 @@ func (p *parser) object(depth int) (*Value, error) {
 			_, dup = seen[name]
 			seen[name] = struct{}{}
 		} else {
-			for _, m := range v.Members {
+			for _, m := range mine {
 				if m.Name == name {
 					dup = true
 					break
@@ -221,7 +274,7 @@ func (p *parser) object(depth int) (*Value, error) {
 			}
 		}
 		if dup {
-			return nil, &SyntaxError{start, fmt.Sprintf("duplicate member name %q", name)}
+			return nil, &SyntaxError{start, fmt.Sprintf("duplicate member name %q", truncate(name, 64))}
 		}
 		p.skipSpace()
 		if p.pos >= len(p.data) || p.data[p.pos] != ':' {
@@ -229,11 +282,17 @@ func (p *parser) object(depth int) (*Value, error) {
 		}
 		p.pos++
 		p.skipSpace()
+		if p.hook != nil {
+			p.path = append(p.path, name)
+		}
 		elem, err := p.value(depth)
 		if err != nil {
 			return nil, err
 		}
-		v.Members = append(v.Members, Member{name, elem})
+		if p.hook != nil {
+			p.path = p.path[:len(p.path)-1]
+		}
+		p.members = append(p.members, Member{name, elem})
 		p.skipSpace()
 		if p.pos >= len(p.data) {
 			return nil, p.errf("unexpected end of input in object")
@@ -243,6 +302,7 @@ func (p *parser) object(depth int) (*Value, error) {
 			p.pos++
 		case '}':
 			p.pos++
+			v.Members = append(make([]Member, 0, len(p.members)-base), p.members[base:]...)
 			return v, nil
 		default:
 			return nil, p.errf("expected ',' or '}' in object")
@@ -261,13 +321,26 @@ func (p *parser) array(depth int) (*Value, error) {
 		p.pos++
 		return v, nil
 	}
-	for {
+	base := len(p.elems)
+	defer func() { p.elems = p.elems[:base] }()
+	which := p.hookFor()
+	if p.hook != nil {
+		p.path = append(p.path, arrayMarker)
+		defer func() { p.path = p.path[:len(p.path)-1] }()
+	}
+	for index := 0; ; index++ {
 		p.skipSpace()
 		elem, err := p.value(depth)
 		if err != nil {
 			return nil, err
 		}
-		v.Elems = append(v.Elems, elem)
+		if which >= 0 {
+			if err := p.hook.fn(which, index, elem); err != nil {
+				return nil, err
+			}
+		} else {
+			p.elems = append(p.elems, elem)
+		}
 		p.skipSpace()
 		if p.pos >= len(p.data) {
 			return nil, p.errf("unexpected end of input in array")
@@ -277,6 +350,9 @@ func (p *parser) array(depth int) (*Value, error) {
 			p.pos++
 		case ']':
 			p.pos++
+			if which < 0 {
+				v.Elems = append(make([]*Value, 0, len(p.elems)-base), p.elems[base:]...)
+			}
 			return v, nil
 		default:
 			return nil, p.errf("expected ',' or ']' in array")
@@ -291,7 +367,7 @@ func (p *parser) str() (string, error) {
 	for p.pos < len(p.data) {
 		c := p.data[p.pos]
 		if c == '"' {
-			s := string(p.data[start:p.pos])
+			s := p.data[start:p.pos]
 			p.pos++
 			return s, nil
 		}
@@ -304,7 +380,7 @@ func (p *parser) str() (string, error) {
 		p.pos++
 	}
 	var b strings.Builder
-	b.Write(p.data[start:p.pos])
+	b.WriteString(p.data[start:p.pos])
 	for {
 		if p.pos >= len(p.data) {
 			return "", p.errf("unterminated string")
@@ -433,7 +509,7 @@ func (p *parser) number() (*Value, error) {
 			return nil, p.errf("invalid number: no digits in exponent")
 		}
 	}
-	lit := string(d[start:p.pos])
+	lit := d[start:p.pos]
 	f, err := strconv.ParseFloat(lit, 64)
 	if err != nil && !errors.Is(err, strconv.ErrRange) {
 		return nil, &SyntaxError{start, fmt.Sprintf("invalid number %q", lit)}

@@ -28,10 +28,10 @@ func TestParseManifest(t *testing.T) {
 	if w == nil || w.Version != "1.0.0" || len(w.Permissions) != 1 || w.Permissions[0].Scope != "net:fetch" {
 		t.Fatalf("get_weather = %+v", w)
 	}
-	if w.Definition.Get("_meta") != nil {
+	if w.Definition().Get("_meta") != nil {
 		t.Error("etdi _meta material kept in the definition")
 	}
-	if w.Digest != DefinitionDigest(w.Definition) {
+	if w.Digest != DefinitionDigest(w.Definition()) {
 		t.Error("digest does not match definition")
 	}
 }

@@ -80,7 +80,7 @@ func (s *Statement) value() *Value {
 			Member{"name", str(t.Name)},
 			Member{"version", str(t.Version)},
 			Member{"permissions", perms},
-			Member{"definition", t.Definition},
+			Member{"definition", &Value{Kind: raw, Str: string(t.Canonical)}},
 		))
 	}
 	provider := obj2(Member{"id", str(s.Provider.ID)})
@@ -111,7 +111,8 @@ func (s *Statement) value() *Value {
 // exactly one entry per tool, named "<name>@<version>", whose sha256 equals
 // the digest recomputed from the tool's definition.
 func ParseStatement(payload []byte) (*Statement, error) {
-	v, err := ParseJSON(payload)
+	tc := newToolsCollector("predicate.tools", true)
+	v, err := parseJSON(payload, tc.hook("predicate", "tools"))
 	if err != nil {
 		return nil, err
 	}
@@ -146,7 +147,7 @@ func ParseStatement(payload []byte) (*Statement, error) {
 	if s.Server, err = parseServer(po.Field("server")); err != nil {
 		return nil, err
 	}
-	if s.Tools, err = parseTools(po.Field("tools"), true); err != nil {
+	if s.Tools, err = tc.finish(po.Field("tools")); err != nil {
 		return nil, err
 	}
 	if s.IssuedAt, err = po.Field("issuedAt").Time(); err != nil {

@@ -1,15 +1,22 @@
 package etdi
 
-import "fmt"
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
 
 // LiveTool is one tool as a server lists it in tools/list.
 type LiveTool struct {
 	Name string
-	// Definition is the tool object as received, including any _meta.
-	Definition *Value
-	// Digest is DefinitionDigest(Definition).
-	Digest Digest
+	// Canonical is the RFC 8785 form of the tool object as received,
+	// after StripMeta; Digest is its SHA-256.
+	Canonical []byte
+	Digest    Digest
 }
+
+// Definition parses the stored definition; used to show differences.
+func (t *LiveTool) Definition() *Value { return mustParseCanonical(t.Canonical) }
 
 // ToolsList is a parsed tools/list result.
 type ToolsList struct {
@@ -28,15 +35,43 @@ func ParseToolsList(data []byte) (*ToolsList, error) {
 	if len(data) > MaxManifestSize {
 		return nil, fmt.Errorf("tools list larger than %d bytes", MaxManifestSize)
 	}
-	v, err := ParseJSON(data)
+	// The tools arrays of the three shapes are streamed, one tool at a time.
+	prefixes := []string{"", "tools", "result.tools"}
+	var lists [3][]LiveTool
+	hook := &streamHook{
+		paths: [][]string{{}, {"tools"}, {"result", "tools"}},
+		fn: func(which, i int, v *Value) error {
+			if i >= MaxTools {
+				return &FieldError{prefixes[which], fmt.Sprintf("more than %d tools", MaxTools)}
+			}
+			o, err := Field{prefixes[which] + "[" + strconv.Itoa(i) + "]", v}.Object()
+			if err != nil {
+				return err
+			}
+			name, err := o.Field("name").Str()
+			if err != nil {
+				return err
+			}
+			if len(name) > MaxNameLen {
+				return o.Field("name").Errorf("tool name longer than %d bytes", MaxNameLen)
+			}
+			c, d := canonicalDefinition(o.V)
+			lists[which] = append(lists[which], LiveTool{Name: strings.Clone(name), Canonical: c, Digest: d})
+			return nil
+		},
+	}
+	v, err := parseJSON(data, hook)
 	if err != nil {
 		return nil, err
 	}
-	f := Field{"", v}
 	tl := &ToolsList{}
+	f := Field{"", v}
+	which := 0
 	if v.Kind == Object {
+		which = 1
 		if r := v.Get("result"); r != nil && v.Get("jsonrpc") != nil {
 			f = Field{"result", r}
+			which = 2
 		}
 		o, err := f.Object()
 		if err != nil {
@@ -50,26 +85,9 @@ func ParseToolsList(data []byte) (*ToolsList, error) {
 		}
 		f = o.Field("tools")
 	}
-	a, err := f.Array()
-	if err != nil {
+	if _, err := f.Array(); err != nil {
 		return nil, err
 	}
-	if len(a.V.Elems) > MaxTools {
-		return nil, f.Errorf("more than %d tools", MaxTools)
-	}
-	for i := range a.V.Elems {
-		o, err := a.Elem(i).Object()
-		if err != nil {
-			return nil, err
-		}
-		name, err := o.Field("name").Str()
-		if err != nil {
-			return nil, err
-		}
-		if len(name) > MaxNameLen {
-			return nil, o.Field("name").Errorf("tool name longer than %d bytes", MaxNameLen)
-		}
-		tl.Tools = append(tl.Tools, LiveTool{Name: name, Definition: o.V, Digest: DefinitionDigest(o.V)})
-	}
+	tl.Tools = lists[which]
 	return tl, nil
 }

@@ -6,15 +6,12 @@ package sign
 import (
 	"bytes"
 	"crypto"
-	"encoding/base64"
-	"encoding/json"
 	"fmt"
 	"time"
 
 	"github.com/etdi-dev/etdi"
 	"github.com/etdi-dev/etdi/keys"
 	"github.com/sigstore/sigstore/pkg/signature"
-	"github.com/sigstore/sigstore/pkg/signature/dsse"
 )
 
 // DefaultValidity is how long a bundle is valid when Options.Expires is zero.
@@ -57,21 +54,10 @@ func Sign(m *etdi.Manifest, signer signature.Signer, pub crypto.PublicKey, opts 
 	}
 	payload := st.Payload()
 
-	raw, err := dsse.WrapSigner(signer, etdi.PayloadType).SignMessage(bytes.NewReader(payload))
-	if err != nil {
-		return nil, fmt.Errorf("signing: %w", err)
-	}
-	var env struct {
-		PayloadType string `json:"payloadType"`
-		Payload     string `json:"payload"`
-		Signatures  []struct {
-			Sig string `json:"sig"`
-		} `json:"signatures"`
-	}
-	if err := json.Unmarshal(raw, &env); err != nil || len(env.Signatures) != 1 {
-		return nil, fmt.Errorf("signing: unexpected envelope from the DSSE signer")
-	}
-	sig, err := base64.StdEncoding.DecodeString(env.Signatures[0].Sig)
+	// DSSE v1: the signature covers PAE(payloadType, payload). The PAE is
+	// the one sigstore's and securesystemslib's DSSE code computes (tested).
+	pae := etdi.PAE(etdi.PayloadType, payload)
+	sig, err := signer.SignMessage(bytes.NewReader(pae))
 	if err != nil {
 		return nil, fmt.Errorf("signing: %w", err)
 	}
@@ -91,7 +77,7 @@ func Sign(m *etdi.Manifest, signer signature.Signer, pub crypto.PublicKey, opts 
 	if err != nil {
 		return nil, err
 	}
-	if err := v.VerifySignature(bytes.NewReader(sig), bytes.NewReader(b.Envelope.PAE())); err != nil {
+	if err := v.VerifySignature(bytes.NewReader(sig), bytes.NewReader(pae)); err != nil {
 		return nil, fmt.Errorf("signing: the signature does not verify with key %s (%s): %w", keys.ShortID(keyID), keys.Algorithm(pub), err)
 	}
 	return b, nil

@@ -97,3 +97,14 @@ func TestSignRefusesMismatchedKey(t *testing.T) {
 		t.Fatal("expiry before issue accepted")
 	}
 }
+
+// etdi's PAE is byte for byte the DSSE library's.
+func TestPAEMatchesDSSE(t *testing.T) {
+	for _, payload := range [][]byte{nil, []byte("x"), []byte("{\"a\":\"\u00e9 ü\"}"), bytes.Repeat([]byte("a"), 1000)} {
+		for _, pt := range []string{etdi.PayloadType, "", "application/json"} {
+			if got, want := etdi.PAE(pt, payload), ssldsse.PAE(pt, payload); !bytes.Equal(got, want) {
+				t.Fatalf("PAE(%q, %q) = %q, want %q", pt, payload, got, want)
+			}
+		}
+	}
+}

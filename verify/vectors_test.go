@@ -19,6 +19,8 @@ var update = flag.Bool("update", false, "regenerate testdata/vectors from the fi
 
 const vectorDir = "../testdata/vectors"
 
+var vectorsAt = vectors.At
+
 // TestVectors runs every case under testdata/vectors through Verify and
 // checks the verdict, the error finding kinds and the evidence.
 func TestVectors(t *testing.T) {

@@ -373,7 +373,7 @@ func checkLive(r *Result, st *etdi.Statement, live *etdi.ToolsList, rule trust.U
 			continue
 		}
 		status[lt.Name] = "changed"
-		changes := etdi.Diff(signed.Definition, etdi.StripMeta(lt.Definition))
+		changes := etdi.Diff(signed.Definition(), lt.Definition())
 		fields := etdi.ChangedFields(changes)
 		r.add(Finding{Kind: DefinitionChanged, Severity: Error, Tool: lt.Name, Version: signed.Version,
 			Signed: signed.Digest.String(), Live: lt.Digest.String(), Fields: fields, Changes: changes,

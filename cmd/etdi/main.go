@@ -7,8 +7,16 @@ package main
 import (
 	"context"
 	"os"
+	"runtime/debug"
 )
 
+// softMemoryLimit keeps the garbage collector from letting the heap grow to
+// twice the live data on large bundles; GOMEMLIMIT overrides it.
+const softMemoryLimit = 64 << 20
+
 func main() {
+	if _, set := os.LookupEnv("GOMEMLIMIT"); !set {
+		debug.SetMemoryLimit(softMemoryLimit)
+	}
 	os.Exit(run(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }

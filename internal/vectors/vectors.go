@@ -9,8 +9,8 @@ package vectors
 
 import (
 	"bytes"
-	"encoding/base64"
 	"crypto"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -166,7 +166,7 @@ func liveFrom(m *etdi.Manifest, edit func(name string, def map[string]any)) []by
 	var tools []any
 	for _, t := range m.Tools {
 		var def map[string]any
-		if err := json.Unmarshal(etdi.AppendCanonical(nil, t.Definition), &def); err != nil {
+		if err := json.Unmarshal(t.Canonical, &def); err != nil {
 			panic(err)
 		}
 		if edit != nil {
@@ -340,7 +340,9 @@ func Build(k map[string]*Key) ([]Case, error) {
 			d["outputSchema"].(map[string]any)["properties"].(map[string]any)["note"] = map[string]any{"type": "string"}
 		})
 	rug("rugpull_icons_changed", "the icon source changes", []string{"icons"},
-		func(d map[string]any) { d["icons"].([]any)[0].(map[string]any)["src"] = "https://evil.example/icon.png" })
+		func(d map[string]any) {
+			d["icons"].([]any)[0].(map[string]any)["src"] = "https://evil.example/icon.png"
+		})
 	rug("rugpull_unknown_field_added", "a field MCP may add later is still part of the definition", []string{"execution"},
 		func(d map[string]any) { d["execution"] = map[string]any{"taskSupport": "required"} })
 	rug("rugpull_foreign_meta_changed", "a non-etdi _meta key changes", []string{"_meta"},

@@ -1,0 +1,34 @@
+package etdi
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/etdi-dev/etdi/internal/testgen"
+)
+
+// BenchmarkDigest measures parse + canonicalize + SHA-256 of one tool
+// definition; MB/s is over the input bytes.
+func BenchmarkDigest(b *testing.B) {
+	def, _ := json.Marshal(testgen.Definition(1))
+	b.SetBytes(int64(len(def)))
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		if _, err := DigestJSON(def); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkCanonicalizeLarge measures canonicalization of a 10,000-tool
+// tools/list (about 8 MB).
+func BenchmarkCanonicalizeLarge(b *testing.B) {
+	data := testgen.ToolsList(10000)
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		if _, err := Canonicalize(data); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

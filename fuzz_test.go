@@ -1,0 +1,132 @@
+package etdi
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"reflect"
+	"testing"
+	"time"
+)
+
+// addVectorSeeds adds every file named name under testdata/vectors.
+func addVectorSeeds(f *testing.F, name string) {
+	paths, _ := filepath.Glob(filepath.Join("testdata", "vectors", "*", name))
+	for _, p := range paths {
+		if b, err := os.ReadFile(p); err == nil {
+			f.Add(b)
+		}
+	}
+}
+
+// FuzzCanonicalize checks the strict parser and RFC 8785 encoder: whatever
+// is accepted is valid JSON for encoding/json too, its canonical form is a
+// fixed point, and the canonical form means the same as the input.
+func FuzzCanonicalize(f *testing.F) {
+	for _, s := range []string{`{"b":1,"a":[true,null,"x\u0000"]}`, `[1e-7,0.1,-0,123456789012]`, `"\ud83d\ude00"`, `{"\u20ac":1,"\r":2}`, `[[[[]]]]`} {
+		f.Add([]byte(s))
+	}
+	addVectorSeeds(f, "tools.json")
+	f.Fuzz(func(t *testing.T, data []byte) {
+		v, err := ParseJSON(data)
+		if err != nil {
+			return
+		}
+		if !json.Valid(data) {
+			t.Fatalf("accepted input that encoding/json rejects: %q", data)
+		}
+		canon := AppendCanonical(nil, v)
+		again, err := Canonicalize(canon)
+		if err != nil {
+			t.Fatalf("canonical form does not parse: %v\n%s", err, canon)
+		}
+		if !bytes.Equal(again, canon) {
+			t.Fatalf("canonical form is not a fixed point:\n%s\n%s", canon, again)
+		}
+		var a, b any
+		if err := json.Unmarshal(data, &a); err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(canon, &b); err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(a, b) {
+			t.Fatalf("canonical form changes the value:\n%q\n%s", data, canon)
+		}
+	})
+}
+
+// FuzzParseManifest checks that a manifest that parses signs into a
+// statement that parses back with the same tools and digests.
+func FuzzParseManifest(f *testing.F) {
+	if b, err := os.ReadFile("cmd/etdi/demodata/weather.manifest.json"); err == nil {
+		f.Add(b)
+	}
+	f.Add([]byte(`{"provider":{"id":"a"},"server":{"name":"s"},"tools":[{"version":"1.0.0","permissions":[],"definition":{"name":"t"}}]}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		m, err := ParseManifest(data)
+		if err != nil {
+			return
+		}
+		issued := time.Unix(1700000000, 0)
+		st, err := NewStatement(m, issued, issued.Add(time.Hour), 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		back, err := ParseStatement(st.Payload())
+		if err != nil {
+			t.Fatalf("statement of a valid manifest does not parse: %v", err)
+		}
+		if len(back.Tools) != len(m.Tools) {
+			t.Fatal("tool count changed")
+		}
+		for i := range m.Tools {
+			if back.Tools[i].Digest != m.Tools[i].Digest || back.Tools[i].Version != m.Tools[i].Version {
+				t.Fatalf("tool %d changed in the statement", i)
+			}
+		}
+	})
+}
+
+// FuzzParseBundle checks that a bundle that parses re-serializes to a
+// bundle with the same content.
+func FuzzParseBundle(f *testing.F) {
+	addVectorSeeds(f, "bundle.etdi.json")
+	f.Fuzz(func(t *testing.T, data []byte) {
+		b, err := ParseBundle(data)
+		if err != nil {
+			return
+		}
+		b2, err := ParseBundle(b.Marshal())
+		if err != nil {
+			t.Fatalf("re-serialized bundle does not parse: %v", err)
+		}
+		if !bytes.Equal(b2.Envelope.Payload, b.Envelope.Payload) || len(b2.Envelope.Signatures) != len(b.Envelope.Signatures) || b2.IDPToken != b.IDPToken {
+			t.Fatal("bundle changed in a round trip")
+		}
+		if _, err := ParseStatement(b.Envelope.Payload); err == nil {
+			_ = err // the statement parser must not panic either
+		}
+	})
+}
+
+// FuzzParseToolsList checks that live tool digests do not depend on the
+// serialization: the digest of each tool equals the digest of its
+// canonical form.
+func FuzzParseToolsList(f *testing.F) {
+	addVectorSeeds(f, "tools.json")
+	f.Add([]byte(`{"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"a"}]}}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		tl, err := ParseToolsList(data)
+		if err != nil {
+			return
+		}
+		for _, lt := range tl.Tools {
+			d, err := DigestJSON(lt.Canonical)
+			if err != nil || d != lt.Digest {
+				t.Fatalf("digest of %q depends on serialization", lt.Name)
+			}
+		}
+	})
+}

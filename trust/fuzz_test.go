@@ -1,0 +1,46 @@
+package trust
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// FuzzParse checks that a policy that parses marshals to one that parses
+// to the same providers and keys.
+func FuzzParse(f *testing.F) {
+	paths, _ := filepath.Glob("../testdata/vectors/*/trust.json")
+	for _, p := range paths {
+		if b, err := os.ReadFile(p); err == nil {
+			f.Add(b)
+		}
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		p, err := Parse(data)
+		if err != nil {
+			return
+		}
+		b, err := p.Marshal()
+		if err != nil {
+			t.Fatal(err)
+		}
+		q, err := Parse(b)
+		if err != nil {
+			t.Fatalf("marshalled policy does not parse: %v", err)
+		}
+		if len(q.Providers) != len(p.Providers) || q.Unsigned != p.Unsigned {
+			t.Fatal("policy changed in a round trip")
+		}
+		for i := range p.Providers {
+			if len(q.Providers[i].Keys) != len(p.Providers[i].Keys) {
+				t.Fatal("keys changed in a round trip")
+			}
+			for j := range p.Providers[i].Keys {
+				a, b := p.Providers[i].Keys[j], q.Providers[i].Keys[j]
+				if a.ID != b.ID || !a.NotBefore.Equal(b.NotBefore) || !a.NotAfter.Equal(b.NotAfter) {
+					t.Fatal("key changed in a round trip")
+				}
+			}
+		}
+	})
+}
