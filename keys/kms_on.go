@@ -10,13 +10,21 @@ import (
 	"github.com/sigstore/sigstore/pkg/signature"
 	"github.com/sigstore/sigstore/pkg/signature/kms"
 	"github.com/sigstore/sigstore/pkg/signature/options"
+
+	// The providers register themselves for awskms://, gcpkms://,
+	// azurekms:// and hashivault:// key references.
+	_ "github.com/sigstore/sigstore/pkg/signature/kms/aws"
+	_ "github.com/sigstore/sigstore/pkg/signature/kms/azure"
+	_ "github.com/sigstore/sigstore/pkg/signature/kms/gcp"
+	_ "github.com/sigstore/sigstore/pkg/signature/kms/hashivault"
 )
 
 // KMSEnabled reports whether this build can sign with KMS keys.
 const KMSEnabled = true
 
-// kmsSigner resolves ref through sigstore's KMS registry: providers linked
-// into the binary, else a sigstore-kms-<scheme> plugin program on PATH.
+// kmsSigner resolves ref through sigstore's KMS registry: the AWS, GCP,
+// Azure and HashiCorp Vault providers linked into this build, else a
+// sigstore-kms-<scheme> plugin program on PATH.
 func kmsSigner(ctx context.Context, ref string) (signature.Signer, crypto.PublicKey, error) {
 	sv, err := kms.Get(ctx, ref, crypto.SHA256)
 	if err != nil {
