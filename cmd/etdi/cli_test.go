@@ -15,6 +15,9 @@ import (
 var etdiBin string
 
 func TestMain(m *testing.M) {
+	if os.Getenv("ETDI_RSS_HELPER") == "1" {
+		rssHelper()
+	}
 	dir, err := os.MkdirTemp("", "etdi-cli-test-")
 	if err != nil {
 		panic(err)
