@@ -1,9 +1,10 @@
-package etdi
+package etdi_test
 
 import (
 	"encoding/json"
 	"testing"
 
+	"github.com/etdi-dev/etdi"
 	"github.com/etdi-dev/etdi/internal/testgen"
 )
 
@@ -14,7 +15,7 @@ func BenchmarkDigest(b *testing.B) {
 	b.SetBytes(int64(len(def)))
 	b.ReportAllocs()
 	for i := 0; i < b.N; i++ {
-		if _, err := DigestJSON(def); err != nil {
+		if _, err := etdi.DigestJSON(def); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -27,7 +28,7 @@ func BenchmarkCanonicalizeLarge(b *testing.B) {
 	b.SetBytes(int64(len(data)))
 	b.ReportAllocs()
 	for i := 0; i < b.N; i++ {
-		if _, err := Canonicalize(data); err != nil {
+		if _, err := etdi.Canonicalize(data); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -20,20 +20,11 @@ type fixture struct {
 
 func newFixture(b *testing.B, n int) fixture {
 	b.Helper()
-	priv, _ := keys.Generate(keys.Ed25519)
-	s, _ := keys.Signer(priv)
-	mb := testgen.Manifest(n)
-	m, err := etdi.ParseManifest(mb)
+	bundle, p, err := testgen.Signed(n)
 	if err != nil {
 		b.Fatal(err)
 	}
-	bundle, err := sign.Sign(m, s, priv.Public(), sign.Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	p := trust.New()
-	p.AddKey("acme", trust.Key{PublicKey: priv.Public()})
-	return fixture{mb, bundle.Marshal(), testgen.ToolsList(n), p}
+	return fixture{testgen.Manifest(n), bundle, testgen.ToolsList(n), p}
 }
 
 var sizes = []int{1, 100, 10000}

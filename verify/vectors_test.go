@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/etdi-dev/etdi"
@@ -104,6 +105,14 @@ func runVector(t *testing.T, dir string) {
 	}
 	if first != nil && first.Message == "" {
 		t.Error("error finding without a message")
+	}
+	// Whenever the statement could be read, every error finding names a
+	// tool: by its Tool field or in its message.
+	for _, f := range r.Findings {
+		if f.Severity == verify.Error && len(r.Tools) > 0 && f.Tool == "" &&
+			!strings.Contains(f.Message, etdi.SubjectName(r.Tools[0].Name, r.Tools[0].Version)) {
+			t.Errorf("%s finding names no tool: %s", f.Kind, f.Message)
+		}
 	}
 	if first != nil && first.Kind == verify.DefinitionChanged && len(first.Changes) == 0 {
 		t.Error("definition_changed without changes")

@@ -91,8 +91,9 @@ type ToolResult struct {
 	Version     string            `json:"version"`
 	Digest      string            `json:"digest"`
 	Permissions []etdi.Permission `json:"permissions"`
-	// Status is "signed" without live tools; with them "ok", "changed"
-	// or "not_served".
+	// Status is "unverified" when the signature check failed (the tool is
+	// only claimed), "signed" without live tools, and with them "ok",
+	// "changed" or "not_served".
 	Status string `json:"status"`
 }
 
@@ -180,14 +181,22 @@ func Verify(data []byte, p *trust.Policy, opts Options) *Result {
 		return r
 	}
 	r.Provider, r.Server = st.Provider, st.Server
+	for _, t := range st.Tools {
+		r.Tools = append(r.Tools, ToolResult{Name: t.Name, Version: t.Version, Digest: t.Digest.String(),
+			Permissions: nonNil(t.Permissions), Status: "unverified"})
+	}
+	claims := claimedTools(st)
 	if len(b.Envelope.Signatures) == 0 {
 		r.add(Finding{Kind: SignatureMissing, Severity: Error,
-			Message: fmt.Sprintf("bundle for provider %q carries no signature", st.Provider.ID)})
+			Message: fmt.Sprintf("bundle for provider %q (%s) carries no signature", st.Provider.ID, claims)})
 		return r
 	}
 	signer, ok := checkSignatures(r, b, st, p, now)
 	if !ok {
 		return r
+	}
+	for i := range r.Tools {
+		r.Tools[i].Status = "signed"
 	}
 	r.Verified = true
 	r.Signer = signer
@@ -197,20 +206,31 @@ func Verify(data []byte, p *trust.Policy, opts Options) *Result {
 
 	if now.After(st.Expires) {
 		r.add(Finding{Kind: Expired, Severity: Error,
-			Message: fmt.Sprintf("bundle expired at %s", st.Expires.Format(time.RFC3339))})
+			Message: fmt.Sprintf("bundle (%s) expired at %s", claims, st.Expires.Format(time.RFC3339))})
 	}
 	if st.IssuedAt.After(now.Add(ClockSkew)) {
 		r.add(Finding{Kind: Expired, Severity: Error,
-			Message: fmt.Sprintf("bundle is issued in the future (%s)", st.IssuedAt.Format(time.RFC3339))})
-	}
-	for _, t := range st.Tools {
-		r.Tools = append(r.Tools, ToolResult{Name: t.Name, Version: t.Version, Digest: t.Digest.String(),
-			Permissions: nonNil(t.Permissions), Status: "signed"})
+			Message: fmt.Sprintf("bundle (%s) is issued in the future (%s)", claims, st.IssuedAt.Format(time.RFC3339))})
 	}
 	if opts.Live != nil {
 		checkLive(r, st, opts.Live, p.Unsigned)
 	}
 	return r
+}
+
+// claimedTools names the tools a statement covers, for messages: at most
+// five, then a count.
+func claimedTools(st *etdi.Statement) string {
+	const show = 5
+	var names []string
+	for i, t := range st.Tools {
+		if i == show {
+			names = append(names, fmt.Sprintf("and %d more", len(st.Tools)-show))
+			break
+		}
+		names = append(names, etdi.SubjectName(t.Name, t.Version))
+	}
+	return "tools " + strings.Join(names, ", ")
 }
 
 func nonNil(p []etdi.Permission) []etdi.Permission {
@@ -259,6 +279,7 @@ func anyTrustedSigner(b *etdi.Bundle, p *trust.Policy) *match {
 func checkSignatures(r *Result, b *etdi.Bundle, st *etdi.Statement, p *trust.Policy, now time.Time) (*Signer, bool) {
 	pae := b.Envelope.PAE()
 	claimed := st.Provider.ID
+	claims := claimedTools(st)
 	var windowErr error
 	var windowKey string
 	if prov := p.Provider(claimed); prov != nil {
@@ -276,7 +297,7 @@ func checkSignatures(r *Result, b *etdi.Bundle, st *etdi.Statement, p *trust.Pol
 	}
 	if windowErr != nil {
 		r.add(Finding{Kind: KeyNotValid, Severity: Error, KeyID: windowKey,
-			Message: fmt.Sprintf("signature by provider %q key is not acceptable now: %v", claimed, windowErr)})
+			Message: fmt.Sprintf("bundle for provider %q (%s): the signing key is not acceptable now: %v", claimed, claims, windowErr)})
 		return nil, false
 	}
 	// No key of the claimed provider signed. Did a key of another provider?
@@ -299,8 +320,8 @@ func checkSignatures(r *Result, b *etdi.Bundle, st *etdi.Statement, p *trust.Pol
 		}
 		sort.Strings(provs)
 		r.add(Finding{Kind: Impersonation, Severity: Error, KeyID: others[0].key.ID, TrustedFor: provs,
-			Message: fmt.Sprintf("bundle claims provider %q but is signed by key %s, which is trusted only for %s",
-				claimed, keys.ShortID(others[0].key.ID), quoteList(provs))})
+			Message: fmt.Sprintf("bundle claims provider %q (%s) but is signed by key %s, which is trusted only for %s",
+				claimed, claims, keys.ShortID(others[0].key.ID), quoteList(provs))})
 		return nil, false
 	}
 	var hints []string
@@ -313,9 +334,9 @@ func checkSignatures(r *Result, b *etdi.Bundle, st *etdi.Statement, p *trust.Pol
 	if len(hints) > 0 {
 		hint = " (signature key ids claimed: " + strings.Join(hints, ", ") + ")"
 	}
-	msg := fmt.Sprintf("no signature verifies with a key trusted for provider %q%s", claimed, hint)
+	msg := fmt.Sprintf("bundle for provider %q (%s): no signature verifies with a key trusted for the provider%s", claimed, claims, hint)
 	if p.Provider(claimed) == nil {
-		msg = fmt.Sprintf("provider %q is not in the trust policy and no trusted key signed the bundle%s", claimed, hint)
+		msg = fmt.Sprintf("bundle for provider %q (%s): the provider is not in the trust policy and no trusted key signed the bundle%s", claimed, claims, hint)
 	}
 	f := Finding{Kind: SignatureInvalid, Severity: Error, Message: msg}
 	if len(b.Envelope.Signatures) > 0 {

@@ -10,11 +10,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/etdi-dev/etdi"
 	"github.com/etdi-dev/etdi/internal/testgen"
-	"github.com/etdi-dev/etdi/keys"
-	"github.com/etdi-dev/etdi/sign"
-	"github.com/etdi-dev/etdi/trust"
 )
 
 // processFixture writes a signed n-tool bundle, its tools/list and a
@@ -22,22 +18,14 @@ import (
 func processFixture(b *testing.B, n int) string {
 	b.Helper()
 	dir := b.TempDir()
-	priv, _ := keys.Generate(keys.Ed25519)
-	s, _ := keys.Signer(priv)
-	m, err := etdi.ParseManifest(testgen.Manifest(n))
+	bundle, p, err := testgen.Signed(n)
 	if err != nil {
 		b.Fatal(err)
 	}
-	bundle, err := sign.Sign(m, s, priv.Public(), sign.Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	p := trust.New()
-	p.AddKey("acme", trust.Key{PublicKey: priv.Public()})
 	if err := p.Save(filepath.Join(dir, "trust.json")); err != nil {
 		b.Fatal(err)
 	}
-	os.WriteFile(filepath.Join(dir, "bundle.json"), bundle.Marshal(), 0o644)
+	os.WriteFile(filepath.Join(dir, "bundle.json"), bundle, 0o644)
 	os.WriteFile(filepath.Join(dir, "tools.json"), testgen.ToolsList(n), 0o644)
 	return dir
 }

@@ -5,6 +5,11 @@ package testgen
 import (
 	"encoding/json"
 	"fmt"
+
+	"github.com/etdi-dev/etdi"
+	"github.com/etdi-dev/etdi/keys"
+	"github.com/etdi-dev/etdi/sign"
+	"github.com/etdi-dev/etdi/trust"
 )
 
 // Definition returns a realistic MCP tool definition (about 1 KB) for tool i.
@@ -59,4 +64,30 @@ func ToolsList(n int) []byte {
 		panic(err)
 	}
 	return b
+}
+
+// Signed returns an n-tool manifest signed with a new Ed25519 key as a
+// bundle, and a trust policy that trusts that key for provider "acme".
+func Signed(n int) (bundle []byte, p *trust.Policy, err error) {
+	priv, err := keys.Generate(keys.Ed25519)
+	if err != nil {
+		return nil, nil, err
+	}
+	s, err := keys.Signer(priv)
+	if err != nil {
+		return nil, nil, err
+	}
+	m, err := etdi.ParseManifest(Manifest(n))
+	if err != nil {
+		return nil, nil, err
+	}
+	b, err := sign.Sign(m, s, priv.Public(), sign.Options{})
+	if err != nil {
+		return nil, nil, err
+	}
+	p = trust.New()
+	if _, err := p.AddKey("acme", trust.Key{PublicKey: priv.Public()}); err != nil {
+		return nil, nil, err
+	}
+	return b.Marshal(), p, nil
 }
