@@ -46,6 +46,34 @@ const (
 	KeyNotValid Kind = "key_not_valid"
 	// NotServed: a signed tool the live server does not list (information).
 	NotServed Kind = "not_served"
+
+	// The kinds below compare a server with the pin database.
+
+	// NewTool: a tool never approved on this server.
+	NewTool Kind = "new_tool"
+	// NewVersion: a higher version than the approved one, same signer.
+	NewVersion Kind = "new_version"
+	// NewSigner: a tool approved unsigned now comes with a signature.
+	NewSigner Kind = "new_signer"
+	// RugPull: the same version (or, unsigned, the same tool) with another
+	// definition or other permissions than approved.
+	RugPull Kind = "rug_pull"
+	// Downgrade: a lower version than approved, or an older bundle
+	// (lower sequence) than one approved before.
+	Downgrade Kind = "downgrade"
+	// SignerChanged: the signer differs from the approved signer.
+	SignerChanged Kind = "signer_changed"
+	// Shadowing: a tool name approved on another server appears here.
+	Shadowing Kind = "shadowing"
+	// ConfusableName: a tool name that looks like an approved one.
+	ConfusableName Kind = "confusable_name"
+	// Revoked: the approved tool, version or signing key was revoked.
+	Revoked Kind = "revoked"
+	// Removed: an approved tool the server no longer offers (information).
+	Removed Kind = "removed"
+	// MixedScript: a new tool name mixing scripts or holding invisible
+	// characters (warning).
+	MixedScript Kind = "mixed_script"
 )
 
 // Severity says whether a finding fails verification.
@@ -76,6 +104,23 @@ type Finding struct {
 	// Fields lists the top-level fields that differ; Changes the details.
 	Fields  []string      `json:"fields,omitempty"`
 	Changes []etdi.Change `json:"changes,omitempty"`
+
+	// Evidence of pin comparisons.
+	Server        string `json:"server,omitempty"`
+	PinnedVersion string `json:"pinnedVersion,omitempty"`
+	PinnedDigest  string `json:"pinnedDigest,omitempty"`
+	PinnedSigner  string `json:"pinnedSigner,omitempty"`
+	CurrentSigner string `json:"currentSigner,omitempty"`
+	// Servers names the other servers involved (shadowing, look-alikes).
+	Servers []string `json:"servers,omitempty"`
+	// LooksLike is the approved name a confusable name imitates.
+	LooksLike string   `json:"looksLike,omitempty"`
+	Scripts   []string `json:"scripts,omitempty"`
+	// Permissions is what approving a new tool would grant; Added and
+	// Removed what approving a new version would change.
+	Permissions        []etdi.Permission `json:"permissions,omitempty"`
+	PermissionsAdded   []etdi.Permission `json:"permissionsAdded,omitempty"`
+	PermissionsRemoved []etdi.Permission `json:"permissionsRemoved,omitempty"`
 }
 
 // Signer identifies who signed a verified bundle.

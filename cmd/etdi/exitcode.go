@@ -31,6 +31,15 @@ var kindExit = map[verify.Kind]int{
 	verify.DefinitionChanged: exitRugPull,
 	verify.Expired:           exitRevoked,
 	verify.KeyNotValid:       exitRevoked,
+	verify.NewTool:           exitApproval,
+	verify.NewVersion:        exitApproval,
+	verify.NewSigner:         exitApproval,
+	verify.RugPull:           exitRugPull,
+	verify.Downgrade:         exitRugPull,
+	verify.SignerChanged:     exitImpersonation,
+	verify.Shadowing:         exitImpersonation,
+	verify.ConfusableName:    exitImpersonation,
+	verify.Revoked:           exitRevoked,
 }
 
 // severityRank orders exit codes when several findings apply: the most

@@ -69,7 +69,7 @@ Exit codes: 0 ok, 1 error, 2 usage, 10 missing or invalid signature,
 		},
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err} })
-	root.AddCommand(e.keyCmd(), e.signCmd(), e.verifyCmd(), e.trustCmd(), e.digestCmd(), e.demoCmd())
+	root.AddCommand(e.keyCmd(), e.signCmd(), e.verifyCmd(), e.trustCmd(), e.checkCmd(), e.pinCmd(), e.diffCmd(), e.auditCmd(), e.digestCmd(), e.demoCmd())
 	return root
 }
 

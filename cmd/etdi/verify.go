@@ -152,18 +152,33 @@ func printResult(w io.Writer, r *verify.Result) {
 	printFindings(w, r.Findings)
 }
 
+// approvalKinds are error findings that ask for a decision rather than
+// report an attack.
+var approvalKinds = map[verify.Kind]bool{verify.NewTool: true, verify.NewVersion: true, verify.NewSigner: true}
+
 func printFindings(w io.Writer, findings []verify.Finding) {
 	for _, f := range findings {
-		switch f.Severity {
-		case verify.Error:
+		switch {
+		case f.Severity == verify.Error && approvalKinds[f.Kind]:
+			fmt.Fprintf(w, "APPROVAL REQUIRED: %s: %s\n", f.Kind, f.Message)
+		case f.Severity == verify.Error:
 			fmt.Fprintf(w, "SECURITY ERROR: %s: %s\n", f.Kind, f.Message)
-		case verify.Warning:
+		case f.Severity == verify.Warning:
 			fmt.Fprintf(w, "warning: %s: %s\n", f.Kind, f.Message)
 		default:
 			fmt.Fprintf(w, "note: %s: %s\n", f.Kind, f.Message)
 		}
 		if f.Signed != "" && f.Live != "" {
 			fmt.Fprintf(w, "    signed %s\n    live   %s\n", f.Signed, f.Live)
+		}
+		if f.Kind == verify.NewTool {
+			fmt.Fprintf(w, "    approval grants: %s\n", permList(f.Permissions))
+		}
+		for _, p := range f.PermissionsAdded {
+			fmt.Fprintf(w, "    + permission %s\n", permList([]etdi.Permission{p}))
+		}
+		for _, p := range f.PermissionsRemoved {
+			fmt.Fprintf(w, "    - permission %s\n", permList([]etdi.Permission{p}))
 		}
 		for _, c := range f.Changes {
 			fmt.Fprintf(w, "    %s\n", c)

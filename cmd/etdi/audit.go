@@ -1,0 +1,255 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
+	"encoding/base64"
+
+	"github.com/etdi-dev/etdi/internal/atomicfile"
+	"github.com/etdi-dev/etdi/pin"
+	"github.com/spf13/cobra"
+)
+
+func (e *env) auditCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "audit",
+		Short: "Prove the pin history is intact: verify, checkpoint, export",
+		Long: `The pin history is an append-only Merkle log (RFC 6962 hashing). A
+security team keeps signed checkpoints of it elsewhere and proves later that
+the history still extends them: no record was edited, deleted or reordered.`,
+	}
+	cmd.AddCommand(e.auditVerifyCmd(), e.auditCheckpointCmd(), e.auditExportCmd())
+	return cmd
+}
+
+func (e *env) auditVerifyCmd() *cobra.Command {
+	var pf pinFlags
+	var checkpoint, keyPath string
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "verify [--checkpoint OLD]",
+		Short: "Recompute the history and prove it extends an older checkpoint",
+		Long: `Recompute the Merkle tree from every record and check it against what is
+stored: each record's position and content, the tree hash before it, every
+stored hash, and the database file's own consistency. With --checkpoint,
+also check the checkpoint's signature with the audit verifier key and prove
+that the history extends it.
+
+Exit codes: 0 intact, 10 the history or the checkpoint does not verify
+(the error names the record), 1 error.`,
+		Example: `  etdi audit verify
+  etdi audit verify --checkpoint checkpoints/2026-11-01.txt`,
+		Args: exactArgs(0),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			s, err := pf.open(true)
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			type report struct {
+				Intact     bool   `json:"intact"`
+				Records    int64  `json:"records"`
+				Root       string `json:"root,omitempty"`
+				Checkpoint *int64 `json:"checkpointRecords,omitempty"`
+				Error      string `json:"error,omitempty"`
+				ExitCode   int    `json:"exitCode"`
+			}
+			fail := func(rep report, err error) error {
+				rep.Error, rep.ExitCode = err.Error(), exitSignature
+				if asJSON {
+					e.writeJSON(rep)
+				} else {
+					fmt.Fprintf(e.stdout, "SECURITY ERROR: history: %v\n", err)
+				}
+				return &exitCodeError{exitSignature}
+			}
+			if err := s.CheckFile(); err != nil {
+				return fail(report{}, err)
+			}
+			tree, err := s.VerifyLog()
+			if err != nil {
+				return fail(report{}, err)
+			}
+			rep := report{Intact: true, Records: tree.Size, Root: base64.StdEncoding.EncodeToString(tree.Hash[:])}
+			if checkpoint != "" {
+				msg, err := os.ReadFile(checkpoint)
+				if err != nil {
+					return err
+				}
+				_, pub := auditKeyPaths(pf.path, keyPath)
+				vb, err := os.ReadFile(pub)
+				if err != nil {
+					return &hintError{fmt.Errorf("audit verifier key: %w", err), "give the verifier key kept with the checkpoint with --key"}
+				}
+				v, err := pin.ParseVerifierKey(string(vb))
+				if err != nil {
+					return err
+				}
+				c, err := pin.OpenCheckpoint(msg, v)
+				if err != nil {
+					rep.Intact = false
+					return fail(rep, err)
+				}
+				if err := s.CheckConsistency(tree, c); err != nil {
+					rep.Intact = false
+					return fail(rep, err)
+				}
+				rep.Checkpoint = &c.Size
+			}
+			if asJSON {
+				return e.writeJSON(rep)
+			}
+			fmt.Fprintf(e.stdout, "history intact: %d records, root %s\n", rep.Records, rep.Root)
+			if rep.Checkpoint != nil {
+				fmt.Fprintf(e.stdout, "extends the checkpoint of %d records\n", *rep.Checkpoint)
+			}
+			return nil
+		},
+	}
+	pf.register(cmd.Flags())
+	cmd.Flags().StringVar(&checkpoint, "checkpoint", "", "an older signed checkpoint to prove consistency with")
+	cmd.Flags().StringVar(&keyPath, "key", "", "audit key path; its verifier key is the .pub beside it (default: audit.key beside the pin database)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
+	return cmd
+}
+
+// auditPassword returns the audit key password from ETDI_AUDIT_PASSWORD or
+// a terminal prompt.
+func (e *env) auditPassword(confirm bool) ([]byte, error) {
+	if pw, ok := e.lookupEnv("ETDI_AUDIT_PASSWORD"); ok {
+		if pw == "" {
+			return nil, errors.New("ETDI_AUDIT_PASSWORD is set but empty")
+		}
+		return []byte(pw), nil
+	}
+	sub := *e
+	sub.lookupEnv = func(string) (string, bool) { return "", false }
+	pw, err := sub.password(confirm)
+	if err != nil {
+		return nil, &hintError{errors.New("no audit key password: ETDI_AUDIT_PASSWORD is not set and standard input is not a terminal"),
+			"export ETDI_AUDIT_PASSWORD, or run on a terminal"}
+	}
+	return pw, nil
+}
+
+func (e *env) auditCheckpointCmd() *cobra.Command {
+	var pf pinFlags
+	var keyPath, out string
+	cmd := &cobra.Command{
+		Use:   "checkpoint [--out FILE]",
+		Short: "Print a signed checkpoint of the history, to keep elsewhere",
+		Long: `Verify the history, then print a checkpoint (origin, record count, root
+hash) signed with the audit key. The audit key is created on first use:
+audit.key (encrypted with ETDI_AUDIT_PASSWORD or a prompted password, 0600)
+and audit.pub beside the pin database. Keep checkpoints and audit.pub where
+the machine cannot change them; etdi audit verify --checkpoint proves later
+that the history still extends them.`,
+		Args: exactArgs(0),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			s, err := pf.open(true)
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			key, pub := auditKeyPaths(pf.path, keyPath)
+			privPEM, err := os.ReadFile(key)
+			created := false
+			if errors.Is(err, os.ErrNotExist) {
+				pw, err := e.auditPassword(true)
+				if err != nil {
+					return err
+				}
+				var vkey string
+				if privPEM, vkey, err = pin.GenerateAuditKey("etdi-audit", pw); err != nil {
+					return err
+				}
+				if err := atomicfile.Create(key, privPEM, 0o600); err != nil {
+					return err
+				}
+				if err := atomicfile.Create(pub, []byte(vkey+"\n"), 0o644); err != nil {
+					os.Remove(key)
+					return err
+				}
+				created = true
+			} else if err != nil {
+				return err
+			}
+			pw, err := e.auditPassword(false)
+			if err != nil {
+				return err
+			}
+			signer, err := pin.OpenAuditKey(privPEM, pw)
+			if err != nil {
+				return err
+			}
+			msg, c, err := s.SignCheckpoint(signer)
+			if err != nil {
+				fmt.Fprintf(e.stdout, "SECURITY ERROR: history: %v\n", err)
+				return &exitCodeError{exitSignature}
+			}
+			if created {
+				fmt.Fprintf(e.stderr, "etdi: created the audit key %s and its verifier key %s\n", key, pub)
+			}
+			if out != "" {
+				if err := atomicfile.Write(out, msg, 0o644); err != nil {
+					return err
+				}
+				fmt.Fprintf(e.stderr, "etdi: wrote a checkpoint of %d records to %s\n", c.Size, out)
+				return nil
+			}
+			_, err = e.stdout.Write(msg)
+			return err
+		},
+	}
+	pf.register(cmd.Flags())
+	cmd.Flags().StringVar(&keyPath, "key", "", "audit key path (default: audit.key beside the pin database)")
+	cmd.Flags().StringVar(&out, "out", "", "write the checkpoint to FILE instead of standard output")
+	return cmd
+}
+
+func (e *env) auditExportCmd() *cobra.Command {
+	var pf pinFlags
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "export --json",
+		Short: "Print the full history, one record per line, exactly as stored",
+		Long: `Print every record of the history as JSON, one per line, byte for byte as
+stored and hashed: sha256 of 0x00 followed by a line (without its newline)
+is that record's Merkle leaf hash, so the export can be checked
+independently.`,
+		Args: exactArgs(0),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if !asJSON {
+				return usagef("audit export writes JSON lines; pass --json")
+			}
+			s, err := pf.open(true)
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			var b strings.Builder
+			err = s.Records(func(data []byte, _ *pin.Record) error {
+				b.Write(data)
+				b.WriteByte('\n')
+				if b.Len() > 1<<20 {
+					if _, err := fmt.Fprint(e.stdout, b.String()); err != nil {
+						return err
+					}
+					b.Reset()
+				}
+				return nil
+			})
+			if err != nil {
+				return err
+			}
+			_, err = fmt.Fprint(e.stdout, b.String())
+			return err
+		},
+	}
+	pf.register(cmd.Flags())
+	cmd.Flags().BoolVar(&asJSON, "json", false, "JSON lines (required)")
+	return cmd
+}

@@ -1,0 +1,554 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/etdi-dev/etdi"
+	"github.com/etdi-dev/etdi/keys"
+	"github.com/etdi-dev/etdi/pin"
+	"github.com/etdi-dev/etdi/verify"
+	"github.com/spf13/cobra"
+)
+
+// checkReport is what etdi check prints, as prose or --json.
+type checkReport struct {
+	Server       string           `json:"server,omitempty"`
+	Verification *verify.Result   `json:"verification,omitempty"`
+	Tools        []pin.ToolState  `json:"tools"`
+	Findings     []verify.Finding `json:"findings"`
+	ExitCode     int              `json:"exitCode"`
+}
+
+func (e *env) checkCmd() *cobra.Command {
+	var sf serverFlags
+	var pf pinFlags
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "check [--bundle BUNDLE] [--tools TOOLS_LIST] [--name NAME]",
+		Short: "Check a server's tools against the trust policy and the approved pins",
+		Long: `Check what a server offers against the trust policy and the pin database,
+before the server is launched.
+
+With --bundle the bundle is verified first (as etdi verify does) and the
+server is known as <provider>:<server>. Without one, --name names the server
+(unsigned:<name>) and the policy's unsigned rule applies; its tools are still
+pinned by digest, so a changed definition is caught.
+
+Every tool is compared with its pin: a tool never approved, or a higher
+version, needs approval (13); the same version with another definition or
+other permissions is a rug pull (11), as is a lower version or an older
+bundle (downgrade); another signer, a name approved on another server
+(shadowing) or a name that looks like an approved one is impersonation (12);
+a revoked tool, version or key is 14. Error and warning findings are
+appended to the history.`,
+		Example: `  etdi check --trust trust.json --pins pins.db --bundle weather.etdi.json --tools live.json
+  etdi check --pins pins.db --name files --tools live.json --json`,
+		Args: exactArgs(0),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o, err := e.observe(&sf)
+			if err != nil {
+				return err
+			}
+			rep := checkReport{Verification: o.result, Tools: []pin.ToolState{}, Findings: o.findings}
+			if !o.blocked() {
+				s, err := pf.open(false)
+				if err != nil {
+					return err
+				}
+				c, err := s.Check(o.obs, pf.who())
+				s.Close()
+				if err != nil {
+					return err
+				}
+				rep.Server, rep.Tools = c.Server, c.Tools
+				rep.Findings = append(append([]verify.Finding{}, o.findings...), c.Findings...)
+			}
+			if rep.Findings == nil {
+				rep.Findings = []verify.Finding{}
+			}
+			rep.ExitCode = exitFor(rep.Findings)
+			if rep.ExitCode == exitOK && o.blocked() {
+				rep.ExitCode = exitSignature
+			}
+			if asJSON {
+				if err := e.writeJSON(rep); err != nil {
+					return err
+				}
+			} else {
+				printCheck(e.stdout, &rep)
+			}
+			if rep.ExitCode == exitApproval {
+				fmt.Fprintf(e.stderr, "etdi: approval required (exit 13): review the tools above, then run etdi pin approve with the same inputs\n")
+			} else if rep.ExitCode != exitOK {
+				fmt.Fprintf(e.stderr, "etdi: check failed (exit %d)\n", rep.ExitCode)
+			}
+			if rep.ExitCode != exitOK {
+				return &exitCodeError{rep.ExitCode}
+			}
+			return nil
+		},
+	}
+	sf.register(cmd.Flags())
+	pf.register(cmd.Flags())
+	pf.registerBy(cmd.Flags())
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the report as JSON")
+	return cmd
+}
+
+func printCheck(w io.Writer, rep *checkReport) {
+	if r := rep.Verification; r != nil {
+		if r.Verified {
+			fmt.Fprintf(w, "bundle %s verified: provider %s, key %s (%s)\n", r.Source, r.Provider.ID, keys.ShortID(r.Signer.KeyID), r.Signer.Algorithm)
+		} else {
+			fmt.Fprintf(w, "bundle %s NOT verified\n", r.Source)
+		}
+	}
+	if rep.Server != "" {
+		fmt.Fprintf(w, "server %s\n", rep.Server)
+	}
+	width := 0
+	for _, t := range rep.Tools {
+		width = max(width, len(toolLabel(t)))
+	}
+	for _, t := range rep.Tools {
+		d, _ := etdi.ParseDigest(t.Digest)
+		status := map[string]string{"ok": "ok", "new": "APPROVAL REQUIRED", "changed": "CHANGED", "blocked": "BLOCKED", "removed": "removed"}[t.Status]
+		fmt.Fprintf(w, "  %-*s  sha256:%s  %s\n", width, toolLabel(t), d.Short(), status)
+	}
+	printFindings(w, rep.Findings)
+}
+
+func toolLabel(t pin.ToolState) string {
+	if t.Version == "" {
+		return t.Name
+	}
+	return etdi.SubjectName(t.Name, t.Version)
+}
+
+func permList(ps []etdi.Permission) string {
+	if len(ps) == 0 {
+		return "none"
+	}
+	var out []string
+	for _, p := range ps {
+		s := p.Scope
+		if p.Description != "" {
+			s += " (" + p.Description + ")"
+		}
+		out = append(out, s)
+	}
+	return strings.Join(out, ", ")
+}
+
+func (e *env) pinCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "pin",
+		Short: "Approve, list, show, revoke pinned tools and read their history",
+	}
+	cmd.AddCommand(e.pinApproveCmd(), e.pinListCmd(), e.pinShowCmd(), e.pinHistoryCmd(), e.pinRevokeCmd())
+	return cmd
+}
+
+func (e *env) pinApproveCmd() *cobra.Command {
+	var sf serverFlags
+	var pf pinFlags
+	var tools []string
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "approve [--bundle BUNDLE] [--tools TOOLS_LIST] [--name NAME] [--tool NAME ...]",
+		Short: "Approve (pin) what a server offers after reviewing etdi check",
+		Long: `Pin the tools of a server as approved, with the same inputs as etdi check.
+
+New tools, new versions and tools that became signed are approved (all of
+them, or only those named with --tool). A changed definition, a downgrade,
+a changed signer, shadowing or a look-alike name is approved only when the
+tool is named with --tool: that is a decision, recorded as a re-approval in
+the history. Revoked tools, a bundle that does not verify and a replayed
+older bundle are never approved. Prints what was approved.`,
+		Example: `  etdi pin approve --trust trust.json --pins pins.db --bundle weather.etdi.json --tools live.json
+  etdi pin approve --pins pins.db --name files --tools live.json --tool read_file`,
+		Args: exactArgs(0),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o, err := e.observe(&sf)
+			if err != nil {
+				return err
+			}
+			for _, f := range o.findings {
+				if f.Severity == verify.Error {
+					printFindings(e.stderr, []verify.Finding{f})
+					return &exitCodeError{exitFor(o.findings)}
+				}
+			}
+			if o.blocked() {
+				return &exitCodeError{exitSignature}
+			}
+			s, err := pf.open(false)
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			approved, refused, err := s.Approve(o.obs, pin.ApproveOptions{Tools: tools, By: pf.who()})
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				if approved == nil {
+					approved = []pin.Approval{}
+				}
+				if refused == nil {
+					refused = []pin.Refusal{}
+				}
+				return e.writeJSON(struct {
+					Server   string         `json:"server"`
+					Approved []pin.Approval `json:"approved"`
+					Refused  []pin.Refusal  `json:"refused"`
+				}{o.obs.Server, approved, refused})
+			}
+			for _, a := range approved {
+				what := "approved"
+				if a.Replaced != "" {
+					what = "re-approved (was " + a.Replaced + ")"
+				}
+				label := a.Pin.Tool
+				if a.Pin.Version != "" {
+					label = etdi.SubjectName(a.Pin.Tool, a.Pin.Version)
+				}
+				fmt.Fprintf(e.stdout, "%s %s/%s %s, signer %s, permissions: %s\n", what, a.Pin.Server, label, a.Pin.Digest, a.Pin.Signer, permList(a.Pin.Permissions))
+			}
+			for _, r := range refused {
+				fmt.Fprintf(e.stdout, "NOT approved %s: %s\n", r.Tool, r.Reason)
+			}
+			if len(approved) == 0 && len(refused) == 0 {
+				fmt.Fprintf(e.stdout, "nothing to approve: every tool of %s matches its pin\n", o.obs.Server)
+			}
+			return nil
+		},
+	}
+	sf.register(cmd.Flags())
+	pf.register(cmd.Flags())
+	pf.registerBy(cmd.Flags())
+	cmd.Flags().StringArrayVar(&tools, "tool", nil, "approve only this tool (repeatable); required for changed definitions, downgrades, changed signers, shadowing and look-alike names")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print what was approved as JSON")
+	return cmd
+}
+
+func (e *env) pinListCmd() *cobra.Command {
+	var pf pinFlags
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "List every pinned tool",
+		Args:  exactArgs(0),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			s, err := pf.open(true)
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			pins, err := s.List()
+			if err != nil {
+				return err
+			}
+			type row struct {
+				Ref        string    `json:"ref"`
+				Version    string    `json:"version,omitempty"`
+				Digest     string    `json:"digest"`
+				Signer     string    `json:"signer"`
+				ApprovedBy string    `json:"approvedBy"`
+				ApprovedAt time.Time `json:"approvedAt"`
+			}
+			rows := []row{}
+			for _, p := range pins {
+				rows = append(rows, row{p.Ref(), p.Version, p.Digest, p.Signer.String(), p.ApprovedBy, p.ApprovedAt})
+			}
+			if asJSON {
+				return e.writeJSON(rows)
+			}
+			for _, r := range rows {
+				d, _ := etdi.ParseDigest(r.Digest)
+				v := r.Version
+				if v == "" {
+					v = "-"
+				}
+				fmt.Fprintf(e.stdout, "%s  %s  sha256:%s  %s  approved by %s at %s\n", r.Ref, v, d.Short(), r.Signer, r.ApprovedBy, r.ApprovedAt.Format(time.RFC3339))
+			}
+			return nil
+		},
+	}
+	pf.register(cmd.Flags())
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print as JSON")
+	return cmd
+}
+
+func (e *env) pinShowCmd() *cobra.Command {
+	var pf pinFlags
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:     "show SERVER/TOOL",
+		Short:   "Show one pin with its approved definition",
+		Example: `  etdi pin show acme:weather/get_weather`,
+		Args:    exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			server, tool, _, err := pin.ParseRef(args[0])
+			if err != nil {
+				return &usageError{err}
+			}
+			s, err := pf.open(true)
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			p, err := s.Get(server, tool)
+			if err != nil {
+				return err
+			}
+			if p == nil {
+				return fmt.Errorf("no pin %s", args[0])
+			}
+			if asJSON {
+				return e.writeJSON(p)
+			}
+			fmt.Fprintf(e.stdout, "%s\n  version      %s\n  digest       %s\n  signer       %s\n  provider     %s\n  permissions  %s\n  approved     by %s at %s\n  definition\n",
+				p.Ref(), orDash(p.Version), p.Digest, p.Signer, orDash(p.Provider), permList(p.Permissions), p.ApprovedBy, p.ApprovedAt.Format(time.RFC3339))
+			var v any
+			json.Unmarshal(p.Definition, &v)
+			b, _ := json.MarshalIndent(v, "    ", "  ")
+			fmt.Fprintf(e.stdout, "    %s\n", b)
+			return nil
+		},
+	}
+	pf.register(cmd.Flags())
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print as JSON")
+	return cmd
+}
+
+func (e *env) pinHistoryCmd() *cobra.Command {
+	var pf pinFlags
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "history [SERVER[/TOOL]]",
+		Short: "Show the history of approvals, revocations and findings",
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 1 {
+				return usagef("history takes at most one SERVER[/TOOL]")
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var server, tool string
+			if len(args) == 1 {
+				server = args[0]
+				if i := strings.LastIndexByte(args[0], '/'); i > 0 {
+					server, tool = args[0][:i], args[0][i+1:]
+				}
+			}
+			s, err := pf.open(true)
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			recs := []pin.Record{}
+			err = s.Records(func(_ []byte, r *pin.Record) error {
+				if (server == "" || r.Server == server) && (tool == "" || r.Tool == tool) {
+					recs = append(recs, *r)
+				}
+				return nil
+			})
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return e.writeJSON(recs)
+			}
+			for _, r := range recs {
+				fmt.Fprintln(e.stdout, historyLine(&r))
+			}
+			return nil
+		},
+	}
+	pf.register(cmd.Flags())
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print as JSON")
+	return cmd
+}
+
+func historyLine(r *pin.Record) string {
+	target := r.Server
+	if r.Tool != "" {
+		target += "/" + r.Tool
+	}
+	if r.Version != "" {
+		target += "@" + r.Version
+	}
+	if r.KeyID != "" {
+		target = "key " + r.KeyID
+	}
+	parts := []string{fmt.Sprintf("#%d", r.Index), r.Time.Format(time.RFC3339), r.Type}
+	if r.Kind != "" {
+		parts = append(parts, r.Kind)
+	}
+	parts = append(parts, target)
+	if r.Digest != "" {
+		parts = append(parts, r.Digest)
+	}
+	if r.Replaced != "" {
+		parts = append(parts, "replacing "+r.Replaced)
+	}
+	if r.By != "" {
+		parts = append(parts, "by "+r.By)
+	}
+	if r.Type != pin.RecordApprove && r.Type != pin.RecordReapprove && r.Message != "" {
+		parts = append(parts, "- "+r.Message)
+	}
+	return strings.Join(parts, " ")
+}
+
+func (e *env) pinRevokeCmd() *cobra.Command {
+	var pf pinFlags
+	var keyID, reason string
+	cmd := &cobra.Command{
+		Use:   "revoke SERVER/TOOL[@VERSION] | --key KEY_ID",
+		Short: "Revoke an approved tool, one of its versions, or every tool a key signed",
+		Long: `Revoke an approval. SERVER/TOOL revokes the tool in every version,
+SERVER/TOOL@VERSION one version, --key every tool signed by that key on
+every server. Revoked tools fail etdi check with exit 14 and cannot be
+approved again. The revocation is recorded in the history.`,
+		Example: `  etdi pin revoke acme:weather/get_weather@1.0.0 --reason "CVE-2026-1234"
+  etdi pin revoke --key sha256:1a2b...`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if (len(args) == 1) == (keyID != "") {
+				return usagef("give either SERVER/TOOL[@VERSION] or --key KEY_ID")
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			r := pin.Revocation{KeyID: keyID, By: pf.who(), Reason: reason}
+			if len(args) == 1 {
+				var err error
+				if r.Server, r.Tool, r.Version, err = pin.ParseRef(args[0]); err != nil {
+					return &usageError{err}
+				}
+			}
+			s, err := pf.open(false)
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			if err := s.Revoke(r); err != nil {
+				return err
+			}
+			if keyID != "" {
+				fmt.Fprintf(e.stdout, "revoked every tool signed by key %s\n", keyID)
+			} else {
+				fmt.Fprintf(e.stdout, "revoked %s\n", args[0])
+			}
+			return nil
+		},
+	}
+	pf.register(cmd.Flags())
+	pf.registerBy(cmd.Flags())
+	cmd.Flags().StringVar(&keyID, "key", "", "revoke every tool signed by this key id (sha256:...)")
+	cmd.Flags().StringVar(&reason, "reason", "", "why, recorded in the history")
+	return cmd
+}
+
+func (e *env) diffCmd() *cobra.Command {
+	var sf serverFlags
+	var pf pinFlags
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "diff [--bundle BUNDLE] [--tools TOOLS_LIST] [--name NAME] [TOOL ...]",
+		Short: "Show the field-by-field difference between pinned and current definitions",
+		Long: `Compare each tool (or the named ones) with its pin and print what differs:
+the description text, every changed schema path, annotations, and the
+permissions added or removed. Read-only: nothing is recorded.`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o, err := e.observe(&sf)
+			if err != nil {
+				return err
+			}
+			if o.blocked() {
+				printFindings(e.stderr, o.findings)
+				return &exitCodeError{exitFor(o.findings)}
+			}
+			s, err := pf.open(true)
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			type toolDiff struct {
+				Tool               string            `json:"tool"`
+				Kind               string            `json:"kind"`
+				PinnedVersion      string            `json:"pinnedVersion,omitempty"`
+				Version            string            `json:"version,omitempty"`
+				Changes            []etdi.Change     `json:"changes"`
+				PermissionsAdded   []etdi.Permission `json:"permissionsAdded,omitempty"`
+				PermissionsRemoved []etdi.Permission `json:"permissionsRemoved,omitempty"`
+			}
+			want := map[string]bool{}
+			for _, a := range args {
+				want[a] = true
+			}
+			out := []toolDiff{}
+			for _, t := range o.obs.Tools {
+				if len(want) > 0 && !want[t.Name] {
+					continue
+				}
+				delete(want, t.Name)
+				p, err := s.Get(o.obs.Server, t.Name)
+				if err != nil {
+					return err
+				}
+				if p == nil {
+					out = append(out, toolDiff{Tool: t.Name, Kind: "not pinned", Version: t.Version, Changes: []etdi.Change{}})
+					continue
+				}
+				old, err1 := etdi.ParseJSON(p.Definition)
+				cur, err2 := etdi.ParseJSON(t.Canonical)
+				if err1 != nil || err2 != nil {
+					return fmt.Errorf("tool %q: stored or current definition unreadable", t.Name)
+				}
+				d := toolDiff{Tool: t.Name, Kind: "unchanged", PinnedVersion: p.Version, Version: t.Version, Changes: etdi.Diff(old, cur)}
+				d.PermissionsAdded, d.PermissionsRemoved = pin.PermissionDiff(p.Permissions, t.Permissions)
+				if len(d.Changes) > 0 || len(d.PermissionsAdded)+len(d.PermissionsRemoved) > 0 || p.Version != t.Version {
+					d.Kind = "changed"
+				}
+				out = append(out, d)
+			}
+			for n := range want {
+				return fmt.Errorf("tool %q is not offered by %s", n, o.obs.Server)
+			}
+			if asJSON {
+				return e.writeJSON(out)
+			}
+			for _, d := range out {
+				switch d.Kind {
+				case "not pinned":
+					fmt.Fprintf(e.stdout, "%s: not pinned on %s\n", d.Tool, o.obs.Server)
+					continue
+				case "unchanged":
+					fmt.Fprintf(e.stdout, "%s: no difference\n", d.Tool)
+					continue
+				}
+				fmt.Fprintf(e.stdout, "%s: pinned %s, now %s\n", d.Tool, orDash(d.PinnedVersion), orDash(d.Version))
+				for _, c := range d.Changes {
+					fmt.Fprintf(e.stdout, "    %s\n", c)
+				}
+				for _, p := range d.PermissionsAdded {
+					fmt.Fprintf(e.stdout, "    + permission %s\n", permList([]etdi.Permission{p}))
+				}
+				for _, p := range d.PermissionsRemoved {
+					fmt.Fprintf(e.stdout, "    - permission %s\n", permList([]etdi.Permission{p}))
+				}
+			}
+			return nil
+		},
+	}
+	sf.register(cmd.Flags())
+	pf.register(cmd.Flags())
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print as JSON")
+	return cmd
+}

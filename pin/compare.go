@@ -1,0 +1,671 @@
+package pin
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/etdi-dev/etdi"
+	"github.com/etdi-dev/etdi/internal/confusable"
+	"github.com/etdi-dev/etdi/verify"
+	bolt "go.etcd.io/bbolt"
+)
+
+// Observation is what a server offers now, as established by verification
+// (or, without a bundle, by its tools/list alone).
+type Observation struct {
+	// Server is the server key (SignedServerKey or UnsignedServerKey).
+	Server   string
+	Provider string
+	Name     string
+	// Sequence is the verified bundle's sequence; 0 without a bundle.
+	Sequence uint64
+	Tools    []Observed
+}
+
+// Observed is one tool as offered now.
+type Observed struct {
+	Name        string
+	Version     string // empty for unsigned tools
+	Digest      etdi.Digest
+	Canonical   []byte
+	Permissions []etdi.Permission
+	Signer      Signer
+}
+
+// ToolState is the outcome for one tool.
+type ToolState struct {
+	Name    string `json:"name"`
+	Version string `json:"version,omitempty"`
+	Digest  string `json:"digest"`
+	// Status: "ok" (matches its pin), "new" (approval required),
+	// "changed" (differs from its pin), "blocked" (impersonation or
+	// revoked), "removed" (pinned, no longer offered).
+	Status string `json:"status"`
+}
+
+// Comparison is the outcome of comparing an Observation with the pins.
+type Comparison struct {
+	Server   string           `json:"server"`
+	Tools    []ToolState      `json:"tools"`
+	Findings []verify.Finding `json:"findings"`
+}
+
+// Get returns the pin of tool on server, or nil.
+func (s *Store) Get(server, tool string) (*Pin, error) {
+	var p *Pin
+	err := s.view(func(tx *bolt.Tx) error {
+		var err error
+		p, err = getPin(tx, server, tool)
+		return err
+	})
+	return p, err
+}
+
+func getPin(tx *bolt.Tx, server, tool string) (*Pin, error) {
+	sb := tx.Bucket(bServers).Bucket([]byte(server))
+	if sb == nil {
+		return nil, nil
+	}
+	tb := sb.Bucket(bTools)
+	if tb == nil {
+		return nil, nil
+	}
+	v := tb.Get([]byte(tool))
+	if v == nil {
+		return nil, nil
+	}
+	var p Pin
+	if err := json.Unmarshal(v, &p); err != nil {
+		return nil, fmt.Errorf("pin %s/%s is unreadable: %w", server, tool, err)
+	}
+	return &p, nil
+}
+
+func serverInfo(tx *bolt.Tx, server string) (*ServerInfo, error) {
+	sb := tx.Bucket(bServers).Bucket([]byte(server))
+	if sb == nil {
+		return nil, nil
+	}
+	var info ServerInfo
+	if err := json.Unmarshal(sb.Get(kInfo), &info); err != nil {
+		return nil, fmt.Errorf("server %s is unreadable: %w", server, err)
+	}
+	return &info, nil
+}
+
+func forEachPin(tx *bolt.Tx, fn func(server string, p *Pin) error) error {
+	return tx.Bucket(bServers).ForEachBucket(func(k []byte) error {
+		tb := tx.Bucket(bServers).Bucket(k).Bucket(bTools)
+		if tb == nil {
+			return nil
+		}
+		return tb.ForEach(func(_, v []byte) error {
+			var p Pin
+			if err := json.Unmarshal(v, &p); err != nil {
+				return fmt.Errorf("pin in %s is unreadable: %w", k, err)
+			}
+			return fn(string(k), &p)
+		})
+	})
+}
+
+// List returns every pin, by server then tool.
+func (s *Store) List() ([]Pin, error) {
+	var out []Pin
+	err := s.view(func(tx *bolt.Tx) error {
+		return forEachPin(tx, func(_ string, p *Pin) error {
+			out = append(out, *p)
+			return nil
+		})
+	})
+	return out, err
+}
+
+// Servers returns every server.
+func (s *Store) Servers() ([]ServerInfo, error) {
+	var out []ServerInfo
+	err := s.view(func(tx *bolt.Tx) error {
+		return tx.Bucket(bServers).ForEachBucket(func(k []byte) error {
+			info, err := serverInfo(tx, string(k))
+			if err == nil && info != nil {
+				out = append(out, *info)
+			}
+			return err
+		})
+	})
+	return out, err
+}
+
+func getStrings(b *bolt.Bucket, key string) []string {
+	var out []string
+	if v := b.Get([]byte(key)); v != nil {
+		json.Unmarshal(v, &out)
+	}
+	return out
+}
+
+func putStrings(b *bolt.Bucket, key string, vals []string) error {
+	v, err := json.Marshal(vals)
+	if err != nil {
+		return err
+	}
+	return b.Put([]byte(key), v)
+}
+
+// indexName records that server pins tool, in the names and skeletons
+// indexes.
+func indexName(tx *bolt.Tx, server, tool string) error {
+	nb, sk := tx.Bucket(bNames), tx.Bucket(bSkeletons)
+	servers := getStrings(nb, tool)
+	if !slices.Contains(servers, server) {
+		servers = append(servers, server)
+		sort.Strings(servers)
+		if err := putStrings(nb, tool, servers); err != nil {
+			return err
+		}
+	}
+	skel := confusable.Skeleton(tool)
+	names := getStrings(sk, skel)
+	if !slices.Contains(names, tool) {
+		names = append(names, tool)
+		sort.Strings(names)
+		return putStrings(sk, skel, names)
+	}
+	return nil
+}
+
+// revokedBy returns the revocation that applies to tool t on server, or nil.
+func revokedBy(tx *bolt.Tx, server string, t *Observed) *Revocation {
+	rb := tx.Bucket(bRevoked)
+	keys := []string{server + "/" + t.Name}
+	if t.Version != "" {
+		keys = append(keys, server+"/"+t.Name+"@"+t.Version)
+	}
+	if t.Signer.Kind == "key" {
+		keys = append(keys, "key:"+t.Signer.ID)
+	}
+	for _, k := range keys {
+		if v := rb.Get([]byte(k)); v != nil {
+			var r Revocation
+			if json.Unmarshal(v, &r) == nil {
+				return &r
+			}
+		}
+	}
+	return nil
+}
+
+// Compare compares o with the pins, read-only.
+func (s *Store) Compare(o *Observation) (*Comparison, error) {
+	var c *Comparison
+	err := s.view(func(tx *bolt.Tx) error {
+		var err error
+		c, err = compare(tx, o)
+		return err
+	})
+	return c, err
+}
+
+// Check compares o with the pins and appends every error and warning
+// finding to the history, in one transaction.
+func (s *Store) Check(o *Observation, by string) (*Comparison, error) {
+	var c *Comparison
+	err := s.update(func(tx *bolt.Tx) error {
+		var err error
+		if c, err = compare(tx, o); err != nil {
+			return err
+		}
+		return recordFindings(tx, o, c.Findings, by)
+	})
+	return c, err
+}
+
+func recordFindings(tx *bolt.Tx, o *Observation, findings []verify.Finding, by string) error {
+	for _, f := range findings {
+		if f.Severity == verify.Info {
+			continue
+		}
+		rec := Record{Type: RecordFinding, Server: o.Server, Tool: f.Tool, Version: f.Version,
+			Digest: f.Live, Kind: string(f.Kind), Severity: string(f.Severity), Message: f.Message, By: by}
+		if _, err := appendRecord(tx, rec); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func compare(tx *bolt.Tx, o *Observation) (*Comparison, error) {
+	c := &Comparison{Server: o.Server, Tools: []ToolState{}, Findings: []verify.Finding{}}
+	info, err := serverInfo(tx, o.Server)
+	if err != nil {
+		return nil, err
+	}
+	if info != nil && o.Sequence > 0 && o.Sequence < info.MaxSequence {
+		var names []string
+		for _, t := range o.Tools {
+			names = append(names, t.Name)
+		}
+		c.Findings = append(c.Findings, verify.Finding{Kind: verify.Downgrade, Severity: verify.Error, Server: o.Server,
+			Message: fmt.Sprintf("server %s: bundle sequence %d is lower than %d approved before: an older bundle is being replayed (tools %s)",
+				o.Server, o.Sequence, info.MaxSequence, strings.Join(names, ", "))})
+	}
+	// Look-alike names within what the server offers now.
+	bySkeleton := map[string][]string{}
+	for _, t := range o.Tools {
+		sk := confusable.Skeleton(t.Name)
+		bySkeleton[sk] = append(bySkeleton[sk], t.Name)
+	}
+	offered := map[string]bool{}
+	for i := range o.Tools {
+		t := &o.Tools[i]
+		offered[t.Name] = true
+		st, fs, err := compareTool(tx, o, t, bySkeleton[confusable.Skeleton(t.Name)])
+		if err != nil {
+			return nil, err
+		}
+		c.Tools = append(c.Tools, st)
+		c.Findings = append(c.Findings, fs...)
+	}
+	if sb := tx.Bucket(bServers).Bucket([]byte(o.Server)); sb != nil {
+		if tb := sb.Bucket(bTools); tb != nil {
+			err := tb.ForEach(func(k, v []byte) error {
+				if offered[string(k)] {
+					return nil
+				}
+				var p Pin
+				if err := json.Unmarshal(v, &p); err != nil {
+					return err
+				}
+				c.Tools = append(c.Tools, ToolState{Name: p.Tool, Version: p.Version, Digest: p.Digest, Status: "removed"})
+				c.Findings = append(c.Findings, verify.Finding{Kind: verify.Removed, Severity: verify.Info, Server: o.Server,
+					Tool: p.Tool, Version: p.Version, PinnedDigest: p.Digest,
+					Message: fmt.Sprintf("tool %q is approved on %s but no longer offered", p.Tool, o.Server)})
+				return nil
+			})
+			if err != nil {
+				return nil, err
+			}
+		}
+	}
+	return c, nil
+}
+
+func compareTool(tx *bolt.Tx, o *Observation, t *Observed, sameSkeleton []string) (ToolState, []verify.Finding, error) {
+	st := ToolState{Name: t.Name, Version: t.Version, Digest: t.Digest.String(), Status: "ok"}
+	base := verify.Finding{Server: o.Server, Tool: t.Name, Version: t.Version, Live: t.Digest.String(),
+		CurrentSigner: t.Signer.String()}
+	with := func(k verify.Kind, sev verify.Severity, msg string) verify.Finding {
+		f := base
+		f.Kind, f.Severity, f.Message = k, sev, msg
+		return f
+	}
+	ref := fmt.Sprintf("%s/%s", o.Server, t.Name)
+	if t.Version != "" {
+		ref += "@" + t.Version
+	}
+	if r := revokedBy(tx, o.Server, t); r != nil {
+		st.Status = "blocked"
+		what := "the tool"
+		switch {
+		case r.KeyID != "":
+			what = "its signing key " + r.KeyID
+		case r.Version != "":
+			what = "version " + r.Version
+		}
+		f := with(verify.Revoked, verify.Error, fmt.Sprintf("tool %s: %s was revoked on %s by %s", ref, what, r.At.Format(time.RFC3339), r.By))
+		f.KeyID = r.KeyID
+		return st, []verify.Finding{f}, nil
+	}
+	p, err := getPin(tx, o.Server, t.Name)
+	if err != nil {
+		return st, nil, err
+	}
+	if p == nil {
+		return compareNew(tx, o, t, sameSkeleton, st, with, ref)
+	}
+	pinned := func(f verify.Finding) verify.Finding {
+		f.PinnedVersion, f.PinnedDigest, f.PinnedSigner = p.Version, p.Digest, p.Signer.String()
+		return f
+	}
+	diff := func(f verify.Finding) verify.Finding {
+		if old, err := etdi.ParseJSON(p.Definition); err == nil {
+			if cur, err := etdi.ParseJSON(t.Canonical); err == nil {
+				f.Changes = etdi.Diff(old, cur)
+				f.Fields = etdi.ChangedFields(f.Changes)
+			}
+		}
+		f.PermissionsAdded, f.PermissionsRemoved = PermissionDiff(p.Permissions, t.Permissions)
+		return f
+	}
+	if p.Signer != t.Signer {
+		if p.Signer.Kind == "none" {
+			st.Status = "new"
+			return st, []verify.Finding{pinned(diff(with(verify.NewSigner, verify.Error,
+				fmt.Sprintf("tool %s was approved unsigned and is now signed by %s: approval required", ref, t.Signer))))}, nil
+		}
+		st.Status = "blocked"
+		return st, []verify.Finding{pinned(with(verify.SignerChanged, verify.Error,
+			fmt.Sprintf("tool %s was approved from %s and is now offered by %s", ref, p.Signer, t.Signer)))}, nil
+	}
+	if t.Version != "" && p.Version != "" && t.Version != p.Version {
+		c, err := etdi.CompareVersions(t.Version, p.Version)
+		if err != nil {
+			return st, nil, err
+		}
+		if c < 0 {
+			st.Status = "changed"
+			return st, []verify.Finding{pinned(diff(with(verify.Downgrade, verify.Error,
+				fmt.Sprintf("tool %s is older than the approved version %s", ref, p.Version))))}, nil
+		}
+		if c > 0 {
+			st.Status = "new"
+			f := pinned(diff(with(verify.NewVersion, verify.Error,
+				fmt.Sprintf("tool %s is a new version (approved: %s): approval required", ref, p.Version))))
+			f.Permissions = t.Permissions
+			return st, []verify.Finding{f}, nil
+		}
+		// Equal precedence, different build metadata: compared like the
+		// same version below.
+	}
+	if t.Digest.String() != p.Digest {
+		st.Status = "changed"
+		f := pinned(diff(with(verify.RugPull, verify.Error, "")))
+		if t.Version != "" {
+			f.Message = fmt.Sprintf("tool %s: definition changed since approval without a new version (%s)", ref, strings.Join(f.Fields, ", "))
+		} else {
+			f.Message = fmt.Sprintf("unsigned tool %s: definition changed since approval (%s)", ref, strings.Join(f.Fields, ", "))
+		}
+		return st, []verify.Finding{f}, nil
+	}
+	if added, removed := PermissionDiff(p.Permissions, t.Permissions); len(added)+len(removed) > 0 {
+		st.Status = "changed"
+		f := pinned(with(verify.RugPull, verify.Error,
+			fmt.Sprintf("tool %s: permissions changed since approval without a new version", ref)))
+		f.Fields = []string{"permissions"}
+		f.PermissionsAdded, f.PermissionsRemoved = added, removed
+		return st, []verify.Finding{f}, nil
+	}
+	return st, nil, nil
+}
+
+func compareNew(tx *bolt.Tx, o *Observation, t *Observed, sameSkeleton []string, st ToolState,
+	with func(verify.Kind, verify.Severity, string) verify.Finding, ref string) (ToolState, []verify.Finding, error) {
+	var others []string
+	for _, srv := range getStrings(tx.Bucket(bNames), t.Name) {
+		if srv != o.Server {
+			others = append(others, srv)
+		}
+	}
+	if len(others) > 0 {
+		st.Status = "blocked"
+		f := with(verify.Shadowing, verify.Error, fmt.Sprintf("tool %s: the name %q is approved on %s; this server shadows it",
+			ref, t.Name, strings.Join(others, ", ")))
+		f.Servers = others
+		return st, []verify.Finding{f}, nil
+	}
+	var looks []string
+	for _, n := range getStrings(tx.Bucket(bSkeletons), confusable.Skeleton(t.Name)) {
+		if n != t.Name {
+			looks = append(looks, n)
+		}
+	}
+	for _, n := range sameSkeleton {
+		if n != t.Name && !slices.Contains(looks, n) {
+			looks = append(looks, n)
+		}
+	}
+	if len(looks) > 0 {
+		st.Status = "blocked"
+		f := with(verify.ConfusableName, verify.Error, fmt.Sprintf("tool %s: the name %q looks like %q", ref, t.Name, looks[0]))
+		f.LooksLike = looks[0]
+		f.Scripts = confusable.Scripts(t.Name)
+		for _, n := range looks {
+			for _, srv := range getStrings(tx.Bucket(bNames), n) {
+				if !slices.Contains(f.Servers, srv) {
+					f.Servers = append(f.Servers, srv)
+				}
+			}
+		}
+		return st, []verify.Finding{f}, nil
+	}
+	st.Status = "new"
+	f := with(verify.NewTool, verify.Error, fmt.Sprintf("tool %s is not approved: approval required", ref))
+	f.Permissions = t.Permissions
+	if f.Permissions == nil {
+		f.Permissions = []etdi.Permission{}
+	}
+	fs := []verify.Finding{f}
+	if confusable.MixedScript(t.Name) || confusable.Invisible(t.Name) {
+		w := with(verify.MixedScript, verify.Warning, fmt.Sprintf("tool %s: the name %q mixes scripts (%s) or holds invisible characters",
+			ref, t.Name, strings.Join(confusable.Scripts(t.Name), ", ")))
+		w.Scripts = confusable.Scripts(t.Name)
+		fs = append(fs, w)
+	}
+	return st, fs, nil
+}
+
+// PermissionDiff returns the permissions in cur but not old, and in old but not cur
+// (a changed description counts as removed and added).
+func PermissionDiff(old, cur []etdi.Permission) (added, removed []etdi.Permission) {
+	has := func(ps []etdi.Permission, p etdi.Permission) bool { return slices.Contains(ps, p) }
+	for _, p := range cur {
+		if !has(old, p) {
+			added = append(added, p)
+		}
+	}
+	for _, p := range old {
+		if !has(cur, p) {
+			removed = append(removed, p)
+		}
+	}
+	return added, removed
+}
+
+// ApproveOptions select what Approve approves.
+type ApproveOptions struct {
+	// Tools, if set, limits approval to these names; naming a tool is also
+	// what allows approving a changed definition, a downgrade, a changed
+	// signer, a shadowing or a look-alike name.
+	Tools []string
+	By    string
+	Now   time.Time
+}
+
+// Approval is one tool Approve pinned.
+type Approval struct {
+	Pin      Pin    `json:"pin"`
+	Kind     string `json:"kind"` // the finding it resolved, e.g. "new_tool"
+	Replaced string `json:"replaced,omitempty"`
+}
+
+// Refusal is one tool Approve did not pin, and why.
+type Refusal struct {
+	Tool   string `json:"tool"`
+	Kind   string `json:"kind"`
+	Reason string `json:"reason"`
+}
+
+// explicitKinds need the tool to be named in ApproveOptions.Tools.
+var explicitKinds = map[verify.Kind]bool{
+	verify.RugPull: true, verify.Downgrade: true, verify.SignerChanged: true,
+	verify.Shadowing: true, verify.ConfusableName: true,
+}
+
+// Approve pins the tools of o that need approval, in one transaction that
+// also appends one history record per approval. New tools, new versions
+// and newly signed tools are approved unless opts.Tools excludes them;
+// changed definitions, downgrades, changed signers, shadowing and look-alike
+// names only when named in opts.Tools; revoked tools and a replayed bundle
+// never.
+func (s *Store) Approve(o *Observation, opts ApproveOptions) ([]Approval, []Refusal, error) {
+	now := opts.Now
+	if now.IsZero() {
+		now = time.Now().UTC()
+	}
+	named := map[string]bool{}
+	for _, n := range opts.Tools {
+		named[n] = true
+	}
+	for n := range named {
+		if !slices.ContainsFunc(o.Tools, func(t Observed) bool { return t.Name == n }) {
+			return nil, nil, fmt.Errorf("tool %q is not offered by %s", n, o.Server)
+		}
+	}
+	var approved []Approval
+	var refused []Refusal
+	err := s.update(func(tx *bolt.Tx) error {
+		approved, refused = nil, nil
+		c, err := compare(tx, o)
+		if err != nil {
+			return err
+		}
+		for _, f := range c.Findings {
+			if f.Tool == "" && f.Severity == verify.Error {
+				return errors.New(f.Message + "; not approving anything")
+			}
+		}
+		byTool := map[string]verify.Finding{}
+		for _, f := range c.Findings {
+			if f.Severity == verify.Error && f.Tool != "" {
+				if _, seen := byTool[f.Tool]; !seen {
+					byTool[f.Tool] = f
+				}
+			}
+		}
+		info, err := serverInfo(tx, o.Server)
+		if err != nil {
+			return err
+		}
+		if info == nil {
+			info = &ServerInfo{Key: o.Server, Provider: o.Provider, Name: o.Name}
+		}
+		for i := range o.Tools {
+			t := &o.Tools[i]
+			f, needs := byTool[t.Name]
+			if !needs || (len(named) > 0 && !named[t.Name]) {
+				continue
+			}
+			switch {
+			case f.Kind == verify.Revoked:
+				refused = append(refused, Refusal{t.Name, string(f.Kind), f.Message})
+				continue
+			case explicitKinds[f.Kind] && !named[t.Name]:
+				refused = append(refused, Refusal{t.Name, string(f.Kind), f.Message + " (name it with --tool to approve it anyway)"})
+				continue
+			}
+			old, err := getPin(tx, o.Server, t.Name)
+			if err != nil {
+				return err
+			}
+			p := Pin{Server: o.Server, Tool: t.Name, Version: t.Version, Digest: t.Digest.String(), Signer: t.Signer,
+				Provider: o.Provider, Permissions: t.Permissions, Definition: json.RawMessage(bytes.Clone(t.Canonical)),
+				ApprovedBy: opts.By, ApprovedAt: now, Sequence: o.Sequence}
+			if p.Permissions == nil {
+				p.Permissions = []etdi.Permission{}
+			}
+			if err := putPin(tx, info, &p); err != nil {
+				return err
+			}
+			rec := Record{Type: RecordApprove, Time: now, Server: o.Server, Tool: t.Name, Version: t.Version, Digest: p.Digest,
+				Signer: &p.Signer, Kind: string(f.Kind), By: opts.By, Permissions: p.Permissions}
+			a := Approval{Pin: p, Kind: string(f.Kind)}
+			if old != nil {
+				rec.Type = RecordReapprove
+				rec.Replaced = strings.TrimSpace(old.Version + " " + old.Digest)
+				a.Replaced = rec.Replaced
+			}
+			if _, err := appendRecord(tx, rec); err != nil {
+				return err
+			}
+			approved = append(approved, a)
+		}
+		if len(approved) > 0 && o.Sequence > info.MaxSequence {
+			info.MaxSequence = o.Sequence
+		}
+		return putInfo(tx, info)
+	})
+	return approved, refused, err
+}
+
+func putInfo(tx *bolt.Tx, info *ServerInfo) error {
+	sb, err := tx.Bucket(bServers).CreateBucketIfNotExists([]byte(info.Key))
+	if err != nil {
+		return err
+	}
+	v, err := json.Marshal(info)
+	if err != nil {
+		return err
+	}
+	return sb.Put(kInfo, v)
+}
+
+func putPin(tx *bolt.Tx, info *ServerInfo, p *Pin) error {
+	if err := putInfo(tx, info); err != nil {
+		return err
+	}
+	tb, err := tx.Bucket(bServers).Bucket([]byte(p.Server)).CreateBucketIfNotExists(bTools)
+	if err != nil {
+		return err
+	}
+	v, err := json.Marshal(p)
+	if err != nil {
+		return err
+	}
+	if err := tb.Put([]byte(p.Tool), v); err != nil {
+		return err
+	}
+	return indexName(tx, p.Server, p.Tool)
+}
+
+// Revoke records a revocation and its history record in one transaction.
+// A tool or version revocation needs an existing pin.
+func (s *Store) Revoke(r Revocation) error {
+	if r.At.IsZero() {
+		r.At = time.Now().UTC()
+	}
+	return s.update(func(tx *bolt.Tx) error {
+		if r.KeyID == "" {
+			p, err := getPin(tx, r.Server, r.Tool)
+			if err != nil {
+				return err
+			}
+			if p == nil {
+				return fmt.Errorf("no pin %s/%s to revoke", r.Server, r.Tool)
+			}
+		} else if _, err := etdi.ParseDigest(r.KeyID); err != nil {
+			return fmt.Errorf("key id %q: want sha256:<64 hex digits>", r.KeyID)
+		}
+		v, err := json.Marshal(r)
+		if err != nil {
+			return err
+		}
+		if err := tx.Bucket(bRevoked).Put(r.key(), v); err != nil {
+			return err
+		}
+		_, err = appendRecord(tx, Record{Type: RecordRevoke, Time: r.At, Server: r.Server, Tool: r.Tool,
+			Version: r.Version, KeyID: r.KeyID, Message: r.Reason, By: r.By})
+		return err
+	})
+}
+
+// Revocations returns every revocation.
+func (s *Store) Revocations() ([]Revocation, error) {
+	var out []Revocation
+	err := s.view(func(tx *bolt.Tx) error {
+		return tx.Bucket(bRevoked).ForEach(func(_, v []byte) error {
+			var r Revocation
+			if err := json.Unmarshal(v, &r); err != nil {
+				return err
+			}
+			out = append(out, r)
+			return nil
+		})
+	})
+	return out, err
+}

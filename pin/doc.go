@@ -1,0 +1,52 @@
+// Package pin is the client's pin database: what a person approved (tool,
+// version, definition digest, signer, permissions) and the tamper-evident
+// history of every approval, revocation and finding (SPEC.md §14-§16).
+//
+// The database is one bbolt file, mode 0600. Each logical write is one
+// transaction, so a process killed mid-write leaves the database as it was
+// before or after that write. The file lock is taken with a timeout: a
+// second process waits, then fails with ErrLocked instead of hanging.
+//
+// # Bucket tree
+//
+//	meta/
+//	    schema      uint64, big endian: the schema version (see migrations)
+//	    id          16 random bytes, hex: names this database in checkpoints
+//	    logSize     uint64, big endian: number of records in log/records
+//	servers/
+//	    <server key>/          one bucket per server, e.g. "acme:weather"
+//	        info    JSON ServerInfo: identity, provider, highest sequence
+//	        tools/
+//	            <tool name>    JSON Pin: the approved definition and evidence
+//	revoked/
+//	    <server key> "/" <tool> ["@" <version>]   JSON Revocation
+//	    "key:" <key id>                           JSON Revocation
+//	names/                     (schema 2) index for shadowing checks
+//	    <tool name>            JSON []string: server keys that pin the name
+//	skeletons/                 (schema 2) index for look-alike names
+//	    <skeleton>             JSON []string: pinned names with that skeleton
+//	log/
+//	    records/
+//	        <index>            uint64 big endian -> JSON Record (one line)
+//	    hashes/
+//	        <storage index>    uint64 big endian -> 32-byte tlog hash
+//
+// Values are copied out of their transaction before use.
+//
+// # Server identity
+//
+// A server key never contains secrets: it is "<provider id>:<server name>"
+// for servers with a verified bundle, and "unsigned:<name>" for servers
+// without one, where name is what the user (or, later, a host config entry)
+// calls the server. Never environment values, tokens or command lines.
+//
+// # History
+//
+// log/records is an append-only Merkle log with RFC 6962 hashing
+// (golang.org/x/mod/sumdb/tlog): leaf i is tlog.RecordHash(record i), and
+// log/hashes holds the stored hashes tlog.StoredHashes computes. Each
+// record also carries the tree hash of the log before it ("prev"), so a
+// rewrite that recomputes the hashes is still pinned to a record number.
+// Checkpoints ("<origin>\n<size>\n<base64 root>\n", C2SP tlog-checkpoint)
+// are signed notes (golang.org/x/mod/sumdb/note) by a local audit key.
+package pin

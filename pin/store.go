@@ -1,0 +1,329 @@
+package pin
+
+import (
+	"crypto/rand"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
+)
+
+// SchemaVersion is the schema this package writes. Older databases are
+// migrated on open; newer ones are refused.
+const SchemaVersion = 2
+
+// DefaultLockTimeout is how long Open waits for another process's lock.
+const DefaultLockTimeout = 5 * time.Second
+
+var (
+	bMeta      = []byte("meta")
+	bServers   = []byte("servers")
+	bRevoked   = []byte("revoked")
+	bNames     = []byte("names")
+	bSkeletons = []byte("skeletons")
+	bLog       = []byte("log")
+	bRecords   = []byte("records")
+	bHashes    = []byte("hashes")
+	bTools     = []byte("tools")
+
+	kSchema  = []byte("schema")
+	kID      = []byte("id")
+	kLogSize = []byte("logSize")
+	kInfo    = []byte("info")
+)
+
+// ErrLocked is returned when another process holds the database lock for
+// longer than the lock timeout.
+var ErrLocked = errors.New("pin database is locked by another etdi process")
+
+// CorruptError reports a database file that cannot be read safely.
+type CorruptError struct {
+	Path string
+	Err  error
+}
+
+func (e *CorruptError) Error() string {
+	return fmt.Sprintf("pin database %s is damaged: %v (restore it from a backup; etdi will not trust it)", e.Path, e.Err)
+}
+
+func (e *CorruptError) Unwrap() error { return e.Err }
+
+// Options tune Open.
+type Options struct {
+	// LockTimeout bounds the wait for another process's lock; zero means
+	// DefaultLockTimeout.
+	LockTimeout time.Duration
+	// ReadOnly opens with a shared lock and never writes. A database that
+	// needs a migration cannot be opened read-only.
+	ReadOnly bool
+}
+
+// Store is an open pin database.
+type Store struct {
+	db   *bolt.DB
+	path string
+}
+
+// Open opens or creates the database at path (and its directory, 0700).
+func Open(path string, opts Options) (s *Store, err error) {
+	timeout := opts.LockTimeout
+	if timeout == 0 {
+		timeout = DefaultLockTimeout
+	}
+	if !opts.ReadOnly {
+		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+			return nil, err
+		}
+	} else if _, err := os.Stat(path); err != nil {
+		return nil, err
+	}
+	if err := checkFile(path); err != nil {
+		return nil, err
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			s, err = nil, &CorruptError{path, fmt.Errorf("%v", r)}
+		}
+	}()
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: timeout, ReadOnly: opts.ReadOnly})
+	if err != nil {
+		if errors.Is(err, berrors.ErrTimeout) {
+			return nil, fmt.Errorf("%w (%s, waited %s)", ErrLocked, path, timeout)
+		}
+		return nil, &CorruptError{path, err}
+	}
+	s = &Store{db: db, path: path}
+	if !opts.ReadOnly {
+		if fi, err := os.Stat(path); err == nil && fi.Mode().Perm()&0o077 != 0 {
+			if err := os.Chmod(path, 0o600); err != nil {
+				db.Close()
+				return nil, err
+			}
+		}
+	}
+	if err := s.migrate(opts.ReadOnly); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// checkFile refuses files that bbolt would map beyond their end: a
+// truncated file whose meta page still promises more pages would make the
+// process fault on access instead of returning an error.
+func checkFile(path string) error {
+	f, err := os.Open(path)
+	if os.IsNotExist(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	if fi.Size() == 0 {
+		return nil // bbolt initializes an empty file
+	}
+	// bbolt meta page layout: page header (16 bytes: id 8, flags 2,
+	// count 2, overflow 4), then meta: magic 4, version 4, pageSize 4,
+	// flags 4, root bucket 16, freelist 8, pgid 8, txid 8, checksum 8.
+	var hdr [16 + 64]byte
+	if _, err := f.ReadAt(hdr[:], 0); err != nil {
+		return &CorruptError{path, fmt.Errorf("file of %d bytes is too short for a database", fi.Size())}
+	}
+	magic := binary.LittleEndian.Uint32(hdr[16:])
+	if magic != 0xED0CDAED {
+		return &CorruptError{path, errors.New("not a bbolt database (bad magic)")}
+	}
+	pageSize := int64(binary.LittleEndian.Uint32(hdr[24:]))
+	// Both meta pages are checked; bbolt uses the valid one with the
+	// higher transaction id.
+	maxHigh := int64(0)
+	for i := int64(0); i < 2; i++ {
+		var m [16 + 64]byte
+		if pageSize < 1024 || pageSize > 1<<16 {
+			return &CorruptError{path, fmt.Errorf("implausible page size %d", pageSize)}
+		}
+		if _, err := f.ReadAt(m[:], i*pageSize); err != nil {
+			return &CorruptError{path, fmt.Errorf("meta page %d unreadable: file truncated to %d bytes", i, fi.Size())}
+		}
+		pgid := int64(binary.LittleEndian.Uint64(m[16+40:]))
+		if pgid > maxHigh {
+			maxHigh = pgid
+		}
+	}
+	if maxHigh*pageSize > fi.Size() {
+		return &CorruptError{path, fmt.Errorf("file truncated: %d bytes, but its pages reach %d", fi.Size(), maxHigh*pageSize)}
+	}
+	return nil
+}
+
+// Path returns the database file's path.
+func (s *Store) Path() string { return s.path }
+
+// Close releases the database and its lock.
+func (s *Store) Close() error { return s.db.Close() }
+
+// update runs fn in one write transaction, turning a panic from a damaged
+// file into a *CorruptError.
+func (s *Store) update(fn func(tx *bolt.Tx) error) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = &CorruptError{s.path, fmt.Errorf("%v", r)}
+		}
+	}()
+	return s.db.Update(fn)
+}
+
+// view runs fn in one read transaction, like update.
+func (s *Store) view(fn func(tx *bolt.Tx) error) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = &CorruptError{s.path, fmt.Errorf("%v", r)}
+		}
+	}()
+	return s.db.View(fn)
+}
+
+// CheckFile runs bbolt's consistency check of every page.
+func (s *Store) CheckFile() error {
+	return s.view(func(tx *bolt.Tx) error {
+		for err := range tx.Check() {
+			return &CorruptError{s.path, err}
+		}
+		return nil
+	})
+}
+
+// migration upgrades the schema from to-1 to to.
+type migration struct {
+	to   uint64
+	name string
+	fn   func(tx *bolt.Tx) error
+}
+
+// migrations are applied in order; each runs in the transaction that also
+// records its version, so a crash never leaves a half-migrated database.
+var migrations = []migration{
+	{1, "create the buckets", migrate1},
+	{2, "index pinned names and their skeletons", migrate2},
+}
+
+func migrate1(tx *bolt.Tx) error {
+	for _, b := range [][]byte{bMeta, bServers, bRevoked} {
+		if _, err := tx.CreateBucketIfNotExists(b); err != nil {
+			return err
+		}
+	}
+	lb, err := tx.CreateBucketIfNotExists(bLog)
+	if err != nil {
+		return err
+	}
+	for _, b := range [][]byte{bRecords, bHashes} {
+		if _, err := lb.CreateBucketIfNotExists(b); err != nil {
+			return err
+		}
+	}
+	meta := tx.Bucket(bMeta)
+	if meta.Get(kID) == nil {
+		var id [16]byte
+		if _, err := rand.Read(id[:]); err != nil {
+			return err
+		}
+		if err := meta.Put(kID, []byte(hex.EncodeToString(id[:]))); err != nil {
+			return err
+		}
+	}
+	if meta.Get(kLogSize) == nil {
+		return meta.Put(kLogSize, u64(0))
+	}
+	return nil
+}
+
+// migrate2 builds the names and skeletons indexes from the pins that
+// schema 1 databases hold.
+func migrate2(tx *bolt.Tx) error {
+	for _, b := range [][]byte{bNames, bSkeletons} {
+		if _, err := tx.CreateBucketIfNotExists(b); err != nil {
+			return err
+		}
+	}
+	return forEachPin(tx, func(server string, p *Pin) error {
+		return indexName(tx, server, p.Tool)
+	})
+}
+
+func (s *Store) migrate(readOnly bool) error {
+	var have uint64
+	if err := s.view(func(tx *bolt.Tx) error {
+		if m := tx.Bucket(bMeta); m != nil {
+			if v := m.Get(kSchema); v != nil {
+				if len(v) != 8 {
+					return &CorruptError{s.path, errors.New("schema version is not 8 bytes")}
+				}
+				have = binary.BigEndian.Uint64(v)
+			}
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	if have > SchemaVersion {
+		return fmt.Errorf("pin database %s has schema %d; this etdi reads up to %d (upgrade etdi)", s.path, have, SchemaVersion)
+	}
+	if have == SchemaVersion {
+		return nil
+	}
+	if readOnly {
+		return fmt.Errorf("pin database %s has schema %d and needs a migration to %d; open it once without read-only", s.path, have, SchemaVersion)
+	}
+	for _, m := range migrations {
+		if m.to <= have {
+			continue
+		}
+		if err := s.update(func(tx *bolt.Tx) error {
+			if err := m.fn(tx); err != nil {
+				return err
+			}
+			return tx.Bucket(bMeta).Put(kSchema, u64(m.to))
+		}); err != nil {
+			return fmt.Errorf("migrating pin database to schema %d (%s): %w", m.to, m.name, err)
+		}
+	}
+	return nil
+}
+
+// Schema returns the database's schema version.
+func (s *Store) Schema() (uint64, error) {
+	var v uint64
+	err := s.view(func(tx *bolt.Tx) error {
+		v = binary.BigEndian.Uint64(tx.Bucket(bMeta).Get(kSchema))
+		return nil
+	})
+	return v, err
+}
+
+// ID returns the database's random identity (hex).
+func (s *Store) ID() (string, error) {
+	var id string
+	err := s.view(func(tx *bolt.Tx) error {
+		id = string(tx.Bucket(bMeta).Get(kID))
+		return nil
+	})
+	return id, err
+}
+
+func u64(n uint64) []byte {
+	var b [8]byte
+	binary.BigEndian.PutUint64(b[:], n)
+	return b[:]
+}

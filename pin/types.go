@@ -1,0 +1,131 @@
+package pin
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/etdi-dev/etdi"
+)
+
+// Signer identifies who vouched for a tool: a provider key, or nobody.
+type Signer struct {
+	// Kind is "key" (a provider key), "idp" (an identity provider's
+	// issuer and subject) or "none" (an unsigned server).
+	Kind string `json:"kind"`
+	// ID is the key id, or "<issuer> <subject>" for "idp".
+	ID string `json:"id,omitempty"`
+}
+
+func (s Signer) String() string {
+	switch s.Kind {
+	case "none", "":
+		return "unsigned"
+	case "key":
+		return "key " + s.ID
+	}
+	return s.Kind + " " + s.ID
+}
+
+// Unsigned is the Signer of tools without a signature.
+var Unsigned = Signer{Kind: "none"}
+
+// Pin is one approved tool of one server.
+type Pin struct {
+	Server string `json:"server"`
+	Tool   string `json:"tool"`
+	// Version is the approved version; empty for unsigned servers, whose
+	// tools have none.
+	Version     string            `json:"version,omitempty"`
+	Digest      string            `json:"digest"`
+	Signer      Signer            `json:"signer"`
+	Provider    string            `json:"provider,omitempty"`
+	Permissions []etdi.Permission `json:"permissions"`
+	// Definition is the canonical JSON of the approved definition, kept so
+	// that later differences can be shown field by field.
+	Definition json.RawMessage `json:"definition"`
+	ApprovedBy string          `json:"approvedBy"`
+	ApprovedAt time.Time       `json:"approvedAt"`
+	// Sequence is the bundle sequence at approval (0 if unsigned).
+	Sequence uint64 `json:"sequence,omitempty"`
+}
+
+// Ref returns "server/tool".
+func (p *Pin) Ref() string { return p.Server + "/" + p.Tool }
+
+// ServerInfo describes one server of the database.
+type ServerInfo struct {
+	Key      string `json:"key"`
+	Provider string `json:"provider,omitempty"`
+	Name     string `json:"name"`
+	// MaxSequence is the highest bundle sequence approved for the server;
+	// a lower one later is a rollback.
+	MaxSequence uint64 `json:"maxSequence,omitempty"`
+}
+
+// Revocation withdraws an approval: of a tool (all versions), of one
+// version, or of every tool signed by a key.
+type Revocation struct {
+	Server  string    `json:"server,omitempty"`
+	Tool    string    `json:"tool,omitempty"`
+	Version string    `json:"version,omitempty"`
+	KeyID   string    `json:"keyId,omitempty"`
+	By      string    `json:"by"`
+	At      time.Time `json:"at"`
+	Reason  string    `json:"reason,omitempty"`
+}
+
+func (r *Revocation) key() []byte {
+	if r.KeyID != "" {
+		return []byte("key:" + r.KeyID)
+	}
+	k := r.Server + "/" + r.Tool
+	if r.Version != "" {
+		k += "@" + r.Version
+	}
+	return []byte(k)
+}
+
+// SignedServerKey returns the server key of a server with a verified
+// bundle: "<provider>:<server name>".
+func SignedServerKey(provider, server string) string { return provider + ":" + server }
+
+// UnsignedServerKey returns the server key of a server without a bundle.
+func UnsignedServerKey(name string) string { return "unsigned:" + name }
+
+// ValidateUnsignedName checks a user-given server name: 1 to 128
+// characters, no control characters, no '/' (it separates server and tool
+// in references).
+func ValidateUnsignedName(name string) error {
+	if name == "" {
+		return errors.New("server name must not be empty")
+	}
+	if len(name) > 128 {
+		return errors.New("server name longer than 128 bytes")
+	}
+	for _, r := range name {
+		if r < 0x20 || r == 0x7f || r == '/' {
+			return fmt.Errorf("server name %q: no control characters or '/'", name)
+		}
+	}
+	return nil
+}
+
+// ParseRef splits "SERVER/TOOL[@VERSION]" at the last '/' (server keys
+// may contain '/' in a server name; tool names in practice do not).
+func ParseRef(ref string) (server, tool, version string, err error) {
+	i := strings.LastIndexByte(ref, '/')
+	if i <= 0 || i == len(ref)-1 {
+		return "", "", "", fmt.Errorf("%q is not SERVER/TOOL[@VERSION]", ref)
+	}
+	server, tool = ref[:i], ref[i+1:]
+	if j := strings.LastIndexByte(tool, '@'); j > 0 {
+		tool, version = tool[:j], tool[j+1:]
+		if _, err := etdi.ParseVersion(version); err != nil {
+			return "", "", "", fmt.Errorf("%q: %v", ref, err)
+		}
+	}
+	return server, tool, version, nil
+}
