@@ -7,11 +7,11 @@ func TestConfusable(t *testing.T) {
 		a, b string
 		want bool
 	}{
-		{"get_weather", "get_weathеr", true},  // Cyrillic е
-		{"get_weather", "gеt_wеathеr", true},  // three Cyrillic е
-		{"read_file", "rеad_filе", true},      // Cyrillic е twice
-		{"search", "ѕеаrсh", true},             // all Cyrillic
-		{"get_weather", "get_wеather", true},  // Cyrillic е in the middle
+		{"get_weather", "get_weathеr", true}, // Cyrillic е
+		{"get_weather", "gеt_wеathеr", true}, // three Cyrillic е
+		{"read_file", "rеad_filе", true},     // Cyrillic е twice
+		{"search", "ѕеаrсh", true},           // all Cyrillic
+		{"get_weather", "get_wеather", true}, // Cyrillic е in the middle
 		{"get_weather", "get\u200b_weather", true},
 		{"get_weather", "get_weather\u200d", true},
 		{"get_weather", "ｇｅｔ_ｗｅａｔｈｅｒ", true}, // fullwidth
