@@ -209,15 +209,15 @@ older bundle are never approved. Prints what was approved.`,
 				}{o.obs.Server, approved, refused})
 			}
 			for _, a := range approved {
-				what := "approved"
+				what, replacing := "approved", ""
 				if a.Replaced != "" {
-					what = "re-approved (was " + a.Replaced + ")"
+					what, replacing = "re-approved", " (replacing "+a.Replaced+")"
 				}
 				label := a.Pin.Tool
 				if a.Pin.Version != "" {
 					label = etdi.SubjectName(a.Pin.Tool, a.Pin.Version)
 				}
-				fmt.Fprintf(e.stdout, "%s %s/%s %s, signer %s, permissions: %s\n", what, a.Pin.Server, label, a.Pin.Digest, a.Pin.Signer, permList(a.Pin.Permissions))
+				fmt.Fprintf(e.stdout, "%s %s/%s %s%s, signer %s, permissions: %s\n", what, a.Pin.Server, label, a.Pin.Digest, replacing, a.Pin.Signer, permList(a.Pin.Permissions))
 			}
 			for _, r := range refused {
 				fmt.Fprintf(e.stdout, "NOT approved %s: %s\n", r.Tool, r.Reason)
