@@ -67,16 +67,13 @@ func (s *Store) Get(server, tool string) (*Pin, error) {
 	return p, err
 }
 
+// pinKey is the key of a pin: server key, NUL, tool name. Neither part
+// can hold a NUL (both refuse control characters), and the pins of one
+// server are contiguous.
+func pinKey(server, tool string) []byte { return []byte(server + "\x00" + tool) }
+
 func getPin(tx *bolt.Tx, server, tool string) (*Pin, error) {
-	sb := tx.Bucket(bServers).Bucket([]byte(server))
-	if sb == nil {
-		return nil, nil
-	}
-	tb := sb.Bucket(bTools)
-	if tb == nil {
-		return nil, nil
-	}
-	v := tb.Get([]byte(tool))
+	v := tx.Bucket(bPins).Get(pinKey(server, tool))
 	if v == nil {
 		return nil, nil
 	}
@@ -88,38 +85,42 @@ func getPin(tx *bolt.Tx, server, tool string) (*Pin, error) {
 }
 
 func serverInfo(tx *bolt.Tx, server string) (*ServerInfo, error) {
-	sb := tx.Bucket(bServers).Bucket([]byte(server))
-	if sb == nil {
+	v := tx.Bucket(bServers).Get([]byte(server))
+	if v == nil {
 		return nil, nil
 	}
 	var info ServerInfo
-	if err := json.Unmarshal(sb.Get(kInfo), &info); err != nil {
+	if err := json.Unmarshal(v, &info); err != nil {
 		return nil, fmt.Errorf("server %s is unreadable: %w", server, err)
 	}
 	return &info, nil
 }
 
-func forEachPin(tx *bolt.Tx, fn func(server string, p *Pin) error) error {
-	return tx.Bucket(bServers).ForEachBucket(func(k []byte) error {
-		tb := tx.Bucket(bServers).Bucket(k).Bucket(bTools)
-		if tb == nil {
-			return nil
+// forEachPin calls fn for every pin, or, with server set, every pin of
+// that server.
+func forEachPin(tx *bolt.Tx, server *string, fn func(p *Pin) error) error {
+	c := tx.Bucket(bPins).Cursor()
+	var prefix []byte
+	if server != nil {
+		prefix = []byte(*server + "\x00")
+	}
+	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+		var p Pin
+		if err := json.Unmarshal(v, &p); err != nil {
+			return fmt.Errorf("pin %q is unreadable: %w", k, err)
 		}
-		return tb.ForEach(func(_, v []byte) error {
-			var p Pin
-			if err := json.Unmarshal(v, &p); err != nil {
-				return fmt.Errorf("pin in %s is unreadable: %w", k, err)
-			}
-			return fn(string(k), &p)
-		})
-	})
+		if err := fn(&p); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // List returns every pin, by server then tool.
 func (s *Store) List() ([]Pin, error) {
 	var out []Pin
 	err := s.view(func(tx *bolt.Tx) error {
-		return forEachPin(tx, func(_ string, p *Pin) error {
+		return forEachPin(tx, nil, func(p *Pin) error {
 			out = append(out, *p)
 			return nil
 		})
@@ -131,12 +132,13 @@ func (s *Store) List() ([]Pin, error) {
 func (s *Store) Servers() ([]ServerInfo, error) {
 	var out []ServerInfo
 	err := s.view(func(tx *bolt.Tx) error {
-		return tx.Bucket(bServers).ForEachBucket(func(k []byte) error {
-			info, err := serverInfo(tx, string(k))
-			if err == nil && info != nil {
-				out = append(out, *info)
+		return tx.Bucket(bServers).ForEach(func(_, v []byte) error {
+			var info ServerInfo
+			if err := json.Unmarshal(v, &info); err != nil {
+				return err
 			}
-			return err
+			out = append(out, info)
+			return nil
 		})
 	})
 	return out, err
@@ -213,10 +215,14 @@ func (s *Store) Compare(o *Observation) (*Comparison, error) {
 }
 
 // Check compares o with the pins and appends every error and warning
-// finding to the history, in one transaction.
+// finding to the history. A clean comparison writes nothing; otherwise the
+// comparison is repeated in the write transaction that records it.
 func (s *Store) Check(o *Observation, by string) (*Comparison, error) {
-	var c *Comparison
-	err := s.update(func(tx *bolt.Tx) error {
+	c, err := s.Compare(o)
+	if err != nil || !needsRecord(c.Findings) {
+		return c, err
+	}
+	err = s.update(func(tx *bolt.Tx) error {
 		var err error
 		if c, err = compare(tx, o); err != nil {
 			return err
@@ -224,6 +230,15 @@ func (s *Store) Check(o *Observation, by string) (*Comparison, error) {
 		return recordFindings(tx, o, c.Findings, by)
 	})
 	return c, err
+}
+
+func needsRecord(findings []verify.Finding) bool {
+	for _, f := range findings {
+		if f.Severity != verify.Info {
+			return true
+		}
+	}
+	return false
 }
 
 func recordFindings(tx *bolt.Tx, o *Observation, findings []verify.Finding, by string) error {
@@ -272,26 +287,20 @@ func compare(tx *bolt.Tx, o *Observation) (*Comparison, error) {
 		c.Tools = append(c.Tools, st)
 		c.Findings = append(c.Findings, fs...)
 	}
-	if sb := tx.Bucket(bServers).Bucket([]byte(o.Server)); sb != nil {
-		if tb := sb.Bucket(bTools); tb != nil {
-			err := tb.ForEach(func(k, v []byte) error {
-				if offered[string(k)] {
-					return nil
-				}
-				var p Pin
-				if err := json.Unmarshal(v, &p); err != nil {
-					return err
-				}
-				c.Tools = append(c.Tools, ToolState{Name: p.Tool, Version: p.Version, Digest: p.Digest, Status: "removed"})
-				c.Findings = append(c.Findings, verify.Finding{Kind: verify.Removed, Severity: verify.Info, Server: o.Server,
-					Tool: p.Tool, Version: p.Version, PinnedDigest: p.Digest,
-					Message: fmt.Sprintf("tool %q is approved on %s but no longer offered", p.Tool, o.Server)})
-				return nil
-			})
-			if err != nil {
-				return nil, err
-			}
+	cur := tx.Bucket(bPins).Cursor()
+	prefix := []byte(o.Server + "\x00")
+	for k, v := cur.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = cur.Next() {
+		if offered[string(k[len(prefix):])] {
+			continue
 		}
+		var p Pin
+		if err := json.Unmarshal(v, &p); err != nil {
+			return nil, fmt.Errorf("pin %q is unreadable: %w", k, err)
+		}
+		c.Tools = append(c.Tools, ToolState{Name: p.Tool, Version: p.Version, Digest: p.Digest, Status: "removed"})
+		c.Findings = append(c.Findings, verify.Finding{Kind: verify.Removed, Severity: verify.Info, Server: o.Server,
+			Tool: p.Tool, Version: p.Version, PinnedDigest: p.Digest,
+			Message: fmt.Sprintf("tool %q is approved on %s but no longer offered", p.Tool, o.Server)})
 	}
 	return c, nil
 }
@@ -594,30 +603,22 @@ func (s *Store) Approve(o *Observation, opts ApproveOptions) ([]Approval, []Refu
 }
 
 func putInfo(tx *bolt.Tx, info *ServerInfo) error {
-	sb, err := tx.Bucket(bServers).CreateBucketIfNotExists([]byte(info.Key))
-	if err != nil {
-		return err
-	}
 	v, err := json.Marshal(info)
 	if err != nil {
 		return err
 	}
-	return sb.Put(kInfo, v)
+	return tx.Bucket(bServers).Put([]byte(info.Key), v)
 }
 
 func putPin(tx *bolt.Tx, info *ServerInfo, p *Pin) error {
 	if err := putInfo(tx, info); err != nil {
 		return err
 	}
-	tb, err := tx.Bucket(bServers).Bucket([]byte(p.Server)).CreateBucketIfNotExists(bTools)
-	if err != nil {
-		return err
-	}
 	v, err := json.Marshal(p)
 	if err != nil {
 		return err
 	}
-	if err := tb.Put([]byte(p.Tool), v); err != nil {
+	if err := tx.Bucket(bPins).Put(pinKey(p.Server, p.Tool), v); err != nil {
 		return err
 	}
 	return indexName(tx, p.Server, p.Tool)

@@ -14,10 +14,10 @@
 //	    id          16 random bytes, hex: names this database in checkpoints
 //	    logSize     uint64, big endian: number of records in log/records
 //	servers/
-//	    <server key>/          one bucket per server, e.g. "acme:weather"
-//	        info    JSON ServerInfo: identity, provider, highest sequence
-//	        tools/
-//	            <tool name>    JSON Pin: the approved definition and evidence
+//	    <server key>           JSON ServerInfo: identity, provider, highest
+//	                           sequence; e.g. "acme:weather"
+//	pins/
+//	    <server key> 0x00 <tool name>   JSON Pin: approved definition and evidence
 //	revoked/
 //	    <server key> "/" <tool> ["@" <version>]   JSON Revocation
 //	    "key:" <key id>                           JSON Revocation

@@ -87,11 +87,16 @@ func logSize(tx *bolt.Tx) int64 {
 	return int64(binary.BigEndian.Uint64(tx.Bucket(bMeta).Get(kLogSize)))
 }
 
+// appendFill is the page fill for the append-only log buckets.
+const appendFill = 0.95
+
 // appendRecord appends rec to the history inside tx, filling Index and
 // Prev, and returns the index.
 func appendRecord(tx *bolt.Tx, rec Record) (int64, error) {
 	lb := tx.Bucket(bLog)
 	records, hashes := lb.Bucket(bRecords), lb.Bucket(bHashes)
+	// Keys only ever grow: fill pages instead of splitting them in half.
+	records.FillPercent, hashes.FillPercent = appendFill, appendFill
 	n := logSize(tx)
 	prev, err := tlog.TreeHash(n, bucketHashes{hashes})
 	if err != nil {
@@ -266,13 +271,19 @@ func OpenCheckpoint(msg []byte, v note.Verifier) (*Checkpoint, error) {
 	if len(lines) < 4 || lines[len(lines)-1] != "" {
 		return nil, errors.New("checkpoint: want origin, size and hash lines")
 	}
+	if len(lines) != 4 {
+		return nil, errors.New("checkpoint: extension lines are not supported")
+	}
 	size, err := strconv.ParseInt(lines[1], 10, 64)
-	if err != nil || size < 0 {
+	if err != nil || size < 0 || strconv.FormatInt(size, 10) != lines[1] {
 		return nil, fmt.Errorf("checkpoint: bad size %q", lines[1])
 	}
 	hb, err := base64.StdEncoding.DecodeString(lines[2])
-	if err != nil || len(hb) != tlog.HashSize {
+	if err != nil || len(hb) != tlog.HashSize || base64.StdEncoding.EncodeToString(hb) != lines[2] {
 		return nil, fmt.Errorf("checkpoint: bad hash %q", lines[2])
+	}
+	if lines[0] == "" {
+		return nil, errors.New("checkpoint: empty origin")
 	}
 	c := &Checkpoint{Origin: lines[0], Size: size}
 	copy(c.Hash[:], hb)

@@ -465,12 +465,10 @@ func TestMigrationFromSchema1(t *testing.T) {
 			return err
 		}
 		tx.Bucket(bMeta).Put(kSchema, u64(1))
-		sb, _ := tx.Bucket(bServers).CreateBucket([]byte(p.Server))
 		info, _ := json.Marshal(ServerInfo{Key: p.Server, Name: "weather"})
-		sb.Put(kInfo, info)
-		tb, _ := sb.CreateBucket(bTools)
+		tx.Bucket(bServers).Put([]byte(p.Server), info)
 		v, _ := json.Marshal(p)
-		return tb.Put([]byte(p.Tool), v)
+		return tx.Bucket(bPins).Put(pinKey(p.Server, p.Tool), v)
 	})
 	db.Close()
 	if err != nil {

@@ -30,12 +30,11 @@ var (
 	bLog       = []byte("log")
 	bRecords   = []byte("records")
 	bHashes    = []byte("hashes")
-	bTools     = []byte("tools")
+	bPins      = []byte("pins")
 
 	kSchema  = []byte("schema")
 	kID      = []byte("id")
 	kLogSize = []byte("logSize")
-	kInfo    = []byte("info")
 )
 
 // ErrLocked is returned when another process holds the database lock for
@@ -219,7 +218,7 @@ var migrations = []migration{
 }
 
 func migrate1(tx *bolt.Tx) error {
-	for _, b := range [][]byte{bMeta, bServers, bRevoked} {
+	for _, b := range [][]byte{bMeta, bServers, bPins, bRevoked} {
 		if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 			return err
 		}
@@ -257,8 +256,8 @@ func migrate2(tx *bolt.Tx) error {
 			return err
 		}
 	}
-	return forEachPin(tx, func(server string, p *Pin) error {
-		return indexName(tx, server, p.Tool)
+	return forEachPin(tx, nil, func(p *Pin) error {
+		return indexName(tx, p.Server, p.Tool)
 	})
 }
 

@@ -26,14 +26,16 @@ func (e *env) demoCmd() *cobra.Command {
 	var dir string
 	cmd := &cobra.Command{
 		Use:   "demo",
-		Short: "Run a built-in example: sign, verify, then catch a rug pull and an impersonation",
+		Short: "Run a built-in example: sign, verify, approve, then catch a rug pull and an impersonation",
 		Long: `Run the whole ETDI flow on a built-in weather server example, with real
 keys, files and signatures in a working directory (a new temporary one
 unless --dir is given): a provider generates a key and signs its manifest,
-a client trusts the key and verifies the bundle and the live tools; then
-the server changes a tool description and schema while keeping version
-1.0.0 (rug pull, exit 11), and an attacker signs the same manifest with a
-key trusted only for another provider (impersonation, exit 12).
+a client trusts the key, verifies the bundle and the live tools, checks
+them against its pin database and approves them; then the server changes a
+tool description and schema while keeping version 1.0.0 (rug pull, exit 11),
+the security team verifies the audit history, and an attacker signs the
+same manifest with a key trusted only for another provider (impersonation,
+exit 12).
 
 The demo succeeds (exit 0) only if every step gives the expected exit code.`,
 		Args: exactArgs(0),
@@ -64,7 +66,11 @@ The demo succeeds (exit 0) only if every step gives the expected exit code.`,
 				{say: "provider: sign the manifest in CI", args: []string{"sign", "--key", p("acme.key"), "--out", p("weather.etdi.json"), p("weather.manifest.json")}, env: pw},
 				{say: "client: trust acme's public key", args: []string{"trust", "add", "--policy", p("trust.json"), "--provider", "acme", "--key", p("acme.pub")}},
 				{say: "client: verify the bundle and the live tools (keys reordered: still a match)", args: []string{"verify", "--trust", p("trust.json"), "--tools", p("live-ok.json"), p("weather.etdi.json")}},
-				{say: "attack: the server changes get_weather but still calls it 1.0.0", args: []string{"verify", "--trust", p("trust.json"), "--tools", p("live-rugpull.json"), p("weather.etdi.json")}, want: exitRugPull},
+				{say: "client: check against the pin database: nothing approved yet", args: []string{"check", "--trust", p("trust.json"), "--pins", p("pins.db"), "--bundle", p("weather.etdi.json"), "--tools", p("live-ok.json")}, want: exitApproval},
+				{say: "client: approve what was reviewed", args: []string{"pin", "approve", "--trust", p("trust.json"), "--pins", p("pins.db"), "--bundle", p("weather.etdi.json"), "--tools", p("live-ok.json"), "--by", "demo"}},
+				{say: "client: the same check now passes", args: []string{"check", "--trust", p("trust.json"), "--pins", p("pins.db"), "--bundle", p("weather.etdi.json"), "--tools", p("live-ok.json")}},
+				{say: "attack: the server changes get_weather but still calls it 1.0.0", args: []string{"check", "--trust", p("trust.json"), "--pins", p("pins.db"), "--bundle", p("weather.etdi.json"), "--tools", p("live-rugpull.json")}, want: exitRugPull},
+				{say: "security team: the history of approvals and findings is intact", args: []string{"audit", "verify", "--pins", p("pins.db")}},
 				{say: "attacker: a key the client trusts for another provider", args: []string{"key", "generate", "--out", p("evil")}, env: pw},
 				{say: "client: trusts 'evil' for its own tools", args: []string{"trust", "add", "--policy", p("trust.json"), "--provider", "evil", "--key", p("evil.pub")}},
 				{say: "attack: evil signs a manifest claiming to be acme", args: []string{"sign", "--key", p("evil.key"), "--out", p("impostor.etdi.json"), p("weather.manifest.json")}, env: pw},
