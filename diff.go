@@ -17,6 +17,9 @@ type Change struct {
 	// added and removed respectively), truncated to MaxChangeText bytes.
 	Old string `json:"old,omitempty"`
 	New string `json:"new,omitempty"`
+	// Text, for a changed string, marks what changed inside it:
+	// "...context[-removed-]{+added+}context...".
+	Text string `json:"text,omitempty"`
 }
 
 // MaxChanges bounds the changes Diff reports; MaxChangeText bounds the
@@ -32,6 +35,9 @@ func (c Change) String() string {
 		return fmt.Sprintf("%s added: %s", c.Path, c.New)
 	case "removed":
 		return fmt.Sprintf("%s removed (was %s)", c.Path, c.Old)
+	}
+	if c.Text != "" {
+		return fmt.Sprintf("%s changed: %s", c.Path, c.Text)
 	}
 	return fmt.Sprintf("%s changed: %s -> %s", c.Path, c.Old, c.New)
 }
@@ -161,8 +167,48 @@ func diff(out *[]Change, path string, a, b *Value) {
 		return
 	}
 	if !equal(a, b) {
-		add(out, Change{Path: path, Op: "changed", Old: canonicalText(a), New: canonicalText(b)})
+		c := Change{Path: path, Op: "changed", Old: canonicalText(a), New: canonicalText(b)}
+		if a.Kind == String && b.Kind == String {
+			c.Text = TextDiff(a.Str, b.Str)
+		}
+		add(out, c)
 	}
+}
+
+// TextDiff shows where two strings differ: the common prefix and suffix
+// are cut to at most 40 characters of context, and the differing middle is
+// marked [-removed-]{+added+}.
+func TextDiff(old, cur string) string {
+	o, c := []rune(old), []rune(cur)
+	p := 0
+	for p < len(o) && p < len(c) && o[p] == c[p] {
+		p++
+	}
+	s := 0
+	for s < len(o)-p && s < len(c)-p && o[len(o)-1-s] == c[len(c)-1-s] {
+		s++
+	}
+	const ctx = 40
+	var b strings.Builder
+	if p > ctx {
+		b.WriteString("...")
+		b.WriteString(string(o[p-ctx : p]))
+	} else {
+		b.WriteString(string(o[:p]))
+	}
+	if removed := o[p : len(o)-s]; len(removed) > 0 {
+		b.WriteString("[-" + truncate(string(removed), MaxChangeText) + "-]")
+	}
+	if added := c[p : len(c)-s]; len(added) > 0 {
+		b.WriteString("{+" + truncate(string(added), MaxChangeText) + "+}")
+	}
+	tail := o[len(o)-s:]
+	if len(tail) > ctx {
+		b.WriteString(string(tail[:ctx]) + "...")
+	} else {
+		b.WriteString(string(tail))
+	}
+	return b.String()
 }
 
 func add(out *[]Change, c Change) {
