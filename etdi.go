@@ -175,6 +175,9 @@ func canonicalDefinition(def *Value) ([]byte, Digest) {
 	return c, sha256.Sum256(c)
 }
 
+// DigestString returns the SHA-256 of a string's UTF-8 bytes.
+func DigestString(s string) Digest { return sha256.Sum256([]byte(s)) }
+
 // DigestJSON parses one MCP tool object under the strict profile and returns
 // its definition digest.
 func DigestJSON(data []byte) (Digest, error) {

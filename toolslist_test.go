@@ -38,3 +38,20 @@ func TestParseToolsList(t *testing.T) {
 		}
 	}
 }
+
+func TestInbandBundle(t *testing.T) {
+	parse := func(s string) *Value { return mustParse(t, s) }
+	b, err := InbandBundle([]*Value{parse(`{"x":1}`), parse(`{"dev.etdi/bundle":{"b":1,"a":2}}`), parse(`{"dev.etdi/bundle":{"a":2,"b":1}}`)})
+	if err != nil || string(b) != `{"a":2,"b":1}` {
+		t.Fatalf("same bundle twice: %s %v", b, err)
+	}
+	if b, err := InbandBundle([]*Value{parse(`{"x":1}`)}); b != nil || err != nil {
+		t.Fatalf("no bundle: %s %v", b, err)
+	}
+	if _, err := InbandBundle([]*Value{parse(`{"dev.etdi/bundle":{"a":1}}`), parse(`{"dev.etdi/bundle":{"a":2}}`)}); err == nil {
+		t.Fatal("two different bundles accepted")
+	}
+	if _, err := InbandBundle([]*Value{parse(`{"dev.etdi/bundle":"text"}`)}); err == nil {
+		t.Fatal("a string bundle accepted")
+	}
+}

@@ -26,6 +26,10 @@ type Observation struct {
 	// Sequence is the verified bundle's sequence; 0 without a bundle.
 	Sequence uint64
 	Tools    []Observed
+	// InstructionsKnown says whether the server was asked (live); then
+	// Instructions are its instructions, nil if it sent none.
+	InstructionsKnown bool
+	Instructions      *string
 }
 
 // Observed is one tool as offered now.
@@ -270,6 +274,9 @@ func compare(tx *bolt.Tx, o *Observation) (*Comparison, error) {
 			Message: fmt.Sprintf("server %s: bundle sequence %d is lower than %d approved before: an older bundle is being replayed (tools %s)",
 				o.Server, o.Sequence, info.MaxSequence, strings.Join(names, ", "))})
 	}
+	if f := compareInstructions(o, info); f != nil {
+		c.Findings = append(c.Findings, *f)
+	}
 	// Look-alike names within what the server offers now.
 	bySkeleton := map[string][]string{}
 	for _, t := range o.Tools {
@@ -303,6 +310,35 @@ func compare(tx *bolt.Tx, o *Observation) (*Comparison, error) {
 			Message: fmt.Sprintf("tool %q is approved on %s but no longer offered", p.Tool, o.Server)})
 	}
 	return c, nil
+}
+
+func strOr(p *string, none string) string {
+	if p == nil {
+		return none
+	}
+	return *p
+}
+
+// compareInstructions reports instructions that differ from those seen at
+// approval, when both are known.
+func compareInstructions(o *Observation, info *ServerInfo) *verify.Finding {
+	if !o.InstructionsKnown || info == nil || !info.InstructionsKnown {
+		return nil
+	}
+	if (o.Instructions == nil) == (info.Instructions == nil) && strOr(o.Instructions, "") == strOr(info.Instructions, "") {
+		return nil
+	}
+	old, cur := strOr(info.Instructions, ""), strOr(o.Instructions, "")
+	ch := etdi.Change{Path: "/instructions", Op: "changed", Text: etdi.TextDiff(old, cur)}
+	switch {
+	case info.Instructions == nil:
+		ch = etdi.Change{Path: "/instructions", Op: "added", New: cur}
+	case o.Instructions == nil:
+		ch = etdi.Change{Path: "/instructions", Op: "removed", Old: old}
+	}
+	return &verify.Finding{Kind: verify.InstructionsChanged, Severity: verify.Error, Server: o.Server,
+		Fields: []string{"instructions"}, Changes: []etdi.Change{ch},
+		Message: fmt.Sprintf("server %s: instructions changed since approval", o.Server)}
 }
 
 func compareTool(tx *bolt.Tx, o *Observation, t *Observed, sameSkeleton []string) (ToolState, []verify.Finding, error) {
@@ -484,6 +520,8 @@ type ApproveOptions struct {
 	Tools []string
 	By    string
 	Now   time.Time
+	// AcceptInstructions approves changed server instructions.
+	AcceptInstructions bool
 }
 
 // Approval is one tool Approve pinned.
@@ -534,7 +572,15 @@ func (s *Store) Approve(o *Observation, opts ApproveOptions) ([]Approval, []Refu
 		if err != nil {
 			return err
 		}
+		instructionsChanged := false
 		for _, f := range c.Findings {
+			if f.Kind == verify.InstructionsChanged {
+				instructionsChanged = true
+				if !opts.AcceptInstructions {
+					refused = append(refused, Refusal{"", string(f.Kind), f.Message + " (accept them with --accept-instructions)"})
+				}
+				continue
+			}
 			if f.Tool == "" && f.Severity == verify.Error {
 				return errors.New(f.Message + "; not approving anything")
 			}
@@ -596,6 +642,18 @@ func (s *Store) Approve(o *Observation, opts ApproveOptions) ([]Approval, []Refu
 		}
 		if len(approved) > 0 && o.Sequence > info.MaxSequence {
 			info.MaxSequence = o.Sequence
+		}
+		// Record the instructions on a first approval, or when a change was
+		// accepted.
+		if o.InstructionsKnown && ((!info.InstructionsKnown && len(approved) > 0) || (instructionsChanged && opts.AcceptInstructions)) {
+			info.InstructionsKnown, info.Instructions = true, o.Instructions
+			if instructionsChanged {
+				sum := etdi.DigestString(strOr(o.Instructions, ""))
+				if _, err := appendRecord(tx, Record{Type: RecordReapprove, Time: now, Server: o.Server, Kind: string(verify.InstructionsChanged),
+					Digest: sum.String(), By: opts.By, Message: "instructions accepted"}); err != nil {
+					return err
+				}
+			}
 		}
 		return putInfo(tx, info)
 	})

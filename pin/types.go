@@ -63,6 +63,11 @@ type ServerInfo struct {
 	// MaxSequence is the highest bundle sequence approved for the server;
 	// a lower one later is a rollback.
 	MaxSequence uint64 `json:"maxSequence,omitempty"`
+	// InstructionsKnown says whether the server's instructions were seen at
+	// approval (only a live server shows them); Instructions holds them,
+	// nil if the server sent none.
+	InstructionsKnown bool    `json:"instructionsKnown,omitempty"`
+	Instructions      *string `json:"instructions,omitempty"`
 }
 
 // Revocation withdraws an approval: of a tool (all versions), of one

@@ -74,6 +74,9 @@ const (
 	// MixedScript: a new tool name mixing scripts or holding invisible
 	// characters (warning).
 	MixedScript Kind = "mixed_script"
+	// InstructionsChanged: the server's instructions differ from the
+	// approved ones (they steer the model like a description does).
+	InstructionsChanged Kind = "instructions_changed"
 )
 
 // Severity says whether a finding fails verification.
