@@ -239,3 +239,52 @@ func appendES6Number(b []byte, f float64) []byte {
 	}
 	return b
 }
+
+// AppendIndent appends v as indented JSON, keeping object members in
+// document order (unlike AppendCanonical), for files people edit.
+func AppendIndent(b []byte, v *Value, prefix, indent string) []byte {
+	return appendIndent(b, v, prefix, indent, 0)
+}
+
+func appendIndent(b []byte, v *Value, prefix, indent string, depth int) []byte {
+	nl := func(d int) {
+		b = append(b, '\n')
+		b = append(b, prefix...)
+		for i := 0; i < d; i++ {
+			b = append(b, indent...)
+		}
+	}
+	switch v.Kind {
+	case Array:
+		if len(v.Elems) == 0 {
+			return append(b, "[]"...)
+		}
+		b = append(b, '[')
+		for i, e := range v.Elems {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			nl(depth + 1)
+			b = appendIndent(b, e, prefix, indent, depth+1)
+		}
+		nl(depth)
+		return append(b, ']')
+	case Object:
+		if len(v.Members) == 0 {
+			return append(b, "{}"...)
+		}
+		b = append(b, '{')
+		for i, m := range v.Members {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			nl(depth + 1)
+			b = appendCanonicalString(b, m.Name)
+			b = append(b, ": "...)
+			b = appendIndent(b, m.Value, prefix, indent, depth+1)
+		}
+		nl(depth)
+		return append(b, '}')
+	}
+	return AppendCanonical(b, v)
+}

@@ -80,3 +80,21 @@ func TestCanonicalizeRFC8785(t *testing.T) {
 		})
 	}
 }
+
+func TestAppendIndent(t *testing.T) {
+	in := `{"z":1,"a":{"y":[1,{"b":null}],"x":[]},"e":{}}`
+	v, err := ParseJSON([]byte(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := string(AppendIndent(nil, v, "", "  "))
+	want := "{\n  \"z\": 1,\n  \"a\": {\n    \"y\": [\n      1,\n      {\n        \"b\": null\n      }\n    ],\n    \"x\": []\n  },\n  \"e\": {}\n}"
+	if got != want {
+		t.Fatalf("got\n%s\nwant\n%s", got, want)
+	}
+	back, _ := Canonicalize([]byte(got))
+	orig, _ := Canonicalize([]byte(in))
+	if string(back) != string(orig) {
+		t.Fatal("indented form is not the same value")
+	}
+}

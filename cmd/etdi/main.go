@@ -14,6 +14,10 @@ import (
 // twice the live data on large bundles; GOMEMLIMIT overrides it.
 const softMemoryLimit = 64 << 20
 
+// version is etdi's version, set at build time with
+// -ldflags "-X main.version=v1.2.3".
+var version = "dev"
+
 func main() {
 	if _, set := os.LookupEnv("GOMEMLIMIT"); !set {
 		debug.SetMemoryLimit(softMemoryLimit)

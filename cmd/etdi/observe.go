@@ -3,6 +3,8 @@ package main
 import (
 	"errors"
 	"fmt"
+	"net/http"
+	"net/url"
 	"os"
 	"os/user"
 	"path/filepath"
@@ -10,24 +12,187 @@ import (
 	"time"
 
 	"github.com/etdi-dev/etdi"
+	"github.com/etdi-dev/etdi/internal/hostconfig"
+	"github.com/etdi-dev/etdi/internal/mcpclient"
 	"github.com/etdi-dev/etdi/pin"
 	"github.com/etdi-dev/etdi/trust"
 	"github.com/etdi-dev/etdi/verify"
 	"github.com/spf13/pflag"
 )
 
-// serverFlags are the flags that say which server is checked and how:
-// trust policy, bundle, saved tools/list, name of an unsigned server.
+// serverFlags say which server is checked and how: trust policy, bundle,
+// and where the tools come from (a saved tools/list, a command to start,
+// a URL, or a host configuration file).
 type serverFlags struct {
 	policy, bundle, tools, name, at string
+	server                          bool
+	url                             string
+	headers                         []string
+	config                          string
+	startTimeout, timeout           time.Duration
+	// argv is the server command, the arguments after "--".
+	argv []string
 }
 
 func (f *serverFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.policy, "trust", defaultPath("trust.json"), "trust policy file")
-	fs.StringVar(&f.bundle, "bundle", "", "the provider's signed bundle (omit for a server without one)")
-	fs.StringVar(&f.tools, "tools", "", "saved tools/list result of the server")
-	fs.StringVar(&f.name, "name", "", "name of a server without a bundle (its identity in the pin database)")
+	fs.StringVar(&f.bundle, "bundle", "", "the provider's signed bundle (default: the one the server carries in-band, if any)")
+	fs.StringVar(&f.tools, "tools", "", "a saved tools/list result instead of a live server")
+	fs.BoolVar(&f.server, "server", false, "start the server command given after -- and talk to it over stdio")
+	fs.StringVar(&f.url, "url", "", "a Streamable HTTP server")
+	fs.StringArrayVar(&f.headers, "header", nil, "HTTP header for --url, \"Name: value\" (repeatable)")
+	fs.StringVar(&f.config, "config", "", "a host configuration file (Claude Desktop, Claude Code, Cursor, VS Code, Windsurf, Gemini CLI), or auto for all found")
+	fs.StringVar(&f.name, "name", "", "with --config: the one entry to check; otherwise the name a server without a bundle is pinned under")
 	fs.StringVar(&f.at, "at", "", "verify the bundle as of this RFC 3339 time instead of now")
+	fs.DurationVar(&f.startTimeout, "start-timeout", 20*time.Second, "how long a server may take to answer initialize")
+	fs.DurationVar(&f.timeout, "timeout", 60*time.Second, "how long fetching one server's tools may take in all")
+}
+
+// target is one server to check.
+type target struct {
+	// label describes the server in output.
+	label string
+	// name is the identity of the server if it has no bundle.
+	name      string
+	argv, env []string
+	dir       string
+	url       string
+	headers   http.Header
+	toolsFile string
+	// location is the file findings point at (SARIF).
+	location string
+	// problems keep the server from being checked as configured.
+	problems []string
+}
+
+// targets resolves the flags into the servers to check.
+func (e *env) targets(f *serverFlags, args []string, dash int) ([]target, error) {
+	sources := 0
+	for _, on := range []bool{f.tools != "", f.server, f.url != "", f.config != ""} {
+		if on {
+			sources++
+		}
+	}
+	if sources == 0 && f.bundle != "" {
+		return []target{{label: f.bundle, name: f.name, location: f.bundle}}, nil
+	}
+	if sources != 1 {
+		return nil, usagef("give exactly one of --tools FILE, --server -- CMD..., --url URL, --config FILE|auto (or only --bundle)")
+	}
+	if f.server {
+		if dash < 0 || dash >= len(args) {
+			return nil, usagef("--server needs the command after --, e.g. --server -- node server.js")
+		}
+		f.argv = args[dash:]
+	} else if len(args) > 0 {
+		return nil, usagef("unexpected arguments %q (a server command goes after --server --)", args)
+	}
+	switch {
+	case f.tools != "":
+		return []target{{label: f.tools, name: f.name, toolsFile: f.tools, location: f.tools}}, nil
+	case f.server:
+		name := f.name
+		if name == "" {
+			name = commandName(f.argv)
+		}
+		return []target{{label: strings.Join(f.argv, " "), name: name, argv: f.argv, env: os.Environ(), location: f.bundle}}, nil
+	case f.url != "":
+		h := http.Header{}
+		for _, kv := range f.headers {
+			k, v, ok := strings.Cut(kv, ":")
+			if !ok || strings.TrimSpace(k) == "" {
+				return nil, usagef("--header %q: want \"Name: value\"", kv)
+			}
+			h.Add(strings.TrimSpace(k), strings.TrimSpace(v))
+		}
+		name := f.name
+		if name == "" {
+			name = urlName(f.url)
+		}
+		return []target{{label: f.url, name: name, url: f.url, headers: h, location: f.bundle}}, nil
+	}
+	// --config
+	home, _ := os.UserHomeDir()
+	cwd, _ := os.Getwd()
+	var entries []hostconfig.Entry
+	if f.config == "auto" {
+		es, files, err := hostconfig.Discover(home, cwd, e.lookupEnv)
+		if err != nil {
+			return nil, err
+		}
+		if len(files) == 0 {
+			return nil, &hintError{hostconfig.ErrNoConfig, "give a file with --config PATH"}
+		}
+		entries = es
+	} else {
+		es, err := hostconfig.Load(f.config, "", home, cwd, e.lookupEnv)
+		if err != nil {
+			return nil, err
+		}
+		entries = es
+	}
+	var ts []target
+	for _, en := range entries {
+		if f.name != "" && en.Name != f.name {
+			continue
+		}
+		t := target{label: fmt.Sprintf("%s (%s, %s)", en.Name, en.Host, en.File), name: en.Name, location: en.File,
+			problems: en.Problems, url: en.URL, dir: en.Cwd}
+		if en.Command != "" {
+			t.argv = append([]string{en.Command}, en.Args...)
+			t.env = os.Environ()
+			for _, k := range en.EnvKeys {
+				t.env = append(t.env, k+"="+en.Env[k])
+			}
+		}
+		if len(en.Headers) > 0 {
+			t.headers = http.Header{}
+			for k, v := range en.Headers {
+				t.headers.Set(k, v)
+			}
+		}
+		ts = append(ts, t)
+	}
+	if len(ts) == 0 {
+		if f.name != "" {
+			return nil, fmt.Errorf("no server named %q in %s", f.name, f.config)
+		}
+		return nil, fmt.Errorf("%s lists no MCP servers", f.config)
+	}
+	if f.bundle != "" && len(ts) > 1 {
+		return nil, usagef("--bundle applies to one server; select it with --name")
+	}
+	return ts, nil
+}
+
+// interpreters run a script or package named by their first plain argument.
+var interpreters = map[string]bool{"node": true, "npx": true, "python": true, "python3": true, "uv": true, "uvx": true,
+	"deno": true, "bun": true, "bunx": true, "pnpm": true, "yarn": true, "docker": true, "java": true, "sh": true, "bash": true}
+
+// commandName derives a server name from a command line without keeping
+// arguments that might be secrets: the program's base name, or for an
+// interpreter the base name of its first argument that is not a flag.
+func commandName(argv []string) string {
+	prog := filepath.Base(argv[0])
+	if !interpreters[prog] {
+		return prog
+	}
+	for _, a := range argv[1:] {
+		if !strings.HasPrefix(a, "-") && a != "run" && a != "exec" {
+			return strings.TrimSuffix(filepath.Base(a), filepath.Ext(a))
+		}
+	}
+	return prog
+}
+
+// urlName derives a server name from a URL: host and path, never user
+// information or query parameters, which may hold tokens.
+func urlName(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" {
+		return "server"
+	}
+	return strings.TrimSuffix(u.Host+u.Path, "/")
 }
 
 // pinFlags locate the pin database.
@@ -80,52 +245,78 @@ type observation struct {
 	// findings are those of verification and of the unsigned rule.
 	findings []verify.Finding
 	policy   *trust.Policy
+	target   *target
+	// listing is what a live server answered (nil for a file).
+	listing      *mcpclient.Listing
+	bundleSource string
 }
 
 // blocked reports whether verification failed so that the pins must not be
 // compared (the tools are not established).
 func (o *observation) blocked() bool { return o.obs == nil }
 
-func (e *env) observe(f *serverFlags) (*observation, error) {
+// observe establishes what target t offers: its tools (fetched live or
+// read from a file), its bundle (from --bundle, or carried in-band), and
+// the verification of that bundle.
+func (e *env) observe(f *serverFlags, t *target, p *trust.Policy) (*observation, error) {
 	now, err := parseTimeFlag("at", f.at)
 	if err != nil {
 		return nil, err
 	}
-	if f.bundle == "" && f.tools == "" {
-		return nil, usagef("give --bundle, --tools, or both")
-	}
-	if f.bundle != "" && f.name != "" {
-		return nil, usagef("--name is for servers without a bundle; a signed server is known by its provider and server name")
-	}
-	if f.bundle == "" && f.name == "" {
-		return nil, usagef("a server without a bundle needs --name NAME to be pinned under")
-	}
-	p, err := loadPolicy(f.policy)
-	if err != nil {
-		return nil, err
-	}
+	o := &observation{policy: p, target: t}
 	var live *etdi.ToolsList
-	if f.tools != "" {
-		data, err := e.readInput(f.tools)
+	var listing *mcpclient.Listing
+	var inband []byte
+	switch {
+	case t.toolsFile != "":
+		data, err := e.readInput(t.toolsFile)
 		if err != nil {
 			return nil, err
 		}
 		if live, err = etdi.ParseToolsList(data); err != nil {
-			return nil, fmt.Errorf("%s: %w", f.tools, err)
+			return nil, fmt.Errorf("%s: %w", t.toolsFile, err)
+		}
+		if live.Meta != nil {
+			if inband, err = etdi.InbandBundle([]*etdi.Value{live.Meta}); err != nil {
+				o.findings = append(o.findings, verify.Finding{Kind: verify.BundleInvalid, Severity: verify.Error, Message: "in-band bundle: " + err.Error()})
+				return o, nil
+			}
+		}
+	case len(t.argv) > 0 || t.url != "":
+		if listing, err = e.fetch(f, t); err != nil {
+			return nil, err
+		}
+		live = &etdi.ToolsList{Tools: listing.Tools}
+		o.listing = listing
+		if inband, err = etdi.InbandBundle(append(append([]*etdi.Value{}, listing.Metas...), listing.ToolMetas...)); err != nil {
+			o.findings = append(o.findings, verify.Finding{Kind: verify.BundleInvalid, Severity: verify.Error, Message: "in-band bundle: " + err.Error()})
+			return o, nil
 		}
 	}
-	o := &observation{policy: p}
-	if f.bundle == "" {
-		return o.unsigned(f.name, live, p.Unsigned)
+	var data []byte
+	switch {
+	case f.bundle != "":
+		if data, err = e.readInput(f.bundle); err != nil {
+			return nil, err
+		}
+		o.bundleSource = f.bundle
+	case inband != nil:
+		data = inband
+		o.bundleSource = "in-band"
 	}
-	data, err := e.readInput(f.bundle)
-	if err != nil {
-		return nil, err
+	if data == nil {
+		if live == nil {
+			return nil, usagef("nothing to check: give --tools, --server, --url or --config")
+		}
+		if t.name == "" {
+			return nil, usagef("a server without a bundle needs --name NAME to be pinned under")
+		}
+		return o.unsigned(t.name, live, p.Unsigned)
 	}
 	r := verify.Verify(data, p, verify.Options{Now: now, Live: live})
-	r.Source = f.bundle
+	r.Source = o.bundleSource
 	o.result = r
-	o.findings = r.Findings
+	o.findings = append(o.findings, r.Findings...)
 	if !r.Verified {
 		return o, nil
 	}
@@ -147,8 +338,53 @@ func (e *env) observe(f *serverFlags) (*observation, error) {
 			obs.Tools = append(obs.Tools, ob)
 		}
 	}
+	o.setListing(obs)
 	o.obs = obs
 	return o, nil
+}
+
+// fetch lists a live server.
+func (e *env) fetch(f *serverFlags, t *target) (*mcpclient.Listing, error) {
+	e.progress("checking %s", t.label)
+	opts := mcpclient.Options{StartTimeout: f.startTimeout, Timeout: f.timeout, ClientVersion: version}
+	var l *mcpclient.Listing
+	var err error
+	if len(t.argv) > 0 {
+		l, err = mcpclient.Stdio(e.ctx, t.argv, t.env, t.dir, opts)
+	} else {
+		l, err = mcpclient.HTTP(e.ctx, t.url, t.headers, opts)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("server %s: %w", t.label, err)
+	}
+	e.progress("%s: %d tool(s) in %d page(s)", t.label, len(l.Tools), l.Pages)
+	return l, nil
+}
+
+// observeOne resolves the flags to exactly one server and observes it.
+func (e *env) observeOne(f *serverFlags, args []string, dash int) (*observation, error) {
+	ts, err := e.targets(f, args, dash)
+	if err != nil {
+		return nil, err
+	}
+	if len(ts) != 1 {
+		return nil, usagef("this command works on one server; select it with --name")
+	}
+	if len(ts[0].problems) > 0 {
+		return nil, fmt.Errorf("server %s cannot be checked: %s", ts[0].label, strings.Join(ts[0].problems, "; "))
+	}
+	p, err := loadPolicy(f.policy)
+	if err != nil {
+		return nil, err
+	}
+	return e.observe(f, &ts[0], p)
+}
+
+// setListing records what only a live server shows: its instructions.
+func (o *observation) setListing(obs *pin.Observation) {
+	if o.listing != nil {
+		obs.InstructionsKnown, obs.Instructions = true, o.listing.Instructions
+	}
 }
 
 // unsigned builds the observation of a server without a bundle, applying
@@ -168,6 +404,7 @@ func (o *observation) unsigned(name string, live *etdi.ToolsList, rule trust.Uns
 		return o, nil
 	}
 	obs := &pin.Observation{Server: server, Name: name}
+	o.setListing(obs)
 	for _, lt := range live.Tools {
 		obs.Tools = append(obs.Tools, pin.Observed{Name: lt.Name, Digest: lt.Digest, Canonical: lt.Canonical, Signer: pin.Unsigned})
 		if rule == trust.Warn {

@@ -87,14 +87,15 @@ func (p *pinEnv) check(bundle, tools string, extra ...string) []string {
 	return append(append(args, extra...), "--json")
 }
 
-// kindsOf returns the error finding kinds of a check --json output.
+// kindsOf returns the error finding kinds of a check --json output of
+// one server.
 func kindsOf(t *testing.T, out string) []string {
-	var rep checkReport
-	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+	var co checkOutput
+	if err := json.Unmarshal([]byte(out), &co); err != nil || len(co.Servers) != 1 {
 		t.Fatalf("check --json: %v\n%s", err, out)
 	}
 	var k []string
-	for _, f := range rep.Findings {
+	for _, f := range co.Servers[0].Findings {
 		if f.Severity == "error" {
 			k = append(k, string(f.Kind))
 		}

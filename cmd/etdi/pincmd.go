@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -10,84 +11,117 @@ import (
 	"github.com/etdi-dev/etdi"
 	"github.com/etdi-dev/etdi/keys"
 	"github.com/etdi-dev/etdi/pin"
+	"github.com/etdi-dev/etdi/trust"
 	"github.com/etdi-dev/etdi/verify"
 	"github.com/spf13/cobra"
 )
 
-// checkReport is what etdi check prints, as prose or --json.
+// checkReport is what etdi check found for one server, as prose or JSON.
 type checkReport struct {
+	Target       string           `json:"target"`
 	Server       string           `json:"server,omitempty"`
 	Verification *verify.Result   `json:"verification,omitempty"`
 	Tools        []pin.ToolState  `json:"tools"`
 	Findings     []verify.Finding `json:"findings"`
-	ExitCode     int              `json:"exitCode"`
+	// Approved lists what --yes or --approve approved.
+	Approved []pin.Approval `json:"approved,omitempty"`
+	// Error is why the server could not be checked (exit 1).
+	Error    string `json:"error,omitempty"`
+	ExitCode int    `json:"exitCode"`
+	location string
+}
+
+// checkOutput is the whole result of etdi check.
+type checkOutput struct {
+	Servers  []*checkReport `json:"servers"`
+	ExitCode int            `json:"exitCode"`
 }
 
 func (e *env) checkCmd() *cobra.Command {
 	var sf serverFlags
 	var pf pinFlags
-	var asJSON bool
+	var asJSON, asSARIF, yes, interactive, acceptInstructions bool
 	cmd := &cobra.Command{
-		Use:   "check [--bundle BUNDLE] [--tools TOOLS_LIST] [--name NAME]",
+		Use:   "check (--tools FILE | --server -- CMD... | --url URL | --config FILE|auto | --bundle BUNDLE)",
 		Short: "Check a server's tools against the trust policy and the approved pins",
 		Long: `Check what a server offers against the trust policy and the pin database,
 before the server is launched.
 
-With --bundle the bundle is verified first (as etdi verify does) and the
-server is known as <provider>:<server>. Without one, --name names the server
-(unsigned:<name>) and the policy's unsigned rule applies; its tools are still
-pinned by digest, so a changed definition is caught.
+The tools come from a live server (--server -- CMD..., started over stdio;
+--url, Streamable HTTP; --config, every server of a host configuration, or
+all found with --config auto) or from a saved tools/list (--tools). The
+bundle comes from --bundle or, if the server carries one, from its
+tools/list _meta. With a verified bundle the server is known as
+<provider>:<server>; without one as unsigned:<name> (--name, the config
+entry name, or the program name), the policy's unsigned rule applies, and
+its tools are pinned by digest, so a changed definition is still caught.
 
 Every tool is compared with its pin: a tool never approved, or a higher
 version, needs approval (13); the same version with another definition or
-other permissions is a rug pull (11), as is a lower version or an older
-bundle (downgrade); another signer, a name approved on another server
-(shadowing) or a name that looks like an approved one is impersonation (12);
-a revoked tool, version or key is 14. Error and warning findings are
-appended to the history.`,
+other permissions, changed server instructions, a lower version or an
+older bundle is a rug pull or downgrade (11); another signer, a name
+approved on another server or one that looks like an approved name is
+impersonation (12); a revoked tool, version or key is 14. Error and warning
+findings are appended to the history. A server that cannot be checked is
+an error (1) unless another server has a security finding.
+
+--yes approves what etdi pin approve would (new tools and versions) and
+prints it; --approve asks about each new or changed tool on a terminal.`,
 		Example: `  etdi check --trust trust.json --pins pins.db --bundle weather.etdi.json --tools live.json
-  etdi check --pins pins.db --name files --tools live.json --json`,
-		Args: exactArgs(0),
+  etdi check --server -- node server.js --flag
+  etdi check --url http://127.0.0.1:3001/mcp --header "Authorization: Bearer $TOKEN"
+  etdi check --config ~/.cursor/mcp.json --name weather
+  etdi check --config auto --sarif > etdi.sarif`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			o, err := e.observe(&sf)
+			if asJSON && asSARIF {
+				return usagef("--json and --sarif cannot be combined")
+			}
+			if yes && interactive {
+				return usagef("--yes and --approve cannot be combined")
+			}
+			if interactive && !e.stdinIsTerminal() {
+				return usagef("--approve asks questions and needs a terminal; use --yes in scripts")
+			}
+			ts, err := e.targets(&sf, args, cmd.ArgsLenAtDash())
 			if err != nil {
 				return err
 			}
-			rep := checkReport{Verification: o.result, Tools: []pin.ToolState{}, Findings: o.findings}
-			if !o.blocked() {
-				s, err := pf.open(false)
-				if err != nil {
+			p, err := loadPolicy(sf.policy)
+			if err != nil {
+				return err
+			}
+			out := &checkOutput{Servers: []*checkReport{}}
+			for i := range ts {
+				rep := e.checkTarget(&sf, &pf, &ts[i], p, yes, interactive, acceptInstructions)
+				out.Servers = append(out.Servers, rep)
+			}
+			out.ExitCode = combineExit(out.Servers)
+			switch {
+			case asJSON:
+				if err := e.writeJSON(out); err != nil {
 					return err
 				}
-				c, err := s.Check(o.obs, pf.who())
-				s.Close()
-				if err != nil {
+			case asSARIF:
+				if err := e.writeJSON(sarifLog(out)); err != nil {
 					return err
 				}
-				rep.Server, rep.Tools = c.Server, c.Tools
-				rep.Findings = append(append([]verify.Finding{}, o.findings...), c.Findings...)
-			}
-			if rep.Findings == nil {
-				rep.Findings = []verify.Finding{}
-			}
-			rep.ExitCode = exitFor(rep.Findings)
-			if rep.ExitCode == exitOK && o.blocked() {
-				rep.ExitCode = exitSignature
-			}
-			if asJSON {
-				if err := e.writeJSON(rep); err != nil {
-					return err
+			default:
+				for i, rep := range out.Servers {
+					if i > 0 {
+						fmt.Fprintln(e.stdout)
+					}
+					printCheck(e.stdout, rep)
 				}
-			} else {
-				printCheck(e.stdout, &rep)
 			}
-			if rep.ExitCode == exitApproval {
-				fmt.Fprintf(e.stderr, "etdi: approval required (exit 13): review the tools above, then run etdi pin approve with the same inputs\n")
-			} else if rep.ExitCode != exitOK {
-				fmt.Fprintf(e.stderr, "etdi: check failed (exit %d)\n", rep.ExitCode)
+			switch out.ExitCode {
+			case exitOK:
+			case exitApproval:
+				fmt.Fprintf(e.stderr, "etdi: approval required (exit 13): review the tools above, then run etdi pin approve with the same inputs, or check again with --approve\n")
+			default:
+				fmt.Fprintf(e.stderr, "etdi: check failed (exit %d)\n", out.ExitCode)
 			}
-			if rep.ExitCode != exitOK {
-				return &exitCodeError{rep.ExitCode}
+			if out.ExitCode != exitOK {
+				return &exitCodeError{out.ExitCode}
 			}
 			return nil
 		},
@@ -96,10 +130,134 @@ appended to the history.`,
 	pf.register(cmd.Flags())
 	pf.registerBy(cmd.Flags())
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the report as JSON")
+	cmd.Flags().BoolVar(&asSARIF, "sarif", false, "print the findings as SARIF 2.1.0, for code scanning")
+	cmd.Flags().BoolVar(&yes, "yes", false, "approve new tools and new versions without asking, and print what was approved")
+	cmd.Flags().BoolVar(&interactive, "approve", false, "on a terminal, show each new or changed tool and ask whether to approve it")
+	cmd.Flags().BoolVar(&acceptInstructions, "accept-instructions", false, "with --yes: also accept changed server instructions")
 	return cmd
 }
 
+// combineExit is the exit code of several servers: the most severe
+// finding code; else 1 if a server could not be checked; else 0.
+func combineExit(reps []*checkReport) int {
+	code, failed := exitOK, false
+	for _, r := range reps {
+		if r.Error != "" {
+			failed = true
+			continue
+		}
+		code = worse(code, r.ExitCode)
+	}
+	if failed && (code == exitOK || code == exitApproval) {
+		return exitError
+	}
+	return code
+}
+
+// checkTarget checks one server; errors become the report's Error.
+func (e *env) checkTarget(sf *serverFlags, pf *pinFlags, t *target, p *trust.Policy, yes, interactive, acceptInstructions bool) *checkReport {
+	rep := &checkReport{Target: t.label, Tools: []pin.ToolState{}, Findings: []verify.Finding{}, location: t.location}
+	fail := func(err error) *checkReport {
+		rep.Error, rep.ExitCode = err.Error(), exitError
+		return rep
+	}
+	if len(t.problems) > 0 {
+		return fail(fmt.Errorf("not checked: %s", strings.Join(t.problems, "; ")))
+	}
+	o, err := e.observe(sf, t, p)
+	if err != nil {
+		return fail(err)
+	}
+	rep.Verification = o.result
+	rep.Findings = append(rep.Findings, o.findings...)
+	if o.blocked() {
+		rep.ExitCode = exitFor(rep.Findings)
+		if rep.ExitCode == exitOK {
+			rep.ExitCode = exitSignature
+		}
+		return rep
+	}
+	s, err := pf.open(false)
+	if err != nil {
+		return fail(err)
+	}
+	defer s.Close()
+	c, err := s.Check(o.obs, pf.who())
+	if err != nil {
+		return fail(err)
+	}
+	if (yes || interactive) && !hasError(o.findings) {
+		opts := pin.ApproveOptions{By: pf.who(), AcceptInstructions: acceptInstructions && yes}
+		proceed := yes
+		if interactive {
+			opts.Tools, opts.AcceptInstructions, proceed = e.askApprovals(o.obs.Server, c)
+		}
+		if proceed {
+			approved, _, err := s.Approve(o.obs, opts)
+			if err != nil {
+				return fail(err)
+			}
+			rep.Approved = approved
+			if c, err = s.Compare(o.obs); err != nil {
+				return fail(err)
+			}
+		}
+	}
+	rep.Server, rep.Tools = c.Server, c.Tools
+	rep.Findings = append(rep.Findings, c.Findings...)
+	rep.ExitCode = exitFor(rep.Findings)
+	return rep
+}
+
+func hasError(fs []verify.Finding) bool {
+	for _, f := range fs {
+		if f.Severity == verify.Error {
+			return true
+		}
+	}
+	return false
+}
+
+// askApprovals shows each tool that needs a decision and asks about it.
+// It returns the tools to approve, whether to accept changed instructions,
+// and whether anything was chosen.
+func (e *env) askApprovals(server string, c *pin.Comparison) ([]string, bool, bool) {
+	in := bufio.NewReader(e.stdin)
+	var names []string
+	accept := false
+	asked := map[string]bool{}
+	for _, f := range c.Findings {
+		if f.Severity != verify.Error || f.Kind == verify.Revoked || asked[f.Tool+string(f.Kind)] {
+			continue
+		}
+		asked[f.Tool+string(f.Kind)] = true
+		fmt.Fprintln(e.stderr)
+		printFindings(e.stderr, []verify.Finding{f})
+		what := "approve tool " + f.Tool
+		if f.Kind == verify.InstructionsChanged {
+			what = "accept the new instructions of " + server
+		} else if f.Tool == "" {
+			continue
+		}
+		fmt.Fprintf(e.stderr, "%s? [y/N] ", what)
+		line, _ := in.ReadString('\n')
+		if a := strings.ToLower(strings.TrimSpace(line)); a == "y" || a == "yes" {
+			if f.Kind == verify.InstructionsChanged {
+				accept = true
+			} else {
+				names = append(names, f.Tool)
+			}
+		}
+	}
+	return names, accept, len(names) > 0 || accept
+}
+
 func printCheck(w io.Writer, rep *checkReport) {
+	fmt.Fprintf(w, "== %s\n", rep.Target)
+	if rep.Error != "" {
+		fmt.Fprintf(w, "ERROR: %s\n", rep.Error)
+		return
+	}
 	if r := rep.Verification; r != nil {
 		if r.Verified {
 			fmt.Fprintf(w, "bundle %s verified: provider %s, key %s (%s)\n", r.Source, r.Provider.ID, keys.ShortID(r.Signer.KeyID), r.Signer.Algorithm)
@@ -120,6 +278,9 @@ func printCheck(w io.Writer, rep *checkReport) {
 		fmt.Fprintf(w, "  %-*s  sha256:%s  %s\n", width, toolLabel(t), d.Short(), status)
 	}
 	printFindings(w, rep.Findings)
+	for _, a := range rep.Approved {
+		fmt.Fprintf(w, "approved %s/%s %s\n", a.Pin.Server, toolLabel(pin.ToolState{Name: a.Pin.Tool, Version: a.Pin.Version}), a.Pin.Digest)
+	}
 }
 
 func toolLabel(t pin.ToolState) string {
@@ -157,9 +318,9 @@ func (e *env) pinApproveCmd() *cobra.Command {
 	var sf serverFlags
 	var pf pinFlags
 	var tools []string
-	var asJSON bool
+	var asJSON, acceptInstructions bool
 	cmd := &cobra.Command{
-		Use:   "approve [--bundle BUNDLE] [--tools TOOLS_LIST] [--name NAME] [--tool NAME ...]",
+		Use:   "approve (--tools FILE | --server -- CMD... | --url URL | --config FILE --name NAME | --bundle BUNDLE) [--tool NAME ...]",
 		Short: "Approve (pin) what a server offers after reviewing etdi check",
 		Long: `Pin the tools of a server as approved, with the same inputs as etdi check.
 
@@ -173,7 +334,7 @@ older bundle are never approved. Prints what was approved.`,
   etdi pin approve --pins pins.db --name files --tools live.json --tool read_file`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			o, err := e.observe(&sf)
+			o, err := e.observeOne(&sf, args, cmd.ArgsLenAtDash())
 			if err != nil {
 				return err
 			}
@@ -191,7 +352,7 @@ older bundle are never approved. Prints what was approved.`,
 				return err
 			}
 			defer s.Close()
-			approved, refused, err := s.Approve(o.obs, pin.ApproveOptions{Tools: tools, By: pf.who()})
+			approved, refused, err := s.Approve(o.obs, pin.ApproveOptions{Tools: tools, By: pf.who(), AcceptInstructions: acceptInstructions})
 			if err != nil {
 				return err
 			}
@@ -220,6 +381,10 @@ older bundle are never approved. Prints what was approved.`,
 				fmt.Fprintf(e.stdout, "%s %s/%s %s%s, signer %s, permissions: %s\n", what, a.Pin.Server, label, a.Pin.Digest, replacing, a.Pin.Signer, permList(a.Pin.Permissions))
 			}
 			for _, r := range refused {
+				if r.Tool == "" {
+					fmt.Fprintf(e.stdout, "NOT accepted: %s\n", r.Reason)
+					continue
+				}
 				fmt.Fprintf(e.stdout, "NOT approved %s: %s\n", r.Tool, r.Reason)
 			}
 			if len(approved) == 0 && len(refused) == 0 {
@@ -232,6 +397,7 @@ older bundle are never approved. Prints what was approved.`,
 	pf.register(cmd.Flags())
 	pf.registerBy(cmd.Flags())
 	cmd.Flags().StringArrayVar(&tools, "tool", nil, "approve only this tool (repeatable); required for changed definitions, downgrades, changed signers, shadowing and look-alike names")
+	cmd.Flags().BoolVar(&acceptInstructions, "accept-instructions", false, "accept changed server instructions")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print what was approved as JSON")
 	return cmd
 }
@@ -460,13 +626,19 @@ func (e *env) diffCmd() *cobra.Command {
 	var pf pinFlags
 	var asJSON bool
 	cmd := &cobra.Command{
-		Use:   "diff [--bundle BUNDLE] [--tools TOOLS_LIST] [--name NAME] [TOOL ...]",
+		Use:   "diff (--tools FILE | --url URL | --config FILE --name NAME | --bundle BUNDLE) [TOOL ...] [--server -- CMD...]",
 		Short: "Show the field-by-field difference between pinned and current definitions",
 		Long: `Compare each tool (or the named ones) with its pin and print what differs:
 the description text, every changed schema path, annotations, and the
 permissions added or removed. Read-only: nothing is recorded.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			o, err := e.observe(&sf)
+			names, dash := args, -1
+			if d := cmd.ArgsLenAtDash(); d >= 0 {
+				names, args, dash = args[:d], args[d:], 0
+			} else {
+				args = nil
+			}
+			o, err := e.observeOne(&sf, args, dash)
 			if err != nil {
 				return err
 			}
@@ -489,7 +661,7 @@ permissions added or removed. Read-only: nothing is recorded.`,
 				PermissionsRemoved []etdi.Permission `json:"permissionsRemoved,omitempty"`
 			}
 			want := map[string]bool{}
-			for _, a := range args {
+			for _, a := range names {
 				want[a] = true
 			}
 			out := []toolDiff{}

@@ -69,7 +69,7 @@ Exit codes: 0 ok, 1 error, 2 usage, 10 missing or invalid signature,
 		},
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err} })
-	root.AddCommand(e.keyCmd(), e.signCmd(), e.verifyCmd(), e.trustCmd(), e.checkCmd(), e.pinCmd(), e.diffCmd(), e.auditCmd(), e.digestCmd(), e.demoCmd())
+	root.AddCommand(e.keyCmd(), e.signCmd(), e.verifyCmd(), e.trustCmd(), e.checkCmd(), e.pinCmd(), e.diffCmd(), e.auditCmd(), e.manifestCmd(), e.digestCmd(), e.demoCmd())
 	return root
 }
 
@@ -141,6 +141,20 @@ func (e *env) password(confirm bool) ([]byte, error) {
 		}
 	}
 	return pw, nil
+}
+
+// stdinIsTerminal reports whether standard input is a terminal.
+func (e *env) stdinIsTerminal() bool {
+	f, ok := e.stdin.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// progress prints a line on standard error when it is a terminal; off a
+// terminal, output stays machine-friendly.
+func (e *env) progress(format string, args ...any) {
+	if f, ok := e.stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		fmt.Fprintf(e.stderr, "etdi: "+format+"\n", args...)
+	}
 }
 
 // writeJSON writes v as indented JSON to stdout.

@@ -1,0 +1,137 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/etdi-dev/etdi"
+	"github.com/spf13/cobra"
+)
+
+func (e *env) manifestCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "manifest",
+		Short: "Start a tool manifest from what a server serves",
+	}
+	cmd.AddCommand(e.manifestInitCmd())
+	return cmd
+}
+
+func (e *env) manifestInitCmd() *cobra.Command {
+	var sf serverFlags
+	var provider, providerName, serverName, toolVersion string
+	cmd := &cobra.Command{
+		Use:   "init --provider ID (--server -- CMD... | --url URL | --tools FILE)",
+		Short: "Write a manifest of every tool a server serves, to complete and sign",
+		Long: `Ask a server for its tools and print a manifest (SPEC.md §4) with each tool's
+definition exactly as served. Every tool gets --version (default 1.0.0) and
+an empty permissions list: edit both, declaring the scopes each tool needs,
+then sign the manifest with etdi sign.`,
+		Example: `  etdi manifest init --provider acme --server -- node server.js > weather.manifest.json`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := etdi.ValidateProviderID(provider); err != nil {
+				return usagef("--provider: %v", err)
+			}
+			if _, err := etdi.ParseVersion(toolVersion); err != nil {
+				return usagef("--version: %v", err)
+			}
+			if sf.config != "" || sf.bundle != "" {
+				return usagef("manifest init takes --server, --url or --tools")
+			}
+			ts, err := e.targets(&sf, args, cmd.ArgsLenAtDash())
+			if err != nil {
+				return err
+			}
+			t := ts[0]
+			var tools []etdi.LiveTool
+			name := serverName
+			if t.toolsFile != "" {
+				data, err := e.readInput(t.toolsFile)
+				if err != nil {
+					return err
+				}
+				tl, err := etdi.ParseToolsList(data)
+				if err != nil {
+					return fmt.Errorf("%s: %w", t.toolsFile, err)
+				}
+				tools = tl.Tools
+			} else {
+				l, err := e.fetch(&sf, &t)
+				if err != nil {
+					return err
+				}
+				tools = l.Tools
+				if name == "" {
+					name = l.ServerName
+				}
+			}
+			if name == "" {
+				return usagef("--server-name is required when the server's name is unknown")
+			}
+			if len(tools) == 0 {
+				return fmt.Errorf("%s offers no tools", t.label)
+			}
+			var b strings.Builder
+			b.WriteString("{\n  \"provider\": ")
+			b.Write(etdi.AppendCanonical(nil, &etdi.Value{Kind: etdi.Object, Members: providerMembers(provider, providerName)}))
+			b.WriteString(",\n  \"server\": ")
+			b.Write(etdi.AppendCanonical(nil, &etdi.Value{Kind: etdi.Object, Members: []etdi.Member{{Name: "name", Value: &etdi.Value{Kind: etdi.String, Str: name}}}}))
+			b.WriteString(",\n  \"tools\": [")
+			for i, lt := range tools {
+				if i > 0 {
+					b.WriteString(",")
+				}
+				def := conventionalOrder(etdi.StripMeta(lt.Definition()))
+				fmt.Fprintf(&b, "\n    {\n      \"version\": %q,\n      \"permissions\": [],\n      \"definition\": ", toolVersion)
+				b.Write(etdi.AppendIndent(nil, def, "      ", "  "))
+				b.WriteString("\n    }")
+			}
+			b.WriteString("\n  ]\n}\n")
+			if _, err := etdi.ParseManifest([]byte(b.String())); err != nil {
+				return fmt.Errorf("the server's tools do not make a valid manifest: %w", err)
+			}
+			fmt.Fprint(e.stdout, b.String())
+			fmt.Fprintf(e.stderr, "etdi: %d tool(s); set each tool's version and declare its permissions, then run etdi sign\n", len(tools))
+			return nil
+		},
+	}
+	sf.register(cmd.Flags())
+	cmd.Flags().StringVar(&provider, "provider", "", "provider id (required)")
+	cmd.Flags().StringVar(&providerName, "provider-name", "", "provider display name")
+	cmd.Flags().StringVar(&serverName, "server-name", "", "server name (default: the name the server reports)")
+	cmd.Flags().StringVar(&toolVersion, "version", "1.0.0", "version given to every tool")
+	return cmd
+}
+
+func providerMembers(id, name string) []etdi.Member {
+	ms := []etdi.Member{{Name: "id", Value: &etdi.Value{Kind: etdi.String, Str: id}}}
+	if name != "" {
+		ms = append(ms, etdi.Member{Name: "name", Value: &etdi.Value{Kind: etdi.String, Str: name}})
+	}
+	return ms
+}
+
+// mcpOrder is the order MCP documents list a tool's members in.
+var mcpOrder = []string{"name", "title", "description", "inputSchema", "outputSchema", "annotations", "icons", "_meta"}
+
+// conventionalOrder puts a definition's top-level members in MCP's usual
+// order, the rest after them, for people reading the manifest. The value
+// (and so its digest) does not change.
+func conventionalOrder(v *etdi.Value) *etdi.Value {
+	out := &etdi.Value{Kind: etdi.Object}
+	for _, n := range mcpOrder {
+		if m := v.Get(n); m != nil {
+			out.Members = append(out.Members, etdi.Member{Name: n, Value: m})
+		}
+	}
+	for _, m := range v.Members {
+		known := false
+		for _, n := range mcpOrder {
+			known = known || n == m.Name
+		}
+		if !known {
+			out.Members = append(out.Members, m)
+		}
+	}
+	return out
+}
