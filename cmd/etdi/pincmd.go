@@ -332,7 +332,6 @@ the history. Revoked tools, a bundle that does not verify and a replayed
 older bundle are never approved. Prints what was approved.`,
 		Example: `  etdi pin approve --trust trust.json --pins pins.db --bundle weather.etdi.json --tools live.json
   etdi pin approve --pins pins.db --name files --tools live.json --tool read_file`,
-		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o, err := e.observeOne(&sf, args, cmd.ArgsLenAtDash())
 			if err != nil {
