@@ -263,7 +263,7 @@ func TestLiveHostConfig(t *testing.T) {
 	p := liveEnv(t)
 	p.ok("trust", "unsigned", "--policy", "trust.json", "warn")
 	cfg := map[string]any{"mcpServers": map[string]any{
-		"weather": map[string]any{"command": "node", "args": []string{fixtureJS, "cfg-marker"}, "env": map[string]string{"FIXTURE_CHANGE": "${WEATHER_MODE:-}"}},
+		"weather":  map[string]any{"command": "node", "args": []string{fixtureJS, "cfg-marker"}, "env": map[string]string{"FIXTURE_CHANGE": "${WEATHER_MODE:-}"}},
 		"prompted": map[string]any{"command": "node", "args": []string{fixtureJS}, "env": map[string]string{"TOKEN": "${input:token}"}},
 		"notset":   map[string]any{"command": "node", "args": []string{fixtureJS, "${NOT_SET_ANYWHERE}"}},
 	}}
@@ -323,8 +323,8 @@ func TestLiveSARIF(t *testing.T) {
 				} `json:"driver"`
 			} `json:"tool"`
 			Results []struct {
-				RuleID    string `json:"ruleId"`
-				Level     string `json:"level"`
+				RuleID    string                `json:"ruleId"`
+				Level     string                `json:"level"`
 				Message   struct{ Text string } `json:"message"`
 				Locations []struct {
 					LogicalLocations []struct {
