@@ -260,7 +260,7 @@ func parseInitialize(res []byte, l *Listing) error {
 	if v.Kind != etdi.Object {
 		return fmt.Errorf("result is a %s", v.Kind)
 	}
-	if pv := v.Get("protocolVersion"); pv != nil && pv.Kind == etdi.String {
+	if pv := v.Get("protocolVersion"); pv != nil && pv.Kind == etdi.String && pv.Str != "" {
 		l.ProtocolVersion = pv.Str
 	} else {
 		return errors.New("result has no protocolVersion")
