@@ -28,14 +28,9 @@ type Options struct {
 	Sequence uint64
 }
 
-// Sign signs manifest m with signer, whose public key is pub, and returns
-// the bundle. The signature is checked against pub before returning, so a
-// misconfigured signer (for example a KMS key with another padding) fails
-// here rather than at every client.
-func Sign(m *etdi.Manifest, signer signature.Signer, pub crypto.PublicKey, opts Options) (*etdi.Bundle, error) {
-	if err := keys.CheckPublicKey(pub); err != nil {
-		return nil, err
-	}
+// Build makes the statement for m and its payload, the exact bytes that
+// signatures and identity provider tokens are bound to.
+func Build(m *etdi.Manifest, opts Options) (*etdi.Statement, []byte, error) {
 	issued := opts.IssuedAt
 	if issued.IsZero() {
 		issued = time.Now()
@@ -50,35 +45,53 @@ func Sign(m *etdi.Manifest, signer signature.Signer, pub crypto.PublicKey, opts 
 	}
 	st, err := etdi.NewStatement(m, issued, expires, seq)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	payload := st.Payload()
+	return st, st.Payload(), nil
+}
 
+// SignPayload signs payload with signer, whose public key is pub. The
+// signature is checked against pub before returning, so a misconfigured
+// signer (for example a KMS key with another padding) fails here rather
+// than at every client.
+func SignPayload(payload []byte, signer signature.Signer, pub crypto.PublicKey) (etdi.Signature, error) {
+	if err := keys.CheckPublicKey(pub); err != nil {
+		return etdi.Signature{}, err
+	}
 	// DSSE v1: the signature covers PAE(payloadType, payload). The PAE is
 	// the one sigstore's and securesystemslib's DSSE code computes (tested).
 	pae := etdi.PAE(etdi.PayloadType, payload)
 	sig, err := signer.SignMessage(bytes.NewReader(pae))
 	if err != nil {
-		return nil, fmt.Errorf("signing: %w", err)
+		return etdi.Signature{}, fmt.Errorf("signing: %w", err)
 	}
-	keyID, err := keys.ID(pub)
-	if err != nil {
-		return nil, err
-	}
-	b := &etdi.Bundle{Envelope: etdi.Envelope{
-		PayloadType: etdi.PayloadType,
-		Payload:     payload,
-		// No keyid: DSSE verifiers (sigstore, securesystemslib) treat a
-		// keyid as a filter and skip signatures whose keyid is not in
-		// their own format, so writing one breaks interoperability.
-		Signatures: []etdi.Signature{{Sig: sig}},
-	}}
 	v, err := keys.Verifier(pub)
 	if err != nil {
-		return nil, err
+		return etdi.Signature{}, err
 	}
 	if err := v.VerifySignature(bytes.NewReader(sig), bytes.NewReader(pae)); err != nil {
-		return nil, fmt.Errorf("signing: the signature does not verify with key %s (%s): %w", keys.ShortID(keyID), keys.Algorithm(pub), err)
+		keyID, _ := keys.ID(pub)
+		return etdi.Signature{}, fmt.Errorf("signing: the signature does not verify with key %s (%s): %w", keys.ShortID(keyID), keys.Algorithm(pub), err)
 	}
-	return b, nil
+	// No keyid: DSSE verifiers (sigstore, securesystemslib) treat a keyid
+	// as a filter and skip signatures whose keyid is not in their own
+	// format, so writing one breaks interoperability.
+	return etdi.Signature{Sig: sig}, nil
+}
+
+// Sign signs manifest m with signer, whose public key is pub, and returns
+// the bundle.
+func Sign(m *etdi.Manifest, signer signature.Signer, pub crypto.PublicKey, opts Options) (*etdi.Bundle, error) {
+	if err := keys.CheckPublicKey(pub); err != nil {
+		return nil, err
+	}
+	_, payload, err := Build(m, opts)
+	if err != nil {
+		return nil, err
+	}
+	sig, err := SignPayload(payload, signer, pub)
+	if err != nil {
+		return nil, err
+	}
+	return &etdi.Bundle{Envelope: etdi.Envelope{PayloadType: etdi.PayloadType, Payload: payload, Signatures: []etdi.Signature{sig}}}, nil
 }

@@ -12,6 +12,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
+	"net/url"
 	"os"
 	"slices"
 	"strings"
@@ -41,10 +43,67 @@ type Policy struct {
 	Providers []Provider
 }
 
-// Provider is one trusted provider and its keys.
+// Provider is one trusted provider: its keys, its identity provider, and
+// which of the two a bundle must satisfy.
 type Provider struct {
 	ID   string
 	Keys []Key
+	IDP  *IDP
+	// Require is RequireKey, RequireIDP, RequireBoth or RequireAny; empty
+	// means the default (see EffectiveRequire).
+	Require string
+}
+
+// Require rules.
+const (
+	RequireKey  = "key"  // a signature by a trusted key
+	RequireIDP  = "idp"  // a valid token from the identity provider
+	RequireBoth = "both" // both
+	RequireAny  = "any"  // either
+)
+
+// EffectiveRequire returns the rule in force: the configured one, else
+// "both" when keys and an identity provider are configured, else whichever
+// is configured.
+func (p *Provider) EffectiveRequire() string {
+	if p.Require != "" {
+		return p.Require
+	}
+	switch {
+	case len(p.Keys) > 0 && p.IDP != nil:
+		return RequireBoth
+	case p.IDP != nil:
+		return RequireIDP
+	}
+	return RequireKey
+}
+
+// IDP says how tokens from a provider's identity provider are verified
+// (SPEC.md §20).
+type IDP struct {
+	// Issuer is the exact iss claim; OIDC discovery is done at
+	// Issuer/.well-known/openid-configuration unless JWKS is pinned.
+	Issuer   string
+	Audience string
+	// Subjects are the accepted values of SubjectClaim (default "sub").
+	Subjects     []string
+	SubjectClaim string
+	// JWKS, if set, is a pinned key set (JSON) used offline instead of
+	// discovery.
+	JWKS []byte
+	// Introspection, if set, is checked for every token (RFC 7662).
+	Introspection *Introspection
+	// DenyJTI and DenySubjects refuse tokens by id or subject.
+	DenyJTI      []string
+	DenySubjects []string
+}
+
+// Introspection is an RFC 7662 endpoint and the client that may call it;
+// the secret is read from an environment variable, never stored.
+type Introspection struct {
+	Endpoint        string
+	ClientID        string
+	ClientSecretEnv string
 }
 
 // Key is a trusted public key with an optional validity window.
@@ -210,7 +269,7 @@ func Parse(data []byte) (*Policy, error) {
 		if err != nil {
 			return nil, err
 		}
-		if err := po.Only("id", "keys"); err != nil {
+		if err := po.Only("id", "keys", "idp", "require"); err != nil {
 			return nil, err
 		}
 		var prov Provider
@@ -223,12 +282,34 @@ func Parse(data []byte) (*Policy, error) {
 		if p.Provider(prov.ID) != nil {
 			return nil, po.Field("id").Errorf("provider %q listed twice", prov.ID)
 		}
-		ka, err := po.Field("keys").Array()
-		if err != nil {
+		if idf := po.Field("idp"); idf.V != nil {
+			if prov.IDP, err = parseIDP(idf); err != nil {
+				return nil, err
+			}
+		}
+		if prov.Require, err = po.Field("require").OptStr(); err != nil {
 			return nil, err
 		}
-		if ka.Len() == 0 {
-			return nil, ka.Errorf("provider %q has no keys", prov.ID)
+		switch prov.Require {
+		case "", RequireKey, RequireIDP, RequireBoth, RequireAny:
+		default:
+			return nil, po.Field("require").Errorf("%q is not key, idp, both or any", prov.Require)
+		}
+		ka := etdi.ArrayField{Path: po.Field("keys").Path, V: &etdi.Value{Kind: etdi.Array}}
+		if kf := po.Field("keys"); kf.V != nil || prov.IDP == nil {
+			if ka, err = kf.Array(); err != nil {
+				return nil, err
+			}
+		}
+		if ka.Len() == 0 && prov.IDP == nil {
+			return nil, ka.Errorf("provider %q has no keys and no identity provider", prov.ID)
+		}
+		r := prov.EffectiveRequire()
+		if (r == RequireKey || r == RequireBoth) && ka.Len() == 0 {
+			return nil, po.Field("require").Errorf("provider %q requires a key signature but lists no keys", prov.ID)
+		}
+		if (r == RequireIDP || r == RequireBoth) && prov.IDP == nil {
+			return nil, po.Field("require").Errorf("provider %q requires an identity provider token but configures none", prov.ID)
 		}
 		for j := 0; j < ka.Len(); j++ {
 			k, err := parseKey(ka.Elem(j))
@@ -285,6 +366,138 @@ func parseKey(f etdi.Field) (Key, error) {
 	return k, nil
 }
 
+func parseIDP(f etdi.Field) (*IDP, error) {
+	o, err := f.Object()
+	if err != nil {
+		return nil, err
+	}
+	if err := o.Only("issuer", "audience", "subjects", "subjectClaim", "jwks", "introspection", "denyJti", "denySubjects"); err != nil {
+		return nil, err
+	}
+	d := &IDP{}
+	if d.Issuer, err = o.Field("issuer").Str(); err != nil {
+		return nil, err
+	}
+	if err := CheckIssuer(d.Issuer); err != nil {
+		return nil, o.Field("issuer").Errorf("%v", err)
+	}
+	if d.Audience, err = o.Field("audience").Str(); err != nil {
+		return nil, err
+	}
+	if d.Audience == "" {
+		return nil, o.Field("audience").Errorf("must not be empty")
+	}
+	if d.Subjects, err = stringList(o.Field("subjects"), true); err != nil {
+		return nil, err
+	}
+	if d.SubjectClaim, err = o.Field("subjectClaim").OptStr(); err != nil {
+		return nil, err
+	}
+	if jf := o.Field("jwks"); jf.V != nil {
+		if _, err := jf.Object(); err != nil {
+			return nil, err
+		}
+		d.JWKS = etdi.AppendCanonical(nil, jf.V)
+	}
+	if inf := o.Field("introspection"); inf.V != nil {
+		io, err := inf.Object()
+		if err != nil {
+			return nil, err
+		}
+		if err := io.Only("endpoint", "clientId", "clientSecretEnv"); err != nil {
+			return nil, err
+		}
+		in := &Introspection{}
+		if in.Endpoint, err = io.Field("endpoint").Str(); err != nil {
+			return nil, err
+		}
+		if in.ClientID, err = io.Field("clientId").Str(); err != nil {
+			return nil, err
+		}
+		if in.ClientSecretEnv, err = io.Field("clientSecretEnv").Str(); err != nil {
+			return nil, err
+		}
+		d.Introspection = in
+	}
+	if d.DenyJTI, err = stringList(o.Field("denyJti"), false); err != nil {
+		return nil, err
+	}
+	if d.DenySubjects, err = stringList(o.Field("denySubjects"), false); err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+func stringList(f etdi.Field, required bool) ([]string, error) {
+	if f.V == nil && !required {
+		return nil, nil
+	}
+	a, err := f.Array()
+	if err != nil {
+		return nil, err
+	}
+	if required && a.Len() == 0 {
+		return nil, a.Errorf("must list at least one")
+	}
+	var out []string
+	for i := 0; i < a.Len(); i++ {
+		s, err := a.Elem(i).Str()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+// CheckIssuer accepts an https issuer URL, or http on a loopback address.
+func CheckIssuer(issuer string) error {
+	u, err := url.Parse(issuer)
+	if err != nil || u.Host == "" {
+		return fmt.Errorf("issuer %q is not a URL", issuer)
+	}
+	if u.Scheme == "https" {
+		return nil
+	}
+	if u.Scheme == "http" && IsLoopback(u.Hostname()) {
+		return nil
+	}
+	return fmt.Errorf("issuer %q must use https (http only on loopback)", issuer)
+}
+
+// IsLoopback reports whether host is localhost or a loopback address.
+func IsLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// SetIDP configures the identity provider of provider id, creating the
+// provider if needed.
+func (p *Policy) SetIDP(id string, d *IDP, require string) error {
+	if err := etdi.ValidateProviderID(id); err != nil {
+		return err
+	}
+	if err := CheckIssuer(d.Issuer); err != nil {
+		return err
+	}
+	if d.Audience == "" || len(d.Subjects) == 0 {
+		return errors.New("an identity provider needs an audience and at least one subject")
+	}
+	prov := p.Provider(id)
+	if prov == nil {
+		p.Providers = append(p.Providers, Provider{ID: id})
+		prov = &p.Providers[len(p.Providers)-1]
+	}
+	prov.IDP = d
+	if require != "" {
+		prov.Require = require
+	}
+	return nil
+}
+
 // ParseUnsignedRule parses "allow", "warn" or "block".
 func ParseUnsignedRule(s string) (UnsignedRule, error) {
 	switch r := UnsignedRule(s); r {
@@ -302,8 +515,27 @@ type jsonKey struct {
 }
 
 type jsonProvider struct {
-	ID   string    `json:"id"`
-	Keys []jsonKey `json:"keys"`
+	ID      string    `json:"id"`
+	Keys    []jsonKey `json:"keys,omitempty"`
+	IDP     *jsonIDP  `json:"idp,omitempty"`
+	Require string    `json:"require,omitempty"`
+}
+
+type jsonIDP struct {
+	Issuer        string             `json:"issuer"`
+	Audience      string             `json:"audience"`
+	Subjects      []string           `json:"subjects"`
+	SubjectClaim  string             `json:"subjectClaim,omitempty"`
+	JWKS          json.RawMessage    `json:"jwks,omitempty"`
+	Introspection *jsonIntrospection `json:"introspection,omitempty"`
+	DenyJTI       []string           `json:"denyJti,omitempty"`
+	DenySubjects  []string           `json:"denySubjects,omitempty"`
+}
+
+type jsonIntrospection struct {
+	Endpoint        string `json:"endpoint"`
+	ClientID        string `json:"clientId"`
+	ClientSecretEnv string `json:"clientSecretEnv"`
 }
 
 type jsonPolicy struct {
@@ -317,7 +549,15 @@ type jsonPolicy struct {
 func (p *Policy) Marshal() ([]byte, error) {
 	jp := jsonPolicy{Version: FormatVersion, Unsigned: p.Unsigned, Providers: []jsonProvider{}}
 	for _, prov := range p.Providers {
-		jv := jsonProvider{ID: prov.ID, Keys: []jsonKey{}}
+		jv := jsonProvider{ID: prov.ID, Require: prov.Require}
+		if d := prov.IDP; d != nil {
+			ji := &jsonIDP{Issuer: d.Issuer, Audience: d.Audience, Subjects: d.Subjects, SubjectClaim: d.SubjectClaim,
+				JWKS: d.JWKS, DenyJTI: d.DenyJTI, DenySubjects: d.DenySubjects}
+			if in := d.Introspection; in != nil {
+				ji.Introspection = &jsonIntrospection{in.Endpoint, in.ClientID, in.ClientSecretEnv}
+			}
+			jv.IDP = ji
+		}
 		for _, k := range prov.Keys {
 			pemBytes, err := keys.MarshalPublicKey(k.PublicKey)
 			if err != nil {

@@ -7,8 +7,10 @@ package verify
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -156,6 +158,8 @@ type Result struct {
 	Expires  *time.Time    `json:"expires,omitempty"`
 	Sequence uint64        `json:"sequence,omitempty"`
 	Signer   *Signer       `json:"signer,omitempty"`
+	// Token is the identity provider's word, when a token was verified.
+	Token *TokenIdentity `json:"token,omitempty"`
 	Tools    []ToolResult  `json:"tools"`
 	// Unsigned lists live tools that no signature covers.
 	Unsigned []string  `json:"unsigned,omitempty"`
@@ -183,7 +187,43 @@ type Options struct {
 	Now time.Time
 	// Live, if set, is the tools/list the server really serves.
 	Live *etdi.ToolsList
+	// Tokens verifies identity provider tokens; nil means bundles that
+	// need a token fail.
+	Tokens TokenVerifier
+	// Context bounds the token verifier's network calls.
+	Context context.Context
 }
+
+// TokenIdentity is who an identity provider token says published the
+// statement.
+type TokenIdentity struct {
+	Issuer  string    `json:"issuer"`
+	Subject string    `json:"subject"`
+	JTI     string    `json:"jti,omitempty"`
+	Scopes  []string  `json:"scopes,omitempty"`
+	Expires time.Time `json:"expires"`
+}
+
+// TokenVerifier checks an identity provider token against the provider's
+// policy and the exact payload it must be bound to. Package idp
+// implements it (with network access for discovery, JWKS and
+// introspection); package verify does no I/O of its own.
+type TokenVerifier interface {
+	VerifyToken(ctx context.Context, token string, cfg *trust.IDP, payload []byte, st *etdi.Statement) (*TokenIdentity, error)
+}
+
+// TokenError is a token that is not acceptable. Kind is the finding kind
+// it becomes: SignatureInvalid, Expired or Revoked. Issuer and Subject are
+// set when the token is valid but its subject is not trusted for the
+// provider (UntrustedSubject).
+type TokenError struct {
+	Kind             Kind
+	Msg              string
+	UntrustedSubject bool
+	Issuer, Subject  string
+}
+
+func (e *TokenError) Error() string { return e.Msg }
 
 // ClockSkew is the tolerance for a bundle issued in the future.
 const ClockSkew = 5 * time.Minute
@@ -234,12 +274,7 @@ func Verify(data []byte, p *trust.Policy, opts Options) *Result {
 			Permissions: nonNil(t.Permissions), Status: "unverified"})
 	}
 	claims := claimedTools(st)
-	if len(b.Envelope.Signatures) == 0 {
-		r.add(Finding{Kind: SignatureMissing, Severity: Error,
-			Message: fmt.Sprintf("bundle for provider %q (%s) carries no signature", st.Provider.ID, claims)})
-		return r
-	}
-	signer, ok := checkSignatures(r, b, st, p, now)
+	signer, token, ok := checkIdentity(r, b, st, p, now, opts, claims)
 	if !ok {
 		return r
 	}
@@ -248,6 +283,7 @@ func Verify(data []byte, p *trust.Policy, opts Options) *Result {
 	}
 	r.Verified = true
 	r.Signer = signer
+	r.Token = token
 	r.Statement = st
 	issued, expires := st.IssuedAt, st.Expires
 	r.IssuedAt, r.Expires, r.Sequence = &issued, &expires, st.Sequence
@@ -321,13 +357,106 @@ func anyTrustedSigner(b *etdi.Bundle, p *trust.Policy) *match {
 	return nil
 }
 
+// checkIdentity applies the provider's require rule to the key signature
+// and the identity provider token, recording the findings of whichever
+// fail when the rule is not met.
+func checkIdentity(r *Result, b *etdi.Bundle, st *etdi.Statement, p *trust.Policy, now time.Time, opts Options, claims string) (*Signer, *TokenIdentity, bool) {
+	prov := p.Provider(st.Provider.ID)
+	require := trust.RequireKey
+	if prov != nil {
+		require = prov.EffectiveRequire()
+	}
+	var signer *Signer
+	var keyFinding *Finding
+	if len(b.Envelope.Signatures) == 0 {
+		keyFinding = &Finding{Kind: SignatureMissing, Severity: Error,
+			Message: fmt.Sprintf("bundle for provider %q (%s) carries no signature", st.Provider.ID, claims)}
+	} else {
+		signer, keyFinding = checkSignatures(b, st, p, now, claims)
+	}
+	var token *TokenIdentity
+	var tokenFinding *Finding
+	if prov != nil && prov.IDP != nil {
+		token, tokenFinding = checkToken(b, st, p, prov, opts, claims)
+	}
+	keyOK, tokenOK := keyFinding == nil, token != nil
+	var ok bool
+	var failed []*Finding
+	switch require {
+	case trust.RequireIDP:
+		ok, failed = tokenOK, []*Finding{tokenFinding}
+		signer = nil
+	case trust.RequireBoth:
+		ok = keyOK && tokenOK
+		failed = []*Finding{keyFinding, tokenFinding}
+	case trust.RequireAny:
+		ok = keyOK || tokenOK
+		failed = []*Finding{keyFinding, tokenFinding}
+	default:
+		ok, failed = keyOK, []*Finding{keyFinding}
+		token = nil
+	}
+	if !ok {
+		for _, f := range failed {
+			if f != nil {
+				r.add(*f)
+			}
+		}
+		return nil, nil, false
+	}
+	if !keyOK {
+		signer = nil
+	}
+	return signer, token, true
+}
+
+// checkToken verifies the bundle's identity provider token for prov.
+func checkToken(b *etdi.Bundle, st *etdi.Statement, p *trust.Policy, prov *trust.Provider, opts Options, claims string) (*TokenIdentity, *Finding) {
+	if b.IDPToken == "" {
+		return nil, &Finding{Kind: SignatureMissing, Severity: Error,
+			Message: fmt.Sprintf("bundle for provider %q (%s) carries no identity provider token", st.Provider.ID, claims)}
+	}
+	if opts.Tokens == nil {
+		return nil, &Finding{Kind: SignatureInvalid, Severity: Error,
+			Message: fmt.Sprintf("bundle for provider %q (%s): no token verifier configured", st.Provider.ID, claims)}
+	}
+	ctx := opts.Context
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	id, err := opts.Tokens.VerifyToken(ctx, b.IDPToken, prov.IDP, b.Envelope.Payload, st)
+	if err == nil {
+		return id, nil
+	}
+	var te *TokenError
+	if !errors.As(err, &te) {
+		te = &TokenError{Kind: SignatureInvalid, Msg: err.Error()}
+	}
+	f := &Finding{Kind: te.Kind, Severity: Error,
+		Message: fmt.Sprintf("bundle for provider %q (%s): %s", st.Provider.ID, claims, te.Msg)}
+	if te.UntrustedSubject {
+		var others []string
+		for _, o := range p.Providers {
+			if o.ID != prov.ID && o.IDP != nil && o.IDP.Issuer == te.Issuer && slices.Contains(o.IDP.Subjects, te.Subject) {
+				others = append(others, o.ID)
+			}
+		}
+		if len(others) > 0 {
+			f.Kind = Impersonation
+			f.TrustedFor = others
+			f.Message = fmt.Sprintf("bundle claims provider %q (%s) but its token's subject %q is trusted only for %s",
+				st.Provider.ID, claims, te.Subject, quoteList(others))
+		}
+	}
+	return nil, f
+}
+
 // checkSignatures finds a signature by a key trusted for the claimed
-// provider and valid now. Failing that it records the most telling
+// provider and valid now. Failing that it returns the most telling
 // finding: impersonation, key outside its window, or invalid signature.
-func checkSignatures(r *Result, b *etdi.Bundle, st *etdi.Statement, p *trust.Policy, now time.Time) (*Signer, bool) {
+func checkSignatures(b *etdi.Bundle, st *etdi.Statement, p *trust.Policy, now time.Time, claims string) (*Signer, *Finding) {
 	pae := b.Envelope.PAE()
 	claimed := st.Provider.ID
-	claims := claimedTools(st)
 	var windowErr error
 	var windowKey string
 	if prov := p.Provider(claimed); prov != nil {
@@ -340,13 +469,12 @@ func checkSignatures(r *Result, b *etdi.Bundle, st *etdi.Statement, p *trust.Pol
 				windowErr, windowKey = err, k.ID
 				continue
 			}
-			return &Signer{KeyID: k.ID, Algorithm: keys.Algorithm(k.PublicKey), Provider: claimed}, true
+			return &Signer{KeyID: k.ID, Algorithm: keys.Algorithm(k.PublicKey), Provider: claimed}, nil
 		}
 	}
 	if windowErr != nil {
-		r.add(Finding{Kind: KeyNotValid, Severity: Error, KeyID: windowKey,
-			Message: fmt.Sprintf("bundle for provider %q (%s): the signing key is not acceptable now: %v", claimed, claims, windowErr)})
-		return nil, false
+		return nil, &Finding{Kind: KeyNotValid, Severity: Error, KeyID: windowKey,
+			Message: fmt.Sprintf("bundle for provider %q (%s): the signing key is not acceptable now: %v", claimed, claims, windowErr)}
 	}
 	// No key of the claimed provider signed. Did a key of another provider?
 	var others []match
@@ -367,10 +495,9 @@ func checkSignatures(r *Result, b *etdi.Bundle, st *etdi.Statement, p *trust.Pol
 			provs = append(provs, m.provider)
 		}
 		sort.Strings(provs)
-		r.add(Finding{Kind: Impersonation, Severity: Error, KeyID: others[0].key.ID, TrustedFor: provs,
+		return nil, &Finding{Kind: Impersonation, Severity: Error, KeyID: others[0].key.ID, TrustedFor: provs,
 			Message: fmt.Sprintf("bundle claims provider %q (%s) but is signed by key %s, which is trusted only for %s",
-				claimed, claims, keys.ShortID(others[0].key.ID), quoteList(provs))})
-		return nil, false
+				claimed, claims, keys.ShortID(others[0].key.ID), quoteList(provs))}
 	}
 	var hints []string
 	for _, s := range b.Envelope.Signatures {
@@ -386,12 +513,11 @@ func checkSignatures(r *Result, b *etdi.Bundle, st *etdi.Statement, p *trust.Pol
 	if p.Provider(claimed) == nil {
 		msg = fmt.Sprintf("bundle for provider %q (%s): the provider is not in the trust policy and no trusted key signed the bundle%s", claimed, claims, hint)
 	}
-	f := Finding{Kind: SignatureInvalid, Severity: Error, Message: msg}
+	f := &Finding{Kind: SignatureInvalid, Severity: Error, Message: msg}
 	if len(b.Envelope.Signatures) > 0 {
 		f.KeyID = b.Envelope.Signatures[0].KeyID
 	}
-	r.add(f)
-	return nil, false
+	return nil, f
 }
 
 func quoteList(xs []string) string {

@@ -313,7 +313,7 @@ func (e *env) observe(f *serverFlags, t *target, p *trust.Policy) (*observation,
 		}
 		return o.unsigned(t.name, live, p.Unsigned)
 	}
-	r := verify.Verify(data, p, verify.Options{Now: now, Live: live})
+	r := verify.Verify(data, p, verify.Options{Now: now, Live: live, Tokens: e.tokenVerifier(now), Context: e.ctx})
 	r.Source = o.bundleSource
 	o.result = r
 	o.findings = append(o.findings, r.Findings...)
@@ -321,7 +321,7 @@ func (e *env) observe(f *serverFlags, t *target, p *trust.Policy) (*observation,
 		return o, nil
 	}
 	st := r.Statement
-	signer := pin.Signer{Kind: "key", ID: r.Signer.KeyID}
+	signer := signerOf(r)
 	obs := &pin.Observation{Server: pin.SignedServerKey(st.Provider.ID, st.Server.Name), Provider: st.Provider.ID,
 		Name: st.Server.Name, Sequence: st.Sequence}
 	if live == nil {
@@ -378,6 +378,18 @@ func (e *env) observeOne(f *serverFlags, args []string, dash int) (*observation,
 		return nil, err
 	}
 	return e.observe(f, &ts[0], p)
+}
+
+// signerOf is the pin identity of whoever vouched for a verified bundle:
+// the key, the identity provider's issuer and subject, or both.
+func signerOf(r *verify.Result) pin.Signer {
+	switch {
+	case r.Signer != nil && r.Token != nil:
+		return pin.Signer{Kind: "key+idp", ID: r.Signer.KeyID + " " + r.Token.Issuer + " " + r.Token.Subject}
+	case r.Token != nil:
+		return pin.Signer{Kind: "idp", ID: r.Token.Issuer + " " + r.Token.Subject}
+	}
+	return pin.Signer{Kind: "key", ID: r.Signer.KeyID}
 }
 
 // setListing records what only a live server shows: its instructions.

@@ -260,7 +260,14 @@ func printCheck(w io.Writer, rep *checkReport) {
 	}
 	if r := rep.Verification; r != nil {
 		if r.Verified {
-			fmt.Fprintf(w, "bundle %s verified: provider %s, key %s (%s)\n", r.Source, r.Provider.ID, keys.ShortID(r.Signer.KeyID), r.Signer.Algorithm)
+			var by []string
+			if r.Signer != nil {
+				by = append(by, fmt.Sprintf("key %s (%s)", keys.ShortID(r.Signer.KeyID), r.Signer.Algorithm))
+			}
+			if r.Token != nil {
+				by = append(by, fmt.Sprintf("token of %s for %s", r.Token.Issuer, r.Token.Subject))
+			}
+			fmt.Fprintf(w, "bundle %s verified: provider %s, %s\n", r.Source, r.Provider.ID, strings.Join(by, " and "))
 		} else {
 			fmt.Fprintf(w, "bundle %s NOT verified\n", r.Source)
 		}

@@ -6,35 +6,63 @@ import (
 	"time"
 
 	"github.com/etdi-dev/etdi"
+	"github.com/etdi-dev/etdi/idp"
 	"github.com/etdi-dev/etdi/internal/atomicfile"
 	"github.com/etdi-dev/etdi/keys"
 	"github.com/etdi-dev/etdi/sign"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 func (e *env) signCmd() *cobra.Command {
 	var keyRef, out, expires, issuedAt string
 	var sequence uint64
+	var f idpSignFlags
 	cmd := &cobra.Command{
-		Use:   "sign --key KEY --out BUNDLE MANIFEST",
+		Use:   "sign (--key KEY | --idp-issuer URL ... | --idp-token-file FILE) --out BUNDLE MANIFEST",
 		Short: "Sign a tool manifest into a bundle",
 		Long: `Sign a tool manifest (SPEC.md §4) into a bundle (SPEC.md §6): a DSSE
 envelope around an in-toto statement naming every tool as <name>@<version>
 with the SHA-256 of its canonical definition.
 
-KEY is an encrypted private key file, env://VAR (the key's PEM text in an
-environment variable), or a KMS URI when etdi is built with -tags kms. The
-password comes from ETDI_PASSWORD, or a prompt on a terminal.
+With --key the statement is signed with a provider key: an encrypted private
+key file, env://VAR (the key's PEM text in an environment variable), or a KMS
+URI when etdi is built with -tags kms. The password comes from
+ETDI_PASSWORD, or a prompt on a terminal.
+
+With --idp-issuer (instead of or beside --key) etdi gets a token from the
+provider's identity provider with the OAuth 2.0 client credentials grant,
+asking for the scopes the manifest declares and binding it to this exact
+statement with an RFC 9396 authorization_details entry (SPEC.md §20). The
+client secret is read from the variable --client-secret-env names. Tokens
+are short-lived: re-sign, or refresh the token, before it expires.
+--idp-token-file uses a token obtained another way; --print-binding prints
+what such a token must be bound to (use fixed --issued-at and --sequence so
+the statement is the same when signing).
 
 --expires takes a duration (4320h) or an RFC 3339 time; the default is 180
 days. --sequence must increase with every bundle you publish for a server;
 the default is the issue time in Unix seconds.`,
 		Example: `  etdi sign --key acme.key --out weather.etdi.json weather.manifest.json
+  etdi sign --idp-issuer https://idp.example.com --client-id acme-ci --client-secret-env IDP_SECRET \
+            --audience urn:etdi --out weather.etdi.json weather.manifest.json
   etdi sign --key env://ETDI_KEY --expires 720h --out - weather.manifest.json`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if keyRef == "" || out == "" {
-				return usagef("--key and --out are required")
+			if out == "" && !f.printBinding {
+				return usagef("--out is required")
+			}
+			if keyRef == "" && !f.used() {
+				return usagef("give --key, --idp-issuer or --idp-token-file")
+			}
+			if f.issuer != "" && f.tokenFile != "" {
+				return usagef("--idp-issuer and --idp-token-file cannot be combined")
+			}
+			if f.issuer != "" && (f.clientID == "" || f.secretEnv == "" || f.audience == "") {
+				return usagef("--idp-issuer needs --client-id, --client-secret-env and --audience")
+			}
+			if (f.tokenFile != "" || f.printBinding) && issuedAt == "" {
+				return usagef("--idp-token-file and --print-binding need a fixed --issued-at (and --sequence), so the statement the token is bound to is the one signed")
 			}
 			opts := sign.Options{Sequence: sequence}
 			var err error
@@ -62,13 +90,39 @@ the default is the issue time in Unix seconds.`,
 			if err != nil {
 				return fmt.Errorf("%s: %w", args[0], err)
 			}
-			signer, pub, err := keys.LoadSigner(e.ctx, keyRef, func() ([]byte, error) { return e.password(false) })
+			st, payload, err := sign.Build(m, opts)
 			if err != nil {
 				return err
 			}
-			b, err := sign.Sign(m, signer, pub, opts)
-			if err != nil {
-				return err
+			if f.printBinding {
+				return e.writeJSON(struct {
+					AuthorizationDetails []idp.Detail `json:"authorization_details"`
+					Scope                string       `json:"scope"`
+					PayloadDigest        string       `json:"payloadDigest"`
+				}{[]idp.Detail{idp.DetailFor(st, payload)}, strings.Join(idp.Scopes(st), " "), idp.PayloadDigest(payload)})
+			}
+			b := &etdi.Bundle{Envelope: etdi.Envelope{PayloadType: etdi.PayloadType, Payload: payload, Signatures: []etdi.Signature{}}}
+			var who []string
+			if keyRef != "" {
+				signer, pub, err := keys.LoadSigner(e.ctx, keyRef, func() ([]byte, error) { return e.password(false) })
+				if err != nil {
+					return err
+				}
+				sig, err := sign.SignPayload(payload, signer, pub)
+				if err != nil {
+					return err
+				}
+				b.Envelope.Signatures = append(b.Envelope.Signatures, sig)
+				id, _ := keys.ID(pub)
+				who = append(who, "key "+keys.ShortID(id))
+			}
+			if f.used() {
+				token, err := e.idpToken(&f, st, payload)
+				if err != nil {
+					return err
+				}
+				b.IDPToken = token
+				who = append(who, "a token of "+f.issuerOr())
 			}
 			body := b.Marshal()
 			if out == "-" {
@@ -78,21 +132,76 @@ the default is the issue time in Unix seconds.`,
 			if err := atomicfile.Write(out, body, 0o644); err != nil {
 				return err
 			}
-			id, _ := keys.ID(pub)
 			var names []string
 			for _, t := range m.Tools {
 				names = append(names, etdi.SubjectName(t.Name, t.Version))
 			}
-			fmt.Fprintf(e.stderr, "etdi: signed %d tool(s) for provider %q with key %s: %s\netdi: wrote %s\n",
-				len(m.Tools), m.Provider.ID, keys.ShortID(id), strings.Join(names, ", "), out)
+			fmt.Fprintf(e.stderr, "etdi: signed %d tool(s) for provider %q with %s: %s\netdi: wrote %s\n",
+				len(m.Tools), m.Provider.ID, strings.Join(who, " and "), strings.Join(names, ", "), out)
 			return nil
 		},
 	}
-	f := cmd.Flags()
-	f.StringVar(&keyRef, "key", "", "private key: file, env://VAR or KMS URI (required)")
-	f.StringVar(&out, "out", "", "bundle file to write, or - for standard output (required)")
-	f.StringVar(&expires, "expires", "", "validity: duration (e.g. 4320h) or RFC 3339 time (default 180 days)")
-	f.StringVar(&issuedAt, "issued-at", "", "issue time, RFC 3339 (default now; for reproducible builds)")
-	f.Uint64Var(&sequence, "sequence", 0, "bundle sequence number (default: issue time in Unix seconds)")
+	fl := cmd.Flags()
+	fl.StringVar(&keyRef, "key", "", "private key: file, env://VAR or KMS URI")
+	fl.StringVar(&out, "out", "", "bundle file to write, or - for standard output (required)")
+	fl.StringVar(&expires, "expires", "", "validity: duration (e.g. 4320h) or RFC 3339 time (default 180 days)")
+	fl.StringVar(&issuedAt, "issued-at", "", "issue time, RFC 3339 (default now; for reproducible builds)")
+	fl.Uint64Var(&sequence, "sequence", 0, "bundle sequence number (default: issue time in Unix seconds)")
+	f.register(fl)
 	return cmd
+}
+
+// idpSignFlags select how a provider gets its identity provider token.
+type idpSignFlags struct {
+	issuer, clientID, secretEnv, audience, resource, tokenFile string
+	printBinding                                               bool
+}
+
+func (f *idpSignFlags) register(fl *pflag.FlagSet) {
+	fl.StringVar(&f.issuer, "idp-issuer", "", "identity provider issuer URL: get a token with the client credentials grant")
+	fl.StringVar(&f.clientID, "client-id", "", "OAuth client id (with --idp-issuer)")
+	fl.StringVar(&f.secretEnv, "client-secret-env", "", "environment variable holding the client secret (with --idp-issuer)")
+	fl.StringVar(&f.audience, "audience", "", "audience the verifiers expect (sent as the resource indicator)")
+	fl.StringVar(&f.resource, "resource", "", "resource indicator to send instead of --audience")
+	fl.StringVar(&f.tokenFile, "idp-token-file", "", "a token obtained another way, bound to this statement")
+	fl.BoolVar(&f.printBinding, "print-binding", false, "print the authorization_details a token must carry for this statement, and exit")
+}
+
+func (f *idpSignFlags) used() bool { return f.issuer != "" || f.tokenFile != "" }
+
+func (f *idpSignFlags) issuerOr() string {
+	if f.issuer != "" {
+		return f.issuer
+	}
+	return "the identity provider"
+}
+
+// idpToken gets (or reads) the token and checks, without trusting it, that
+// it is bound to this payload, so a wrong token fails here.
+func (e *env) idpToken(f *idpSignFlags, st *etdi.Statement, payload []byte) (string, error) {
+	var token string
+	if f.tokenFile != "" {
+		b, err := e.readInput(f.tokenFile)
+		if err != nil {
+			return "", err
+		}
+		token = strings.TrimSpace(string(b))
+	} else {
+		secret, ok := e.lookupEnv(f.secretEnv)
+		if !ok || secret == "" {
+			return "", fmt.Errorf("%s is not set", f.secretEnv)
+		}
+		resource := f.resource
+		if resource == "" {
+			resource = f.audience
+		}
+		var err error
+		if token, err = idp.RequestToken(e.ctx, nil, f.issuer, f.clientID, secret, resource, st, payload); err != nil {
+			return "", err
+		}
+	}
+	if err := idp.CheckUnverifiedBinding(token, payload); err != nil {
+		return "", fmt.Errorf("the identity provider token does not fit this statement: %w", err)
+	}
+	return token, nil
 }

@@ -4,11 +4,16 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
+	"strings"
 	"time"
 
+	"github.com/etdi-dev/etdi"
+	"github.com/etdi-dev/etdi/idp"
 	"github.com/etdi-dev/etdi/keys"
 	"github.com/etdi-dev/etdi/trust"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 func (e *env) trustCmd() *cobra.Command {
@@ -41,15 +46,30 @@ func loadOrNewPolicy(path string) (*trust.Policy, error) {
 func (e *env) trustAddCmd(policyPath *string) *cobra.Command {
 	var provider, notBefore, notAfter string
 	var keyFiles []string
+	var d idpFlags
 	cmd := &cobra.Command{
-		Use:   "add --provider ID --key FILE [--key FILE ...]",
-		Short: "Trust public keys for a provider (creates the policy file if needed)",
+		Use:   "add --provider ID (--key FILE ... | --issuer URL --subject SUB --audience AUD)",
+		Short: "Trust public keys or an identity provider for a provider (creates the policy file if needed)",
+		Long: `Trust public keys, an identity provider, or both, for a provider.
+
+With --issuer, bundles of the provider may carry a JWT from that OAuth 2.0 /
+OpenID Connect issuer: it must be signed with one of the issuer's keys (found
+by OIDC discovery, or from --jwks, a JWKS file pinned into the policy for
+offline use), name one of the --subject values (in the claim --subject-claim,
+default sub), the --audience, grant every declared scope, and be bound to the
+exact statement. --introspection-endpoint adds an RFC 7662 revocation check;
+--deny-jti and --deny-subject refuse tokens outright.
+
+--require says what a bundle must have: key, idp, both (the default when
+both are configured) or any.`,
 		Example: `  etdi trust add --policy trust.json --provider acme --key acme.pub
-  etdi trust add --policy trust.json --provider acme --key old.pub --not-after 2027-01-01T00:00:00Z`,
+  etdi trust add --policy trust.json --provider acme --key old.pub --not-after 2027-01-01T00:00:00Z
+  etdi trust add --policy trust.json --provider acme --issuer https://idp.example.com --subject acme-ci --audience urn:etdi
+  etdi trust add --policy trust.json --provider acme --issuer https://idp.example.com --subject acme-ci --audience urn:etdi --jwks idp-jwks.json`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if provider == "" || len(keyFiles) == 0 {
-				return usagef("--provider and at least one --key are required")
+			if provider == "" || (len(keyFiles) == 0 && d.issuer == "" && d.require == "") {
+				return usagef("--provider and at least one --key or an --issuer are required")
 			}
 			nb, err := parseTimeFlag("not-before", notBefore)
 			if err != nil {
@@ -64,6 +84,13 @@ func (e *env) trustAddCmd(policyPath *string) *cobra.Command {
 				return err
 			}
 			var msgs []string
+			if d.issuer != "" || d.require != "" {
+				msg, err := d.apply(p, provider, e)
+				if err != nil {
+					return err
+				}
+				msgs = append(msgs, msg)
+			}
 			for _, kf := range keyFiles {
 				pub, err := keys.ReadPublicKeyFile(kf)
 				if err != nil {
@@ -95,7 +122,68 @@ func (e *env) trustAddCmd(policyPath *string) *cobra.Command {
 	f.StringArrayVar(&keyFiles, "key", nil, "public key file (PEM); repeatable")
 	f.StringVar(&notBefore, "not-before", "", "key is valid from this RFC 3339 time")
 	f.StringVar(&notAfter, "not-after", "", "key is valid until this RFC 3339 time")
+	d.register(f)
 	return cmd
+}
+
+// idpFlags configure a provider's identity provider in the policy.
+type idpFlags struct {
+	issuer, audience, subjectClaim, jwksFile, require string
+	subjects, denyJTI, denySubjects                   []string
+	inEndpoint, inClientID, inSecretEnv               string
+}
+
+func (d *idpFlags) register(f *pflag.FlagSet) {
+	f.StringVar(&d.issuer, "issuer", "", "identity provider issuer URL (https; http only on loopback)")
+	f.StringArrayVar(&d.subjects, "subject", nil, "accepted token subject (client id of the provider's CI); repeatable")
+	f.StringVar(&d.audience, "audience", "", "audience tokens must name")
+	f.StringVar(&d.subjectClaim, "subject-claim", "", "claim holding the subject (default sub; e.g. client_id)")
+	f.StringVar(&d.jwksFile, "jwks", "", "pin this JWKS file into the policy instead of discovering the issuer's keys")
+	f.StringVar(&d.inEndpoint, "introspection-endpoint", "", "RFC 7662 endpoint checked for every token")
+	f.StringVar(&d.inClientID, "introspection-client-id", "", "client id for introspection")
+	f.StringVar(&d.inSecretEnv, "introspection-secret-env", "", "environment variable holding the introspection client secret")
+	f.StringArrayVar(&d.denyJTI, "deny-jti", nil, "refuse the token with this jti (repeatable)")
+	f.StringArrayVar(&d.denySubjects, "deny-subject", nil, "refuse tokens of this subject (repeatable)")
+	f.StringVar(&d.require, "require", "", "what a bundle must carry: key, idp, both or any")
+}
+
+func (d *idpFlags) apply(p *trust.Policy, provider string, e *env) (string, error) {
+	switch d.require {
+	case "", trust.RequireKey, trust.RequireIDP, trust.RequireBoth, trust.RequireAny:
+	default:
+		return "", usagef("--require %q: want key, idp, both or any", d.require)
+	}
+	if d.issuer == "" {
+		prov := p.Provider(provider)
+		if prov == nil {
+			return "", fmt.Errorf("provider %q is not in the policy", provider)
+		}
+		prov.Require = d.require
+		return fmt.Sprintf("provider %q requires %s", provider, d.require), nil
+	}
+	c := &trust.IDP{Issuer: d.issuer, Audience: d.audience, Subjects: d.subjects, SubjectClaim: d.subjectClaim,
+		DenyJTI: d.denyJTI, DenySubjects: d.denySubjects}
+	if d.jwksFile != "" {
+		b, err := os.ReadFile(d.jwksFile)
+		if err != nil {
+			return "", err
+		}
+		if _, err := idp.ParseJWKS(b); err != nil {
+			return "", fmt.Errorf("%s: %w", d.jwksFile, err)
+		}
+		v, _ := etdi.ParseJSON(b)
+		c.JWKS = etdi.AppendCanonical(nil, v)
+	}
+	if d.inEndpoint != "" {
+		if d.inClientID == "" || d.inSecretEnv == "" {
+			return "", usagef("--introspection-endpoint needs --introspection-client-id and --introspection-secret-env")
+		}
+		c.Introspection = &trust.Introspection{Endpoint: d.inEndpoint, ClientID: d.inClientID, ClientSecretEnv: d.inSecretEnv}
+	}
+	if err := p.SetIDP(provider, c, d.require); err != nil {
+		return "", &usageError{err}
+	}
+	return fmt.Sprintf("trusted identity provider %s for provider %q (subjects %s, audience %s)", d.issuer, provider, strings.Join(d.subjects, ", "), d.audience), nil
 }
 
 type trustListKey struct {
@@ -106,8 +194,15 @@ type trustListKey struct {
 }
 
 type trustListProvider struct {
-	ID   string         `json:"id"`
-	Keys []trustListKey `json:"keys"`
+	ID      string         `json:"id"`
+	Require string         `json:"require"`
+	Keys    []trustListKey `json:"keys"`
+	Issuer  string         `json:"issuer,omitempty"`
+	// Subjects and Audience of the identity provider.
+	Subjects []string `json:"subjects,omitempty"`
+	Audience string   `json:"audience,omitempty"`
+	// PinnedJWKS says whether the issuer's keys are pinned offline.
+	PinnedJWKS bool `json:"pinnedJwks,omitempty"`
 }
 
 type trustList struct {
@@ -129,7 +224,10 @@ func (e *env) trustListCmd(policyPath *string) *cobra.Command {
 			}
 			l := trustList{Policy: *policyPath, Unsigned: p.Unsigned, Providers: []trustListProvider{}}
 			for _, prov := range p.Providers {
-				lp := trustListProvider{ID: prov.ID}
+				lp := trustListProvider{ID: prov.ID, Require: prov.EffectiveRequire(), Keys: []trustListKey{}}
+				if d := prov.IDP; d != nil {
+					lp.Issuer, lp.Subjects, lp.Audience, lp.PinnedJWKS = d.Issuer, d.Subjects, d.Audience, len(d.JWKS) > 0
+				}
 				for _, k := range prov.Keys {
 					lk := trustListKey{ID: k.ID, Algorithm: keys.Algorithm(k.PublicKey)}
 					if !k.NotBefore.IsZero() {
@@ -147,7 +245,10 @@ func (e *env) trustListCmd(policyPath *string) *cobra.Command {
 			}
 			fmt.Fprintf(e.stdout, "policy %s: unsigned tools: %s\n", l.Policy, l.Unsigned)
 			for _, lp := range l.Providers {
-				fmt.Fprintf(e.stdout, "provider %s\n", lp.ID)
+				fmt.Fprintf(e.stdout, "provider %s (requires %s)\n", lp.ID, lp.Require)
+				if lp.Issuer != "" {
+					fmt.Fprintf(e.stdout, "  identity provider %s, subjects %s, audience %s\n", lp.Issuer, strings.Join(lp.Subjects, ", "), lp.Audience)
+				}
 				for _, k := range lp.Keys {
 					window := ""
 					if k.NotBefore != "" || k.NotAfter != "" {

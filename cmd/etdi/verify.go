@@ -3,10 +3,13 @@ package main
 import (
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/etdi-dev/etdi"
+	"github.com/etdi-dev/etdi/idp"
 	"github.com/etdi-dev/etdi/keys"
 	"github.com/etdi-dev/etdi/trust"
 	"github.com/etdi-dev/etdi/verify"
@@ -48,7 +51,7 @@ differs, 12 impersonation, 14 expired or key outside its window, 1 error.`,
 			if err != nil {
 				return err
 			}
-			opts := verify.Options{Now: now}
+			opts := verify.Options{Now: now, Tokens: e.tokenVerifier(now), Context: e.ctx}
 			if toolsPath != "" {
 				td, err := e.readInput(toolsPath)
 				if err != nil {
@@ -89,6 +92,19 @@ differs, 12 impersonation, 14 expired or key outside its window, 1 error.`,
 	return cmd
 }
 
+// tokenVerifier returns the identity provider token verifier, with its key
+// cache in the user cache directory; now (if set) is the verification time.
+func (e *env) tokenVerifier(now time.Time) *idp.Verifier {
+	v := &idp.Verifier{Getenv: func(k string) string { s, _ := e.lookupEnv(k); return s }}
+	if dir, err := os.UserCacheDir(); err == nil {
+		v.Cache = idp.FileCache{Dir: filepath.Join(dir, "etdi", "jwks")}
+	}
+	if !now.IsZero() {
+		v.Now = func() time.Time { return now }
+	}
+	return v
+}
+
 func loadPolicy(path string) (*trust.Policy, error) {
 	p, err := trust.Load(path)
 	if err != nil {
@@ -118,6 +134,9 @@ func printResult(w io.Writer, r *verify.Result) {
 	}
 	if r.Signer != nil {
 		fmt.Fprintf(w, "  signer    key %s (%s)\n", keys.ShortID(r.Signer.KeyID), r.Signer.Algorithm)
+	}
+	if r.Token != nil {
+		fmt.Fprintf(w, "  token     issuer %s, subject %s, expires %s\n", r.Token.Issuer, r.Token.Subject, r.Token.Expires.Format(time.RFC3339))
 	}
 	if r.Server.Name != "" {
 		fmt.Fprintf(w, "  server    %s %s\n", r.Server.Name, r.Server.Version)
