@@ -243,6 +243,9 @@ func checkEndpoint(what, raw string) error {
 // getJSON fetches a document of at most maxDocument bytes and returns it
 // with its Cache-Control max-age (-1 for no-store).
 func getJSON(ctx context.Context, client *http.Client, raw string) ([]byte, time.Duration, error) {
+	if client == nil {
+		client = &http.Client{Timeout: fetchTimeout}
+	}
 	ctx, cancel := context.WithTimeout(ctx, fetchTimeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, raw, nil)

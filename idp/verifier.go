@@ -268,7 +268,12 @@ func (v *Verifier) introspect(ctx context.Context, in *trust.Introspection, toke
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, maxDocument))
 	if resp.StatusCode != http.StatusOK {
-		return tokenErr(verify.SignatureInvalid, "introspection failed (%s), refusing the token", resp.Status)
+		var e struct {
+			Error       string `json:"error"`
+			Description string `json:"error_description"`
+		}
+		json.Unmarshal(b, &e)
+		return tokenErr(verify.SignatureInvalid, "introspection failed (%s: %s %s), refusing the token", resp.Status, e.Error, e.Description)
 	}
 	var r struct {
 		Active *bool `json:"active"`

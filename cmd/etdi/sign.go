@@ -52,7 +52,7 @@ the default is the issue time in Unix seconds.`,
 			if out == "" && !f.printBinding {
 				return usagef("--out is required")
 			}
-			if keyRef == "" && !f.used() {
+			if keyRef == "" && !f.used() && !f.printBinding {
 				return usagef("give --key, --idp-issuer or --idp-token-file")
 			}
 			if f.issuer != "" && f.tokenFile != "" {

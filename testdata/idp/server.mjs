@@ -39,9 +39,9 @@ const client = (id, scope) => ({
   grant_types: ["client_credentials"],
   redirect_uris: [],
   response_types: [],
-  scope,
   token_endpoint_auth_method: "client_secret_basic",
   authorization_details_types: ["etdi_manifest"],
+  ...(scope ? { scope } : {}),
 });
 
 const provider = new Provider(issuer, {
@@ -49,7 +49,8 @@ const provider = new Provider(issuer, {
     client("acme-ci", "net:fetch geo:read"),
     client("narrow-ci", "net:fetch"),
     client("globex-ci", "net:fetch geo:read"),
-    { ...client("etdi-verifier", ""), grant_types: [] },
+    // The client a verifier uses for introspection; it gets no tokens.
+    { ...client("etdi-verifier"), grant_types: [] },
   ],
   jwks: { keys },
   scopes: ["net:fetch", "geo:read", "fs:read"],
