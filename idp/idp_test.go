@@ -70,7 +70,13 @@ type idpServer struct {
 	inStatus     int
 }
 
-func newIDP(t *testing.T, keys ...testKey) *idpServer {
+// newIDPBench returns a configuration served by a fresh test IdP.
+func newIDPBench(b *testing.B, k testKey) *trust.IDP {
+	s := newIDP(b, k)
+	return config(s)
+}
+
+func newIDP(t testing.TB, keys ...testKey) *idpServer {
 	s := &idpServer{jwks: jwksOf(keys...), cacheControl: "max-age=600", inStatus: 200}
 	s.active.Store(true)
 	mux := http.NewServeMux()

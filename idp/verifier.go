@@ -39,6 +39,24 @@ type Verifier struct {
 	Getenv func(string) string
 
 	mu sync.Mutex
+	// parsed memoizes key sets by their JWKS text.
+	parsed map[string]*KeySet
+}
+
+// keySet parses a JWKS once per distinct text.
+func (v *Verifier) keySet(jwks []byte) (*KeySet, error) {
+	if ks, ok := v.parsed[string(jwks)]; ok {
+		return ks, nil
+	}
+	ks, err := ParseJWKS(jwks)
+	if err != nil {
+		return nil, err
+	}
+	if v.parsed == nil || len(v.parsed) > 64 {
+		v.parsed = map[string]*KeySet{}
+	}
+	v.parsed[string(jwks)] = ks
+	return ks, nil
 }
 
 func (v *Verifier) now() time.Time {
@@ -157,8 +175,10 @@ func tokenScopes(c jwt.MapClaims) []string {
 // refreshBackoff; an unreachable JWKS endpoint falls back to cached keys
 // within their lifetime and otherwise fails closed.
 func (v *Verifier) key(ctx context.Context, cfg *trust.IDP, kid string) (crypto.PublicKey, error) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
 	if len(cfg.JWKS) > 0 {
-		ks, err := ParseJWKS(cfg.JWKS)
+		ks, err := v.keySet(cfg.JWKS)
 		if err != nil {
 			return nil, fmt.Errorf("pinned JWKS: %w", err)
 		}
@@ -167,12 +187,10 @@ func (v *Verifier) key(ctx context.Context, cfg *trust.IDP, kid string) (crypto.
 		}
 		return nil, fmt.Errorf("kid %q is not in the pinned JWKS", kid)
 	}
-	v.mu.Lock()
-	defer v.mu.Unlock()
 	now := v.now()
 	cached, ok := v.cacheLoad(cfg.Issuer)
 	if ok && now.Before(cached.Expires) {
-		if ks, err := ParseJWKS(cached.JWKS); err == nil {
+		if ks, err := v.keySet(cached.JWKS); err == nil {
 			if k, found := ks.Key(kid); found {
 				return k, nil
 			}
@@ -184,7 +202,7 @@ func (v *Verifier) key(ctx context.Context, cfg *trust.IDP, kid string) (crypto.
 	fresh, err := v.fetchKeys(ctx, cfg.Issuer, cached)
 	if err != nil {
 		if ok && now.Before(cached.Expires) {
-			if ks, perr := ParseJWKS(cached.JWKS); perr == nil {
+			if ks, perr := v.keySet(cached.JWKS); perr == nil {
 				if k, found := ks.Key(kid); found {
 					return k, nil
 				}
@@ -192,7 +210,7 @@ func (v *Verifier) key(ctx context.Context, cfg *trust.IDP, kid string) (crypto.
 		}
 		return nil, fmt.Errorf("cannot get the issuer's keys (%v) and no cached key %q within its lifetime", err, kid)
 	}
-	ks, err := ParseJWKS(fresh.JWKS)
+	ks, err := v.keySet(fresh.JWKS)
 	if err != nil {
 		return nil, err
 	}

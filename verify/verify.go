@@ -160,7 +160,7 @@ type Result struct {
 	Signer   *Signer       `json:"signer,omitempty"`
 	// Token is the identity provider's word, when a token was verified.
 	Token *TokenIdentity `json:"token,omitempty"`
-	Tools    []ToolResult  `json:"tools"`
+	Tools []ToolResult   `json:"tools"`
 	// Unsigned lists live tools that no signature covers.
 	Unsigned []string  `json:"unsigned,omitempty"`
 	Findings []Finding `json:"findings"`

@@ -102,7 +102,9 @@ func TestIDPWithOIDCProvider(t *testing.T) {
 	issuer, stop := startIDP(t)
 	p := newPinEnv(t)
 	secrets := []string{"ACME_SECRET=acme-ci-secret", "GLOBEX_SECRET=globex-ci-secret", "VERIFIER_SECRET=etdi-verifier-secret"}
-	run := func(args ...string) result { return runEtdi(t, p.dir, append(append([]string{}, pwEnv...), secrets...), args...) }
+	run := func(args ...string) result {
+		return runEtdi(t, p.dir, append(append([]string{}, pwEnv...), secrets...), args...)
+	}
 	expect := func(code int, want string, args ...string) result {
 		t.Helper()
 		r := run(args...)
