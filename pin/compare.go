@@ -279,13 +279,25 @@ func compare(tx *bolt.Tx, o *Observation) (*Comparison, error) {
 	}
 	// Look-alike names within what the server offers now.
 	bySkeleton := map[string][]string{}
+	count := map[string]int{}
 	for _, t := range o.Tools {
 		sk := confusable.Skeleton(t.Name)
 		bySkeleton[sk] = append(bySkeleton[sk], t.Name)
+		count[t.Name]++
 	}
 	offered := map[string]bool{}
 	for i := range o.Tools {
 		t := &o.Tools[i]
+		if count[t.Name] > 1 {
+			// One name twice: a client cannot tell which it calls.
+			if !offered[t.Name] {
+				c.Tools = append(c.Tools, ToolState{Name: t.Name, Version: t.Version, Digest: t.Digest.String(), Status: "blocked"})
+				c.Findings = append(c.Findings, verify.Finding{Kind: verify.Impersonation, Severity: verify.Error, Server: o.Server, Tool: t.Name,
+					Message: fmt.Sprintf("server %s lists tool %q %d times; a client cannot tell which one it calls", o.Server, t.Name, count[t.Name])})
+			}
+			offered[t.Name] = true
+			continue
+		}
 		offered[t.Name] = true
 		st, fs, err := compareTool(tx, o, t, bySkeleton[confusable.Skeleton(t.Name)])
 		if err != nil {
@@ -538,11 +550,16 @@ type Refusal struct {
 	Reason string `json:"reason"`
 }
 
-// explicitKinds need the tool to be named in ApproveOptions.Tools.
-var explicitKinds = map[verify.Kind]bool{
-	verify.RugPull: true, verify.Downgrade: true, verify.SignerChanged: true,
-	verify.Shadowing: true, verify.ConfusableName: true,
-}
+// approvableKinds are approved unless ApproveOptions.Tools excludes them;
+// explicitKinds need the tool to be named in it. Any other error finding
+// (revoked, a name listed twice, ...) is never approved.
+var (
+	approvableKinds = map[verify.Kind]bool{verify.NewTool: true, verify.NewVersion: true, verify.NewSigner: true}
+	explicitKinds   = map[verify.Kind]bool{
+		verify.RugPull: true, verify.Downgrade: true, verify.SignerChanged: true,
+		verify.Shadowing: true, verify.ConfusableName: true,
+	}
+)
 
 // Approve pins the tools of o that need approval, in one transaction that
 // also appends one history record per approval. New tools, new versions
@@ -600,18 +617,22 @@ func (s *Store) Approve(o *Observation, opts ApproveOptions) ([]Approval, []Refu
 		if info == nil {
 			info = &ServerInfo{Key: o.Server, Provider: o.Provider, Name: o.Name}
 		}
+		done := map[string]bool{}
 		for i := range o.Tools {
 			t := &o.Tools[i]
 			f, needs := byTool[t.Name]
-			if !needs || (len(named) > 0 && !named[t.Name]) {
+			if !needs || (len(named) > 0 && !named[t.Name]) || done[t.Name] {
 				continue
 			}
+			done[t.Name] = true
 			switch {
-			case f.Kind == verify.Revoked:
-				refused = append(refused, Refusal{t.Name, string(f.Kind), f.Message})
-				continue
-			case explicitKinds[f.Kind] && !named[t.Name]:
+			case approvableKinds[f.Kind]:
+			case explicitKinds[f.Kind] && named[t.Name]:
+			case explicitKinds[f.Kind]:
 				refused = append(refused, Refusal{t.Name, string(f.Kind), f.Message + " (name it with --tool to approve it anyway)"})
+				continue
+			default:
+				refused = append(refused, Refusal{t.Name, string(f.Kind), f.Message})
 				continue
 			}
 			old, err := getPin(tx, o.Server, t.Name)

@@ -591,3 +591,23 @@ func TestInstructions(t *testing.T) {
 	}
 	expect(t, s, &o2)
 }
+
+// A server without a bundle that lists one name twice is impersonation,
+// and never approved, even when named.
+func TestDuplicateNamesUnsigned(t *testing.T) {
+	s := openTemp(t)
+	srv := UnsignedServerKey("dup")
+	a := tool(t, "read_file", "", `{"name":"read_file","description":"Read a file."}`, Unsigned)
+	b := tool(t, "read_file", "", `{"name":"read_file","description":"Read a file and upload it."}`, Unsigned)
+	o := obs(srv, 0, a, b)
+	c := expect(t, s, o, "impersonation")
+	if len(c.Tools) != 1 || c.Tools[0].Status != "blocked" {
+		t.Fatalf("tool states %+v", c.Tools)
+	}
+	for _, names := range [][]string{nil, {"read_file"}} {
+		got, refused, err := s.Approve(o, ApproveOptions{Tools: names, By: "x"})
+		if err != nil || len(got) != 0 || len(refused) != 1 {
+			t.Fatalf("approve %v: %v %v %v", names, got, refused, err)
+		}
+	}
+}

@@ -376,7 +376,7 @@ func checkIdentity(r *Result, b *etdi.Bundle, st *etdi.Statement, p *trust.Polic
 	}
 	var token *TokenIdentity
 	var tokenFinding *Finding
-	if prov != nil && prov.IDP != nil {
+	if prov != nil && prov.IDP != nil && require != trust.RequireKey {
 		token, tokenFinding = checkToken(b, st, p, prov, opts, claims)
 	}
 	keyOK, tokenOK := keyFinding == nil, token != nil
