@@ -24,6 +24,11 @@ type ToolsList struct {
 	// Meta is the result's _meta object, if any (may carry an in-band
 	// bundle).
 	Meta *Value
+	// ToolMetas are the _meta objects of the tools that have one, as
+	// received (they may carry an in-band bundle too).
+	ToolMetas []*Value
+	// NextCursor is the result's nextCursor member as received, or nil.
+	NextCursor *Value
 }
 
 // ParseToolsList parses a saved tools/list response (SPEC.md §8). Three
@@ -38,6 +43,7 @@ func ParseToolsList(data []byte) (*ToolsList, error) {
 	// The tools arrays of the three shapes are streamed, one tool at a time.
 	prefixes := []string{"", "tools", "result.tools"}
 	var lists [3][]LiveTool
+	var metas [3][]*Value
 	hook := &streamHook{
 		paths: [][]string{{}, {"tools"}, {"result", "tools"}},
 		fn: func(which, i int, v *Value) error {
@@ -57,6 +63,9 @@ func ParseToolsList(data []byte) (*ToolsList, error) {
 			}
 			c, d := canonicalDefinition(o.V)
 			lists[which] = append(lists[which], LiveTool{Name: strings.Clone(name), Canonical: c, Digest: d})
+			if m := o.V.Get("_meta"); m != nil && m.Kind == Object {
+				metas[which] = append(metas[which], m)
+			}
 			return nil
 		},
 	}
@@ -83,11 +92,12 @@ func ParseToolsList(data []byte) (*ToolsList, error) {
 			}
 			tl.Meta = m.V
 		}
+		tl.NextCursor = o.V.Get("nextCursor")
 		f = o.Field("tools")
 	}
 	if _, err := f.Array(); err != nil {
 		return nil, err
 	}
-	tl.Tools = lists[which]
+	tl.Tools, tl.ToolMetas = lists[which], metas[which]
 	return tl, nil
 }

@@ -39,6 +39,22 @@ func TestParseToolsList(t *testing.T) {
 	}
 }
 
+func TestToolsListMetaAndCursor(t *testing.T) {
+	tl, err := ParseToolsList([]byte(`{"tools":[{"name":"a","_meta":{"dev.etdi/bundle":{"x":1}}},{"name":"b"}],"nextCursor":"p2"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tl.ToolMetas) != 1 || tl.ToolMetas[0].Get("dev.etdi/bundle") == nil {
+		t.Fatalf("tool metas: %+v", tl.ToolMetas)
+	}
+	if tl.NextCursor == nil || tl.NextCursor.Str != "p2" {
+		t.Fatalf("next cursor: %+v", tl.NextCursor)
+	}
+	if tl, _ := ParseToolsList([]byte(`[{"name":"a"}]`)); tl.NextCursor != nil || tl.ToolMetas != nil {
+		t.Fatalf("array shape: %+v", tl)
+	}
+}
+
 func TestInbandBundle(t *testing.T) {
 	parse := func(s string) *Value { return mustParse(t, s) }
 	b, err := InbandBundle([]*Value{parse(`{"x":1}`), parse(`{"dev.etdi/bundle":{"b":1,"a":2}}`), parse(`{"dev.etdi/bundle":{"a":2,"b":1}}`)})

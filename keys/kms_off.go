@@ -6,6 +6,7 @@ import (
 	"context"
 	"crypto"
 	"fmt"
+	"strings"
 
 	"github.com/sigstore/sigstore/pkg/signature"
 )
@@ -14,14 +15,6 @@ import (
 const KMSEnabled = false
 
 func kmsSigner(_ context.Context, ref string) (signature.Signer, crypto.PublicKey, error) {
-	scheme := ref
-	if i := len(ref); i > 0 {
-		for j := 0; j < len(ref); j++ {
-			if ref[j] == ':' {
-				scheme = ref[:j]
-				break
-			}
-		}
-	}
+	scheme, _, _ := strings.Cut(ref, ":")
 	return nil, nil, fmt.Errorf("key reference %q: this etdi was built without KMS support; rebuild with 'go build -tags kms ./cmd/etdi'", scheme+"://...")
 }

@@ -218,13 +218,8 @@ func list(ctx context.Context, t mcp.Transport, opts Options) (l *Listing, err e
 		if page.Meta != nil {
 			l.Metas = append(l.Metas, page.Meta)
 		}
-		v, _ := etdi.ParseJSON(res)
-		for _, tv := range toolValues(v) {
-			if m := tv.Get("_meta"); m != nil && m.Kind == etdi.Object {
-				l.ToolMetas = append(l.ToolMetas, m)
-			}
-		}
-		next := v.Get("nextCursor")
+		l.ToolMetas = append(l.ToolMetas, page.ToolMetas...)
+		next := page.NextCursor
 		if next == nil || next.Kind == etdi.Null || (next.Kind == etdi.String && next.Str == "") {
 			break
 		}
@@ -238,13 +233,6 @@ func list(ctx context.Context, t mcp.Transport, opts Options) (l *Listing, err e
 		cursor = next.Str
 	}
 	return l, nil
-}
-
-func toolValues(v *etdi.Value) []*etdi.Value {
-	if t := v.Get("tools"); t != nil && t.Kind == etdi.Array {
-		return t.Elems
-	}
-	return nil
 }
 
 func isExit(err error) bool {
