@@ -75,39 +75,47 @@ func Scopes(st *etdi.Statement) []string {
 	return out
 }
 
-// checkBinding finds the etdi_manifest entry of the token's
-// authorization_details and checks it against the payload and statement.
-func checkBinding(claim any, payload []byte, st *etdi.Statement) error {
-	list, ok := claim.([]any)
-	if !ok {
-		return fmt.Errorf("the token has no authorization_details binding it to a statement")
-	}
-	want := PayloadDigest(payload)
+// bindingFor returns the etdi_manifest entry of an authorization_details
+// claim whose digest is want, or nil and the digests of the other
+// etdi_manifest entries.
+func bindingFor(claim any, want string) (map[string]any, []string) {
+	list, _ := claim.([]any)
 	var others []string
 	for _, e := range list {
 		m, ok := e.(map[string]any)
 		if !ok || m["type"] != DetailType {
 			continue
 		}
-		dg, _ := m["digest"].(string)
-		if dg != want {
+		if dg, _ := m["digest"].(string); dg != want {
 			others = append(others, dg)
 			continue
 		}
-		if m["provider"] != st.Provider.ID || m["server"] != st.Server.Name {
-			return fmt.Errorf("the token's binding names provider %v, server %v; the statement is %q, %q", m["provider"], m["server"], st.Provider.ID, st.Server.Name)
-		}
-		if tools, ok := m["tools"].([]any); ok {
-			if err := checkTools(tools, st); err != nil {
-				return err
-			}
-		}
-		return nil
+		return m, nil
 	}
-	if len(others) > 0 {
-		return fmt.Errorf("the token is bound to another statement (digest %s, not %s)", others[0], want)
+	return nil, others
+}
+
+// checkBinding finds the etdi_manifest entry of the token's
+// authorization_details and checks it against the payload and statement.
+func checkBinding(claim any, payload []byte, st *etdi.Statement) error {
+	if _, ok := claim.([]any); !ok {
+		return fmt.Errorf("the token has no authorization_details binding it to a statement")
 	}
-	return fmt.Errorf("the token's authorization_details hold no %s entry", DetailType)
+	want := PayloadDigest(payload)
+	m, others := bindingFor(claim, want)
+	if m == nil {
+		if len(others) > 0 {
+			return fmt.Errorf("the token is bound to another statement (digest %s, not %s)", others[0], want)
+		}
+		return fmt.Errorf("the token's authorization_details hold no %s entry", DetailType)
+	}
+	if m["provider"] != st.Provider.ID || m["server"] != st.Server.Name {
+		return fmt.Errorf("the token's binding names provider %v, server %v; the statement is %q, %q", m["provider"], m["server"], st.Provider.ID, st.Server.Name)
+	}
+	if tools, ok := m["tools"].([]any); ok {
+		return checkTools(tools, st)
+	}
+	return nil
 }
 
 func checkTools(tools []any, st *etdi.Statement) error {
@@ -143,12 +151,9 @@ func CheckUnverifiedBinding(token string, payload []byte) error {
 	if err := json.Unmarshal(b, &claims); err != nil {
 		return fmt.Errorf("token claims: %v", err)
 	}
-	list, _ := claims["authorization_details"].([]any)
 	want := PayloadDigest(payload)
-	for _, e := range list {
-		if m, ok := e.(map[string]any); ok && m["type"] == DetailType && m["digest"] == want {
-			return nil
-		}
+	if m, _ := bindingFor(claims["authorization_details"], want); m != nil {
+		return nil
 	}
 	return fmt.Errorf("no %s authorization detail with digest %s", DetailType, want)
 }

@@ -18,30 +18,17 @@ import (
 )
 
 var (
-	idpDir     string
-	idpNpmOnce sync.Once
-	idpNpmErr  error
+	idpDir string
+	idpNpm *npmFolder
 )
 
-func init() { idpDir, _ = filepath.Abs("../../testdata/idp") }
+func init() {
+	idpDir, _ = filepath.Abs("../../testdata/idp")
+	idpNpm = &npmFolder{dir: idpDir, marker: filepath.Join("node_modules", "oidc-provider")}
+}
 
 // needIDPNode installs oidc-provider and jose in testdata/idp.
-func needIDPNode(t testing.TB) {
-	t.Helper()
-	idpNpmOnce.Do(func() {
-		if _, err := os.Stat(filepath.Join(idpDir, "node_modules", "oidc-provider")); err == nil {
-			return
-		}
-		cmd := exec.Command("npm", "ci", "--no-audit", "--no-fund")
-		cmd.Dir = idpDir
-		if out, err := cmd.CombinedOutput(); err != nil {
-			idpNpmErr = fmt.Errorf("npm ci in %s: %v\n%s", idpDir, err, out)
-		}
-	})
-	if idpNpmErr != nil {
-		t.Fatal(idpNpmErr)
-	}
-}
+func needIDPNode(t testing.TB) { idpNpm.need(t) }
 
 // startIDP runs the oidc-provider fixture on a free loopback port and
 // returns its issuer URL and a function that stops it.

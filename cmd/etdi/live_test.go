@@ -16,37 +16,47 @@ import (
 
 var (
 	mcpDir     string // testdata/mcp, absolute
-	npmOnce    sync.Once
-	npmErr     error
 	fixtureJS  string
 	nodeBinDir string
+	mcpNpm     *npmFolder
 )
 
 func init() {
 	mcpDir, _ = filepath.Abs("../../testdata/mcp")
 	fixtureJS = filepath.Join(mcpDir, "fixture-server.mjs")
 	nodeBinDir = filepath.Join(mcpDir, "node_modules", ".bin")
+	mcpNpm = &npmFolder{dir: mcpDir, marker: filepath.Join("node_modules", ".bin", "mcp-server-everything")}
 }
 
-// needNode installs the npm packages of testdata/mcp (real MCP servers and
-// the SDK for the fixture server) unless they are there.
-func needNode(t testing.TB) {
+// npmFolder is a test fixture folder whose npm packages are installed
+// (npm ci, from its lockfile) at most once per test run.
+type npmFolder struct {
+	dir    string
+	marker string // a path, relative to dir, that exists once installed
+	once   sync.Once
+	err    error
+}
+
+func (f *npmFolder) need(t testing.TB) {
 	t.Helper()
-	npmOnce.Do(func() {
-		if _, err := os.Stat(filepath.Join(nodeBinDir, "mcp-server-everything")); err == nil {
+	f.once.Do(func() {
+		if _, err := os.Stat(filepath.Join(f.dir, f.marker)); err == nil {
 			return
 		}
 		cmd := exec.Command("npm", "ci", "--no-audit", "--no-fund")
-		cmd.Dir = mcpDir
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			npmErr = fmt.Errorf("npm ci in %s: %v\n%s", mcpDir, err, out)
+		cmd.Dir = f.dir
+		if out, err := cmd.CombinedOutput(); err != nil {
+			f.err = fmt.Errorf("npm ci in %s: %v\n%s", f.dir, err, out)
 		}
 	})
-	if npmErr != nil {
-		t.Fatal(npmErr)
+	if f.err != nil {
+		t.Fatal(f.err)
 	}
 }
+
+// needNode installs the npm packages of testdata/mcp (real MCP servers and
+// the SDK for the fixture server).
+func needNode(t testing.TB) { mcpNpm.need(t) }
 
 // liveEnv is a client with a trust policy for acme and a bundle matching
 // the fixture server's tools.
