@@ -19,6 +19,7 @@ import (
 	"strings"
 
 	"github.com/etdi-dev/etdi"
+	"github.com/etdi-dev/etdi/internal/redact"
 )
 
 // Hosts known to Discover, by id.
@@ -50,6 +51,31 @@ type Entry struct {
 	Transport string `json:"transport"`
 	// Problems are reasons the entry cannot be started as configured.
 	Problems []string `json:"problems,omitempty"`
+}
+
+// AddSecrets adds to s what of the entry must never be shown: its env
+// values, its header values, the user information and query values of its
+// URL, and the NAME=VALUE and credential-like values of its arguments.
+func (e *Entry) AddSecrets(s *redact.Set) {
+	for _, k := range sortedKeys(e.Env) {
+		s.Add(e.Env[k])
+	}
+	for _, k := range sortedKeys(e.Headers) {
+		s.Add(e.Headers[k])
+	}
+	if e.URL != "" {
+		s.AddURL(e.URL)
+	}
+	s.AddArgs(e.Args)
+}
+
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
 }
 
 // Location is a configuration file to look for.
