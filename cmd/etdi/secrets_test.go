@@ -28,9 +28,10 @@ const (
 	secretHeader   = "header-bearer-value-9931-staple"
 	secretConfHdr  = "config-header-value-1207-apple"
 	secretBadHdr   = "malformed-header-value-3307-pear"
+	secretUser     = "bob"
 )
 
-var allSecrets = []string{secretEnv, secretEnvFail, secretArg, secretDocker, secretPassword, secretQuery, secretHeader, secretConfHdr, secretBadHdr}
+var allSecrets = []string{secretUser + ":", secretUser + "@", secretEnv, secretEnvFail, secretArg, secretDocker, secretPassword, secretQuery, secretHeader, secretConfHdr, secretBadHdr}
 
 var (
 	echoOnce sync.Once
@@ -190,13 +191,15 @@ func TestSecretsNeverShown(t *testing.T) {
 
 	// --url with a password, a query token and a header, without --name:
 	// the derived name is valid and holds none of them.
-	u := "http://bob:" + secretPassword + "@" + host + "/cli/mcp?token=" + secretQuery
+	u := "http://" + secretUser + ":" + secretPassword + "@" + host + "/cli/mcp?token=" + secretQuery
 	r = s.check(0, "--url", u, "--header", "Authorization: Bearer "+secretHeader, "--yes", "--json")
 	if !strings.Contains(r.stdout, `"server": "unsigned:`+host+`/cli/mcp"`) {
 		t.Errorf("--url identity: %s", r.stdout)
 	}
 	s.check(0, "--url", u, "--header", "Authorization: Bearer "+secretHeader, "--sarif")
 	s.check(1, "--url", strings.Replace(u, "/cli/", "/fail/", 1), "--header", "Authorization: Bearer "+secretHeader)
+	// Nothing listens on port 1: the client's error quotes the URL.
+	s.check(1, "--url", "http://"+secretUser+":"+secretPassword+"@127.0.0.1:1/mcp?token="+secretQuery, "--header", "Authorization: Bearer "+secretHeader, "--json")
 	r = s.check(2, "--url", u, "--header", "Authorization Bearer "+secretBadHdr)
 	if !strings.Contains(r.stderr, "--header #1") {
 		t.Errorf("malformed --header: %s", r.stderr)
@@ -218,6 +221,10 @@ func TestSecretsNeverShown(t *testing.T) {
 		t.Errorf("docker identity: %s", r.stdout)
 	}
 	s.check(0, append([]string{"--sarif"}, docker...)...)
+	// A name with '/' selects its server's history.
+	if r := s.run(0, "pin", "history", "--pins", "pins.db", "--json", "unsigned:ghcr.io/github/github-mcp-server"); !strings.Contains(r.stdout, `"tool": "echo_docker"`) {
+		t.Errorf("pin history of a server with '/': %s", r.stdout)
+	}
 	s.env = append(s.env, "ECHO_MODE=fail")
 	r = s.check(1, docker...)
 	if !strings.Contains(r.stdout, "echoserver: args run -i --rm -e GITHUB_PERSONAL_ACCESS_TOKEN="+redact.Mask) {

@@ -82,7 +82,9 @@ func (s *Set) AddURL(raw string) {
 	if u.User != nil {
 		name := u.User.Username()
 		pw, hasPW := u.User.Password()
-		s.Add(name, pw, u.User.String())
+		// A short user name is still user information: mask it in the
+		// forms URLs print it (net/http shows "user:***@host").
+		s.Add(name, pw, u.User.String(), name+"@", name+":***", name+":"+pw)
 		if hasPW {
 			s.Add(base64.StdEncoding.EncodeToString([]byte(name + ":" + pw)))
 		}

@@ -28,6 +28,11 @@ func TestSetString(t *testing.T) {
 		}
 	}
 	// Short values are left: masking "on" everywhere would garble text.
+	var short Set
+	short.AddURL("http://bob:" + pw + "@h/x")
+	if got := short.String(`Post "http://bob:***@h/x": refused`); strings.Contains(got, "bob") {
+		t.Errorf("short user name left: %q", got)
+	}
 	if !strings.HasSuffix(got, "; on") || !strings.Contains(got, "stderr: token "+Mask) {
 		t.Errorf("got %q", got)
 	}
