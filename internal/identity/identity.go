@@ -235,22 +235,36 @@ func skip(args []string, fs flagSpec, assignments bool) []string {
 }
 
 // runner names the package a package runner starts: the value of its
-// package flag, else its first plain argument.
+// package flag, else its first plain argument. Only the runner's own
+// flags, before that argument, are looked at: what follows belongs to the
+// server (npx pkg -p 8080).
 func runner(args []string, fs flagSpec, name func(string) string) string {
 	for i := 0; i < len(args); i++ {
 		a := args[i]
-		if k, v, ok := strings.Cut(a, "="); ok && fs.pkg[k] {
+		if k, v, ok := strings.Cut(a, "="); ok && strings.HasPrefix(a, "-") && fs.pkg[k] {
 			return name(v)
 		}
-		if fs.pkg[a] && i+1 < len(args) {
-			return name(args[i+1])
+		switch {
+		case a == "--":
+			if i+1 < len(args) {
+				return name(args[i+1])
+			}
+			return ""
+		case fs.pkg[a]:
+			if i+1 < len(args) {
+				return name(args[i+1])
+			}
+			return ""
+		case fs.stop[a]:
+			return ""
+		case fs.values[a]:
+			i++
+		case strings.HasPrefix(a, "-") && len(a) > 1:
+		default:
+			return name(a)
 		}
 	}
-	rest := skip(args, fs, false)
-	if len(rest) == 0 {
-		return ""
-	}
-	return name(rest[0])
+	return ""
 }
 
 var npmRE = regexp.MustCompile(`^(@[A-Za-z0-9~][A-Za-z0-9._~-]*/)?[A-Za-z0-9~][A-Za-z0-9._~-]*$`)

@@ -19,6 +19,8 @@ func TestCommand(t *testing.T) {
 		{[]string{"npx", "--yes", "@modelcontextprotocol/server-everything@2026.8.31", "stdio"}, "@modelcontextprotocol/server-everything"},
 		{[]string{"npx", "-p", "@acme/mcp@1.2.3", "acme-mcp", "--token", token}, "@acme/mcp"},
 		{[]string{"npx", "--package=weather-mcp@latest", "weather"}, "weather-mcp"},
+		{[]string{"npx", "weather-mcp", "-p", "8080", "--package", "other"}, "weather-mcp"},
+		{[]string{"uvx", "weather-mcp", "--from", "other"}, "weather-mcp"},
 		{[]string{"npx", "-y", "mcp-remote@0.1.0", "https://user:" + token + "@mcp.example.com/sse?key=" + token}, "mcp-remote"},
 		{[]string{"/usr/local/bin/npx.cmd", "-y", "npm:tavily-mcp@0.2"}, "tavily-mcp"},
 		{[]string{"bunx", "--bun", "@scope/srv@^2"}, "@scope/srv"},
