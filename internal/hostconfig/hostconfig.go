@@ -56,12 +56,15 @@ type Entry struct {
 // AddSecrets adds to s what of the entry must never be shown: its env
 // values, its header values, the user information and query values of its
 // URL, and the NAME=VALUE and credential-like values of its arguments.
+//
+// A placeholder left unresolved (reported in Problems) is the file's text,
+// not a value: only the text around it is added, so the problem stays
+// readable.
 func (e *Entry) AddSecrets(s *redact.Set) {
-	for _, k := range sortedKeys(e.Env) {
-		s.Add(e.Env[k])
-	}
-	for _, k := range sortedKeys(e.Headers) {
-		s.Add(e.Headers[k])
+	for _, m := range []map[string]string{e.Env, e.Headers} {
+		for _, k := range sortedKeys(m) {
+			s.Add(varRE.Split(m[k], -1)...)
+		}
 	}
 	if e.URL != "" {
 		s.AddURL(e.URL)

@@ -57,3 +57,18 @@ func TestEntrySecrets(t *testing.T) {
 		}
 	}
 }
+
+// An unresolved placeholder is not masked: the problem that names it must
+// stay readable.
+func TestEntrySecretsPlaceholder(t *testing.T) {
+	e := Entry{Env: map[string]string{"TOKEN": "${input:token}", "MIXED": "literal-part-4471${input:x}"},
+		Problems: []string{"env.TOKEN uses ${input:token}, which the host asks for at launch; etdi does not guess it"}}
+	var s redact.Set
+	e.AddSecrets(&s)
+	if got := s.String(e.Problems[0]); got != e.Problems[0] {
+		t.Errorf("problem changed: %q", got)
+	}
+	if got := s.String("literal-part-4471"); got != redact.Mask {
+		t.Errorf("literal part of a value not masked: %q", got)
+	}
+}
