@@ -350,6 +350,10 @@ func (e *env) fetch(f *serverFlags, t *target) (*mcpclient.Listing, error) {
 	}
 	if err != nil {
 		// The error may quote the server's stderr, a URL or a header.
+		var se *mcpclient.ServerError
+		if errors.As(err, &se) {
+			se.Stderr = t.secrets.Tail(se.Stderr) // the kept tail may start inside a secret
+		}
 		return nil, t.secrets.Error(fmt.Errorf("server %s: %w", t.label, err))
 	}
 	e.progress("%s: %d tool(s) in %d page(s)", t.label, len(l.Tools), l.Pages)

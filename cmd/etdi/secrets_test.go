@@ -248,8 +248,18 @@ func TestHostConfigEnvValuesNeverPrinted(t *testing.T) {
 			t.Errorf("check %q: the server's stderr is not shown redacted:\n%s\n%s", args, r.stdout, r.stderr)
 		}
 	}
+	// The server's stderr is kept as its last 4 KiB, which here begin in
+	// the middle of the env value: that half is masked too.
+	cut := fmt.Sprintf(`{"mcpServers": {"cut": {"command": %q, "env": {"SERVICE_TOKEN": %q, "ECHO_CUT": %q}}}}`, bin, secretEnvFail, secretEnvFail)
+	if err := os.WriteFile(filepath.Join(s.dir, "cut.json"), []byte(cut), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := s.check(1, "--config", "cut.json", "--json")
+	if half := secretEnvFail[len(secretEnvFail)/2:]; strings.Contains(r.stdout, half) || !strings.Contains(r.stdout, "server stderr: "+redact.Mask+"...") {
+		t.Errorf("the half of a secret at the start of the stderr tail is shown:\n%s", r.stdout)
+	}
 	// One server only: observeOne's path (pin approve) redacts as well.
-	r := s.run(1, "pin", "approve", "--trust", "trust.json", "--pins", "pins.db", "--config", "claude_desktop_config.json", "--name", "leaky")
+	r = s.run(1, "pin", "approve", "--trust", "trust.json", "--pins", "pins.db", "--config", "claude_desktop_config.json", "--name", "leaky")
 	if !strings.Contains(r.stderr, "SERVICE_TOKEN=") || strings.Contains(r.stderr, secretEnvFail) {
 		t.Errorf("pin approve: %s", r.stderr)
 	}

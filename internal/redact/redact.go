@@ -158,6 +158,28 @@ func (s *Set) String(text string) string {
 	return strings.NewReplacer(pairs...).Replace(text)
 }
 
+// Tail is String for text that is the end of a longer stream, such as the
+// last bytes a server wrote to stderr: a secret cut by the start of text
+// leaves its end there, which is masked too when MinLen bytes or longer.
+func (s *Set) Tail(text string) string {
+	if s == nil || len(s.vals) == 0 {
+		return text
+	}
+	cut := 0
+	for v := range s.vals {
+		for n := len(v) - 1; n >= MinLen && n > cut; n-- {
+			if strings.HasPrefix(text, v[len(v)-n:]) {
+				cut = n
+				break
+			}
+		}
+	}
+	if cut > 0 {
+		return Mask + s.String(text[cut:])
+	}
+	return s.String(text)
+}
+
 // Error returns err with its message redacted; errors.Is and errors.As
 // still see the original. A nil err stays nil.
 func (s *Set) Error(err error) error {

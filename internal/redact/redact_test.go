@@ -38,6 +38,21 @@ func TestSetString(t *testing.T) {
 	}
 }
 
+// The last bytes of a stream may begin inside a secret.
+func TestSetTail(t *testing.T) {
+	var s Set
+	s.Add(pat)
+	for _, cut := range []int{1, 10, len(pat) - MinLen} {
+		got := s.Tail(pat[cut:] + " then " + pat)
+		if got != Mask+" then "+Mask {
+			t.Errorf("cut %d: %q", cut, got)
+		}
+	}
+	if got := s.Tail("ordinary text"); got != "ordinary text" {
+		t.Errorf("%q", got)
+	}
+}
+
 func TestSetError(t *testing.T) {
 	var s Set
 	s.Add(pat)

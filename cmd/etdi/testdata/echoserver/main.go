@@ -2,7 +2,9 @@
 // arguments and environment to stderr before anything else, so that a test
 // can prove etdi never shows what a server is configured with.
 //
-// With ECHO_MODE=fail it then exits with status 3; otherwise it serves one
+// With ECHO_MODE=fail it then exits with status 3; with ECHO_CUT=VALUE it
+// writes VALUE and enough filler that a 4 KiB tail cuts VALUE in half, and
+// exits with status 3; otherwise it serves one
 // tool over stdio, named ECHO_TOOL (default "echo").
 package main
 
@@ -27,6 +29,12 @@ func main() {
 		}
 	}
 	fmt.Fprintf(os.Stderr, "echoserver: args %s\necho: env %s\n", strings.Join(os.Args[1:], " "), strings.Join(env, " "))
+	if v := os.Getenv("ECHO_CUT"); v != "" {
+		// Fill stderr so that only the second half of v is within the
+		// last 4096 bytes a client keeps.
+		fmt.Fprint(os.Stderr, v+strings.Repeat(".", 4096-(len(v)-len(v)/2)))
+		os.Exit(3)
+	}
 	if os.Getenv("ECHO_MODE") == "fail" {
 		fmt.Fprintln(os.Stderr, "echoserver: refusing to start")
 		os.Exit(3)
