@@ -9,6 +9,7 @@
 package hostconfig
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -70,6 +71,27 @@ func (e *Entry) AddSecrets(s *redact.Set) {
 		s.AddURL(e.URL)
 	}
 	s.AddArgs(e.Args)
+}
+
+// MarshalJSON encodes the entry as it may be shown: its URL as redact.URL
+// shows it and its arguments as redact.Args shows them, with AddSecrets'
+// values masked; env and header values are never encoded.
+func (e Entry) MarshalJSON() ([]byte, error) {
+	type plain Entry
+	var s redact.Set
+	e.AddSecrets(&s)
+	p := plain(e)
+	if p.URL != "" {
+		p.URL = s.String(redact.URL(p.URL))
+	}
+	if p.Args != nil {
+		p.Args = redact.Args(p.Args)
+		for i, a := range p.Args {
+			p.Args[i] = s.String(a)
+		}
+	}
+	p.Command = s.String(p.Command)
+	return json.Marshal(p)
 }
 
 func sortedKeys(m map[string]string) []string {

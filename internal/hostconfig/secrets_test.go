@@ -37,7 +37,15 @@ func TestEntrySecrets(t *testing.T) {
 			t.Fatalf("%s: %v", e.Name, e.Problems)
 		}
 		e.AddSecrets(&s)
-		b, _ := json.Marshal(e)
+		b, err := json.Marshal(e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, secret := range secrets {
+			if strings.Contains(string(b), secret) {
+				t.Errorf("%q in the JSON form %s", secret, b)
+			}
+		}
 		for _, x := range []string{string(b), strings.Join(e.Args, " "), e.URL, e.Headers["Authorization"]} {
 			text.WriteString(x + "\n")
 		}
