@@ -100,9 +100,9 @@ func SignedServerKey(provider, server string) string { return provider + ":" + s
 // UnsignedServerKey returns the server key of a server without a bundle.
 func UnsignedServerKey(name string) string { return "unsigned:" + name }
 
-// ValidateUnsignedName checks a user-given server name: 1 to 128
-// characters, no control characters, no '/' (it separates server and tool
-// in references).
+// ValidateUnsignedName checks the name of a server without a bundle: 1 to
+// 128 bytes, no control characters. It may hold '/' (an npm scope, an
+// image path, a URL path): references split at the last '/'.
 func ValidateUnsignedName(name string) error {
 	if name == "" {
 		return errors.New("server name must not be empty")
@@ -111,8 +111,8 @@ func ValidateUnsignedName(name string) error {
 		return errors.New("server name longer than 128 bytes")
 	}
 	for _, r := range name {
-		if r < 0x20 || r == 0x7f || r == '/' {
-			return fmt.Errorf("server name %q: no control characters or '/'", name)
+		if r < 0x20 || r == 0x7f {
+			return fmt.Errorf("server name %q: no control characters", name)
 		}
 	}
 	return nil

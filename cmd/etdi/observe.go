@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"net/url"
 	"os"
 	"os/user"
 	"path/filepath"
@@ -13,7 +12,9 @@ import (
 
 	"github.com/etdi-dev/etdi"
 	"github.com/etdi-dev/etdi/internal/hostconfig"
+	"github.com/etdi-dev/etdi/internal/identity"
 	"github.com/etdi-dev/etdi/internal/mcpclient"
+	"github.com/etdi-dev/etdi/internal/redact"
 	"github.com/etdi-dev/etdi/pin"
 	"github.com/etdi-dev/etdi/trust"
 	"github.com/etdi-dev/etdi/verify"
@@ -63,6 +64,10 @@ type target struct {
 	location string
 	// problems keep the server from being checked as configured.
 	problems []string
+	// secrets are the values of the server's configuration that must not
+	// be shown: env and header values, URL user information and query
+	// values, NAME=VALUE arguments (SPEC.md §21).
+	secrets redact.Set
 }
 
 // targets resolves the flags into the servers to check.
@@ -93,23 +98,31 @@ func (e *env) targets(f *serverFlags, args []string, dash int) ([]target, error)
 	case f.server:
 		name := f.name
 		if name == "" {
-			name = commandName(f.argv)
+			name = identity.Command(f.argv, "")
 		}
-		return []target{{label: strings.Join(f.argv, " "), name: name, argv: f.argv, env: os.Environ(), location: f.bundle}}, nil
+		t := target{label: strings.Join(redact.Args(f.argv), " "), name: name, argv: f.argv, env: os.Environ(), location: f.bundle}
+		t.secrets.AddArgs(f.argv)
+		return []target{t}, nil
 	case f.url != "":
 		h := http.Header{}
-		for _, kv := range f.headers {
+		for i, kv := range f.headers {
 			k, v, ok := strings.Cut(kv, ":")
 			if !ok || strings.TrimSpace(k) == "" {
-				return nil, usagef("--header %q: want \"Name: value\"", kv)
+				// Not quoted: a malformed header may be all secret.
+				return nil, usagef("--header #%d (%d bytes, not shown): want \"Name: value\"", i+1, len(kv))
 			}
 			h.Add(strings.TrimSpace(k), strings.TrimSpace(v))
 		}
 		name := f.name
 		if name == "" {
-			name = urlName(f.url)
+			name = identity.URL(f.url)
 		}
-		return []target{{label: f.url, name: name, url: f.url, headers: h, location: f.bundle}}, nil
+		t := target{label: redact.URL(f.url), name: name, url: f.url, headers: h, location: f.bundle}
+		t.secrets.AddURL(f.url)
+		for _, vs := range h {
+			t.secrets.Add(vs...)
+		}
+		return []target{t}, nil
 	}
 	// --config
 	home, _ := os.UserHomeDir()
@@ -138,6 +151,7 @@ func (e *env) targets(f *serverFlags, args []string, dash int) ([]target, error)
 		}
 		t := target{label: fmt.Sprintf("%s (%s, %s)", en.Name, en.Host, en.File), name: en.Name, location: en.File,
 			problems: en.Problems, url: en.URL, dir: en.Cwd}
+		en.AddSecrets(&t.secrets)
 		if en.Command != "" {
 			t.argv = append([]string{en.Command}, en.Args...)
 			t.env = os.Environ()
@@ -151,6 +165,7 @@ func (e *env) targets(f *serverFlags, args []string, dash int) ([]target, error)
 				t.headers.Set(k, v)
 			}
 		}
+		t.problems = redactAll(&t.secrets, t.problems)
 		ts = append(ts, t)
 	}
 	if len(ts) == 0 {
@@ -165,34 +180,13 @@ func (e *env) targets(f *serverFlags, args []string, dash int) ([]target, error)
 	return ts, nil
 }
 
-// interpreters run a script or package named by their first plain argument.
-var interpreters = map[string]bool{"node": true, "npx": true, "python": true, "python3": true, "uv": true, "uvx": true,
-	"deno": true, "bun": true, "bunx": true, "pnpm": true, "yarn": true, "docker": true, "java": true, "sh": true, "bash": true}
-
-// commandName derives a server name from a command line without keeping
-// arguments that might be secrets: the program's base name, or for an
-// interpreter the base name of its first argument that is not a flag.
-func commandName(argv []string) string {
-	prog := filepath.Base(argv[0])
-	if !interpreters[prog] {
-		return prog
+// redactAll redacts each string of ss.
+func redactAll(secrets *redact.Set, ss []string) []string {
+	out := make([]string, len(ss))
+	for i, x := range ss {
+		out[i] = secrets.String(x)
 	}
-	for _, a := range argv[1:] {
-		if !strings.HasPrefix(a, "-") && a != "run" && a != "exec" {
-			return strings.TrimSuffix(filepath.Base(a), filepath.Ext(a))
-		}
-	}
-	return prog
-}
-
-// urlName derives a server name from a URL: host and path, never user
-// information or query parameters, which may hold tokens.
-func urlName(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil || u.Host == "" {
-		return "server"
-	}
-	return strings.TrimSuffix(u.Host+u.Path, "/")
+	return out
 }
 
 // pinFlags locate the pin database.
@@ -355,7 +349,12 @@ func (e *env) fetch(f *serverFlags, t *target) (*mcpclient.Listing, error) {
 		l, err = mcpclient.HTTP(e.ctx, t.url, t.headers, opts)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("server %s: %w", t.label, err)
+		// The error may quote the server's stderr, a URL or a header.
+		var se *mcpclient.ServerError
+		if errors.As(err, &se) {
+			se.Stderr = t.secrets.Tail(se.Stderr) // the kept tail may start inside a secret
+		}
+		return nil, t.secrets.Error(fmt.Errorf("server %s: %w", t.label, err))
 	}
 	e.progress("%s: %d tool(s) in %d page(s)", t.label, len(l.Tools), l.Pages)
 	return l, nil

@@ -511,9 +511,11 @@ func (e *env) pinHistoryCmd() *cobra.Command {
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			var server, tool string
+			var server, tool, whole string
 			if len(args) == 1 {
-				server = args[0]
+				// A server name may hold '/' (@scope/name): the whole
+				// argument names a server, or SERVER/TOOL.
+				server, whole = args[0], args[0]
 				if i := strings.LastIndexByte(args[0], '/'); i > 0 {
 					server, tool = args[0][:i], args[0][i+1:]
 				}
@@ -525,7 +527,7 @@ func (e *env) pinHistoryCmd() *cobra.Command {
 			defer s.Close()
 			recs := []pin.Record{}
 			err = s.Records(func(_ []byte, r *pin.Record) error {
-				if (server == "" || r.Server == server) && (tool == "" || r.Tool == tool) {
+				if (server == "" || r.Server == server) && (tool == "" || r.Tool == tool) || r.Server == whole {
 					recs = append(recs, *r)
 				}
 				return nil

@@ -9,6 +9,7 @@
 package hostconfig
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -19,6 +20,7 @@ import (
 	"strings"
 
 	"github.com/etdi-dev/etdi"
+	"github.com/etdi-dev/etdi/internal/redact"
 )
 
 // Hosts known to Discover, by id.
@@ -50,6 +52,55 @@ type Entry struct {
 	Transport string `json:"transport"`
 	// Problems are reasons the entry cannot be started as configured.
 	Problems []string `json:"problems,omitempty"`
+}
+
+// AddSecrets adds to s what of the entry must never be shown: its env
+// values, its header values, the user information and query values of its
+// URL, and the NAME=VALUE and credential-like values of its arguments.
+//
+// A placeholder left unresolved (reported in Problems) is the file's text,
+// not a value: only the text around it is added, so the problem stays
+// readable.
+func (e *Entry) AddSecrets(s *redact.Set) {
+	for _, m := range []map[string]string{e.Env, e.Headers} {
+		for _, k := range sortedKeys(m) {
+			s.Add(varRE.Split(m[k], -1)...)
+		}
+	}
+	if e.URL != "" {
+		s.AddURL(e.URL)
+	}
+	s.AddArgs(e.Args)
+}
+
+// MarshalJSON encodes the entry as it may be shown: its URL as redact.URL
+// shows it and its arguments as redact.Args shows them, with AddSecrets'
+// values masked; env and header values are never encoded.
+func (e Entry) MarshalJSON() ([]byte, error) {
+	type plain Entry
+	var s redact.Set
+	e.AddSecrets(&s)
+	p := plain(e)
+	if p.URL != "" {
+		p.URL = s.String(redact.URL(p.URL))
+	}
+	if p.Args != nil {
+		p.Args = redact.Args(p.Args)
+		for i, a := range p.Args {
+			p.Args[i] = s.String(a)
+		}
+	}
+	p.Command = s.String(p.Command)
+	return json.Marshal(p)
+}
+
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
 }
 
 // Location is a configuration file to look for.

@@ -1,0 +1,616 @@
+// Package identity derives the name a server without a bundle is pinned
+// under (unsigned:<name>) from what the server is, never from the
+// arguments or environment values it is given, which may be secrets
+// (SPEC.md §21).
+//
+// For a command line, the name is the package a package runner starts
+// (npx, bunx, uvx, pipx, ...), the image of docker run or podman run, the
+// name in the package.json nearest to the script node runs, or else the
+// program's base name. For a URL, it is the host and the path, without
+// user information, query or fragment. Versions and tags are dropped, so
+// that an upgraded server is compared against the same pins.
+//
+// A derived name is never empty unless nothing could be derived, is at
+// most MaxLen bytes, holds no control character, space or '=', and does
+// not look like a credential (redact.LooksSecret).
+package identity
+
+import (
+	"io"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/etdi-dev/etdi"
+	"github.com/etdi-dev/etdi/internal/redact"
+)
+
+// MaxLen is the longest name derived.
+const MaxLen = 128
+
+// maxManifest bounds a package.json or pyproject.toml read.
+const maxManifest = 1 << 20
+
+// Command derives a name from a command line. dir is the directory the
+// command runs in (empty: the current directory); it is used only to find
+// the package.json of a script node runs. It returns "" for an empty argv.
+func Command(argv []string, dir string) string {
+	if len(argv) == 0 {
+		return ""
+	}
+	prog := progName(argv[0])
+	if n := derive(prog, argv[1:], dir, 0); Valid(n) {
+		return n
+	}
+	if Valid(prog) {
+		return prog
+	}
+	return "server"
+}
+
+// progName is the base name of a program, without a Windows extension.
+func progName(p string) string {
+	b := filepath.Base(strings.ReplaceAll(p, `\`, "/"))
+	for _, ext := range []string{".exe", ".cmd", ".bat", ".ps1"} {
+		if strings.HasSuffix(strings.ToLower(b), ext) {
+			return b[:len(b)-len(ext)]
+		}
+	}
+	return b
+}
+
+// derive names what prog runs with args; "" when it cannot tell.
+func derive(prog string, args []string, dir string, depth int) string {
+	if depth > 4 {
+		return ""
+	}
+	again := func(rest []string) string {
+		if len(rest) == 0 {
+			return ""
+		}
+		p := progName(rest[0])
+		if n := derive(p, rest[1:], dir, depth+1); n != "" {
+			return n
+		}
+		return p
+	}
+	switch prog {
+	case "env":
+		// env [-i] [-u NAME] [NAME=VALUE...] PROGRAM ARGS...
+		rest := skip(args, flagSpec{values: set("-u", "--unset", "-C", "--chdir", "-S", "--split-string")}, true)
+		return again(rest)
+	case "npx", "bunx", "pnpx":
+		return runner(args, flagSpec{values: set("-p", "--package", "-c", "--call", "--cache", "--userconfig", "-w", "--workspace"),
+			pkg: set("-p", "--package")}, npmName)
+	case "npm":
+		// npm exec [--package P] -- CMD, npm x ...
+		if rest, ok := sub(args, nil, "exec", "x"); ok {
+			return runner(rest, flagSpec{values: set("-p", "--package", "-c", "--call", "-w", "--workspace"), pkg: set("-p", "--package")}, npmName)
+		}
+	case "pnpm", "yarn", "bun":
+		if rest, ok := sub(args, nil, "dlx", "x"); ok {
+			return runner(rest, flagSpec{values: set("-p", "--package"), pkg: set("-p", "--package")}, npmName)
+		}
+		if prog == "bun" {
+			if rest, ok := sub(args, nil, "run"); ok {
+				return script(rest, dir, flagSpec{values: set("--cwd", "-r", "--preload", "--config", "-c")})
+			}
+			return script(args, dir, flagSpec{values: set("--cwd", "-r", "--preload", "--config", "-c")})
+		}
+	case "uvx":
+		return runner(args, uvFlags, pyName)
+	case "uv":
+		if rest, ok := sub(args, uvFlags.values, "tool"); ok {
+			if rest, ok := sub(rest, uvFlags.values, "run"); ok {
+				return runner(rest, uvFlags, pyName)
+			}
+		}
+		if rest, ok := sub(args, uvFlags.values, "run"); ok {
+			// uv --directory DIR run script.py: the script is in DIR.
+			for i, a := range args {
+				if (a == "--directory" || a == "--project") && i+1 < len(args) {
+					d := args[i+1]
+					if !filepath.IsAbs(d) && dir != "" {
+						d = filepath.Join(dir, d)
+					}
+					dir = d
+				} else if v, ok := strings.CutPrefix(a, "--directory="); ok {
+					dir = v
+				}
+			}
+			return scriptOrProgram(skip(rest, uvFlags, false), dir)
+		}
+	case "pipx":
+		if rest, ok := sub(args, nil, "run"); ok {
+			return runner(rest, flagSpec{values: set("--spec", "--python", "--index-url", "-i", "--pip-args"), pkg: set("--spec")}, pyName)
+		}
+	case "docker", "podman", "nerdctl":
+		return image(args)
+	case "node", "nodejs", "tsx", "ts-node":
+		return script(args, dir, flagSpec{values: set("-r", "--require", "--import", "--loader", "--experimental-loader", "--env-file", "--conditions", "-C", "--input-type", "--title"),
+			stop: set("-e", "--eval", "-p", "--print", "-")})
+	case "deno":
+		if rest, ok := sub(args, nil, "run"); ok {
+			return script(rest, dir, flagSpec{values: set("-c", "--config", "--import-map", "--location", "--env-file", "--cert", "-L", "--log-level")})
+		}
+	case "python", "python3", "py":
+		for i := 0; i < len(args); i++ {
+			a := args[i]
+			switch {
+			case a == "-m" && i+1 < len(args):
+				return pyName(args[i+1])
+			case a == "-W" || a == "-X":
+				i++
+			case !strings.HasPrefix(a, "-") || a == "-c" || a == "-":
+				return script(args[i:], dir, flagSpec{stop: set("-c", "-")})
+			}
+		}
+		return ""
+	case "java":
+		for i := 0; i < len(args); i++ {
+			switch a := args[i]; {
+			case a == "-jar" && i+1 < len(args):
+				return stem(args[i+1])
+			case a == "-cp" || a == "-classpath" || a == "--class-path" || a == "-p" || a == "--module-path":
+				i++
+			case !strings.HasPrefix(a, "-"):
+				return lastSegment(strings.ReplaceAll(a, ".", "/"))
+			}
+		}
+	}
+	return ""
+}
+
+// flagSpec describes a runner's own flags.
+type flagSpec struct {
+	// values take the next argument as their value.
+	values map[string]bool
+	// pkg name the package to run (npx -p PKG, uvx --from PKG).
+	pkg map[string]bool
+	// stop end the search: what follows is inline code.
+	stop map[string]bool
+}
+
+func set(s ...string) map[string]bool {
+	m := map[string]bool{}
+	for _, x := range s {
+		m[x] = true
+	}
+	return m
+}
+
+var uvFlags = flagSpec{values: set("--from", "--with", "-w", "--with-editable", "--with-requirements", "--python", "-p",
+	"--index", "--index-url", "-i", "--extra-index-url", "--default-index", "--find-links", "-f", "--directory", "--project",
+	"--cache-dir", "--config-file", "--env-file", "--constraints", "-c", "--overrides", "--build-constraints", "-b",
+	"--refresh-package", "--reinstall-package", "--upgrade-package", "-P", "--no-binary-package", "--only-binary-package",
+	"--color", "--index-strategy", "--keyring-provider", "--resolution", "--prerelease", "--exclude-newer", "--link-mode",
+	"--allow-insecure-host", "--python-preference", "--package", "--extra", "--group", "--script"),
+	pkg: set("--from")}
+
+// sub returns the arguments after the subcommand if the first argument
+// that is neither a flag nor the value of one (listed in values) is one
+// of names.
+func sub(args []string, values map[string]bool, names ...string) ([]string, bool) {
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if strings.HasPrefix(a, "-") {
+			if values[a] {
+				i++
+			}
+			continue
+		}
+		for _, n := range names {
+			if a == n {
+				return args[i+1:], true
+			}
+		}
+		return nil, false
+	}
+	return nil, false
+}
+
+// skip drops leading flags (and the values of flags that take one) and,
+// with assignments, NAME=VALUE arguments; it returns what follows.
+func skip(args []string, fs flagSpec, assignments bool) []string {
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "--":
+			return args[i+1:]
+		case fs.stop[a]:
+			return nil
+		case fs.values[a]:
+			i++
+		case strings.HasPrefix(a, "-") && len(a) > 1:
+		case assignments && strings.Contains(a, "="):
+		default:
+			return args[i:]
+		}
+	}
+	return nil
+}
+
+// runner names the package a package runner starts: the value of its
+// package flag, else its first plain argument. Only the runner's own
+// flags, before that argument, are looked at: what follows belongs to the
+// server (npx pkg -p 8080).
+func runner(args []string, fs flagSpec, name func(string) string) string {
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if k, v, ok := strings.Cut(a, "="); ok && strings.HasPrefix(a, "-") && fs.pkg[k] {
+			return name(v)
+		}
+		switch {
+		case a == "--":
+			if i+1 < len(args) {
+				return name(args[i+1])
+			}
+			return ""
+		case fs.pkg[a]:
+			if i+1 < len(args) {
+				return name(args[i+1])
+			}
+			return ""
+		case fs.stop[a]:
+			return ""
+		case fs.values[a]:
+			i++
+		case strings.HasPrefix(a, "-") && len(a) > 1:
+		default:
+			return name(a)
+		}
+	}
+	return ""
+}
+
+var npmRE = regexp.MustCompile(`^(@[A-Za-z0-9~][A-Za-z0-9._~-]*/)?[A-Za-z0-9~][A-Za-z0-9._~-]*$`)
+
+// npmName is the package of an npm spec, without its version:
+// "@scope/name@1.2.3" → "@scope/name", "npm:name@latest" → "name". A URL,
+// a git spec or a path gives its last segment.
+func npmName(spec string) string {
+	spec = strings.TrimPrefix(spec, "npm:")
+	spec = strings.TrimPrefix(spec, "jsr:")
+	name := spec
+	if i := strings.LastIndexByte(spec, '@'); i > 0 {
+		name = spec[:i]
+	}
+	if npmRE.MatchString(name) {
+		return name
+	}
+	return lastSegment(spec)
+}
+
+var pyRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
+
+// pyName is the package of a Python requirement, without version, extras
+// or markers: "mcp-server-fetch==1.0" → "mcp-server-fetch",
+// "pkg[cli]@2" → "pkg". A URL or a path gives its last segment.
+func pyName(spec string) string {
+	if strings.Contains(spec, "://") || strings.HasPrefix(spec, "/") || strings.HasPrefix(spec, ".") {
+		return lastSegment(spec)
+	}
+	name := spec
+	if i := strings.IndexAny(name, "=<>!~[@; "); i > 0 {
+		name = name[:i]
+	}
+	if pyRE.MatchString(name) {
+		return name
+	}
+	return ""
+}
+
+// lastSegment is the last path segment of a URL or path, without a
+// .git/.tgz/.whl suffix, a fragment or a query.
+func lastSegment(spec string) string {
+	if u, err := url.Parse(spec); err == nil && u.Scheme != "" && strings.Contains(spec, "://") {
+		spec = u.Path
+	}
+	if i := strings.IndexAny(spec, "#?"); i >= 0 {
+		spec = spec[:i]
+	}
+	spec = strings.TrimRight(spec, "/")
+	if i := strings.LastIndexAny(spec, "/:"); i >= 0 {
+		spec = spec[i+1:]
+	}
+	if i := strings.IndexByte(spec, '@'); i > 0 {
+		spec = spec[:i] // repo.git@v1: a revision
+	}
+	for _, ext := range []string{".git", ".tgz", ".tar.gz", ".whl", ".zip"} {
+		spec = strings.TrimSuffix(spec, ext)
+	}
+	return spec
+}
+
+// Flags of docker run and podman run (and their global options) that take
+// a separate value. Every other flag is taken to stand alone; a
+// --flag=value never takes the next argument.
+var containerValues = set(
+	// global options, before "run"
+	"-H", "--host", "-c", "--context", "--config", "-l", "--log-level", "--tlscacert", "--tlscert", "--tlskey",
+	"--connection", "--identity", "--url", "--root", "--runroot", "--storage-driver", "--storage-opt", "--cgroup-manager",
+	"--namespace", "-n", "--address", "-a",
+	// run options
+	"-e", "--env", "--env-file", "-v", "--volume", "--volumes-from", "--mount", "--tmpfs", "--name", "-p", "--publish",
+	"--expose", "--network", "--net", "--network-alias", "--net-alias", "-w", "--workdir", "-u", "--user", "--entrypoint",
+	"-h", "--hostname", "--domainname", "-l", "--label", "--label-file", "--annotation", "--add-host", "--dns", "--dns-option",
+	"--dns-opt", "--dns-search", "--cap-add", "--cap-drop", "--device", "--device-cgroup-rule", "--device-read-bps",
+	"--device-read-iops", "--device-write-bps", "--device-write-iops", "--gpus", "--group-add", "--ipc", "--pid", "--uts",
+	"--userns", "--cgroupns", "--cgroup-parent", "--cidfile", "--cpus", "--cpu-shares", "-c", "--cpu-period", "--cpu-quota",
+	"--cpu-rt-period", "--cpu-rt-runtime", "--cpuset-cpus", "--cpuset-mems", "-m", "--memory", "--memory-reservation",
+	"--memory-swap", "--memory-swappiness", "--kernel-memory", "--shm-size", "--oom-score-adj", "--pids-limit", "--ulimit",
+	"--blkio-weight", "--blkio-weight-device", "--restart", "--runtime", "--security-opt", "--stop-signal", "--stop-timeout",
+	"--log-driver", "--log-opt", "--platform", "--pull", "--isolation", "--ip", "--ip6", "--link", "--link-local-ip",
+	"--mac-address", "--sysctl", "--storage-opt", "--health-cmd", "--health-interval", "--health-retries",
+	"--health-start-period", "--health-start-interval", "--health-timeout", "-a", "--attach", "--detach-keys",
+	"--init-path", "--secret", "--pod", "--pod-id-file", "--arch", "--os", "--variant", "--authfile", "--creds",
+	"--cert-dir", "--decryption-key", "--uidmap", "--gidmap", "--subuidname", "--subgidname", "--hooks-dir", "--pidfile",
+	"--conmon-pidfile", "--cgroups", "--cgroup-conf", "--chrootdirs", "--image-volume", "--requires", "--sdnotify",
+	"--seccomp-policy", "--timeout", "--tz", "--umask", "--unsetenv", "--volume-driver", "--group-entry", "--passwd-entry",
+	"--personality", "--preserve-fd", "--rdt-class", "--retry", "--retry-delay", "--hostuser", "--gpus", "--systemd",
+)
+
+// Short flags of docker run that take a value, for clusters like -it or
+// -ie NAME.
+const containerShortValues = "ehlmpuvwac"
+
+// image names the image of docker run / podman run / docker container
+// run, without tag or digest.
+func image(args []string) string {
+	i := 0
+	// Global options, then the run subcommand.
+	for ; i < len(args); i++ {
+		a := args[i]
+		if a == "run" {
+			break
+		}
+		if a == "container" {
+			continue
+		}
+		if !strings.HasPrefix(a, "-") {
+			return ""
+		}
+		if containerValues[a] && !strings.Contains(a, "=") {
+			i++
+		}
+	}
+	for i++; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "--":
+			i++
+			if i < len(args) {
+				return imageName(args[i])
+			}
+			return ""
+		case strings.HasPrefix(a, "--"):
+			if !strings.Contains(a, "=") && containerValues[a] {
+				i++
+			}
+		case strings.HasPrefix(a, "-") && len(a) > 1:
+			// A cluster of short flags: the first that takes a value takes
+			// the rest of the cluster, or the next argument.
+			for j := 1; j < len(a); j++ {
+				if strings.IndexByte(containerShortValues, a[j]) >= 0 {
+					if j == len(a)-1 {
+						i++
+					}
+					break
+				}
+			}
+		default:
+			return imageName(a)
+		}
+	}
+	return ""
+}
+
+var imageRE = regexp.MustCompile(`^[a-z0-9]+([._-]+[a-z0-9]+)*(:[0-9]+)?(/[a-z0-9]+([._-]+[a-z0-9]+)*)*$`)
+
+// imageName is an image reference without tag or digest, if it is one.
+func imageName(ref string) string {
+	if i := strings.IndexByte(ref, '@'); i >= 0 {
+		ref = ref[:i]
+	}
+	if i := strings.LastIndexByte(ref, ':'); i > strings.LastIndexByte(ref, '/') {
+		ref = ref[:i]
+	}
+	if imageRE.MatchString(ref) {
+		return ref
+	}
+	return ""
+}
+
+// script names what an interpreter runs: the name in the nearest
+// package.json (node) or pyproject.toml (python) above the script, else
+// the script's base name without extension.
+func script(args []string, dir string, fs flagSpec) string {
+	rest := skip(args, fs, false)
+	if len(rest) == 0 {
+		return ""
+	}
+	return scriptOrProgram(rest, dir)
+}
+
+// scriptOrProgram names the script or program rest[0].
+func scriptOrProgram(rest []string, dir string) string {
+	if len(rest) == 0 {
+		return ""
+	}
+	s := rest[0]
+	for _, p := range []string{"npm:", "jsr:"} {
+		if strings.HasPrefix(s, p) {
+			return npmName(s)
+		}
+	}
+	if strings.Contains(s, "://") {
+		return stem(lastSegment(s))
+	}
+	if n := manifestName(s, dir); n != "" {
+		return n
+	}
+	return stem(s)
+}
+
+// stem is the base name of a path without its extension.
+func stem(p string) string {
+	b := filepath.Base(strings.ReplaceAll(p, `\`, "/"))
+	if e := filepath.Ext(b); e != b {
+		b = strings.TrimSuffix(b, e)
+	}
+	return b
+}
+
+// manifestName finds the name of the package a script belongs to: the
+// "name" of the nearest package.json, or the [project] name of the nearest
+// pyproject.toml, in the script's directory or above. Symbolic links are
+// followed first (node_modules/.bin/x points into its package).
+func manifestName(scriptPath, dir string) string {
+	p := scriptPath
+	if !filepath.IsAbs(p) {
+		if dir == "" {
+			dir, _ = os.Getwd()
+		}
+		p = filepath.Join(dir, p)
+	}
+	fi, err := os.Stat(p)
+	if err != nil || fi.IsDir() {
+		return ""
+	}
+	if r, err := filepath.EvalSymlinks(p); err == nil {
+		p = r
+	}
+	d := filepath.Dir(p)
+	for range 64 {
+		if n := packageJSONName(filepath.Join(d, "package.json")); n != "" {
+			return n
+		}
+		if n := pyprojectName(filepath.Join(d, "pyproject.toml")); n != "" {
+			return n
+		}
+		up := filepath.Dir(d)
+		if up == d {
+			break
+		}
+		d = up
+	}
+	return ""
+}
+
+func readSmall(path string) []byte {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxManifest+1))
+	if err != nil || len(b) > maxManifest {
+		return nil
+	}
+	return b
+}
+
+// packageJSONName is the valid npm "name" of a package.json, or "" (a
+// package.json without a name, as in dist/package.json {"type":"module"},
+// is passed over).
+func packageJSONName(path string) string {
+	b := readSmall(path)
+	if b == nil {
+		return ""
+	}
+	v, err := etdi.ParseJSON(b)
+	if err != nil || v.Kind != etdi.Object {
+		return ""
+	}
+	n := v.Get("name")
+	if n == nil || n.Kind != etdi.String || len(n.Str) > 214 || !npmRE.MatchString(n.Str) {
+		return ""
+	}
+	return n.Str
+}
+
+var (
+	tomlSection = regexp.MustCompile(`^\s*\[([^\]]*)\]`)
+	tomlName    = regexp.MustCompile(`^\s*name\s*=\s*["']([^"']*)["']`)
+)
+
+// pyprojectName is the [project] name of a pyproject.toml, or "".
+func pyprojectName(path string) string {
+	b := readSmall(path)
+	if b == nil {
+		return ""
+	}
+	in := false
+	for _, line := range strings.Split(string(b), "\n") {
+		if m := tomlSection.FindStringSubmatch(line); m != nil {
+			in = strings.TrimSpace(m[1]) == "project"
+			continue
+		}
+		if m := tomlName.FindStringSubmatch(line); in && m != nil && pyRE.MatchString(m[1]) {
+			return m[1]
+		}
+	}
+	return ""
+}
+
+// URL derives a name from a server URL: the host (with a port other than
+// the scheme's default) and the path without a trailing '/', leaving out
+// user information, query, fragment, matrix parameters (;k=v) and every
+// path segment that holds '=' or looks like a credential. It returns "" for a URL without a host.
+func URL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.Hostname() == "" {
+		return ""
+	}
+	host := strings.ToLower(u.Hostname())
+	if strings.Contains(host, ":") {
+		host = "[" + host + "]"
+	}
+	if p := u.Port(); p != "" && !(p == "443" && u.Scheme == "https") && !(p == "80" && u.Scheme == "http") {
+		host += ":" + p
+	}
+	name := host
+	for _, seg := range strings.Split(u.EscapedPath(), "/") {
+		seg, _, _ = strings.Cut(seg, ";") // matrix parameters
+		d, err := url.PathUnescape(seg)
+		if err != nil || d == "" || d == "." || d == ".." || strings.ContainsAny(d, "=;/") || !printable(d) || redact.LooksSecret(d) {
+			continue
+		}
+		if len(name)+1+len(seg) > MaxLen {
+			break
+		}
+		name += "/" + seg
+	}
+	if !Valid(name) {
+		return ""
+	}
+	return name
+}
+
+// Valid reports whether name can be a derived identity: 1 to MaxLen
+// bytes of valid UTF-8, no control character, space or '=', and nothing
+// that looks like a credential.
+func Valid(name string) bool {
+	if name == "" || len(name) > MaxLen || !utf8.ValidString(name) || !printable(name) || strings.Contains(name, "=") {
+		return false
+	}
+	for _, part := range strings.FieldsFunc(name, func(r rune) bool { return r == '/' || r == ':' || r == '@' }) {
+		if redact.LooksSecret(part) {
+			return false
+		}
+	}
+	return !redact.LooksSecret(name)
+}
+
+func printable(s string) bool {
+	for _, r := range s {
+		if r < 0x21 || r == 0x7f || unicode.IsControl(r) || unicode.IsSpace(r) || r == utf8.RuneError {
+			return false
+		}
+	}
+	return true
+}
