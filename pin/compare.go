@@ -305,6 +305,9 @@ func compare(tx *bolt.Tx, o *Observation) (*Comparison, error) {
 		}
 		c.Tools = append(c.Tools, st)
 		c.Findings = append(c.Findings, fs...)
+		if st.Status != "ok" { // what is about to be approved, not what was
+			c.Findings = append(c.Findings, suspiciousFindings(tx, o, t)...)
+		}
 	}
 	cur := tx.Bucket(bPins).Cursor()
 	prefix := []byte(o.Server + "\x00")
