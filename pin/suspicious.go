@@ -40,7 +40,7 @@ func suspiciousFindings(tx *bolt.Tx, o *Observation, t *Observed) []verify.Findi
 	for _, m := range suspect.Scan(def, others) {
 		fs = append(fs, verify.Finding{Kind: verify.SuspiciousText, Severity: verify.Warning, Server: o.Server,
 			Tool: t.Name, Version: t.Version, Live: t.Digest.String(), Pointer: m.Pointer, Match: m.Text,
-			Message: fmt.Sprintf("tool %q: %s at %s: %q", t.Name, m.Reason, m.Pointer, m.Text)})
+			Message: fmt.Sprintf("tool %s: %s at %s", t.Name, m.Reason, m.Pointer)})
 	}
 	return fs
 }
