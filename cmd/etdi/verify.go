@@ -10,8 +10,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/etdi-dev/etdi"
-	"github.com/etdi-dev/etdi/internal/termtext"
 	"github.com/etdi-dev/etdi/idp"
+	"github.com/etdi-dev/etdi/internal/termtext"
 	"github.com/etdi-dev/etdi/keys"
 	"github.com/etdi-dev/etdi/trust"
 	"github.com/etdi-dev/etdi/verify"
