@@ -428,7 +428,7 @@ func TestLiveInteractiveApproval(t *testing.T) {
 		stdin.Close()
 	}()
 	cmd.Wait()
-	if !strings.Contains(out.String(), "approve tool get_weather? [y/N]") || !strings.Contains(out.String(), "approve tool get_forecast? [y/N]") {
+	if !strings.Contains(out.String(), "approve tool get_weather? [y]es, [N]o") || !strings.Contains(out.String(), "approve tool get_forecast? [y]es, [N]o") {
 		t.Fatalf("no prompts:\n%s", out.String())
 	}
 	l := p.ok("pin", "list", "--pins", "pins.db", "--json")

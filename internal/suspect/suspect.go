@@ -12,6 +12,7 @@ package suspect
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode"
@@ -36,46 +37,63 @@ type Match struct {
 // MaxMatches bounds the matches reported for one definition.
 const MaxMatches = 32
 
+// rules are tried on a string only when its lower-case form holds one of
+// their hints (and, if set, also one of their second hints), which keeps
+// scanning thousands of harmless definitions cheap.
 var rules = []struct {
 	reason string
+	hints  []string
+	hints2 []string
 	re     *regexp.Regexp
 }{
-	{"an instruction tag", regexp.MustCompile(`(?i)<\s*/?\s*(important|system|instructions?|secret|hidden|admin|critical|prompt)\s*>`)},
-	{"an instruction to ignore other instructions", regexp.MustCompile(`(?i)\b(ignore|disregard|forget|override)\s+(all\s+|any\s+)?(the\s+|your\s+)?(previous|prior|above|earlier|preceding|other|system)\s+(instructions|prompts?|rules|directions|guidelines)`)},
-	{"an instruction to keep the user uninformed", regexp.MustCompile(`(?i)\b((do\s+not|don'?t|never|must\s+not)\s+(tell|inform|mention\s+(this\s+|it\s+)?to|reveal\s+(this\s+|it\s+)?to|notify|alert|show|let)\s+the\s+user|without\s+(telling|informing|notifying|alerting|asking)\s+the\s+user|(hide|conceal|keep)\s+(this|it)\s+(from|secret\s+from)\s+the\s+user|the\s+user\s+(must|should)\s+not\s+(know|see|be\s+told))`)},
-	{"a path to secrets", regexp.MustCompile(`(?i)(~/\.ssh|\.ssh/|\bid_(rsa|dsa|ecdsa|ed25519)\b|(^|[^\w.$])\.env\b|\.aws/credentials|\bcredentials\.(json|ya?ml|toml|txt|csv|db)\b|\.git-credentials|\.netrc\b|\.pgpass\b|\.docker/config\.json|\.kube/config|/etc/(passwd|shadow)\b)`)},
+	{"an instruction tag", []string{"<"}, nil, regexp.MustCompile(`(?i)<\s*/?\s*(important|system|instructions?|secret|hidden|admin|critical|prompt)\s*>`)},
+	{"an instruction to ignore other instructions", []string{"ignore", "disregard", "forget", "override"}, nil, regexp.MustCompile(`(?i)\b(ignore|disregard|forget|override)\s+(all\s+|any\s+)?(the\s+|your\s+)?(previous|prior|above|earlier|preceding|other|system)\s+(instructions|prompts?|rules|directions|guidelines)`)},
+	{"an instruction to keep the user uninformed", []string{"user"}, []string{"not", "n't", "never", "without", "hide", "conceal", "keep"}, regexp.MustCompile(`(?i)\b((do\s+not|don'?t|never|must\s+not)\s+(tell|inform|mention\s+(this\s+|it\s+)?to|reveal\s+(this\s+|it\s+)?to|notify|alert|show|let)\s+the\s+user|without\s+(telling|informing|notifying|alerting|asking)\s+the\s+user|(hide|conceal|keep)\s+(this|it)\s+(from|secret\s+from)\s+the\s+user|the\s+user\s+(must|should)\s+not\s+(know|see|be\s+told))`)},
+	{"a path to secrets", []string{"ssh", "id_", ".env", "credentials", ".netrc", ".pgpass", ".docker", ".kube", "/etc/"}, nil, regexp.MustCompile(`(?i)(~/\.ssh|\.ssh/|\bid_(rsa|dsa|ecdsa|ed25519)\b|(^|[^\w.$])\.env\b|\.aws/credentials|\bcredentials\.(json|ya?ml|toml|txt|csv|db)\b|\.git-credentials|\.netrc\b|\.pgpass\b|\.docker/config\.json|\.kube/config|/etc/(passwd|shadow)\b)`)},
 }
 
-// Scan returns the suspicious text of a definition. others are the names
-// of tools other servers offer; one of them in this definition's text is
-// a match when it is a whole word and distinctive: it holds '_', '-' or
-// '.', or a lower-case letter followed by an upper-case one, or is at
-// least 8 characters long. The definition's own name never counts (the
-// same name on two servers is shadowing, reported elsewhere).
-func Scan(def *etdi.Value, others []string) []Match {
-	own := ""
-	if n := def.Get("name"); n != nil && n.Kind == etdi.String {
-		own = n.Str
-	}
-	var names []string
-	for _, n := range others {
-		if n != own && distinctive(n) {
-			names = append(names, n)
+// Names is a set of other servers' tool names to look for. Only
+// distinctive names count: holding '_', '-' or '.', or a lower-case letter
+// followed by an upper-case one, or at least 8 characters long, so common
+// words (search, echo, add) never match.
+type Names struct{ set map[string]bool }
+
+// NewNames returns the distinctive names among names.
+func NewNames(names []string) *Names {
+	n := &Names{set: map[string]bool{}}
+	for _, name := range names {
+		if distinctive(name) {
+			n.set[name] = true
 		}
 	}
-	s := &scanner{names: names, seen: map[string]bool{}}
+	return n
+}
+
+// Scan returns the suspicious text of a definition. A name of others in
+// its text is a match when it is a whole word: no letter, digit, '_' or
+// '-' right before or after it. The definition's own name never counts
+// (the same name on two servers is shadowing, reported elsewhere).
+func Scan(def *etdi.Value, others *Names) []Match {
+	s := &scanner{seen: map[string]bool{}}
+	if others != nil {
+		s.names = others.set
+	}
+	if n := def.Get("name"); n != nil && n.Kind == etdi.String {
+		s.own = n.Str
+	}
 	s.value("", def)
 	return s.out
 }
 
 type scanner struct {
-	names []string
+	names map[string]bool
+	own   string
 	seen  map[string]bool
 	out   []Match
 }
 
 func (s *scanner) add(m Match) {
-	key := m.Pointer + "\x00" + m.Reason
+	key := m.Pointer + "\x00" + m.Reason + "\x00" + m.Text
 	if len(s.out) >= MaxMatches || s.seen[key] {
 		return
 	}
@@ -112,15 +130,21 @@ func (s *scanner) text(ptr, str string) {
 		m.Pointer = ptr
 		s.add(m)
 	}
+	lower := strings.ToLower(str)
 	for _, r := range rules {
+		if !containsAny(lower, r.hints) || (r.hints2 != nil && !containsAny(lower, r.hints2)) {
+			continue
+		}
 		if loc := r.re.FindStringIndex(str); loc != nil {
 			s.add(Match{Pointer: ptr, Text: strings.TrimLeft(str[loc[0]:loc[1]], " \t\n\"'`(/$"), Reason: r.reason})
 		}
 	}
-	for _, n := range s.names {
-		if wholeWord(str, n) {
-			s.add(Match{Pointer: ptr, Text: n, Reason: "the name of a tool of another server"})
-		}
+	if len(s.names) > 0 {
+		eachWord(str, func(n string) {
+			if s.names[n] && n != s.own {
+				s.add(Match{Pointer: ptr, Text: n, Reason: "the name of a tool of another server"})
+			}
+		})
 	}
 }
 
@@ -155,6 +179,10 @@ func hidden(str string) (Match, bool) {
 	return Match{Text: str[start:end], Reason: "hidden characters " + strings.Join(cps, ", ")}, true
 }
 
+func containsAny(s string, subs []string) bool {
+	return slices.ContainsFunc(subs, func(sub string) bool { return strings.Contains(s, sub) })
+}
+
 func containsString(ss []string, s string) bool {
 	for _, x := range ss {
 		if x == s {
@@ -185,21 +213,46 @@ func identRune(r rune) bool {
 	return r == '_' || r == '-' || unicode.IsLetter(r) || unicode.IsDigit(r)
 }
 
-// wholeWord reports whether name occurs in s with no letter, digit, '_'
-// or '-' right before or after it.
-func wholeWord(s, name string) bool {
-	for off := 0; off < len(s); {
-		i := strings.Index(s[off:], name)
-		if i < 0 {
-			return false
+// eachWord calls fn with the candidate names in s: each maximal run of
+// letters, digits, '_', '-' and '.', and every part of such a run between
+// dots (dots both join a name like fs.read and end a sentence).
+func eachWord(s string, fn func(string)) {
+	run := func(r string) {
+		if !strings.Contains(r, ".") {
+			fn(r)
+			return
 		}
-		i += off
-		before, _ := utf8.DecodeLastRuneInString(s[:i])
-		after, _ := utf8.DecodeRuneInString(s[i+len(name):])
-		if (i == 0 || !identRune(before)) && (i+len(name) == len(s) || !identRune(after)) {
-			return true
+		// Segment starts and ends, as byte offsets into r.
+		var starts, ends []int
+		start := 0
+		for i := 0; i <= len(r); i++ {
+			if i == len(r) || r[i] == '.' {
+				if i > start {
+					starts, ends = append(starts, start), append(ends, i)
+				}
+				start = i + 1
+			}
 		}
-		off = i + 1
+		for i := range starts {
+			for j := i; j < len(ends); j++ {
+				fn(r[starts[i]:ends[j]])
+			}
+		}
 	}
-	return false
+	start := -1
+	for i, r := range s {
+		if identRune(r) || r == '.' {
+			if start < 0 {
+				start = i
+			}
+			continue
+		}
+		if start >= 0 {
+			run(s[start:i])
+			start = -1
+		}
+	}
+	if start >= 0 {
+		run(s[start:])
+	}
 }

@@ -1,6 +1,7 @@
 package suspect
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -43,7 +44,7 @@ func TestScanFindsAttacks(t *testing.T) {
 		{"pointer_escaping", `{"name":"add","annotations":{"a/b~c":"<system>"}}`, "/annotations/a~1b~0c", "<system>", "an instruction tag"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ms := Scan(parse(t, tc.def), []string{"send_email", "add", "echo"})
+			ms := Scan(parse(t, tc.def), NewNames([]string{"send_email", "add", "echo"}))
 			for _, m := range ms {
 				if m.Pointer == tc.pointer && m.Text == tc.text && m.Reason == tc.reason {
 					return
@@ -65,7 +66,7 @@ func TestScanPassesHarmlessText(t *testing.T) {
 		`{"name":"deploy","description":"Deploys the app. Reads settings from process.env and the config directory. Echo the result; add a note. Stores API credentials in the system keychain."}`,
 		`{"name":"regex","description":"Matches a pattern such as \\d+ or C:\\Users\\me; the user's input is shown to the user."}`,
 	} {
-		if ms := Scan(parse(t, d), others); len(ms) != 0 {
+		if ms := Scan(parse(t, d), NewNames(others)); len(ms) != 0 {
 			t.Errorf("Scan(%s) = %+v, want nothing", d, ms)
 		}
 	}
@@ -74,10 +75,10 @@ func TestScanPassesHarmlessText(t *testing.T) {
 // Common words are never treated as another server's tool names.
 func TestScanToolNameRule(t *testing.T) {
 	v := parse(t, `{"name":"x","description":"Search the files, then list them; echo or add. Use read_file_v2 or myread_file."}`)
-	if ms := Scan(v, []string{"search", "list", "echo", "add", "files", "read_file"}); len(ms) != 0 {
+	if ms := Scan(v, NewNames([]string{"search", "list", "echo", "add", "files", "read_file"})); len(ms) != 0 {
 		t.Fatalf("Scan = %+v", ms)
 	}
-	if ms := Scan(parse(t, `{"name":"x","description":"Then call getTinyImage."}`), []string{"getTinyImage"}); len(ms) != 1 {
+	if ms := Scan(parse(t, `{"name":"x","description":"Then call getTinyImage. Or fs.read_all, then fs.read."}`), NewNames([]string{"getTinyImage", "fs.read"})); len(ms) != 2 {
 		t.Fatalf("camel-case name not found: %+v", ms)
 	}
 }
@@ -101,7 +102,7 @@ func FuzzScan(f *testing.F) {
 		if err != nil {
 			return
 		}
-		for _, m := range Scan(v, []string{"send_email", "getTinyImage"}) {
+		for _, m := range Scan(v, NewNames([]string{"send_email", "getTinyImage"})) {
 			if m.Reason == "" || m.Text == "" || (m.Pointer != "" && m.Pointer[0] != '/') {
 				t.Fatalf("bad match %+v", m)
 			}
@@ -111,10 +112,11 @@ func FuzzScan(f *testing.F) {
 
 func BenchmarkScan(b *testing.B) {
 	v := parse(b, `{"name":"read_text_file","description":"Read the complete contents of a file from the file system as text. Handles various text encodings and provides detailed error messages if the file cannot be read.","inputSchema":{"type":"object","properties":{"path":{"type":"string"},"head":{"type":"number","description":"If provided, returns only the first N lines of the file"}}}}`)
-	others := make([]string, 200)
-	for i := range others {
-		others[i] = "tool_" + strings.Repeat("x", i%20) + "_name"
+	names := make([]string, 10000)
+	for i := range names {
+		names[i] = fmt.Sprintf("tool_%d_name", i)
 	}
+	others := NewNames(names)
 	for b.Loop() {
 		Scan(v, others)
 	}
