@@ -11,39 +11,35 @@ import (
 
 // suspicion scans the tools of one comparison for suspicious text
 // (SPEC.md §21). The names of tools approved on other servers count,
-// except names this server offers itself; they are read once, on first
-// use.
+// except names this server offers itself; each candidate word is looked
+// up in the names index, so the cost does not grow with the database.
 type suspicion struct {
 	tx     *bolt.Tx
 	o      *Observation
-	others *suspect.Names
+	own    map[string]bool
+	others map[string]bool
 }
 
 func newSuspicion(tx *bolt.Tx, o *Observation) *suspicion { return &suspicion{tx: tx, o: o} }
 
-func (s *suspicion) names() *suspect.Names {
-	if s.others != nil {
-		return s.others
-	}
-	own := map[string]bool{}
-	for _, t := range s.o.Tools {
-		own[t.Name] = true
-	}
-	var others []string
-	nb := s.tx.Bucket(bNames)
-	nb.ForEach(func(k, _ []byte) error {
-		if name := string(k); !own[name] {
-			for _, srv := range getStrings(nb, name) {
-				if srv != s.o.Server {
-					others = append(others, name)
-					break
-				}
-			}
+func (s *suspicion) isOther(word string) bool {
+	if s.others == nil {
+		s.others, s.own = map[string]bool{}, map[string]bool{}
+		for _, t := range s.o.Tools {
+			s.own[t.Name] = true
 		}
-		return nil
-	})
-	s.others = suspect.NewNames(others)
-	return s.others
+	}
+	if s.own[word] {
+		return false
+	}
+	other, seen := s.others[word]
+	if !seen {
+		for _, srv := range getStrings(s.tx.Bucket(bNames), word) {
+			other = other || srv != s.o.Server
+		}
+		s.others[word] = other
+	}
+	return other
 }
 
 // findings returns a suspicious_text warning for each piece of text in
@@ -54,7 +50,7 @@ func (s *suspicion) findings(t *Observed) []verify.Finding {
 		return nil
 	}
 	var fs []verify.Finding
-	for _, m := range suspect.Scan(def, s.names()) {
+	for _, m := range suspect.Scan(def, s.isOther) {
 		fs = append(fs, verify.Finding{Kind: verify.SuspiciousText, Severity: verify.Warning, Server: s.o.Server,
 			Tool: t.Name, Version: t.Version, Live: t.Digest.String(), Pointer: m.Pointer, Match: m.Text,
 			Message: fmt.Sprintf("tool %s: %s at %s", t.Name, m.Reason, m.Pointer)})

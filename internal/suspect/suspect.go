@@ -52,32 +52,27 @@ var rules = []struct {
 	{"a path to secrets", []string{"ssh", "id_", ".env", "credentials", ".netrc", ".pgpass", ".docker", ".kube", "/etc/"}, nil, regexp.MustCompile(`(?i)(~/\.ssh|\.ssh/|\bid_(rsa|dsa|ecdsa|ed25519)\b|(^|[^\w.$])\.env\b|\.aws/credentials|\bcredentials\.(json|ya?ml|toml|txt|csv|db)\b|\.git-credentials|\.netrc\b|\.pgpass\b|\.docker/config\.json|\.kube/config|/etc/(passwd|shadow)\b)`)},
 }
 
-// Names is a set of other servers' tool names to look for. Only
-// distinctive names count: holding '_', '-' or '.', or a lower-case letter
-// followed by an upper-case one, or at least 8 characters long, so common
-// words (search, echo, add) never match.
-type Names struct{ set map[string]bool }
+// Names tells whether a word is the name of a tool of another server.
+// Scan asks only about distinctive words: holding '_', '-' or '.', or a
+// lower-case letter followed by an upper-case one, or at least 8
+// characters long, so common words (search, echo, add) never match.
+type Names func(word string) bool
 
-// NewNames returns the distinctive names among names.
-func NewNames(names []string) *Names {
-	n := &Names{set: map[string]bool{}}
-	for _, name := range names {
-		if distinctive(name) {
-			n.set[name] = true
-		}
+// NewNames returns Names for a fixed list.
+func NewNames(names []string) Names {
+	set := map[string]bool{}
+	for _, n := range names {
+		set[n] = true
 	}
-	return n
+	return func(w string) bool { return set[w] }
 }
 
 // Scan returns the suspicious text of a definition. A name of others in
 // its text is a match when it is a whole word: no letter, digit, '_' or
 // '-' right before or after it. The definition's own name never counts
 // (the same name on two servers is shadowing, reported elsewhere).
-func Scan(def *etdi.Value, others *Names) []Match {
-	s := &scanner{seen: map[string]bool{}}
-	if others != nil {
-		s.names = others.set
-	}
+func Scan(def *etdi.Value, others Names) []Match {
+	s := &scanner{seen: map[string]bool{}, names: others}
 	if n := def.Get("name"); n != nil && n.Kind == etdi.String {
 		s.own = n.Str
 	}
@@ -86,7 +81,7 @@ func Scan(def *etdi.Value, others *Names) []Match {
 }
 
 type scanner struct {
-	names map[string]bool
+	names Names
 	own   string
 	seen  map[string]bool
 	out   []Match
@@ -139,9 +134,9 @@ func (s *scanner) text(ptr, str string) {
 			s.add(Match{Pointer: ptr, Text: strings.TrimLeft(str[loc[0]:loc[1]], " \t\n\"'`(/$"), Reason: r.reason})
 		}
 	}
-	if len(s.names) > 0 {
+	if s.names != nil {
 		eachWord(str, func(n string) {
-			if s.names[n] && n != s.own {
+			if n != s.own && distinctive(n) && s.names(n) {
 				s.add(Match{Pointer: ptr, Text: n, Reason: "the name of a tool of another server"})
 			}
 		})
