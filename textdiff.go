@@ -11,9 +11,10 @@ import (
 // on each side of a change.
 const textDiffContext = 40
 
-// maxDiffTokens bounds the distinct words TextDiff maps to code points;
-// beyond it the strings are compared character by character.
-const maxDiffTokens = 0x10FFFF - 0x800
+// maxDiffWords bounds the words of both strings TextDiff compares one by
+// one (the work grows with their product); longer strings are shown as one
+// change between their common prefix and suffix.
+const maxDiffWords = 4000
 
 // TextDiff shows where two strings differ, word by word: every removed run
 // is marked [-removed-] and every inserted run {+added+}, each where it
@@ -24,48 +25,72 @@ const maxDiffTokens = 0x10FFFF - 0x800
 // character (space runs aside) is a word of its own, so a hidden
 // character inside a word shows as a change of its own.
 func TextDiff(old, cur string) string {
-	dmp := diffmatchpatch.New()
-	var diffs []diffmatchpatch.Diff
 	a, b, tokens, ok := tokenRunes(old, cur)
-	if ok {
-		diffs = dmp.DiffMainRunes(a, b, false)
-		for i := range diffs {
-			var s strings.Builder
-			for _, r := range diffs[i].Text {
-				s.WriteString(tokens[runeIndex(r)])
-			}
-			diffs[i].Text = s.String()
+	if !ok {
+		return renderTextDiff(joinChanges(coarseDiff(old, cur)))
+	}
+	dmp := diffmatchpatch.New()
+	diffs := dmp.DiffMainRunes(a, b, false)
+	for i := range diffs {
+		var s strings.Builder
+		for _, r := range diffs[i].Text {
+			s.WriteString(tokens[runeIndex(r)])
 		}
-	} else {
-		diffs = dmp.DiffMain(old, cur, false)
+		diffs[i].Text = s.String()
 	}
 	return renderTextDiff(joinChanges(diffs))
+}
+
+// coarseDiff is the common prefix, one change, and the common suffix.
+func coarseDiff(old, cur string) []diffmatchpatch.Diff {
+	o, c := []rune(old), []rune(cur)
+	p := 0
+	for p < len(o) && p < len(c) && o[p] == c[p] {
+		p++
+	}
+	s := 0
+	for s < len(o)-p && s < len(c)-p && o[len(o)-1-s] == c[len(c)-1-s] {
+		s++
+	}
+	var out []diffmatchpatch.Diff
+	for _, d := range []diffmatchpatch.Diff{
+		{Type: diffmatchpatch.DiffEqual, Text: string(o[:p])},
+		{Type: diffmatchpatch.DiffDelete, Text: string(o[p : len(o)-s])},
+		{Type: diffmatchpatch.DiffInsert, Text: string(c[p : len(c)-s])},
+		{Type: diffmatchpatch.DiffEqual, Text: string(o[len(o)-s:])},
+	} {
+		if d.Text != "" {
+			out = append(out, d)
+		}
+	}
+	return out
 }
 
 // tokenRunes maps the words of a and b to one code point each (skipping
 // surrogates, which a Go string cannot hold).
 func tokenRunes(a, b string) ([]rune, []rune, []string, bool) {
+	wa, wb := words(a), words(b)
+	if len(wa)+len(wb) > maxDiffWords {
+		return nil, nil, nil, false
+	}
 	ids := map[string]rune{}
 	var tokens []string
-	conv := func(s string) ([]rune, bool) {
+	conv := func(ws []string) []rune {
 		var out []rune
-		for _, w := range words(s) {
+		for _, w := range ws {
 			id, seen := ids[w]
 			if !seen {
-				if len(tokens) >= maxDiffTokens {
-					return nil, false
-				}
 				id = indexRune(len(tokens))
 				ids[w] = id
 				tokens = append(tokens, w)
 			}
 			out = append(out, id)
 		}
-		return out, true
+		return out
 	}
-	ra, ok1 := conv(a)
-	rb, ok2 := conv(b)
-	return ra, rb, tokens, ok1 && ok2
+	ra := conv(wa)
+	rb := conv(wb)
+	return ra, rb, tokens, true
 }
 
 func indexRune(i int) rune {
