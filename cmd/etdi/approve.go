@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/etdi-dev/etdi"
+	"github.com/etdi-dev/etdi/internal/suspect"
 	"github.com/etdi-dev/etdi/pin"
 	"github.com/etdi-dev/etdi/verify"
 )
@@ -35,6 +36,7 @@ func toolDefs(o *pin.Observation) map[string]observedTool {
 func (e *env) approveInteractively(pf *pinFlags, o *observation, c *pin.Comparison) (*pin.Comparison, []pin.Approval, error) {
 	in := bufio.NewReader(e.stdin)
 	defs := toolDefs(o.obs)
+	e.showInstructions(o.obs, c)
 	for {
 		tools, accept, proceed, err := e.askApprovals(in, o.obs.Server, c, defs)
 		if err != nil {
@@ -147,4 +149,23 @@ func (e *env) askApprovals(in *bufio.Reader, server string, c *pin.Comparison, d
 		}
 	}
 	return names, accept, len(names) > 0 || accept, nil
+}
+
+// showInstructions shows the server's instructions before a first
+// approval records them: they steer the model like a description does.
+func (e *env) showInstructions(o *pin.Observation, c *pin.Comparison) {
+	if !o.InstructionsKnown || o.Instructions == nil || *o.Instructions == "" {
+		return
+	}
+	for _, f := range c.Findings {
+		if f.Kind == verify.NewTool {
+			say(e.stderr, "\nserver %s sends these instructions to the model; approving records them:\n", o.Server)
+			sayBlock(e.stderr, "    ", *o.Instructions)
+			v := &etdi.Value{Kind: etdi.Object, Members: []etdi.Member{{Name: "instructions", Value: &etdi.Value{Kind: etdi.String, Str: *o.Instructions}}}}
+			for _, m := range suspect.Scan(v, nil) {
+				say(e.stderr, "warning: suspicious_text: server instructions: %s\n    at %s: %s\n", m.Reason, m.Pointer, m.Text)
+			}
+			return
+		}
+	}
 }

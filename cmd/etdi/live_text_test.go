@@ -2,9 +2,11 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -48,4 +50,22 @@ func TestLiveRealServersNotSuspicious(t *testing.T) {
 		}
 	}
 	t.Logf("%d tool definitions checked", tools)
+}
+
+// Before a first approval records a live server's instructions, --approve
+// shows them.
+func TestLiveApproveShowsInstructions(t *testing.T) {
+	needNode(t)
+	p := textEnv(t)
+	r := startPty(t, p.dir, "check", "--trust", "trust.json", "--pins", "pins.db", "--name", "fx", "--approve", "--server", "--", "node", fixtureJS, "m9")
+	r.waitFor(t, prompt, 1)
+	out := r.output()
+	if !strings.Contains(out, "server unsigned:fx sends these instructions to the model; approving records them:") ||
+		!strings.Contains(out, "    | Weather server. Use get_weather for current conditions") {
+		t.Fatalf("instructions not shown:\n%s", out)
+	}
+	fmt.Fprint(r.stdin, "n\n")
+	r.waitFor(t, prompt, 2)
+	fmt.Fprint(r.stdin, "n\n")
+	r.wait(t)
 }
