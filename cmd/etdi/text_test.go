@@ -158,6 +158,7 @@ func TestHumanOutputEscapesServerText(t *testing.T) {
 		append([]string{"pin", "approve", "--tools", "changed.json"}, base...),
 		{"pin", "history", "--pins", "pins.db"},
 		{"manifest", "init", "--provider", "acme", "--server-name", "weather", "--tools", "tools.json"},
+		{"digest", "tools.json"},
 	} {
 		r := p.run(args...)
 		all(strings.Join(args[:2], " "), r)
@@ -377,5 +378,26 @@ func TestApproveDoesNotHoldTheLock(t *testing.T) {
 	}
 	if len(approvals) != 2 || approvals[0] != "add by other-person" || !strings.HasPrefix(approvals[1], "sub by ") {
 		t.Fatalf("approvals %v, want add by the other person, then sub\n%s", approvals, r.output())
+	}
+}
+
+// etdi verify's prose shows the live tools a bundle does not sign, and the
+// differences of those it does, escaped.
+func TestVerifyOutputEscapesServerText(t *testing.T) {
+	p := newPinEnv(t)
+	p.ok("sign", "--key", "acme.key", "--out", "w.etdi.json", "v1.manifest.json")
+	var live map[string]any
+	json.Unmarshal([]byte(readFile(t, p.dir, "live-ok.json")), &live)
+	tools := live["tools"].([]any)
+	tools[0].(map[string]any)["description"] = hostileDescription
+	tools = append(tools, hostileTool(hostileDescription))
+	live["tools"] = tools
+	b, _ := json.Marshal(live)
+	p.write("live.json", string(b))
+	r := p.run("verify", "--trust", "trust.json", "--tools", "live.json", "w.etdi.json")
+	noRaw(t, "verify stdout", r.stdout, false)
+	noRaw(t, "verify stderr", r.stderr, false)
+	if r.code != 11 || !strings.Contains(r.stdout, `{+Weather.\u{7}\u{8}\u{1B}[2J`) {
+		t.Fatalf("verify: %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 }
