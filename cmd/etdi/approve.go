@@ -169,3 +169,32 @@ func (e *env) showInstructions(o *pin.Observation, c *pin.Comparison) {
 		}
 	}
 }
+
+// keepSuspicious returns the findings of after, with the suspicious_text
+// warnings found before an approval that after no longer carries (an
+// approved tool is not scanned again): what was approved stays on record
+// in the report.
+func keepSuspicious(before, after *pin.Comparison) []verify.Finding {
+	out := append([]verify.Finding{}, after.Findings...)
+	if before == nil || before == after {
+		return out
+	}
+	for _, f := range before.Findings {
+		if f.Kind == verify.SuspiciousText && !slices.ContainsFunc(after.Findings, func(g verify.Finding) bool {
+			return g.Kind == f.Kind && g.Tool == f.Tool && g.Pointer == f.Pointer && g.Match == f.Match
+		}) {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// printSuspicious prints the suspicious_text warnings of the tools about
+// to be approved (all, or those named).
+func printSuspicious(w io.Writer, c *pin.Comparison, tools []string) {
+	for _, f := range c.Findings {
+		if f.Kind == verify.SuspiciousText && (len(tools) == 0 || slices.Contains(tools, f.Tool)) {
+			printFindings(w, []verify.Finding{f})
+		}
+	}
+}

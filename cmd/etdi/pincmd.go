@@ -186,6 +186,7 @@ func (e *env) checkTarget(sf *serverFlags, pf *pinFlags, t *target, p *trust.Pol
 		return fail(err)
 	}
 	c, err := s.Check(o.obs, pf.who())
+	before := c
 	switch {
 	case err == nil && interactive && !hasError(o.findings):
 		// A person may take minutes: never hold the database meanwhile.
@@ -204,7 +205,7 @@ func (e *env) checkTarget(sf *serverFlags, pf *pinFlags, t *target, p *trust.Pol
 		return fail(err)
 	}
 	rep.Server, rep.Tools = c.Server, c.Tools
-	rep.Findings = append(rep.Findings, c.Findings...)
+	rep.Findings = append(rep.Findings, keepSuspicious(before, c)...)
 	rep.ExitCode = exitFor(rep.Findings)
 	return rep
 }
@@ -324,6 +325,9 @@ older bundle are never approved. Prints what was approved.`,
 				return err
 			}
 			defer s.Close()
+			if c, err := s.Compare(o.obs); err == nil {
+				printSuspicious(e.stderr, c, tools)
+			}
 			approved, refused, err := s.Approve(o.obs, pin.ApproveOptions{Tools: tools, By: pf.who(), AcceptInstructions: acceptInstructions})
 			if err != nil {
 				return err
