@@ -98,11 +98,11 @@ func (e *env) askApprovals(in *bufio.Reader, server string, c *pin.Comparison, d
 			continue
 		}
 		asked[f.Tool+string(f.Kind)] = true
-		if f.Tool == "" && f.Kind != verify.InstructionsChanged {
-			continue
-		}
 		say(e.stderr, "\n")
 		printFindingsWith(e.stderr, []verify.Finding{f}, defs)
+		if f.Tool == "" && f.Kind != verify.InstructionsChanged {
+			continue // about the whole server: nothing to approve
+		}
 		for _, w := range c.Findings {
 			if w.Tool == f.Tool && w.Severity == verify.Warning && f.Tool != "" {
 				printFindings(e.stderr, []verify.Finding{w})
