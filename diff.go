@@ -175,42 +175,6 @@ func diff(out *[]Change, path string, a, b *Value) {
 	}
 }
 
-// TextDiff shows where two strings differ: the common prefix and suffix
-// are cut to at most 40 characters of context, and the differing middle is
-// marked [-removed-]{+added+}.
-func TextDiff(old, cur string) string {
-	o, c := []rune(old), []rune(cur)
-	p := 0
-	for p < len(o) && p < len(c) && o[p] == c[p] {
-		p++
-	}
-	s := 0
-	for s < len(o)-p && s < len(c)-p && o[len(o)-1-s] == c[len(c)-1-s] {
-		s++
-	}
-	const ctx = 40
-	var b strings.Builder
-	if p > ctx {
-		b.WriteString("...")
-		b.WriteString(string(o[p-ctx : p]))
-	} else {
-		b.WriteString(string(o[:p]))
-	}
-	if removed := o[p : len(o)-s]; len(removed) > 0 {
-		b.WriteString("[-" + truncate(string(removed), MaxChangeText) + "-]")
-	}
-	if added := c[p : len(c)-s]; len(added) > 0 {
-		b.WriteString("{+" + truncate(string(added), MaxChangeText) + "+}")
-	}
-	tail := o[len(o)-s:]
-	if len(tail) > ctx {
-		b.WriteString(string(tail[:ctx]) + "...")
-	} else {
-		b.WriteString(string(tail))
-	}
-	return b.String()
-}
-
 func add(out *[]Change, c Change) {
 	if len(*out) < MaxChanges {
 		*out = append(*out, c)

@@ -286,6 +286,7 @@ func compare(tx *bolt.Tx, o *Observation) (*Comparison, error) {
 		count[t.Name]++
 	}
 	offered := map[string]bool{}
+	sus := newSuspicion(tx, o)
 	for i := range o.Tools {
 		t := &o.Tools[i]
 		if count[t.Name] > 1 {
@@ -305,6 +306,9 @@ func compare(tx *bolt.Tx, o *Observation) (*Comparison, error) {
 		}
 		c.Tools = append(c.Tools, st)
 		c.Findings = append(c.Findings, fs...)
+		if st.Status != "ok" { // what is about to be approved, not what was
+			c.Findings = append(c.Findings, sus.findings(t)...)
+		}
 	}
 	cur := tx.Bucket(bPins).Cursor()
 	prefix := []byte(o.Server + "\x00")

@@ -126,6 +126,10 @@ type Finding struct {
 	Permissions        []etdi.Permission `json:"permissions,omitempty"`
 	PermissionsAdded   []etdi.Permission `json:"permissionsAdded,omitempty"`
 	PermissionsRemoved []etdi.Permission `json:"permissionsRemoved,omitempty"`
+	// Pointer (an RFC 6901 JSON Pointer into the definition) and Match
+	// locate suspicious text.
+	Pointer string `json:"pointer,omitempty"`
+	Match   string `json:"match,omitempty"`
 }
 
 // Signer identifies who signed a verified bundle.

@@ -62,7 +62,7 @@ Exit codes: 0 intact, 10 the history or the checkpoint does not verify
 				if asJSON {
 					e.writeJSON(rep)
 				} else {
-					fmt.Fprintf(e.stdout, "SECURITY ERROR: history: %v\n", err)
+					say(e.stdout, "SECURITY ERROR: history: %s\n", err)
 				}
 				return &exitCodeError{exitSignature}
 			}
@@ -187,7 +187,7 @@ that the history still extends them.`,
 			}
 			msg, c, err := s.SignCheckpoint(signer)
 			if err != nil {
-				fmt.Fprintf(e.stdout, "SECURITY ERROR: history: %v\n", err)
+				say(e.stdout, "SECURITY ERROR: history: %s\n", err)
 				return &exitCodeError{exitSignature}
 			}
 			if created {

@@ -49,7 +49,7 @@ or a manifest. Use - for standard input.`,
 				if x.Version != "" {
 					name = etdi.SubjectName(x.Name, x.Version)
 				}
-				fmt.Fprintf(e.stdout, "%s  %s\n", x.Digest, name)
+				say(e.stdout, "%s  %s\n", x.Digest, name)
 			}
 			return nil
 		},

@@ -110,10 +110,10 @@ func report(stderr io.Writer, err error, ranCommand bool) int {
 	if errors.As(err, &ec) {
 		return ec.code
 	}
-	fmt.Fprintf(stderr, "etdi: error: %v\n", err)
+	say(stderr, "etdi: error: %s\n", err)
 	var he *hintError
 	if errors.As(err, &he) {
-		fmt.Fprintf(stderr, "etdi: hint: %s\n", he.hint)
+		say(stderr, "etdi: hint: %s\n", he.hint)
 	}
 	var ue *usageError
 	if errors.As(err, &ue) || !ranCommand {

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/etdi-dev/etdi"
+	"github.com/etdi-dev/etdi/internal/termtext"
 	"github.com/spf13/cobra"
 )
 
@@ -90,7 +91,8 @@ then sign the manifest with etdi sign.`,
 			if _, err := etdi.ParseManifest([]byte(b.String())); err != nil {
 				return fmt.Errorf("the server's tools do not make a valid manifest: %w", err)
 			}
-			fmt.Fprint(e.stdout, b.String())
+			// The same JSON value, with hidden characters as \u escapes.
+			e.stdout.Write(termtext.EscapeJSON([]byte(b.String())))
 			fmt.Fprintf(e.stderr, "etdi: %d tool(s); set each tool's version and declare its permissions, then run etdi sign\n", len(tools))
 			return nil
 		},

@@ -1,14 +1,15 @@
 package main
 
 import (
-	"bufio"
 	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/etdi-dev/etdi"
+	"github.com/etdi-dev/etdi/internal/termtext"
 	"github.com/etdi-dev/etdi/keys"
 	"github.com/etdi-dev/etdi/pin"
 	"github.com/etdi-dev/etdi/trust"
@@ -29,6 +30,8 @@ type checkReport struct {
 	Error    string `json:"error,omitempty"`
 	ExitCode int    `json:"exitCode"`
 	location string
+	// defs are the offered tools' definitions, for the prose report.
+	defs map[string]observedTool
 }
 
 // checkOutput is the whole result of etdi check.
@@ -108,7 +111,7 @@ prints it; --approve asks about each new or changed tool on a terminal.`,
 			default:
 				for i, rep := range out.Servers {
 					if i > 0 {
-						fmt.Fprintln(e.stdout)
+						say(e.stdout, "\n")
 					}
 					printCheck(e.stdout, rep)
 				}
@@ -116,9 +119,9 @@ prints it; --approve asks about each new or changed tool on a terminal.`,
 			switch out.ExitCode {
 			case exitOK:
 			case exitApproval:
-				fmt.Fprintf(e.stderr, "etdi: approval required (exit 13): review the tools above, then run etdi pin approve with the same inputs, or check again with --approve\n")
+				say(e.stderr, "etdi: approval required (exit 13): review the tools above, then run etdi pin approve with the same inputs, or check again with --approve\n")
 			default:
-				fmt.Fprintf(e.stderr, "etdi: check failed (exit %d)\n", out.ExitCode)
+				say(e.stderr, "etdi: check failed (exit %d)\n", out.ExitCode)
 			}
 			if out.ExitCode != exitOK {
 				return &exitCodeError{out.ExitCode}
@@ -177,34 +180,32 @@ func (e *env) checkTarget(sf *serverFlags, pf *pinFlags, t *target, p *trust.Pol
 		}
 		return rep
 	}
+	rep.defs = toolDefs(o.obs)
 	s, err := pf.open(false)
 	if err != nil {
 		return fail(err)
 	}
-	defer s.Close()
 	c, err := s.Check(o.obs, pf.who())
+	before := c
+	switch {
+	case err == nil && interactive && !hasError(o.findings):
+		// A person may take minutes: never hold the database meanwhile.
+		s.Close()
+		c, rep.Approved, err = e.approveInteractively(pf, o, c)
+	case err == nil && yes && !hasError(o.findings):
+		opts := pin.ApproveOptions{By: pf.who(), AcceptInstructions: acceptInstructions}
+		if rep.Approved, _, err = s.Approve(o.obs, opts); err == nil {
+			c, err = s.Compare(o.obs)
+		}
+		s.Close()
+	default:
+		s.Close()
+	}
 	if err != nil {
 		return fail(err)
 	}
-	if (yes || interactive) && !hasError(o.findings) {
-		opts := pin.ApproveOptions{By: pf.who(), AcceptInstructions: acceptInstructions && yes}
-		proceed := yes
-		if interactive {
-			opts.Tools, opts.AcceptInstructions, proceed = e.askApprovals(o.obs.Server, c)
-		}
-		if proceed {
-			approved, _, err := s.Approve(o.obs, opts)
-			if err != nil {
-				return fail(err)
-			}
-			rep.Approved = approved
-			if c, err = s.Compare(o.obs); err != nil {
-				return fail(err)
-			}
-		}
-	}
 	rep.Server, rep.Tools = c.Server, c.Tools
-	rep.Findings = append(rep.Findings, c.Findings...)
+	rep.Findings = append(rep.Findings, keepSuspicious(before, c)...)
 	rep.ExitCode = exitFor(rep.Findings)
 	return rep
 }
@@ -218,44 +219,10 @@ func hasError(fs []verify.Finding) bool {
 	return false
 }
 
-// askApprovals shows each tool that needs a decision and asks about it.
-// It returns the tools to approve, whether to accept changed instructions,
-// and whether anything was chosen.
-func (e *env) askApprovals(server string, c *pin.Comparison) ([]string, bool, bool) {
-	in := bufio.NewReader(e.stdin)
-	var names []string
-	accept := false
-	asked := map[string]bool{}
-	for _, f := range c.Findings {
-		if f.Severity != verify.Error || f.Kind == verify.Revoked || asked[f.Tool+string(f.Kind)] {
-			continue
-		}
-		asked[f.Tool+string(f.Kind)] = true
-		fmt.Fprintln(e.stderr)
-		printFindings(e.stderr, []verify.Finding{f})
-		what := "approve tool " + f.Tool
-		if f.Kind == verify.InstructionsChanged {
-			what = "accept the new instructions of " + server
-		} else if f.Tool == "" {
-			continue
-		}
-		fmt.Fprintf(e.stderr, "%s? [y/N] ", what)
-		line, _ := in.ReadString('\n')
-		if a := strings.ToLower(strings.TrimSpace(line)); a == "y" || a == "yes" {
-			if f.Kind == verify.InstructionsChanged {
-				accept = true
-			} else {
-				names = append(names, f.Tool)
-			}
-		}
-	}
-	return names, accept, len(names) > 0 || accept
-}
-
 func printCheck(w io.Writer, rep *checkReport) {
-	fmt.Fprintf(w, "== %s\n", rep.Target)
+	say(w, "== %s\n", rep.Target)
 	if rep.Error != "" {
-		fmt.Fprintf(w, "ERROR: %s\n", rep.Error)
+		say(w, "ERROR: %s\n", rep.Error)
 		return
 	}
 	if r := rep.Verification; r != nil {
@@ -267,26 +234,26 @@ func printCheck(w io.Writer, rep *checkReport) {
 			if r.Token != nil {
 				by = append(by, fmt.Sprintf("token of %s for %s", r.Token.Issuer, r.Token.Subject))
 			}
-			fmt.Fprintf(w, "bundle %s verified: provider %s, %s\n", r.Source, r.Provider.ID, strings.Join(by, " and "))
+			say(w, "bundle %s verified: provider %s, %s\n", r.Source, r.Provider.ID, strings.Join(by, " and "))
 		} else {
-			fmt.Fprintf(w, "bundle %s NOT verified\n", r.Source)
+			say(w, "bundle %s NOT verified\n", r.Source)
 		}
 	}
 	if rep.Server != "" {
-		fmt.Fprintf(w, "server %s\n", rep.Server)
+		say(w, "server %s\n", rep.Server)
 	}
 	width := 0
 	for _, t := range rep.Tools {
-		width = max(width, len(toolLabel(t)))
+		width = max(width, utf8.RuneCountInString(termtext.Escape(toolLabel(t))))
 	}
 	for _, t := range rep.Tools {
 		d, _ := etdi.ParseDigest(t.Digest)
 		status := map[string]string{"ok": "ok", "new": "APPROVAL REQUIRED", "changed": "CHANGED", "blocked": "BLOCKED", "removed": "removed"}[t.Status]
-		fmt.Fprintf(w, "  %-*s  sha256:%s  %s\n", width, toolLabel(t), d.Short(), status)
+		say(w, "  %-*s  sha256:%s  %s\n", width, toolLabel(t), d.Short(), status)
 	}
-	printFindings(w, rep.Findings)
+	printFindingsWith(w, rep.Findings, rep.defs)
 	for _, a := range rep.Approved {
-		fmt.Fprintf(w, "approved %s/%s %s\n", a.Pin.Server, toolLabel(pin.ToolState{Name: a.Pin.Tool, Version: a.Pin.Version}), a.Pin.Digest)
+		say(w, "approved %s/%s %s\n", a.Pin.Server, toolLabel(pin.ToolState{Name: a.Pin.Tool, Version: a.Pin.Version}), a.Pin.Digest)
 	}
 }
 
@@ -358,6 +325,9 @@ older bundle are never approved. Prints what was approved.`,
 				return err
 			}
 			defer s.Close()
+			if c, err := s.Compare(o.obs); err == nil {
+				printSuspicious(e.stderr, c, tools)
+			}
 			approved, refused, err := s.Approve(o.obs, pin.ApproveOptions{Tools: tools, By: pf.who(), AcceptInstructions: acceptInstructions})
 			if err != nil {
 				return err
@@ -384,17 +354,17 @@ older bundle are never approved. Prints what was approved.`,
 				if a.Pin.Version != "" {
 					label = etdi.SubjectName(a.Pin.Tool, a.Pin.Version)
 				}
-				fmt.Fprintf(e.stdout, "%s %s/%s %s%s, signer %s, permissions: %s\n", what, a.Pin.Server, label, a.Pin.Digest, replacing, a.Pin.Signer, permList(a.Pin.Permissions))
+				say(e.stdout, "%s %s/%s %s%s, signer %s, permissions: %s\n", what, a.Pin.Server, label, a.Pin.Digest, replacing, a.Pin.Signer, permList(a.Pin.Permissions))
 			}
 			for _, r := range refused {
 				if r.Tool == "" {
-					fmt.Fprintf(e.stdout, "NOT accepted: %s\n", r.Reason)
+					say(e.stdout, "NOT accepted: %s\n", r.Reason)
 					continue
 				}
-				fmt.Fprintf(e.stdout, "NOT approved %s: %s\n", r.Tool, r.Reason)
+				say(e.stdout, "NOT approved %s: %s\n", r.Tool, r.Reason)
 			}
 			if len(approved) == 0 && len(refused) == 0 {
-				fmt.Fprintf(e.stdout, "nothing to approve: every tool of %s matches its pin\n", o.obs.Server)
+				say(e.stdout, "nothing to approve: every tool of %s matches its pin\n", o.obs.Server)
 			}
 			return nil
 		},
@@ -446,7 +416,7 @@ func (e *env) pinListCmd() *cobra.Command {
 				if v == "" {
 					v = "-"
 				}
-				fmt.Fprintf(e.stdout, "%s  %s  sha256:%s  %s  approved by %s at %s\n", r.Ref, v, d.Short(), r.Signer, r.ApprovedBy, r.ApprovedAt.Format(time.RFC3339))
+				say(e.stdout, "%s  %s  sha256:%s  %s  approved by %s at %s\n", r.Ref, v, d.Short(), r.Signer, r.ApprovedBy, r.ApprovedAt.Format(time.RFC3339))
 			}
 			return nil
 		},
@@ -484,12 +454,11 @@ func (e *env) pinShowCmd() *cobra.Command {
 			if asJSON {
 				return e.writeJSON(p)
 			}
-			fmt.Fprintf(e.stdout, "%s\n  version      %s\n  digest       %s\n  signer       %s\n  provider     %s\n  permissions  %s\n  approved     by %s at %s\n  definition\n",
+			say(e.stdout, "%s\n  version      %s\n  digest       %s\n  signer       %s\n  provider     %s\n  permissions  %s\n  approved     by %s at %s\n  definition\n",
 				p.Ref(), orDash(p.Version), p.Digest, p.Signer, orDash(p.Provider), permList(p.Permissions), p.ApprovedBy, p.ApprovedAt.Format(time.RFC3339))
-			var v any
-			json.Unmarshal(p.Definition, &v)
-			b, _ := json.MarshalIndent(v, "    ", "  ")
-			fmt.Fprintf(e.stdout, "    %s\n", b)
+			describeTool(e.stdout, p.Definition, p.Permissions)
+			say(e.stdout, "  definition (JSON)\n")
+			sayJSON(e.stdout, "    ", p.Definition)
 			return nil
 		},
 	}
@@ -539,7 +508,7 @@ func (e *env) pinHistoryCmd() *cobra.Command {
 				return e.writeJSON(recs)
 			}
 			for _, r := range recs {
-				fmt.Fprintln(e.stdout, historyLine(&r))
+				say(e.stdout, "%s\n", historyLine(&r))
 			}
 			return nil
 		},
@@ -615,9 +584,9 @@ approved again. The revocation is recorded in the history.`,
 				return err
 			}
 			if keyID != "" {
-				fmt.Fprintf(e.stdout, "revoked every tool signed by key %s\n", keyID)
+				say(e.stdout, "revoked every tool signed by key %s\n", keyID)
 			} else {
-				fmt.Fprintf(e.stdout, "revoked %s\n", args[0])
+				say(e.stdout, "revoked %s\n", args[0])
 			}
 			return nil
 		},
@@ -667,6 +636,9 @@ permissions added or removed. Read-only: nothing is recorded.`,
 				Changes            []etdi.Change     `json:"changes"`
 				PermissionsAdded   []etdi.Permission `json:"permissionsAdded,omitempty"`
 				PermissionsRemoved []etdi.Permission `json:"permissionsRemoved,omitempty"`
+				// Definition is the whole definition of a tool not pinned.
+				Definition  json.RawMessage   `json:"definition,omitempty"`
+				Permissions []etdi.Permission `json:"permissions,omitempty"`
 			}
 			want := map[string]bool{}
 			for _, a := range names {
@@ -683,7 +655,8 @@ permissions added or removed. Read-only: nothing is recorded.`,
 					return err
 				}
 				if p == nil {
-					out = append(out, toolDiff{Tool: t.Name, Kind: "not pinned", Version: t.Version, Changes: []etdi.Change{}})
+					out = append(out, toolDiff{Tool: t.Name, Kind: "not pinned", Version: t.Version, Changes: []etdi.Change{},
+						Definition: json.RawMessage(t.Canonical), Permissions: t.Permissions})
 					continue
 				}
 				old, err1 := etdi.ParseJSON(p.Definition)
@@ -707,21 +680,22 @@ permissions added or removed. Read-only: nothing is recorded.`,
 			for _, d := range out {
 				switch d.Kind {
 				case "not pinned":
-					fmt.Fprintf(e.stdout, "%s: not pinned on %s\n", d.Tool, o.obs.Server)
+					say(e.stdout, "%s: not pinned on %s; the whole definition:\n", d.Tool, o.obs.Server)
+					describeTool(e.stdout, d.Definition, d.Permissions)
 					continue
 				case "unchanged":
-					fmt.Fprintf(e.stdout, "%s: no difference\n", d.Tool)
+					say(e.stdout, "%s: no difference\n", d.Tool)
 					continue
 				}
-				fmt.Fprintf(e.stdout, "%s: pinned %s, now %s\n", d.Tool, orDash(d.PinnedVersion), orDash(d.Version))
+				say(e.stdout, "%s: pinned %s, now %s\n", d.Tool, orDash(d.PinnedVersion), orDash(d.Version))
 				for _, c := range d.Changes {
-					fmt.Fprintf(e.stdout, "    %s\n", c)
+					say(e.stdout, "    %s\n", c)
 				}
 				for _, p := range d.PermissionsAdded {
-					fmt.Fprintf(e.stdout, "    + permission %s\n", permList([]etdi.Permission{p}))
+					say(e.stdout, "    + permission %s\n", permList([]etdi.Permission{p}))
 				}
 				for _, p := range d.PermissionsRemoved {
-					fmt.Fprintf(e.stdout, "    - permission %s\n", permList([]etdi.Permission{p}))
+					say(e.stdout, "    - permission %s\n", permList([]etdi.Permission{p}))
 				}
 			}
 			return nil

@@ -153,7 +153,7 @@ func (e *env) stdinIsTerminal() bool {
 // terminal, output stays machine-friendly.
 func (e *env) progress(format string, args ...any) {
 	if f, ok := e.stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
-		fmt.Fprintf(e.stderr, "etdi: "+format+"\n", args...)
+		say(e.stderr, "etdi: "+format+"\n", args...)
 	}
 }
 

@@ -7,9 +7,11 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/etdi-dev/etdi"
 	"github.com/etdi-dev/etdi/idp"
+	"github.com/etdi-dev/etdi/internal/termtext"
 	"github.com/etdi-dev/etdi/keys"
 	"github.com/etdi-dev/etdi/trust"
 	"github.com/etdi-dev/etdi/verify"
@@ -78,7 +80,7 @@ differs, 12 impersonation, 14 expired or key outside its window, 1 error.`,
 				printResult(e.stdout, r)
 			}
 			if code != exitOK {
-				fmt.Fprintf(e.stderr, "etdi: verification of %s failed (exit %d)\n", args[0], code)
+				say(e.stderr, "etdi: verification of %s failed (exit %d)\n", args[0], code)
 				return &exitCodeError{code}
 			}
 			return nil
@@ -117,9 +119,9 @@ func loadPolicy(path string) (*trust.Policy, error) {
 // printResult writes the human report of a verification.
 func printResult(w io.Writer, r *verify.Result) {
 	if r.Verified {
-		fmt.Fprintf(w, "verified %s\n", r.Source)
+		say(w, "verified %s\n", r.Source)
 	} else {
-		fmt.Fprintf(w, "NOT verified %s\n", r.Source)
+		say(w, "NOT verified %s\n", r.Source)
 	}
 	if r.Provider.ID != "" {
 		claim := ""
@@ -130,26 +132,26 @@ func printResult(w io.Writer, r *verify.Result) {
 		if r.Provider.Name != "" {
 			name = " (" + r.Provider.Name + ")"
 		}
-		fmt.Fprintf(w, "  provider  %s%s%s\n", r.Provider.ID, name, claim)
+		say(w, "  provider  %s%s%s\n", r.Provider.ID, name, claim)
 	}
 	if r.Signer != nil {
-		fmt.Fprintf(w, "  signer    key %s (%s)\n", keys.ShortID(r.Signer.KeyID), r.Signer.Algorithm)
+		say(w, "  signer    key %s (%s)\n", keys.ShortID(r.Signer.KeyID), r.Signer.Algorithm)
 	}
 	if r.Token != nil {
-		fmt.Fprintf(w, "  token     issuer %s, subject %s, expires %s\n", r.Token.Issuer, r.Token.Subject, r.Token.Expires.Format(time.RFC3339))
+		say(w, "  token     issuer %s, subject %s, expires %s\n", r.Token.Issuer, r.Token.Subject, r.Token.Expires.Format(time.RFC3339))
 	}
 	if r.Server.Name != "" {
-		fmt.Fprintf(w, "  server    %s %s\n", r.Server.Name, r.Server.Version)
+		say(w, "  server    %s %s\n", r.Server.Name, r.Server.Version)
 	}
 	if r.IssuedAt != nil {
-		fmt.Fprintf(w, "  issued    %s, expires %s, sequence %d\n",
+		say(w, "  issued    %s, expires %s, sequence %d\n",
 			r.IssuedAt.Format(time.RFC3339), r.Expires.Format(time.RFC3339), r.Sequence)
 	}
 	if len(r.Tools) > 0 {
-		fmt.Fprintf(w, "  tools     %d\n", len(r.Tools))
+		say(w, "  tools     %d\n", len(r.Tools))
 		width := 0
 		for _, t := range r.Tools {
-			width = max(width, len(etdi.SubjectName(t.Name, t.Version)))
+			width = max(width, utf8.RuneCountInString(termtext.Escape(etdi.SubjectName(t.Name, t.Version))))
 		}
 		for _, t := range r.Tools {
 			var scopes []string
@@ -165,7 +167,7 @@ func printResult(w io.Writer, r *verify.Result) {
 				status = "  [" + t.Status + "]"
 			}
 			d, _ := etdi.ParseDigest(t.Digest)
-			fmt.Fprintf(w, "    %-*s  sha256:%s  %s%s\n", width, etdi.SubjectName(t.Name, t.Version), d.Short(), perm, status)
+			say(w, "    %-*s  sha256:%s  %s%s\n", width, etdi.SubjectName(t.Name, t.Version), d.Short(), perm, status)
 		}
 	}
 	printFindings(w, r.Findings)
@@ -175,32 +177,42 @@ func printResult(w io.Writer, r *verify.Result) {
 // report an attack.
 var approvalKinds = map[verify.Kind]bool{verify.NewTool: true, verify.NewVersion: true, verify.NewSigner: true}
 
-func printFindings(w io.Writer, findings []verify.Finding) {
+func printFindings(w io.Writer, findings []verify.Finding) { printFindingsWith(w, findings, nil) }
+
+// printFindingsWith prints findings; for a new tool whose definition is in
+// defs, everything approving it grants (describeTool).
+func printFindingsWith(w io.Writer, findings []verify.Finding, defs map[string]observedTool) {
 	for _, f := range findings {
 		switch {
 		case f.Severity == verify.Error && approvalKinds[f.Kind]:
-			fmt.Fprintf(w, "APPROVAL REQUIRED: %s: %s\n", f.Kind, f.Message)
+			say(w, "APPROVAL REQUIRED: %s: %s\n", f.Kind, f.Message)
 		case f.Severity == verify.Error:
-			fmt.Fprintf(w, "SECURITY ERROR: %s: %s\n", f.Kind, f.Message)
+			say(w, "SECURITY ERROR: %s: %s\n", f.Kind, f.Message)
 		case f.Severity == verify.Warning:
-			fmt.Fprintf(w, "warning: %s: %s\n", f.Kind, f.Message)
+			say(w, "warning: %s: %s\n", f.Kind, f.Message)
 		default:
-			fmt.Fprintf(w, "note: %s: %s\n", f.Kind, f.Message)
+			say(w, "note: %s: %s\n", f.Kind, f.Message)
 		}
 		if f.Signed != "" && f.Live != "" {
-			fmt.Fprintf(w, "    signed %s\n    live   %s\n", f.Signed, f.Live)
+			say(w, "    signed %s\n    live   %s\n", f.Signed, f.Live)
 		}
 		if f.Kind == verify.NewTool {
-			fmt.Fprintf(w, "    approval grants: %s\n", permList(f.Permissions))
+			say(w, "    approval grants: %s\n", permList(f.Permissions))
+		}
+		if d, ok := defs[f.Tool]; ok && (f.Kind == verify.NewTool || f.Kind == verify.Shadowing || f.Kind == verify.ConfusableName) {
+			describeTool(w, d.canonical, d.permissions)
+		}
+		if f.Pointer != "" {
+			say(w, "    at %s: %s\n", f.Pointer, f.Match)
 		}
 		for _, p := range f.PermissionsAdded {
-			fmt.Fprintf(w, "    + permission %s\n", permList([]etdi.Permission{p}))
+			say(w, "    + permission %s\n", permList([]etdi.Permission{p}))
 		}
 		for _, p := range f.PermissionsRemoved {
-			fmt.Fprintf(w, "    - permission %s\n", permList([]etdi.Permission{p}))
+			say(w, "    - permission %s\n", permList([]etdi.Permission{p}))
 		}
 		for _, c := range f.Changes {
-			fmt.Fprintf(w, "    %s\n", c)
+			say(w, "    %s\n", c)
 		}
 	}
 }

@@ -1,0 +1,200 @@
+package main
+
+import (
+	"bufio"
+	"errors"
+	"io"
+	"slices"
+	"strings"
+
+	"github.com/etdi-dev/etdi"
+	"github.com/etdi-dev/etdi/internal/suspect"
+	"github.com/etdi-dev/etdi/pin"
+	"github.com/etdi-dev/etdi/verify"
+)
+
+// observedTool is what a person is shown of an offered tool.
+type observedTool struct {
+	canonical   []byte
+	permissions []etdi.Permission
+}
+
+func toolDefs(o *pin.Observation) map[string]observedTool {
+	m := map[string]observedTool{}
+	for _, t := range o.Tools {
+		m[t.Name] = observedTool{t.Canonical, t.Permissions}
+	}
+	return m
+}
+
+// approveInteractively asks a person about what c found, then approves
+// what they chose. The database is not held while they decide: it is
+// opened again afterwards, the pins compared again, and if anything to
+// decide changed meanwhile (another etdi approved or revoked something)
+// the person is asked again about the new state. It returns the final
+// comparison and what was approved.
+func (e *env) approveInteractively(pf *pinFlags, o *observation, c *pin.Comparison) (*pin.Comparison, []pin.Approval, error) {
+	in := bufio.NewReader(e.stdin)
+	defs := toolDefs(o.obs)
+	e.showInstructions(o.obs, c)
+	for {
+		tools, accept, proceed, err := e.askApprovals(in, o.obs.Server, c, defs)
+		if err != nil {
+			return nil, nil, err
+		}
+		if !proceed {
+			return c, nil, nil
+		}
+		s, err := pf.open(false)
+		if err != nil {
+			return nil, nil, err
+		}
+		now, err := s.Compare(o.obs)
+		if err != nil {
+			s.Close()
+			return nil, nil, err
+		}
+		if decisions(now) != decisions(c) {
+			s.Close()
+			say(e.stderr, "\netdi: the pins of %s changed while you decided; here is what is to decide now\n", o.obs.Server)
+			c = now
+			continue
+		}
+		approved, _, err := s.Approve(o.obs, pin.ApproveOptions{Tools: tools, AcceptInstructions: accept, By: pf.who()})
+		if err == nil {
+			now, err = s.Compare(o.obs)
+		}
+		s.Close()
+		return now, approved, err
+	}
+}
+
+// decisions is what a person decides about in c: every error and
+// suspicious-text finding, as one comparable string.
+func decisions(c *pin.Comparison) string {
+	var ds []string
+	for _, f := range c.Findings {
+		if f.Severity == verify.Error || f.Kind == verify.SuspiciousText {
+			ds = append(ds, strings.Join([]string{string(f.Kind), f.Tool, f.Live, f.PinnedDigest, f.Pointer, f.Message}, "\x00"))
+		}
+	}
+	slices.Sort(ds)
+	return strings.Join(ds, "\x01")
+}
+
+// askApprovals shows each tool that needs a decision, with everything
+// approving it grants and any suspicious text, and asks about it:
+// y approves it, n (the default) does not, a approves it and every other
+// new tool and version of this server (each still shown), j shows the
+// full definition as JSON and asks again. It returns the tools to
+// approve, whether to accept changed instructions, and whether anything
+// was chosen.
+func (e *env) askApprovals(in *bufio.Reader, server string, c *pin.Comparison, defs map[string]observedTool) ([]string, bool, bool, error) {
+	var names []string
+	accept, all := false, false
+	asked := map[string]bool{}
+	for _, f := range c.Findings {
+		if f.Severity != verify.Error || f.Kind == verify.Revoked || asked[f.Tool+string(f.Kind)] {
+			continue
+		}
+		asked[f.Tool+string(f.Kind)] = true
+		say(e.stderr, "\n")
+		printFindingsWith(e.stderr, []verify.Finding{f}, defs)
+		if f.Tool == "" && f.Kind != verify.InstructionsChanged {
+			continue // about the whole server: nothing to approve
+		}
+		for _, w := range c.Findings {
+			if w.Tool == f.Tool && w.Severity == verify.Warning && f.Tool != "" {
+				printFindings(e.stderr, []verify.Finding{w})
+			}
+		}
+		what := "approve tool " + f.Tool
+		if f.Kind == verify.InstructionsChanged {
+			what = "accept the new instructions of " + server
+		}
+		if all && approvalKinds[f.Kind] {
+			say(e.stderr, "%s: yes (all of %s)\n", what, server)
+			names = append(names, f.Tool)
+			continue
+		}
+		for {
+			say(e.stderr, "%s? [y]es, [N]o, [a]ll new tools and versions of %s, show the full [j]son: ", what, server)
+			line, err := in.ReadString('\n')
+			if err != nil && line == "" {
+				if errors.Is(err, io.EOF) {
+					say(e.stderr, "\n")
+					return names, accept, len(names) > 0 || accept, nil
+				}
+				return nil, false, false, err
+			}
+			a := strings.ToLower(strings.TrimSpace(line))
+			if a == "j" || a == "json" {
+				if d, ok := defs[f.Tool]; ok {
+					sayJSON(e.stderr, "    ", d.canonical)
+				} else {
+					say(e.stderr, "    (no definition to show)\n")
+				}
+				continue
+			}
+			yes := a == "y" || a == "yes"
+			if a == "a" || a == "all" {
+				yes, all = true, true
+			}
+			if yes && f.Kind == verify.InstructionsChanged {
+				accept = true
+			} else if yes {
+				names = append(names, f.Tool)
+			}
+			break
+		}
+	}
+	return names, accept, len(names) > 0 || accept, nil
+}
+
+// showInstructions shows the server's instructions before a first
+// approval records them: they steer the model like a description does.
+func (e *env) showInstructions(o *pin.Observation, c *pin.Comparison) {
+	if !o.InstructionsKnown || o.Instructions == nil || *o.Instructions == "" {
+		return
+	}
+	for _, f := range c.Findings {
+		if f.Kind == verify.NewTool {
+			say(e.stderr, "\nserver %s sends these instructions to the model; approving records them:\n", o.Server)
+			sayBlock(e.stderr, "    ", *o.Instructions)
+			v := &etdi.Value{Kind: etdi.Object, Members: []etdi.Member{{Name: "instructions", Value: &etdi.Value{Kind: etdi.String, Str: *o.Instructions}}}}
+			for _, m := range suspect.Scan(v, nil) {
+				say(e.stderr, "warning: suspicious_text: server instructions: %s\n    at %s: %s\n", m.Reason, m.Pointer, m.Text)
+			}
+			return
+		}
+	}
+}
+
+// keepSuspicious returns the findings of after, with the suspicious_text
+// warnings found before an approval that after no longer carries (an
+// approved tool is not scanned again): what was approved stays on record
+// in the report.
+func keepSuspicious(before, after *pin.Comparison) []verify.Finding {
+	out := append([]verify.Finding{}, after.Findings...)
+	if before == nil || before == after {
+		return out
+	}
+	for _, f := range before.Findings {
+		if f.Kind == verify.SuspiciousText && !slices.ContainsFunc(after.Findings, func(g verify.Finding) bool {
+			return g.Kind == f.Kind && g.Tool == f.Tool && g.Pointer == f.Pointer && g.Match == f.Match
+		}) {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// printSuspicious prints the suspicious_text warnings of the tools about
+// to be approved (all, or those named).
+func printSuspicious(w io.Writer, c *pin.Comparison, tools []string) {
+	for _, f := range c.Findings {
+		if f.Kind == verify.SuspiciousText && (len(tools) == 0 || slices.Contains(tools, f.Tool)) {
+			printFindings(w, []verify.Finding{f})
+		}
+	}
+}

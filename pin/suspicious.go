@@ -1,0 +1,59 @@
+package pin
+
+import (
+	"fmt"
+
+	"github.com/etdi-dev/etdi"
+	"github.com/etdi-dev/etdi/internal/suspect"
+	"github.com/etdi-dev/etdi/verify"
+	bolt "go.etcd.io/bbolt"
+)
+
+// suspicion scans the tools of one comparison for suspicious text
+// (SPEC.md §22). The names of tools approved on other servers count,
+// except names this server offers itself; each candidate word is looked
+// up in the names index, so the cost does not grow with the database.
+type suspicion struct {
+	tx     *bolt.Tx
+	o      *Observation
+	own    map[string]bool
+	others map[string]bool
+}
+
+func newSuspicion(tx *bolt.Tx, o *Observation) *suspicion { return &suspicion{tx: tx, o: o} }
+
+func (s *suspicion) isOther(word string) bool {
+	if s.others == nil {
+		s.others, s.own = map[string]bool{}, map[string]bool{}
+		for _, t := range s.o.Tools {
+			s.own[t.Name] = true
+		}
+	}
+	if s.own[word] {
+		return false
+	}
+	other, seen := s.others[word]
+	if !seen {
+		for _, srv := range getStrings(s.tx.Bucket(bNames), word) {
+			other = other || srv != s.o.Server
+		}
+		s.others[word] = other
+	}
+	return other
+}
+
+// findings returns a suspicious_text warning for each piece of text in
+// t's definition that hides characters or addresses the model.
+func (s *suspicion) findings(t *Observed) []verify.Finding {
+	def, err := etdi.ParseJSON(t.Canonical)
+	if err != nil {
+		return nil
+	}
+	var fs []verify.Finding
+	for _, m := range suspect.Scan(def, s.isOther) {
+		fs = append(fs, verify.Finding{Kind: verify.SuspiciousText, Severity: verify.Warning, Server: s.o.Server,
+			Tool: t.Name, Version: t.Version, Live: t.Digest.String(), Pointer: m.Pointer, Match: m.Text,
+			Message: fmt.Sprintf("tool %s: %s at %s", t.Name, m.Reason, m.Pointer)})
+	}
+	return fs
+}
