@@ -149,7 +149,8 @@ func TestLiveFixtureFailures(t *testing.T) {
 		{"truncated", "context deadline exceeded"},
 	} {
 		t.Run(tc.mode, func(t *testing.T) {
-			marker := "marker-" + tc.mode
+			// Unique to this run: another test run on the machine has its own.
+			marker := fmt.Sprintf("marker-%s-%d-%d", tc.mode, os.Getpid(), time.Now().UnixNano())
 			start := time.Now()
 			extra := append([]string{"--bundle", "w.etdi.json"}, fixture(marker)...)
 			if tc.mode == "truncated" {

@@ -88,22 +88,68 @@ func newLineReader(r io.Reader) *lineReader { return &lineReader{bufio.NewReader
 
 // next returns the next line without its end of line (\n or \r\n). At the
 // end of the input a last unterminated line is returned; after it, io.EOF.
+// The line is gathered in pieces and copied once when complete, so a line
+// cut off by the budget never held more than the budget, and a complete
+// one at most twice its size for a moment (append's growth would hold up
+// to 2.25 times).
 func (lr *lineReader) next() ([]byte, error) {
-	var line []byte
+	var p pieces
 	for {
 		chunk, err := lr.r.ReadSlice('\n')
-		line = append(line, chunk...)
+		p.add(chunk)
 		if err == bufio.ErrBufferFull {
 			continue
 		}
 		if err != nil {
-			if errors.Is(err, io.EOF) && len(line) > 0 {
-				return line, nil
+			if errors.Is(err, io.EOF) && p.n > 0 {
+				return p.join(), nil
 			}
 			return nil, err
 		}
-		line = bytes.TrimSuffix(line[:len(line)-1], []byte("\r"))
-		return line, nil
+		line := p.join()
+		return bytes.TrimSuffix(line[:len(line)-1], []byte("\r")), nil
+	}
+}
+
+// pieces gathers bytes in copies of the reader's buffer.
+type pieces struct {
+	list [][]byte
+	n    int
+}
+
+func (p *pieces) add(b []byte) {
+	if len(b) > 0 {
+		p.list = append(p.list, bytes.Clone(b))
+		p.n += len(b)
+	}
+}
+
+func (p *pieces) join() []byte {
+	if len(p.list) == 1 {
+		return p.list[0]
+	}
+	out := make([]byte, 0, p.n)
+	for i, b := range p.list {
+		out = append(out, b...)
+		p.list[i] = nil
+	}
+	return out
+}
+
+// readAll reads r to its end like io.ReadAll, in pieces (see next).
+func readAll(r io.Reader) ([]byte, error) {
+	var p pieces
+	buf := make([]byte, 64<<10)
+	for {
+		// Whole buffers, however the server trickles its bytes.
+		n, err := io.ReadFull(r, buf)
+		p.add(buf[:n])
+		if err == io.EOF || err == io.ErrUnexpectedEOF {
+			return p.join(), nil
+		}
+		if err != nil {
+			return nil, err
+		}
 	}
 }
 

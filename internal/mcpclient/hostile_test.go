@@ -76,7 +76,7 @@ func TestStdioDeaf(t *testing.T) {
 // than the pipe holds: the write gives up at --timeout.
 func TestStdioStopsReading(t *testing.T) {
 	_, err := hostileStdio(t, hostile.StopsReading, Options{Timeout: 3 * time.Second})
-	wantErr(t, err, "tools/list: context deadline exceeded")
+	wantErr(t, err, "tools/list: not done within 3s: context deadline exceeded")
 }
 
 // Floods of requests (never reading the answers) and of notifications end

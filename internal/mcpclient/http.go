@@ -235,7 +235,7 @@ func (c *httpConn) recv(ctx context.Context) ([]byte, error) {
 			return nil, errors.New("the server's JSON response was not the answer")
 		}
 		c.read = true
-		data, err := io.ReadAll(c.b.reader(c.body))
+		data, err := readAll(c.b.reader(c.body))
 		if err != nil {
 			return nil, readErr(ctx, err)
 		}
@@ -298,10 +298,12 @@ func nextEvent(lr *lineReader) ([]byte, error) {
 		value = bytes.TrimPrefix(value, []byte(" "))
 		switch string(field) {
 		case "data":
-			if has {
-				data = append(data, '\n')
+			switch {
+			case !has:
+				data = value // the line is a fresh slice: no copy
+			default:
+				data = append(append(data, '\n'), value...)
 			}
-			data = append(data, value...)
 			has = true
 		case "event":
 			event = string(value)

@@ -172,8 +172,12 @@ func list(ctx context.Context, conn conn, opts Options, initialized func(string)
 	params := fmt.Sprintf(`{"protocolVersion":%q,"capabilities":{},"clientInfo":{"name":"etdi","version":%q}}`, ProtocolVersion, opts.ClientVersion)
 	res, err := c.call(ictx, "initialize", json.RawMessage(params))
 	if err != nil {
-		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
-			err = fmt.Errorf("no answer within %s", opts.StartTimeout)
+		if errors.Is(err, context.DeadlineExceeded) {
+			if ctx.Err() == nil {
+				err = fmt.Errorf("no answer within %s", opts.StartTimeout)
+			} else {
+				err = fmt.Errorf("not done within %s: %w", opts.Timeout, err)
+			}
 		}
 		return nil, &ServerError{Stage: "initialize", Err: err}
 	}
@@ -200,6 +204,9 @@ func list(ctx context.Context, conn conn, opts Options, initialized func(string)
 		}
 		res, err := c.call(ctx, "tools/list", p)
 		if err != nil {
+			if errors.Is(err, context.DeadlineExceeded) {
+				err = fmt.Errorf("not done within %s: %w", opts.Timeout, err)
+			}
 			return nil, &ServerError{Stage: "tools/list", Err: err}
 		}
 		l.Pages++

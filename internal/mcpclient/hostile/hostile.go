@@ -40,6 +40,8 @@ const (
 	EndlessPages = "endless-pages" // a new nextCursor on every page, without end
 	ManyTools    = "many-tools"    // 3 pages of 8,000 tools
 	StopsReading = "stops-reading" // stops reading stdin after a page whose nextCursor is 1 MiB, ignores SIGTERM
+	BigListing   = "big-listing"   // harmless but large: 4 pages of one 15 MiB tool (60 MiB in all)
+	ManyBigTools = "many-big"      // harmless but large: 4 pages of 5,000 tools of 3 KB (20,000 tools, 58 MiB)
 	Grandchild   = "grandchild"    // starts a grandchild that holds stderr open and outlives it
 	sleeper      = "sleeper"       // the grandchild
 	GzipBomb     = "gzip-bomb"     // HTTP: a 1 MB gzip body that inflates to 1 GiB
@@ -130,9 +132,11 @@ func Stdio(mode string) {
 	}
 }
 
+var fill = bytes.Repeat([]byte("a"), 1<<20)
+
 // writeFill writes n bytes of 'a' (stopping early if the writer fails).
 func writeFill(w io.Writer, n int64) {
-	chunk := bytes.Repeat([]byte("a"), 1<<20)
+	chunk := fill
 	for ; n > 0; n -= int64(len(chunk)) {
 		if int64(len(chunk)) > n {
 			chunk = chunk[:n]
@@ -160,12 +164,12 @@ func writeAnswer(w io.Writer, mode string, id json.RawMessage, method, cursor st
 func writePage(w io.Writer, mode, cursor string) {
 	n, _ := strconv.Atoi(cursor)
 	switch mode {
-	case HugePages:
+	case HugePages, BigListing:
 		// One tool per page, its description 15 MiB.
 		fmt.Fprintf(w, `{"tools":[{"name":"tool_%d","inputSchema":{"type":"object"},"description":"`, n)
 		writeFill(w, 15<<20)
 		io.WriteString(w, `"}]`)
-		if n+1 < 50 {
+		if pages := map[string]int{HugePages: 50, BigListing: 4}[mode]; n+1 < pages {
 			fmt.Fprintf(w, `,"nextCursor":"%d"`, n+1)
 		}
 		io.WriteString(w, `}`)
@@ -173,6 +177,21 @@ func writePage(w io.Writer, mode, cursor string) {
 		fmt.Fprintf(w, `{"tools":[{"name":"tool_%d","inputSchema":{"type":"object"}}],"nextCursor":"same"}`, n)
 	case EndlessPages:
 		fmt.Fprintf(w, `{"tools":[],"nextCursor":"%d"}`, n+1)
+	case ManyBigTools:
+		io.WriteString(w, `{"tools":[`)
+		for i := 0; i < 5000; i++ {
+			if i > 0 {
+				io.WriteString(w, ",")
+			}
+			fmt.Fprintf(w, `{"name":"t%d_%d","inputSchema":{"type":"object","properties":{"q":{"type":"string"}}},"description":"`, n, i)
+			writeFill(w, 3000)
+			io.WriteString(w, `"}`)
+		}
+		io.WriteString(w, `]`)
+		if n+1 < 4 {
+			fmt.Fprintf(w, `,"nextCursor":"%d"`, n+1)
+		}
+		io.WriteString(w, `}`)
 	case ManyTools:
 		io.WriteString(w, `{"tools":[`)
 		for i := 0; i < 8000; i++ {
