@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"sync"
 	"time"
 )
 
@@ -42,7 +41,9 @@ type stdioConn struct {
 	errDone chan struct{} // closed when stderr reached its end
 	answers chan []byte
 	ctx     context.Context // the fetch's context, for answers
-	writeMu sync.Mutex
+	// writing holds a token while a message is written; waiting for it
+	// honours the context too (an answer may be stuck on a full pipe).
+	writing chan struct{}
 }
 
 type lineResult struct {
@@ -94,7 +95,8 @@ func startStdio(ctx context.Context, argv, env []string, dir string, b *budget) 
 	errW.Close()
 	c := &stdioConn{cmd: cmd, stdin: inW, stdout: outR, stderr: errR, tail: &tail{max: 4096},
 		msgs: make(chan lineResult), quit: make(chan struct{}), reaped: make(chan struct{}),
-		errDone: make(chan struct{}), answers: make(chan []byte, maxPendingAnswers), ctx: ctx}
+		errDone: make(chan struct{}), answers: make(chan []byte, maxPendingAnswers), ctx: ctx,
+		writing: make(chan struct{}, 1)}
 	go func() {
 		cmd.Wait()
 		close(c.reaped)
@@ -140,8 +142,12 @@ func (c *stdioConn) writeAnswers() {
 // send writes one message and its newline; it gives up when ctx ends,
 // even if the server never reads.
 func (c *stdioConn) send(ctx context.Context, data []byte, _ bool) error {
-	c.writeMu.Lock()
-	defer c.writeMu.Unlock()
+	select {
+	case c.writing <- struct{}{}:
+		defer func() { <-c.writing }()
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 	if err := ctx.Err(); err != nil {
 		return err
 	}
