@@ -19,7 +19,7 @@ type message struct {
 	// notification if id is nil).
 	isRequest bool
 	result    []byte
-	errCode   int64
+	errCode   string // as sent
 	errMsg    string
 	hasError  bool
 }
@@ -83,14 +83,15 @@ func decodeMessage(data []byte) (*message, error) {
 		case "result":
 			m.result, hasResult = val, true
 		case "error":
+			// Whatever its shape, an error is an error: keep what can be shown.
 			var e struct {
-				Code    int64  `json:"code"`
-				Message string `json:"message"`
+				Code    json.RawMessage `json:"code"`
+				Message json.RawMessage `json:"message"`
 			}
-			if err := json.Unmarshal(val, &e); err != nil {
-				return nil, fmt.Errorf("the message error: %w", err)
+			if json.Unmarshal(val, &e) != nil || json.Unmarshal(e.Message, &m.errMsg) != nil {
+				m.errMsg = string(val)
 			}
-			m.errCode, m.errMsg, m.hasError = e.Code, e.Message, true
+			m.errCode, m.hasError = string(e.Code), true
 		}
 	}
 	if !version {
