@@ -155,3 +155,50 @@ func runMeasured(t *testing.T, dir string, env, argv []string, stdout, stderr *b
 	}
 	return code, time.Duration(wall), kb << 10
 }
+
+// Interrupted during a fetch, etdi ends the server's process group (which
+// no longer gets the terminal's Ctrl-C) before it ends itself, even a
+// server that ignores SIGTERM.
+func TestInterruptEndsServer(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "trust.json"), []byte(`{"version":1,"unsigned":"warn","providers":[]}`), 0o644)
+	exe, _ := os.Executable()
+	pidFile := filepath.Join(dir, "server.pid")
+	cmd := exec.Command(etdiBin, "check", "--trust", "trust.json", "--pins", "pins.db", "--name", "hostile",
+		"--start-timeout", "60s", "--timeout", "60s", "--server", "--", exe)
+	cmd.Dir = dir
+	cmd.Env = []string{"HOME=" + dir, "PATH=" + os.Getenv("PATH"), hostile.Env + "=" + hostile.Deaf, hostile.PIDFile + "=" + pidFile}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var pid int
+	for i := 0; i < 1000 && pid == 0; i++ {
+		b, _ := os.ReadFile(pidFile)
+		fmt.Sscan(string(b), &pid)
+		time.Sleep(10 * time.Millisecond)
+	}
+	if pid == 0 {
+		cmd.Process.Kill()
+		cmd.Wait()
+		t.Fatal("the server did not start")
+	}
+	cmd.Process.Signal(os.Interrupt)
+	cmd.Wait()
+	if ws := cmd.ProcessState.Sys().(syscall.WaitStatus); !ws.Signaled() || ws.Signal() != syscall.SIGINT {
+		t.Errorf("etdi ended with %v, want to be ended by SIGINT", cmd.ProcessState)
+	}
+	if syscall.Kill(pid, 0) == nil && !isZombie(pid) {
+		syscall.Kill(pid, syscall.SIGKILL)
+		t.Fatalf("server %d survived etdi's interruption", pid)
+	}
+}
+
+// isZombie reports whether process pid has ended but is not yet reaped.
+func isZombie(pid int) bool {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return true
+	}
+	i := bytes.LastIndexByte(stat, ')')
+	return i > 0 && i+2 < len(stat) && stat[i+2] == 'Z'
+}

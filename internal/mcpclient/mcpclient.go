@@ -135,6 +135,7 @@ func Stdio(ctx context.Context, argv []string, env []string, dir string, opts Op
 	opts.defaults()
 	ctx, cancel := context.WithTimeout(ctx, opts.Timeout)
 	defer cancel()
+	defer onInterrupt(cancel)() // runs after the server is ended below
 	b := newBudget(MaxFetchBytes)
 	c, err := startStdio(ctx, argv, env, dir, b)
 	if err != nil {

@@ -2,10 +2,14 @@
 
 package mcpclient
 
-import "os/exec"
+import (
+	"context"
+	"os/exec"
+)
 
 // Without process groups (Windows, ...), the server process itself is
-// ended; processes it started may outlive it.
+// ended; processes it started may outlive it. It shares etdi's console,
+// so an interrupt reaches it as it reaches etdi.
 
 func inOwnGroup(cmd *exec.Cmd) {}
 
@@ -14,3 +18,5 @@ func terminateGroup(cmd *exec.Cmd) { cmd.Process.Kill() }
 func killGroup(cmd *exec.Cmd) { cmd.Process.Kill() }
 
 func groupAlive(cmd *exec.Cmd) bool { return false }
+
+func onInterrupt(cancel context.CancelFunc) func() { return func() {} }

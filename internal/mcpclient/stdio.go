@@ -12,10 +12,12 @@ import (
 
 // Stopping a stdio server: after its stdin is closed it has stdinGrace to
 // exit; then its process group gets SIGTERM and termGrace to end; then
-// SIGKILL. Together they keep a fetch within --timeout plus 3 s.
+// SIGKILL, and killWait to be reaped. Together with lastWords they keep a
+// fetch within --timeout plus 3 s.
 const (
 	stdinGrace = 1 * time.Second
 	termGrace  = 1 * time.Second
+	killWait   = 500 * time.Millisecond
 	// lastWords is how long the end of a failed server's stderr is waited for.
 	lastWords = 200 * time.Millisecond
 )
@@ -190,7 +192,7 @@ func (c *stdioConn) answer(data []byte) {
 }
 
 // close ends the server and its process group and reaps it, within
-// stdinGrace + termGrace and a moment for SIGKILL. It returns the end of
+// stdinGrace + termGrace + killWait + lastWords. It returns the end of
 // what the server wrote to stderr.
 func (c *stdioConn) close() string {
 	close(c.quit)
@@ -206,7 +208,7 @@ func (c *stdioConn) close() string {
 		terminateGroup(c.cmd)
 		deadline := time.Now().Add(termGrace)
 		for groupAlive(c.cmd) && time.Now().Before(deadline) {
-			time.Sleep(10 * time.Millisecond)
+			time.Sleep(25 * time.Millisecond)
 		}
 		if groupAlive(c.cmd) {
 			killGroup(c.cmd)
@@ -214,7 +216,7 @@ func (c *stdioConn) close() string {
 	}
 	select {
 	case <-c.reaped:
-	case <-time.After(termGrace):
+	case <-time.After(killWait):
 		// Not reaped after SIGKILL (uninterruptible): leave the waiting
 		// goroutine behind rather than hang.
 	}

@@ -25,7 +25,7 @@ import (
 const Env = "ETDI_HOSTILE"
 
 // PIDFile, if set, is where the grandchild mode writes its grandchild's
-// process id.
+// process id, and the deaf mode its own.
 const PIDFile = "ETDI_HOSTILE_PIDFILE"
 
 // Modes of Stdio and Handler. Each names what the server does wrong.
@@ -56,6 +56,9 @@ func Stdio(mode string) {
 	switch mode {
 	case Deaf:
 		signal.Ignore(syscall.SIGTERM)
+		if f := os.Getenv(PIDFile); f != "" {
+			os.WriteFile(f, []byte(strconv.Itoa(os.Getpid())), 0o644)
+		}
 		for {
 			time.Sleep(time.Hour)
 		}
