@@ -146,10 +146,13 @@ func TestLiveFixtureFailures(t *testing.T) {
 		{"hang", "no answer within 3s"},
 		{"malformed", "invalid character"},
 		{"duplicate", `duplicate member name "description"`},
-		{"truncated", "context deadline exceeded"},
+		// Half a message and a newline: a stdio message is one line (MCP
+		// forbids embedded newlines), so it is malformed at once.
+		{"truncated", "unexpected end of JSON input"},
 	} {
 		t.Run(tc.mode, func(t *testing.T) {
-			marker := "marker-" + tc.mode
+			// Unique to this run: another test run on the machine has its own.
+			marker := fmt.Sprintf("marker-%s-%d-%d", tc.mode, os.Getpid(), time.Now().UnixNano())
 			start := time.Now()
 			extra := append([]string{"--bundle", "w.etdi.json"}, fixture(marker)...)
 			if tc.mode == "truncated" {

@@ -6,6 +6,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"runtime/debug"
 )
@@ -22,5 +23,17 @@ func main() {
 	if _, set := os.LookupEnv("GOMEMLIMIT"); !set {
 		debug.SetMemoryLimit(softMemoryLimit)
 	}
-	os.Exit(run(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+	os.Exit(runGuarded())
+}
+
+// runGuarded runs etdi and turns a panic into an operational error (exit
+// 1): the Go runtime would exit 2, which CI reads as a usage error.
+func runGuarded() (code int) {
+	defer func() {
+		if r := recover(); r != nil {
+			fmt.Fprintf(os.Stderr, "etdi: error: internal error: %v\n%s", r, debug.Stack())
+			code = exitError
+		}
+	}()
+	return run(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 }

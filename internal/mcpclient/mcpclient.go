@@ -1,26 +1,25 @@
 // Package mcpclient fetches what a live MCP server offers: it connects
-// (stdio or Streamable HTTP, through the official go-sdk transports),
-// initializes, and follows tools/list pagination to the end. It keeps the
-// raw JSON of every result, so no field of a tool definition is lost or
-// normalized before etdi digests it.
+// (stdio or Streamable HTTP), initializes, and follows tools/list
+// pagination to the end. It keeps the raw JSON of every result, so no
+// field of a tool definition is lost or normalized before etdi digests it.
+//
+// A fetch is bounded whatever the server does (SPEC.md §17, "Fetch
+// bounds"): in time by Options.Timeout, in bytes by MaxFetchBytes counted
+// while reading, in stray messages by MaxStrayMessages; a stdio server
+// runs in its own process group, which is ended with it.
 package mcpclient
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
-	"os/exec"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/etdi-dev/etdi"
-	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // ProtocolVersion is the MCP revision etdi asks for.
@@ -113,80 +112,82 @@ func (t *tail) String() string {
 	return string(t.buf)
 }
 
+// conn is one connection to a server: stdio or Streamable HTTP.
+type conn interface {
+	// send writes one message (a call when call is set); it honours ctx
+	// even if the server never reads.
+	send(ctx context.Context, data []byte, call bool) error
+	// recv returns the next message that may answer the last call.
+	recv(ctx context.Context) ([]byte, error)
+	// answer sends an answer to a server request without blocking: when
+	// too many wait, it is dropped.
+	answer(data []byte)
+}
+
 // Stdio starts the command (argv[0] with its arguments; env replaces the
-// environment when not nil), lists it, and stops it: stdin is closed, and
-// the process is terminated, then killed, if it does not exit, and always
-// reaped.
+// environment when not nil) in its own process group, lists it, and stops
+// it: stdin is closed, then the group gets SIGTERM, then SIGKILL, and the
+// server is always reaped.
 func Stdio(ctx context.Context, argv []string, env []string, dir string, opts Options) (*Listing, error) {
 	if len(argv) == 0 {
 		return nil, errors.New("no server command")
 	}
 	opts.defaults()
-	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Env = env
-	cmd.Dir = dir
-	stderr := &tail{max: 4096}
-	cmd.Stderr = stderr
-	t := &mcp.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}
-	l, err := list(ctx, t, opts)
+	ctx, cancel := context.WithTimeout(ctx, opts.Timeout)
+	defer cancel()
+	defer onInterrupt(cancel)() // runs after the server is ended below
+	b := newBudget(MaxFetchBytes)
+	c, err := startStdio(ctx, argv, env, dir, b)
+	if err != nil {
+		return nil, &ServerError{Stage: "start", Err: err}
+	}
+	l, err := list(ctx, c, opts, nil)
+	stderr := c.close()
 	var se *ServerError
 	if errors.As(err, &se) {
-		// Give a crashing server a moment to flush its last words.
-		time.Sleep(50 * time.Millisecond)
-		se.Stderr = stderr.String()
+		se.Stderr = stderr
 	}
 	return l, err
 }
 
-type headerTransport struct {
-	headers http.Header
-	base    http.RoundTripper
-}
-
-func (h *headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	r = r.Clone(r.Context())
-	for k, vs := range h.headers {
-		r.Header[k] = vs
-	}
-	return h.base.RoundTrip(r)
-}
-
 // HTTP lists a Streamable HTTP server at url, sending headers with every
-// request.
+// request to its origin (and to no other).
 func HTTP(ctx context.Context, url string, headers http.Header, opts Options) (*Listing, error) {
 	opts.defaults()
-	client := &http.Client{Timeout: opts.Timeout, Transport: &headerTransport{headers, http.DefaultTransport}}
-	t := &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: client, MaxRetries: -1, DisableStandaloneSSE: true}
-	return list(ctx, t, opts)
-}
-
-func list(ctx context.Context, t mcp.Transport, opts Options) (l *Listing, err error) {
 	ctx, cancel := context.WithTimeout(ctx, opts.Timeout)
 	defer cancel()
-	conn, err := t.Connect(ctx)
+	c, err := startHTTP(ctx, url, headers, opts.Timeout, newBudget(MaxFetchBytes))
 	if err != nil {
 		return nil, &ServerError{Stage: "start", Err: err}
 	}
-	defer func() {
-		if cerr := conn.Close(); cerr != nil && err == nil && !isExit(cerr) {
-			err = &ServerError{Stage: "stop", Err: cerr}
-		}
-	}()
-	c := &client{conn: conn}
+	defer c.close()
+	return list(ctx, c, opts, c.initialized)
+}
 
+// list initializes and follows tools/list to its end. initialized, if not
+// nil, learns the negotiated protocol version.
+func list(ctx context.Context, conn conn, opts Options, initialized func(string)) (l *Listing, err error) {
+	c := &client{conn: conn}
 	ictx, icancel := context.WithTimeout(ctx, opts.StartTimeout)
 	defer icancel()
 	params := fmt.Sprintf(`{"protocolVersion":%q,"capabilities":{},"clientInfo":{"name":"etdi","version":%q}}`, ProtocolVersion, opts.ClientVersion)
 	res, err := c.call(ictx, "initialize", json.RawMessage(params))
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) {
-			err = fmt.Errorf("no answer within %s", opts.StartTimeout)
+			if ctx.Err() == nil {
+				err = fmt.Errorf("no answer within %s", opts.StartTimeout)
+			} else {
+				err = fmt.Errorf("not done within %s: %w", opts.Timeout, err)
+			}
 		}
 		return nil, &ServerError{Stage: "initialize", Err: err}
 	}
 	l = &Listing{}
 	if err := parseInitialize(res, l); err != nil {
 		return nil, &ServerError{Stage: "initialize", Err: err}
+	}
+	if initialized != nil && visibleASCII(l.ProtocolVersion) && len(l.ProtocolVersion) <= 64 {
+		initialized(l.ProtocolVersion)
 	}
 	if err := c.notify(ctx, "notifications/initialized"); err != nil {
 		return nil, &ServerError{Stage: "initialize", Err: err}
@@ -204,6 +205,9 @@ func list(ctx context.Context, t mcp.Transport, opts Options) (l *Listing, err e
 		}
 		res, err := c.call(ctx, "tools/list", p)
 		if err != nil {
+			if errors.Is(err, context.DeadlineExceeded) {
+				err = fmt.Errorf("not done within %s: %w", opts.Timeout, err)
+			}
 			return nil, &ServerError{Stage: "tools/list", Err: err}
 		}
 		l.Pages++
@@ -227,17 +231,12 @@ func list(ctx context.Context, t mcp.Transport, opts Options) (l *Listing, err e
 			return nil, &ServerError{Stage: "tools/list", Err: fmt.Errorf("page %d: nextCursor is a %s", l.Pages, next.Kind)}
 		}
 		if seen[next.Str] {
-			return nil, &ServerError{Stage: "tools/list", Err: fmt.Errorf("page %d: nextCursor %q repeats: the listing loops", l.Pages, next.Str)}
+			return nil, &ServerError{Stage: "tools/list", Err: fmt.Errorf("page %d: nextCursor %q repeats: the listing loops", l.Pages, clip(next.Str))}
 		}
 		seen[next.Str] = true
 		cursor = next.Str
 	}
 	return l, nil
-}
-
-func isExit(err error) bool {
-	var ee *exec.ExitError
-	return errors.As(err, &ee)
 }
 
 func parseInitialize(res []byte, l *Listing) error {
@@ -271,58 +270,53 @@ func parseInitialize(res []byte, l *Listing) error {
 	return nil
 }
 
-// client correlates requests and responses on a raw connection.
+// client correlates requests and responses on a connection.
 type client struct {
-	conn   mcp.Connection
+	conn   conn
 	nextID int64
+	// stray counts messages that were not the awaited answer.
+	stray int
 }
 
 func (c *client) notify(ctx context.Context, method string) error {
-	return c.conn.Write(ctx, &jsonrpc.Request{Method: method})
+	return c.conn.send(ctx, encodeRequest(0, method, nil), false)
 }
 
 // call sends a request and returns the raw result of its response. It
 // skips notifications, refuses server-to-client requests (etdi offers no
-// client capabilities) and rejects error responses.
+// client capabilities) without waiting for the refusal to be written,
+// gives up after MaxStrayMessages messages that are not its answer, and
+// rejects error responses.
 func (c *client) call(ctx context.Context, method string, params json.RawMessage) ([]byte, error) {
 	c.nextID++
-	id, err := jsonrpc.MakeID(float64(c.nextID))
-	if err != nil {
-		return nil, err
-	}
-	if err := c.conn.Write(ctx, &jsonrpc.Request{ID: id, Method: method, Params: params}); err != nil {
-		return nil, err
+	id := c.nextID
+	if err := c.conn.send(ctx, encodeRequest(id, method, params), true); err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, fmt.Errorf("sending %s: %w", method, err)
 	}
 	for {
-		msg, err := c.conn.Read(ctx)
+		data, err := c.conn.recv(ctx)
 		if err != nil {
-			if errors.Is(err, io.EOF) {
-				return nil, errors.New("the server closed the connection (exited?)")
-			}
-			if ctx.Err() != nil {
-				return nil, ctx.Err()
-			}
-			return nil, fmt.Errorf("reading the response: %w", err)
+			return nil, err
 		}
-		switch m := msg.(type) {
-		case *jsonrpc.Request:
-			if m.ID.IsValid() {
-				resp := &jsonrpc.Response{ID: m.ID, Error: &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "etdi does not serve " + m.Method}}
-				if err := c.conn.Write(ctx, resp); err != nil {
-					return nil, err
-				}
+		m, err := decodeMessage(data)
+		if err != nil {
+			return nil, fmt.Errorf("invalid message from the server: %w", err)
+		}
+		if !m.isRequest && m.isID(id) {
+			if m.hasError {
+				return nil, fmt.Errorf("the server answered %s with an error: %s %q", method, clip(m.errCode), clip(m.errMsg))
 			}
-		case *jsonrpc.Response:
-			if m.ID != id {
-				continue
-			}
-			if m.Error != nil {
-				return nil, fmt.Errorf("the server answered %s with an error: %v", method, m.Error)
-			}
-			if len(bytes.TrimSpace(m.Result)) == 0 {
-				return nil, fmt.Errorf("the server answered %s without a result", method)
-			}
-			return m.Result, nil
+			return m.result, nil
+		}
+		c.stray++
+		if c.stray > MaxStrayMessages {
+			return nil, fmt.Errorf("the server sent more than %d messages that were not answers (requests, notifications); giving up", MaxStrayMessages)
+		}
+		if m.isRequest && m.id != nil && len(m.id) <= 256 {
+			c.conn.answer(encodeRefusal(m.id, m.method))
 		}
 	}
 }

@@ -1,0 +1,46 @@
+package mcpclient
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestDecodeMessage(t *testing.T) {
+	for _, tc := range []struct {
+		in, err string
+	}{
+		// Two results: a host keeping the first and etdi the last would see
+		// different tools.
+		{`{"jsonrpc":"2.0","id":1,"result":{"tools":[]},"result":{"tools":[{"name":"x"}]}}`, `duplicate member name "result"`},
+		{`{"jsonrpc":"2.0","id":1,"result":{},"\u0072esult":{}}`, `duplicate member name "result"`},
+		{`{"id":1,"result":{}}`, `lacks "jsonrpc": "2.0"`},
+		{`{"jsonrpc":"1.0","id":1,"result":{}}`, `lacks "jsonrpc": "2.0"`},
+		{`{"jsonrpc":"2.0","id":true,"result":{}}`, "id is not a number or a string"},
+		{`{"jsonrpc":"2.0","id":1,"method":"x","result":{}}`, "both a request and a response"},
+		{`{"jsonrpc":"2.0","result":{}}`, "has no id"},
+		{`{"jsonrpc":"2.0","id":1}`, "exactly one of result and error"},
+		{`{"jsonrpc":"2.0","id":1,"result":{},"error":{}}`, "exactly one of result and error"},
+		{`[{"jsonrpc":"2.0","id":1,"result":{}}]`, "cannot unmarshal array"},
+		{`{"jsonrpc":"2.0","id":1,"result":{}`, "unexpected end of JSON input"},
+	} {
+		if _, err := decodeMessage([]byte(tc.in)); err == nil || !strings.Contains(err.Error(), tc.err) {
+			t.Errorf("%s: error %v, want %q", tc.in, err, tc.err)
+		}
+	}
+	// Accepted, as sent.
+	m, err := decodeMessage([]byte(` {"result" : {"tools":[ "}" ]} , "id":1.0,"jsonrpc":"2.0", "extra":[1,{"a":"\""}]} `))
+	if err != nil || string(m.result) != `{"tools":[ "}" ]}` || !m.isID(1) || m.isID(2) || m.isRequest {
+		t.Fatalf("%+v %v", m, err)
+	}
+	m, err = decodeMessage([]byte(`{"jsonrpc":"2.0","id":"1","method":"roots/list"}`))
+	if err != nil || !m.isRequest || m.isID(1) || string(m.id) != `"1"` || m.method != "roots/list" {
+		t.Fatalf("%+v %v", m, err)
+	}
+	m, err = decodeMessage([]byte(`{"jsonrpc":"2.0","id":3,"error":{"code":-32601.0,"message":"no such method"}}`))
+	if err != nil || !m.hasError || m.errCode != "-32601.0" || m.errMsg != "no such method" {
+		t.Fatalf("%+v %v", m, err)
+	}
+	if got := string(encodeRefusal([]byte(`"a"`), "sampling/createMessage")); got != `{"jsonrpc":"2.0","id":"a","error":{"code":-32601,"message":"etdi does not serve sampling/createMessage"}}` {
+		t.Fatalf("refusal %s", got)
+	}
+}

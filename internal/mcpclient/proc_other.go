@@ -1,0 +1,22 @@
+//go:build !unix
+
+package mcpclient
+
+import (
+	"context"
+	"os/exec"
+)
+
+// Without process groups (Windows, ...), the server process itself is
+// ended; processes it started may outlive it. It shares etdi's console,
+// so an interrupt reaches it as it reaches etdi.
+
+func inOwnGroup(cmd *exec.Cmd) {}
+
+func terminateGroup(cmd *exec.Cmd) { cmd.Process.Kill() }
+
+func killGroup(cmd *exec.Cmd) { cmd.Process.Kill() }
+
+func groupAlive(cmd *exec.Cmd) bool { return false }
+
+func onInterrupt(cancel context.CancelFunc) func() { return func() {} }

@@ -1,0 +1,12 @@
+//go:build unix && !linux
+
+package mcpclient
+
+import (
+	"os/exec"
+	"syscall"
+)
+
+// groupAlive reports whether a process of the server's group is left
+// (zombies count until they are reaped).
+func groupAlive(cmd *exec.Cmd) bool { return syscall.Kill(-cmd.Process.Pid, 0) == nil }
