@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -184,6 +185,11 @@ func (e *env) checkTarget(sf *serverFlags, pf *pinFlags, t *target, p *trust.Pol
 	defer s.Close()
 	c, err := s.Check(o.obs, pf.who())
 	if err != nil {
+		var ue *pin.UnjustifiedError
+		if errors.As(err, &ue) {
+			rep.Error, rep.ExitCode = err.Error(), exitSignature
+			return rep
+		}
 		return fail(err)
 	}
 	if (yes || interactive) && !hasError(o.findings) {
