@@ -145,6 +145,9 @@ func combineExit(reps []*checkReport) int {
 	for _, r := range reps {
 		if r.Error != "" {
 			failed = true
+			if r.ExitCode != exitError { // a pin database the history does not justify
+				code = worse(code, r.ExitCode)
+			}
 			continue
 		}
 		code = worse(code, r.ExitCode)
