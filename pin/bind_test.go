@@ -130,6 +130,14 @@ func TestPinsBoundToHistory(t *testing.T) {
 			p.Leaf = base64.StdEncoding.EncodeToString(h[:])
 			putJSON(t, tx.Bucket(bPins), pinKey(srv, "get_weather"), p)
 		}, obs(srv, 1, v1, other), "leaf hash", srv + "/get_weather"},
+		{"record and pin edited together", func(t *testing.T, tx *bolt.Tx) {
+			p := rawPin(t, tx, srv, "get_weather")
+			records := tx.Bucket(bLog).Bucket(bRecords)
+			data := strings.Replace(string(records.Get(u64(uint64(p.Record)))), v1.Digest.String(), rug.Digest.String(), 1)
+			records.Put(u64(uint64(p.Record)), []byte(data))
+			p.Digest, p.Definition = rug.Digest.String(), json.RawMessage(rug.Canonical)
+			putJSON(t, tx.Bucket(bPins), pinKey(srv, "get_weather"), p)
+		}, obs(srv, 1, rug, other), "record's leaf hash", srv + "/get_weather"},
 		{"pin without a binding", func(t *testing.T, tx *bolt.Tx) {
 			p := rawPin(t, tx, srv, "get_weather")
 			p.Binding = Binding{}

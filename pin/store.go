@@ -202,11 +202,13 @@ func (s *Store) view(fn func(tx *bolt.Tx) error) (err error) {
 	return s.withPath(s.db.View(fn))
 }
 
-// CheckFile reads every bucket, key and value, then runs bbolt's
-// consistency check of every page. The walk runs in this goroutine, where
-// a panic on a damaged page (zeroed, say) becomes a *CorruptError; bbolt's
-// own check runs in a goroutine of its own, where a panic would end the
-// process, so it only runs over pages the walk has read.
+// CheckFile reads every bucket and key and every page header, then runs
+// bbolt's consistency check of every page. bbolt's check runs in a
+// goroutine of its own, where a panic on a damaged page would end the
+// process; so everything that can panic happens first in this goroutine,
+// where it becomes a *CorruptError: the free list is loaded by Open
+// (PreLoadFreelist; a zeroed free-list page panicked inside the check),
+// and the walk reads every reachable page.
 func (s *Store) CheckFile() error {
 	return s.view(func(tx *bolt.Tx) error {
 		if err := walk(tx); err != nil {
@@ -241,6 +243,9 @@ func walk(tx *bolt.Tx) error {
 	// Every page below the high-water mark has a plausible header.
 	for id := 2; ; id++ {
 		info, err := tx.Page(id)
+		if errors.Is(err, berrors.ErrFreePagesNotLoaded) {
+			return nil // Open preloads it; without it free pages look damaged
+		}
 		if err != nil {
 			return fmt.Errorf("page %d: %v", id, err)
 		}
