@@ -431,8 +431,9 @@ func checkLatest(tx *bolt.Tx, server string) error {
 }
 
 // migrate3 binds each pin and revocation of a schema 2 database to the
-// latest history record that justifies it. A pin or revocation with no
-// such record stays unbound and fails closed on every read. It also
+// latest history record about it. A pin or revocation with no such record
+// stays unbound, and one that differs from its record stays bound to it:
+// both fail closed on every read, naming what is wrong. It also
 // rebuilds the skeletons index with the look-alike table of this schema.
 func migrate3(tx *bolt.Tx) error {
 	st, err := replay(tx)
@@ -455,11 +456,6 @@ func migrate3(tx *bolt.Tx) error {
 			return nil // stays damaged; every read refuses it
 		}
 		p.Binding = bind(string(k), st.pins)
-		if p.Leaf != "" {
-			if rec, msg := boundRecord(tx, p.Binding); msg != "" || pinDisagrees(rec, &p) != "" {
-				p.Binding = Binding{}
-			}
-		}
 		nv, err := json.Marshal(p)
 		puts = append(puts, kv{bytes.Clone(k), nv})
 		return err
@@ -474,11 +470,6 @@ func migrate3(tx *bolt.Tx) error {
 			return nil
 		}
 		r.Binding = bind(string(k), st.revoked)
-		if r.Leaf != "" {
-			if rec, msg := boundRecord(tx, r.Binding); msg != "" || revocationDisagrees(rec, &r) != "" {
-				r.Binding = Binding{}
-			}
-		}
 		nv, err := json.Marshal(r)
 		puts = append(puts, kv{append([]byte{1}, k...), nv})
 		return err

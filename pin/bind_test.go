@@ -330,6 +330,10 @@ func TestMigrationToSchema3(t *testing.T) {
 		p := rawPin(t, tx, srv, "get_weather")
 		p.Server = UnsignedServerKey("evil")
 		putJSON(t, tx.Bucket(bPins), pinKey(p.Server, p.Tool), p)
+		// A pin edited before the migration: bound, and refused.
+		q := rawPin(t, tx, srv, "get_forecast")
+		q.Digest = v1.Digest.String()
+		putJSON(t, tx.Bucket(bPins), pinKey(srv, "get_forecast"), q)
 		// Skeletons of the old table.
 		tx.Bucket(bSkeletons).Put([]byte("stale"), []byte(`["x"]`))
 		tx.Bucket(bMeta).Put(kSchema, u64(2))
@@ -337,14 +341,17 @@ func TestMigrationToSchema3(t *testing.T) {
 	if v, _ := s.Schema(); v != 3 {
 		t.Fatalf("schema %d", v)
 	}
-	expect(t, s, obs(srv, 2, v2, f1), "revoked")
+	refused(t, s, obs(srv, 2, v2, f1), "the record approves "+f1.Digest.String())
 	p, err := s.Get(srv, "get_weather")
 	if err != nil || p.Version != "1.1.0" || p.Record != 2 {
 		t.Fatalf("migrated pin bound to the wrong record: %+v %v", p, err)
 	}
+	if rs, err := s.Revocations(); err != nil || len(rs) != 1 || rs[0].Record != 3 || rs[0].Leaf == "" {
+		t.Fatalf("migrated revocation: %+v %v", rs, err)
+	}
 	refused(t, s, obs(UnsignedServerKey("evil"), 0, v2), "not justified")
 	d, err := s.VerifyPins()
-	if err != nil || len(d) != 1 || d[0].Ref != "unsigned:evil/get_weather" {
+	if err != nil || len(d) != 2 || d[0].Ref != srv+"/get_forecast" || d[1].Ref != "unsigned:evil/get_weather" {
 		t.Fatalf("audit after migration: %v %v", d, err)
 	}
 }
