@@ -68,7 +68,9 @@ func TestCLIPinsBoundToHistory(t *testing.T) {
 	p2.ok(append([]string{"pin", "approve"}, append(pinArgs, "--name", "files", "--tools", "live-ok.json")...)...)
 	p2.ok("pin", "revoke", "--pins", "pins.db", "unsigned:files/get_weather")
 	p2.expect(14, "revoked", p2.check("", "live-ok.json", "--name", "files")...)
-	p2.editPins(func(tx *bolt.Tx) error { return tx.Bucket([]byte("revoked")).Delete([]byte("unsigned:files/get_weather")) })
+	p2.editPins(func(tx *bolt.Tx) error {
+		return tx.Bucket([]byte("revoked")).Delete([]byte("unsigned:files/get_weather"))
+	})
 	p2.expect(10, "deleted", p2.check("", "live-ok.json", "--name", "files")...)
 	p2.expect(10, `revocation "unsigned:files/get_weather"`, "audit", "verify", "--pins", "pins.db")
 }
