@@ -62,7 +62,10 @@ func leafOf(index int64, data []byte) Binding {
 // boundRecord returns the record b names, after checking that it is
 // stored at b.Record and that both the record and its stored leaf hash
 // match b.Leaf.
-func boundRecord(tx *bolt.Tx, b Binding) (*Record, string) {
+func boundRecord(tx *bolt.Tx, b Binding) (*Record, string) { return boundRecordIn(tx, b, nil) }
+
+// boundRecordIn is boundRecord with records already decoded by index.
+func boundRecordIn(tx *bolt.Tx, b Binding, decoded map[int64]*Record) (*Record, string) {
 	if b.Leaf == "" {
 		return nil, "it is bound to no history record"
 	}
@@ -85,11 +88,17 @@ func boundRecord(tx *bolt.Tx, b Binding) (*Record, string) {
 	if !bytes.Equal(lb.Bucket(bHashes).Get(u64(uint64(tlog.StoredHashIndex(0, b.Record)))), want) {
 		return nil, "the stored leaf hash differs from the one bound"
 	}
-	var rec Record
-	if err := json.Unmarshal(data, &rec); err != nil || rec.Index != b.Record {
-		return nil, "the record is unreadable or misplaced"
+	rec := decoded[b.Record]
+	if rec == nil {
+		rec = new(Record)
+		if err := json.Unmarshal(data, rec); err != nil {
+			return nil, "the record is unreadable"
+		}
 	}
-	return &rec, ""
+	if rec.Index != b.Record {
+		return nil, "the record is misplaced"
+	}
+	return rec, ""
 }
 
 func samePermissions(a, b []etdi.Permission) bool {
@@ -112,6 +121,13 @@ func pinDisagrees(rec *Record, p *Pin) string {
 	case !samePermissions(rec.Permissions, p.Permissions):
 		return "the record approves other permissions"
 	}
+	return ""
+}
+
+// definitionDisagrees says whether the definition kept for showing
+// differences is not the pinned one. Only audit verify checks it: check
+// compares digests, never the kept definition.
+func definitionDisagrees(p *Pin) string {
 	if d, err := etdi.DigestJSON(p.Definition); err != nil || d.String() != p.Digest {
 		return "the stored definition does not have the pinned digest"
 	}
@@ -130,8 +146,10 @@ func revocationDisagrees(rec *Record, r *Revocation) string {
 }
 
 // checkPin checks p's binding inside tx.
-func checkPin(tx *bolt.Tx, p *Pin) error {
-	rec, msg := boundRecord(tx, p.Binding)
+func checkPin(tx *bolt.Tx, p *Pin) error { return checkPinIn(tx, p, nil) }
+
+func checkPinIn(tx *bolt.Tx, p *Pin, decoded map[int64]*Record) error {
+	rec, msg := boundRecordIn(tx, p.Binding, decoded)
 	if msg == "" {
 		msg = pinDisagrees(rec, p)
 	}
@@ -146,8 +164,10 @@ func checkPin(tx *bolt.Tx, p *Pin) error {
 }
 
 // checkRevocation checks r's binding inside tx.
-func checkRevocation(tx *bolt.Tx, r *Revocation) error {
-	rec, msg := boundRecord(tx, r.Binding)
+func checkRevocation(tx *bolt.Tx, r *Revocation) error { return checkRevocationIn(tx, r, nil) }
+
+func checkRevocationIn(tx *bolt.Tx, r *Revocation, decoded map[int64]*Record) error {
+	rec, msg := boundRecordIn(tx, r.Binding, decoded)
 	if msg == "" {
 		msg = revocationDisagrees(rec, r)
 	}
@@ -257,6 +277,10 @@ func (s *Store) VerifyPins() ([]Disagreement, error) {
 				add("pin", p.Ref(), want, err.(*UnjustifiedError).Msg)
 				continue
 			}
+			if msg := definitionDisagrees(&p); msg != "" {
+				add("pin", p.Ref(), want, msg)
+				continue
+			}
 			if !ok {
 				add("pin", p.Ref(), -1, "no approval in the history")
 			} else if p.Record != want {
@@ -338,33 +362,43 @@ func (s *Store) VerifyPins() ([]Disagreement, error) {
 // checkLatest replays the approve and revoke records about server (and
 // every key revocation) and refuses a pin or revocation of server that a
 // later record replaced (rolled back), and a revocation or pin the history
-// holds but the database lost (deleted). Findings, most of the history,
-// are skipped without decoding.
+// holds but the database lost (deleted). Records about other servers and
+// findings, most of the history, are skipped without decoding.
 func checkLatest(tx *bolt.Tx, server string) error {
 	latest := map[string]int64{}
-	records := tx.Bucket(bLog).Bucket(bRecords)
+	decoded := map[int64]*Record{}
+	quoted, _ := json.Marshal(server)
+	serverField := append([]byte(`,"server":`), quoted...)
+	serverField = append(serverField, ',')
+	keyField := []byte(`,"keyId":`)
 	n := logSize(tx)
-	for i := int64(0); i < n; i++ {
-		data := records.Get(u64(uint64(i)))
-		if data == nil {
+	c := tx.Bucket(bLog).Bucket(bRecords).Cursor()
+	i := int64(0)
+	for k, data := c.First(); k != nil && i < n; k, data = c.Next() {
+		if !bytes.Equal(k, u64(uint64(i))) {
 			return &LogError{i, "missing (deleted)"}
 		}
-		// encoding/json escapes every quote inside a string, so this
-		// only matches the record's own type.
-		if bytes.Contains(data, []byte(`"type":"finding"`)) {
+		i++
+		if !aboutServer(data, serverField, keyField) {
 			continue
 		}
-		var rec Record
-		if err := json.Unmarshal(data, &rec); err != nil {
-			return &LogError{i, "unreadable: " + err.Error()}
+		rec := new(Record)
+		if err := json.Unmarshal(data, rec); err != nil {
+			return &LogError{i - 1, "unreadable: " + err.Error()}
 		}
 		switch {
 		case rec.Type == RecordRevoke && (rec.Server == server || rec.KeyID != ""):
 			r := Revocation{Server: rec.Server, Tool: rec.Tool, Version: rec.Version, KeyID: rec.KeyID}
-			latest["r"+string(r.key())] = i
+			latest["r"+string(r.key())] = i - 1
 		case (rec.Type == RecordApprove || rec.Type == RecordReapprove) && rec.Server == server && rec.Tool != "":
-			latest["p"+string(pinKey(rec.Server, rec.Tool))] = i
+			latest["p"+string(pinKey(rec.Server, rec.Tool))] = i - 1
+		default:
+			continue
 		}
+		decoded[i-1] = rec
+	}
+	if i < n {
+		return &LogError{i, "missing (deleted)"}
 	}
 	seen := map[string]bool{}
 	check := func(id string, what string, ref []byte, b Binding) error {
@@ -379,7 +413,7 @@ func checkLatest(tx *bolt.Tx, server string) error {
 		return nil
 	}
 	prefix := []byte(server + "\x00")
-	c := tx.Bucket(bPins).Cursor()
+	c = tx.Bucket(bPins).Cursor()
 	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
 		var p Pin
 		if err := json.Unmarshal(v, &p); err != nil {
@@ -388,7 +422,7 @@ func checkLatest(tx *bolt.Tx, server string) error {
 		if string(pinKey(p.Server, p.Tool)) != string(k) {
 			return &UnjustifiedError{"pin", strings.Replace(string(k), "\x00", "/", 1), p.Record, "the value is the pin of " + p.Ref()}
 		}
-		if err := checkPin(tx, &p); err != nil {
+		if err := checkPinIn(tx, &p, decoded); err != nil {
 			return err
 		}
 		if err := check("p"+string(k), "pin", k, p.Binding); err != nil {
@@ -409,7 +443,7 @@ func checkLatest(tx *bolt.Tx, server string) error {
 			if string(r.key()) != string(k) {
 				return &UnjustifiedError{"revocation", string(k), r.Record, fmt.Sprintf("the value is the revocation of %q", r.key())}
 			}
-			if err := checkRevocation(tx, &r); err != nil {
+			if err := checkRevocationIn(tx, &r, decoded); err != nil {
 				return err
 			}
 			if err := check("r"+string(k), "revocation", k, r.Binding); err != nil {
@@ -493,4 +527,35 @@ func migrate3(tx *bolt.Tx) error {
 		return err
 	}
 	return forEachPin(tx, nil, func(p *Pin) error { return indexName(tx, p.Server, p.Tool) })
+}
+
+// aboutServer reports whether a stored record may approve or revoke a
+// tool of the server whose field is serverField, or revoke a key, without
+// decoding it. Records are encoding/json output of Record, whose fields
+// come in a fixed order: {"index":..,"prev":..,"time":..,"type":"T",
+// then "server" (or, for a key revocation, "keyId"); encoding/json escapes
+// every quote inside a string, so the patterns only match these fields.
+// A record of another shape is decoded rather than skipped.
+func aboutServer(data, serverField, keyField []byte) bool {
+	const typeField = `"type":"`
+	head := data[:min(len(data), 160)]
+	i := bytes.Index(head, []byte(typeField))
+	if i < 0 {
+		return true
+	}
+	rest := data[i+len(typeField):]
+	j := bytes.IndexByte(rest, '"')
+	if j < 0 {
+		return true
+	}
+	typ, rest := string(rest[:j]), rest[j+1:]
+	switch typ {
+	case RecordFinding:
+		return false
+	case RecordApprove, RecordReapprove:
+		return bytes.HasPrefix(rest, serverField)
+	case RecordRevoke:
+		return bytes.HasPrefix(rest, serverField) || bytes.HasPrefix(rest, keyField)
+	}
+	return true
 }

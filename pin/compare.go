@@ -78,6 +78,19 @@ func (s *Store) Get(server, tool string) (*Pin, error) {
 func pinKey(server, tool string) []byte { return []byte(server + "\x00" + tool) }
 
 func getPin(tx *bolt.Tx, server, tool string) (*Pin, error) {
+	p, err := readPin(tx, server, tool)
+	if p == nil || err != nil {
+		return p, err
+	}
+	if err := checkPin(tx, p); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// readPin reads a pin without checking it against the history: only for
+// pins that checkLatest has checked in the same transaction.
+func readPin(tx *bolt.Tx, server, tool string) (*Pin, error) {
 	v := tx.Bucket(bPins).Get(pinKey(server, tool))
 	if v == nil {
 		return nil, nil
@@ -88,9 +101,6 @@ func getPin(tx *bolt.Tx, server, tool string) (*Pin, error) {
 	}
 	if p.Server != server || p.Tool != tool {
 		return nil, &UnjustifiedError{"pin", server + "/" + tool, p.Record, "the value is the pin of " + p.Ref()}
-	}
-	if err := checkPin(tx, &p); err != nil {
-		return nil, err
 	}
 	return &p, nil
 }
@@ -302,6 +312,8 @@ func recordFindings(tx *bolt.Tx, o *Observation, findings []verify.Finding, by s
 
 func compare(tx *bolt.Tx, o *Observation) (*Comparison, error) {
 	c := &Comparison{Server: o.Server, Tools: []ToolState{}, Findings: []verify.Finding{}}
+	// Every pin and revocation of the server against the history: bound
+	// to a record that says what it says, and not replaced since.
 	if err := checkLatest(tx, o.Server); err != nil {
 		return nil, err
 	}
@@ -367,9 +379,6 @@ func compare(tx *bolt.Tx, o *Observation) (*Comparison, error) {
 		var p Pin
 		if err := json.Unmarshal(v, &p); err != nil {
 			return nil, damagedError("pin", k, err)
-		}
-		if err := checkPin(tx, &p); err != nil {
-			return nil, err
 		}
 		c.Tools = append(c.Tools, ToolState{Name: p.Tool, Version: p.Version, Digest: p.Digest, Status: "removed"})
 		c.Findings = append(c.Findings, verify.Finding{Kind: verify.Removed, Severity: verify.Info, Server: o.Server,
@@ -438,7 +447,7 @@ func compareTool(tx *bolt.Tx, o *Observation, t *Observed, sameSkeleton []string
 		f.KeyID = r.KeyID
 		return st, []verify.Finding{f}, nil
 	}
-	p, err := getPin(tx, o.Server, t.Name)
+	p, err := readPin(tx, o.Server, t.Name) // checked by checkLatest
 	if err != nil {
 		return st, nil, err
 	}
