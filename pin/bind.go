@@ -281,9 +281,9 @@ func (s *Store) VerifyPins() ([]Disagreement, error) {
 				add("pin", p.Ref(), want, msg)
 				continue
 			}
-			if !ok {
-				add("pin", p.Ref(), -1, "no approval in the history")
-			} else if p.Record != want {
+			// checkPin passed: the history approves this pin at p.Record,
+			// so it holds a latest approval of it.
+			if p.Record != want {
 				add("pin", p.Ref(), want, fmt.Sprintf("it holds the approval of record %d, replaced by record %d", p.Record, want))
 			}
 		}
