@@ -206,3 +206,11 @@ func FuzzSkeleton(f *testing.F) {
 		}
 	})
 }
+
+func BenchmarkSkeleton(b *testing.B) {
+	names := []string{"get_weather", "gеt_wеathеr", "ｇｅｔ_ｗｅａｔｈｅｒ", "list_all_files_in_directory"}
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		Skeleton(names[i%len(names)])
+	}
+}
