@@ -207,7 +207,7 @@ func replay(tx *bolt.Tx) (*replayed, error) {
 		if data == nil {
 			return nil, &LogError{i, "missing (deleted)"}
 		}
-		if !aboutServer(data, nil, nil) {
+		if !aboutServer(data, nil) {
 			continue // a finding
 		}
 		rec := new(Record)
@@ -381,7 +381,6 @@ func checkLatest(tx *bolt.Tx, server string) error {
 	quoted, _ := json.Marshal(server)
 	serverField := append([]byte(`,"server":`), quoted...)
 	serverField = append(serverField, ',')
-	keyField := []byte(`,"keyId":`)
 	n := logSize(tx)
 	c := tx.Bucket(bLog).Bucket(bRecords).Cursor()
 	i := int64(0)
@@ -390,7 +389,7 @@ func checkLatest(tx *bolt.Tx, server string) error {
 			return &LogError{i, "missing (deleted)"}
 		}
 		i++
-		if !aboutServer(data, serverField, keyField) {
+		if !aboutServer(data, serverField) {
 			continue
 		}
 		rec := new(Record)
@@ -540,15 +539,16 @@ func migrate3(tx *bolt.Tx) error {
 	return forEachPin(tx, nil, func(p *Pin) error { return indexName(tx, p.Server, p.Tool) })
 }
 
-// aboutServer reports whether a stored record may approve or revoke a
-// tool of the server whose field is serverField, or revoke a key, without
-// decoding it. Records are encoding/json output of Record, whose fields
-// come in a fixed order: {"index":..,"prev":..,"time":..,"type":"T",
-// then "server" (or, for a key revocation, "keyId"); encoding/json escapes
-// every quote inside a string, so the patterns only match these fields.
+// aboutServer reports whether a stored record may approve a tool of the
+// server whose field is serverField, or revoke anything (revocations are
+// few and always decoded), without decoding it. Records are encoding/json
+// output of Record, whose fields come in a fixed order:
+// {"index":..,"prev":..,"time":..,"type":"T","server":..; encoding/json
+// escapes every quote inside a string, so the patterns only match these
+// fields.
 // A record of another shape is decoded rather than skipped. With nil
 // fields, every record but a finding is.
-func aboutServer(data, serverField, keyField []byte) bool {
+func aboutServer(data, serverField []byte) bool {
 	const typeField = `"type":"`
 	head := data[:min(len(data), 160)]
 	i := bytes.Index(head, []byte(typeField))
@@ -566,8 +566,6 @@ func aboutServer(data, serverField, keyField []byte) bool {
 		return false
 	case RecordApprove, RecordReapprove:
 		return bytes.HasPrefix(rest, serverField)
-	case RecordRevoke:
-		return bytes.HasPrefix(rest, serverField) || bytes.HasPrefix(rest, keyField)
 	}
 	return true
 }
