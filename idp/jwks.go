@@ -255,9 +255,12 @@ func getJSON(ctx context.Context, client *http.Client, raw string) ([]byte, time
 	req.Header.Set("Accept", "application/json")
 	resp, err := client.Do(req)
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, &UnreachableError{raw, err}
 	}
 	defer resp.Body.Close()
+	if unreachableStatus(resp.StatusCode) {
+		return nil, 0, &UnreachableError{raw, fmt.Errorf("%s", resp.Status)}
+	}
 	if resp.StatusCode != http.StatusOK {
 		return nil, 0, fmt.Errorf("GET %s: %s", raw, resp.Status)
 	}

@@ -41,6 +41,9 @@ type Verifier struct {
 	mu sync.Mutex
 	// parsed memoizes key sets by their JWKS text.
 	parsed map[string]*KeySet
+
+	umu         sync.Mutex
+	unreachable *UnreachableError
 }
 
 // keySet parses a JWKS once per distinct text.
@@ -208,6 +211,10 @@ func (v *Verifier) key(ctx context.Context, cfg *trust.IDP, kid string) (crypto.
 				}
 			}
 		}
+		var ue *UnreachableError
+		if errors.As(err, &ue) {
+			v.noteUnreachable(ue)
+		}
 		return nil, fmt.Errorf("cannot get the issuer's keys (%v) and no cached key %q within its lifetime", err, kid)
 	}
 	ks, err := v.keySet(fresh.JWKS)
@@ -281,10 +288,17 @@ func (v *Verifier) introspect(ctx context.Context, in *trust.Introspection, toke
 	req.SetBasicAuth(url.QueryEscape(in.ClientID), url.QueryEscape(secret))
 	resp, err := v.client().Do(req)
 	if err != nil {
-		return tokenErr(verify.SignatureInvalid, "introspection failed, refusing the token: %v", err)
+		ue := &UnreachableError{in.Endpoint, err}
+		v.noteUnreachable(ue)
+		return tokenErr(verify.SignatureInvalid, "introspection failed, refusing the token: %v", ue)
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, maxDocument))
+	if unreachableStatus(resp.StatusCode) {
+		ue := &UnreachableError{in.Endpoint, fmt.Errorf("%s", resp.Status)}
+		v.noteUnreachable(ue)
+		return tokenErr(verify.SignatureInvalid, "introspection failed, refusing the token: %v", ue)
+	}
 	if resp.StatusCode != http.StatusOK {
 		var e struct {
 			Error       string `json:"error"`

@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/etdi-dev/etdi"
 	"github.com/etdi-dev/etdi/internal/confusable"
@@ -77,13 +78,29 @@ func (s *Store) Get(server, tool string) (*Pin, error) {
 func pinKey(server, tool string) []byte { return []byte(server + "\x00" + tool) }
 
 func getPin(tx *bolt.Tx, server, tool string) (*Pin, error) {
+	p, err := readPin(tx, server, tool)
+	if p == nil || err != nil {
+		return p, err
+	}
+	if err := checkPin(tx, p); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// readPin reads a pin without checking it against the history: only for
+// pins that checkLatest has checked in the same transaction.
+func readPin(tx *bolt.Tx, server, tool string) (*Pin, error) {
 	v := tx.Bucket(bPins).Get(pinKey(server, tool))
 	if v == nil {
 		return nil, nil
 	}
 	var p Pin
 	if err := json.Unmarshal(v, &p); err != nil {
-		return nil, fmt.Errorf("pin %s/%s is unreadable: %w", server, tool, err)
+		return nil, damagedError("pin", pinKey(server, tool), err)
+	}
+	if p.Server != server || p.Tool != tool {
+		return nil, &UnjustifiedError{"pin", server + "/" + tool, p.Record, "the value is the pin of " + p.Ref()}
 	}
 	return &p, nil
 }
@@ -148,13 +165,20 @@ func (s *Store) Servers() ([]ServerInfo, error) {
 	return out, err
 }
 
-func getStrings(b *bolt.Bucket, key string) []string {
+// getStrings reads an index entry; a damaged one is an error, never
+// taken as empty.
+func getStrings(b *bolt.Bucket, key string) ([]string, error) {
 	var out []string
 	if v := b.Get([]byte(key)); v != nil {
-		json.Unmarshal(v, &out)
+		if err := json.Unmarshal(v, &out); err != nil {
+			return nil, damagedError("index entry", []byte(key), err)
+		}
 	}
-	return out
+	return out, nil
 }
+
+// skeletonOf is the look-alike form the skeletons index is keyed by.
+var skeletonOf = confusable.Skeleton
 
 func putStrings(b *bolt.Bucket, key string, vals []string) error {
 	v, err := json.Marshal(vals)
@@ -168,7 +192,10 @@ func putStrings(b *bolt.Bucket, key string, vals []string) error {
 // indexes.
 func indexName(tx *bolt.Tx, server, tool string) error {
 	nb, sk := tx.Bucket(bNames), tx.Bucket(bSkeletons)
-	servers := getStrings(nb, tool)
+	servers, err := getStrings(nb, tool)
+	if err != nil {
+		return err
+	}
 	if !slices.Contains(servers, server) {
 		servers = append(servers, server)
 		sort.Strings(servers)
@@ -176,8 +203,11 @@ func indexName(tx *bolt.Tx, server, tool string) error {
 			return err
 		}
 	}
-	skel := confusable.Skeleton(tool)
-	names := getStrings(sk, skel)
+	skel := skeletonOf(tool)
+	names, err := getStrings(sk, skel)
+	if err != nil {
+		return err
+	}
 	if !slices.Contains(names, tool) {
 		names = append(names, tool)
 		sort.Strings(names)
@@ -186,25 +216,46 @@ func indexName(tx *bolt.Tx, server, tool string) error {
 	return nil
 }
 
-// revokedBy returns the revocation that applies to tool t on server, or nil.
-func revokedBy(tx *bolt.Tx, server string, t *Observed) *Revocation {
+// SignerKeyID returns the provider key id in a signer, or "": the ID of
+// kind "key", the first field of kind "key+idp".
+func SignerKeyID(s Signer) string {
+	switch s.Kind {
+	case "key":
+		return s.ID
+	case "key+idp":
+		id, _, _ := strings.Cut(s.ID, " ")
+		return id
+	}
+	return ""
+}
+
+// revokedBy returns the revocation that applies to tool t on server, or
+// nil. A damaged or unjustified revocation is an error, never absent.
+func revokedBy(tx *bolt.Tx, server string, t *Observed) (*Revocation, error) {
 	rb := tx.Bucket(bRevoked)
 	keys := []string{server + "/" + t.Name}
 	if t.Version != "" {
 		keys = append(keys, server+"/"+t.Name+"@"+t.Version)
 	}
-	if t.Signer.Kind == "key" {
-		keys = append(keys, "key:"+t.Signer.ID)
+	if id := SignerKeyID(t.Signer); id != "" {
+		keys = append(keys, "key:"+id)
 	}
 	for _, k := range keys {
 		if v := rb.Get([]byte(k)); v != nil {
 			var r Revocation
-			if json.Unmarshal(v, &r) == nil {
-				return &r
+			if err := json.Unmarshal(v, &r); err != nil {
+				return nil, damagedError("revocation", []byte(k), err)
 			}
+			if string(r.key()) != k {
+				return nil, &UnjustifiedError{"revocation", k, r.Record, fmt.Sprintf("the value is the revocation of %q", r.key())}
+			}
+			if err := checkRevocation(tx, &r); err != nil {
+				return nil, err
+			}
+			return &r, nil
 		}
 	}
-	return nil
+	return nil, nil
 }
 
 // Compare compares o with the pins, read-only.
@@ -261,6 +312,11 @@ func recordFindings(tx *bolt.Tx, o *Observation, findings []verify.Finding, by s
 
 func compare(tx *bolt.Tx, o *Observation) (*Comparison, error) {
 	c := &Comparison{Server: o.Server, Tools: []ToolState{}, Findings: []verify.Finding{}}
+	// Every pin and revocation of the server against the history: bound
+	// to a record that says what it says, and not replaced since.
+	if err := checkLatest(tx, o.Server); err != nil {
+		return nil, err
+	}
 	info, err := serverInfo(tx, o.Server)
 	if err != nil {
 		return nil, err
@@ -300,6 +356,14 @@ func compare(tx *bolt.Tx, o *Observation) (*Comparison, error) {
 			continue
 		}
 		offered[t.Name] = true
+		if hasControl(t.Name) {
+			// Control characters rewrite what a terminal or a log shows.
+			c.Tools = append(c.Tools, ToolState{Name: t.Name, Version: t.Version, Digest: t.Digest.String(), Status: "blocked"})
+			c.Findings = append(c.Findings, verify.Finding{Kind: verify.Impersonation, Severity: verify.Error, Server: o.Server, Tool: t.Name,
+				Version: t.Version, Live: t.Digest.String(),
+				Message: fmt.Sprintf("server %s offers tool %q whose name holds control characters; it can pass for another name", o.Server, t.Name)})
+			continue
+		}
 		st, fs, err := compareTool(tx, o, t, bySkeleton[confusable.Skeleton(t.Name)])
 		if err != nil {
 			return nil, err
@@ -318,7 +382,7 @@ func compare(tx *bolt.Tx, o *Observation) (*Comparison, error) {
 		}
 		var p Pin
 		if err := json.Unmarshal(v, &p); err != nil {
-			return nil, fmt.Errorf("pin %q is unreadable: %w", k, err)
+			return nil, damagedError("pin", k, err)
 		}
 		c.Tools = append(c.Tools, ToolState{Name: p.Tool, Version: p.Version, Digest: p.Digest, Status: "removed"})
 		c.Findings = append(c.Findings, verify.Finding{Kind: verify.Removed, Severity: verify.Info, Server: o.Server,
@@ -370,7 +434,11 @@ func compareTool(tx *bolt.Tx, o *Observation, t *Observed, sameSkeleton []string
 	if t.Version != "" {
 		ref += "@" + t.Version
 	}
-	if r := revokedBy(tx, o.Server, t); r != nil {
+	r, err := revokedBy(tx, o.Server, t)
+	if err != nil {
+		return st, nil, err
+	}
+	if r != nil {
 		st.Status = "blocked"
 		what := "the tool"
 		switch {
@@ -383,7 +451,7 @@ func compareTool(tx *bolt.Tx, o *Observation, t *Observed, sameSkeleton []string
 		f.KeyID = r.KeyID
 		return st, []verify.Finding{f}, nil
 	}
-	p, err := getPin(tx, o.Server, t.Name)
+	p, err := readPin(tx, o.Server, t.Name) // checked by checkLatest
 	if err != nil {
 		return st, nil, err
 	}
@@ -457,11 +525,27 @@ func compareTool(tx *bolt.Tx, o *Observation, t *Observed, sameSkeleton []string
 
 func compareNew(tx *bolt.Tx, o *Observation, t *Observed, sameSkeleton []string, st ToolState,
 	with func(verify.Kind, verify.Severity, string) verify.Finding, ref string) (ToolState, []verify.Finding, error) {
-	var others []string
-	for _, srv := range getStrings(tx.Bucket(bNames), t.Name) {
-		if srv != o.Server {
-			others = append(others, srv)
+	servers, err := getStrings(tx.Bucket(bNames), t.Name)
+	if err != nil {
+		return st, nil, err
+	}
+	var others, copies []string
+	for _, srv := range servers {
+		if srv == o.Server {
+			continue
 		}
+		p, err := getPin(tx, srv, t.Name)
+		if err != nil {
+			return st, nil, err
+		}
+		// The same server configured under another name offers the very
+		// definition approved there: a new server to approve, not a
+		// shadow. Anything else under an approved name shadows it.
+		if p != nil && p.Digest == t.Digest.String() && p.Signer == t.Signer && p.Version == t.Version {
+			copies = append(copies, srv)
+			continue
+		}
+		others = append(others, srv)
 	}
 	if len(others) > 0 {
 		st.Status = "blocked"
@@ -471,7 +555,11 @@ func compareNew(tx *bolt.Tx, o *Observation, t *Observed, sameSkeleton []string,
 		return st, []verify.Finding{f}, nil
 	}
 	var looks []string
-	for _, n := range getStrings(tx.Bucket(bSkeletons), confusable.Skeleton(t.Name)) {
+	alike, err := getStrings(tx.Bucket(bSkeletons), skeletonOf(t.Name))
+	if err != nil {
+		return st, nil, err
+	}
+	for _, n := range alike {
 		if n != t.Name {
 			looks = append(looks, n)
 		}
@@ -487,7 +575,11 @@ func compareNew(tx *bolt.Tx, o *Observation, t *Observed, sameSkeleton []string,
 		f.LooksLike = looks[0]
 		f.Scripts = confusable.Scripts(t.Name)
 		for _, n := range looks {
-			for _, srv := range getStrings(tx.Bucket(bNames), n) {
+			srvs, err := getStrings(tx.Bucket(bNames), n)
+			if err != nil {
+				return st, nil, err
+			}
+			for _, srv := range srvs {
 				if !slices.Contains(f.Servers, srv) {
 					f.Servers = append(f.Servers, srv)
 				}
@@ -497,6 +589,10 @@ func compareNew(tx *bolt.Tx, o *Observation, t *Observed, sameSkeleton []string,
 	}
 	st.Status = "new"
 	f := with(verify.NewTool, verify.Error, fmt.Sprintf("tool %s is not approved: approval required", ref))
+	if len(copies) > 0 {
+		f.Message = fmt.Sprintf("tool %s is not approved: approval required (the same definition is approved on %s)", ref, strings.Join(copies, ", "))
+		f.Servers = copies
+	}
 	f.Permissions = t.Permissions
 	if f.Permissions == nil {
 		f.Permissions = []etdi.Permission{}
@@ -649,9 +745,6 @@ func (s *Store) Approve(o *Observation, opts ApproveOptions) ([]Approval, []Refu
 			if p.Permissions == nil {
 				p.Permissions = []etdi.Permission{}
 			}
-			if err := putPin(tx, info, &p); err != nil {
-				return err
-			}
 			rec := Record{Type: RecordApprove, Time: now, Server: o.Server, Tool: t.Name, Version: t.Version, Digest: p.Digest,
 				Signer: &p.Signer, Kind: string(f.Kind), By: opts.By, Permissions: p.Permissions}
 			a := Approval{Pin: p, Kind: string(f.Kind)}
@@ -660,9 +753,13 @@ func (s *Store) Approve(o *Observation, opts ApproveOptions) ([]Approval, []Refu
 				rec.Replaced = strings.TrimSpace(old.Version + " " + old.Digest)
 				a.Replaced = rec.Replaced
 			}
-			if _, err := appendRecord(tx, rec); err != nil {
+			if p.Binding, err = appendBound(tx, rec); err != nil {
 				return err
 			}
+			if err := putPin(tx, info, &p); err != nil {
+				return err
+			}
+			a.Pin = p
 			approved = append(approved, a)
 		}
 		if len(approved) > 0 && o.Sequence > info.MaxSequence {
@@ -715,26 +812,24 @@ func (s *Store) Revoke(r Revocation) error {
 	}
 	return s.update(func(tx *bolt.Tx) error {
 		if r.KeyID == "" {
-			p, err := getPin(tx, r.Server, r.Tool)
-			if err != nil {
-				return err
-			}
-			if p == nil {
+			// Revoking is always safe: an unjustified pin can be revoked.
+			if tx.Bucket(bPins).Get(pinKey(r.Server, r.Tool)) == nil {
 				return fmt.Errorf("no pin %s/%s to revoke", r.Server, r.Tool)
 			}
 		} else if _, err := etdi.ParseDigest(r.KeyID); err != nil {
 			return fmt.Errorf("key id %q: want sha256:<64 hex digits>", r.KeyID)
 		}
+		var err error
+		r.Binding, err = appendBound(tx, Record{Type: RecordRevoke, Time: r.At, Server: r.Server, Tool: r.Tool,
+			Version: r.Version, KeyID: r.KeyID, Message: r.Reason, By: r.By})
+		if err != nil {
+			return err
+		}
 		v, err := json.Marshal(r)
 		if err != nil {
 			return err
 		}
-		if err := tx.Bucket(bRevoked).Put(r.key(), v); err != nil {
-			return err
-		}
-		_, err = appendRecord(tx, Record{Type: RecordRevoke, Time: r.At, Server: r.Server, Tool: r.Tool,
-			Version: r.Version, KeyID: r.KeyID, Message: r.Reason, By: r.By})
-		return err
+		return tx.Bucket(bRevoked).Put(r.key(), v)
 	})
 }
 
@@ -752,4 +847,14 @@ func (s *Store) Revocations() ([]Revocation, error) {
 		})
 	})
 	return out, err
+}
+
+// hasControl reports whether s holds a control character (C0, DEL, C1).
+func hasControl(s string) bool {
+	for _, r := range s {
+		if unicode.IsControl(r) {
+			return true
+		}
+	}
+	return false
 }

@@ -17,13 +17,15 @@
 //	    <server key>           JSON ServerInfo: identity, provider, highest
 //	                           sequence; e.g. "acme:weather"
 //	pins/
-//	    <server key> 0x00 <tool name>   JSON Pin: approved definition and evidence
+//	    <server key> 0x00 <tool name>   JSON Pin: approved definition and
+//	                                    evidence; (schema 3) the index and
+//	                                    leaf hash of its approval record
 //	revoked/
-//	    <server key> "/" <tool> ["@" <version>]   JSON Revocation
-//	    "key:" <key id>                           JSON Revocation
+//	    <server key> "/" <tool> ["@" <version>]   JSON Revocation, bound to
+//	    "key:" <key id>                           its record like a pin
 //	names/                     (schema 2) index for shadowing checks
 //	    <tool name>            JSON []string: server keys that pin the name
-//	skeletons/                 (schema 2) index for look-alike names
+//	skeletons/                 (schema 2; rebuilt in 3) index for look-alike names
 //	    <skeleton>             JSON []string: pinned names with that skeleton
 //	log/
 //	    records/
@@ -32,6 +34,15 @@
 //	        <storage index>    uint64 big endian -> 32-byte tlog hash
 //
 // Values are copied out of their transaction before use.
+//
+// # Pins bound to the history
+//
+// Each pin and revocation names the history record that created it
+// (Binding). Every read checks the record, its leaf hash and its content,
+// and each comparison replays the records about the server to refuse a
+// pin or revocation that a later record replaced or that was deleted
+// (*UnjustifiedError). Damaged values are a *CorruptError, never absent.
+// VerifyPins replays the whole history for audit verify.
 //
 // # Server identity
 //

@@ -93,6 +93,12 @@ const appendFill = 0.95
 // appendRecord appends rec to the history inside tx, filling Index and
 // Prev, and returns the index.
 func appendRecord(tx *bolt.Tx, rec Record) (int64, error) {
+	b, err := appendBound(tx, rec)
+	return b.Record, err
+}
+
+// appendBound appends rec like appendRecord and returns its binding.
+func appendBound(tx *bolt.Tx, rec Record) (Binding, error) {
 	lb := tx.Bucket(bLog)
 	records, hashes := lb.Bucket(bRecords), lb.Bucket(bHashes)
 	// Keys only ever grow: fill pages instead of splitting them in half.
@@ -100,7 +106,7 @@ func appendRecord(tx *bolt.Tx, rec Record) (int64, error) {
 	n := logSize(tx)
 	prev, err := tlog.TreeHash(n, bucketHashes{hashes})
 	if err != nil {
-		return 0, err
+		return Binding{}, err
 	}
 	rec.Index = n
 	rec.Prev = base64.StdEncoding.EncodeToString(prev[:])
@@ -109,22 +115,22 @@ func appendRecord(tx *bolt.Tx, rec Record) (int64, error) {
 	}
 	data, err := json.Marshal(rec)
 	if err != nil {
-		return 0, err
+		return Binding{}, err
 	}
 	hs, err := tlog.StoredHashes(n, data, bucketHashes{hashes})
 	if err != nil {
-		return 0, err
+		return Binding{}, err
 	}
 	base := tlog.StoredHashIndex(0, n)
 	for i, h := range hs {
 		if err := hashes.Put(u64(uint64(base+int64(i))), h[:]); err != nil {
-			return 0, err
+			return Binding{}, err
 		}
 	}
 	if err := records.Put(u64(uint64(n)), data); err != nil {
-		return 0, err
+		return Binding{}, err
 	}
-	return n, tx.Bucket(bMeta).Put(kLogSize, u64(uint64(n+1)))
+	return leafOf(n, data), tx.Bucket(bMeta).Put(kLogSize, u64(uint64(n+1)))
 }
 
 // Tree is a verified state of the history: its size and root hash.

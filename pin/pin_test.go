@@ -454,12 +454,15 @@ func TestCheckpointDetectsRewrite(t *testing.T) {
 
 func TestMigrationFromSchema1(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "pins.db")
-	// A schema 1 database: buckets and a pin, no name indexes.
+	// A schema 1 database: buckets and a pin, no name indexes, no
+	// bindings; its approval is in the history.
 	db, err := bolt.Open(path, 0o600, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := Pin{Server: "acme:weather", Tool: "get_weather", Version: "1.0.0", Digest: "sha256:00", Signer: keyA, Definition: json.RawMessage(`{}`)}
+	good := tool(t, "get_weather", "1.0.0", weatherDef, keyA)
+	p := Pin{Server: "acme:weather", Tool: "get_weather", Version: "1.0.0", Digest: good.Digest.String(), Signer: keyA,
+		Definition: json.RawMessage(good.Canonical), Permissions: []etdi.Permission{}}
 	err = db.Update(func(tx *bolt.Tx) error {
 		if err := migrate1(tx); err != nil {
 			return err
@@ -467,6 +470,10 @@ func TestMigrationFromSchema1(t *testing.T) {
 		tx.Bucket(bMeta).Put(kSchema, u64(1))
 		info, _ := json.Marshal(ServerInfo{Key: p.Server, Name: "weather"})
 		tx.Bucket(bServers).Put([]byte(p.Server), info)
+		if _, err := appendRecord(tx, Record{Type: RecordApprove, Server: p.Server, Tool: p.Tool, Version: p.Version,
+			Digest: p.Digest, Signer: &p.Signer, Kind: "new_tool", By: "tester"}); err != nil {
+			return err
+		}
 		v, _ := json.Marshal(p)
 		return tx.Bucket(bPins).Put(pinKey(p.Server, p.Tool), v)
 	})
@@ -482,10 +489,12 @@ func TestMigrationFromSchema1(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	if v, _ := s.Schema(); v != 2 {
+	if v, _ := s.Schema(); v != SchemaVersion {
 		t.Fatalf("schema %d after migration", v)
 	}
-	// The migrated pin feeds the new indexes: shadowing and look-alikes.
+	// The migrated pin is bound and passes; it feeds the new indexes:
+	// shadowing and look-alikes.
+	expect(t, s, obs("acme:weather", 1, good))
 	expect(t, s, obs(UnsignedServerKey("evil"), 0, tool(t, "get_weather", "", `{"name":"get_weather"}`, Unsigned)), "shadowing")
 	expect(t, s, obs(UnsignedServerKey("evil"), 0, tool(t, "get_weathеr", "", `{"name":"x"}`, Unsigned)), "confusable_name")
 }

@@ -16,7 +16,7 @@ import (
 
 // SchemaVersion is the schema this package writes. Older databases are
 // migrated on open; newer ones are refused.
-const SchemaVersion = 2
+const SchemaVersion = 3
 
 // DefaultLockTimeout is how long Open waits for another process's lock.
 const DefaultLockTimeout = 5 * time.Second
@@ -90,7 +90,7 @@ func Open(path string, opts Options) (s *Store, err error) {
 			s, err = nil, &CorruptError{path, fmt.Errorf("%v", r)}
 		}
 	}()
-	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: timeout, ReadOnly: opts.ReadOnly})
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: timeout, ReadOnly: opts.ReadOnly, PreLoadFreelist: true})
 	if err != nil {
 		if errors.Is(err, berrors.ErrTimeout) {
 			return nil, fmt.Errorf("%w (%s, waited %s)", ErrLocked, path, timeout)
@@ -180,7 +180,16 @@ func (s *Store) update(fn func(tx *bolt.Tx) error) (err error) {
 			err = &CorruptError{s.path, fmt.Errorf("%v", r)}
 		}
 	}()
-	return s.db.Update(fn)
+	return s.withPath(s.db.Update(fn))
+}
+
+// withPath names the file in a *CorruptError made inside a transaction.
+func (s *Store) withPath(err error) error {
+	var ce *CorruptError
+	if errors.As(err, &ce) && ce.Path == "" {
+		ce.Path = s.path
+	}
+	return err
 }
 
 // view runs fn in one read transaction, like update.
@@ -190,17 +199,66 @@ func (s *Store) view(fn func(tx *bolt.Tx) error) (err error) {
 			err = &CorruptError{s.path, fmt.Errorf("%v", r)}
 		}
 	}()
-	return s.db.View(fn)
+	return s.withPath(s.db.View(fn))
 }
 
-// CheckFile runs bbolt's consistency check of every page.
+// CheckFile reads every bucket and key and every page header, then runs
+// bbolt's consistency check of every page. bbolt's check runs in a
+// goroutine of its own, where a panic on a damaged page would end the
+// process; so everything that can panic happens first in this goroutine,
+// where it becomes a *CorruptError: the free list is loaded by Open
+// (PreLoadFreelist; a zeroed free-list page panicked inside the check),
+// and the walk reads every reachable page.
 func (s *Store) CheckFile() error {
 	return s.view(func(tx *bolt.Tx) error {
+		if err := walk(tx); err != nil {
+			return &CorruptError{s.path, err}
+		}
 		for err := range tx.Check() {
 			return &CorruptError{s.path, err}
 		}
 		return nil
 	})
+}
+
+// walk visits every page reachable from the root, checking each page's
+// id and type as it goes.
+func walk(tx *bolt.Tx) error {
+	var visit func(b *bolt.Bucket, path string) error
+	visit = func(b *bolt.Bucket, path string) error {
+		return b.ForEach(func(k, v []byte) error {
+			if v == nil {
+				nb := b.Bucket(k)
+				if nb == nil {
+					return fmt.Errorf("bucket %s/%q cannot be opened", path, k)
+				}
+				return visit(nb, path+"/"+string(k))
+			}
+			return nil
+		})
+	}
+	if err := tx.ForEach(func(name []byte, b *bolt.Bucket) error { return visit(b, string(name)) }); err != nil {
+		return err
+	}
+	// Every page below the high-water mark has a plausible header.
+	for id := 2; ; id++ {
+		info, err := tx.Page(id)
+		if errors.Is(err, berrors.ErrFreePagesNotLoaded) {
+			return nil // Open preloads it; without it free pages look damaged
+		}
+		if err != nil {
+			return fmt.Errorf("page %d: %v", id, err)
+		}
+		if info == nil {
+			return nil
+		}
+		switch info.Type {
+		case "branch", "leaf", "meta", "freelist", "free":
+		default:
+			return fmt.Errorf("page %d: not a page of the database (type %s): zeroed or overwritten", id, info.Type)
+		}
+		id += info.OverflowCount
+	}
 }
 
 // migration upgrades the schema from to-1 to to.
@@ -215,6 +273,7 @@ type migration struct {
 var migrations = []migration{
 	{1, "create the buckets", migrate1},
 	{2, "index pinned names and their skeletons", migrate2},
+	{3, "bind pins and revocations to their history records; Unicode 15.0.0 skeletons", migrate3},
 }
 
 func migrate1(tx *bolt.Tx) error {

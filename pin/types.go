@@ -50,6 +50,8 @@ type Pin struct {
 	ApprovedAt time.Time       `json:"approvedAt"`
 	// Sequence is the bundle sequence at approval (0 if unsigned).
 	Sequence uint64 `json:"sequence,omitempty"`
+	// Binding names the history record that approved the pin (schema 3).
+	Binding
 }
 
 // Ref returns "server/tool".
@@ -80,6 +82,8 @@ type Revocation struct {
 	By      string    `json:"by"`
 	At      time.Time `json:"at"`
 	Reason  string    `json:"reason,omitempty"`
+	// Binding names the history record of the revocation (schema 3).
+	Binding
 }
 
 func (r *Revocation) key() []byte {

@@ -44,18 +44,16 @@ Exit codes: 0 intact, 10 the history or the checkpoint does not verify
   etdi audit verify --checkpoint checkpoints/2026-11-01.txt`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			s, err := pf.open(true)
-			if err != nil {
-				return err
-			}
-			defer s.Close()
 			type report struct {
 				Intact     bool   `json:"intact"`
 				Records    int64  `json:"records"`
 				Root       string `json:"root,omitempty"`
 				Checkpoint *int64 `json:"checkpointRecords,omitempty"`
 				Error      string `json:"error,omitempty"`
-				ExitCode   int    `json:"exitCode"`
+				// Disagreements are pins, revocations and index entries
+				// the history does not justify.
+				Disagreements []pin.Disagreement `json:"disagreements,omitempty"`
+				ExitCode      int                `json:"exitCode"`
 			}
 			fail := func(rep report, err error) error {
 				rep.Error, rep.ExitCode = err.Error(), exitSignature
@@ -66,6 +64,15 @@ Exit codes: 0 intact, 10 the history or the checkpoint does not verify
 				}
 				return &exitCodeError{exitSignature}
 			}
+			s, err := pf.open(true)
+			var ce *pin.CorruptError
+			if errors.As(err, &ce) {
+				return fail(report{}, err)
+			}
+			if err != nil {
+				return err
+			}
+			defer s.Close()
 			if err := s.CheckFile(); err != nil {
 				return fail(report{}, err)
 			}
@@ -74,6 +81,17 @@ Exit codes: 0 intact, 10 the history or the checkpoint does not verify
 				return fail(report{}, err)
 			}
 			rep := report{Intact: true, Records: tree.Size, Root: base64.StdEncoding.EncodeToString(tree.Hash[:])}
+			if rep.Disagreements, err = s.VerifyPins(); err != nil {
+				return fail(rep, err)
+			}
+			if n := len(rep.Disagreements); n > 0 {
+				var lines []string
+				for _, d := range rep.Disagreements {
+					lines = append(lines, d.String())
+				}
+				rep.Intact = false
+				return fail(rep, fmt.Errorf("%d pins, revocations or index entries disagree with the history:\n  %s", n, strings.Join(lines, "\n  ")))
+			}
 			if checkpoint != "" {
 				msg, err := os.ReadFile(checkpoint)
 				if err != nil {

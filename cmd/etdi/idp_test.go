@@ -210,8 +210,14 @@ func TestIDPWithOIDCProvider(t *testing.T) {
 		expect(0, "verified", "verify", "--trust", "idp.json", "--tools", "live-ok.json", "idp.etdi.json")
 		fresh := t.TempDir()
 		r := runEtdi(t, p.dir, []string{"XDG_CACHE_HOME=" + fresh}, "verify", "--trust", "idp.json", "idp.etdi.json")
-		if r.code != 10 || !strings.Contains(r.stdout, "cannot get the issuer's keys") {
+		// Unreachable is an operational error (exit 1), never a pass and
+		// not a security error.
+		if r.code != 1 || !strings.Contains(r.stderr, "could not reach the identity provider") || strings.Contains(r.stdout+r.stderr, "SECURITY ERROR") {
 			t.Fatalf("IdP down, no cache: %d %s %s", r.code, r.stdout, r.stderr)
+		}
+		r = runEtdi(t, p.dir, []string{"XDG_CACHE_HOME=" + fresh}, "check", "--trust", "idp.json", "--pins", "idp.db", "--bundle", "idp.etdi.json", "--json")
+		if r.code != 1 || !strings.Contains(r.stdout, "could not reach the identity provider") {
+			t.Fatalf("check with the IdP down: %d %s %s", r.code, r.stdout, r.stderr)
 		}
 	})
 }

@@ -245,9 +245,10 @@ func TestLiveRealServers(t *testing.T) {
 		{"everything", []string{"--server", "--", "node", filepath.Join(nodeBinDir, "mcp-server-everything"), "stdio"}, nil, `"echo"`, 13},
 		{"filesystem", []string{"--server", "--", "node", filepath.Join(nodeBinDir, "mcp-server-filesystem"), root}, nil, `"read_text_file"`, 13},
 		{"memory", []string{"--server", "--", "node", filepath.Join(nodeBinDir, "mcp-server-memory")}, []string{"MEMORY_FILE_PATH=" + filepath.Join(root, "memory.jsonl")}, `"create_entities"`, 13},
-		// The same server over HTTP offers the names approved for the stdio
-		// one: shadowing until it is approved too.
-		{"everything-http", []string{"--url", startHTTPEverything(t)}, nil, `"shadowing"`, 12},
+		// The same server over HTTP offers the definitions approved for the
+		// stdio one: the same server under a second name, a new server to
+		// approve (13), not a shadow (12).
+		{"everything-http", []string{"--url", startHTTPEverything(t)}, nil, `the same definition is approved on unsigned:everything`, 13},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			args := append([]string{"--name", tc.name, "--json"}, tc.args...)

@@ -307,7 +307,11 @@ func (e *env) observe(f *serverFlags, t *target, p *trust.Policy) (*observation,
 		}
 		return o.unsigned(t.name, live, p.Unsigned)
 	}
-	r := verify.Verify(data, p, verify.Options{Now: now, Live: live, Tokens: e.tokenVerifier(now), Context: e.ctx})
+	tokens := e.tokenVerifier(now)
+	r := verify.Verify(data, p, verify.Options{Now: now, Live: live, Tokens: tokens, Context: e.ctx})
+	if err := tokens.Unreachable(); err != nil {
+		return nil, err // operational (exit 1); nothing was verified
+	}
 	r.Source = o.bundleSource
 	o.result = r
 	o.findings = append(o.findings, r.Findings...)

@@ -424,6 +424,6 @@ func TestCLIDamagedAndLockedDatabase(t *testing.T) {
 		if strings.Contains(r.stdout, `"exitCode": 0`) {
 			t.Fatalf("%s: a damaged database passed", name)
 		}
-		p.expect(1, "damaged", "audit", "verify", "--pins", "pins.db")
+		p.expect(10, "damaged", "audit", "verify", "--pins", "pins.db")
 	}
 }

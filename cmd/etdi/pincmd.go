@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -147,6 +148,9 @@ func combineExit(reps []*checkReport) int {
 	for _, r := range reps {
 		if r.Error != "" {
 			failed = true
+			if r.ExitCode != exitError { // a pin database the history does not justify
+				code = worse(code, r.ExitCode)
+			}
 			continue
 		}
 		code = worse(code, r.ExitCode)
@@ -202,6 +206,11 @@ func (e *env) checkTarget(sf *serverFlags, pf *pinFlags, t *target, p *trust.Pol
 		s.Close()
 	}
 	if err != nil {
+		var ue *pin.UnjustifiedError
+		if errors.As(err, &ue) {
+			rep.Error, rep.ExitCode = err.Error(), exitSignature
+			return rep
+		}
 		return fail(err)
 	}
 	rep.Server, rep.Tools = c.Server, c.Tools

@@ -53,7 +53,8 @@ differs, 12 impersonation, 14 expired or key outside its window, 1 error.`,
 			if err != nil {
 				return err
 			}
-			opts := verify.Options{Now: now, Tokens: e.tokenVerifier(now), Context: e.ctx}
+			tokens := e.tokenVerifier(now)
+			opts := verify.Options{Now: now, Tokens: tokens, Context: e.ctx}
 			if toolsPath != "" {
 				td, err := e.readInput(toolsPath)
 				if err != nil {
@@ -64,6 +65,9 @@ differs, 12 impersonation, 14 expired or key outside its window, 1 error.`,
 				}
 			}
 			r := verify.Verify(data, p, opts)
+			if err := tokens.Unreachable(); err != nil {
+				return err // operational (exit 1); the bundle was not verified
+			}
 			r.Source = args[0]
 			code := exitFor(r.Findings)
 			if code == exitOK && !r.Verified {

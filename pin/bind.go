@@ -1,0 +1,571 @@
+package pin
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+
+	"errors"
+
+	"github.com/etdi-dev/etdi"
+	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
+	"golang.org/x/mod/sumdb/tlog"
+)
+
+// Binding ties a pin or a revocation to the history record that created
+// it (SPEC.md §14): the record's index and its Merkle leaf hash (base64
+// of tlog.RecordHash of the stored record). Every read checks that the
+// record is stored there, hashes to Leaf, says what the value says, and
+// is the latest record about it; a value the history does not justify
+// is never used.
+type Binding struct {
+	Record int64  `json:"record"`
+	Leaf   string `json:"leaf"`
+}
+
+// UnjustifiedError reports a pin or a revocation that the history does
+// not justify: edited, added or rolled back outside etdi, or left
+// unbound by a migration because no record approves it.
+type UnjustifiedError struct {
+	// What is "pin" or "revocation"; Ref names it ("server/tool",
+	// "server/tool@version" or "key:<key id>").
+	What   string
+	Ref    string
+	Record int64 // the record it claims, -1 if none
+	Msg    string
+}
+
+func (e *UnjustifiedError) Error() string {
+	if e.Record < 0 {
+		return fmt.Sprintf("%s %q is not justified by the history: %s", e.What, e.Ref, e.Msg)
+	}
+	return fmt.Sprintf("%s %q is not justified by history record %d: %s", e.What, e.Ref, e.Record, e.Msg)
+}
+
+// damagedError reports a stored value that cannot be read: the caller
+// never treats it as absent.
+func damagedError(what string, key []byte, err error) error {
+	return &CorruptError{Err: fmt.Errorf("%s %q is damaged: %v", what, key, err)}
+}
+
+// leafOf returns the binding of the record stored at index.
+func leafOf(index int64, data []byte) Binding {
+	h := tlog.RecordHash(data)
+	return Binding{Record: index, Leaf: base64.StdEncoding.EncodeToString(h[:])}
+}
+
+// boundRecord returns the record b names, after checking that it is
+// stored at b.Record and that both the record and its stored leaf hash
+// match b.Leaf.
+func boundRecord(tx *bolt.Tx, b Binding) (*Record, string) { return boundRecordIn(tx, b, nil) }
+
+// boundRecordIn is boundRecord with records already decoded by index.
+func boundRecordIn(tx *bolt.Tx, b Binding, decoded map[int64]*Record) (*Record, string) {
+	if b.Leaf == "" {
+		return nil, "it is bound to no history record"
+	}
+	want, err := base64.StdEncoding.DecodeString(b.Leaf)
+	if err != nil || len(want) != tlog.HashSize {
+		return nil, fmt.Sprintf("its leaf hash %q is malformed", b.Leaf)
+	}
+	if b.Record < 0 || b.Record >= logSize(tx) {
+		return nil, fmt.Sprintf("the history has no record %d", b.Record)
+	}
+	lb := tx.Bucket(bLog)
+	data := lb.Bucket(bRecords).Get(u64(uint64(b.Record)))
+	if data == nil {
+		return nil, "the record is missing"
+	}
+	h := tlog.RecordHash(data)
+	if !bytes.Equal(h[:], want) {
+		return nil, "the record's leaf hash differs from the one bound"
+	}
+	if !bytes.Equal(lb.Bucket(bHashes).Get(u64(uint64(tlog.StoredHashIndex(0, b.Record)))), want) {
+		return nil, "the stored leaf hash differs from the one bound"
+	}
+	rec := decoded[b.Record]
+	if rec == nil {
+		rec = new(Record)
+		if err := json.Unmarshal(data, rec); err != nil {
+			return nil, "the record is unreadable"
+		}
+	}
+	if rec.Index != b.Record {
+		return nil, "the record is misplaced"
+	}
+	return rec, ""
+}
+
+func samePermissions(a, b []etdi.Permission) bool {
+	return len(a) == len(b) && (len(a) == 0 || slices.Equal(a, b))
+}
+
+// pinDisagrees says how rec fails to justify p, or "".
+func pinDisagrees(rec *Record, p *Pin) string {
+	switch {
+	case rec.Type != RecordApprove && rec.Type != RecordReapprove:
+		return fmt.Sprintf("the record is a %q, not an approval", rec.Type)
+	case rec.Server != p.Server || rec.Tool != p.Tool:
+		return fmt.Sprintf("the record approves %s/%s", rec.Server, rec.Tool)
+	case rec.Version != p.Version:
+		return fmt.Sprintf("the record approves version %q, the pin holds %q", rec.Version, p.Version)
+	case rec.Digest != p.Digest:
+		return fmt.Sprintf("the record approves %s, the pin holds %s", rec.Digest, p.Digest)
+	case rec.Signer == nil || *rec.Signer != p.Signer:
+		return fmt.Sprintf("the record approves another signer than %s", p.Signer)
+	case !samePermissions(rec.Permissions, p.Permissions):
+		return "the record approves other permissions"
+	}
+	return ""
+}
+
+// definitionDisagrees says whether the definition kept for showing
+// differences is not the pinned one. Only audit verify checks it: check
+// compares digests, never the kept definition.
+func definitionDisagrees(p *Pin) string {
+	// Approve keeps the canonical bytes, whose SHA-256 is the digest; a
+	// definition kept another way is recomputed.
+	if etdi.Digest(sha256.Sum256(p.Definition)).String() == p.Digest {
+		return ""
+	}
+	if d, err := etdi.DigestJSON(p.Definition); err != nil || d.String() != p.Digest {
+		return "the stored definition does not have the pinned digest"
+	}
+	return ""
+}
+
+// revocationDisagrees says how rec fails to justify r, or "".
+func revocationDisagrees(rec *Record, r *Revocation) string {
+	if rec.Type != RecordRevoke {
+		return fmt.Sprintf("the record is a %q, not a revocation", rec.Type)
+	}
+	if rec.Server != r.Server || rec.Tool != r.Tool || rec.Version != r.Version || rec.KeyID != r.KeyID {
+		return "the record revokes something else"
+	}
+	return ""
+}
+
+// checkPin checks p's binding inside tx.
+func checkPin(tx *bolt.Tx, p *Pin) error { return checkPinIn(tx, p, nil) }
+
+func checkPinIn(tx *bolt.Tx, p *Pin, decoded map[int64]*Record) error {
+	rec, msg := boundRecordIn(tx, p.Binding, decoded)
+	if msg == "" {
+		msg = pinDisagrees(rec, p)
+	}
+	if msg != "" {
+		idx := p.Record
+		if p.Leaf == "" {
+			idx = -1
+		}
+		return &UnjustifiedError{"pin", p.Ref(), idx, msg}
+	}
+	return nil
+}
+
+// checkRevocation checks r's binding inside tx.
+func checkRevocation(tx *bolt.Tx, r *Revocation) error { return checkRevocationIn(tx, r, nil) }
+
+func checkRevocationIn(tx *bolt.Tx, r *Revocation, decoded map[int64]*Record) error {
+	rec, msg := boundRecordIn(tx, r.Binding, decoded)
+	if msg == "" {
+		msg = revocationDisagrees(rec, r)
+	}
+	if msg != "" {
+		idx := r.Record
+		if r.Leaf == "" {
+			idx = -1
+		}
+		return &UnjustifiedError{"revocation", string(r.key()), idx, msg}
+	}
+	return nil
+}
+
+// replayed is the state the approve and revoke records imply: for each
+// pin key and revocation key, the latest record about it.
+type replayed struct {
+	pins    map[string]int64 // pinKey -> record
+	revoked map[string]int64 // Revocation.key -> record
+	records map[int64][]byte
+	decoded map[int64]*Record
+}
+
+// replay reads every record and returns the state it implies. It does
+// not check hashes; VerifyLog does.
+func replay(tx *bolt.Tx) (*replayed, error) {
+	st := &replayed{pins: map[string]int64{}, revoked: map[string]int64{}, records: map[int64][]byte{}, decoded: map[int64]*Record{}}
+	records := tx.Bucket(bLog).Bucket(bRecords)
+	n := logSize(tx)
+	for i := int64(0); i < n; i++ {
+		data := records.Get(u64(uint64(i)))
+		if data == nil {
+			return nil, &LogError{i, "missing (deleted)"}
+		}
+		if !aboutServer(data, nil) {
+			continue // a finding
+		}
+		rec := new(Record)
+		if err := json.Unmarshal(data, rec); err != nil {
+			return nil, &LogError{i, "unreadable: " + err.Error()}
+		}
+		switch rec.Type {
+		case RecordApprove, RecordReapprove:
+			if rec.Tool == "" {
+				continue // accepted instructions
+			}
+			st.pins[string(pinKey(rec.Server, rec.Tool))] = i
+		case RecordRevoke:
+			r := Revocation{Server: rec.Server, Tool: rec.Tool, Version: rec.Version, KeyID: rec.KeyID}
+			st.revoked[string(r.key())] = i
+		default:
+			continue
+		}
+		st.records[i] = data
+		st.decoded[i] = rec
+	}
+	return st, nil
+}
+
+// Disagreement is a pin or revocation that disagrees with the history.
+type Disagreement struct {
+	What   string `json:"what"` // "pin", "revocation" or "index"
+	Ref    string `json:"ref"`
+	Record int64  `json:"record"` // the record that should justify it, -1 if none
+	Msg    string `json:"message"`
+}
+
+func (d Disagreement) String() string {
+	if d.Record < 0 {
+		return fmt.Sprintf("%s %q: %s", d.What, d.Ref, d.Msg)
+	}
+	return fmt.Sprintf("%s %q (history record %d): %s", d.What, d.Ref, d.Record, d.Msg)
+}
+
+// VerifyPins replays the approve and revoke records of the history and
+// returns every pin and revocation that disagrees with them: edited,
+// added, deleted, rolled back to an older approval, or damaged; and every
+// entry of the name indexes that the pins do not explain.
+func (s *Store) VerifyPins() ([]Disagreement, error) {
+	var out []Disagreement
+	err := s.view(func(tx *bolt.Tx) error {
+		st, err := replay(tx)
+		if err != nil {
+			return err
+		}
+		add := func(what, ref string, rec int64, msg string) {
+			out = append(out, Disagreement{what, ref, rec, msg})
+		}
+		pinRef := func(k []byte) string { return strings.Replace(string(k), "\x00", "/", 1) }
+		seen := map[string]bool{}
+		names := map[string][]string{}
+		skels := map[string][]string{}
+		c := tx.Bucket(bPins).Cursor()
+		for k, v := c.First(); k != nil; k, v = c.Next() {
+			seen[string(k)] = true
+			want, ok := st.pins[string(k)]
+			if !ok {
+				want = -1
+			}
+			var p Pin
+			if err := json.Unmarshal(v, &p); err != nil {
+				add("pin", pinRef(k), want, "the value is damaged: "+err.Error())
+				continue
+			}
+			if string(pinKey(p.Server, p.Tool)) != string(k) {
+				add("pin", pinRef(k), want, fmt.Sprintf("the value is the pin of %s", p.Ref()))
+				continue
+			}
+			if !slices.Contains(names[p.Tool], p.Server) {
+				names[p.Tool] = append(names[p.Tool], p.Server)
+			}
+			if err := checkPinIn(tx, &p, st.decoded); err != nil {
+				add("pin", p.Ref(), want, err.(*UnjustifiedError).Msg)
+				continue
+			}
+			if msg := definitionDisagrees(&p); msg != "" {
+				add("pin", p.Ref(), want, msg)
+				continue
+			}
+			// checkPin passed: the history approves this pin at p.Record,
+			// so it holds a latest approval of it.
+			if p.Record != want {
+				add("pin", p.Ref(), want, fmt.Sprintf("it holds the approval of record %d, replaced by record %d", p.Record, want))
+			}
+		}
+		for k, idx := range st.pins {
+			if !seen[k] {
+				add("pin", pinRef([]byte(k)), idx, "approved in the history, missing from the pins")
+			}
+		}
+		seen = map[string]bool{}
+		err = tx.Bucket(bRevoked).ForEach(func(k, v []byte) error {
+			seen[string(k)] = true
+			want, ok := st.revoked[string(k)]
+			if !ok {
+				want = -1
+			}
+			var r Revocation
+			if err := json.Unmarshal(v, &r); err != nil {
+				add("revocation", string(k), want, "the value is damaged: "+err.Error())
+				return nil
+			}
+			if string(r.key()) != string(k) {
+				add("revocation", string(k), want, fmt.Sprintf("the value is the revocation of %q", r.key()))
+				return nil
+			}
+			if err := checkRevocationIn(tx, &r, st.decoded); err != nil {
+				add("revocation", string(k), want, err.(*UnjustifiedError).Msg)
+			} else if !ok {
+				add("revocation", string(k), -1, "no revocation in the history")
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		for k, idx := range st.revoked {
+			if !seen[k] {
+				add("revocation", k, idx, "revoked in the history, missing from the revocations")
+			}
+		}
+		for tool, servers := range names {
+			sort.Strings(servers)
+			sk := skeletonOf(tool)
+			if !slices.Contains(skels[sk], tool) {
+				skels[sk] = append(skels[sk], tool)
+			}
+		}
+		checkIndex := func(bucket []byte, want map[string][]string, what string) {
+			b := tx.Bucket(bucket)
+			for k, vals := range want {
+				sort.Strings(vals)
+				got, err := getStrings(b, k)
+				if err != nil || !slices.Equal(got, vals) {
+					add("index", what+" "+k, -1, fmt.Sprintf("holds %q, the pins say %q", got, vals))
+				}
+			}
+			b.ForEach(func(k, _ []byte) error {
+				if _, ok := want[string(k)]; !ok {
+					add("index", what+" "+string(k), -1, "no pin has it")
+				}
+				return nil
+			})
+		}
+		checkIndex(bNames, names, "name")
+		checkIndex(bSkeletons, skels, "skeleton")
+		return nil
+	})
+	sort.SliceStable(out, func(i, j int) bool {
+		if out[i].What != out[j].What {
+			return out[i].What > out[j].What
+		}
+		return out[i].Ref < out[j].Ref
+	})
+	return out, err
+}
+
+// checkLatest replays the approve and revoke records about server (and
+// every key revocation) and refuses a pin or revocation of server that a
+// later record replaced (rolled back), and a revocation or pin the history
+// holds but the database lost (deleted). Records about other servers and
+// findings, most of the history, are skipped without decoding.
+func checkLatest(tx *bolt.Tx, server string) error {
+	latest := map[string]int64{}
+	decoded := map[int64]*Record{}
+	quoted, _ := json.Marshal(server)
+	serverField := append([]byte(`,"server":`), quoted...)
+	serverField = append(serverField, ',')
+	n := logSize(tx)
+	c := tx.Bucket(bLog).Bucket(bRecords).Cursor()
+	i := int64(0)
+	for k, data := c.First(); k != nil && i < n; k, data = c.Next() {
+		if !bytes.Equal(k, u64(uint64(i))) {
+			return &LogError{i, "missing (deleted)"}
+		}
+		i++
+		if !aboutServer(data, serverField) {
+			continue
+		}
+		rec := new(Record)
+		if err := json.Unmarshal(data, rec); err != nil {
+			return &LogError{i - 1, "unreadable: " + err.Error()}
+		}
+		switch {
+		case rec.Type == RecordRevoke && (rec.Server == server || rec.KeyID != ""):
+			r := Revocation{Server: rec.Server, Tool: rec.Tool, Version: rec.Version, KeyID: rec.KeyID}
+			latest["r"+string(r.key())] = i - 1
+		case (rec.Type == RecordApprove || rec.Type == RecordReapprove) && rec.Server == server && rec.Tool != "":
+			latest["p"+string(pinKey(rec.Server, rec.Tool))] = i - 1
+		default:
+			continue
+		}
+		decoded[i-1] = rec
+	}
+	if i < n {
+		return &LogError{i, "missing (deleted)"}
+	}
+	seen := map[string]bool{}
+	check := func(id string, what string, ref []byte, b Binding) error {
+		seen[id] = true
+		if l, ok := latest[id]; !ok || l != b.Record {
+			msg := "the history holds no record of it"
+			if ok {
+				msg = fmt.Sprintf("history record %d replaced it (rolled back)", l)
+			}
+			return &UnjustifiedError{what, strings.Replace(string(ref), "\x00", "/", 1), b.Record, msg}
+		}
+		return nil
+	}
+	prefix := []byte(server + "\x00")
+	c = tx.Bucket(bPins).Cursor()
+	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+		var p Pin
+		if err := json.Unmarshal(v, &p); err != nil {
+			return damagedError("pin", k, err)
+		}
+		if string(pinKey(p.Server, p.Tool)) != string(k) {
+			return &UnjustifiedError{"pin", strings.Replace(string(k), "\x00", "/", 1), p.Record, "the value is the pin of " + p.Ref()}
+		}
+		if err := checkPinIn(tx, &p, decoded); err != nil {
+			return err
+		}
+		if err := check("p"+string(k), "pin", k, p.Binding); err != nil {
+			return err
+		}
+	}
+	rb := tx.Bucket(bRevoked)
+	for _, pfx := range [][]byte{[]byte(server + "/"), []byte("key:")} {
+		rc := rb.Cursor()
+		for k, v := rc.Seek(pfx); k != nil && bytes.HasPrefix(k, pfx); k, v = rc.Next() {
+			var r Revocation
+			if err := json.Unmarshal(v, &r); err != nil {
+				return damagedError("revocation", k, err)
+			}
+			if pfx[0] == 'k' && r.KeyID == "" {
+				continue // a server whose provider is named "key"
+			}
+			if string(r.key()) != string(k) {
+				return &UnjustifiedError{"revocation", string(k), r.Record, fmt.Sprintf("the value is the revocation of %q", r.key())}
+			}
+			if err := checkRevocationIn(tx, &r, decoded); err != nil {
+				return err
+			}
+			if err := check("r"+string(k), "revocation", k, r.Binding); err != nil {
+				return err
+			}
+		}
+	}
+	for id, l := range latest {
+		if !seen[id] {
+			what := "pin"
+			if id[0] == 'r' {
+				what = "revocation"
+			}
+			return &UnjustifiedError{what, strings.Replace(id[1:], "\x00", "/", 1), l,
+				"the history holds it, the database lost it (deleted)"}
+		}
+	}
+	return nil
+}
+
+// migrate3 binds each pin and revocation of a schema 2 database to the
+// latest history record about it. A pin or revocation with no such record
+// stays unbound, and one that differs from its record stays bound to it:
+// both fail closed on every read, naming what is wrong. It also
+// rebuilds the skeletons index with the look-alike table of this schema.
+func migrate3(tx *bolt.Tx) error {
+	st, err := replay(tx)
+	if err != nil {
+		return err
+	}
+	bind := func(key string, m map[string]int64) Binding {
+		idx, ok := m[key]
+		if !ok {
+			return Binding{}
+		}
+		return leafOf(idx, st.records[idx])
+	}
+	pb := tx.Bucket(bPins)
+	type kv struct{ k, v []byte }
+	var puts []kv
+	err = pb.ForEach(func(k, v []byte) error {
+		var p Pin
+		if err := json.Unmarshal(v, &p); err != nil {
+			return nil // stays damaged; every read refuses it
+		}
+		p.Binding = bind(string(k), st.pins)
+		nv, err := json.Marshal(p)
+		puts = append(puts, kv{bytes.Clone(k), nv})
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	rb := tx.Bucket(bRevoked)
+	err = rb.ForEach(func(k, v []byte) error {
+		var r Revocation
+		if err := json.Unmarshal(v, &r); err != nil {
+			return nil
+		}
+		r.Binding = bind(string(k), st.revoked)
+		nv, err := json.Marshal(r)
+		puts = append(puts, kv{append([]byte{1}, k...), nv})
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	for _, e := range puts {
+		b, k := pb, e.k
+		if k[0] == 1 {
+			b, k = rb, k[1:]
+		}
+		if err := b.Put(k, e.v); err != nil {
+			return err
+		}
+	}
+	if err := tx.DeleteBucket(bSkeletons); err != nil && !errors.Is(err, berrors.ErrBucketNotFound) {
+		return err
+	}
+	if _, err := tx.CreateBucket(bSkeletons); err != nil {
+		return err
+	}
+	return forEachPin(tx, nil, func(p *Pin) error { return indexName(tx, p.Server, p.Tool) })
+}
+
+// aboutServer reports whether a stored record may approve a tool of the
+// server whose field is serverField, or revoke anything (revocations are
+// few and always decoded), without decoding it. Records are encoding/json
+// output of Record, whose fields come in a fixed order:
+// {"index":..,"prev":..,"time":..,"type":"T","server":..; encoding/json
+// escapes every quote inside a string, so the patterns only match these
+// fields.
+// A record of another shape is decoded rather than skipped. With nil
+// fields, every record but a finding is.
+func aboutServer(data, serverField []byte) bool {
+	const typeField = `"type":"`
+	head := data[:min(len(data), 160)]
+	i := bytes.Index(head, []byte(typeField))
+	if i < 0 {
+		return true
+	}
+	rest := data[i+len(typeField):]
+	j := bytes.IndexByte(rest, '"')
+	if j < 0 {
+		return true
+	}
+	typ, rest := string(rest[:j]), rest[j+1:]
+	switch typ {
+	case RecordFinding:
+		return false
+	case RecordApprove, RecordReapprove:
+		return bytes.HasPrefix(rest, serverField)
+	}
+	return true
+}
