@@ -34,7 +34,11 @@ func (s *suspicion) isOther(word string) bool {
 	}
 	other, seen := s.others[word]
 	if !seen {
-		for _, srv := range getStrings(s.tx.Bucket(bNames), word) {
+		servers, err := getStrings(s.tx.Bucket(bNames), word)
+		// A damaged index entry fails the comparison elsewhere; here it
+		// counts as another server's name, so the warning is not lost.
+		other = err != nil
+		for _, srv := range servers {
 			other = other || srv != s.o.Server
 		}
 		s.others[word] = other

@@ -307,7 +307,7 @@ func (c *client) call(ctx context.Context, method string, params json.RawMessage
 		}
 		if !m.isRequest && m.isID(id) {
 			if m.hasError {
-				return nil, fmt.Errorf("the server answered %s with an error: %s %q", method, clip(m.errCode), clip(m.errMsg))
+				return nil, fmt.Errorf("the server answered %s with an error: %s %s", method, clip(m.errCode), clip(m.errMsg))
 			}
 			return m.result, nil
 		}
