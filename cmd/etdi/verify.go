@@ -85,7 +85,7 @@ differs, 12 impersonation, 14 expired or key outside its window, 1 error.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&policyPath, "trust", defaultPath("trust.json"), "trust policy file")
+	f.StringVar(&policyPath, "trust", e.defaultTrust(), "trust policy file ($ETDI_TRUST)")
 	f.StringVar(&toolsPath, "tools", "", "saved tools/list result to check against the signed definitions")
 	f.StringVar(&at, "at", "", "verify as of this RFC 3339 time instead of now")
 	f.BoolVar(&asJSON, "json", false, "print the result as JSON")
@@ -109,7 +109,7 @@ func loadPolicy(path string) (*trust.Policy, error) {
 	p, err := trust.Load(path)
 	if err != nil {
 		return nil, &hintError{fmt.Errorf("trust policy: %w", err),
-			"create one with 'etdi trust add --policy " + path + " --provider ID --key KEY.pub'"}
+			"create one with 'etdi trust add --trust " + path + " --provider ID --key KEY.pub'"}
 	}
 	return p, nil
 }
