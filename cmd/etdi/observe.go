@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/user"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"time"
 
@@ -29,6 +30,8 @@ type serverFlags struct {
 	url                             string
 	headers                         []string
 	config                          string
+	inputs                          []string
+	project                         bool
 	startTimeout, timeout           time.Duration
 	// argv is the server command, the arguments after "--".
 	argv []string
@@ -67,6 +70,8 @@ func (f *serverFlags) registerLive(fs *pflag.FlagSet) {
 func (f *serverFlags) registerConfig(fs *pflag.FlagSet) {
 	fs.StringVar(&f.config, "config", "", "a host configuration file (Claude Desktop, Claude Code, Cursor, VS Code, Windsurf, Gemini CLI), or auto for all found")
 	fs.StringVar(&f.name, "name", "", "with --config: the one entry to check; otherwise the name a server without a bundle is pinned under")
+	fs.StringArrayVar(&f.inputs, "input", nil, "with --config: a value for a VS Code ${input:ID} placeholder, ID=VALUE (repeatable)")
+	fs.BoolVar(&f.project, "project", false, "with --config auto: also start the servers of project-scoped files in the working directory (.mcp.json, .vscode/mcp.json, ...)")
 }
 
 // target is one server to check.
@@ -135,18 +140,40 @@ func (e *env) targets(f *serverFlags, args []string, dash int) ([]target, error)
 	// --config
 	home, _ := os.UserHomeDir()
 	cwd, _ := os.Getwd()
+	o := hostconfig.Options{Home: home, Cwd: cwd, Lookup: e.lookupEnv, Inputs: map[string]string{}}
+	for _, kv := range f.inputs {
+		id, v, ok := strings.Cut(kv, "=")
+		if !ok || id == "" {
+			return nil, usagef("--input wants ID=VALUE (the value is not shown here)")
+		}
+		o.Inputs[id] = v
+	}
 	var entries []hostconfig.Entry
 	if f.config == "auto" {
-		es, files, err := hostconfig.Discover(home, cwd, e.lookupEnv)
+		es, files, searched, err := hostconfig.Discover(runtime.GOOS, o)
 		if err != nil {
 			return nil, err
 		}
 		if len(files) == 0 {
-			return nil, &hintError{hostconfig.ErrNoConfig, "give a file with --config PATH"}
+			return nil, &hintError{fmt.Errorf("%w; searched:\n  %s", hostconfig.ErrNoConfig, strings.Join(searched, "\n  ")), "give a file with --config PATH"}
 		}
-		entries = es
+		var skipped []string
+		for _, en := range es {
+			if en.Project && !f.project {
+				skipped = append(skipped, fmt.Sprintf("%s (%s)", en.Name, en.File))
+				continue
+			}
+			entries = append(entries, en)
+		}
+		if len(skipped) > 0 {
+			fmt.Fprintf(e.stderr, "etdi: not starting %d server(s) of project-scoped files, which the repository wrote: %s\n"+
+				"etdi: hint: review them, then pass --project to check them too\n", len(skipped), strings.Join(skipped, ", "))
+		}
+		if len(entries) == 0 {
+			return nil, &hintError{fmt.Errorf("no server to check in %s", strings.Join(files, ", ")), "pass --project to check the servers of project-scoped files"}
+		}
 	} else {
-		es, err := hostconfig.Load(f.config, "", home, cwd, e.lookupEnv)
+		es, err := hostconfig.Load(f.config, "", o)
 		if err != nil {
 			return nil, err
 		}
