@@ -347,6 +347,9 @@ func (e *env) observe(f *serverFlags, t *target, p *trust.Policy) (*observation,
 		if data, err = e.readInput(f.bundle); err != nil {
 			return nil, err
 		}
+		if err := notABundle(f.bundle, data); err != nil {
+			return nil, err
+		}
 		o.bundleSource = f.bundle
 	case inband != nil:
 		data = inband
