@@ -16,7 +16,6 @@ import (
 	"net/url"
 	"os"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/etdi-dev/etdi"
@@ -187,7 +186,7 @@ func (p *Policy) AddKey(id string, k Key) (updated bool, err error) {
 
 // Remove removes key keyID from provider id, or the whole provider when
 // keyID is empty. A provider left without keys is removed. keyID may be a
-// unique prefix of at least 8 hex digits.
+// unique prefix of at least 16 hex digits (keys.ResolveID).
 func (p *Policy) Remove(id, keyID string) error {
 	prov := p.Provider(id)
 	if prov == nil {
@@ -208,23 +207,20 @@ func (p *Policy) Remove(id, keyID string) error {
 }
 
 func (prov *Provider) findKey(ref string) (*Key, error) {
-	h := strings.TrimPrefix(ref, "sha256:")
-	if len(h) < 8 {
-		return nil, fmt.Errorf("key id %q is too short (at least 8 hex digits)", ref)
+	ids := make([]string, len(prov.Keys))
+	for i, k := range prov.Keys {
+		ids[i] = k.ID
 	}
-	var found *Key
+	id, err := keys.ResolveID(ref, ids)
+	if err != nil {
+		return nil, fmt.Errorf("provider %q: %w", prov.ID, err)
+	}
 	for i := range prov.Keys {
-		if strings.HasPrefix(strings.TrimPrefix(prov.Keys[i].ID, "sha256:"), h) {
-			if found != nil {
-				return nil, fmt.Errorf("key id %q is ambiguous for provider %q", ref, prov.ID)
-			}
-			found = &prov.Keys[i]
+		if prov.Keys[i].ID == id {
+			return &prov.Keys[i], nil
 		}
 	}
-	if found == nil {
-		return nil, fmt.Errorf("provider %q has no key %q", prov.ID, ref)
-	}
-	return found, nil
+	return nil, fmt.Errorf("provider %q has no key %q", prov.ID, ref)
 }
 
 // Parse reads a policy document strictly (SPEC.md §9): unknown fields,

@@ -52,7 +52,10 @@ func TestAddRemoveRoundTrip(t *testing.T) {
 		t.Errorf("window lost: %v", got)
 	}
 	id2, _ := keys.ID(k2.PublicKey)
-	if err := q.Remove("acme", id2[:len("sha256:")+8]); err != nil {
+	if err := q.Remove("acme", id2[:len("sha256:")+8]); err == nil || !strings.Contains(err.Error(), "at least 16") {
+		t.Fatalf("an 8-digit prefix was accepted: %v", err)
+	}
+	if err := q.Remove("acme", id2[:len("sha256:")+16]); err != nil {
 		t.Fatal(err)
 	}
 	if len(q.Provider("acme").Keys) != 1 {

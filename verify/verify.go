@@ -154,8 +154,10 @@ type ToolResult struct {
 // Result is the outcome of verifying one bundle. The CLI prints it as
 // prose or, with --json, encodes it as is.
 type Result struct {
-	Source   string        `json:"source,omitempty"`
-	Verified bool          `json:"verified"`
+	Source string `json:"source,omitempty"`
+	// Verified says the signature (and identity) verified; the bundle may
+	// still fail on other findings.
+	Verified bool          `json:"signatureVerified"`
 	Provider etdi.Provider `json:"provider"`
 	Server   etdi.Server   `json:"server"`
 	IssuedAt *time.Time    `json:"issuedAt,omitempty"`

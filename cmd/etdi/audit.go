@@ -127,9 +127,9 @@ Exit codes: 0 intact, 10 the history or the checkpoint does not verify
 			return nil
 		},
 	}
-	pf.register(cmd.Flags())
+	pf.register(cmd.Flags(), e)
 	cmd.Flags().StringVar(&checkpoint, "checkpoint", "", "an older signed checkpoint to prove consistency with")
-	cmd.Flags().StringVar(&keyPath, "key", "", "audit key path; its verifier key is the .pub beside it (default: audit.key beside the pin database)")
+	cmd.Flags().StringVar(&keyPath, "key", "", "the verifier key (audit.pub) kept with the checkpoint, or the audit key whose .pub is beside it (default: audit.pub beside the pin database)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
 	return cmd
 }
@@ -222,7 +222,7 @@ that the history still extends them.`,
 			return err
 		},
 	}
-	pf.register(cmd.Flags())
+	pf.register(cmd.Flags(), e)
 	cmd.Flags().StringVar(&keyPath, "key", "", "audit key path (default: audit.key beside the pin database)")
 	cmd.Flags().StringVar(&out, "out", "", "write the checkpoint to FILE instead of standard output")
 	return cmd
@@ -267,7 +267,7 @@ independently.`,
 			return err
 		},
 	}
-	pf.register(cmd.Flags())
+	pf.register(cmd.Flags(), e)
 	cmd.Flags().BoolVar(&asJSON, "json", false, "JSON lines (required)")
 	return cmd
 }

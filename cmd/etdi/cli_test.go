@@ -95,7 +95,7 @@ func TestCLIVectors(t *testing.T) {
 			}
 			jr := runEtdi(t, dir, nil, append(args[:len(args)-1:len(args)-1], "--json", "bundle.etdi.json")...)
 			var out struct {
-				Verified bool `json:"verified"`
+				Verified bool `json:"signatureVerified"`
 				ExitCode int  `json:"exitCode"`
 				Findings []struct {
 					Kind     string `json:"kind"`

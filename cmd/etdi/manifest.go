@@ -36,9 +36,6 @@ then sign the manifest with etdi sign.`,
 			if _, err := etdi.ParseVersion(toolVersion); err != nil {
 				return usagef("--version: %v", err)
 			}
-			if sf.config != "" || sf.bundle != "" {
-				return usagef("manifest init takes --server, --url or --tools")
-			}
 			ts, err := e.targets(&sf, args, cmd.ArgsLenAtDash())
 			if err != nil {
 				return err
@@ -97,7 +94,8 @@ then sign the manifest with etdi sign.`,
 			return nil
 		},
 	}
-	sf.register(cmd.Flags())
+	sf.registerTools(cmd.Flags())
+	sf.registerLive(cmd.Flags())
 	cmd.Flags().StringVar(&provider, "provider", "", "provider id (required)")
 	cmd.Flags().StringVar(&providerName, "provider-name", "", "provider display name")
 	cmd.Flags().StringVar(&serverName, "server-name", "", "server name (default: the name the server reports)")

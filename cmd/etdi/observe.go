@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/user"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"time"
 
@@ -30,23 +31,48 @@ type serverFlags struct {
 	url                             string
 	headers                         []string
 	config                          string
+	inputs                          []string
+	project                         bool
 	startTimeout, timeout           time.Duration
 	// argv is the server command, the arguments after "--".
 	argv []string
 }
 
-func (f *serverFlags) register(fs *pflag.FlagSet) {
-	fs.StringVar(&f.policy, "trust", defaultPath("trust.json"), "trust policy file")
+func (f *serverFlags) register(fs *pflag.FlagSet, e *env) {
+	f.registerVerify(fs, e)
+	f.registerTools(fs)
+	f.registerLive(fs)
+	f.registerConfig(fs)
+}
+
+// registerVerify registers the flags that say how a listing is verified.
+func (f *serverFlags) registerVerify(fs *pflag.FlagSet, e *env) {
+	fs.StringVar(&f.policy, "trust", e.defaultTrust(), "trust policy file ($ETDI_TRUST)")
 	fs.StringVar(&f.bundle, "bundle", "", "the provider's signed bundle (default: the one the server carries in-band, if any)")
-	fs.StringVar(&f.tools, "tools", "", "a saved tools/list result instead of a live server")
+	fs.StringVar(&f.at, "at", "", "verify the bundle as of this RFC 3339 time instead of now")
+}
+
+// registerTools registers --tools, a saved listing.
+func (f *serverFlags) registerTools(fs *pflag.FlagSet) {
+	fs.StringVar(&f.tools, "tools", "", "a saved tools/list result instead of a live server (etdi fetch saves one)")
+}
+
+// registerLive registers the flags that reach a live server.
+func (f *serverFlags) registerLive(fs *pflag.FlagSet) {
 	fs.BoolVar(&f.server, "server", false, "start the server command given after -- and talk to it over stdio")
 	fs.StringVar(&f.url, "url", "", "a Streamable HTTP server")
 	fs.StringArrayVar(&f.headers, "header", nil, "HTTP header for --url, \"Name: value\" (repeatable)")
-	fs.StringVar(&f.config, "config", "", "a host configuration file (Claude Desktop, Claude Code, Cursor, VS Code, Windsurf, Gemini CLI), or auto for all found")
-	fs.StringVar(&f.name, "name", "", "with --config: the one entry to check; otherwise the name a server without a bundle is pinned under")
-	fs.StringVar(&f.at, "at", "", "verify the bundle as of this RFC 3339 time instead of now")
 	fs.DurationVar(&f.startTimeout, "start-timeout", 20*time.Second, "how long a server may take to answer initialize")
 	fs.DurationVar(&f.timeout, "timeout", 60*time.Second, "how long fetching one server's tools may take in all")
+}
+
+// registerConfig registers --config and --name (which also names what is
+// pinned).
+func (f *serverFlags) registerConfig(fs *pflag.FlagSet) {
+	fs.StringVar(&f.config, "config", "", "a host configuration file (Claude Desktop, Claude Code, Cursor, VS Code, Windsurf, Gemini CLI), or auto for all found")
+	fs.StringVar(&f.name, "name", "", "with --config: the one entry to check; otherwise the name a server without a bundle is pinned under")
+	fs.StringArrayVar(&f.inputs, "input", nil, "with --config: a value for a VS Code ${input:ID} placeholder, ID=VALUE (repeatable)")
+	fs.BoolVar(&f.project, "project", false, "with --config auto: also start the servers of project-scoped files in the working directory (.mcp.json, .vscode/mcp.json, ...)")
 }
 
 // target is one server to check.
@@ -127,18 +153,40 @@ func (e *env) targets(f *serverFlags, args []string, dash int) ([]target, error)
 	// --config
 	home, _ := os.UserHomeDir()
 	cwd, _ := os.Getwd()
+	o := hostconfig.Options{Home: home, Cwd: cwd, Lookup: e.lookupEnv, Inputs: map[string]string{}}
+	for _, kv := range f.inputs {
+		id, v, ok := strings.Cut(kv, "=")
+		if !ok || id == "" {
+			return nil, usagef("--input wants ID=VALUE (the value is not shown here)")
+		}
+		o.Inputs[id] = v
+	}
 	var entries []hostconfig.Entry
 	if f.config == "auto" {
-		es, files, err := hostconfig.Discover(home, cwd, e.lookupEnv)
+		es, files, searched, err := hostconfig.Discover(runtime.GOOS, o)
 		if err != nil {
 			return nil, err
 		}
 		if len(files) == 0 {
-			return nil, &hintError{hostconfig.ErrNoConfig, "give a file with --config PATH"}
+			return nil, &hintError{fmt.Errorf("%w; searched:\n  %s", hostconfig.ErrNoConfig, strings.Join(searched, "\n  ")), "give a file with --config PATH"}
 		}
-		entries = es
+		var skipped []string
+		for _, en := range es {
+			if en.Project && !f.project {
+				skipped = append(skipped, fmt.Sprintf("%s (%s)", en.Name, en.File))
+				continue
+			}
+			entries = append(entries, en)
+		}
+		if len(skipped) > 0 {
+			say(e.stderr, "etdi: not starting %d server(s) of project-scoped files, which the repository wrote: %s\n"+
+				"etdi: hint: review them, then pass --project to check them too\n", len(skipped), strings.Join(skipped, ", "))
+		}
+		if len(entries) == 0 {
+			return nil, &hintError{fmt.Errorf("no server to check in %s", strings.Join(files, ", ")), "pass --project to check the servers of project-scoped files"}
+		}
 	} else {
-		es, err := hostconfig.Load(f.config, "", home, cwd, e.lookupEnv)
+		es, err := hostconfig.Load(f.config, "", o)
 		if err != nil {
 			return nil, err
 		}
@@ -196,8 +244,8 @@ type pinFlags struct {
 	by          string
 }
 
-func (f *pinFlags) register(fs *pflag.FlagSet) {
-	fs.StringVar(&f.path, "pins", defaultPath("pins.db"), "pin database file")
+func (f *pinFlags) register(fs *pflag.FlagSet, e *env) {
+	fs.StringVar(&f.path, "pins", e.defaultPins(), "pin database file ($ETDI_PINS)")
 	fs.DurationVar(&f.lockTimeout, "lock-timeout", pin.DefaultLockTimeout, "how long to wait for another etdi process holding the database")
 }
 
@@ -293,6 +341,9 @@ func (e *env) observe(f *serverFlags, t *target, p *trust.Policy) (*observation,
 		if data, err = e.readInput(f.bundle); err != nil {
 			return nil, err
 		}
+		if err := notABundle(f.bundle, data); err != nil {
+			return nil, err
+		}
 		o.bundleSource = f.bundle
 	case inband != nil:
 		data = inband
@@ -344,7 +395,7 @@ func (e *env) observe(f *serverFlags, t *target, p *trust.Policy) (*observation,
 // fetch lists a live server.
 func (e *env) fetch(f *serverFlags, t *target) (*mcpclient.Listing, error) {
 	e.progress("checking %s", t.label)
-	opts := mcpclient.Options{StartTimeout: f.startTimeout, Timeout: f.timeout, ClientVersion: version}
+	opts := mcpclient.Options{StartTimeout: f.startTimeout, Timeout: f.timeout, ClientVersion: readBuildInfo().Version}
 	var l *mcpclient.Listing
 	var err error
 	if len(t.argv) > 0 {
@@ -432,10 +483,14 @@ func (o *observation) unsigned(name string, live *etdi.ToolsList, rule trust.Uns
 }
 
 // auditKeyPaths returns the audit key and verifier key paths for a pin
-// database: audit.key and audit.pub beside it, unless given.
+// database: audit.key and audit.pub beside it, unless given. key may name
+// either file of the pair (audit verify needs only the .pub).
 func auditKeyPaths(pins, key string) (string, string) {
 	if key == "" {
 		key = filepath.Join(filepath.Dir(pins), "audit.key")
+	}
+	if base, ok := strings.CutSuffix(key, ".pub"); ok {
+		return base + ".key", key
 	}
 	return key, strings.TrimSuffix(key, ".key") + ".pub"
 }

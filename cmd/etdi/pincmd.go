@@ -35,6 +35,19 @@ type checkReport struct {
 	defs map[string]observedTool
 }
 
+// blockedUnsigned reports whether a server was blocked only because the
+// trust policy blocks unsigned tools.
+func blockedUnsigned(reps []*checkReport) bool {
+	for _, r := range reps {
+		for _, f := range r.Findings {
+			if f.Kind == verify.UnsignedTool && f.Severity == verify.Error {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // checkOutput is the whole result of etdi check.
 type checkOutput struct {
 	Servers  []*checkReport `json:"servers"`
@@ -124,14 +137,18 @@ prints it; --approve asks about each new or changed tool on a terminal.`,
 			default:
 				say(e.stderr, "etdi: check failed (exit %d)\n", out.ExitCode)
 			}
+			if blockedUnsigned(out.Servers) {
+				fmt.Fprintf(e.stderr, "etdi: hint: a server without a signed bundle is blocked by the trust policy (unsigned: block, the default).\n"+
+					"etdi: hint: to review and pin unsigned servers by digest instead, with a warning on each check: etdi trust unsigned warn --trust %s\n", sf.policy)
+			}
 			if out.ExitCode != exitOK {
 				return &exitCodeError{out.ExitCode}
 			}
 			return nil
 		},
 	}
-	sf.register(cmd.Flags())
-	pf.register(cmd.Flags())
+	sf.register(cmd.Flags(), e)
+	pf.register(cmd.Flags(), e)
 	pf.registerBy(cmd.Flags())
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the report as JSON")
 	cmd.Flags().BoolVar(&asSARIF, "sarif", false, "print the findings as SARIF 2.1.0, for code scanning")
@@ -378,8 +395,8 @@ older bundle are never approved. Prints what was approved.`,
 			return nil
 		},
 	}
-	sf.register(cmd.Flags())
-	pf.register(cmd.Flags())
+	sf.register(cmd.Flags(), e)
+	pf.register(cmd.Flags(), e)
 	pf.registerBy(cmd.Flags())
 	cmd.Flags().StringArrayVar(&tools, "tool", nil, "approve only this tool (repeatable); required for changed definitions, downgrades, changed signers, shadowing and look-alike names")
 	cmd.Flags().BoolVar(&acceptInstructions, "accept-instructions", false, "accept changed server instructions")
@@ -430,7 +447,7 @@ func (e *env) pinListCmd() *cobra.Command {
 			return nil
 		},
 	}
-	pf.register(cmd.Flags())
+	pf.register(cmd.Flags(), e)
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print as JSON")
 	return cmd
 }
@@ -471,7 +488,7 @@ func (e *env) pinShowCmd() *cobra.Command {
 			return nil
 		},
 	}
-	pf.register(cmd.Flags())
+	pf.register(cmd.Flags(), e)
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print as JSON")
 	return cmd
 }
@@ -522,7 +539,7 @@ func (e *env) pinHistoryCmd() *cobra.Command {
 			return nil
 		},
 	}
-	pf.register(cmd.Flags())
+	pf.register(cmd.Flags(), e)
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print as JSON")
 	return cmd
 }
@@ -600,7 +617,7 @@ approved again. The revocation is recorded in the history.`,
 			return nil
 		},
 	}
-	pf.register(cmd.Flags())
+	pf.register(cmd.Flags(), e)
 	pf.registerBy(cmd.Flags())
 	cmd.Flags().StringVar(&keyID, "key", "", "revoke every tool signed by this key id (sha256:...)")
 	cmd.Flags().StringVar(&reason, "reason", "", "why, recorded in the history")
@@ -710,8 +727,8 @@ permissions added or removed. Read-only: nothing is recorded.`,
 			return nil
 		},
 	}
-	sf.register(cmd.Flags())
-	pf.register(cmd.Flags())
+	sf.register(cmd.Flags(), e)
+	pf.register(cmd.Flags(), e)
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print as JSON")
 	return cmd
 }

@@ -8,6 +8,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/etdi-dev/etdi"
@@ -55,7 +57,7 @@ A provider signs versioned tool manifests with a provider key:
 
 A client verifies a bundle, and optionally the live tools/list of the server,
 against its trust policy before it lets a model see the tools:
-  etdi trust add --policy trust.json --provider acme --key acme.pub
+  etdi trust add --trust trust.json --provider acme --key acme.pub
   etdi verify --trust trust.json --tools live.json weather.etdi.json
 
 Exit codes: 0 ok, 1 error, 2 usage, 10 missing or invalid signature,
@@ -69,7 +71,9 @@ Exit codes: 0 ok, 1 error, 2 usage, 10 missing or invalid signature,
 		},
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err} })
-	root.AddCommand(e.keyCmd(), e.signCmd(), e.verifyCmd(), e.trustCmd(), e.checkCmd(), e.pinCmd(), e.diffCmd(), e.auditCmd(), e.manifestCmd(), e.digestCmd(), e.demoCmd())
+	root.Version = readBuildInfo().Version
+	root.SetVersionTemplate(readBuildInfo().String() + "\n")
+	root.AddCommand(e.versionCmd(), e.fetchCmd(), e.keyCmd(), e.signCmd(), e.verifyCmd(), e.trustCmd(), e.checkCmd(), e.pinCmd(), e.diffCmd(), e.auditCmd(), e.manifestCmd(), e.digestCmd(), e.demoCmd())
 	return root
 }
 
@@ -165,6 +169,19 @@ func (e *env) writeJSON(v any) error {
 	return enc.Encode(v)
 }
 
+// parseValidity parses a validity period: whole days ("30d") or a Go
+// duration ("720h", "90m").
+func parseValidity(s string) (time.Duration, error) {
+	if n, ok := strings.CutSuffix(s, "d"); ok && n != "" {
+		days, err := strconv.ParseUint(n, 10, 16)
+		if err != nil {
+			return 0, fmt.Errorf("%q: want a whole number of days", s)
+		}
+		return time.Duration(days) * 24 * time.Hour, nil
+	}
+	return time.ParseDuration(s)
+}
+
 // parseTimeFlag parses an RFC 3339 time.
 func parseTimeFlag(name, s string) (time.Time, error) {
 	if s == "" {
@@ -177,7 +194,23 @@ func parseTimeFlag(name, s string) (time.Time, error) {
 	return t, nil
 }
 
-// defaultPath returns a file under the per-user etdi configuration directory.
+// defaultTrust is the trust policy used without --trust: $ETDI_TRUST, else
+// trust.json in the per-user etdi configuration directory.
+func (e *env) defaultTrust() string { return e.defaultFile("ETDI_TRUST", "trust.json") }
+
+// defaultPins is the pin database used without --pins: $ETDI_PINS, else
+// pins.db in the per-user etdi configuration directory.
+func (e *env) defaultPins() string { return e.defaultFile("ETDI_PINS", "pins.db") }
+
+func (e *env) defaultFile(variable, name string) string {
+	if v, ok := e.lookupEnv(variable); ok && v != "" {
+		return v
+	}
+	return defaultPath(name)
+}
+
+// defaultPath returns a file under the per-user etdi configuration
+// directory (created 0700 when etdi first writes there).
 func defaultPath(name string) string {
 	dir, err := os.UserConfigDir()
 	if err != nil {

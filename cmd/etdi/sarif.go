@@ -108,7 +108,7 @@ func sarifLevel(f verify.Finding) string {
 func sarifLog(out *checkOutput) *sarifDoc {
 	run := sarifRun{Results: []sarifResult{}}
 	run.Tool.Driver.Name = "etdi"
-	run.Tool.Driver.Version = version
+	run.Tool.Driver.Version = readBuildInfo().Version
 	run.Tool.Driver.InformationURI = "https://etdi.dev"
 	kinds := make([]string, 0, len(ruleText))
 	for k := range ruleText {

@@ -40,13 +40,13 @@ are short-lived: re-sign, or refresh the token, before it expires.
 what such a token must be bound to (use fixed --issued-at and --sequence so
 the statement is the same when signing).
 
---expires takes a duration (4320h) or an RFC 3339 time; the default is 180
+--expires takes days (180d), a duration (4320h) or an RFC 3339 time; the default is 180
 days. --sequence must increase with every bundle you publish for a server;
 the default is the issue time in Unix seconds.`,
 		Example: `  etdi sign --key acme.key --out weather.etdi.json weather.manifest.json
   etdi sign --idp-issuer https://idp.example.com --client-id acme-ci --client-secret-env IDP_SECRET \
             --audience urn:etdi --out weather.etdi.json weather.manifest.json
-  etdi sign --key env://ETDI_KEY --expires 720h --out - weather.manifest.json`,
+  etdi sign --key env://ETDI_KEY --expires 30d --out - weather.manifest.json`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if out == "" && !f.printBinding {
@@ -73,13 +73,13 @@ the default is the issue time in Unix seconds.`,
 				opts.IssuedAt = time.Now()
 			}
 			if expires != "" {
-				if d, derr := time.ParseDuration(expires); derr == nil {
+				if d, derr := parseValidity(expires); derr == nil {
 					if d <= 0 {
 						return usagef("--expires %q must be positive", expires)
 					}
 					opts.Expires = opts.IssuedAt.Add(d)
 				} else if opts.Expires, err = parseTimeFlag("expires", expires); err != nil {
-					return usagef("--expires %q: want a duration such as 4320h or an RFC 3339 time", expires)
+					return usagef("--expires %q: want days (30d), a duration (720h) or an RFC 3339 time", expires)
 				}
 			}
 			data, err := e.readInput(args[0])
@@ -144,7 +144,7 @@ the default is the issue time in Unix seconds.`,
 	fl := cmd.Flags()
 	fl.StringVar(&keyRef, "key", "", "private key: file, env://VAR or KMS URI")
 	fl.StringVar(&out, "out", "", "bundle file to write, or - for standard output (required)")
-	fl.StringVar(&expires, "expires", "", "validity: duration (e.g. 4320h) or RFC 3339 time (default 180 days)")
+	fl.StringVar(&expires, "expires", "", "validity: days (30d), a duration (720h) or an RFC 3339 time (default 180d)")
 	fl.StringVar(&issuedAt, "issued-at", "", "issue time, RFC 3339 (default now; for reproducible builds)")
 	fl.Uint64Var(&sequence, "sequence", 0, "bundle sequence number (default: issue time in Unix seconds)")
 	f.register(fl)

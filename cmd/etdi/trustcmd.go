@@ -28,7 +28,9 @@ a validity window (--not-before, --not-after) so keys can be rotated: add
 the new key, then give the old one a --not-after. The unsigned rule says
 what happens to tools no bundle signs: block (default), warn or allow.`,
 	}
-	cmd.PersistentFlags().StringVar(&policyPath, "policy", defaultPath("trust.json"), "trust policy file")
+	cmd.PersistentFlags().StringVar(&policyPath, "trust", e.defaultTrust(), "trust policy file ($ETDI_TRUST)")
+	// --policy is the older spelling, kept working as an alias.
+	cmd.PersistentFlags().StringVar(&policyPath, "policy", e.defaultTrust(), "same as --trust")
 	cmd.AddCommand(e.trustAddCmd(&policyPath), e.trustListCmd(&policyPath), e.trustRemoveCmd(&policyPath), e.trustUnsignedCmd(&policyPath))
 	return cmd
 }
@@ -62,10 +64,10 @@ exact statement. --introspection-endpoint adds an RFC 7662 revocation check;
 
 --require says what a bundle must have: key, idp, both (the default when
 both are configured) or any.`,
-		Example: `  etdi trust add --policy trust.json --provider acme --key acme.pub
-  etdi trust add --policy trust.json --provider acme --key old.pub --not-after 2027-01-01T00:00:00Z
-  etdi trust add --policy trust.json --provider acme --issuer https://idp.example.com --subject acme-ci --audience urn:etdi
-  etdi trust add --policy trust.json --provider acme --issuer https://idp.example.com --subject acme-ci --audience urn:etdi --jwks idp-jwks.json`,
+		Example: `  etdi trust add --trust trust.json --provider acme --key acme.pub
+  etdi trust add --trust trust.json --provider acme --key old.pub --not-after 2027-01-01T00:00:00Z
+  etdi trust add --trust trust.json --provider acme --issuer https://idp.example.com --subject acme-ci --audience urn:etdi
+  etdi trust add --trust trust.json --provider acme --issuer https://idp.example.com --subject acme-ci --audience urn:etdi --jwks idp-jwks.json`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if provider == "" || (len(keyFiles) == 0 && d.issuer == "" && d.require == "") {
@@ -276,8 +278,8 @@ func (e *env) trustRemoveCmd(policyPath *string) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "remove --provider ID [--key KEY_ID]",
 		Short: "Stop trusting a provider, or one of its keys",
-		Example: `  etdi trust remove --policy trust.json --provider acme --key sha256:1a2b3c4d
-  etdi trust remove --policy trust.json --provider acme`,
+		Example: `  etdi trust remove --trust trust.json --provider acme --key sha256:1a2b3c4d5e6f7a8b
+  etdi trust remove --trust trust.json --provider acme`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if provider == "" {
@@ -302,7 +304,7 @@ func (e *env) trustRemoveCmd(policyPath *string) *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&provider, "provider", "", "provider id (required)")
-	cmd.Flags().StringVar(&keyID, "key", "", "key id (or a prefix of at least 8 hex digits); omit to remove the provider")
+	cmd.Flags().StringVar(&keyID, "key", "", "key id (or a prefix of at least 16 hex digits); omit to remove the provider")
 	return cmd
 }
 

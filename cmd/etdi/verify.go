@@ -45,11 +45,14 @@ differs, 12 impersonation, 14 expired or key outside its window, 1 error.`,
 			if err != nil {
 				return err
 			}
-			p, err := loadPolicy(policyPath)
+			data, err := e.readInput(args[0])
 			if err != nil {
 				return err
 			}
-			data, err := e.readInput(args[0])
+			if err := notABundle(args[0], data); err != nil {
+				return err
+			}
+			p, err := loadPolicy(policyPath)
 			if err != nil {
 				return err
 			}
@@ -73,14 +76,18 @@ differs, 12 impersonation, 14 expired or key outside its window, 1 error.`,
 			if code == exitOK && !r.Verified {
 				code = exitSignature // never report an unverified bundle as ok
 			}
+			headline := verifyHeadline(r, code, opts.Live != nil)
 			if asJSON {
 				if err := e.writeJSON(struct {
 					*verify.Result
-					ExitCode int `json:"exitCode"`
-				}{r, code}); err != nil {
+					OK       bool   `json:"ok"`
+					Headline string `json:"headline"`
+					ExitCode int    `json:"exitCode"`
+				}{r, code == exitOK, headline, code}); err != nil {
 					return err
 				}
 			} else {
+				say(e.stdout, "%s\n", headline)
 				printResult(e.stdout, r)
 			}
 			if code != exitOK {
@@ -91,7 +98,7 @@ differs, 12 impersonation, 14 expired or key outside its window, 1 error.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&policyPath, "trust", defaultPath("trust.json"), "trust policy file")
+	f.StringVar(&policyPath, "trust", e.defaultTrust(), "trust policy file ($ETDI_TRUST)")
 	f.StringVar(&toolsPath, "tools", "", "saved tools/list result to check against the signed definitions")
 	f.StringVar(&at, "at", "", "verify as of this RFC 3339 time instead of now")
 	f.BoolVar(&asJSON, "json", false, "print the result as JSON")
@@ -115,18 +122,60 @@ func loadPolicy(path string) (*trust.Policy, error) {
 	p, err := trust.Load(path)
 	if err != nil {
 		return nil, &hintError{fmt.Errorf("trust policy: %w", err),
-			"create one with 'etdi trust add --policy " + path + " --provider ID --key KEY.pub'"}
+			"create one with 'etdi trust add --trust " + path + " --provider ID --key KEY.pub'"}
 	}
 	return p, nil
 }
 
-// printResult writes the human report of a verification.
-func printResult(w io.Writer, r *verify.Result) {
-	if r.Verified {
-		say(w, "verified %s\n", r.Source)
-	} else {
-		say(w, "NOT verified %s\n", r.Source)
+// verifyHeadline says in one line what holds and what does not: the
+// signature may verify while the live tools differ, so "verified" alone
+// never stands next to a failing exit code.
+func verifyHeadline(r *verify.Result, code int, live bool) string {
+	if code == exitOK {
+		if live {
+			return fmt.Sprintf("OK %s: signature verified; the live tools match the signed definitions", r.Source)
+		}
+		return fmt.Sprintf("OK %s: signature verified", r.Source)
 	}
+	if !r.Verified {
+		return fmt.Sprintf("FAILED %s (exit %d): signature not verified", r.Source, code)
+	}
+	var what []string
+	seen := map[string]bool{}
+	for _, f := range r.Findings {
+		if f.Severity != verify.Error {
+			continue
+		}
+		phrase := failurePhrase(f.Kind)
+		if !seen[phrase] {
+			seen[phrase] = true
+			what = append(what, phrase)
+		}
+	}
+	return fmt.Sprintf("FAILED %s (exit %d): signature verified, but %s", r.Source, code, strings.Join(what, "; "))
+}
+
+func failurePhrase(k verify.Kind) string {
+	switch k {
+	case verify.DefinitionChanged:
+		return "live tools differ from the signed definitions"
+	case verify.Expired:
+		return "the bundle is expired or not yet valid"
+	case verify.KeyNotValid:
+		return "the signing key is outside its validity window"
+	case verify.UnsignedTool:
+		return "the server serves tools no signature covers"
+	case verify.NotServed:
+		return "signed tools are not served"
+	case verify.Impersonation:
+		return "a tool is listed twice or impersonated"
+	}
+	return string(k)
+}
+
+// printResult writes the human report of a verification, below its
+// headline.
+func printResult(w io.Writer, r *verify.Result) {
 	if r.Provider.ID != "" {
 		claim := ""
 		if !r.Verified {

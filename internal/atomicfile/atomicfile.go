@@ -11,9 +11,13 @@ import (
 )
 
 // Write replaces path with data: a temporary file in the same directory is
-// written with mode, synced, and renamed over path.
+// written with mode, synced, and renamed over path. Missing parent
+// directories are created with mode 0700.
 func Write(path string, data []byte, mode os.FileMode) error {
 	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
 	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
 	if err != nil {
 		return err
@@ -40,7 +44,11 @@ func Write(path string, data []byte, mode os.FileMode) error {
 
 // Create writes data to path, which must not exist yet; mode is applied
 // at creation, so the file is never readable more widely than mode.
+// Missing parent directories are created with mode 0700.
 func Create(path string, data []byte, mode os.FileMode) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return err
+	}
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
 	if err != nil {
 		if errors.Is(err, os.ErrExist) {

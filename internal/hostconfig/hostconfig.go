@@ -1,11 +1,19 @@
 // Package hostconfig reads the MCP server entries of host applications'
-// configuration files: Claude Desktop, Claude Code, Cursor, VS Code,
-// Windsurf and Gemini CLI (SPEC.md §18).
+// configuration files: Claude Desktop, Claude Code, Cursor, VS Code (mcp.json
+// and the "mcp" key of settings.json, stable and Insiders), Windsurf, Gemini
+// CLI, Zed, Cline, Kiro, Amazon Q Developer and Codex CLI (TOML), on Linux,
+// macOS and Windows (SPEC.md §18).
+//
+// Where each host keeps its files depends on the platform; Locations takes
+// the platform (GOOS) and its environment as arguments and never looks at
+// the running OS, so every platform's lookup is tested anywhere.
 //
 // Variables are resolved only from the environment: ${env:NAME}, ${NAME}
 // and ${NAME:-default}, plus ${userHome} and ${workspaceFolder}. A
-// ${input:...} placeholder (prompted by the host at launch) or a variable
-// that is not set is reported as a problem of the entry, never guessed.
+// ${input:ID} placeholder (prompted by the host at launch) is replaced only
+// by a value the user gives (Options.Inputs); one that is not given, or a
+// variable that is not set, is reported as a problem of the entry, never
+// guessed.
 package hostconfig
 
 import (
@@ -15,7 +23,6 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"sort"
 	"strings"
 
@@ -31,6 +38,11 @@ const (
 	VSCode        = "vscode"
 	Windsurf      = "windsurf"
 	Gemini        = "gemini"
+	Zed           = "zed"
+	Cline         = "cline"
+	Kiro          = "kiro"
+	AmazonQ       = "amazonq"
+	Codex         = "codex"
 )
 
 // Entry is one configured server.
@@ -40,6 +52,13 @@ type Entry struct {
 	Name string `json:"name"`
 	Host string `json:"host"`
 	File string `json:"file"`
+	// Line is the line of the file where the entry starts (1-based; 0 if
+	// unknown).
+	Line int `json:"line,omitempty"`
+	// Project is set for entries of a project-scoped file (a .mcp.json or
+	// .vscode/mcp.json in the working directory): the repository, not the
+	// user, wrote them.
+	Project bool `json:"project,omitempty"`
 	// Command and Args start a stdio server; URL names an HTTP server.
 	Command string            `json:"command,omitempty"`
 	Args    []string          `json:"args,omitempty"`
@@ -103,66 +122,142 @@ func sortedKeys(m map[string]string) []string {
 	return keys
 }
 
+// Options say where a configuration file is read: the user's home, the
+// working (project) directory, the environment, and the values the user
+// gives for ${input:ID} placeholders.
+type Options struct {
+	Home   string
+	Cwd    string
+	Lookup func(string) (string, bool)
+	Inputs map[string]string
+}
+
+func (o *Options) getenv(name string) string {
+	if o.Lookup == nil {
+		return ""
+	}
+	v, _ := o.Lookup(name)
+	return v
+}
+
 // Location is a configuration file to look for.
 type Location struct {
 	Host string
 	Path string
+	// Project marks a file in the working directory.
+	Project bool
 }
 
-// Locations returns the configuration files Discover looks at, for the
-// given home and working directories.
-func Locations(home, cwd string) []Location {
-	cfg := os.Getenv("XDG_CONFIG_HOME")
-	if cfg == "" {
-		cfg = filepath.Join(home, ".config")
+// Locations returns the configuration files Discover looks at on platform
+// goos ("linux", "darwin", "windows"; others are treated as linux), for the
+// home, working directory and environment in o. User files come first,
+// then project files.
+func Locations(goos string, o Options) []Location {
+	home := o.Home
+	if goos == "windows" {
+		if up := o.getenv("USERPROFILE"); up != "" {
+			home = up
+		}
 	}
-	mac := filepath.Join(home, "Library", "Application Support")
+	// appData is where desktop applications keep their settings: the XDG
+	// configuration directory on Linux, Application Support on macOS,
+	// %APPDATA% on Windows.
+	var appData string
+	switch goos {
+	case "darwin":
+		appData = filepath.Join(home, "Library", "Application Support")
+	case "windows":
+		appData = o.getenv("APPDATA")
+		if appData == "" {
+			appData = filepath.Join(home, "AppData", "Roaming")
+		}
+	default:
+		appData = o.getenv("XDG_CONFIG_HOME")
+		if appData == "" {
+			appData = filepath.Join(home, ".config")
+		}
+	}
+	// Zed keeps ~/.config/zed on Linux and macOS alike.
+	zedDir := filepath.Join(home, ".config", "zed")
+	switch goos {
+	case "windows":
+		zedDir = filepath.Join(appData, "Zed")
+	case "darwin":
+	default:
+		zedDir = filepath.Join(appData, "zed")
+	}
+	codexHome := o.getenv("CODEX_HOME")
+	if codexHome == "" {
+		codexHome = filepath.Join(home, ".codex")
+	}
 	locs := []Location{
-		{ClaudeDesktop, filepath.Join(cfg, "Claude", "claude_desktop_config.json")},
-		{ClaudeCode, filepath.Join(home, ".claude.json")},
-		{ClaudeCode, filepath.Join(cwd, ".mcp.json")},
-		{Cursor, filepath.Join(home, ".cursor", "mcp.json")},
-		{Cursor, filepath.Join(cwd, ".cursor", "mcp.json")},
-		{VSCode, filepath.Join(cwd, ".vscode", "mcp.json")},
-		{VSCode, filepath.Join(cfg, "Code", "User", "mcp.json")},
-		{Windsurf, filepath.Join(home, ".codeium", "windsurf", "mcp_config.json")},
-		{Gemini, filepath.Join(home, ".gemini", "settings.json")},
-		{Gemini, filepath.Join(cwd, ".gemini", "settings.json")},
+		{Host: ClaudeDesktop, Path: filepath.Join(appData, "Claude", "claude_desktop_config.json")},
+		{Host: ClaudeCode, Path: filepath.Join(home, ".claude.json")},
+		{Host: Cursor, Path: filepath.Join(home, ".cursor", "mcp.json")},
 	}
-	if runtime.GOOS == "darwin" {
+	for _, code := range []string{"Code", "Code - Insiders"} {
+		user := filepath.Join(appData, code, "User")
 		locs = append(locs,
-			Location{ClaudeDesktop, filepath.Join(mac, "Claude", "claude_desktop_config.json")},
-			Location{VSCode, filepath.Join(mac, "Code", "User", "mcp.json")})
+			Location{Host: VSCode, Path: filepath.Join(user, "mcp.json")},
+			Location{Host: VSCode, Path: filepath.Join(user, "settings.json")},
+			Location{Host: Cline, Path: filepath.Join(user, "globalStorage", "saoudrizwan.claude-dev", "settings", "cline_mcp_settings.json")})
+	}
+	locs = append(locs,
+		Location{Host: Windsurf, Path: filepath.Join(home, ".codeium", "windsurf", "mcp_config.json")},
+		Location{Host: Gemini, Path: filepath.Join(home, ".gemini", "settings.json")},
+		Location{Host: Zed, Path: filepath.Join(zedDir, "settings.json")},
+		Location{Host: Kiro, Path: filepath.Join(home, ".kiro", "settings", "mcp.json")},
+		Location{Host: AmazonQ, Path: filepath.Join(home, ".aws", "amazonq", "mcp.json")},
+		Location{Host: Codex, Path: filepath.Join(codexHome, "config.toml")},
+	)
+	if o.Cwd != "" {
+		for _, l := range []Location{
+			{Host: ClaudeCode, Path: filepath.Join(o.Cwd, ".mcp.json")},
+			{Host: Cursor, Path: filepath.Join(o.Cwd, ".cursor", "mcp.json")},
+			{Host: VSCode, Path: filepath.Join(o.Cwd, ".vscode", "mcp.json")},
+			{Host: Gemini, Path: filepath.Join(o.Cwd, ".gemini", "settings.json")},
+			{Host: Kiro, Path: filepath.Join(o.Cwd, ".kiro", "settings", "mcp.json")},
+			{Host: AmazonQ, Path: filepath.Join(o.Cwd, ".amazonq", "mcp.json")},
+			{Host: Zed, Path: filepath.Join(o.Cwd, ".zed", "settings.json")},
+		} {
+			l.Project = true
+			locs = append(locs, l)
+		}
 	}
 	return locs
 }
 
-// Discover reads every known configuration file that exists.
-func Discover(home, cwd string, lookup func(string) (string, bool)) ([]Entry, []string, error) {
-	var entries []Entry
-	var files []string
+// Discover reads every known configuration file of platform goos that
+// exists. It returns the entries, the files it read, and every path it
+// looked at (to tell a user who has none where etdi searched).
+func Discover(goos string, o Options) (entries []Entry, found, searched []string, err error) {
 	seen := map[string]bool{}
-	for _, l := range Locations(home, cwd) {
+	for _, l := range Locations(goos, o) {
 		abs, _ := filepath.Abs(l.Path)
 		if seen[abs] {
 			continue
 		}
 		seen[abs] = true
+		searched = append(searched, l.Path)
 		if _, err := os.Stat(l.Path); err != nil {
 			continue
 		}
-		es, err := Load(l.Path, l.Host, home, cwd, lookup)
+		es, err := Load(l.Path, l.Host, o)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, searched, err
 		}
-		files = append(files, l.Path)
+		found = append(found, l.Path)
+		for i := range es {
+			es[i].Project = es[i].Project || l.Project
+		}
 		entries = append(entries, es...)
 	}
-	return entries, files, nil
+	return entries, found, searched, nil
 }
 
 // GuessHost names the host of a configuration file from its path.
 func GuessHost(path string) string {
+	slash := filepath.ToSlash(path)
 	base := filepath.Base(path)
 	dir := filepath.Base(filepath.Dir(path))
 	switch {
@@ -172,12 +267,24 @@ func GuessHost(path string) string {
 		return ClaudeCode
 	case base == "mcp_config.json":
 		return Windsurf
+	case base == "cline_mcp_settings.json":
+		return Cline
+	case base == "config.toml" || strings.HasSuffix(base, ".toml"):
+		return Codex
+	case base == "settings.json" && (dir == "zed" || dir == "Zed" || dir == ".zed"):
+		return Zed
+	case base == "settings.json" && dir == "User":
+		return VSCode
 	case base == "settings.json":
 		return Gemini
 	case base == "mcp.json" && dir == ".cursor":
 		return Cursor
 	case base == "mcp.json" && (dir == ".vscode" || dir == "User"):
 		return VSCode
+	case base == "mcp.json" && strings.Contains(slash, "/.kiro/"):
+		return Kiro
+	case base == "mcp.json" && (dir == "amazonq" || dir == ".amazonq"):
+		return AmazonQ
 	}
 	return ""
 }
@@ -186,25 +293,25 @@ func GuessHost(path string) string {
 const MaxConfigSize = 16 << 20
 
 // Load reads one configuration file. host may be empty to guess it from
-// the file name and content. cwd is the project directory (for Claude
+// the file name and content. o.Cwd is the project directory (for Claude
 // Code's per-project entries and ${workspaceFolder}).
-func Load(path, host, home, cwd string, lookup func(string) (string, bool)) ([]Entry, error) {
-	data, err := os.ReadFile(path)
+func Load(path, host string, o Options) ([]Entry, error) {
+	data, err := readLimited(path)
 	if err != nil {
 		return nil, err
 	}
-	if len(data) > MaxConfigSize {
-		return nil, fmt.Errorf("%s: larger than %d bytes", path, MaxConfigSize)
+	if host == "" {
+		host = GuessHost(path)
+	}
+	if host == Codex || strings.HasSuffix(path, ".toml") {
+		return loadCodex(path, data, o)
 	}
 	v, err := etdi.ParseJSON(StripJSONC(data))
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return nil, positionError(path, data, err)
 	}
 	if v.Kind != etdi.Object {
 		return nil, fmt.Errorf("%s: not a JSON object", path)
-	}
-	if host == "" {
-		host = GuessHost(path)
 	}
 	var servers []*etdi.Value
 	if s := v.Get("mcpServers"); s != nil {
@@ -216,41 +323,161 @@ func Load(path, host, home, cwd string, lookup func(string) (string, bool)) ([]E
 			host = VSCode
 		}
 	}
+	// VS Code's settings.json keeps them under "mcp": {"servers": {...}}.
+	if m := v.Get("mcp"); m != nil && m.Kind == etdi.Object && (host == VSCode || host == "") {
+		if s := m.Get("servers"); s != nil {
+			servers = append(servers, s)
+			host = VSCode
+		}
+	}
+	// Zed calls them context servers.
+	if s := v.Get("context_servers"); s != nil && (host == Zed || host == "") {
+		servers = append(servers, s)
+		host = Zed
+	}
 	// Claude Code keeps per-project servers under projects[<dir>].
-	if p := v.Get("projects"); p != nil && p.Kind == etdi.Object && cwd != "" {
-		if abs, err := filepath.Abs(cwd); err == nil {
-			if proj := p.Get(abs); proj != nil {
+	if p := v.Get("projects"); p != nil && p.Kind == etdi.Object && o.Cwd != "" {
+		if abs, err := filepath.Abs(o.Cwd); err == nil {
+			if proj := p.Get(abs); proj != nil && proj.Kind == etdi.Object {
 				if s := proj.Get("mcpServers"); s != nil {
 					servers = append(servers, s)
 				}
 			}
 		}
 	}
-	workspace := cwd
-	if host == VSCode && filepath.Base(filepath.Dir(path)) == ".vscode" {
+	workspace := o.Cwd
+	if dir := filepath.Base(filepath.Dir(path)); dir == ".vscode" || dir == ".cursor" || dir == ".zed" || dir == ".amazonq" {
 		workspace = filepath.Dir(filepath.Dir(path))
 	}
-	r := resolver{home: home, workspace: workspace, lookup: lookup}
+	r := resolver{home: o.Home, workspace: workspace, lookup: o.Lookup, inputs: o.Inputs}
 	var out []Entry
 	for _, s := range servers {
 		if s.Kind != etdi.Object {
 			return nil, fmt.Errorf("%s: the server list is a %s, not an object", path, s.Kind)
 		}
 		for _, m := range s.Members {
+			if disabled(m.Value) {
+				continue // the host does not start it; neither does etdi
+			}
 			e, err := entry(m.Name, m.Value, host, path, &r)
 			if err != nil {
 				return nil, err
 			}
+			e.Line = lineOfName(data, m.Name)
 			out = append(out, e)
 		}
 	}
 	return out, nil
 }
 
+// disabled reports an entry the host keeps but does not start
+// ("disabled": true, as Cline and Kiro write, or "enabled": false).
+func disabled(v *etdi.Value) bool {
+	if v.Kind != etdi.Object {
+		return false
+	}
+	if d := v.Get("disabled"); d != nil && d.Kind == etdi.Bool && d.Bool {
+		return true
+	}
+	if en := v.Get("enabled"); en != nil && en.Kind == etdi.Bool && !en.Bool {
+		return true
+	}
+	return false
+}
+
+func readLimited(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if fi.Size() > MaxConfigSize {
+		return nil, fmt.Errorf("%s: larger than %d bytes", path, MaxConfigSize)
+	}
+	data := make([]byte, 0, fi.Size())
+	buf := make([]byte, 64<<10)
+	for {
+		n, err := f.Read(buf)
+		data = append(data, buf[:n]...)
+		if len(data) > MaxConfigSize {
+			return nil, fmt.Errorf("%s: larger than %d bytes", path, MaxConfigSize)
+		}
+		if err != nil {
+			break
+		}
+	}
+	return data, nil
+}
+
+// positionError turns a parse error's byte offset into the line and column
+// of the original file (StripJSONC keeps every offset in place).
+func positionError(path string, data []byte, err error) error {
+	var se *etdi.SyntaxError
+	if !errors.As(err, &se) {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	line, col := LineCol(data, se.Offset)
+	return fmt.Errorf("%s:%d:%d: invalid JSON: %s", path, line, col, se.Msg)
+}
+
+// LineCol returns the 1-based line and column (in characters) of byte
+// offset off in data.
+func LineCol(data []byte, off int) (line, col int) {
+	if off > len(data) {
+		off = len(data)
+	}
+	line, start := 1, 0
+	for i := 0; i < off; i++ {
+		if data[i] == '\n' {
+			line++
+			start = i + 1
+		}
+	}
+	return line, len([]rune(string(data[start:off]))) + 1
+}
+
+// lineOfName returns the line of the first member named name, as written
+// in the file (0 if not found).
+func lineOfName(data []byte, name string) int {
+	quoted := fmt.Sprintf("%q", name)
+	re, err := regexp.Compile(regexp.QuoteMeta(quoted) + `\s*:`)
+	if err != nil {
+		return 0
+	}
+	loc := re.FindIndex(data)
+	if loc == nil {
+		return 0
+	}
+	line, _ := LineCol(data, loc[0])
+	return line
+}
+
 func entry(name string, v *etdi.Value, host, file string, r *resolver) (Entry, error) {
 	e := Entry{Name: name, Host: host, File: file}
 	if v.Kind != etdi.Object {
 		return e, fmt.Errorf("%s: server %q is a %s, not an object", file, name, v.Kind)
+	}
+	// Zed's older form nests the command: {"command": {"path", "args", "env"}}.
+	if c := v.Get("command"); c != nil && c.Kind == etdi.Object && host == Zed {
+		flat := &etdi.Value{Kind: etdi.Object}
+		for _, m := range v.Members {
+			if m.Name != "command" {
+				flat.Members = append(flat.Members, m)
+			}
+		}
+		for _, m := range c.Members {
+			switch m.Name {
+			case "path":
+				flat.Members = append(flat.Members, etdi.Member{Name: "command", Value: m.Value})
+			case "args", "env":
+				flat.Members = append(flat.Members, m)
+			}
+		}
+		v = flat
 	}
 	str := func(key string) (string, error) {
 		f := v.Get(key)
@@ -309,33 +536,45 @@ func entry(name string, v *etdi.Value, host, file string, r *resolver) (Entry, e
 			m[mem.Name] = r.expand(mem.Value.Str, &e.Problems, key+"."+mem.Name)
 		}
 		if key == "env" {
-			e.Env = m
-			for k := range m {
-				e.EnvKeys = append(e.EnvKeys, k)
-			}
-			sort.Strings(e.EnvKeys)
+			e.setEnv(m)
 		} else {
 			e.Headers = m
 		}
 	}
+	e.setTransport(typ, host == Gemini && v.Get("url") != nil && v.Get("httpUrl") == nil)
+	return e, nil
+}
+
+func (e *Entry) setEnv(m map[string]string) {
+	e.Env = m
+	e.EnvKeys = e.EnvKeys[:0]
+	for k := range m {
+		e.EnvKeys = append(e.EnvKeys, k)
+	}
+	sort.Strings(e.EnvKeys)
+}
+
+// setTransport decides how the entry is reached; sse says the host uses
+// the deprecated SSE transport for the URL.
+func (e *Entry) setTransport(typ string, sse bool) {
 	switch {
 	case e.Command != "":
 		e.Transport = "stdio"
 	case e.URL != "":
 		e.Transport = "http"
-		if typ == "sse" || (host == Gemini && v.Get("url") != nil && v.Get("httpUrl") == nil) {
+		if typ == "sse" || sse {
 			e.Transport = "sse"
 			e.Problems = append(e.Problems, "uses the deprecated SSE transport, which etdi does not speak; use Streamable HTTP")
 		}
 	default:
 		e.Problems = append(e.Problems, "has neither a command nor a URL")
 	}
-	return e, nil
 }
 
 type resolver struct {
 	home, workspace string
 	lookup          func(string) (string, bool)
+	inputs          map[string]string
 }
 
 var varRE = regexp.MustCompile(`\$\{([^}]*)\}`)
@@ -347,7 +586,10 @@ func (r *resolver) expand(s string, problems *[]string, where string) string {
 		inner := m[2 : len(m)-1]
 		switch {
 		case strings.HasPrefix(inner, "input:"):
-			*problems = append(*problems, fmt.Sprintf("%s uses %s, which the host asks for at launch; etdi does not guess it", where, m))
+			if v, ok := r.inputs[strings.TrimPrefix(inner, "input:")]; ok {
+				return v
+			}
+			*problems = append(*problems, fmt.Sprintf("%s uses %s, which the host asks for at launch; give it with --input %s=VALUE", where, m, strings.TrimPrefix(inner, "input:")))
 			return m
 		case inner == "userHome":
 			return r.home
@@ -361,8 +603,10 @@ func (r *resolver) expand(s string, problems *[]string, where string) string {
 			*problems = append(*problems, fmt.Sprintf("%s uses %s, which etdi cannot resolve", where, m))
 			return m
 		}
-		if v, ok := r.lookup(name); ok && v != "" {
-			return v
+		if r.lookup != nil {
+			if v, ok := r.lookup(name); ok && v != "" {
+				return v
+			}
 		}
 		if hasDef {
 			return def
@@ -384,15 +628,23 @@ func isEnvName(s string) bool {
 	return true
 }
 
-// StripJSONC removes // and /* */ comments outside strings and commas
+// StripJSONC blanks // and /* */ comments outside strings and commas
 // before a closing bracket, turning VS Code's JSON with comments into JSON.
+// Every removed byte becomes a space (line breaks stay), so byte offsets,
+// lines and columns in the result are those of the original file.
 func StripJSONC(data []byte) []byte {
-	out := make([]byte, 0, len(data))
+	out := make([]byte, len(data))
+	copy(out, data)
+	blank := func(i int) {
+		if out[i] != '\n' && out[i] != '\r' {
+			out[i] = ' '
+		}
+	}
 	inStr, esc := false, false
+	lastComma := -1 // offset of a comma that only blanks may follow so far
 	for i := 0; i < len(data); i++ {
 		c := data[i]
 		if inStr {
-			out = append(out, c)
 			switch {
 			case esc:
 				esc = false
@@ -406,33 +658,37 @@ func StripJSONC(data []byte) []byte {
 		switch {
 		case c == '"':
 			inStr = true
-			out = append(out, c)
+			lastComma = -1
 		case c == '/' && i+1 < len(data) && data[i+1] == '/':
 			for i < len(data) && data[i] != '\n' {
+				blank(i)
+				i++
+			}
+		case c == '/' && i+1 < len(data) && data[i+1] == '*':
+			blank(i)
+			blank(i + 1)
+			i += 2
+			for i < len(data) && !(data[i] == '*' && i+1 < len(data) && data[i+1] == '/') {
+				blank(i)
 				i++
 			}
 			if i < len(data) {
-				out = append(out, '\n')
-			}
-		case c == '/' && i+1 < len(data) && data[i+1] == '*':
-			i += 2
-			for i+1 < len(data) && !(data[i] == '*' && data[i+1] == '/') {
+				blank(i)
+				if i+1 < len(data) {
+					blank(i + 1)
+				}
 				i++
 			}
-			i++
-			out = append(out, ' ')
+		case c == ',':
+			lastComma = i
 		case c == '}' || c == ']':
-			// Drop a trailing comma (and the whitespace after it).
-			j := len(out) - 1
-			for j >= 0 && (out[j] == ' ' || out[j] == '\t' || out[j] == '\n' || out[j] == '\r') {
-				j--
+			if lastComma >= 0 {
+				out[lastComma] = ' '
 			}
-			if j >= 0 && out[j] == ',' {
-				out = append(out[:j], out[j+1:]...)
-			}
-			out = append(out, c)
+			lastComma = -1
+		case c == ' ' || c == '\t' || c == '\n' || c == '\r':
 		default:
-			out = append(out, c)
+			lastComma = -1
 		}
 	}
 	return out

@@ -21,7 +21,7 @@ func byName(es []Entry) map[string]Entry {
 }
 
 func TestClaudeDesktop(t *testing.T) {
-	es, err := Load("testdata/claude_desktop_config.json", "", "/home/u", "/tmp", env(map[string]string{"WEATHER_KEY": "s3cret"}))
+	es, err := Load("testdata/claude_desktop_config.json", "", Options{Home: "/home/u", Cwd: "/tmp", Lookup: env(map[string]string{"WEATHER_KEY": "s3cret"})})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,7 +34,7 @@ func TestClaudeDesktop(t *testing.T) {
 		t.Errorf("default value not used: %v", f.Args)
 	}
 	// Without the variable: reported, not guessed.
-	es, _ = Load("testdata/claude_desktop_config.json", "", "/home/u", "/tmp", env(nil))
+	es, _ = Load("testdata/claude_desktop_config.json", "", Options{Home: "/home/u", Cwd: "/tmp", Lookup: env(nil)})
 	w = byName(es)["weather"]
 	if len(w.Problems) != 1 || !strings.Contains(w.Problems[0], "WEATHER_KEY, which is not set") || w.Env["API_KEY"] != "${WEATHER_KEY}" {
 		t.Fatalf("missing env: %+v", w.Problems)
@@ -43,7 +43,7 @@ func TestClaudeDesktop(t *testing.T) {
 
 func TestVSCodeJSONC(t *testing.T) {
 	path := "testdata/project/.vscode/mcp.json"
-	es, err := Load(path, "", "/home/u", "/elsewhere", env(nil))
+	es, err := Load(path, "", Options{Home: "/home/u", Cwd: "/elsewhere", Lookup: env(nil)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,11 +61,11 @@ func TestVSCodeJSONC(t *testing.T) {
 }
 
 func TestOtherHosts(t *testing.T) {
-	es, err := Load("testdata/project/.cursor/mcp.json", "", "/h", "/c", env(map[string]string{"SEARCH_KEY": "k"}))
+	es, err := Load("testdata/project/.cursor/mcp.json", "", Options{Home: "/h", Cwd: "/c", Lookup: env(map[string]string{"SEARCH_KEY": "k"})})
 	if err != nil || len(es) != 1 || es[0].Host != Cursor || es[0].URL != "http://127.0.0.1:3001/mcp" || es[0].Headers["X-Key"] != "k" {
 		t.Fatalf("cursor: %+v %v", es, err)
 	}
-	es, _ = Load("testdata/mcp_config.json", "", "/h", "/c", env(nil))
+	es, _ = Load("testdata/mcp_config.json", "", Options{Home: "/h", Cwd: "/c", Lookup: env(nil)})
 	m := byName(es)
 	if m["remote"].URL != "https://windsurf.example/mcp" || m["remote"].Transport != "http" || m["remote"].Host != Windsurf {
 		t.Errorf("windsurf serverUrl: %+v", m["remote"])
@@ -73,7 +73,7 @@ func TestOtherHosts(t *testing.T) {
 	if len(m["broken"].Problems) == 0 {
 		t.Error("entry without command or URL has no problem")
 	}
-	es, _ = Load("testdata/settings.json", "", "/h", "/c", env(nil))
+	es, _ = Load("testdata/settings.json", "", Options{Home: "/h", Cwd: "/c", Lookup: env(nil)})
 	m = byName(es)
 	if m["gem"].URL != "http://127.0.0.1:9/mcp" || m["gem"].Transport != "http" || m["gem"].Host != Gemini {
 		t.Errorf("gemini httpUrl: %+v", m["gem"])
@@ -89,7 +89,7 @@ func TestClaudeCodeProjects(t *testing.T) {
 	os.Mkdir(proj, 0o755)
 	data, _ := os.ReadFile("testdata/dot.claude.json")
 	os.WriteFile(filepath.Join(dir, ".claude.json"), []byte(strings.ReplaceAll(string(data), "PROJECT", proj)), 0o644)
-	es, err := Load(filepath.Join(dir, ".claude.json"), "", dir, proj, env(nil))
+	es, err := Load(filepath.Join(dir, ".claude.json"), "", Options{Home: dir, Cwd: proj, Lookup: env(nil)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,10 +99,12 @@ func TestClaudeCodeProjects(t *testing.T) {
 	}
 	// Discover finds it, and the project's .mcp.json.
 	os.WriteFile(filepath.Join(proj, ".mcp.json"), []byte(`{"mcpServers":{"team":{"command":"team-server"}}}`), 0o644)
-	t.Setenv("XDG_CONFIG_HOME", filepath.Join(dir, "cfg"))
-	found, files, err := Discover(dir, proj, env(nil))
+	found, files, _, err := Discover("linux", Options{Home: dir, Cwd: proj, Lookup: env(map[string]string{"XDG_CONFIG_HOME": filepath.Join(dir, "cfg")})})
 	if err != nil || len(files) != 2 || len(found) != 3 {
 		t.Fatalf("discover: %v %v %v", found, files, err)
+	}
+	if m := byName(found); !m["team"].Project || m["project-level"].Project || m["user-level"].Project {
+		t.Fatalf("project marks: %+v", found)
 	}
 }
 
@@ -110,7 +112,10 @@ func TestStripJSONC(t *testing.T) {
 	in := `{"a": "http://x//y", /* c */ "b": [1, 2,], // end
 	"c": "\"//\"",}`
 	got := string(StripJSONC([]byte(in)))
-	for _, want := range []string{`"http://x//y"`, `[1, 2]`, `"\"//\""`} {
+	if len(got) != len(in) || strings.Count(got, "\n") != strings.Count(in, "\n") {
+		t.Errorf("StripJSONC moved offsets: %q", got)
+	}
+	for _, want := range []string{`"http://x//y"`, `[1, 2 ]`, `"\"//\""`} {
 		if !strings.Contains(got, want) {
 			t.Errorf("StripJSONC lost %s: %s", want, got)
 		}
@@ -123,7 +128,7 @@ func TestStripJSONC(t *testing.T) {
 func TestDuplicateKeysRefused(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "claude_desktop_config.json")
 	os.WriteFile(p, []byte(`{"mcpServers":{"a":{"command":"x"},"a":{"command":"y"}}}`), 0o644)
-	if _, err := Load(p, "", "/h", "/c", env(nil)); err == nil || !strings.Contains(err.Error(), "duplicate") {
+	if _, err := Load(p, "", Options{Home: "/h", Cwd: "/c", Lookup: env(nil)}); err == nil || !strings.Contains(err.Error(), "duplicate") {
 		t.Fatalf("duplicate server names: %v", err)
 	}
 }

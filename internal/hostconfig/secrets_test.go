@@ -26,7 +26,7 @@ func TestEntrySecrets(t *testing.T) {
 		t.Fatal(err)
 	}
 	secrets := []string{"gh-token-from-env-7731", "weather-key-from-env-1188", "written-in-the-file-42", "pa55-in-url", "carol", "search-key-from-env-9046"}
-	es, err := Load(path, "", "/h", "/c", env(map[string]string{"GH_TOKEN": secrets[0], "WEATHER_KEY": secrets[1], "SEARCH_KEY": secrets[5]}))
+	es, err := Load(path, "", Options{Home: "/h", Cwd: "/c", Lookup: env(map[string]string{"GH_TOKEN": secrets[0], "WEATHER_KEY": secrets[1], "SEARCH_KEY": secrets[5]})})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,39 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/etdi-dev/etdi"
+)
+
+// notABundle tells a user who passed the wrong file where a bundle was
+// expected: a saved tools/list or a manifest is not a security failure but
+// a mix-up, so it is a usage error that says how to use the file. It
+// returns nil for anything else (a real bundle, or garbage that
+// verification reports as bundle_invalid).
+func notABundle(path string, data []byte) error {
+	v, err := etdi.ParseJSON(data)
+	if err != nil {
+		return nil
+	}
+	obj := v
+	if v.Kind == etdi.Object && v.Get("jsonrpc") != nil {
+		if r := v.Get("result"); r != nil {
+			obj = r
+		}
+	}
+	if v.Kind == etdi.Array {
+		return usagef("%s is an array of tools, not a bundle: pass it with --tools, and give the provider's signed bundle (.etdi.json)", path)
+	}
+	if obj.Kind != etdi.Object || obj.Get("payloadType") != nil || obj.Get("signatures") != nil || obj.Get("dsseEnvelope") != nil {
+		return nil
+	}
+	tools := obj.Get("tools")
+	if tools == nil || tools.Kind != etdi.Array {
+		return nil
+	}
+	if obj.Get("provider") != nil && obj.Get("server") != nil {
+		return usagef("%s is a manifest, not a bundle: sign it first (etdi sign --key KEY --out BUNDLE %s), then verify the bundle", path, path)
+	}
+	return &usageError{fmt.Errorf("%s is a tools/list result, not a bundle: pass it with --tools (etdi verify --tools %s BUNDLE), or check it with etdi check --tools %s", path, path, path)}
+}
