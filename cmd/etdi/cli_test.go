@@ -178,7 +178,7 @@ func TestCLIProviderFlow(t *testing.T) {
 		t.Fatalf("trust add: %d %s", r.code, r.stderr)
 	}
 	r = runEtdi(t, dir, nil, "verify", "--trust", "trust.json", "weather.etdi.json")
-	if r.code != 0 || !strings.Contains(r.stdout, "verified weather.etdi.json") || !strings.Contains(r.stdout, "get_forecast@1.1.0") || !strings.Contains(r.stdout, "net:fetch") {
+	if r.code != 0 || !strings.HasPrefix(r.stdout, "OK weather.etdi.json: signature verified\n") || !strings.Contains(r.stdout, "get_forecast@1.1.0") || !strings.Contains(r.stdout, "net:fetch") {
 		t.Fatalf("verify: %d\n%s\n%s", r.code, r.stdout, r.stderr)
 	}
 	// The same bundle verified years later has expired.
@@ -210,6 +210,7 @@ func TestCLIProviderFlow(t *testing.T) {
 
 func TestCLIUsageAndErrors(t *testing.T) {
 	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "any.json"), []byte("{}"), 0o644)
 	for _, tc := range []struct {
 		args []string
 		code int
@@ -224,7 +225,8 @@ func TestCLIUsageAndErrors(t *testing.T) {
 		{[]string{"key", "generate", "--out", "k", "--algorithm", "dsa"}, 2, "unknown algorithm"},
 		{[]string{"verify", "--at", "yesterday", "b.json"}, 2, "RFC 3339"},
 		{[]string{"trust", "unsigned", "sometimes"}, 2, "not allow, warn or block"},
-		{[]string{"verify", "--trust", "missing.json", "b.json"}, 1, "etdi trust add"},
+		{[]string{"verify", "--trust", "missing.json", "b.json"}, 1, "no such file"},
+		{[]string{"verify", "--trust", "missing.json", "any.json"}, 1, "etdi trust add"},
 		{[]string{"digest", "missing.json"}, 1, "no such file"},
 	} {
 		r := runEtdi(t, dir, nil, tc.args...)
