@@ -1,0 +1,304 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/etdi-dev/etdi"
+	"github.com/etdi-dev/etdi/internal/termtext"
+	"github.com/etdi-dev/etdi/keys"
+	"github.com/etdi-dev/etdi/pin"
+	"github.com/etdi-dev/etdi/trust"
+	"github.com/etdi-dev/etdi/verify"
+	"github.com/spf13/cobra"
+)
+
+// checkReport is what etdi check found for one server, as prose or JSON.
+type checkReport struct {
+	Target       string           `json:"target"`
+	Server       string           `json:"server,omitempty"`
+	Verification *verify.Result   `json:"verification,omitempty"`
+	Tools        []pin.ToolState  `json:"tools"`
+	Findings     []verify.Finding `json:"findings"`
+	// Approved lists what --yes or --approve approved.
+	Approved []pin.Approval `json:"approved,omitempty"`
+	// Error is why the server could not be checked (exit 1).
+	Error    string `json:"error,omitempty"`
+	ExitCode int    `json:"exitCode"`
+	location string
+	// defs are the offered tools' definitions, for the prose report.
+	defs map[string]observedTool
+}
+
+// blockedUnsigned reports whether a server was blocked only because the
+// trust policy blocks unsigned tools.
+func blockedUnsigned(reps []*checkReport) bool {
+	for _, r := range reps {
+		for _, f := range r.Findings {
+			if f.Kind == verify.UnsignedTool && f.Severity == verify.Error {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// checkOutput is the whole result of etdi check.
+type checkOutput struct {
+	Servers  []*checkReport `json:"servers"`
+	ExitCode int            `json:"exitCode"`
+}
+
+func (e *env) checkCmd() *cobra.Command {
+	var sf serverFlags
+	var pf pinFlags
+	var asJSON, asSARIF, yes, interactive, acceptInstructions bool
+	cmd := &cobra.Command{
+		Use:   "check (--tools FILE | --server -- CMD... | --url URL | --config FILE|auto | --bundle BUNDLE)",
+		Short: "Check a server's tools against the trust policy and the approved pins",
+		Long: `Check what a server offers against the trust policy and the pin database,
+before the server is launched.
+
+The tools come from a live server (--server -- CMD..., started over stdio;
+--url, Streamable HTTP; --config, every server of a host configuration, or
+all found with --config auto) or from a saved tools/list (--tools). The
+bundle comes from --bundle or, if the server carries one, from its
+tools/list _meta. With a verified bundle the server is known as
+<provider>:<server>; without one as unsigned:<name> (--name, the config
+entry name, or the program name), the policy's unsigned rule applies, and
+its tools are pinned by digest, so a changed definition is still caught.
+
+Every tool is compared with its pin: a tool never approved, or a higher
+version, needs approval (13); the same version with another definition or
+other permissions, changed server instructions, a lower version or an
+older bundle is a rug pull or downgrade (11); another signer, a name
+approved on another server or one that looks like an approved name is
+impersonation (12); a revoked tool, version or key is 14. Error and warning
+findings are appended to the history. A server that cannot be checked is
+an error (1) unless another server has a security finding.
+
+--yes approves what etdi pin approve would (new tools and versions) and
+prints it; --approve asks about each new or changed tool on a terminal.`,
+		Example: `  etdi check --trust trust.json --pins pins.db --bundle weather.etdi.json --tools live.json
+  etdi check --server -- node server.js --flag
+  etdi check --url http://127.0.0.1:3001/mcp --header "Authorization: Bearer $TOKEN"
+  etdi check --config ~/.cursor/mcp.json --name weather
+  etdi check --config auto --sarif > etdi.sarif`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if asJSON && asSARIF {
+				return usagef("--json and --sarif cannot be combined")
+			}
+			if yes && interactive {
+				return usagef("--yes and --approve cannot be combined")
+			}
+			if interactive && !e.stdinIsTerminal() {
+				return usagef("--approve asks questions and needs a terminal; use --yes in scripts")
+			}
+			ts, err := e.targets(&sf, args, cmd.ArgsLenAtDash())
+			if err != nil {
+				return err
+			}
+			p, err := loadPolicy(sf.policy)
+			if err != nil {
+				return err
+			}
+			out := &checkOutput{Servers: []*checkReport{}}
+			for i := range ts {
+				rep := e.checkTarget(&sf, &pf, &ts[i], p, yes, interactive, acceptInstructions)
+				out.Servers = append(out.Servers, rep)
+			}
+			out.ExitCode = combineExit(out.Servers)
+			switch {
+			case asJSON:
+				if err := e.writeJSON(out); err != nil {
+					return err
+				}
+			case asSARIF:
+				if err := e.writeJSON(sarifLog(out)); err != nil {
+					return err
+				}
+			default:
+				for i, rep := range out.Servers {
+					if i > 0 {
+						say(e.stdout, "\n")
+					}
+					printCheck(e.stdout, rep)
+				}
+			}
+			switch out.ExitCode {
+			case exitOK:
+			case exitApproval:
+				say(e.stderr, "etdi: approval required (exit 13): review the tools above, then run etdi pin approve with the same inputs, or check again with --approve\n")
+			default:
+				say(e.stderr, "etdi: check failed (exit %d)\n", out.ExitCode)
+			}
+			if blockedUnsigned(out.Servers) {
+				fmt.Fprintf(e.stderr, "etdi: hint: a server without a signed bundle is blocked by the trust policy (unsigned: block, the default).\n"+
+					"etdi: hint: to review and pin unsigned servers by digest instead, with a warning on each check: etdi trust unsigned warn --trust %s\n", sf.policy)
+			}
+			if out.ExitCode != exitOK {
+				return &exitCodeError{out.ExitCode}
+			}
+			return nil
+		},
+	}
+	sf.register(cmd.Flags(), e)
+	pf.register(cmd.Flags(), e)
+	pf.registerBy(cmd.Flags())
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the report as JSON")
+	cmd.Flags().BoolVar(&asSARIF, "sarif", false, "print the findings as SARIF 2.1.0, for code scanning")
+	cmd.Flags().BoolVar(&yes, "yes", false, "approve new tools and new versions without asking, and print what was approved")
+	cmd.Flags().BoolVar(&interactive, "approve", false, "on a terminal, show each new or changed tool and ask whether to approve it")
+	cmd.Flags().BoolVar(&acceptInstructions, "accept-instructions", false, "with --yes: also accept changed server instructions")
+	return cmd
+}
+
+// combineExit is the exit code of several servers: the most severe
+// finding code; else 1 if a server could not be checked; else 0.
+func combineExit(reps []*checkReport) int {
+	code, failed := exitOK, false
+	for _, r := range reps {
+		if r.Error != "" {
+			failed = true
+			if r.ExitCode != exitError { // a pin database the history does not justify
+				code = worse(code, r.ExitCode)
+			}
+			continue
+		}
+		code = worse(code, r.ExitCode)
+	}
+	if failed && (code == exitOK || code == exitApproval) {
+		return exitError
+	}
+	return code
+}
+
+// checkTarget checks one server; errors become the report's Error.
+func (e *env) checkTarget(sf *serverFlags, pf *pinFlags, t *target, p *trust.Policy, yes, interactive, acceptInstructions bool) *checkReport {
+	rep := &checkReport{Target: t.label, Tools: []pin.ToolState{}, Findings: []verify.Finding{}, location: t.location}
+	fail := func(err error) *checkReport {
+		rep.Error, rep.ExitCode = err.Error(), exitError
+		return rep
+	}
+	if len(t.problems) > 0 {
+		return fail(fmt.Errorf("not checked: %s", strings.Join(t.problems, "; ")))
+	}
+	o, err := e.observe(sf, t, p)
+	if err != nil {
+		return fail(err)
+	}
+	rep.Verification = o.result
+	rep.Findings = append(rep.Findings, o.findings...)
+	if o.blocked() {
+		rep.ExitCode = exitFor(rep.Findings)
+		if rep.ExitCode == exitOK {
+			rep.ExitCode = exitSignature
+		}
+		return rep
+	}
+	rep.defs = toolDefs(o.obs)
+	s, err := pf.open(false)
+	if err != nil {
+		return fail(err)
+	}
+	c, err := s.Check(o.obs, pf.who())
+	before := c
+	switch {
+	case err == nil && interactive && !hasError(o.findings):
+		// A person may take minutes: never hold the database meanwhile.
+		s.Close()
+		c, rep.Approved, err = e.approveInteractively(pf, o, c)
+	case err == nil && yes && !hasError(o.findings):
+		opts := pin.ApproveOptions{By: pf.who(), AcceptInstructions: acceptInstructions}
+		if rep.Approved, _, err = s.Approve(o.obs, opts); err == nil {
+			c, err = s.Compare(o.obs)
+		}
+		s.Close()
+	default:
+		s.Close()
+	}
+	if err != nil {
+		var ue *pin.UnjustifiedError
+		if errors.As(err, &ue) {
+			rep.Error, rep.ExitCode = err.Error(), exitSignature
+			return rep
+		}
+		return fail(err)
+	}
+	rep.Server, rep.Tools = c.Server, c.Tools
+	rep.Findings = append(rep.Findings, keepSuspicious(before, c)...)
+	rep.ExitCode = exitFor(rep.Findings)
+	return rep
+}
+
+func hasError(fs []verify.Finding) bool {
+	for _, f := range fs {
+		if f.Severity == verify.Error {
+			return true
+		}
+	}
+	return false
+}
+
+func printCheck(w io.Writer, rep *checkReport) {
+	say(w, "== %s\n", rep.Target)
+	if rep.Error != "" {
+		say(w, "ERROR: %s\n", rep.Error)
+		return
+	}
+	if r := rep.Verification; r != nil {
+		if r.Verified {
+			var by []string
+			if r.Signer != nil {
+				by = append(by, fmt.Sprintf("key %s (%s)", keys.ShortID(r.Signer.KeyID), r.Signer.Algorithm))
+			}
+			if r.Token != nil {
+				by = append(by, fmt.Sprintf("token of %s for %s", r.Token.Issuer, r.Token.Subject))
+			}
+			say(w, "bundle %s verified: provider %s, %s\n", r.Source, r.Provider.ID, strings.Join(by, " and "))
+		} else {
+			say(w, "bundle %s NOT verified\n", r.Source)
+		}
+	}
+	if rep.Server != "" {
+		say(w, "server %s\n", rep.Server)
+	}
+	width := 0
+	for _, t := range rep.Tools {
+		width = max(width, utf8.RuneCountInString(termtext.Escape(toolLabel(t))))
+	}
+	for _, t := range rep.Tools {
+		d, _ := etdi.ParseDigest(t.Digest)
+		status := map[string]string{"ok": "ok", "new": "APPROVAL REQUIRED", "changed": "CHANGED", "blocked": "BLOCKED", "removed": "removed"}[t.Status]
+		say(w, "  %-*s  sha256:%s  %s\n", width, toolLabel(t), d.Short(), status)
+	}
+	printFindingsWith(w, rep.Findings, rep.defs)
+	for _, a := range rep.Approved {
+		say(w, "approved %s/%s %s\n", a.Pin.Server, toolLabel(pin.ToolState{Name: a.Pin.Tool, Version: a.Pin.Version}), a.Pin.Digest)
+	}
+}
+
+func toolLabel(t pin.ToolState) string {
+	if t.Version == "" {
+		return t.Name
+	}
+	return etdi.SubjectName(t.Name, t.Version)
+}
+
+func permList(ps []etdi.Permission) string {
+	if len(ps) == 0 {
+		return "none"
+	}
+	var out []string
+	for _, p := range ps {
+		s := p.Scope
+		if p.Description != "" {
+			s += " (" + p.Description + ")"
+		}
+		out = append(out, s)
+	}
+	return strings.Join(out, ", ")
+}
