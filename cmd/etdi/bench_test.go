@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/etdi-dev/etdi/internal/testgen"
@@ -75,16 +74,4 @@ func peakRSS(b *testing.B, dir string, args []string) float64 {
 		b.Fatalf("rss helper output %q", out)
 	}
 	return float64(kb) / 1024
-}
-
-// rssHelper is the helper side of peakRSS: run the command in os.Args[1:]
-// and print its ru_maxrss in KB.
-func rssHelper() {
-	cmd := exec.Command(os.Args[1], os.Args[2:]...)
-	if err := cmd.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	fmt.Println(cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss)
-	os.Exit(0)
 }
