@@ -39,6 +39,20 @@ func stillRefused(s *pin.Store, o *pin.Observation, named []string, refused []pi
 	return refused, nil
 }
 
+// serverRefusals returns the error findings about the whole server (a
+// replayed older bundle) as refusals: pin approve approves nothing then,
+// and exits with their code rather than as an operational error. Changed
+// instructions are not among them: pin approve refuses them alone.
+func serverRefusals(c *pin.Comparison) []pin.Refusal {
+	var out []pin.Refusal
+	for _, f := range c.Findings {
+		if f.Tool == "" && f.Severity == verify.Error && f.Kind != verify.InstructionsChanged {
+			out = append(out, pin.Refusal{Kind: string(f.Kind), Reason: f.Message + "; not approving anything"})
+		}
+	}
+	return out
+}
+
 // approveExit is the exit code of pin approve: 0 when nothing asked about
 // was refused, else the most severe code of the refused findings (§11
 // order); a refusal of a kind without a code is 13, approval required.

@@ -37,7 +37,8 @@ refused tool was not.
 Exit codes: 0 when everything asked for is approved (the tools named with
 --tool, or without --tool every tool that needed approval); otherwise the
 code of the most severe refused finding (12 > 11 > 10 > 14 > 13), e.g. 11
-for a changed definition not named with --tool, 14 for a revoked tool, 13
+for a changed definition not named with --tool or a replayed older bundle,
+14 for a revoked tool, 13
 for a tool that still needs approval. 1 is an operational error, 2 a
 usage error. --json prints the same as "exitCode" with each refusal's
 "tool", "kind" and "reason".`,
@@ -62,15 +63,20 @@ usage error. --json prints the same as "exitCode" with each refusal's
 				return err
 			}
 			defer s.Close()
+			var approved []pin.Approval
+			var refused []pin.Refusal
 			if c, err := s.Compare(o.obs); err == nil {
 				printSuspicious(e.stderr, c, tools)
+				refused = serverRefusals(c)
 			}
-			approved, refused, err := s.Approve(o.obs, pin.ApproveOptions{Tools: tools, By: pf.who(), AcceptInstructions: acceptInstructions})
-			if err != nil {
-				return err
-			}
-			if refused, err = stillRefused(s, o.obs, tools, refused); err != nil {
-				return err
+			if len(refused) == 0 {
+				approved, refused, err = s.Approve(o.obs, pin.ApproveOptions{Tools: tools, By: pf.who(), AcceptInstructions: acceptInstructions})
+				if err != nil {
+					return err
+				}
+				if refused, err = stillRefused(s, o.obs, tools, refused); err != nil {
+					return err
+				}
 			}
 			code := approveExit(refused)
 			if asJSON {
@@ -103,7 +109,11 @@ usage error. --json prints the same as "exitCode" with each refusal's
 			}
 			for _, r := range refused {
 				if r.Tool == "" {
-					say(e.stdout, "NOT accepted (%s): %s\n", r.Kind, r.Reason)
+					what := "NOT approved"
+					if r.Kind == string(verify.InstructionsChanged) {
+						what = "NOT accepted"
+					}
+					say(e.stdout, "%s (%s): %s\n", what, r.Kind, r.Reason)
 					continue
 				}
 				say(e.stdout, "NOT approved %s (%s): %s\n", r.Tool, r.Kind, r.Reason)

@@ -112,6 +112,17 @@ func TestCLIPinApproveExitCodes(t *testing.T) {
 	// Named, the shadowing name is a decision: approved, 0.
 	p.approveJSON(0, "--name", "shady", "--tools", "shady.json", "--tool", "get_forecast")
 
+	// A replayed older bundle (lower sequence): nothing approved, 11 with
+	// the downgrade as the reason, not an operational error.
+	p.ok("sign", "--key", "acme.key", "--sequence", "200", "--out", "s200.etdi.json", "v1.manifest.json")
+	p.ok("sign", "--key", "acme.key", "--sequence", "100", "--out", "s100.etdi.json", "v1.manifest.json")
+	p.approveJSON(0, "--bundle", "s200.etdi.json", "--tool", "get_weather", "--tool", "get_forecast")
+	r = p.expect(11, "NOT approved (downgrade)", append([]string{"pin", "approve"}, append(pinArgs, "--bundle", "s100.etdi.json")...)...)
+	out = p.approveJSON(11, "--bundle", "s100.etdi.json")
+	if len(out.Approved) != 0 || len(out.Refused) != 1 || out.Refused[0].Kind != "downgrade" || out.Refused[0].Tool != "" {
+		t.Fatalf("downgrade: %+v", out)
+	}
+
 }
 
 // TestLivePinApproveInstructions: changed server instructions that are not
