@@ -370,3 +370,30 @@ func TestCLIDiffExitAndSelection(t *testing.T) {
 	}
 	p.expect(2, "unknown flag", diff("--tools", "live-ok.json", "--bogus")...)
 }
+
+// TestIDPRevokeKeyPrefixOfDualSigner: a prefix resolves against the key
+// part of "key+idp" signers too, without a trust policy to list the key.
+func TestIDPRevokeKeyPrefixOfDualSigner(t *testing.T) {
+	issuer, _ := startIDP(t)
+	p := newPinEnv(t)
+	env := append(append([]string{}, pwEnv...), "ACME_SECRET=acme-ci-secret")
+	run := func(code int, want string, args ...string) result {
+		t.Helper()
+		r := runEtdi(t, p.dir, env, args...)
+		if r.code != code || !strings.Contains(r.stdout+r.stderr, want) {
+			t.Fatalf("etdi %v: exit %d (want %d), lacks %q:\n%s%s", args, r.code, code, want, r.stdout, r.stderr)
+		}
+		return r
+	}
+	run(0, "signed", "sign", "--key", "acme.key", "--idp-issuer", issuer, "--client-id", "acme-ci", "--client-secret-env", "ACME_SECRET",
+		"--audience", "urn:etdi", "--out", "dual.etdi.json", "v1.manifest.json")
+	run(0, "trusted", "trust", "add", "--policy", "both.json", "--provider", "acme", "--key", "acme.pub",
+		"--issuer", issuer, "--subject", "acme-ci", "--audience", "urn:etdi")
+	run(0, "approved", "pin", "approve", "--trust", "both.json", "--pins", "dual.db", "--bundle", "dual.etdi.json")
+	acme := p.keyID("acme.pub")
+	r := run(0, "key+idp "+acme, "pin", "list", "--pins", "dual.db")
+	_ = r
+	run(0, "revoked every tool signed by key "+acme, "pin", "revoke", "--pins", "dual.db", "--key", acme[7:7+16])
+	run(14, "revoked", "check", "--trust", "both.json", "--pins", "dual.db", "--bundle", "dual.etdi.json")
+	run(0, "revoked key "+acme, "pin", "show", "--pins", "dual.db", "acme:weather/get_weather")
+}
