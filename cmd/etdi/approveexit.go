@@ -105,5 +105,9 @@ func resolveRevokeKey(s *pin.Store, ref, policy string, explicit bool) (string, 
 			}
 		}
 	}
-	return keys.ResolveID(ref, known)
+	id, err := keys.ResolveID(ref, known)
+	if err != nil {
+		return "", &hintError{err, "a prefix names a key the pins were signed with or the trust policy (--trust) lists; give the full sha256: id to revoke a key not seen yet"}
+	}
+	return id, nil
 }

@@ -288,7 +288,10 @@ func TestCLIPinRevokeKeyPrefix(t *testing.T) {
 	// Too short, not hex, unknown prefix: clear errors, nothing recorded.
 	p.expect(1, "at least 16", append(revoke, "--key", acme[:7+15])...)
 	p.expect(1, "not a hex digit", append(revoke, "--key", "sha256:"+strings.Repeat("z", 16))...)
-	p.expect(1, "no known key", append(revoke, "--key", "sha256:"+strings.Repeat("0", 20))...)
+	r := p.expect(1, "no known key", append(revoke, "--key", "sha256:"+strings.Repeat("0", 20))...)
+	if !strings.Contains(r.stderr, "etdi: hint:") || !strings.Contains(r.stderr, "full sha256: id") {
+		t.Fatalf("unknown prefix without a hint:\n%s", r.stderr)
+	}
 	// acme2 is in the policy but signs no pin: without the policy its
 	// prefix names no known key.
 	p.expect(1, "no known key", append(revoke, "--key", acme2[7:7+16])...)
@@ -298,10 +301,9 @@ func TestCLIPinRevokeKeyPrefix(t *testing.T) {
 
 	// A 16-digit prefix of the key the pins were signed with, without
 	// "sha256:": revokes that key, by its full id.
-	r := p.expect(0, "revoked every tool signed by key "+acme, append(revoke, "--key", strings.ToUpper(acme[7:7+16]), "--reason", "leak")...)
-	_ = r
+	p.expect(0, "revoked every tool signed by key "+acme, append(revoke, "--key", strings.ToUpper(acme[7:7+16]), "--reason", "leak")...)
 	p.expect(14, "revoked", p.check("v1.etdi.json", "")...)
-	if r := p.ok("pin", "history", "--pins", "pins.db"); !strings.Contains(r.stdout, "revoke key "+acme) {
+	if r = p.ok("pin", "history", "--pins", "pins.db"); !strings.Contains(r.stdout, "revoke key "+acme) {
 		t.Fatalf("history:\n%s", r.stdout)
 	}
 	// A prefix of a key of the trust policy.
@@ -391,8 +393,7 @@ func TestIDPRevokeKeyPrefixOfDualSigner(t *testing.T) {
 		"--issuer", issuer, "--subject", "acme-ci", "--audience", "urn:etdi")
 	run(0, "approved", "pin", "approve", "--trust", "both.json", "--pins", "dual.db", "--bundle", "dual.etdi.json")
 	acme := p.keyID("acme.pub")
-	r := run(0, "key+idp "+acme, "pin", "list", "--pins", "dual.db")
-	_ = r
+	run(0, "key+idp "+acme, "pin", "list", "--pins", "dual.db")
 	run(0, "revoked every tool signed by key "+acme, "pin", "revoke", "--pins", "dual.db", "--key", acme[7:7+16])
 	run(14, "revoked", "check", "--trust", "both.json", "--pins", "dual.db", "--bundle", "dual.etdi.json")
 	run(0, "revoked key "+acme, "pin", "show", "--pins", "dual.db", "acme:weather/get_weather")
