@@ -14,7 +14,6 @@ func (e *env) diffCmd() *cobra.Command {
 	var sf serverFlags
 	var pf pinFlags
 	var asJSON bool
-	var runDiff func(cmd *cobra.Command, args []string) error
 	cmd := &cobra.Command{
 		Use:   "diff (--tools FILE | --url URL | --config FILE --name NAME | --bundle BUNDLE) [TOOL ...] [--server -- CMD...]",
 		Short: "Show the field-by-field difference between pinned and current definitions",
@@ -29,124 +28,128 @@ error). When the server's bundle does not verify or the policy blocks it,
 the findings are printed and the exit code is that of etdi check (10-14).`,
 		Example: `  etdi diff --pins pins.db --name files --tools live.json read_file
   etdi diff --trust trust.json --pins pins.db --bundle weather.etdi.json --json`,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			err := runDiff(cmd, args)
-			var ec *exitCodeError
-			var ue *usageError
-			if err == nil || errors.As(err, &ec) || errors.As(err, &ue) {
-				return err
+		RunE: e.troubleExits2(func(cmd *cobra.Command, args []string) error {
+			names, dash := args, -1
+			if d := cmd.ArgsLenAtDash(); d >= 0 {
+				names, args, dash = args[:d], args[d:], 0
+			} else {
+				args = nil
 			}
-			// An operational error is trouble (2), never 1: 1 means the
-			// tools differ.
-			report(e.stderr, err, true)
-			return &exitCodeError{exitUsage}
-		},
-	}
-	runDiff = func(cmd *cobra.Command, args []string) error {
-		names, dash := args, -1
-		if d := cmd.ArgsLenAtDash(); d >= 0 {
-			names, args, dash = args[:d], args[d:], 0
-		} else {
-			args = nil
-		}
-		o, err := e.observeOne(&sf, args, dash)
-		if err != nil {
-			return err
-		}
-		if o.blocked() {
-			printFindings(e.stderr, o.findings)
-			return &exitCodeError{exitFor(o.findings)}
-		}
-		s, err := pf.open(true)
-		if err != nil {
-			return err
-		}
-		defer s.Close()
-		type toolDiff struct {
-			Tool               string            `json:"tool"`
-			Kind               string            `json:"kind"`
-			PinnedVersion      string            `json:"pinnedVersion,omitempty"`
-			Version            string            `json:"version,omitempty"`
-			Changes            []etdi.Change     `json:"changes"`
-			PermissionsAdded   []etdi.Permission `json:"permissionsAdded,omitempty"`
-			PermissionsRemoved []etdi.Permission `json:"permissionsRemoved,omitempty"`
-			// Definition is the whole definition of a tool not pinned.
-			Definition  json.RawMessage   `json:"definition,omitempty"`
-			Permissions []etdi.Permission `json:"permissions,omitempty"`
-		}
-		want, missing := map[string]bool{}, map[string]bool{}
-		for _, a := range names {
-			want[a], missing[a] = true, true
-		}
-		out := []toolDiff{}
-		for _, t := range o.obs.Tools {
-			if len(want) > 0 && !want[t.Name] {
-				continue
-			}
-			delete(missing, t.Name)
-			p, err := s.Get(o.obs.Server, t.Name)
+			o, err := e.observeOne(&sf, args, dash)
 			if err != nil {
 				return err
 			}
-			if p == nil {
-				out = append(out, toolDiff{Tool: t.Name, Kind: "not pinned", Version: t.Version, Changes: []etdi.Change{},
-					Definition: json.RawMessage(t.Canonical), Permissions: t.Permissions})
-				continue
+			if o.blocked() {
+				printFindings(e.stderr, o.findings)
+				return &exitCodeError{exitFor(o.findings)}
 			}
-			old, err1 := etdi.ParseJSON(p.Definition)
-			cur, err2 := etdi.ParseJSON(t.Canonical)
-			if err1 != nil || err2 != nil {
-				return fmt.Errorf("tool %q: stored or current definition unreadable", t.Name)
-			}
-			d := toolDiff{Tool: t.Name, Kind: "unchanged", PinnedVersion: p.Version, Version: t.Version, Changes: etdi.Diff(old, cur)}
-			d.PermissionsAdded, d.PermissionsRemoved = pin.PermissionDiff(p.Permissions, t.Permissions)
-			if len(d.Changes) > 0 || len(d.PermissionsAdded)+len(d.PermissionsRemoved) > 0 || p.Version != t.Version {
-				d.Kind = "changed"
-			}
-			out = append(out, d)
-		}
-		for _, n := range names {
-			if missing[n] {
-				return fmt.Errorf("tool %q is not offered by %s", n, o.obs.Server)
-			}
-		}
-		code := exitOK
-		for _, d := range out {
-			if d.Kind != "unchanged" {
-				code = exitError
-			}
-		}
-		if asJSON {
-			if err := e.writeJSON(out); err != nil {
+			s, err := pf.open(true)
+			if err != nil {
 				return err
 			}
+			defer s.Close()
+			type toolDiff struct {
+				Tool               string            `json:"tool"`
+				Kind               string            `json:"kind"`
+				PinnedVersion      string            `json:"pinnedVersion,omitempty"`
+				Version            string            `json:"version,omitempty"`
+				Changes            []etdi.Change     `json:"changes"`
+				PermissionsAdded   []etdi.Permission `json:"permissionsAdded,omitempty"`
+				PermissionsRemoved []etdi.Permission `json:"permissionsRemoved,omitempty"`
+				// Definition is the whole definition of a tool not pinned.
+				Definition  json.RawMessage   `json:"definition,omitempty"`
+				Permissions []etdi.Permission `json:"permissions,omitempty"`
+			}
+			want, missing := map[string]bool{}, map[string]bool{}
+			for _, a := range names {
+				want[a], missing[a] = true, true
+			}
+			out := []toolDiff{}
+			for _, t := range o.obs.Tools {
+				if len(want) > 0 && !want[t.Name] {
+					continue
+				}
+				delete(missing, t.Name)
+				p, err := s.Get(o.obs.Server, t.Name)
+				if err != nil {
+					return err
+				}
+				if p == nil {
+					out = append(out, toolDiff{Tool: t.Name, Kind: "not pinned", Version: t.Version, Changes: []etdi.Change{},
+						Definition: json.RawMessage(t.Canonical), Permissions: t.Permissions})
+					continue
+				}
+				old, err1 := etdi.ParseJSON(p.Definition)
+				cur, err2 := etdi.ParseJSON(t.Canonical)
+				if err1 != nil || err2 != nil {
+					return fmt.Errorf("tool %q: stored or current definition unreadable", t.Name)
+				}
+				d := toolDiff{Tool: t.Name, Kind: "unchanged", PinnedVersion: p.Version, Version: t.Version, Changes: etdi.Diff(old, cur)}
+				d.PermissionsAdded, d.PermissionsRemoved = pin.PermissionDiff(p.Permissions, t.Permissions)
+				if len(d.Changes) > 0 || len(d.PermissionsAdded)+len(d.PermissionsRemoved) > 0 || p.Version != t.Version {
+					d.Kind = "changed"
+				}
+				out = append(out, d)
+			}
+			for _, n := range names {
+				if missing[n] {
+					return fmt.Errorf("tool %q is not offered by %s", n, o.obs.Server)
+				}
+			}
+			code := exitOK
+			for _, d := range out {
+				if d.Kind != "unchanged" {
+					code = exitError // differences, as diff(1)
+				}
+			}
+			if asJSON {
+				if err := e.writeJSON(out); err != nil {
+					return err
+				}
+				return exitWith(code)
+			}
+			for _, d := range out {
+				switch d.Kind {
+				case "not pinned":
+					say(e.stdout, "%s: not pinned on %s; the whole definition:\n", d.Tool, o.obs.Server)
+					describeTool(e.stdout, d.Definition, d.Permissions)
+					continue
+				case "unchanged":
+					say(e.stdout, "%s: no difference\n", d.Tool)
+					continue
+				}
+				say(e.stdout, "%s: pinned %s, now %s\n", d.Tool, orDash(d.PinnedVersion), orDash(d.Version))
+				for _, c := range d.Changes {
+					say(e.stdout, "    %s\n", c)
+				}
+				for _, p := range d.PermissionsAdded {
+					say(e.stdout, "    + permission %s\n", permList([]etdi.Permission{p}))
+				}
+				for _, p := range d.PermissionsRemoved {
+					say(e.stdout, "    - permission %s\n", permList([]etdi.Permission{p}))
+				}
+			}
 			return exitWith(code)
-		}
-		for _, d := range out {
-			switch d.Kind {
-			case "not pinned":
-				say(e.stdout, "%s: not pinned on %s; the whole definition:\n", d.Tool, o.obs.Server)
-				describeTool(e.stdout, d.Definition, d.Permissions)
-				continue
-			case "unchanged":
-				say(e.stdout, "%s: no difference\n", d.Tool)
-				continue
-			}
-			say(e.stdout, "%s: pinned %s, now %s\n", d.Tool, orDash(d.PinnedVersion), orDash(d.Version))
-			for _, c := range d.Changes {
-				say(e.stdout, "    %s\n", c)
-			}
-			for _, p := range d.PermissionsAdded {
-				say(e.stdout, "    + permission %s\n", permList([]etdi.Permission{p}))
-			}
-			for _, p := range d.PermissionsRemoved {
-				say(e.stdout, "    - permission %s\n", permList([]etdi.Permission{p}))
-			}
-		}
-		return exitWith(code)
+		}),
 	}
 	sf.register(cmd.Flags(), e)
 	pf.register(cmd.Flags(), e)
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print as JSON")
 	return cmd
+}
+
+// troubleExits2 makes run end with exit 2 on an operational error, printed
+// as usual: for diff, 1 means the tools differ, as diff(1), so trouble
+// must be another code. Usage errors stay 2 and finding codes stay theirs.
+func (e *env) troubleExits2(run func(cmd *cobra.Command, args []string) error) func(cmd *cobra.Command, args []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		err := run(cmd, args)
+		var ec *exitCodeError
+		var ue *usageError
+		if err == nil || errors.As(err, &ec) || errors.As(err, &ue) {
+			return err
+		}
+		report(e.stderr, err, true)
+		return &exitCodeError{exitUsage}
+	}
 }
