@@ -36,12 +36,13 @@ refused tool was not.
 
 Exit codes: 0 when everything asked for is approved (the tools named with
 --tool, or without --tool every tool that needed approval); otherwise the
-code of the most severe refused finding (12 > 11 > 10 > 14 > 13), e.g. 11
-for a changed definition not named with --tool or a replayed older bundle,
-14 for a revoked tool, 13
-for a tool that still needs approval. 1 is an operational error, 2 a
-usage error. --json prints the same as "exitCode" with each refusal's
-"tool", "kind" and "reason".`,
+code of the most severe refused finding (12 > 11 > 10 > 14 > 13): 11 for a
+changed definition not named with --tool, changed instructions not
+accepted or a replayed older bundle, 12 for a changed signer, shadowing or
+a look-alike name not named, 14 for a revoked tool, 13 for a tool that
+still needs approval. What can be approved is approved all the same. 1 is
+an operational error, 2 a usage error. --json prints the same code as
+"exitCode", with each refusal's "tool", "kind" and "reason".`,
 		Example: `  etdi pin approve --trust trust.json --pins pins.db --bundle weather.etdi.json --tools live.json
   etdi pin approve --pins pins.db --name files --tools live.json --tool read_file`,
 		RunE: func(cmd *cobra.Command, args []string) error {
