@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"github.com/etdi-dev/etdi"
@@ -16,10 +17,18 @@ func (e *env) diffCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "diff (--tools FILE | --url URL | --config FILE --name NAME | --bundle BUNDLE) [TOOL ...] [--server -- CMD...]",
 		Short: "Show the field-by-field difference between pinned and current definitions",
-		Long: `Compare each tool (or the named ones) with its pin and print what differs:
-the description text, every changed schema path, annotations, and the
-permissions added or removed. Read-only: nothing is recorded.`,
-		RunE: func(cmd *cobra.Command, args []string) error {
+		Long: `Compare each tool (or only the named ones) with its pin and print what
+differs: the description text, every changed schema path, annotations, and
+the permissions added or removed. A tool that is not pinned is a
+difference and is printed whole. Read-only: nothing is recorded.
+
+Exit codes, as diff(1): 0 no difference, 1 differences, 2 trouble: a usage
+error or an operational error (printed as "etdi: error: ..." on standard
+error). When the server's bundle does not verify or the policy blocks it,
+the findings are printed and the exit code is that of etdi check (10-14).`,
+		Example: `  etdi diff --pins pins.db --name files --tools live.json read_file
+  etdi diff --trust trust.json --pins pins.db --bundle weather.etdi.json --json`,
+		RunE: e.troubleExits2(func(cmd *cobra.Command, args []string) error {
 			names, dash := args, -1
 			if d := cmd.ArgsLenAtDash(); d >= 0 {
 				names, args, dash = args[:d], args[d:], 0
@@ -51,16 +60,16 @@ permissions added or removed. Read-only: nothing is recorded.`,
 				Definition  json.RawMessage   `json:"definition,omitempty"`
 				Permissions []etdi.Permission `json:"permissions,omitempty"`
 			}
-			want := map[string]bool{}
+			want, missing := map[string]bool{}, map[string]bool{}
 			for _, a := range names {
-				want[a] = true
+				want[a], missing[a] = true, true
 			}
 			out := []toolDiff{}
 			for _, t := range o.obs.Tools {
 				if len(want) > 0 && !want[t.Name] {
 					continue
 				}
-				delete(want, t.Name)
+				delete(missing, t.Name)
 				p, err := s.Get(o.obs.Server, t.Name)
 				if err != nil {
 					return err
@@ -82,11 +91,22 @@ permissions added or removed. Read-only: nothing is recorded.`,
 				}
 				out = append(out, d)
 			}
-			for n := range want {
-				return fmt.Errorf("tool %q is not offered by %s", n, o.obs.Server)
+			for _, n := range names {
+				if missing[n] {
+					return fmt.Errorf("tool %q is not offered by %s", n, o.obs.Server)
+				}
+			}
+			code := exitOK
+			for _, d := range out {
+				if d.Kind != "unchanged" {
+					code = exitError // differences, as diff(1)
+				}
 			}
 			if asJSON {
-				return e.writeJSON(out)
+				if err := e.writeJSON(out); err != nil {
+					return err
+				}
+				return exitWith(code)
 			}
 			for _, d := range out {
 				switch d.Kind {
@@ -109,11 +129,27 @@ permissions added or removed. Read-only: nothing is recorded.`,
 					say(e.stdout, "    - permission %s\n", permList([]etdi.Permission{p}))
 				}
 			}
-			return nil
-		},
+			return exitWith(code)
+		}),
 	}
 	sf.register(cmd.Flags(), e)
 	pf.register(cmd.Flags(), e)
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print as JSON")
 	return cmd
+}
+
+// troubleExits2 makes run end with exit 2 on an operational error, printed
+// as usual: for diff, 1 means the tools differ, as diff(1), so trouble
+// must be another code. Usage errors stay 2 and finding codes stay theirs.
+func (e *env) troubleExits2(run func(cmd *cobra.Command, args []string) error) func(cmd *cobra.Command, args []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		err := run(cmd, args)
+		var ec *exitCodeError
+		var ue *usageError
+		if err == nil || errors.As(err, &ec) || errors.As(err, &ue) {
+			return err
+		}
+		report(e.stderr, err, true)
+		return &exitCodeError{exitUsage}
+	}
 }

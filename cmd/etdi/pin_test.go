@@ -197,8 +197,8 @@ func TestCLIPinLifecycle(t *testing.T) {
 			t.Errorf("history lacks %q:\n%s", want, r.stdout)
 		}
 	}
-	p.expect(0, "", "diff", "--trust", "trust.json", "--pins", "pins.db", "--name", "files", "--tools", "live-rugpull.json")
-	r = p.ok("diff", "--trust", "trust.json", "--pins", "pins.db", "--name", "files", "--tools", "live-rugpull.json", "get_weather")
+	p.expect(1, "", "diff", "--trust", "trust.json", "--pins", "pins.db", "--name", "files", "--tools", "live-rugpull.json")
+	r = p.expect(1, "get_weather", "diff", "--trust", "trust.json", "--pins", "pins.db", "--name", "files", "--tools", "live-rugpull.json", "get_weather")
 	if !strings.Contains(r.stdout, "/inputSchema/properties/sidenote added") || !strings.Contains(r.stdout, "/description changed") {
 		t.Fatalf("diff: %s", r.stdout)
 	}

@@ -31,7 +31,18 @@ them, or only those named with --tool). A changed definition, a downgrade,
 a changed signer, shadowing or a look-alike name is approved only when the
 tool is named with --tool: that is a decision, recorded as a re-approval in
 the history. Revoked tools, a bundle that does not verify and a replayed
-older bundle are never approved. Prints what was approved.`,
+older bundle are never approved. Prints what was approved, and why each
+refused tool was not.
+
+Exit codes: 0 when everything asked for is approved (the tools named with
+--tool, or without --tool every tool that needed approval); otherwise the
+code of the most severe refused finding (12 > 11 > 10 > 14 > 13): 11 for a
+changed definition not named with --tool, changed instructions not
+accepted or a replayed older bundle, 12 for a changed signer, shadowing or
+a look-alike name not named, 14 for a revoked tool, 13 for a tool that
+still needs approval. What can be approved is approved all the same. 1 is
+an operational error, 2 a usage error. --json prints the same code as
+"exitCode", with each refusal's "tool", "kind" and "reason".`,
 		Example: `  etdi pin approve --trust trust.json --pins pins.db --bundle weather.etdi.json --tools live.json
   etdi pin approve --pins pins.db --name files --tools live.json --tool read_file`,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -53,13 +64,22 @@ older bundle are never approved. Prints what was approved.`,
 				return err
 			}
 			defer s.Close()
+			var approved []pin.Approval
+			var refused []pin.Refusal
 			if c, err := s.Compare(o.obs); err == nil {
 				printSuspicious(e.stderr, c, tools)
+				refused = serverRefusals(c)
 			}
-			approved, refused, err := s.Approve(o.obs, pin.ApproveOptions{Tools: tools, By: pf.who(), AcceptInstructions: acceptInstructions})
-			if err != nil {
-				return err
+			if len(refused) == 0 {
+				approved, refused, err = s.Approve(o.obs, pin.ApproveOptions{Tools: tools, By: pf.who(), AcceptInstructions: acceptInstructions})
+				if err != nil {
+					return err
+				}
+				if refused, err = stillRefused(s, o.obs, tools, refused); err != nil {
+					return err
+				}
 			}
+			code := approveExit(refused)
 			if asJSON {
 				if approved == nil {
 					approved = []pin.Approval{}
@@ -67,11 +87,15 @@ older bundle are never approved. Prints what was approved.`,
 				if refused == nil {
 					refused = []pin.Refusal{}
 				}
-				return e.writeJSON(struct {
+				if err := e.writeJSON(struct {
 					Server   string         `json:"server"`
 					Approved []pin.Approval `json:"approved"`
 					Refused  []pin.Refusal  `json:"refused"`
-				}{o.obs.Server, approved, refused})
+					ExitCode int            `json:"exitCode"`
+				}{o.obs.Server, approved, refused, code}); err != nil {
+					return err
+				}
+				return exitWith(code)
 			}
 			for _, a := range approved {
 				what, replacing := "approved", ""
@@ -86,15 +110,22 @@ older bundle are never approved. Prints what was approved.`,
 			}
 			for _, r := range refused {
 				if r.Tool == "" {
-					say(e.stdout, "NOT accepted: %s\n", r.Reason)
+					what := "NOT approved"
+					if r.Kind == string(verify.InstructionsChanged) {
+						what = "NOT accepted"
+					}
+					say(e.stdout, "%s (%s): %s\n", what, r.Kind, r.Reason)
 					continue
 				}
-				say(e.stdout, "NOT approved %s: %s\n", r.Tool, r.Reason)
+				say(e.stdout, "NOT approved %s (%s): %s\n", r.Tool, r.Kind, r.Reason)
 			}
 			if len(approved) == 0 && len(refused) == 0 {
 				say(e.stdout, "nothing to approve: every tool of %s matches its pin\n", o.obs.Server)
 			}
-			return nil
+			if code != exitOK {
+				say(e.stderr, "etdi: not everything asked for was approved: %d refused (exit %d)\n", len(refused), code)
+			}
+			return exitWith(code)
 		},
 	}
 	sf.register(cmd.Flags(), e)
@@ -108,16 +139,22 @@ older bundle are never approved. Prints what was approved.`,
 
 func (e *env) pinRevokeCmd() *cobra.Command {
 	var pf pinFlags
-	var keyID, reason string
+	var keyID, reason, policy string
 	cmd := &cobra.Command{
 		Use:   "revoke SERVER/TOOL[@VERSION] | --key KEY_ID",
 		Short: "Revoke an approved tool, one of its versions, or every tool a key signed",
 		Long: `Revoke an approval. SERVER/TOOL revokes the tool in every version,
 SERVER/TOOL@VERSION one version, --key every tool signed by that key on
 every server. Revoked tools fail etdi check with exit 14 and cannot be
-approved again. The revocation is recorded in the history.`,
+approved again. The revocation is recorded in the history.
+
+--key takes a full key id (sha256: and 64 hex digits), or a prefix of at
+least 16 hex digits of a key the pins were signed with or the trust policy
+(--trust) lists. A prefix that matches several keys or none is an error; a
+full id is accepted even when no pin uses it yet, so a key can be revoked
+before its tools are seen.`,
 		Example: `  etdi pin revoke acme:weather/get_weather@1.0.0 --reason "CVE-2026-1234"
-  etdi pin revoke --key sha256:1a2b...`,
+  etdi pin revoke --key sha256:1a2b3c4d5e6f7a8b --reason "key leaked"`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if (len(args) == 1) == (keyID != "") {
 				return usagef("give either SERVER/TOOL[@VERSION] or --key KEY_ID")
@@ -137,11 +174,16 @@ approved again. The revocation is recorded in the history.`,
 				return err
 			}
 			defer s.Close()
+			if keyID != "" {
+				if r.KeyID, err = resolveRevokeKey(s, keyID, policy, cmd.Flags().Changed("trust")); err != nil {
+					return err
+				}
+			}
 			if err := s.Revoke(r); err != nil {
 				return err
 			}
 			if keyID != "" {
-				say(e.stdout, "revoked every tool signed by key %s\n", keyID)
+				say(e.stdout, "revoked every tool signed by key %s\n", r.KeyID)
 			} else {
 				say(e.stdout, "revoked %s\n", args[0])
 			}
@@ -150,7 +192,8 @@ approved again. The revocation is recorded in the history.`,
 	}
 	pf.register(cmd.Flags(), e)
 	pf.registerBy(cmd.Flags())
-	cmd.Flags().StringVar(&keyID, "key", "", "revoke every tool signed by this key id (sha256:...)")
+	cmd.Flags().StringVar(&keyID, "key", "", "revoke every tool signed by this key: a full id (sha256:...) or a prefix of at least 16 hex digits")
+	cmd.Flags().StringVar(&policy, "trust", e.defaultTrust(), "trust policy whose key ids a --key prefix may name ($ETDI_TRUST)")
 	cmd.Flags().StringVar(&reason, "reason", "", "why, recorded in the history")
 	return cmd
 }

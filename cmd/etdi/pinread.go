@@ -15,8 +15,16 @@ func (e *env) pinListCmd() *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "list",
-		Short: "List every pinned tool",
-		Args:  exactArgs(0),
+		Short: "List every pinned tool and every revocation",
+		Long: `List every pinned tool: version, digest, signer, who approved it and when,
+and under each pin the revocations about it (of the tool, of one of its
+versions, or of the key that signed it: who, when and why). A pin marked
+REVOKED fails etdi check with exit 14. Revocations about no pin (a key
+revoked before any pin used it) follow the pins.
+
+--json prints an array of pins, each with "revoked" (true when a
+revocation withdraws the pin as pinned) and "revocations".`,
+		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			s, err := pf.open(true)
 			if err != nil {
@@ -27,17 +35,26 @@ func (e *env) pinListCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			revs, err := s.Revocations()
+			if err != nil {
+				return err
+			}
 			type row struct {
-				Ref        string    `json:"ref"`
-				Version    string    `json:"version,omitempty"`
-				Digest     string    `json:"digest"`
-				Signer     string    `json:"signer"`
-				ApprovedBy string    `json:"approvedBy"`
-				ApprovedAt time.Time `json:"approvedAt"`
+				Ref         string           `json:"ref"`
+				Version     string           `json:"version,omitempty"`
+				Digest      string           `json:"digest"`
+				Signer      string           `json:"signer"`
+				ApprovedBy  string           `json:"approvedBy"`
+				ApprovedAt  time.Time        `json:"approvedAt"`
+				Revoked     bool             `json:"revoked"`
+				Revocations []revocationView `json:"revocations"`
 			}
 			rows := []row{}
-			for _, p := range pins {
-				rows = append(rows, row{p.Ref(), p.Version, p.Digest, p.Signer.String(), p.ApprovedBy, p.ApprovedAt})
+			used := make([]bool, len(revs))
+			for i := range pins {
+				p := &pins[i]
+				rv, revoked := revocationsAbout(revs, p, used)
+				rows = append(rows, row{p.Ref(), p.Version, p.Digest, p.Signer.String(), p.ApprovedBy, p.ApprovedAt, revoked, rv})
 			}
 			if asJSON {
 				return e.writeJSON(rows)
@@ -48,7 +65,23 @@ func (e *env) pinListCmd() *cobra.Command {
 				if v == "" {
 					v = "-"
 				}
-				say(e.stdout, "%s  %s  sha256:%s  %s  approved by %s at %s\n", r.Ref, v, d.Short(), r.Signer, r.ApprovedBy, r.ApprovedAt.Format(time.RFC3339))
+				state := ""
+				if r.Revoked {
+					state = "  REVOKED"
+				}
+				say(e.stdout, "%s  %s  sha256:%s  %s  approved by %s at %s%s\n", r.Ref, v, d.Short(), r.Signer, r.ApprovedBy, r.ApprovedAt.Format(time.RFC3339), state)
+				for _, rv := range r.Revocations {
+					say(e.stdout, "    %s\n", rv.line())
+				}
+			}
+			// Revocations of no pinned tool: a key revoked before any pin
+			// used it, or a tool whose pin was replaced under another
+			// signer.
+			for i := range revs {
+				if !used[i] {
+					rv := viewRevocation(&revs[i], nil)
+					say(e.stdout, "%s\n", rv.line())
+				}
 			}
 			return nil
 		},
@@ -62,8 +95,13 @@ func (e *env) pinShowCmd() *cobra.Command {
 	var pf pinFlags
 	var asJSON bool
 	cmd := &cobra.Command{
-		Use:     "show SERVER/TOOL",
-		Short:   "Show one pin with its approved definition",
+		Use:   "show SERVER/TOOL",
+		Short: "Show one pin with its approved definition and its revocations",
+		Long: `Show one pin: version, digest, signer, provider, permissions, who
+approved it and when, the revocations about it (of the tool, of one of its
+versions, or of the key that signed it: who, when and why) and the
+approved definition. --json prints the pin with "revoked" and
+"revocations".`,
 		Example: `  etdi pin show acme:weather/get_weather`,
 		Args:    exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -83,11 +121,27 @@ func (e *env) pinShowCmd() *cobra.Command {
 			if p == nil {
 				return fmt.Errorf("no pin %s", args[0])
 			}
-			if asJSON {
-				return e.writeJSON(p)
+			revs, err := s.Revocations()
+			if err != nil {
+				return err
 			}
-			say(e.stdout, "%s\n  version      %s\n  digest       %s\n  signer       %s\n  provider     %s\n  permissions  %s\n  approved     by %s at %s\n  definition\n",
+			rv, revoked := revocationsAbout(revs, p, nil)
+			if asJSON {
+				return e.writeJSON(struct {
+					*pin.Pin
+					Revoked     bool             `json:"revoked"`
+					Revocations []revocationView `json:"revocations"`
+				}{p, revoked, rv})
+			}
+			say(e.stdout, "%s\n  version      %s\n  digest       %s\n  signer       %s\n  provider     %s\n  permissions  %s\n  approved     by %s at %s\n",
 				p.Ref(), orDash(p.Version), p.Digest, p.Signer, orDash(p.Provider), permList(p.Permissions), p.ApprovedBy, p.ApprovedAt.Format(time.RFC3339))
+			if len(rv) == 0 {
+				say(e.stdout, "  revoked      no\n")
+			}
+			for _, r := range rv {
+				say(e.stdout, "  %s\n", r.line())
+			}
+			say(e.stdout, "  definition\n")
 			describeTool(e.stdout, p.Definition, p.Permissions)
 			say(e.stdout, "  definition (JSON)\n")
 			sayJSON(e.stdout, "    ", p.Definition)
