@@ -89,19 +89,6 @@ type sarifDoc struct {
 	Runs    []sarifRun `json:"runs"`
 }
 
-func sarifLevel(f verify.Finding) string {
-	switch f.Severity {
-	case verify.Error:
-		if approvalKinds[f.Kind] {
-			return "warning"
-		}
-		return "error"
-	case verify.Warning:
-		return "warning"
-	}
-	return "note"
-}
-
 // sarifLog turns a check into SARIF 2.1.0: one rule per finding kind and
 // one result per finding, located at the configuration, bundle or tools
 // file and, logically, at the server and tool.
@@ -135,7 +122,7 @@ func sarifLog(out *checkOutput) *sarifDoc {
 			if f.Severity == verify.Info {
 				continue
 			}
-			run.Results = append(run.Results, sarifResult{RuleID: "etdi/" + string(f.Kind), Level: sarifLevel(f),
+			run.Results = append(run.Results, sarifResult{RuleID: "etdi/" + string(f.Kind), Level: levelOf(f).SARIF,
 				Message: sarifMessage{f.Message}, Locations: locations(rep, f.Tool), Properties: f})
 		}
 	}

@@ -1,0 +1,114 @@
+package pin
+
+import (
+	"bytes"
+	"encoding/json"
+
+	"github.com/etdi-dev/etdi/verify"
+	bolt "go.etcd.io/bbolt"
+)
+
+// findingKey is what makes two findings the same finding in the history
+// (SPEC.md §16): kind, severity, server, tool, version, live digest and
+// message. The message carries the rest of the evidence (the approved
+// version, the signers, the servers a name is approved on, where
+// suspicious text sits), so a finding that differs in any of it is
+// another finding. Who ran the check and when are not part of it.
+type findingKey struct {
+	kind, severity, server, tool, version, digest, message string
+}
+
+func keyOfFinding(server string, f *verify.Finding) findingKey {
+	return findingKey{string(f.Kind), string(f.Severity), server, f.Tool, f.Version, f.Live, f.Message}
+}
+
+func keyOfRecord(r *Record) findingKey {
+	return findingKey{r.Kind, r.Severity, r.Server, r.Tool, r.Version, r.Digest, r.Message}
+}
+
+// unrecorded returns the error and warning findings of server that the
+// history does not already hold since the last approval, re-approval or
+// revocation that concerns them, in their order. A finding seen on every
+// check (a tool that keeps needing approval, a rug pull nobody resolved)
+// is recorded once; one that differs in anything, or that comes back
+// after a decision, is recorded again. A finding listed n times in one
+// check needs n records.
+//
+// The history is read backwards from its end and only until every
+// finding is settled, so the usual case, a finding recorded by the
+// previous check, costs a few records. Records about other servers are
+// skipped without decoding.
+func unrecorded(tx *bolt.Tx, server string, findings []verify.Finding) ([]verify.Finding, error) {
+	need := map[findingKey]int{}
+	for i := range findings {
+		if findings[i].Severity != verify.Info {
+			need[keyOfFinding(server, &findings[i])]++
+		}
+	}
+	if len(need) == 0 {
+		return nil, nil
+	}
+	found := map[findingKey]int{}
+	pending := len(need)
+	quoted, err := json.Marshal(server)
+	if err != nil {
+		return nil, err
+	}
+	serverField := append(append([]byte(`,"server":`), quoted...), ',')
+	revokeType := []byte(`"type":"` + RecordRevoke + `"`)
+	records := tx.Bucket(bLog).Bucket(bRecords)
+	for i := logSize(tx) - 1; i >= 0 && pending > 0; i-- {
+		data := records.Get(u64(uint64(i)))
+		if data == nil {
+			return nil, &LogError{i, "missing (deleted)"}
+		}
+		// encoding/json escapes every quote inside a string, so these
+		// patterns only match the record's own fields.
+		if !bytes.Contains(data, serverField) && !bytes.Contains(data, revokeType) {
+			continue
+		}
+		var rec Record
+		if err := json.Unmarshal(data, &rec); err != nil {
+			return nil, &LogError{i, "unreadable: " + err.Error()}
+		}
+		switch rec.Type {
+		case RecordFinding:
+			if rec.Server != server {
+				continue
+			}
+			k := keyOfRecord(&rec)
+			if n, ok := need[k]; ok && found[k] < n {
+				if found[k]++; found[k] == n {
+					pending--
+				}
+			}
+		case RecordApprove, RecordReapprove, RecordRevoke:
+			keyRevoked := rec.Type == RecordRevoke && rec.KeyID != ""
+			if rec.Server != server && !keyRevoked {
+				continue
+			}
+			// A decision about the tool, about the whole server, or a key
+			// revocation: what came before it is not the current state.
+			for k, n := range need {
+				if found[k] < n && (keyRevoked || rec.Tool == "" || k.tool == "" || k.tool == rec.Tool) {
+					need[k] = found[k]
+					pending--
+				}
+			}
+		}
+	}
+	var out []verify.Finding
+	for i := range findings {
+		f := findings[i]
+		if f.Severity == verify.Info {
+			continue
+		}
+		k := keyOfFinding(server, &f)
+		if found[k] > 0 {
+			found[k]--
+			continue
+		}
+		out = append(out, f)
+	}
+	return out, nil
+}
