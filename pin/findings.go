@@ -55,16 +55,18 @@ func unrecorded(tx *bolt.Tx, server string, findings []verify.Finding) ([]verify
 		return nil, err
 	}
 	serverField := append(append([]byte(`,"server":`), quoted...), ',')
-	revokeType := []byte(`"type":"` + RecordRevoke + `"`)
-	records := tx.Bucket(bLog).Bucket(bRecords)
-	for i := logSize(tx) - 1; i >= 0 && pending > 0; i-- {
-		data := records.Get(u64(uint64(i)))
-		if data == nil {
+	// A cursor walks the records in key order, from the last one.
+	c := tx.Bucket(bLog).Bucket(bRecords).Cursor()
+	last := logSize(tx) - 1
+	k, data := c.Seek(u64(uint64(last)))
+	for i := last; i >= 0 && pending > 0; i-- {
+		if i < last {
+			k, data = c.Prev()
+		}
+		if !bytes.Equal(k, u64(uint64(i))) {
 			return nil, &LogError{i, "missing (deleted)"}
 		}
-		// encoding/json escapes every quote inside a string, so these
-		// patterns only match the record's own fields.
-		if !bytes.Contains(data, serverField) && !bytes.Contains(data, revokeType) {
+		if !mayConcern(data, serverField) {
 			continue
 		}
 		var rec Record
@@ -111,4 +113,29 @@ func unrecorded(tx *bolt.Tx, server string, findings []verify.Finding) ([]verify
 		out = append(out, f)
 	}
 	return out, nil
+}
+
+// mayConcern reports whether a stored record may be a finding, approval
+// or re-approval about the server whose field is serverField, or a
+// revocation, without decoding it. Records are encoding/json output of
+// Record, whose fields come in a fixed order ({"index":..,"prev":..,
+// "time":..,"type":"T","server":..), and encoding/json escapes every
+// quote inside a string, so the patterns only match these fields. A
+// record of another shape is decoded rather than skipped.
+func mayConcern(data, serverField []byte) bool {
+	const typeField = `"type":"`
+	i := bytes.Index(data[:min(len(data), 160)], []byte(typeField))
+	if i < 0 {
+		return true
+	}
+	rest := data[i+len(typeField):]
+	j := bytes.IndexByte(rest, '"')
+	if j < 0 {
+		return true
+	}
+	switch string(rest[:j]) {
+	case RecordFinding, RecordApprove, RecordReapprove:
+		return bytes.HasPrefix(rest[j+1:], serverField)
+	}
+	return true
 }
