@@ -87,11 +87,11 @@ prints it; --approve asks about each new or changed tool on a terminal.
 Checking more than one server ends with one summary line on standard
 error, e.g. "etdi: 3 servers: 1 ok, 1 needs approval, 1 blocked, 0 not
 checked": blocked is a security finding (exit 10, 11, 12 or 14), not
-checked an operational error (1). --quiet prints only problems: servers
-that could not be checked and error and warning findings, under their
-server's heading, and the summary line unless everything is ok; a clean
-run prints nothing. --json (with a "summary" member) and --sarif are
-unchanged by --quiet.`,
+checked an operational error (1). --quiet prints only problems: each
+server that is not ok under its heading, with its error or its error and
+warning findings, and the summary line unless every server is ok; a run
+that exits 0 prints nothing. --json (with a "summary" member) and --sarif
+are unchanged by --quiet.`,
 		Example: `  etdi check --trust trust.json --pins pins.db --bundle weather.etdi.json --tools live.json
   etdi check --server -- node server.js --flag
   etdi check --url http://127.0.0.1:3001/mcp --header "Authorization: Bearer $TOKEN"
@@ -107,6 +107,7 @@ unchanged by --quiet.`,
 			if interactive && !e.stdinIsTerminal() {
 				return usagef("--approve asks questions and needs a terminal; use --yes in scripts")
 			}
+			e.quiet = quiet
 			ts, err := e.targets(&sf, args, cmd.ArgsLenAtDash())
 			if err != nil {
 				return err
@@ -162,7 +163,7 @@ unchanged by --quiet.`,
 	cmd.Flags().BoolVar(&yes, "yes", false, "approve new tools and new versions without asking, and print what was approved")
 	cmd.Flags().BoolVar(&interactive, "approve", false, "on a terminal, show each new or changed tool and ask whether to approve it")
 	cmd.Flags().BoolVar(&acceptInstructions, "accept-instructions", false, "with --yes: also accept changed server instructions")
-	cmd.Flags().BoolVarP(&quiet, "quiet", "q", false, "print only problems: servers not checked, error and warning findings, and the summary unless all is ok")
+	cmd.Flags().BoolVarP(&quiet, "quiet", "q", false, "print only the servers that are not ok, their error and warning findings, and the summary")
 	return cmd
 }
 
