@@ -78,7 +78,8 @@ other permissions, changed server instructions, a lower version or an
 older bundle is a rug pull or downgrade (11); another signer, a name
 approved on another server or one that looks like an approved name is
 impersonation (12); a revoked tool, version or key is 14. Error and warning
-findings are appended to the history. A server that cannot be checked is
+findings are appended to the history, each once until the next approval
+or revocation of its tool. A server that cannot be checked is
 an error (1) unless another server has a security finding.
 
 --yes approves what etdi pin approve would (new tools and versions) and

@@ -104,11 +104,9 @@ func sarifLog(out *checkOutput) *sarifDoc {
 	sort.Strings(kinds)
 	for _, k := range kinds {
 		r := sarifRule{ID: "etdi/" + k, Name: k, ShortDescription: sarifMessage{ruleText[verify.Kind(k)]}}
-		r.DefaultConfiguration.Level = "error"
+		r.DefaultConfiguration.Level = levelOf(verify.Finding{Kind: verify.Kind(k), Severity: defaultSeverity(verify.Kind(k))}).SARIF
 		if code, ok := kindExit[verify.Kind(k)]; ok {
 			r.Properties = map[string]any{"exitCode": code}
-		} else {
-			r.DefaultConfiguration.Level = "note"
 		}
 		run.Tool.Driver.Rules = append(run.Tool.Driver.Rules, r)
 	}

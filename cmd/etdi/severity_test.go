@@ -70,9 +70,18 @@ func TestFindingSeverityAgrees(t *testing.T) {
 	if err := json.Unmarshal([]byte(sarif.stdout), &doc); err != nil || len(doc.Runs) != 1 {
 		t.Fatalf("--sarif: %v\n%s", err, sarif.stdout)
 	}
+	ruleLevel := map[string]string{}
+	for _, r := range doc.Runs[0].Tool.Driver.Rules {
+		ruleLevel[r.ID] = r.DefaultConfiguration.Level
+	}
 	for _, r := range doc.Runs[0].Results {
 		s := at(key{strings.TrimPrefix(r.RuleID, "etdi/"), termtext.Escape(r.Message.Text)})
 		s.sarif = append(s.sarif, r.Level)
+		// A rule's default level is its results' level, but for
+		// unsigned_tool, whose severity the policy chooses.
+		if r.RuleID != "etdi/unsigned_tool" && ruleLevel[r.RuleID] != r.Level {
+			t.Errorf("SARIF rule %s: default level %q, result level %q", r.RuleID, ruleLevel[r.RuleID], r.Level)
+		}
 	}
 	// The records of these three checks, not those of the approval.
 	for _, line := range strings.Split(strings.TrimSpace(export.stdout), "\n")[before:] {
