@@ -54,7 +54,7 @@ func unrecorded(tx *bolt.Tx, server string, findings []verify.Finding) ([]verify
 	if err != nil {
 		return nil, err
 	}
-	serverField := append(append([]byte(`,"server":`), quoted...), ',')
+	serverField := append([]byte(`,"server":`), quoted...)
 	// A cursor walks the records in key order, from the last one.
 	c := tx.Bucket(bLog).Bucket(bRecords).Cursor()
 	last := logSize(tx) - 1
@@ -116,8 +116,8 @@ func unrecorded(tx *bolt.Tx, server string, findings []verify.Finding) ([]verify
 }
 
 // mayConcern reports whether a stored record may be a finding, approval
-// or re-approval about the server whose field is serverField, or a
-// revocation, without decoding it. Records are encoding/json output of
+// or re-approval about the server whose field is serverField
+// (`,"server":` and the quoted key), or a revocation, without decoding it. Records are encoding/json output of
 // Record, whose fields come in a fixed order ({"index":..,"prev":..,
 // "time":..,"type":"T","server":..), and encoding/json escapes every
 // quote inside a string, so the patterns only match these fields. A
@@ -135,7 +135,9 @@ func mayConcern(data, serverField []byte) bool {
 	}
 	switch string(rest[:j]) {
 	case RecordFinding, RecordApprove, RecordReapprove:
-		return bytes.HasPrefix(rest[j+1:], serverField)
+		rest = rest[j+1:]
+		n := len(serverField)
+		return bytes.HasPrefix(rest, serverField) && len(rest) > n && (rest[n] == ',' || rest[n] == '}')
 	}
 	return true
 }
