@@ -269,31 +269,33 @@ func (s *Store) Compare(o *Observation) (*Comparison, error) {
 	return c, err
 }
 
-// Check compares o with the pins and appends every error and warning
-// finding to the history. A clean comparison writes nothing; otherwise the
-// comparison is repeated in the write transaction that records it.
-func (s *Store) Check(o *Observation, by string) (*Comparison, error) {
-	c, err := s.Compare(o)
-	if err != nil || !needsRecord(c.Findings) {
-		return c, err
-	}
-	err = s.update(func(tx *bolt.Tx) error {
+// Check compares o with the pins and appends to the history every error
+// and warning finding, of the comparison and the extra ones (those of
+// verification), that the history does not already hold since the last
+// decision about its tool (unrecorded). When nothing is new it writes
+// nothing; otherwise the comparison is repeated in the write transaction
+// that records it.
+func (s *Store) Check(o *Observation, by string, extra ...verify.Finding) (*Comparison, error) {
+	var c *Comparison
+	var todo []verify.Finding
+	pass := func(tx *bolt.Tx) error {
 		var err error
 		if c, err = compare(tx, o); err != nil {
 			return err
 		}
-		return recordFindings(tx, o, c.Findings, by)
+		todo, err = unrecorded(tx, o.Server, append(slices.Clip(extra), c.Findings...))
+		return err
+	}
+	if err := s.view(pass); err != nil || len(todo) == 0 {
+		return c, err
+	}
+	err := s.update(func(tx *bolt.Tx) error {
+		if err := pass(tx); err != nil {
+			return err
+		}
+		return recordFindings(tx, o, todo, by)
 	})
 	return c, err
-}
-
-func needsRecord(findings []verify.Finding) bool {
-	for _, f := range findings {
-		if f.Severity != verify.Info {
-			return true
-		}
-	}
-	return false
 }
 
 func recordFindings(tx *bolt.Tx, o *Observation, findings []verify.Finding, by string) error {

@@ -58,6 +58,9 @@
 // log/hashes holds the stored hashes tlog.StoredHashes computes. Each
 // record also carries the tree hash of the log before it ("prev"), so a
 // rewrite that recomputes the hashes is still pinned to a record number.
+// Check appends a finding only if the history does not already hold the
+// same finding since the last decision about its tool (unrecorded); it
+// never rewrites a record.
 // Checkpoints ("<origin>\n<size>\n<base64 root>\n", C2SP tlog-checkpoint)
 // are signed notes (golang.org/x/mod/sumdb/note) by a local audit key.
 package pin

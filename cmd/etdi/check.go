@@ -49,13 +49,14 @@ func blockedUnsigned(reps []*checkReport) bool {
 // checkOutput is the whole result of etdi check.
 type checkOutput struct {
 	Servers  []*checkReport `json:"servers"`
+	Summary  checkSummary   `json:"summary"`
 	ExitCode int            `json:"exitCode"`
 }
 
 func (e *env) checkCmd() *cobra.Command {
 	var sf serverFlags
 	var pf pinFlags
-	var asJSON, asSARIF, yes, interactive, acceptInstructions bool
+	var asJSON, asSARIF, yes, interactive, acceptInstructions, quiet bool
 	cmd := &cobra.Command{
 		Use:   "check (--tools FILE | --server -- CMD... | --url URL | --config FILE|auto | --bundle BUNDLE)",
 		Short: "Check a server's tools against the trust policy and the approved pins",
@@ -77,11 +78,21 @@ other permissions, changed server instructions, a lower version or an
 older bundle is a rug pull or downgrade (11); another signer, a name
 approved on another server or one that looks like an approved name is
 impersonation (12); a revoked tool, version or key is 14. Error and warning
-findings are appended to the history. A server that cannot be checked is
+findings are appended to the history, each once until the next approval
+or revocation of its tool. A server that cannot be checked is
 an error (1) unless another server has a security finding.
 
 --yes approves what etdi pin approve would (new tools and versions) and
-prints it; --approve asks about each new or changed tool on a terminal.`,
+prints it; --approve asks about each new or changed tool on a terminal.
+
+Checking more than one server ends with one summary line on standard
+error, e.g. "etdi: 3 servers: 1 ok, 1 needs approval, 1 blocked, 0 not
+checked": blocked is a security finding (exit 10, 11, 12 or 14), not
+checked an operational error (1). --quiet prints only problems: each
+server that is not ok under its heading, with its error or its error and
+warning findings, and the summary line unless every server is ok; a run
+that exits 0 prints nothing. --json (with a "summary" member) and --sarif
+are unchanged by --quiet.`,
 		Example: `  etdi check --trust trust.json --pins pins.db --bundle weather.etdi.json --tools live.json
   etdi check --server -- node server.js --flag
   etdi check --url http://127.0.0.1:3001/mcp --header "Authorization: Bearer $TOKEN"
@@ -97,6 +108,7 @@ prints it; --approve asks about each new or changed tool on a terminal.`,
 			if interactive && !e.stdinIsTerminal() {
 				return usagef("--approve asks questions and needs a terminal; use --yes in scripts")
 			}
+			e.quiet = quiet
 			ts, err := e.targets(&sf, args, cmd.ArgsLenAtDash())
 			if err != nil {
 				return err
@@ -111,6 +123,7 @@ prints it; --approve asks about each new or changed tool on a terminal.`,
 				out.Servers = append(out.Servers, rep)
 			}
 			out.ExitCode = combineExit(out.Servers)
+			out.Summary = summarize(out.Servers)
 			switch {
 			case asJSON:
 				if err := e.writeJSON(out); err != nil {
@@ -121,12 +134,7 @@ prints it; --approve asks about each new or changed tool on a terminal.`,
 					return err
 				}
 			default:
-				for i, rep := range out.Servers {
-					if i > 0 {
-						say(e.stdout, "\n")
-					}
-					printCheck(e.stdout, rep)
-				}
+				printChecks(e.stdout, out.Servers, quiet)
 			}
 			switch out.ExitCode {
 			case exitOK:
@@ -138,6 +146,9 @@ prints it; --approve asks about each new or changed tool on a terminal.`,
 			if blockedUnsigned(out.Servers) {
 				fmt.Fprintf(e.stderr, "etdi: hint: a server without a signed bundle is blocked by the trust policy (unsigned: block, the default).\n"+
 					"etdi: hint: to review and pin unsigned servers by digest instead, with a warning on each check: etdi trust unsigned warn --trust %s\n", sf.policy)
+			}
+			if len(out.Servers) > 1 && !(quiet && out.ExitCode == exitOK) {
+				say(e.stderr, "etdi: %s\n", out.Summary)
 			}
 			if out.ExitCode != exitOK {
 				return &exitCodeError{out.ExitCode}
@@ -153,6 +164,7 @@ prints it; --approve asks about each new or changed tool on a terminal.`,
 	cmd.Flags().BoolVar(&yes, "yes", false, "approve new tools and new versions without asking, and print what was approved")
 	cmd.Flags().BoolVar(&interactive, "approve", false, "on a terminal, show each new or changed tool and ask whether to approve it")
 	cmd.Flags().BoolVar(&acceptInstructions, "accept-instructions", false, "with --yes: also accept changed server instructions")
+	cmd.Flags().BoolVarP(&quiet, "quiet", "q", false, "print only the servers that are not ok, their error and warning findings, and the summary")
 	return cmd
 }
 
@@ -204,7 +216,7 @@ func (e *env) checkTarget(sf *serverFlags, pf *pinFlags, t *target, p *trust.Pol
 	if err != nil {
 		return fail(err)
 	}
-	c, err := s.Check(o.obs, pf.who())
+	c, err := s.Check(o.obs, pf.who(), o.findings...)
 	before := c
 	switch {
 	case err == nil && interactive && !hasError(o.findings):

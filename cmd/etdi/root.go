@@ -28,6 +28,8 @@ type env struct {
 	// ranCommand is set once flags and arguments were accepted, so that
 	// later errors are operational (exit 1) and earlier ones usage (exit 2).
 	ranCommand bool
+	// quiet (check --quiet) silences progress lines.
+	quiet bool
 }
 
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
@@ -156,7 +158,7 @@ func (e *env) stdinIsTerminal() bool {
 // progress prints a line on standard error when it is a terminal; off a
 // terminal, output stays machine-friendly.
 func (e *env) progress(format string, args ...any) {
-	if f, ok := e.stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+	if f, ok := e.stderr.(*os.File); ok && !e.quiet && term.IsTerminal(int(f.Fd())) {
 		say(e.stderr, "etdi: "+format+"\n", args...)
 	}
 }

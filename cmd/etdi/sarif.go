@@ -89,19 +89,6 @@ type sarifDoc struct {
 	Runs    []sarifRun `json:"runs"`
 }
 
-func sarifLevel(f verify.Finding) string {
-	switch f.Severity {
-	case verify.Error:
-		if approvalKinds[f.Kind] {
-			return "warning"
-		}
-		return "error"
-	case verify.Warning:
-		return "warning"
-	}
-	return "note"
-}
-
 // sarifLog turns a check into SARIF 2.1.0: one rule per finding kind and
 // one result per finding, located at the configuration, bundle or tools
 // file and, logically, at the server and tool.
@@ -117,11 +104,9 @@ func sarifLog(out *checkOutput) *sarifDoc {
 	sort.Strings(kinds)
 	for _, k := range kinds {
 		r := sarifRule{ID: "etdi/" + k, Name: k, ShortDescription: sarifMessage{ruleText[verify.Kind(k)]}}
-		r.DefaultConfiguration.Level = "error"
+		r.DefaultConfiguration.Level = levelOf(verify.Finding{Kind: verify.Kind(k), Severity: defaultSeverity(verify.Kind(k))}).SARIF
 		if code, ok := kindExit[verify.Kind(k)]; ok {
 			r.Properties = map[string]any{"exitCode": code}
-		} else {
-			r.DefaultConfiguration.Level = "note"
 		}
 		run.Tool.Driver.Rules = append(run.Tool.Driver.Rules, r)
 	}
@@ -135,7 +120,7 @@ func sarifLog(out *checkOutput) *sarifDoc {
 			if f.Severity == verify.Info {
 				continue
 			}
-			run.Results = append(run.Results, sarifResult{RuleID: "etdi/" + string(f.Kind), Level: sarifLevel(f),
+			run.Results = append(run.Results, sarifResult{RuleID: "etdi/" + string(f.Kind), Level: levelOf(f).SARIF,
 				Message: sarifMessage{f.Message}, Locations: locations(rep, f.Tool), Properties: f})
 		}
 	}

@@ -236,16 +236,7 @@ func printFindings(w io.Writer, findings []verify.Finding) { printFindingsWith(w
 // defs, everything approving it grants (describeTool).
 func printFindingsWith(w io.Writer, findings []verify.Finding, defs map[string]observedTool) {
 	for _, f := range findings {
-		switch {
-		case f.Severity == verify.Error && approvalKinds[f.Kind]:
-			say(w, "APPROVAL REQUIRED: %s: %s\n", f.Kind, f.Message)
-		case f.Severity == verify.Error:
-			say(w, "SECURITY ERROR: %s: %s\n", f.Kind, f.Message)
-		case f.Severity == verify.Warning:
-			say(w, "warning: %s: %s\n", f.Kind, f.Message)
-		default:
-			say(w, "note: %s: %s\n", f.Kind, f.Message)
-		}
+		say(w, "%s: %s: %s\n", levelOf(f).Label, f.Kind, f.Message)
 		if f.Signed != "" && f.Live != "" {
 			say(w, "    signed %s\n    live   %s\n", f.Signed, f.Live)
 		}

@@ -1,0 +1,51 @@
+package main
+
+import "github.com/etdi-dev/etdi/verify"
+
+// findingLevel is how one finding's severity is shown. Every output takes
+// it from levelOf, so the same finding is an error, a warning or
+// information alike in prose, --json, SARIF and the history (SPEC.md §11).
+type findingLevel struct {
+	// Severity is the --json "severity" and the history record's.
+	Severity verify.Severity
+	// Label starts the prose line: "SECURITY ERROR" or, for a finding
+	// that asks for a decision, "APPROVAL REQUIRED" (both errors: they
+	// set the exit code), "warning" or "note".
+	Label string
+	// SARIF is the result level: "error", "warning" or "note".
+	SARIF string
+}
+
+// levelOf is the one mapping from a finding to its shown severity. An
+// approval-required finding is an error everywhere: it fails the check
+// (exit 13) like any other error. A severity etdi does not know is shown
+// as an error, never as something milder.
+func levelOf(f verify.Finding) findingLevel {
+	switch f.Severity {
+	case verify.Warning:
+		return findingLevel{verify.Warning, "warning", "warning"}
+	case verify.Info:
+		return findingLevel{verify.Info, "note", "note"}
+	}
+	if approvalKinds[f.Kind] {
+		return findingLevel{verify.Error, "APPROVAL REQUIRED", "error"}
+	}
+	return findingLevel{verify.Error, "SECURITY ERROR", "error"}
+}
+
+// warningKinds are the kinds that are only ever warnings (SPEC.md §11).
+var warningKinds = map[verify.Kind]bool{verify.MixedScript: true, verify.SuspiciousText: true}
+
+// defaultSeverity is the severity a kind usually has: error if it has an
+// exit code, warning if it is only ever a warning, else info. A finding
+// carries its own (unsigned_tool is an error or a warning as the policy
+// says); this is the SARIF rule's default level.
+func defaultSeverity(k verify.Kind) verify.Severity {
+	switch {
+	case kindExit[k] != 0:
+		return verify.Error
+	case warningKinds[k]:
+		return verify.Warning
+	}
+	return verify.Info
+}

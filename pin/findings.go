@@ -1,0 +1,143 @@
+package pin
+
+import (
+	"bytes"
+	"encoding/json"
+
+	"github.com/etdi-dev/etdi/verify"
+	bolt "go.etcd.io/bbolt"
+)
+
+// findingKey is what makes two findings the same finding in the history
+// (SPEC.md §16): kind, severity, server, tool, version, live digest and
+// message. The message carries the rest of the evidence (the approved
+// version, the signers, the servers a name is approved on, where
+// suspicious text sits), so a finding that differs in any of it is
+// another finding. Who ran the check and when are not part of it.
+type findingKey struct {
+	kind, severity, server, tool, version, digest, message string
+}
+
+func keyOfFinding(server string, f *verify.Finding) findingKey {
+	return findingKey{string(f.Kind), string(f.Severity), server, f.Tool, f.Version, f.Live, f.Message}
+}
+
+func keyOfRecord(r *Record) findingKey {
+	return findingKey{r.Kind, r.Severity, r.Server, r.Tool, r.Version, r.Digest, r.Message}
+}
+
+// unrecorded returns the error and warning findings of server that the
+// history does not already hold since the last approval, re-approval or
+// revocation that concerns them, in their order. A finding seen on every
+// check (a tool that keeps needing approval, a rug pull nobody resolved)
+// is recorded once; one that differs in anything, or that comes back
+// after a decision, is recorded again. A finding listed n times in one
+// check needs n records.
+//
+// The history is read backwards from its end and only until every
+// finding is settled, so the usual case, a finding recorded by the
+// previous check, costs a few records. Records about other servers are
+// skipped without decoding.
+func unrecorded(tx *bolt.Tx, server string, findings []verify.Finding) ([]verify.Finding, error) {
+	need := map[findingKey]int{}
+	for i := range findings {
+		if findings[i].Severity != verify.Info {
+			need[keyOfFinding(server, &findings[i])]++
+		}
+	}
+	if len(need) == 0 {
+		return nil, nil
+	}
+	found := map[findingKey]int{}
+	pending := len(need)
+	quoted, err := json.Marshal(server)
+	if err != nil {
+		return nil, err
+	}
+	serverField := append([]byte(`,"server":`), quoted...)
+	// A cursor walks the records in key order, from the last one.
+	c := tx.Bucket(bLog).Bucket(bRecords).Cursor()
+	last := logSize(tx) - 1
+	k, data := c.Seek(u64(uint64(last)))
+	for i := last; i >= 0 && pending > 0; i-- {
+		if i < last {
+			k, data = c.Prev()
+		}
+		if !bytes.Equal(k, u64(uint64(i))) {
+			return nil, &LogError{i, "missing (deleted)"}
+		}
+		if !mayConcern(data, serverField) {
+			continue
+		}
+		var rec Record
+		if err := json.Unmarshal(data, &rec); err != nil {
+			return nil, &LogError{i, "unreadable: " + err.Error()}
+		}
+		switch rec.Type {
+		case RecordFinding:
+			if rec.Server != server {
+				continue
+			}
+			k := keyOfRecord(&rec)
+			if n, ok := need[k]; ok && found[k] < n {
+				if found[k]++; found[k] == n {
+					pending--
+				}
+			}
+		case RecordApprove, RecordReapprove, RecordRevoke:
+			keyRevoked := rec.Type == RecordRevoke && rec.KeyID != ""
+			if rec.Server != server && !keyRevoked {
+				continue
+			}
+			// A decision about the tool, about the whole server, or a key
+			// revocation: what came before it is not the current state.
+			for k, n := range need {
+				if found[k] < n && (keyRevoked || rec.Tool == "" || k.tool == "" || k.tool == rec.Tool) {
+					need[k] = found[k]
+					pending--
+				}
+			}
+		}
+	}
+	var out []verify.Finding
+	for i := range findings {
+		f := findings[i]
+		if f.Severity == verify.Info {
+			continue
+		}
+		k := keyOfFinding(server, &f)
+		if found[k] > 0 {
+			found[k]--
+			continue
+		}
+		out = append(out, f)
+	}
+	return out, nil
+}
+
+// mayConcern reports whether a stored record may be a finding, approval
+// or re-approval about the server whose field is serverField
+// (`,"server":` and the quoted key), or a revocation, without decoding it. Records are encoding/json output of
+// Record, whose fields come in a fixed order ({"index":..,"prev":..,
+// "time":..,"type":"T","server":..), and encoding/json escapes every
+// quote inside a string, so the patterns only match these fields. A
+// record of another shape is decoded rather than skipped.
+func mayConcern(data, serverField []byte) bool {
+	const typeField = `"type":"`
+	i := bytes.Index(data[:min(len(data), 160)], []byte(typeField))
+	if i < 0 {
+		return true
+	}
+	rest := data[i+len(typeField):]
+	j := bytes.IndexByte(rest, '"')
+	if j < 0 {
+		return true
+	}
+	switch string(rest[:j]) {
+	case RecordFinding, RecordApprove, RecordReapprove:
+		rest = rest[j+1:]
+		n := len(serverField)
+		return bytes.HasPrefix(rest, serverField) && len(rest) > n && (rest[n] == ',' || rest[n] == '}')
+	}
+	return true
+}
