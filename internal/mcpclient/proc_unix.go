@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"syscall"
+	"time"
 )
 
 // inOwnGroup starts the server as the leader of a new process group, so
@@ -54,7 +55,12 @@ func onInterrupt(cancel context.CancelFunc) func() {
 		<-finished
 		signal.Stop(ch)
 		if s, ok := got.(syscall.Signal); ok {
+			// Delivering a signal to oneself is asynchronous: wait for it
+			// to take effect, or etdi would go on to exit with its own
+			// code before the signal ends it.
+			signal.Reset(s)
 			syscall.Kill(os.Getpid(), s)
+			time.Sleep(5 * time.Second)
 		}
 	}
 }
