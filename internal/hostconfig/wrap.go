@@ -125,9 +125,7 @@ func Wrap(path string, data []byte, o WrapOptions) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	if o.Name != "" && !found {
-		return nil, fmt.Errorf("%s: no server entry named %q", path, o.Name)
-	}
+	_ = found // with o.Name, no outcome says the entry is not in this file
 	var fileEdits []Edit
 	for _, ed := range eds {
 		old := data[ed.start:ed.end]
