@@ -191,6 +191,9 @@ func (e *env) runWrap(f *wrapFlags, wrap bool) error {
 		matched = matched || n > 0
 	}
 	if f.name != "" && !matched {
+		if !wrap {
+			return fmt.Errorf("no entry named %q that etdi wrap rewrote in %s", f.name, f.config)
+		}
 		return fmt.Errorf("no server entry named %q in %s", f.name, f.config)
 	}
 	if len(files) > 1 {

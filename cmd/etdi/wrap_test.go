@@ -265,3 +265,13 @@ func TestCLICheckSeesThroughWrap(t *testing.T) {
 		t.Fatalf("check of the wrapped file:\n%s", r.stdout)
 	}
 }
+
+// unwrap --name of an entry wrap never rewrote says so (exit 1).
+func TestCLIUnwrapUnknownName(t *testing.T) {
+	dir := t.TempDir()
+	path, text := cursorFile(t, dir)
+	r := runEtdi(t, dir, nil, "unwrap", "--config", path, "--name", "a")
+	if r.code != 1 || !strings.Contains(r.stderr, `no entry named "a" that etdi wrap rewrote`) || readText(t, path) != text {
+		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}
