@@ -115,17 +115,15 @@ func Wrap(path string, data []byte, o WrapOptions) (*Result, error) {
 		return nil, err
 	}
 	var eds []entryEdit
-	res := &Result{}
-	found := false
+	res := &Result{} // with o.Name, no outcome says the entry is not in this file
 	if o.Host == Codex || strings.HasSuffix(path, ".toml") {
-		eds, found, err = wrapCodex(data, o, res)
+		eds, err = wrapCodex(data, o, res)
 	} else {
-		eds, found, err = wrapJSON(data, o, res)
+		eds, err = wrapJSON(data, o, res)
 	}
 	if err != nil {
 		return nil, err
 	}
-	_ = found // with o.Name, no outcome says the entry is not in this file
 	var fileEdits []Edit
 	for _, ed := range eds {
 		old := data[ed.start:ed.end]
@@ -280,13 +278,12 @@ func nodeAt(root *Node, path []string) *Node {
 
 func text(data []byte, n *Node) string { return string(data[n.Start:n.End]) }
 
-func wrapJSON(data []byte, o WrapOptions, res *Result) ([]entryEdit, bool, error) {
+func wrapJSON(data []byte, o WrapOptions, res *Result) ([]entryEdit, error) {
 	root, err := ParseJSONC(data)
 	if err != nil {
-		return nil, false, err
+		return nil, err
 	}
 	var eds []entryEdit
-	found := false
 	host := o.Host
 	if host == "" && (root.Get("servers") != nil || root.Get("mcp") != nil) {
 		host = VSCode
@@ -303,7 +300,6 @@ func wrapJSON(data []byte, o WrapOptions, res *Result) ([]entryEdit, bool, error
 			if o.Name != "" && m.Name != o.Name {
 				continue
 			}
-			found = true
 			edits, status, reason := wrapJSONEntry(data, m.Name, m.Value, host, o.Etdi)
 			res.Outcomes = append(res.Outcomes, Outcome{m.Name, status, reason})
 			if status == StatusWrapped {
@@ -311,7 +307,7 @@ func wrapJSON(data []byte, o WrapOptions, res *Result) ([]entryEdit, bool, error
 			}
 		}
 	}
-	return eds, found, nil
+	return eds, nil
 }
 
 // runArgs returns the JSON (or TOML) text of the arguments that come

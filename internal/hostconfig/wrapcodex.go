@@ -37,10 +37,10 @@ type tomlKey struct {
 	elems                [][2]int // an array's string elements
 }
 
-func wrapCodex(data []byte, o WrapOptions, res *Result) ([]entryEdit, bool, error) {
+func wrapCodex(data []byte, o WrapOptions, res *Result) ([]entryEdit, error) {
 	var doc map[string]any
 	if _, err := toml.Decode(string(data), &doc); err != nil {
-		return nil, false, fmt.Errorf("invalid TOML: %v", err)
+		return nil, fmt.Errorf("invalid TOML: %v", err)
 	}
 	servers, _ := doc["mcp_servers"].(map[string]any)
 	names := make([]string, 0, len(servers))
@@ -49,12 +49,10 @@ func wrapCodex(data []byte, o WrapOptions, res *Result) ([]entryEdit, bool, erro
 	}
 	sort.Strings(names)
 	var eds []entryEdit
-	found := false
 	for _, name := range names {
 		if o.Name != "" && name != o.Name {
 			continue
 		}
-		found = true
 		t, _ := servers[name].(map[string]any)
 		ed, status, reason := wrapCodexEntry(data, name, t, o.Etdi)
 		res.Outcomes = append(res.Outcomes, Outcome{name, status, reason})
@@ -62,7 +60,7 @@ func wrapCodex(data []byte, o WrapOptions, res *Result) ([]entryEdit, bool, erro
 			eds = append(eds, ed)
 		}
 	}
-	return eds, found, nil
+	return eds, nil
 }
 
 func wrapCodexEntry(data []byte, name string, t map[string]any, etdiPath string) (entryEdit, string, string) {
