@@ -138,6 +138,7 @@ func loadCodex(path string, data []byte, o Options) ([]Entry, error) {
 			}
 		}
 		e.Headers = headers
+		e.lookThrough(o.Lookup)
 		e.setTransport("", false)
 		out = append(out, e)
 	}

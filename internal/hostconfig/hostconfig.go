@@ -71,6 +71,10 @@ type Entry struct {
 	Transport string `json:"transport"`
 	// Problems are reasons the entry cannot be started as configured.
 	Problems []string `json:"problems,omitempty"`
+	// Wrapped is set when the entry runs the server through `etdi run`
+	// (SPEC.md §24); Command, Args, URL and Headers are then those of the
+	// server behind it.
+	Wrapped bool `json:"wrapped,omitempty"`
 }
 
 // AddSecrets adds to s what of the entry must never be shown: its env
@@ -300,6 +304,13 @@ func Load(path, host string, o Options) ([]Entry, error) {
 	if err != nil {
 		return nil, err
 	}
+	return loadData(path, data, host, o)
+}
+
+// ReadConfig reads a configuration file of at most MaxConfigSize bytes.
+func ReadConfig(path string) ([]byte, error) { return readLimited(path) }
+
+func loadData(path string, data []byte, host string, o Options) ([]Entry, error) {
 	if host == "" {
 		host = GuessHost(path)
 	}
@@ -541,7 +552,8 @@ func entry(name string, v *etdi.Value, host, file string, r *resolver) (Entry, e
 			e.Headers = m
 		}
 	}
-	e.setTransport(typ, host == Gemini && v.Get("url") != nil && v.Get("httpUrl") == nil)
+	e.lookThrough(r.lookup)
+	e.setTransport(typ, !e.Wrapped && host == Gemini && v.Get("url") != nil && v.Get("httpUrl") == nil)
 	return e, nil
 }
 

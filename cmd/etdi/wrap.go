@@ -1,0 +1,397 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+
+	"github.com/etdi-dev/etdi/internal/atomicfile"
+	"github.com/etdi-dev/etdi/internal/hostconfig"
+	"github.com/spf13/cobra"
+)
+
+// wrapState is what etdi wrap recorded to restore entries exactly
+// (SPEC.md §24): per configuration file (absolute path), one record per
+// wrapped entry.
+type wrapState struct {
+	Version int                            `json:"version"`
+	Files   map[string][]hostconfig.Record `json:"files"`
+}
+
+const maxWrapState = 64 << 20
+
+func (e *env) wrapStatePath() string { return e.defaultFile("ETDI_WRAP_STATE", "wrapped.json") }
+
+func loadWrapState(path string) (*wrapState, error) {
+	st := &wrapState{Version: 1, Files: map[string][]hostconfig.Record{}}
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return st, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxWrapState+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > maxWrapState {
+		return nil, fmt.Errorf("%s: larger than %d bytes", path, maxWrapState)
+	}
+	if err := json.Unmarshal(data, st); err != nil {
+		return nil, fmt.Errorf("%s: unreadable wrap records: %v", path, err)
+	}
+	if st.Version != 1 {
+		return nil, fmt.Errorf("%s: wrap records of version %d, this etdi reads version 1", path, st.Version)
+	}
+	if st.Files == nil {
+		st.Files = map[string][]hostconfig.Record{}
+	}
+	return st, nil
+}
+
+func saveWrapState(path string, st *wrapState) error {
+	data, err := json.MarshalIndent(st, "", "  ")
+	if err != nil {
+		return err
+	}
+	return atomicfile.Write(path, append(data, '\n'), 0o600)
+}
+
+type wrapFlags struct {
+	config, name, etdi string
+	dryRun, project    bool
+}
+
+func (e *env) wrapCmd() *cobra.Command   { return e.wrapOrUnwrapCmd(true) }
+func (e *env) unwrapCmd() *cobra.Command { return e.wrapOrUnwrapCmd(false) }
+
+func (e *env) wrapOrUnwrapCmd(wrap bool) *cobra.Command {
+	var f wrapFlags
+	cmd := &cobra.Command{
+		Use:   "wrap --config FILE|auto [--name ENTRY] [--dry-run]",
+		Short: "Rewrite host configuration entries to run their servers through etdi run",
+		Long: `Rewrite the MCP server entries of a host configuration so that the host
+starts them through etdi run, which checks each server before the host
+talks to it. A stdio entry's command becomes etdi and its arguments
+"run --name ENTRY -- COMMAND ARGS..."; a remote entry becomes
+"run --name ENTRY --url URL", with its header values moved into the entry's
+env (ETDI_HEADER_1, ...) and named with --header-env, never put in
+arguments. Only the replaced values change: comments, formatting and every
+other setting stay byte for byte. The first change keeps a copy of the file
+as FILE.etdi-backup; what was replaced is recorded so that etdi unwrap
+restores it exactly. An entry already wrapped is left alone; one that
+cannot be rewritten faithfully is refused and left unchanged (exit 1).
+--config auto rewrites every user file found (project-scoped files only
+with --project). --dry-run prints the change and writes nothing.`,
+		Example: `  etdi wrap --config ~/.cursor/mcp.json --dry-run
+  etdi wrap --config auto
+  etdi unwrap --config auto`,
+		Args: exactArgs(0),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if f.config == "" {
+				return usagef("--config FILE|auto is required")
+			}
+			if !wrap && f.etdi != "" {
+				return usagef("--etdi is for etdi wrap")
+			}
+			return e.runWrap(&f, wrap)
+		},
+	}
+	if !wrap {
+		cmd.Use = "unwrap --config FILE|auto [--name ENTRY] [--dry-run]"
+		cmd.Short = "Restore host configuration entries etdi wrap rewrote"
+		cmd.Long = `Restore the entries etdi wrap rewrote to their exact original bytes, from
+the records wrap kept. An entry changed since wrap wrote it is refused and
+left as it is (exit 1); a file wrap never touched is not changed.
+--dry-run prints the change and writes nothing.`
+		cmd.Example = `  etdi unwrap --config ~/.cursor/mcp.json
+  etdi unwrap --config auto --dry-run`
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.config, "config", "", "the host configuration file, or auto for every one found")
+	fl.StringVar(&f.name, "name", "", "only the entry of this name")
+	fl.BoolVar(&f.dryRun, "dry-run", false, "print the change and write nothing")
+	fl.BoolVar(&f.project, "project", false, "with --config auto: also the project-scoped files in the working directory (.mcp.json, .vscode/mcp.json, ...)")
+	if wrap {
+		fl.StringVar(&f.etdi, "etdi", "", "the etdi program the entries run (default: this etdi's absolute path)")
+	}
+	return cmd
+}
+
+type configFile struct{ path, host string }
+
+func (e *env) runWrap(f *wrapFlags, wrap bool) error {
+	home, _ := os.UserHomeDir()
+	cwd, _ := os.Getwd()
+	var files []configFile
+	if f.config == "auto" {
+		o := hostconfig.Options{Home: home, Cwd: cwd, Lookup: e.lookupEnv}
+		seen := map[string]bool{}
+		var skipped []string
+		for _, l := range hostconfig.Locations(runtime.GOOS, o) {
+			abs, _ := filepath.Abs(l.Path)
+			if seen[abs] {
+				continue
+			}
+			seen[abs] = true
+			if _, err := os.Stat(l.Path); err != nil {
+				continue
+			}
+			if l.Project && !f.project {
+				skipped = append(skipped, l.Path)
+				continue
+			}
+			files = append(files, configFile{l.Path, l.Host})
+		}
+		if len(skipped) > 0 {
+			say(e.stderr, "etdi: leaving project-scoped files alone, which the repository wrote: %s\n"+
+				"etdi: hint: review them, then pass --project to include them\n", strings.Join(skipped, ", "))
+		}
+		if len(files) == 0 {
+			return &hintError{fmt.Errorf("%w", hostconfig.ErrNoConfig), "give a file with --config PATH"}
+		}
+	} else {
+		files = []configFile{{f.config, ""}}
+	}
+	etdiPath := f.etdi
+	if wrap && etdiPath == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return fmt.Errorf("cannot tell where this etdi is (%v); give --etdi PATH", err)
+		}
+		if etdiPath, err = filepath.EvalSymlinks(exe); err != nil {
+			return err
+		}
+	}
+	if wrap {
+		if abs, err := filepath.Abs(etdiPath); err == nil {
+			etdiPath = abs
+		}
+	}
+	statePath := e.wrapStatePath()
+	st, err := loadWrapState(statePath)
+	if err != nil {
+		return err
+	}
+	total := map[string]int{}
+	matched := false
+	for _, cf := range files {
+		n, err := e.wrapFile(cf, f, wrap, etdiPath, st, statePath, cwd, total)
+		if err != nil {
+			return err
+		}
+		matched = matched || n > 0
+	}
+	if f.name != "" && !matched {
+		if !wrap {
+			return fmt.Errorf("no entry named %q that etdi wrap rewrote in %s", f.name, f.config)
+		}
+		return fmt.Errorf("no server entry named %q in %s", f.name, f.config)
+	}
+	if len(files) > 1 {
+		say(e.stdout, "etdi: %d file(s): %s\n", len(files), summary(total, wrap, f.dryRun))
+	}
+	if total[hostconfig.StatusRefused] > 0 {
+		return &exitCodeError{exitError}
+	}
+	return nil
+}
+
+func summary(c map[string]int, wrap, dry bool) string {
+	var parts []string
+	if wrap {
+		verb := "wrapped"
+		if dry {
+			verb = "to wrap"
+		}
+		parts = append(parts, fmt.Sprintf("%d %s", c[hostconfig.StatusWrapped], verb), fmt.Sprintf("%d already wrapped", c[hostconfig.StatusAlreadyWrapped]))
+	} else {
+		verb := "unwrapped"
+		if dry {
+			verb = "to unwrap"
+		}
+		parts = append(parts, fmt.Sprintf("%d %s", c[hostconfig.StatusUnwrapped], verb))
+		if n := c[hostconfig.StatusNotWrapped]; n > 0 {
+			parts = append(parts, fmt.Sprintf("%d not wrapped", n))
+		}
+	}
+	parts = append(parts, fmt.Sprintf("%d refused", c[hostconfig.StatusRefused]))
+	for _, s := range []string{hostconfig.StatusDisabled, hostconfig.StatusSkipped} {
+		if c[s] > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", c[s], s))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+// wrapFile wraps or unwraps one file and returns how many entries it
+// reported on.
+func (e *env) wrapFile(cf configFile, f *wrapFlags, wrap bool, etdiPath string, st *wrapState, statePath, cwd string, total map[string]int) (int, error) {
+	abs, err := filepath.Abs(cf.path)
+	if err != nil {
+		return 0, err
+	}
+	// Rewrite the file itself, not a symbolic link to it.
+	real, err := filepath.EvalSymlinks(abs)
+	if err != nil {
+		return 0, err
+	}
+	fi, err := os.Stat(real)
+	if err != nil {
+		return 0, err
+	}
+	data, err := hostconfig.ReadConfig(real)
+	if err != nil {
+		return 0, err
+	}
+	host := cf.host
+	if host == "" {
+		host = hostconfig.GuessHost(real)
+	}
+	var res *hostconfig.Result
+	if wrap {
+		res, err = hostconfig.Wrap(real, data, hostconfig.WrapOptions{Host: host, Etdi: etdiPath, Name: f.name, Cwd: cwd})
+	} else {
+		res, err = hostconfig.Unwrap(real, data, host, st.Files[real], f.name)
+	}
+	if err != nil {
+		return 0, err
+	}
+	counts := map[string]int{}
+	for _, o := range res.Outcomes {
+		counts[o.Status]++
+		total[o.Status]++
+		if o.Reason != "" {
+			say(e.stdout, "  %s: %s: %s\n", o.Name, o.Status, o.Reason)
+		} else {
+			say(e.stdout, "  %s: %s\n", o.Name, o.Status)
+		}
+	}
+	changed := !bytes.Equal(res.Data, data)
+	if f.dryRun {
+		if changed {
+			printWrapDiff(e.stdout, real, data, res)
+		}
+	} else if changed {
+		if wrap {
+			backup := real + ".etdi-backup"
+			if _, err := os.Lstat(backup); errors.Is(err, os.ErrNotExist) {
+				if err := atomicfile.Create(backup, data, 0o600); err != nil {
+					return 0, err
+				}
+			}
+			st.Files[real] = mergeRecords(st.Files[real], res.Records)
+			// The records are saved first: if the file cannot be written, a
+			// record of a change never made is recognized and dropped by
+			// unwrap.
+			if err := saveWrapState(statePath, st); err != nil {
+				return 0, err
+			}
+			if err := atomicfile.Write(real, res.Data, fi.Mode().Perm()); err != nil {
+				return 0, err
+			}
+		} else {
+			if err := atomicfile.Write(real, res.Data, fi.Mode().Perm()); err != nil {
+				return 0, err
+			}
+		}
+	}
+	if !wrap && !f.dryRun && (changed || len(res.Records) != len(st.Files[real])) {
+		if len(res.Records) == 0 {
+			delete(st.Files, real)
+		} else {
+			st.Files[real] = res.Records
+		}
+		if err := saveWrapState(statePath, st); err != nil {
+			return 0, err
+		}
+	}
+	say(e.stdout, "etdi: %s: %s\n", real, summary(counts, wrap, f.dryRun))
+	return len(res.Outcomes), nil
+}
+
+// mergeRecords replaces the records of the same entries and keeps the
+// others.
+func mergeRecords(old, added []hostconfig.Record) []hostconfig.Record {
+	key := func(r hostconfig.Record) string { return strings.Join(r.Path, "\x00") }
+	fresh := map[string]bool{}
+	for _, r := range added {
+		fresh[key(r)] = true
+	}
+	var out []hostconfig.Record
+	for _, r := range old {
+		if !fresh[key(r)] {
+			out = append(out, r)
+		}
+	}
+	return append(out, added...)
+}
+
+// printWrapDiff prints the change as unified-diff hunks of whole lines.
+func printWrapDiff(w io.Writer, path string, old []byte, res *hostconfig.Result) {
+	type hunk struct{ os, oe, ns, ne int }
+	var hunks []hunk
+	for _, c := range res.Changes {
+		h := hunk{lineStart(old, c.OldStart), lineEnd(old, max(c.OldEnd, c.OldStart+1)-1), lineStart(res.Data, c.NewStart), lineEnd(res.Data, max(c.NewEnd, c.NewStart+1)-1)}
+		if n := len(hunks); n > 0 && h.os <= hunks[n-1].oe {
+			hunks[n-1].oe, hunks[n-1].ne = h.oe, h.ne
+			continue
+		}
+		hunks = append(hunks, h)
+	}
+	say(w, "--- %s\n+++ %s\n", path, path)
+	for _, h := range hunks {
+		ol, nl := lines(old[h.os:h.oe]), lines(res.Data[h.ns:h.ne])
+		say(w, "@@ -%d,%d +%d,%d @@\n", lineNo(old, h.os), len(ol), lineNo(res.Data, h.ns), len(nl))
+		for _, l := range ol {
+			say(w, "-%s\n", l)
+		}
+		for _, l := range nl {
+			say(w, "+%s\n", l)
+		}
+	}
+}
+
+func lineStart(b []byte, off int) int {
+	off = min(off, len(b))
+	for off > 0 && b[off-1] != '\n' {
+		off--
+	}
+	return off
+}
+
+// lineEnd returns the offset after the line break of the line holding off.
+func lineEnd(b []byte, off int) int {
+	if off < 0 {
+		off = 0
+	}
+	for off < len(b) && b[off] != '\n' {
+		off++
+	}
+	if off < len(b) {
+		off++
+	}
+	return off
+}
+
+func lineNo(b []byte, off int) int { return bytes.Count(b[:off], []byte("\n")) + 1 }
+
+func lines(b []byte) []string {
+	s := strings.TrimSuffix(string(b), "\n")
+	if s == "" {
+		return nil
+	}
+	out := strings.Split(s, "\n")
+	for i := range out {
+		out[i] = strings.TrimSuffix(out[i], "\r")
+	}
+	return out
+}

@@ -1,0 +1,277 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// hostHomeFiles puts every supported host's sample configuration where
+// the host keeps it on Linux, under home.
+var hostHomeFiles = map[string]string{
+	"claude_desktop_config.json": ".config/Claude/claude_desktop_config.json",
+	"dot.claude.json":            ".claude.json",
+	"cursor-mcp.json":            ".cursor/mcp.json",
+	"vscode-mcp.json":            ".config/Code/User/mcp.json",
+	"vscode-settings.json":       ".config/Code/User/settings.json",
+	"cline_mcp_settings.json":    ".config/Code/User/globalStorage/saoudrizwan.claude-dev/settings/cline_mcp_settings.json",
+	"mcp_config.json":            ".codeium/windsurf/mcp_config.json",
+	"gemini-settings.json":       ".gemini/settings.json",
+	"zed-settings.json":          ".config/zed/settings.json",
+	"kiro-mcp.json":              ".kiro/settings/mcp.json",
+	"amazonq-mcp.json":           ".aws/amazonq/mcp.json",
+	"config.toml":                ".codex/config.toml",
+}
+
+func readText(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func writeText(t *testing.T, path, data string, mode os.FileMode) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(data), mode); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestCLIWrapUnwrapEveryHost: etdi wrap --config auto rewrites the real
+// configuration files of every supported host where the hosts keep them,
+// keeps a 0600 backup and each file's mode, leaves project-scoped files
+// alone, is idempotent, and etdi unwrap gives back every file byte for
+// byte.
+func TestCLIWrapUnwrapEveryHost(t *testing.T) {
+	dir := t.TempDir()
+	originals := map[string]string{}
+	for src, dst := range hostHomeFiles {
+		data := readText(t, filepath.Join("../../internal/hostconfig/testdata/wrap", src))
+		path := filepath.Join(dir, dst)
+		writeText(t, path, data, 0o640)
+		originals[path] = data
+	}
+	project := filepath.Join(dir, ".mcp.json")
+	projectText := `{"mcpServers": {"repo-helper": {"command": "sh", "args": ["-c", "true"]}}}`
+	writeText(t, project, projectText, 0o644)
+
+	r := runEtdi(t, dir, nil, "wrap", "--config", "auto")
+	// Gemini's SSE entry and Codex's entry with a bearer token variable
+	// are refused: exit 1, and the summary counts them.
+	if r.code != 1 || !strings.Contains(r.stdout, "12 file(s): 23 wrapped, 0 already wrapped, 2 refused, 1 disabled, 1 skipped") {
+		t.Fatalf("wrap: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if !strings.Contains(r.stderr, "leaving project-scoped files alone") || readText(t, project) != projectText {
+		t.Fatalf("wrap touched a project-scoped file without --project:\n%s", r.stderr)
+	}
+	for path, orig := range originals {
+		now := readText(t, path)
+		if now == orig {
+			t.Errorf("%s not rewritten", path)
+		}
+		if !strings.Contains(now, `"run", "--name", `) {
+			t.Errorf("%s has no etdi run entry:\n%s", path, now)
+		}
+		fi, _ := os.Stat(path)
+		if fi.Mode().Perm() != 0o640 {
+			t.Errorf("%s: mode %v, want 0640 kept", path, fi.Mode().Perm())
+		}
+		bi, err := os.Stat(path + ".etdi-backup")
+		if err != nil || bi.Mode().Perm() != 0o600 || readText(t, path+".etdi-backup") != orig {
+			t.Errorf("%s: no 0600 backup of the original (%v)", path, err)
+		}
+	}
+	state := filepath.Join(dir, ".config", "etdi", "wrapped.json")
+	if fi, err := os.Stat(state); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("wrap records: %v", err)
+	}
+
+	// Idempotent.
+	wrapped := map[string]string{}
+	for path := range originals {
+		wrapped[path] = readText(t, path)
+	}
+	r = runEtdi(t, dir, nil, "wrap", "--config", "auto")
+	if !strings.Contains(r.stdout, "0 wrapped, 23 already wrapped, 2 refused") {
+		t.Fatalf("second wrap:\n%s%s", r.stdout, r.stderr)
+	}
+	for path := range originals {
+		if readText(t, path) != wrapped[path] {
+			t.Errorf("second wrap changed %s", path)
+		}
+	}
+
+	r = runEtdi(t, dir, nil, "unwrap", "--config", "auto")
+	if r.code != 0 || !strings.Contains(r.stdout, "23 unwrapped, 0 refused") {
+		t.Fatalf("unwrap: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	for path, orig := range originals {
+		if readText(t, path) != orig {
+			t.Errorf("unwrap did not restore %s byte for byte:\n%s", path, readText(t, path))
+		}
+	}
+	var st wrapState
+	json.Unmarshal([]byte(readText(t, state)), &st)
+	if len(st.Files) != 0 {
+		t.Errorf("records left after unwrap: %v", st.Files)
+	}
+	// Unwrapping again changes nothing.
+	r = runEtdi(t, dir, nil, "unwrap", "--config", "auto")
+	if r.code != 0 || !strings.Contains(r.stdout, "0 unwrapped, 0 refused") {
+		t.Fatalf("second unwrap: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}
+
+func cursorFile(t *testing.T, dir string) (string, string) {
+	path := filepath.Join(dir, "mcp.json")
+	text := "{\r\n  // servers\r\n  \"mcpServers\": {\r\n    \"a\": {\"command\": \"node\", \"args\": [\"a.js\"]},\r\n    \"b\": {\"url\": \"https://b.example/mcp\", \"headers\": {\"Authorization\": \"Bearer b-token-4471\"}}\r\n  }\r\n}\r\n"
+	writeText(t, path, text, 0o600)
+	return path, text
+}
+
+// --dry-run prints the change as a diff and writes nothing: no file, no
+// backup, no records.
+func TestCLIWrapDryRun(t *testing.T) {
+	dir := t.TempDir()
+	path, text := cursorFile(t, dir)
+	r := runEtdi(t, dir, nil, "wrap", "--config", path, "--dry-run", "--etdi", "/usr/local/bin/etdi")
+	if r.code != 0 {
+		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	for _, want := range []string{
+		"--- " + path, "+++ " + path, "@@ -4,2 +4,2 @@",
+		`-    "a": {"command": "node", "args": ["a.js"]},`,
+		`+    "a": {"command": "/usr/local/bin/etdi", "args": ["run", "--name", "a", "--", "node", "a.js"]},`,
+		`+    "b": {"command": "/usr/local/bin/etdi", "args": ["run", "--name", "b", "--url", "https://b.example/mcp", "--header-env", "Authorization=ETDI_HEADER_1"], "env": {"ETDI_HEADER_1": "Bearer b-token-4471"}}`,
+		"2 to wrap, 0 already wrapped, 0 refused",
+	} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("dry run output lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	if readText(t, path) != text {
+		t.Error("--dry-run changed the file")
+	}
+	for _, p := range []string{path + ".etdi-backup", filepath.Join(dir, ".config", "etdi", "wrapped.json")} {
+		if _, err := os.Stat(p); err == nil {
+			t.Errorf("--dry-run wrote %s", p)
+		}
+	}
+}
+
+// unwrap restores only an entry that is still what wrap wrote: an entry
+// edited since is refused (exit 1) and left as it is, the others are
+// restored; a file wrap never touched is not changed.
+func TestCLIUnwrapRefusesChangedEntry(t *testing.T) {
+	dir := t.TempDir()
+	path, text := cursorFile(t, dir)
+	if r := runEtdi(t, dir, nil, "wrap", "--config", path); r.code != 0 {
+		t.Fatalf("wrap: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	wrapped := readText(t, path)
+	edited := strings.Replace(wrapped, `"a.js"]`, `"a.js", "--verbose"]`, 1)
+	if edited == wrapped {
+		t.Fatal("test edit did not apply")
+	}
+	writeText(t, path, edited, 0o600)
+	r := runEtdi(t, dir, nil, "unwrap", "--config", path)
+	if r.code != 1 || !strings.Contains(r.stdout, "a: refused: the entry changed since etdi wrap wrote it") || !strings.Contains(r.stdout, "1 unwrapped, 1 refused") {
+		t.Fatalf("unwrap: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	got := readText(t, path)
+	if !strings.Contains(got, `"a.js", "--verbose"]`) || !strings.Contains(got, `"b": {"url": "https://b.example/mcp", "headers": {"Authorization": "Bearer b-token-4471"}}`) {
+		t.Fatalf("unwrap result:\n%s", got)
+	}
+	// Undo the edit: the record still applies.
+	writeText(t, path, strings.Replace(got, `"a.js", "--verbose"]`, `"a.js"]`, 1), 0o600)
+	if r := runEtdi(t, dir, nil, "unwrap", "--config", path); r.code != 0 || readText(t, path) != text {
+		t.Fatalf("unwrap after undoing the edit: exit %d\n%s%s\n%s", r.code, r.stdout, r.stderr, readText(t, path))
+	}
+
+	// Never wrapped.
+	other := filepath.Join(dir, "other", "mcp.json")
+	writeText(t, other, text, 0o600)
+	if r := runEtdi(t, dir, nil, "unwrap", "--config", other); r.code != 0 || readText(t, other) != text || !strings.Contains(r.stdout, "0 unwrapped, 0 refused") {
+		t.Fatalf("unwrap of an untouched file: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}
+
+// The backup is of the file before etdi first changed it: a later wrap
+// never overwrites it.
+func TestCLIWrapKeepsFirstBackup(t *testing.T) {
+	dir := t.TempDir()
+	path, _ := cursorFile(t, dir)
+	writeText(t, path+".etdi-backup", "older backup", 0o600)
+	if r := runEtdi(t, dir, nil, "wrap", "--config", path, "--name", "a"); r.code != 0 || !strings.Contains(r.stdout, "1 wrapped") {
+		t.Fatalf("wrap --name: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if readText(t, path+".etdi-backup") != "older backup" {
+		t.Fatal("backup overwritten")
+	}
+	if got := readText(t, path); !strings.Contains(got, `"b": {"url"`) {
+		t.Fatalf("--name a rewrote b too:\n%s", got)
+	}
+	if r := runEtdi(t, dir, nil, "wrap", "--config", path, "--name", "nosuch"); r.code != 1 || !strings.Contains(r.stderr, `no server entry named "nosuch"`) {
+		t.Fatalf("unknown --name: exit %d\n%s", r.code, r.stderr)
+	}
+	if r := runEtdi(t, dir, nil, "wrap"); r.code != 2 {
+		t.Fatalf("wrap without --config: exit %d, want 2\n%s", r.code, r.stderr)
+	}
+	if r := runEtdi(t, dir, nil, "unwrap", "--config", path, "--etdi", "/x"); r.code != 2 {
+		t.Fatalf("unwrap --etdi: exit %d, want 2\n%s", r.code, r.stderr)
+	}
+}
+
+// etdi check --config on a wrapped file checks the servers behind etdi
+// run under the same names: tools approved before wrapping are still
+// approved after, for a stdio and a Streamable HTTP server.
+func TestCLICheckSeesThroughWrap(t *testing.T) {
+	s := newSecretEnv(t)
+	url := httpEcho(t)
+	cfg := filepath.Join(s.dir, "mcp.json")
+	writeText(t, cfg, `{"mcpServers": {
+  "echo": {"command": "`+echoServer(t)+`", "args": ["--flag"]},
+  "remote": {"url": "`+url+`/remote", "headers": {"Authorization": "Bearer wrapped-header-5512"}}
+}}`, 0o600)
+	s.check(0, "--config", cfg, "--yes")
+	if r := runEtdi(t, s.dir, nil, "wrap", "--config", cfg); r.code != 0 || !strings.Contains(r.stdout, "2 wrapped") {
+		t.Fatalf("wrap: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if strings.Contains(readText(t, cfg), `"Bearer wrapped-header-5512"]`) {
+		t.Fatal("a header value went into the arguments")
+	}
+	r := s.check(0, "--config", cfg, "--json")
+	var out struct {
+		Servers []struct {
+			Target string `json:"target"`
+			Tools  []struct {
+				Name   string `json:"name"`
+				Status string `json:"status"`
+			} `json:"tools"`
+		} `json:"servers"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &out); err != nil {
+		t.Fatal(err)
+	}
+	if len(out.Servers) != 2 || !strings.HasPrefix(out.Servers[0].Target, "echo ") || !strings.HasPrefix(out.Servers[1].Target, "remote ") ||
+		len(out.Servers[0].Tools) == 0 || len(out.Servers[1].Tools) == 0 {
+		t.Fatalf("check of the wrapped file:\n%s", r.stdout)
+	}
+}
+
+// unwrap --name of an entry wrap never rewrote says so (exit 1).
+func TestCLIUnwrapUnknownName(t *testing.T) {
+	dir := t.TempDir()
+	path, text := cursorFile(t, dir)
+	r := runEtdi(t, dir, nil, "unwrap", "--config", path, "--name", "a")
+	if r.code != 1 || !strings.Contains(r.stderr, `no entry named "a" that etdi wrap rewrote`) || readText(t, path) != text {
+		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}
