@@ -76,7 +76,9 @@ func fixture(marker string) []string {
 // liveCheck runs etdi check on the fixture with environment env.
 func (p *pinEnv) liveCheck(env []string, extra ...string) result {
 	p.t.Helper()
-	args := append([]string{"check", "--trust", "trust.json", "--pins", "pins.db", "--start-timeout", "3s", "--timeout", "20s"}, extra...)
+	// Node.js may take seconds to start on a loaded machine: the start
+	// timeout is generous; the hang case sets its own.
+	args := append([]string{"check", "--trust", "trust.json", "--pins", "pins.db", "--start-timeout", "15s", "--timeout", "30s"}, extra...)
 	return runEtdi(p.t, p.dir, append(env, "PATH="+os.Getenv("PATH")), args...)
 }
 
@@ -157,6 +159,9 @@ func TestLiveFixtureFailures(t *testing.T) {
 			extra := append([]string{"--bundle", "w.etdi.json"}, fixture(marker)...)
 			if tc.mode == "truncated" {
 				extra = append([]string{"--timeout", "4s"}, extra...)
+			}
+			if tc.mode == "hang" {
+				extra = append([]string{"--start-timeout", "3s"}, extra...)
 			}
 			r := p.liveCheck([]string{"FIXTURE_MODE=" + tc.mode}, extra...)
 			if r.code != 1 || !strings.Contains(r.stdout+r.stderr, tc.want) {
