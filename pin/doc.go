@@ -27,6 +27,9 @@
 //	    <tool name>            JSON []string: server keys that pin the name
 //	skeletons/                 (schema 2; rebuilt in 3) index for look-alike names
 //	    <skeleton>             JSON []string: pinned names with that skeleton
+//	launches/                  (created on first use) project-scoped host
+//	    <launch digest>        config entries the user let etdi start: JSON
+//	                           Launch, bound to its "launch" record
 //	log/
 //	    records/
 //	        <index>            uint64 big endian -> JSON Record (one line)

@@ -109,6 +109,7 @@ are unchanged by --quiet.`,
 				return usagef("--approve asks questions and needs a terminal; use --yes in scripts")
 			}
 			e.quiet = quiet
+			sf.launchApproved = pf.launchChecker()
 			ts, err := e.targets(&sf, args, cmd.ArgsLenAtDash())
 			if err != nil {
 				return err
@@ -124,6 +125,11 @@ are unchanged by --quiet.`,
 			}
 			out.ExitCode = combineExit(out.Servers)
 			out.Summary = summarize(out.Servers)
+			if sf.project {
+				e.approveLaunches(&pf, ts, func(i int) (string, bool) {
+					return out.Servers[i].Server, out.Servers[i].ExitCode == exitOK
+				})
+			}
 			switch {
 			case asJSON:
 				if err := e.writeJSON(out); err != nil {

@@ -33,6 +33,9 @@ type serverFlags struct {
 	config                          string
 	inputs                          []string
 	project                         bool
+	// launchApproved, when set, says whether a project-scoped entry's
+	// launch was approved earlier (SPEC.md §18).
+	launchApproved func(digest string) (bool, error)
 	startTimeout, timeout           time.Duration
 	// argv is the server command, the arguments after "--".
 	argv []string
@@ -90,6 +93,10 @@ type target struct {
 	location string
 	// problems keep the server from being checked as configured.
 	problems []string
+	// project and launch mark an entry of a project-scoped file and its
+	// launch digest.
+	project bool
+	launch  string
 	// secrets are the values of the server's configuration that must not
 	// be shown: env and header values, URL user information and query
 	// values, NAME=VALUE arguments (SPEC.md §21).
@@ -173,8 +180,17 @@ func (e *env) targets(f *serverFlags, args []string, dash int) ([]target, error)
 		var skipped []string
 		for _, en := range es {
 			if en.Project && !f.project {
-				skipped = append(skipped, fmt.Sprintf("%s (%s)", en.Name, en.File))
-				continue
+				ok := false
+				if f.launchApproved != nil && en.Launch != "" {
+					var err error
+					if ok, err = f.launchApproved(en.Launch); err != nil {
+						return nil, err
+					}
+				}
+				if !ok {
+					skipped = append(skipped, fmt.Sprintf("%s (%s)", en.Name, en.File))
+					continue
+				}
 			}
 			entries = append(entries, en)
 		}
@@ -198,7 +214,7 @@ func (e *env) targets(f *serverFlags, args []string, dash int) ([]target, error)
 			continue
 		}
 		t := target{label: fmt.Sprintf("%s (%s, %s)", en.Name, en.Host, en.File), name: en.Name, location: en.File,
-			problems: en.Problems, url: en.URL, dir: en.Cwd}
+			problems: en.Problems, url: en.URL, dir: en.Cwd, project: en.Project, launch: en.Launch}
 		en.AddSecrets(&t.secrets)
 		if en.Command != "" {
 			t.argv = append([]string{en.Command}, en.Args...)
@@ -264,6 +280,44 @@ func (f *pinFlags) open(readOnly bool) (*pin.Store, error) {
 		return nil, &hintError{err, "another etdi is using the database; retry, or raise --lock-timeout"}
 	}
 	return s, err
+}
+
+// launchChecker returns whether a launch was approved, reading the pin
+// database if it exists (no database: nothing approved).
+func (f *pinFlags) launchChecker() func(string) (bool, error) {
+	return func(digest string) (bool, error) {
+		if _, err := os.Stat(f.path); errors.Is(err, os.ErrNotExist) {
+			return false, nil
+		}
+		s, err := f.open(true)
+		if err != nil {
+			return false, err
+		}
+		defer s.Close()
+		return s.LaunchApproved(digest)
+	}
+}
+
+// approveLaunches records the launches of the project-scoped entries the
+// user chose to start with --project whose check passed, so later runs
+// start them without --project while they stay exactly as written.
+func (e *env) approveLaunches(pf *pinFlags, ts []target, passed func(i int) (server string, ok bool)) {
+	for i, t := range ts {
+		server, ok := passed(i)
+		if !t.project || t.launch == "" || !ok {
+			continue
+		}
+		s, err := pf.open(false)
+		if err != nil {
+			say(e.stderr, "etdi: warning: could not record the launch of %s: %v\n", t.label, err)
+			return
+		}
+		err = s.ApproveLaunch(pin.Launch{Digest: t.launch, Server: server, File: t.location, Entry: t.name, By: pf.who()})
+		s.Close()
+		if err != nil {
+			say(e.stderr, "etdi: warning: could not record the launch of %s: %v\n", t.label, err)
+		}
+	}
 }
 
 func (f *pinFlags) who() string {

@@ -64,3 +64,64 @@ func TestCLIProjectConfigNotStarted(t *testing.T) {
 		t.Fatalf("exit %d, want 1 listing the searched paths:\n%s", r.code, r.stderr)
 	}
 }
+
+// TestCLIProjectLaunchApproved: once the user let etdi start a project's
+// server (--project) and its check passed, later runs start that entry
+// without --project while it stays exactly as written; any change to it
+// makes it a stranger again.
+func TestCLIProjectLaunchApproved(t *testing.T) {
+	needNode(t)
+	root := t.TempDir()
+	home := filepath.Join(root, "home")
+	repo := filepath.Join(root, "repo")
+	os.MkdirAll(home, 0o700)
+	os.MkdirAll(repo, 0o755)
+	marker := filepath.Join(root, "started")
+	entry := func(extra string) string {
+		return `{"mcpServers": {"weather": {"command": "sh", "args": ["-c", "touch ` + marker + `; exec node ` + fixtureJS + extra + `"]}}}`
+	}
+	os.WriteFile(filepath.Join(repo, ".mcp.json"), []byte(entry("")), 0o644)
+	pol, pins := filepath.Join(root, "trust.json"), filepath.Join(root, "pins.db")
+	if r := runEtdi(t, root, nil, "trust", "unsigned", "--trust", pol, "warn"); r.code != 0 {
+		t.Fatal(r.stderr)
+	}
+	run := func(args ...string) result {
+		t.Helper()
+		cmd := exec.Command(etdiBin, append([]string{"check", "--trust", pol, "--pins", pins, "--config", "auto", "--start-timeout", "15s"}, args...)...)
+		cmd.Dir = repo
+		cmd.Env = []string{"HOME=" + home, "XDG_CONFIG_HOME=" + filepath.Join(home, ".config"), "PATH=" + os.Getenv("PATH")}
+		var so, se bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &so, &se
+		err := cmd.Run()
+		code := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		}
+		return result{code, so.String(), se.String()}
+	}
+	started := func() bool { _, err := os.Stat(marker); os.Remove(marker); return err == nil }
+
+	if r := run(); r.code != 1 || started() {
+		t.Fatalf("an unapproved project entry was started (exit %d):\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	// The user chooses to start it, and approves its tools.
+	if r := run("--project", "--yes"); r.code != 0 || !started() {
+		t.Fatalf("--project --yes: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	// From now on it is started without --project, and passes.
+	if r := run(); r.code != 0 || !started() {
+		t.Fatalf("an approved launch was not started: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	// The repository changes the command: not started again.
+	os.WriteFile(filepath.Join(repo, ".mcp.json"), []byte(entry(" --extra")), 0o644)
+	if r := run(); r.code != 1 || started() || !strings.Contains(r.stderr, "--project") {
+		t.Fatalf("a changed project entry was started (exit %d):\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	// The history records the launch approval.
+	if r := runEtdi(t, root, nil, "audit", "export", "--pins", pins, "--json"); !strings.Contains(r.stdout, `"type":"launch"`) {
+		t.Fatalf("no launch record in the history:\n%s", r.stdout)
+	}
+	if r := runEtdi(t, root, nil, "audit", "verify", "--pins", pins); r.code != 0 {
+		t.Fatalf("audit verify: %d %s%s", r.code, r.stdout, r.stderr)
+	}
+}

@@ -1,6 +1,7 @@
 package hostconfig
 
 import (
+	"encoding/json"
 	"fmt"
 	"regexp"
 	"sort"
@@ -45,6 +46,9 @@ func loadCodex(path string, data []byte, o Options) ([]Entry, error) {
 			continue // the host does not start it; neither does etdi
 		}
 		e := Entry{Name: name, Host: Codex, File: path, Line: codexLine(data, name)}
+		if raw, err := json.Marshal(t); err == nil {
+			e.Launch = launchDigest(path, name, raw)
+		}
 		str := func(key string) (string, error) {
 			v, ok := t[key]
 			if !ok {

@@ -17,6 +17,8 @@
 package hostconfig
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -75,6 +77,11 @@ type Entry struct {
 	// (SPEC.md §24); Command, Args, URL and Headers are then those of the
 	// server behind it.
 	Wrapped bool `json:"wrapped,omitempty"`
+	// Launch is the SHA-256 (hex) of the configuration file's absolute
+	// path, the entry's name and the entry exactly as written (before any
+	// variable is resolved): what a launch approval of a project-scoped
+	// entry is bound to (SPEC.md §18).
+	Launch string `json:"launch,omitempty"`
 }
 
 // AddSecrets adds to s what of the entry must never be shown: its env
@@ -375,10 +382,26 @@ func loadData(path string, data []byte, host string, o Options) ([]Entry, error)
 				return nil, err
 			}
 			e.Line = lineOfName(data, m.Name)
+			e.Launch = launchDigest(path, m.Name, etdi.AppendCanonical(nil, m.Value))
 			out = append(out, e)
 		}
 	}
 	return out, nil
+}
+
+// launchDigest binds a launch approval to the file, the entry's name and
+// the entry's text.
+func launchDigest(path, name string, entry []byte) string {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		abs = path
+	}
+	h := sha256.New()
+	for _, part := range [][]byte{[]byte(abs), []byte(name), entry} {
+		fmt.Fprintf(h, "%d:", len(part))
+		h.Write(part)
+	}
+	return hex.EncodeToString(h.Sum(nil))
 }
 
 // disabled reports an entry the host keeps but does not start
