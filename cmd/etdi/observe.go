@@ -35,8 +35,8 @@ type serverFlags struct {
 	project                         bool
 	// launchApproved, when set, says whether a project-scoped entry's
 	// launch was approved earlier (SPEC.md §18).
-	launchApproved func(digest string) (bool, error)
-	startTimeout, timeout           time.Duration
+	launchApproved        func(digest string) (bool, error)
+	startTimeout, timeout time.Duration
 	// argv is the server command, the arguments after "--".
 	argv []string
 }
