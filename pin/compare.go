@@ -345,6 +345,7 @@ func compare(tx *bolt.Tx, o *Observation) (*Comparison, error) {
 	}
 	offered := map[string]bool{}
 	sus := newSuspicion(tx, o)
+	copies := newCopyCache(tx, o)
 	for i := range o.Tools {
 		t := &o.Tools[i]
 		if count[t.Name] > 1 {
@@ -366,7 +367,7 @@ func compare(tx *bolt.Tx, o *Observation) (*Comparison, error) {
 				Message: fmt.Sprintf("server %s offers tool %q whose name holds control characters; it can pass for another name", o.Server, t.Name)})
 			continue
 		}
-		st, fs, err := compareTool(tx, o, t, bySkeleton[confusable.Skeleton(t.Name)])
+		st, fs, err := compareTool(tx, o, t, bySkeleton[confusable.Skeleton(t.Name)], copies)
 		if err != nil {
 			return nil, err
 		}
@@ -423,7 +424,7 @@ func compareInstructions(o *Observation, info *ServerInfo) *verify.Finding {
 		Message: fmt.Sprintf("server %s: instructions changed since approval", o.Server)}
 }
 
-func compareTool(tx *bolt.Tx, o *Observation, t *Observed, sameSkeleton []string) (ToolState, []verify.Finding, error) {
+func compareTool(tx *bolt.Tx, o *Observation, t *Observed, sameSkeleton []string, copies *copyCache) (ToolState, []verify.Finding, error) {
 	st := ToolState{Name: t.Name, Version: t.Version, Digest: t.Digest.String(), Status: "ok"}
 	base := verify.Finding{Server: o.Server, Tool: t.Name, Version: t.Version, Live: t.Digest.String(),
 		CurrentSigner: t.Signer.String()}
@@ -458,7 +459,7 @@ func compareTool(tx *bolt.Tx, o *Observation, t *Observed, sameSkeleton []string
 		return st, nil, err
 	}
 	if p == nil {
-		return compareNew(tx, o, t, sameSkeleton, st, with, ref)
+		return compareNew(tx, o, t, sameSkeleton, st, with, ref, copies)
 	}
 	pinned := func(f verify.Finding) verify.Finding {
 		f.PinnedVersion, f.PinnedDigest, f.PinnedSigner = p.Version, p.Digest, p.Signer.String()
@@ -526,12 +527,12 @@ func compareTool(tx *bolt.Tx, o *Observation, t *Observed, sameSkeleton []string
 }
 
 func compareNew(tx *bolt.Tx, o *Observation, t *Observed, sameSkeleton []string, st ToolState,
-	with func(verify.Kind, verify.Severity, string) verify.Finding, ref string) (ToolState, []verify.Finding, error) {
+	with func(verify.Kind, verify.Severity, string) verify.Finding, ref string, copies *copyCache) (ToolState, []verify.Finding, error) {
 	servers, err := getStrings(tx.Bucket(bNames), t.Name)
 	if err != nil {
 		return st, nil, err
 	}
-	var others, copies []string
+	var others, copyOf []string
 	for _, srv := range servers {
 		if srv == o.Server {
 			continue
@@ -544,8 +545,14 @@ func compareNew(tx *bolt.Tx, o *Observation, t *Observed, sameSkeleton []string,
 		// definition approved there: a new server to approve, not a
 		// shadow. Anything else under an approved name shadows it.
 		if p != nil && p.Digest == t.Digest.String() && p.Signer == t.Signer && p.Version == t.Version {
-			copies = append(copies, srv)
-			continue
+			whole, err := copies.wholeCopyOf(srv)
+			if err != nil {
+				return st, nil, err
+			}
+			if whole {
+				copyOf = append(copyOf, srv)
+				continue
+			}
 		}
 		others = append(others, srv)
 	}
@@ -591,9 +598,9 @@ func compareNew(tx *bolt.Tx, o *Observation, t *Observed, sameSkeleton []string,
 	}
 	st.Status = "new"
 	f := with(verify.NewTool, verify.Error, fmt.Sprintf("tool %s is not approved: approval required", ref))
-	if len(copies) > 0 {
-		f.Message = fmt.Sprintf("tool %s is not approved: approval required (the same definition is approved on %s)", ref, strings.Join(copies, ", "))
-		f.Servers = copies
+	if len(copyOf) > 0 {
+		f.Message = fmt.Sprintf("tool %s is not approved: approval required (the same server is approved as %s)", ref, strings.Join(copyOf, ", "))
+		f.Servers = copyOf
 	}
 	f.Permissions = t.Permissions
 	if f.Permissions == nil {
