@@ -73,7 +73,7 @@ Exit codes: 0 intact, 10 the history or the checkpoint does not verify
 				return err
 			}
 			defer s.Close()
-			if err := s.CheckFile(); err != nil {
+			if err := checkFileIsolated(s.Path()); err != nil {
 				return fail(report{}, err)
 			}
 			tree, err := s.VerifyLog()

@@ -23,6 +23,9 @@ func main() {
 	if _, set := os.LookupEnv("GOMEMLIMIT"); !set {
 		debug.SetMemoryLimit(softMemoryLimit)
 	}
+	if path := os.Getenv(checkFileEnv); path != "" {
+		os.Exit(checkFileChild(path))
+	}
 	os.Exit(runGuarded())
 }
 
