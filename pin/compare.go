@@ -528,10 +528,11 @@ func compareTool(tx *bolt.Tx, o *Observation, t *Observed, sameSkeleton []string
 
 func compareNew(tx *bolt.Tx, o *Observation, t *Observed, sameSkeleton []string, st ToolState,
 	with func(verify.Kind, verify.Severity, string) verify.Finding, ref string, copies *copyCache) (ToolState, []verify.Finding, error) {
-	servers, err := getStrings(tx.Bucket(bNames), t.Name)
+	scan, err := copies.scan()
 	if err != nil {
 		return st, nil, err
 	}
+	servers := scan.servers[t.Name]
 	var others, copyOf []string
 	for _, srv := range servers {
 		if srv == o.Server {
@@ -564,10 +565,7 @@ func compareNew(tx *bolt.Tx, o *Observation, t *Observed, sameSkeleton []string,
 		return st, []verify.Finding{f}, nil
 	}
 	var looks []string
-	alike, err := getStrings(tx.Bucket(bSkeletons), skeletonOf(t.Name))
-	if err != nil {
-		return st, nil, err
-	}
+	alike := scan.skeletons[skeletonOf(t.Name)]
 	for _, n := range alike {
 		if n != t.Name {
 			looks = append(looks, n)
@@ -584,10 +582,7 @@ func compareNew(tx *bolt.Tx, o *Observation, t *Observed, sameSkeleton []string,
 		f.LooksLike = looks[0]
 		f.Scripts = confusable.Scripts(t.Name)
 		for _, n := range looks {
-			srvs, err := getStrings(tx.Bucket(bNames), n)
-			if err != nil {
-				return st, nil, err
-			}
+			srvs := scan.servers[n]
 			for _, srv := range srvs {
 				if !slices.Contains(f.Servers, srv) {
 					f.Servers = append(f.Servers, srv)

@@ -1,6 +1,11 @@
 package pin
 
-import bolt "go.etcd.io/bbolt"
+import (
+	"bytes"
+	"errors"
+
+	bolt "go.etcd.io/bbolt"
+)
 
 // copyCache answers, once per server, whether the observation is a copy
 // of another server's approvals: every tool it offers is approved there
@@ -12,6 +17,7 @@ type copyCache struct {
 	tx   *bolt.Tx
 	o    *Observation
 	seen map[string]bool
+	pins *pinScan
 }
 
 func newCopyCache(tx *bolt.Tx, o *Observation) *copyCache {
@@ -36,4 +42,38 @@ func (c *copyCache) wholeCopyOf(server string) (bool, error) {
 	}
 	c.seen[server] = same
 	return same, nil
+}
+
+// pinScan is the names and look-alike skeletons of every pin, read from
+// the pins bucket itself. Shadowing and look-alike checks of a tool never
+// approved on this server consult it, not the names and skeletons
+// indexes: those are derived data a local attacker could edit without
+// touching a pin, and a deleted index entry must not turn impersonation
+// into a new tool. It is built at most once per comparison, and only when
+// a tool is new, so checking an approved server costs nothing extra.
+type pinScan struct {
+	servers   map[string][]string // tool name -> servers that pin it
+	skeletons map[string][]string // skeleton -> distinct pinned names
+}
+
+func (c *copyCache) scan() (*pinScan, error) {
+	if c.pins != nil {
+		return c.pins, nil
+	}
+	ps := &pinScan{servers: map[string][]string{}, skeletons: map[string][]string{}}
+	cur := c.tx.Bucket(bPins).Cursor()
+	for k, _ := cur.First(); k != nil; k, _ = cur.Next() {
+		i := bytes.IndexByte(k, 0)
+		if i < 0 {
+			return nil, damagedError("pin key", k, errors.New("no server/tool separator"))
+		}
+		server, name := string(k[:i]), string(k[i+1:])
+		if _, seen := ps.servers[name]; !seen {
+			sk := skeletonOf(name)
+			ps.skeletons[sk] = append(ps.skeletons[sk], name)
+		}
+		ps.servers[name] = append(ps.servers[name], server)
+	}
+	c.pins = ps
+	return ps, nil
 }
