@@ -146,7 +146,9 @@ func sortedKeysOf[V any](m map[string]V) []string {
 func (t *target) shown(text string) []string {
 	var where []string
 	for _, c := range t.credentials {
-		for _, f := range redact.Forms(c.value) {
+		// The form in canonical JSON (RFC 8785), which the definitions are.
+		canon := string(etdi.AppendCanonical(nil, &etdi.Value{Kind: etdi.String, Str: c.value}))
+		for _, f := range append(redact.Forms(c.value), canon[1:len(canon)-1]) {
 			if len(f) >= minCredential && strings.Contains(text, f) {
 				if len(where) == 0 || where[len(where)-1] != c.where {
 					where = append(where, c.where)

@@ -7,7 +7,11 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
+	"github.com/etdi-dev/etdi"
+	"github.com/etdi-dev/etdi/internal/mcpclient"
+	"github.com/etdi-dev/etdi/internal/redact"
 	"github.com/etdi-dev/etdi/verify"
 )
 
@@ -102,6 +106,11 @@ func TestSecretInDefinitionBlocked(t *testing.T) {
 	}
 	s.run(11, "pin", "approve", "--trust", "trust.json", "--pins", "pins.db", "--config", "leak.json")
 	s.run(11, "diff", "--trust", "trust.json", "--pins", "pins.db", "--config", "leak.json")
+	s.run(11, "fetch", "--config", "leak.json", "--out", "live.json")
+	if _, err := os.Stat(filepath.Join(s.dir, "live.json")); err == nil {
+		t.Error("fetch saved the definition that shows the secret")
+	}
+	s.run(11, "fetch", "--config", "leak.json")
 	if now := s.run(0, "pin", "list", "--pins", "pins.db", "--json").stdout; now != approved {
 		t.Errorf("the pins changed:\n%s\nwas:\n%s", now, approved)
 	}
@@ -172,4 +181,42 @@ func TestCredentialsOf(t *testing.T) {
 			t.Errorf("shown(%q): not found", text)
 		}
 	}
+}
+
+// FuzzShownCredentials: whatever a server lists, a credential of
+// minCredential bytes or more in a tool's name, description or the
+// instructions is found, and no finding carries it.
+func FuzzShownCredentials(f *testing.F) {
+	f.Add("echo", "Send the key.", "Use it.", "desc-api-key-value-6620-lamp")
+	f.Add("x", "key is \"secret-v\u00e9lue\"\n", "", "secret-v\u00e9lue\"\n")
+	f.Add("desc-api-key", "a<b>&c", "desc-api-key", "desc-api-key")
+	f.Add("t", "k\u2028ey\"<x>\x01", "", "k\u2028ey\"<x>\x01")
+	f.Fuzz(func(t *testing.T, name, desc, instr, secret string) {
+		// A configured value comes from a JSON file or the command line:
+		// valid UTF-8.
+		if len(secret) < minCredential || strings.Contains(secret, redact.Mask) || !utf8.ValidString(secret) {
+			return
+		}
+		b, _ := json.Marshal(map[string]any{"tools": []any{map[string]any{"name": name, "description": desc, "inputSchema": map[string]any{"type": "object"}}}})
+		tl, err := etdi.ParseToolsList(b)
+		if err != nil {
+			return
+		}
+		tg := &target{credentials: []credential{{"env API_KEY", secret}}}
+		fs := tg.shownCredentials(&mcpclient.Listing{Tools: tl.Tools, Instructions: &instr})
+		want := strings.Contains(name, secret) || strings.Contains(desc, secret) || strings.Contains(instr, secret)
+		if want && len(fs) == 0 {
+			t.Fatalf("secret %q not found in %s / %q", secret, tl.Tools[0].Canonical, instr)
+		}
+		// etdi's own words may hold the secret ("secret_in_definition").
+		words := string(verify.SecretInDefinition) + " tool (in description, name, inputSchema) shows the model a secret the server is configured with (env API_KEY): it is not compared, approved or recorded; take the secret out of what the server shows the server's instructions the _meta of the server's tools/list" + redact.Mask
+		if strings.Contains(words, secret) {
+			return
+		}
+		for _, f := range fs {
+			if strings.Contains(f.Message+"\x00"+f.Tool+"\x00"+strings.Join(f.Fields, "\x00"), secret) {
+				t.Fatalf("the finding carries the secret: %+v", f)
+			}
+		}
+	})
 }
