@@ -97,6 +97,7 @@ type target struct {
 	// credentials are those of the secrets that are credentials; a
 	// definition that shows one is not checked (secretfind.go).
 	credentials []credential
+	credForms   [][]string
 }
 
 // targets resolves the flags into the servers to check.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"sort"
 	"strings"
 
@@ -141,14 +142,21 @@ func sortedKeysOf[V any](m map[string]V) []string {
 }
 
 // shown returns where the credentials shown in text are configured, or
-// nil. A credential counts in each form it takes in JSON, a Go quoted
-// string or a URL.
+// nil. A credential counts in each form it takes in JSON (canonical or as
+// encoding/json writes it), a Go quoted string or a URL.
 func (t *target) shown(text string) []string {
+	if t.credForms == nil {
+		t.credForms = make([][]string, len(t.credentials))
+		for i, c := range t.credentials {
+			canon := string(etdi.AppendCanonical(nil, &etdi.Value{Kind: etdi.String, Str: c.value}))
+			forms := append(redact.Forms(c.value), canon[1:len(canon)-1])
+			slices.Sort(forms)
+			t.credForms[i] = slices.Compact(forms)
+		}
+	}
 	var where []string
-	for _, c := range t.credentials {
-		// The form in canonical JSON (RFC 8785), which the definitions are.
-		canon := string(etdi.AppendCanonical(nil, &etdi.Value{Kind: etdi.String, Str: c.value}))
-		for _, f := range append(redact.Forms(c.value), canon[1:len(canon)-1]) {
+	for i, c := range t.credentials {
+		for _, f := range t.credForms[i] {
 			if len(f) >= minCredential && strings.Contains(text, f) {
 				if len(where) == 0 || where[len(where)-1] != c.where {
 					where = append(where, c.where)

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -170,6 +171,14 @@ func TestCredentialsOf(t *testing.T) {
 	if strings.Join(got, ",") != want {
 		t.Errorf("credentials: %s\nwant %s", strings.Join(got, ","), want)
 	}
+	h := http.Header{"Authorization": {"Bearer tok-value-1234"}, "Accept": {"application/json"}, "X-Trace": {"trace-id-000001"}}
+	got = nil
+	for _, c := range credentialsOfURL("http://h.example/mcp?page=abcdefgh", h) {
+		got = append(got, c.where+"="+c.value)
+	}
+	if want := `header "Authorization"=Bearer tok-value-1234,header "Authorization"=tok-value-1234`; strings.Join(got, ",") != want {
+		t.Errorf("credentials of headers: %s\nwant %s", strings.Join(got, ","), want)
+	}
 	tg := &target{credentials: credentialsOfArgs(argv)}
 	for _, text := range []string{`{"description":"Serve on 8080 from plainname, page 2."}`, `{"name":"acme"}`} {
 		if w := tg.shown(text); w != nil {
@@ -219,4 +228,34 @@ func FuzzShownCredentials(f *testing.F) {
 			}
 		}
 	})
+}
+
+// BenchmarkShownCredentials: looking for 10 configured credentials in a
+// listing of 100 tools of ~450 bytes each, none shown (the common case).
+func BenchmarkShownCredentials(b *testing.B) {
+	var tools []any
+	for i := range 100 {
+		tools = append(tools, map[string]any{"name": fmt.Sprintf("tool_%d", i),
+			"description": strings.Repeat("Read a file from the workspace and return its text. ", 6),
+			"inputSchema": map[string]any{"type": "object", "properties": map[string]any{"path": map[string]any{"type": "string"}}}})
+	}
+	data, _ := json.Marshal(map[string]any{"tools": tools})
+	tl, err := etdi.ParseToolsList(data)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var argv []string
+	for i := range 10 {
+		argv = append(argv, fmt.Sprintf("--token%d", i), fmt.Sprintf("credential-value-%d-abcdef", i))
+	}
+	tg := &target{credentials: credentialsOfArgs(argv)}
+	instr := "Use the tools."
+	l := &mcpclient.Listing{Tools: tl.Tools, Instructions: &instr}
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if fs := tg.shownCredentials(l); len(fs) != 0 {
+			b.Fatal(fs)
+		}
+	}
 }
