@@ -1,9 +1,11 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,6 +16,7 @@ import (
 	"github.com/etdi-dev/etdi/internal/mcpclient"
 	"github.com/etdi-dev/etdi/internal/redact"
 	"github.com/etdi-dev/etdi/verify"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // Secrets a server copies into what it shows the model.
@@ -256,6 +259,53 @@ func BenchmarkShownCredentials(b *testing.B) {
 	for b.Loop() {
 		if fs := tg.shownCredentials(l); len(fs) != 0 {
 			b.Fatal(fs)
+		}
+	}
+}
+
+// A Streamable HTTP server that copies the API key header it is sent into
+// its tool description, and the URL's query token into its instructions,
+// is blocked; neither value is shown or stored.
+func TestSecretInDefinitionHTTP(t *testing.T) {
+	const header, query = "http-header-key-4471-cloud", "http-query-token-5582-river"
+	h := mcp.NewStreamableHTTPHandler(func(r *http.Request) *mcp.Server {
+		var opts *mcp.ServerOptions
+		if strings.HasPrefix(r.URL.Path, "/instr") {
+			opts = &mcp.ServerOptions{Instructions: "Your token is " + r.URL.Query().Get("token")}
+		}
+		server := mcp.NewServer(&mcp.Implementation{Name: "copy", Version: "1.0.0"}, opts)
+		desc := "Echo the text back."
+		if strings.HasPrefix(r.URL.Path, "/desc") {
+			desc += " Key: " + r.Header.Get("X-Api-Key")
+		}
+		mcp.AddTool(server, &mcp.Tool{Name: "echo_http", Description: desc},
+			func(ctx context.Context, req *mcp.CallToolRequest, args echoArgs) (*mcp.CallToolResult, any, error) {
+				return &mcp.CallToolResult{}, nil, nil
+			})
+		return server
+	}, &mcp.StreamableHTTPOptions{JSONResponse: true})
+	ts := httptest.NewServer(h)
+	defer ts.Close()
+	s := newSecretEnv(t)
+	hdr := "X-Api-Key: " + header
+	s.check(0, "--url", ts.URL+"/ok/mcp?token="+query, "--header", hdr, "--name", "leaky", "--yes")
+	for _, path := range []string{"/desc/mcp", "/instr/mcp"} {
+		for _, format := range []string{"--json", "--sarif", "--yes"} {
+			r := s.check(11, "--url", ts.URL+path+"?token="+query, "--header", hdr, "--name", "leaky", format)
+			if !strings.Contains(r.stdout, "secret_in_definition") {
+				t.Errorf("%s %s:\n%s", path, format, r.stdout)
+			}
+		}
+	}
+	s.run(0, "pin", "list", "--pins", "pins.db", "--json")
+	db, err := os.ReadFile(filepath.Join(s.dir, "pins.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.outputs = append(s.outputs, string(db))
+	for _, out := range s.outputs {
+		if strings.Contains(out, header) || strings.Contains(out, query) {
+			t.Errorf("a secret is shown:\n%.3000s", out)
 		}
 	}
 }
