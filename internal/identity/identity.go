@@ -8,11 +8,15 @@
 // name in the package.json nearest to the script node runs, or else the
 // program's base name. For a URL, it is the host and the path, without
 // user information, query or fragment. Versions and tags are dropped, so
-// that an upgraded server is compared against the same pins.
+// that an upgraded server is compared against the same pins. The value of
+// a runner's flag is never taken for the package (npx --api-key SECRET
+// pkg names pkg), and an argument that does not parse as a package spec
+// of the runner's ecosystem gives no name.
 //
 // A derived name is never empty unless nothing could be derived, is at
 // most MaxLen bytes, holds no control character, space or '=', and does
-// not look like a credential (redact.LooksSecret).
+// not look like a credential (redact.LooksSecret); CommandFor also keeps
+// out the values of a server's secret set.
 package identity
 
 import (
