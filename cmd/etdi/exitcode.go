@@ -41,6 +41,9 @@ var kindExit = map[verify.Kind]int{
 	verify.ConfusableName:      exitImpersonation,
 	verify.Revoked:             exitRevoked,
 	verify.InstructionsChanged: exitRugPull,
+	// A definition that shows a configured secret is hostile as it stands
+	// and cannot be approved: blocked as a rug pull is (SPEC.md §21).
+	verify.SecretInDefinition: exitRugPull,
 }
 
 // severityRank orders exit codes when several findings apply: the most

@@ -43,6 +43,10 @@ serves. With --config, --name picks the entry when the file has several.`,
 			if err != nil {
 				return err
 			}
+			if fs := t.shownCredentials(l); len(fs) > 0 { // never saved (SPEC.md §21)
+				printFindings(e.stderr, fs)
+				return &exitCodeError{exitFor(fs)}
+			}
 			var b bytes.Buffer
 			b.WriteString("{\"tools\": [")
 			for i, tool := range l.Tools {

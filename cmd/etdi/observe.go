@@ -101,6 +101,10 @@ type target struct {
 	// be shown: env and header values, URL user information and query
 	// values, NAME=VALUE arguments (SPEC.md §21).
 	secrets redact.Set
+	// credentials are those of the secrets that are credentials; a
+	// definition that shows one is not checked (secretfind.go).
+	credentials []credential
+	credForms   [][]string
 }
 
 // targets resolves the flags into the servers to check.
@@ -129,12 +133,12 @@ func (e *env) targets(f *serverFlags, args []string, dash int) ([]target, error)
 	case f.tools != "":
 		return []target{{label: f.tools, name: f.name, toolsFile: f.tools, location: f.tools}}, nil
 	case f.server:
-		name := f.name
-		if name == "" {
-			name = identity.Command(f.argv, "")
-		}
-		t := target{label: strings.Join(redact.Args(f.argv), " "), name: name, argv: f.argv, env: os.Environ(), location: f.bundle}
+		t := target{label: strings.Join(redact.Args(f.argv), " "), name: f.name, argv: f.argv, env: os.Environ(), location: f.bundle}
 		t.secrets.AddArgs(f.argv)
+		if t.name == "" {
+			t.name = identity.CommandFor(f.argv, "", &t.secrets)
+		}
+		t.credentials = credentialsOfArgs(f.argv)
 		return []target{t}, nil
 	case f.url != "":
 		h := http.Header{}
@@ -146,15 +150,17 @@ func (e *env) targets(f *serverFlags, args []string, dash int) ([]target, error)
 			}
 			h.Add(strings.TrimSpace(k), strings.TrimSpace(v))
 		}
-		name := f.name
-		if name == "" {
-			name = identity.URL(f.url)
-		}
-		t := target{label: redact.URL(f.url), name: name, url: f.url, headers: h, location: f.bundle}
+		t := target{label: redact.URL(f.url), name: f.name, url: f.url, headers: h, location: f.bundle}
 		t.secrets.AddURL(f.url)
 		for _, vs := range h {
 			t.secrets.Add(vs...)
 		}
+		if t.name == "" {
+			if t.name = identity.URL(f.url); t.secrets.Holds(t.name) {
+				t.name = ""
+			}
+		}
+		t.credentials = credentialsOfURL(f.url, h)
 		return []target{t}, nil
 	}
 	// --config
@@ -216,6 +222,7 @@ func (e *env) targets(f *serverFlags, args []string, dash int) ([]target, error)
 		t := target{label: fmt.Sprintf("%s (%s, %s)", en.Name, en.Host, en.File), name: en.Name, location: en.File,
 			problems: en.Problems, url: en.URL, dir: en.Cwd, project: en.Project, launch: en.Launch}
 		en.AddSecrets(&t.secrets)
+		t.credentials = credentialsOfEntry(&en)
 		if en.Command != "" {
 			t.argv = append([]string{en.Command}, en.Args...)
 			t.env = os.Environ()
@@ -384,6 +391,12 @@ func (e *env) observe(f *serverFlags, t *target, p *trust.Policy) (*observation,
 		}
 		live = &etdi.ToolsList{Tools: listing.Tools}
 		o.listing = listing
+		// A definition that shows a configured secret is never compared,
+		// approved or recorded: it would be stored exactly (SPEC.md §21).
+		if fs := t.shownCredentials(listing); len(fs) > 0 {
+			o.findings = append(o.findings, fs...)
+			return o, nil
+		}
 		if inband, err = etdi.InbandBundle(append(append([]*etdi.Value{}, listing.Metas...), listing.ToolMetas...)); err != nil {
 			o.findings = append(o.findings, verify.Finding{Kind: verify.BundleInvalid, Severity: verify.Error, Message: "in-band bundle: " + err.Error()})
 			return o, nil

@@ -31,6 +31,7 @@ var ruleText = map[verify.Kind]string{
 	verify.Removed:             "An approved tool is no longer offered.",
 	verify.MixedScript:         "A new tool name mixes scripts or holds invisible characters.",
 	verify.InstructionsChanged: "The server's instructions changed since approval.",
+	verify.SecretInDefinition:  "The server shows the model a secret it is configured with (env or header value, URL credentials, credential argument); the definition is not approved or recorded.",
 	verify.SuspiciousText:      "A definition hides characters or carries text aimed at the model (instruction tags, overrides, secret paths, other servers' tool names).",
 }
 

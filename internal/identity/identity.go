@@ -8,11 +8,15 @@
 // name in the package.json nearest to the script node runs, or else the
 // program's base name. For a URL, it is the host and the path, without
 // user information, query or fragment. Versions and tags are dropped, so
-// that an upgraded server is compared against the same pins.
+// that an upgraded server is compared against the same pins. The value of
+// a runner's flag is never taken for the package (npx --api-key SECRET
+// pkg names pkg), and an argument that does not parse as a package spec
+// of the runner's ecosystem gives no name.
 //
 // A derived name is never empty unless nothing could be derived, is at
 // most MaxLen bytes, holds no control character, space or '=', and does
-// not look like a credential (redact.LooksSecret).
+// not look like a credential (redact.LooksSecret); CommandFor also keeps
+// out the values of a server's secret set.
 package identity
 
 import (
@@ -39,14 +43,23 @@ const maxManifest = 1 << 20
 // command runs in (empty: the current directory); it is used only to find
 // the package.json of a script node runs. It returns "" for an empty argv.
 func Command(argv []string, dir string) string {
+	return CommandFor(argv, dir, nil)
+}
+
+// CommandFor is Command for a server configured with secrets: a name that
+// holds any value of secrets (as Set.String would mask it) falls back as
+// one that looks like a credential does, to the program's base name, then
+// to "server".
+func CommandFor(argv []string, dir string, secrets *redact.Set) string {
 	if len(argv) == 0 {
 		return ""
 	}
+	ok := func(n string) bool { return Valid(n) && !secrets.Holds(n) }
 	prog := progName(argv[0])
-	if n := derive(prog, argv[1:], dir, 0); Valid(n) {
+	if n := derive(prog, argv[1:], dir, 0); ok(n) {
 		return n
 	}
-	if Valid(prog) {
+	if ok(prog) {
 		return prog
 	}
 	return "server"
@@ -84,16 +97,15 @@ func derive(prog string, args []string, dir string, depth int) string {
 		rest := skip(args, flagSpec{values: set("-u", "--unset", "-C", "--chdir", "-S", "--split-string")}, true)
 		return again(rest)
 	case "npx", "bunx", "pnpx":
-		return runner(args, flagSpec{values: set("-p", "--package", "-c", "--call", "--cache", "--userconfig", "-w", "--workspace"),
-			pkg: set("-p", "--package")}, npmName)
+		return runner(args, npmFlags, npmSpec)
 	case "npm":
 		// npm exec [--package P] -- CMD, npm x ...
 		if rest, ok := sub(args, nil, "exec", "x"); ok {
-			return runner(rest, flagSpec{values: set("-p", "--package", "-c", "--call", "-w", "--workspace"), pkg: set("-p", "--package")}, npmName)
+			return runner(rest, npmFlags, npmSpec)
 		}
 	case "pnpm", "yarn", "bun":
 		if rest, ok := sub(args, nil, "dlx", "x"); ok {
-			return runner(rest, flagSpec{values: set("-p", "--package"), pkg: set("-p", "--package")}, npmName)
+			return runner(rest, npmFlags, npmSpec)
 		}
 		if prog == "bun" {
 			if rest, ok := sub(args, nil, "run"); ok {
@@ -102,11 +114,11 @@ func derive(prog string, args []string, dir string, depth int) string {
 			return script(args, dir, flagSpec{values: set("--cwd", "-r", "--preload", "--config", "-c")})
 		}
 	case "uvx":
-		return runner(args, uvFlags, pyName)
+		return runner(args, uvFlags, pySpec)
 	case "uv":
 		if rest, ok := sub(args, uvFlags.values, "tool"); ok {
 			if rest, ok := sub(rest, uvFlags.values, "run"); ok {
-				return runner(rest, uvFlags, pyName)
+				return runner(rest, uvFlags, pySpec)
 			}
 		}
 		if rest, ok := sub(args, uvFlags.values, "run"); ok {
@@ -126,7 +138,7 @@ func derive(prog string, args []string, dir string, depth int) string {
 		}
 	case "pipx":
 		if rest, ok := sub(args, nil, "run"); ok {
-			return runner(rest, flagSpec{values: set("--spec", "--python", "--index-url", "-i", "--pip-args"), pkg: set("--spec")}, pyName)
+			return runner(rest, pipxFlags, pySpec)
 		}
 	case "docker", "podman", "nerdctl":
 		return image(args)
@@ -173,7 +185,25 @@ type flagSpec struct {
 	pkg map[string]bool
 	// stop end the search: what follows is inline code.
 	stop map[string]bool
+	// bools are the long flags known to take no value. A package runner
+	// takes any other long flag written without "=value" to take the next
+	// argument (npx --api-key SECRET pkg): that argument is never the
+	// package.
+	bools map[string]bool
 }
+
+// npmFlags are the flags of npx, npm exec, bunx, pnpm dlx, yarn dlx and
+// bun x that matter to find the package.
+var npmFlags = flagSpec{values: set("-p", "--package", "-c", "--call", "--cache", "--userconfig", "-w", "--workspace"),
+	pkg: set("-p", "--package"),
+	bools: set("--yes", "--no", "--no-yes", "--quiet", "--silent", "--verbose", "--ignore-scripts", "--no-install",
+		"--offline", "--prefer-offline", "--prefer-online", "--legacy-peer-deps", "--force", "--workspaces", "--ws",
+		"--include-workspace-root", "--no-workspaces", "--bun", "--no-update-notifier", "--no-audit", "--no-fund",
+		"--foreground-scripts", "--global", "--dry-run", "--shell-emulator", "--no-color", "--color")}
+
+// pipxFlags are the flags of pipx run.
+var pipxFlags = flagSpec{values: set("--spec", "--python", "--index-url", "-i", "--pip-args", "--backend"), pkg: set("--spec"),
+	bools: set("--no-cache", "--pypi", "--verbose", "--quiet", "--system-site-packages", "--path", "--editable", "--preinstall")}
 
 func set(s ...string) map[string]bool {
 	m := map[string]bool{}
@@ -189,7 +219,12 @@ var uvFlags = flagSpec{values: set("--from", "--with", "-w", "--with-editable", 
 	"--refresh-package", "--reinstall-package", "--upgrade-package", "-P", "--no-binary-package", "--only-binary-package",
 	"--color", "--index-strategy", "--keyring-provider", "--resolution", "--prerelease", "--exclude-newer", "--link-mode",
 	"--allow-insecure-host", "--python-preference", "--package", "--extra", "--group", "--script"),
-	pkg: set("--from")}
+	pkg: set("--from"),
+	bools: set("--isolated", "--no-cache", "--offline", "--quiet", "--verbose", "--native-tls", "--no-progress",
+		"--no-python-downloads", "--allow-python-downloads", "--no-config", "--refresh", "--reinstall", "--upgrade",
+		"--no-build", "--no-binary", "--no-sources", "--no-index", "--no-build-isolation", "--compile-bytecode",
+		"--managed-python", "--no-managed-python", "--preview", "--no-env-file", "--system-certs", "--lfs",
+		"--all-extras", "--no-deps", "--exact", "--frozen", "--locked", "--no-color")}
 
 // sub returns the arguments after the subcommand if the first argument
 // that is neither a flag nor the value of one (listed in values) is one
@@ -237,31 +272,32 @@ func skip(args []string, fs flagSpec, assignments bool) []string {
 // runner names the package a package runner starts: the value of its
 // package flag, else its first plain argument. Only the runner's own
 // flags, before that argument, are looked at: what follows belongs to the
-// server (npx pkg -p 8080).
-func runner(args []string, fs flagSpec, name func(string) string) string {
+// server (npx pkg -p 8080). A long flag not known to take no value takes
+// the next argument, which is never the package (npx --api-key SECRET
+// pkg). The package must parse as a package spec of the runner's
+// ecosystem (spec returns "" otherwise): a runner whose package cannot be
+// told gives no name.
+func runner(args []string, fs flagSpec, spec func(string) string) string {
 	for i := 0; i < len(args); i++ {
 		a := args[i]
 		if k, v, ok := strings.Cut(a, "="); ok && strings.HasPrefix(a, "-") && fs.pkg[k] {
-			return name(v)
+			return spec(v)
 		}
 		switch {
-		case a == "--":
+		case a == "--" || fs.pkg[a]:
 			if i+1 < len(args) {
-				return name(args[i+1])
-			}
-			return ""
-		case fs.pkg[a]:
-			if i+1 < len(args) {
-				return name(args[i+1])
+				return spec(args[i+1])
 			}
 			return ""
 		case fs.stop[a]:
 			return ""
 		case fs.values[a]:
 			i++
+		case strings.HasPrefix(a, "--") && !strings.Contains(a, "=") && !fs.bools[a]:
+			i++ // an unknown long flag: assumed to take the next argument
 		case strings.HasPrefix(a, "-") && len(a) > 1:
 		default:
-			return name(a)
+			return spec(a)
 		}
 	}
 	return ""
@@ -285,7 +321,68 @@ func npmName(spec string) string {
 	return lastSegment(spec)
 }
 
+// npmVersionRE is what may follow a package name's '@': a version, a
+// range or a dist-tag.
+var npmVersionRE = regexp.MustCompile(`^[A-Za-z0-9._^~<>=*+|-]*$`)
+
+// npmShorthandRE is a GitHub shorthand spec, user/repo[#ref].
+var npmShorthandRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9-]*/[A-Za-z0-9._-]+(#\S*)?$`)
+
+// npmSpec is npmName for an argument that parses as an npm package spec:
+// name[@version], @scope/name[@version], npm: or jsr: with one of those,
+// a URL, a git or file spec, a path or a GitHub shorthand; "" for
+// anything else.
+func npmSpec(spec string) string {
+	if explicitSource(spec) || npmShorthandRE.MatchString(spec) {
+		return lastSegment(spec)
+	}
+	s := strings.TrimPrefix(strings.TrimPrefix(spec, "npm:"), "jsr:")
+	name, version := s, ""
+	if i := strings.LastIndexByte(s, '@'); i > 0 {
+		name, version = s[:i], s[i+1:]
+	}
+	if len(name) > 214 || !npmRE.MatchString(name) || !npmVersionRE.MatchString(version) {
+		return ""
+	}
+	return name
+}
+
+// explicitSource reports whether a package spec names where the package
+// comes from rather than a registry name: a URL, a git, GitHub or file
+// spec, or a path.
+func explicitSource(spec string) bool {
+	for _, p := range []string{"git+", "git@", "git:", "github:", "gitlab:", "bitbucket:", "gist:", "file:", "./", "../", "/", "~/"} {
+		if strings.HasPrefix(spec, p) {
+			return true
+		}
+	}
+	return strings.Contains(spec, "://") || strings.HasSuffix(spec, ".tgz") || strings.HasSuffix(spec, ".whl") || strings.HasSuffix(spec, ".tar.gz")
+}
+
 var pyRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
+
+// pyDistRE is a valid Python distribution name (PEP 508).
+var pyDistRE = regexp.MustCompile(`^([A-Za-z0-9]|[A-Za-z0-9][A-Za-z0-9._-]*[A-Za-z0-9])$`)
+
+// pyReqRestRE is what may follow the name in a requirement: extras, then a
+// version specifier or "@ URL", then markers.
+var pyReqRestRE = regexp.MustCompile(`^(\[[A-Za-z0-9._, -]*\])?\s*([=<>!~@;].*)?$`)
+
+// pySpec is pyName for an argument that parses as a Python requirement
+// (PEP 508) or a URL or path; "" for anything else.
+func pySpec(spec string) string {
+	if explicitSource(spec) {
+		return lastSegment(spec)
+	}
+	i := strings.IndexAny(spec, "=<>!~[@; ")
+	if i < 0 {
+		i = len(spec)
+	}
+	if i == 0 || !pyDistRE.MatchString(spec[:i]) || !pyReqRestRE.MatchString(spec[i:]) {
+		return ""
+	}
+	return spec[:i]
+}
 
 // pyName is the package of a Python requirement, without version, extras
 // or markers: "mcp-server-fetch==1.0" → "mcp-server-fetch",

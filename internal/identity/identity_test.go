@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/etdi-dev/etdi/internal/redact"
 )
 
 const token = "ghp_R3alLook1ngT0kenValue0123456789abcd"
@@ -160,11 +162,23 @@ func FuzzCommand(f *testing.F) {
 	f.Add("uvx\x00--from\x00git+https://x@h/r.git\x00r")
 	f.Add("node\x00dist/index.js")
 	f.Add("env\x00K=V\x00pipx\x00run\x00--spec\x00p==1\x00p")
+	f.Add("npx\x00--api-key\x00hunter2pass\x00@acme/server")
+	f.Add("uvx\x00--token\x00v\x00mcp-server-fetch[x]>=1")
 	f.Fuzz(func(t *testing.T, s string) {
 		argv := strings.Split(s, "\x00")
 		n := Command(argv, "/nonexistent")
 		if !Valid(n) {
 			t.Fatalf("Command(%q) = %q: not valid", argv, n)
+		}
+		// The value of an unknown long flag of a runner is never the name,
+		// though it is a valid package name.
+		if len(argv) > 2 && (argv[0] == "npx" || argv[0] == "uvx") && strings.HasPrefix(argv[1], "--") && !strings.Contains(argv[1], "=") &&
+			!npmFlags.bools[argv[1]] && !uvFlags.bools[argv[1]] && !npmFlags.pkg[argv[1]] && !uvFlags.pkg[argv[1]] && argv[1] != "--" &&
+			!strings.Contains(s, "zqxvalue") {
+			argv[2] = "zqxvalue"
+			if n := Command(argv, "/nonexistent"); strings.Contains(n, "zqxvalue") {
+				t.Fatalf("Command(%q) = %q: the value of %s", argv, n, argv[1])
+			}
 		}
 	})
 }
@@ -181,4 +195,82 @@ func FuzzURL(f *testing.F) {
 			t.Fatalf("URL(%q) = %q: not valid", raw, n)
 		}
 	})
+}
+
+// The value of a runner's flag is never the package, even when it is a
+// valid package name: a long flag not known to take no value takes the
+// next argument (npx --api-key SECRET pkg). When no argument parses as a
+// package, the name falls back to the program's base name.
+func TestCommandFlagValueNeverPackage(t *testing.T) {
+	for _, tc := range []struct {
+		argv   []string
+		want   string
+		secret string
+	}{
+		{[]string{"npx", "-y", "--api-key", "hunter2pass", "@acme/server"}, "@acme/server", "hunter2pass"},
+		{[]string{"npx", "--api-key", "hunter2pass", "@acme/server"}, "@acme/server", "hunter2pass"},
+		{[]string{"npx", "-y", "--token", "mysecretvalue", "@acme/server"}, "@acme/server", "mysecretvalue"},
+		{[]string{"uvx", "--token", "mysecretvalue", "mcp-server-fetch"}, "mcp-server-fetch", "mysecretvalue"},
+		{[]string{"npm", "exec", "--auth", "mysecretvalue", "--", "@acme/server"}, "@acme/server", "mysecretvalue"},
+		{[]string{"bunx", "--registry-token", "mysecretvalue", "weather-mcp@1"}, "weather-mcp", "mysecretvalue"},
+		{[]string{"pnpm", "dlx", "--secret", "mysecretvalue", "weather-mcp"}, "weather-mcp", "mysecretvalue"},
+		{[]string{"uv", "tool", "run", "--password", "mysecretvalue", "mcp-server-time"}, "mcp-server-time", "mysecretvalue"},
+		{[]string{"pipx", "run", "--key", "mysecretvalue", "mcp-server-sqlite"}, "mcp-server-sqlite", "mysecretvalue"},
+		// An unknown flag followed by nothing else: its value is not the
+		// package, and the name falls back.
+		{[]string{"npx", "--api-key", "hunter2pass"}, "npx", "hunter2pass"},
+		{[]string{"uvx", "--token", "mysecretvalue"}, "uvx", "mysecretvalue"},
+		// What follows the package belongs to the server.
+		{[]string{"npx", "--api-key", "hunter2pass", "@acme/server", "--token", "mysecretvalue"}, "@acme/server", "mysecretvalue"},
+		// An argument that is no package spec gives no name.
+		{[]string{"npx", "-y", "not a package"}, "npx", ""},
+		{[]string{"npx", "-y", "@acme/srv@1 2"}, "npx", ""},
+		{[]string{"uvx", "pkg%secret"}, "uvx", ""},
+		// Known flags without a value do not take the package.
+		{[]string{"npx", "--yes", "--quiet", "@acme/server@2"}, "@acme/server", ""},
+		{[]string{"uvx", "--isolated", "--no-cache", "mcp-server-fetch"}, "mcp-server-fetch", ""},
+		{[]string{"pipx", "run", "--no-cache", "mcp-server-sqlite"}, "mcp-server-sqlite", ""},
+		// --flag=value never takes the next argument.
+		{[]string{"npx", "--registry=https://registry.example.com", "@acme/server"}, "@acme/server", ""},
+		{[]string{"uvx", "--index-url=https://pypi.example.com/simple", "mcp-server-fetch[cli]>=1.0"}, "mcp-server-fetch", ""},
+		// Explicit sources.
+		{[]string{"npx", "-y", "github:acme/weather-mcp"}, "weather-mcp", ""},
+		{[]string{"npx", "-y", "acme/weather-mcp#v1"}, "weather-mcp", ""},
+		{[]string{"uvx", "git+https://github.com/acme/weather-mcp.git"}, "weather-mcp", ""},
+	} {
+		got := Command(tc.argv, t.TempDir())
+		if got != tc.want {
+			t.Errorf("Command(%q) = %q, want %q", tc.argv, got, tc.want)
+		}
+		if tc.secret != "" && strings.Contains(got, tc.secret) {
+			t.Errorf("Command(%q) = %q: the flag's value is the identity", tc.argv, got)
+		}
+	}
+}
+
+// A derived name that holds a value of the server's secret set falls back
+// to the program's base name, then to "server".
+func TestCommandForSecrets(t *testing.T) {
+	var s redact.Set
+	s.Add("weather-mcp", "evilprog")
+	for _, tc := range []struct {
+		argv []string
+		want string
+	}{
+		{[]string{"npx", "-y", "weather-mcp@1"}, "npx"},
+		{[]string{"npx", "-y", "@acme/weather-mcp"}, "npx"},
+		{[]string{"/bin/evilprog", "x"}, "server"},
+		{[]string{"npx", "-y", "@acme/other"}, "@acme/other"},
+	} {
+		if got := CommandFor(tc.argv, "", &s); got != tc.want {
+			t.Errorf("CommandFor(%q) = %q, want %q", tc.argv, got, tc.want)
+		}
+	}
+	// The values of a package flag are not secrets: the name stays.
+	var args redact.Set
+	argv := []string{"npx", "--package=weather-mcp", "weather", "--token", "mysecretvalue"}
+	args.AddArgs(argv)
+	if got := CommandFor(argv, "", &args); got != "weather-mcp" {
+		t.Errorf("CommandFor(%q) = %q, want weather-mcp", argv, got)
+	}
 }

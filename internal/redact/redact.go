@@ -57,15 +57,42 @@ func (s *Set) add(v string) {
 	if s.vals == nil {
 		s.vals = map[string]bool{}
 	}
-	s.vals[v] = true
-	// The same value inside a Go %q, a JSON string or a URL.
-	q := strconv.Quote(v)
-	s.vals[q[1:len(q)-1]] = true
-	if j, err := json.Marshal(v); err == nil {
-		s.vals[string(j[1:len(j)-1])] = true
+	for _, f := range Forms(v) {
+		s.vals[f] = true
 	}
-	s.vals[url.QueryEscape(v)] = true
-	s.vals[url.PathEscape(v)] = true
+}
+
+// Forms returns v and the forms it takes inside a Go %q, a JSON string
+// (escaped as encoding/json escapes it, or with only the escapes JSON
+// requires, as RFC 8785 canonical JSON does) and a URL.
+func Forms(v string) []string {
+	q := strconv.Quote(v)
+	out := []string{v, q[1 : len(q)-1], url.QueryEscape(v), url.PathEscape(v)}
+	if j, err := json.Marshal(v); err == nil {
+		out = append(out, string(j[1:len(j)-1]))
+	}
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if enc.Encode(v) == nil {
+		j := strings.TrimSpace(b.String())
+		out = append(out, j[1:len(j)-1])
+	}
+	return out
+}
+
+// Holds reports whether text holds a value of the set, in any of its
+// forms: whether String would change it. A nil Set holds nothing.
+func (s *Set) Holds(text string) bool {
+	if s == nil {
+		return false
+	}
+	for v := range s.vals {
+		if strings.Contains(text, v) {
+			return true
+		}
+	}
+	return false
 }
 
 // AddURL adds the user information, query values and fragment of a URL,
@@ -115,7 +142,9 @@ func (s *Set) AddArgs(argv []string) {
 	for i, a := range argv {
 		k, v, assign := strings.Cut(a, "=")
 		if assign {
-			s.Add(v)
+			if !packageFlags[k] || LooksSecret(v) {
+				s.Add(v)
+			}
 			if strings.Contains(v, "://") {
 				s.AddURL(v)
 			}
@@ -271,6 +300,19 @@ func Args(argv []string) []string {
 		}
 	}
 	return out
+}
+
+// packageFlags name the package a runner starts (npx --package=PKG, uvx
+// --from=PKG, pipx run --spec=PKG): their value is the server's name, not
+// a secret, unless it looks like one or holds a URL (whose credentials
+// AddURL adds).
+var packageFlags = map[string]bool{"--package": true, "--from": true, "--spec": true}
+
+// CredentialName reports whether name is that of a credential: an
+// environment variable, header or flag (without its dashes) named like
+// API_KEY, GITHUB_TOKEN, Authorization, X-Api-Key, password, ...
+func CredentialName(name string) bool {
+	return credentialFlag("--" + strings.TrimLeft(name, "-"))
 }
 
 // credentialFlag reports whether a is a flag whose value is a credential:

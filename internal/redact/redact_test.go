@@ -113,6 +113,56 @@ func TestLooksSecret(t *testing.T) {
 	}
 }
 
+// Holds finds a value in each form it takes in JSON (as encoding/json and
+// as canonical JSON write it), a Go quoted string and a URL; a nil or
+// empty Set holds nothing.
+func TestSetHolds(t *testing.T) {
+	var s Set
+	v := "a<b>&c\"d\\e\n/f g"
+	s.Add(v)
+	for _, text := range []string{v, `{"k":"a<b>&c\"d\\e\n/f g"}`, `"a\u003cb\u003e\u0026c\"d\\e\n/f g"`, "x=a%3Cb%3E%26c%22d%5Ce%0A%2Ff+g"} {
+		if !s.Holds(text) {
+			t.Errorf("Holds(%q) = false", text)
+		}
+	}
+	if s.Holds("a<b>&c") {
+		t.Error("Holds: a part of the value")
+	}
+	var empty Set
+	var nilSet *Set
+	if empty.Holds(v) || nilSet.Holds(v) {
+		t.Error("an empty set holds a value")
+	}
+}
+
+// The value of a runner's package flag is not a secret unless it looks
+// like one; a URL in it still gives its credentials.
+func TestAddArgsPackageFlag(t *testing.T) {
+	var s Set
+	s.AddArgs([]string{"npx", "--package=weather-mcp@1", "weather", "--from=git+https://u:pw-secret-1@h/r.git", "--spec=ghp_R3alLook1ngT0kenValue0123456789abcd", "--other=value-x"})
+	if s.Holds("weather-mcp@1") {
+		t.Error("the --package value is a secret")
+	}
+	for _, v := range []string{"pw-secret-1", "ghp_R3alLook1ngT0kenValue0123456789abcd", "value-x"} {
+		if !s.Holds(v) {
+			t.Errorf("%q is not a secret", v)
+		}
+	}
+}
+
+func TestCredentialName(t *testing.T) {
+	for _, n := range []string{"API_KEY", "GITHUB_TOKEN", "Authorization", "X-Api-Key", "password", "--token", "DB_PASSWORD", "PRIVATE_KEY", "Cookie"} {
+		if !CredentialName(n) {
+			t.Errorf("CredentialName(%q) = false", n)
+		}
+	}
+	for _, n := range []string{"LOG_LEVEL", "PORT", "HOME", "ECHO_TOOL", "Accept", "--package", "keyboard"} {
+		if CredentialName(n) {
+			t.Errorf("CredentialName(%q) = true", n)
+		}
+	}
+}
+
 // FuzzString: after redaction no added value of MinLen bytes or more is
 // left in the text (unless it spans the brackets of a Mask put in).
 func FuzzString(f *testing.F) {
