@@ -41,7 +41,7 @@ func Hidden(r rune) bool {
 	case r < 0xA0:
 		return false
 	case r == 0x00AD, r == 0x034F, r == 0x061C, r == 0x115F, r == 0x1160, r == 0x17B4, r == 0x17B5,
-		r == 0x2800, // braille pattern blank: renders as a space, is not one
+		r == 0x2800,                // braille pattern blank: renders as a space, is not one
 		r >= 0x180B && r <= 0x180F, // Mongolian variation selectors and vowel separator
 		r >= 0x200B && r <= 0x200F, // zero-width space, joiners, LRM, RLM
 		r >= 0x2028 && r <= 0x202E, // line and paragraph separators, bidi embeddings and overrides
