@@ -4,9 +4,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
-	"unicode/utf8"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/etdi-dev/etdi"
 )
