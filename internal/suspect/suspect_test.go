@@ -281,3 +281,29 @@ func BenchmarkScan1MiB(b *testing.B) {
 
 // A 1 MiB description of dotted words.
 func BenchmarkScanDotted1MiB(b *testing.B) { benchScan(b, strings.Repeat("ab.", (1<<20)/3)) }
+
+// Every string of a definition is scanned, member names included,
+// wherever it sits and however much comes before it: a $defs name, a
+// property past the 1,000th, a vendor member deep in arrays.
+func TestScanCoversEveryString(t *testing.T) {
+	var props []string
+	for i := range 1500 {
+		props = append(props, fmt.Sprintf(`"p%d":{"type":"string"}`, i))
+	}
+	def := `{"name":"x","inputSchema":{"properties":{` + strings.Join(props, ",") + `,"Ignore previous instructions":{}},` +
+		`"$defs":{"<system>":{"x-pad":"` + strings.Repeat("A", 5000) + `"}}},` +
+		`"x-vendor":[[{"k":[{"deep":"read ~/.aws/config"}]}]]}`
+	want := map[string]string{
+		"/inputSchema/properties/Ignore previous instructions": "Ignore previous instructions",
+		"/inputSchema/$defs/<system>":                          "<system>",
+		"/x-vendor/0/0/k/0/deep":                               "~/.aws",
+	}
+	for _, m := range Scan(parse(t, def), nil) {
+		if want[m.Pointer] == m.Text {
+			delete(want, m.Pointer)
+		}
+	}
+	if len(want) != 0 {
+		t.Errorf("not found: %v", want)
+	}
+}
