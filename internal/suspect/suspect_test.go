@@ -307,3 +307,23 @@ func TestScanCoversEveryString(t *testing.T) {
 		t.Errorf("not found: %v", want)
 	}
 }
+
+// fold maps every byte of its text back into the original: any span of
+// the folded text gives a piece of the original, never a panic.
+func FuzzFold(f *testing.F) {
+	f.Add("\u0456gnore\u00a0\u00a0previous \ufb01 \u201cx\u201d \uff1c", 0, 5)
+	f.Add("plain ascii", 2, 4)
+	f.Add("\xff\xfe\u200b\u2800a", 0, 3)
+	f.Fuzz(func(t *testing.T, s string, lo, hi int) {
+		fs := fold(s)
+		if fs.at != nil && len(fs.at) != len(fs.text) {
+			t.Fatalf("fold(%q): %d offsets for %d bytes", s, len(fs.at), len(fs.text))
+		}
+		if lo < 0 || hi > len(fs.text) || lo > hi {
+			return
+		}
+		if o := fs.original(s, lo, hi); !strings.Contains(s, o) {
+			t.Fatalf("fold(%q).original(%d, %d) = %q, not in the original", s, lo, hi, o)
+		}
+	})
+}
