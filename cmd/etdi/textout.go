@@ -7,6 +7,7 @@ import (
 	"io"
 	"sort"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/etdi-dev/etdi"
 	"github.com/etdi-dev/etdi/internal/termtext"
@@ -95,6 +96,11 @@ func describeTool(w io.Writer, canonical []byte, perms []etdi.Permission) {
 			continue
 		}
 		props := schemaProps(nil, "", v)
+		left := 0
+		if len(props) > maxShownProps {
+			left = countProps(v) - maxShownProps
+			props = props[:maxShownProps]
+		}
 		if len(props) == 0 {
 			say(w, "    %-12s %s\n", s.label, "no properties")
 		} else {
@@ -105,6 +111,9 @@ func describeTool(w io.Writer, canonical []byte, perms []etdi.Permission) {
 			if p.desc != "" {
 				sayBlock(w, ind+"    ", p.desc)
 			}
+		}
+		if left > 0 {
+			say(w, "%s[%d more %s properties not shown, after the first %d; %s]\n", ind, left, s.label, maxShownProps, seeFull)
 		}
 		if extra := schemaExtra(v); extra != "" {
 			say(w, "%sschema also: %s\n", ind, extra)
@@ -119,24 +128,66 @@ func describeTool(w io.Writer, canonical []byte, perms []etdi.Permission) {
 	}
 	for _, m := range def.Members {
 		switch m.Name {
-		case "name", "title", "description", "inputSchema", "outputSchema", "annotations":
+		case "name", "title", "description", "inputSchema", "outputSchema":
 			continue
+		case "annotations":
+			if m.Value.Kind == etdi.Object {
+				continue
+			}
 		}
 		say(w, "    %-12s %s\n", m.Name, jsonText(m.Value))
 	}
 	say(w, "    permissions  %s\n", permList(perms))
 }
 
-// jsonText is the canonical JSON of v, shortened for one line.
+// What describeTool shows whole: every value up to maxShownValue bytes
+// (of its text, or of its canonical JSON) and maxShownProps properties
+// of each schema. Past that it says exactly what it left out and where
+// to see everything: nothing a person approves is dropped unsaid.
+const (
+	maxShownValue = 64 << 10
+	maxShownProps = 1000
+	seeFull       = "the full definition: j at the approval prompt, or --json"
+)
+
+// jsonText is v as a person reads it: a string as is, anything else as
+// canonical JSON; past maxShownValue bytes, cut with a note of how many
+// bytes were not shown.
 func jsonText(v *etdi.Value) string {
+	var b []byte
 	if v.Kind == etdi.String {
-		return v.Str
+		b = []byte(v.Str)
+	} else {
+		b = etdi.AppendCanonical(nil, v)
 	}
-	b := etdi.AppendCanonical(nil, v)
-	if len(b) > 2048 {
-		return string(b[:2048]) + "..."
+	if len(b) <= maxShownValue {
+		return string(b)
 	}
-	return string(b)
+	cut := maxShownValue
+	for cut > 0 && !utf8.RuneStart(b[cut]) {
+		cut--
+	}
+	return fmt.Sprintf("%s [%d more bytes not shown; %s]", b[:cut], len(b)-cut, seeFull)
+}
+
+// countProps counts what schemaProps lists, without a limit.
+func countProps(schema *etdi.Value) int {
+	if schema == nil || schema.Kind != etdi.Object {
+		return 0
+	}
+	n := 0
+	if props := schema.Get("properties"); props != nil && props.Kind == etdi.Object {
+		for _, m := range props.Members {
+			n += 1 + countProps(m.Value)
+		}
+	}
+	if items := schema.Get("items"); items != nil && items.Kind == etdi.Object {
+		n += countProps(items)
+		if itemsExtra(items) {
+			n++
+		}
+	}
+	return n
 }
 
 type schemaProp struct{ head, desc string }
@@ -144,7 +195,7 @@ type schemaProp struct{ head, desc string }
 // schemaProps lists the properties of a JSON Schema, nested ones as
 // parent.child and array items as parent[].
 func schemaProps(out []schemaProp, prefix string, schema *etdi.Value) []schemaProp {
-	if schema == nil || schema.Kind != etdi.Object || len(out) > 1000 {
+	if schema == nil || schema.Kind != etdi.Object || len(out) > maxShownProps {
 		return out
 	}
 	required := map[string]bool{}
@@ -170,10 +221,58 @@ func schemaProps(out []schemaProp, prefix string, schema *etdi.Value) []schemaPr
 			out = schemaProps(out, name+".", m.Value)
 		}
 	}
-	if items := schema.Get("items"); items != nil {
+	if items := schema.Get("items"); items != nil && items.Kind == etdi.Object {
+		// The members of items beside its properties (schemaType leaves
+		// items out of its parent's line) get a line of their own.
+		if itemsExtra(items) {
+			desc := ""
+			if d := items.Get("description"); d != nil {
+				desc = jsonText(d)
+			}
+			out = append(out, schemaProp{strings.TrimSuffix(prefix, ".") + "[]: " + schemaType(items), desc})
+		}
 		out = schemaProps(out, strings.TrimSuffix(prefix, ".")+"[].", items)
 	}
 	return out
+}
+
+// itemsExtra reports whether an items schema listed through its
+// properties has members of its own to show.
+func itemsExtra(items *etdi.Value) bool {
+	if items.Get("properties") == nil {
+		return false // shown whole on its parent's line
+	}
+	for _, m := range items.Members {
+		switch m.Name {
+		case "type", "properties":
+		case "required":
+			if requiredExtra(items) {
+				return true
+			}
+		default:
+			return true
+		}
+	}
+	return false
+}
+
+// requiredExtra reports whether a schema's required holds anything other
+// than names of its properties, which the "(required)" marks do not show.
+func requiredExtra(schema *etdi.Value) bool {
+	r := schema.Get("required")
+	if r == nil {
+		return false
+	}
+	if r.Kind != etdi.Array {
+		return true
+	}
+	props := schema.Get("properties")
+	for _, e := range r.Elems {
+		if e.Kind != etdi.String || props == nil || props.Kind != etdi.Object || props.Get(e.Str) == nil {
+			return true
+		}
+	}
+	return false
 }
 
 // schemaType describes a property's type: its type, enum, const, format,
@@ -191,10 +290,18 @@ func schemaType(s *etdi.Value) string {
 	var keys []string
 	for _, m := range s.Members {
 		switch m.Name {
-		case "type", "description", "properties", "required", "title":
+		case "type", "description", "title":
 			continue
+		case "properties":
+			if m.Value.Kind == etdi.Object {
+				continue
+			}
+		case "required":
+			if !requiredExtra(s) {
+				continue
+			}
 		case "items":
-			if m.Value.Get("properties") != nil {
+			if m.Value.Kind == etdi.Object && m.Value.Get("properties") != nil {
 				continue
 			}
 		}
@@ -219,8 +326,18 @@ func schemaExtra(s *etdi.Value) string {
 	var parts []string
 	for _, m := range s.Members {
 		switch m.Name {
-		case "type", "properties", "required":
-			continue
+		case "type":
+			if m.Value.Kind == etdi.String && m.Value.Str == "object" {
+				continue
+			}
+		case "properties":
+			if m.Value.Kind == etdi.Object {
+				continue
+			}
+		case "required":
+			if !requiredExtra(s) {
+				continue
+			}
 		}
 		parts = append(parts, m.Name+"="+jsonText(m.Value))
 	}

@@ -4,6 +4,8 @@
 //
 // Skeleton applies, in order:
 //
+//  0. every blank (white space, U+2800 BRAILLE PATTERN BLANK, the Hangul
+//     fillers U+115F, U+1160, U+3164, U+FFA0) becomes a space;
 //  1. removal of every Default_Ignorable_Code_Point (zero-width spaces and
 //     joiners, bidirectional controls, variation selectors including the
 //     Mongolian ones, tags, soft hyphen, fillers);
@@ -11,7 +13,8 @@
 //     as fullwidth t), NFD, each character replaced by its prototype from
 //     the UTS #39 confusables table (generated from confusables.txt,
 //     UnicodeVersion), lower case; repeated until nothing changes;
-//  3. removal of white space at either end (a trailing no-break space);
+//  3. removal of white space and blanks at either end (a trailing
+//     no-break space);
 //  4. etdi's folds: every dash (general category Pd), every white space
 //     character (no-break spaces included), '.' and '_' become '_'; "vv"
 //     becomes "w". (The table itself maps m to rn, 0 to O, 1, I and | to l.)
@@ -43,14 +46,53 @@ func prototype(r rune) (string, bool) {
 // Default_Ignorable_Code_Point property.
 func invisible(r rune) bool { return unicode.Is(defaultIgnorable, r) }
 
+// blank reports white space and the characters that render as a blank
+// without being white space: U+2800 BRAILLE PATTERN BLANK and the
+// Hangul fillers U+115F, U+1160, U+3164 and U+FFA0 (default ignorable,
+// yet drawn as wide as a letter).
+func blank(r rune) bool {
+	switch r {
+	case 0x2800, 0x115F, 0x1160, 0x3164, 0xFFA0:
+		return true
+	}
+	return unicode.Is(unicode.White_Space, r)
+}
+
 // separator reports characters folded to '_'.
 func separator(r rune) bool {
-	return r == '_' || r == '.' || unicode.Is(unicode.Pd, r) || unicode.Is(unicode.White_Space, r)
+	return r == '_' || r == '.' || unicode.Is(unicode.Pd, r) || blank(r)
+}
+
+// Ignorable reports whether r renders as nothing
+// (Default_Ignorable_Code_Point).
+func Ignorable(r rune) bool { return invisible(r) }
+
+// Blank reports whether r is white space or renders as a blank.
+func Blank(r rune) bool { return blank(r) }
+
+// ASCII returns the UTS #39 prototype of r when it is ASCII, as the
+// prototype of Cyrillic і is i and that of U+2019 is an apostrophe.
+func ASCII(r rune) (string, bool) {
+	p, ok := prototype(r)
+	if !ok {
+		return "", false
+	}
+	for i := 0; i < len(p); i++ {
+		if p[i] >= 0x80 {
+			return "", false
+		}
+	}
+	return p, true
 }
 
 // Skeleton returns the form under which look-alike names are equal.
 func Skeleton(s string) string {
-	s = dropInvisible(s)
+	s = dropInvisible(strings.Map(func(r rune) rune {
+		if blank(r) {
+			return ' '
+		}
+		return r
+	}, s))
 	for range 8 {
 		var b strings.Builder
 		for _, r := range norm.NFD.String(norm.NFKC.String(s)) {
@@ -66,7 +108,7 @@ func Skeleton(s string) string {
 		}
 		s = next
 	}
-	s = strings.TrimFunc(dropInvisible(s), func(r rune) bool { return unicode.Is(unicode.White_Space, r) })
+	s = strings.TrimFunc(dropInvisible(s), blank)
 	s = strings.Map(func(r rune) rune {
 		if separator(r) {
 			return '_'

@@ -19,7 +19,9 @@ import (
 	"unicode/utf8"
 
 	"github.com/etdi-dev/etdi"
+	"github.com/etdi-dev/etdi/internal/confusable"
 	"github.com/etdi-dev/etdi/internal/termtext"
+	"golang.org/x/text/unicode/norm"
 )
 
 // Match is one piece of suspicious text.
@@ -37,20 +39,32 @@ type Match struct {
 // MaxMatches bounds the matches reported for one definition.
 const MaxMatches = 32
 
-// rules are tried on a string only when its lower-case form holds one of
-// their hints (and, if set, also one of their second hints), which keeps
-// scanning thousands of harmless definitions cheap.
+// rules are tried on the folded form of a string (see fold) only when
+// its lower-case form holds one of their hints (and, if set, also one of
+// their second hints), which keeps scanning thousands of harmless
+// definitions cheap. A few words may stand between the key words.
 var rules = []struct {
 	reason string
 	hints  []string
 	hints2 []string
 	re     *regexp.Regexp
 }{
-	{"an instruction tag", []string{"<"}, nil, regexp.MustCompile(`(?i)<\s*/?\s*(important|system|instructions?|secret|hidden|admin|critical|prompt)\s*>`)},
-	{"an instruction to ignore other instructions", []string{"ignore", "disregard", "forget", "override"}, nil, regexp.MustCompile(`(?i)\b(ignore|disregard|forget|override)\s+(all\s+|any\s+)?(the\s+|your\s+)?(previous|prior|above|earlier|preceding|other|system)\s+(instructions|prompts?|rules|directions|guidelines)`)},
+	{"an instruction tag", []string{"<"}, nil, regexp.MustCompile(`(?i)<\s*/?\s*(important|system|instructions?|secret|hidden|admin|critical|prompt)(\s[^<>]{0,200})?\s*>`)},
+	{"an instruction to ignore other instructions", []string{"ignore", "disregard", "forget", "override"}, nil, regexp.MustCompile(`(?i)\b(ignore|disregard|forget|override)\s+([\w']+\s+){0,4}?(previous|prior|above|earlier|preceding|other|system)\s+([\w']+\s+){0,2}?(instructions?|prompts?|rules|directions|guidelines)\b`)},
 	{"an instruction to keep the user uninformed", []string{"user"}, []string{"not", "n't", "never", "without", "hide", "conceal", "keep"}, regexp.MustCompile(`(?i)\b((do\s+not|don'?t|never|must\s+not)\s+(tell|inform|mention\s+(this\s+|it\s+)?to|reveal\s+(this\s+|it\s+)?to|notify|alert|show|let)\s+the\s+user|without\s+(telling|informing|notifying|alerting|asking)\s+the\s+user|(hide|conceal|keep)\s+(this|it)\s+(from|secret\s+from)\s+the\s+user|the\s+user\s+(must|should)\s+not\s+(know|see|be\s+told))`)},
-	{"a path to secrets", []string{"ssh", "id_", ".env", "credentials", ".netrc", ".pgpass", ".docker", ".kube", "/etc/", ".cursor", "claude_desktop", ".gnupg"}, nil, regexp.MustCompile(`(?i)(~/\.ssh|~/\.cursor/|claude_desktop_config\.json|\.gnupg\b|\.ssh/|\bid_(rsa|dsa|ecdsa|ed25519)\b|(^|[^\w.$])\.env\b|\.aws/credentials|\bcredentials\.(json|ya?ml|toml|txt|csv|db)\b|\.git-credentials|\.netrc\b|\.pgpass\b|\.docker/config\.json|\.kube/config|/etc/(passwd|shadow)\b)`)},
+	{pathRule, []string{"ssh", "id_", ".env", "credentials", ".netrc", ".npmrc", ".pgpass", ".docker", ".kube", "/etc/", ".cursor", "claude_desktop", ".gnupg", ".aws", ".azure", "gcloud", ".config/gh"}, nil,
+		regexp.MustCompile(`(?i)((~|\$home|\$\{home\}|%userprofile%)[/\\]\.(ssh|aws|azure|gnupg|kube|docker)\b|~/\.cursor/|\.config/(gcloud|gh)\b|claude_desktop_config\.json|\.gnupg\b|\.ssh/|\bid_(rsa|dsa|ecdsa|ed25519)\b|(^|[^\w.$])\.env\b|\.aws/(credentials|config)\b|\.azure/|\bcredentials\.(json|ya?ml|toml|txt|csv|db)\b|\.git-credentials|(^|[^\w])\.netrc\b|(^|[^\w])\.npmrc\b|\.pgpass\b|\.docker/config\.json|\.kube/config|/etc/(passwd|shadow)\b)`)},
 }
+
+const pathRule = "a path to secrets"
+
+// templateEnv follows a .env that names a template of one, not secrets.
+var templateEnv = regexp.MustCompile(`^\.(example|sample|template|dist|defaults?)\b`)
+
+// ScanBudget bounds the bytes of text (strings and member names) Scan
+// reads in one definition. Past it, Scan stops and says so with a match
+// whose Reason starts with "too long to scan fully".
+const ScanBudget = 4 << 20
 
 // Names tells whether a word is the name of a tool of another server.
 // Scan asks only about distinctive words: holding '_', '-' or '.', or a
@@ -72,7 +86,7 @@ func NewNames(names []string) Names {
 // '-' right before or after it. The definition's own name never counts
 // (the same name on two servers is shadowing, reported elsewhere).
 func Scan(def *etdi.Value, others Names) []Match {
-	s := &scanner{seen: map[string]bool{}, names: others}
+	s := &scanner{seen: map[string]bool{}, names: others, looked: map[string]bool{}, budget: ScanBudget}
 	if n := def.Get("name"); n != nil && n.Kind == etdi.String {
 		s.own = n.Str
 	}
@@ -81,10 +95,13 @@ func Scan(def *etdi.Value, others Names) []Match {
 }
 
 type scanner struct {
-	names Names
-	own   string
-	seen  map[string]bool
-	out   []Match
+	names  Names
+	own    string
+	seen   map[string]bool
+	looked map[string]bool // words already looked up in names
+	out    []Match
+	budget int  // bytes of text left to scan
+	over   bool // the budget ran out
 }
 
 func (s *scanner) add(m Match) {
@@ -118,6 +135,22 @@ func escapePointer(s string) string {
 }
 
 func (s *scanner) text(ptr, str string) {
+	if s.over || str == "" {
+		return
+	}
+	if len(str) > s.budget {
+		s.over = true
+		cut := s.budget
+		for cut > 0 && !utf8.RuneStart(str[cut]) {
+			cut--
+		}
+		shown, _ := cutRunes(str, 40)
+		// Past MaxMatches too: what was not scanned is never silent.
+		s.out = append(s.out, Match{Pointer: ptr, Text: shown,
+			Reason: fmt.Sprintf("too long to scan fully: the definition holds more than %d bytes of text; scanned up to byte %d of this string of %d bytes", ScanBudget, cut, len(str))})
+		str = str[:cut]
+	}
+	s.budget -= len(str)
 	if len(s.out) >= MaxMatches {
 		return
 	}
@@ -125,22 +158,115 @@ func (s *scanner) text(ptr, str string) {
 		m.Pointer = ptr
 		s.add(m)
 	}
-	lower := strings.ToLower(str)
+	f := fold(str)
+	lower := strings.ToLower(f.text)
 	for _, r := range rules {
 		if !containsAny(lower, r.hints) || (r.hints2 != nil && !containsAny(lower, r.hints2)) {
 			continue
 		}
-		if loc := r.re.FindStringIndex(str); loc != nil {
-			s.add(Match{Pointer: ptr, Text: strings.TrimLeft(str[loc[0]:loc[1]], " \t\n\"'`(/$"), Reason: r.reason})
+		for _, loc := range r.re.FindAllStringIndex(f.text, 4) {
+			if r.reason == pathRule && templateEnv.MatchString(f.text[loc[1]:]) {
+				continue // .env.example lists names, not secrets
+			}
+			s.add(Match{Pointer: ptr, Text: strings.TrimLeft(f.original(str, loc[0], loc[1]), " \t\n\"'`(/$"), Reason: r.reason})
+			break
 		}
 	}
 	if s.names != nil {
 		eachWord(str, func(n string) {
-			if n != s.own && distinctive(n) && s.names(n) {
+			if n == s.own || s.looked[n] || !distinctive(n) {
+				return
+			}
+			s.looked[n] = true
+			if s.names(n) {
 				s.add(Match{Pointer: ptr, Text: n, Reason: "the name of a tool of another server"})
 			}
 		})
 	}
+}
+
+// cutRunes returns the first n code points of s and whether it cut.
+func cutRunes(s string, n int) (string, bool) {
+	i := 0
+	for ; n > 0 && i < len(s); n-- {
+		_, size := utf8.DecodeRuneInString(s[i:])
+		i += size
+	}
+	return s[:i], i < len(s)
+}
+
+// folded is a string as the rules read it: compatibility forms folded
+// (NFKC: fullwidth ＜ is <), letters of other scripts that look like
+// ASCII replaced by it (the UTS #39 prototype: Cyrillic і is i), quotes
+// and apostrophes folded to " and ', invisible code points removed, and
+// every run of white space or blanks one space. at maps each byte of
+// text to the offset of the code point of the original it came from;
+// nil when text is the original (ASCII needs no folding: the rules
+// match its white space with \s).
+type folded struct {
+	text string
+	at   []int32
+}
+
+func fold(str string) folded {
+	ascii := true
+	for i := 0; i < len(str); i++ {
+		if str[i] >= 0x80 {
+			ascii = false
+			break
+		}
+	}
+	if ascii {
+		return folded{text: str}
+	}
+	b := make([]byte, 0, len(str))
+	at := make([]int32, 0, len(str))
+	emit := func(s string, from int) {
+		for i := 0; i < len(s); i++ {
+			b = append(b, s[i])
+			at = append(at, int32(from))
+		}
+	}
+	var tmp [utf8.UTFMax]byte
+	for i, r := range str {
+		switch {
+		case r < 0x80 && !unicode.IsSpace(r):
+			b = append(b, byte(r))
+			at = append(at, int32(i))
+		case confusable.Blank(r):
+			if len(b) == 0 || b[len(b)-1] != ' ' {
+				emit(" ", i)
+			}
+		case confusable.Ignorable(r):
+		case strings.ContainsRune("\u201C\u201D\u201E\u201F\u2033\u2036\u00AB\u00BB\u02BA\u02DD\u02EE\u3003\uFF02", r):
+			emit(`"`, i)
+		default:
+			n := utf8.EncodeRune(tmp[:], r)
+			for _, c := range norm.NFKC.String(string(tmp[:n])) {
+				if c < 0x80 {
+					emit(string(c), i)
+				} else if p, ok := confusable.ASCII(c); ok {
+					emit(p, i)
+				} else {
+					emit(string(c), i)
+				}
+			}
+		}
+	}
+	return folded{text: string(b), at: at}
+}
+
+// original returns the text of str that f.text[lo:hi] came from.
+func (f folded) original(str string, lo, hi int) string {
+	if f.at == nil {
+		return str[lo:hi]
+	}
+	if hi <= lo {
+		return ""
+	}
+	start, last := int(f.at[lo]), int(f.at[hi-1])
+	_, size := utf8.DecodeRuneInString(str[last:])
+	return str[start : last+size]
 }
 
 // hidden finds the escaped code points of str other than tab, line feed
@@ -209,28 +335,23 @@ func identRune(r rune) bool {
 }
 
 // eachWord calls fn with the candidate names in s: each maximal run of
-// letters, digits, '_', '-' and '.', and every part of such a run between
-// dots (dots both join a name like fs.read and end a sentence).
+// letters, digits, '_', '-' and '.', without the dots at either end
+// (a sentence ends with one), and, when that run still holds a dot, each
+// part between its dots (dots both join a name like fs.read and end a
+// sentence). The words passed add up to at most twice the length of s.
 func eachWord(s string, fn func(string)) {
 	run := func(r string) {
-		if !strings.Contains(r, ".") {
-			fn(r)
+		r = strings.Trim(r, ".")
+		if r == "" {
 			return
 		}
-		// Segment starts and ends, as byte offsets into r.
-		var starts, ends []int
-		start := 0
-		for i := 0; i <= len(r); i++ {
-			if i == len(r) || r[i] == '.' {
-				if i > start {
-					starts, ends = append(starts, start), append(ends, i)
-				}
-				start = i + 1
-			}
+		fn(r)
+		if !strings.Contains(r, ".") {
+			return
 		}
-		for i := range starts {
-			for j := i; j < len(ends); j++ {
-				fn(r[starts[i]:ends[j]])
+		for part := range strings.SplitSeq(r, ".") {
+			if part != "" {
+				fn(part)
 			}
 		}
 	}

@@ -9,8 +9,11 @@
 // Hidden reports the code points that are escaped: C0 controls, DEL, C1
 // controls, the bidirectional controls, zero-width and other default
 // ignorable code points, the TAG block, variation selectors, the line and
-// paragraph separators, and every other format character (Unicode
-// category Cf). Escape writes them as \u{HEX} (upper-case hex, no leading
+// paragraph separators, every other format character (Unicode category
+// Cf), blanks that are not white space (U+2800 BRAILLE PATTERN BLANK,
+// the Hangul fillers U+115F, U+1160, U+3164, U+FFA0), private-use
+// code points (Co) and code points unassigned in the Unicode tables of
+// Go's unicode package (Cn, noncharacters included). Escape writes them as \u{HEX} (upper-case hex, no leading
 // zeros), a byte that is not UTF-8 as \x{HEX}, and a backslash as \\, so
 // every backslash in its output begins an escape and no text can pass
 // for one. Tab, line feed and carriage return are escaped too (\t, \n,
@@ -38,6 +41,7 @@ func Hidden(r rune) bool {
 	case r < 0xA0:
 		return false
 	case r == 0x00AD, r == 0x034F, r == 0x061C, r == 0x115F, r == 0x1160, r == 0x17B4, r == 0x17B5,
+		r == 0x2800,                // braille pattern blank: renders as a space, is not one
 		r >= 0x180B && r <= 0x180F, // Mongolian variation selectors and vowel separator
 		r >= 0x200B && r <= 0x200F, // zero-width space, joiners, LRM, RLM
 		r >= 0x2028 && r <= 0x202E, // line and paragraph separators, bidi embeddings and overrides
@@ -48,7 +52,16 @@ func Hidden(r rune) bool {
 		r >= 0xE0000 && r <= 0xE0FFF: // TAG block, variation selectors supplement
 		return true
 	}
-	return unicode.In(r, unicode.Cf, unicode.Zl, unicode.Zp, unicode.Other_Default_Ignorable_Code_Point)
+	if unicode.Is(unicode.Other_Default_Ignorable_Code_Point, r) {
+		return true
+	}
+	if unicode.In(r, unicode.L, unicode.M, unicode.N, unicode.P, unicode.S, unicode.Zs) {
+		return false
+	}
+	// Format, separators, default ignorable, private use (Co) and every
+	// code point unassigned in Go's tables (Cn, noncharacters included):
+	// none has a look a reader can rely on.
+	return true
 }
 
 // Escape returns s with every Hidden code point, every byte that is not

@@ -143,3 +143,28 @@ func BenchmarkEscape(b *testing.B) {
 		}
 	})
 }
+
+// Code points that render as a blank without being white space, private
+// use code points (drawn by whatever font maps them) and unassigned ones
+// (drawn as anything, or nothing, by a later font) are escaped: a name
+// cannot carry padding or a look of its own choosing.
+func TestEscapeHidesBlanksPrivateUseAndUnassigned(t *testing.T) {
+	for _, r := range []rune{
+		0x2800, 0x3164, 0xFFA0, 0x115F, 0x1160, // blanks
+		0xE000, 0xF8FF, 0xF0000, 0x10FFFD, // private use
+		0x0378, 0x0530, 0xFFFE, 0xFFFF, 0x1FFFE, 0x10FFFF, 0x2FFFF, // unassigned, noncharacters
+	} {
+		want := fmt.Sprintf(`get\u{%X}weather`, r)
+		if got := Escape("get" + string(r) + "weather"); got != want {
+			t.Errorf("Escape(%U) = %q, want %q", r, got, want)
+		}
+		if j := string(EscapeJSON([]byte(`"` + string(r) + `"`))); strings.ContainsRune(j, r) {
+			t.Errorf("EscapeJSON(%U) = %q, kept as is", r, j)
+		}
+	}
+	for _, s := range []string{"Ⅷ ½ ∑ ≤ ← ✓ ™ € ¥ ° ‰", "get weather", "get\u00a0weather", "ẞ ǅ ﬁ"} {
+		if got := Escape(s); got != s {
+			t.Errorf("Escape(%q) = %q, want it unchanged", s, got)
+		}
+	}
+}
