@@ -362,7 +362,7 @@ func TestMigrationToSchema3(t *testing.T) {
 		tx.Bucket(bSkeletons).Put([]byte("stale"), []byte(`["x"]`))
 		tx.Bucket(bMeta).Put(kSchema, u64(2))
 	})
-	if v, _ := s.Schema(); v != 3 {
+	if v, _ := s.Schema(); v != SchemaVersion {
 		t.Fatalf("schema %d", v)
 	}
 	refused(t, s, obs(srv, 2, v2, f1), "the record approves "+f1.Digest.String())

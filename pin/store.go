@@ -16,7 +16,7 @@ import (
 
 // SchemaVersion is the schema this package writes. Older databases are
 // migrated on open; newer ones are refused.
-const SchemaVersion = 3
+const SchemaVersion = 4
 
 // DefaultLockTimeout is how long Open waits for another process's lock.
 const DefaultLockTimeout = 5 * time.Second
@@ -274,6 +274,7 @@ var migrations = []migration{
 	{1, "create the buckets", migrate1},
 	{2, "index pinned names and their skeletons", migrate2},
 	{3, "bind pins and revocations to their history records; Unicode 15.0.0 skeletons", migrate3},
+	{4, "skeletons that fold blank characters like white space", migrate4},
 }
 
 func migrate1(tx *bolt.Tx) error {
