@@ -231,3 +231,17 @@ func BenchmarkVerifyPins100k(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkAudit100k is audit verify of 100,000 records and pins: the
+// hashes recomputed and the pins replayed in one pass.
+func BenchmarkAudit100k(b *testing.B) {
+	s := bigStore(b, 100000)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		t, d, err := s.Audit()
+		if err != nil || t.Size != 100000 || len(d) != 0 {
+			b.Fatal(err, d)
+		}
+	}
+}

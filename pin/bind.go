@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
-	"sort"
 	"strings"
 
 	"errors"
@@ -187,51 +186,6 @@ func checkRevocationIn(tx *bolt.Tx, r *Revocation, decoded map[int64]*Record) er
 	return nil
 }
 
-// replayed is the state the approve and revoke records imply: for each
-// pin key and revocation key, the latest record about it.
-type replayed struct {
-	pins    map[string]int64 // pinKey -> record
-	revoked map[string]int64 // Revocation.key -> record
-	records map[int64][]byte
-	decoded map[int64]*Record
-}
-
-// replay reads every record and returns the state it implies. It does
-// not check hashes; VerifyLog does.
-func replay(tx *bolt.Tx) (*replayed, error) {
-	st := &replayed{pins: map[string]int64{}, revoked: map[string]int64{}, records: map[int64][]byte{}, decoded: map[int64]*Record{}}
-	records := tx.Bucket(bLog).Bucket(bRecords)
-	n := logSize(tx)
-	for i := int64(0); i < n; i++ {
-		data := records.Get(u64(uint64(i)))
-		if data == nil {
-			return nil, &LogError{i, "missing (deleted)"}
-		}
-		if !aboutServer(data, nil) {
-			continue // a finding
-		}
-		rec := new(Record)
-		if err := json.Unmarshal(data, rec); err != nil {
-			return nil, &LogError{i, "unreadable: " + err.Error()}
-		}
-		switch rec.Type {
-		case RecordApprove, RecordReapprove:
-			if rec.Tool == "" {
-				continue // accepted instructions
-			}
-			st.pins[string(pinKey(rec.Server, rec.Tool))] = i
-		case RecordRevoke:
-			r := Revocation{Server: rec.Server, Tool: rec.Tool, Version: rec.Version, KeyID: rec.KeyID}
-			st.revoked[string(r.key())] = i
-		default:
-			continue
-		}
-		st.records[i] = data
-		st.decoded[i] = rec
-	}
-	return st, nil
-}
-
 // Disagreement is a pin or revocation that disagrees with the history.
 type Disagreement struct {
 	What   string `json:"what"` // "pin", "revocation" or "index"
@@ -245,129 +199,6 @@ func (d Disagreement) String() string {
 		return fmt.Sprintf("%s %q: %s", d.What, d.Ref, d.Msg)
 	}
 	return fmt.Sprintf("%s %q (history record %d): %s", d.What, d.Ref, d.Record, d.Msg)
-}
-
-// VerifyPins replays the approve and revoke records of the history and
-// returns every pin and revocation that disagrees with them: edited,
-// added, deleted, rolled back to an older approval, or damaged; and every
-// entry of the name indexes that the pins do not explain.
-func (s *Store) VerifyPins() ([]Disagreement, error) {
-	var out []Disagreement
-	err := s.view(func(tx *bolt.Tx) error {
-		st, err := replay(tx)
-		if err != nil {
-			return err
-		}
-		add := func(what, ref string, rec int64, msg string) {
-			out = append(out, Disagreement{what, ref, rec, msg})
-		}
-		pinRef := func(k []byte) string { return strings.Replace(string(k), "\x00", "/", 1) }
-		seen := map[string]bool{}
-		names := map[string][]string{}
-		skels := map[string][]string{}
-		c := tx.Bucket(bPins).Cursor()
-		for k, v := c.First(); k != nil; k, v = c.Next() {
-			seen[string(k)] = true
-			want, ok := st.pins[string(k)]
-			if !ok {
-				want = -1
-			}
-			var p Pin
-			if err := json.Unmarshal(v, &p); err != nil {
-				add("pin", pinRef(k), want, "the value is damaged: "+err.Error())
-				continue
-			}
-			if string(pinKey(p.Server, p.Tool)) != string(k) {
-				add("pin", pinRef(k), want, fmt.Sprintf("the value is the pin of %s", p.Ref()))
-				continue
-			}
-			if !slices.Contains(names[p.Tool], p.Server) {
-				names[p.Tool] = append(names[p.Tool], p.Server)
-			}
-			if err := checkPinIn(tx, &p, st.decoded); err != nil {
-				add("pin", p.Ref(), want, err.(*UnjustifiedError).Msg)
-				continue
-			}
-			if msg := definitionDisagrees(&p); msg != "" {
-				add("pin", p.Ref(), want, msg)
-				continue
-			}
-			// checkPin passed: the history approves this pin at p.Record,
-			// so it holds a latest approval of it.
-			if p.Record != want {
-				add("pin", p.Ref(), want, fmt.Sprintf("it holds the approval of record %d, replaced by record %d", p.Record, want))
-			}
-		}
-		for k, idx := range st.pins {
-			if !seen[k] {
-				add("pin", pinRef([]byte(k)), idx, "approved in the history, missing from the pins")
-			}
-		}
-		seen = map[string]bool{}
-		err = tx.Bucket(bRevoked).ForEach(func(k, v []byte) error {
-			seen[string(k)] = true
-			want, ok := st.revoked[string(k)]
-			if !ok {
-				want = -1
-			}
-			var r Revocation
-			if err := json.Unmarshal(v, &r); err != nil {
-				add("revocation", string(k), want, "the value is damaged: "+err.Error())
-				return nil
-			}
-			if string(r.key()) != string(k) {
-				add("revocation", string(k), want, fmt.Sprintf("the value is the revocation of %q", r.key()))
-				return nil
-			}
-			if err := checkRevocationIn(tx, &r, st.decoded); err != nil {
-				add("revocation", string(k), want, err.(*UnjustifiedError).Msg)
-			} else if !ok {
-				add("revocation", string(k), -1, "no revocation in the history")
-			}
-			return nil
-		})
-		if err != nil {
-			return err
-		}
-		for k, idx := range st.revoked {
-			if !seen[k] {
-				add("revocation", k, idx, "revoked in the history, missing from the revocations")
-			}
-		}
-		for tool, servers := range names {
-			sort.Strings(servers)
-			sk := skeletonOf(tool)
-			if !slices.Contains(skels[sk], tool) {
-				skels[sk] = append(skels[sk], tool)
-			}
-		}
-		checkIndex := func(bucket []byte, want map[string][]string, what string) {
-			b := tx.Bucket(bucket)
-			for k, vals := range want {
-				sort.Strings(vals)
-				got, err := getStrings(b, k)
-				if err != nil || !slices.Equal(got, vals) {
-					add("index", what+" "+k, -1, fmt.Sprintf("holds %q, the pins say %q", got, vals))
-				}
-			}
-			b.ForEach(func(k, _ []byte) error {
-				if _, ok := want[string(k)]; !ok {
-					add("index", what+" "+string(k), -1, "no pin has it")
-				}
-				return nil
-			})
-		}
-		checkIndex(bNames, names, "name")
-		checkIndex(bSkeletons, skels, "skeleton")
-		return nil
-	})
-	sort.SliceStable(out, func(i, j int) bool {
-		if out[i].What != out[j].What {
-			return out[i].What > out[j].What
-		}
-		return out[i].Ref < out[j].Ref
-	})
-	return out, err
 }
 
 // checkLatest replays the approve and revoke records about server (and
@@ -489,7 +320,7 @@ func migrate3(tx *bolt.Tx) error {
 		if !ok {
 			return Binding{}
 		}
-		return leafOf(idx, st.records[idx])
+		return leafOf(idx, st.recs[idx])
 	}
 	pb := tx.Bucket(bPins)
 	type kv struct{ k, v []byte }

@@ -86,7 +86,7 @@ func TestPinsBoundToHistory(t *testing.T) {
 		s := openTemp(t)
 		mustApprove(t, s, obs(srv, 1, v1, other))
 		expect(t, s, obs(srv, 1, v1, other))
-		if d, err := s.VerifyPins(); err != nil || len(d) != 0 {
+		if d, err := auditPins(t, s); err != nil || len(d) != 0 {
 			t.Fatalf("honest database: %v %v", d, err)
 		}
 		return s
@@ -161,7 +161,7 @@ func TestPinsBoundToHistory(t *testing.T) {
 			if _, _, err := s.Approve(tc.o, ApproveOptions{By: "x", Tools: []string{tc.o.Tools[0].Name}}); err == nil {
 				t.Error("approve went ahead over an unjustified pin")
 			}
-			d, err := s.VerifyPins()
+			d, err := auditPins(t, s)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -181,7 +181,7 @@ func TestPinsBoundToHistory(t *testing.T) {
 			putJSON(t, tx.Bucket(bPins), pinKey(srv, "get_weather"), p)
 		})
 		expect(t, s, obs(srv, 1, rug, other), "rug_pull")
-		d, _ := s.VerifyPins()
+		d, _ := auditPins(t, s)
 		if len(d) != 1 || !strings.Contains(d[0].Msg, "definition") {
 			t.Fatalf("audit: %v", d)
 		}
@@ -200,7 +200,7 @@ func TestPinsBoundToHistory(t *testing.T) {
 		if err := refused(t, s, obs(srv, 1, v1, other), "rolled back"); !errors.As(err, &ue) || ue.Ref != srv+"/get_weather" {
 			t.Fatalf("error %v", err)
 		}
-		d, _ := s.VerifyPins()
+		d, _ := auditPins(t, s)
 		if len(d) != 1 || !strings.Contains(d[0].Msg, "replaced by record") {
 			t.Fatalf("audit: %v", d)
 		}
@@ -244,7 +244,7 @@ func TestRevocationsBoundToHistory(t *testing.T) {
 			s := setup(t)
 			s = edit(t, s, tc.fn)
 			refused(t, s, obs(srv, 1, v1), tc.want)
-			d, err := s.VerifyPins()
+			d, err := auditPins(t, s)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -314,7 +314,7 @@ func TestIndexEditsDoNotDecide(t *testing.T) {
 			t.Fatalf("look-alike approved after an index edit: %v %v", a, err)
 		}
 	}
-	d, _ := s.VerifyPins()
+	d, _ := auditPins(t, s)
 	if !slices.ContainsFunc(d, func(d Disagreement) bool { return d.What == "index" }) {
 		t.Fatalf("audit does not name the index: %v", d)
 	}
@@ -374,7 +374,7 @@ func TestMigrationToSchema3(t *testing.T) {
 		t.Fatalf("migrated revocation: %+v %v", rs, err)
 	}
 	refused(t, s, obs(UnsignedServerKey("evil"), 0, v2), "not justified")
-	d, err := s.VerifyPins()
+	d, err := auditPins(t, s)
 	if err != nil || len(d) != 2 || d[0].Ref != srv+"/get_forecast" || d[1].Ref != "unsigned:evil/get_weather" {
 		t.Fatalf("audit after migration: %v %v", d, err)
 	}
@@ -633,4 +633,18 @@ func TestLookalikeNamesAgainstPins(t *testing.T) {
 			t.Errorf("%q looks like %q", name, c.Findings[0].LooksLike)
 		}
 	}
+}
+
+// auditPins returns VerifyPins of s after checking that Audit, which
+// also verifies the history and reuses its hashes, finds the same.
+func auditPins(t *testing.T, s *Store) ([]Disagreement, error) {
+	t.Helper()
+	d, err := s.VerifyPins()
+	tree, ad, aerr := s.Audit()
+	if _, lerr := s.VerifyLog(); (aerr != nil) != (lerr != nil || err != nil) {
+		t.Errorf("Audit: %v; VerifyLog: %v; VerifyPins: %v", aerr, lerr, err)
+	} else if aerr == nil && (tree == nil || !slices.Equal(ad, d)) {
+		t.Errorf("Audit finds %v, VerifyPins %v", ad, d)
+	}
+	return d, err
 }

@@ -743,8 +743,10 @@ func (s *Store) Approve(o *Observation, opts ApproveOptions) ([]Approval, []Refu
 			if err != nil {
 				return err
 			}
+			// The definition is shared with o, not copied: a listing may
+			// hold 64 MiB of them.
 			p := Pin{Server: o.Server, Tool: t.Name, Version: t.Version, Digest: t.Digest.String(), Signer: t.Signer,
-				Provider: o.Provider, Permissions: t.Permissions, Definition: json.RawMessage(bytes.Clone(t.Canonical)),
+				Provider: o.Provider, Permissions: t.Permissions, Definition: json.RawMessage(t.Canonical),
 				ApprovedBy: opts.By, ApprovedAt: now, Sequence: o.Sequence}
 			if p.Permissions == nil {
 				p.Permissions = []etdi.Permission{}

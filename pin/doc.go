@@ -45,7 +45,9 @@
 // and each comparison replays the records about the server to refuse a
 // pin or revocation that a later record replaced or that was deleted
 // (*UnjustifiedError). Damaged values are a *CorruptError, never absent.
-// VerifyPins replays the whole history for audit verify.
+// VerifyPins replays the whole history; Audit, for audit verify, also
+// recomputes it, in the same pass over the records, decoding and hashing
+// on every CPU.
 //
 // # Server identity
 //

@@ -155,59 +155,6 @@ func (s *Store) VerifyLog() (*Tree, error) {
 	return t, err
 }
 
-func verifyLog(tx *bolt.Tx) (*Tree, error) {
-	lb := tx.Bucket(bLog)
-	records, hashes := lb.Bucket(bRecords), lb.Bucket(bHashes)
-	n := logSize(tx)
-	mem := make(memHashes, 0, tlog.StoredHashCount(n))
-	for i := int64(0); i < n; i++ {
-		data := records.Get(u64(uint64(i)))
-		if data == nil {
-			return nil, &LogError{i, "missing (deleted)"}
-		}
-		var rec Record
-		if err := json.Unmarshal(data, &rec); err != nil {
-			return nil, &LogError{i, "unreadable: " + err.Error()}
-		}
-		if rec.Index != i {
-			return nil, &LogError{i, fmt.Sprintf("holds record %d (records were reordered)", rec.Index)}
-		}
-		hs, err := tlog.StoredHashes(i, data, mem)
-		if err != nil {
-			return nil, err
-		}
-		stored := hashes.Get(u64(uint64(tlog.StoredHashIndex(0, i))))
-		if !bytes.Equal(stored, hs[0][:]) {
-			return nil, &LogError{i, "changed after it was written (its hash does not match)"}
-		}
-		prev, err := tlog.TreeHash(i, mem)
-		if err != nil {
-			return nil, err
-		}
-		if rec.Prev != base64.StdEncoding.EncodeToString(prev[:]) {
-			return nil, &LogError{i, "was written after a different history (records before it were changed)"}
-		}
-		base := tlog.StoredHashIndex(0, i)
-		for k := 1; k < len(hs); k++ {
-			if v := hashes.Get(u64(uint64(base + int64(k)))); !bytes.Equal(v, hs[k][:]) {
-				return nil, &LogError{i, fmt.Sprintf("stored tree hash %d is wrong", base+int64(k))}
-			}
-		}
-		mem = append(mem, hs...)
-	}
-	if v := records.Get(u64(uint64(n))); v != nil {
-		return nil, &LogError{n, "lies beyond the recorded history size (appended without hashes)"}
-	}
-	if c := int64(hashes.Stats().KeyN); c != int64(len(mem)) {
-		return nil, &LogError{n, fmt.Sprintf("%d stored hashes where %d were expected", c, len(mem))}
-	}
-	root, err := tlog.TreeHash(n, mem)
-	if err != nil {
-		return nil, err
-	}
-	return &Tree{Size: n, Hash: root, hashes: mem}, nil
-}
-
 // Records calls fn for every record in order, stopping at its first error.
 func (s *Store) Records(fn func(data []byte, r *Record) error) error {
 	return s.view(func(tx *bolt.Tx) error {

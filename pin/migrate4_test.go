@@ -32,7 +32,7 @@ func TestMigrate4Skeletons(t *testing.T) {
 	if schema != SchemaVersion || !slices.Equal(names, []string{blank.Name}) {
 		t.Fatalf("schema %d, skeleton entry %v", schema, names)
 	}
-	if d, err := s.VerifyPins(); err != nil || len(d) != 0 {
+	if d, err := auditPins(t, s); err != nil || len(d) != 0 {
 		t.Fatalf("audit after the migration: %v %v", d, err)
 	}
 	expect(t, s, obs(UnsignedServerKey("b"), 0, tool(t, "get weather", "", `{"name":"x"}`, Unsigned)), "confusable_name")
