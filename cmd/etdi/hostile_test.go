@@ -97,6 +97,7 @@ func TestHostileServers(t *testing.T) {
 		{"stdio dense array, 4M zeros in 8 MiB", hostile.DenseArray, nil, 1, "more than 50000 JSON values in the tool definition at index 0"},
 		{"stdio dense object, 4M members in 50 MiB", hostile.DenseObject, nil, 1, "more than 50000 JSON values in the tool definition at index 0"},
 		{"stdio 60 nested arrays of 100,000 zeros", hostile.DeepWide, nil, 1, "more than 50000 JSON values in the tool definition at index 0"},
+		{"stdio initialize answer of 2M zeros", hostile.DenseInit, nil, 1, "initialize: invalid JSON at byte 2000095: more than 1000000 JSON values in the document"},
 		{"stdio 6 pages of one tool of 49,995 values", hostile.DensePages, nil, 1, "page 6: invalid JSON at byte 91: more than 250000 JSON values in the listing (all pages together)"},
 		{"stdio 5 tools of 49,995 values (words), 249,977 in all (accepted)", hostile.DenseMax, nil, 13, `"dense_4"`},
 		{"stdio 5 tools with 49,990 words in _meta, 33 MiB (accepted)", hostile.DenseMeta, nil, 13, `"dense_4"`},

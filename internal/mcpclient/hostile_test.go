@@ -245,6 +245,7 @@ func TestValueBounds(t *testing.T) {
 		{hostile.DenseArray, "tools/list: page 1: invalid JSON at byte 100055: more than 50000 JSON values in the tool definition at index 0"},
 		{hostile.DenseObject, "more than 50000 JSON values in the tool definition at index 0"},
 		{hostile.DeepWide, "more than 50000 JSON values in the tool definition at index 0"},
+		{hostile.DenseInit, "initialize: invalid JSON at byte 2000095: more than 1000000 JSON values in the document"},
 		{hostile.DensePages, "tools/list: page 6: invalid JSON at byte 91: more than 250000 JSON values in the listing (all pages together)"},
 	} {
 		t.Run(tc.mode, func(t *testing.T) {

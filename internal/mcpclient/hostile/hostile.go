@@ -55,6 +55,7 @@ const (
 	DenseMax     = "dense-max"     // accepted: 5 tools of 49,995 JSON values (distinct words), 249,977 in the page
 	DenseMeta    = "dense-meta"    // accepted: 5 tools whose _meta hold 49,990 words each, and a 30 MiB description
 	DensePages   = "dense-pages"   // 6 pages, each one tool of 49,995 JSON values (distinct words)
+	DenseInit    = "dense-init"    // answers initialize with 2M zeros in an unknown member (4 MiB)
 )
 
 // Sizes of the dense modes, at etdi's limits (SPEC.md §2, §17): 50,000
@@ -178,7 +179,13 @@ func writeAnswer(w io.Writer, mode string, id json.RawMessage, method, cursor st
 	fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":`, id)
 	switch method {
 	case "initialize":
-		io.WriteString(w, `{"protocolVersion":"2025-06-18","capabilities":{"tools":{}},"serverInfo":{"name":"hostile","version":"1"}}`)
+		io.WriteString(w, `{"protocolVersion":"2025-06-18","capabilities":{"tools":{}},"serverInfo":{"name":"hostile","version":"1"}`)
+		if mode == DenseInit {
+			io.WriteString(w, `,"x":[0`)
+			writeRepeat(w, ",0", 2<<20)
+			io.WriteString(w, `]`)
+		}
+		io.WriteString(w, `}`)
 	case "tools/list":
 		writePage(w, mode, cursor)
 	default:
