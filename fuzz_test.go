@@ -117,10 +117,16 @@ func FuzzParseBundle(f *testing.F) {
 func FuzzParseToolsList(f *testing.F) {
 	addVectorSeeds(f, "tools.json")
 	f.Add([]byte(`{"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"a"}]}}`))
+	f.Add([]byte(`{"tools":[{"name":"a","enum":[0,[0,{"b":[]}],0]}],"_meta":{"c":[0,0]}}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		tl, err := ParseToolsList(data)
 		if err != nil {
 			return
+		}
+		// Every tool is at least an object and its name; the count is the
+		// document's, as a full parse counts it.
+		if tl.Nodes < 2*len(tl.Tools) || tl.Nodes > MaxNodes || tl.Nodes != countValues(mustParse(t, string(data))) {
+			t.Fatalf("%d values counted for %d tools", tl.Nodes, len(tl.Tools))
 		}
 		for _, lt := range tl.Tools {
 			d, err := DigestJSON(lt.Canonical)
@@ -129,4 +135,16 @@ func FuzzParseToolsList(f *testing.F) {
 			}
 		}
 	})
+}
+
+// countValues counts the JSON values of v, v included.
+func countValues(v *Value) int {
+	n := 1
+	for _, e := range v.Elems {
+		n += countValues(e)
+	}
+	for _, m := range v.Members {
+		n += countValues(m.Value)
+	}
+	return n
 }

@@ -17,6 +17,14 @@ const (
 	// MaxSafeInteger is the largest magnitude a JSON number may have
 	// (I-JSON, RFC 7493 §2.2): 2^53-1.
 	MaxSafeInteger = 1<<53 - 1
+	// MaxNodes is the most JSON values (every object, array, string,
+	// number, boolean and null, at any depth) one document may hold. A
+	// parsed value costs about 100 bytes, far more than the 2 bytes of
+	// "0,", so the byte limits alone do not bound memory or time.
+	MaxNodes = 1_000_000
+	// MaxDefinitionNodes is the most JSON values one tool definition may
+	// hold. Real definitions hold tens to a few thousand.
+	MaxDefinitionNodes = 50_000
 )
 
 // Kind is the type of a JSON value.
@@ -107,10 +115,18 @@ func ParseJSON(data []byte) (*Value, error) {
 
 // streamHook receives the elements of the arrays at the given paths (lists
 // of member names from the root) one by one instead of storing them, so a
-// large list never exists as one tree. The array keeps no elements.
+// large list never exists as one tree. The array keeps no elements. Each
+// element is a tool definition: it may hold at most MaxDefinitionNodes
+// values.
 type streamHook struct {
 	paths [][]string
 	fn    func(which, index int, v *Value) error
+	// nodes is set to the number of values of the whole document.
+	nodes int
+	// before and limit, if limit is set, count the document as part of a
+	// larger whole (the pages of one listing): before values came earlier
+	// and the whole may hold at most limit.
+	before, limit int
 }
 
 // arrayMarker stands for "inside an array" in the parser's path.
@@ -129,7 +145,10 @@ func parseJSON(data []byte, hook *streamHook) (*Value, error) {
 		return nil, &SyntaxError{off, "invalid UTF-8"}
 	}
 	// One copy of the input; every unescaped string is a substring of it.
-	p := &parser{data: string(data), hook: hook}
+	p := &parser{data: string(data), hook: hook, maxNodes: MaxNodes, scope: "the document"}
+	if hook != nil && hook.limit > 0 {
+		p.nodes, p.maxNodes, p.scope = hook.before, hook.limit, "the listing (all pages together)"
+	}
 	p.skipSpace()
 	v, err := p.value(0)
 	if err != nil {
@@ -138,6 +157,9 @@ func parseJSON(data []byte, hook *streamHook) (*Value, error) {
 	p.skipSpace()
 	if p.pos != len(p.data) {
 		return nil, p.errf("unexpected data after the top-level value")
+	}
+	if hook != nil {
+		hook.nodes = p.nodes - hook.before
 	}
 	return v, nil
 }
@@ -152,6 +174,13 @@ type parser struct {
 	// path and hook implement streamHook.
 	path []string
 	hook *streamHook
+	// nodes counts the values of the document; defNodes those of the
+	// streamed element being parsed, if inDef.
+	nodes, defNodes, defIndex int
+	inDef                     bool
+	// maxNodes bounds nodes; scope names what it bounds.
+	maxNodes int
+	scope    string
 }
 
 // hookFor returns the index of the hook path equal to the current path,
@@ -196,6 +225,17 @@ func (p *parser) skipSpace() {
 func (p *parser) value(depth int) (*Value, error) {
 	if p.pos >= len(p.data) {
 		return nil, p.errf("unexpected end of input")
+	}
+	// Counted before the value is built, so the limits hold while parsing.
+	p.nodes++
+	if p.nodes > p.maxNodes {
+		return nil, p.errf("more than %d JSON values in %s", p.maxNodes, p.scope)
+	}
+	if p.inDef {
+		p.defNodes++
+		if p.defNodes > MaxDefinitionNodes {
+			return nil, p.errf("more than %d JSON values in the tool definition at index %d", MaxDefinitionNodes, p.defIndex)
+		}
 	}
 	switch c := p.data[p.pos]; {
 	case c == '{':
@@ -330,7 +370,13 @@ func (p *parser) array(depth int) (*Value, error) {
 	}
 	for index := 0; ; index++ {
 		p.skipSpace()
+		if which >= 0 {
+			p.inDef, p.defNodes, p.defIndex = true, 0, index
+		}
 		elem, err := p.value(depth)
+		if which >= 0 {
+			p.inDef = false
+		}
 		if err != nil {
 			return nil, err
 		}

@@ -29,6 +29,9 @@ type ToolsList struct {
 	ToolMetas []*Value
 	// NextCursor is the result's nextCursor member as received, or nil.
 	NextCursor *Value
+	// Nodes is the number of JSON values of the document (at most
+	// MaxNodes), so that a caller reading many pages can bound their sum.
+	Nodes int
 }
 
 // ParseToolsList parses a saved tools/list response (SPEC.md §8). Three
@@ -37,6 +40,18 @@ type ToolsList struct {
 // bare array of tool objects. Each tool must be an object with a string
 // name. Duplicate names are kept; package verify reports them.
 func ParseToolsList(data []byte) (*ToolsList, error) {
+	return ParseToolsListPage(data, 0, 0)
+}
+
+// ParseToolsListPage parses one page of a listing of several pages, as
+// ParseToolsList does, counting its JSON values against a bound of the
+// whole listing: before values were in earlier pages, and all pages
+// together may hold at most limit (at most MaxNodes; 0 means MaxNodes and
+// no earlier pages). The bound holds while the page is parsed.
+func ParseToolsListPage(data []byte, before, limit int) (*ToolsList, error) {
+	if limit <= 0 || limit > MaxNodes {
+		limit, before = MaxNodes, 0
+	}
 	if len(data) > MaxManifestSize {
 		return nil, fmt.Errorf("tools list larger than %d bytes", MaxManifestSize)
 	}
@@ -45,7 +60,9 @@ func ParseToolsList(data []byte) (*ToolsList, error) {
 	var lists [3][]LiveTool
 	var metas [3][]*Value
 	hook := &streamHook{
-		paths: [][]string{{}, {"tools"}, {"result", "tools"}},
+		paths:  [][]string{{}, {"tools"}, {"result", "tools"}},
+		before: before,
+		limit:  limit,
 		fn: func(which, i int, v *Value) error {
 			if i >= MaxTools {
 				return &FieldError{prefixes[which], fmt.Sprintf("more than %d tools", MaxTools)}
@@ -98,6 +115,6 @@ func ParseToolsList(data []byte) (*ToolsList, error) {
 	if _, err := f.Array(); err != nil {
 		return nil, err
 	}
-	tl.Tools, tl.ToolMetas = lists[which], metas[which]
+	tl.Tools, tl.ToolMetas, tl.Nodes = lists[which], metas[which], hook.nodes
 	return tl, nil
 }

@@ -376,7 +376,8 @@ func (e *env) observe(f *serverFlags, t *target, p *trust.Policy) (*observation,
 		if err != nil {
 			return nil, err
 		}
-		if live, err = etdi.ParseToolsList(data); err != nil {
+		// A saved listing has the bound of a live one (SPEC.md §17).
+		if live, err = etdi.ParseToolsListPage(data, 0, mcpclient.MaxFetchNodes); err != nil {
 			return nil, fmt.Errorf("%s: %w", t.toolsFile, err)
 		}
 		if live.Meta != nil {

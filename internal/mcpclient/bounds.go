@@ -20,6 +20,12 @@ const (
 	// is §2's limit of a tools/list file, so a listing can never be larger
 	// than a file etdi would read.
 	MaxFetchBytes = etdi.MaxManifestSize
+	// MaxFetchNodes bounds the JSON values of all tools/list pages
+	// together (§2 bounds one document at etdi.MaxNodes): the parsed
+	// values, not the bytes, are what cost memory and time after the
+	// fetch, when every definition is canonicalized, compared, scanned
+	// and printed. 250,000 is 20,000 tools of 12 values, or 2,500 of 100.
+	MaxFetchNodes = 250_000
 	// MaxStrayMessages bounds the messages that are not the awaited answer
 	// (notifications, requests from the server, answers to other ids).
 	MaxStrayMessages = 1000

@@ -232,3 +232,34 @@ func TestHeadersOnlyForNamedOrigin(t *testing.T) {
 		t.Fatalf("other origin got %q", got)
 	}
 }
+
+// The JSON values of a listing are bounded per tool definition and for all
+// pages together (SPEC.md §17): a dense listing far under the byte limit
+// is refused before its parsed values outgrow memory and time, and a
+// listing at the bounds is accepted.
+func TestValueBounds(t *testing.T) {
+	for _, tc := range []struct {
+		mode string
+		want string
+	}{
+		{hostile.DenseArray, "tools/list: page 1: invalid JSON at byte 100055: more than 50000 JSON values in the tool definition at index 0"},
+		{hostile.DenseObject, "more than 50000 JSON values in the tool definition at index 0"},
+		{hostile.DeepWide, "more than 50000 JSON values in the tool definition at index 0"},
+		{hostile.DenseInit, "initialize: invalid JSON at byte 2000095: more than 1000000 JSON values in the document"},
+		{hostile.DensePages, "tools/list: page 6: invalid JSON at byte 91: more than 250000 JSON values in the listing (all pages together)"},
+	} {
+		t.Run(tc.mode, func(t *testing.T) {
+			_, err := hostileHTTP(t, hostile.Handler(tc.mode), Options{}, nil)
+			wantErr(t, err, tc.want)
+		})
+	}
+	for _, mode := range []string{hostile.DenseMax, hostile.DenseMeta} {
+		l, err := hostileHTTP(t, hostile.Handler(mode), Options{}, nil)
+		if err != nil {
+			t.Fatalf("%s: %v", mode, err)
+		}
+		if len(l.Tools) != 5 || l.Tools[4].Name != "dense_4" {
+			t.Fatalf("%s: %d tools", mode, len(l.Tools))
+		}
+	}
+}

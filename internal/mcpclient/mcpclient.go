@@ -194,6 +194,7 @@ func list(ctx context.Context, conn conn, opts Options, initialized func(string)
 	}
 	seen := map[string]bool{}
 	cursor := ""
+	nodes := 0 // JSON values of all pages
 	for {
 		if l.Pages >= opts.MaxPages {
 			return nil, &ServerError{Stage: "tools/list", Err: fmt.Errorf("more than %d pages", opts.MaxPages)}
@@ -211,10 +212,11 @@ func list(ctx context.Context, conn conn, opts Options, initialized func(string)
 			return nil, &ServerError{Stage: "tools/list", Err: err}
 		}
 		l.Pages++
-		page, err := etdi.ParseToolsList(res)
+		page, err := etdi.ParseToolsListPage(res, nodes, MaxFetchNodes)
 		if err != nil {
 			return nil, &ServerError{Stage: "tools/list", Err: fmt.Errorf("page %d: %w", l.Pages, err)}
 		}
+		nodes += page.Nodes
 		l.Tools = append(l.Tools, page.Tools...)
 		if len(l.Tools) > etdi.MaxTools {
 			return nil, &ServerError{Stage: "tools/list", Err: fmt.Errorf("more than %d tools", etdi.MaxTools)}

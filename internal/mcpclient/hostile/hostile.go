@@ -16,6 +16,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -48,6 +49,20 @@ const (
 	HugeEvent    = "huge-event"    // HTTP: one SSE event of 2 GiB
 	HugeError    = "huge-error"    // HTTP: an error status with a 2 GiB body
 	SSE          = "sse"           // HTTP: a good server answering in event streams
+	DenseArray   = "dense-array"   // one tool whose schema holds an array of 4M zeros (8 MiB)
+	DenseObject  = "dense-object"  // one tool whose schema holds an object of 4M members (about 50 MiB)
+	DeepWide     = "deep-wide"     // one tool whose schema nests 60 arrays, each with 100,000 zeros
+	DenseMax     = "dense-max"     // accepted: 5 tools of 49,995 JSON values (distinct words), 249,977 in the page
+	DenseMeta    = "dense-meta"    // accepted: 5 tools whose _meta hold 49,990 words each, and a 30 MiB description
+	DensePages   = "dense-pages"   // 6 pages, each one tool of 49,995 JSON values (distinct words)
+	DenseInit    = "dense-init"    // answers initialize with 2M zeros in an unknown member (4 MiB)
+)
+
+// Sizes of the dense modes, at etdi's limits (SPEC.md §2, §17): 50,000
+// JSON values per tool definition, 250,000 per listing.
+const (
+	denseTools = 5
+	denseWords = 49_990
 )
 
 // Stdio runs the stdio server of mode and exits.
@@ -150,12 +165,27 @@ func writeFill(w io.Writer, n int64) {
 	}
 }
 
+// writeRepeat writes s n times.
+func writeRepeat(w io.Writer, s string, n int) {
+	chunk := strings.Repeat(s, 1<<12)
+	for ; n >= 1<<12; n -= 1 << 12 {
+		io.WriteString(w, chunk)
+	}
+	io.WriteString(w, strings.Repeat(s, n))
+}
+
 // writeAnswer writes the answer of a server in mode to a request.
 func writeAnswer(w io.Writer, mode string, id json.RawMessage, method, cursor string) {
 	fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":`, id)
 	switch method {
 	case "initialize":
-		io.WriteString(w, `{"protocolVersion":"2025-06-18","capabilities":{"tools":{}},"serverInfo":{"name":"hostile","version":"1"}}`)
+		io.WriteString(w, `{"protocolVersion":"2025-06-18","capabilities":{"tools":{}},"serverInfo":{"name":"hostile","version":"1"}`)
+		if mode == DenseInit {
+			io.WriteString(w, `,"x":[0`)
+			writeRepeat(w, ",0", 2<<20)
+			io.WriteString(w, `]`)
+		}
+		io.WriteString(w, `}`)
 	case "tools/list":
 		writePage(w, mode, cursor)
 	default:
@@ -195,6 +225,67 @@ func writePage(w io.Writer, mode, cursor string) {
 			fmt.Fprintf(w, `,"nextCursor":"%d"`, n+1)
 		}
 		io.WriteString(w, `}`)
+	case DenseArray:
+		io.WriteString(w, `{"tools":[{"name":"dense","inputSchema":{"type":"object","enum":[0`)
+		writeRepeat(w, ",0", 4<<20)
+		io.WriteString(w, `]}}]}`)
+	case DenseObject:
+		io.WriteString(w, `{"tools":[{"name":"dense","inputSchema":{"type":"object","properties":{"0":0`)
+		for i := 1; i < 4<<20; i++ {
+			fmt.Fprintf(w, `,"%x":0`, i)
+		}
+		io.WriteString(w, `}}}]}`)
+	case DeepWide:
+		io.WriteString(w, `{"tools":[{"name":"dense","inputSchema":{"type":"object","enum":`)
+		for range 60 {
+			io.WriteString(w, `[0`)
+			writeRepeat(w, ",0", 100_000)
+			io.WriteString(w, `,`)
+		}
+		io.WriteString(w, `0`)
+		for range 60 {
+			io.WriteString(w, `]`)
+		}
+		io.WriteString(w, `}}]}`)
+	case DensePages:
+		fmt.Fprintf(w, `{"tools":[{"name":"dense_%d","inputSchema":{"type":"object","enum":[`, n)
+		for i := range denseWords {
+			if i > 0 {
+				io.WriteString(w, ",")
+			}
+			fmt.Fprintf(w, `"w_%d_%d"`, n, i)
+		}
+		fmt.Fprintf(w, `]}}],"nextCursor":"%d"}`, n+1)
+	case DenseMax, DenseMeta:
+		// Each tool: object, name, inputSchema, type, and an array of
+		// denseWords distinct words: 5 + 99,990 = 99,995 values.
+		io.WriteString(w, `{"tools":[`)
+		for t := range denseTools {
+			if t > 0 {
+				io.WriteString(w, ",")
+			}
+			if mode == DenseMax {
+				fmt.Fprintf(w, `{"name":"dense_%d","inputSchema":{"type":"object","enum":[`, t)
+			} else {
+				fmt.Fprintf(w, `{"name":"dense_%d","_meta":{"words":[`, t)
+			}
+			for i := range denseWords {
+				if i > 0 {
+					io.WriteString(w, ",")
+				}
+				fmt.Fprintf(w, `"w_%d_%d"`, t, i)
+			}
+			if mode == DenseMax {
+				io.WriteString(w, `]}}`)
+			} else if t == 0 {
+				io.WriteString(w, `]},"description":"`)
+				writeFill(w, 30<<20)
+				io.WriteString(w, `"}`)
+			} else {
+				io.WriteString(w, `]},"description":"d"}`)
+			}
+		}
+		io.WriteString(w, `]}`)
 	case ManyTools:
 		io.WriteString(w, `{"tools":[`)
 		for i := 0; i < 8000; i++ {
