@@ -79,6 +79,8 @@ type Options struct {
 	// ReadOnly opens with a shared lock and never writes. A database that
 	// needs a migration cannot be opened read-only.
 	ReadOnly bool
+	// noMigration skips the schema check (CheckFileAt only).
+	noMigration bool
 }
 
 // Store is an open pin database.
@@ -133,11 +135,26 @@ func Open(path string, opts Options) (s *Store, err error) {
 			}
 		}
 	}
+	if opts.noMigration {
+		return s, nil
+	}
 	if err := s.migrate(opts.ReadOnly); err != nil {
 		db.Close()
 		return nil, err
 	}
 	return s, nil
+}
+
+// CheckFileAt runs CheckFile on the database at path, opened read-only
+// and without reading its schema, so a database of any schema can be
+// checked page by page.
+func CheckFileAt(path string, lockTimeout time.Duration) error {
+	s, err := Open(path, Options{ReadOnly: true, LockTimeout: lockTimeout, noMigration: true})
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	return s.CheckFile()
 }
 
 // checkFile refuses files that bbolt would map beyond their end: a

@@ -64,6 +64,16 @@ Exit codes: 0 intact, 10 the history or the checkpoint does not verify
 				}
 				return &exitCodeError{exitSignature}
 			}
+			// Every page first, in a child process, whatever the schema.
+			if _, err := os.Stat(pf.path); err == nil {
+				if err := checkFileIsolated(pf.path); err != nil {
+					var ce *pin.CorruptError
+					if errors.As(err, &ce) {
+						return fail(report{}, err)
+					}
+					return err
+				}
+			}
 			s, err := pf.open(true)
 			var ce *pin.CorruptError
 			if errors.As(err, &ce) {
@@ -73,9 +83,6 @@ Exit codes: 0 intact, 10 the history or the checkpoint does not verify
 				return err
 			}
 			defer s.Close()
-			if err := checkFileIsolated(s.Path()); err != nil {
-				return fail(report{}, err)
-			}
 			tree, disagreements, err := s.Audit()
 			if err != nil {
 				return fail(report{}, err)

@@ -50,14 +50,10 @@ func checkFileIsolated(path string) error {
 
 // checkFileChild is the child side of checkFileIsolated.
 func checkFileChild(path string) int {
-	s, err := pin.Open(path, pin.Options{ReadOnly: true})
+	err := pin.CheckFileAt(path, 0)
 	if errors.Is(err, pin.ErrLocked) {
 		fmt.Println(err)
 		return exitError
-	}
-	if err == nil {
-		err = s.CheckFile()
-		s.Close()
 	}
 	if err != nil {
 		fmt.Println(err)

@@ -253,7 +253,7 @@ func TestLiveRealServers(t *testing.T) {
 		// The same server over HTTP offers the definitions approved for the
 		// stdio one: the same server under a second name, a new server to
 		// approve (13), not a shadow (12).
-		{"everything-http", []string{"--url", startHTTPEverything(t)}, nil, `the same definition is approved on unsigned:everything`, 13},
+		{"everything-http", []string{"--url", startHTTPEverything(t)}, nil, `the same server is approved as unsigned:everything`, 13},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			args := append([]string{"--name", tc.name, "--json"}, tc.args...)
