@@ -665,6 +665,11 @@ var (
 	}
 )
 
+// MaxApprovalBytes bounds the canonical definitions one approval writes:
+// an approval is one transaction, and bbolt holds everything it writes
+// until the commit, so this bounds the memory of approving (SPEC.md §17).
+const MaxApprovalBytes = 32 << 20
+
 // Approve pins the tools of o that need approval, in one transaction that
 // also appends one history record per approval. New tools, new versions
 // and newly signed tools are approved unless opts.Tools excludes them;
@@ -722,6 +727,7 @@ func (s *Store) Approve(o *Observation, opts ApproveOptions) ([]Approval, []Refu
 			info = &ServerInfo{Key: o.Server, Provider: o.Provider, Name: o.Name}
 		}
 		done := map[string]bool{}
+		size := 0
 		for i := range o.Tools {
 			t := &o.Tools[i]
 			f, needs := byTool[t.Name]
@@ -729,6 +735,10 @@ func (s *Store) Approve(o *Observation, opts ApproveOptions) ([]Approval, []Refu
 				continue
 			}
 			done[t.Name] = true
+			if size += len(t.Canonical); size > MaxApprovalBytes {
+				return fmt.Errorf("server %s asks for more than %d MiB of tool definitions to be approved at once; "+
+					"etdi approves at most that in one transaction (approve fewer tools at a time with --tool)", o.Server, MaxApprovalBytes>>20)
+			}
 			switch {
 			case approvableKinds[f.Kind]:
 			case explicitKinds[f.Kind] && named[t.Name]:
@@ -785,7 +795,10 @@ func (s *Store) Approve(o *Observation, opts ApproveOptions) ([]Approval, []Refu
 		}
 		return putInfo(tx, info)
 	})
-	return approved, refused, err
+	if err != nil {
+		return nil, nil, err // the transaction was rolled back: nothing was approved
+	}
+	return approved, refused, nil
 }
 
 func putInfo(tx *bolt.Tx, info *ServerInfo) error {

@@ -109,6 +109,7 @@ are unchanged by --quiet.`,
 				return usagef("--approve asks questions and needs a terminal; use --yes in scripts")
 			}
 			e.quiet = quiet
+			raiseMemoryLimit()
 			sf.launchApproved = pf.launchChecker()
 			ts, err := e.targets(&sf, args, cmd.ArgsLenAtDash())
 			if err != nil {

@@ -46,6 +46,7 @@ an operational error, 2 a usage error. --json prints the same code as
 		Example: `  etdi pin approve --trust trust.json --pins pins.db --bundle weather.etdi.json --tools live.json
   etdi pin approve --pins pins.db --name files --tools live.json --tool read_file`,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			raiseMemoryLimit()
 			o, err := e.observeOne(&sf, args, cmd.ArgsLenAtDash())
 			if err != nil {
 				return err
