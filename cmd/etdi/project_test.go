@@ -24,20 +24,7 @@ func TestCLIProjectConfigNotStarted(t *testing.T) {
 	os.WriteFile(filepath.Join(repo, ".mcp.json"), []byte(`{"mcpServers": {"build-helper": `+cmdJSON+`}}`), 0o644)
 	os.WriteFile(filepath.Join(repo, ".vscode", "mcp.json"), []byte(`{"servers": {"vs-helper": `+cmdJSON+`}}`), 0o644)
 
-	run := func(args ...string) result {
-		t.Helper()
-		cmd := exec.Command(etdiBin, args...)
-		cmd.Dir = repo
-		cmd.Env = []string{"HOME=" + home, "XDG_CONFIG_HOME=" + filepath.Join(home, ".config"), "PATH=" + os.Getenv("PATH")}
-		var so, se bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &so, &se
-		err := cmd.Run()
-		code := 0
-		if ee, ok := err.(*exec.ExitError); ok {
-			code = ee.ExitCode()
-		}
-		return result{code, so.String(), se.String()}
-	}
+	run := func(args ...string) result { return runInRepo(repo, home, args...) }
 	pol := filepath.Join(root, "trust.json")
 	if r := runEtdi(t, root, nil, "trust", "unsigned", "--trust", pol, "warn"); r.code != 0 {
 		t.Fatal(r.stderr)
@@ -86,18 +73,7 @@ func TestCLIProjectLaunchApproved(t *testing.T) {
 		t.Fatal(r.stderr)
 	}
 	run := func(args ...string) result {
-		t.Helper()
-		cmd := exec.Command(etdiBin, append([]string{"check", "--trust", pol, "--pins", pins, "--config", "auto", "--start-timeout", "15s"}, args...)...)
-		cmd.Dir = repo
-		cmd.Env = []string{"HOME=" + home, "XDG_CONFIG_HOME=" + filepath.Join(home, ".config"), "PATH=" + os.Getenv("PATH")}
-		var so, se bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &so, &se
-		err := cmd.Run()
-		code := 0
-		if ee, ok := err.(*exec.ExitError); ok {
-			code = ee.ExitCode()
-		}
-		return result{code, so.String(), se.String()}
+		return runInRepo(repo, home, append([]string{"check", "--trust", pol, "--pins", pins, "--config", "auto", "--start-timeout", "15s"}, args...)...)
 	}
 	started := func() bool { _, err := os.Stat(marker); os.Remove(marker); return err == nil }
 
@@ -124,4 +100,20 @@ func TestCLIProjectLaunchApproved(t *testing.T) {
 	if r := runEtdi(t, root, nil, "audit", "verify", "--pins", pins); r.code != 0 {
 		t.Fatalf("audit verify: %d %s%s", r.code, r.stdout, r.stderr)
 	}
+}
+
+// runInRepo runs etdi with repo as the working directory and a home of
+// its own, as a user inside a cloned repository would.
+func runInRepo(repo, home string, args ...string) result {
+	cmd := exec.Command(etdiBin, args...)
+	cmd.Dir = repo
+	cmd.Env = []string{"HOME=" + home, "XDG_CONFIG_HOME=" + filepath.Join(home, ".config"), "PATH=" + os.Getenv("PATH")}
+	var so, se bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &so, &se
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	}
+	return result{code, so.String(), se.String()}
 }
