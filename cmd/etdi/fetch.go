@@ -1,8 +1,9 @@
 package main
 
 import (
-	"bytes"
+	"bufio"
 	"fmt"
+	"io"
 
 	"github.com/etdi-dev/etdi"
 	"github.com/etdi-dev/etdi/internal/atomicfile"
@@ -47,41 +48,42 @@ serves. With --config, --name picks the entry when the file has several.`,
 				printFindings(e.stderr, fs)
 				return &exitCodeError{exitFor(fs)}
 			}
-			var b bytes.Buffer
-			b.WriteString("{\"tools\": [")
-			for i, tool := range l.Tools {
-				if i > 0 {
-					b.WriteByte(',')
+			// Write what was fetched only if every tool reads back with the
+			// digest of what the server served: the file must say exactly
+			// that. One tool at a time, so checking costs no second copy of
+			// the listing.
+			for _, tool := range l.Tools {
+				v, err := etdi.ParseJSON(tool.Canonical)
+				if err != nil || etdi.DefinitionDigest(v) != tool.Digest {
+					return fmt.Errorf("server %s: tool %q does not read back with its digest (%v)", t.label, tool.Name, err)
 				}
-				b.WriteString("\n  ")
-				b.Write(tool.Canonical)
 			}
-			b.WriteString("\n]")
 			inband, err := etdi.InbandBundle(append(append([]*etdi.Value{}, l.Metas...), l.ToolMetas...))
 			if err != nil {
 				return fmt.Errorf("server %s: in-band bundle: %w", t.label, err)
 			}
-			if inband != nil {
-				fmt.Fprintf(&b, ",\n\"_meta\": {%q: %s}", etdi.MetaBundleKey, inband)
-			}
-			b.WriteString("}\n")
-			// Write what was fetched only if it reads back as a tools/list
-			// with the same digests: the file must say exactly what the
-			// server served.
-			back, err := etdi.ParseToolsList(b.Bytes())
-			if err != nil || len(back.Tools) != len(l.Tools) {
-				return fmt.Errorf("server %s: the fetched tools do not read back as a tools/list: %v", t.label, err)
-			}
-			for i := range back.Tools {
-				if back.Tools[i].Digest != l.Tools[i].Digest {
-					return fmt.Errorf("server %s: tool %q does not read back with its digest", t.label, l.Tools[i].Name)
+			// The listing is written as it is, tool by tool: no second copy.
+			write := func(w io.Writer) error {
+				bw := bufio.NewWriter(w)
+				bw.WriteString("{\"tools\": [")
+				for i, tool := range l.Tools {
+					if i > 0 {
+						bw.WriteByte(',')
+					}
+					bw.WriteString("\n  ")
+					bw.Write(tool.Canonical)
 				}
+				bw.WriteString("\n]")
+				if inband != nil {
+					fmt.Fprintf(bw, ",\n\"_meta\": {%q: %s}", etdi.MetaBundleKey, inband)
+				}
+				bw.WriteString("}\n")
+				return bw.Flush()
 			}
 			if out == "" || out == "-" {
-				_, err = e.stdout.Write(b.Bytes())
-				return err
+				return write(e.stdout)
 			}
-			if err := atomicfile.Write(out, b.Bytes(), 0o644); err != nil {
+			if err := atomicfile.WriteFunc(out, 0o644, write); err != nil {
 				return err
 			}
 			fmt.Fprintf(e.stderr, "etdi: wrote %d tool(s) from %d page(s) to %s\n", len(l.Tools), l.Pages, out)

@@ -4,8 +4,10 @@
 package atomicfile
 
 import (
+	"bufio"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 )
@@ -14,6 +16,15 @@ import (
 // written with mode, synced, and renamed over path. Missing parent
 // directories are created with mode 0700.
 func Write(path string, data []byte, mode os.FileMode) error {
+	return WriteFunc(path, mode, func(w io.Writer) error {
+		_, err := w.Write(data)
+		return err
+	})
+}
+
+// WriteFunc is Write for content that write streams: path is replaced
+// only if write returns nil.
+func WriteFunc(path string, mode os.FileMode, write func(w io.Writer) error) error {
 	dir := filepath.Dir(path)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
@@ -28,7 +39,12 @@ func Write(path string, data []byte, mode os.FileMode) error {
 		f.Close()
 		return err
 	}
-	if _, err := f.Write(data); err != nil {
+	bw := bufio.NewWriterSize(f, 1<<20)
+	if err := write(bw); err != nil {
+		f.Close()
+		return err
+	}
+	if err := bw.Flush(); err != nil {
 		f.Close()
 		return err
 	}
