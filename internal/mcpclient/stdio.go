@@ -195,6 +195,9 @@ func (c *stdioConn) answer(data []byte) {
 // stdinGrace + termGrace + killWait + lastWords. It returns the end of
 // what the server wrote to stderr.
 func (c *stdioConn) close() string {
+	// Everything the server started, before it can orphan it: a process
+	// that left the group with setsid is ended by pid afterwards.
+	family := descendants(c.cmd.Process.Pid)
 	close(c.quit)
 	c.stdin.Close()
 	// Nothing more is read: a server blocked writing stdout gets EPIPE
@@ -214,6 +217,7 @@ func (c *stdioConn) close() string {
 			killGroup(c.cmd)
 		}
 	}
+	killEscaped(family)
 	select {
 	case <-c.reaped:
 	case <-time.After(killWait):

@@ -44,18 +44,21 @@ const (
 	BigListing   = "big-listing"   // harmless but large: 4 pages of one 15 MiB tool (60 MiB in all)
 	ManyBigTools = "many-big"      // harmless but large: 4 pages of 5,000 tools of 3 KB (20,000 tools, 58 MiB)
 	Grandchild   = "grandchild"    // starts a grandchild that holds stderr open and outlives it
-	sleeper      = "sleeper"       // the grandchild
-	GzipBomb     = "gzip-bomb"     // HTTP: a 1 MB gzip body that inflates to 1 GiB
-	HugeEvent    = "huge-event"    // HTTP: one SSE event of 2 GiB
-	HugeError    = "huge-error"    // HTTP: an error status with a 2 GiB body
-	SSE          = "sse"           // HTTP: a good server answering in event streams
-	DenseArray   = "dense-array"   // one tool whose schema holds an array of 4M zeros (8 MiB)
-	DenseObject  = "dense-object"  // one tool whose schema holds an object of 4M members (about 50 MiB)
-	DeepWide     = "deep-wide"     // one tool whose schema nests 60 arrays, each with 100,000 zeros
-	DenseMax     = "dense-max"     // accepted: 5 tools of 49,995 JSON values (distinct words), 249,977 in the page
-	DenseMeta    = "dense-meta"    // accepted: 5 tools whose _meta hold 49,990 words each, and a 30 MiB description
-	DensePages   = "dense-pages"   // 6 pages, each one tool of 49,995 JSON values (distinct words)
-	DenseInit    = "dense-init"    // answers initialize with 2M zeros in an unknown member (4 MiB)
+	// GrandchildSetsid starts a grandchild in a session of its own, out of
+	// the server's process group, that outlives it.
+	GrandchildSetsid = "grandchild-setsid"
+	sleeper          = "sleeper"      // the grandchild
+	GzipBomb         = "gzip-bomb"    // HTTP: a 1 MB gzip body that inflates to 1 GiB
+	HugeEvent        = "huge-event"   // HTTP: one SSE event of 2 GiB
+	HugeError        = "huge-error"   // HTTP: an error status with a 2 GiB body
+	SSE              = "sse"          // HTTP: a good server answering in event streams
+	DenseArray       = "dense-array"  // one tool whose schema holds an array of 4M zeros (8 MiB)
+	DenseObject      = "dense-object" // one tool whose schema holds an object of 4M members (about 50 MiB)
+	DeepWide         = "deep-wide"    // one tool whose schema nests 60 arrays, each with 100,000 zeros
+	DenseMax         = "dense-max"    // accepted: 5 tools of 49,995 JSON values (distinct words), 249,977 in the page
+	DenseMeta        = "dense-meta"   // accepted: 5 tools whose _meta hold 49,990 words each, and a 30 MiB description
+	DensePages       = "dense-pages"  // 6 pages, each one tool of 49,995 JSON values (distinct words)
+	DenseInit        = "dense-init"   // answers initialize with 2M zeros in an unknown member (4 MiB)
 )
 
 // Sizes of the dense modes, at etdi's limits (SPEC.md §2, §17): 50,000
@@ -96,11 +99,14 @@ func Stdio(mode string) {
 	case sleeper:
 		time.Sleep(time.Hour)
 		os.Exit(0)
-	case Grandchild:
+	case Grandchild, GrandchildSetsid:
 		exe, _ := os.Executable()
 		cmd := exec.Command(exe)
 		cmd.Env = append(os.Environ(), Env+"="+sleeper)
 		cmd.Stderr = os.Stderr // holds the server's stderr open
+		if mode == GrandchildSetsid {
+			setsid(cmd)
+		}
 		if err := cmd.Start(); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)

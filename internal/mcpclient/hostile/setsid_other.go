@@ -1,0 +1,7 @@
+//go:build !unix
+
+package hostile
+
+import "os/exec"
+
+func setsid(*exec.Cmd) {}
