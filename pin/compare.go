@@ -654,17 +654,6 @@ type Refusal struct {
 	Reason string `json:"reason"`
 }
 
-// approvableKinds are approved unless ApproveOptions.Tools excludes them;
-// explicitKinds need the tool to be named in it. Any other error finding
-// (revoked, a name listed twice, ...) is never approved.
-var (
-	approvableKinds = map[verify.Kind]bool{verify.NewTool: true, verify.NewVersion: true, verify.NewSigner: true}
-	explicitKinds   = map[verify.Kind]bool{
-		verify.RugPull: true, verify.Downgrade: true, verify.SignerChanged: true,
-		verify.Shadowing: true, verify.ConfusableName: true,
-	}
-)
-
 // MaxApprovalBytes bounds the canonical definitions one approval writes:
 // an approval is one transaction, and bbolt holds everything it writes
 // until the commit, so this bounds the memory of approving (SPEC.md §17).
@@ -740,9 +729,9 @@ func (s *Store) Approve(o *Observation, opts ApproveOptions) ([]Approval, []Refu
 					"etdi approves at most that in one transaction (approve fewer tools at a time with --tool)", o.Server, MaxApprovalBytes>>20)
 			}
 			switch {
-			case approvableKinds[f.Kind]:
-			case explicitKinds[f.Kind] && named[t.Name]:
-			case explicitKinds[f.Kind]:
+			case f.Kind.Approval() == verify.Approvable:
+			case f.Kind.Approval() == verify.ApprovableByName && named[t.Name]:
+			case f.Kind.Approval() == verify.ApprovableByName:
 				refused = append(refused, Refusal{t.Name, string(f.Kind), f.Message + " (name it with --tool to approve it anyway)"})
 				continue
 			default:

@@ -112,7 +112,7 @@ func (e *env) askApprovals(in *bufio.Reader, server string, c *pin.Comparison, d
 		if f.Kind == verify.InstructionsChanged {
 			what = "accept the new instructions of " + server
 		}
-		if all && approvalKinds[f.Kind] {
+		if all && f.Kind.AsksApproval() {
 			say(e.stderr, "%s: yes (all of %s)\n", what, server)
 			names = append(names, f.Tool)
 			continue

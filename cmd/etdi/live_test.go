@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/etdi-dev/etdi/verify"
 	"time"
 )
 
@@ -373,8 +375,8 @@ func TestLiveSARIF(t *testing.T) {
 	if !found {
 		t.Fatalf("no rug_pull result located at acme:weather/get_weather:\n%.3000s", r.stdout)
 	}
-	for k := range kindExit {
-		if _, ok := ruleText[k]; !ok {
+	for _, k := range verify.Kinds() {
+		if !rules["etdi/"+string(k)] || k.About() == "" {
 			t.Errorf("kind %s has no SARIF rule", k)
 		}
 	}

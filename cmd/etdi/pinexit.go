@@ -59,8 +59,9 @@ func serverRefusals(c *pin.Comparison) []pin.Refusal {
 func approveExit(refused []pin.Refusal) int {
 	code := exitOK
 	for _, r := range refused {
-		c, ok := kindExit[verify.Kind(r.Kind)]
-		if !ok {
+		k := verify.Kind(r.Kind)
+		c := k.ExitCode()
+		if !k.Known() || c == exitOK {
 			c = exitApproval
 		}
 		code = worse(code, c)

@@ -7,34 +7,6 @@ import (
 	"github.com/etdi-dev/etdi/verify"
 )
 
-// ruleText describes each finding kind for SARIF rules and is the one list
-// of kinds the SARIF output knows; a test checks it covers kindExit.
-var ruleText = map[verify.Kind]string{
-	verify.BundleInvalid:       "The bundle or its signed statement is malformed or contradicts itself.",
-	verify.SignatureMissing:    "The bundle carries no signature.",
-	verify.SignatureInvalid:    "No signature verifies with a key the trust policy holds for the claimed provider.",
-	verify.UnsignedTool:        "A tool is not signed by any bundle.",
-	verify.Impersonation:       "A key trusted only for another provider signed the bundle, or a tool is listed twice.",
-	verify.DefinitionChanged:   "A live tool definition differs from the signed one.",
-	verify.Expired:             "The bundle is expired or not yet valid.",
-	verify.KeyNotValid:         "The signing key is outside its validity window.",
-	verify.NotServed:           "A signed tool is not offered by the server.",
-	verify.NewTool:             "A tool was never approved: approval required.",
-	verify.NewVersion:          "A tool has a new version: approval required.",
-	verify.NewSigner:           "A tool approved unsigned is now signed: approval required.",
-	verify.RugPull:             "A tool's definition or permissions changed since approval without a new version.",
-	verify.Downgrade:           "A tool version or bundle is older than the approved one.",
-	verify.SignerChanged:       "A tool is signed by someone other than the approved signer.",
-	verify.Shadowing:           "A tool name approved on another server appears on this one.",
-	verify.ConfusableName:      "A tool name looks like an approved one.",
-	verify.Revoked:             "A tool, version or signing key was revoked.",
-	verify.Removed:             "An approved tool is no longer offered.",
-	verify.MixedScript:         "A new tool name mixes scripts or holds invisible characters.",
-	verify.InstructionsChanged: "The server's instructions changed since approval.",
-	verify.SecretInDefinition:  "The server shows the model a secret it is configured with (env or header value, URL credentials, credential argument); the definition is not approved or recorded.",
-	verify.SuspiciousText:      "A definition hides characters or carries text aimed at the model (instruction tags, overrides, secret paths, other servers' tool names).",
-}
-
 type sarifMessage struct {
 	Text string `json:"text"`
 }
@@ -98,15 +70,16 @@ func sarifLog(out *checkOutput) *sarifDoc {
 	run.Tool.Driver.Name = "etdi"
 	run.Tool.Driver.Version = readBuildInfo().Version
 	run.Tool.Driver.InformationURI = "https://etdi.dev"
-	kinds := make([]string, 0, len(ruleText))
-	for k := range ruleText {
+	kinds := make([]string, 0)
+	for _, k := range verify.Kinds() {
 		kinds = append(kinds, string(k))
 	}
 	sort.Strings(kinds)
 	for _, k := range kinds {
-		r := sarifRule{ID: "etdi/" + k, Name: k, ShortDescription: sarifMessage{ruleText[verify.Kind(k)]}}
-		r.DefaultConfiguration.Level = levelOf(verify.Finding{Kind: verify.Kind(k), Severity: defaultSeverity(verify.Kind(k))}).SARIF
-		if code, ok := kindExit[verify.Kind(k)]; ok {
+		kind := verify.Kind(k)
+		r := sarifRule{ID: "etdi/" + k, Name: k, ShortDescription: sarifMessage{kind.About()}}
+		r.DefaultConfiguration.Level = levelOf(verify.Finding{Kind: kind, Severity: kind.DefaultSeverity()}).SARIF
+		if code := kind.ExitCode(); code != exitOK {
 			r.Properties = map[string]any{"exitCode": code}
 		}
 		run.Tool.Driver.Rules = append(run.Tool.Driver.Rules, r)

@@ -27,25 +27,8 @@ func levelOf(f verify.Finding) findingLevel {
 	case verify.Info:
 		return findingLevel{verify.Info, "note", "note"}
 	}
-	if approvalKinds[f.Kind] {
+	if f.Kind.AsksApproval() {
 		return findingLevel{verify.Error, "APPROVAL REQUIRED", "error"}
 	}
 	return findingLevel{verify.Error, "SECURITY ERROR", "error"}
-}
-
-// warningKinds are the kinds that are only ever warnings (SPEC.md §11).
-var warningKinds = map[verify.Kind]bool{verify.MixedScript: true, verify.SuspiciousText: true}
-
-// defaultSeverity is the severity a kind usually has: error if it has an
-// exit code, warning if it is only ever a warning, else info. A finding
-// carries its own (unsigned_tool is an error or a warning as the policy
-// says); this is the SARIF rule's default level.
-func defaultSeverity(k verify.Kind) verify.Severity {
-	switch {
-	case kindExit[k] != 0:
-		return verify.Error
-	case warningKinds[k]:
-		return verify.Warning
-	}
-	return verify.Info
 }

@@ -120,7 +120,7 @@ func TestFindingSeverityAgrees(t *testing.T) {
 		if len(s.prose) != 1 || !slices.Contains(w.prose, s.prose[0]) {
 			t.Errorf("%s (%s): prose %v", k.kind, sev, s.prose)
 		}
-		if len(s.prose) == 1 && (s.prose[0] == "APPROVAL REQUIRED") != approvalKinds[verify.Kind(k.kind)] {
+		if len(s.prose) == 1 && (s.prose[0] == "APPROVAL REQUIRED") != verify.Kind(k.kind).AsksApproval() {
 			t.Errorf("%s: prose %q", k.kind, s.prose[0])
 		}
 		if got := strings.Join(s.sarif, ","); got != w.sarif {
@@ -144,7 +144,7 @@ func TestFindingSeverityAgrees(t *testing.T) {
 // levelOf agrees with itself for every kind and severity, and an unknown
 // severity never shows as milder than an error.
 func TestLevelOfEveryKind(t *testing.T) {
-	for k := range ruleText {
+	for _, k := range verify.Kinds() {
 		for _, sev := range []verify.Severity{verify.Error, verify.Warning, verify.Info, "bogus"} {
 			l := levelOf(verify.Finding{Kind: k, Severity: sev})
 			want := map[verify.Severity]string{verify.Error: "error", verify.Warning: "warning", verify.Info: "note"}[l.Severity]
@@ -157,7 +157,7 @@ func TestLevelOfEveryKind(t *testing.T) {
 			if sev != "bogus" && l.Severity != sev {
 				t.Errorf("%s/%s: shown as %q", k, sev, l.Severity)
 			}
-			if got := fmt.Sprint(l.Label == "APPROVAL REQUIRED"); got != fmt.Sprint(l.Severity == verify.Error && approvalKinds[k]) {
+			if got := fmt.Sprint(l.Label == "APPROVAL REQUIRED"); got != fmt.Sprint(l.Severity == verify.Error && k.AsksApproval()) {
 				t.Errorf("%s/%s: label %q", k, sev, l.Label)
 			}
 		}

@@ -226,10 +226,6 @@ func printResult(w io.Writer, r *verify.Result) {
 	printFindings(w, r.Findings)
 }
 
-// approvalKinds are error findings that ask for a decision rather than
-// report an attack.
-var approvalKinds = map[verify.Kind]bool{verify.NewTool: true, verify.NewVersion: true, verify.NewSigner: true}
-
 func printFindings(w io.Writer, findings []verify.Finding) { printFindingsWith(w, findings, nil) }
 
 // printFindingsWith prints findings; for a new tool whose definition is in

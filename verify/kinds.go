@@ -1,0 +1,149 @@
+package verify
+
+// The finding vocabulary (SPEC.md §11): every kind knows its exit code,
+// the severity it usually has, whether and how it can be approved, and
+// what it means. verify, pin, guard and the CLI all read this one table.
+
+// Exit codes of etdi (SPEC.md §11). CI and launch gating depend on them.
+const (
+	ExitOK            = 0
+	ExitError         = 1  // operational error: bad file, I/O, bad input
+	ExitUsage         = 2  // bad flags or arguments
+	ExitSignature     = 10 // missing or invalid signature
+	ExitRugPull       = 11 // rug pull or downgrade
+	ExitImpersonation = 12 // impersonation
+	ExitApproval      = 13 // approval required: new tool or new version
+	ExitRevoked       = 14 // revoked or expired
+)
+
+// Approval says whether a finding can be resolved by approving the tool.
+type Approval int
+
+const (
+	// NotApprovable: the finding is never approved away (revoked, a name
+	// listed twice, a bad signature, ...).
+	NotApprovable Approval = iota
+	// Approvable: approving the server's new tools and versions resolves
+	// it (new_tool, new_version, new_signer): it asks for a decision
+	// rather than reporting an attack.
+	Approvable
+	// ApprovableByName: only approving the tool by name resolves it
+	// (a rug pull, a downgrade, another signer, shadowing, a look-alike
+	// name): the person decides about that tool alone.
+	ApprovableByName
+)
+
+type kindInfo struct {
+	exit     int
+	severity Severity
+	approval Approval
+	about    string
+}
+
+var kinds = map[Kind]kindInfo{
+	BundleInvalid:       {ExitSignature, Error, NotApprovable, "The bundle or its signed statement is malformed or contradicts itself."},
+	SignatureMissing:    {ExitSignature, Error, NotApprovable, "The bundle carries no signature."},
+	SignatureInvalid:    {ExitSignature, Error, NotApprovable, "No signature verifies with a key the trust policy holds for the claimed provider."},
+	UnsignedTool:        {ExitSignature, Error, NotApprovable, "A tool is not signed by any bundle."},
+	Impersonation:       {ExitImpersonation, Error, NotApprovable, "A key trusted only for another provider signed the bundle, or a tool is listed twice."},
+	DefinitionChanged:   {ExitRugPull, Error, NotApprovable, "A live tool definition differs from the signed one."},
+	Expired:             {ExitRevoked, Error, NotApprovable, "The bundle is expired or not yet valid."},
+	KeyNotValid:         {ExitRevoked, Error, NotApprovable, "The signing key is outside its validity window."},
+	NotServed:           {0, Info, NotApprovable, "A signed tool is not offered by the server."},
+	NewTool:             {ExitApproval, Error, Approvable, "A tool was never approved: approval required."},
+	NewVersion:          {ExitApproval, Error, Approvable, "A tool has a new version: approval required."},
+	NewSigner:           {ExitApproval, Error, Approvable, "A tool approved unsigned is now signed: approval required."},
+	RugPull:             {ExitRugPull, Error, ApprovableByName, "A tool's definition or permissions changed since approval without a new version."},
+	Downgrade:           {ExitRugPull, Error, ApprovableByName, "A tool version or bundle is older than the approved one."},
+	SignerChanged:       {ExitImpersonation, Error, ApprovableByName, "A tool is signed by someone other than the approved signer."},
+	Shadowing:           {ExitImpersonation, Error, ApprovableByName, "A tool name approved on another server appears on this one."},
+	ConfusableName:      {ExitImpersonation, Error, ApprovableByName, "A tool name looks like an approved one."},
+	Revoked:             {ExitRevoked, Error, NotApprovable, "A tool, version or signing key was revoked."},
+	Removed:             {0, Info, NotApprovable, "An approved tool is no longer offered."},
+	MixedScript:         {0, Warning, NotApprovable, "A new tool name mixes scripts or holds invisible characters."},
+	InstructionsChanged: {ExitRugPull, Error, NotApprovable, "The server's instructions changed since approval."},
+	// A definition that shows a configured secret is hostile as it stands
+	// and cannot be approved: blocked as a rug pull is (SPEC.md §21).
+	SecretInDefinition: {ExitRugPull, Error, NotApprovable, "The server shows the model a secret it is configured with (env or header value, URL credentials, credential argument); the definition is not approved or recorded."},
+	SuspiciousText:     {0, Warning, NotApprovable, "A definition hides characters or carries text aimed at the model (instruction tags, overrides, secret paths, other servers' tool names)."},
+}
+
+// Kinds returns every finding kind etdi knows.
+func Kinds() []Kind {
+	out := make([]Kind, 0, len(kinds))
+	for k := range kinds {
+		out = append(out, k)
+	}
+	return out
+}
+
+// Known reports whether k is a kind etdi knows.
+func (k Kind) Known() bool { _, ok := kinds[k]; return ok }
+
+// ExitCode is the exit code an error finding of this kind sets: 10 to 14,
+// or 0 for kinds that are only ever warnings or information. A kind etdi
+// does not know is 10: an unknown error never passes.
+func (k Kind) ExitCode() int {
+	if info, ok := kinds[k]; ok {
+		return info.exit
+	}
+	return ExitSignature
+}
+
+// DefaultSeverity is the severity the kind usually has: error if it has
+// an exit code, warning if it is only ever a warning, else info. A finding
+// carries its own (unsigned_tool is an error or a warning as the policy
+// says); this is, for instance, the SARIF rule's default level.
+func (k Kind) DefaultSeverity() Severity {
+	if info, ok := kinds[k]; ok {
+		return info.severity
+	}
+	return Error
+}
+
+// Approval says whether and how approving a tool resolves the kind.
+func (k Kind) Approval() Approval { return kinds[k].approval }
+
+// AsksApproval reports whether the kind asks for a decision (new tool, new
+// version, new signer) rather than reporting an attack. Shown as
+// "APPROVAL REQUIRED"; exit 13.
+func (k Kind) AsksApproval() bool { return kinds[k].approval == Approvable }
+
+// About is one sentence saying what a finding of the kind means.
+func (k Kind) About() string { return kinds[k].about }
+
+// ExitCode returns the exit code of a set of findings: the most severe
+// code of the error findings (12 > 11 > 10 > 14 > 13), or 0. Warnings and
+// information never set it.
+func ExitCode(findings []Finding) int {
+	code := ExitOK
+	for _, f := range findings {
+		if f.Severity != Error {
+			continue
+		}
+		c := f.Kind.ExitCode()
+		if c == ExitOK {
+			c = ExitSignature // an error of a kind that is never one still fails
+		}
+		code = Worse(code, c)
+	}
+	return code
+}
+
+// severityRank orders exit codes when several findings apply.
+var severityRank = map[int]int{
+	ExitImpersonation: 5,
+	ExitRugPull:       4,
+	ExitSignature:     3,
+	ExitRevoked:       2,
+	ExitApproval:      1,
+}
+
+// Worse returns the more severe of two exit codes (12 > 11 > 10 > 14 >
+// 13 > the rest).
+func Worse(a, b int) int {
+	if severityRank[b] > severityRank[a] {
+		return b
+	}
+	return a
+}
