@@ -1,0 +1,198 @@
+package pin
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/etdi-dev/etdi"
+	"github.com/etdi-dev/etdi/verify"
+	bolt "go.etcd.io/bbolt"
+)
+
+// ApproveOptions select what Approve approves.
+type ApproveOptions struct {
+	// Tools, if set, limits approval to these names; naming a tool is also
+	// what allows approving a changed definition, a downgrade, a changed
+	// signer, a shadowing or a look-alike name.
+	Tools []string
+	By    string
+	Now   time.Time
+	// AcceptInstructions approves changed server instructions.
+	AcceptInstructions bool
+}
+
+// Approval is one tool Approve pinned.
+type Approval struct {
+	Pin      Pin    `json:"pin"`
+	Kind     string `json:"kind"` // the finding it resolved, e.g. "new_tool"
+	Replaced string `json:"replaced,omitempty"`
+}
+
+// Refusal is one tool Approve did not pin, and why.
+type Refusal struct {
+	Tool   string `json:"tool"`
+	Kind   string `json:"kind"`
+	Reason string `json:"reason"`
+}
+
+// MaxApprovalBytes bounds the canonical definitions one approval writes:
+// an approval is one transaction, and bbolt holds everything it writes
+// until the commit, so this bounds the memory of approving (SPEC.md §17).
+const MaxApprovalBytes = 32 << 20
+
+// Approve pins the tools of o that need approval, in one transaction that
+// also appends one history record per approval. New tools, new versions
+// and newly signed tools are approved unless opts.Tools excludes them;
+// changed definitions, downgrades, changed signers, shadowing and look-alike
+// names only when named in opts.Tools; revoked tools and a replayed bundle
+// never.
+func (s *Store) Approve(o *Observation, opts ApproveOptions) ([]Approval, []Refusal, error) {
+	now := opts.Now
+	if now.IsZero() {
+		now = time.Now().UTC()
+	}
+	named := map[string]bool{}
+	for _, n := range opts.Tools {
+		named[n] = true
+	}
+	for n := range named {
+		if !slices.ContainsFunc(o.Tools, func(t Observed) bool { return t.Name == n }) {
+			return nil, nil, fmt.Errorf("tool %q is not offered by %s", n, o.Server)
+		}
+	}
+	var approved []Approval
+	var refused []Refusal
+	err := s.update(func(tx *bolt.Tx) error {
+		approved, refused = nil, nil
+		c, err := compare(tx, o)
+		if err != nil {
+			return err
+		}
+		instructionsChanged := false
+		for _, f := range c.Findings {
+			if f.Kind == verify.InstructionsChanged {
+				instructionsChanged = true
+				if !opts.AcceptInstructions {
+					refused = append(refused, Refusal{"", string(f.Kind), f.Message + " (accept them with --accept-instructions)"})
+				}
+				continue
+			}
+			if f.Tool == "" && f.Severity == verify.Error {
+				return errors.New(f.Message + "; not approving anything")
+			}
+		}
+		byTool := map[string]verify.Finding{}
+		for _, f := range c.Findings {
+			if f.Severity == verify.Error && f.Tool != "" {
+				if _, seen := byTool[f.Tool]; !seen {
+					byTool[f.Tool] = f
+				}
+			}
+		}
+		info, err := serverInfo(tx, o.Server)
+		if err != nil {
+			return err
+		}
+		if info == nil {
+			info = &ServerInfo{Key: o.Server, Provider: o.Provider, Name: o.Name}
+		}
+		done := map[string]bool{}
+		size := 0
+		for i := range o.Tools {
+			t := &o.Tools[i]
+			f, needs := byTool[t.Name]
+			if !needs || (len(named) > 0 && !named[t.Name]) || done[t.Name] {
+				continue
+			}
+			done[t.Name] = true
+			if size += len(t.Canonical); size > MaxApprovalBytes {
+				return fmt.Errorf("server %s asks for more than %d MiB of tool definitions to be approved at once; "+
+					"etdi approves at most that in one transaction (approve fewer tools at a time with --tool)", o.Server, MaxApprovalBytes>>20)
+			}
+			switch {
+			case f.Kind.Approval() == verify.Approvable:
+			case f.Kind.Approval() == verify.ApprovableByName && named[t.Name]:
+			case f.Kind.Approval() == verify.ApprovableByName:
+				refused = append(refused, Refusal{t.Name, string(f.Kind), f.Message + " (name it with --tool to approve it anyway)"})
+				continue
+			default:
+				refused = append(refused, Refusal{t.Name, string(f.Kind), f.Message})
+				continue
+			}
+			old, err := getPin(tx, o.Server, t.Name)
+			if err != nil {
+				return err
+			}
+			// The definition is shared with o, not copied: a listing may
+			// hold 64 MiB of them.
+			p := Pin{Server: o.Server, Tool: t.Name, Version: t.Version, Digest: t.Digest.String(), Signer: t.Signer,
+				Provider: o.Provider, Permissions: t.Permissions, Definition: json.RawMessage(t.Canonical),
+				ApprovedBy: opts.By, ApprovedAt: now, Sequence: o.Sequence}
+			if p.Permissions == nil {
+				p.Permissions = []etdi.Permission{}
+			}
+			rec := Record{Type: RecordApprove, Time: now, Server: o.Server, Tool: t.Name, Version: t.Version, Digest: p.Digest,
+				Signer: &p.Signer, Kind: string(f.Kind), By: opts.By, Permissions: p.Permissions}
+			a := Approval{Pin: p, Kind: string(f.Kind)}
+			if old != nil {
+				rec.Type = RecordReapprove
+				rec.Replaced = strings.TrimSpace(old.Version + " " + old.Digest)
+				a.Replaced = rec.Replaced
+			}
+			if p.Binding, err = appendBound(tx, rec); err != nil {
+				return err
+			}
+			if err := putPin(tx, info, &p); err != nil {
+				return err
+			}
+			a.Pin = p
+			approved = append(approved, a)
+		}
+		if len(approved) > 0 && o.Sequence > info.MaxSequence {
+			info.MaxSequence = o.Sequence
+		}
+		// Record the instructions on a first approval, or when a change was
+		// accepted.
+		if o.InstructionsKnown && ((!info.InstructionsKnown && len(approved) > 0) || (instructionsChanged && opts.AcceptInstructions)) {
+			info.InstructionsKnown, info.Instructions = true, o.Instructions
+			if instructionsChanged {
+				sum := etdi.DigestString(strOr(o.Instructions, ""))
+				if _, err := appendRecord(tx, Record{Type: RecordReapprove, Time: now, Server: o.Server, Kind: string(verify.InstructionsChanged),
+					Digest: sum.String(), By: opts.By, Message: "instructions accepted"}); err != nil {
+					return err
+				}
+			}
+		}
+		return putInfo(tx, info)
+	})
+	if err != nil {
+		return nil, nil, err // the transaction was rolled back: nothing was approved
+	}
+	return approved, refused, nil
+}
+
+func putInfo(tx *bolt.Tx, info *ServerInfo) error {
+	v, err := json.Marshal(info)
+	if err != nil {
+		return err
+	}
+	return tx.Bucket(bServers).Put([]byte(info.Key), v)
+}
+
+func putPin(tx *bolt.Tx, info *ServerInfo, p *Pin) error {
+	if err := putInfo(tx, info); err != nil {
+		return err
+	}
+	v, err := json.Marshal(p)
+	if err != nil {
+		return err
+	}
+	if err := tx.Bucket(bPins).Put(pinKey(p.Server, p.Tool), v); err != nil {
+		return err
+	}
+	return indexName(tx, p.Server, p.Tool)
+}

@@ -1,0 +1,167 @@
+package pin
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sort"
+
+	"github.com/etdi-dev/etdi/internal/confusable"
+	bolt "go.etcd.io/bbolt"
+)
+
+// Get returns the pin of tool on server, or nil.
+func (s *Store) Get(server, tool string) (*Pin, error) {
+	var p *Pin
+	err := s.view(func(tx *bolt.Tx) error {
+		var err error
+		p, err = getPin(tx, server, tool)
+		return err
+	})
+	return p, err
+}
+
+// pinKey is the key of a pin: server key, NUL, tool name. Neither part
+// can hold a NUL (both refuse control characters), and the pins of one
+// server are contiguous.
+func pinKey(server, tool string) []byte { return []byte(server + "\x00" + tool) }
+
+func getPin(tx *bolt.Tx, server, tool string) (*Pin, error) {
+	p, err := readPin(tx, server, tool)
+	if p == nil || err != nil {
+		return p, err
+	}
+	if err := checkPin(tx, p); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// readPin reads a pin without checking it against the history: only for
+// pins that checkLatest has checked in the same transaction.
+func readPin(tx *bolt.Tx, server, tool string) (*Pin, error) {
+	v := tx.Bucket(bPins).Get(pinKey(server, tool))
+	if v == nil {
+		return nil, nil
+	}
+	var p Pin
+	if err := json.Unmarshal(v, &p); err != nil {
+		return nil, damagedError("pin", pinKey(server, tool), err)
+	}
+	if p.Server != server || p.Tool != tool {
+		return nil, &UnjustifiedError{"pin", server + "/" + tool, p.Record, "the value is the pin of " + p.Ref()}
+	}
+	return &p, nil
+}
+
+func serverInfo(tx *bolt.Tx, server string) (*ServerInfo, error) {
+	v := tx.Bucket(bServers).Get([]byte(server))
+	if v == nil {
+		return nil, nil
+	}
+	var info ServerInfo
+	if err := json.Unmarshal(v, &info); err != nil {
+		return nil, fmt.Errorf("server %s is unreadable: %w", server, err)
+	}
+	return &info, nil
+}
+
+// forEachPin calls fn for every pin, or, with server set, every pin of
+// that server.
+func forEachPin(tx *bolt.Tx, server *string, fn func(p *Pin) error) error {
+	c := tx.Bucket(bPins).Cursor()
+	var prefix []byte
+	if server != nil {
+		prefix = []byte(*server + "\x00")
+	}
+	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+		var p Pin
+		if err := json.Unmarshal(v, &p); err != nil {
+			return fmt.Errorf("pin %q is unreadable: %w", k, err)
+		}
+		if err := fn(&p); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// List returns every pin, by server then tool.
+func (s *Store) List() ([]Pin, error) {
+	var out []Pin
+	err := s.view(func(tx *bolt.Tx) error {
+		return forEachPin(tx, nil, func(p *Pin) error {
+			out = append(out, *p)
+			return nil
+		})
+	})
+	return out, err
+}
+
+// Servers returns every server.
+func (s *Store) Servers() ([]ServerInfo, error) {
+	var out []ServerInfo
+	err := s.view(func(tx *bolt.Tx) error {
+		return tx.Bucket(bServers).ForEach(func(_, v []byte) error {
+			var info ServerInfo
+			if err := json.Unmarshal(v, &info); err != nil {
+				return err
+			}
+			out = append(out, info)
+			return nil
+		})
+	})
+	return out, err
+}
+
+// getStrings reads an index entry; a damaged one is an error, never
+// taken as empty.
+func getStrings(b *bolt.Bucket, key string) ([]string, error) {
+	var out []string
+	if v := b.Get([]byte(key)); v != nil {
+		if err := json.Unmarshal(v, &out); err != nil {
+			return nil, damagedError("index entry", []byte(key), err)
+		}
+	}
+	return out, nil
+}
+
+// skeletonOf is the look-alike form the skeletons index is keyed by.
+var skeletonOf = confusable.Skeleton
+
+func putStrings(b *bolt.Bucket, key string, vals []string) error {
+	v, err := json.Marshal(vals)
+	if err != nil {
+		return err
+	}
+	return b.Put([]byte(key), v)
+}
+
+// indexName records that server pins tool, in the names and skeletons
+// indexes.
+func indexName(tx *bolt.Tx, server, tool string) error {
+	nb, sk := tx.Bucket(bNames), tx.Bucket(bSkeletons)
+	servers, err := getStrings(nb, tool)
+	if err != nil {
+		return err
+	}
+	if !slices.Contains(servers, server) {
+		servers = append(servers, server)
+		sort.Strings(servers)
+		if err := putStrings(nb, tool, servers); err != nil {
+			return err
+		}
+	}
+	skel := skeletonOf(tool)
+	names, err := getStrings(sk, skel)
+	if err != nil {
+		return err
+	}
+	if !slices.Contains(names, tool) {
+		names = append(names, tool)
+		sort.Strings(names)
+		return putStrings(sk, skel, names)
+	}
+	return nil
+}
