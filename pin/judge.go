@@ -77,26 +77,51 @@ func (s *Store) Compare(o *Observation) (*Comparison, error) {
 // nothing; otherwise the comparison is repeated in the write transaction
 // that records it.
 func (s *Store) Check(o *Observation, by string, extra ...verify.Finding) (*Comparison, error) {
-	var c *Comparison
-	var todo []verify.Finding
-	pass := func(tx *bolt.Tx) error {
-		var err error
-		if c, err = compare(tx, o); err != nil {
-			return err
-		}
-		todo, err = unrecorded(tx, o.Server, append(slices.Clip(extra), c.Findings...))
-		return err
-	}
-	if err := s.view(pass); err != nil || len(todo) == 0 {
+	c, todo, err := s.Judge(o, extra...)
+	if err != nil || len(todo) == 0 {
 		return c, err
 	}
+	return s.Record(o, by, extra...)
+}
+
+// Record is Check in one write transaction: it compares o with the pins
+// and appends the findings the history does not hold yet. Judge first,
+// on a store opened read-only, and Record only when it has something to
+// append: a write holds the database exclusively.
+func (s *Store) Record(o *Observation, by string, extra ...verify.Finding) (*Comparison, error) {
+	var c *Comparison
 	err := s.update(func(tx *bolt.Tx) error {
-		if err := pass(tx); err != nil {
+		var todo []verify.Finding
+		var err error
+		if c, todo, err = judge(tx, o, extra); err != nil {
 			return err
 		}
 		return recordFindings(tx, o, todo, by)
 	})
 	return c, err
+}
+
+// Judge compares o with the pins, read-only, and returns with the
+// comparison the findings Check would append to the history (none when
+// Check would write nothing). A store opened read-only can judge.
+func (s *Store) Judge(o *Observation, extra ...verify.Finding) (*Comparison, []verify.Finding, error) {
+	var c *Comparison
+	var todo []verify.Finding
+	err := s.view(func(tx *bolt.Tx) error {
+		var err error
+		c, todo, err = judge(tx, o, extra)
+		return err
+	})
+	return c, todo, err
+}
+
+func judge(tx *bolt.Tx, o *Observation, extra []verify.Finding) (*Comparison, []verify.Finding, error) {
+	c, err := compare(tx, o)
+	if err != nil {
+		return nil, nil, err
+	}
+	todo, err := unrecorded(tx, o.Server, append(slices.Clip(extra), c.Findings...))
+	return c, todo, err
 }
 
 func recordFindings(tx *bolt.Tx, o *Observation, findings []verify.Finding, by string) error {

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/etdi-dev/etdi"
+	"github.com/etdi-dev/etdi/guard"
 	"github.com/etdi-dev/etdi/internal/suspect"
 	"github.com/etdi-dev/etdi/pin"
 	"github.com/etdi-dev/etdi/verify"
@@ -27,45 +28,37 @@ func toolDefs(o *pin.Observation) map[string]observedTool {
 	return m
 }
 
-// approveInteractively asks a person about what c found, then approves
-// what they chose. The database is not held while they decide: it is
-// opened again afterwards, the pins compared again, and if anything to
-// decide changed meanwhile (another etdi approved or revoked something)
-// the person is asked again about the new state. It returns the final
-// comparison and what was approved.
-func (e *env) approveInteractively(pf *pinFlags, o *observation, c *pin.Comparison) (*pin.Comparison, []pin.Approval, error) {
+// approveInteractively asks a person about what r found, then approves
+// what they chose. The database is not held while they decide: approving
+// opens it again and compares again, and if anything to decide changed
+// meanwhile (another etdi approved or revoked something) the person is
+// asked again about the new state. It returns the report after approving
+// and what was approved.
+func (e *env) approveInteractively(r *guard.Report) (*guard.Report, []pin.Approval, error) {
 	in := bufio.NewReader(e.stdin)
-	defs := toolDefs(o.obs)
-	e.showInstructions(o.obs, c)
+	defs := toolDefs(r.Observation)
+	c := r.Comparison
+	e.showInstructions(r.Observation, c)
 	for {
-		tools, accept, proceed, err := e.askApprovals(in, o.obs.Server, c, defs)
+		tools, accept, proceed, err := e.askApprovals(in, r.Server, c, defs)
 		if err != nil {
 			return nil, nil, err
 		}
 		if !proceed {
-			return c, nil, nil
+			return r.After(c), nil, nil
 		}
-		s, err := pf.open(false)
+		decided := decisions(c)
+		res, err := guard.Approve(e.ctx, r, guard.ApproveOptions{Tools: tools, AcceptInstructions: accept,
+			Review: func(now *pin.Comparison) bool { return decisions(now) == decided }})
 		if err != nil {
 			return nil, nil, err
 		}
-		now, err := s.Compare(o.obs)
-		if err != nil {
-			s.Close()
-			return nil, nil, err
-		}
-		if decisions(now) != decisions(c) {
-			s.Close()
-			say(e.stderr, "\netdi: the pins of %s changed while you decided; here is what is to decide now\n", o.obs.Server)
-			c = now
+		if res.Withdrawn {
+			say(e.stderr, "\netdi: the pins of %s changed while you decided; here is what is to decide now\n", r.Server)
+			c = res.Comparison
 			continue
 		}
-		approved, _, err := s.Approve(o.obs, pin.ApproveOptions{Tools: tools, AcceptInstructions: accept, By: pf.who()})
-		if err == nil {
-			now, err = s.Compare(o.obs)
-		}
-		s.Close()
-		return now, approved, err
+		return r.After(res.Comparison), res.Approved, nil
 	}
 }
 
@@ -170,17 +163,14 @@ func (e *env) showInstructions(o *pin.Observation, c *pin.Comparison) {
 	}
 }
 
-// keepSuspicious returns the findings of after, with the suspicious_text
-// warnings found before an approval that after no longer carries (an
-// approved tool is not scanned again): what was approved stays on record
-// in the report.
-func keepSuspicious(before, after *pin.Comparison) []verify.Finding {
-	out := append([]verify.Finding{}, after.Findings...)
-	if before == nil || before == after {
-		return out
-	}
-	for _, f := range before.Findings {
-		if f.Kind == verify.SuspiciousText && !slices.ContainsFunc(after.Findings, func(g verify.Finding) bool {
+// keepSuspicious returns the findings after an approval, with the
+// suspicious_text warnings found before it that after no longer carries
+// (an approved tool is not scanned again): what was approved stays on
+// record in the report.
+func keepSuspicious(before, after []verify.Finding) []verify.Finding {
+	out := append([]verify.Finding{}, after...)
+	for _, f := range before {
+		if f.Kind == verify.SuspiciousText && !slices.ContainsFunc(after, func(g verify.Finding) bool {
 			return g.Kind == f.Kind && g.Tool == f.Tool && g.Pointer == f.Pointer && g.Match == f.Match
 		}) {
 			out = append(out, f)

@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/etdi-dev/etdi"
+	"github.com/etdi-dev/etdi/guard"
 	"github.com/etdi-dev/etdi/internal/termtext"
 	"github.com/etdi-dev/etdi/keys"
 	"github.com/etdi-dev/etdi/pin"
@@ -199,56 +200,43 @@ func combineExit(reps []*checkReport) int {
 func (e *env) checkTarget(sf *serverFlags, pf *pinFlags, t *target, p *trust.Policy, yes, interactive, acceptInstructions bool) *checkReport {
 	rep := &checkReport{Target: t.label, Tools: []pin.ToolState{}, Findings: []verify.Finding{}, location: t.location}
 	fail := func(err error) *checkReport {
+		var ue *pin.UnjustifiedError
+		if errors.As(err, &ue) { // a pin database the history does not justify
+			rep.Error, rep.ExitCode = err.Error(), exitSignature
+			return rep
+		}
 		rep.Error, rep.ExitCode = err.Error(), exitError
 		return rep
 	}
 	if len(t.problems) > 0 {
 		return fail(fmt.Errorf("not checked: %s", strings.Join(t.problems, "; ")))
 	}
-	o, err := e.observe(sf, t, p)
+	r, err := e.observe(sf, pf, t, p, true)
 	if err != nil {
 		return fail(err)
 	}
-	rep.Verification = o.result
-	rep.Findings = append(rep.Findings, o.findings...)
-	if o.blocked() {
-		rep.ExitCode = exitFor(rep.Findings)
-		if rep.ExitCode == exitOK {
-			rep.ExitCode = exitSignature
-		}
+	rep.Verification = r.Verification
+	if r.Blocked() {
+		rep.Findings = append(rep.Findings, r.Findings...)
+		rep.ExitCode = r.ExitCode()
 		return rep
 	}
-	rep.defs = toolDefs(o.obs)
-	s, err := pf.open(false)
-	if err != nil {
-		return fail(err)
-	}
-	c, err := s.Check(o.obs, pf.who(), o.findings...)
-	before := c
+	rep.defs = toolDefs(r.Observation)
+	after := r
 	switch {
-	case err == nil && interactive && !hasError(o.findings):
-		// A person may take minutes: never hold the database meanwhile.
-		s.Close()
-		c, rep.Approved, err = e.approveInteractively(pf, o, c)
-	case err == nil && yes && !hasError(o.findings):
-		opts := pin.ApproveOptions{By: pf.who(), AcceptInstructions: acceptInstructions}
-		if rep.Approved, _, err = s.Approve(o.obs, opts); err == nil {
-			c, err = s.Compare(o.obs)
+	case interactive && !hasError(r.Observed()):
+		after, rep.Approved, err = e.approveInteractively(r)
+	case yes && !hasError(r.Observed()):
+		var res *guard.ApproveResult
+		if res, err = guard.Approve(e.ctx, r, guard.ApproveOptions{AcceptInstructions: acceptInstructions}); err == nil {
+			rep.Approved, after = res.Approved, r.After(res.Comparison)
 		}
-		s.Close()
-	default:
-		s.Close()
 	}
 	if err != nil {
-		var ue *pin.UnjustifiedError
-		if errors.As(err, &ue) {
-			rep.Error, rep.ExitCode = err.Error(), exitSignature
-			return rep
-		}
-		return fail(err)
+		return fail(e.guardError(err))
 	}
-	rep.Server, rep.Tools = c.Server, c.Tools
-	rep.Findings = append(rep.Findings, keepSuspicious(before, c)...)
+	rep.Server, rep.Tools = after.Server, after.Tools
+	rep.Findings = keepSuspicious(r.Findings, after.Findings)
 	rep.ExitCode = exitFor(rep.Findings)
 	return rep
 }

@@ -35,13 +35,13 @@ the findings are printed and the exit code is that of etdi check (10-14).`,
 			} else {
 				args = nil
 			}
-			o, err := e.observeOne(&sf, args, dash)
+			o, err := e.observeOne(&sf, nil, args, dash)
 			if err != nil {
 				return err
 			}
-			if o.blocked() {
-				printFindings(e.stderr, o.findings)
-				return &exitCodeError{exitFor(o.findings)}
+			if o.Blocked() {
+				printFindings(e.stderr, o.Findings)
+				return &exitCodeError{o.ExitCode()}
 			}
 			s, err := pf.open(true)
 			if err != nil {
@@ -65,12 +65,12 @@ the findings are printed and the exit code is that of etdi check (10-14).`,
 				want[a], missing[a] = true, true
 			}
 			out := []toolDiff{}
-			for _, t := range o.obs.Tools {
+			for _, t := range o.Observation.Tools {
 				if len(want) > 0 && !want[t.Name] {
 					continue
 				}
 				delete(missing, t.Name)
-				p, err := s.Get(o.obs.Server, t.Name)
+				p, err := s.Get(o.Observation.Server, t.Name)
 				if err != nil {
 					return err
 				}
@@ -93,7 +93,7 @@ the findings are printed and the exit code is that of etdi check (10-14).`,
 			}
 			for _, n := range names {
 				if missing[n] {
-					return fmt.Errorf("tool %q is not offered by %s", n, o.obs.Server)
+					return fmt.Errorf("tool %q is not offered by %s", n, o.Observation.Server)
 				}
 			}
 			code := exitOK
@@ -111,7 +111,7 @@ the findings are printed and the exit code is that of etdi check (10-14).`,
 			for _, d := range out {
 				switch d.Kind {
 				case "not pinned":
-					say(e.stdout, "%s: not pinned on %s; the whole definition:\n", d.Tool, o.obs.Server)
+					say(e.stdout, "%s: not pinned on %s; the whole definition:\n", d.Tool, o.Observation.Server)
 					describeTool(e.stdout, d.Definition, d.Permissions)
 					continue
 				case "unchanged":

@@ -6,6 +6,7 @@ import (
 	"io"
 
 	"github.com/etdi-dev/etdi"
+	"github.com/etdi-dev/etdi/guard"
 	"github.com/etdi-dev/etdi/internal/atomicfile"
 	"github.com/spf13/cobra"
 )
@@ -44,7 +45,7 @@ serves. With --config, --name picks the entry when the file has several.`,
 			if err != nil {
 				return err
 			}
-			if fs := t.shownCredentials(l); len(fs) > 0 { // never saved (SPEC.md §21)
+			if fs := guard.CredentialFindings(l, t.credentials); len(fs) > 0 { // never saved (SPEC.md §21)
 				printFindings(e.stderr, fs)
 				return &exitCodeError{exitFor(fs)}
 			}

@@ -12,8 +12,9 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/etdi-dev/etdi/verify"
 	"time"
+
+	"github.com/etdi-dev/etdi/verify"
 )
 
 var (

@@ -11,10 +11,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/etdi-dev/etdi"
+	"github.com/etdi-dev/etdi/guard"
 	"github.com/etdi-dev/etdi/internal/hostconfig"
 	"github.com/etdi-dev/etdi/internal/identity"
-	"github.com/etdi-dev/etdi/internal/mcpclient"
 	"github.com/etdi-dev/etdi/internal/redact"
 	"github.com/etdi-dev/etdi/pin"
 	"github.com/etdi-dev/etdi/trust"
@@ -102,9 +101,8 @@ type target struct {
 	// values, NAME=VALUE arguments (SPEC.md §21).
 	secrets redact.Set
 	// credentials are those of the secrets that are credentials; a
-	// definition that shows one is not checked (secretfind.go).
-	credentials []credential
-	credForms   [][]string
+	// definition that shows one is not checked (SPEC.md §21).
+	credentials []guard.Credential
 }
 
 // targets resolves the flags into the servers to check.
@@ -138,7 +136,7 @@ func (e *env) targets(f *serverFlags, args []string, dash int) ([]target, error)
 		if t.name == "" {
 			t.name = identity.CommandFor(f.argv, "", &t.secrets)
 		}
-		t.credentials = credentialsOfArgs(f.argv)
+		t.credentials = guard.CommandCredentials(f.argv)
 		return []target{t}, nil
 	case f.url != "":
 		h := http.Header{}
@@ -160,7 +158,7 @@ func (e *env) targets(f *serverFlags, args []string, dash int) ([]target, error)
 				t.name = ""
 			}
 		}
-		t.credentials = credentialsOfURL(f.url, h)
+		t.credentials = guard.URLCredentials(f.url, h)
 		return []target{t}, nil
 	}
 	// --config
@@ -340,36 +338,9 @@ func (f *pinFlags) who() string {
 	return "unknown"
 }
 
-// observation is what a server offers, established from the flags.
-type observation struct {
-	obs *pin.Observation
-	// result is the bundle verification (nil without a bundle).
-	result *verify.Result
-	// findings are those of verification and of the unsigned rule.
-	findings []verify.Finding
-	policy   *trust.Policy
-	target   *target
-	// listing is what a live server answered (nil for a file).
-	listing      *mcpclient.Listing
-	bundleSource string
-}
-
-// blocked reports whether verification failed so that the pins must not be
-// compared (the tools are not established).
-func (o *observation) blocked() bool { return o.obs == nil }
-
-// observe establishes what target t offers: its tools (fetched live or
-// read from a file), its bundle (from --bundle, or carried in-band), and
-// the verification of that bundle.
-func (e *env) observe(f *serverFlags, t *target, p *trust.Policy) (*observation, error) {
-	now, err := parseTimeFlag("at", f.at)
-	if err != nil {
-		return nil, err
-	}
-	o := &observation{policy: p, target: t}
-	var live *etdi.ToolsList
-	var listing *mcpclient.Listing
-	var inband []byte
+// listing is what target t offers: a saved tools/list, the answer of a
+// live server, or nil for a bundle checked alone.
+func (e *env) listing(f *serverFlags, t *target) (*guard.Listing, error) {
 	switch {
 	case t.toolsFile != "":
 		data, err := e.readInput(t.toolsFile)
@@ -377,103 +348,93 @@ func (e *env) observe(f *serverFlags, t *target, p *trust.Policy) (*observation,
 			return nil, err
 		}
 		// A saved listing has the bound of a live one (SPEC.md §17).
-		if live, err = etdi.ParseToolsListPage(data, 0, mcpclient.MaxFetchNodes); err != nil {
+		l, err := guard.ReadListing(data)
+		if err != nil {
 			return nil, fmt.Errorf("%s: %w", t.toolsFile, err)
 		}
-		if live.Meta != nil {
-			if inband, err = etdi.InbandBundle([]*etdi.Value{live.Meta}); err != nil {
-				o.findings = append(o.findings, verify.Finding{Kind: verify.BundleInvalid, Severity: verify.Error, Message: "in-band bundle: " + err.Error()})
-				return o, nil
-			}
-		}
+		return l, nil
 	case len(t.argv) > 0 || t.url != "":
-		if listing, err = e.fetch(f, t); err != nil {
-			return nil, err
-		}
-		live = &etdi.ToolsList{Tools: listing.Tools}
-		o.listing = listing
-		// A definition that shows a configured secret is never compared,
-		// approved or recorded: it would be stored exactly (SPEC.md §21).
-		if fs := t.shownCredentials(listing); len(fs) > 0 {
-			o.findings = append(o.findings, fs...)
-			return o, nil
-		}
-		if inband, err = etdi.InbandBundle(append(append([]*etdi.Value{}, listing.Metas...), listing.ToolMetas...)); err != nil {
-			o.findings = append(o.findings, verify.Finding{Kind: verify.BundleInvalid, Severity: verify.Error, Message: "in-band bundle: " + err.Error()})
-			return o, nil
-		}
+		return e.fetch(f, t)
 	}
-	var data []byte
-	switch {
-	case f.bundle != "":
-		if data, err = e.readInput(f.bundle); err != nil {
-			return nil, err
+	return nil, nil
+}
+
+// guardOptions are the options of guard for target t: the trust policy,
+// the bundle of --bundle, the name of a server without one, the time of
+// --at, the target's credentials and, with pf, the pin database.
+func (e *env) guardOptions(f *serverFlags, pf *pinFlags, t *target, p *trust.Policy) (guard.Options, error) {
+	now, err := parseTimeFlag("at", f.at)
+	if err != nil {
+		return guard.Options{}, err
+	}
+	opts := guard.Options{Policy: p, Name: t.name, Now: now, Credentials: t.credentials,
+		Tokens: func() verify.TokenVerifier { return e.tokenVerifier(now) }}
+	if f.bundle != "" {
+		data, err := e.readInput(f.bundle)
+		if err != nil {
+			return opts, err
 		}
 		if err := notABundle(f.bundle, data); err != nil {
-			return nil, err
+			return opts, err
 		}
-		o.bundleSource = f.bundle
-	case inband != nil:
-		data = inband
-		o.bundleSource = "in-band"
+		opts.Bundle, opts.BundleSource = data, f.bundle
 	}
-	if data == nil {
-		if live == nil {
-			return nil, usagef("nothing to check: give --tools, --server, --url or --config")
-		}
-		if t.name == "" {
-			return nil, usagef("a server without a bundle needs --name NAME to be pinned under")
-		}
-		return o.unsigned(t.name, live, p.Unsigned)
+	if pf != nil {
+		opts.Pins, opts.LockTimeout, opts.By = pf.path, pf.lockTimeout, pf.who()
 	}
-	tokens := e.tokenVerifier(now)
-	r := verify.Verify(data, p, verify.Options{Now: now, Live: live, Tokens: tokens, Context: e.ctx})
-	if err := tokens.Unreachable(); err != nil {
-		return nil, err // operational (exit 1); nothing was verified
+	return opts, nil
+}
+
+// observe establishes what target t offers: its tools (fetched live or
+// read from a file), its bundle (from --bundle, or carried in-band), and
+// the verification of that bundle. With compare, the tools are also
+// compared with the pins of pf and the findings recorded (guard.Check).
+func (e *env) observe(f *serverFlags, pf *pinFlags, t *target, p *trust.Policy, compare bool) (*guard.Report, error) {
+	l, err := e.listing(f, t)
+	if err != nil {
+		return nil, err
 	}
-	r.Source = o.bundleSource
-	o.result = r
-	o.findings = append(o.findings, r.Findings...)
-	if !r.Verified {
-		return o, nil
+	opts, err := e.guardOptions(f, pf, t, p)
+	if err != nil {
+		return nil, err
 	}
-	st := r.Statement
-	signer := signerOf(r)
-	obs := &pin.Observation{Server: pin.SignedServerKey(st.Provider.ID, st.Server.Name), Provider: st.Provider.ID,
-		Name: st.Server.Name, Sequence: st.Sequence}
-	if live == nil {
-		for _, t := range st.Tools {
-			obs.Tools = append(obs.Tools, pin.Observed{Name: t.Name, Version: t.Version, Digest: t.Digest,
-				Canonical: t.Canonical, Permissions: t.Permissions, Signer: signer})
-		}
+	var r *guard.Report
+	if compare {
+		r, err = guard.Check(e.ctx, l, opts)
 	} else {
-		for _, lt := range live.Tools {
-			ob := pin.Observed{Name: lt.Name, Digest: lt.Digest, Canonical: lt.Canonical, Signer: pin.Unsigned}
-			if t := st.Tool(lt.Name); t != nil {
-				ob.Version, ob.Permissions, ob.Signer = t.Version, t.Permissions, signer
-			}
-			obs.Tools = append(obs.Tools, ob)
-		}
+		r, err = guard.Observe(e.ctx, l, opts)
 	}
-	o.setListing(obs)
-	o.obs = obs
-	return o, nil
+	return r, e.guardError(err)
+}
+
+// guardError turns the errors of guard that are about the flags into
+// usage errors, and adds hints.
+func (e *env) guardError(err error) error {
+	var ne *guard.NameError
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, guard.ErrNoName):
+		return usagef("a server without a bundle needs --name NAME to be pinned under")
+	case errors.As(err, &ne):
+		return &usageError{err}
+	case errors.Is(err, pin.ErrLocked):
+		return &hintError{err, "another etdi is using the database; retry, or raise --lock-timeout"}
+	}
+	return err
 }
 
 // fetch lists a live server.
-func (e *env) fetch(f *serverFlags, t *target) (*mcpclient.Listing, error) {
+func (e *env) fetch(f *serverFlags, t *target) (*guard.Listing, error) {
 	e.progress("checking %s", t.label)
-	opts := mcpclient.Options{StartTimeout: f.startTimeout, Timeout: f.timeout, ClientVersion: readBuildInfo().Version}
-	var l *mcpclient.Listing
-	var err error
-	if len(t.argv) > 0 {
-		l, err = mcpclient.Stdio(e.ctx, t.argv, t.env, t.dir, opts)
-	} else {
-		l, err = mcpclient.HTTP(e.ctx, t.url, t.headers, opts)
+	srv := guard.Server{Command: t.argv, Env: t.env, Dir: t.dir}
+	if len(t.argv) == 0 {
+		srv = guard.Server{URL: t.url, Header: t.headers}
 	}
+	l, err := guard.Fetch(e.ctx, srv, guard.FetchOptions{StartTimeout: f.startTimeout, Timeout: f.timeout, ClientVersion: readBuildInfo().Version})
 	if err != nil {
 		// The error may quote the server's stderr, a URL or a header.
-		var se *mcpclient.ServerError
+		var se *guard.FetchError
 		if errors.As(err, &se) {
 			se.Stderr = t.secrets.Tail(se.Stderr) // the kept tail may start inside a secret
 		}
@@ -483,8 +444,9 @@ func (e *env) fetch(f *serverFlags, t *target) (*mcpclient.Listing, error) {
 	return l, nil
 }
 
-// observeOne resolves the flags to exactly one server and observes it.
-func (e *env) observeOne(f *serverFlags, args []string, dash int) (*observation, error) {
+// observeOne resolves the flags to exactly one server and observes it,
+// without comparing it with the pins of pf (which may be nil).
+func (e *env) observeOne(f *serverFlags, pf *pinFlags, args []string, dash int) (*guard.Report, error) {
 	ts, err := e.targets(f, args, dash)
 	if err != nil {
 		return nil, err
@@ -499,55 +461,7 @@ func (e *env) observeOne(f *serverFlags, args []string, dash int) (*observation,
 	if err != nil {
 		return nil, err
 	}
-	return e.observe(f, &ts[0], p)
-}
-
-// signerOf is the pin identity of whoever vouched for a verified bundle:
-// the key, the identity provider's issuer and subject, or both.
-func signerOf(r *verify.Result) pin.Signer {
-	switch {
-	case r.Signer != nil && r.Token != nil:
-		return pin.Signer{Kind: "key+idp", ID: r.Signer.KeyID + " " + r.Token.Issuer + " " + r.Token.Subject}
-	case r.Token != nil:
-		return pin.Signer{Kind: "idp", ID: r.Token.Issuer + " " + r.Token.Subject}
-	}
-	return pin.Signer{Kind: "key", ID: r.Signer.KeyID}
-}
-
-// setListing records what only a live server shows: its instructions.
-func (o *observation) setListing(obs *pin.Observation) {
-	if o.listing != nil {
-		obs.InstructionsKnown, obs.Instructions = true, o.listing.Instructions
-	}
-}
-
-// unsigned builds the observation of a server without a bundle, applying
-// the policy's unsigned rule.
-func (o *observation) unsigned(name string, live *etdi.ToolsList, rule trust.UnsignedRule) (*observation, error) {
-	if err := pin.ValidateUnsignedName(name); err != nil {
-		return nil, &usageError{err}
-	}
-	server := pin.UnsignedServerKey(name)
-	if rule == trust.Block {
-		var names []string
-		for _, t := range live.Tools {
-			names = append(names, t.Name)
-		}
-		o.findings = append(o.findings, verify.Finding{Kind: verify.UnsignedTool, Severity: verify.Error, Server: server,
-			Message: fmt.Sprintf("server %s has no bundle and the trust policy blocks unsigned tools (tools %s)", server, strings.Join(names, ", "))})
-		return o, nil
-	}
-	obs := &pin.Observation{Server: server, Name: name}
-	o.setListing(obs)
-	for _, lt := range live.Tools {
-		obs.Tools = append(obs.Tools, pin.Observed{Name: lt.Name, Digest: lt.Digest, Canonical: lt.Canonical, Signer: pin.Unsigned})
-		if rule == trust.Warn {
-			o.findings = append(o.findings, verify.Finding{Kind: verify.UnsignedTool, Severity: verify.Warning, Server: server,
-				Tool: lt.Name, Live: lt.Digest.String(), Message: fmt.Sprintf("tool %q of %s is not signed (policy: warn); pinned by digest", lt.Name, server)})
-		}
-	}
-	o.obs = obs
-	return o, nil
+	return e.observe(f, pf, &ts[0], p, false)
 }
 
 // auditKeyPaths returns the audit key and verifier key paths for a pin

@@ -2,6 +2,7 @@ package main
 
 import (
 	"github.com/etdi-dev/etdi"
+	"github.com/etdi-dev/etdi/guard"
 	"github.com/etdi-dev/etdi/pin"
 	"github.com/etdi-dev/etdi/verify"
 	"github.com/spf13/cobra"
@@ -47,40 +48,29 @@ an operational error, 2 a usage error. --json prints the same code as
   etdi pin approve --pins pins.db --name files --tools live.json --tool read_file`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			raiseMemoryLimit()
-			o, err := e.observeOne(&sf, args, cmd.ArgsLenAtDash())
+			r, err := e.observeOne(&sf, &pf, args, cmd.ArgsLenAtDash())
 			if err != nil {
 				return err
 			}
-			for _, f := range o.findings {
+			for _, f := range r.Findings {
 				if f.Severity == verify.Error {
 					printFindings(e.stderr, []verify.Finding{f})
-					return &exitCodeError{exitFor(o.findings)}
+					return &exitCodeError{exitFor(r.Findings)}
 				}
 			}
-			if o.blocked() {
+			if r.Blocked() {
 				return &exitCodeError{exitSignature}
 			}
-			s, err := pf.open(false)
+			res, err := guard.Approve(e.ctx, r, guard.ApproveOptions{Tools: tools, AcceptInstructions: acceptInstructions,
+				Review: func(c *pin.Comparison) bool {
+					printSuspicious(e.stderr, c, tools)
+					return true
+				}})
 			if err != nil {
-				return err
+				return e.guardError(err)
 			}
-			defer s.Close()
-			var approved []pin.Approval
-			var refused []pin.Refusal
-			if c, err := s.Compare(o.obs); err == nil {
-				printSuspicious(e.stderr, c, tools)
-				refused = serverRefusals(c)
-			}
-			if len(refused) == 0 {
-				approved, refused, err = s.Approve(o.obs, pin.ApproveOptions{Tools: tools, By: pf.who(), AcceptInstructions: acceptInstructions})
-				if err != nil {
-					return err
-				}
-				if refused, err = stillRefused(s, o.obs, tools, refused); err != nil {
-					return err
-				}
-			}
-			code := approveExit(refused)
+			approved, refused := res.Approved, res.Refused
+			code := res.ExitCode()
 			if asJSON {
 				if approved == nil {
 					approved = []pin.Approval{}
@@ -93,7 +83,7 @@ an operational error, 2 a usage error. --json prints the same code as
 					Approved []pin.Approval `json:"approved"`
 					Refused  []pin.Refusal  `json:"refused"`
 					ExitCode int            `json:"exitCode"`
-				}{o.obs.Server, approved, refused, code}); err != nil {
+				}{r.Server, approved, refused, code}); err != nil {
 					return err
 				}
 				return exitWith(code)
@@ -121,7 +111,7 @@ an operational error, 2 a usage error. --json prints the same code as
 				say(e.stdout, "NOT approved %s (%s): %s\n", r.Tool, r.Kind, r.Reason)
 			}
 			if len(approved) == 0 && len(refused) == 0 {
-				say(e.stdout, "nothing to approve: every tool of %s matches its pin\n", o.obs.Server)
+				say(e.stdout, "nothing to approve: every tool of %s matches its pin\n", r.Server)
 			}
 			if code != exitOK {
 				say(e.stderr, "etdi: not everything asked for was approved: %d refused (exit %d)\n", len(refused), code)

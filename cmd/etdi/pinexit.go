@@ -8,66 +8,7 @@ import (
 	"github.com/etdi-dev/etdi"
 	"github.com/etdi-dev/etdi/keys"
 	"github.com/etdi-dev/etdi/pin"
-	"github.com/etdi-dev/etdi/verify"
 )
-
-// stillRefused adds to refused every tool asked about that still has an
-// error finding after Approve: a safety net, so that pin approve never
-// exits 0 while a tool it was asked about would fail etdi check. Asked
-// about are the tools named with --tool or, without --tool, every tool of
-// the observation.
-func stillRefused(s *pin.Store, o *pin.Observation, named []string, refused []pin.Refusal) ([]pin.Refusal, error) {
-	c, err := s.Compare(o)
-	if err != nil {
-		return refused, err
-	}
-	asked := map[string]bool{}
-	for _, n := range named {
-		asked[n] = true
-	}
-	listed := map[string]bool{}
-	for _, r := range refused {
-		listed[r.Tool] = true
-	}
-	for _, f := range c.Findings {
-		if f.Severity != verify.Error || f.Tool == "" || listed[f.Tool] || (len(asked) > 0 && !asked[f.Tool]) {
-			continue
-		}
-		listed[f.Tool] = true
-		refused = append(refused, pin.Refusal{Tool: f.Tool, Kind: string(f.Kind), Reason: "still needs approval: " + f.Message})
-	}
-	return refused, nil
-}
-
-// serverRefusals returns the error findings about the whole server (a
-// replayed older bundle) as refusals: pin approve approves nothing then,
-// and exits with their code rather than as an operational error. Changed
-// instructions are not among them: pin approve refuses them alone.
-func serverRefusals(c *pin.Comparison) []pin.Refusal {
-	var out []pin.Refusal
-	for _, f := range c.Findings {
-		if f.Tool == "" && f.Severity == verify.Error && f.Kind != verify.InstructionsChanged {
-			out = append(out, pin.Refusal{Kind: string(f.Kind), Reason: f.Message + "; not approving anything"})
-		}
-	}
-	return out
-}
-
-// approveExit is the exit code of pin approve: 0 when nothing asked about
-// was refused, else the most severe code of the refused findings (§11
-// order); a refusal of a kind without a code is 13, approval required.
-func approveExit(refused []pin.Refusal) int {
-	code := exitOK
-	for _, r := range refused {
-		k := verify.Kind(r.Kind)
-		c := k.ExitCode()
-		if !k.Known() || c == exitOK {
-			c = exitApproval
-		}
-		code = worse(code, c)
-	}
-	return code
-}
 
 // exitWith ends a command that has already reported why with code.
 func exitWith(code int) error {

@@ -1,0 +1,138 @@
+package guard
+
+import (
+	"context"
+	"errors"
+
+	"github.com/etdi-dev/etdi/pin"
+	"github.com/etdi-dev/etdi/verify"
+)
+
+// ApproveOptions select what Approve approves.
+type ApproveOptions struct {
+	// Tools, if set, limits approval to these names; naming a tool is also
+	// what allows approving a changed definition, a downgrade, a changed
+	// signer, a shadowing or a look-alike name.
+	Tools []string
+	// AcceptInstructions accepts changed server instructions.
+	AcceptInstructions bool
+	// Review, if set, sees the comparison as it stands once the database
+	// is open for approving, before anything is approved; if it returns
+	// false nothing is approved (ApproveResult.Withdrawn). A person who
+	// decided on an earlier comparison withdraws when anything to decide
+	// differs now (another process approved or revoked meanwhile).
+	Review func(now *pin.Comparison) bool
+}
+
+// ApproveResult is what Approve did.
+type ApproveResult struct {
+	// Approved lists what was pinned; Refused what was asked for and not
+	// approved, and why.
+	Approved []pin.Approval
+	Refused  []pin.Refusal
+	// Withdrawn says that Review withdrew: nothing was approved.
+	Withdrawn bool
+	// Comparison is the comparison after approving.
+	Comparison *pin.Comparison
+}
+
+// ExitCode is 0 when everything asked for was approved, else the most
+// severe code of the refused findings (SPEC.md §15); a refusal of a kind
+// without a code is 13, approval required.
+func (a *ApproveResult) ExitCode() int {
+	code := verify.ExitOK
+	for _, r := range a.Refused {
+		k := verify.Kind(r.Kind)
+		c := k.ExitCode()
+		if !k.Known() || c == verify.ExitOK {
+			c = verify.ExitApproval
+		}
+		code = verify.Worse(code, c)
+	}
+	return code
+}
+
+// ErrBlocked is returned by Approve for a report whose verification
+// failed: nothing was established that could be approved.
+var ErrBlocked = errors.New("guard: the server's tools were not established (verification failed); nothing can be approved")
+
+// Approve pins, in one transaction with their history records, what the
+// report's server offers and needs approval: new tools, new versions and
+// newly signed tools (all, or those named in opts.Tools); changed
+// definitions, downgrades, changed signers, shadowing and look-alike
+// names only when named. Revoked tools and a replayed older bundle are
+// never approved: a finding about the whole server refuses everything.
+// Every tool asked about that would still fail a check is listed as
+// refused, so a zero ExitCode means that a check would pass.
+func Approve(ctx context.Context, r *Report, opts ApproveOptions) (*ApproveResult, error) {
+	if r.Blocked() {
+		return nil, ErrBlocked
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	res := &ApproveResult{}
+	err := withPins(r.opts, false, func(s *pin.Store) error {
+		c, err := s.Compare(r.Observation)
+		if err != nil {
+			return err
+		}
+		if opts.Review != nil && !opts.Review(c) {
+			res.Withdrawn, res.Comparison = true, c
+			return nil
+		}
+		if res.Refused = serverRefusals(c); len(res.Refused) > 0 {
+			res.Comparison = c
+			return nil
+		}
+		res.Approved, res.Refused, err = s.Approve(r.Observation, pin.ApproveOptions{Tools: opts.Tools, By: r.opts.By, AcceptInstructions: opts.AcceptInstructions})
+		if err != nil {
+			return err
+		}
+		if res.Comparison, err = s.Compare(r.Observation); err != nil {
+			return err
+		}
+		res.Refused = stillRefused(res.Comparison, opts.Tools, res.Refused)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// serverRefusals returns the error findings about the whole server (a
+// replayed older bundle) as refusals: nothing is approved then. Changed
+// instructions are not among them: they are refused alone.
+func serverRefusals(c *pin.Comparison) []pin.Refusal {
+	var out []pin.Refusal
+	for _, f := range c.Findings {
+		if f.Tool == "" && f.Severity == verify.Error && f.Kind != verify.InstructionsChanged {
+			out = append(out, pin.Refusal{Kind: string(f.Kind), Reason: f.Message + "; not approving anything"})
+		}
+	}
+	return out
+}
+
+// stillRefused adds to refused every tool asked about that still has an
+// error finding after approving: a safety net, so that an approval never
+// passes while a tool it was asked about would fail a check. Asked about
+// are the tools named or, without names, every tool offered.
+func stillRefused(c *pin.Comparison, named []string, refused []pin.Refusal) []pin.Refusal {
+	asked := map[string]bool{}
+	for _, n := range named {
+		asked[n] = true
+	}
+	listed := map[string]bool{}
+	for _, r := range refused {
+		listed[r.Tool] = true
+	}
+	for _, f := range c.Findings {
+		if f.Severity != verify.Error || f.Tool == "" || listed[f.Tool] || (len(asked) > 0 && !asked[f.Tool]) {
+			continue
+		}
+		listed[f.Tool] = true
+		refused = append(refused, pin.Refusal{Tool: f.Tool, Kind: string(f.Kind), Reason: "still needs approval: " + f.Message})
+	}
+	return refused
+}

@@ -1,0 +1,310 @@
+package guard
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/etdi-dev/etdi"
+	"github.com/etdi-dev/etdi/pin"
+	"github.com/etdi-dev/etdi/trust"
+	"github.com/etdi-dev/etdi/verify"
+)
+
+// Options say how a listing is judged.
+type Options struct {
+	// Policy is the trust policy (required).
+	Policy *trust.Policy
+	// Pins is the pin database file; Check opens it only while it reads
+	// or writes, never for longer.
+	Pins string
+	// LockTimeout bounds the wait for another process holding the pin
+	// database (default pin.DefaultLockTimeout).
+	LockTimeout time.Duration
+	// Bundle is the provider's bundle given out of band, named
+	// BundleSource in reports; nil means the one the listing carries
+	// in-band, if any.
+	Bundle       []byte
+	BundleSource string
+	// Name is what a server without a bundle is pinned under
+	// (unsigned:<Name>); without it such a server is an error.
+	Name string
+	// Now is the verification time (default: now).
+	Now time.Time
+	// Tokens returns the verifier of identity provider tokens for one
+	// verification (it may remember that a provider was unreachable); nil:
+	// bundles that need a token fail.
+	Tokens func() verify.TokenVerifier
+	// Credentials are the secrets the server is configured with, which no
+	// definition may show (SPEC.md §21).
+	Credentials []Credential
+	// By names who checks or approves, in the history.
+	By string
+}
+
+// NameError reports a server without a bundle that cannot be pinned
+// under the name given (Options.Name).
+type NameError struct{ Err error }
+
+func (e *NameError) Error() string { return e.Err.Error() }
+func (e *NameError) Unwrap() error { return e.Err }
+
+// ErrNoName is returned for a server without a bundle when Options.Name
+// does not say what to pin it under.
+var ErrNoName = &NameError{errors.New("a server without a bundle needs a name to be pinned under")}
+
+// Report is what was found about one server: the verification of its
+// bundle, the state of each tool against its pin, and every finding.
+type Report struct {
+	// Server is the server's pin identity ("acme:weather",
+	// "unsigned:files"); empty when verification failed before it was
+	// established.
+	Server string `json:"server,omitempty"`
+	// Verification is the bundle's verification (nil without a bundle).
+	Verification *verify.Result `json:"verification,omitempty"`
+	// Tools is the state of each tool against the pins (empty when the
+	// tools were not compared: see Blocked).
+	Tools    []pin.ToolState  `json:"tools"`
+	Findings []verify.Finding `json:"findings"`
+
+	// Observation is what the server offers as established by
+	// verification; nil when it could not be (Blocked).
+	Observation *pin.Observation `json:"-"`
+	// Comparison is the comparison with the pins (nil before Check
+	// compares, or when Blocked): Tools are its tools, and Findings end
+	// with its findings.
+	Comparison *pin.Comparison `json:"-"`
+	// Listing is the listing judged (nil for a bundle checked alone).
+	Listing *Listing `json:"-"`
+	opts    Options
+	// observed is the number of findings of verification, before those
+	// of the comparison.
+	observed int
+}
+
+// Observed returns the findings of verification (and of the unsigned
+// rule), without those of the comparison with the pins.
+func (r *Report) Observed() []verify.Finding { return r.Findings[:r.observed:r.observed] }
+
+// After returns a copy of r with comparison c, made later (after an
+// approval), in place of the one r was made with.
+func (r *Report) After(c *pin.Comparison) *Report {
+	after := *r
+	after.Comparison, after.Tools = c, c.Tools
+	after.Findings = append(append([]verify.Finding{}, r.Observed()...), c.Findings...)
+	return &after
+}
+
+// Blocked reports whether verification failed so that nothing was
+// compared with the pins: no tool is allowed.
+func (r *Report) Blocked() bool { return r.Observation == nil }
+
+// ExitCode is the exit code of the report (SPEC.md §11): the most severe
+// error finding, and never 0 when the tools were not established.
+func (r *Report) ExitCode() int {
+	code := verify.ExitCode(r.Findings)
+	if code == verify.ExitOK && r.Blocked() {
+		code = verify.ExitSignature
+	}
+	return code
+}
+
+// Allowed reports whether tool may reach the host: it is offered, matches
+// its pin (approved, unchanged, not revoked), and no error finding
+// concerns it or the whole server. Changed server instructions do not
+// block the tools: they concern the instructions alone, which the gate
+// withholds.
+func (r *Report) Allowed(tool string) bool {
+	if r.Blocked() {
+		return false
+	}
+	ok := false
+	for _, t := range r.Tools {
+		if t.Name == tool {
+			if ok || t.Status != "ok" {
+				return false // listed twice, or not approved
+			}
+			ok = true
+		}
+	}
+	if !ok {
+		return false
+	}
+	for _, f := range r.Findings {
+		if f.Severity == verify.Error && (f.Tool == tool || (f.Tool == "" && f.Kind != verify.InstructionsChanged)) {
+			return false
+		}
+	}
+	return true
+}
+
+// Observe verifies a listing against the trust policy without reading
+// the pins: it establishes the server's identity and what it offers
+// (Report.Observation), or reports why that failed. l may be nil to
+// check the bundle alone. An operational failure (an unreadable bundle,
+// an identity provider that cannot be reached) is an error, never a
+// finding.
+func Observe(ctx context.Context, l *Listing, opts Options) (*Report, error) {
+	r := &Report{Tools: []pin.ToolState{}, Findings: []verify.Finding{}, Listing: l, opts: opts}
+	if opts.Policy == nil {
+		return nil, errors.New("guard: no trust policy")
+	}
+	var live *etdi.ToolsList
+	var inband []byte
+	if l != nil {
+		live = &etdi.ToolsList{Tools: l.Tools}
+		// A definition that shows a configured secret is never compared,
+		// approved or recorded: it would be stored exactly (SPEC.md §21).
+		if fs := CredentialFindings(l, opts.Credentials); len(fs) > 0 {
+			r.Findings = append(r.Findings, fs...)
+			return r, nil
+		}
+		var err error
+		if inband, err = etdi.InbandBundle(append(append([]*etdi.Value{}, l.Metas...), l.ToolMetas...)); err != nil {
+			r.Findings = append(r.Findings, verify.Finding{Kind: verify.BundleInvalid, Severity: verify.Error, Message: "in-band bundle: " + err.Error()})
+			return r, nil
+		}
+	}
+	data, source := opts.Bundle, opts.BundleSource
+	if data == nil && inband != nil {
+		data, source = inband, "in-band"
+	}
+	if data == nil {
+		if l == nil {
+			return nil, errors.New("guard: nothing to check: no listing and no bundle")
+		}
+		if opts.Name == "" {
+			return nil, ErrNoName
+		}
+		return r, r.unsigned(l, opts.Name, opts.Policy.Unsigned)
+	}
+	var tokens verify.TokenVerifier
+	if opts.Tokens != nil {
+		tokens = opts.Tokens()
+	}
+	res := verify.Verify(data, opts.Policy, verify.Options{Now: opts.Now, Live: live, Tokens: tokens, Context: ctx})
+	if u, ok := tokens.(interface{ Unreachable() error }); ok {
+		if err := u.Unreachable(); err != nil {
+			return nil, err // operational; nothing was verified
+		}
+	}
+	res.Source = source
+	r.Verification = res
+	r.Findings = append(r.Findings, res.Findings...)
+	if !res.Verified {
+		return r, nil
+	}
+	st := res.Statement
+	signer := SignerOf(res)
+	obs := &pin.Observation{Server: pin.SignedServerKey(st.Provider.ID, st.Server.Name), Provider: st.Provider.ID,
+		Name: st.Server.Name, Sequence: st.Sequence}
+	if live == nil {
+		for _, t := range st.Tools {
+			obs.Tools = append(obs.Tools, pin.Observed{Name: t.Name, Version: t.Version, Digest: t.Digest,
+				Canonical: t.Canonical, Permissions: t.Permissions, Signer: signer})
+		}
+	} else {
+		for _, lt := range live.Tools {
+			ob := pin.Observed{Name: lt.Name, Digest: lt.Digest, Canonical: lt.Canonical, Signer: pin.Unsigned}
+			if t := st.Tool(lt.Name); t != nil {
+				ob.Version, ob.Permissions, ob.Signer = t.Version, t.Permissions, signer
+			}
+			obs.Tools = append(obs.Tools, ob)
+		}
+	}
+	r.setObservation(obs)
+	return r, nil
+}
+
+// setObservation sets the observation and the server, with what only a live
+// server shows: its instructions.
+func (r *Report) setObservation(obs *pin.Observation) {
+	if r.Listing != nil && r.Listing.Live {
+		obs.InstructionsKnown, obs.Instructions = true, r.Listing.Instructions
+	}
+	r.Observation, r.Server = obs, obs.Server
+}
+
+// unsigned establishes a server without a bundle, applying the policy's
+// unsigned rule: block (a finding, nothing compared), or pin its tools by
+// digest (with a warning for each under warn).
+func (r *Report) unsigned(l *Listing, name string, rule trust.UnsignedRule) error {
+	if err := pin.ValidateUnsignedName(name); err != nil {
+		return &NameError{err}
+	}
+	server := pin.UnsignedServerKey(name)
+	if rule == trust.Block {
+		var names []string
+		for _, t := range l.Tools {
+			names = append(names, t.Name)
+		}
+		r.Findings = append(r.Findings, verify.Finding{Kind: verify.UnsignedTool, Severity: verify.Error, Server: server,
+			Message: fmt.Sprintf("server %s has no bundle and the trust policy blocks unsigned tools (tools %s)", server, strings.Join(names, ", "))})
+		return nil
+	}
+	obs := &pin.Observation{Server: server, Name: name}
+	for _, lt := range l.Tools {
+		obs.Tools = append(obs.Tools, pin.Observed{Name: lt.Name, Digest: lt.Digest, Canonical: lt.Canonical, Signer: pin.Unsigned})
+		if rule == trust.Warn {
+			r.Findings = append(r.Findings, verify.Finding{Kind: verify.UnsignedTool, Severity: verify.Warning, Server: server,
+				Tool: lt.Name, Live: lt.Digest.String(), Message: fmt.Sprintf("tool %q of %s is not signed (policy: warn); pinned by digest", lt.Name, server)})
+		}
+	}
+	r.setObservation(obs)
+	return nil
+}
+
+// SignerOf is the pin identity of whoever vouched for a verified bundle:
+// the key, the identity provider's issuer and subject, or both.
+func SignerOf(r *verify.Result) pin.Signer {
+	switch {
+	case r.Signer != nil && r.Token != nil:
+		return pin.Signer{Kind: "key+idp", ID: r.Signer.KeyID + " " + r.Token.Issuer + " " + r.Token.Subject}
+	case r.Token != nil:
+		return pin.Signer{Kind: "idp", ID: r.Token.Issuer + " " + r.Token.Subject}
+	}
+	return pin.Signer{Kind: "key", ID: r.Signer.KeyID}
+}
+
+// Check observes a listing (Observe) and compares what the server offers
+// with the pins in opts.Pins, appending to the history every error and
+// warning finding it does not already hold since the last decision about
+// its tool. l may be nil to check a bundle alone.
+func Check(ctx context.Context, l *Listing, opts Options) (*Report, error) {
+	r, err := Observe(ctx, l, opts)
+	if err != nil || r.Blocked() {
+		return r, err
+	}
+	return r, r.compare(ctx)
+}
+
+// compare compares the observation with the pins and records findings:
+// read-only first, and only if there is something to record, again in a
+// write transaction (which holds the database exclusively).
+func (r *Report) compare(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	r.observed = len(r.Findings)
+	var c *pin.Comparison
+	var todo []verify.Finding
+	err := withPins(r.opts, true, func(s *pin.Store) error {
+		var err error
+		c, todo, err = s.Judge(r.Observation, r.Findings...)
+		return err
+	})
+	if errors.Is(err, errNoPins) || (err == nil && len(todo) > 0) {
+		err = withPins(r.opts, false, func(s *pin.Store) error {
+			var err error
+			c, err = s.Record(r.Observation, r.opts.By, r.Findings...)
+			return err
+		})
+	}
+	if err != nil {
+		return err
+	}
+	*r = *r.After(c)
+	return nil
+}

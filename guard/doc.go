@@ -1,0 +1,23 @@
+// Package guard decides whether what an MCP server offers may reach a
+// host: it fetches a server's listing (or takes one the host received),
+// verifies it against the trust policy, compares it with the approved
+// pins, records what it found in the history, and reports (SPEC.md §10,
+// §15, §25). etdi check and etdi run are both built on it, so a Go MCP
+// host gets the same decisions in a few lines:
+//
+//	l, err := guard.Fetch(ctx, guard.Server{Command: []string{"weather"}}, guard.FetchOptions{})
+//	...
+//	r, err := guard.Check(ctx, l, guard.Options{Policy: policy, Pins: "pins.db"})
+//	...
+//	if r.ExitCode() != 0 { ... } // SPEC.md §11: 13 needs approval, 11 a rug pull, ...
+//	ok := r.Allowed("get_weather")
+//
+// or puts the runtime gate between its go-sdk client and the server
+// (Transport), so that the host only ever sees approved, unchanged tools
+// and cannot call anything else.
+//
+// Everything a server sends is hostile: listings are parsed under the
+// bounds of SPEC.md §2 and §17, a definition that shows a configured
+// credential is never compared or recorded, and the pin database is
+// opened only for the moment it is read or written, never for a session.
+package guard

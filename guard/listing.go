@@ -1,0 +1,103 @@
+package guard
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/etdi-dev/etdi"
+	"github.com/etdi-dev/etdi/internal/mcpclient"
+)
+
+// Listing is what a server offers, as received: every tool definition is
+// kept as the canonical form of the bytes the server sent (never a typed
+// round trip, which would drop fields), with its digest.
+type Listing struct {
+	// Tools are the tools of every tools/list page, in order.
+	Tools []etdi.LiveTool
+	// Metas are the _meta objects of the tools/list results, one per page
+	// that had one; ToolMetas those of the tools that have one. Either may
+	// carry an in-band bundle (SPEC.md §17).
+	Metas, ToolMetas []*etdi.Value
+	// Live says the listing comes from a running server, whose initialize
+	// answer was seen: then Instructions are known (nil if it sent none).
+	Live         bool
+	Instructions *string
+	// ServerName and ServerVersion come from serverInfo; ProtocolVersion
+	// is the negotiated one.
+	ServerName, ServerVersion, ProtocolVersion string
+	// Pages is the number of tools/list pages.
+	Pages int
+}
+
+// ReadListing parses a saved tools/list (SPEC.md §8): a result object, a
+// whole JSON-RPC response or an array of tools, under the bounds of a
+// live listing (§17).
+func ReadListing(data []byte) (*Listing, error) {
+	tl, err := etdi.ParseToolsListPage(data, 0, mcpclient.MaxFetchNodes)
+	if err != nil {
+		return nil, err
+	}
+	l := &Listing{Tools: tl.Tools, ToolMetas: tl.ToolMetas, Pages: 1}
+	if tl.Meta != nil {
+		l.Metas = []*etdi.Value{tl.Meta}
+	}
+	return l, nil
+}
+
+// Server says how to reach a live server: a command started over stdio
+// (Command, with Env and Dir), or a Streamable HTTP endpoint (URL, with
+// Header sent to its origin only).
+type Server struct {
+	Command []string
+	// Env replaces the environment of the command when not nil.
+	Env []string
+	Dir string
+
+	URL    string
+	Header http.Header
+}
+
+// FetchOptions bound a fetch.
+type FetchOptions struct {
+	// StartTimeout bounds the wait for the initialize answer (default
+	// 20 s); Timeout the whole fetch (default 60 s).
+	StartTimeout, Timeout time.Duration
+	// ClientVersion is the version etdi reports in clientInfo.
+	ClientVersion string
+}
+
+// FetchError reports a server that could not be listed: the stage
+// ("start", "initialize", "tools/list") and the end of its standard error.
+type FetchError = mcpclient.ServerError
+
+// Fetch connects to a server, initializes, follows every tools/list page
+// and stops the server again (a command's process group is always
+// reaped). The fetch is bounded whatever the server does (SPEC.md §17,
+// "Fetch bounds").
+func Fetch(ctx context.Context, s Server, o FetchOptions) (*Listing, error) {
+	opts := mcpclient.Options{StartTimeout: o.StartTimeout, Timeout: o.Timeout, ClientVersion: o.ClientVersion}
+	var l *mcpclient.Listing
+	var err error
+	switch {
+	case len(s.Command) > 0 && s.URL != "":
+		return nil, errors.New("guard: a server has a command or a URL, not both")
+	case len(s.Command) > 0:
+		l, err = mcpclient.Stdio(ctx, s.Command, s.Env, s.Dir, opts)
+	case s.URL != "":
+		l, err = mcpclient.HTTP(ctx, s.URL, s.Header, opts)
+	default:
+		return nil, errors.New("guard: a server needs a command or a URL")
+	}
+	if err != nil {
+		return nil, err
+	}
+	return fromClient(l), nil
+}
+
+// fromClient is the Listing of what mcpclient fetched.
+func fromClient(l *mcpclient.Listing) *Listing {
+	return &Listing{Tools: l.Tools, Metas: l.Metas, ToolMetas: l.ToolMetas, Live: true, Instructions: l.Instructions,
+		ServerName: l.ServerName, ServerVersion: l.ServerVersion, ProtocolVersion: l.ProtocolVersion, Pages: l.Pages}
+}
