@@ -128,11 +128,12 @@ func stillRefused(c *pin.Comparison, named []string, refused []pin.Refusal) []pi
 		listed[r.Tool] = true
 	}
 	for _, f := range c.Findings {
-		if f.Severity != verify.Error || f.Tool == "" || listed[f.Tool] || (len(asked) > 0 && !asked[f.Tool]) {
+		ref := pin.ItemRef(f.Item, f.Tool)
+		if f.Severity != verify.Error || f.Tool == "" || listed[ref] || (len(asked) > 0 && !asked[ref]) {
 			continue
 		}
-		listed[f.Tool] = true
-		refused = append(refused, pin.Refusal{Tool: f.Tool, Kind: string(f.Kind), Reason: "still needs approval: " + f.Message})
+		listed[ref] = true
+		refused = append(refused, pin.Refusal{Tool: ref, Kind: string(f.Kind), Reason: "still needs approval: " + f.Message})
 	}
 	return refused
 }

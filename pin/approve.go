@@ -15,7 +15,8 @@ import (
 
 // ApproveOptions select what Approve approves.
 type ApproveOptions struct {
-	// Tools, if set, limits approval to these names; naming a tool is also
+	// Tools, if set, limits approval to these names (other items named as
+	// ItemRef does: prompt:NAME, resource:URI); naming a tool is also
 	// what allows approving a changed definition, a downgrade, a changed
 	// signer, a shadowing or a look-alike name.
 	Tools []string
@@ -34,6 +35,9 @@ type Approval struct {
 
 // Refusal is one tool Approve did not pin, and why.
 type Refusal struct {
+	// Tool names the tool, or another item as ItemRef does
+	// (prompt:NAME); empty for the server's instructions or the whole
+	// server.
 	Tool   string `json:"tool"`
 	Kind   string `json:"kind"`
 	Reason string `json:"reason"`
@@ -60,7 +64,7 @@ func (s *Store) Approve(o *Observation, opts ApproveOptions) ([]Approval, []Refu
 		named[n] = true
 	}
 	for n := range named {
-		if !slices.ContainsFunc(o.Tools, func(t Observed) bool { return t.Name == n }) {
+		if !slices.ContainsFunc(o.Tools, func(t Observed) bool { return ItemRef(t.Item, t.Name) == n }) {
 			return nil, nil, fmt.Errorf("tool %q is not offered by %s", n, o.Server)
 		}
 	}
@@ -85,11 +89,11 @@ func (s *Store) Approve(o *Observation, opts ApproveOptions) ([]Approval, []Refu
 				return errors.New(f.Message + "; not approving anything")
 			}
 		}
-		byTool := map[string]verify.Finding{}
+		byTool := map[string]verify.Finding{} // by ItemRef
 		for _, f := range c.Findings {
 			if f.Severity == verify.Error && f.Tool != "" {
-				if _, seen := byTool[f.Tool]; !seen {
-					byTool[f.Tool] = f
+				if _, seen := byTool[ItemRef(f.Item, f.Tool)]; !seen {
+					byTool[ItemRef(f.Item, f.Tool)] = f
 				}
 			}
 		}
@@ -104,38 +108,39 @@ func (s *Store) Approve(o *Observation, opts ApproveOptions) ([]Approval, []Refu
 		size := 0
 		for i := range o.Tools {
 			t := &o.Tools[i]
-			f, needs := byTool[t.Name]
-			if !needs || (len(named) > 0 && !named[t.Name]) || done[t.Name] {
+			ref := ItemRef(t.Item, t.Name)
+			f, needs := byTool[ref]
+			if !needs || (len(named) > 0 && !named[ref]) || done[ref] {
 				continue
 			}
-			done[t.Name] = true
+			done[ref] = true
 			if size += len(t.Canonical); size > MaxApprovalBytes {
 				return fmt.Errorf("server %s asks for more than %d MiB of tool definitions to be approved at once; "+
 					"etdi approves at most that in one transaction (approve fewer tools at a time with --tool)", o.Server, MaxApprovalBytes>>20)
 			}
 			switch {
 			case f.Kind.Approval() == verify.Approvable:
-			case f.Kind.Approval() == verify.ApprovableByName && named[t.Name]:
+			case f.Kind.Approval() == verify.ApprovableByName && named[ref]:
 			case f.Kind.Approval() == verify.ApprovableByName:
-				refused = append(refused, Refusal{t.Name, string(f.Kind), f.Message + " (name it with --tool to approve it anyway)"})
+				refused = append(refused, Refusal{ref, string(f.Kind), f.Message + " (name it with --tool to approve it anyway)"})
 				continue
 			default:
-				refused = append(refused, Refusal{t.Name, string(f.Kind), f.Message})
+				refused = append(refused, Refusal{ref, string(f.Kind), f.Message})
 				continue
 			}
-			old, err := getPin(tx, o.Server, t.Name)
+			old, err := getItem(tx, o.Server, t.Item, t.Name)
 			if err != nil {
 				return err
 			}
 			// The definition is shared with o, not copied: a listing may
 			// hold 64 MiB of them.
-			p := Pin{Server: o.Server, Tool: t.Name, Version: t.Version, Digest: t.Digest.String(), Signer: t.Signer,
+			p := Pin{Server: o.Server, Item: t.Item, Tool: t.Name, Version: t.Version, Digest: t.Digest.String(), Signer: t.Signer,
 				Provider: o.Provider, Permissions: t.Permissions, Definition: json.RawMessage(t.Canonical),
 				ApprovedBy: opts.By, ApprovedAt: now, Sequence: o.Sequence}
 			if p.Permissions == nil {
 				p.Permissions = []etdi.Permission{}
 			}
-			rec := Record{Type: RecordApprove, Time: now, Server: o.Server, Tool: t.Name, Version: t.Version, Digest: p.Digest,
+			rec := Record{Type: RecordApprove, Time: now, Server: o.Server, Tool: t.Name, Item: t.Item, Version: t.Version, Digest: p.Digest,
 				Signer: &p.Signer, Kind: string(f.Kind), By: opts.By, Permissions: p.Permissions}
 			a := Approval{Pin: p, Kind: string(f.Kind)}
 			if old != nil {
@@ -191,8 +196,8 @@ func putPin(tx *bolt.Tx, info *ServerInfo, p *Pin) error {
 	if err != nil {
 		return err
 	}
-	if err := tx.Bucket(bPins).Put(pinKey(p.Server, p.Tool), v); err != nil {
+	if err := tx.Bucket(bPins).Put(p.key(), v); err != nil {
 		return err
 	}
-	return indexName(tx, p.Server, p.Tool)
+	return indexPin(tx, p)
 }

@@ -110,8 +110,8 @@ func pinDisagrees(rec *Record, p *Pin) string {
 	switch {
 	case rec.Type != RecordApprove && rec.Type != RecordReapprove:
 		return fmt.Sprintf("the record is a %q, not an approval", rec.Type)
-	case rec.Server != p.Server || rec.Tool != p.Tool:
-		return fmt.Sprintf("the record approves %s/%s", rec.Server, rec.Tool)
+	case rec.Server != p.Server || rec.Item != p.Item || rec.Tool != p.Tool:
+		return fmt.Sprintf("the record approves %s/%s", rec.Server, ItemRef(rec.Item, rec.Tool))
 	case rec.Version != p.Version:
 		return fmt.Sprintf("the record approves version %q, the pin holds %q", rec.Version, p.Version)
 	case rec.Digest != p.Digest:
@@ -232,7 +232,7 @@ func checkLatest(tx *bolt.Tx, server string) error {
 			r := Revocation{Server: rec.Server, Tool: rec.Tool, Version: rec.Version, KeyID: rec.KeyID}
 			latest["r"+string(r.key())] = i - 1
 		case (rec.Type == RecordApprove || rec.Type == RecordReapprove) && rec.Server == server && rec.Tool != "":
-			latest["p"+string(pinKey(rec.Server, rec.Tool))] = i - 1
+			latest["p"+string(pinKeyOf(rec.Server, rec.Item, rec.Tool))] = i - 1
 		default:
 			continue
 		}
@@ -249,7 +249,10 @@ func checkLatest(tx *bolt.Tx, server string) error {
 			if ok {
 				msg = fmt.Sprintf("history record %d replaced it (rolled back)", l)
 			}
-			return &UnjustifiedError{what, strings.Replace(string(ref), "\x00", "/", 1), b.Record, msg}
+			if what == "pin" {
+				return &UnjustifiedError{what, keyRef(ref), b.Record, msg}
+			}
+			return &UnjustifiedError{what, string(ref), b.Record, msg}
 		}
 		return nil
 	}
@@ -260,8 +263,8 @@ func checkLatest(tx *bolt.Tx, server string) error {
 		if err := json.Unmarshal(v, &p); err != nil {
 			return damagedError("pin", k, err)
 		}
-		if string(pinKey(p.Server, p.Tool)) != string(k) {
-			return &UnjustifiedError{"pin", strings.Replace(string(k), "\x00", "/", 1), p.Record, "the value is the pin of " + p.Ref()}
+		if string(p.key()) != string(k) {
+			return &UnjustifiedError{"pin", keyRef(k), p.Record, "the value is the pin of " + p.Ref()}
 		}
 		if err := checkPinIn(tx, &p, decoded); err != nil {
 			return err
@@ -367,7 +370,7 @@ func migrate3(tx *bolt.Tx) error {
 	if _, err := tx.CreateBucket(bSkeletons); err != nil {
 		return err
 	}
-	return forEachPin(tx, nil, func(p *Pin) error { return indexName(tx, p.Server, p.Tool) })
+	return forEachPin(tx, nil, func(p *Pin) error { return indexPin(tx, p) })
 }
 
 // aboutServer reports whether a stored record may approve a tool of the

@@ -15,15 +15,15 @@ import (
 // suspicious text sits), so a finding that differs in any of it is
 // another finding. Who ran the check and when are not part of it.
 type findingKey struct {
-	kind, severity, server, tool, version, digest, message string
+	kind, severity, server, item, tool, version, digest, message string
 }
 
 func keyOfFinding(server string, f *verify.Finding) findingKey {
-	return findingKey{string(f.Kind), string(f.Severity), server, f.Tool, f.Version, f.Live, f.Message}
+	return findingKey{string(f.Kind), string(f.Severity), server, f.Item, f.Tool, f.Version, f.Live, f.Message}
 }
 
 func keyOfRecord(r *Record) findingKey {
-	return findingKey{r.Kind, r.Severity, r.Server, r.Tool, r.Version, r.Digest, r.Message}
+	return findingKey{r.Kind, r.Severity, r.Server, r.Item, r.Tool, r.Version, r.Digest, r.Message}
 }
 
 // unrecorded returns the error and warning findings of server that the
@@ -92,7 +92,7 @@ func unrecorded(tx *bolt.Tx, server string, findings []verify.Finding) ([]verify
 			// A decision about the tool, about the whole server, or a key
 			// revocation: what came before it is not the current state.
 			for k, n := range need {
-				if found[k] < n && (keyRevoked || rec.Tool == "" || k.tool == "" || k.tool == rec.Tool) {
+				if found[k] < n && (keyRevoked || rec.Tool == "" || k.tool == "" || (k.item == rec.Item && k.tool == rec.Tool)) {
 					need[k] = found[k]
 					pending--
 				}

@@ -24,15 +24,24 @@ type Observation struct {
 	Name     string
 	// Sequence is the verified bundle's sequence; 0 without a bundle.
 	Sequence uint64
-	Tools    []Observed
+	// Tools are the tools offered and, with Item set, the other items.
+	Tools []Observed
+	// Listed are the item kinds other than tools (Items) the server was
+	// asked for: the pins of kinds not listed are not reported removed.
+	Listed []string
 	// InstructionsKnown says whether the server was asked (live); then
 	// Instructions are its instructions, nil if it sent none.
 	InstructionsKnown bool
 	Instructions      *string
 }
 
-// Observed is one tool as offered now.
+// Observed is one tool (or, with Item set, another item) as offered now.
 type Observed struct {
+	// Item is the kind of item, empty for a tool; other items have no
+	// version, permissions or signer.
+	Item string
+	// Name is the tool's or prompt's name, a resource's URI or a resource
+	// template's URI template.
 	Name        string
 	Version     string // empty for unsigned tools
 	Digest      etdi.Digest
@@ -41,8 +50,9 @@ type Observed struct {
 	Signer      Signer
 }
 
-// ToolState is the outcome for one tool.
+// ToolState is the outcome for one tool (or other item).
 type ToolState struct {
+	Item    string `json:"item,omitempty"`
 	Name    string `json:"name"`
 	Version string `json:"version,omitempty"`
 	Digest  string `json:"digest"`
@@ -129,7 +139,7 @@ func recordFindings(tx *bolt.Tx, o *Observation, findings []verify.Finding, by s
 		if f.Severity == verify.Info {
 			continue
 		}
-		rec := Record{Type: RecordFinding, Server: o.Server, Tool: f.Tool, Version: f.Version,
+		rec := Record{Type: RecordFinding, Server: o.Server, Item: f.Item, Tool: f.Tool, Version: f.Version,
 			Digest: f.Live, Kind: string(f.Kind), Severity: string(f.Severity), Message: f.Message, By: by}
 		if _, err := appendRecord(tx, rec); err != nil {
 			return err
@@ -165,35 +175,46 @@ func compare(tx *bolt.Tx, o *Observation) (*Comparison, error) {
 	bySkeleton := map[string][]string{}
 	count := map[string]int{}
 	for _, t := range o.Tools {
-		sk := confusable.Skeleton(t.Name)
-		bySkeleton[sk] = append(bySkeleton[sk], t.Name)
-		count[t.Name]++
+		if t.Item == ItemTool {
+			sk := confusable.Skeleton(t.Name)
+			bySkeleton[sk] = append(bySkeleton[sk], t.Name)
+		}
+		count[itemKey(t.Item, t.Name)]++
 	}
 	offered := map[string]bool{}
 	sus := newSuspicion(tx, o)
 	copies := newCopyCache(tx, o)
 	for i := range o.Tools {
 		t := &o.Tools[i]
-		if count[t.Name] > 1 {
+		key, what := itemKey(t.Item, t.Name), itemWord(t.Item)
+		blocked := func(f verify.Finding) {
+			c.Tools = append(c.Tools, ToolState{Item: t.Item, Name: t.Name, Version: t.Version, Digest: t.Digest.String(), Status: "blocked"})
+			f.Kind, f.Severity, f.Server, f.Item, f.Tool = verify.Impersonation, verify.Error, o.Server, t.Item, t.Name
+			c.Findings = append(c.Findings, f)
+		}
+		if count[key] > 1 {
 			// One name twice: a client cannot tell which it calls.
-			if !offered[t.Name] {
-				c.Tools = append(c.Tools, ToolState{Name: t.Name, Version: t.Version, Digest: t.Digest.String(), Status: "blocked"})
-				c.Findings = append(c.Findings, verify.Finding{Kind: verify.Impersonation, Severity: verify.Error, Server: o.Server, Tool: t.Name,
-					Message: fmt.Sprintf("server %s lists tool %q %d times; a client cannot tell which one it calls", o.Server, t.Name, count[t.Name])})
+			if !offered[key] {
+				blocked(verify.Finding{Message: fmt.Sprintf("server %s lists %s %q %d times; a client cannot tell which one it uses", o.Server, what, t.Name, count[key])})
 			}
-			offered[t.Name] = true
+			offered[key] = true
 			continue
 		}
-		offered[t.Name] = true
+		offered[key] = true
 		if hasControl(t.Name) {
 			// Control characters rewrite what a terminal or a log shows.
-			c.Tools = append(c.Tools, ToolState{Name: t.Name, Version: t.Version, Digest: t.Digest.String(), Status: "blocked"})
-			c.Findings = append(c.Findings, verify.Finding{Kind: verify.Impersonation, Severity: verify.Error, Server: o.Server, Tool: t.Name,
-				Version: t.Version, Live: t.Digest.String(),
-				Message: fmt.Sprintf("server %s offers tool %q whose name holds control characters; it can pass for another name", o.Server, t.Name)})
+			blocked(verify.Finding{Version: t.Version, Live: t.Digest.String(),
+				Message: fmt.Sprintf("server %s offers %s %q whose name holds control characters; it can pass for another name", o.Server, what, t.Name)})
 			continue
 		}
-		st, fs, err := compareTool(tx, o, t, bySkeleton[confusable.Skeleton(t.Name)], copies)
+		var st ToolState
+		var fs []verify.Finding
+		var err error
+		if t.Item == ItemTool {
+			st, fs, err = compareTool(tx, o, t, bySkeleton[confusable.Skeleton(t.Name)], copies)
+		} else {
+			st, fs, err = compareItem(tx, o, t)
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -213,12 +234,59 @@ func compare(tx *bolt.Tx, o *Observation) (*Comparison, error) {
 		if err := json.Unmarshal(v, &p); err != nil {
 			return nil, damagedError("pin", k, err)
 		}
-		c.Tools = append(c.Tools, ToolState{Name: p.Tool, Version: p.Version, Digest: p.Digest, Status: "removed"})
+		if p.Item != ItemTool && !slices.Contains(o.Listed, p.Item) {
+			continue // not asked for: not known to be gone
+		}
+		c.Tools = append(c.Tools, ToolState{Item: p.Item, Name: p.Tool, Version: p.Version, Digest: p.Digest, Status: "removed"})
 		c.Findings = append(c.Findings, verify.Finding{Kind: verify.Removed, Severity: verify.Info, Server: o.Server,
-			Tool: p.Tool, Version: p.Version, PinnedDigest: p.Digest,
-			Message: fmt.Sprintf("tool %q is approved on %s but no longer offered", p.Tool, o.Server)})
+			Item: p.Item, Tool: p.Tool, Version: p.Version, PinnedDigest: p.Digest,
+			Message: fmt.Sprintf("%s %q is approved on %s but no longer offered", itemWord(p.Item), p.Tool, o.Server)})
 	}
 	return c, nil
+}
+
+// itemKey is the part of a pin's key after the server and its NUL: it
+// tells the items of one server apart.
+func itemKey(item, name string) string { return string(pinKeyOf("", item, name)[1:]) }
+
+// itemWord names an item kind in messages.
+func itemWord(item string) string {
+	switch item {
+	case ItemTool:
+		return "tool"
+	case ItemTemplate:
+		return "resource template"
+	}
+	return item
+}
+
+// compareItem compares a prompt, resource or resource template with its
+// pin: they are pinned by digest (no version, permissions or signer).
+func compareItem(tx *bolt.Tx, o *Observation, t *Observed) (ToolState, []verify.Finding, error) {
+	st := ToolState{Item: t.Item, Name: t.Name, Digest: t.Digest.String(), Status: "ok"}
+	ref := o.Server + "/" + ItemRef(t.Item, t.Name)
+	f := verify.Finding{Severity: verify.Error, Server: o.Server, Item: t.Item, Tool: t.Name, Live: t.Digest.String()}
+	p, err := readItem(tx, o.Server, t.Item, t.Name) // checked by checkLatest
+	switch {
+	case err != nil:
+		return st, nil, err
+	case p == nil:
+		st.Status = "new"
+		f.Kind, f.Message = verify.NewTool, fmt.Sprintf("%s %s is not approved: approval required", itemWord(t.Item), ref)
+		return st, []verify.Finding{f}, nil
+	case p.Digest != t.Digest.String():
+		st.Status = "changed"
+		f.Kind, f.PinnedDigest = verify.RugPull, p.Digest
+		if old, err := etdi.ParseJSON(p.Definition); err == nil {
+			if cur, err := etdi.ParseJSON(t.Canonical); err == nil {
+				f.Changes = etdi.Diff(old, cur)
+				f.Fields = etdi.ChangedFields(f.Changes)
+			}
+		}
+		f.Message = fmt.Sprintf("%s %s: definition changed since approval (%s)", itemWord(t.Item), ref, strings.Join(f.Fields, ", "))
+		return st, []verify.Finding{f}, nil
+	}
+	return st, nil, nil
 }
 
 func strOr(p *string, none string) string {

@@ -29,19 +29,22 @@ const (
 type Record struct {
 	Index int64 `json:"index"`
 	// Prev is the base64 tree hash of the log's first Index records.
-	Prev     string    `json:"prev"`
-	Time     time.Time `json:"time"`
-	Type     string    `json:"type"`
-	Server   string    `json:"server,omitempty"`
-	Tool     string    `json:"tool,omitempty"`
-	Version  string    `json:"version,omitempty"`
-	Digest   string    `json:"digest,omitempty"`
-	Signer   *Signer   `json:"signer,omitempty"`
-	KeyID    string    `json:"keyId,omitempty"`
-	Kind     string    `json:"kind,omitempty"`
-	Severity string    `json:"severity,omitempty"`
-	Message  string    `json:"message,omitempty"`
-	By       string    `json:"by,omitempty"`
+	Prev   string    `json:"prev"`
+	Time   time.Time `json:"time"`
+	Type   string    `json:"type"`
+	Server string    `json:"server,omitempty"`
+	Tool   string    `json:"tool,omitempty"`
+	// Item is the kind of item Tool names, when it is not a tool
+	// (ItemPrompt, ItemResource, ItemTemplate).
+	Item     string  `json:"item,omitempty"`
+	Version  string  `json:"version,omitempty"`
+	Digest   string  `json:"digest,omitempty"`
+	Signer   *Signer `json:"signer,omitempty"`
+	KeyID    string  `json:"keyId,omitempty"`
+	Kind     string  `json:"kind,omitempty"`
+	Severity string  `json:"severity,omitempty"`
+	Message  string  `json:"message,omitempty"`
+	By       string  `json:"by,omitempty"`
 	// Permissions granted by an approval.
 	Permissions []etdi.Permission `json:"permissions,omitempty"`
 	// Replaced is what a re-approval replaced: "version digest".

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 
 	"github.com/etdi-dev/etdi/internal/confusable"
 	bolt "go.etcd.io/bbolt"
@@ -22,13 +23,37 @@ func (s *Store) Get(server, tool string) (*Pin, error) {
 	return p, err
 }
 
-// pinKey is the key of a pin: server key, NUL, tool name. Neither part
-// can hold a NUL (both refuse control characters), and the pins of one
-// server are contiguous.
+// pinKey is the key of a tool's pin: server key, NUL, tool name. Neither
+// part can hold a NUL (both refuse control characters), and the pins of
+// one server are contiguous.
 func pinKey(server, tool string) []byte { return []byte(server + "\x00" + tool) }
 
+// pinKeyOf is the key of a pin of any item: a tool's pinKey, or server
+// key, NUL, 0x01, item, NUL, name for the other items. No approved tool
+// name starts with 0x01 (control characters are refused), so the two
+// never meet.
+func pinKeyOf(server, item, name string) []byte {
+	if item == ItemTool {
+		return pinKey(server, name)
+	}
+	return []byte(server + "\x00\x01" + item + "\x00" + name)
+}
+
+// keyRef shows a pin key as a reference: server/tool, server/item:name.
+func keyRef(k []byte) string {
+	server, rest, _ := strings.Cut(string(k), "\x00")
+	if item, name, ok := strings.Cut(strings.TrimPrefix(rest, "\x01"), "\x00"); ok && strings.HasPrefix(rest, "\x01") {
+		return server + "/" + ItemRef(item, name)
+	}
+	return server + "/" + rest
+}
+
 func getPin(tx *bolt.Tx, server, tool string) (*Pin, error) {
-	p, err := readPin(tx, server, tool)
+	return getItem(tx, server, ItemTool, tool)
+}
+
+func getItem(tx *bolt.Tx, server, item, name string) (*Pin, error) {
+	p, err := readItem(tx, server, item, name)
 	if p == nil || err != nil {
 		return p, err
 	}
@@ -41,16 +66,21 @@ func getPin(tx *bolt.Tx, server, tool string) (*Pin, error) {
 // readPin reads a pin without checking it against the history: only for
 // pins that checkLatest has checked in the same transaction.
 func readPin(tx *bolt.Tx, server, tool string) (*Pin, error) {
-	v := tx.Bucket(bPins).Get(pinKey(server, tool))
+	return readItem(tx, server, ItemTool, tool)
+}
+
+func readItem(tx *bolt.Tx, server, item, name string) (*Pin, error) {
+	k := pinKeyOf(server, item, name)
+	v := tx.Bucket(bPins).Get(k)
 	if v == nil {
 		return nil, nil
 	}
 	var p Pin
 	if err := json.Unmarshal(v, &p); err != nil {
-		return nil, damagedError("pin", pinKey(server, tool), err)
+		return nil, damagedError("pin", k, err)
 	}
-	if p.Server != server || p.Tool != tool {
-		return nil, &UnjustifiedError{"pin", server + "/" + tool, p.Record, "the value is the pin of " + p.Ref()}
+	if p.Server != server || p.Item != item || p.Tool != name {
+		return nil, &UnjustifiedError{"pin", keyRef(k), p.Record, "the value is the pin of " + p.Ref()}
 	}
 	return &p, nil
 }
@@ -136,6 +166,16 @@ func putStrings(b *bolt.Bucket, key string, vals []string) error {
 		return err
 	}
 	return b.Put([]byte(key), v)
+}
+
+// indexPin records a tool's pin in the names and skeletons indexes; the
+// other items are not indexed (shadowing and look-alike names concern
+// tools).
+func indexPin(tx *bolt.Tx, p *Pin) error {
+	if p.Item != ItemTool {
+		return nil
+	}
+	return indexName(tx, p.Server, p.Tool)
 }
 
 // indexName records that server pins tool, in the names and skeletons

@@ -10,7 +10,6 @@ import (
 	"runtime"
 	"slices"
 	"sort"
-	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -52,7 +51,7 @@ type brief struct {
 // preceded by its length: two sums are equal exactly when pinDisagrees
 // finds nothing to say about a record that is an approval and a pin (or
 // SHA-256 has a collision, which the history's own hashes exclude too).
-func approvalSum(server, tool, version, digest string, signer *Signer, perms []etdi.Permission) [sha256.Size]byte {
+func approvalSum(server, item, tool, version, digest string, signer *Signer, perms []etdi.Permission) [sha256.Size]byte {
 	var buf [256]byte
 	b := buf[:0]
 	field := func(s string) {
@@ -60,6 +59,7 @@ func approvalSum(server, tool, version, digest string, signer *Signer, perms []e
 		b = append(b, s...)
 	}
 	field(server)
+	field(item)
 	field(tool)
 	field(version)
 	field(digest)
@@ -273,8 +273,8 @@ func readHistory(hist *history, check bool) (*Tree, *replayed, error) {
 				br.ok, br.index = true, rec.Index
 				switch rec.Type {
 				case RecordApprove, RecordReapprove:
-					br.approval, br.ref = true, string(pinKey(rec.Server, rec.Tool))
-					br.sum = approvalSum(rec.Server, rec.Tool, rec.Version, rec.Digest, rec.Signer, rec.Permissions)
+					br.approval, br.ref = true, string(pinKeyOf(rec.Server, rec.Item, rec.Tool))
+					br.sum = approvalSum(rec.Server, rec.Item, rec.Tool, rec.Version, rec.Digest, rec.Signer, rec.Permissions)
 				case RecordRevoke:
 					r := Revocation{Server: rec.Server, Tool: rec.Tool, Version: rec.Version, KeyID: rec.KeyID}
 					br.ref = string(r.key())
@@ -403,7 +403,7 @@ func (st *replayed) pinMsg(p *Pin) string {
 	}
 	br := &st.briefs[p.Record]
 	if br.ok && br.index == p.Record && br.approval &&
-		br.sum == approvalSum(p.Server, p.Tool, p.Version, p.Digest, &p.Signer, p.Permissions) {
+		br.sum == approvalSum(p.Server, p.Item, p.Tool, p.Version, p.Digest, &p.Signer, p.Permissions) {
 		return ""
 	}
 	// Something differs: decode the record to say what.
@@ -475,7 +475,7 @@ func checkPins(tx *bolt.Tx, st *replayed, out chan<- []pinRead) {
 				if r.err = json.Unmarshal(kvs[i][1], &r.p); r.err != nil {
 					continue
 				}
-				if r.other = string(pinKey(r.p.Server, r.p.Tool)) != string(r.k); r.other {
+				if r.other = string(r.p.key()) != string(r.k); r.other {
 					continue
 				}
 				r.defMsg = definitionDisagrees(&r.p)
@@ -537,7 +537,7 @@ func verifyPins(tx *bolt.Tx, st *replayed) []Disagreement {
 	add := func(what, ref string, rec int64, msg string) {
 		out = append(out, Disagreement{what, ref, rec, msg})
 	}
-	pinRef := func(k []byte) string { return strings.Replace(string(k), "\x00", "/", 1) }
+	pinRef := keyRef
 	// Entries of st.pins and st.revoked are deleted as they are seen: the
 	// ones left are missing.
 	names := make(map[string][]string, len(st.pins))
@@ -562,7 +562,7 @@ func verifyPins(tx *bolt.Tx, st *replayed) []Disagreement {
 				add("pin", pinRef(k), want, fmt.Sprintf("the value is the pin of %s", p.Ref()))
 				continue
 			}
-			if servers := names[p.Tool]; !slices.Contains(servers, p.Server) {
+			if servers := names[p.Tool]; p.Item == ItemTool && !slices.Contains(servers, p.Server) {
 				if len(servers) == 0 && !slices.Contains(skels[r.skel], p.Tool) {
 					skels[r.skel] = append(skels[r.skel], p.Tool)
 				}

@@ -18,7 +18,7 @@ import (
 
 // SchemaVersion is the schema this package writes. Older databases are
 // migrated on open; newer ones are refused.
-const SchemaVersion = 4
+const SchemaVersion = 5
 
 // initialMmapSize is the address space mapped for a writable database up
 // front. Each time bbolt maps a bigger file inside a write transaction it
@@ -319,6 +319,7 @@ var migrations = []migration{
 	{2, "index pinned names and their skeletons", migrate2},
 	{3, "bind pins and revocations to their history records; Unicode 15.0.0 skeletons", migrate3},
 	{4, "skeletons that fold blank characters like white space", migrate4},
+	{5, "pins of prompts, resources and resource templates; call records", migrate5},
 }
 
 func migrate1(tx *bolt.Tx) error {
@@ -360,9 +361,7 @@ func migrate2(tx *bolt.Tx) error {
 			return err
 		}
 	}
-	return forEachPin(tx, nil, func(p *Pin) error {
-		return indexName(tx, p.Server, p.Tool)
-	})
+	return forEachPin(tx, nil, func(p *Pin) error { return indexPin(tx, p) })
 }
 
 func (s *Store) migrate(readOnly bool) error {

@@ -26,7 +26,9 @@ func (s *suspicion) isOther(word string) bool {
 	if s.others == nil {
 		s.others, s.own = map[string]bool{}, map[string]bool{}
 		for _, t := range s.o.Tools {
-			s.own[t.Name] = true
+			if t.Item == ItemTool {
+				s.own[t.Name] = true
+			}
 		}
 	}
 	if s.own[word] {
@@ -56,8 +58,8 @@ func (s *suspicion) findings(t *Observed) []verify.Finding {
 	var fs []verify.Finding
 	for _, m := range suspect.Scan(def, s.isOther) {
 		fs = append(fs, verify.Finding{Kind: verify.SuspiciousText, Severity: verify.Warning, Server: s.o.Server,
-			Tool: t.Name, Version: t.Version, Live: t.Digest.String(), Pointer: m.Pointer, Match: m.Text,
-			Message: fmt.Sprintf("tool %s: %s at %s", t.Name, m.Reason, m.Pointer)})
+			Item: t.Item, Tool: t.Name, Version: t.Version, Live: t.Digest.String(), Pointer: m.Pointer, Match: m.Text,
+			Message: fmt.Sprintf("%s %s: %s at %s", itemWord(t.Item), t.Name, m.Reason, m.Pointer)})
 	}
 	return fs
 }

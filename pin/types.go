@@ -32,10 +32,39 @@ func (s Signer) String() string {
 // Unsigned is the Signer of tools without a signature.
 var Unsigned = Signer{Kind: "none"}
 
-// Pin is one approved tool of one server.
+// Item kinds: besides tools, a server lists prompts, resources and
+// resource templates, whose text reaches the model too (SPEC.md §15).
+// They are pinned by digest like the tools of an unsigned server: ETDI
+// bundles sign tools only. A tool's Item is empty.
+const (
+	ItemTool     = ""
+	ItemPrompt   = "prompt"
+	ItemResource = "resource"
+	// ItemTemplate is a resource template (resources/templates/list).
+	ItemTemplate = "resourceTemplate"
+)
+
+// Items are the item kinds other than tools, in the order they are listed.
+var Items = []string{ItemPrompt, ItemResource, ItemTemplate}
+
+// ItemRef names an item as a person writes it: a tool by its name,
+// anything else as "<item>:<name>" (prompt:weather_report,
+// resource:weather://cities).
+func ItemRef(item, name string) string {
+	if item == ItemTool {
+		return name
+	}
+	return item + ":" + name
+}
+
+// Pin is one approved tool (or other item) of one server.
 type Pin struct {
 	Server string `json:"server"`
-	Tool   string `json:"tool"`
+	// Item is the kind of what is pinned; empty for a tool.
+	Item string `json:"item,omitempty"`
+	// Tool is the name of the tool or prompt, the URI of a resource, the
+	// URI template of a resource template.
+	Tool string `json:"tool"`
 	// Version is the approved version; empty for unsigned servers, whose
 	// tools have none.
 	Version     string            `json:"version,omitempty"`
@@ -54,8 +83,11 @@ type Pin struct {
 	Binding
 }
 
-// Ref returns "server/tool".
-func (p *Pin) Ref() string { return p.Server + "/" + p.Tool }
+// Ref returns "server/tool" ("server/prompt:name" for other items).
+func (p *Pin) Ref() string { return p.Server + "/" + ItemRef(p.Item, p.Tool) }
+
+// key is the pin's key in the pins bucket.
+func (p *Pin) key() []byte { return pinKeyOf(p.Server, p.Item, p.Tool) }
 
 // ServerInfo describes one server of the database.
 type ServerInfo struct {

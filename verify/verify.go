@@ -95,9 +95,13 @@ const (
 type Finding struct {
 	Kind     Kind     `json:"kind"`
 	Severity Severity `json:"severity"`
-	Tool     string   `json:"tool,omitempty"`
-	Version  string   `json:"version,omitempty"`
-	Message  string   `json:"message"`
+	// Item is the kind of item Tool names when it is not a tool: "prompt",
+	// "resource" (Tool is its URI) or "resourceTemplate" (its URI
+	// template).
+	Item    string `json:"item,omitempty"`
+	Tool    string `json:"tool,omitempty"`
+	Version string `json:"version,omitempty"`
+	Message string `json:"message"`
 	// KeyID is the key concerned (signer or hint).
 	KeyID string `json:"keyId,omitempty"`
 	// TrustedFor lists the providers the signing key is trusted for, for

@@ -17,5 +17,11 @@ func migrate4(tx *bolt.Tx) error {
 	if _, err := tx.CreateBucket(bSkeletons); err != nil {
 		return err
 	}
-	return forEachPin(tx, nil, func(p *Pin) error { return indexName(tx, p.Server, p.Tool) })
+	return forEachPin(tx, nil, func(p *Pin) error { return indexPin(tx, p) })
 }
+
+// migrate5 changes no stored value: schema 5 adds pins of prompts,
+// resources and resource templates (keys with 0x01 after the server's
+// NUL) and the call records of etdi run, which an etdi that reads up to
+// schema 4 would misread; the version keeps it from opening the file.
+func migrate5(tx *bolt.Tx) error { return nil }
