@@ -120,9 +120,20 @@ func (r *Report) Allowed(tool string) bool {
 	if r.Blocked() {
 		return false
 	}
+	return r.allowed(pin.ItemTool, tool)
+}
+
+// AllowedItem is Allowed for any item kind: a prompt, resource or
+// resource template (pin.ItemPrompt, ...), or a tool (pin.ItemTool).
+func (r *Report) AllowedItem(item, name string) bool { return r.allowed(item, name) }
+
+func (r *Report) allowed(item, tool string) bool {
+	if r.Blocked() {
+		return false
+	}
 	ok := false
 	for _, t := range r.Tools {
-		if t.Name == tool {
+		if t.Item == item && t.Name == tool {
 			if ok || t.Status != "ok" {
 				return false // listed twice, or not approved
 			}
@@ -133,7 +144,7 @@ func (r *Report) Allowed(tool string) bool {
 		return false
 	}
 	for _, f := range r.Findings {
-		if f.Severity == verify.Error && (f.Tool == tool || (f.Tool == "" && f.Kind != verify.InstructionsChanged)) {
+		if f.Severity == verify.Error && ((f.Item == item && f.Tool == tool) || (f.Tool == "" && f.Kind != verify.InstructionsChanged)) {
 			return false
 		}
 	}
@@ -219,10 +230,20 @@ func Observe(ctx context.Context, l *Listing, opts Options) (*Report, error) {
 }
 
 // setObservation sets the observation and the server, with what only a live
-// server shows: its instructions.
+// server shows: its instructions, and its prompts, resources and resource
+// templates, pinned by digest (bundles sign tools only).
 func (r *Report) setObservation(obs *pin.Observation) {
-	if r.Listing != nil && r.Listing.Live {
-		obs.InstructionsKnown, obs.Instructions = true, r.Listing.Instructions
+	if l := r.Listing; l != nil {
+		if l.Live {
+			obs.InstructionsKnown, obs.Instructions = true, l.Instructions
+		}
+		items := l.items()
+		for _, item := range l.Listed {
+			obs.Listed = append(obs.Listed, item)
+			for _, lt := range items[item] {
+				obs.Tools = append(obs.Tools, pin.Observed{Item: item, Name: lt.Name, Digest: lt.Digest, Canonical: lt.Canonical, Signer: pin.Unsigned})
+			}
+		}
 	}
 	r.Observation, r.Server = obs, obs.Server
 }

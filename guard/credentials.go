@@ -10,6 +10,7 @@ import (
 
 	"github.com/etdi-dev/etdi"
 	"github.com/etdi-dev/etdi/internal/redact"
+	"github.com/etdi-dev/etdi/pin"
 	"github.com/etdi-dev/etdi/verify"
 )
 
@@ -184,39 +185,42 @@ func CredentialFindings(l *Listing, creds []Credential) []verify.Finding {
 		mask.Add(c.Value)
 	}
 	var fs []verify.Finding
-	add := func(tool, what string, where []string) {
-		fs = append(fs, verify.Finding{Kind: verify.SecretInDefinition, Severity: verify.Error, Tool: tool,
+	add := func(item, tool, what string, where []string) {
+		fs = append(fs, verify.Finding{Kind: verify.SecretInDefinition, Severity: verify.Error, Item: item, Tool: tool,
 			Message: mask.String(fmt.Sprintf("%s shows the model a secret the server is configured with (%s): it is not compared, approved or recorded; take the secret out of what the server shows",
 				what, strings.Join(where, ", ")))})
 	}
-	for _, lt := range l.Tools {
-		where := s.shown(string(lt.Canonical))
-		if where == nil {
-			continue
-		}
-		name := mask.String(lt.Name)
-		if len(s.shown(lt.Name)) > 0 {
-			name = redact.Mask
-		}
-		var fields []string
-		if v, err := etdi.ParseJSON(lt.Canonical); err == nil && v.Kind == etdi.Object {
-			for _, m := range v.Members {
-				if s.shown(m.Name) != nil || s.shown(string(etdi.AppendCanonical(nil, m.Value))) != nil {
-					fields = append(fields, mask.String(m.Name))
+	lists := [][]etdi.LiveTool{l.Tools, l.Prompts, l.Resources, l.Templates}
+	for i, item := range []string{pin.ItemTool, pin.ItemPrompt, pin.ItemResource, pin.ItemTemplate} {
+		for _, lt := range lists[i] {
+			where := s.shown(string(lt.Canonical))
+			if where == nil {
+				continue
+			}
+			name := mask.String(lt.Name)
+			if len(s.shown(lt.Name)) > 0 {
+				name = redact.Mask
+			}
+			var fields []string
+			if v, err := etdi.ParseJSON(lt.Canonical); err == nil && v.Kind == etdi.Object {
+				for _, m := range v.Members {
+					if s.shown(m.Name) != nil || s.shown(string(etdi.AppendCanonical(nil, m.Value))) != nil {
+						fields = append(fields, mask.String(m.Name))
+					}
 				}
 			}
+			add(item, name, fmt.Sprintf("%s %q (in %s)", itemWord(item), name, strings.Join(fields, ", ")), where)
+			fs[len(fs)-1].Fields = fields
 		}
-		add(name, fmt.Sprintf("tool %q (in %s)", name, strings.Join(fields, ", ")), where)
-		fs[len(fs)-1].Fields = fields
 	}
 	if l.Instructions != nil {
 		if where := s.shown(*l.Instructions); where != nil {
-			add("", "the server's instructions", where)
+			add("", "", "the server's instructions", where)
 		}
 	}
 	for _, m := range append(append([]*etdi.Value{}, l.Metas...), l.ToolMetas...) {
 		if where := s.shown(string(etdi.AppendCanonical(nil, m))); where != nil {
-			add("", "the _meta of the server's tools/list", where)
+			add("", "", "the _meta of the server's tools/list", where)
 			break
 		}
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/etdi-dev/etdi"
 	"github.com/etdi-dev/etdi/internal/mcpclient"
+	"github.com/etdi-dev/etdi/pin"
 )
 
 // Listing is what a server offers, as received: every tool definition is
@@ -29,19 +30,44 @@ type Listing struct {
 	ServerName, ServerVersion, ProtocolVersion string
 	// Pages is the number of tools/list pages.
 	Pages int
+	// Prompts, Resources and Templates are the entries of prompts/list,
+	// resources/list and resources/templates/list (each named by its
+	// name, URI or URI template), fetched when the server's capabilities
+	// offer them; Listed names the item kinds that were (pin.ItemPrompt,
+	// pin.ItemResource, pin.ItemTemplate).
+	Prompts, Resources, Templates []etdi.LiveTool
+	Listed                        []string
 }
+
+// items returns the entries of the lists other than tools, by item kind.
+func (l *Listing) items() map[string][]etdi.LiveTool {
+	return map[string][]etdi.LiveTool{pin.ItemPrompt: l.Prompts, pin.ItemResource: l.Resources, pin.ItemTemplate: l.Templates}
+}
+
+// savedLists are the lists a saved listing may hold, and their items.
+var savedLists = []etdi.List{etdi.ListTools, etdi.ListPrompts, etdi.ListResources, etdi.ListTemplates}
 
 // ReadListing parses a saved tools/list (SPEC.md §8): a result object, a
 // whole JSON-RPC response or an array of tools, under the bounds of a
-// live listing (§17).
+// live listing (§17). A result object may hold the server's prompts,
+// resources and resource templates beside its tools, as etdi fetch saves
+// them ("prompts", "resources", "resourceTemplates"); those present are
+// Listed.
 func ReadListing(data []byte) (*Listing, error) {
-	tl, err := etdi.ParseToolsListPage(data, 0, mcpclient.MaxFetchNodes)
+	pages, err := etdi.ParseListsPage(data, savedLists, 0, mcpclient.MaxFetchNodes)
 	if err != nil {
 		return nil, err
 	}
+	tl := pages[0]
 	l := &Listing{Tools: tl.Tools, ToolMetas: tl.ToolMetas, Pages: 1}
 	if tl.Meta != nil {
 		l.Metas = []*etdi.Value{tl.Meta}
+	}
+	for i, dst := range []*[]etdi.LiveTool{&l.Prompts, &l.Resources, &l.Templates} {
+		if p := pages[i+1]; p != nil {
+			*dst = p.Tools
+			l.Listed = append(l.Listed, pin.Items[i])
+		}
 	}
 	return l, nil
 }
@@ -98,6 +124,25 @@ func Fetch(ctx context.Context, s Server, o FetchOptions) (*Listing, error) {
 
 // fromClient is the Listing of what mcpclient fetched.
 func fromClient(l *mcpclient.Listing) *Listing {
-	return &Listing{Tools: l.Tools, Metas: l.Metas, ToolMetas: l.ToolMetas, Live: true, Instructions: l.Instructions,
-		ServerName: l.ServerName, ServerVersion: l.ServerVersion, ProtocolVersion: l.ProtocolVersion, Pages: l.Pages}
+	out := &Listing{Tools: l.Tools, Metas: l.Metas, ToolMetas: l.ToolMetas, Live: true, Instructions: l.Instructions,
+		ServerName: l.ServerName, ServerVersion: l.ServerVersion, ProtocolVersion: l.ProtocolVersion, Pages: l.Pages,
+		Prompts: l.Prompts, Resources: l.Resources, Templates: l.Templates}
+	if l.Offers.Prompts {
+		out.Listed = append(out.Listed, pin.ItemPrompt)
+	}
+	if l.Offers.Resources {
+		out.Listed = append(out.Listed, pin.ItemResource, pin.ItemTemplate)
+	}
+	return out
+}
+
+// itemWord names an item kind in messages.
+func itemWord(item string) string {
+	switch item {
+	case pin.ItemTool:
+		return "tool"
+	case pin.ItemTemplate:
+		return "resource template"
+	}
+	return item
 }

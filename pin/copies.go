@@ -3,6 +3,7 @@ package pin
 import (
 	"bytes"
 	"errors"
+	"strings"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -31,7 +32,7 @@ func (c *copyCache) wholeCopyOf(server string) (bool, error) {
 	same := true
 	for i := range c.o.Tools {
 		t := &c.o.Tools[i]
-		p, err := getPin(c.tx, server, t.Name)
+		p, err := getItem(c.tx, server, t.Item, t.Name)
 		if err != nil {
 			return false, err
 		}
@@ -68,6 +69,9 @@ func (c *copyCache) scan() (*pinScan, error) {
 			return nil, damagedError("pin key", k, errors.New("no server/tool separator"))
 		}
 		server, name := string(k[:i]), string(k[i+1:])
+		if strings.HasPrefix(name, "\x01") {
+			continue // a prompt, resource or resource template: not a tool name
+		}
 		if _, seen := ps.servers[name]; !seen {
 			sk := skeletonOf(name)
 			ps.skeletons[sk] = append(ps.skeletons[sk], name)

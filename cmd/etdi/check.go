@@ -284,13 +284,13 @@ func printCheck(w io.Writer, rep *checkReport) {
 	}
 	printFindingsWith(w, rep.Findings, rep.defs)
 	for _, a := range rep.Approved {
-		say(w, "approved %s/%s %s\n", a.Pin.Server, toolLabel(pin.ToolState{Name: a.Pin.Tool, Version: a.Pin.Version}), a.Pin.Digest)
+		say(w, "approved %s/%s %s\n", a.Pin.Server, toolLabel(pin.ToolState{Item: a.Pin.Item, Name: a.Pin.Tool, Version: a.Pin.Version}), a.Pin.Digest)
 	}
 }
 
 func toolLabel(t pin.ToolState) string {
 	if t.Version == "" {
-		return t.Name
+		return pin.ItemRef(t.Item, t.Name)
 	}
 	return etdi.SubjectName(t.Name, t.Version)
 }

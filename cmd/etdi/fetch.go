@@ -8,6 +8,7 @@ import (
 	"github.com/etdi-dev/etdi"
 	"github.com/etdi-dev/etdi/guard"
 	"github.com/etdi-dev/etdi/internal/atomicfile"
+	"github.com/etdi-dev/etdi/pin"
 	"github.com/spf13/cobra"
 )
 
@@ -22,7 +23,10 @@ tool as one tools/list result ({"tools": [...]}), the file that --tools takes
 (verify, check, pin approve, diff, digest, manifest init). Each tool is
 written in its canonical form (RFC 8785), which has the same digest as the
 definition the server sent. An in-band bundle the server carries is kept
-under _meta["dev.etdi/bundle"], so checking the file finds it.
+under _meta["dev.etdi/bundle"], so checking the file finds it. When the
+server offers prompts or resources, its prompts, resources and resource
+templates are written beside the tools ("prompts", "resources",
+"resourceTemplates"), so checking the file pins them too.
 
 Nothing is verified or approved here: fetch only records what the server
 serves. With --config, --name picks the entry when the file has several.`,
@@ -53,10 +57,12 @@ serves. With --config, --name picks the entry when the file has several.`,
 			// digest of what the server served: the file must say exactly
 			// that. One tool at a time, so checking costs no second copy of
 			// the listing.
-			for _, tool := range l.Tools {
-				v, err := etdi.ParseJSON(tool.Canonical)
-				if err != nil || etdi.DefinitionDigest(v) != tool.Digest {
-					return fmt.Errorf("server %s: tool %q does not read back with its digest (%v)", t.label, tool.Name, err)
+			for _, list := range [][]etdi.LiveTool{l.Tools, l.Prompts, l.Resources, l.Templates} {
+				for _, tool := range list {
+					v, err := etdi.ParseJSON(tool.Canonical)
+					if err != nil || etdi.DefinitionDigest(v) != tool.Digest {
+						return fmt.Errorf("server %s: %q does not read back with its digest (%v)", t.label, tool.Name, err)
+					}
 				}
 			}
 			inband, err := etdi.InbandBundle(append(append([]*etdi.Value{}, l.Metas...), l.ToolMetas...))
@@ -66,15 +72,25 @@ serves. With --config, --name picks the entry when the file has several.`,
 			// The listing is written as it is, tool by tool: no second copy.
 			write := func(w io.Writer) error {
 				bw := bufio.NewWriter(w)
-				bw.WriteString("{\"tools\": [")
-				for i, tool := range l.Tools {
-					if i > 0 {
-						bw.WriteByte(',')
+				list := func(member string, entries []etdi.LiveTool) {
+					fmt.Fprintf(bw, "%q: [", member)
+					for i, tool := range entries {
+						if i > 0 {
+							bw.WriteByte(',')
+						}
+						bw.WriteString("\n  ")
+						bw.Write(tool.Canonical)
 					}
-					bw.WriteString("\n  ")
-					bw.Write(tool.Canonical)
+					bw.WriteString("\n]")
 				}
-				bw.WriteString("\n]")
+				bw.WriteString("{")
+				list("tools", l.Tools)
+				lists := map[string][]etdi.LiveTool{pin.ItemPrompt: l.Prompts, pin.ItemResource: l.Resources, pin.ItemTemplate: l.Templates}
+				members := map[string]string{pin.ItemPrompt: "prompts", pin.ItemResource: "resources", pin.ItemTemplate: "resourceTemplates"}
+				for _, item := range l.Listed {
+					bw.WriteString(",\n")
+					list(members[item], lists[item])
+				}
 				if inband != nil {
 					fmt.Fprintf(bw, ",\n\"_meta\": {%q: %s}", etdi.MetaBundleKey, inband)
 				}

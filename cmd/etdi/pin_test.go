@@ -97,6 +97,10 @@ func kindsOf(t *testing.T, out string) []string {
 	var k []string
 	for _, f := range co.Servers[0].Findings {
 		if f.Severity == "error" {
+			if f.Item != "" { // a prompt, resource or resource template
+				k = append(k, string(f.Kind)+":"+f.Item)
+				continue
+			}
 			k = append(k, string(f.Kind))
 		}
 	}

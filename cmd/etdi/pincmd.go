@@ -93,7 +93,7 @@ an operational error, 2 a usage error. --json prints the same code as
 				if a.Replaced != "" {
 					what, replacing = "re-approved", " (replacing "+a.Replaced+")"
 				}
-				label := a.Pin.Tool
+				label := pin.ItemRef(a.Pin.Item, a.Pin.Tool)
 				if a.Pin.Version != "" {
 					label = etdi.SubjectName(a.Pin.Tool, a.Pin.Version)
 				}

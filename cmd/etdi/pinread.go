@@ -95,28 +95,42 @@ func (e *env) pinShowCmd() *cobra.Command {
 	var pf pinFlags
 	var asJSON bool
 	cmd := &cobra.Command{
-		Use:   "show SERVER/TOOL",
+		Use:   "show SERVER/TOOL | SERVER/prompt:NAME | SERVER/resource:URI",
 		Short: "Show one pin with its approved definition and its revocations",
 		Long: `Show one pin: version, digest, signer, provider, permissions, who
 approved it and when, the revocations about it (of the tool, of one of its
 versions, or of the key that signed it: who, when and why) and the
-approved definition. --json prints the pin with "revoked" and
-"revocations".`,
+approved definition. A prompt, resource or resource template is named as
+pin list shows it (acme:weather/prompt:weather_report). --json prints the
+pin with "revoked" and "revocations".`,
 		Example: `  etdi pin show acme:weather/get_weather`,
 		Args:    exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			server, tool, _, err := pin.ParseRef(args[0])
-			if err != nil {
-				return &usageError{err}
-			}
+			server, tool, _, perr := pin.ParseRef(args[0])
 			s, err := pf.open(true)
 			if err != nil {
 				return err
 			}
 			defer s.Close()
-			p, err := s.Get(server, tool)
-			if err != nil {
-				return err
+			var p *pin.Pin
+			if perr == nil {
+				if p, err = s.Get(server, tool); err != nil {
+					return err
+				}
+			}
+			if p == nil { // a prompt, resource or resource template, by its ref
+				pins, err := s.List()
+				if err != nil {
+					return err
+				}
+				for i := range pins {
+					if pins[i].Item != pin.ItemTool && pins[i].Ref() == args[0] {
+						p = &pins[i]
+					}
+				}
+			}
+			if p == nil && perr != nil {
+				return &usageError{perr}
 			}
 			if p == nil {
 				return fmt.Errorf("no pin %s", args[0])
@@ -182,7 +196,8 @@ func (e *env) pinHistoryCmd() *cobra.Command {
 			defer s.Close()
 			recs := []pin.Record{}
 			err = s.Records(func(_ []byte, r *pin.Record) error {
-				if (server == "" || r.Server == server) && (tool == "" || r.Tool == tool) || r.Server == whole {
+				if (server == "" || r.Server == server) && (tool == "" || r.Tool == tool) || r.Server == whole ||
+					(r.Item != pin.ItemTool && r.Server+"/"+pin.ItemRef(r.Item, r.Tool) == whole) {
 					recs = append(recs, *r)
 				}
 				return nil
@@ -207,7 +222,7 @@ func (e *env) pinHistoryCmd() *cobra.Command {
 func historyLine(r *pin.Record) string {
 	target := r.Server
 	if r.Tool != "" {
-		target += "/" + r.Tool
+		target += "/" + pin.ItemRef(r.Item, r.Tool)
 	}
 	if r.Version != "" {
 		target += "@" + r.Version

@@ -4,6 +4,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/etdi-dev/etdi/pin"
 	"github.com/etdi-dev/etdi/verify"
 )
 
@@ -95,7 +96,7 @@ func sarifLog(out *checkOutput) *sarifDoc {
 				continue
 			}
 			run.Results = append(run.Results, sarifResult{RuleID: "etdi/" + string(f.Kind), Level: levelOf(f).SARIF,
-				Message: sarifMessage{f.Message}, Locations: locations(rep, f.Tool), Properties: f})
+				Message: sarifMessage{f.Message}, Locations: locations(rep, pin.ItemRef(f.Item, f.Tool)), Properties: f})
 		}
 	}
 	return &sarifDoc{Schema: "https://json.schemastore.org/sarif-2.1.0.json", Version: "2.1.0", Runs: []sarifRun{run}}

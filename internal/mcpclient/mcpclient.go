@@ -69,7 +69,16 @@ type Listing struct {
 	// ToolMetas are the _meta objects of tools that have one.
 	ToolMetas []*etdi.Value `json:"-"`
 	Pages     int           `json:"pages"`
+	// Prompts, Resources and Templates are the entries of prompts/list,
+	// resources/list and resources/templates/list, listed when the
+	// server's capabilities offer prompts or resources (Offers).
+	Prompts, Resources, Templates []etdi.LiveTool `json:"-"`
+	// Offers says what the initialize answer's capabilities offer.
+	Offers Offers `json:"-"`
 }
+
+// Offers are the lists besides tools that a server's capabilities offer.
+type Offers struct{ Prompts, Resources bool }
 
 // ServerError reports a server that could not be listed. Stderr holds the
 // end of what the server wrote to standard error, if it is a process.
@@ -192,53 +201,106 @@ func list(ctx context.Context, conn conn, opts Options, initialized func(string)
 	if err := c.notify(ctx, "notifications/initialized"); err != nil {
 		return nil, &ServerError{Stage: "initialize", Err: err}
 	}
+	if err := ListAll(ctx, c.call, l, opts.MaxPages); err != nil {
+		var se *ServerError
+		if errors.As(err, &se) && errors.Is(se.Err, context.DeadlineExceeded) {
+			se.Err = fmt.Errorf("not done within %s: %w", opts.Timeout, se.Err)
+		}
+		return nil, err
+	}
+	return l, nil
+}
+
+// Caller sends one request and returns the raw result of its answer, or
+// an error (an error answer included).
+type Caller func(ctx context.Context, method string, params json.RawMessage) ([]byte, error)
+
+// ListAll follows tools/list to its end and, as l.Offers says, prompts/list,
+// resources/list and resources/templates/list, filling l. The JSON values
+// of every page of every list count against one bound (MaxFetchNodes);
+// each list has at most maxPages pages and etdi.MaxTools entries; a
+// cursor seen before in a list is an error (it loops). Errors are
+// *ServerError naming the list's method.
+func ListAll(ctx context.Context, call Caller, l *Listing, maxPages int) error {
+	nodes := 0 // JSON values of all pages of all lists
+	lists := []etdi.List{etdi.ListTools}
+	if l.Offers.Prompts {
+		lists = append(lists, etdi.ListPrompts)
+	}
+	if l.Offers.Resources {
+		lists = append(lists, etdi.ListResources, etdi.ListTemplates)
+	}
+	for _, list := range lists {
+		items, metas, itemMetas, pages, err := listPages(ctx, call, list, maxPages, &nodes)
+		if err != nil {
+			return err
+		}
+		switch list {
+		case etdi.ListTools:
+			l.Tools, l.Metas, l.ToolMetas, l.Pages = items, metas, itemMetas, pages
+		case etdi.ListPrompts:
+			l.Prompts = items
+		case etdi.ListResources:
+			l.Resources = items
+		case etdi.ListTemplates:
+			l.Templates = items
+		}
+	}
+	return nil
+}
+
+// listPages follows one list to its end.
+func listPages(ctx context.Context, call Caller, list etdi.List, maxPages int, nodes *int) (items []etdi.LiveTool, metas, itemMetas []*etdi.Value, pages int, err error) {
+	fail := func(err error) error { return &ServerError{Stage: list.Method, Err: err} }
 	seen := map[string]bool{}
 	cursor := ""
-	nodes := 0 // JSON values of all pages
 	for {
-		if l.Pages >= opts.MaxPages {
-			return nil, &ServerError{Stage: "tools/list", Err: fmt.Errorf("more than %d pages", opts.MaxPages)}
+		if pages >= maxPages {
+			return nil, nil, nil, 0, fail(fmt.Errorf("more than %d pages", maxPages))
 		}
 		p := json.RawMessage(`{}`)
 		if cursor != "" {
 			cb, _ := json.Marshal(map[string]string{"cursor": cursor})
 			p = cb
 		}
-		res, err := c.call(ctx, "tools/list", p)
+		res, err := call(ctx, list.Method, p)
 		if err != nil {
-			if errors.Is(err, context.DeadlineExceeded) {
-				err = fmt.Errorf("not done within %s: %w", opts.Timeout, err)
-			}
-			return nil, &ServerError{Stage: "tools/list", Err: err}
+			return nil, nil, nil, 0, fail(err)
 		}
-		l.Pages++
-		page, err := etdi.ParseToolsListPage(res, nodes, MaxFetchNodes)
+		pages++
+		page, err := etdi.ParseListPage(res, list, *nodes, MaxFetchNodes)
 		if err != nil {
-			return nil, &ServerError{Stage: "tools/list", Err: fmt.Errorf("page %d: %w", l.Pages, err)}
+			return nil, nil, nil, 0, fail(fmt.Errorf("page %d: %w", pages, err))
 		}
-		nodes += page.Nodes
-		l.Tools = append(l.Tools, page.Tools...)
-		if len(l.Tools) > etdi.MaxTools {
-			return nil, &ServerError{Stage: "tools/list", Err: fmt.Errorf("more than %d tools", etdi.MaxTools)}
+		*nodes += page.Nodes
+		items = append(items, page.Tools...)
+		if len(items) > etdi.MaxTools {
+			return nil, nil, nil, 0, fail(fmt.Errorf("more than %d %s", etdi.MaxTools, list.Member))
 		}
 		if page.Meta != nil {
-			l.Metas = append(l.Metas, page.Meta)
+			metas = append(metas, page.Meta)
 		}
-		l.ToolMetas = append(l.ToolMetas, page.ToolMetas...)
+		itemMetas = append(itemMetas, page.ToolMetas...)
 		next := page.NextCursor
 		if next == nil || next.Kind == etdi.Null || (next.Kind == etdi.String && next.Str == "") {
-			break
+			return items, metas, itemMetas, pages, nil
 		}
 		if next.Kind != etdi.String {
-			return nil, &ServerError{Stage: "tools/list", Err: fmt.Errorf("page %d: nextCursor is a %s", l.Pages, next.Kind)}
+			return nil, nil, nil, 0, fail(fmt.Errorf("page %d: nextCursor is a %s", pages, next.Kind))
 		}
 		if seen[next.Str] {
-			return nil, &ServerError{Stage: "tools/list", Err: fmt.Errorf("page %d: nextCursor %q repeats: the listing loops", l.Pages, clip(next.Str))}
+			return nil, nil, nil, 0, fail(fmt.Errorf("page %d: nextCursor %q repeats: the listing loops", pages, clip(next.Str)))
 		}
 		seen[next.Str] = true
 		cursor = next.Str
 	}
-	return l, nil
+}
+
+// ParseInitialize reads an initialize answer: the negotiated protocol
+// version, serverInfo, capabilities and instructions.
+func ParseInitialize(res []byte) (*Listing, error) {
+	l := &Listing{}
+	return l, parseInitialize(res, l)
 }
 
 func parseInitialize(res []byte, l *Listing) error {
@@ -261,6 +323,10 @@ func parseInitialize(res []byte, l *Listing) error {
 		if n := si.Get("version"); n != nil && n.Kind == etdi.String {
 			l.ServerVersion = n.Str
 		}
+	}
+	if caps := v.Get("capabilities"); caps != nil && caps.Kind == etdi.Object {
+		l.Offers.Prompts = caps.Get("prompts") != nil
+		l.Offers.Resources = caps.Get("resources") != nil
 	}
 	if in := v.Get("instructions"); in != nil {
 		if in.Kind != etdi.String {
