@@ -146,3 +146,14 @@ func itemWord(item string) string {
 	}
 	return item
 }
+
+// List lists a server over a connection the caller opened (SDKConn makes
+// one of a go-sdk connection): initialize, then every list, as Fetch does.
+// The connection is not closed.
+func List(ctx context.Context, c Conn, o FetchOptions) (*Listing, error) {
+	l, err := mcpclient.ListSession(ctx, c, mcpclient.Options{StartTimeout: o.StartTimeout, Timeout: o.Timeout, ClientVersion: o.ClientVersion})
+	if err != nil {
+		return nil, err
+	}
+	return fromClient(l), nil
+}

@@ -381,7 +381,7 @@ func migrate3(tx *bolt.Tx) error {
 // escapes every quote inside a string, so the patterns only match these
 // fields.
 // A record of another shape is decoded rather than skipped. With nil
-// fields, every record but a finding is.
+// fields, every record but a finding or a call is.
 func aboutServer(data, serverField []byte) bool {
 	const typeField = `"type":"`
 	head := data[:min(len(data), 160)]
@@ -396,7 +396,7 @@ func aboutServer(data, serverField []byte) bool {
 	}
 	typ, rest := string(rest[:j]), rest[j+1:]
 	switch typ {
-	case RecordFinding:
+	case RecordFinding, RecordCall:
 		return false
 	case RecordApprove, RecordReapprove:
 		return bytes.HasPrefix(rest, serverField)

@@ -134,6 +134,8 @@ func mayConcern(data, serverField []byte) bool {
 		return true
 	}
 	switch string(rest[:j]) {
+	case RecordCall:
+		return false // a call is neither a finding nor a decision
 	case RecordFinding, RecordApprove, RecordReapprove:
 		rest = rest[j+1:]
 		n := len(serverField)

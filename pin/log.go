@@ -23,6 +23,7 @@ const (
 	RecordReapprove = "reapprove" // approval replacing an earlier pin
 	RecordRevoke    = "revoke"    // a revocation
 	RecordFinding   = "finding"   // a finding detected by check
+	RecordCall      = "call"      // a tools/call through etdi run --audit-calls
 )
 
 // Record is one entry of the history.
@@ -49,6 +50,14 @@ type Record struct {
 	Permissions []etdi.Permission `json:"permissions,omitempty"`
 	// Replaced is what a re-approval replaced: "version digest".
 	Replaced string `json:"replaced,omitempty"`
+	// Arguments is the SHA-256 of a call's arguments in RFC 8785 form
+	// ("sha256:..."; "raw-sha256:..." of the bytes sent when they are not
+	// JSON of §2's profile); Outcome is "forwarded", "blocked" or "error";
+	// DurationMicros is the time from the call to its answer. A call
+	// record never holds the arguments or the result.
+	Arguments      string `json:"arguments,omitempty"`
+	Outcome        string `json:"outcome,omitempty"`
+	DurationMicros int64  `json:"durationMicros,omitempty"`
 }
 
 // LogError reports a record that fails verification.

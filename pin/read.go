@@ -129,6 +129,17 @@ func (s *Store) List() ([]Pin, error) {
 	return out, err
 }
 
+// Server returns what the database holds about a server, or nil.
+func (s *Store) Server(key string) (*ServerInfo, error) {
+	var info *ServerInfo
+	err := s.view(func(tx *bolt.Tx) error {
+		var err error
+		info, err = serverInfo(tx, key)
+		return err
+	})
+	return info, err
+}
+
 // Servers returns every server.
 func (s *Store) Servers() ([]ServerInfo, error) {
 	var out []ServerInfo

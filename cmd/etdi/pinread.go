@@ -244,6 +244,9 @@ func historyLine(r *pin.Record) string {
 	if r.By != "" {
 		parts = append(parts, "by "+r.By)
 	}
+	if r.Outcome != "" {
+		parts = append(parts, fmt.Sprintf("%s in %s, arguments %s", r.Outcome, time.Duration(r.DurationMicros)*time.Microsecond, r.Arguments))
+	}
 	if r.Type != pin.RecordApprove && r.Type != pin.RecordReapprove && r.Message != "" {
 		parts = append(parts, "- "+r.Message)
 	}

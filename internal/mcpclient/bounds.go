@@ -88,9 +88,15 @@ func (br *budgetReader) Read(p []byte) (int, error) {
 // than the budget allows. Each line is a fresh slice.
 type lineReader struct {
 	r *bufio.Reader
+	// max, if set, bounds one line: a longer one is ErrMessageTooLarge.
+	max int
 }
 
-func newLineReader(r io.Reader) *lineReader { return &lineReader{bufio.NewReaderSize(r, 64<<10)} }
+// ErrMessageTooLarge reports a message longer than a session allows
+// (MaxMessage); the connection cannot be read past it.
+var ErrMessageTooLarge = fmt.Errorf("the server sent a message longer than %d bytes", MaxMessage)
+
+func newLineReader(r io.Reader) *lineReader { return &lineReader{r: bufio.NewReaderSize(r, 64<<10)} }
 
 // next returns the next line without its end of line (\n or \r\n). At the
 // end of the input a last unterminated line is returned; after it, io.EOF.
@@ -103,6 +109,9 @@ func (lr *lineReader) next() ([]byte, error) {
 	for {
 		chunk, err := lr.r.ReadSlice('\n')
 		p.add(chunk)
+		if lr.max > 0 && p.n > lr.max+2 { // the end of line does not count
+			return nil, ErrMessageTooLarge
+		}
 		if err == bufio.ErrBufferFull {
 			continue
 		}

@@ -146,7 +146,7 @@ func Stdio(ctx context.Context, argv []string, env []string, dir string, opts Op
 	defer cancel()
 	defer onInterrupt(cancel)() // runs after the server is ended below
 	b := newBudget(MaxFetchBytes)
-	c, err := startStdio(ctx, argv, env, dir, b)
+	c, err := startStdio(ctx, argv, env, dir, b, nil, 0)
 	if err != nil {
 		return nil, &ServerError{Stage: "start", Err: err}
 	}
@@ -222,7 +222,6 @@ type Caller func(ctx context.Context, method string, params json.RawMessage) ([]
 // cursor seen before in a list is an error (it loops). Errors are
 // *ServerError naming the list's method.
 func ListAll(ctx context.Context, call Caller, l *Listing, maxPages int) error {
-	nodes := 0 // JSON values of all pages of all lists
 	lists := []etdi.List{etdi.ListTools}
 	if l.Offers.Prompts {
 		lists = append(lists, etdi.ListPrompts)
@@ -230,6 +229,12 @@ func ListAll(ctx context.Context, call Caller, l *Listing, maxPages int) error {
 	if l.Offers.Resources {
 		lists = append(lists, etdi.ListResources, etdi.ListTemplates)
 	}
+	return ListLists(ctx, call, lists, l, maxPages)
+}
+
+// ListLists follows each of lists to its end, as ListAll does, filling l.
+func ListLists(ctx context.Context, call Caller, lists []etdi.List, l *Listing, maxPages int) error {
+	nodes := 0 // JSON values of all pages of all lists
 	for _, list := range lists {
 		items, metas, itemMetas, pages, err := listPages(ctx, call, list, maxPages, &nodes)
 		if err != nil {

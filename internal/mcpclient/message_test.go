@@ -44,3 +44,42 @@ func TestDecodeMessage(t *testing.T) {
 		t.Fatalf("refusal %s", got)
 	}
 }
+
+func TestMessageEdits(t *testing.T) {
+	obj := []byte(`{ "protocolVersion":"2025-06-18", "instructions" : "Use \"x\"}", "serverInfo":{"name":"s"} }`)
+	if got := string(WithoutMember(obj, "instructions")); got != `{ "protocolVersion":"2025-06-18", "serverInfo":{"name":"s"} }` {
+		t.Errorf("middle member: %s", got)
+	}
+	if got := string(WithoutMember([]byte(`{"instructions":"x"}`), "instructions")); got != `{}` {
+		t.Errorf("only member: %s", got)
+	}
+	if got := string(WithoutMember([]byte(`{"a":1,"instructions":"x"}`), "instructions")); got != `{"a":1}` {
+		t.Errorf("last member: %s", got)
+	}
+	if got := string(WithoutMember(obj, "none")); got != string(obj) {
+		t.Errorf("no such member: %s", got)
+	}
+	page := []byte(`{"tools": [ {"name":"a","d":"]"} , {"name":"b"},{"name":"c"} ], "nextCursor":"2","_meta":{"k":[1]}}`)
+	got, err := KeepElements(page, "tools", func(i int) bool { return i != 1 })
+	if err != nil || string(got) != `{"tools": [{"name":"a","d":"]"},{"name":"c"}], "nextCursor":"2","_meta":{"k":[1]}}` {
+		t.Errorf("keep 0 and 2: %s %v", got, err)
+	}
+	got, err = KeepElements(page, "tools", func(int) bool { return false })
+	if err != nil || string(got) != `{"tools": [], "nextCursor":"2","_meta":{"k":[1]}}` {
+		t.Errorf("keep none: %s %v", got, err)
+	}
+	if _, err := KeepElements(page, "nextCursor", func(int) bool { return true }); err == nil {
+		t.Error("a string is not an array")
+	}
+	if string(Member(page, "nextCursor")) != `"2"` || Member(page, "x") != nil {
+		t.Error("Member")
+	}
+	for _, tc := range [][2]string{{"1", "1.0"}, {"1", "1e0"}, {`"a"`, `"\u0061"`}} {
+		if IDKey([]byte(tc[0])) != IDKey([]byte(tc[1])) {
+			t.Errorf("ids %s and %s differ", tc[0], tc[1])
+		}
+	}
+	if IDKey([]byte("1")) == IDKey([]byte(`"1"`)) {
+		t.Error("a number and a string are different ids")
+	}
+}

@@ -53,8 +53,10 @@ type lineResult struct {
 	err  error
 }
 
-// startStdio starts the server with its three pipes.
-func startStdio(ctx context.Context, argv, env []string, dir string, b *budget) (*stdioConn, error) {
+// startStdio starts the server with its three pipes. Everything it writes
+// to stderr is kept (the last 4 KiB) and, if stderr is not nil, copied
+// there; maxLine, if set, bounds each line it writes to stdout.
+func startStdio(ctx context.Context, argv, env []string, dir string, b *budget, stderr io.Writer, maxLine int) (*stdioConn, error) {
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = env
 	cmd.Dir = dir
@@ -104,16 +106,21 @@ func startStdio(ctx context.Context, argv, env []string, dir string, b *budget) 
 		close(c.reaped)
 	}()
 	go func() {
-		io.Copy(c.tail, errR)
+		var w io.Writer = c.tail
+		if stderr != nil {
+			w = io.MultiWriter(c.tail, stderr)
+		}
+		io.Copy(w, errR)
 		close(c.errDone)
 	}()
-	go c.readLines(b.reader(outR))
+	go c.readLines(b.reader(outR), maxLine)
 	go c.writeAnswers()
 	return c, nil
 }
 
-func (c *stdioConn) readLines(r io.Reader) {
+func (c *stdioConn) readLines(r io.Reader, maxLine int) {
 	lr := newLineReader(r)
+	lr.max = maxLine
 	for {
 		line, err := lr.next()
 		if err == nil && len(bytes.TrimSpace(line)) == 0 {

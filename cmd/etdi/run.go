@@ -1,0 +1,289 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/etdi-dev/etdi/guard"
+	"github.com/etdi-dev/etdi/internal/identity"
+	"github.com/etdi-dev/etdi/internal/redact"
+	"github.com/etdi-dev/etdi/internal/termtext"
+	"github.com/etdi-dev/etdi/verify"
+	"github.com/spf13/cobra"
+)
+
+// runFlags are the flags of etdi run.
+type runFlags struct {
+	policy, bundle, name, url, listen string
+	headers, headerEnv                []string
+	timeout                           time.Duration
+	audit                             bool
+}
+
+func (e *env) runCmd() *cobra.Command {
+	var f runFlags
+	var pf pinFlags
+	cmd := &cobra.Command{
+		Use:   "run [--trust F] [--pins P] [--bundle B] [--name N] (-- CMD ARGS... | --url URL [--header \"Name: value\"])",
+		Short: "Run a server behind a gate: the host sees only approved tools and calls nothing else",
+		Long: `Run an MCP server behind etdi's runtime gate. A host launches etdi run
+instead of the server (etdi wrap rewrites host configurations to do so):
+etdi starts the server (-- CMD ARGS...) or connects to a Streamable HTTP
+server (--url), speaks stdio with the host, and relays the session, so
+what the host uses is what etdi verified (SPEC.md §25):
+
+- initialize is relayed as the host sent it; before its answer reaches the
+  host, etdi lists the server itself, on the same connection, and checks
+  the listing as etdi check does. Instructions that are not the approved
+  ones are withheld.
+- every tools/list, prompts/list, resources/list and
+  resources/templates/list answer is verified and compared with the pins,
+  page by page; what is not approved and unchanged is removed.
+- a tools/call (or prompts/get) of anything not in the last list the host
+  received from etdi, or no longer approved, is answered with JSON-RPC
+  error -32090 and never reaches the server; its data names the finding
+  kind and the command that reviews it.
+- on notifications/tools/list_changed etdi lists the server again before
+  it relays the notification, and blocks what changed.
+- what was withheld is told to the host (notifications/message, level
+  warning) and written to standard error for the host's log.
+
+Nothing is approved here: review and approve with etdi check --approve or
+etdi pin approve. The pin database is opened only for a moment at a time,
+so many gates and etdi check share it. --audit-calls records each
+tools/call in the history (tool, pinned digest, SHA-256 of the arguments,
+outcome, duration; never the arguments or results).
+
+Exit codes: 0 when the host ended the session, 1 when the server ended it
+or etdi could not start (an unreadable trust policy, a server that cannot
+be started), 2 usage.`,
+		Example: `  etdi run --name weather -- node server.js
+  etdi run --name remote --url https://mcp.example.com/mcp --header-env Authorization=MCP_TOKEN
+  etdi run --audit-calls --name files -- npx -y @modelcontextprotocol/server-filesystem@2026.8.31 ~/notes`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return e.runGate(cmd, &f, &pf, args)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.policy, "trust", e.defaultTrust(), "trust policy file ($ETDI_TRUST)")
+	fl.StringVar(&f.bundle, "bundle", "", "the provider's signed bundle (default: the one the server carries in-band, if any)")
+	fl.StringVar(&f.name, "name", "", "the name a server without a bundle is pinned under (etdi wrap gives the config entry's name)")
+	fl.StringVar(&f.url, "url", "", "a Streamable HTTP server, instead of a command after --")
+	fl.StringArrayVar(&f.headers, "header", nil, "HTTP header for --url, \"Name: value\" (repeatable; visible in process listings: prefer --header-env)")
+	fl.StringArrayVar(&f.headerEnv, "header-env", nil, "HTTP header for --url whose value is in an environment variable, Name=VARIABLE (repeatable)")
+	fl.DurationVar(&f.timeout, "timeout", 60*time.Second, "how long etdi's own listing of the server may take")
+	fl.BoolVar(&f.audit, "audit-calls", false, "record every tools/call in the history (never the arguments or results)")
+	pf.register(fl, e)
+	pf.registerBy(fl)
+	return cmd
+}
+
+// runGate runs the session.
+func (e *env) runGate(cmd *cobra.Command, f *runFlags, pf *pinFlags, args []string) error {
+	dash := cmd.ArgsLenAtDash()
+	var argv []string
+	switch {
+	case dash >= 0 && f.url != "":
+		return usagef("give either -- CMD ARGS... or --url URL, not both")
+	case dash >= 0:
+		argv = args[dash:]
+		if len(argv) == 0 {
+			return usagef("nothing after --: give the server command, e.g. etdi run --name weather -- node server.js")
+		}
+	case f.url == "":
+		return usagef("give the server: -- CMD ARGS... or --url URL")
+	case len(args) > 0:
+		return usagef("unexpected arguments %q (a server command goes after --)", args)
+	}
+	var secrets redact.Set
+	srv := guard.Server{Command: argv, Env: os.Environ()}
+	opts := guard.GateOptions{Timeout: f.timeout, AuditCalls: f.audit}
+	if f.url != "" {
+		h := http.Header{}
+		for i, kv := range f.headers {
+			k, v, ok := strings.Cut(kv, ":")
+			if !ok || strings.TrimSpace(k) == "" {
+				return usagef("--header #%d (%d bytes, not shown): want \"Name: value\"", i+1, len(kv))
+			}
+			h.Add(strings.TrimSpace(k), strings.TrimSpace(v))
+		}
+		for _, kv := range f.headerEnv {
+			k, variable, ok := strings.Cut(kv, "=")
+			if !ok || strings.TrimSpace(k) == "" || variable == "" {
+				return usagef("--header-env %q: want Name=VARIABLE", kv)
+			}
+			v, ok := e.lookupEnv(variable)
+			if !ok || v == "" {
+				return fmt.Errorf("--header-env %s: environment variable %s is not set", k, variable)
+			}
+			h.Add(strings.TrimSpace(k), v)
+		}
+		srv = guard.Server{URL: f.url, Header: h}
+		secrets.AddURL(f.url)
+		for _, vs := range h {
+			secrets.Add(vs...)
+		}
+		opts.Credentials = guard.URLCredentials(f.url, h)
+	} else {
+		secrets.AddArgs(argv)
+		opts.Credentials = guard.CommandCredentials(argv)
+	}
+	env := map[string]string{}
+	for _, kv := range os.Environ() {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			env[k] = v
+		}
+	}
+	opts.Credentials = append(opts.Credentials, guard.EnvCredentials(env)...)
+	for _, c := range opts.Credentials {
+		secrets.Add(c.Value)
+	}
+	name := f.name
+	if name == "" {
+		if len(argv) > 0 {
+			name = identity.CommandFor(argv, "", &secrets)
+		} else if name = identity.URL(f.url); secrets.Holds(name) {
+			name = ""
+		}
+	}
+	p, err := loadPolicy(f.policy)
+	if err != nil {
+		return err // fail closed: no policy, no session
+	}
+	opts.Policy, opts.Name, opts.Pins, opts.LockTimeout, opts.By = p, name, pf.path, pf.lockTimeout, pf.who()
+	opts.Tokens = func() verify.TokenVerifier { return e.tokenVerifier(time.Time{}) }
+	if f.bundle != "" {
+		data, err := e.readInput(f.bundle)
+		if err != nil {
+			return err
+		}
+		if err := notABundle(f.bundle, data); err != nil {
+			return err
+		}
+		opts.Bundle, opts.BundleSource = data, f.bundle
+	}
+	opts.Review = reviewCommand(cmd, name, argv, f.url, &secrets)
+	var logMu sync.Mutex
+	opts.Log = func(line string) {
+		logMu.Lock()
+		defer logMu.Unlock()
+		fmt.Fprintln(e.stderr, secrets.String(line))
+	}
+	gate, err := guard.NewGate(opts)
+	if err != nil {
+		return err
+	}
+	stderr := &lineEscaper{w: e.stderr, secrets: &secrets, mu: &logMu}
+	server, err := guard.StartServer(srv, stderr)
+	if err != nil {
+		return secrets.Error(fmt.Errorf("starting the server: %w", err))
+	}
+	ctx, stop := signal.NotifyContext(e.ctx, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	defer stop()
+	host := guard.StreamConn(e.stdin, e.stdout, func() error {
+		if c, ok := e.stdin.(io.Closer); ok && e.stdin != os.Stdin {
+			return c.Close()
+		}
+		return nil
+	})
+	err = gate.Run(ctx, host, server)
+	stderr.flush()
+	if err != nil {
+		if errors.Is(err, context.Canceled) {
+			return nil // interrupted: the server was ended
+		}
+		return secrets.Error(err)
+	}
+	return nil
+}
+
+// reviewCommand is the etdi check command that reviews what the gate
+// blocks, without secrets.
+func reviewCommand(cmd *cobra.Command, name string, argv []string, url string, secrets *redact.Set) string {
+	parts := []string{"etdi check"}
+	for _, fl := range []string{"trust", "pins", "bundle"} {
+		if f := cmd.Flags().Lookup(fl); f != nil && f.Changed {
+			parts = append(parts, "--"+fl+" "+shellQuote(f.Value.String()))
+		}
+	}
+	if name != "" {
+		parts = append(parts, "--name "+shellQuote(name))
+	}
+	parts = append(parts, "--approve")
+	if url != "" {
+		parts = append(parts, "--url "+shellQuote(redact.URL(url)))
+	} else {
+		parts = append(parts, "--server --")
+		for _, a := range redact.Args(argv) {
+			parts = append(parts, shellQuote(a))
+		}
+	}
+	return secrets.String(strings.Join(parts, " "))
+}
+
+// shellQuote quotes s for a POSIX shell when it needs it.
+func shellQuote(s string) string {
+	if s != "" && strings.IndexFunc(s, func(r rune) bool {
+		return !(r == '-' || r == '_' || r == '.' || r == '/' || r == ':' || r == '=' || r == '@' || r == '+' || r == ',' ||
+			(r >= '0' && r <= '9') || (r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z'))
+	}) < 0 {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// lineEscaper passes a server's stderr on to etdi's, line by line, with
+// secrets masked and every line escaped for a terminal; a line is cut at
+// 64 KiB.
+type lineEscaper struct {
+	w       io.Writer
+	secrets *redact.Set
+	mu      *sync.Mutex
+	buf     []byte
+}
+
+func (l *lineEscaper) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.buf = append(l.buf, p...)
+	for {
+		i := bytes.IndexByte(l.buf, '\n')
+		if i < 0 {
+			if len(l.buf) > 64<<10 {
+				l.emit(l.buf)
+				l.buf = l.buf[:0]
+			}
+			return len(p), nil
+		}
+		l.emit(l.buf[:i])
+		l.buf = l.buf[i+1:]
+	}
+}
+
+func (l *lineEscaper) emit(line []byte) {
+	w := bufio.NewWriter(l.w)
+	w.WriteString(termtext.Escape(l.secrets.String(strings.TrimSuffix(string(line), "\r"))))
+	w.WriteByte('\n')
+	w.Flush()
+}
+
+// flush writes a last line without its newline.
+func (l *lineEscaper) flush() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.buf) > 0 {
+		l.emit(l.buf)
+		l.buf = nil
+	}
+}

@@ -1,0 +1,345 @@
+package guard
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/etdi-dev/etdi"
+	"github.com/etdi-dev/etdi/internal/atomicfile"
+	"github.com/etdi-dev/etdi/internal/filelock"
+	"github.com/etdi-dev/etdi/internal/mcpclient"
+	"github.com/etdi-dev/etdi/pin"
+)
+
+// Call outcomes, in call records.
+const (
+	OutcomeForwarded = "forwarded"
+	OutcomeBlocked   = "blocked"
+	OutcomeError     = "error"
+)
+
+// flushAt is the number of call records that are written at once without
+// waiting for FlushEvery.
+const flushAt = 256
+
+// callAudit records the calls of one gate (SPEC.md §25, "Call records").
+// Each record is first appended to a spool file of the gate's own beside
+// the pin database (<pins>.calls/<id>.jsonl), then, batched, to the
+// history in one transaction, which also records how far the spool is
+// done; the spool then keeps only what is not yet in the history. A gate
+// holds a lock on its <id>.lock while it runs: the spool of a gate whose
+// lock is free was left by a gate that ended without finishing it (killed),
+// and the next gate appends what it holds to the history, exactly once.
+// A nil *callAudit records nothing.
+type callAudit struct {
+	opts  Options
+	dir   string
+	id    string
+	lock  *os.File
+	every time.Duration
+
+	mu      sync.Mutex
+	spool   *os.File // opened for appending, again after each rewrite
+	seq     uint64
+	pending []spooled // in the spool, not yet in the history
+	err     error     // the first failure to write
+
+	kick chan struct{}
+	quit chan struct{}
+	done chan struct{}
+}
+
+// spooled is one line of a spool.
+type spooled struct {
+	Seq    uint64     `json:"seq"`
+	Record pin.Record `json:"record"`
+}
+
+// callRecord is a call forwarded to the server, waiting for its answer.
+type callRecord struct {
+	rec   pin.Record
+	start time.Time
+}
+
+func spoolDir(pins string) string { return pins + ".calls" }
+
+// startAudit opens the gate's spool and appends to the history what
+// spools of gates that are gone left behind.
+func startAudit(opts GateOptions) (*callAudit, error) {
+	var rnd [8]byte
+	if _, err := rand.Read(rnd[:]); err != nil {
+		return nil, err
+	}
+	a := &callAudit{opts: opts.Options, dir: spoolDir(opts.Pins), id: time.Now().UTC().Format("20060102T150405") + "-" + hex.EncodeToString(rnd[:]),
+		every: opts.FlushEvery, kick: make(chan struct{}, 1), quit: make(chan struct{}), done: make(chan struct{})}
+	if err := os.MkdirAll(a.dir, 0o700); err != nil {
+		return nil, err
+	}
+	lock, err := os.OpenFile(filepath.Join(a.dir, a.id+".lock"), os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	if err := filelock.TryLock(lock); err != nil {
+		lock.Close()
+		return nil, fmt.Errorf("locking the call spool: %w", err)
+	}
+	a.lock = lock
+	if err := recoverSpools(opts.Options, a.dir, a.id); err != nil {
+		a.lock.Close()
+		os.Remove(lock.Name())
+		return nil, fmt.Errorf("appending the calls of an earlier etdi run: %w", err)
+	}
+	go a.flusher()
+	return a, nil
+}
+
+// argumentsDigest is the SHA-256 of a call's arguments in RFC 8785 form,
+// or of the bytes sent when they are not JSON of §2's profile.
+func argumentsDigest(raw []byte) string {
+	if raw == nil {
+		raw = []byte("{}")
+	}
+	if v, err := etdi.ParseJSON(raw); err == nil {
+		return etdi.Digest(sha256.Sum256(etdi.AppendCanonical(nil, v))).String()
+	}
+	sum := sha256.Sum256(raw)
+	return "raw-sha256:" + hex.EncodeToString(sum[:])
+}
+
+// begin starts the record of a call forwarded to the server.
+func (a *callAudit) begin(server, tool, digest string, args []byte) *callRecord {
+	if a == nil {
+		return nil
+	}
+	return &callRecord{start: time.Now(), rec: pin.Record{Type: pin.RecordCall, Server: server, Tool: tool, Digest: digest,
+		Arguments: argumentsDigest(args), By: a.opts.By}}
+}
+
+// finish records the answer to a call (m nil: none came, the session
+// ended).
+func (a *callAudit) finish(c *callRecord, m *mcpclient.Message) {
+	if a == nil || c == nil {
+		return
+	}
+	c.rec.Time = c.start.UTC()
+	c.rec.DurationMicros = max(time.Since(c.start).Microseconds(), 1)
+	c.rec.Outcome = OutcomeForwarded
+	switch {
+	case m == nil:
+		c.rec.Outcome, c.rec.Message = OutcomeError, "the session ended before the server answered"
+	case m.Error:
+		c.rec.Outcome, c.rec.Message = OutcomeError, "the server answered with error "+clipText(m.ErrCode)
+	}
+	a.add(c.rec)
+}
+
+// blocked records a call the gate refused.
+func (a *callAudit) blocked(server, tool, digest string, args []byte, kind string) {
+	if a == nil {
+		return
+	}
+	a.add(pin.Record{Type: pin.RecordCall, Time: time.Now().UTC(), Server: server, Tool: tool, Digest: digest,
+		Arguments: argumentsDigest(args), Outcome: OutcomeBlocked, Kind: kind, By: a.opts.By})
+}
+
+// add appends a record to the spool (one write) and to the batch.
+func (a *callAudit) add(r pin.Record) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.seq++
+	s := spooled{a.seq, r}
+	line, err := json.Marshal(s)
+	if err == nil && a.spool == nil {
+		a.spool, err = os.OpenFile(a.spoolPath(), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	}
+	if err == nil {
+		_, err = a.spool.Write(append(line, '\n'))
+	}
+	if err != nil && a.err == nil {
+		a.err = fmt.Errorf("writing the call spool: %w", err)
+	}
+	a.pending = append(a.pending, s)
+	if len(a.pending) >= flushAt {
+		select {
+		case a.kick <- struct{}{}:
+		default:
+		}
+	}
+}
+
+func (a *callAudit) spoolPath() string { return filepath.Join(a.dir, a.id+".jsonl") }
+
+func (a *callAudit) flusher() {
+	defer close(a.done)
+	t := time.NewTicker(a.every)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+		case <-a.kick:
+		case <-a.quit:
+			return
+		}
+		a.flush()
+	}
+}
+
+// flush appends the pending records to the history and rewrites the spool
+// with what came in meanwhile. The database is opened only for the write.
+func (a *callAudit) flush() error {
+	a.mu.Lock()
+	batch := a.pending
+	a.mu.Unlock()
+	if len(batch) == 0 {
+		return nil
+	}
+	recs := make([]pin.Record, len(batch))
+	for i, s := range batch {
+		recs[i] = s.Record
+	}
+	last := batch[len(batch)-1].Seq
+	err := withPins(a.opts, false, func(s *pin.Store) error { return s.AppendCalls(a.id, last, recs) })
+	if err != nil {
+		a.mu.Lock()
+		if a.err == nil {
+			a.err = fmt.Errorf("appending call records to the history: %w", err)
+		}
+		a.mu.Unlock()
+		return err // they stay pending and spooled: tried again
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.pending = a.pending[len(batch):]
+	// The spool keeps only what the history lacks; replaced atomically, so
+	// a gate killed meanwhile leaves the old one (its mark says what of it
+	// is done) or the new one.
+	var buf bytes.Buffer
+	for _, s := range a.pending {
+		line, _ := json.Marshal(s)
+		buf.Write(line)
+		buf.WriteByte('\n')
+	}
+	if err := atomicfile.Write(a.spoolPath(), buf.Bytes(), 0o600); err != nil && a.err == nil {
+		a.err = fmt.Errorf("rewriting the call spool: %w", err)
+	}
+	if a.spool != nil {
+		a.spool.Close() // the file replaced: the next record opens the new one
+		a.spool = nil
+	}
+	return nil
+}
+
+// stop writes what is left and removes the spool: every record is in the
+// history. A failure leaves the spool for the next gate to append.
+func (a *callAudit) stop() error {
+	if a == nil {
+		return nil
+	}
+	close(a.quit)
+	<-a.done
+	err := a.flush()
+	a.mu.Lock()
+	left, werr := len(a.pending), a.err
+	a.mu.Unlock()
+	if a.spool != nil {
+		a.spool.Close()
+		a.spool = nil
+	}
+	if err == nil && left == 0 {
+		os.Remove(a.spoolPath())
+		if err := withPins(a.opts, false, func(s *pin.Store) error { return s.EndSpool(a.id) }); err == nil {
+			a.lock.Close()
+			os.Remove(filepath.Join(a.dir, a.id+".lock"))
+			return nil
+		}
+	}
+	a.lock.Close() // the spool stays, for the next gate
+	if err == nil {
+		err = werr
+	}
+	if err == nil {
+		err = errors.New("call records are left in the spool")
+	}
+	return fmt.Errorf("%w; they stay in %s and are appended by the next etdi run", err, a.dir)
+}
+
+// recoverSpools appends to the history the call records of spools whose
+// gate is gone (its lock is free), each exactly once, and removes them.
+func recoverSpools(opts Options, dir, own string) error {
+	locks, err := filepath.Glob(filepath.Join(dir, "*.lock"))
+	if err != nil {
+		return err
+	}
+	for _, path := range locks {
+		id := strings.TrimSuffix(filepath.Base(path), ".lock")
+		if id == own {
+			continue
+		}
+		f, err := os.OpenFile(path, os.O_WRONLY, 0)
+		if err != nil {
+			continue // removed meanwhile
+		}
+		if err := filelock.TryLock(f); err != nil {
+			f.Close()
+			continue // its gate runs
+		}
+		err = recoverSpool(opts, dir, id)
+		if err == nil {
+			os.Remove(filepath.Join(dir, id+".jsonl"))
+			os.Remove(path)
+		}
+		f.Close()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// recoverSpool appends the records of one spool that its mark says are
+// not in the history yet. A line cut short by a kill is skipped.
+func recoverSpool(opts Options, dir, id string) error {
+	data, err := os.ReadFile(filepath.Join(dir, id+".jsonl"))
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	var mark uint64
+	if err := withPins(opts, false, func(s *pin.Store) error {
+		var err error
+		mark, err = s.SpoolMark(id)
+		return err
+	}); err != nil {
+		return err
+	}
+	var recs []pin.Record
+	last := mark
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		var s spooled
+		if json.Unmarshal(sc.Bytes(), &s) != nil || s.Record.Type != pin.RecordCall || s.Seq <= mark {
+			continue
+		}
+		recs = append(recs, s.Record)
+		last = max(last, s.Seq)
+	}
+	return withPins(opts, false, func(s *pin.Store) error {
+		if len(recs) > 0 {
+			if err := s.AppendCalls(id, last, recs); err != nil {
+				return err
+			}
+		}
+		return s.EndSpool(id)
+	})
+}

@@ -1,0 +1,489 @@
+package guard
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/etdi-dev/etdi/internal/mcpclient"
+	"github.com/etdi-dev/etdi/internal/termtext"
+)
+
+// Conn carries the JSON-RPC messages of one side of a session, one
+// message per Read or Write: the host's side of etdi run (its stdin and
+// stdout), or the server's (a process over stdio, a Streamable HTTP
+// endpoint). Read and Write may be called concurrently; Close unblocks a
+// pending Read.
+type Conn interface {
+	Read(ctx context.Context) ([]byte, error)
+	Write(ctx context.Context, msg []byte) error
+	Close() error
+}
+
+// BlockedCode is the JSON-RPC error code of a call the gate refuses
+// (SPEC.md §25): an implementation-defined server error, with a data
+// member {"etdi": "blocked", "kind", "server", "tool", "review",
+// "message"}.
+const BlockedCode = -32090
+
+// NotListed is the kind named in the error of a call to a tool the host
+// never received from the gate.
+const NotListed = "not_listed"
+
+// GateOptions configure a gate.
+type GateOptions struct {
+	// Options are those of Check: the trust policy, the pin database, the
+	// bundle, the name of a server without one, its credentials.
+	Options
+	// Timeout bounds each listing the gate makes of the server on its own
+	// (default 60 s); StartTimeout is not used: the host waits for
+	// initialize as it would without the gate.
+	Timeout time.Duration
+	// AuditCalls records every tools/call in the history: the server, the
+	// tool, its pinned digest, the SHA-256 of the canonical arguments, the
+	// outcome and the duration; never the arguments or the result.
+	AuditCalls bool
+	// FlushEvery is how long a call record may wait before it is written
+	// to the pin database (default 1 s). Each is spooled to a file beside
+	// the database first, so a gate that is killed loses none.
+	FlushEvery time.Duration
+	// Log receives one line for everything the gate withheld or blocked
+	// and why, escaped for a terminal (the host's log); nil discards them.
+	Log func(line string)
+	// Review is the command that reviews what the gate blocked, named in
+	// the error of a blocked call (default "etdi check").
+	Review string
+}
+
+// Gate relays one MCP session between a host and a server and lets
+// through only what etdi verified and a person approved (SPEC.md §25):
+//
+//   - initialize is relayed as the host sent it; before its answer reaches
+//     the host, the gate lists the server itself on the same connection
+//     and checks the listing as etdi check does. Server instructions that
+//     are not the approved ones are withheld.
+//   - every tools/list, prompts/list, resources/list and
+//     resources/templates/list answer is checked, page by page, and loses
+//     every entry that is not approved and unchanged;
+//   - tools/call of a tool not in the last list the host received from the
+//     gate, or no longer approved, and prompts/get of such a prompt, are
+//     answered with BlockedCode and never reach the server;
+//   - on a list_changed notification the gate lists the server again
+//     before it relays the notification, and blocks what changed;
+//   - what it blocked is told to the host as a notifications/message at
+//     level warning, and to Log.
+//
+// It fails closed: a listing it cannot read, verify or compare passes
+// nothing.
+type Gate struct {
+	opts   GateOptions
+	host   Conn
+	server Conn
+
+	toHost, toServer *outbox
+	jobs             *jobs
+	ctx              context.Context
+	cancel           context.CancelFunc
+	// gone is closed once the server was closed: the gate's own requests
+	// stop waiting.
+	gone chan struct{}
+
+	// own are the gate's own requests to the server, waiting for their
+	// answers, by id key; ownPrefix makes their ids unlike any host's.
+	ownMu     sync.Mutex
+	own       map[string]chan *mcpclient.Message
+	ownPrefix string
+	ownN      int
+
+	// pending are the host's requests forwarded to the server, by id key.
+	pendMu  sync.Mutex
+	pending map[string]*hostRequest
+
+	audit *callAudit
+	st    gateState // owned by the jobs goroutine
+}
+
+// hostRequest is a request of the host the server has not answered yet.
+type hostRequest struct {
+	id     []byte
+	method string
+	// first says a list request asked for the first page (no cursor).
+	first bool
+	// call is set for an audited tools/call.
+	call *callRecord
+}
+
+// NewGate returns a gate; Run relays a session through it.
+func NewGate(opts GateOptions) (*Gate, error) {
+	if opts.Policy == nil {
+		return nil, errors.New("guard: a gate needs a trust policy")
+	}
+	if opts.Pins == "" {
+		return nil, errors.New("guard: a gate needs a pin database")
+	}
+	if opts.Timeout <= 0 {
+		opts.Timeout = 60 * time.Second
+	}
+	if opts.FlushEvery <= 0 {
+		opts.FlushEvery = time.Second
+	}
+	if opts.Review == "" {
+		opts.Review = "etdi check"
+	}
+	var rnd [8]byte
+	if _, err := rand.Read(rnd[:]); err != nil {
+		return nil, err
+	}
+	g := &Gate{opts: opts, own: map[string]chan *mcpclient.Message{}, pending: map[string]*hostRequest{},
+		ownPrefix: "etdi-" + hex.EncodeToString(rnd[:]) + "-", gone: make(chan struct{})}
+	g.st.init()
+	return g, nil
+}
+
+// Run relays the session between host and server until one of them ends
+// it or ctx is done, then closes both (a server process is always
+// reaped). It returns nil when the host ended the session, and why
+// otherwise.
+func (g *Gate) Run(ctx context.Context, host, server Conn) error {
+	g.host, g.server = host, server
+	g.ctx, g.cancel = context.WithCancel(ctx)
+	defer g.cancel()
+	g.toHost, g.toServer, g.jobs = newOutbox(), newOutbox(), newJobs()
+	if g.opts.AuditCalls {
+		a, err := startAudit(g.opts)
+		if err != nil {
+			host.Close()
+			server.Close()
+			return err
+		}
+		g.audit = a
+	}
+	ended := make(chan error, 4)
+	jobsDone, writers := make(chan struct{}), make(chan struct{}, 2)
+	go func() { defer close(jobsDone); g.jobs.run(g.ctx) }()
+	go func() {
+		defer func() { writers <- struct{}{} }()
+		if err := g.toServer.run(func(m []byte) error { return server.Write(g.ctx, m) }); err != nil {
+			ended <- fmt.Errorf("writing to the server: %w", err)
+		}
+	}()
+	go func() {
+		defer func() { writers <- struct{}{} }()
+		if err := g.toHost.run(func(m []byte) error { return host.Write(g.ctx, m) }); err != nil {
+			ended <- fmt.Errorf("writing to the host: %w", err)
+		}
+	}()
+	go func() { ended <- g.readServer() }()
+	hostDone := make(chan error, 1)
+	go func() { hostDone <- g.readHost() }()
+
+	var why error
+	select {
+	case err := <-hostDone:
+		why = err // nil: the host ended the session
+	case why = <-ended:
+	case <-ctx.Done():
+		why = ctx.Err()
+	}
+	// The server is ended first (a process is reaped): whatever it still
+	// had to say is moot. The decisions already asked for are made (a
+	// listing of the gate's own fails at once), then every request of the
+	// host still waiting is answered, and what is queued for the host is
+	// delivered, within a bound.
+	server.Close()
+	close(g.gone)
+	g.jobs.close()
+	<-jobsDone
+	g.answerPending(why)
+	g.toServer.close(nil)
+	g.toHost.close(nil)
+	flushed := time.After(2 * time.Second)
+	for range 2 {
+		select {
+		case <-writers:
+			continue
+		case <-flushed:
+		}
+		// A side that does not read: give up on it (a write blocked on a
+		// pipe cannot be interrupted; it ends with the process).
+		g.cancel()
+		break
+	}
+	g.cancel()
+	host.Close()
+	if g.audit != nil {
+		if err := g.audit.stop(); err != nil && why == nil {
+			why = err
+		}
+	}
+	return why
+}
+
+// readHost reads the host's messages until it ends the session.
+func (g *Gate) readHost() error {
+	for {
+		data, err := g.host.Read(g.ctx)
+		if err != nil {
+			if g.ctx.Err() != nil {
+				return g.ctx.Err()
+			}
+			return nil // the host closed its side: the session is over
+		}
+		m, err := mcpclient.Decode(data)
+		if err != nil {
+			g.toHost.send(mcpclient.EncodeError(nil, -32700, "etdi: not a JSON-RPC message: "+err.Error(), nil))
+			continue
+		}
+		if !m.Request {
+			// The host answers a request of the server (sampling,
+			// elicitation, roots): relayed as it is.
+			g.toServer.send(data)
+			continue
+		}
+		s := g.toServer.reserve()
+		g.jobs.add(func() { g.fromHost(m, data, s) })
+	}
+}
+
+// readServer reads the server's messages until it ends.
+func (g *Gate) readServer() error {
+	for {
+		data, err := g.server.Read(g.ctx)
+		if err != nil {
+			if g.ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("the server ended the session: %w", err)
+		}
+		m, err := mcpclient.Decode(data)
+		if err != nil {
+			g.logf("dropped a message from the server that is not JSON-RPC: %v", err)
+			continue
+		}
+		switch {
+		case !m.Request:
+			g.fromServerAnswer(m, data)
+		case m.ID != nil:
+			// A request of the server to the host: relayed in order.
+			g.toHost.send(data)
+		default:
+			g.fromServerNotification(m, data)
+		}
+	}
+}
+
+// fromHost decides about one request or notification of the host (in
+// the jobs goroutine); s is its place in what goes to the server.
+func (g *Gate) fromHost(m *mcpclient.Message, data []byte, s *slot) {
+	key := m.IDKey()
+	if m.ID != nil {
+		if g.isOwn(key) || g.hasPending(key) {
+			g.toServer.fill(s)
+			g.toHost.send(mcpclient.EncodeError(m.ID, -32600, "etdi: request id "+string(m.ID)+" is already in use", nil))
+			return
+		}
+	}
+	switch m.Method {
+	case "server/discover", "subscriptions/listen":
+		// The stateless handshake of MCP 2026-07-28 (SEP-2575) has no
+		// initialize for the gate to check first; the spec has a host fall
+		// back to initialize when server/discover fails, so it does.
+		g.toServer.fill(s)
+		if m.ID != nil {
+			g.toHost.send(mcpclient.EncodeError(m.ID, -32601, "etdi: "+m.Method+" is not relayed: a session through etdi begins with initialize", nil))
+		}
+		return
+	case "notifications/initialized":
+		if g.st.initializedSent { // etdi sent it itself, before its own listing
+			g.toServer.fill(s)
+			return
+		}
+	case "tools/call", "prompts/get":
+		g.decide(m, data, s)
+		return
+	}
+	if m.ID != nil {
+		req := &hostRequest{id: m.ID, method: m.Method}
+		if _, ok := listOfMethod[m.Method]; ok {
+			req.first = mcpclient.Member(m.Params, "cursor") == nil
+		}
+		g.addPending(key, req)
+	}
+	g.toServer.fill(s, data)
+}
+
+// fromServerAnswer routes an answer of the server: to the gate's own
+// request, or to the host's, checked first when it is a listing.
+func (g *Gate) fromServerAnswer(m *mcpclient.Message, data []byte) {
+	key := m.IDKey()
+	if ch := g.takeOwn(key); ch != nil {
+		ch <- m
+		return
+	}
+	req := g.takePending(key)
+	if req == nil {
+		g.logf("dropped an answer of the server to a request nobody sent (id %s)", clipText(string(m.ID)))
+		return
+	}
+	switch req.method {
+	case "initialize":
+		s := g.toHost.reserve()
+		g.jobs.add(func() { g.initialized(m, data, s) })
+	case "tools/list", "prompts/list", "resources/list", "resources/templates/list":
+		s := g.toHost.reserve()
+		g.jobs.add(func() { g.filterPage(req, m, data, s) })
+	case "tools/call":
+		g.audit.finish(req.call, m)
+		g.toHost.send(data)
+	default:
+		g.toHost.send(data)
+	}
+}
+
+// fromServerNotification relays a notification of the server; a
+// list_changed is relayed after the gate listed the server again.
+func (g *Gate) fromServerNotification(m *mcpclient.Message, data []byte) {
+	var items []string
+	switch m.Method {
+	case "notifications/tools/list_changed":
+		items = []string{itemTool}
+	case "notifications/prompts/list_changed":
+		items = []string{itemPrompt}
+	case "notifications/resources/list_changed":
+		items = []string{itemResource, itemTemplate}
+	default:
+		g.toHost.send(data)
+		return
+	}
+	s := g.toHost.reserve()
+	g.jobs.add(func() {
+		g.relist(items, nil)
+		g.toHost.fill(s, data)
+		g.tellBlocked()
+	})
+}
+
+// call sends a request of the gate's own to the server and waits for its
+// answer, within the gate's timeout.
+func (g *Gate) call(ctx context.Context, method string, params json.RawMessage) ([]byte, error) {
+	g.ownMu.Lock()
+	g.ownN++
+	id := []byte(strconv.Quote(g.ownPrefix + strconv.Itoa(g.ownN)))
+	key := mcpclient.IDKey(id)
+	ch := make(chan *mcpclient.Message, 1)
+	g.own[key] = ch
+	g.ownMu.Unlock()
+	defer g.takeOwn(key)
+	if err := g.server.Write(ctx, mcpclient.EncodeRequest(id, method, params)); err != nil {
+		return nil, err
+	}
+	select {
+	case m := <-ch:
+		if m.Error {
+			return nil, fmt.Errorf("the server answered %s with an error: %s %s", method, clipText(m.ErrCode), clipText(m.ErrMsg))
+		}
+		return m.Result, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-g.gone:
+		return nil, errors.New("the session with the server ended")
+	}
+}
+
+func (g *Gate) isOwn(key string) bool {
+	g.ownMu.Lock()
+	defer g.ownMu.Unlock()
+	_, ok := g.own[key]
+	return ok || (len(key) > 2 && key[:2] == "s:" && len(key[2:]) > len(g.ownPrefix) && key[2:2+len(g.ownPrefix)] == g.ownPrefix)
+}
+
+func (g *Gate) takeOwn(key string) chan *mcpclient.Message {
+	g.ownMu.Lock()
+	defer g.ownMu.Unlock()
+	ch := g.own[key]
+	delete(g.own, key)
+	return ch
+}
+
+func (g *Gate) addPending(key string, r *hostRequest) {
+	g.pendMu.Lock()
+	g.pending[key] = r
+	g.pendMu.Unlock()
+}
+
+func (g *Gate) hasPending(key string) bool {
+	g.pendMu.Lock()
+	defer g.pendMu.Unlock()
+	_, ok := g.pending[key]
+	return ok
+}
+
+func (g *Gate) takePending(key string) *hostRequest {
+	g.pendMu.Lock()
+	defer g.pendMu.Unlock()
+	r := g.pending[key]
+	delete(g.pending, key)
+	return r
+}
+
+// answerPending answers every request of the host still waiting for the
+// server: the session is over, and a host must not wait for ever.
+func (g *Gate) answerPending(why error) {
+	msg := "etdi: the session with the server ended"
+	if why != nil {
+		msg += ": " + why.Error()
+	}
+	g.pendMu.Lock()
+	reqs := g.pending
+	g.pending = map[string]*hostRequest{}
+	g.pendMu.Unlock()
+	for _, r := range reqs {
+		g.audit.finish(r.call, nil)
+		g.toHost.send(mcpclient.EncodeError(r.id, -32000, msg, nil))
+	}
+}
+
+// logf writes one line to the host's log, escaped for a terminal.
+func (g *Gate) logf(format string, args ...any) {
+	if g.opts.Log != nil {
+		g.opts.Log(termtext.Escape(fmt.Sprintf("etdi: "+format, args...)))
+	}
+}
+
+// clipText shortens server text quoted in a message.
+func clipText(s string) string {
+	if len(s) > 512 {
+		return s[:512] + "..."
+	}
+	return s
+}
+
+// StartServer starts the server of a gate session: the command over
+// stdio in its own process group (what it writes to stderr is copied to
+// stderr if not nil), or a Streamable HTTP session with the URL. Closing
+// the Conn ends the server; a process is always reaped.
+func StartServer(s Server, stderr io.Writer) (Conn, error) {
+	switch {
+	case len(s.Command) > 0 && s.URL != "":
+		return nil, errors.New("guard: a server has a command or a URL, not both")
+	case len(s.Command) > 0:
+		return mcpclient.StartStdio(s.Command, s.Env, s.Dir, stderr)
+	case s.URL != "":
+		return mcpclient.DialHTTP(s.URL, s.Header)
+	}
+	return nil, errors.New("guard: a server needs a command or a URL")
+}
+
+// StreamConn is the host's side of a session over MCP's stdio transport:
+// messages are lines read from r and written to w (etdi run's stdin and
+// stdout); Close calls closer if not nil.
+func StreamConn(r io.Reader, w io.Writer, closer func() error) Conn {
+	return mcpclient.NewStreamConn(r, w, closer)
+}

@@ -1,0 +1,541 @@
+package guard
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/etdi-dev/etdi"
+	"github.com/etdi-dev/etdi/internal/mcpclient"
+	"github.com/etdi-dev/etdi/pin"
+	"github.com/etdi-dev/etdi/verify"
+)
+
+// Item kinds, as pin names them.
+const (
+	itemTool     = pin.ItemTool
+	itemPrompt   = pin.ItemPrompt
+	itemResource = pin.ItemResource
+	itemTemplate = pin.ItemTemplate
+)
+
+// listOfMethod is the list and item kind each listing method pages.
+var listOfMethod = map[string]struct {
+	list etdi.List
+	item string
+}{
+	"tools/list":               {etdi.ListTools, itemTool},
+	"prompts/list":             {etdi.ListPrompts, itemPrompt},
+	"resources/list":           {etdi.ListResources, itemResource},
+	"resources/templates/list": {etdi.ListTemplates, itemTemplate},
+}
+
+// listOfItem is the list of each item kind.
+var listOfItem = map[string]etdi.List{itemTool: etdi.ListTools, itemPrompt: etdi.ListPrompts,
+	itemResource: etdi.ListResources, itemTemplate: etdi.ListTemplates}
+
+// exposure is an entry the host received from the gate: its digest, and
+// what was observed of it, to compare it again when the pins change.
+type exposure struct {
+	digest string
+	obs    pin.Observed
+}
+
+// refusal says why an entry is not let through.
+type refusal struct {
+	item, name string
+	kind       string
+	message    string
+	digest     string
+}
+
+// gateState is what a gate knows of its session; only the jobs goroutine
+// reads or writes it.
+type gateState struct {
+	initializedSent bool
+	// server, provider, name and sequence are those of the last
+	// observation that established the server.
+	server, provider, name string
+	sequence               uint64
+	// inband is the last in-band bundle the server carried.
+	inband []byte
+	// exposed are the entries the host last received from the gate, by
+	// item kind and name: what it may call or get.
+	exposed map[string]map[string]exposure
+	// seen are the names of the listing the host is paging through, by
+	// item kind: a name on two pages is blocked.
+	seen map[string]map[string]bool
+	// approved are the entries the gate last found approved and unchanged:
+	// digest by item kind and name.
+	approved map[string]map[string]string
+	// why says why an entry is not approved.
+	why map[string]map[string]refusal
+	// stamp is the pin database's state when approved was last computed.
+	stamp pinStamp
+	// toTell are the refusals the host has not been told yet; told those
+	// it was, so a host that lists again is not told again.
+	toTell []refusal
+	told   map[refusal]bool // without digest
+}
+
+func (st *gateState) init() {
+	st.exposed, st.seen = map[string]map[string]exposure{}, map[string]map[string]bool{}
+	st.approved, st.why = map[string]map[string]string{}, map[string]map[string]refusal{}
+	for _, item := range []string{itemTool, itemPrompt, itemResource, itemTemplate} {
+		st.exposed[item], st.seen[item] = map[string]exposure{}, map[string]bool{}
+		st.approved[item], st.why[item] = map[string]string{}, map[string]refusal{}
+	}
+	st.told = map[refusal]bool{}
+}
+
+// refuse records why an entry is not let through, to be told.
+func (st *gateState) refuse(r refusal) {
+	st.why[r.item][r.name] = r
+	delete(st.approved[r.item], r.name)
+	key := r
+	key.digest = ""
+	if !st.told[key] {
+		st.told[key] = true
+		st.toTell = append(st.toTell, r)
+	}
+}
+
+// pinStamp identifies a state of the pin database file: another
+// process's approval or revocation changes it.
+type pinStamp struct {
+	mod  time.Time
+	size int64
+	ok   bool
+}
+
+func statPins(path string) pinStamp {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return pinStamp{}
+	}
+	return pinStamp{fi.ModTime(), fi.Size(), true}
+}
+
+// check checks a listing the gate received, as etdi check would: with the
+// bundle given out of band, or the one the listing carries in-band, or
+// else the one the server carried last (an earlier page).
+func (g *Gate) check(l *Listing) (*Report, error) {
+	opts := g.opts.Options
+	inband, err := etdi.InbandBundle(append(append([]*etdi.Value{}, l.Metas...), l.ToolMetas...))
+	if err == nil && inband != nil {
+		g.st.inband = inband
+	}
+	if opts.Bundle == nil && inband == nil && err == nil && g.st.inband != nil {
+		opts.Bundle, opts.BundleSource = g.st.inband, "in-band"
+	}
+	g.st.stamp = statPins(opts.Pins)
+	r, err := Check(g.ctx, l, opts)
+	if err == nil && r.Observation != nil {
+		o := r.Observation
+		g.st.server, g.st.provider, g.st.name, g.st.sequence = o.Server, o.Provider, o.Name, o.Sequence
+	}
+	return r, err
+}
+
+// reason is why r does not allow an entry: the error finding about it, or
+// about the whole server, or that it was not verified.
+func reason(r *Report, item, name string, err error) refusal {
+	out := refusal{item: item, name: name}
+	switch {
+	case err != nil:
+		out.kind, out.message = string(verify.BundleInvalid), "not checked: "+err.Error()
+		return out
+	case r == nil:
+		out.kind, out.message = string(verify.BundleInvalid), "not checked"
+		return out
+	}
+	var server *verify.Finding
+	for i := range r.Findings {
+		f := &r.Findings[i]
+		if f.Severity != verify.Error {
+			continue
+		}
+		if f.Item == item && f.Tool == name {
+			out.kind, out.message = string(f.Kind), f.Message
+			return out
+		}
+		if f.Tool == "" && f.Kind != verify.InstructionsChanged && server == nil {
+			server = f
+		}
+	}
+	if server != nil {
+		out.kind, out.message = string(server.Kind), server.Message
+		return out
+	}
+	out.kind, out.message = string(verify.NewTool), fmt.Sprintf("%s %q is not approved", itemWord(item), name)
+	return out
+}
+
+// observed returns what r observed of an entry.
+func observed(r *Report, item, name string) pin.Observed {
+	if r != nil && r.Observation != nil {
+		for _, o := range r.Observation.Tools {
+			if o.Item == item && o.Name == name {
+				return o
+			}
+		}
+	}
+	return pin.Observed{Item: item, Name: name}
+}
+
+// entries returns the entries of l of an item kind.
+func entries(l *Listing, item string) []etdi.LiveTool {
+	if item == itemTool {
+		return l.Tools
+	}
+	return l.items()[item]
+}
+
+// initialized handles the server's answer to the host's initialize: the
+// gate tells the server it is initialized, lists it on its own and
+// checks what it lists, then lets the answer through, without
+// instructions that are not the approved ones.
+func (g *Gate) initialized(m *mcpclient.Message, data []byte, s *slot) {
+	if m.Error {
+		g.toHost.fill(s, data)
+		return
+	}
+	l, err := mcpclient.ParseInitialize(m.Result)
+	if err != nil {
+		g.logf("the server's answer to initialize is malformed (%v): the session is not started", err)
+		g.toHost.fill(s, mcpclient.EncodeError(m.ID, -32603, "etdi: the server's answer to initialize is malformed: "+err.Error(), nil))
+		return
+	}
+	if v, ok := g.server.(interface{ SetProtocolVersion(string) }); ok {
+		v.SetProtocolVersion(l.ProtocolVersion)
+	}
+	if err := g.server.Write(g.ctx, []byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)); err != nil {
+		g.toHost.fill(s, mcpclient.EncodeError(m.ID, -32603, "etdi: the server went away: "+err.Error(), nil))
+		return
+	}
+	g.st.initializedSent = true
+	items := []string{itemTool}
+	if l.Offers.Prompts {
+		items = append(items, itemPrompt)
+	}
+	if l.Offers.Resources {
+		items = append(items, itemResource, itemTemplate)
+	}
+	r := g.relist(items, l)
+	result := m.Result
+	if l.Instructions != nil && !g.instructionsApproved(r, *l.Instructions) {
+		result = mcpclient.WithoutMember(result, "instructions")
+		g.logf("withheld the server's instructions: they are not the approved ones (review: %s)", g.opts.Review)
+	}
+	if len(result) == len(m.Result) {
+		g.toHost.fill(s, data)
+	} else {
+		g.toHost.fill(s, mcpclient.EncodeResult(m.ID, result))
+	}
+	g.tellBlocked()
+}
+
+// instructionsApproved reports whether instructions are those approved
+// for the server r established: recorded at an approval, unchanged.
+func (g *Gate) instructionsApproved(r *Report, instructions string) bool {
+	if r == nil || r.Blocked() {
+		return false
+	}
+	for _, f := range r.Findings {
+		if f.Kind == verify.InstructionsChanged {
+			return false
+		}
+	}
+	var info *pin.ServerInfo
+	err := withPins(g.opts.Options, true, func(s *pin.Store) error {
+		var err error
+		info, err = s.Server(r.Server)
+		return err
+	})
+	return err == nil && info != nil && info.InstructionsKnown && info.Instructions != nil && *info.Instructions == instructions
+}
+
+// relist lists the given item kinds of the server on the gate's own
+// requests, checks them, and makes what it found approved the gate's view
+// of them: what changed is blocked. init, at initialize, carries the
+// server's instructions to compare too.
+func (g *Gate) relist(items []string, init *mcpclient.Listing) *Report {
+	l := &mcpclient.Listing{}
+	var lists []etdi.List
+	for _, item := range items {
+		lists = append(lists, listOfItem[item])
+	}
+	ctx, cancel := context.WithTimeout(g.ctx, g.opts.Timeout)
+	err := mcpclient.ListLists(ctx, g.call, lists, l, 200)
+	cancel()
+	if err != nil {
+		g.logf("could not list the server (%v): nothing it lists is let through", err)
+		for _, item := range items {
+			g.refuseAll(item, reason(nil, item, "", err))
+		}
+		return nil
+	}
+	gl := &Listing{Tools: l.Tools, Metas: l.Metas, ToolMetas: l.ToolMetas, Pages: l.Pages,
+		Prompts: l.Prompts, Resources: l.Resources, Templates: l.Templates}
+	for _, item := range items {
+		if item != itemTool {
+			gl.Listed = append(gl.Listed, item)
+		}
+	}
+	if init != nil {
+		gl.Live, gl.Instructions = true, init.Instructions
+		gl.ServerName, gl.ServerVersion, gl.ProtocolVersion = init.ServerName, init.ServerVersion, init.ProtocolVersion
+	}
+	r, err := g.check(gl)
+	if err != nil {
+		g.logf("could not check the server's listing (%v): nothing it lists is let through", err)
+	}
+	for _, item := range items {
+		approved := map[string]string{}
+		for _, e := range entries(gl, item) {
+			if err == nil && r.AllowedItem(item, e.Name) {
+				approved[e.Name] = e.Digest.String()
+				delete(g.st.why[item], e.Name)
+			} else {
+				why := reason(r, item, e.Name, err)
+				why.digest = e.Digest.String()
+				g.st.refuse(why)
+			}
+		}
+		g.st.approved[item] = approved
+		g.blockChanged(item)
+	}
+	return r
+}
+
+// refuseAll makes nothing of an item kind approved.
+func (g *Gate) refuseAll(item string, why refusal) {
+	for name := range g.st.exposed[item] {
+		why.name = name
+		g.st.refuse(why)
+	}
+	g.st.approved[item] = map[string]string{}
+}
+
+// blockChanged refuses every entry the host received that is no longer
+// approved as it received it.
+func (g *Gate) blockChanged(item string) {
+	for name, e := range g.st.exposed[item] {
+		if g.st.approved[item][name] == e.digest {
+			continue
+		}
+		why, ok := g.st.why[item][name]
+		if !ok {
+			why = refusal{item: item, name: name, kind: string(verify.Removed),
+				message: fmt.Sprintf("%s %q is no longer offered as the host received it", itemWord(item), name)}
+		}
+		why.digest = e.digest
+		g.st.refuse(why)
+	}
+}
+
+// filterPage checks one page of a listing the host asked for and lets
+// through the entries that are approved and unchanged; the rest are
+// removed from the page, and the host is told.
+func (g *Gate) filterPage(req *hostRequest, m *mcpclient.Message, data []byte, s *slot) {
+	lm := listOfMethod[req.method]
+	if m.Error {
+		g.toHost.fill(s, data)
+		return
+	}
+	page, err := etdi.ParseListPage(m.Result, lm.list, 0, mcpclient.MaxFetchNodes)
+	if err != nil {
+		g.logf("withheld the server's answer to %s: %v", req.method, err)
+		g.toHost.fill(s, mcpclient.EncodeError(m.ID, -32603, "etdi: withheld the server's answer to "+req.method+": "+err.Error(), nil))
+		return
+	}
+	gl := &Listing{Pages: 1}
+	switch lm.item {
+	case itemTool:
+		gl.Tools, gl.ToolMetas = page.Tools, page.ToolMetas
+		if page.Meta != nil {
+			gl.Metas = []*etdi.Value{page.Meta}
+		}
+	case itemPrompt:
+		gl.Prompts, gl.Listed = page.Tools, []string{itemPrompt}
+	case itemResource:
+		gl.Resources, gl.Listed = page.Tools, []string{itemResource}
+	case itemTemplate:
+		gl.Templates, gl.Listed = page.Tools, []string{itemTemplate}
+	}
+	r, err := g.check(gl)
+	if err != nil {
+		g.logf("could not check the server's answer to %s (%v): nothing in it is let through", req.method, err)
+	}
+	item := lm.item
+	if req.first {
+		g.st.exposed[item], g.st.seen[item] = map[string]exposure{}, map[string]bool{}
+	}
+	keep := make([]bool, len(page.Tools))
+	all := true
+	for i, e := range page.Tools {
+		switch {
+		case g.st.seen[item][e.Name]:
+			// On an earlier page too: the host cannot tell which it uses.
+			delete(g.st.exposed[item], e.Name)
+			g.st.refuse(refusal{item: item, name: e.Name, kind: string(verify.Impersonation), digest: e.Digest.String(),
+				message: fmt.Sprintf("%s %q is listed on two pages; a client cannot tell which one it uses", itemWord(item), e.Name)})
+		case err == nil && r.AllowedItem(item, e.Name):
+			keep[i] = true
+			g.st.exposed[item][e.Name] = exposure{e.Digest.String(), observed(r, item, e.Name)}
+			g.st.approved[item][e.Name] = e.Digest.String()
+			delete(g.st.why[item], e.Name)
+		default:
+			why := reason(r, item, e.Name, err)
+			why.digest = e.Digest.String()
+			g.st.refuse(why)
+		}
+		g.st.seen[item][e.Name] = true
+		all = all && keep[i]
+	}
+	if all {
+		g.toHost.fill(s, data) // as the server sent it, byte for byte
+	} else {
+		kept, kerr := mcpclient.KeepElements(m.Result, lm.list.Member, func(i int) bool { return keep[i] })
+		if kerr != nil { // parsed above as an object with that array: cannot happen
+			g.toHost.fill(s, mcpclient.EncodeError(m.ID, -32603, "etdi: withheld the server's answer to "+req.method, nil))
+			return
+		}
+		g.toHost.fill(s, mcpclient.EncodeResult(m.ID, kept))
+	}
+	g.tellBlocked()
+}
+
+// rejudge compares what the host received with the pins again when the
+// pin database changed since the gate last read it (an approval, a
+// revocation by another process): a revoked tool's next call is blocked.
+func (g *Gate) rejudge() {
+	stamp := statPins(g.opts.Pins)
+	if stamp == g.st.stamp {
+		return
+	}
+	g.st.stamp = stamp
+	if g.st.server == "" {
+		return
+	}
+	o := &pin.Observation{Server: g.st.server, Provider: g.st.provider, Name: g.st.name, Sequence: g.st.sequence}
+	for _, item := range []string{itemTool, itemPrompt, itemResource, itemTemplate} {
+		for _, e := range g.st.exposed[item] {
+			if e.obs.Canonical != nil {
+				o.Tools = append(o.Tools, e.obs)
+			}
+		}
+	}
+	if len(o.Tools) == 0 {
+		return
+	}
+	var c *pin.Comparison
+	err := withPins(g.opts.Options, true, func(s *pin.Store) error {
+		var err error
+		c, err = s.Compare(o)
+		return err
+	})
+	if err != nil {
+		g.logf("could not read the pin database (%v): nothing is let through until it can be", err)
+		g.st.stamp = pinStamp{} // try again at the next decision
+		for _, item := range []string{itemTool, itemPrompt, itemResource, itemTemplate} {
+			g.refuseAll(item, reason(nil, item, "", err))
+		}
+		return
+	}
+	r := &Report{Server: c.Server, Tools: c.Tools, Findings: c.Findings, Observation: o, Comparison: c}
+	for _, ts := range c.Tools {
+		if ts.Status == "removed" || r.AllowedItem(ts.Item, ts.Name) {
+			continue
+		}
+		why := reason(r, ts.Item, ts.Name, nil)
+		why.digest = ts.Digest
+		g.st.refuse(why)
+	}
+}
+
+// decide forwards a tools/call or prompts/get of an entry the host
+// received from the gate and that is still approved as received, and
+// answers any other with BlockedCode.
+func (g *Gate) decide(m *mcpclient.Message, data []byte, s *slot) {
+	item, what := itemTool, "tool"
+	if m.Method == "prompts/get" {
+		item, what = itemPrompt, "prompt"
+	}
+	var name string
+	if raw := mcpclient.Member(m.Params, "name"); raw == nil || json.Unmarshal(raw, &name) != nil {
+		g.toServer.fill(s)
+		g.toHost.send(mcpclient.EncodeError(m.ID, -32602, "etdi: "+m.Method+" names no "+what, nil))
+		return
+	}
+	g.rejudge()
+	e, exposed := g.st.exposed[item][name]
+	if exposed && g.st.approved[item][name] == e.digest {
+		req := &hostRequest{id: m.ID, method: m.Method}
+		if item == itemTool {
+			req.call = g.audit.begin(g.st.server, name, e.digest, mcpclient.Member(m.Params, "arguments"))
+		}
+		if m.ID != nil {
+			g.addPending(m.IDKey(), req)
+		}
+		g.toServer.fill(s, data)
+		return
+	}
+	g.toServer.fill(s)
+	why, ok := g.st.why[item][name]
+	if !exposed && !ok {
+		why = refusal{item: item, name: name, kind: NotListed,
+			message: fmt.Sprintf("%s %q was not in the last list the host received from etdi", what, name)}
+	}
+	if item == itemTool {
+		g.audit.blocked(g.st.server, name, e.digest, mcpclient.Member(m.Params, "arguments"), why.kind)
+	}
+	g.logf("blocked %s of %s %q: %s: %s (review: %s)", m.Method, what, name, why.kind, why.message, g.opts.Review)
+	if m.ID == nil {
+		return // a notification is not answered
+	}
+	detail, _ := json.Marshal(map[string]string{"etdi": "blocked", "kind": why.kind, "server": g.st.server,
+		what: name, "review": g.opts.Review, "message": why.message})
+	g.toHost.send(mcpclient.EncodeError(m.ID, BlockedCode,
+		fmt.Sprintf("etdi blocked %s of %s %q: %s (review it with: %s)", m.Method, what, name, why.kind, g.opts.Review), detail))
+}
+
+// tellBlocked tells the host what the gate withheld since it last told
+// it: one notifications/message at level warning, and a line each in the
+// log.
+func (g *Gate) tellBlocked() {
+	if len(g.st.toTell) == 0 {
+		return
+	}
+	type entry struct {
+		Item    string `json:"item,omitempty"`
+		Name    string `json:"name"`
+		Kind    string `json:"kind"`
+		Message string `json:"message"`
+	}
+	var es []entry
+	var names []string
+	for _, r := range g.st.toTell {
+		es = append(es, entry{r.item, r.name, r.kind, r.message})
+		names = append(names, pin.ItemRef(r.item, r.name))
+		g.logf("withheld %s %q: %s: %s", itemWord(r.item), r.name, r.kind, r.message)
+	}
+	g.st.toTell = nil
+	slices.Sort(names)
+	msg := fmt.Sprintf("etdi withheld %d item(s) of %s that are not approved as they are now: %s (review: %s)",
+		len(es), orUnknown(g.st.server), strings.Join(names, ", "), g.opts.Review)
+	params, _ := json.Marshal(map[string]any{"level": "warning", "logger": "etdi",
+		"data": map[string]any{"message": msg, "server": g.st.server, "blocked": es, "review": g.opts.Review}})
+	g.toHost.send(mcpclient.EncodeRequest(nil, "notifications/message", params))
+}
+
+func orUnknown(s string) string {
+	if s == "" {
+		return "the server"
+	}
+	return s
+}

@@ -1,0 +1,293 @@
+package mcpclient
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+)
+
+// HTTPSession is a Streamable HTTP server for a session (MCP 2025-06-18):
+// each message is a POST whose answer comes as a JSON body or in a
+// text/event-stream, read concurrently; once initialized, a GET stream
+// carries what the server sends on its own (notifications such as
+// tools/list_changed, requests). Headers reach the named origin only and
+// redirects elsewhere are refused, as for a fetch; each message is bounded
+// by MaxMessage.
+//
+// A request whose answer never comes (the POST fails, the server answers
+// with an HTTP error or ends its stream first) is answered by the session
+// itself with a JSON-RPC error, so the caller never waits for it forever.
+type HTTPSession struct {
+	client   *http.Client
+	endpoint string
+
+	mu       sync.Mutex
+	session  string // Mcp-Session-Id
+	protocol string // MCP-Protocol-Version, once initialized
+	streamed bool   // the GET stream was started
+
+	in     chan []byte
+	done   chan struct{}
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	once   sync.Once
+	// fatal is why the session cannot go on (the server forgot it).
+	fatal error
+}
+
+// DialHTTP returns a session with the Streamable HTTP server at endpoint;
+// nothing is sent until the first Write.
+func DialHTTP(endpoint string, headers http.Header) (*HTTPSession, error) {
+	u, err := url.Parse(endpoint)
+	if err != nil {
+		return nil, err
+	}
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return nil, fmt.Errorf("url %q: want http or https", clip(endpoint))
+	}
+	// No overall timeout: a tool call or the GET stream may last; each
+	// request is bounded by its context.
+	ctx, cancel := context.WithCancel(context.Background())
+	return &HTTPSession{client: newHTTPClient(u, headers, 0), endpoint: endpoint,
+		in: make(chan []byte, 64), done: make(chan struct{}), ctx: ctx, cancel: cancel}, nil
+}
+
+// Read returns the next message the server sent, in any of its streams.
+func (s *HTTPSession) Read(ctx context.Context) ([]byte, error) {
+	select {
+	case m := <-s.in:
+		return m, nil
+	case <-s.done:
+		s.mu.Lock()
+		err := s.fatal
+		s.mu.Unlock()
+		if err == nil {
+			err = errors.New("the session is closed")
+		}
+		return nil, err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// push hands a message to Read, unless the session is closed.
+func (s *HTTPSession) push(m []byte) {
+	select {
+	case s.in <- m:
+	case <-s.done:
+	}
+}
+
+// end closes the session for a reason Read returns.
+func (s *HTTPSession) end(err error) {
+	s.mu.Lock()
+	if s.fatal == nil {
+		s.fatal = err
+	}
+	s.mu.Unlock()
+	s.once.Do(func() { close(s.done); s.cancel() })
+}
+
+// SetProtocolVersion records the negotiated protocol version, sent with
+// every later request, and opens the GET stream.
+func (s *HTTPSession) SetProtocolVersion(v string) {
+	if !visibleASCII(v) || len(v) > 64 {
+		return
+	}
+	s.mu.Lock()
+	s.protocol = v
+	start := !s.streamed
+	s.streamed = true
+	s.mu.Unlock()
+	if start {
+		s.wg.Add(1)
+		go s.stream()
+	}
+}
+
+func (s *HTTPSession) setHeaders(req *http.Request) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.session != "" {
+		req.Header.Set("Mcp-Session-Id", s.session)
+	}
+	if s.protocol != "" {
+		req.Header.Set("Mcp-Protocol-Version", s.protocol)
+	}
+}
+
+// Write posts one message. A request's answer is read in the background
+// and returned by Read; a failure to deliver a request becomes an error
+// answer to it. Write fails only when the session cannot go on.
+func (s *HTTPSession) Write(ctx context.Context, msg []byte) error {
+	select {
+	case <-s.done:
+		_, err := s.Read(ctx)
+		return err // why it ended
+	default:
+	}
+	m, err := decodeMessage(msg)
+	if err != nil {
+		return fmt.Errorf("not a message: %w", err)
+	}
+	request := m.isRequest && m.id != nil
+	fail := func(reason string) error {
+		if request {
+			s.push(EncodeError(m.id, -32603, "etdi: the server's answer did not arrive: "+clip(reason), nil))
+		}
+		return nil
+	}
+	req, err := http.NewRequestWithContext(s.ctx, http.MethodPost, s.endpoint, bytes.NewReader(msg))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	s.setHeaders(req)
+	resp, err := s.client.Do(req)
+	if err != nil {
+		return fail(err.Error())
+	}
+	if resp.StatusCode == http.StatusNotFound && req.Header.Get("Mcp-Session-Id") != "" {
+		resp.Body.Close()
+		err := errors.New("the server ended the session (HTTP 404 for its session id)")
+		s.end(err)
+		return err
+	}
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+		resp.Body.Close()
+		reason := "HTTP status " + resp.Status
+		if b := strings.TrimSpace(string(body)); b != "" {
+			reason += ": " + b
+		}
+		return fail(reason)
+	}
+	if id := resp.Header.Get("Mcp-Session-Id"); id != "" && visibleASCII(id) {
+		s.mu.Lock()
+		if s.session == "" {
+			s.session = id
+		}
+		s.mu.Unlock()
+	}
+	if !request {
+		resp.Body.Close()
+		return nil
+	}
+	ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	switch ct {
+	case "application/json":
+		data, err := readAll(io.LimitReader(resp.Body, MaxMessage+1))
+		resp.Body.Close()
+		switch {
+		case err != nil:
+			return fail(err.Error())
+		case len(data) > MaxMessage:
+			return fail(ErrMessageTooLarge.Error())
+		}
+		s.push(data)
+		return nil
+	case "text/event-stream":
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			defer resp.Body.Close()
+			if !s.events(resp.Body, m.id) {
+				fail("the server ended its event stream without the answer")
+			}
+		}()
+		return nil
+	}
+	resp.Body.Close()
+	return fail(fmt.Sprintf("content type %q, want application/json or text/event-stream", clip(ct)))
+}
+
+// events reads server-sent events from body and pushes each message; with
+// id set, it stops after the answer to that request and reports whether
+// it came.
+func (s *HTTPSession) events(body io.Reader, id []byte) bool {
+	lr := newLineReader(body)
+	lr.max = MaxMessage
+	want := IDKey(id)
+	for {
+		data, err := nextEvent(lr)
+		if err != nil {
+			return false
+		}
+		if len(bytes.TrimSpace(data)) == 0 {
+			continue
+		}
+		s.push(data)
+		if want != "" {
+			if m, err := decodeMessage(data); err == nil && !m.isRequest && IDKey(m.id) == want {
+				return true
+			}
+		}
+	}
+}
+
+// stream keeps the GET stream open while the session lasts: a server
+// that offers none (405) is left alone; one that ends it is asked again,
+// at most every 30 s.
+func (s *HTTPSession) stream() {
+	defer s.wg.Done()
+	wait := time.Second
+	for {
+		req, err := http.NewRequestWithContext(s.ctx, http.MethodGet, s.endpoint, nil)
+		if err != nil {
+			return
+		}
+		req.Header.Set("Accept", "text/event-stream")
+		s.setHeaders(req)
+		resp, err := s.client.Do(req)
+		if err == nil {
+			ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+			switch {
+			case resp.StatusCode == http.StatusMethodNotAllowed:
+				resp.Body.Close()
+				return
+			case resp.StatusCode == http.StatusOK && ct == "text/event-stream":
+				wait = time.Second
+				s.events(resp.Body, nil)
+			}
+			resp.Body.Close()
+		}
+		select {
+		case <-s.done:
+			return
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, 30*time.Second)
+	}
+}
+
+// Close ends the session: the server is told (DELETE, within 1 s), the
+// streams are closed.
+func (s *HTTPSession) Close() error {
+	s.mu.Lock()
+	session := s.session
+	s.mu.Unlock()
+	s.end(errors.New("the session is closed"))
+	if session != "" {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		if req, err := http.NewRequestWithContext(ctx, http.MethodDelete, s.endpoint, nil); err == nil {
+			s.setHeaders(req)
+			if resp, err := s.client.Do(req); err == nil {
+				resp.Body.Close()
+			}
+		}
+		cancel()
+	}
+	s.wg.Wait()
+	s.client.CloseIdleConnections()
+	return nil
+}
