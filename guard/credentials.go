@@ -109,13 +109,28 @@ func URLCredentials(raw string, h http.Header) []Credential {
 	return cs
 }
 
-// EnvCredentials are the credentials of environment values given to a
-// server: the values of variables named like a credential (API_KEY,
+// EnvCredentials are the credentials of environment values configured
+// for a server: the values of variables named like a credential (API_KEY,
 // GITHUB_TOKEN, ...) or looking like one.
 func EnvCredentials(env map[string]string) []Credential {
 	var cs []Credential
 	for _, k := range sortedKeys(env) {
 		if v := env[k]; redact.CredentialName(k) || redact.LooksSecret(v) {
+			cs = addCredential(cs, fmt.Sprintf("env %s", k), v)
+		}
+	}
+	return cs
+}
+
+// InheritedCredentials are the credentials of a whole process environment
+// a server inherits (etdi run passes on what the host gave it): only the
+// values of variables named like a credential. Values that merely look
+// like one are not taken: a home directory or a path may, and a tool that
+// names one is no leak.
+func InheritedCredentials(env []string) []Credential {
+	var cs []Credential
+	for _, kv := range env {
+		if k, v, ok := strings.Cut(kv, "="); ok && redact.CredentialName(k) {
 			cs = addCredential(cs, fmt.Sprintf("env %s", k), v)
 		}
 	}

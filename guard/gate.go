@@ -57,9 +57,15 @@ type GateOptions struct {
 	// Log receives one line for everything the gate withheld or blocked
 	// and why, escaped for a terminal (the host's log); nil discards them.
 	Log func(line string)
-	// Review is the command that reviews what the gate blocked, named in
-	// the error of a blocked call (default "etdi check").
-	Review string
+	// Review is the command that reviews what the gate blocked, without
+	// what to review (default "etdi check"); ReviewTarget says how it
+	// reaches the server ("--server -- CMD ARGS", "--url URL"). When the
+	// gate withholds something of its own listing, it saves that listing
+	// beside the pin database (pending/<server>.json, as etdi fetch would)
+	// and names it instead: a server may list other tools to a host than
+	// to etdi check (tools that need the host's capabilities), and the
+	// person must review what the host was offered.
+	Review, ReviewTarget string
 }
 
 // Gate relays one MCP session between a host and a server and lets
@@ -108,6 +114,8 @@ type Gate struct {
 
 	audit *callAudit
 	st    gateState // owned by the jobs goroutine
+	// saved is the listing the gate saved for review, if any.
+	saved string
 }
 
 // hostRequest is a request of the host the server has not answered yet.

@@ -5,12 +5,15 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/etdi-dev/etdi"
+	"github.com/etdi-dev/etdi/internal/atomicfile"
 	"github.com/etdi-dev/etdi/internal/mcpclient"
+	"github.com/etdi-dev/etdi/internal/termtext"
 	"github.com/etdi-dev/etdi/pin"
 	"github.com/etdi-dev/etdi/verify"
 )
@@ -229,7 +232,7 @@ func (g *Gate) initialized(m *mcpclient.Message, data []byte, s *slot) {
 	result := m.Result
 	if l.Instructions != nil && !g.instructionsApproved(r, *l.Instructions) {
 		result = mcpclient.WithoutMember(result, "instructions")
-		g.logf("withheld the server's instructions: they are not the approved ones (review: %s)", g.opts.Review)
+		g.logf("withheld the server's instructions: they are not the approved ones (review: %s)", g.review())
 	}
 	if len(result) == len(m.Result) {
 		g.toHost.fill(s, data)
@@ -294,6 +297,7 @@ func (g *Gate) relist(items []string, init *mcpclient.Listing) *Report {
 	if err != nil {
 		g.logf("could not check the server's listing (%v): nothing it lists is let through", err)
 	}
+	withheld := err != nil || r.Blocked()
 	for _, item := range items {
 		approved := map[string]string{}
 		for _, e := range entries(gl, item) {
@@ -304,12 +308,73 @@ func (g *Gate) relist(items []string, init *mcpclient.Listing) *Report {
 				why := reason(r, item, e.Name, err)
 				why.digest = e.Digest.String()
 				g.st.refuse(why)
+				withheld = true
 			}
 		}
 		g.st.approved[item] = approved
 		g.blockChanged(item)
 	}
+	g.savePending(gl, withheld && len(CredentialFindings(gl, g.opts.Credentials)) == 0)
 	return r
+}
+
+// savePending saves the gate's own listing for review when it withheld
+// something of it (and removes an earlier one when it did not): the
+// review command names it. A listing that shows a configured credential
+// is never saved (SPEC.md §21).
+func (g *Gate) savePending(l *Listing, withheld bool) {
+	name := g.st.server
+	if name == "" {
+		name = pin.UnsignedServerKey(g.opts.Name)
+	}
+	path := filepath.Join(filepath.Dir(g.opts.Pins), "pending", safeFileName(name)+".json")
+	if abs, err := filepath.Abs(path); err == nil {
+		path = abs // the host's working directory is not the person's
+	}
+	if !withheld {
+		if g.saved == path {
+			os.Remove(path)
+			g.saved = ""
+		}
+		return
+	}
+	write, err := l.Saver()
+	if err == nil {
+		if err = os.MkdirAll(filepath.Dir(path), 0o700); err == nil {
+			err = atomicfile.WriteFunc(path, 0o600, write)
+		}
+	}
+	if err != nil {
+		g.logf("could not save the listing for review (%v)", err)
+		return
+	}
+	g.saved = path
+}
+
+// safeFileName turns a server key into a file name: letters, digits, '.',
+// '-' and '_' are kept, anything else becomes '_'.
+func safeFileName(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '-' || c == '_') {
+			b[i] = '_'
+		}
+	}
+	if len(b) > 100 {
+		b = b[:100]
+	}
+	return strings.TrimLeft(string(b), ".")
+}
+
+// review is the command that reviews what the gate withheld.
+func (g *Gate) review() string {
+	if g.saved != "" {
+		return g.opts.Review + " --tools " + termtext.ShellQuote(g.saved) + " --approve"
+	}
+	if g.opts.ReviewTarget != "" {
+		return g.opts.Review + " --approve " + g.opts.ReviewTarget
+	}
+	return g.opts.Review + " --approve"
 }
 
 // refuseAll makes nothing of an item kind approved.
@@ -494,14 +559,14 @@ func (g *Gate) decide(m *mcpclient.Message, data []byte, s *slot) {
 	if item == itemTool {
 		g.audit.blocked(g.st.server, name, e.digest, mcpclient.Member(m.Params, "arguments"), why.kind)
 	}
-	g.logf("blocked %s of %s %q: %s: %s (review: %s)", m.Method, what, name, why.kind, why.message, g.opts.Review)
+	g.logf("blocked %s of %s %q: %s: %s (review: %s)", m.Method, what, name, why.kind, why.message, g.review())
 	if m.ID == nil {
 		return // a notification is not answered
 	}
 	detail, _ := json.Marshal(map[string]string{"etdi": "blocked", "kind": why.kind, "server": g.st.server,
-		what: name, "review": g.opts.Review, "message": why.message})
+		what: name, "review": g.review(), "message": why.message})
 	g.toHost.send(mcpclient.EncodeError(m.ID, BlockedCode,
-		fmt.Sprintf("etdi blocked %s of %s %q: %s (review it with: %s)", m.Method, what, name, why.kind, g.opts.Review), detail))
+		fmt.Sprintf("etdi blocked %s of %s %q: %s (review it with: %s)", m.Method, what, name, why.kind, g.review()), detail))
 }
 
 // tellBlocked tells the host what the gate withheld since it last told
@@ -527,9 +592,9 @@ func (g *Gate) tellBlocked() {
 	g.st.toTell = nil
 	slices.Sort(names)
 	msg := fmt.Sprintf("etdi withheld %d item(s) of %s that are not approved as they are now: %s (review: %s)",
-		len(es), orUnknown(g.st.server), strings.Join(names, ", "), g.opts.Review)
+		len(es), orUnknown(g.st.server), strings.Join(names, ", "), g.review())
 	params, _ := json.Marshal(map[string]any{"level": "warning", "logger": "etdi",
-		"data": map[string]any{"message": msg, "server": g.st.server, "blocked": es, "review": g.opts.Review}})
+		"data": map[string]any{"message": msg, "server": g.st.server, "blocked": es, "review": g.review()}})
 	g.toHost.send(mcpclient.EncodeRequest(nil, "notifications/message", params))
 }
 

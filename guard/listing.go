@@ -1,8 +1,11 @@
 package guard
 
 import (
+	"bufio"
 	"context"
 	"errors"
+	"fmt"
+	"io"
 	"net/http"
 	"time"
 
@@ -156,4 +159,54 @@ func List(ctx context.Context, c Conn, o FetchOptions) (*Listing, error) {
 		return nil, err
 	}
 	return fromClient(l), nil
+}
+
+// Saver returns a function that writes the listing as a saved tools/list
+// that ReadListing reads back with the same digests (SPEC.md §17, etdi
+// fetch): every tool in its canonical form; the prompts, resources and
+// resource templates that were listed, beside the tools; the in-band
+// bundle under _meta. It first checks that every entry reads back with
+// its digest, so the file says exactly what the server served; an
+// in-band bundle that is not one is an error. The listing is written
+// entry by entry, without a second copy of it.
+func (l *Listing) Saver() (func(io.Writer) error, error) {
+	for _, list := range [][]etdi.LiveTool{l.Tools, l.Prompts, l.Resources, l.Templates} {
+		for _, e := range list {
+			v, err := etdi.ParseJSON(e.Canonical)
+			if err != nil || etdi.DefinitionDigest(v) != e.Digest {
+				return nil, fmt.Errorf("%q does not read back with its digest (%v)", e.Name, err)
+			}
+		}
+	}
+	inband, err := etdi.InbandBundle(append(append([]*etdi.Value{}, l.Metas...), l.ToolMetas...))
+	if err != nil {
+		return nil, fmt.Errorf("in-band bundle: %w", err)
+	}
+	members := map[string]string{pin.ItemPrompt: "prompts", pin.ItemResource: "resources", pin.ItemTemplate: "resourceTemplates"}
+	return func(w io.Writer) error {
+		bw := bufio.NewWriter(w)
+		list := func(member string, entries []etdi.LiveTool) {
+			fmt.Fprintf(bw, "%q: [", member)
+			for i, e := range entries {
+				if i > 0 {
+					bw.WriteByte(',')
+				}
+				bw.WriteString("\n  ")
+				bw.Write(e.Canonical)
+			}
+			bw.WriteString("\n]")
+		}
+		bw.WriteString("{")
+		list("tools", l.Tools)
+		items := l.items()
+		for _, item := range l.Listed {
+			bw.WriteString(",\n")
+			list(members[item], items[item])
+		}
+		if inband != nil {
+			fmt.Fprintf(bw, ",\n\"_meta\": {%q: %s}", etdi.MetaBundleKey, inband)
+		}
+		bw.WriteString("}\n")
+		return bw.Flush()
+	}, nil
 }

@@ -1,14 +1,10 @@
 package main
 
 import (
-	"bufio"
 	"fmt"
-	"io"
 
-	"github.com/etdi-dev/etdi"
 	"github.com/etdi-dev/etdi/guard"
 	"github.com/etdi-dev/etdi/internal/atomicfile"
-	"github.com/etdi-dev/etdi/pin"
 	"github.com/spf13/cobra"
 )
 
@@ -53,49 +49,9 @@ serves. With --config, --name picks the entry when the file has several.`,
 				printFindings(e.stderr, fs)
 				return &exitCodeError{exitFor(fs)}
 			}
-			// Write what was fetched only if every tool reads back with the
-			// digest of what the server served: the file must say exactly
-			// that. One tool at a time, so checking costs no second copy of
-			// the listing.
-			for _, list := range [][]etdi.LiveTool{l.Tools, l.Prompts, l.Resources, l.Templates} {
-				for _, tool := range list {
-					v, err := etdi.ParseJSON(tool.Canonical)
-					if err != nil || etdi.DefinitionDigest(v) != tool.Digest {
-						return fmt.Errorf("server %s: %q does not read back with its digest (%v)", t.label, tool.Name, err)
-					}
-				}
-			}
-			inband, err := etdi.InbandBundle(append(append([]*etdi.Value{}, l.Metas...), l.ToolMetas...))
+			write, err := l.Saver()
 			if err != nil {
-				return fmt.Errorf("server %s: in-band bundle: %w", t.label, err)
-			}
-			// The listing is written as it is, tool by tool: no second copy.
-			write := func(w io.Writer) error {
-				bw := bufio.NewWriter(w)
-				list := func(member string, entries []etdi.LiveTool) {
-					fmt.Fprintf(bw, "%q: [", member)
-					for i, tool := range entries {
-						if i > 0 {
-							bw.WriteByte(',')
-						}
-						bw.WriteString("\n  ")
-						bw.Write(tool.Canonical)
-					}
-					bw.WriteString("\n]")
-				}
-				bw.WriteString("{")
-				list("tools", l.Tools)
-				lists := map[string][]etdi.LiveTool{pin.ItemPrompt: l.Prompts, pin.ItemResource: l.Resources, pin.ItemTemplate: l.Templates}
-				members := map[string]string{pin.ItemPrompt: "prompts", pin.ItemResource: "resources", pin.ItemTemplate: "resourceTemplates"}
-				for _, item := range l.Listed {
-					bw.WriteString(",\n")
-					list(members[item], lists[item])
-				}
-				if inband != nil {
-					fmt.Fprintf(bw, ",\n\"_meta\": {%q: %s}", etdi.MetaBundleKey, inband)
-				}
-				bw.WriteString("}\n")
-				return bw.Flush()
+				return fmt.Errorf("server %s: %w", t.label, err)
 			}
 			if out == "" || out == "-" {
 				return write(e.stdout)

@@ -139,13 +139,7 @@ func (e *env) runGate(cmd *cobra.Command, f *runFlags, pf *pinFlags, args []stri
 		secrets.AddArgs(argv)
 		opts.Credentials = guard.CommandCredentials(argv)
 	}
-	env := map[string]string{}
-	for _, kv := range os.Environ() {
-		if k, v, ok := strings.Cut(kv, "="); ok {
-			env[k] = v
-		}
-	}
-	opts.Credentials = append(opts.Credentials, guard.EnvCredentials(env)...)
+	opts.Credentials = append(opts.Credentials, guard.InheritedCredentials(os.Environ())...)
 	for _, c := range opts.Credentials {
 		secrets.Add(c.Value)
 	}
@@ -173,7 +167,7 @@ func (e *env) runGate(cmd *cobra.Command, f *runFlags, pf *pinFlags, args []stri
 		}
 		opts.Bundle, opts.BundleSource = data, f.bundle
 	}
-	opts.Review = reviewCommand(cmd, name, argv, f.url, &secrets)
+	opts.Review, opts.ReviewTarget = reviewCommand(cmd, name, argv, f.url, &secrets)
 	var logMu sync.Mutex
 	opts.Log = func(line string) {
 		logMu.Lock()
@@ -209,38 +203,25 @@ func (e *env) runGate(cmd *cobra.Command, f *runFlags, pf *pinFlags, args []stri
 }
 
 // reviewCommand is the etdi check command that reviews what the gate
-// blocks, without secrets.
-func reviewCommand(cmd *cobra.Command, name string, argv []string, url string, secrets *redact.Set) string {
+// blocks (its flags), and how it reaches the server, without secrets.
+func reviewCommand(cmd *cobra.Command, name string, argv []string, url string, secrets *redact.Set) (string, string) {
 	parts := []string{"etdi check"}
 	for _, fl := range []string{"trust", "pins", "bundle"} {
 		if f := cmd.Flags().Lookup(fl); f != nil && f.Changed {
-			parts = append(parts, "--"+fl+" "+shellQuote(f.Value.String()))
+			parts = append(parts, "--"+fl+" "+termtext.ShellQuote(f.Value.String()))
 		}
 	}
 	if name != "" {
-		parts = append(parts, "--name "+shellQuote(name))
+		parts = append(parts, "--name "+termtext.ShellQuote(name))
 	}
-	parts = append(parts, "--approve")
-	if url != "" {
-		parts = append(parts, "--url "+shellQuote(redact.URL(url)))
-	} else {
-		parts = append(parts, "--server --")
+	target := []string{"--url", termtext.ShellQuote(redact.URL(url))}
+	if url == "" {
+		target = []string{"--server", "--"}
 		for _, a := range redact.Args(argv) {
-			parts = append(parts, shellQuote(a))
+			target = append(target, termtext.ShellQuote(a))
 		}
 	}
-	return secrets.String(strings.Join(parts, " "))
-}
-
-// shellQuote quotes s for a POSIX shell when it needs it.
-func shellQuote(s string) string {
-	if s != "" && strings.IndexFunc(s, func(r rune) bool {
-		return !(r == '-' || r == '_' || r == '.' || r == '/' || r == ':' || r == '=' || r == '@' || r == '+' || r == ',' ||
-			(r >= '0' && r <= '9') || (r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z'))
-	}) < 0 {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+	return secrets.String(strings.Join(parts, " ")), secrets.String(strings.Join(target, " "))
 }
 
 // lineEscaper passes a server's stderr on to etdi's, line by line, with

@@ -135,3 +135,16 @@ func appendU(b []byte, r rune) []byte {
 	const hex = "0123456789abcdef"
 	return append(b, '\\', 'u', hex[r>>12&0xF], hex[r>>8&0xF], hex[r>>4&0xF], hex[r&0xF])
 }
+
+// ShellQuote quotes s for a POSIX shell when it needs it, for a command a
+// person copies: letters, digits and -_./:=@+, stay as they are. It does
+// not escape: apply Escape to the command it is part of.
+func ShellQuote(s string) string {
+	if s != "" && strings.IndexFunc(s, func(r rune) bool {
+		return !(r == '-' || r == '_' || r == '.' || r == '/' || r == ':' || r == '=' || r == '@' || r == '+' || r == ',' ||
+			(r >= '0' && r <= '9') || (r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z'))
+	}) < 0 {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}

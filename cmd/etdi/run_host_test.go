@@ -1,0 +1,511 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/etdi-dev/etdi/pin"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// sdkHost connects a go-sdk client to cmd (a command over stdio); it
+// counts the tools/list_changed notifications it receives.
+func sdkHost(t *testing.T, cmd *exec.Cmd) (*mcp.ClientSession, chan struct{}) {
+	t.Helper()
+	changed := make(chan struct{}, 8)
+	client := mcp.NewClient(&mcp.Implementation{Name: "go-host", Version: "1.0.0"}, &mcp.ClientOptions{
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { changed <- struct{}{} },
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs, changed
+}
+
+// gatedCmd is etdi run of cmd in p's directory with env added.
+func (p *pinEnv) gatedCmd(env []string, flags []string, cmd ...string) *exec.Cmd {
+	args := p.gated(flags, cmd...)
+	c := exec.Command(args[0], args[1:]...)
+	c.Dir = p.dir
+	c.Env = append(append(os.Environ(), "HOME="+p.dir, "XDG_CONFIG_HOME="+filepath.Join(p.dir, ".config")), env...)
+	return c
+}
+
+func blockedKindOf(t *testing.T, err error) string {
+	t.Helper()
+	var we *jsonrpc.Error
+	if !errors.As(err, &we) || we.Code != -32090 {
+		return ""
+	}
+	var d struct{ Etdi, Kind string }
+	if json.Unmarshal(we.Data, &d) != nil || d.Etdi != "blocked" {
+		t.Fatalf("error data %s", we.Data)
+	}
+	return d.Kind
+}
+
+// A go-sdk host drives etdi run: it lists and calls the approved tools;
+// after the server changes a tool and says so, the call is refused with
+// the documented error and the new list lacks it.
+func TestRunGoSDKHost(t *testing.T) {
+	p := runEnv(t)
+	cs, changed := sdkHost(t, p.gatedCmd([]string{"FIXTURE_AFTER_CALL=description"}, []string{"--bundle", "w.etdi.json"}, fixtureCmd("sdk")...))
+	ctx := context.Background()
+	lt, err := cs.ListTools(ctx, nil)
+	if err != nil || len(lt.Tools) != 2 {
+		t.Fatalf("list: %v %+v", err, lt)
+	}
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "get_weather", Arguments: map[string]any{"city": "Oslo"}})
+	if err != nil || res.Content[0].(*mcp.TextContent).Text != "sunny in Oslo" {
+		t.Fatalf("call: %v %+v", err, res)
+	}
+	select {
+	case <-changed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no tools/list_changed")
+	}
+	_, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "get_weather", Arguments: map[string]any{"city": "Oslo"}})
+	if k := blockedKindOf(t, err); k != "definition_changed" {
+		t.Fatalf("call after the change: %v", err)
+	}
+	if lt, err = cs.ListTools(ctx, nil); err != nil || len(lt.Tools) != 1 || lt.Tools[0].Name != "get_forecast" {
+		t.Fatalf("list after the change: %v %+v", err, lt)
+	}
+}
+
+// A go-sdk host sees the tools of a real npm server through the gate as
+// without it, but for the one the server offers only to hosts that
+// declare the roots capability (etdi check declares none, so it was never
+// approved): that one is withheld, and the listing the gate saved reviews
+// and approves it.
+func TestRunGoSDKHostRealServer(t *testing.T) {
+	p := liveEnv(t)
+	p.ok("trust", "unsigned", "--policy", "trust.json", "warn")
+	server := []string{"node", filepath.Join(nodeBinDir, "mcp-server-everything"), "stdio"}
+	if r := p.liveCheck(nil, append([]string{"--yes", "--name", "everything", "--server", "--"}, server...)...); r.code != 0 {
+		t.Fatalf("approve: %d %s", r.code, r.stderr)
+	}
+	list := func(cs *mcp.ClientSession, without string) string {
+		lt, err := cs.ListTools(context.Background(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var keep []*mcp.Tool
+		for _, tool := range lt.Tools {
+			if tool.Name != without {
+				keep = append(keep, tool)
+			}
+		}
+		b, _ := json.Marshal(keep)
+		return string(b)
+	}
+	directCmd := exec.Command(server[0], server[1:]...)
+	direct, _ := sdkHost(t, directCmd)
+	gated := p.gatedCmd(nil, []string{"--name", "everything"}, server...)
+	logFile := filepath.Join(p.dir, "run.log")
+	f, err := os.Create(logFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	gated.Stderr = f
+	log := func() string { b, _ := os.ReadFile(logFile); return string(b) }
+	through, _ := sdkHost(t, gated)
+	defer func() {
+		if t.Failed() {
+			t.Logf("etdi run's stderr:\n%s", log())
+		}
+	}()
+	if a, b := list(direct, "get-roots-list"), list(through, ""); a != b || !strings.Contains(b, `"echo"`) {
+		t.Fatalf("tools through the gate:\n%.500s\nwithout:\n%.500s", b, a)
+	}
+	_, err = through.CallTool(context.Background(), &mcp.CallToolParams{Name: "get-roots-list"})
+	if k := blockedKindOf(t, err); k != "new_tool" {
+		t.Fatalf("the tool etdi check never saw: %v", err)
+	}
+	pending := filepath.Join(p.dir, "pending", "unsigned_everything.json")
+	if !strings.Contains(log(), "--tools "+pending+" --approve") {
+		t.Fatalf("the review command does not name the saved listing:\n%s", log())
+	}
+	through.Close()
+	if r := p.liveCheck(nil, "--yes", "--name", "everything", "--tools", pending); r.code != 0 || !strings.Contains(r.stdout, "approved unsigned:everything/get-roots-list") {
+		t.Fatalf("approving from the saved listing: %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	through, _ = sdkHost(t, p.gatedCmd(nil, []string{"--name", "everything"}, server...))
+	if a, b := list(direct, ""), list(through, ""); a != b {
+		t.Fatalf("after approval, tools through the gate:\n%.500s\nwithout:\n%.500s", b, a)
+	}
+	res, err := through.CallTool(context.Background(), &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"message": "hi"}})
+	if err != nil || !strings.Contains(res.Content[0].(*mcp.TextContent).Text, "hi") {
+		t.Fatalf("echo: %v %+v", err, res)
+	}
+}
+
+// rawHost speaks newline-delimited JSON-RPC with a process, as a host
+// does, and keeps every line it reads.
+type rawHost struct {
+	cmd   *exec.Cmd
+	in    io.WriteCloser
+	mu    sync.Mutex
+	lines [][]byte
+	got   chan []byte
+}
+
+func startRaw(t *testing.T, cmd *exec.Cmd) *rawHost {
+	t.Helper()
+	in, _ := cmd.StdinPipe()
+	out, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	h := &rawHost{cmd: cmd, in: in, got: make(chan []byte, 1024)}
+	go func() {
+		sc := bufio.NewScanner(out)
+		sc.Buffer(make([]byte, 1<<20), 64<<20)
+		for sc.Scan() {
+			h.got <- bytes.Clone(sc.Bytes())
+		}
+		close(h.got)
+	}()
+	t.Cleanup(func() { in.Close(); cmd.Process.Kill(); cmd.Wait() })
+	return h
+}
+
+// ask sends a request and returns the line that answers it (other lines
+// are kept aside).
+func (h *rawHost) ask(t *testing.T, id int, method, params string) []byte {
+	t.Helper()
+	fmt.Fprintf(h.in, `{"jsonrpc":"2.0","id":%d,"method":%q,"params":%s}`+"\n", id, method, params)
+	timeout := time.After(20 * time.Second)
+	for {
+		select {
+		case line, ok := <-h.got:
+			if !ok {
+				t.Fatalf("%s: the other side ended", method)
+			}
+			var m struct {
+				ID     json.RawMessage `json:"id"`
+				Method *string         `json:"method"`
+			}
+			if json.Unmarshal(line, &m) == nil && m.Method == nil && string(m.ID) == strconv.Itoa(id) {
+				return line
+			}
+			h.mu.Lock()
+			h.lines = append(h.lines, line)
+			h.mu.Unlock()
+		case <-timeout:
+			t.Fatalf("%s: no answer", method)
+		}
+	}
+}
+
+func (h *rawHost) notify(method string) {
+	fmt.Fprintf(h.in, `{"jsonrpc":"2.0","method":%q}`+"\n", method)
+}
+
+// rawSession runs one scripted session and returns the answers, by id.
+func rawSession(t *testing.T, cmd *exec.Cmd) []string {
+	h := startRaw(t, cmd)
+	out := []string{string(h.ask(t, 1, "initialize", `{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw-host","version":"1"}}`))}
+	h.notify("notifications/initialized")
+	for i, q := range [][2]string{
+		{"tools/list", `{}`},
+		{"tools/call", `{"name":"get_weather","arguments":{"city":"Berlin"}}`},
+		{"prompts/list", `{}`},
+		{"prompts/get", `{"name":"weather_report","arguments":{"city":"Berlin"}}`},
+		{"resources/list", `{}`},
+		{"resources/templates/list", `{}`},
+		{"resources/read", `{"uri":"weather://cities"}`},
+	} {
+		out = append(out, string(h.ask(t, i+2, q[0], q[1])))
+	}
+	return out
+}
+
+// An approved server through the gate: every answer the host receives is
+// byte for byte the answer without the gate.
+func TestRunBytesIdentical(t *testing.T) {
+	p := runEnv(t)
+	direct := rawSession(t, exec.Command("node", fixtureJS, "raw-direct"))
+	through := rawSession(t, p.gatedCmd(nil, []string{"--bundle", "w.etdi.json"}, fixtureCmd("raw-gated")...))
+	for i := range direct {
+		if direct[i] != through[i] {
+			t.Errorf("answer %d through the gate:\n%s\nwithout:\n%s", i+1, through[i], direct[i])
+		}
+	}
+}
+
+// A host's request id that is the gate's own, or one already waiting, is
+// refused rather than confused with another answer.
+func TestRunRequestIDs(t *testing.T) {
+	p := runEnv(t)
+	h := startRaw(t, p.gatedCmd([]string{"FIXTURE_MODE=slow-call"}, []string{"--bundle", "w.etdi.json"}, fixtureCmd("ids")...))
+	h.ask(t, 1, "initialize", `{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw-host","version":"1"}}`)
+	h.notify("notifications/initialized")
+	h.ask(t, 2, "tools/list", `{}`)
+	fmt.Fprintln(h.in, `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"get_weather","arguments":{"city":"A"}}}`)
+	answer := h.ask(t, 3, "tools/list", `{}`) // the same id while the call waits
+	if !bytes.Contains(answer, []byte(`"code":-32600`)) || !bytes.Contains(answer, []byte("already in use")) {
+		t.Fatalf("a reused id: %s", answer)
+	}
+	// The gate's own ids are strings that start etdi-<random>-: a host
+	// cannot guess them; a stateless handshake is refused, so the host
+	// falls back to initialize.
+	discover := h.ask(t, 4, "server/discover", `{}`)
+	if !bytes.Contains(discover, []byte(`"code":-32601`)) {
+		t.Fatalf("server/discover: %s", discover)
+	}
+}
+
+// --audit-calls records every call (forwarded, blocked, error) with the
+// SHA-256 of its canonical arguments, never the arguments themselves.
+func TestRunAuditCalls(t *testing.T) {
+	p := runEnv(t)
+	steps := `[{"op":"listTools"},{"op":"call","name":"get_weather","arguments":{"units":"metric","city":"Reykjavik"}},
+		{"op":"call","name":"get_forecast","arguments":{"city":"Reykjavik","days":2}},{"op":"call","name":"delete_city","arguments":{"city":"Reykjavik"}}]`
+	tr := p.host(nil, steps, nil, p.gated([]string{"--bundle", "w.etdi.json", "--audit-calls"}, fixtureCmd("audit")...)...)
+	if tr.Exit != "ok" || tr.Steps[3].blocked(t) != "not_listed" {
+		t.Fatalf("session: %s", tr.raw)
+	}
+	var recs []pin.Record
+	if err := json.Unmarshal([]byte(p.ok("pin", "history", "--pins", "pins.db", "--json").stdout), &recs); err != nil {
+		t.Fatal(err)
+	}
+	var calls []string
+	for _, r := range recs {
+		if r.Type == pin.RecordCall {
+			calls = append(calls, fmt.Sprintf("%s/%s %s %s", r.Server, r.Tool, r.Outcome, r.Kind))
+			if r.Tool == "get_weather" {
+				sum := sha256.Sum256([]byte(`{"city":"Reykjavik","units":"metric"}`)) // RFC 8785
+				if r.Arguments != "sha256:"+hex.EncodeToString(sum[:]) || r.Digest == "" || r.DurationMicros <= 0 || r.By == "" {
+					t.Errorf("call record: %+v", r)
+				}
+			}
+		}
+	}
+	if want := "acme:weather/get_weather forwarded ,acme:weather/get_forecast forwarded ,acme:weather/delete_city blocked not_listed"; strings.Join(calls, ",") != want {
+		t.Fatalf("call records:\n%s\nwant\n%s", strings.Join(calls, "\n"), want)
+	}
+	db, _ := os.ReadFile(filepath.Join(p.dir, "pins.db"))
+	if bytes.Contains(db, []byte("Reykjavik")) {
+		t.Fatal("the pin database holds a call's arguments")
+	}
+	if entries, _ := os.ReadDir(filepath.Join(p.dir, "pins.db.calls")); len(entries) != 0 {
+		t.Fatalf("the spool was left behind: %v", entries)
+	}
+	p.ok("audit", "verify", "--pins", "pins.db")
+}
+
+// A gate killed with SIGKILL loses no call record: the next gate appends
+// what its spool holds to the history, exactly once.
+func TestRunAuditKilled(t *testing.T) {
+	p := runEnv(t)
+	cmd := p.gatedCmd(nil, []string{"--bundle", "w.etdi.json", "--audit-calls"}, fixtureCmd("killed")...)
+	h := startRaw(t, cmd)
+	h.ask(t, 1, "initialize", `{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw-host","version":"1"}}`)
+	h.notify("notifications/initialized")
+	h.ask(t, 2, "tools/list", `{}`)
+	const n = 25
+	for i := range n {
+		h.ask(t, 3+i, "tools/call", fmt.Sprintf(`{"name":"get_weather","arguments":{"city":"c%d"}}`, i))
+	}
+	cmd.Process.Signal(syscall.SIGKILL)
+	cmd.Wait()
+	count := func() int {
+		var recs []pin.Record
+		json.Unmarshal([]byte(p.ok("pin", "history", "--pins", "pins.db", "--json").stdout), &recs)
+		c := 0
+		for _, r := range recs {
+			if r.Type == pin.RecordCall {
+				c++
+			}
+		}
+		return c
+	}
+	before := count()
+	// The next gate, with a call of its own.
+	tr := p.host(nil, `[{"op":"listTools"},{"op":"call","name":"get_forecast","arguments":{"city":"x"}}]`, nil,
+		p.gated([]string{"--bundle", "w.etdi.json", "--audit-calls"}, fixtureCmd("next")...)...)
+	if tr.Exit != "ok" {
+		t.Fatalf("next session: %s", tr.raw)
+	}
+	if got := count(); got != n+1 {
+		t.Fatalf("%d call records after the killed gate (%d before the next one ran), want %d", got, before, n+1)
+	}
+	// Once: a third gate appends nothing more.
+	p.host(nil, `[{"op":"listTools"}]`, nil, p.gated([]string{"--bundle", "w.etdi.json", "--audit-calls"}, fixtureCmd("third")...)...)
+	if got := count(); got != n+1 {
+		t.Fatalf("%d call records after a third gate, want %d", got, n+1)
+	}
+	p.ok("audit", "verify", "--pins", "pins.db")
+}
+
+// Ten gates with --audit-calls and etdi check share one database; then
+// every call is in a history that verifies.
+func TestRunTenGates(t *testing.T) {
+	p := runEnv(t)
+	var wg sync.WaitGroup
+	errs := make(chan error, 20)
+	const calls = 5
+	for g := range 10 {
+		wg.Go(func() {
+			cmd := p.gatedCmd(nil, []string{"--bundle", "w.etdi.json", "--audit-calls"}, fixtureCmd(fmt.Sprintf("ten-%d", g))...)
+			in, _ := cmd.StdinPipe()
+			out, _ := cmd.StdoutPipe()
+			var se bytes.Buffer
+			cmd.Stderr = &se
+			if err := cmd.Start(); err != nil {
+				errs <- err
+				return
+			}
+			sc := bufio.NewScanner(out)
+			sc.Buffer(make([]byte, 1<<20), 1<<24)
+			say := func(line string) string {
+				fmt.Fprintln(in, line)
+				if !sc.Scan() {
+					return ""
+				}
+				return sc.Text()
+			}
+			say(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"h","version":"1"}}}`)
+			fmt.Fprintln(in, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+			say(`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`)
+			for i := range calls {
+				if a := say(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"get_weather","arguments":{"city":"g%d"}}}`, 3+i, g)); !strings.Contains(a, "sunny") {
+					errs <- fmt.Errorf("gate %d call %d: %s %s", g, i, a, se.String())
+				}
+			}
+			in.Close()
+			if err := cmd.Wait(); err != nil {
+				errs <- fmt.Errorf("gate %d: %v %s", g, err, se.String())
+			}
+		})
+	}
+	for range 3 {
+		wg.Go(func() {
+			if r := p.liveCheck(nil, append([]string{"--bundle", "w.etdi.json"}, fixture("ten-check")...)...); r.code != 0 {
+				errs <- fmt.Errorf("check: %d %s", r.code, r.stderr)
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	var recs []pin.Record
+	json.Unmarshal([]byte(p.ok("pin", "history", "--pins", "pins.db", "--json").stdout), &recs)
+	n := 0
+	for _, r := range recs {
+		if r.Type == pin.RecordCall {
+			n++
+		}
+	}
+	if n != 10*calls {
+		t.Fatalf("%d call records, want %d", n, 10*calls)
+	}
+	p.ok("audit", "verify", "--pins", "pins.db")
+}
+
+// A server that shows the model a credential etdi run passes on to it is
+// shown nothing through the gate, and the credential appears in no output
+// of etdi and in no file it writes.
+func TestRunSecretInDefinition(t *testing.T) {
+	bin := echoServer(t)
+	p := liveEnv(t)
+	p.ok("trust", "unsigned", "--policy", "trust.json", "warn")
+	env := []string{"API_KEY=" + secretShownEnv, "ECHO_TOOL=echo_leak"}
+	if r := p.liveCheck(env, "--yes", "--name", "echo", "--server", "--", bin); r.code != 0 {
+		t.Fatalf("approve: %d %s", r.code, r.stderr)
+	}
+	steps := `[{"op":"listTools"},{"op":"call","name":"echo_leak","arguments":{}}]`
+	tr := p.host(append(env, "ECHO_DESCRIPTION_FROM=API_KEY"), steps, nil, p.gated([]string{"--name", "echo"}, bin)...)
+	if strings.Contains(tr.raw, secretShownEnv) {
+		t.Fatalf("the secret reached the host or etdi's log:\n%s", tr.raw)
+	}
+	if len(tr.Steps[0].names(t)) != 0 || tr.Steps[1].blocked(t) != "secret_in_definition" {
+		t.Fatalf("a definition showing a credential: %s", tr.raw)
+	}
+	filepath.WalkDir(p.dir, func(path string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			if b, _ := os.ReadFile(path); bytes.Contains(b, []byte(secretShownEnv)) {
+				t.Errorf("%s holds the secret", path)
+			}
+		}
+		return nil
+	})
+	if _, err := os.Stat(filepath.Join(p.dir, "pending")); err == nil {
+		t.Error("the gate saved a listing that shows a credential")
+	}
+}
+
+// The whole flow for a user: approve, etdi wrap --config auto, then the
+// host starts what its configuration says; it sees only approved tools,
+// and a rug pull never reaches it. etdi unwrap restores the file.
+func TestWrapThenRun(t *testing.T) {
+	p := liveEnv(t)
+	p.ok("trust", "unsigned", "--policy", "trust.json", "warn")
+	cfgPath := filepath.Join(p.dir, ".config", "Claude", "claude_desktop_config.json")
+	orig := fmt.Sprintf(`{
+  // the weather server
+  "mcpServers": {"weather": {"command": "node", "args": [%q, "wrapped"], "env": {"FIXTURE_CHANGE": "${MODE:-}"}}}
+}`, fixtureJS)
+	writeText(t, cfgPath, orig, 0o600)
+	envs := []string{"ETDI_TRUST=" + filepath.Join(p.dir, "trust.json"), "ETDI_PINS=" + filepath.Join(p.dir, "pins.db")}
+	if r := runEtdi(t, p.dir, envs, "check", "--config", "auto", "--yes"); r.code != 0 {
+		t.Fatalf("approve: %d %s%s", r.code, r.stdout, r.stderr)
+	}
+	if r := runEtdi(t, p.dir, envs, "wrap", "--config", "auto"); r.code != 0 || !strings.Contains(r.stdout, "1 wrapped") {
+		t.Fatalf("wrap: %d %s%s", r.code, r.stdout, r.stderr)
+	}
+	// What the host now starts, read as a host reads it.
+	var cfg struct {
+		MCPServers map[string]struct {
+			Command string            `json:"command"`
+			Args    []string          `json:"args"`
+			Env     map[string]string `json:"env"`
+		} `json:"mcpServers"`
+	}
+	text := readText(t, cfgPath)
+	if err := json.Unmarshal([]byte(strings.Replace(text, "// the weather server", "", 1)), &cfg); err != nil {
+		t.Fatalf("%v\n%s", err, text)
+	}
+	entry := cfg.MCPServers["weather"]
+	if entry.Command != etdiBin || entry.Args[0] != "run" {
+		t.Fatalf("wrapped entry: %+v", entry)
+	}
+	steps := `[{"op":"listTools"},{"op":"call","name":"get_weather","arguments":{"city":"A"}}]`
+	cmd := append([]string{entry.Command}, entry.Args...)
+	tr := p.host(envs, steps, nil, cmd...)
+	if len(tr.Steps[0].names(t)) != 2 || tr.Steps[1].Result == nil {
+		t.Fatalf("through the wrapped entry: %s", tr.raw)
+	}
+	tr = p.host(append(envs, "FIXTURE_CHANGE=description"), steps, nil, cmd...)
+	if strings.Contains(tr.raw, "IMPORTANT") || tr.Steps[1].blocked(t) != "rug_pull" {
+		t.Fatalf("a rug pull through the wrapped entry: %s", tr.raw)
+	}
+	if r := runEtdi(t, p.dir, envs, "unwrap", "--config", "auto"); r.code != 0 || readText(t, cfgPath) != orig {
+		t.Fatalf("unwrap: %d %s%s\n%s", r.code, r.stdout, r.stderr, readText(t, cfgPath))
+	}
+}

@@ -1,0 +1,440 @@
+package main
+
+import (
+	"bytes"
+	"cmp"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// hostJS is the scripted MCP host written with the TypeScript SDK.
+func hostJS() string { return filepath.Join(mcpDir, "host-client.mjs") }
+
+// transcript is what host-client.mjs received (see its header comment).
+type transcript struct {
+	Initialize struct {
+		ServerInfo      json.RawMessage `json:"serverInfo"`
+		Instructions    *string         `json:"instructions"`
+		Capabilities    json.RawMessage `json:"capabilities"`
+		ProtocolVersion string          `json:"protocolVersion"`
+	} `json:"initialize"`
+	Steps         []hostStep `json:"steps"`
+	Notifications []struct {
+		Seq    int             `json:"seq"`
+		Method string          `json:"method"`
+		Params json.RawMessage `json:"params"`
+	} `json:"notifications"`
+	ServerExit *struct {
+		Code   *int    `json:"code"`
+		Signal *string `json:"signal"`
+	} `json:"serverExit"`
+	Stderr string `json:"stderr"`
+	Exit   string `json:"exit"`
+	raw    string
+}
+
+type hostStep struct {
+	Step   int               `json:"step"`
+	Op     string            `json:"op"`
+	Result json.RawMessage   `json:"result"`
+	Pages  []json.RawMessage `json:"pages"`
+	Error  *struct {
+		Code    int             `json:"code"`
+		Message string          `json:"message"`
+		Data    json.RawMessage `json:"data"`
+		Timeout bool            `json:"timeout"`
+	} `json:"error"`
+}
+
+// blocked returns the finding kind of a call the gate refused with its
+// error, or "" if the step was not refused by the gate.
+func (s hostStep) blocked(t *testing.T) string {
+	t.Helper()
+	if s.Error == nil || s.Error.Code != -32090 {
+		return ""
+	}
+	var d struct{ Etdi, Kind, Review string }
+	if err := json.Unmarshal(s.Error.Data, &d); err != nil || d.Etdi != "blocked" || !strings.HasPrefix(d.Review, "etdi check") {
+		t.Fatalf("error data of a blocked call: %s (%v)", s.Error.Data, err)
+	}
+	return d.Kind
+}
+
+// names returns the names in every page of a list step.
+func (s hostStep) names(t *testing.T) []string {
+	t.Helper()
+	var out []string
+	type entry struct{ Name, URI, URITemplate string }
+	for _, p := range s.Pages {
+		var page struct{ Tools, Prompts, Resources, ResourceTemplates []entry }
+		if err := json.Unmarshal(p, &page); err != nil {
+			t.Fatalf("page %s: %v", p, err)
+		}
+		for _, list := range [][]entry{page.Tools, page.Prompts, page.Resources, page.ResourceTemplates} {
+			for _, e := range list {
+				out = append(out, cmp.Or(e.URI, e.URITemplate, e.Name))
+			}
+		}
+	}
+	return out
+}
+
+func (tr *transcript) methods(method string) int {
+	n := 0
+	for _, x := range tr.Notifications {
+		if x.Method == method {
+			n++
+		}
+	}
+	return n
+}
+
+// host runs host-client.mjs with the script steps against the server
+// command cmd, with env added to the environment.
+func (p *pinEnv) host(env []string, steps string, hostArgs []string, cmd ...string) *transcript {
+	p.t.Helper()
+	script := filepath.Join(p.dir, fmt.Sprintf("script-%d.json", time.Now().UnixNano()))
+	p.write(filepath.Base(script), steps)
+	args := append([]string{hostJS(), "--script", script, "--timeout-ms", "40000"}, hostArgs...)
+	if len(cmd) > 0 {
+		args = append(append(args, "--"), cmd...)
+	}
+	c := exec.Command("node", args...)
+	c.Dir = p.dir
+	c.Env = append(append(os.Environ(), "HOME="+p.dir, "XDG_CONFIG_HOME="+filepath.Join(p.dir, ".config")), env...)
+	var so, se bytes.Buffer
+	c.Stdout, c.Stderr = &so, &se
+	if err := c.Run(); err != nil {
+		p.t.Fatalf("host: %v\n%s%s", err, so.String(), se.String())
+	}
+	var tr transcript
+	if err := json.Unmarshal(so.Bytes(), &tr); err != nil {
+		p.t.Fatalf("host transcript: %v\n%s%s", err, so.String(), se.String())
+	}
+	tr.raw = so.String()
+	return &tr
+}
+
+// gated is the command that runs the server behind etdi run: flags, then
+// the server command (none for --url).
+func (p *pinEnv) gated(flags []string, cmd ...string) []string {
+	args := append([]string{etdiBin, "run", "--trust", "trust.json", "--pins", "pins.db"}, flags...)
+	if len(cmd) > 0 {
+		args = append(append(args, "--"), cmd...)
+	}
+	return args
+}
+
+// runEnv is a client that approved the fixture server with its bundle.
+func runEnv(t *testing.T) *pinEnv {
+	p := liveEnv(t)
+	if r := p.liveCheck(nil, append([]string{"--yes", "--bundle", "w.etdi.json"}, fixture("approve")...)...); r.code != 0 {
+		t.Fatalf("approve: %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	return p
+}
+
+// fixtureCmd starts the fixture server with a marker argument.
+func fixtureCmd(marker string) []string { return []string{"node", fixtureJS, marker} }
+
+const everyStep = `[{"op":"listTools"},{"op":"call","name":"get_weather","arguments":{"city":"Berlin"}},
+ {"op":"call","name":"get_forecast","arguments":{"city":"Berlin","days":3}},{"op":"listPrompts"},
+ {"op":"getPrompt","name":"weather_report","arguments":{"city":"Berlin"}},{"op":"listResources"},
+ {"op":"readResource","uri":"weather://cities"},{"op":"listResourceTemplates"}]`
+
+// An unchanged server through the gate: the host receives exactly what it
+// receives without it, result by result.
+func TestRunUnchangedServer(t *testing.T) {
+	p := runEnv(t)
+	direct := p.host(nil, everyStep, nil, fixtureCmd("direct")...)
+	through := p.host(nil, everyStep, nil, p.gated([]string{"--bundle", "w.etdi.json"}, fixtureCmd("gated")...)...)
+	if direct.Exit != "ok" || through.Exit != "ok" {
+		t.Fatalf("exit: %s / %s\n%s", direct.Exit, through.Exit, through.Stderr)
+	}
+	if got, want := fmt.Sprintf("%s %v %s", through.Initialize.ServerInfo, *through.Initialize.Instructions, through.Initialize.Capabilities),
+		fmt.Sprintf("%s %v %s", direct.Initialize.ServerInfo, *direct.Initialize.Instructions, direct.Initialize.Capabilities); got != want {
+		t.Errorf("initialize through the gate: %s\nwithout: %s", got, want)
+	}
+	if len(through.Steps) != len(direct.Steps) {
+		t.Fatalf("steps: %d, want %d", len(through.Steps), len(direct.Steps))
+	}
+	for i := range direct.Steps {
+		a, _ := json.Marshal(direct.Steps[i])
+		b, _ := json.Marshal(through.Steps[i])
+		if !bytes.Equal(a, b) {
+			t.Errorf("step %d through the gate:\n%s\nwithout:\n%s", i, b, a)
+		}
+	}
+	if through.Stderr != "" || len(through.Notifications) != 0 {
+		t.Errorf("an approved server raised something: %q %v", through.Stderr, through.Notifications)
+	}
+}
+
+// A server that answers etdi's own check with clean tools and a host with
+// poisoned ones passes etdi check, but through the gate the host never
+// receives the poisoned tool and cannot call it.
+func TestRunCloakingServer(t *testing.T) {
+	p := runEnv(t)
+	env := []string{"FIXTURE_CLOAK=1"}
+	if r := p.liveCheck(env, append([]string{"--bundle", "w.etdi.json"}, fixture("cloak-check")...)...); r.code != 0 {
+		t.Fatalf("the cloaking server should pass etdi check in etdi's own connection (that is the attack): %d\n%s", r.code, r.stdout)
+	}
+	steps := `[{"op":"listTools"},{"op":"call","name":"get_weather","arguments":{"city":"Berlin"}},{"op":"call","name":"get_forecast","arguments":{"city":"Berlin"}}]`
+	tr := p.host(env, steps, nil, p.gated([]string{"--bundle", "w.etdi.json"}, fixtureCmd("cloak")...)...)
+	if strings.Contains(tr.raw, "IMPORTANT") {
+		t.Fatalf("the host received the poisoned definition:\n%s", tr.raw)
+	}
+	if got := tr.Steps[0].names(t); strings.Join(got, ",") != "get_forecast" {
+		t.Fatalf("listed %v", got)
+	}
+	if k := tr.Steps[1].blocked(t); k != "definition_changed" {
+		t.Fatalf("call of the poisoned tool: %q %s", k, tr.raw)
+	}
+	if tr.Steps[2].Result == nil {
+		t.Fatalf("the unchanged tool is blocked: %s", tr.raw)
+	}
+	if tr.methods("notifications/message") != 1 || !strings.Contains(tr.Stderr, `withheld tool "get_weather": definition_changed`) {
+		t.Fatalf("the host was not told: %v\n%s", tr.Notifications, tr.Stderr)
+	}
+}
+
+// The server changes a tool after the first call and says so
+// (list_changed), or only later: the call after the notification is
+// blocked, the host's new list lacks the changed tool, and the poisoned
+// text never reaches it.
+func TestRunChangeAfterApproval(t *testing.T) {
+	p := runEnv(t)
+	for _, tc := range []struct {
+		env                      string
+		steps                    string
+		blockedStep, changedList int
+	}{
+		{"FIXTURE_AFTER_CALL=description", `[{"op":"listTools"},{"op":"call","name":"get_weather","arguments":{"city":"A"}},
+			{"op":"waitFor","method":"notifications/tools/list_changed","timeoutMs":10000},
+			{"op":"call","name":"get_weather","arguments":{"city":"B"}},{"op":"listTools"}]`, 3, 4},
+		// A silent change: the second call still reaches the server (nothing
+		// told etdi), the notification after it closes the gap.
+		{"FIXTURE_SILENT_AFTER_CALL=description", `[{"op":"listTools"},{"op":"call","name":"get_weather","arguments":{"city":"A"}},
+			{"op":"call","name":"get_weather","arguments":{"city":"B"}},
+			{"op":"waitFor","method":"notifications/tools/list_changed","timeoutMs":10000},
+			{"op":"call","name":"get_weather","arguments":{"city":"C"}},{"op":"listTools"}]`, 4, 5},
+		{"FIXTURE_AFTER_CALL=nested", `[{"op":"listTools"},{"op":"call","name":"get_forecast","arguments":{"city":"A"}},
+			{"op":"waitFor","method":"notifications/tools/list_changed","timeoutMs":10000},
+			{"op":"call","name":"get_forecast","arguments":{"city":"B"}},{"op":"listTools"}]`, 3, 4},
+	} {
+		t.Run(tc.env, func(t *testing.T) {
+			tr := p.host([]string{tc.env}, tc.steps, nil, p.gated([]string{"--bundle", "w.etdi.json"}, fixtureCmd("after")...)...)
+			if strings.Contains(tr.raw, "IMPORTANT") || strings.Contains(tr.raw, "365") {
+				t.Fatalf("the host received the changed definition:\n%s", tr.raw)
+			}
+			for i := 1; i < tc.blockedStep; i++ {
+				if tr.Steps[i].Error != nil {
+					t.Fatalf("step %d before the change: %s", i, tr.raw)
+				}
+			}
+			if k := tr.Steps[tc.blockedStep].blocked(t); k != "definition_changed" {
+				t.Fatalf("call after the change: %q\n%s", k, tr.raw)
+			}
+			if got := tr.Steps[tc.changedList].names(t); len(got) != 1 {
+				t.Fatalf("list after the change: %v", got)
+			}
+			if tr.methods("notifications/tools/list_changed") != 1 {
+				t.Fatalf("the notification was not relayed: %v", tr.Notifications)
+			}
+		})
+	}
+}
+
+// A new tool, a rug pull of an unsigned server, a changed prompt and
+// changed instructions never reach the host.
+func TestRunWithholds(t *testing.T) {
+	p := runEnv(t)
+	t.Run("new tool", func(t *testing.T) {
+		tr := p.host([]string{"FIXTURE_CHANGE=addtool"}, `[{"op":"listTools"},{"op":"call","name":"delete_city","arguments":{"city":"A"}}]`, nil,
+			p.gated([]string{"--bundle", "w.etdi.json"}, fixtureCmd("addtool")...)...)
+		if got := tr.Steps[0].names(t); strings.Join(got, ",") != "get_weather,get_forecast" {
+			t.Fatalf("listed %v", got)
+		}
+		if k := tr.Steps[1].blocked(t); k != "unsigned_tool" {
+			t.Fatalf("call of the new tool: %q", k)
+		}
+	})
+	t.Run("instructions", func(t *testing.T) {
+		tr := p.host([]string{"FIXTURE_CHANGE=instructions"}, `[{"op":"listTools"}]`, nil,
+			p.gated([]string{"--bundle", "w.etdi.json"}, fixtureCmd("instructions")...)...)
+		if tr.Initialize.Instructions != nil || strings.Contains(tr.raw, "home address") {
+			t.Fatalf("changed instructions reached the host: %s", tr.raw)
+		}
+		if got := tr.Steps[0].names(t); len(got) != 2 || !strings.Contains(tr.Stderr, "withheld the server's instructions") {
+			t.Fatalf("listed %v; log %q", got, tr.Stderr)
+		}
+		r := p.run("pin", "history", "--pins", "pins.db", "acme:weather")
+		if !strings.Contains(r.stdout, "finding instructions_changed acme:weather") {
+			t.Fatalf("the changed instructions are not in the history:\n%s", r.stdout)
+		}
+	})
+	t.Run("prompt", func(t *testing.T) {
+		steps := `[{"op":"listPrompts"},{"op":"getPrompt","name":"weather_report","arguments":{"city":"A"}},{"op":"listResources"}]`
+		tr := p.host([]string{"FIXTURE_CHANGE=prompt"}, steps, nil, p.gated([]string{"--bundle", "w.etdi.json"}, fixtureCmd("prompt")...)...)
+		if len(tr.Steps[0].names(t)) != 0 || strings.Contains(tr.raw, "IMPORTANT") {
+			t.Fatalf("the changed prompt reached the host: %s", tr.raw)
+		}
+		if k := tr.Steps[1].blocked(t); k != "rug_pull" {
+			t.Fatalf("prompts/get of the changed prompt: %q", k)
+		}
+		if got := tr.Steps[2].names(t); strings.Join(got, ",") != "weather://cities,weather://stations" {
+			t.Fatalf("resources: %v", got)
+		}
+	})
+	t.Run("prompt after approval", func(t *testing.T) {
+		steps := `[{"op":"listTools"},{"op":"listPrompts"},{"op":"call","name":"get_weather","arguments":{"city":"A"}},
+			{"op":"waitFor","method":"notifications/prompts/list_changed","timeoutMs":10000},
+			{"op":"getPrompt","name":"weather_report","arguments":{"city":"A"}},{"op":"listPrompts"}]`
+		tr := p.host([]string{"FIXTURE_AFTER_CALL=prompt"}, steps, nil, p.gated([]string{"--bundle", "w.etdi.json"}, fixtureCmd("prompt2")...)...)
+		if k := tr.Steps[4].blocked(t); k != "rug_pull" || len(tr.Steps[5].names(t)) != 0 || strings.Contains(tr.raw, "IMPORTANT") {
+			t.Fatalf("prompt changed after approval: %q\n%s", k, tr.raw)
+		}
+	})
+}
+
+// A server without a bundle is pinned by digest under the name etdi wrap
+// gives: a changed definition is a rug pull.
+func TestRunUnsignedRugPull(t *testing.T) {
+	p := liveEnv(t)
+	p.ok("trust", "unsigned", "--policy", "trust.json", "warn")
+	if r := p.liveCheck(nil, "--yes", "--name", "weather", "--server", "--", "node", fixtureJS, "u"); r.code != 0 {
+		t.Fatalf("approve: %d %s", r.code, r.stderr)
+	}
+	steps := `[{"op":"listTools"},{"op":"call","name":"get_weather","arguments":{"city":"A"}}]`
+	tr := p.host(nil, steps, nil, p.gated([]string{"--name", "weather"}, fixtureCmd("u")...)...)
+	if len(tr.Steps[0].names(t)) != 2 || tr.Steps[1].Error != nil {
+		t.Fatalf("approved unsigned server: %s", tr.raw)
+	}
+	tr = p.host([]string{"FIXTURE_CHANGE=description"}, steps, nil, p.gated([]string{"--name", "weather"}, fixtureCmd("u")...)...)
+	if k := tr.Steps[1].blocked(t); k != "rug_pull" || strings.Contains(tr.raw, "IMPORTANT") {
+		t.Fatalf("unsigned rug pull: %q\n%s", k, tr.raw)
+	}
+	// Under another name the same server is a new server: nothing passes.
+	tr = p.host(nil, steps, nil, p.gated([]string{"--name", "other"}, fixtureCmd("u")...)...)
+	if len(tr.Steps[0].names(t)) != 0 || tr.Steps[1].blocked(t) == "" {
+		t.Fatalf("a server never approved: %s", tr.raw)
+	}
+}
+
+// Every page of a paginated listing is checked; the host pages through
+// all of them.
+func TestRunPagination(t *testing.T) {
+	p := liveEnv(t)
+	p.ok("trust", "unsigned", "--policy", "trust.json", "warn")
+	env := []string{"FIXTURE_MODE=paginate"}
+	if r := p.liveCheck(env, "--yes", "--name", "many", "--server", "--", "node", fixtureJS, "pages"); r.code != 0 {
+		t.Fatalf("approve: %d %s", r.code, r.stderr)
+	}
+	steps := `[{"op":"listTools"},{"op":"listPrompts"},{"op":"call","name":"tool_249","arguments":{"q":"x"}}]`
+	tr := p.host(env, steps, nil, p.gated([]string{"--name", "many"}, fixtureCmd("pages")...)...)
+	if n := len(tr.Steps[0].Pages); n != 7 || len(tr.Steps[0].names(t)) != 250 || len(tr.Steps[1].names(t)) != 25 {
+		t.Fatalf("pages %d, tools %d, prompts %d", n, len(tr.Steps[0].names(t)), len(tr.Steps[1].names(t)))
+	}
+	if tr.Steps[2].Result == nil {
+		t.Fatalf("a tool of the last page: %s", tr.raw)
+	}
+}
+
+// pgrepMarker reports whether a process with marker in its command line
+// runs.
+func pgrepMarker(marker string) bool {
+	out, _ := exec.Command("pgrep", "-f", marker).Output()
+	return len(bytes.TrimSpace(out)) > 0
+}
+
+// A server that crashes mid-call ends the session cleanly: the call is
+// answered with an error, etdi exits 1, the server is reaped. A host that
+// closes mid-call ends the session too, and the server with it.
+func TestRunSessionEnds(t *testing.T) {
+	p := runEnv(t)
+	marker := fmt.Sprintf("crash-%d-%d", os.Getpid(), time.Now().UnixNano())
+	tr := p.host([]string{"FIXTURE_MODE=crash-on-call"}, `[{"op":"listTools"},{"op":"call","name":"get_weather","arguments":{"city":"A"}}]`, nil,
+		p.gated([]string{"--bundle", "w.etdi.json"}, fixtureCmd(marker)...)...)
+	if tr.Steps[1].Error == nil || tr.ServerExit == nil || tr.ServerExit.Code == nil || *tr.ServerExit.Code != 1 {
+		t.Fatalf("a crashing server: %s", tr.raw)
+	}
+	if !strings.Contains(tr.Stderr, "the weather database went away") || !strings.Contains(tr.Stderr, "the server ended the session") {
+		t.Fatalf("etdi's log: %q", tr.Stderr)
+	}
+	marker = fmt.Sprintf("slow-%d-%d", os.Getpid(), time.Now().UnixNano())
+	tr = p.host([]string{"FIXTURE_MODE=slow-call"}, `[{"op":"listTools"},{"op":"callNoWait","name":"get_weather","arguments":{"city":"A"}},{"op":"sleep","ms":300},{"op":"close"}]`, nil,
+		p.gated([]string{"--bundle", "w.etdi.json"}, fixtureCmd(marker)...)...)
+	if tr.ServerExit == nil || tr.ServerExit.Code == nil || *tr.ServerExit.Code != 0 {
+		t.Fatalf("a host closing mid-call: etdi %s", tr.raw)
+	}
+	for deadline := time.Now().Add(5 * time.Second); pgrepMarker(marker); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the server outlived the session")
+		}
+	}
+}
+
+// Streamable HTTP towards a real server (server-everything), stdio
+// towards the host.
+func TestRunHTTPUpstream(t *testing.T) {
+	p := liveEnv(t)
+	p.ok("trust", "unsigned", "--policy", "trust.json", "warn")
+	url := startHTTPEverything(t)
+	if r := p.liveCheck(nil, "--yes", "--name", "everything", "--url", url); r.code != 0 {
+		t.Fatalf("approve: %d %s", r.code, r.stderr)
+	}
+	steps := `[{"op":"listTools"},{"op":"call","name":"echo","arguments":{"message":"through the gate"}},{"op":"call","name":"not-a-tool","arguments":{}}]`
+	tr := p.host(nil, steps, nil, p.gated([]string{"--name", "everything", "--url", url})...)
+	if !slices.Contains(tr.Steps[0].names(t), "echo") || !strings.Contains(string(tr.Steps[1].Result), "through the gate") {
+		t.Fatalf("through the gate over HTTP: %s", tr.raw)
+	}
+	if tr.Steps[2].blocked(t) != "not_listed" {
+		t.Fatalf("an unlisted tool: %s", tr.raw)
+	}
+}
+
+// Real servers from npm over stdio: what the host receives through the
+// gate is what it receives without it.
+func TestRunRealServers(t *testing.T) {
+	p := liveEnv(t)
+	p.ok("trust", "unsigned", "--policy", "trust.json", "warn")
+	root := t.TempDir()
+	os.WriteFile(filepath.Join(root, "notes.txt"), []byte("hello"), 0o644)
+	for _, tc := range []struct {
+		name, steps string
+		cmd         []string
+		env         []string
+	}{
+		{"everything", `[{"op":"listTools"},{"op":"call","name":"echo","arguments":{"message":"hi"}},{"op":"listPrompts"},{"op":"listResourceTemplates"}]`,
+			[]string{"node", filepath.Join(nodeBinDir, "mcp-server-everything"), "stdio"}, nil},
+		{"filesystem", `[{"op":"listTools"},{"op":"call","name":"read_text_file","arguments":{"path":"` + filepath.Join(root, "notes.txt") + `"}}]`,
+			[]string{"node", filepath.Join(nodeBinDir, "mcp-server-filesystem"), root}, nil},
+		{"memory", `[{"op":"listTools"},{"op":"call","name":"read_graph","arguments":{}}]`,
+			[]string{"node", filepath.Join(nodeBinDir, "mcp-server-memory")}, []string{"MEMORY_FILE_PATH=" + filepath.Join(root, "memory.jsonl")}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if r := p.liveCheck(tc.env, append([]string{"--yes", "--name", tc.name, "--server", "--"}, tc.cmd...)...); r.code != 0 {
+				t.Fatalf("approve: %d %s%s", r.code, r.stdout, r.stderr)
+			}
+			direct := p.host(tc.env, tc.steps, nil, tc.cmd...)
+			through := p.host(tc.env, tc.steps, nil, p.gated([]string{"--name", tc.name}, tc.cmd...)...)
+			for i := range direct.Steps {
+				a, _ := json.Marshal(direct.Steps[i])
+				b, _ := json.Marshal(through.Steps[i])
+				if !bytes.Equal(a, b) {
+					t.Errorf("step %d through the gate:\n%.600s\nwithout:\n%.600s", i, b, a)
+				}
+			}
+			if len(through.Steps) != len(direct.Steps) || through.Exit != "ok" {
+				t.Fatalf("%d steps, exit %s\n%s", len(through.Steps), through.Exit, through.Stderr)
+			}
+		})
+	}
+}
