@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"github.com/etdi-dev/etdi"
-	"github.com/etdi-dev/etdi/internal/atomicfile"
 	"github.com/etdi-dev/etdi/internal/filelock"
 	"github.com/etdi-dev/etdi/internal/mcpclient"
 	"github.com/etdi-dev/etdi/pin"
@@ -31,7 +30,7 @@ const (
 
 // flushAt is the number of call records that are written at once without
 // waiting for FlushEvery.
-const flushAt = 256
+const flushAt = 1024
 
 // callAudit records the calls of one gate (SPEC.md §25, "Call records").
 // Each record is first appended to a spool file of the gate's own beside
@@ -58,6 +57,36 @@ type callAudit struct {
 	kick chan struct{}
 	quit chan struct{}
 	done chan struct{}
+
+	// own are the transactions the flushes committed (the gate need not
+	// compare its pins again for those); ownMu guards it.
+	ownMu sync.Mutex
+	own   map[uint64]bool
+}
+
+func (a *callAudit) ownTx(txid uint64) {
+	a.ownMu.Lock()
+	defer a.ownMu.Unlock()
+	if a.own == nil || len(a.own) > 4096 {
+		a.own = map[uint64]bool{}
+	}
+	a.own[txid] = true
+}
+
+// onlyOwn reports whether every transaction after from up to to was a
+// flush's.
+func (a *callAudit) onlyOwn(from, to uint64) bool {
+	if a == nil || to < from || to-from > 64 {
+		return false
+	}
+	a.ownMu.Lock()
+	defer a.ownMu.Unlock()
+	for tx := from + 1; tx <= to; tx++ {
+		if !a.own[tx] {
+			return false
+		}
+	}
+	return true
 }
 
 // spooled is one line of a spool.
@@ -180,6 +209,26 @@ func (a *callAudit) add(r pin.Record) {
 
 func (a *callAudit) spoolPath() string { return filepath.Join(a.dir, a.id+".jsonl") }
 
+// replaceFile replaces path with data through a temporary file and a
+// rename: a process killed meanwhile leaves the old file or the new one.
+// It does not sync: the spool guards against a killed process, whose
+// writes the system keeps, not against a power cut.
+func replaceFile(path string, data []byte) error {
+	f, err := os.CreateTemp(filepath.Dir(path), ".spool.tmp*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(f.Name()) // no-op after the rename
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(f.Name(), path)
+}
+
 func (a *callAudit) flusher() {
 	defer close(a.done)
 	t := time.NewTicker(a.every)
@@ -209,7 +258,13 @@ func (a *callAudit) flush() error {
 		recs[i] = s.Record
 	}
 	last := batch[len(batch)-1].Seq
-	err := withPins(a.opts, false, func(s *pin.Store) error { return s.AppendCalls(a.id, last, recs) })
+	err := withPins(a.opts, false, func(s *pin.Store) error {
+		txid, err := s.AppendCalls(a.id, last, recs)
+		if err == nil {
+			a.ownTx(txid)
+		}
+		return err
+	})
 	if err != nil {
 		a.mu.Lock()
 		if a.err == nil {
@@ -230,7 +285,7 @@ func (a *callAudit) flush() error {
 		buf.Write(line)
 		buf.WriteByte('\n')
 	}
-	if err := atomicfile.Write(a.spoolPath(), buf.Bytes(), 0o600); err != nil && a.err == nil {
+	if err := replaceFile(a.spoolPath(), buf.Bytes()); err != nil && a.err == nil {
 		a.err = fmt.Errorf("rewriting the call spool: %w", err)
 	}
 	if a.spool != nil {
@@ -336,7 +391,7 @@ func recoverSpool(opts Options, dir, id string) error {
 	}
 	return withPins(opts, false, func(s *pin.Store) error {
 		if len(recs) > 0 {
-			if err := s.AppendCalls(id, last, recs); err != nil {
+			if _, err := s.AppendCalls(id, last, recs); err != nil {
 				return err
 			}
 		}

@@ -82,6 +82,9 @@ type Report struct {
 	// observed is the number of findings of verification, before those
 	// of the comparison.
 	observed int
+	// verdicts caches Allowed for every item, by item and name: a report
+	// of 1,000 tools is asked about each of them.
+	verdicts map[[2]string]bool
 }
 
 // Observed returns the findings of verification (and of the unsigned
@@ -92,6 +95,7 @@ func (r *Report) Observed() []verify.Finding { return r.Findings[:r.observed:r.o
 // approval), in place of the one r was made with.
 func (r *Report) After(c *pin.Comparison) *Report {
 	after := *r
+	after.verdicts = nil
 	after.Comparison, after.Tools = c, c.Tools
 	after.Findings = append(append([]verify.Finding{}, r.Observed()...), c.Findings...)
 	return &after
@@ -131,24 +135,27 @@ func (r *Report) allowed(item, tool string) bool {
 	if r.Blocked() {
 		return false
 	}
-	ok := false
-	for _, t := range r.Tools {
-		if t.Item == item && t.Name == tool {
-			if ok || t.Status != "ok" {
-				return false // listed twice, or not approved
+	if r.verdicts == nil {
+		r.verdicts = map[[2]string]bool{}
+		for _, t := range r.Tools {
+			k := [2]string{t.Item, t.Name}
+			_, twice := r.verdicts[k]
+			r.verdicts[k] = !twice && t.Status == "ok" // listed twice, or not approved
+		}
+		for _, f := range r.Findings {
+			if f.Severity != verify.Error {
+				continue
 			}
-			ok = true
+			if f.Tool == "" && f.Kind != verify.InstructionsChanged {
+				clear(r.verdicts) // about the whole server: nothing is allowed
+				break
+			}
+			if _, ok := r.verdicts[[2]string{f.Item, f.Tool}]; ok {
+				r.verdicts[[2]string{f.Item, f.Tool}] = false
+			}
 		}
 	}
-	if !ok {
-		return false
-	}
-	for _, f := range r.Findings {
-		if f.Severity == verify.Error && ((f.Item == item && f.Tool == tool) || (f.Tool == "" && f.Kind != verify.InstructionsChanged)) {
-			return false
-		}
-	}
-	return true
+	return r.verdicts[[2]string{item, tool}]
 }
 
 // Observe verifies a listing against the trust policy without reading

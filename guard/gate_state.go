@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/etdi-dev/etdi"
 	"github.com/etdi-dev/etdi/internal/atomicfile"
@@ -107,20 +106,17 @@ func (st *gateState) refuse(r refusal) {
 	}
 }
 
-// pinStamp identifies a state of the pin database file: another
-// process's approval or revocation changes it.
+// pinStamp identifies a state of the pin database: the id of its last
+// committed transaction (pin.Generation), which another process's
+// approval or revocation changes.
 type pinStamp struct {
-	mod  time.Time
-	size int64
+	txid uint64
 	ok   bool
 }
 
 func statPins(path string) pinStamp {
-	fi, err := os.Stat(path)
-	if err != nil {
-		return pinStamp{}
-	}
-	return pinStamp{fi.ModTime(), fi.Size(), true}
+	txid, err := pin.Generation(path)
+	return pinStamp{txid, err == nil}
 }
 
 // check checks a listing the gate received, as etdi check would: with the
@@ -178,16 +174,15 @@ func reason(r *Report, item, name string, err error) refusal {
 	return out
 }
 
-// observed returns what r observed of an entry.
-func observed(r *Report, item, name string) pin.Observed {
+// observedIn indexes what r observed, by item and name.
+func observedIn(r *Report) map[[2]string]pin.Observed {
+	m := map[[2]string]pin.Observed{}
 	if r != nil && r.Observation != nil {
 		for _, o := range r.Observation.Tools {
-			if o.Item == item && o.Name == name {
-				return o
-			}
+			m[[2]string{o.Item, o.Name}] = o
 		}
 	}
-	return pin.Observed{Item: item, Name: name}
+	return m
 }
 
 // entries returns the entries of l of an item kind.
@@ -442,6 +437,7 @@ func (g *Gate) filterPage(req *hostRequest, m *mcpclient.Message, data []byte, s
 	}
 	keep := make([]bool, len(page.Tools))
 	all := true
+	obs := observedIn(r)
 	for i, e := range page.Tools {
 		switch {
 		case g.st.seen[item][e.Name]:
@@ -451,7 +447,7 @@ func (g *Gate) filterPage(req *hostRequest, m *mcpclient.Message, data []byte, s
 				message: fmt.Sprintf("%s %q is listed on two pages; a client cannot tell which one it uses", itemWord(item), e.Name)})
 		case err == nil && r.AllowedItem(item, e.Name):
 			keep[i] = true
-			g.st.exposed[item][e.Name] = exposure{e.Digest.String(), observed(r, item, e.Name)}
+			g.st.exposed[item][e.Name] = exposure{e.Digest.String(), obs[[2]string{item, e.Name}]}
 			g.st.approved[item][e.Name] = e.Digest.String()
 			delete(g.st.why[item], e.Name)
 		default:
@@ -475,12 +471,15 @@ func (g *Gate) filterPage(req *hostRequest, m *mcpclient.Message, data []byte, s
 	g.tellBlocked()
 }
 
-// rejudge compares what the host received with the pins again when the
-// pin database changed since the gate last read it (an approval, a
-// revocation by another process): a revoked tool's next call is blocked.
+// rejudge asks the pin database again whether what the host received is
+// still approved, when the database changed since the gate last read it
+// (a revocation by another process): a revoked tool's next call is
+// blocked. It only ever withdraws: what it finds approved stays as the
+// last full comparison left it.
 func (g *Gate) rejudge() {
 	stamp := statPins(g.opts.Pins)
-	if stamp == g.st.stamp {
+	if stamp == g.st.stamp || (stamp.ok && g.st.stamp.ok && g.audit.onlyOwn(g.st.stamp.txid, stamp.txid)) {
+		g.st.stamp = stamp // nothing new, or only call records
 		return
 	}
 	g.st.stamp = stamp
@@ -498,10 +497,10 @@ func (g *Gate) rejudge() {
 	if len(o.Tools) == 0 {
 		return
 	}
-	var c *pin.Comparison
+	var still map[string]verify.Kind
 	err := withPins(g.opts.Options, true, func(s *pin.Store) error {
 		var err error
-		c, err = s.Compare(o)
+		still, err = s.StillApproved(o)
 		return err
 	})
 	if err != nil {
@@ -512,14 +511,13 @@ func (g *Gate) rejudge() {
 		}
 		return
 	}
-	r := &Report{Server: c.Server, Tools: c.Tools, Findings: c.Findings, Observation: o, Comparison: c}
-	for _, ts := range c.Tools {
-		if ts.Status == "removed" || r.AllowedItem(ts.Item, ts.Name) {
+	for _, t := range o.Tools {
+		kind := still[pin.StillApprovedKey(t.Item, t.Name)]
+		if kind == "" {
 			continue
 		}
-		why := reason(r, ts.Item, ts.Name, nil)
-		why.digest = ts.Digest
-		g.st.refuse(why)
+		g.st.refuse(refusal{item: t.Item, name: t.Name, kind: string(kind), digest: t.Digest.String(),
+			message: fmt.Sprintf("%s %q is no longer approved as the host received it (%s in the pin database)", itemWord(t.Item), t.Name, kind)})
 	}
 }
 

@@ -18,12 +18,15 @@ var bSpools = []byte("spools")
 
 // AppendCalls appends call records to the history in one transaction, and
 // records that the spool spool is appended up to sequence number seq.
-// Each record must be of type RecordCall.
-func (s *Store) AppendCalls(spool string, seq uint64, recs []Record) error {
+// Each record must be of type RecordCall. It returns the transaction's id
+// (see Generation).
+func (s *Store) AppendCalls(spool string, seq uint64, recs []Record) (uint64, error) {
 	if spool == "" {
-		return errors.New("pin: no spool id")
+		return 0, errors.New("pin: no spool id")
 	}
-	return s.update(func(tx *bolt.Tx) error {
+	var txid uint64
+	err := s.update(func(tx *bolt.Tx) error {
+		txid = uint64(tx.ID())
 		b, err := tx.CreateBucketIfNotExists(bSpools)
 		if err != nil {
 			return err
@@ -38,6 +41,7 @@ func (s *Store) AppendCalls(spool string, seq uint64, recs []Record) error {
 		}
 		return b.Put([]byte(spool), u64(seq))
 	})
+	return txid, err
 }
 
 // SpoolMark returns the last sequence number of spool that was appended

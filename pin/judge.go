@@ -111,6 +111,71 @@ func (s *Store) Record(o *Observation, by string, extra ...verify.Finding) (*Com
 	return c, err
 }
 
+// StillApproved says, for each tool (and other item) of o, whether it is
+// still approved as observed: the kind of finding that withdraws it
+// (revoked, a pin of another definition: rug_pull, no pin: new_tool, an
+// older bundle replayed: downgrade), or "" when its pin holds the same
+// version, digest, signer and permissions. It reads only those pins and
+// revocations, each checked against the record that created it, so it
+// costs the same however long the history grows; unlike Compare it does
+// not replay the history to find a pin rolled back to an earlier record.
+// A gate uses it to withdraw approvals between full comparisons (which
+// it makes at every listing), never to grant one. The map is keyed by
+// StillApprovedKey.
+func (s *Store) StillApproved(o *Observation) (map[string]verify.Kind, error) {
+	out := map[string]verify.Kind{}
+	err := s.view(func(tx *bolt.Tx) error {
+		info, err := serverInfo(tx, o.Server)
+		if err != nil {
+			return err
+		}
+		replayed := info != nil && o.Sequence > 0 && o.Sequence < info.MaxSequence
+		for i := range o.Tools {
+			t := &o.Tools[i]
+			key := itemKey(t.Item, t.Name)
+			switch {
+			case replayed:
+				out[key] = verify.Downgrade
+				continue
+			case hasControl(t.Name):
+				out[key] = verify.Impersonation
+				continue
+			}
+			if t.Item == ItemTool {
+				r, err := revokedBy(tx, o.Server, t)
+				if err != nil {
+					return err
+				}
+				if r != nil {
+					out[key] = verify.Revoked
+					continue
+				}
+			}
+			p, err := getItem(tx, o.Server, t.Item, t.Name)
+			if err != nil {
+				return err
+			}
+			added, removed := []etdi.Permission(nil), []etdi.Permission(nil)
+			if p != nil {
+				added, removed = PermissionDiff(p.Permissions, t.Permissions)
+			}
+			switch {
+			case p == nil:
+				out[key] = verify.NewTool
+			case p.Digest != t.Digest.String() || p.Version != t.Version || p.Signer != t.Signer || len(added)+len(removed) > 0:
+				out[key] = verify.RugPull
+			default:
+				out[key] = ""
+			}
+		}
+		return nil
+	})
+	return out, err
+}
+
+// StillApprovedKey is the key of an item in the map StillApproved returns.
+func StillApprovedKey(item, name string) string { return itemKey(item, name) }
+
 // Judge compares o with the pins, read-only, and returns with the
 // comparison the findings Check would append to the history (none when
 // Check would write nothing). A store opened read-only can judge.
