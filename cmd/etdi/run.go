@@ -65,6 +65,13 @@ so many gates and etdi check share it. --audit-calls records each
 tools/call in the history (tool, pinned digest, SHA-256 of the arguments,
 outcome, duration; never the arguments or results).
 
+--listen 127.0.0.1:PORT offers the session to a host that connects to a
+URL: Streamable HTTP at http://127.0.0.1:PORT/mcp instead of stdio (port
+0 picks a free port; etdi prints "etdi: listening on URL" on standard
+error). Only loopback addresses are accepted and requests from web pages
+of other origins are refused. There is one session: it, and etdi run, end
+when the host ends it (HTTP DELETE).
+
 Exit codes: 0 when the host ended the session, 1 when the server ended it
 or etdi could not start (an unreadable trust policy, a server that cannot
 be started), 2 usage.`,
@@ -84,6 +91,7 @@ be started), 2 usage.`,
 	fl.StringArrayVar(&f.headerEnv, "header-env", nil, "HTTP header for --url whose value is in an environment variable, Name=VARIABLE (repeatable)")
 	fl.DurationVar(&f.timeout, "timeout", 60*time.Second, "how long etdi's own listing of the server may take")
 	fl.BoolVar(&f.audit, "audit-calls", false, "record every tools/call in the history (never the arguments or results)")
+	fl.StringVar(&f.listen, "listen", "", "offer Streamable HTTP towards the host at ADDR (loopback only) instead of stdio")
 	pf.register(fl, e)
 	pf.registerBy(fl)
 	return cmd
@@ -178,19 +186,18 @@ func (e *env) runGate(cmd *cobra.Command, f *runFlags, pf *pinFlags, args []stri
 	if err != nil {
 		return err
 	}
+	host, err := e.hostConn(f, opts.Log)
+	if err != nil {
+		return err
+	}
 	stderr := &lineEscaper{w: e.stderr, secrets: &secrets, mu: &logMu}
 	server, err := guard.StartServer(srv, stderr)
 	if err != nil {
+		host.Close()
 		return secrets.Error(fmt.Errorf("starting the server: %w", err))
 	}
 	ctx, stop := signal.NotifyContext(e.ctx, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
-	host := guard.StreamConn(e.stdin, e.stdout, func() error {
-		if c, ok := e.stdin.(io.Closer); ok && e.stdin != os.Stdin {
-			return c.Close()
-		}
-		return nil
-	})
 	err = gate.Run(ctx, host, server)
 	stderr.flush()
 	if err != nil {
@@ -200,6 +207,29 @@ func (e *env) runGate(cmd *cobra.Command, f *runFlags, pf *pinFlags, args []stri
 		return secrets.Error(err)
 	}
 	return nil
+}
+
+// hostConn returns the host's side of the session: stdin and stdout, or
+// with --listen a Streamable HTTP endpoint on a loopback address.
+func (e *env) hostConn(f *runFlags, log func(string)) (guard.Conn, error) {
+	if f.listen == "" {
+		return guard.StreamConn(e.stdin, e.stdout, func() error {
+			if c, ok := e.stdin.(io.Closer); ok && e.stdin != os.Stdin {
+				return c.Close()
+			}
+			return nil
+		}), nil
+	}
+	h, err := guard.ListenHTTP(f.listen)
+	if errors.Is(err, guard.ErrListenAddr) {
+		return nil, usagef("--listen %q: want 127.0.0.1:PORT, [::1]:PORT or localhost:PORT (loopback only; port 0 picks one)", f.listen)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("--listen %s: %w", f.listen, err)
+	}
+	h.Log = log
+	fmt.Fprintf(e.stderr, "etdi: listening on %s\n", h.URL())
+	return h, nil
 }
 
 // reviewCommand is the etdi check command that reviews what the gate
