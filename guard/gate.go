@@ -239,10 +239,13 @@ func (g *Gate) readHost() error {
 	for {
 		data, err := g.host.Read(g.ctx)
 		if err != nil {
-			if g.ctx.Err() != nil {
+			switch {
+			case g.ctx.Err() != nil:
 				return g.ctx.Err()
+			case errors.Is(err, io.EOF):
+				return nil // the host closed its side: the session is over
 			}
-			return nil // the host closed its side: the session is over
+			return fmt.Errorf("reading from the host: %w", err)
 		}
 		m, err := mcpclient.Decode(data)
 		if err != nil {

@@ -59,6 +59,10 @@ type HTTPHost struct {
 	// Log, if not nil, receives a line (escaped for a terminal) when
 	// messages for the host were dropped. Set it before the session starts.
 	Log func(line string)
+	// Token, if set, must come with every request as "Authorization:
+	// Bearer <Token>" (else 401): other users of the machine reach a
+	// loopback port too. Set it before the session starts.
+	Token string
 
 	srv    *http.Server
 	url    string
@@ -267,6 +271,10 @@ func (h *HTTPHost) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	case r.URL.Path != "/mcp":
 		httpError(w, http.StatusNotFound, "the MCP endpoint is /mcp")
+		return
+	case h.Token != "" && subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), []byte("Bearer "+h.Token)) != 1:
+		w.Header().Set("WWW-Authenticate", "Bearer")
+		httpError(w, http.StatusUnauthorized, "this endpoint wants Authorization: Bearer and its token")
 		return
 	}
 	switch r.Method {

@@ -433,3 +433,33 @@ func TestListenHTTPQueueBound(t *testing.T) {
 		}
 	}
 }
+
+// With a token, a request without it, or with another, gets 401.
+func TestListenHTTPToken(t *testing.T) {
+	h, err := ListenHTTP("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	h.Token = "s3cret-token-value"
+	body := `{"jsonrpc":"2.0","method":"notifications/initialized"}`
+	for _, auth := range []string{"", "Bearer wrong", "Bearer s3cret-token-value"} {
+		req, _ := http.NewRequest(http.MethodPost, h.URL(), strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		if auth != "" {
+			req.Header.Set("Authorization", auth)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		want := http.StatusUnauthorized
+		if auth == "Bearer s3cret-token-value" {
+			want = http.StatusAccepted
+		}
+		if resp.StatusCode != want {
+			t.Errorf("Authorization %q: %d, want %d", auth, resp.StatusCode, want)
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"net/http"
@@ -92,6 +93,8 @@ type target struct {
 	location string
 	// problems keep the server from being checked as configured.
 	problems []string
+	// bundle is the --bundle of a wrapped entry's etdi run.
+	bundle string
 	// project and launch mark an entry of a project-scoped file and its
 	// launch digest.
 	project bool
@@ -218,7 +221,10 @@ func (e *env) targets(f *serverFlags, args []string, dash int) ([]target, error)
 			continue
 		}
 		t := target{label: fmt.Sprintf("%s (%s, %s)", en.Name, en.Host, en.File), name: en.Name, location: en.File,
-			problems: en.Problems, url: en.URL, dir: en.Cwd, project: en.Project, launch: en.Launch}
+			problems: en.Problems, url: en.URL, dir: en.Cwd, project: en.Project, launch: en.Launch, bundle: en.Bundle}
+		if t.bundle != "" && !filepath.IsAbs(t.bundle) && en.Cwd != "" {
+			t.bundle = filepath.Join(en.Cwd, t.bundle)
+		}
 		en.AddSecrets(&t.secrets)
 		t.credentials = credentialsOfEntry(&en)
 		if en.Command != "" {
@@ -369,15 +375,15 @@ func (e *env) guardOptions(f *serverFlags, pf *pinFlags, t *target, p *trust.Pol
 	}
 	opts := guard.Options{Policy: p, Name: t.name, Now: now, Credentials: t.credentials,
 		Tokens: func() verify.TokenVerifier { return e.tokenVerifier(now) }}
-	if f.bundle != "" {
-		data, err := e.readInput(f.bundle)
+	if bundle := cmp.Or(f.bundle, t.bundle); bundle != "" {
+		data, err := e.readInput(bundle)
 		if err != nil {
 			return opts, err
 		}
-		if err := notABundle(f.bundle, data); err != nil {
+		if err := notABundle(bundle, data); err != nil {
 			return opts, err
 		}
-		opts.Bundle, opts.BundleSource = data, f.bundle
+		opts.Bundle, opts.BundleSource = data, bundle
 	}
 	if pf != nil {
 		opts.Pins, opts.LockTimeout, opts.By = pf.path, pf.lockTimeout, pf.who()

@@ -69,8 +69,11 @@ outcome, duration; never the arguments or results).
 URL: Streamable HTTP at http://127.0.0.1:PORT/mcp instead of stdio (port
 0 picks a free port; etdi prints "etdi: listening on URL" on standard
 error). Only loopback addresses are accepted and requests from web pages
-of other origins are refused. There is one session: it, and etdi run, end
-when the host ends it (HTTP DELETE).
+of other origins are refused. Other users of the machine can reach a
+loopback port: with ETDI_LISTEN_TOKEN set, every request must carry
+"Authorization: Bearer $ETDI_LISTEN_TOKEN" (put the header in the host's
+configuration). There is one session: it, and etdi run, end when the host
+ends it (HTTP DELETE).
 
 Exit codes: 0 when the host ended the session, 1 when the server ended it
 or etdi could not start (an unreadable trust policy, a server that cannot
@@ -228,6 +231,9 @@ func (e *env) hostConn(f *runFlags, log func(string)) (guard.Conn, error) {
 		return nil, fmt.Errorf("--listen %s: %w", f.listen, err)
 	}
 	h.Log = log
+	if tok, ok := e.lookupEnv("ETDI_LISTEN_TOKEN"); ok && tok != "" {
+		h.Token = tok
+	}
 	fmt.Fprintf(e.stderr, "etdi: listening on %s\n", h.URL())
 	return h, nil
 }

@@ -77,6 +77,9 @@ type Entry struct {
 	// (SPEC.md §24); Command, Args, URL and Headers are then those of the
 	// server behind it.
 	Wrapped bool `json:"wrapped,omitempty"`
+	// Bundle is the --bundle the wrapped entry gives etdi run, if any: the
+	// server is checked with it.
+	Bundle string `json:"bundle,omitempty"`
 	// Launch is the SHA-256 (hex) of the configuration file's absolute
 	// path, the entry's name and the entry exactly as written (before any
 	// variable is resolved): what a launch approval of a project-scoped

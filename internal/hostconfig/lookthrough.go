@@ -46,7 +46,13 @@ func (e *Entry) lookThrough(lookup func(string) (string, bool)) {
 		}
 		flag, val, hasVal := strings.Cut(a, "=")
 		switch flag {
-		case "--trust", "--pins", "--name", "--url", "--header-env", "--header":
+		case "--trust", "--pins", "--name", "--url", "--header-env", "--header", "--bundle", "--timeout", "--lock-timeout", "--by":
+		case "--audit-calls":
+			if hasVal && val != "true" && val != "false" {
+				fail("argument %q is not one etdi understands", a)
+				return
+			}
+			continue // a switch: it takes no value
 		default:
 			fail("argument %q is not one etdi understands", a)
 			return
@@ -60,6 +66,8 @@ func (e *Entry) lookThrough(lookup func(string) (string, bool)) {
 			val = args[i]
 		}
 		switch flag {
+		case "--bundle":
+			e.Bundle = val
 		case "--url":
 			url = val
 		case "--header":

@@ -130,7 +130,7 @@ func TestUnwrapOnlyWhatWrapWrote(t *testing.T) {
 // name; arguments etdi does not understand are a problem, never guessed.
 func TestLookThrough(t *testing.T) {
 	data := []byte(`{"mcpServers": {
-  "s": {"command": "/usr/bin/etdi", "args": ["run", "--trust", "t.json", "--pins=p.db", "--name", "s", "--", "node", "s.js", "--x"]},
+  "s": {"command": "/usr/bin/etdi", "args": ["run", "--trust", "t.json", "--pins=p.db", "--name", "s", "--audit-calls", "--bundle", "b.etdi.json", "--timeout=30s", "--", "node", "s.js", "--x"]},
   "h": {"command": "C:\\etdi\\etdi.exe", "args": ["run", "--name", "h", "--url", "https://h/mcp", "--header-env", "Authorization=ETDI_HEADER_1", "--header-env", "X-Other=OTHER"], "env": {"ETDI_HEADER_1": "Bearer tok", "KEEP": "1"}},
   "odd": {"command": "etdi", "args": ["run", "--frobnicate", "--", "node"]},
   "empty": {"command": "etdi", "args": ["run", "--name", "empty", "--"]},
@@ -141,7 +141,7 @@ func TestLookThrough(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := byName(es)
-	if s := m["s"]; !s.Wrapped || s.Command != "node" || !slices.Equal(s.Args, []string{"s.js", "--x"}) || s.Transport != "stdio" || len(s.Problems) != 0 {
+	if s := m["s"]; !s.Wrapped || s.Command != "node" || !slices.Equal(s.Args, []string{"s.js", "--x"}) || s.Transport != "stdio" || len(s.Problems) != 0 || s.Bundle != "b.etdi.json" {
 		t.Errorf("s: %+v", s)
 	}
 	if h := m["h"]; !h.Wrapped || h.URL != "https://h/mcp" || h.Command != "" || h.Headers["Authorization"] != "Bearer tok" || h.Headers["X-Other"] != "o" ||
