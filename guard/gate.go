@@ -14,6 +14,7 @@ import (
 
 	"github.com/etdi-dev/etdi/internal/mcpclient"
 	"github.com/etdi-dev/etdi/internal/termtext"
+	"github.com/etdi-dev/etdi/pin"
 )
 
 // Conn carries the JSON-RPC messages of one side of a session, one
@@ -116,6 +117,8 @@ type Gate struct {
 	st    gateState // owned by the jobs goroutine
 	// saved is the listing the gate saved for review, if any.
 	saved string
+	// gen reads the pin database's generation (the jobs goroutine only).
+	gen *pin.GenerationReader
 }
 
 // hostRequest is a request of the host the server has not answered yet.
@@ -150,7 +153,7 @@ func NewGate(opts GateOptions) (*Gate, error) {
 		return nil, err
 	}
 	g := &Gate{opts: opts, own: map[string]chan *mcpclient.Message{}, pending: map[string]*hostRequest{},
-		ownPrefix: "etdi-" + hex.EncodeToString(rnd[:]) + "-", gone: make(chan struct{})}
+		ownPrefix: "etdi-" + hex.EncodeToString(rnd[:]) + "-", gone: make(chan struct{}), gen: &pin.GenerationReader{Path: opts.Pins}}
 	g.st.init()
 	return g, nil
 }
@@ -226,6 +229,7 @@ func (g *Gate) Run(ctx context.Context, host, server Conn) error {
 	}
 	g.cancel()
 	host.Close()
+	g.gen.Close()
 	if g.audit != nil {
 		if err := g.audit.stop(); err != nil && why == nil {
 			why = err
@@ -259,7 +263,7 @@ func (g *Gate) readHost() error {
 			continue
 		}
 		s := g.toServer.reserve()
-		g.jobs.add(func() { g.fromHost(m, data, s) })
+		g.jobs.do(func() { g.fromHost(m, data, s) })
 	}
 }
 

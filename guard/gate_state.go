@@ -114,8 +114,9 @@ type pinStamp struct {
 	ok   bool
 }
 
-func statPins(path string) pinStamp {
-	txid, err := pin.Generation(path)
+// pinStamp returns the stamp of the pin database now.
+func (g *Gate) pinStamp() pinStamp {
+	txid, err := g.gen.Read()
 	return pinStamp{txid, err == nil}
 }
 
@@ -131,7 +132,7 @@ func (g *Gate) check(l *Listing) (*Report, error) {
 	if opts.Bundle == nil && inband == nil && err == nil && g.st.inband != nil {
 		opts.Bundle, opts.BundleSource = g.st.inband, "in-band"
 	}
-	g.st.stamp = statPins(opts.Pins)
+	g.st.stamp = g.pinStamp()
 	r, err := Check(g.ctx, l, opts)
 	if err == nil && r.Observation != nil {
 		o := r.Observation
@@ -477,7 +478,7 @@ func (g *Gate) filterPage(req *hostRequest, m *mcpclient.Message, data []byte, s
 // blocked. It only ever withdraws: what it finds approved stays as the
 // last full comparison left it.
 func (g *Gate) rejudge() {
-	stamp := statPins(g.opts.Pins)
+	stamp := g.pinStamp()
 	if stamp == g.st.stamp || (stamp.ok && g.st.stamp.ok && g.audit.onlyOwn(g.st.stamp.txid, stamp.txid)) {
 		g.st.stamp = stamp // nothing new, or only call records
 		return

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"hash/fnv"
 	"os"
+	"time"
 )
 
 // Generation returns the id of the last transaction committed to the
@@ -19,6 +20,11 @@ func Generation(path string) (uint64, error) {
 		return 0, err
 	}
 	defer f.Close()
+	return generationOf(f)
+}
+
+// generationOf reads the generation from an open database file.
+func generationOf(f *os.File) (uint64, error) {
 	// bbolt meta page: page header 16 bytes, then magic 4, version 4,
 	// pageSize 4, flags 4, root 16, freelist 8, pgid 8, txid 8, checksum 8;
 	// the checksum is FNV-64a of the 56 bytes before it.
@@ -50,4 +56,46 @@ func Generation(path string) (uint64, error) {
 		return 0, errors.New("no valid meta page")
 	}
 	return best, nil
+}
+
+// GenerationReader reads the Generation of one database file again and
+// again, cheaply: it keeps the file open, and looks at the path again at
+// most every second, so that a file replaced by another (a restore) is
+// read from then on.
+type GenerationReader struct {
+	Path    string
+	f       *os.File
+	fi      os.FileInfo
+	checked time.Time
+}
+
+// Read returns the database's generation now.
+func (g *GenerationReader) Read() (uint64, error) {
+	if g.f == nil || time.Since(g.checked) > time.Second {
+		fi, err := os.Stat(g.Path)
+		if err != nil {
+			g.Close()
+			return 0, err
+		}
+		if g.f == nil || !os.SameFile(fi, g.fi) {
+			g.Close()
+			f, err := os.Open(g.Path)
+			if err != nil {
+				return 0, err
+			}
+			g.f, g.fi = f, fi
+		}
+		g.checked = time.Now()
+	}
+	return generationOf(g.f)
+}
+
+// Close closes the file.
+func (g *GenerationReader) Close() error {
+	if g.f == nil {
+		return nil
+	}
+	err := g.f.Close()
+	g.f = nil
+	return err
 }

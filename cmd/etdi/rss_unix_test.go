@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"syscall"
+	"time"
 )
 
 // rssHelper is the helper side of peakRSS: run the command in os.Args[1:]
@@ -19,4 +20,14 @@ func rssHelper() {
 	}
 	fmt.Println(cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss)
 	os.Exit(0)
+}
+
+// cpuOf returns the CPU time a waited-for process used (user and system,
+// with the processes it waited for).
+func cpuOf(ps *os.ProcessState) (time.Duration, bool) {
+	u, ok := ps.SysUsage().(*syscall.Rusage)
+	if !ok {
+		return 0, false
+	}
+	return time.Duration(u.Utime.Nano() + u.Stime.Nano()), true
 }

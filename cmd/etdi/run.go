@@ -216,7 +216,8 @@ func (e *env) runGate(cmd *cobra.Command, f *runFlags, pf *pinFlags, args []stri
 // with --listen a Streamable HTTP endpoint on a loopback address.
 func (e *env) hostConn(f *runFlags, log func(string)) (guard.Conn, error) {
 	if f.listen == "" {
-		return guard.StreamConn(e.stdin, e.stdout, func() error {
+		in, out := pollable(e.stdin), pollable(e.stdout)
+		return guard.StreamConn(in, out, func() error {
 			if c, ok := e.stdin.(io.Closer); ok && e.stdin != os.Stdin {
 				return c.Close()
 			}

@@ -172,7 +172,7 @@ type rawHost struct {
 	got   chan []byte
 }
 
-func startRaw(t *testing.T, cmd *exec.Cmd) *rawHost {
+func startRaw(t testing.TB, cmd *exec.Cmd) *rawHost {
 	t.Helper()
 	in, _ := cmd.StdinPipe()
 	out, _ := cmd.StdoutPipe()
@@ -194,7 +194,7 @@ func startRaw(t *testing.T, cmd *exec.Cmd) *rawHost {
 
 // ask sends a request and returns the line that answers it (other lines
 // are kept aside).
-func (h *rawHost) ask(t *testing.T, id int, method, params string) []byte {
+func (h *rawHost) ask(t testing.TB, id int, method, params string) []byte {
 	t.Helper()
 	fmt.Fprintf(h.in, `{"jsonrpc":"2.0","id":%d,"method":%q,"params":%s}`+"\n", id, method, params)
 	timeout := time.After(20 * time.Second)

@@ -20,7 +20,7 @@ func TestDecodeMessage(t *testing.T) {
 		{`{"jsonrpc":"2.0","result":{}}`, "has no id"},
 		{`{"jsonrpc":"2.0","id":1}`, "exactly one of result and error"},
 		{`{"jsonrpc":"2.0","id":1,"result":{},"error":{}}`, "exactly one of result and error"},
-		{`[{"jsonrpc":"2.0","id":1,"result":{}}]`, "cannot unmarshal array"},
+		{`[{"jsonrpc":"2.0","id":1,"result":{}}]`, "not a JSON object"},
 		{`{"jsonrpc":"2.0","id":1,"result":{}`, "unexpected end of JSON input"},
 	} {
 		if _, err := decodeMessage([]byte(tc.in)); err == nil || !strings.Contains(err.Error(), tc.err) {

@@ -50,8 +50,14 @@ func StartStdio(argv, env []string, dir string, stderr io.Writer) (*StdioSession
 }
 
 // Read returns the next line the server wrote, or an error once it closed
-// its stdout (it exited) or wrote a line longer than MaxMessage.
-func (s *StdioSession) Read(ctx context.Context) ([]byte, error) { return s.c.recv(ctx) }
+// its stdout (it exited) or wrote a line longer than MaxMessage. The read
+// is not interrupted by ctx; Close ends it.
+func (s *StdioSession) Read(ctx context.Context) ([]byte, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return s.c.readLine()
+}
 
 // Write writes one message and its newline, within ctx.
 func (s *StdioSession) Write(ctx context.Context, msg []byte) error { return s.c.send(ctx, msg, false) }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"sync"
 	"time"
 )
 
@@ -46,6 +47,29 @@ type stdioConn struct {
 	// writing holds a token while a message is written; waiting for it
 	// honours the context too (an answer may be stuck on a full pipe).
 	writing chan struct{}
+	// lines reads stdout directly, in a session (readLine).
+	lines   *lineReader
+	linesMu sync.Mutex
+}
+
+// readLine returns the next non-empty line of a session's stdout, read by
+// the caller's goroutine: no hand-off per message. Closing stdout (close)
+// ends a read under way.
+func (c *stdioConn) readLine() ([]byte, error) {
+	c.linesMu.Lock()
+	defer c.linesMu.Unlock()
+	for {
+		line, err := c.lines.next()
+		if err != nil {
+			if errors.Is(err, io.EOF) || errors.Is(err, os.ErrClosed) {
+				return nil, errors.New("the server closed the connection (exited?)")
+			}
+			return nil, err
+		}
+		if len(bytes.TrimSpace(line)) > 0 {
+			return line, nil
+		}
+	}
 }
 
 type lineResult struct {
@@ -55,7 +79,9 @@ type lineResult struct {
 
 // startStdio starts the server with its three pipes. Everything it writes
 // to stderr is kept (the last 4 KiB) and, if stderr is not nil, copied
-// there; maxLine, if set, bounds each line it writes to stdout.
+// there. With maxLine set (a session), stdout is read by whoever calls
+// readLine, each line bounded by maxLine; otherwise a goroutine reads it
+// for recv.
 func startStdio(ctx context.Context, argv, env []string, dir string, b *budget, stderr io.Writer, maxLine int) (*stdioConn, error) {
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = env
@@ -113,7 +139,12 @@ func startStdio(ctx context.Context, argv, env []string, dir string, b *budget, 
 		io.Copy(w, errR)
 		close(c.errDone)
 	}()
-	go c.readLines(b.reader(outR), maxLine)
+	if maxLine > 0 {
+		c.lines = newLineReader(outR)
+		c.lines.max = maxLine
+	} else {
+		go c.readLines(b.reader(outR), maxLine)
+	}
 	go c.writeAnswers()
 	return c, nil
 }
