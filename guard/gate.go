@@ -316,10 +316,11 @@ func (g *Gate) fromHost(m *mcpclient.Message, data []byte, s *slot) {
 		}
 		return
 	case "notifications/initialized":
-		if g.st.initializedSent { // etdi sent it itself, before its own listing
-			g.toServer.fill(s)
-			return
-		}
+		// etdi sends it itself when the answer to initialize comes, before
+		// its own listing: the server receives exactly one, even from a
+		// host that sends its own too early.
+		g.toServer.fill(s)
+		return
 	case "tools/call", "prompts/get":
 		g.decide(m, data, s)
 		return

@@ -20,6 +20,9 @@
 //	    <server key> 0x00 <tool name>   JSON Pin: approved definition and
 //	                                    evidence; (schema 3) the index and
 //	                                    leaf hash of its approval record
+//	    <server key> 0x00 0x01 <item> 0x00 <name>
+//	                                    (schema 5) JSON Pin of a prompt,
+//	                                    resource or resource template
 //	revoked/
 //	    <server key> "/" <tool> ["@" <version>]   JSON Revocation, bound to
 //	    "key:" <key id>                           its record like a pin
@@ -27,6 +30,10 @@
 //	    <tool name>            JSON []string: server keys that pin the name
 //	skeletons/                 (schema 2; rebuilt in 3) index for look-alike names
 //	    <skeleton>             JSON []string: pinned names with that skeleton
+//	spools/                    (schema 5; created on first use) call spools
+//	    <spool id>             uint64 big endian: last sequence number of
+//	                           the spool appended to the history (etdi run
+//	                           --audit-calls)
 //	launches/                  (created on first use) project-scoped host
 //	    <launch digest>        config entries the user let etdi start: JSON
 //	                           Launch, bound to its "launch" record
@@ -65,7 +72,9 @@
 // rewrite that recomputes the hashes is still pinned to a record number.
 // Check appends a finding only if the history does not already hold the
 // same finding since the last decision about its tool (unrecorded); it
-// never rewrites a record.
+// never rewrites a record. AppendCalls appends the call records of a
+// gate in batches; a call record is neither a finding nor a decision, and
+// every scan of the history skips it undecoded.
 // Checkpoints ("<origin>\n<size>\n<base64 root>\n", C2SP tlog-checkpoint)
 // are signed notes (golang.org/x/mod/sumdb/note) by a local audit key.
 package pin

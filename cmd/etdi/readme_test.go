@@ -68,6 +68,13 @@ func TestREADMEWalkthrough(t *testing.T) {
 	if !strings.Contains(out.String(), "OK weather.etdi.json: signature verified") {
 		t.Fatalf("walk-through output lacks the verification headline:\n%s", out.String())
 	}
+	// The shell host's two sessions through etdi run: the approved tool
+	// called, then the rug pull listed as nothing and refused.
+	for _, want := range []string{`"text":"sunny in Oslo"`, `"tools":[]}`, `"code":-32090`, `withheld tool "get_weather": definition_changed`} {
+		if !strings.Contains(out.String(), want) {
+			t.Fatalf("walk-through output lacks %s:\n%s", want, out.String())
+		}
+	}
 	t.Logf("%d README lines ran as written", lines)
 }
 
