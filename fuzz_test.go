@@ -148,3 +148,57 @@ func countValues(v *Value) int {
 	}
 	return n
 }
+
+// FuzzParseListsPage: whatever a saved listing or a server's page holds,
+// parsing never panics; what it accepts is valid JSON, each list present
+// has exactly the entries encoding/json reads, each digest is that of the
+// entry's canonical form, and the tools of ParseToolsListPage are the
+// same.
+func FuzzParseListsPage(f *testing.F) {
+	f.Add([]byte(`{"tools":[{"name":"a","description":"x"}],"prompts":[{"name":"p"}],"resources":[{"uri":"x://1","name":"one"}],"resourceTemplates":[{"uriTemplate":"x://{n}"}],"nextCursor":"2"}`))
+	f.Add([]byte(`{"jsonrpc":"2.0","id":1,"result":{"tools":[],"resources":[{"uri":"u"}]}}`))
+	f.Add([]byte(`[{"name":"a"}]`))
+	f.Add([]byte(`{"tools":[{"name":"a"}],"prompts":[{"nom":"p"}]}`))
+	addVectorSeeds(f, "tools.json")
+	lists := []List{ListTools, ListPrompts, ListResources, ListTemplates}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		pages, err := ParseListsPage(data, lists, 0, 0)
+		if err != nil {
+			return
+		}
+		if !json.Valid(data) {
+			t.Fatalf("accepted input encoding/json rejects: %q", data)
+		}
+		var obj map[string]json.RawMessage
+		if json.Unmarshal(data, &obj) == nil {
+			if r, ok := obj["result"]; ok && obj["jsonrpc"] != nil {
+				obj = nil
+				json.Unmarshal(r, &obj)
+			}
+			for i, l := range lists {
+				var arr []json.RawMessage
+				raw, present := obj[l.Member]
+				if present != (pages[i] != nil) && (i > 0 || !present) {
+					t.Fatalf("%s present %v, parsed %v", l.Member, present, pages[i] != nil)
+				}
+				if present && json.Unmarshal(raw, &arr) == nil && len(arr) != len(pages[i].Tools) {
+					t.Fatalf("%s: %d entries, encoding/json reads %d", l.Member, len(pages[i].Tools), len(arr))
+				}
+			}
+		}
+		for _, p := range pages {
+			if p == nil {
+				continue
+			}
+			for _, e := range p.Tools {
+				if v, err := ParseJSON(e.Canonical); err != nil || DefinitionDigest(v) != e.Digest {
+					t.Fatalf("entry %q does not read back with its digest", e.Name)
+				}
+			}
+		}
+		tl, err := ParseToolsListPage(data, 0, 0)
+		if err != nil || len(tl.Tools) != len(pages[0].Tools) {
+			t.Fatalf("ParseToolsListPage disagrees: %v", err)
+		}
+	})
+}

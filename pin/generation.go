@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"hash/fnv"
+	"io"
 	"os"
 	"time"
 )
@@ -23,8 +24,8 @@ func Generation(path string) (uint64, error) {
 	return generationOf(f)
 }
 
-// generationOf reads the generation from an open database file.
-func generationOf(f *os.File) (uint64, error) {
+// generationOf reads the generation from the bytes of a database file.
+func generationOf(f io.ReaderAt) (uint64, error) {
 	// bbolt meta page: page header 16 bytes, then magic 4, version 4,
 	// pageSize 4, flags 4, root 16, freelist 8, pgid 8, txid 8, checksum 8;
 	// the checksum is FNV-64a of the 56 bytes before it.

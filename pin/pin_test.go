@@ -620,3 +620,23 @@ func TestDuplicateNamesUnsigned(t *testing.T) {
 		}
 	}
 }
+
+// Generation is the last transaction's id, and changes with every write.
+func TestGeneration(t *testing.T) {
+	s := openTemp(t)
+	g1, err := Generation(s.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustApprove(t, s, obs("acme:w", 1, tool(t, "get_weather", "1.0.0", weatherDef, keyA)))
+	g2, _ := Generation(s.Path())
+	r := &GenerationReader{Path: s.Path()}
+	defer r.Close()
+	g3, err := r.Read()
+	if err != nil || g2 <= g1 || g3 != g2 {
+		t.Fatalf("generations %d, %d, %d (%v)", g1, g2, g3, err)
+	}
+	if _, err := Generation(filepath.Join(t.TempDir(), "none.db")); err == nil {
+		t.Fatal("no file, yet a generation")
+	}
+}

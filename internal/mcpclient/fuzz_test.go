@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -87,4 +88,89 @@ func FuzzNextEvent(f *testing.F) {
 			}
 		}
 	})
+}
+
+// FuzzMessageEdits: on any object a decoded message may hold, the edits
+// the gate makes keep the rest as it was: Member finds what encoding/json
+// finds, WithoutMember removes exactly that member, and KeepElements keeps
+// exactly the elements asked for, each byte for byte, in a valid document.
+func FuzzMessageEdits(f *testing.F) {
+	f.Add([]byte(`{"tools":[{"name":"a"},{"name":"b","d":"]"},3,[]],"nextCursor":"x","_meta":{}}`), "tools", uint64(5))
+	f.Add([]byte(` { "instructions" : "x}" , "a" : [ 1 , { } ] } `), "instructions", uint64(1))
+	f.Add([]byte(`{"\u0074ools":[1,2,3]}`), "tools", uint64(2))
+	f.Add([]byte(`{"tools":[]}`), "tools", uint64(0))
+	f.Fuzz(func(t *testing.T, obj []byte, name string, mask uint64) {
+		var m map[string]json.RawMessage
+		if !json.Valid(obj) || json.Unmarshal(obj, &m) != nil || m == nil {
+			return
+		}
+		dec := json.NewDecoder(bytes.NewReader(obj))
+		if keys := countKeys(dec); keys != len(m) {
+			return // duplicate names: Decode refuses those in an envelope; inside one, Member takes the first
+		}
+		want, has := m[name]
+		got := Member(obj, name)
+		if has != (got != nil) || (has && !jsonEqual(want, got)) {
+			t.Fatalf("Member(%q) = %q, encoding/json %q", name, got, want)
+		}
+		without := WithoutMember(obj, name)
+		var w map[string]json.RawMessage
+		if err := json.Unmarshal(without, &w); err != nil {
+			t.Fatalf("WithoutMember made %q invalid: %v", without, err)
+		}
+		if _, still := w[name]; still || len(w) != len(m)-map[bool]int{true: 1, false: 0}[has] {
+			t.Fatalf("WithoutMember(%q): %q", name, without)
+		}
+		var arr []json.RawMessage
+		if !has || json.Unmarshal(want, &arr) != nil {
+			return
+		}
+		kept, err := KeepElements(obj, name, func(i int) bool { return mask&(1<<(i%64)) != 0 })
+		if err != nil {
+			t.Fatalf("KeepElements: %v", err)
+		}
+		var k map[string]json.RawMessage
+		var karr []json.RawMessage
+		if json.Unmarshal(kept, &k) != nil || json.Unmarshal(k[name], &karr) != nil {
+			t.Fatalf("KeepElements made %q invalid", kept)
+		}
+		var wantArr []json.RawMessage
+		for i, e := range arr {
+			if mask&(1<<(i%64)) != 0 {
+				wantArr = append(wantArr, e)
+			}
+		}
+		if len(karr) != len(wantArr) {
+			t.Fatalf("KeepElements kept %d of %d, want %d: %q", len(karr), len(arr), len(wantArr), kept)
+		}
+		for i := range karr {
+			if !bytes.Equal(bytes.TrimSpace(karr[i]), bytes.TrimSpace(wantArr[i])) {
+				t.Fatalf("element %d changed: %q, was %q", i, karr[i], wantArr[i])
+			}
+		}
+	})
+}
+
+// countKeys counts the names of the top-level object read by dec.
+func countKeys(dec *json.Decoder) int {
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return -1
+	}
+	n := 0
+	for dec.More() {
+		if _, err := dec.Token(); err != nil {
+			return -1
+		}
+		n++
+		var skip json.RawMessage
+		if dec.Decode(&skip) != nil {
+			return -1
+		}
+	}
+	return n
+}
+
+func jsonEqual(a, b []byte) bool {
+	var x, y any
+	return json.Unmarshal(a, &x) == nil && json.Unmarshal(b, &y) == nil && reflect.DeepEqual(x, y)
 }
