@@ -85,6 +85,22 @@ func ParseListPage(data []byte, list List, before, limit int) (*ToolsList, error
 	return pages[0], nil
 }
 
+// ParseListResult parses the result of one page of a list as a server
+// answers it (MCP): an object whose member list.Member is the array of
+// entries, read exactly as a host reads it. Unlike ParseListPage it takes
+// no other shape: a result that is a bare array, or that holds its entries
+// under "result" as a saved JSON-RPC response does, would be read one way
+// here and another way by the host. Any member whose name differs from
+// list.Member only in case is refused: a decoder that matches names
+// case-insensitively (encoding/json) would read it instead.
+func ParseListResult(data []byte, list List, before, limit int) (*ToolsList, error) {
+	pages, err := parseLists(data, []List{list}, before, limit, true)
+	if err != nil {
+		return nil, err
+	}
+	return pages[0], nil
+}
+
 // ParseListsPage parses a document holding several lists in one object,
 // as etdi fetch saves a server: {"tools": [...], "prompts": [...], ...}
 // (or the result of a JSON-RPC response; a bare array is the first
@@ -92,6 +108,10 @@ func ParseListPage(data []byte, list List, before, limit int) (*ToolsList, error
 // is absent are nil. The JSON values of the whole document count once
 // against the bound, as ParseToolsListPage says.
 func ParseListsPage(data []byte, lists []List, before, limit int) ([]*ToolsList, error) {
+	return parseLists(data, lists, before, limit, false)
+}
+
+func parseLists(data []byte, lists []List, before, limit int, resultOnly bool) ([]*ToolsList, error) {
 	if limit <= 0 || limit > MaxNodes {
 		limit, before = MaxNodes, 0
 	}
@@ -148,6 +168,28 @@ func ParseListsPage(data []byte, lists []List, before, limit int) ([]*ToolsList,
 		return nil, err
 	}
 	out := make([]*ToolsList, len(lists))
+	if resultOnly {
+		o, err := (Field{"", v}).Object()
+		if err != nil {
+			return nil, err
+		}
+		for _, m := range o.V.Members {
+			if m.Name != lists[0].Member && strings.EqualFold(m.Name, lists[0].Member) {
+				return nil, fmt.Errorf("member %q of the result differs from %q only in case", m.Name, lists[0].Member)
+			}
+		}
+		if _, err := o.Field(lists[0].Member).Array(); err != nil {
+			return nil, err
+		}
+		out[0] = &ToolsList{Tools: entries[1], ToolMetas: metas[1], Nodes: hook.nodes, NextCursor: o.V.Get("nextCursor")}
+		if m := o.Field("_meta"); m.V != nil {
+			if _, err := m.Object(); err != nil {
+				return nil, err
+			}
+			out[0].Meta = m.V
+		}
+		return out, nil
+	}
 	if v.Kind != Object {
 		if _, err := (Field{"", v}).Array(); err != nil {
 			return nil, err

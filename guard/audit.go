@@ -1,7 +1,6 @@
 package guard
 
 import (
-	"bufio"
 	"bytes"
 	"crypto/rand"
 	"crypto/sha256"
@@ -14,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/etdi-dev/etdi"
 	"github.com/etdi-dev/etdi/internal/filelock"
@@ -146,12 +146,27 @@ func argumentsDigest(raw []byte) string {
 	return "raw-sha256:" + hex.EncodeToString(sum[:])
 }
 
+// recordedName is the tool name a call record holds: a name longer than a
+// tool name may be (one the host asked for that no server listed) is cut,
+// with the SHA-256 of the whole of it.
+func recordedName(tool string) string {
+	if len(tool) <= etdi.MaxNameLen {
+		return tool
+	}
+	sum := sha256.Sum256([]byte(tool))
+	cut := tool[:128]
+	for len(cut) > 0 && !utf8.ValidString(cut) {
+		cut = cut[:len(cut)-1]
+	}
+	return cut + "...(sha256:" + hex.EncodeToString(sum[:]) + ")"
+}
+
 // begin starts the record of a call forwarded to the server.
 func (a *callAudit) begin(server, tool, digest string, args []byte) *callRecord {
 	if a == nil {
 		return nil
 	}
-	return &callRecord{start: time.Now(), rec: pin.Record{Type: pin.RecordCall, Server: server, Tool: tool, Digest: digest,
+	return &callRecord{start: time.Now(), rec: pin.Record{Type: pin.RecordCall, Server: server, Tool: recordedName(tool), Digest: digest,
 		Arguments: argumentsDigest(args), By: a.opts.By}}
 }
 
@@ -178,7 +193,7 @@ func (a *callAudit) blocked(server, tool, digest string, args []byte, kind strin
 	if a == nil {
 		return
 	}
-	a.add(pin.Record{Type: pin.RecordCall, Time: time.Now().UTC(), Server: server, Tool: tool, Digest: digest,
+	a.add(pin.Record{Type: pin.RecordCall, Time: time.Now().UTC(), Server: server, Tool: recordedName(tool), Digest: digest,
 		Arguments: argumentsDigest(args), Outcome: OutcomeBlocked, Kind: kind, By: a.opts.By})
 }
 
@@ -379,12 +394,10 @@ func recoverSpool(opts Options, dir, id string) error {
 	}
 	var recs []pin.Record
 	last := mark
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
+	for line := range bytes.SplitSeq(data, []byte("\n")) {
 		var s spooled
-		if json.Unmarshal(sc.Bytes(), &s) != nil || s.Record.Type != pin.RecordCall || s.Seq <= mark {
-			continue
+		if json.Unmarshal(line, &s) != nil || s.Record.Type != pin.RecordCall || s.Seq <= mark {
+			continue // a line cut short by a kill, or one appended already
 		}
 		recs = append(recs, s.Record)
 		last = max(last, s.Seq)

@@ -117,6 +117,9 @@ type Gate struct {
 	st    gateState // owned by the jobs goroutine
 	// saved is the listing the gate saved for review, if any.
 	saved string
+	// relists are the listings waiting to start, by notification method.
+	relistMu sync.Mutex
+	relists  map[string]*relistJob
 	// gen reads the pin database's generation (the jobs goroutine only).
 	gen *pin.GenerationReader
 }
@@ -153,7 +156,8 @@ func NewGate(opts GateOptions) (*Gate, error) {
 		return nil, err
 	}
 	g := &Gate{opts: opts, own: map[string]chan *mcpclient.Message{}, pending: map[string]*hostRequest{},
-		ownPrefix: "etdi-" + hex.EncodeToString(rnd[:]) + "-", gone: make(chan struct{}), gen: &pin.GenerationReader{Path: opts.Pins}}
+		ownPrefix: "etdi-" + hex.EncodeToString(rnd[:]) + "-", gone: make(chan struct{}), gen: &pin.GenerationReader{Path: opts.Pins},
+		relists: map[string]*relistJob{}}
 	g.st.init()
 	return g, nil
 }
@@ -364,7 +368,11 @@ func (g *Gate) fromServerAnswer(m *mcpclient.Message, data []byte) {
 }
 
 // fromServerNotification relays a notification of the server; a
-// list_changed is relayed after the gate listed the server again.
+// list_changed is relayed after the gate listed the server again. Those
+// that come while a listing for them waits to start are answered by that
+// one listing: a flood costs one listing at a time, not one each. What is
+// relayed is the bare notification: its parameters mean nothing to a host,
+// and a server could pad them.
 func (g *Gate) fromServerNotification(m *mcpclient.Message, data []byte) {
 	var items []string
 	switch m.Method {
@@ -379,12 +387,32 @@ func (g *Gate) fromServerNotification(m *mcpclient.Message, data []byte) {
 		return
 	}
 	s := g.toHost.reserve()
+	g.relistMu.Lock()
+	defer g.relistMu.Unlock()
+	if job := g.relists[m.Method]; job != nil {
+		job.slots = append(job.slots, s)
+		return
+	}
+	job := &relistJob{slots: []*slot{s}}
+	g.relists[m.Method] = job
+	bare := mcpclient.EncodeRequest(nil, m.Method, nil)
 	g.jobs.add(func() {
+		g.relistMu.Lock()
+		delete(g.relists, m.Method) // a change from now on asks for another listing
+		slots := job.slots
+		g.relistMu.Unlock()
 		g.relist(items, nil)
-		g.toHost.fill(s, data)
+		g.toHost.fill(slots[0], bare)
+		for _, s := range slots[1:] {
+			g.toHost.fill(s)
+		}
 		g.tellBlocked()
 	})
 }
+
+// relistJob is a listing asked for by list_changed notifications that has
+// not started: the places of those notifications in what goes to the host.
+type relistJob struct{ slots []*slot }
 
 // call sends a request of the gate's own to the server and waits for its
 // answer, within the gate's timeout.

@@ -226,8 +226,16 @@ func (g *Gate) initialized(m *mcpclient.Message, data []byte, s *slot) {
 	}
 	r := g.relist(items, l)
 	result := m.Result
-	if l.Instructions != nil && !g.instructionsApproved(r, *l.Instructions) {
-		result = mcpclient.WithoutMember(result, "instructions")
+	variant := false // instructions under another spelling, which a host may read
+	for _, n := range mcpclient.Names(result) {
+		variant = variant || (n != "instructions" && strings.EqualFold(n, "instructions"))
+	}
+	if variant || (l.Instructions != nil && !g.instructionsApproved(r, *l.Instructions)) {
+		for _, n := range mcpclient.Names(result) {
+			if strings.EqualFold(n, "instructions") {
+				result = mcpclient.WithoutMember(result, n)
+			}
+		}
 		g.logf("withheld the server's instructions: they are not the approved ones (review: %s)", g.review())
 	}
 	if len(result) == len(m.Result) {
@@ -408,7 +416,7 @@ func (g *Gate) filterPage(req *hostRequest, m *mcpclient.Message, data []byte, s
 		g.toHost.fill(s, data)
 		return
 	}
-	page, err := etdi.ParseListPage(m.Result, lm.list, 0, mcpclient.MaxFetchNodes)
+	page, err := etdi.ParseListResult(m.Result, lm.list, 0, mcpclient.MaxFetchNodes)
 	if err != nil {
 		g.logf("withheld the server's answer to %s: %v", req.method, err)
 		g.toHost.fill(s, mcpclient.EncodeError(m.ID, -32603, "etdi: withheld the server's answer to "+req.method+": "+err.Error(), nil))
@@ -536,6 +544,13 @@ func (g *Gate) decide(m *mcpclient.Message, data []byte, s *slot) {
 		g.toHost.send(mcpclient.EncodeError(m.ID, -32602, "etdi: "+m.Method+" names no "+what, nil))
 		return
 	}
+	// One name and one set of arguments: with a member twice, etdi and
+	// the server could read different ones.
+	if hasTwice(mcpclient.Names(m.Params)) {
+		g.toServer.fill(s)
+		g.toHost.send(mcpclient.EncodeError(m.ID, -32602, "etdi: "+m.Method+" params hold a member twice", nil))
+		return
+	}
 	g.rejudge()
 	e, exposed := g.st.exposed[item][name]
 	if exposed && g.st.approved[item][name] == e.digest {
@@ -602,4 +617,18 @@ func orUnknown(s string) string {
 		return "the server"
 	}
 	return s
+}
+
+// hasTwice reports whether a name occurs twice, or two names that a JSON
+// decoder matching names case-insensitively (encoding/json, Unicode simple
+// folding) takes as one.
+func hasTwice(names []string) bool {
+	for i := range names {
+		for j := i + 1; j < len(names); j++ {
+			if strings.EqualFold(names[i], names[j]) {
+				return true
+			}
+		}
+	}
+	return false
 }

@@ -233,8 +233,20 @@ func ListAll(ctx context.Context, call Caller, l *Listing, maxPages int) error {
 }
 
 // ListLists follows each of lists to its end, as ListAll does, filling l.
+// The results of every page of every list count against MaxFetchBytes
+// too, whatever the connection counts itself (a session bounds a message,
+// not a listing).
 func ListLists(ctx context.Context, call Caller, lists []etdi.List, l *Listing, maxPages int) error {
 	nodes := 0 // JSON values of all pages of all lists
+	left := int64(MaxFetchBytes)
+	inner := call
+	call = func(ctx context.Context, method string, params json.RawMessage) ([]byte, error) {
+		res, err := inner(ctx, method, params)
+		if left -= int64(len(res)); err == nil && left < 0 {
+			return nil, ErrTooLarge
+		}
+		return res, err
+	}
 	for _, list := range lists {
 		items, metas, itemMetas, pages, err := listPages(ctx, call, list, maxPages, &nodes)
 		if err != nil {
@@ -273,7 +285,7 @@ func listPages(ctx context.Context, call Caller, list etdi.List, maxPages int, n
 			return nil, nil, nil, 0, fail(err)
 		}
 		pages++
-		page, err := etdi.ParseListPage(res, list, *nodes, MaxFetchNodes)
+		page, err := etdi.ParseListResult(res, list, *nodes, MaxFetchNodes)
 		if err != nil {
 			return nil, nil, nil, 0, fail(fmt.Errorf("page %d: %w", pages, err))
 		}

@@ -402,3 +402,33 @@ func KeepElements(obj []byte, name string, keep func(i int) bool) ([]byte, error
 	out = append(out, ']')
 	return append(out, obj[off+len(arr):]...), nil
 }
+
+// Names returns the member names of the JSON object obj (valid JSON, as a
+// decoded message's slices are), unescaped, in order, duplicates
+// included; nil if obj is not an object.
+func Names(obj []byte) []string {
+	i := skipSpace(obj, 0)
+	if i >= len(obj) || obj[i] != '{' {
+		return nil
+	}
+	names := []string{}
+	i++
+	for {
+		i = skipSpace(obj, i)
+		if i >= len(obj) || obj[i] == '}' {
+			return names
+		}
+		if obj[i] == ',' {
+			i = skipSpace(obj, i+1)
+		}
+		kend := valueEnd(obj, i)
+		var key string
+		if json.Unmarshal(obj[i:kend], &key) != nil {
+			return names
+		}
+		names = append(names, key)
+		i = skipSpace(obj, kend)
+		i = skipSpace(obj, i+1) // the colon
+		i = valueEnd(obj, i)
+	}
+}

@@ -83,3 +83,22 @@ func TestMessageEdits(t *testing.T) {
 		t.Error("a number and a string are different ids")
 	}
 }
+
+// A message with line breaks between its tokens (an SSE event of several
+// data lines) is written to a stdio peer as one line, meaning the same.
+func TestOneLine(t *testing.T) {
+	in := "{\"jsonrpc\":\"2.0\",\r\n\"method\":\"notifications/message\",\n\"params\":{\"data\":\"a\\nb\"}}"
+	got, err := oneLine([]byte(in))
+	if err != nil || strings.ContainsAny(string(got), "\r\n") || string(got) != `{"jsonrpc":"2.0","method":"notifications/message","params":{"data":"a\nb"}}` {
+		t.Fatalf("%q %v", got, err)
+	}
+	if _, err := oneLine([]byte("{\"a\":\n")); err == nil {
+		t.Fatal("an invalid message with a line break was written")
+	}
+	var b strings.Builder
+	c := NewStreamConn(strings.NewReader(""), &b, nil)
+	c.Write(t.Context(), []byte(in))
+	if strings.Count(b.String(), "\n") != 1 {
+		t.Fatalf("written as %q", b.String())
+	}
+}

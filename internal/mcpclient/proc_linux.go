@@ -104,3 +104,9 @@ func killEscaped(ps []proc) {
 		}
 	}
 }
+
+// diesWithParent has the kernel end the server when etdi ends, however
+// (kill -9 included): in its own process group it gets no signal meant
+// for etdi's, and a server that ignores the end of its stdin would
+// outlive etdi. What the server starts itself is beyond this.
+func diesWithParent(a *syscall.SysProcAttr) { a.Pdeathsig = syscall.SIGKILL }

@@ -15,6 +15,7 @@ import (
 // that everything it starts can be ended with it.
 func inOwnGroup(cmd *exec.Cmd) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	diesWithParent(cmd.SysProcAttr)
 }
 
 // terminateGroup asks every process of the server's group to end.

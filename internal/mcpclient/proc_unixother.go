@@ -17,3 +17,7 @@ type proc struct{}
 func descendants(pid int) []proc { return nil }
 
 func killEscaped(ps []proc) {}
+
+// diesWithParent: only Linux can have the kernel end a child with its
+// parent.
+func diesWithParent(a *syscall.SysProcAttr) {}

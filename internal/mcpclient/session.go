@@ -3,7 +3,9 @@ package mcpclient
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"sync"
 )
@@ -59,8 +61,15 @@ func (s *StdioSession) Read(ctx context.Context) ([]byte, error) {
 	return s.c.readLine()
 }
 
-// Write writes one message and its newline, within ctx.
-func (s *StdioSession) Write(ctx context.Context, msg []byte) error { return s.c.send(ctx, msg, false) }
+// Write writes one message and its newline, within ctx; a message with
+// line breaks is written as one line (oneLine).
+func (s *StdioSession) Write(ctx context.Context, msg []byte) error {
+	line, err := oneLine(msg)
+	if err != nil {
+		return err
+	}
+	return s.c.send(ctx, line, false)
+}
 
 // Close ends the server's process group and reaps it; it may be called
 // more than once.
@@ -135,8 +144,28 @@ func (c *StreamConn) Write(ctx context.Context, msg []byte) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	_, err := c.w.Write(append(msg[:len(msg):len(msg)], '\n'))
+	line, err := oneLine(msg)
+	if err != nil {
+		return err
+	}
+	_, err = c.w.Write(append(line[:len(line):len(line)], '\n'))
 	return err
+}
+
+// oneLine returns msg as one line: a message that came over HTTP (an SSE
+// event of several data lines, a JSON body) may hold line breaks between
+// its tokens, and written as it is to a stdio peer every line would be a
+// message of its own. Such a message is compacted; JSON strings hold no
+// raw line break, so nothing else changes.
+func oneLine(msg []byte) ([]byte, error) {
+	if !bytes.ContainsAny(msg, "\r\n") {
+		return msg, nil
+	}
+	var b bytes.Buffer
+	if err := json.Compact(&b, msg); err != nil {
+		return nil, fmt.Errorf("a message that is not JSON: %w", err)
+	}
+	return b.Bytes(), nil
 }
 
 // Close calls the closer once.
