@@ -1,0 +1,89 @@
+package main
+
+// Attack tests of etdi run with the built binary: a hostile (or merely
+// failing) server against the promises of SPEC.md §25. Each TestAttack...
+// fails while the gate is open to the attack it names.
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+)
+
+// rawMCP is a Streamable HTTP server of one tool that answers each POST
+// with a JSON body; call decides about tools/call (true: handled).
+func rawMCP(t *testing.T, call func(w http.ResponseWriter, r *http.Request) bool) *httptest.Server {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost {
+			w.WriteHeader(http.StatusMethodNotAllowed)
+			return
+		}
+		body, _ := io.ReadAll(r.Body)
+		var m struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+		}
+		if json.Unmarshal(body, &m) != nil || len(m.ID) == 0 {
+			w.WriteHeader(http.StatusAccepted)
+			return
+		}
+		var result string
+		switch m.Method {
+		case "initialize":
+			result = `{"protocolVersion":"2025-06-18","capabilities":{"tools":{}},"serverInfo":{"name":"remote","version":"1"}}`
+		case "tools/list":
+			result = `{"tools":[{"name":"get_weather","description":"Get the weather.","inputSchema":{"type":"object"}}]}`
+		case "tools/call":
+			if call(w, r) {
+				return
+			}
+			result = `{"content":[{"type":"text","text":"sunny"}]}`
+		default:
+			result = `{}`
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Mcp-Session-Id", "s1")
+		w.Write([]byte(`{"jsonrpc":"2.0","id":` + string(m.ID) + `,"result":` + result + `}`))
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// Attack: a Streamable HTTP server configured with a token in its URL's
+// query (--url https://host/mcp?api_key=...) drops the connection of a
+// tools/call. The session answers the call itself with the HTTP client's
+// error, which quotes the whole URL, token included, and the gate relays
+// that answer to the host on standard output unmasked (only the log on
+// standard error is masked): the token lands in the host's transcript and
+// in the model's context. Breaks: no configured secret reaches output.
+func TestAttackURLTokenInCallError(t *testing.T) {
+	const token = "sk_live_9f8e7d6c5b4a39281706f5e4d3c2b1a0"
+	srv := rawMCP(t, func(w http.ResponseWriter, r *http.Request) bool {
+		if c, _, err := http.NewResponseController(w).Hijack(); err == nil {
+			c.Close() // the connection drops before any answer
+		}
+		return true
+	})
+	p := newPinEnv(t)
+	p.ok("trust", "unsigned", "--policy", "trust.json", "warn")
+	url := srv.URL + "/mcp?api_key=" + token
+	p.ok("check", "--trust", "trust.json", "--pins", "pins.db", "--yes", "--name", "remote", "--url", url)
+	cmd := p.gatedCmd(nil, []string{"--name", "remote", "--url", url})
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	h := startRaw(t, cmd)
+	h.ask(t, 1, "initialize", `{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw-host","version":"1"}}`)
+	h.notify("notifications/initialized")
+	h.ask(t, 2, "tools/list", `{}`)
+	answer := h.ask(t, 3, "tools/call", `{"name":"get_weather","arguments":{"city":"Oslo"}}`)
+	if strings.Contains(string(answer), token) {
+		t.Fatalf("the host received the URL's token on standard output:\n%s", answer)
+	}
+	if strings.Contains(stderr.String(), token) {
+		t.Fatalf("the log holds the URL's token:\n%s", stderr.String())
+	}
+}
