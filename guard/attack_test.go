@@ -11,6 +11,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -668,5 +669,125 @@ func TestAttackIdentitySwitchMidSession(t *testing.T) {
 		if got == "tools/call transfer_money" {
 			t.Fatalf("a tool approved for acme:bank was called on the server established as unsigned:atk\nlist: %s\ncall: %s", list, call)
 		}
+	}
+}
+
+// killAudit ends an audit as SIGKILL ends its gate: nothing more is
+// flushed, the spool and the lock are closed by the kernel.
+func killAudit(a *callAudit) {
+	close(a.quit)
+	<-a.done
+	a.mu.Lock()
+	if a.spool != nil {
+		a.spool.Close()
+	}
+	a.mu.Unlock()
+	a.lock.Close()
+}
+
+// callRecords counts the call records in the history.
+func callRecords(t *testing.T, opts Options) int {
+	t.Helper()
+	n := 0
+	if err := withPins(opts, true, func(s *pin.Store) error {
+		return s.Records(func(_ []byte, r *pin.Record) error {
+			if r.Type == pin.RecordCall {
+				n++
+			}
+			return nil
+		})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// Attack (on --audit-calls): gates that start at once, as a host starts
+// every server of its configuration. startAudit creates its lock file
+// (O_EXCL) and only then locks it; a gate starting meanwhile finds the
+// lock free, takes the new gate for a dead one, "recovers" its spool and
+// removes its lock file. The new gate then either fails to start
+// ("locking the call spool": the session is refused) or runs with no lock
+// file on disk, so that after it is killed no gate ever finds its spool:
+// its call records are lost. Breaks: every call is recorded exactly once
+// even across kill -9 (and the gate starts).
+func TestAttackAuditConcurrentStart(t *testing.T) {
+	opts := GateOptions{Options: Options{Policy: &trust.Policy{Unsigned: trust.Warn}, Pins: filepath.Join(t.TempDir(), "pins.db"),
+		Name: "atk", By: "tester"}, FlushEvery: time.Hour}
+	failed, lockless := 0, 0
+	var firstErr error
+	for i := 0; i < 400 && (failed == 0 || lockless == 0); i++ {
+		var wg sync.WaitGroup
+		var as [4]*callAudit
+		var errs [4]error
+		for k := range as {
+			wg.Go(func() { as[k], errs[k] = startAudit(opts) })
+		}
+		wg.Wait()
+		for k, a := range as {
+			switch {
+			case errs[k] != nil:
+				failed++
+				firstErr = errs[k]
+			case !fileExists(filepath.Join(a.dir, a.id+".lock")) && lockless == 0:
+				lockless++
+				// This gate records a call and is killed: does the next
+				// gate append the call?
+				before := callRecords(t, opts.Options)
+				a.blocked("unsigned:atk", "get_weather", "", nil, NotListed)
+				killAudit(a)
+				as[k] = nil
+				next, err := startAudit(opts)
+				if err == nil {
+					next.stop()
+				}
+				if got := callRecords(t, opts.Options); got != before+1 {
+					t.Errorf("a gate that started beside another and was killed lost its call record (%d records, want %d)", got, before+1)
+				}
+			}
+		}
+		for _, a := range as {
+			if a != nil {
+				a.stop()
+			}
+		}
+	}
+	if failed > 0 {
+		t.Errorf("%d of the gates that started at once failed to start: %v", failed, firstErr)
+	}
+}
+
+func fileExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}
+
+// Attack (on --audit-calls): a blocked tools/call whose name is long. The
+// gate records the name the host sent, unbounded (up to a message of 64
+// MiB); json.Marshal writes '<' as \u003c, six bytes. After a kill, the
+// next gate reads the spool with a bufio.Scanner whose lines are at most
+// 1 MiB and ignores its error: the scan stops at the long line, and that
+// record and every one after it are never appended, while the spool is
+// removed as done. Breaks: every call is recorded exactly once even across
+// kill -9.
+func TestAttackAuditLongNameLosesRecords(t *testing.T) {
+	opts := GateOptions{Options: Options{Policy: &trust.Policy{Unsigned: trust.Warn}, Pins: filepath.Join(t.TempDir(), "pins.db"),
+		Name: "atk", By: "tester"}, FlushEvery: time.Hour}
+	a, err := startAudit(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.blocked("unsigned:atk", strings.Repeat("<", 200_000), "", nil, NotListed)
+	for range 3 {
+		a.blocked("unsigned:atk", "delete_all", "", nil, NotListed)
+	}
+	killAudit(a)
+	next, err := startAudit(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	next.stop()
+	if got := callRecords(t, opts.Options); got != 4 {
+		t.Fatalf("%d call records after the killed gate, want 4", got)
 	}
 }
