@@ -13,6 +13,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -857,5 +858,59 @@ func TestRegressionEscapedInstructionsWithheld(t *testing.T) {
 	})
 	if ans := a.init(t); strings.Contains(ans, "files") {
 		t.Fatalf("changed instructions reached the host: %s", ans)
+	}
+}
+
+// Attack: list_changed notifications padded to megabytes (a notification
+// may carry any params), sent while the server is slow to answer the
+// gate's own listings. Each waiting job keeps its notification until the
+// listing is done, and the place it reserved in the outbox is counted
+// against the 128 MiB bound only once filled: 64 notifications of 8 MiB
+// hold half a gigabyte in the gate, and nothing stops a thousand.
+// Breaks: every byte a server sends is bounded.
+func TestAttackPaddedListChangedHeldInMemory(t *testing.T) {
+	slow := make(chan struct{})
+	var once sync.Once
+	release := func() { once.Do(func() { close(slow) }) }
+	defer release()
+	var mu sync.Mutex
+	initialized := false
+	a := startAtk(t, atkOptions(t), func(m *mcpclient.Message, own bool) []string {
+		mu.Lock()
+		ready := initialized
+		mu.Unlock()
+		if own && ready && m.Method == "tools/list" {
+			<-slow // the gate's own listings, once the session is up, wait
+		}
+		return cleanHandler(m, own)
+	})
+	a.init(t)
+	a.ask(t, "tools/list", `{}`, 5*time.Second)
+	mu.Lock()
+	initialized = true
+	mu.Unlock()
+	heap := func() uint64 {
+		runtime.GC()
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		return ms.HeapInuse
+	}
+	before := heap()
+	pad := strings.Repeat("x", 8<<20)
+	for range 64 {
+		a.server.write(`{"jsonrpc":"2.0","method":"notifications/tools/list_changed","params":{"_meta":{"pad":"` + pad + `"}}}`)
+	}
+	pad = ""
+	queued := 0
+	for deadline := time.Now().Add(5 * time.Second); queued < 63 && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		a.g.jobs.mu.Lock()
+		queued = len(a.g.jobs.q)
+		a.g.jobs.mu.Unlock()
+	}
+	held := int64(heap()) - int64(before)
+	t.Logf("the gate holds %d MiB more, in %d jobs that wait", held>>20, queued)
+	release()
+	if held > 256<<20 {
+		t.Fatalf("the gate holds %d MiB of a server's notifications that wait for its own listing", held>>20)
 	}
 }
