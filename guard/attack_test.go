@@ -914,3 +914,67 @@ func TestAttackPaddedListChangedHeldInMemory(t *testing.T) {
 		t.Fatalf("the gate holds %d MiB of a server's notifications that wait for its own listing", held>>20)
 	}
 }
+
+// Attack: the gate's own listing over many pages, each near the 64 MiB
+// bound of one message. A fetch (etdi check) counts every page against
+// one budget of 64 MiB; the gate's own listing (mcpclient.ListLists over
+// the session) bounds only each message and the number of JSON values,
+// and keeps every page's definitions until the listing is checked: 8
+// pages of one tool with a 16 MiB description (128 MiB in all, twice what
+// a fetch may read) are listed and checked, growing the gate's heap by
+// over 600 MiB, and 200 pages of 64 MiB are allowed (etdi check stays
+// under 256 MB at its bounds). Breaks: every byte a server sends is
+// bounded.
+func TestAttackOwnListingPagesUnbounded(t *testing.T) {
+	desc := strings.Repeat("x", 16<<20)
+	const pages = 8
+	opts := atkOptions(t)
+	opts.Timeout = time.Minute
+	a := startAtk(t, opts, func(m *mcpclient.Message, own bool) []string {
+		if m.Method == "tools/list" && own {
+			var p struct{ Cursor string }
+			json.Unmarshal(m.Params, &p)
+			n := 0
+			fmt.Sscan(p.Cursor, &n)
+			next := ""
+			if n+1 < pages {
+				next = fmt.Sprintf(`,"nextCursor":"%d"`, n+1)
+			}
+			return []string{res(m, fmt.Sprintf(`{"tools":[{"name":"big_%d","description":"%s","inputSchema":{"type":"object"}}]%s}`, n, desc, next))}
+		}
+		return cleanHandler(m, own)
+	})
+	var peak uint64
+	stop := make(chan struct{})
+	sampled := make(chan struct{})
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	before := ms.HeapInuse
+	go func() {
+		defer close(sampled)
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(20 * time.Millisecond):
+			}
+			var ms runtime.MemStats
+			runtime.ReadMemStats(&ms)
+			peak = max(peak, ms.HeapInuse)
+		}
+	}()
+	ans := a.ask(t, "initialize", `{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"atk-host","version":"1"}}`, 90*time.Second)
+	close(stop)
+	<-sampled
+	if ans == "" {
+		t.Fatal("no answer to initialize")
+	}
+	grown := int64(peak) - int64(before)
+	a.mu.Lock()
+	log := strings.Join(a.log, "\n")
+	a.mu.Unlock()
+	if !strings.Contains(log, "could not list the server") {
+		t.Fatalf("the gate listed and checked 128 MiB of one server's pages (a fetch stops at 64 MiB); its heap grew by %d MiB", grown>>20)
+	}
+}
