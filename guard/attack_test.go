@@ -978,3 +978,70 @@ func TestAttackOwnListingPagesUnbounded(t *testing.T) {
 		t.Fatalf("the gate listed and checked 128 MiB of one server's pages (a fetch stops at 64 MiB); its heap grew by %d MiB", grown>>20)
 	}
 }
+
+// Regression: what a web page (or a rebinding DNS name) can send to
+// --listen is refused: foreign and opaque origins, look-alike loopback
+// names, another port, a CORS preflight (no CORS headers are ever
+// granted), a body the page may send without one, and a session id the
+// page chose.
+func TestRegressionListenWebPage(t *testing.T) {
+	h := startHost(t)
+	port := h.port
+	init := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}`
+	for _, c := range []struct {
+		name   string
+		header []string
+	}{
+		{"opaque origin", []string{"Origin", "null"}},
+		{"look-alike origin", []string{"Origin", "http://localhost.evil.example"}},
+		{"rebinding name", []string{"Origin", "http://127.0.0.1.nip.io:" + port}},
+		{"rebinding host", []string{"Host", "evil.example:" + port}},
+		{"other port", []string{"Host", "127.0.0.1:1"}},
+		{"file origin", []string{"Origin", "file://"}},
+	} {
+		resp := post(t, h, init, c.header...)
+		if resp.StatusCode != http.StatusForbidden {
+			t.Errorf("%s: HTTP %d, want 403", c.name, resp.StatusCode)
+		}
+	}
+	req, _ := http.NewRequest(http.MethodOptions, h.URL(), nil)
+	req.Header.Set("Origin", "http://localhost:3000")
+	req.Header.Set("Access-Control-Request-Method", "POST")
+	req.Header.Set("Access-Control-Request-Headers", "content-type")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.Header.Get("Access-Control-Allow-Origin") != "" || resp.StatusCode < 400 {
+		t.Errorf("preflight: HTTP %d, %v", resp.StatusCode, resp.Header)
+	}
+	simple, _ := http.NewRequest(http.MethodPost, h.URL(), strings.NewReader(init))
+	simple.Header.Set("Content-Type", "text/plain;charset=UTF-8")
+	if resp, err := http.DefaultClient.Do(simple); err != nil || resp.StatusCode != http.StatusUnsupportedMediaType {
+		t.Errorf("text/plain body: %v %v", resp, err)
+	} else {
+		resp.Body.Close()
+	}
+	// A session id chosen by the client is not the session's.
+	answered := make(chan *http.Response, 1)
+	go func() {
+		r, _ := http.NewRequest(http.MethodPost, h.URL(), strings.NewReader(init))
+		r.Header.Set("Content-Type", "application/json")
+		r.Header.Set("Mcp-Session-Id", "chosen-by-the-page")
+		resp, err := http.DefaultClient.Do(r)
+		if err != nil {
+			resp = nil
+		}
+		answered <- resp
+	}()
+	if _, err := h.Read(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	h.Write(context.Background(), []byte(`{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-06-18"}}`))
+	if resp := <-answered; resp == nil || resp.Header.Get("Mcp-Session-Id") == "chosen-by-the-page" {
+		t.Errorf("initialize with a chosen session id: %v", resp)
+	} else {
+		resp.Body.Close()
+	}
+}
