@@ -1096,3 +1096,26 @@ func TestRegressionUnaskedAnswersDropped(t *testing.T) {
 		t.Fatalf("an answer nobody asked for reached the host:\n%s", all)
 	}
 }
+
+// Regression: a name on two pages of one listing is withheld from the
+// later page and blocked (the host cannot tell which definition it
+// uses), even when both copies are approved.
+func TestRegressionNameOnTwoPages(t *testing.T) {
+	a := startAtk(t, atkOptions(t), func(m *mcpclient.Message, own bool) []string {
+		if m.Method == "tools/list" && !own {
+			if mcpclient.Member(m.Params, "cursor") == nil {
+				return []string{res(m, `{"tools":[`+atkTool+`],"nextCursor":"2"}`)}
+			}
+			return []string{res(m, `{"tools":[`+atkTool+`]}`)}
+		}
+		return cleanHandler(m, own)
+	})
+	a.init(t)
+	a.ask(t, "tools/list", `{}`, 5*time.Second)
+	if page2 := a.ask(t, "tools/list", `{"cursor":"2"}`, 5*time.Second); strings.Contains(page2, "get_weather") {
+		t.Fatalf("the second page carries the name again: %s", page2)
+	}
+	if ans := a.ask(t, "tools/call", `{"name":"get_weather","arguments":{}}`, 5*time.Second); !strings.Contains(ans, "-32090") || !strings.Contains(ans, "impersonation") {
+		t.Fatalf("call of a name on two pages: %s", ans)
+	}
+}
