@@ -1119,3 +1119,32 @@ func TestRegressionNameOnTwoPages(t *testing.T) {
 		t.Fatalf("call of a name on two pages: %s", ans)
 	}
 }
+
+// Regression: a tool revoked in the pin database by another process while
+// a session runs is blocked at its next call, without a new listing.
+func TestRegressionRevokedMidSession(t *testing.T) {
+	opts := atkOptions(t)
+	a := startAtk(t, opts, cleanHandler)
+	a.init(t)
+	a.ask(t, "tools/list", `{}`, 5*time.Second)
+	if ans := a.ask(t, "tools/call", `{"name":"get_weather","arguments":{}}`, 5*time.Second); !strings.Contains(ans, "sunny") {
+		t.Fatalf("approved call: %s", ans)
+	}
+	if err := withPins(opts.Options, false, func(s *pin.Store) error {
+		return s.Revoke(pin.Revocation{Server: "unsigned:atk", Tool: "get_weather", By: "tester", Reason: "compromised"})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if ans := a.ask(t, "tools/call", `{"name":"get_weather","arguments":{}}`, 5*time.Second); !strings.Contains(ans, "-32090") || !strings.Contains(ans, "revoked") {
+		t.Fatalf("call of a revoked tool: %s", ans)
+	}
+	calls := 0
+	for _, got := range a.server.received() {
+		if got == "tools/call get_weather" {
+			calls++
+		}
+	}
+	if calls != 1 {
+		t.Fatalf("%d calls reached the server, want 1", calls)
+	}
+}
