@@ -115,13 +115,22 @@ func startAudit(opts GateOptions) (*callAudit, error) {
 	if err := os.MkdirAll(a.dir, 0o700); err != nil {
 		return nil, err
 	}
-	lock, err := os.OpenFile(filepath.Join(a.dir, a.id+".lock"), os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+	// The lock file appears under its name already locked (created and
+	// locked under a temporary name, then renamed): a gate that starts at
+	// the same moment never finds it free and takes it for a killed one's.
+	lock, err := os.CreateTemp(a.dir, ".lock-*")
 	if err != nil {
 		return nil, err
 	}
 	if err := filelock.TryLock(lock); err != nil {
 		lock.Close()
+		os.Remove(lock.Name())
 		return nil, fmt.Errorf("locking the call spool: %w", err)
+	}
+	if err := os.Rename(lock.Name(), filepath.Join(a.dir, a.id+".lock")); err != nil {
+		lock.Close()
+		os.Remove(lock.Name())
+		return nil, err
 	}
 	a.lock = lock
 	if err := recoverSpools(opts.Options, a.dir, a.id); err != nil {

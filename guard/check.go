@@ -42,6 +42,9 @@ type Options struct {
 	Credentials []Credential
 	// By names who checks or approves, in the history.
 	By string
+	// NoRecord compares without appending findings to the history (a
+	// gate that recorded its bound of them this session).
+	NoRecord bool
 }
 
 // NameError reports a server without a bundle that cannot be pinned
@@ -85,6 +88,8 @@ type Report struct {
 	// verdicts caches Allowed for every item, by item and name: a report
 	// of 1,000 tools is asked about each of them.
 	verdicts map[[2]string]bool
+	// Recorded is the number of findings Check appended to the history.
+	Recorded int `json:"-"`
 }
 
 // Observed returns the findings of verification (and of the unsigned
@@ -323,7 +328,7 @@ func (r *Report) compare(ctx context.Context) error {
 		c, todo, err = s.Judge(r.Observation, r.Findings...)
 		return err
 	})
-	if errors.Is(err, errNoPins) || (err == nil && len(todo) > 0) {
+	if errors.Is(err, errNoPins) || (err == nil && len(todo) > 0 && !r.opts.NoRecord) {
 		err = withPins(r.opts, false, func(s *pin.Store) error {
 			var err error
 			c, err = s.Record(r.Observation, r.opts.By, r.Findings...)
@@ -334,5 +339,6 @@ func (r *Report) compare(ctx context.Context) error {
 		return err
 	}
 	*r = *r.After(c)
+	r.Recorded = c.Recorded
 	return nil
 }

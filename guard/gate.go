@@ -11,8 +11,10 @@ import (
 	"strconv"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/etdi-dev/etdi/internal/mcpclient"
+	"github.com/etdi-dev/etdi/internal/redact"
 	"github.com/etdi-dev/etdi/internal/termtext"
 	"github.com/etdi-dev/etdi/pin"
 )
@@ -117,6 +119,9 @@ type Gate struct {
 	st    gateState // owned by the jobs goroutine
 	// saved is the listing the gate saved for review, if any.
 	saved string
+	// secrets are the configured credentials, masked in everything the
+	// gate writes itself (errors, notifications, the log).
+	secrets redact.Set
 	// relists are the listings waiting to start, by notification method.
 	relistMu sync.Mutex
 	relists  map[string]*relistJob
@@ -159,7 +164,16 @@ func NewGate(opts GateOptions) (*Gate, error) {
 		ownPrefix: "etdi-" + hex.EncodeToString(rnd[:]) + "-", gone: make(chan struct{}), gen: &pin.GenerationReader{Path: opts.Pins},
 		relists: map[string]*relistJob{}}
 	g.st.init()
+	for _, c := range opts.Credentials {
+		g.secrets.Add(c.Value)
+	}
 	return g, nil
+}
+
+// errorTo is an error answer of the gate's own, its text clipped and with
+// configured secrets masked.
+func (g *Gate) errorTo(id []byte, code int, msg string, data []byte) []byte {
+	return mcpclient.EncodeError(id, code, g.secrets.String(clipText(msg)), data)
 }
 
 // Run relays the session between host and server until one of them ends
@@ -257,7 +271,7 @@ func (g *Gate) readHost() error {
 		}
 		m, err := mcpclient.Decode(data)
 		if err != nil {
-			g.toHost.send(mcpclient.EncodeError(nil, -32700, "etdi: not a JSON-RPC message: "+err.Error(), nil))
+			g.toHost.send(g.errorTo(nil, -32700, "etdi: not a JSON-RPC message: "+err.Error(), nil))
 			continue
 		}
 		if !m.Request {
@@ -284,6 +298,7 @@ func (g *Gate) readServer() error {
 		m, err := mcpclient.Decode(data)
 		if err != nil {
 			g.logf("dropped a message from the server that is not JSON-RPC: %v", err)
+			g.answerMalformed(data)
 			continue
 		}
 		switch {
@@ -305,7 +320,7 @@ func (g *Gate) fromHost(m *mcpclient.Message, data []byte, s *slot) {
 	if m.ID != nil {
 		if g.isOwn(key) || g.hasPending(key) {
 			g.toServer.fill(s)
-			g.toHost.send(mcpclient.EncodeError(m.ID, -32600, "etdi: request id "+string(m.ID)+" is already in use", nil))
+			g.toHost.send(g.errorTo(m.ID, -32600, "etdi: request id "+string(m.ID)+" is already in use", nil))
 			return
 		}
 	}
@@ -316,7 +331,7 @@ func (g *Gate) fromHost(m *mcpclient.Message, data []byte, s *slot) {
 		// back to initialize when server/discover fails, so it does.
 		g.toServer.fill(s)
 		if m.ID != nil {
-			g.toHost.send(mcpclient.EncodeError(m.ID, -32601, "etdi: "+m.Method+" is not relayed: a session through etdi begins with initialize", nil))
+			g.toHost.send(g.errorTo(m.ID, -32601, "etdi: "+m.Method+" is not relayed: a session through etdi begins with initialize", nil))
 		}
 		return
 	case "notifications/initialized":
@@ -327,6 +342,9 @@ func (g *Gate) fromHost(m *mcpclient.Message, data []byte, s *slot) {
 		return
 	case "tools/call", "prompts/get":
 		g.decide(m, data, s)
+		return
+	case "resources/read", "resources/subscribe", "completion/complete":
+		g.decideRef(m, data, s)
 		return
 	}
 	if m.ID != nil {
@@ -477,6 +495,26 @@ func (g *Gate) takePending(key string) *hostRequest {
 	return r
 }
 
+// answerMalformed answers with an error the host's request that a
+// message the gate dropped seems to answer (its id, read leniently), so
+// the host does not wait for an answer that will not come.
+func (g *Gate) answerMalformed(data []byte) {
+	var env struct {
+		ID json.RawMessage `json:"id"`
+	}
+	if json.Unmarshal(data, &env) != nil || len(env.ID) == 0 {
+		return
+	}
+	if ch := g.takeOwn(mcpclient.IDKey(env.ID)); ch != nil { // the gate's own listing fails at once
+		ch <- &mcpclient.Message{ID: env.ID, Error: true, ErrMsg: "the answer is not a valid JSON-RPC message"}
+		return
+	}
+	if req := g.takePending(mcpclient.IDKey(env.ID)); req != nil {
+		g.audit.finish(req.call, nil)
+		g.toHost.send(g.errorTo(req.id, -32603, "etdi: the server's answer is not a valid JSON-RPC message; it was withheld", nil))
+	}
+}
+
 // answerPending answers every request of the host still waiting for the
 // server: the session is over, and a host must not wait for ever.
 func (g *Gate) answerPending(why error) {
@@ -490,23 +528,27 @@ func (g *Gate) answerPending(why error) {
 	g.pendMu.Unlock()
 	for _, r := range reqs {
 		g.audit.finish(r.call, nil)
-		g.toHost.send(mcpclient.EncodeError(r.id, -32000, msg, nil))
+		g.toHost.send(g.errorTo(r.id, -32000, msg, nil))
 	}
 }
 
 // logf writes one line to the host's log, escaped for a terminal.
 func (g *Gate) logf(format string, args ...any) {
 	if g.opts.Log != nil {
-		g.opts.Log(termtext.Escape(fmt.Sprintf("etdi: "+format, args...)))
+		g.opts.Log(termtext.Escape(g.secrets.String(fmt.Sprintf("etdi: "+format, args...))))
 	}
 }
 
 // clipText shortens server text quoted in a message.
 func clipText(s string) string {
-	if len(s) > 512 {
-		return s[:512] + "..."
+	if len(s) <= 512 {
+		return s
 	}
-	return s
+	cut := s[:512]
+	for len(cut) > 0 && !utf8.ValidString(cut) {
+		cut = cut[:len(cut)-1]
+	}
+	return cut + "..."
 }
 
 // StartServer starts the server of a gate session: the command over

@@ -82,7 +82,20 @@ type gateState struct {
 	// it was, so a host that lists again is not told again.
 	toTell []refusal
 	told   map[refusal]bool // without digest
+	// recorded counts the findings this session appended to the history;
+	// at maxSessionRecords it stops (recordCapped): a server that changes
+	// its listing without end would grow the history without end.
+	recorded     int
+	recordCapped bool
 }
+
+// maxSessionRecords bounds the findings one gate session records (a
+// record is about a kilobyte).
+const maxSessionRecords = 2_000
+
+// maxRefusals bounds what the gate remembers of why entries were refused
+// and what it told the host: beyond it, it forgets (and may tell again).
+const maxRefusals = 50_000
 
 func (st *gateState) init() {
 	st.exposed, st.seen = map[string]map[string]exposure{}, map[string]map[string]bool{}
@@ -96,10 +109,19 @@ func (st *gateState) init() {
 
 // refuse records why an entry is not let through, to be told.
 func (st *gateState) refuse(r refusal) {
+	if len(st.why[r.item]) >= maxRefusals {
+		st.why[r.item] = map[string]refusal{}
+	}
 	st.why[r.item][r.name] = r
 	delete(st.approved[r.item], r.name)
 	key := r
 	key.digest = ""
+	if len(st.told) >= maxRefusals {
+		st.told = map[refusal]bool{}
+	}
+	if len(st.toTell) >= maxRefusals {
+		return
+	}
 	if !st.told[key] {
 		st.told[key] = true
 		st.toTell = append(st.toTell, r)
@@ -126,19 +148,34 @@ func (g *Gate) pinStamp() pinStamp {
 func (g *Gate) check(l *Listing) (*Report, error) {
 	opts := g.opts.Options
 	inband, err := etdi.InbandBundle(append(append([]*etdi.Value{}, l.Metas...), l.ToolMetas...))
-	if err == nil && inband != nil {
-		g.st.inband = inband
-	}
 	if opts.Bundle == nil && inband == nil && err == nil && g.st.inband != nil {
 		opts.Bundle, opts.BundleSource = g.st.inband, "in-band"
 	}
 	g.st.stamp = g.pinStamp()
-	r, err := Check(g.ctx, l, opts)
-	if err == nil && r.Observation != nil {
-		o := r.Observation
-		g.st.server, g.st.provider, g.st.name, g.st.sequence = o.Server, o.Provider, o.Name, o.Sequence
+	if g.st.recorded >= maxSessionRecords {
+		opts.NoRecord = true
 	}
-	return r, err
+	r, err := Check(g.ctx, l, opts)
+	if err != nil || r.Observation == nil {
+		return r, err
+	}
+	if g.st.recorded += r.Recorded; g.st.recorded >= maxSessionRecords && !g.st.recordCapped {
+		g.st.recordCapped = true
+		g.logf("recorded %d findings of this session in the history; the server keeps changing what it lists, and no more are recorded until etdi run starts again", g.st.recorded)
+	}
+	// The first listing that establishes the server fixes who it is for
+	// the session: a page that establishes another (another provider's
+	// bundle carried in-band) is not this server's, and nothing of it
+	// passes.
+	o := r.Observation
+	if g.st.server != "" && o.Server != g.st.server {
+		return nil, fmt.Errorf("the server, established as %s, now presents itself as %s", g.st.server, o.Server)
+	}
+	if inband != nil {
+		g.st.inband = inband
+	}
+	g.st.server, g.st.provider, g.st.name, g.st.sequence = o.Server, o.Provider, o.Name, o.Sequence
+	return r, nil
 }
 
 // reason is why r does not allow an entry: the error finding about it, or
@@ -206,14 +243,14 @@ func (g *Gate) initialized(m *mcpclient.Message, data []byte, s *slot) {
 	l, err := mcpclient.ParseInitialize(m.Result)
 	if err != nil {
 		g.logf("the server's answer to initialize is malformed (%v): the session is not started", err)
-		g.toHost.fill(s, mcpclient.EncodeError(m.ID, -32603, "etdi: the server's answer to initialize is malformed: "+err.Error(), nil))
+		g.toHost.fill(s, g.errorTo(m.ID, -32603, "etdi: the server's answer to initialize is malformed: "+err.Error(), nil))
 		return
 	}
 	if v, ok := g.server.(interface{ SetProtocolVersion(string) }); ok {
 		v.SetProtocolVersion(l.ProtocolVersion)
 	}
 	if err := g.server.Write(g.ctx, []byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)); err != nil {
-		g.toHost.fill(s, mcpclient.EncodeError(m.ID, -32603, "etdi: the server went away: "+err.Error(), nil))
+		g.toHost.fill(s, g.errorTo(m.ID, -32603, "etdi: the server went away: "+err.Error(), nil))
 		return
 	}
 	g.st.initializedSent = true
@@ -226,16 +263,16 @@ func (g *Gate) initialized(m *mcpclient.Message, data []byte, s *slot) {
 	}
 	r := g.relist(items, l)
 	result := m.Result
-	variant := false // instructions under another spelling, which a host may read
+	// Instructions under another spelling ("Instructions") are read by a
+	// host that matches names case-insensitively: never relayed.
 	for _, n := range mcpclient.Names(result) {
-		variant = variant || (n != "instructions" && strings.EqualFold(n, "instructions"))
-	}
-	if variant || (l.Instructions != nil && !g.instructionsApproved(r, *l.Instructions)) {
-		for _, n := range mcpclient.Names(result) {
-			if strings.EqualFold(n, "instructions") {
-				result = mcpclient.WithoutMember(result, n)
-			}
+		if n != "instructions" && strings.EqualFold(n, "instructions") {
+			result = mcpclient.WithoutMember(result, n)
+			g.logf("withheld the server's instructions sent as %q", clipText(n))
 		}
+	}
+	if l.Instructions != nil && !g.instructionsApproved(r, *l.Instructions) {
+		result = mcpclient.WithoutMember(result, "instructions")
 		g.logf("withheld the server's instructions: they are not the approved ones (review: %s)", g.review())
 	}
 	if len(result) == len(m.Result) {
@@ -419,7 +456,7 @@ func (g *Gate) filterPage(req *hostRequest, m *mcpclient.Message, data []byte, s
 	page, err := etdi.ParseListResult(m.Result, lm.list, 0, mcpclient.MaxFetchNodes)
 	if err != nil {
 		g.logf("withheld the server's answer to %s: %v", req.method, err)
-		g.toHost.fill(s, mcpclient.EncodeError(m.ID, -32603, "etdi: withheld the server's answer to "+req.method+": "+err.Error(), nil))
+		g.toHost.fill(s, g.errorTo(m.ID, -32603, "etdi: withheld the server's answer to "+req.method+": "+err.Error(), nil))
 		return
 	}
 	gl := &Listing{Pages: 1}
@@ -472,7 +509,7 @@ func (g *Gate) filterPage(req *hostRequest, m *mcpclient.Message, data []byte, s
 	} else {
 		kept, kerr := mcpclient.KeepElements(m.Result, lm.list.Member, func(i int) bool { return keep[i] })
 		if kerr != nil { // parsed above as an object with that array: cannot happen
-			g.toHost.fill(s, mcpclient.EncodeError(m.ID, -32603, "etdi: withheld the server's answer to "+req.method, nil))
+			g.toHost.fill(s, g.errorTo(m.ID, -32603, "etdi: withheld the server's answer to "+req.method, nil))
 			return
 		}
 		g.toHost.fill(s, mcpclient.EncodeResult(m.ID, kept))
@@ -538,17 +575,24 @@ func (g *Gate) decide(m *mcpclient.Message, data []byte, s *slot) {
 	if m.Method == "prompts/get" {
 		item, what = itemPrompt, "prompt"
 	}
+	if m.ID == nil {
+		// A call as a notification: nobody could be told what became of
+		// it, and it would go unaudited.
+		g.toServer.fill(s)
+		g.logf("dropped a %s without an id", m.Method)
+		return
+	}
 	var name string
 	if raw := mcpclient.Member(m.Params, "name"); raw == nil || json.Unmarshal(raw, &name) != nil {
 		g.toServer.fill(s)
-		g.toHost.send(mcpclient.EncodeError(m.ID, -32602, "etdi: "+m.Method+" names no "+what, nil))
+		g.toHost.send(g.errorTo(m.ID, -32602, "etdi: "+m.Method+" names no "+what, nil))
 		return
 	}
 	// One name and one set of arguments: with a member twice, etdi and
 	// the server could read different ones.
 	if hasTwice(mcpclient.Names(m.Params)) {
 		g.toServer.fill(s)
-		g.toHost.send(mcpclient.EncodeError(m.ID, -32602, "etdi: "+m.Method+" params hold a member twice", nil))
+		g.toHost.send(g.errorTo(m.ID, -32602, "etdi: "+m.Method+" params hold a member twice", nil))
 		return
 	}
 	g.rejudge()
@@ -573,13 +617,13 @@ func (g *Gate) decide(m *mcpclient.Message, data []byte, s *slot) {
 	if item == itemTool {
 		g.audit.blocked(g.st.server, name, e.digest, mcpclient.Member(m.Params, "arguments"), why.kind)
 	}
-	g.logf("blocked %s of %s %q: %s: %s (review: %s)", m.Method, what, name, why.kind, why.message, g.review())
+	g.logf("blocked %s of %s %q: %s: %s (review: %s)", m.Method, what, clipText(name), why.kind, why.message, g.review())
 	if m.ID == nil {
 		return // a notification is not answered
 	}
 	detail, _ := json.Marshal(map[string]string{"etdi": "blocked", "kind": why.kind, "server": g.st.server,
-		what: name, "review": g.review(), "message": why.message})
-	g.toHost.send(mcpclient.EncodeError(m.ID, BlockedCode,
+		what: g.secrets.String(clipText(name)), "review": g.review(), "message": g.secrets.String(why.message)})
+	g.toHost.send(g.errorTo(m.ID, BlockedCode,
 		fmt.Sprintf("etdi blocked %s of %s %q: %s (review it with: %s)", m.Method, what, name, why.kind, g.review()), detail))
 }
 
@@ -598,19 +642,29 @@ func (g *Gate) tellBlocked() {
 	}
 	var es []entry
 	var names []string
-	for _, r := range g.st.toTell {
-		es = append(es, entry{r.item, r.name, r.kind, r.message})
-		names = append(names, pin.ItemRef(r.item, r.name))
-		g.logf("withheld %s %q: %s: %s", itemWord(r.item), r.name, r.kind, r.message)
+	for i, r := range g.st.toTell {
+		g.logf("withheld %s %q: %s: %s", itemWord(r.item), clipText(r.name), r.kind, r.message)
+		if i < maxTold { // a listing of thousands is told by count beyond these
+			es = append(es, entry{r.item, g.secrets.String(clipText(r.name)), r.kind, g.secrets.String(r.message)})
+			names = append(names, pin.ItemRef(r.item, g.secrets.String(clipText(r.name))))
+		}
 	}
+	n := len(g.st.toTell)
 	g.st.toTell = nil
 	slices.Sort(names)
-	msg := fmt.Sprintf("etdi withheld %d item(s) of %s that are not approved as they are now: %s (review: %s)",
-		len(es), orUnknown(g.st.server), strings.Join(names, ", "), g.review())
+	more := ""
+	if n > len(names) {
+		more = fmt.Sprintf(" and %d more", n-len(names))
+	}
+	msg := fmt.Sprintf("etdi withheld %d item(s) of %s that are not approved as they are now: %s%s (review: %s)",
+		n, orUnknown(g.st.server), strings.Join(names, ", "), more, g.review())
 	params, _ := json.Marshal(map[string]any{"level": "warning", "logger": "etdi",
 		"data": map[string]any{"message": msg, "server": g.st.server, "blocked": es, "review": g.review()}})
 	g.toHost.send(mcpclient.EncodeRequest(nil, "notifications/message", params))
 }
+
+// maxTold bounds the entries one notification names.
+const maxTold = 100
 
 func orUnknown(s string) string {
 	if s == "" {
@@ -631,4 +685,114 @@ func hasTwice(names []string) bool {
 		}
 	}
 	return false
+}
+
+// decideRef relays a resources/read or resources/subscribe of a resource
+// the host received from the gate (its URI listed, or matching a resource
+// template listed) and still approved, and a completion/complete of a
+// prompt or resource template the host received; anything else is
+// answered with BlockedCode. A resource may be read only as the host was
+// offered it: one withheld, or never listed (a link in a tool's result, a
+// guessed URI), is not.
+func (g *Gate) decideRef(m *mcpclient.Message, data []byte, s *slot) {
+	g.rejudge()
+	var uri, prompt string
+	if m.Method == "completion/complete" {
+		var p struct {
+			Ref struct {
+				Type, Name, URI string
+			} `json:"ref"`
+		}
+		json.Unmarshal(m.Params, &p)
+		switch p.Ref.Type {
+		case "ref/prompt":
+			prompt = p.Ref.Name
+		case "ref/resource":
+			uri = p.Ref.URI
+		}
+	} else {
+		raw := mcpclient.Member(m.Params, "uri")
+		if raw != nil {
+			json.Unmarshal(raw, &uri)
+		}
+	}
+	ok := false
+	switch {
+	case hasTwice(mcpclient.Names(m.Params)):
+	case prompt != "":
+		e, exposed := g.st.exposed[itemPrompt][prompt]
+		ok = exposed && g.st.approved[itemPrompt][prompt] == e.digest
+	case uri != "" && m.Method == "completion/complete":
+		e, exposed := g.st.exposed[itemTemplate][uri]
+		ok = exposed && g.st.approved[itemTemplate][uri] == e.digest
+	case uri != "":
+		if e, exposed := g.st.exposed[itemResource][uri]; exposed && g.st.approved[itemResource][uri] == e.digest {
+			ok = true
+			break
+		}
+		for tmpl, e := range g.st.exposed[itemTemplate] {
+			if g.st.approved[itemTemplate][tmpl] == e.digest && matchesTemplate(tmpl, uri) {
+				ok = true
+				break
+			}
+		}
+	}
+	if ok {
+		if m.ID != nil {
+			g.addPending(m.IDKey(), &hostRequest{id: m.ID, method: m.Method})
+		}
+		g.toServer.fill(s, data)
+		return
+	}
+	g.toServer.fill(s)
+	what, name := "resource", uri
+	if prompt != "" {
+		what, name = "prompt", prompt
+	}
+	g.logf("blocked %s of %s %q: %s (review: %s)", m.Method, what, clipText(name), NotListed, g.review())
+	if m.ID == nil {
+		return
+	}
+	msg := fmt.Sprintf("%s %q is not one the host received from etdi as approved", what, clipText(name))
+	detail, _ := json.Marshal(map[string]string{"etdi": "blocked", "kind": NotListed, "server": g.st.server,
+		what: g.secrets.String(clipText(name)), "review": g.review(), "message": g.secrets.String(msg)})
+	g.toHost.send(g.errorTo(m.ID, BlockedCode,
+		fmt.Sprintf("etdi blocked %s of %s %q: %s (review it with: %s)", m.Method, what, name, NotListed, g.review()), detail))
+}
+
+// matchesTemplate reports whether uri is an expansion of the URI template
+// tmpl (RFC 6570): its literal parts in order, each expression standing for
+// any text. It is coarse (an expression matches anything, '/' included),
+// never narrower than the template.
+func matchesTemplate(tmpl, uri string) bool {
+	var parts []string
+	rest := tmpl
+	for {
+		i := strings.IndexByte(rest, '{')
+		if i < 0 {
+			parts = append(parts, rest)
+			break
+		}
+		j := strings.IndexByte(rest[i:], '}')
+		if j < 0 {
+			return false // not a template
+		}
+		parts = append(parts, rest[:i])
+		rest = rest[i+j+1:]
+	}
+	if len(parts) == 1 {
+		return tmpl == uri
+	}
+	if !strings.HasPrefix(uri, parts[0]) || !strings.HasSuffix(uri[len(parts[0]):], parts[len(parts)-1]) {
+		return false
+	}
+	mid := uri[len(parts[0]) : len(uri)-len(parts[len(parts)-1])]
+	for _, lit := range parts[1 : len(parts)-1] {
+		k := strings.Index(mid, lit)
+		if k < 0 {
+			return false
+		}
+		mid = mid[k+len(lit):]
+	}
+	return true
 }

@@ -67,6 +67,9 @@ type Comparison struct {
 	Server   string           `json:"server"`
 	Tools    []ToolState      `json:"tools"`
 	Findings []verify.Finding `json:"findings"`
+	// Recorded is the number of findings Check or Record appended to the
+	// history.
+	Recorded int `json:"-"`
 }
 
 // Compare compares o with the pins, read-only.
@@ -106,6 +109,7 @@ func (s *Store) Record(o *Observation, by string, extra ...verify.Finding) (*Com
 		if c, todo, err = judge(tx, o, extra); err != nil {
 			return err
 		}
+		c.Recorded = len(todo)
 		return recordFindings(tx, o, todo, by)
 	})
 	return c, err

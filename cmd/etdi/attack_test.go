@@ -11,11 +11,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
-	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -91,42 +87,6 @@ func TestAttackURLTokenInCallError(t *testing.T) {
 	}
 	if strings.Contains(stderr.String(), token) {
 		t.Fatalf("the log holds the URL's token:\n%s", stderr.String())
-	}
-}
-
-// Attack: etdi run is killed with SIGKILL (the OOM killer, a host that
-// kills its children hard, a crash). The server runs in a process group
-// of its own, so nothing of etdi's reaches it, and no parent-death signal
-// is asked for: a server that ignores the end of its stdin and SIGHUP runs
-// on for ever after the gate is gone, unsupervised. Breaks: the server
-// process group is always reaped.
-func TestAttackServerOutlivesKilledGate(t *testing.T) {
-	p := newPinEnv(t)
-	p.ok("trust", "unsigned", "--policy", "trust.json", "warn")
-	pidFile := filepath.Join(p.dir, "server.pid")
-	cmd := p.gatedCmd(nil, []string{"--name", "stubborn"}, "sh", "-c", `trap "" HUP TERM INT PIPE; echo $$ > `+pidFile+`; exec sleep 300`)
-	in, _ := cmd.StdinPipe()
-	defer in.Close()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	var pid int
-	for deadline := time.Now().Add(10 * time.Second); pid == 0 && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if b, err := os.ReadFile(pidFile); err == nil && len(b) > 1 {
-			pid, _ = strconv.Atoi(strings.TrimSpace(string(b)))
-		}
-	}
-	if pid == 0 {
-		cmd.Process.Kill()
-		cmd.Wait()
-		t.Fatal("the server did not start")
-	}
-	cmd.Process.Signal(syscall.SIGKILL)
-	cmd.Wait()
-	time.Sleep(time.Second)
-	if syscall.Kill(pid, 0) == nil {
-		syscall.Kill(pid, syscall.SIGKILL) // the test's own server process
-		t.Fatalf("the server (pid %d) still runs after etdi run was killed", pid)
 	}
 }
 
@@ -228,7 +188,15 @@ func TestAttackSmuggledLineFromHTTPServer(t *testing.T) {
 	// The TypeScript SDK's client lists the poisoned tool, and calls it.
 	tr := p.host(nil, `[{"op":"listTools"},{"op":"call","name":"get_weather","arguments":{"city":"Oslo"}}]`, nil,
 		p.gated([]string{"--name", "remote", "--url", url})...)
-	if strings.Contains(tr.raw, "IMPORTANT") {
-		t.Errorf("the host received a tool nobody approved:\n%s", tr.raw)
+	// The smuggled answers may reach the host only as what they were sent
+	// as: the data of a log notification, which answers nothing.
+	for _, s := range tr.Steps {
+		b, _ := json.Marshal(s)
+		if strings.Contains(string(b), "IMPORTANT") {
+			t.Errorf("the host received a tool nobody approved:\n%s", tr.raw)
+		}
+	}
+	if tr.Initialize.Instructions != nil && *tr.Initialize.Instructions != "Use get_weather." {
+		t.Errorf("the host received instructions nobody approved: %q", *tr.Initialize.Instructions)
 	}
 }

@@ -293,6 +293,19 @@ func TestRunWithholds(t *testing.T) {
 			t.Fatalf("resources: %v", got)
 		}
 	})
+	t.Run("resources", func(t *testing.T) {
+		steps := `[{"op":"readResource","uri":"weather://cities"},{"op":"listResources"},{"op":"listResourceTemplates"},
+			{"op":"readResource","uri":"weather://cities"},{"op":"readResource","uri":"weather://city/Paris"},{"op":"readResource","uri":"file:///etc/passwd"}]`
+		tr := p.host(nil, steps, nil, p.gated([]string{"--bundle", "w.etdi.json"}, fixtureCmd("resources")...)...)
+		// Before the host received the list, and outside it: refused;
+		// a listed resource, or one of a listed template: read.
+		if tr.Steps[0].blocked(t) != "not_listed" || tr.Steps[5].blocked(t) != "not_listed" {
+			t.Fatalf("unlisted resources: %s", tr.raw)
+		}
+		if !strings.Contains(string(tr.Steps[3].Result), "contents") || !strings.Contains(string(tr.Steps[4].Result), "Paris") {
+			t.Fatalf("listed resources: %s", tr.raw)
+		}
+	})
 	t.Run("prompt after approval", func(t *testing.T) {
 		steps := `[{"op":"listTools"},{"op":"listPrompts"},{"op":"call","name":"get_weather","arguments":{"city":"A"}},
 			{"op":"waitFor","method":"notifications/prompts/list_changed","timeoutMs":10000},

@@ -8,6 +8,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"net/http/httptrace"
 	"net/url"
 	"strings"
 	"sync"
@@ -33,6 +34,7 @@ type HTTPSession struct {
 	session  string // Mcp-Session-Id
 	protocol string // MCP-Protocol-Version, once initialized
 	streamed bool   // the GET stream was started
+	answered bool   // the server answered a POST (it set its session id then)
 
 	in     chan []byte
 	done   chan struct{}
@@ -128,6 +130,13 @@ func (s *HTTPSession) setHeaders(req *http.Request) {
 // Write posts one message. A request's answer is read in the background
 // and returned by Read; a failure to deliver a request becomes an error
 // answer to it. Write fails only when the session cannot go on.
+//
+// Until the server has answered once (it may set the session id), Write
+// waits for the whole exchange; after that it returns once the request is
+// sent, so a tool call that takes minutes does not hold back the messages
+// behind it (a cancellation, another call), which still reach the server
+// in the order they were written. The exchange ends with the session, or
+// with ctx: a request of etdi's own is bounded by its listing's timeout.
 func (s *HTTPSession) Write(ctx context.Context, msg []byte) error {
 	select {
 	case <-s.done:
@@ -139,6 +148,51 @@ func (s *HTTPSession) Write(ctx context.Context, msg []byte) error {
 	if err != nil {
 		return fmt.Errorf("not a message: %w", err)
 	}
+	reqCtx, cancel := context.WithCancel(ctx)
+	stop := context.AfterFunc(s.ctx, cancel)
+	sent := make(chan struct{})
+	var once sync.Once
+	trace := &httptrace.ClientTrace{WroteRequest: func(httptrace.WroteRequestInfo) { once.Do(func() { close(sent) }) }}
+	req, err := http.NewRequestWithContext(httptrace.WithClientTrace(reqCtx, trace), http.MethodPost, s.endpoint, bytes.NewReader(msg))
+	if err != nil {
+		stop()
+		cancel()
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	s.setHeaders(req)
+	s.mu.Lock()
+	answered := s.answered
+	s.mu.Unlock()
+	done := make(chan error, 1)
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		defer cancel()
+		defer stop()
+		done <- s.exchange(req, m)
+		once.Do(func() { close(sent) })
+	}()
+	if !answered {
+		select {
+		case err := <-done:
+			return err
+		case <-s.done:
+			return nil
+		}
+	}
+	select {
+	case <-sent:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// exchange posts req, the message m, and hands what answers it to Read.
+// It returns an error only when the session cannot go on.
+func (s *HTTPSession) exchange(req *http.Request, m *message) error {
 	request := m.isRequest && m.id != nil
 	fail := func(reason string) error {
 		if request {
@@ -146,68 +200,51 @@ func (s *HTTPSession) Write(ctx context.Context, msg []byte) error {
 		}
 		return nil
 	}
-	req, err := http.NewRequestWithContext(s.ctx, http.MethodPost, s.endpoint, bytes.NewReader(msg))
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	s.setHeaders(req)
 	resp, err := s.client.Do(req)
 	if err != nil {
-		return fail(err.Error())
+		return fail(errText(err))
 	}
+	defer resp.Body.Close()
 	if resp.StatusCode == http.StatusNotFound && req.Header.Get("Mcp-Session-Id") != "" {
-		resp.Body.Close()
 		err := errors.New("the server ended the session (HTTP 404 for its session id)")
 		s.end(err)
 		return err
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		body, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
-		resp.Body.Close()
 		reason := "HTTP status " + resp.Status
 		if b := strings.TrimSpace(string(body)); b != "" {
 			reason += ": " + b
 		}
 		return fail(reason)
 	}
-	if id := resp.Header.Get("Mcp-Session-Id"); id != "" && visibleASCII(id) {
-		s.mu.Lock()
-		if s.session == "" {
-			s.session = id
-		}
-		s.mu.Unlock()
+	s.mu.Lock()
+	s.answered = true
+	if id := resp.Header.Get("Mcp-Session-Id"); id != "" && visibleASCII(id) && s.session == "" {
+		s.session = id
 	}
+	s.mu.Unlock()
 	if !request {
-		resp.Body.Close()
 		return nil
 	}
 	ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	switch ct {
 	case "application/json":
 		data, err := readAll(io.LimitReader(resp.Body, MaxMessage+1))
-		resp.Body.Close()
 		switch {
 		case err != nil:
-			return fail(err.Error())
+			return fail(errText(err))
 		case len(data) > MaxMessage:
 			return fail(ErrMessageTooLarge.Error())
 		}
 		s.push(data)
 		return nil
 	case "text/event-stream":
-		s.wg.Add(1)
-		go func() {
-			defer s.wg.Done()
-			defer resp.Body.Close()
-			if !s.events(resp.Body, m.id) {
-				fail("the server ended its event stream without the answer")
-			}
-		}()
+		if !s.events(resp.Body, m.id) {
+			return fail("the server ended its event stream without the answer")
+		}
 		return nil
 	}
-	resp.Body.Close()
 	return fail(fmt.Sprintf("content type %q, want application/json or text/event-stream", clip(ct)))
 }
 
@@ -290,4 +327,15 @@ func (s *HTTPSession) Close() error {
 	s.wg.Wait()
 	s.client.CloseIdleConnections()
 	return nil
+}
+
+// errText is the text of an HTTP client error without the request's URL,
+// which may hold a token in its query: the text may reach the host in an
+// error answer.
+func errText(err error) string {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return ue.Op + " request: " + ue.Err.Error()
+	}
+	return err.Error()
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 )
 
 // message is one JSON-RPC 2.0 message as the server sent it. Result and
@@ -24,6 +25,9 @@ type message struct {
 	errMsg    string
 	hasError  bool
 }
+
+// envelopeNames are the members of a JSON-RPC message.
+var envelopeNames = []string{"jsonrpc", "id", "method", "params", "result", "error"}
 
 // decodeMessage decodes one JSON-RPC message. The envelope is strict:
 // one JSON object, "jsonrpc" "2.0", no member twice (a host and etdi
@@ -68,6 +72,14 @@ func decodeMessage(data []byte) (*message, error) {
 			return nil, fmt.Errorf("duplicate member name %q in the message", clip(key))
 		}
 		seen[key] = true
+		for _, name := range envelopeNames {
+			// "Result" beside "result": a peer that matches names
+			// case-insensitively (encoding/json) reads the one etdi did
+			// not check.
+			if key != name && strings.EqualFold(key, name) {
+				return nil, fmt.Errorf("member %q of the message differs from %q only in case", clip(key), name)
+			}
+		}
 		switch key {
 		case "jsonrpc":
 			version = string(val) == `"2.0"`
