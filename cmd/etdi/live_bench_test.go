@@ -117,8 +117,14 @@ func BenchmarkRunCall(b *testing.B) {
 // BenchmarkRunTenGates runs ten etdi run --audit-calls sessions on one
 // pin database at once, each making b.N calls, with etdi check of the
 // same database running beside them; it reports the calls per second of
-// all gates together and the slowest call.
+// all gates together, the call latencies and the slowest check. The same
+// without --audit-calls tells what the database costs.
 func BenchmarkRunTenGates(b *testing.B) {
+	b.Run("audit-calls", func(b *testing.B) { tenGates(b, []string{"--audit-calls"}) })
+	b.Run("no-audit", func(b *testing.B) { tenGates(b, nil) })
+}
+
+func tenGates(b *testing.B, auditFlag []string) {
 	needNode(b)
 	dir := b.TempDir()
 	os.WriteFile(filepath.Join(dir, "trust.json"), []byte(`{"version":1,"unsigned":"warn","providers":[]}`), 0o644)
@@ -130,17 +136,18 @@ func BenchmarkRunTenGates(b *testing.B) {
 	}
 	hosts := make([]*rawHost, 10)
 	for g := range hosts {
-		cmd := exec.Command(etdiBin, "run", "--trust", "trust.json", "--pins", "pins.db", "--name", "weather", "--audit-calls", "--", "node", fixtureJS)
+		cmd := exec.Command(etdiBin, append([]string{"run", "--trust", "trust.json", "--pins", "pins.db", "--name", "weather"}, append(auditFlag, "--", "node", fixtureJS)...)...)
 		cmd.Dir = dir
 		hosts[g] = startRaw(b, cmd)
 		hosts[g].ask(b, 1, "initialize", `{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}`)
 		hosts[g].notify("notifications/initialized")
 		hosts[g].ask(b, 2, "tools/list", `{}`)
 	}
-	stop := make(chan struct{})
+	stop, stopped := make(chan struct{}), make(chan struct{})
 	checks := 0
 	var checkWorst time.Duration
 	go func() {
+		defer close(stopped)
 		for {
 			select {
 			case <-stop:
@@ -159,6 +166,7 @@ func BenchmarkRunTenGates(b *testing.B) {
 		}
 	}()
 	var worst time.Duration
+	var all []time.Duration
 	var mu sync.Mutex
 	b.ResetTimer()
 	start := time.Now()
@@ -171,6 +179,7 @@ func BenchmarkRunTenGates(b *testing.B) {
 				d := time.Since(t0)
 				mu.Lock()
 				worst = max(worst, d)
+				all = append(all, d)
 				mu.Unlock()
 			}
 		})
@@ -179,7 +188,11 @@ func BenchmarkRunTenGates(b *testing.B) {
 	elapsed := time.Since(start)
 	b.StopTimer()
 	close(stop)
+	<-stopped // the directory goes with the benchmark
 	b.ReportMetric(float64(10*b.N)/elapsed.Seconds(), "calls/s")
+	slices.Sort(all)
+	b.ReportMetric(float64(all[len(all)/2].Microseconds())/1e3, "p50-call-ms")
+	b.ReportMetric(float64(all[len(all)*99/100].Microseconds())/1e3, "p99-call-ms")
 	b.ReportMetric(float64(worst.Microseconds())/1e3, "worst-call-ms")
 	b.ReportMetric(float64(checks), "checks")
 	b.ReportMetric(float64(checkWorst.Milliseconds()), "worst-check-ms")
