@@ -124,7 +124,7 @@ func serveAtk(c *chanConn, h atkHandler) *atkServer {
 // atkOptions are the options of a gate for the unsigned server "atk",
 // whose clean listing (tools, the prompt, the resource, the
 // instructions) is approved.
-func atkOptions(t *testing.T) GateOptions {
+func atkOptions(t testing.TB) GateOptions {
 	t.Helper()
 	opts := GateOptions{Options: Options{Policy: &trust.Policy{Unsigned: trust.Warn}, Pins: filepath.Join(t.TempDir(), "pins.db"),
 		Name: "atk", By: "tester"}, Timeout: 5 * time.Second, FlushEvery: 50 * time.Millisecond}

@@ -24,6 +24,16 @@ type chanConn struct {
 }
 
 func (c *chanConn) Read(ctx context.Context) ([]byte, error) {
+	// What was written before the pipe closed is read first, as from a
+	// closed pipe of the system.
+	select {
+	case m, ok := <-c.in:
+		if !ok {
+			return nil, io.EOF
+		}
+		return m, nil
+	default:
+	}
 	select {
 	case m, ok := <-c.in:
 		if !ok {
