@@ -320,15 +320,21 @@ func (c *httpConn) close() string {
 	session := c.session
 	c.mu.Unlock()
 	if session != "" {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		if req, err := http.NewRequestWithContext(ctx, http.MethodDelete, c.endpoint, nil); err == nil {
-			c.setSession(req)
-			if resp, err := c.client.Do(req); err == nil {
-				resp.Body.Close()
-			}
-		}
-		cancel()
+		deleteSession(c.client, c.endpoint, c.setSession)
 	}
 	c.client.CloseIdleConnections()
 	return ""
+}
+
+// deleteSession tells a server the session is over (DELETE, within 1 s);
+// set adds the session's headers. The answer does not matter.
+func deleteSession(client *http.Client, endpoint string, set func(*http.Request)) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	if req, err := http.NewRequestWithContext(ctx, http.MethodDelete, endpoint, nil); err == nil {
+		set(req)
+		if resp, err := client.Do(req); err == nil {
+			resp.Body.Close()
+		}
+	}
 }

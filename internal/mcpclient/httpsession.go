@@ -315,14 +315,7 @@ func (s *HTTPSession) Close() error {
 	s.mu.Unlock()
 	s.end(errors.New("the session is closed"))
 	if session != "" {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		if req, err := http.NewRequestWithContext(ctx, http.MethodDelete, s.endpoint, nil); err == nil {
-			s.setHeaders(req)
-			if resp, err := s.client.Do(req); err == nil {
-				resp.Body.Close()
-			}
-		}
-		cancel()
+		deleteSession(s.client, s.endpoint, s.setHeaders)
 	}
 	s.wg.Wait()
 	s.client.CloseIdleConnections()

@@ -187,20 +187,10 @@ func stringEnd(data []byte, i int) int {
 
 // encodeRequest encodes a request (id > 0) or a notification (id 0).
 func encodeRequest(id int64, method string, params []byte) []byte {
-	var b bytes.Buffer
-	b.WriteString(`{"jsonrpc":"2.0",`)
-	if id > 0 {
-		b.WriteString(`"id":` + strconv.FormatInt(id, 10) + `,`)
+	if id <= 0 {
+		return EncodeRequest(nil, method, params)
 	}
-	m, _ := json.Marshal(method)
-	b.WriteString(`"method":`)
-	b.Write(m)
-	if params != nil {
-		b.WriteString(`,"params":`)
-		b.Write(params)
-	}
-	b.WriteString("}")
-	return b.Bytes()
+	return EncodeRequest(strconv.AppendInt(nil, id, 10), method, params)
 }
 
 // encodeRefusal answers a server request: etdi serves no methods.
