@@ -224,7 +224,7 @@ func CredentialFindings(l *Listing, creds []Credential) []verify.Finding {
 					}
 				}
 			}
-			add(item, name, fmt.Sprintf("%s %q (in %s)", itemWord(item), name, strings.Join(fields, ", ")), where)
+			add(item, name, fmt.Sprintf("%s %q (in %s)", pin.ItemWord(item), name, strings.Join(fields, ", ")), where)
 			fs[len(fs)-1].Fields = fields
 		}
 	}

@@ -208,7 +208,7 @@ func reason(r *Report, item, name string, err error) refusal {
 		out.kind, out.message = string(server.Kind), server.Message
 		return out
 	}
-	out.kind, out.message = string(verify.NewTool), fmt.Sprintf("%s %q is not approved", itemWord(item), name)
+	out.kind, out.message = string(verify.NewTool), fmt.Sprintf("%s %q is not approved", pin.ItemWord(item), name)
 	return out
 }
 
@@ -437,7 +437,7 @@ func (g *Gate) blockChanged(item string) {
 		why, ok := g.st.why[item][name]
 		if !ok {
 			why = refusal{item: item, name: name, kind: string(verify.Removed),
-				message: fmt.Sprintf("%s %q is no longer offered as the host received it", itemWord(item), name)}
+				message: fmt.Sprintf("%s %q is no longer offered as the host received it", pin.ItemWord(item), name)}
 		}
 		why.digest = e.digest
 		g.st.refuse(why)
@@ -490,7 +490,7 @@ func (g *Gate) filterPage(req *hostRequest, m *mcpclient.Message, data []byte, s
 			// On an earlier page too: the host cannot tell which it uses.
 			delete(g.st.exposed[item], e.Name)
 			g.st.refuse(refusal{item: item, name: e.Name, kind: string(verify.Impersonation), digest: e.Digest.String(),
-				message: fmt.Sprintf("%s %q is listed on two pages; a client cannot tell which one it uses", itemWord(item), e.Name)})
+				message: fmt.Sprintf("%s %q is listed on two pages; a client cannot tell which one it uses", pin.ItemWord(item), e.Name)})
 		case err == nil && r.AllowedItem(item, e.Name):
 			keep[i] = true
 			g.st.exposed[item][e.Name] = exposure{e.Digest.String(), obs[[2]string{item, e.Name}]}
@@ -563,7 +563,7 @@ func (g *Gate) rejudge() {
 			continue
 		}
 		g.st.refuse(refusal{item: t.Item, name: t.Name, kind: string(kind), digest: t.Digest.String(),
-			message: fmt.Sprintf("%s %q is no longer approved as the host received it (%s in the pin database)", itemWord(t.Item), t.Name, kind)})
+			message: fmt.Sprintf("%s %q is no longer approved as the host received it (%s in the pin database)", pin.ItemWord(t.Item), t.Name, kind)})
 	}
 }
 
@@ -643,7 +643,7 @@ func (g *Gate) tellBlocked() {
 	var es []entry
 	var names []string
 	for i, r := range g.st.toTell {
-		g.logf("withheld %s %q: %s: %s", itemWord(r.item), clipText(r.name), r.kind, r.message)
+		g.logf("withheld %s %q: %s: %s", pin.ItemWord(r.item), clipText(r.name), r.kind, r.message)
 		if i < maxTold { // a listing of thousands is told by count beyond these
 			es = append(es, entry{r.item, g.secrets.String(clipText(r.name)), r.kind, g.secrets.String(r.message)})
 			names = append(names, pin.ItemRef(r.item, g.secrets.String(clipText(r.name))))

@@ -139,17 +139,6 @@ func fromClient(l *mcpclient.Listing) *Listing {
 	return out
 }
 
-// itemWord names an item kind in messages.
-func itemWord(item string) string {
-	switch item {
-	case pin.ItemTool:
-		return "tool"
-	case pin.ItemTemplate:
-		return "resource template"
-	}
-	return item
-}
-
 // List lists a server over a connection the caller opened (SDKConn makes
 // one of a go-sdk connection): initialize, then every list, as Fetch does.
 // The connection is not closed.

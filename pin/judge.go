@@ -255,7 +255,7 @@ func compare(tx *bolt.Tx, o *Observation) (*Comparison, error) {
 	copies := newCopyCache(tx, o)
 	for i := range o.Tools {
 		t := &o.Tools[i]
-		key, what := itemKey(t.Item, t.Name), itemWord(t.Item)
+		key, what := itemKey(t.Item, t.Name), ItemWord(t.Item)
 		blocked := func(f verify.Finding) {
 			c.Tools = append(c.Tools, ToolState{Item: t.Item, Name: t.Name, Version: t.Version, Digest: t.Digest.String(), Status: "blocked"})
 			f.Kind, f.Severity, f.Server, f.Item, f.Tool = verify.Impersonation, verify.Error, o.Server, t.Item, t.Name
@@ -309,7 +309,7 @@ func compare(tx *bolt.Tx, o *Observation) (*Comparison, error) {
 		c.Tools = append(c.Tools, ToolState{Item: p.Item, Name: p.Tool, Version: p.Version, Digest: p.Digest, Status: "removed"})
 		c.Findings = append(c.Findings, verify.Finding{Kind: verify.Removed, Severity: verify.Info, Server: o.Server,
 			Item: p.Item, Tool: p.Tool, Version: p.Version, PinnedDigest: p.Digest,
-			Message: fmt.Sprintf("%s %q is approved on %s but no longer offered", itemWord(p.Item), p.Tool, o.Server)})
+			Message: fmt.Sprintf("%s %q is approved on %s but no longer offered", ItemWord(p.Item), p.Tool, o.Server)})
 	}
 	return c, nil
 }
@@ -318,8 +318,9 @@ func compare(tx *bolt.Tx, o *Observation) (*Comparison, error) {
 // tells the items of one server apart.
 func itemKey(item, name string) string { return string(pinKeyOf("", item, name)[1:]) }
 
-// itemWord names an item kind in messages.
-func itemWord(item string) string {
+// ItemWord names an item kind in messages: "tool", "prompt",
+// "resource", "resource template".
+func ItemWord(item string) string {
 	switch item {
 	case ItemTool:
 		return "tool"
@@ -341,7 +342,7 @@ func compareItem(tx *bolt.Tx, o *Observation, t *Observed) (ToolState, []verify.
 		return st, nil, err
 	case p == nil:
 		st.Status = "new"
-		f.Kind, f.Message = verify.NewTool, fmt.Sprintf("%s %s is not approved: approval required", itemWord(t.Item), ref)
+		f.Kind, f.Message = verify.NewTool, fmt.Sprintf("%s %s is not approved: approval required", ItemWord(t.Item), ref)
 		return st, []verify.Finding{f}, nil
 	case p.Digest != t.Digest.String():
 		st.Status = "changed"
@@ -352,7 +353,7 @@ func compareItem(tx *bolt.Tx, o *Observation, t *Observed) (ToolState, []verify.
 				f.Fields = etdi.ChangedFields(f.Changes)
 			}
 		}
-		f.Message = fmt.Sprintf("%s %s: definition changed since approval (%s)", itemWord(t.Item), ref, strings.Join(f.Fields, ", "))
+		f.Message = fmt.Sprintf("%s %s: definition changed since approval (%s)", ItemWord(t.Item), ref, strings.Join(f.Fields, ", "))
 		return st, []verify.Finding{f}, nil
 	}
 	return st, nil, nil

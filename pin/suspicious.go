@@ -59,7 +59,7 @@ func (s *suspicion) findings(t *Observed) []verify.Finding {
 	for _, m := range suspect.Scan(def, s.isOther) {
 		fs = append(fs, verify.Finding{Kind: verify.SuspiciousText, Severity: verify.Warning, Server: s.o.Server,
 			Item: t.Item, Tool: t.Name, Version: t.Version, Live: t.Digest.String(), Pointer: m.Pointer, Match: m.Text,
-			Message: fmt.Sprintf("%s %s: %s at %s", itemWord(t.Item), t.Name, m.Reason, m.Pointer)})
+			Message: fmt.Sprintf("%s %s: %s at %s", ItemWord(t.Item), t.Name, m.Reason, m.Pointer)})
 	}
 	return fs
 }

@@ -14,16 +14,19 @@ import (
 	"github.com/etdi-dev/etdi/verify"
 )
 
-// observedTool is what a person is shown of an offered tool.
+// observedTool is what a person is shown of an offered tool (or prompt,
+// resource, resource template).
 type observedTool struct {
 	canonical   []byte
 	permissions []etdi.Permission
 }
 
+// toolDefs returns what o offers by pin.ItemRef: a prompt and a tool of
+// one name are two entries, never one shown for the other.
 func toolDefs(o *pin.Observation) map[string]observedTool {
 	m := map[string]observedTool{}
 	for _, t := range o.Tools {
-		m[t.Name] = observedTool{t.Canonical, t.Permissions}
+		m[pin.ItemRef(t.Item, t.Name)] = observedTool{t.Canonical, t.Permissions}
 	}
 	return m
 }
@@ -87,27 +90,28 @@ func (e *env) askApprovals(in *bufio.Reader, server string, c *pin.Comparison, d
 	accept, all := false, false
 	asked := map[string]bool{}
 	for _, f := range c.Findings {
-		if f.Severity != verify.Error || f.Kind == verify.Revoked || asked[f.Tool+string(f.Kind)] {
+		ref := pin.ItemRef(f.Item, f.Tool)
+		if f.Severity != verify.Error || f.Kind == verify.Revoked || asked[ref+"\x00"+string(f.Kind)] {
 			continue
 		}
-		asked[f.Tool+string(f.Kind)] = true
+		asked[ref+"\x00"+string(f.Kind)] = true
 		say(e.stderr, "\n")
 		printFindingsWith(e.stderr, []verify.Finding{f}, defs)
 		if f.Tool == "" && f.Kind != verify.InstructionsChanged {
 			continue // about the whole server: nothing to approve
 		}
 		for _, w := range c.Findings {
-			if w.Tool == f.Tool && w.Severity == verify.Warning && f.Tool != "" {
+			if w.Tool == f.Tool && w.Item == f.Item && w.Severity == verify.Warning && f.Tool != "" {
 				printFindings(e.stderr, []verify.Finding{w})
 			}
 		}
-		what := "approve tool " + f.Tool
+		what := "approve " + pin.ItemWord(f.Item) + " " + f.Tool
 		if f.Kind == verify.InstructionsChanged {
 			what = "accept the new instructions of " + server
 		}
 		if all && f.Kind.AsksApproval() {
 			say(e.stderr, "%s: yes (all of %s)\n", what, server)
-			names = append(names, f.Tool)
+			names = append(names, ref)
 			continue
 		}
 		for {
@@ -122,7 +126,7 @@ func (e *env) askApprovals(in *bufio.Reader, server string, c *pin.Comparison, d
 			}
 			a := strings.ToLower(strings.TrimSpace(line))
 			if a == "j" || a == "json" {
-				if d, ok := defs[f.Tool]; ok {
+				if d, ok := defs[ref]; ok {
 					sayJSON(e.stderr, "    ", d.canonical)
 				} else {
 					say(e.stderr, "    (no definition to show)\n")
@@ -136,7 +140,7 @@ func (e *env) askApprovals(in *bufio.Reader, server string, c *pin.Comparison, d
 			if yes && f.Kind == verify.InstructionsChanged {
 				accept = true
 			} else if yes {
-				names = append(names, f.Tool)
+				names = append(names, ref)
 			}
 			break
 		}

@@ -434,7 +434,8 @@ func TestLiveInteractiveApproval(t *testing.T) {
 	if r := p.liveCheck(nil, append([]string{"--approve", "--bundle", "w.etdi.json"}, fixture("m4")...)...); r.code != 2 || !strings.Contains(r.stderr, "needs a terminal") {
 		t.Fatalf("--approve without a terminal: %d %s", r.code, r.stderr)
 	}
-	// On a terminal: yes to the first tool, no to the second.
+	// On a terminal: yes to the first tool, no to the second, yes to the
+	// prompt, the resources and the template the server lists as well.
 	cmdline := fmt.Sprintf("%s check --trust trust.json --pins pins.db --approve --bundle w.etdi.json --server -- node %s m4",
 		etdiBin, fixtureJS)
 	cmd := exec.Command("script", "-qec", cmdline, "/dev/null")
@@ -451,6 +452,10 @@ func TestLiveInteractiveApproval(t *testing.T) {
 		fmt.Fprint(stdin, "y\n")
 		time.Sleep(500 * time.Millisecond)
 		fmt.Fprint(stdin, "n\n")
+		for range 4 {
+			time.Sleep(300 * time.Millisecond)
+			fmt.Fprint(stdin, "y\n")
+		}
 		time.Sleep(500 * time.Millisecond)
 		stdin.Close()
 	}()
@@ -458,8 +463,22 @@ func TestLiveInteractiveApproval(t *testing.T) {
 	if !strings.Contains(out.String(), "approve tool get_weather? [y]es, [N]o") || !strings.Contains(out.String(), "approve tool get_forecast? [y]es, [N]o") {
 		t.Fatalf("no prompts:\n%s", out.String())
 	}
+	for _, prompt := range []string{"approve prompt weather_report? ", "approve resource weather://cities? ", "approve resource template weather://city/{name}? "} {
+		if !strings.Contains(out.String(), prompt) {
+			t.Fatalf("no prompt %q:\n%s", prompt, out.String())
+		}
+	}
+	if strings.Contains(out.String(), "not offered") {
+		t.Fatalf("an answer named an item approval cannot find:\n%s", out.String())
+	}
 	l := p.ok("pin", "list", "--pins", "pins.db", "--json")
-	if !strings.Contains(l.stdout, "acme:weather/get_weather") || strings.Contains(l.stdout, "get_forecast") {
-		t.Fatalf("interactive answers not applied: %s\n%s", l.stdout, out.String())
+	for _, want := range []string{"acme:weather/get_weather", "acme:weather/prompt:weather_report", "acme:weather/resource:weather://cities",
+		"acme:weather/resource:weather://stations", "acme:weather/resourceTemplate:weather://city/{name}"} {
+		if !strings.Contains(l.stdout, `"`+want+`"`) {
+			t.Fatalf("interactive answers not applied: no %s in %s\n%s", want, l.stdout, out.String())
+		}
+	}
+	if strings.Contains(l.stdout, "get_forecast") {
+		t.Fatalf("get_forecast approved although answered no: %s", l.stdout)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/etdi-dev/etdi/idp"
 	"github.com/etdi-dev/etdi/internal/termtext"
 	"github.com/etdi-dev/etdi/keys"
+	"github.com/etdi-dev/etdi/pin"
 	"github.com/etdi-dev/etdi/trust"
 	"github.com/etdi-dev/etdi/verify"
 	"github.com/spf13/cobra"
@@ -239,7 +240,7 @@ func printFindingsWith(w io.Writer, findings []verify.Finding, defs map[string]o
 		if f.Kind == verify.NewTool {
 			say(w, "    approval grants: %s\n", permList(f.Permissions))
 		}
-		if d, ok := defs[f.Tool]; ok && (f.Kind == verify.NewTool || f.Kind == verify.Shadowing || f.Kind == verify.ConfusableName) {
+		if d, ok := defs[pin.ItemRef(f.Item, f.Tool)]; ok && (f.Kind == verify.NewTool || f.Kind == verify.Shadowing || f.Kind == verify.ConfusableName) {
 			describeTool(w, d.canonical, d.permissions)
 		}
 		if f.Pointer != "" {
