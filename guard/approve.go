@@ -107,7 +107,7 @@ func Approve(ctx context.Context, r *Report, opts ApproveOptions) (*ApproveResul
 func serverRefusals(c *pin.Comparison) []pin.Refusal {
 	var out []pin.Refusal
 	for _, f := range c.Findings {
-		if f.Tool == "" && f.Severity == verify.Error && f.Kind != verify.InstructionsChanged {
+		if f.Tool == "" && f.Severity == verify.Error && !f.Kind.AboutInstructions() {
 			out = append(out, pin.Refusal{Kind: string(f.Kind), Reason: f.Message + "; not approving anything"})
 		}
 	}

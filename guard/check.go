@@ -151,7 +151,7 @@ func (r *Report) allowed(item, tool string) bool {
 			if f.Severity != verify.Error {
 				continue
 			}
-			if f.Tool == "" && f.Kind != verify.InstructionsChanged {
+			if f.Tool == "" && !f.Kind.AboutInstructions() {
 				clear(r.verdicts) // about the whole server: nothing is allowed
 				break
 			}

@@ -200,7 +200,7 @@ func reason(r *Report, item, name string, err error) refusal {
 			out.kind, out.message = string(f.Kind), f.Message
 			return out
 		}
-		if f.Tool == "" && f.Kind != verify.InstructionsChanged && server == nil {
+		if f.Tool == "" && !f.Kind.AboutInstructions() && server == nil {
 			server = f
 		}
 	}
@@ -290,7 +290,7 @@ func (g *Gate) instructionsApproved(r *Report, instructions string) bool {
 		return false
 	}
 	for _, f := range r.Findings {
-		if f.Kind == verify.InstructionsChanged {
+		if f.Kind.AboutInstructions() {
 			return false
 		}
 	}

@@ -3,6 +3,7 @@ package guard
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -55,7 +56,8 @@ var savedLists = []etdi.List{etdi.ListTools, etdi.ListPrompts, etdi.ListResource
 // live listing (§17). A result object may hold the server's prompts,
 // resources and resource templates beside its tools, as etdi fetch saves
 // them ("prompts", "resources", "resourceTemplates"); those present are
-// Listed.
+// Listed; an "instructions" member beside them holds the server's
+// instructions (a string, or null when it sent none).
 func ReadListing(data []byte) (*Listing, error) {
 	pages, err := etdi.ParseListsPage(data, savedLists, 0, mcpclient.MaxFetchNodes)
 	if err != nil {
@@ -63,6 +65,17 @@ func ReadListing(data []byte) (*Listing, error) {
 	}
 	tl := pages[0]
 	l := &Listing{Tools: tl.Tools, ToolMetas: tl.ToolMetas, Pages: 1}
+	if mcpclient.Member(data, "result") == nil {
+		// A result object saved by etdi fetch or the gate holds the
+		// server's instructions as its initialize answer gave them (null:
+		// none); only a live server shows them.
+		if raw := mcpclient.Member(data, "instructions"); raw != nil {
+			if err := json.Unmarshal(raw, &l.Instructions); err != nil {
+				return nil, fmt.Errorf("instructions: not a string or null")
+			}
+			l.Live = true
+		}
+	}
 	if tl.Meta != nil {
 		l.Metas = []*etdi.Value{tl.Meta}
 	}
@@ -153,8 +166,8 @@ func List(ctx context.Context, c Conn, o FetchOptions) (*Listing, error) {
 // Saver returns a function that writes the listing as a saved tools/list
 // that ReadListing reads back with the same digests (SPEC.md §17, etdi
 // fetch): every tool in its canonical form; the prompts, resources and
-// resource templates that were listed, beside the tools; the in-band
-// bundle under _meta. It first checks that every entry reads back with
+// resource templates that were listed, beside the tools; the server's
+// instructions when it was live; the in-band bundle under _meta. It first checks that every entry reads back with
 // its digest, so the file says exactly what the server served; an
 // in-band bundle that is not one is an error. The listing is written
 // entry by entry, without a second copy of it.
@@ -191,6 +204,10 @@ func (l *Listing) Saver() (func(io.Writer) error, error) {
 		for _, item := range l.Listed {
 			bw.WriteString(",\n")
 			list(members[item], items[item])
+		}
+		if l.Live {
+			instr, _ := json.Marshal(l.Instructions)
+			fmt.Fprintf(bw, ",\n\"instructions\": %s", instr)
 		}
 		if inband != nil {
 			fmt.Fprintf(bw, ",\n\"_meta\": {%q: %s}", etdi.MetaBundleKey, inband)

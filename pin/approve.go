@@ -76,10 +76,10 @@ func (s *Store) Approve(o *Observation, opts ApproveOptions) ([]Approval, []Refu
 		if err != nil {
 			return err
 		}
-		instructionsChanged := false
+		instructionsChanged, instructionsKind := false, verify.InstructionsChanged
 		for _, f := range c.Findings {
-			if f.Kind == verify.InstructionsChanged {
-				instructionsChanged = true
+			if f.Kind.AboutInstructions() {
+				instructionsChanged, instructionsKind = true, f.Kind
 				if !opts.AcceptInstructions {
 					refused = append(refused, Refusal{"", string(f.Kind), f.Message + " (accept them with --accept-instructions)"})
 				}
@@ -160,13 +160,14 @@ func (s *Store) Approve(o *Observation, opts ApproveOptions) ([]Approval, []Refu
 		if len(approved) > 0 && o.Sequence > info.MaxSequence {
 			info.MaxSequence = o.Sequence
 		}
-		// Record the instructions on a first approval, or when a change was
-		// accepted.
-		if o.InstructionsKnown && ((!info.InstructionsKnown && len(approved) > 0) || (instructionsChanged && opts.AcceptInstructions)) {
+		// Record the instructions with an approval that saw them and found
+		// nothing to accept (a first approval shows them), or when new or
+		// changed ones were accepted.
+		if o.InstructionsKnown && ((!info.InstructionsKnown && !instructionsChanged && len(approved) > 0) || (instructionsChanged && opts.AcceptInstructions)) {
 			info.InstructionsKnown, info.Instructions = true, o.Instructions
 			if instructionsChanged {
 				sum := etdi.DigestString(strOr(o.Instructions, ""))
-				if _, err := appendRecord(tx, Record{Type: RecordReapprove, Time: now, Server: o.Server, Kind: string(verify.InstructionsChanged),
+				if _, err := appendRecord(tx, Record{Type: RecordReapprove, Time: now, Server: o.Server, Kind: string(instructionsKind),
 					Digest: sum.String(), By: opts.By, Message: "instructions accepted"}); err != nil {
 					return err
 				}

@@ -367,10 +367,19 @@ func strOr(p *string, none string) string {
 }
 
 // compareInstructions reports instructions that differ from those seen at
-// approval, when both are known.
+// approval, when both are known, and instructions of an approved server
+// whose approval did not see them: the gate withholds both (SPEC.md §25).
 func compareInstructions(o *Observation, info *ServerInfo) *verify.Finding {
-	if !o.InstructionsKnown || info == nil || !info.InstructionsKnown {
+	if !o.InstructionsKnown || info == nil {
 		return nil
+	}
+	if !info.InstructionsKnown {
+		if o.Instructions == nil || *o.Instructions == "" {
+			return nil
+		}
+		return &verify.Finding{Kind: verify.NewInstructions, Severity: verify.Error, Server: o.Server,
+			Fields: []string{"instructions"}, Changes: []etdi.Change{{Path: "/instructions", Op: "added", New: *o.Instructions}},
+			Message: fmt.Sprintf("server %s: sends instructions that were never approved (its tools were approved without them)", o.Server)}
 	}
 	if (o.Instructions == nil) == (info.Instructions == nil) && strOr(o.Instructions, "") == strOr(info.Instructions, "") {
 		return nil

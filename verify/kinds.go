@@ -24,8 +24,9 @@ const (
 	// listed twice, a bad signature, ...).
 	NotApprovable Approval = iota
 	// Approvable: approving the server's new tools and versions resolves
-	// it (new_tool, new_version, new_signer): it asks for a decision
-	// rather than reporting an attack.
+	// it (new_tool, new_version, new_signer; new_instructions are
+	// accepted with --accept-instructions): it asks for a decision rather
+	// than reporting an attack.
 	Approvable
 	// ApprovableByName: only approving the tool by name resolves it
 	// (a rug pull, a downgrade, another signer, shadowing, a look-alike
@@ -62,6 +63,7 @@ var kinds = map[Kind]kindInfo{
 	Removed:             {0, Info, NotApprovable, "An approved tool (or prompt, resource, resource template) is no longer offered."},
 	MixedScript:         {0, Warning, NotApprovable, "A new tool name mixes scripts or holds invisible characters."},
 	InstructionsChanged: {ExitRugPull, Error, NotApprovable, "The server's instructions changed since approval."},
+	NewInstructions:     {ExitApproval, Error, Approvable, "The server sends instructions, and its tools were approved without them (from a bundle or a saved listing): accepting them is required."},
 	// A definition that shows a configured secret is hostile as it stands
 	// and cannot be approved: blocked as a rug pull is (SPEC.md §21).
 	SecretInDefinition: {ExitRugPull, Error, NotApprovable, "The server shows the model a secret it is configured with (env or header value, URL credentials, credential argument); the definition is not approved or recorded."},

@@ -79,7 +79,15 @@ const (
 	// InstructionsChanged: the server's instructions differ from the
 	// approved ones (they steer the model like a description does).
 	InstructionsChanged Kind = "instructions_changed"
+	// NewInstructions: a server whose tools were approved without its
+	// instructions (from a bundle or a saved listing) sends instructions
+	// that were never approved.
+	NewInstructions Kind = "new_instructions"
 )
+
+// AboutInstructions reports whether the kind is about the server's
+// instructions, which --accept-instructions approves.
+func (k Kind) AboutInstructions() bool { return k == InstructionsChanged || k == NewInstructions }
 
 // Severity says whether a finding fails verification.
 type Severity string

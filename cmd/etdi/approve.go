@@ -97,7 +97,7 @@ func (e *env) askApprovals(in *bufio.Reader, server string, c *pin.Comparison, d
 		asked[ref+"\x00"+string(f.Kind)] = true
 		say(e.stderr, "\n")
 		printFindingsWith(e.stderr, []verify.Finding{f}, defs)
-		if f.Tool == "" && f.Kind != verify.InstructionsChanged {
+		if f.Tool == "" && !f.Kind.AboutInstructions() {
 			continue // about the whole server: nothing to approve
 		}
 		for _, w := range c.Findings {
@@ -106,12 +106,16 @@ func (e *env) askApprovals(in *bufio.Reader, server string, c *pin.Comparison, d
 			}
 		}
 		what := "approve " + pin.ItemWord(f.Item) + " " + f.Tool
-		if f.Kind == verify.InstructionsChanged {
+		if f.Kind.AboutInstructions() {
 			what = "accept the new instructions of " + server
 		}
 		if all && f.Kind.AsksApproval() {
 			say(e.stderr, "%s: yes (all of %s)\n", what, server)
-			names = append(names, ref)
+			if f.Kind.AboutInstructions() {
+				accept = true
+			} else {
+				names = append(names, ref)
+			}
 			continue
 		}
 		for {
@@ -137,7 +141,7 @@ func (e *env) askApprovals(in *bufio.Reader, server string, c *pin.Comparison, d
 			if a == "a" || a == "all" {
 				yes, all = true, true
 			}
-			if yes && f.Kind == verify.InstructionsChanged {
+			if yes && f.Kind.AboutInstructions() {
 				accept = true
 			} else if yes {
 				names = append(names, ref)

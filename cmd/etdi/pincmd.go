@@ -102,7 +102,7 @@ an operational error, 2 a usage error. --json prints the same code as
 			for _, r := range refused {
 				if r.Tool == "" {
 					what := "NOT approved"
-					if r.Kind == string(verify.InstructionsChanged) {
+					if verify.Kind(r.Kind).AboutInstructions() {
 						what = "NOT accepted"
 					}
 					say(e.stdout, "%s (%s): %s\n", what, r.Kind, r.Reason)

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -245,7 +246,13 @@ func reviewCommand(cmd *cobra.Command, name string, argv []string, url string, s
 	parts := []string{"etdi check"}
 	for _, fl := range []string{"trust", "pins", "bundle"} {
 		if f := cmd.Flags().Lookup(fl); f != nil && f.Changed {
-			parts = append(parts, "--"+fl+" "+termtext.ShellQuote(f.Value.String()))
+			// The host's working directory is not the person's: the
+			// files are named wherever the command is run.
+			path := f.Value.String()
+			if abs, err := filepath.Abs(path); err == nil {
+				path = abs
+			}
+			parts = append(parts, "--"+fl+" "+termtext.ShellQuote(path))
 		}
 	}
 	if name != "" {

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -449,5 +450,87 @@ func TestRunRealServers(t *testing.T) {
 				t.Fatalf("%d steps, exit %s\n%s", len(through.Steps), through.Exit, through.Stderr)
 			}
 		})
+	}
+}
+
+// fixtureInstructions are the fixture server's instructions.
+const fixtureInstructions = "Weather server. Use get_weather for current conditions and get_forecast for the coming days."
+
+// What the gate withholds from a server never approved is reviewed with
+// the command it prints, run from any directory: the listing it saved
+// carries the instructions, so approving it lets the next session through
+// whole, instructions included.
+func TestRunReviewPending(t *testing.T) {
+	p := liveEnv(t)
+	steps := `[{"op":"listTools"}]`
+	gate := p.gated([]string{"--bundle", "w.etdi.json"}, fixtureCmd("pending")...)
+	tr := p.host(nil, steps, nil, gate...)
+	if len(tr.Steps[0].names(t)) != 0 || tr.Initialize.Instructions != nil {
+		t.Fatalf("a server never approved: %s", tr.raw)
+	}
+	m := regexp.MustCompile(`\(review: etdi check (.*?) --approve\)`).FindStringSubmatch(tr.Stderr)
+	if m == nil || !strings.Contains(m[1], "--tools ") {
+		t.Fatalf("no review command with the saved listing in %q", tr.Stderr)
+	}
+	var args []string
+	for _, a := range strings.Fields(m[1]) {
+		args = append(args, strings.Trim(a, "'"))
+	}
+	for i, a := range args {
+		if (a == "--trust" || a == "--pins" || a == "--bundle" || a == "--tools") && !filepath.IsAbs(args[i+1]) {
+			t.Fatalf("the review command names %s %s, relative to the host's directory: %s", a, args[i+1], m[1])
+		}
+	}
+	r := runEtdi(t, t.TempDir(), nil, append(append([]string{"check"}, args...), "--yes", "--accept-instructions")...)
+	if r.code != 0 {
+		t.Fatalf("review from another directory: %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	tr = p.host(nil, steps, nil, gate...)
+	if got := tr.Steps[0].names(t); len(got) != 2 || tr.Initialize.Instructions == nil || *tr.Initialize.Instructions != fixtureInstructions {
+		t.Fatalf("after the review: tools %v, instructions %v\n%s", got, tr.Initialize.Instructions, tr.Stderr)
+	}
+}
+
+// A server whose tools were approved from a listing without its
+// instructions: check asks to accept them (new_instructions, exit 13), as
+// the gate withholds them until then.
+func TestRunNewInstructions(t *testing.T) {
+	p := liveEnv(t)
+	p.ok("fetch", "--out", "live.json", "--server", "--", "node", fixtureJS, "newinstr")
+	raw, err := os.ReadFile(filepath.Join(p.dir, "live.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var saved map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &saved); err != nil || string(saved["instructions"]) != `"`+fixtureInstructions+`"` {
+		t.Fatalf("the saved listing lacks the instructions (%v): %s", err, raw)
+	}
+	delete(saved, "instructions")
+	data, _ := json.Marshal(saved)
+	p.write("tools-only.json", string(data))
+	if r := p.liveCheck(nil, "--yes", "--bundle", "w.etdi.json", "--tools", "tools-only.json"); r.code != 0 {
+		t.Fatalf("approve from a listing without instructions: %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	live := append([]string{"--bundle", "w.etdi.json"}, fixture("newinstr")...)
+	if r := p.liveCheck(nil, live...); r.code != 13 || !strings.Contains(r.stdout, "new_instructions") {
+		t.Fatalf("instructions never approved: %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	steps := `[{"op":"listTools"}]`
+	gate := p.gated([]string{"--bundle", "w.etdi.json"}, fixtureCmd("newinstr")...)
+	if tr := p.host(nil, steps, nil, gate...); tr.Initialize.Instructions != nil || len(tr.Steps[0].names(t)) != 2 {
+		t.Fatalf("the gate let instructions never approved through: %s", tr.raw)
+	}
+	// --yes alone approves tools, never instructions.
+	if r := p.liveCheck(nil, append([]string{"--yes"}, live...)...); r.code != 13 {
+		t.Fatalf("--yes without --accept-instructions: %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if r := p.liveCheck(nil, append([]string{"--yes", "--accept-instructions"}, live...)...); r.code != 0 {
+		t.Fatalf("accept: %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if r := p.liveCheck(nil, live...); r.code != 0 {
+		t.Fatalf("after accepting: %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if tr := p.host(nil, steps, nil, gate...); tr.Initialize.Instructions == nil || *tr.Initialize.Instructions != fixtureInstructions {
+		t.Fatalf("accepted instructions withheld: %s", tr.raw)
 	}
 }
