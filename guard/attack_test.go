@@ -1140,8 +1140,13 @@ func TestRegressionRevokedMidSession(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if ans := a.ask(t, "tools/call", `{"name":"get_weather","arguments":{}}`, 5*time.Second); !strings.Contains(ans, "-32090") || !strings.Contains(ans, "revoked") {
+	// Approving cannot undo a revocation: the review it names is the
+	// check alone; a tool the host was never shown is for approval.
+	if ans := a.ask(t, "tools/call", `{"name":"get_weather","arguments":{}}`, 5*time.Second); !strings.Contains(ans, "-32090") || !strings.Contains(ans, "revoked") || strings.Contains(ans, "--approve") {
 		t.Fatalf("call of a revoked tool: %s", ans)
+	}
+	if ans := a.ask(t, "tools/call", `{"name":"other","arguments":{}}`, 5*time.Second); !strings.Contains(ans, "not_listed") || !strings.Contains(ans, "--approve") {
+		t.Fatalf("call of a tool never listed: %s", ans)
 	}
 	calls := 0
 	for _, got := range a.server.received() {

@@ -273,7 +273,7 @@ func (g *Gate) initialized(m *mcpclient.Message, data []byte, s *slot) {
 	}
 	if l.Instructions != nil && !g.instructionsApproved(r, *l.Instructions) {
 		result = mcpclient.WithoutMember(result, "instructions")
-		g.logf("withheld the server's instructions: they are not the approved ones (review: %s)", g.review())
+		g.logf("withheld the server's instructions: they are not the approved ones (review: %s)", g.review(string(verify.InstructionsChanged)))
 	}
 	if len(result) == len(m.Result) {
 		g.toHost.fill(s, data)
@@ -407,15 +407,22 @@ func safeFileName(s string) string {
 	return strings.TrimLeft(string(b), ".")
 }
 
-// review is the command that reviews what the gate withheld.
-func (g *Gate) review() string {
+// review is the command that reviews what the gate withheld for a
+// finding of kind ("" for several): with --approve where approving can
+// resolve it, else the check alone, which shows why (a revoked tool, a
+// bad signature, a tool no bundle signs: there is nothing to approve).
+func (g *Gate) review(kind string) string {
+	approve := " --approve"
+	if k := verify.Kind(kind); k.Known() && k.Approval() == verify.NotApprovable && !k.AboutInstructions() {
+		approve = ""
+	}
 	if g.saved != "" {
-		return g.opts.Review + " --tools " + termtext.ShellQuote(g.saved) + " --approve"
+		return g.opts.Review + " --tools " + termtext.ShellQuote(g.saved) + approve
 	}
 	if g.opts.ReviewTarget != "" {
-		return g.opts.Review + " --approve " + g.opts.ReviewTarget
+		return g.opts.Review + approve + " " + g.opts.ReviewTarget
 	}
-	return g.opts.Review + " --approve"
+	return g.opts.Review + approve
 }
 
 // refuseAll makes nothing of an item kind approved.
@@ -617,14 +624,14 @@ func (g *Gate) decide(m *mcpclient.Message, data []byte, s *slot) {
 	if item == itemTool {
 		g.audit.blocked(g.st.server, name, e.digest, mcpclient.Member(m.Params, "arguments"), why.kind)
 	}
-	g.logf("blocked %s of %s %q: %s: %s (review: %s)", m.Method, what, clipText(name), why.kind, why.message, g.review())
+	g.logf("blocked %s of %s %q: %s: %s (review: %s)", m.Method, what, clipText(name), why.kind, why.message, g.review(why.kind))
 	if m.ID == nil {
 		return // a notification is not answered
 	}
 	detail, _ := json.Marshal(map[string]string{"etdi": "blocked", "kind": why.kind, "server": g.st.server,
-		what: g.secrets.String(clipText(name)), "review": g.review(), "message": g.secrets.String(why.message)})
+		what: g.secrets.String(clipText(name)), "review": g.review(why.kind), "message": g.secrets.String(why.message)})
 	g.toHost.send(g.errorTo(m.ID, BlockedCode,
-		fmt.Sprintf("etdi blocked %s of %s %q: %s (review it with: %s)", m.Method, what, name, why.kind, g.review()), detail))
+		fmt.Sprintf("etdi blocked %s of %s %q: %s (review it with: %s)", m.Method, what, name, why.kind, g.review(why.kind)), detail))
 }
 
 // tellBlocked tells the host what the gate withheld since it last told
@@ -657,9 +664,9 @@ func (g *Gate) tellBlocked() {
 		more = fmt.Sprintf(" and %d more", n-len(names))
 	}
 	msg := fmt.Sprintf("etdi withheld %d item(s) of %s that are not approved as they are now: %s%s (review: %s)",
-		n, orUnknown(g.st.server), strings.Join(names, ", "), more, g.review())
+		n, orUnknown(g.st.server), strings.Join(names, ", "), more, g.review(""))
 	params, _ := json.Marshal(map[string]any{"level": "warning", "logger": "etdi",
-		"data": map[string]any{"message": msg, "server": g.st.server, "blocked": es, "review": g.review()}})
+		"data": map[string]any{"message": msg, "server": g.st.server, "blocked": es, "review": g.review("")}})
 	g.toHost.send(mcpclient.EncodeRequest(nil, "notifications/message", params))
 }
 
@@ -749,15 +756,15 @@ func (g *Gate) decideRef(m *mcpclient.Message, data []byte, s *slot) {
 	if prompt != "" {
 		what, name = "prompt", prompt
 	}
-	g.logf("blocked %s of %s %q: %s (review: %s)", m.Method, what, clipText(name), NotListed, g.review())
+	g.logf("blocked %s of %s %q: %s (review: %s)", m.Method, what, clipText(name), NotListed, g.review(NotListed))
 	if m.ID == nil {
 		return
 	}
 	msg := fmt.Sprintf("%s %q is not one the host received from etdi as approved", what, clipText(name))
 	detail, _ := json.Marshal(map[string]string{"etdi": "blocked", "kind": NotListed, "server": g.st.server,
-		what: g.secrets.String(clipText(name)), "review": g.review(), "message": g.secrets.String(msg)})
+		what: g.secrets.String(clipText(name)), "review": g.review(NotListed), "message": g.secrets.String(msg)})
 	g.toHost.send(g.errorTo(m.ID, BlockedCode,
-		fmt.Sprintf("etdi blocked %s of %s %q: %s (review it with: %s)", m.Method, what, name, NotListed, g.review()), detail))
+		fmt.Sprintf("etdi blocked %s of %s %q: %s (review it with: %s)", m.Method, what, name, NotListed, g.review(NotListed)), detail))
 }
 
 // matchesTemplate reports whether uri is an expansion of the URI template

@@ -97,7 +97,7 @@ be started), 2 usage.`,
 	fl.BoolVar(&f.audit, "audit-calls", false, "record every tools/call in the history (never the arguments or results)")
 	fl.StringVar(&f.listen, "listen", "", "offer Streamable HTTP towards the host at ADDR (loopback only) instead of stdio")
 	pf.register(fl, e)
-	pf.registerBy(fl)
+	fl.StringVar(&pf.by, "by", "", "who is named in the history records the gate writes (findings, --audit-calls; default: the current user)")
 	return cmd
 }
 

@@ -11,6 +11,7 @@ import (
 	"runtime"
 	"strings"
 
+	"github.com/etdi-dev/etdi"
 	"github.com/etdi-dev/etdi/internal/atomicfile"
 	"github.com/etdi-dev/etdi/internal/hostconfig"
 	"github.com/spf13/cobra"
@@ -66,8 +67,8 @@ func saveWrapState(path string, st *wrapState) error {
 }
 
 type wrapFlags struct {
-	config, name, etdi string
-	dryRun, project    bool
+	config, name, etdi, bundle string
+	dryRun, project            bool
 }
 
 func (e *env) wrapCmd() *cobra.Command   { return e.wrapOrUnwrapCmd(true) }
@@ -90,9 +91,17 @@ as FILE.etdi-backup; what was replaced is recorded so that etdi unwrap
 restores it exactly. An entry already wrapped is left alone; one that
 cannot be rewritten faithfully is refused and left unchanged (exit 1).
 --config auto rewrites every user file found (project-scoped files only
-with --project). --dry-run prints the change and writes nothing.`,
+with --project). --dry-run prints the change and writes nothing.
+
+The wrapped entries use the default trust policy and pin database
+($ETDI_TRUST, $ETDI_PINS), which must exist first: wrap refuses to write
+entries that could not start (create the policy with etdi trust add, or
+etdi trust unsigned warn for servers without a bundle). A server whose
+provider ships its bundle as a file, not in-band, is wrapped on its own
+with --name ENTRY --bundle FILE.`,
 		Example: `  etdi wrap --config ~/.cursor/mcp.json --dry-run
   etdi wrap --config auto
+  etdi wrap --config ~/.cursor/mcp.json --name weather --bundle ~/bundles/weather.etdi.json
   etdi unwrap --config auto`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -101,6 +110,9 @@ with --project). --dry-run prints the change and writes nothing.`,
 			}
 			if !wrap && f.etdi != "" {
 				return usagef("--etdi is for etdi wrap")
+			}
+			if f.bundle != "" && f.name == "" {
+				return usagef("--bundle is one server's: give the entry with --name")
 			}
 			return e.runWrap(&f, wrap)
 		},
@@ -122,6 +134,7 @@ left as it is (exit 1); a file wrap never touched is not changed.
 	fl.BoolVar(&f.project, "project", false, "with --config auto: also the project-scoped files in the working directory (.mcp.json, .vscode/mcp.json, ...)")
 	if wrap {
 		fl.StringVar(&f.etdi, "etdi", "", "the etdi program the entries run (default: this etdi's absolute path)")
+		fl.StringVar(&f.bundle, "bundle", "", "with --name: the entry's out-of-band bundle, which etdi run verifies it with (written as an absolute path)")
 	}
 	return cmd
 }
@@ -176,6 +189,11 @@ func (e *env) runWrap(f *wrapFlags, wrap bool) error {
 			etdiPath = abs
 		}
 	}
+	if wrap {
+		if err := e.wrapPreflight(f); err != nil {
+			return err
+		}
+	}
 	statePath := e.wrapStatePath()
 	st, err := loadWrapState(statePath)
 	if err != nil {
@@ -203,6 +221,44 @@ func (e *env) runWrap(f *wrapFlags, wrap bool) error {
 		return &exitCodeError{exitError}
 	}
 	return nil
+}
+
+// wrapPreflight refuses to wrap entries that etdi run could not start:
+// without a trust policy every wrapped server would fail, and a bundle
+// named must be one. The bundle is named by its absolute path (the host's
+// working directory is not the person's). A dry run only warns.
+func (e *env) wrapPreflight(f *wrapFlags) error {
+	var problems []error
+	policy := e.defaultTrust()
+	if _, err := loadPolicy(policy); err != nil {
+		problems = append(problems, &hintError{fmt.Errorf("the wrapped servers could not start: %w", err),
+			"create the trust policy first: etdi trust add --provider ID --key KEY.pub, or etdi trust unsigned warn for servers without a bundle"})
+	}
+	if f.bundle != "" {
+		abs, err := filepath.Abs(f.bundle)
+		if err == nil {
+			f.bundle = abs
+			var data []byte
+			if data, err = e.readInput(abs); err == nil {
+				if err = notABundle(abs, data); err == nil {
+					_, err = etdi.ParseBundle(data)
+				}
+			}
+		}
+		if err != nil {
+			problems = append(problems, fmt.Errorf("--bundle: %w", err))
+		}
+	}
+	if len(problems) == 0 {
+		return nil
+	}
+	if f.dryRun {
+		for _, p := range problems {
+			say(e.stderr, "etdi: warning: %v\n", p)
+		}
+		return nil
+	}
+	return problems[0]
 }
 
 func summary(c map[string]int, wrap, dry bool) string {
@@ -258,7 +314,7 @@ func (e *env) wrapFile(cf configFile, f *wrapFlags, wrap bool, etdiPath string, 
 	}
 	var res *hostconfig.Result
 	if wrap {
-		res, err = hostconfig.Wrap(real, data, hostconfig.WrapOptions{Host: host, Etdi: etdiPath, Name: f.name, Cwd: cwd})
+		res, err = hostconfig.Wrap(real, data, hostconfig.WrapOptions{Host: host, Etdi: etdiPath, Name: f.name, Bundle: f.bundle, Cwd: cwd})
 	} else {
 		res, err = hostconfig.Unwrap(real, data, host, st.Files[real], f.name)
 	}

@@ -25,6 +25,14 @@ var hostHomeFiles = map[string]string{
 	"config.toml":                ".codex/config.toml",
 }
 
+// wrapHome is a home directory whose default trust policy exists, as
+// etdi wrap requires.
+func wrapHome(t *testing.T) string {
+	dir := t.TempDir()
+	writeText(t, filepath.Join(dir, ".config", "etdi", "trust.json"), `{"version":1,"unsigned":"warn","providers":[]}`, 0o644)
+	return dir
+}
+
 func readText(t *testing.T, path string) string {
 	t.Helper()
 	b, err := os.ReadFile(path)
@@ -50,7 +58,7 @@ func writeText(t *testing.T, path, data string, mode os.FileMode) {
 // alone, is idempotent, and etdi unwrap gives back every file byte for
 // byte.
 func TestCLIWrapUnwrapEveryHost(t *testing.T) {
-	dir := t.TempDir()
+	dir := wrapHome(t)
 	originals := map[string]string{}
 	for src, dst := range hostHomeFiles {
 		data := readText(t, filepath.Join("../../internal/hostconfig/testdata/wrap", src))
@@ -170,7 +178,7 @@ func TestCLIWrapDryRun(t *testing.T) {
 // edited since is refused (exit 1) and left as it is, the others are
 // restored; a file wrap never touched is not changed.
 func TestCLIUnwrapRefusesChangedEntry(t *testing.T) {
-	dir := t.TempDir()
+	dir := wrapHome(t)
 	path, text := cursorFile(t, dir)
 	if r := runEtdi(t, dir, nil, "wrap", "--config", path); r.code != 0 {
 		t.Fatalf("wrap: exit %d\n%s%s", r.code, r.stdout, r.stderr)
@@ -206,7 +214,7 @@ func TestCLIUnwrapRefusesChangedEntry(t *testing.T) {
 // The backup is of the file before etdi first changed it: a later wrap
 // never overwrites it.
 func TestCLIWrapKeepsFirstBackup(t *testing.T) {
-	dir := t.TempDir()
+	dir := wrapHome(t)
 	path, _ := cursorFile(t, dir)
 	writeText(t, path+".etdi-backup", "older backup", 0o600)
 	if r := runEtdi(t, dir, nil, "wrap", "--config", path, "--name", "a"); r.code != 0 || !strings.Contains(r.stdout, "1 wrapped") {
@@ -241,7 +249,7 @@ func TestCLICheckSeesThroughWrap(t *testing.T) {
   "remote": {"url": "`+url+`/remote", "headers": {"Authorization": "Bearer wrapped-header-5512"}}
 }}`, 0o600)
 	s.check(0, "--config", cfg, "--yes")
-	if r := runEtdi(t, s.dir, nil, "wrap", "--config", cfg); r.code != 0 || !strings.Contains(r.stdout, "2 wrapped") {
+	if r := runEtdi(t, s.dir, []string{"ETDI_TRUST=" + filepath.Join(s.dir, "trust.json")}, "wrap", "--config", cfg); r.code != 0 || !strings.Contains(r.stdout, "2 wrapped") {
 		t.Fatalf("wrap: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	if strings.Contains(readText(t, cfg), `"Bearer wrapped-header-5512"]`) {
@@ -274,4 +282,52 @@ func TestCLIUnwrapUnknownName(t *testing.T) {
 	if r.code != 1 || !strings.Contains(r.stderr, `no entry named "a" that etdi wrap rewrote`) || readText(t, path) != text {
 		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
+}
+
+// wrap refuses to write entries that etdi run could not start: without a
+// trust policy every wrapped server would fail (a dry run warns); a
+// bundle is one entry's, checked, and written by its absolute path, which
+// check reads through the wrapped entry.
+func TestCLIWrapPreflight(t *testing.T) {
+	dir := t.TempDir()
+	path, text := cursorFile(t, dir)
+	r := runEtdi(t, dir, nil, "wrap", "--config", path)
+	if r.code != 1 || !strings.Contains(r.stderr, "the wrapped servers could not start") || !strings.Contains(r.stderr, "etdi trust") || readText(t, path) != text {
+		t.Fatalf("wrap without a trust policy: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if r := runEtdi(t, dir, nil, "wrap", "--config", path, "--dry-run"); r.code != 0 || !strings.Contains(r.stderr, "warning: the wrapped servers could not start") {
+		t.Fatalf("dry run without a trust policy: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+
+	dir = wrapHome(t)
+	path, text = cursorFile(t, dir)
+	if r := runEtdi(t, dir, nil, "wrap", "--config", path, "--bundle", "b.etdi.json"); r.code != 2 || !strings.Contains(r.stderr, "--name") {
+		t.Fatalf("--bundle without --name: exit %d\n%s", r.code, r.stderr)
+	}
+	writeText(t, filepath.Join(dir, "tools.json"), `{"tools":[{"name":"x"}]}`, 0o644)
+	if r := runEtdi(t, dir, nil, "wrap", "--config", path, "--name", "a", "--bundle", "tools.json"); r.code == 0 || readText(t, path) != text {
+		t.Fatalf("--bundle that is not a bundle: exit %d\n%s", r.code, r.stderr)
+	}
+	p := newPinEnv(t)
+	p.ok("sign", "--key", "acme.key", "--out", "w.etdi.json", "v1.manifest.json")
+	data, err := os.ReadFile(filepath.Join(p.dir, "w.etdi.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeText(t, filepath.Join(dir, "bundles", "w.etdi.json"), string(data), 0o644)
+	if r := runEtdi(t, dir, nil, "wrap", "--config", path, "--name", "a", "--bundle", "bundles/w.etdi.json"); r.code != 0 {
+		t.Fatalf("wrap --bundle: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	abs := filepath.Join(dir, "bundles", "w.etdi.json")
+	if got := readText(t, path); !strings.Contains(got, `["run", "--name", "a", "--bundle", `+jsonQuote(abs)+`, "--", "node", "a.js"]`) {
+		t.Fatalf("wrapped entry:\n%s", got)
+	}
+	if r := runEtdi(t, dir, nil, "unwrap", "--config", path); r.code != 0 || readText(t, path) != text {
+		t.Fatalf("unwrap: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}
+
+func jsonQuote(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
 }

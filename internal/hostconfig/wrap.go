@@ -82,6 +82,9 @@ type WrapOptions struct {
 	Etdi string
 	// Name limits Wrap to the entry of that name.
 	Name string
+	// Bundle, with Name, is the out-of-band bundle etdi run verifies the
+	// entry with (--bundle): an absolute path.
+	Bundle string
 	// Cwd selects Claude Code's projects[<Cwd>] entries, as in Load.
 	Cwd string
 }
@@ -108,6 +111,15 @@ func Wrap(path string, data []byte, o WrapOptions) (*Result, error) {
 	}
 	if strings.Contains(o.Etdi, "${") || strings.ContainsAny(o.Etdi, "\x00\n\r") || o.Etdi == "" {
 		return nil, fmt.Errorf("etdi program path %q cannot be written into a host configuration", o.Etdi)
+	}
+	if o.Bundle != "" && (o.Name == "" || !filepath.IsAbs(o.Bundle) || strings.Contains(o.Bundle, "${") || strings.ContainsAny(o.Bundle, "\x00\n\r")) {
+		return nil, fmt.Errorf("a bundle is given for one entry (a name), by an absolute path that a host configuration can hold: %q", o.Bundle)
+	}
+	if !IsEtdiRun(o.Etdi, []string{"run"}) {
+		// etdi check, unwrap and wrap itself know a wrapped entry by its
+		// program's name: under another name it would read as a server of
+		// its own.
+		return nil, fmt.Errorf("the etdi program %q is not named etdi (or etdi.exe): a wrapped entry is known by that name; install or link it as etdi, or name one with --etdi", o.Etdi)
 	}
 	lo := Options{Cwd: o.Cwd}
 	before, err := loadData(path, data, o.Host, lo)
@@ -300,7 +312,7 @@ func wrapJSON(data []byte, o WrapOptions, res *Result) ([]entryEdit, error) {
 			if o.Name != "" && m.Name != o.Name {
 				continue
 			}
-			edits, status, reason := wrapJSONEntry(data, m.Name, m.Value, host, o.Etdi)
+			edits, status, reason := wrapJSONEntry(data, m.Name, m.Value, host, o)
 			res.Outcomes = append(res.Outcomes, Outcome{m.Name, status, reason})
 			if status == StatusWrapped {
 				eds = append(eds, entryEdit{path: append(append([]string(nil), list...), m.Name), start: m.Value.Start, end: m.Value.End, edits: edits})
@@ -311,16 +323,22 @@ func wrapJSON(data []byte, o WrapOptions, res *Result) ([]entryEdit, error) {
 }
 
 // runArgs returns the JSON (or TOML) text of the arguments that come
-// before the server's own in a wrapped entry.
-func runArgs(name string) string {
-	return `"run", "--name", ` + jsonString(name)
+// before the server's own in a wrapped entry: its name, and the bundle
+// when one is given.
+func runArgs(name, bundle string) string {
+	s := `"run", "--name", ` + jsonString(name)
+	if bundle != "" {
+		s += `, "--bundle", ` + jsonString(bundle)
+	}
+	return s
 }
 
 func refuse(format string, a ...any) ([]Edit, string, string) {
 	return nil, StatusRefused, fmt.Sprintf(format, a...)
 }
 
-func wrapJSONEntry(data []byte, name string, v *Node, host, etdiPath string) ([]Edit, string, string) {
+func wrapJSONEntry(data []byte, name string, v *Node, host string, o WrapOptions) ([]Edit, string, string) {
+	etdiPath := o.Etdi
 	if v.Kind != '{' {
 		return refuse("the entry is not an object")
 	}
@@ -361,7 +379,7 @@ func wrapJSONEntry(data []byte, name string, v *Node, host, etdiPath string) ([]
 		}
 		// etdi run's arguments go in front of the server's own, which
 		// stay as written (comments included).
-		head := runArgs(name) + `, "--", ` + text(data, cmd)
+		head := runArgs(name, o.Bundle) + `, "--", ` + text(data, cmd)
 		edits := []Edit{{cmd.Start, cmd.End, jsonString(etdiPath)}}
 		if args != nil {
 			if len(argTexts) > 0 {
@@ -403,7 +421,7 @@ func wrapJSONEntry(data []byte, name string, v *Node, host, etdiPath string) ([]
 	} else if host == Gemini && urlMember.Name == "url" {
 		return refuse("Gemini CLI's url is the SSE transport, which etdi run does not speak; use httpUrl")
 	}
-	list := "[" + runArgs(name) + `, "--url", ` + text(data, urlMember.Value)
+	list := "[" + runArgs(name, o.Bundle) + `, "--url", ` + text(data, urlMember.Value)
 	envText := ""
 	if h := v.Member("headers"); h != nil {
 		if h.Value.Kind != '{' {

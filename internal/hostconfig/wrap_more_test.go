@@ -86,6 +86,16 @@ func TestWrapRefusesOddEtdiPath(t *testing.T) {
 			t.Errorf("accepted etdi path %q", p)
 		}
 	}
+	// A program of another name: its entries would not read as wrapped.
+	_, err := Wrap("/c/mcp.json", []byte(`{"mcpServers": {"a": {"command": "node"}}}`), WrapOptions{Host: Cursor, Etdi: "/tmp/walk-etdi"})
+	if err == nil || !strings.Contains(err.Error(), "not named etdi") {
+		t.Errorf("a program not named etdi: %v", err)
+	}
+	for _, p := range []string{"/usr/local/bin/etdi", `C:\Tools\ETDI.EXE`} {
+		if _, err := Wrap("/c/mcp.json", []byte(`{"mcpServers": {"a": {"command": "node"}}}`), WrapOptions{Host: Cursor, Etdi: p}); err != nil {
+			t.Errorf("%s: %v", p, err)
+		}
+	}
 }
 
 // Unwrap restores only an entry whose text is exactly what Wrap wrote.

@@ -54,7 +54,7 @@ func wrapCodex(data []byte, o WrapOptions, res *Result) ([]entryEdit, error) {
 			continue
 		}
 		t, _ := servers[name].(map[string]any)
-		ed, status, reason := wrapCodexEntry(data, name, t, o.Etdi)
+		ed, status, reason := wrapCodexEntry(data, name, t, o)
 		res.Outcomes = append(res.Outcomes, Outcome{name, status, reason})
 		if status == StatusWrapped {
 			eds = append(eds, ed)
@@ -63,7 +63,8 @@ func wrapCodex(data []byte, o WrapOptions, res *Result) ([]entryEdit, error) {
 	return eds, nil
 }
 
-func wrapCodexEntry(data []byte, name string, t map[string]any, etdiPath string) (entryEdit, string, string) {
+func wrapCodexEntry(data []byte, name string, t map[string]any, o WrapOptions) (entryEdit, string, string) {
+	etdiPath := o.Etdi
 	ed := entryEdit{path: []string{"mcp_servers", name}}
 	no := func(format string, a ...any) (entryEdit, string, string) {
 		return ed, StatusRefused, fmt.Sprintf(format, a...)
@@ -119,7 +120,7 @@ func wrapCodexEntry(data []byte, name string, t map[string]any, etdiPath string)
 		nl = "\r\n"
 	}
 	if c, ok := keys["command"]; ok {
-		head := runArgs(name) + `, "--", ` + string(data[c.start:c.end])
+		head := runArgs(name, o.Bundle) + `, "--", ` + string(data[c.start:c.end])
 		ed.edits = append(ed.edits, Edit{c.start, c.end, jsonString(etdiPath)})
 		if a, ok := keys["args"]; ok {
 			if len(a.elems) > 0 {
@@ -152,7 +153,7 @@ func wrapCodexEntry(data []byte, name string, t map[string]any, etdiPath string)
 	if _, ok := keys["args"]; ok {
 		return no("it has args next to its url")
 	}
-	list := "[" + runArgs(name) + `, "--url", ` + string(data[u.start:u.end]) + "]"
+	list := "[" + runArgs(name, o.Bundle) + `, "--url", ` + string(data[u.start:u.end]) + "]"
 	ed.edits = append(ed.edits, Edit{u.keyStart, u.end, "command = " + jsonString(etdiPath) + nl + "args = " + list})
 	return ed, StatusWrapped, ""
 }
