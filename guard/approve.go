@@ -34,6 +34,11 @@ type ApproveResult struct {
 	Withdrawn bool
 	// Comparison is the comparison after approving.
 	Comparison *pin.Comparison
+	// InstructionsRecorded says that the server's instructions (the
+	// report's Observation.Instructions) were recorded as approved: with
+	// a first approval, or accepted (AcceptInstructions). A person is
+	// shown what was recorded.
+	InstructionsRecorded bool
 }
 
 // ExitCode is 0 when everything asked for was approved, else the most
@@ -85,10 +90,20 @@ func Approve(ctx context.Context, r *Report, opts ApproveOptions) (*ApproveResul
 			res.Comparison = c
 			return nil
 		}
+		before, err := s.Server(r.Observation.Server)
+		if err != nil {
+			return err
+		}
 		res.Approved, res.Refused, err = s.Approve(r.Observation, pin.ApproveOptions{Tools: opts.Tools, By: r.opts.By, AcceptInstructions: opts.AcceptInstructions})
 		if err != nil {
 			return err
 		}
+		after, err := s.Server(r.Observation.Server)
+		if err != nil {
+			return err
+		}
+		res.InstructionsRecorded = after != nil && after.InstructionsKnown &&
+			(before == nil || !before.InstructionsKnown || !sameText(before.Instructions, after.Instructions))
 		if res.Comparison, err = s.Compare(r.Observation); err != nil {
 			return err
 		}
@@ -100,6 +115,8 @@ func Approve(ctx context.Context, r *Report, opts ApproveOptions) (*ApproveResul
 	}
 	return res, nil
 }
+
+func sameText(a, b *string) bool { return (a == nil) == (b == nil) && (a == nil || *a == *b) }
 
 // serverRefusals returns the error findings about the whole server (a
 // replayed older bundle) as refusals: nothing is approved then. Changed

@@ -1158,3 +1158,36 @@ func TestRegressionRevokedMidSession(t *testing.T) {
 		t.Fatalf("%d calls reached the server, want 1", calls)
 	}
 }
+
+// A listing withheld only because its tool is revoked is told to the host
+// with a review that does not ask for approval, which cannot undo a
+// revocation.
+func TestRegressionRevokedToldWithoutApprove(t *testing.T) {
+	opts := atkOptions(t)
+	opts.Review = "etdi check"
+	if err := withPins(opts.Options, false, func(s *pin.Store) error {
+		return s.Revoke(pin.Revocation{Server: "unsigned:atk", Tool: "get_weather", By: "tester", Reason: "compromised"})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	a := startAtk(t, opts, cleanHandler)
+	a.init(t)
+	if ans := a.ask(t, "tools/list", `{}`, 5*time.Second); strings.Contains(ans, "get_weather") {
+		t.Fatalf("a revoked tool was listed: %s", ans)
+	}
+	a.ask(t, "ping", `{}`, 5*time.Second)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	told := false
+	for _, m := range a.aside {
+		if strings.Contains(m, "notifications/message") && strings.Contains(m, "get_weather") {
+			told = true
+			if strings.Contains(m, "--approve") || !strings.Contains(m, `"review":"etdi check`) {
+				t.Errorf("the notice of a revoked tool: %s", m)
+			}
+		}
+	}
+	if !told {
+		t.Fatalf("the host was not told: %q", a.aside)
+	}
+}

@@ -2,6 +2,8 @@ package guard
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -393,7 +395,9 @@ func (g *Gate) savePending(l *Listing, withheld bool) {
 }
 
 // safeFileName turns a server key into a file name: letters, digits, '.',
-// '-' and '_' are kept, anything else becomes '_'.
+// '-' and '_' are kept, anything else becomes '_'. A key that had to be
+// changed (or cut at 100 bytes) gets the first 12 hex digits of its
+// SHA-256 appended, so two servers never share a file ("c d" and "c_d").
 func safeFileName(s string) string {
 	b := []byte(s)
 	for i, c := range b {
@@ -404,7 +408,12 @@ func safeFileName(s string) string {
 	if len(b) > 100 {
 		b = b[:100]
 	}
-	return strings.TrimLeft(string(b), ".")
+	out := strings.TrimLeft(string(b), ".")
+	if out != s {
+		sum := sha256.Sum256([]byte(s))
+		out += "-" + hex.EncodeToString(sum[:6])
+	}
+	return out
 }
 
 // review is the command that reviews what the gate withheld for a
@@ -649,6 +658,15 @@ func (g *Gate) tellBlocked() {
 	}
 	var es []entry
 	var names []string
+	// The review asks for approval when approving can let any of them
+	// through; for revoked or unsigned items alone it is the check.
+	kind := ""
+	if !slices.ContainsFunc(g.st.toTell, func(r refusal) bool {
+		k := verify.Kind(r.kind)
+		return !k.Known() || k.Approval() != verify.NotApprovable || k.AboutInstructions()
+	}) {
+		kind = g.st.toTell[0].kind
+	}
 	for i, r := range g.st.toTell {
 		g.logf("withheld %s %q: %s: %s", pin.ItemWord(r.item), clipText(r.name), r.kind, r.message)
 		if i < maxTold { // a listing of thousands is told by count beyond these
@@ -663,10 +681,10 @@ func (g *Gate) tellBlocked() {
 	if n > len(names) {
 		more = fmt.Sprintf(" and %d more", n-len(names))
 	}
-	msg := fmt.Sprintf("etdi withheld %d item(s) of %s that are not approved as they are now: %s%s (review: %s)",
-		n, orUnknown(g.st.server), strings.Join(names, ", "), more, g.review(""))
+	msg := fmt.Sprintf("etdi withheld %d item(s) of %s that are not approved as the server offers them now: %s%s (review: %s)",
+		n, orUnknown(g.st.server), strings.Join(names, ", "), more, g.review(kind))
 	params, _ := json.Marshal(map[string]any{"level": "warning", "logger": "etdi",
-		"data": map[string]any{"message": msg, "server": g.st.server, "blocked": es, "review": g.review("")}})
+		"data": map[string]any{"message": msg, "server": g.st.server, "blocked": es, "review": g.review(kind)}})
 	g.toHost.send(mcpclient.EncodeRequest(nil, "notifications/message", params))
 }
 

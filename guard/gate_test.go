@@ -1,6 +1,9 @@
 package guard
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 func TestMatchesTemplate(t *testing.T) {
 	for _, tc := range []struct {
@@ -21,5 +24,28 @@ func TestMatchesTemplate(t *testing.T) {
 		if got := matchesTemplate(tc.tmpl, tc.uri); got != tc.want {
 			t.Errorf("matchesTemplate(%q, %q) = %v", tc.tmpl, tc.uri, got)
 		}
+	}
+}
+
+// Pending listings of two servers never share a file, and a server key
+// never names a path outside pending/.
+func TestSafeFileName(t *testing.T) {
+	seen := map[string]string{}
+	for _, k := range []string{"unsigned:c d", "unsigned:c_d", "unsigned_c_d", "acme:weather", "acme_weather", "../../etc/passwd", "..", ".hidden",
+		strings.Repeat("a", 100) + "x", strings.Repeat("a", 100) + "y"} {
+		f := safeFileName(k)
+		if f == "" || strings.ContainsAny(f, `/\:`) || strings.HasPrefix(f, ".") {
+			t.Errorf("%q -> unsafe %q", k, f)
+		}
+		if other, ok := seen[f]; ok {
+			t.Errorf("%q and %q share %q", k, other, f)
+		}
+		seen[f] = k
+		if safeFileName(k) != f {
+			t.Errorf("%q: not stable", k)
+		}
+	}
+	if safeFileName("unsigned_weather") != "unsigned_weather" {
+		t.Error("a plain key is changed")
 	}
 }

@@ -37,7 +37,7 @@ func toolDefs(o *pin.Observation) map[string]observedTool {
 // meanwhile (another etdi approved or revoked something) the person is
 // asked again about the new state. It returns the report after approving
 // and what was approved.
-func (e *env) approveInteractively(r *guard.Report) (*guard.Report, []pin.Approval, error) {
+func (e *env) approveInteractively(r *guard.Report) (*guard.Report, *guard.ApproveResult, error) {
 	in := bufio.NewReader(e.stdin)
 	defs := toolDefs(r.Observation)
 	c := r.Comparison
@@ -61,7 +61,7 @@ func (e *env) approveInteractively(r *guard.Report) (*guard.Report, []pin.Approv
 			c = res.Comparison
 			continue
 		}
-		return r.After(res.Comparison), res.Approved, nil
+		return r.After(res.Comparison), res, nil
 	}
 }
 

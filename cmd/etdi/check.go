@@ -26,6 +26,9 @@ type checkReport struct {
 	Findings     []verify.Finding `json:"findings"`
 	// Approved lists what --yes or --approve approved.
 	Approved []pin.Approval `json:"approved,omitempty"`
+	// InstructionsRecorded are the server's instructions when --yes or
+	// --approve recorded them as approved (a first approval, or accepted).
+	InstructionsRecorded *string `json:"instructionsRecorded,omitempty"`
 	// Error is why the server could not be checked (exit 1).
 	Error    string `json:"error,omitempty"`
 	ExitCode int    `json:"exitCode"`
@@ -147,7 +150,7 @@ are unchanged by --quiet.`,
 			switch out.ExitCode {
 			case exitOK:
 			case exitApproval:
-				say(e.stderr, "etdi: approval required (exit 13): review the tools above, then run etdi pin approve with the same inputs, or check again with --approve\n")
+				say(e.stderr, "etdi: approval required (exit 13): review the tools above, then run etdi pin approve with the same inputs, or check again with --approve%s\n", instructionsHint(out.Servers))
 			default:
 				say(e.stderr, "etdi: check failed (exit %d)\n", out.ExitCode)
 			}
@@ -225,11 +228,22 @@ func (e *env) checkTarget(sf *serverFlags, pf *pinFlags, t *target, p *trust.Pol
 	after := r
 	switch {
 	case interactive && !hasError(r.Observed()):
-		after, rep.Approved, err = e.approveInteractively(r)
+		var res *guard.ApproveResult
+		if after, res, err = e.approveInteractively(r); err == nil && res != nil {
+			rep.Approved = res.Approved
+			rep.InstructionsRecorded = recordedInstructions(r, res)
+		}
 	case yes && !hasError(r.Observed()):
 		var res *guard.ApproveResult
-		if res, err = guard.Approve(e.ctx, r, guard.ApproveOptions{AcceptInstructions: acceptInstructions}); err == nil {
+		if res, err = guard.Approve(e.ctx, r, guard.ApproveOptions{AcceptInstructions: acceptInstructions,
+			Review: func(c *pin.Comparison) bool {
+				if acceptInstructions {
+					printInstructionFindings(e.stderr, c)
+				}
+				return true
+			}}); err == nil {
 			rep.Approved, after = res.Approved, r.After(res.Comparison)
+			rep.InstructionsRecorded = recordedInstructions(r, res)
 		}
 	}
 	if err != nil {
@@ -239,6 +253,19 @@ func (e *env) checkTarget(sf *serverFlags, pf *pinFlags, t *target, p *trust.Pol
 	rep.Findings = keepSuspicious(r.Findings, after.Findings)
 	rep.ExitCode = exitFor(rep.Findings)
 	return rep
+}
+
+// instructionsHint tells how to accept instructions when a report asks
+// for it.
+func instructionsHint(reps []*checkReport) string {
+	for _, r := range reps {
+		for _, f := range r.Findings {
+			if f.Kind.AboutInstructions() && f.Severity == verify.Error {
+				return " (the server's instructions: --accept-instructions)"
+			}
+		}
+	}
+	return ""
 }
 
 func hasError(fs []verify.Finding) bool {
@@ -285,6 +312,29 @@ func printCheck(w io.Writer, rep *checkReport) {
 	printFindingsWith(w, rep.Findings, rep.defs)
 	for _, a := range rep.Approved {
 		say(w, "approved %s/%s %s\n", a.Pin.Server, toolLabel(pin.ToolState{Item: a.Pin.Item, Name: a.Pin.Tool, Version: a.Pin.Version}), a.Pin.Digest)
+	}
+	if rep.InstructionsRecorded != nil {
+		say(w, "recorded the instructions of %s as approved:\n", rep.Server)
+		sayBlock(w, "    ", *rep.InstructionsRecorded)
+	}
+}
+
+// recordedInstructions returns the instructions an approval recorded, nil
+// when it recorded none (or the server sends none: nothing to show).
+func recordedInstructions(r *guard.Report, res *guard.ApproveResult) *string {
+	if !res.InstructionsRecorded || r.Observation.Instructions == nil || *r.Observation.Instructions == "" {
+		return nil
+	}
+	return r.Observation.Instructions
+}
+
+// printInstructionFindings shows the new or changed instructions about to
+// be accepted, whole (a diff for changed ones).
+func printInstructionFindings(w io.Writer, c *pin.Comparison) {
+	for _, f := range c.Findings {
+		if f.Kind.AboutInstructions() {
+			printFindings(w, []verify.Finding{f})
+		}
 	}
 }
 

@@ -220,7 +220,11 @@ func (e *env) targets(f *serverFlags, args []string, dash int) ([]target, error)
 		if f.name != "" && en.Name != f.name {
 			continue
 		}
-		t := target{label: fmt.Sprintf("%s (%s, %s)", en.Name, en.Host, en.File), name: en.Name, location: en.File,
+		label := fmt.Sprintf("%s (%s, %s)", en.Name, en.Host, en.File)
+		if en.Host == "" { // a file of no known host
+			label = fmt.Sprintf("%s (%s)", en.Name, en.File)
+		}
+		t := target{label: label, name: en.Name, location: en.File,
 			problems: en.Problems, url: en.URL, dir: en.Cwd, project: en.Project, launch: en.Launch, bundle: en.Bundle}
 		if t.bundle != "" && !filepath.IsAbs(t.bundle) && en.Cwd != "" {
 			t.bundle = filepath.Join(en.Cwd, t.bundle)

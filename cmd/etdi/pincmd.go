@@ -64,6 +64,9 @@ an operational error, 2 a usage error. --json prints the same code as
 			res, err := guard.Approve(e.ctx, r, guard.ApproveOptions{Tools: tools, AcceptInstructions: acceptInstructions,
 				Review: func(c *pin.Comparison) bool {
 					printSuspicious(e.stderr, c, tools)
+					if acceptInstructions {
+						printInstructionFindings(e.stderr, c)
+					}
 					return true
 				}})
 			if err != nil {
@@ -79,11 +82,12 @@ an operational error, 2 a usage error. --json prints the same code as
 					refused = []pin.Refusal{}
 				}
 				if err := e.writeJSON(struct {
-					Server   string         `json:"server"`
-					Approved []pin.Approval `json:"approved"`
-					Refused  []pin.Refusal  `json:"refused"`
-					ExitCode int            `json:"exitCode"`
-				}{r.Server, approved, refused, code}); err != nil {
+					Server               string         `json:"server"`
+					Approved             []pin.Approval `json:"approved"`
+					Refused              []pin.Refusal  `json:"refused"`
+					InstructionsRecorded *string        `json:"instructionsRecorded,omitempty"`
+					ExitCode             int            `json:"exitCode"`
+				}{r.Server, approved, refused, recordedInstructions(r, res), code}); err != nil {
 					return err
 				}
 				return exitWith(code)
@@ -110,7 +114,12 @@ an operational error, 2 a usage error. --json prints the same code as
 				}
 				say(e.stdout, "NOT approved %s (%s): %s\n", r.Tool, r.Kind, r.Reason)
 			}
-			if len(approved) == 0 && len(refused) == 0 {
+			instr := recordedInstructions(r, res)
+			if instr != nil {
+				say(e.stdout, "recorded the instructions of %s as approved:\n", r.Server)
+				sayBlock(e.stdout, "    ", *instr)
+			}
+			if len(approved) == 0 && len(refused) == 0 && instr == nil {
 				say(e.stdout, "nothing to approve: every tool of %s matches its pin\n", r.Server)
 			}
 			if code != exitOK {

@@ -144,7 +144,16 @@ func TestRunGoSDKHostRealServer(t *testing.T) {
 	if k := blockedKindOf(t, err); k != "new_tool" {
 		t.Fatalf("the tool etdi check never saw: %v", err)
 	}
-	pending := filepath.Join(p.dir, "pending", "unsigned_everything.json")
+	// The key unsigned:everything had its ':' replaced, so the file name
+	// carries the key's hash.
+	saved, _ := filepath.Glob(filepath.Join(p.dir, "pending", "unsigned_everything-*.json"))
+	if len(saved) != 1 {
+		t.Fatalf("saved listings: %v", saved)
+	}
+	pending := saved[0]
+	for i := 0; i < 100 && !strings.Contains(log(), "--tools "+pending+" --approve"); i++ {
+		time.Sleep(20 * time.Millisecond) // stderr is written beside the answer, not before it
+	}
 	if !strings.Contains(log(), "--tools "+pending+" --approve") {
 		t.Fatalf("the review command does not name the saved listing:\n%s", log())
 	}

@@ -521,10 +521,13 @@ func TestRunNewInstructions(t *testing.T) {
 		t.Fatalf("the gate let instructions never approved through: %s", tr.raw)
 	}
 	// --yes alone approves tools, never instructions.
-	if r := p.liveCheck(nil, append([]string{"--yes"}, live...)...); r.code != 13 {
+	if r := p.liveCheck(nil, append([]string{"--yes"}, live...)...); r.code != 13 || !strings.Contains(r.stderr, "--accept-instructions") {
 		t.Fatalf("--yes without --accept-instructions: %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
-	if r := p.liveCheck(nil, append([]string{"--yes", "--accept-instructions"}, live...)...); r.code != 0 {
+	// What is accepted is shown: the finding before, what was recorded
+	// after.
+	r := p.liveCheck(nil, append([]string{"--yes", "--accept-instructions"}, live...)...)
+	if r.code != 0 || !strings.Contains(r.stderr, "new_instructions") || !strings.Contains(r.stdout, "recorded the instructions of acme:weather as approved:\n    | "+fixtureInstructions) {
 		t.Fatalf("accept: %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	if r := p.liveCheck(nil, live...); r.code != 0 {
@@ -532,5 +535,16 @@ func TestRunNewInstructions(t *testing.T) {
 	}
 	if tr := p.host(nil, steps, nil, gate...); tr.Initialize.Instructions == nil || *tr.Initialize.Instructions != fixtureInstructions {
 		t.Fatalf("accepted instructions withheld: %s", tr.raw)
+	}
+	// Changed instructions are shown with their diff before pin approve
+	// accepts them, and the new text after.
+	changed := []string{"FIXTURE_CHANGE=instructions"}
+	if r := p.liveCheck(changed, live...); r.code != 11 || !strings.Contains(r.stdout, "instructions_changed") {
+		t.Fatalf("changed instructions: %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	r = runEtdi(t, p.dir, changed, append([]string{"pin", "approve", "--trust", "trust.json", "--pins", "pins.db", "--accept-instructions"}, live...)...)
+	if r.code != 0 || !strings.Contains(r.stderr, "instructions_changed") || !strings.Contains(r.stderr, "home address") ||
+		!strings.Contains(r.stdout, "recorded the instructions of acme:weather as approved:") {
+		t.Fatalf("pin approve --accept-instructions: %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 }

@@ -68,6 +68,7 @@ func saveWrapState(path string, st *wrapState) error {
 
 type wrapFlags struct {
 	config, name, etdi, bundle string
+	trust, pins                string
 	dryRun, project            bool
 }
 
@@ -93,10 +94,12 @@ cannot be rewritten faithfully is refused and left unchanged (exit 1).
 --config auto rewrites every user file found (project-scoped files only
 with --project). --dry-run prints the change and writes nothing.
 
-The wrapped entries use the default trust policy and pin database
-($ETDI_TRUST, $ETDI_PINS), which must exist first: wrap refuses to write
-entries that could not start (create the policy with etdi trust add, or
-etdi trust unsigned warn for servers without a bundle). A server whose
+The wrapped entries use the trust policy and pin database given with
+--trust and --pins, or set in $ETDI_TRUST and $ETDI_PINS (written into
+each entry as absolute paths, as the host does not share your
+environment), else the defaults. The trust policy must exist first: wrap
+refuses to write entries that could not start (create it with etdi trust
+add, or etdi trust unsigned warn for servers without a bundle). A server whose
 provider ships its bundle as a file, not in-band, is wrapped on its own
 with --name ENTRY --bundle FILE.`,
 		Example: `  etdi wrap --config ~/.cursor/mcp.json --dry-run
@@ -110,6 +113,25 @@ with --name ENTRY --bundle FILE.`,
 			}
 			if !wrap && f.etdi != "" {
 				return usagef("--etdi is for etdi wrap")
+			}
+			if wrap {
+				// What the person's own environment names, the host must
+				// be told: it starts etdi without that environment.
+				for _, p := range []struct {
+					v        *string
+					variable string
+				}{{&f.trust, "ETDI_TRUST"}, {&f.pins, "ETDI_PINS"}} {
+					if *p.v == "" {
+						*p.v, _ = e.lookupEnv(p.variable)
+					}
+					if *p.v != "" {
+						abs, err := filepath.Abs(*p.v)
+						if err != nil {
+							return err
+						}
+						*p.v = abs
+					}
+				}
 			}
 			if f.bundle != "" && f.name == "" {
 				return usagef("--bundle is one server's: give the entry with --name")
@@ -134,6 +156,8 @@ left as it is (exit 1); a file wrap never touched is not changed.
 	fl.BoolVar(&f.project, "project", false, "with --config auto: also the project-scoped files in the working directory (.mcp.json, .vscode/mcp.json, ...)")
 	if wrap {
 		fl.StringVar(&f.etdi, "etdi", "", "the etdi program the entries run (default: this etdi's absolute path)")
+		fl.StringVar(&f.trust, "trust", "", "the trust policy the entries use, written as an absolute path (default: $ETDI_TRUST when set, else the default policy, not written)")
+		fl.StringVar(&f.pins, "pins", "", "the pin database the entries use, written as an absolute path (default: $ETDI_PINS when set, else the default database, not written)")
 		fl.StringVar(&f.bundle, "bundle", "", "with --name: the entry's out-of-band bundle, which etdi run verifies it with (written as an absolute path)")
 	}
 	return cmd
@@ -230,6 +254,9 @@ func (e *env) runWrap(f *wrapFlags, wrap bool) error {
 func (e *env) wrapPreflight(f *wrapFlags) error {
 	var problems []error
 	policy := e.defaultTrust()
+	if f.trust != "" {
+		policy = f.trust
+	}
 	if _, err := loadPolicy(policy); err != nil {
 		problems = append(problems, &hintError{fmt.Errorf("the wrapped servers could not start: %w", err),
 			"create the trust policy first: etdi trust add --provider ID --key KEY.pub, or etdi trust unsigned warn for servers without a bundle"})
@@ -314,7 +341,7 @@ func (e *env) wrapFile(cf configFile, f *wrapFlags, wrap bool, etdiPath string, 
 	}
 	var res *hostconfig.Result
 	if wrap {
-		res, err = hostconfig.Wrap(real, data, hostconfig.WrapOptions{Host: host, Etdi: etdiPath, Name: f.name, Bundle: f.bundle, Cwd: cwd})
+		res, err = hostconfig.Wrap(real, data, hostconfig.WrapOptions{Host: host, Etdi: etdiPath, Name: f.name, Bundle: f.bundle, Trust: f.trust, Pins: f.pins, Cwd: cwd})
 	} else {
 		res, err = hostconfig.Unwrap(real, data, host, st.Files[real], f.name)
 	}

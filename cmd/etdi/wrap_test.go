@@ -3,7 +3,9 @@ package main
 import (
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -330,4 +332,64 @@ func TestCLIWrapPreflight(t *testing.T) {
 func jsonQuote(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b)
+}
+
+// The trust policy and pin database named in the person's environment
+// (relative paths here) go into the wrapped entries as absolute paths:
+// the host starts etdi without that environment, in another directory,
+// and the gate still finds the approvals.
+func TestCLIWrapCarriesTrustAndPins(t *testing.T) {
+	dir := t.TempDir()
+	writeText(t, filepath.Join(dir, "team", "trust.json"), `{"version":1,"unsigned":"warn","providers":[]}`, 0o644)
+	cfg := filepath.Join(dir, "mcp.json")
+	writeText(t, cfg, `{"mcpServers": {"echo": {"command": "`+echoServer(t)+`"}}}`, 0o600)
+	mine := []string{"ETDI_TRUST=team/trust.json", "ETDI_PINS=team/pins.db"}
+	if r := runEtdi(t, dir, mine, "check", "--config", cfg, "--yes"); r.code != 0 {
+		t.Fatalf("approve: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if r := runEtdi(t, dir, mine, "wrap", "--config", cfg); r.code != 0 || !strings.Contains(r.stdout, "1 wrapped") {
+		t.Fatalf("wrap: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	var entry struct {
+		Command string   `json:"command"`
+		Args    []string `json:"args"`
+	}
+	var file struct {
+		MCPServers map[string]json.RawMessage `json:"mcpServers"`
+	}
+	if err := json.Unmarshal([]byte(readText(t, cfg)), &file); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(file.MCPServers["echo"], &entry); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"run", "--trust", filepath.Join(dir, "team", "trust.json"), "--pins", filepath.Join(dir, "team", "pins.db"), "--name", "echo", "--"}
+	if len(entry.Args) < len(want) || !slices.Equal(entry.Args[:len(want)], want) {
+		t.Fatalf("wrapped arguments %q, want them to start %q", entry.Args, want)
+	}
+	// The host: another home, another directory, no ETDI_ variables.
+	host := exec.Command(entry.Command, entry.Args...)
+	host.Dir = t.TempDir()
+	host.Env = []string{"HOME=" + host.Dir, "XDG_CONFIG_HOME=" + filepath.Join(host.Dir, ".config"), "PATH=" + os.Getenv("PATH")}
+	h := startRaw(t, host)
+	h.ask(t, 1, "initialize", `{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw-host","version":"1"}}`)
+	h.notify("notifications/initialized")
+	var list struct {
+		Result struct {
+			Tools []struct {
+				Name string `json:"name"`
+			} `json:"tools"`
+		} `json:"result"`
+	}
+	if err := json.Unmarshal(h.ask(t, 2, "tools/list", `{}`), &list); err != nil || len(list.Result.Tools) == 0 {
+		t.Fatalf("tools through the wrapped entry: %+v %v", list, err)
+	}
+	// An explicit --trust wins over the environment; a relative one is
+	// written absolute too.
+	if r := runEtdi(t, dir, nil, "unwrap", "--config", cfg); r.code != 0 {
+		t.Fatalf("unwrap: exit %d\n%s", r.code, r.stderr)
+	}
+	if r := runEtdi(t, dir, mine, "wrap", "--config", cfg, "--trust", "team/../team/trust.json", "--dry-run"); r.code != 0 || !strings.Contains(r.stdout, filepath.Join(dir, "team", "trust.json")) {
+		t.Fatalf("wrap --trust: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
 }

@@ -13,6 +13,29 @@ func IsEtdiRun(command string, args []string) bool {
 	return (base == "etdi" || base == "etdi.exe") && len(args) > 0 && args[0] == "run"
 }
 
+// alreadyWrapped is the status of an entry that already runs etdi run
+// (args are its arguments): already wrapped, unless a bundle is asked for
+// that the entry does not carry, which wrap does not add to an existing
+// entry: leaving it would say the server is checked with the bundle when
+// it is not.
+func alreadyWrapped(args []string, bundle string) ([]Edit, string, string) {
+	if bundle == "" {
+		return nil, StatusAlreadyWrapped, ""
+	}
+	have := ""
+	for i := 1; i < len(args) && args[i] != "--"; i++ {
+		if v, ok := strings.CutPrefix(args[i], "--bundle="); ok {
+			have = v
+		} else if args[i] == "--bundle" && i+1 < len(args) {
+			have = args[i+1]
+		}
+	}
+	if have == bundle {
+		return nil, StatusAlreadyWrapped, ""
+	}
+	return nil, StatusRefused, "already wrapped without this bundle; etdi unwrap it first, then wrap it with --bundle"
+}
+
 // lookThrough turns an entry that runs `etdi run` into the server behind
 // it: `etdi run [flags] -- CMD ARGS...` becomes CMD ARGS, and
 // `etdi run [flags] --url URL` becomes URL with each --header-env

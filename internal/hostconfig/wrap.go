@@ -85,6 +85,11 @@ type WrapOptions struct {
 	// Bundle, with Name, is the out-of-band bundle etdi run verifies the
 	// entry with (--bundle): an absolute path.
 	Bundle string
+	// Trust and Pins, when not empty, are the trust policy and the pin
+	// database the entries name (--trust, --pins): absolute paths, for a
+	// person whose own are not the defaults (the host does not share the
+	// person's environment).
+	Trust, Pins string
 	// Cwd selects Claude Code's projects[<Cwd>] entries, as in Load.
 	Cwd string
 }
@@ -112,8 +117,13 @@ func Wrap(path string, data []byte, o WrapOptions) (*Result, error) {
 	if strings.Contains(o.Etdi, "${") || strings.ContainsAny(o.Etdi, "\x00\n\r") || o.Etdi == "" {
 		return nil, fmt.Errorf("etdi program path %q cannot be written into a host configuration", o.Etdi)
 	}
-	if o.Bundle != "" && (o.Name == "" || !filepath.IsAbs(o.Bundle) || strings.Contains(o.Bundle, "${") || strings.ContainsAny(o.Bundle, "\x00\n\r")) {
+	if o.Bundle != "" && (o.Name == "" || !writablePath(o.Bundle)) {
 		return nil, fmt.Errorf("a bundle is given for one entry (a name), by an absolute path that a host configuration can hold: %q", o.Bundle)
+	}
+	for _, p := range []string{o.Trust, o.Pins} {
+		if p != "" && !writablePath(p) {
+			return nil, fmt.Errorf("the trust policy and pin database are given by absolute paths that a host configuration can hold: %q", p)
+		}
 	}
 	if !IsEtdiRun(o.Etdi, []string{"run"}) {
 		// etdi check, unwrap and wrap itself know a wrapped entry by its
@@ -323,14 +333,28 @@ func wrapJSON(data []byte, o WrapOptions, res *Result) ([]entryEdit, error) {
 }
 
 // runArgs returns the JSON (or TOML) text of the arguments that come
-// before the server's own in a wrapped entry: its name, and the bundle
-// when one is given.
-func runArgs(name, bundle string) string {
-	s := `"run", "--name", ` + jsonString(name)
-	if bundle != "" {
-		s += `, "--bundle", ` + jsonString(bundle)
+// before the server's own in a wrapped entry: the trust policy and pin
+// database when they are not the defaults, its name, and the bundle when
+// one is given.
+func runArgs(name string, o WrapOptions) string {
+	s := `"run"`
+	if o.Trust != "" {
+		s += `, "--trust", ` + jsonString(o.Trust)
+	}
+	if o.Pins != "" {
+		s += `, "--pins", ` + jsonString(o.Pins)
+	}
+	s += `, "--name", ` + jsonString(name)
+	if o.Bundle != "" {
+		s += `, "--bundle", ` + jsonString(o.Bundle)
 	}
 	return s
+}
+
+// writablePath reports whether p is an absolute path a host
+// configuration holds as written (no ${...} a host would expand).
+func writablePath(p string) bool {
+	return filepath.IsAbs(p) && !strings.Contains(p, "${") && !strings.ContainsAny(p, "\x00\n\r")
 }
 
 func refuse(format string, a ...any) ([]Edit, string, string) {
@@ -375,11 +399,11 @@ func wrapJSONEntry(data []byte, name string, v *Node, host string, o WrapOptions
 			}
 		}
 		if IsEtdiRun(cmd.Str, argStrs) {
-			return nil, StatusAlreadyWrapped, ""
+			return alreadyWrapped(argStrs, o.Bundle)
 		}
 		// etdi run's arguments go in front of the server's own, which
 		// stay as written (comments included).
-		head := runArgs(name, o.Bundle) + `, "--", ` + text(data, cmd)
+		head := runArgs(name, o) + `, "--", ` + text(data, cmd)
 		edits := []Edit{{cmd.Start, cmd.End, jsonString(etdiPath)}}
 		if args != nil {
 			if len(argTexts) > 0 {
@@ -421,7 +445,7 @@ func wrapJSONEntry(data []byte, name string, v *Node, host string, o WrapOptions
 	} else if host == Gemini && urlMember.Name == "url" {
 		return refuse("Gemini CLI's url is the SSE transport, which etdi run does not speak; use httpUrl")
 	}
-	list := "[" + runArgs(name, o.Bundle) + `, "--url", ` + text(data, urlMember.Value)
+	list := "[" + runArgs(name, o) + `, "--url", ` + text(data, urlMember.Value)
 	envText := ""
 	if h := v.Member("headers"); h != nil {
 		if h.Value.Kind != '{' {

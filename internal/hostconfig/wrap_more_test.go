@@ -184,3 +184,53 @@ func TestSameServers(t *testing.T) {
 		t.Error("accepted changed arguments")
 	}
 }
+
+// Wrapping an entry with a bundle: an entry wrapped earlier without that
+// bundle is refused (leaving it would claim a check it does not make),
+// one wrapped with the same bundle is already wrapped, JSON and Codex
+// alike.
+func TestWrapBundleOnWrappedEntry(t *testing.T) {
+	data := []byte(`{"mcpServers": {"a": {"command": "node", "args": ["a.js"]}}}`)
+	plain, err := Wrap("/c/mcp.json", data, WrapOptions{Host: Cursor, Etdi: testEtdi})
+	if err != nil {
+		t.Fatal(err)
+	}
+	withB, err := Wrap("/c/mcp.json", data, WrapOptions{Host: Cursor, Etdi: testEtdi, Name: "a", Bundle: "/b/a.etdi.json"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name   string
+		data   []byte
+		bundle string
+		want   string
+	}{
+		{"plain, bundle asked", plain.Data, "/b/a.etdi.json", StatusRefused},
+		{"same bundle", withB.Data, "/b/a.etdi.json", StatusAlreadyWrapped},
+		{"other bundle", withB.Data, "/b/other.etdi.json", StatusRefused},
+		{"no bundle asked", withB.Data, "", StatusAlreadyWrapped},
+	} {
+		res, err := Wrap("/c/mcp.json", c.data, WrapOptions{Host: Cursor, Etdi: testEtdi, Name: "a", Bundle: c.bundle})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st := statuses(res)["a"]; st != c.want || !bytes.Equal(res.Data, c.data) {
+			t.Errorf("%s: status %q (want %q), changed %v", c.name, st, c.want, !bytes.Equal(res.Data, c.data))
+		}
+		if c.want == StatusRefused && !strings.Contains(res.Outcomes[0].Reason, "unwrap") {
+			t.Errorf("%s: reason %q does not say to unwrap first", c.name, res.Outcomes[0].Reason)
+		}
+	}
+	toml := []byte("[mcp_servers.a]\ncommand = \"node\"\n")
+	cw, err := Wrap("/c/config.toml", toml, WrapOptions{Host: Codex, Etdi: testEtdi})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := Wrap("/c/config.toml", cw.Data, WrapOptions{Host: Codex, Etdi: testEtdi, Name: "a", Bundle: "/b/a.etdi.json"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := statuses(res)["a"]; st != StatusRefused || !bytes.Equal(res.Data, cw.Data) {
+		t.Errorf("codex: status %q", st)
+	}
+}

@@ -80,7 +80,8 @@ func wrapCodexEntry(data []byte, name string, t map[string]any, o WrapOptions) (
 			args = append(args, s)
 		}
 		if IsEtdiRun(cmd, args) {
-			return ed, StatusAlreadyWrapped, ""
+			_, status, reason := alreadyWrapped(args, o.Bundle)
+			return ed, status, reason
 		}
 	}
 	start, end, ok := codexTableSpan(data, name)
@@ -120,7 +121,7 @@ func wrapCodexEntry(data []byte, name string, t map[string]any, o WrapOptions) (
 		nl = "\r\n"
 	}
 	if c, ok := keys["command"]; ok {
-		head := runArgs(name, o.Bundle) + `, "--", ` + string(data[c.start:c.end])
+		head := runArgs(name, o) + `, "--", ` + string(data[c.start:c.end])
 		ed.edits = append(ed.edits, Edit{c.start, c.end, jsonString(etdiPath)})
 		if a, ok := keys["args"]; ok {
 			if len(a.elems) > 0 {
@@ -153,7 +154,7 @@ func wrapCodexEntry(data []byte, name string, t map[string]any, o WrapOptions) (
 	if _, ok := keys["args"]; ok {
 		return no("it has args next to its url")
 	}
-	list := "[" + runArgs(name, o.Bundle) + `, "--url", ` + string(data[u.start:u.end]) + "]"
+	list := "[" + runArgs(name, o) + `, "--url", ` + string(data[u.start:u.end]) + "]"
 	ed.edits = append(ed.edits, Edit{u.keyStart, u.end, "command = " + jsonString(etdiPath) + nl + "args = " + list})
 	return ed, StatusWrapped, ""
 }
