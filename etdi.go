@@ -14,6 +14,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/etdi-dev/etdi/internal/artifact"
 )
 
 // Media types and URIs of the signed format (SPEC.md §5, §6).
@@ -45,11 +47,25 @@ type Provider struct {
 	Name string `json:"name,omitempty"`
 }
 
-// Server identifies the MCP server the tools belong to.
+// Server identifies the MCP server the tools belong to, and optionally
+// binds the bundle to where it is served from (SPEC.md §4.1): the URLs of
+// a remote server, or what a stdio server is made of.
 type Server struct {
 	Name    string `json:"name"`
 	Version string `json:"version,omitempty"`
+	// Endpoints are URL prefixes (scheme, host, port, path prefix) the
+	// server is served from; see Covers.
+	Endpoints []string `json:"endpoints,omitempty"`
+	// Artifacts are what a stdio server is made of.
+	Artifacts []Artifact `json:"artifacts,omitempty"`
 }
+
+// Artifact is one component of a stdio server: an npm or PyPI package, an
+// OCI image or a file (SPEC.md §4.1).
+type Artifact = artifact.Artifact
+
+// Bound reports whether the server names endpoints or artifacts.
+func (s *Server) Bound() bool { return len(s.Endpoints) > 0 || len(s.Artifacts) > 0 }
 
 // Permission is one capability a tool declares it needs.
 type Permission struct {
@@ -252,7 +268,13 @@ func parseServer(f Field) (Server, error) {
 	if err != nil {
 		return s, err
 	}
-	if err := o.Only("name", "version"); err != nil {
+	if err := o.Only("name", "version", "endpoints", "artifacts"); err != nil {
+		return s, err
+	}
+	if s.Endpoints, err = parseEndpoints(o.Field("endpoints")); err != nil {
+		return s, err
+	}
+	if s.Artifacts, err = parseArtifacts(o.Field("artifacts")); err != nil {
 		return s, err
 	}
 	if s.Name, err = o.Field("name").Str(); err != nil {

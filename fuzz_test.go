@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"testing"
 	"time"
 )
@@ -64,6 +65,7 @@ func FuzzParseManifest(f *testing.F) {
 		f.Add(b)
 	}
 	f.Add([]byte(`{"provider":{"id":"a"},"server":{"name":"s"},"tools":[{"version":"1.0.0","permissions":[],"definition":{"name":"t"}}]}`))
+	f.Add([]byte(`{"provider":{"id":"a"},"server":{"name":"s","endpoints":["https://a.example/mcp"],"artifacts":[{"type":"file","name":"s","digest":"sha256:` + hex64 + `"}]},"tools":[{"version":"1.0.0","permissions":[],"definition":{"name":"t"}}]}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		m, err := ParseManifest(data)
 		if err != nil {
@@ -80,6 +82,9 @@ func FuzzParseManifest(f *testing.F) {
 		}
 		if len(back.Tools) != len(m.Tools) {
 			t.Fatal("tool count changed")
+		}
+		if !slices.Equal(back.Server.Endpoints, m.Server.Endpoints) || !slices.Equal(back.Server.Artifacts, m.Server.Artifacts) {
+			t.Fatalf("server binding changed in the statement: %+v, was %+v", back.Server, m.Server)
 		}
 		for i := range m.Tools {
 			if back.Tools[i].Digest != m.Tools[i].Digest || back.Tools[i].Version != m.Tools[i].Version {

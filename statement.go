@@ -87,10 +87,7 @@ func (s *Statement) value() *Value {
 	if s.Provider.Name != "" {
 		provider.Members = append(provider.Members, Member{"name", str(s.Provider.Name)})
 	}
-	server := obj2(Member{"name", str(s.Server.Name)})
-	if s.Server.Version != "" {
-		server.Members = append(server.Members, Member{"version", str(s.Server.Version)})
-	}
+	server := ServerValue(s.Server)
 	return obj2(
 		Member{"_type", str(StatementType)},
 		Member{"subject", subjects},

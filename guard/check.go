@@ -45,6 +45,11 @@ type Options struct {
 	// NoRecord compares without appending findings to the history (a
 	// gate that recorded its bound of them this session).
 	NoRecord bool
+	// Origin is where the listing came from (ResolveOrigin): a bundle that
+	// names its server's endpoints or artifacts is held to it, and the
+	// pins record what served each tool. nil for a listing of no server
+	// (a saved file), which checks neither.
+	Origin *Origin
 }
 
 // NameError reports a server without a bundle that cannot be pinned
@@ -207,7 +212,7 @@ func Observe(ctx context.Context, l *Listing, opts Options) (*Report, error) {
 	if opts.Tokens != nil {
 		tokens = opts.Tokens()
 	}
-	res := verify.Verify(data, opts.Policy, verify.Options{Now: opts.Now, Live: live, Tokens: tokens, Context: ctx})
+	res := verify.Verify(data, opts.Policy, verify.Options{Now: opts.Now, Live: live, Tokens: tokens, Context: ctx, Origin: opts.Origin.verifyOrigin()})
 	if u, ok := tokens.(interface{ Unreachable() error }); ok {
 		if err := u.Unreachable(); err != nil {
 			return nil, err // operational; nothing was verified
@@ -245,6 +250,7 @@ func Observe(ctx context.Context, l *Listing, opts Options) (*Report, error) {
 // server shows: its instructions, and its prompts, resources and resource
 // templates, pinned by digest (bundles sign tools only).
 func (r *Report) setObservation(obs *pin.Observation) {
+	obs.Served = r.opts.Origin.Served()
 	if l := r.Listing; l != nil {
 		if l.Live {
 			obs.InstructionsKnown, obs.Instructions = true, l.Instructions

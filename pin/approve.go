@@ -31,6 +31,9 @@ type Approval struct {
 	Pin      Pin    `json:"pin"`
 	Kind     string `json:"kind"` // the finding it resolved, e.g. "new_tool"
 	Replaced string `json:"replaced,omitempty"`
+	// ServedBefore is what served the tool at its previous approval, when
+	// that differs from what serves it now (Pin.Served).
+	ServedBefore string `json:"servedBefore,omitempty"`
 }
 
 // Refusal is one tool Approve did not pin, and why.
@@ -136,17 +139,20 @@ func (s *Store) Approve(o *Observation, opts ApproveOptions) ([]Approval, []Refu
 			// hold 64 MiB of them.
 			p := Pin{Server: o.Server, Item: t.Item, Tool: t.Name, Version: t.Version, Digest: t.Digest.String(), Signer: t.Signer,
 				Provider: o.Provider, Permissions: t.Permissions, Definition: json.RawMessage(t.Canonical),
-				ApprovedBy: opts.By, ApprovedAt: now, Sequence: o.Sequence}
+				ApprovedBy: opts.By, ApprovedAt: now, Sequence: o.Sequence, Served: o.Served}
 			if p.Permissions == nil {
 				p.Permissions = []etdi.Permission{}
 			}
 			rec := Record{Type: RecordApprove, Time: now, Server: o.Server, Tool: t.Name, Item: t.Item, Version: t.Version, Digest: p.Digest,
-				Signer: &p.Signer, Kind: string(f.Kind), By: opts.By, Permissions: p.Permissions}
+				Signer: &p.Signer, Kind: string(f.Kind), By: opts.By, Permissions: p.Permissions, Served: p.Served}
 			a := Approval{Pin: p, Kind: string(f.Kind)}
 			if old != nil {
 				rec.Type = RecordReapprove
 				rec.Replaced = strings.TrimSpace(old.Version + " " + old.Digest)
 				a.Replaced = rec.Replaced
+				if old.Served != p.Served {
+					a.ServedBefore = old.Served
+				}
 			}
 			if p.Binding, err = appendBound(tx, rec); err != nil {
 				return err

@@ -120,6 +120,8 @@ func pinDisagrees(rec *Record, p *Pin) string {
 		return fmt.Sprintf("the record approves another signer than %s", p.Signer)
 	case !samePermissions(rec.Permissions, p.Permissions):
 		return "the record approves other permissions"
+	case rec.Served != p.Served:
+		return fmt.Sprintf("the record approves the tool served by %q, the pin holds %q", rec.Served, p.Served)
 	}
 	return ""
 }

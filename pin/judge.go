@@ -33,6 +33,10 @@ type Observation struct {
 	// Instructions are its instructions, nil if it sent none.
 	InstructionsKnown bool
 	Instructions      *string
+	// Served is what the server was found to be served by: the artifact
+	// its command runs or the endpoint it was reached at (ServedBy), empty
+	// when unknown. A pin approved with another is a rug pull.
+	Served string
 }
 
 // Observed is one tool (or, with Item set, another item) as offered now.
@@ -166,7 +170,7 @@ func (s *Store) StillApproved(o *Observation) (map[string]verify.Kind, error) {
 			switch {
 			case p == nil:
 				out[key] = verify.NewTool
-			case p.Digest != t.Digest.String() || p.Version != t.Version || p.Signer != t.Signer || len(added)+len(removed) > 0:
+			case p.Digest != t.Digest.String() || p.Version != t.Version || p.Signer != t.Signer || len(added)+len(removed) > 0 || servedChanged(p, o):
 				out[key] = verify.RugPull
 			default:
 				out[key] = ""
@@ -496,6 +500,14 @@ func compareTool(tx *bolt.Tx, o *Observation, t *Observed, sameSkeleton []string
 		f.PermissionsAdded, f.PermissionsRemoved = added, removed
 		return st, []verify.Finding{f}, nil
 	}
+	if servedChanged(p, o) {
+		st.Status = "changed"
+		f := pinned(with(verify.RugPull, verify.Error,
+			fmt.Sprintf("tool %s: the same definition is now served by %s; it was approved served by %s", ref, o.Served, p.Served)))
+		f.Fields = []string{"served"}
+		f.Changes = []etdi.Change{{Path: "/served", Op: "changed", Old: p.Served, New: o.Served}}
+		return st, []verify.Finding{f}, nil
+	}
 	return st, nil, nil
 }
 
@@ -610,4 +622,13 @@ func hasControl(s string) bool {
 		}
 	}
 	return false
+}
+
+// servedChanged reports whether the pin was approved served by something
+// other than what serves the observation now. Only what is known on both
+// sides is compared: a pin approved before etdi recorded it, or a server
+// whose artifact cannot be resolved now, is judged by its definition alone
+// (the trust policy's artifacts rule speaks for bundles that name one).
+func servedChanged(p *Pin, o *Observation) bool {
+	return p.Served != "" && o.Served != "" && p.Served != o.Served
 }

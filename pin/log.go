@@ -50,6 +50,9 @@ type Record struct {
 	Permissions []etdi.Permission `json:"permissions,omitempty"`
 	// Replaced is what a re-approval replaced: "version digest".
 	Replaced string `json:"replaced,omitempty"`
+	// Served is what served the tool an approval approved (an artifact
+	// or an endpoint), when known.
+	Served string `json:"served,omitempty"`
 	// Arguments is the SHA-256 of a call's arguments in RFC 8785 form
 	// ("sha256:..."; "raw-sha256:..." of the bytes sent when they are not
 	// JSON of §2's profile); Outcome is "forwarded", "blocked" or "error";

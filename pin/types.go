@@ -79,6 +79,8 @@ type Pin struct {
 	ApprovedAt time.Time       `json:"approvedAt"`
 	// Sequence is the bundle sequence at approval (0 if unsigned).
 	Sequence uint64 `json:"sequence,omitempty"`
+	// Served is what served the tool at approval (Observation.Served).
+	Served string `json:"served,omitempty"`
 	// Binding names the history record that approved the pin (schema 3).
 	Binding
 }

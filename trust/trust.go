@@ -36,10 +36,42 @@ const (
 	Block UnsignedRule = "block" // refused (exit 10); the default
 )
 
+// ArtifactRule says what happens when a bundle names the artifacts of a
+// stdio server and etdi cannot resolve what the command it is about to
+// start runs (SPEC.md §4.1).
+type ArtifactRule string
+
+// The artifact rules.
+const (
+	ArtifactsRequire ArtifactRule = "require" // an error (exit 12)
+	ArtifactsWarn    ArtifactRule = "warn"    // a warning; the default
+	ArtifactsIgnore  ArtifactRule = "ignore"  // information only
+)
+
+// ParseArtifactRule parses "require", "warn" or "ignore".
+func ParseArtifactRule(s string) (ArtifactRule, error) {
+	switch r := ArtifactRule(s); r {
+	case ArtifactsRequire, ArtifactsWarn, ArtifactsIgnore:
+		return r, nil
+	}
+	return "", fmt.Errorf("artifacts rule %q is not require, warn or ignore", s)
+}
+
 // Policy is a parsed trust policy.
 type Policy struct {
-	Unsigned  UnsignedRule
+	Unsigned UnsignedRule
+	// Artifacts is the rule for artifacts that cannot be resolved; empty
+	// means ArtifactsWarn.
+	Artifacts ArtifactRule
 	Providers []Provider
+}
+
+// ArtifactRule returns the artifact rule in force (warn by default).
+func (p *Policy) ArtifactRule() ArtifactRule {
+	if p.Artifacts == "" {
+		return ArtifactsWarn
+	}
+	return p.Artifacts
 }
 
 // Provider is one trusted provider: its keys, its identity provider, and
@@ -238,7 +270,7 @@ func Parse(data []byte) (*Policy, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := o.Only("version", "unsigned", "providers"); err != nil {
+	if err := o.Only("version", "unsigned", "artifacts", "providers"); err != nil {
 		return nil, err
 	}
 	ver, err := o.Field("version").Uint()
@@ -254,6 +286,13 @@ func Parse(data []byte) (*Policy, error) {
 	} else if u != "" {
 		if p.Unsigned, err = ParseUnsignedRule(u); err != nil {
 			return nil, o.Field("unsigned").Errorf("%v", err)
+		}
+	}
+	if a, err := o.Field("artifacts").OptStr(); err != nil {
+		return nil, err
+	} else if a != "" {
+		if p.Artifacts, err = ParseArtifactRule(a); err != nil {
+			return nil, o.Field("artifacts").Errorf("%v", err)
 		}
 	}
 	pa, err := o.Field("providers").Array()
@@ -537,13 +576,14 @@ type jsonIntrospection struct {
 type jsonPolicy struct {
 	Version   int            `json:"version"`
 	Unsigned  UnsignedRule   `json:"unsigned"`
+	Artifacts ArtifactRule   `json:"artifacts,omitempty"`
 	Providers []jsonProvider `json:"providers"`
 }
 
 // Marshal returns the policy as indented JSON, providers and keys in the
 // order they were added.
 func (p *Policy) Marshal() ([]byte, error) {
-	jp := jsonPolicy{Version: FormatVersion, Unsigned: p.Unsigned, Providers: []jsonProvider{}}
+	jp := jsonPolicy{Version: FormatVersion, Unsigned: p.Unsigned, Artifacts: p.Artifacts, Providers: []jsonProvider{}}
 	for _, prov := range p.Providers {
 		jv := jsonProvider{ID: prov.ID, Require: prov.Require}
 		if d := prov.IDP; d != nil {

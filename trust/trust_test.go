@@ -91,6 +91,7 @@ func TestParseRejects(t *testing.T) {
 	for _, tc := range []struct{ name, from, to, want string }{
 		{"unknown field", `"unsigned"`, `"unsinged": "allow", "unsigned"`, `unknown field "unsinged"`},
 		{"bad unsigned rule", `"unsigned": "block"`, `"unsigned": "maybe"`, "not allow, warn or block"},
+		{"bad artifacts rule", `"unsigned": "block"`, `"unsigned": "block", "artifacts": "sometimes"`, "not require, warn or ignore"},
 		{"wrong version", `"version": 1`, `"version": 2`, "unsupported trust policy version"},
 		{"key id mismatch", id, otherID, "is not the id of publicKey"},
 		{"duplicate provider", `"providers": [`, `"providers": [{"id":"acme","keys":[{"id":"` + id + `","publicKey":"x"}]},`, "publicKey"},
@@ -121,6 +122,15 @@ func TestParseRejects(t *testing.T) {
 	q, err := Parse([]byte(`{"version":1,"providers":[]}`))
 	if err != nil || q.Unsigned != Block {
 		t.Errorf("default unsigned rule: %v %v", q, err)
+	}
+	// Absent artifacts rule means warn; a rule set survives a round trip.
+	if q.ArtifactRule() != ArtifactsWarn || q.Artifacts != "" {
+		t.Errorf("default artifacts rule: %q", q.ArtifactRule())
+	}
+	q.Artifacts = ArtifactsRequire
+	b, _ = q.Marshal()
+	if r, err := Parse(b); err != nil || r.ArtifactRule() != ArtifactsRequire {
+		t.Errorf("artifacts rule round trip: %v %v\n%s", r, err, b)
 	}
 }
 

@@ -63,6 +63,8 @@ var kinds = map[Kind]kindInfo{
 	Removed:             {0, Info, NotApprovable, "An approved tool (or prompt, resource, resource template) is no longer offered."},
 	MixedScript:         {0, Warning, NotApprovable, "A new tool name mixes scripts or holds invisible characters."},
 	InstructionsChanged: {ExitRugPull, Error, NotApprovable, "The server's instructions changed since approval."},
+	MovingTarget:        {0, Warning, NotApprovable, "The command runs a package without a fixed version or an image by a moving tag (latest): what was checked need not be what runs next."},
+	ArtifactUnresolved:  {ExitImpersonation, Error, NotApprovable, "The bundle names what its server is made of, and what the command etdi starts runs could not be resolved (the trust policy's artifacts rule: an error under require, a warning under warn)."},
 	NewInstructions:     {ExitApproval, Error, Approvable, "The server sends instructions, and its tools were approved without them (from a bundle or a saved listing): accepting them is required."},
 	// A definition that shows a configured secret is hostile as it stands
 	// and cannot be approved: blocked as a rug pull is (SPEC.md §21).

@@ -79,6 +79,14 @@ const (
 	// InstructionsChanged: the server's instructions differ from the
 	// approved ones (they steer the model like a description does).
 	InstructionsChanged Kind = "instructions_changed"
+	// ArtifactUnresolved: a bundle names what its stdio server is made
+	// of, and what the command etdi starts runs could not be resolved;
+	// the trust policy's artifacts rule sets the severity.
+	ArtifactUnresolved Kind = "artifact_unresolved"
+	// MovingTarget: a command that runs whatever a registry serves today
+	// (a package without a fixed version, an image by a moving tag), so
+	// what was checked need not be what runs next (warning).
+	MovingTarget Kind = "moving_target"
 	// NewInstructions: a server whose tools were approved without its
 	// instructions (from a bundle or a saved listing) sends instructions
 	// that were never approved.
@@ -210,6 +218,23 @@ type Options struct {
 	Tokens TokenVerifier
 	// Context bounds the token verifier's network calls.
 	Context context.Context
+	// Origin is where the tools came from, for a bundle bound to its
+	// server (SPEC.md §4.1); nil when they came from no server (a bundle
+	// or a saved listing checked offline), which checks no binding.
+	Origin *Origin
+}
+
+// Origin is where a listing came from: a URL, or a command etdi started.
+type Origin struct {
+	// URL is the Streamable HTTP endpoint the tools were fetched from.
+	URL string
+	// Launched says the tools came from a command etdi started (stdio).
+	// Then Match compares what the command runs with the artifacts a
+	// bundle names (nil when they match), unless it could not be
+	// resolved: Unresolved says why.
+	Launched   bool
+	Match      func(signed []etdi.Artifact) error
+	Unresolved error
 }
 
 // TokenIdentity is who an identity provider token says published the
@@ -293,7 +318,7 @@ func Verify(data []byte, p *trust.Policy, opts Options) *Result {
 	}
 	claims := claimedTools(st)
 	signer, token, ok := checkIdentity(r, b, st, p, now, opts, claims)
-	if !ok {
+	if !ok || !checkOrigin(r, st, p, opts.Origin, claims) {
 		return r
 	}
 	for i := range r.Tools {
@@ -603,4 +628,66 @@ func checkLive(r *Result, st *etdi.Statement, live *etdi.ToolsList, rule trust.U
 		r.add(Finding{Kind: NotServed, Severity: Info, Tool: t.Name, Version: t.Version,
 			Message: fmt.Sprintf("tool %q@%s is signed but the server does not list it", t.Name, t.Version)})
 	}
+}
+
+// checkOrigin adds the findings of OriginFindings and reports whether
+// verification goes on (no error among them).
+func checkOrigin(r *Result, st *etdi.Statement, p *trust.Policy, o *Origin, claims string) bool {
+	ok := true
+	for _, f := range OriginFindings(st, p, o, claims) {
+		r.add(f)
+		ok = ok && f.Severity != Error
+	}
+	return ok
+}
+
+// OriginFindings holds a statement bound to its server (SPEC.md §4.1) to
+// where the tools came from: a URL must be covered by one of its
+// endpoints, a launched command must run one of its artifacts. A bundle
+// served from elsewhere is impersonation, however valid its signature:
+// anyone can replay a bundle. An artifact that cannot be resolved is
+// what the policy's artifacts rule says. claims names the tools, for
+// messages ("" for the statement's own).
+func OriginFindings(st *etdi.Statement, p *trust.Policy, o *Origin, claims string) []Finding {
+	srv := st.Server
+	if o == nil || !srv.Bound() {
+		return nil
+	}
+	if claims == "" {
+		claims = claimedTools(st)
+	}
+	imp := func(format string, a ...any) []Finding {
+		return []Finding{{Kind: Impersonation, Severity: Error, Message: fmt.Sprintf("bundle of %s/%s (%s): ", st.Provider.ID, srv.Name, claims) + fmt.Sprintf(format, a...)}}
+	}
+	switch {
+	case o.URL != "":
+		if len(srv.Endpoints) == 0 {
+			return imp("it is bound to a stdio server's artifacts, and these tools came from %s", o.URL)
+		}
+		if !srv.Covers(o.URL) {
+			return imp("it is served only from %s, and these tools came from %s", strings.Join(srv.Endpoints, ", "), o.URL)
+		}
+	case o.Launched:
+		if len(srv.Artifacts) == 0 {
+			return imp("it is served only from %s, and these tools came from a command etdi started", strings.Join(srv.Endpoints, ", "))
+		}
+		if o.Unresolved != nil {
+			sev := Warning
+			switch p.ArtifactRule() {
+			case trust.ArtifactsRequire:
+				sev = Error
+			case trust.ArtifactsIgnore:
+				sev = Info
+			}
+			return []Finding{{Kind: ArtifactUnresolved, Severity: sev,
+				Message: fmt.Sprintf("bundle of %s/%s names its artifacts, and what the command runs could not be resolved (artifacts rule: %s): %v", st.Provider.ID, srv.Name, p.ArtifactRule(), o.Unresolved)}}
+		}
+		if o.Match == nil {
+			return imp("nothing resolved the command's artifact")
+		}
+		if err := o.Match(srv.Artifacts); err != nil {
+			return imp("%v", err)
+		}
+	}
+	return nil
 }

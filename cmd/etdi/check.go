@@ -220,7 +220,7 @@ func (e *env) checkTarget(sf *serverFlags, pf *pinFlags, t *target, p *trust.Pol
 	}
 	rep.Verification = r.Verification
 	if r.Blocked() {
-		rep.Findings = append(rep.Findings, r.Findings...)
+		rep.Findings = append(append(rep.Findings, r.Findings...), movingTarget(t, r.Server)...)
 		rep.ExitCode = r.ExitCode()
 		return rep
 	}
@@ -250,7 +250,7 @@ func (e *env) checkTarget(sf *serverFlags, pf *pinFlags, t *target, p *trust.Pol
 		return fail(e.guardError(err))
 	}
 	rep.Server, rep.Tools = after.Server, after.Tools
-	rep.Findings = keepSuspicious(r.Findings, after.Findings)
+	rep.Findings = append(keepSuspicious(r.Findings, after.Findings), movingTarget(t, r.Server)...)
 	rep.ExitCode = exitFor(rep.Findings)
 	return rep
 }
@@ -311,7 +311,7 @@ func printCheck(w io.Writer, rep *checkReport) {
 	}
 	printFindingsWith(w, rep.Findings, rep.defs)
 	for _, a := range rep.Approved {
-		say(w, "approved %s/%s %s\n", a.Pin.Server, toolLabel(pin.ToolState{Item: a.Pin.Item, Name: a.Pin.Tool, Version: a.Pin.Version}), a.Pin.Digest)
+		say(w, "approved %s/%s %s%s\n", a.Pin.Server, toolLabel(pin.ToolState{Item: a.Pin.Item, Name: a.Pin.Tool, Version: a.Pin.Version}), a.Pin.Digest, servedText(a))
 	}
 	if rep.InstructionsRecorded != nil {
 		say(w, "recorded the instructions of %s as approved:\n", rep.Server)

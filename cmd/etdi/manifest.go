@@ -2,9 +2,12 @@ package main
 
 import (
 	"fmt"
+	"net/url"
 	"strings"
 
 	"github.com/etdi-dev/etdi"
+	"github.com/etdi-dev/etdi/guard"
+	"github.com/etdi-dev/etdi/internal/redact"
 	"github.com/etdi-dev/etdi/internal/termtext"
 	"github.com/spf13/cobra"
 )
@@ -21,14 +24,25 @@ func (e *env) manifestCmd() *cobra.Command {
 func (e *env) manifestInitCmd() *cobra.Command {
 	var sf serverFlags
 	var provider, providerName, serverName, toolVersion string
+	var endpoints []string
+	var noBind bool
 	cmd := &cobra.Command{
 		Use:   "init --provider ID (--server -- CMD... | --url URL | --tools FILE)",
 		Short: "Write a manifest of every tool a server serves, to complete and sign",
 		Long: `Ask a server for its tools and print a manifest (SPEC.md §4) with each tool's
 definition exactly as served. Every tool gets --version (default 1.0.0) and
 an empty permissions list: edit both, declaring the scopes each tool needs,
-then sign the manifest with etdi sign.`,
-		Example: `  etdi manifest init --provider acme --server -- node server.js > weather.manifest.json`,
+then sign the manifest with etdi sign.
+
+The server is bound to what init connected to (SPEC.md §4.1), so that
+clients accept the bundle only from it: for --url, server.endpoints holds
+the URL (https, or http to a loopback host; --endpoint names others, such
+as the public URL of a server init reached locally); for a command,
+server.artifacts holds what it runs: the npm or PyPI package from the
+lockfile or the runner's cache, the OCI image's digest, or the SHA-256 of
+the program or script. --no-bind leaves both out.`,
+		Example: `  etdi manifest init --provider acme --server -- node server.js > weather.manifest.json
+  etdi manifest init --provider acme --url http://127.0.0.1:8080/mcp --endpoint https://mcp.acme.example/weather > weather.manifest.json`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := etdi.ValidateProviderID(provider); err != nil {
 				return usagef("--provider: %v", err)
@@ -43,6 +57,31 @@ then sign the manifest with etdi sign.`,
 			t := ts[0]
 			var tools []etdi.LiveTool
 			name := serverName
+			var bind etdi.Server
+			for _, ep := range endpoints {
+				if err := etdi.ValidateEndpoint(ep); err != nil {
+					return usagef("--endpoint: %v", err)
+				}
+				bind.Endpoints = append(bind.Endpoints, ep)
+			}
+			if !noBind && t.toolsFile == "" {
+				switch o := guard.ResolveOrigin(e.ctx, t.server()); {
+				case t.url != "" && len(endpoints) == 0:
+					ep := endpointOf(t.url)
+					if err := etdi.ValidateEndpoint(ep); err != nil {
+						fmt.Fprintf(e.stderr, "etdi: not binding the bundle to %s: %v (give --endpoint with the URL clients use)\n", redact.URL(t.url), err)
+					} else {
+						bind.Endpoints = []string{ep}
+					}
+				case t.url == "":
+					if a, from, ok := o.Artifact(); ok {
+						bind.Artifacts = []etdi.Artifact{a}
+						fmt.Fprintf(e.stderr, "etdi: bound to %s (from %s)\n", a, from)
+					} else {
+						fmt.Fprintf(e.stderr, "etdi: not binding the bundle to an artifact: %v\n", o.Unresolved())
+					}
+				}
+			}
 			if t.toolsFile != "" {
 				data, err := e.readInput(t.toolsFile)
 				if err != nil {
@@ -73,7 +112,8 @@ then sign the manifest with etdi sign.`,
 			b.WriteString("{\n  \"provider\": ")
 			b.Write(etdi.AppendCanonical(nil, &etdi.Value{Kind: etdi.Object, Members: providerMembers(provider, providerName)}))
 			b.WriteString(",\n  \"server\": ")
-			b.Write(etdi.AppendCanonical(nil, &etdi.Value{Kind: etdi.Object, Members: []etdi.Member{{Name: "name", Value: &etdi.Value{Kind: etdi.String, Str: name}}}}))
+			bind.Name = name
+			b.Write(etdi.AppendCanonical(nil, etdi.ServerValue(bind)))
 			b.WriteString(",\n  \"tools\": [")
 			for i, lt := range tools {
 				if i > 0 {
@@ -100,6 +140,8 @@ then sign the manifest with etdi sign.`,
 	cmd.Flags().StringVar(&providerName, "provider-name", "", "provider display name")
 	cmd.Flags().StringVar(&serverName, "server-name", "", "server name (default: the name the server reports)")
 	cmd.Flags().StringVar(&toolVersion, "version", "1.0.0", "version given to every tool")
+	cmd.Flags().StringArrayVar(&endpoints, "endpoint", nil, "a URL the server is served from, for server.endpoints (repeatable; default: the --url init connected to)")
+	cmd.Flags().BoolVar(&noBind, "no-bind", false, "leave server.endpoints and server.artifacts out: the bundle is accepted from any server")
 	return cmd
 }
 
@@ -134,4 +176,15 @@ func conventionalOrder(v *etdi.Value) *etdi.Value {
 		}
 	}
 	return out
+}
+
+// endpointOf is the endpoint a URL is served at: scheme, host, port and
+// path, without user information, query or fragment.
+func endpointOf(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return raw
+	}
+	u.User, u.RawQuery, u.ForceQuery, u.Fragment, u.RawFragment = nil, "", false, "", ""
+	return u.String()
 }

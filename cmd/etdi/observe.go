@@ -400,11 +400,15 @@ func (e *env) guardOptions(f *serverFlags, pf *pinFlags, t *target, p *trust.Pol
 // the verification of that bundle. With compare, the tools are also
 // compared with the pins of pf and the findings recorded (guard.Check).
 func (e *env) observe(f *serverFlags, pf *pinFlags, t *target, p *trust.Policy, compare bool) (*guard.Report, error) {
-	l, err := e.listing(f, t)
+	opts, err := e.guardOptions(f, pf, t, p)
 	if err != nil {
 		return nil, err
 	}
-	opts, err := e.guardOptions(f, pf, t, p)
+	if t.toolsFile == "" && (len(t.argv) > 0 || t.url != "") {
+		// What the command runs is resolved before it is started.
+		opts.Origin = guard.ResolveOrigin(e.ctx, t.server())
+	}
+	l, err := e.listing(f, t)
 	if err != nil {
 		return nil, err
 	}
@@ -437,11 +441,7 @@ func (e *env) guardError(err error) error {
 // fetch lists a live server.
 func (e *env) fetch(f *serverFlags, t *target) (*guard.Listing, error) {
 	e.progress("checking %s", t.label)
-	srv := guard.Server{Command: t.argv, Env: t.env, Dir: t.dir}
-	if len(t.argv) == 0 {
-		srv = guard.Server{URL: t.url, Header: t.headers}
-	}
-	l, err := guard.Fetch(e.ctx, srv, guard.FetchOptions{StartTimeout: f.startTimeout, Timeout: f.timeout, ClientVersion: readBuildInfo().Version})
+	l, err := guard.Fetch(e.ctx, t.server(), guard.FetchOptions{StartTimeout: f.startTimeout, Timeout: f.timeout, ClientVersion: readBuildInfo().Version})
 	if err != nil {
 		// The error may quote the server's stderr, a URL or a header.
 		var se *guard.FetchError
@@ -485,4 +485,24 @@ func auditKeyPaths(pins, key string) (string, string) {
 		return base + ".key", key
 	}
 	return key, strings.TrimSuffix(key, ".key") + ".pub"
+}
+
+// server is the guard.Server of a live target.
+func (t *target) server() guard.Server {
+	if len(t.argv) == 0 {
+		return guard.Server{URL: t.url, Header: t.headers}
+	}
+	return guard.Server{Command: t.argv, Env: t.env, Dir: t.dir}
+}
+
+// movingTarget is the moving_target warning of a command that runs a
+// package without a fixed version or an image by a moving tag.
+func movingTarget(t *target, server string) []verify.Finding {
+	if t.toolsFile != "" || len(t.argv) == 0 {
+		return nil
+	}
+	if moving, what := guard.MovingTarget(t.argv); moving {
+		return []verify.Finding{{Kind: verify.MovingTarget, Severity: verify.Warning, Server: server, Message: t.secrets.String(what)}}
+	}
+	return nil
 }

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"fmt"
+
 	"github.com/etdi-dev/etdi"
 	"github.com/etdi-dev/etdi/guard"
 	"github.com/etdi-dev/etdi/pin"
@@ -101,7 +103,7 @@ an operational error, 2 a usage error. --json prints the same code as
 				if a.Pin.Version != "" {
 					label = etdi.SubjectName(a.Pin.Tool, a.Pin.Version)
 				}
-				say(e.stdout, "%s %s/%s %s%s, signer %s, permissions: %s\n", what, a.Pin.Server, label, a.Pin.Digest, replacing, a.Pin.Signer, permList(a.Pin.Permissions))
+				say(e.stdout, "%s %s/%s %s%s, signer %s, permissions: %s%s\n", what, a.Pin.Server, label, a.Pin.Digest, replacing, a.Pin.Signer, permList(a.Pin.Permissions), servedText(a))
 			}
 			for _, r := range refused {
 				if r.Tool == "" {
@@ -196,4 +198,13 @@ before its tools are seen.`,
 	cmd.Flags().StringVar(&policy, "trust", e.defaultTrust(), "trust policy whose key ids a --key prefix may name ($ETDI_TRUST)")
 	cmd.Flags().StringVar(&reason, "reason", "", "why, recorded in the history")
 	return cmd
+}
+
+// servedText says what serves an approved tool when that changed with the
+// approval: the old and the new artifact or endpoint.
+func servedText(a pin.Approval) string {
+	if a.ServedBefore == "" || a.ServedBefore == a.Pin.Served {
+		return ""
+	}
+	return fmt.Sprintf(", served by %s (was %s)", a.Pin.Served, a.ServedBefore)
 }

@@ -179,6 +179,29 @@ func (e *env) runGate(cmd *cobra.Command, f *runFlags, pf *pinFlags, args []stri
 		}
 		opts.Bundle, opts.BundleSource = data, f.bundle
 	}
+	// What the command runs is resolved before it starts, and a server the
+	// out-of-band bundle was not made for is never started.
+	opts.Origin = guard.ResolveOrigin(e.ctx, srv)
+	pre := guard.CheckOrigin(opts.Bundle, opts.Origin, p)
+	pinned, err := guard.CheckPinnedOrigin(opts.Origin, opts.Options)
+	if err != nil {
+		return e.guardError(err) // fail closed: pins that cannot be read start nothing
+	}
+	code := 0
+	for _, fd := range append(pre, pinned...) {
+		fmt.Fprintf(e.stderr, "etdi: %s: %s: %s\n", fd.Severity, fd.Kind, secrets.String(fd.Message))
+		if fd.Severity == verify.Error {
+			code = verify.Worse(code, fd.Kind.ExitCode())
+		}
+	}
+	if code != 0 {
+		review := "etdi check --name " + name + " --server -- COMMAND"
+		if f.url != "" {
+			review = "etdi check --name " + name + " --url URL"
+		}
+		fmt.Fprintf(e.stderr, "etdi: not starting the server (review: %s; approve a new implementation by naming its tools with etdi pin approve --tool)\n", review)
+		return &exitCodeError{code}
+	}
 	opts.Review, opts.ReviewTarget = reviewCommand(cmd, name, argv, f.url, &secrets)
 	var logMu sync.Mutex
 	opts.Log = func(line string) {

@@ -31,7 +31,7 @@ what happens to tools no bundle signs: block (default), warn or allow.`,
 	cmd.PersistentFlags().StringVar(&policyPath, "trust", e.defaultTrust(), "trust policy file ($ETDI_TRUST)")
 	// --policy is the older spelling, kept working as an alias.
 	cmd.PersistentFlags().StringVar(&policyPath, "policy", e.defaultTrust(), "same as --trust")
-	cmd.AddCommand(e.trustAddCmd(&policyPath), e.trustListCmd(&policyPath), e.trustRemoveCmd(&policyPath), e.trustUnsignedCmd(&policyPath))
+	cmd.AddCommand(e.trustAddCmd(&policyPath), e.trustListCmd(&policyPath), e.trustRemoveCmd(&policyPath), e.trustUnsignedCmd(&policyPath), e.trustArtifactsCmd(&policyPath))
 	return cmd
 }
 
@@ -210,6 +210,7 @@ type trustListProvider struct {
 type trustList struct {
 	Policy    string              `json:"policy"`
 	Unsigned  trust.UnsignedRule  `json:"unsigned"`
+	Artifacts trust.ArtifactRule  `json:"artifacts"`
 	Providers []trustListProvider `json:"providers"`
 }
 
@@ -224,7 +225,7 @@ func (e *env) trustListCmd(policyPath *string) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			l := trustList{Policy: *policyPath, Unsigned: p.Unsigned, Providers: []trustListProvider{}}
+			l := trustList{Policy: *policyPath, Unsigned: p.Unsigned, Artifacts: p.ArtifactRule(), Providers: []trustListProvider{}}
 			for _, prov := range p.Providers {
 				lp := trustListProvider{ID: prov.ID, Require: prov.EffectiveRequire(), Keys: []trustListKey{}}
 				if d := prov.IDP; d != nil {
@@ -245,7 +246,11 @@ func (e *env) trustListCmd(policyPath *string) *cobra.Command {
 			if asJSON {
 				return e.writeJSON(l)
 			}
-			fmt.Fprintf(e.stdout, "policy %s: unsigned tools: %s\n", l.Policy, l.Unsigned)
+			fmt.Fprintf(e.stdout, "policy %s: unsigned tools: %s", l.Policy, l.Unsigned)
+			if p.Artifacts != "" {
+				fmt.Fprintf(e.stdout, ", unresolved artifacts: %s", p.Artifacts)
+			}
+			fmt.Fprintln(e.stdout)
 			for _, lp := range l.Providers {
 				fmt.Fprintf(e.stdout, "provider %s (requires %s)\n", lp.ID, lp.Require)
 				if lp.Issuer != "" {
@@ -306,6 +311,37 @@ func (e *env) trustRemoveCmd(policyPath *string) *cobra.Command {
 	cmd.Flags().StringVar(&provider, "provider", "", "provider id (required)")
 	cmd.Flags().StringVar(&keyID, "key", "", "key id (or a prefix of at least 16 hex digits); omit to remove the provider")
 	return cmd
+}
+
+func (e *env) trustArtifactsCmd(policyPath *string) *cobra.Command {
+	return &cobra.Command{
+		Use:   "artifacts require|warn|ignore",
+		Short: "Set what happens when a bundle names a server's artifacts and etdi cannot resolve what it starts",
+		Long: `A provider's bundle may name what its stdio server is made of (an npm or
+PyPI package, an OCI image, a file). Before starting the server etdi
+resolves what the command runs and compares: a mismatch is always
+impersonation (exit 12). When it cannot resolve it (no lockfile, the image
+not pulled yet, a package the runner would ask the registry for), this rule
+decides: require makes it an error (exit 12), warn (the default) a warning,
+ignore a note.`,
+		Args: exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			rule, err := trust.ParseArtifactRule(args[0])
+			if err != nil {
+				return &usageError{err}
+			}
+			p, err := loadOrNewPolicy(*policyPath)
+			if err != nil {
+				return err
+			}
+			p.Artifacts = rule
+			if err := p.Save(*policyPath); err != nil {
+				return err
+			}
+			fmt.Fprintf(e.stdout, "unresolved artifacts: %s\n", rule)
+			return nil
+		},
+	}
 }
 
 func (e *env) trustUnsignedCmd(policyPath *string) *cobra.Command {

@@ -1,0 +1,165 @@
+package guard
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+
+	"github.com/etdi-dev/etdi"
+	"github.com/etdi-dev/etdi/internal/artifact"
+	"github.com/etdi-dev/etdi/pin"
+	"github.com/etdi-dev/etdi/trust"
+	"github.com/etdi-dev/etdi/verify"
+)
+
+// Origin is where a listing comes from: the URL it was fetched from, or
+// the command etdi starts and what that command runs, resolved before it
+// is started (SPEC.md §4.1). A bundle that names its server's endpoints
+// or artifacts is accepted only from them, and a pin records what served
+// its tool, so that another implementation under the same definitions is
+// a rug pull. Make one with ResolveOrigin.
+type Origin struct {
+	url      string
+	launched bool
+	res      *artifact.Resolved
+	err      error
+}
+
+// ResolveOrigin resolves what s is: for a URL, the URL; for a command,
+// the artifact it runs (an npm or PyPI package from the lockfile or the
+// runner's cache, an OCI image present locally, else the file the program
+// or script is). A command whose artifact cannot be resolved still gives
+// an Origin, which says why (Unresolved).
+func ResolveOrigin(ctx context.Context, s Server) *Origin {
+	if s.URL != "" {
+		return &Origin{url: s.URL}
+	}
+	o := &Origin{launched: true}
+	o.res, o.err = artifact.Resolve(ctx, artifact.Launch{Argv: s.Command, Dir: s.Dir, Env: s.Env})
+	return o
+}
+
+// Artifact is what the command runs, and where that was read from; false
+// when the origin is a URL or the artifact could not be resolved.
+func (o *Origin) Artifact() (a etdi.Artifact, from string, ok bool) {
+	if o == nil || o.res == nil {
+		return etdi.Artifact{}, "", false
+	}
+	return o.res.Artifact, o.res.From, true
+}
+
+// Unresolved says why a command's artifact could not be resolved; nil
+// when it was, or for a URL.
+func (o *Origin) Unresolved() error {
+	if o == nil {
+		return nil
+	}
+	return o.err
+}
+
+// Served is what a pin records as serving its tools: "TYPE NAME@VERSION
+// DIGEST" for an artifact, the URL's scheme, host, port and path for an
+// endpoint (never its user information or query, which may hold secrets),
+// "" when unknown.
+func (o *Origin) Served() string {
+	switch {
+	case o == nil:
+		return ""
+	case o.url != "":
+		u, err := url.Parse(o.url)
+		if err != nil || u.Host == "" {
+			return ""
+		}
+		port := u.Port()
+		if port == "" {
+			port = map[string]string{"https": "443", "http": "80"}[u.Scheme]
+		}
+		return fmt.Sprintf("url %s://%s:%s%s", u.Scheme, u.Hostname(), port, u.EscapedPath())
+	case o.res != nil:
+		a := o.res.Artifact
+		s := a.Type + " " + a.Name
+		if a.Version != "" {
+			s += "@" + a.Version
+		}
+		return s + " " + a.Digest
+	}
+	return ""
+}
+
+// verifyOrigin is the origin as package verify compares it.
+func (o *Origin) verifyOrigin() *verify.Origin {
+	if o == nil {
+		return nil
+	}
+	if o.url != "" {
+		return &verify.Origin{URL: o.url}
+	}
+	vo := &verify.Origin{Launched: true, Unresolved: o.err}
+	if o.res != nil {
+		res := o.res
+		vo.Match = func(signed []etdi.Artifact) error { return artifact.Match(res, signed) }
+	}
+	return vo
+}
+
+// CheckOrigin holds a bundle that names its server's endpoints or
+// artifacts to o before anything is started or fetched: etdi run with an
+// out-of-band bundle refuses to start a server that is not the one the
+// bundle was made for. The statement's signature is not verified here
+// (refusing to start trusts nothing; the listing's check verifies it). It
+// returns the findings: an impersonation, or what the trust policy's
+// artifacts rule makes of an artifact that could not be resolved; none
+// when the bundle names neither or does not parse.
+func CheckOrigin(bundle []byte, o *Origin, p *trust.Policy) []verify.Finding {
+	b, err := etdi.ParseBundle(bundle)
+	if err != nil || p == nil {
+		return nil
+	}
+	st, err := etdi.ParseStatement(b.Envelope.Payload)
+	if err != nil {
+		return nil
+	}
+	return verify.OriginFindings(st, p, o.verifyOrigin(), "")
+}
+
+// MovingTarget reports whether a command runs a moving target: a package
+// runner without a fixed version (npx -y pkg, pkg@latest, uvx pkg), or an
+// image without a digest by the tag latest or none; the text says what,
+// and how to pin it.
+func MovingTarget(argv []string) (bool, string) { return artifact.Moving(argv) }
+
+// CheckPinnedOrigin compares what the command of a server without a bundle
+// runs with what served its pinned tools at approval (SPEC.md §15), before
+// the server is started: etdi run refuses to start a replaced
+// implementation rather than relay it. It returns a rug_pull finding per
+// tool approved served by something else; none when the options carry a
+// bundle (its own binding speaks for it), name no server, or nothing is
+// known on either side.
+func CheckPinnedOrigin(o *Origin, opts Options) ([]verify.Finding, error) {
+	now := o.Served()
+	if opts.Bundle != nil || opts.Name == "" || now == "" || pin.ValidateUnsignedName(opts.Name) != nil {
+		return nil, nil
+	}
+	server := pin.UnsignedServerKey(opts.Name)
+	var out []verify.Finding
+	err := withPins(opts, true, func(s *pin.Store) error {
+		pins, err := s.List()
+		if err != nil {
+			return err
+		}
+		for _, p := range pins {
+			if p.Server != server || p.Served == "" || p.Served == now {
+				continue
+			}
+			out = append(out, verify.Finding{Kind: verify.RugPull, Severity: verify.Error, Server: server, Item: p.Item, Tool: p.Tool,
+				Fields: []string{"served"}, Changes: []etdi.Change{{Path: "/served", Op: "changed", Old: p.Served, New: now}},
+				Message: fmt.Sprintf("%s %s was approved served by %s; the command now runs %s", pin.ItemWord(p.Item), pin.ItemRef(p.Item, p.Tool), p.Served, now)})
+		}
+		return nil
+	})
+	if errors.Is(err, errNoPins) {
+		return nil, nil
+	}
+	return out, err
+}

@@ -1,0 +1,846 @@
+package artifact
+
+import (
+	"path/filepath"
+	"regexp"
+	"strings"
+)
+
+// plan is what a command line runs, as far as its arguments tell: no file
+// is read to make it.
+type plan struct {
+	kind   string // TypeNPM, TypePyPI, TypeOCI, TypeFile; "" if the arguments name nothing
+	runner string // the program that decides, for messages: "npx", "uvx", "docker run", "node"
+	why    string // set: Resolve cannot resolve it, and why
+
+	// npm and pypi: the package spec.
+	name    string
+	version string // as written after '@' or "=="; "" when none
+	exact   bool   // version is one exact version
+	remote  bool   // a git or URL spec (why is set)
+	npx     bool   // npx or npm exec: the npx cache applies
+	cache   string // npx --cache
+
+	// oci
+	prog    string // the container CLI as written (argv[0])
+	ref     imageRef
+	globals bool   // global options before run (another daemon or config)
+	pull    string // --pull value
+
+	// file
+	path    string // the script or program as written
+	program bool   // looked up like a program, on PATH
+
+	env []envOp // what env wrappers change, outermost first
+}
+
+// envOp is one change an env wrapper makes before running its program.
+type envOp struct {
+	clear bool   // env -i
+	unset string // env -u NAME
+	set   string // NAME=VALUE
+	chdir string // env -C DIR, uv --directory DIR
+}
+
+// what names what a plan resolves, for messages.
+func (p *plan) what() string {
+	switch {
+	case p.name != "":
+		return p.runner + " " + shown(p.name)
+	case p.kind == TypeOCI && p.ref.name != "":
+		return p.runner + " " + shown(p.ref.String())
+	case p.path != "" && p.program:
+		return "program " + shown(p.path)
+	case p.path != "":
+		return p.runner + " " + shown(p.path)
+	}
+	return p.runner
+}
+
+func fail(runner, why string) plan { return plan{runner: runner, why: why} }
+
+// progName is the base name of a program; a name with a Windows
+// extension (.exe, .cmd, .bat) is without it, in lower case.
+func progName(p string) string {
+	b := filepath.Base(strings.ReplaceAll(p, `\`, "/"))
+	for _, ext := range []string{".exe", ".cmd", ".bat"} {
+		if len(b) > len(ext) && strings.EqualFold(b[len(b)-len(ext):], ext) {
+			return strings.ToLower(b[:len(b)-len(ext)])
+		}
+	}
+	return b
+}
+
+var pythonRE = regexp.MustCompile(`^python(w|[0-9]+(\.[0-9]+)?)?$`)
+
+// wrappers run another program or a command string, which is not
+// followed: they are never taken for the server.
+var wrappers = set("sudo", "doas", "su", "runuser", "nice", "ionice", "chrt", "taskset", "nohup", "setsid", "timeout",
+	"stdbuf", "time", "xargs", "cmd", "powershell", "pwsh", "nix", "nix-shell", "corepack", "volta", "mise", "asdf",
+	"direnv", "dotenv", "cross-env", "npm-run")
+
+// parse reads a command line as a launcher would.
+func parse(argv []string) plan { return parseAt(argv, 0) }
+
+func parseAt(argv []string, depth int) plan {
+	if len(argv) == 0 || argv[0] == "" {
+		return fail("", "the command line is empty")
+	}
+	if depth > 8 {
+		return fail(progName(argv[0]), "the command line nests wrappers too deep")
+	}
+	prog, args := progName(argv[0]), argv[1:]
+	switch {
+	case prog == "env":
+		return parseEnv(args, depth)
+	case prog == "npx" || prog == "bunx" || prog == "pnpx":
+		return npmRunner(prog, args)
+	case prog == "npm":
+		if rest, ok := sub(args, nil, "exec", "x"); ok {
+			return npmRunner("npm exec", rest)
+		}
+		return fail("npm", "npm runs a package.json script or an npm command, not a named package; "+
+			"run the package with npx <package>@<version>, or the script with node")
+	case prog == "pnpm" || prog == "yarn":
+		if rest, ok := sub(args, nil, "dlx"); ok {
+			return npmRunner(prog+" dlx", rest)
+		}
+		return fail(prog, prog+" runs a package.json script or a "+prog+" command, not a named package; "+
+			"run the package with npx <package>@<version>, or the script with node")
+	case prog == "bun":
+		if rest, ok := sub(args, bunFlags.values, "x"); ok {
+			return npmRunner("bun x", rest)
+		}
+		if rest, ok := sub(args, bunFlags.values, "run"); ok {
+			return script("bun", rest, bunFlags)
+		}
+		return script("bun", args, bunFlags)
+	case prog == "uvx":
+		return pyRunner("uvx", args, uvFlags)
+	case prog == "uv":
+		return parseUV(args)
+	case prog == "pipx":
+		if rest, ok := sub(args, nil, "run"); ok {
+			return pyRunner("pipx run", rest, pipxFlags)
+		}
+		return fail("pipx", "pipx runs an installed application here; run the package with pipx run --spec <package>==<version>")
+	case prog == "docker" || prog == "podman" || prog == "nerdctl":
+		return containerRun(prog, argv[0], args)
+	case prog == "node" || prog == "nodejs" || prog == "tsx" || prog == "ts-node":
+		return script(prog, args, nodeFlags)
+	case prog == "deno":
+		if rest, ok := sub(args, denoFlags.values, "run"); ok {
+			return script("deno run", rest, denoFlags)
+		}
+		if rest := skipFlags(args, denoFlags); len(rest) > 0 && denoScriptRE.MatchString(rest[0]) {
+			return script("deno", args, denoFlags)
+		}
+		return fail("deno", "deno runs a subcommand or task here, not a script; run the script with deno run <file>")
+	case pythonRE.MatchString(prog) || prog == "py":
+		return pythonScript(prog, args)
+	case prog == "sh" || prog == "bash" || prog == "dash" || prog == "zsh" || prog == "ksh":
+		return shellScript(prog, args)
+	case prog == "java":
+		return javaJar(args)
+	case wrappers[prog]:
+		return fail(prog, prog+" runs another program or a command string; launch the server's program directly")
+	}
+	return plan{kind: TypeFile, runner: "program", path: argv[0], program: true}
+}
+
+// parseEnv reads env [-i] [-u NAME] [-C DIR] [NAME=VALUE...] PROGRAM ARGS.
+func parseEnv(args []string, depth int) plan {
+	var ops []envOp
+	i := 0
+loop:
+	for ; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "--":
+			i++
+			break loop
+		case a == "-i" || a == "--ignore-environment" || a == "-":
+			ops = append(ops, envOp{clear: true})
+		case a == "-u" || a == "--unset" || a == "-C" || a == "--chdir":
+			if i+1 >= len(args) {
+				return fail("env", "env "+a+" has no value")
+			}
+			i++
+			if a == "-u" || a == "--unset" {
+				ops = append(ops, envOp{unset: args[i]})
+			} else {
+				ops = append(ops, envOp{chdir: args[i]})
+			}
+		case strings.HasPrefix(a, "--unset="):
+			ops = append(ops, envOp{unset: a[len("--unset="):]})
+		case strings.HasPrefix(a, "--chdir="):
+			ops = append(ops, envOp{chdir: a[len("--chdir="):]})
+		case strings.HasPrefix(a, "-u") && len(a) > 2:
+			ops = append(ops, envOp{unset: a[2:]})
+		case strings.HasPrefix(a, "-C") && len(a) > 2:
+			ops = append(ops, envOp{chdir: a[2:]})
+		case a == "-0" || a == "--null" || a == "-v" || a == "--debug":
+		case strings.HasPrefix(a, "-S") || strings.HasPrefix(a, "--split-string"):
+			return fail("env", "env -S splits a string into a command line; write the command line out")
+		case strings.HasPrefix(a, "-"):
+			return fail("env", "env option "+shown(a)+" is not understood; launch the program directly")
+		case strings.Contains(a, "="):
+			if strings.HasPrefix(a, "=") {
+				return fail("env", "env assignment without a name")
+			}
+			ops = append(ops, envOp{set: a})
+		default:
+			break loop
+		}
+	}
+	if i >= len(args) {
+		return fail("env", "env runs no program")
+	}
+	p := parseAt(args[i:], depth+1)
+	p.env = append(ops, p.env...)
+	return p
+}
+
+// flagSpec describes a runner's or interpreter's own flags.
+type flagSpec struct {
+	// values take the next argument as their value.
+	values map[string]bool
+	// pkg name the package to run (npx -p PKG, uvx --from PKG).
+	pkg map[string]bool
+	// stop end the flags: what follows is inline code or a module.
+	stop map[string]bool
+	// bools are the long flags known to take no value. A package runner
+	// takes any other long flag written without "=value" to take the next
+	// argument (npx --api-key SECRET pkg): that argument is never the
+	// package.
+	bools map[string]bool
+}
+
+func set(s ...string) map[string]bool {
+	m := map[string]bool{}
+	for _, x := range s {
+		m[x] = true
+	}
+	return m
+}
+
+// npmFlags are the flags of npx, npm exec, bunx, pnpm dlx, yarn dlx and
+// bun x that matter to find the package.
+var npmFlags = flagSpec{values: set("-p", "--package", "-c", "--call", "--cache", "--userconfig", "-w", "--workspace"),
+	pkg:  set("-p", "--package"),
+	stop: set("-c", "--call"),
+	bools: set("--yes", "--no", "--no-yes", "--quiet", "--silent", "--verbose", "--ignore-scripts", "--no-install",
+		"--offline", "--prefer-offline", "--prefer-online", "--legacy-peer-deps", "--force", "--workspaces", "--ws",
+		"--include-workspace-root", "--no-workspaces", "--bun", "--no-update-notifier", "--no-audit", "--no-fund",
+		"--foreground-scripts", "--global", "--dry-run", "--shell-emulator", "--no-color", "--color")}
+
+// uvFlags are the flags of uvx, uv tool run and uv run.
+var uvFlags = flagSpec{values: set("--from", "--with", "-w", "--with-editable", "--with-requirements", "--python", "-p",
+	"--index", "--index-url", "-i", "--extra-index-url", "--default-index", "--find-links", "-f", "--directory", "--project",
+	"--cache-dir", "--config-file", "--env-file", "--constraints", "-c", "--overrides", "--build-constraints", "-b",
+	"--refresh-package", "--reinstall-package", "--upgrade-package", "-P", "--no-binary-package", "--only-binary-package",
+	"--color", "--index-strategy", "--keyring-provider", "--resolution", "--prerelease", "--exclude-newer", "--link-mode",
+	"--allow-insecure-host", "--python-preference", "--package", "--extra", "--group", "--script"),
+	pkg:  set("--from"),
+	stop: set("-m", "--module"),
+	bools: set("--isolated", "--no-cache", "--offline", "--quiet", "--verbose", "--native-tls", "--no-progress",
+		"--no-python-downloads", "--allow-python-downloads", "--no-config", "--refresh", "--reinstall", "--upgrade",
+		"--no-build", "--no-binary", "--no-sources", "--no-index", "--no-build-isolation", "--compile-bytecode",
+		"--managed-python", "--no-managed-python", "--preview", "--no-env-file", "--system-certs", "--lfs",
+		"--all-extras", "--no-deps", "--exact", "--frozen", "--locked", "--no-color", "--no-project", "--no-sync")}
+
+// pipxFlags are the flags of pipx run.
+var pipxFlags = flagSpec{values: set("--spec", "--python", "--index-url", "-i", "--pip-args", "--backend"), pkg: set("--spec"),
+	bools: set("--no-cache", "--pypi", "--verbose", "--quiet", "--system-site-packages", "--path", "--editable", "--preinstall")}
+
+// Interpreter flags.
+var (
+	nodeFlags = flagSpec{values: set("-r", "--require", "--import", "--loader", "--experimental-loader", "--env-file",
+		"--conditions", "-C", "--input-type", "--title", "--inspect-port", "--stack-size", "--max-old-space-size"),
+		stop: set("-e", "--eval", "-p", "--print", "-", "--run", "-i", "--interactive")}
+	bunFlags  = flagSpec{values: set("--cwd", "-r", "--preload", "--config", "-c", "--env-file", "--tsconfig-override")}
+	denoFlags = flagSpec{values: set("-c", "--config", "--import-map", "--location", "--env-file", "--cert", "-L", "--log-level", "--seed"),
+		stop: set("--eval", "-e")}
+)
+
+var denoScriptRE = regexp.MustCompile(`\.(ts|tsx|js|jsx|mjs|mts|cjs|cts)$`)
+
+// sub returns the arguments after the subcommand if the first argument
+// that is neither a flag nor the value of one (listed in values) is one
+// of names.
+func sub(args []string, values map[string]bool, names ...string) ([]string, bool) {
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if strings.HasPrefix(a, "-") {
+			if values[a] {
+				i++
+			}
+			continue
+		}
+		for _, n := range names {
+			if a == n {
+				return args[i+1:], true
+			}
+		}
+		return nil, false
+	}
+	return nil, false
+}
+
+// skipFlags drops leading flags and the values of flags that take one; it
+// returns what follows, or nil at a stop flag.
+func skipFlags(args []string, fs flagSpec) []string {
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "--":
+			return args[i+1:]
+		case fs.stop[a]:
+			return nil
+		case fs.values[a]:
+			i++
+		case strings.HasPrefix(a, "-") && len(a) > 1:
+			if k, _, ok := strings.Cut(a, "="); ok && fs.stop[k] {
+				return nil
+			}
+		default:
+			return args[i:]
+		}
+	}
+	return nil
+}
+
+// script is an interpreter running the script that follows its flags.
+func script(runner string, args []string, fs flagSpec) plan {
+	rest := skipFlags(args, fs)
+	if len(rest) == 0 {
+		return fail(runner, runner+" runs code from its command line or standard input, not a file; put the code in a file")
+	}
+	return plan{kind: TypeFile, runner: runner, path: rest[0]}
+}
+
+// pythonScript reads python [flags] SCRIPT: -c and -m, and a short
+// cluster holding them (-uc, -Bm), end the flags.
+func pythonScript(prog string, args []string) plan {
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "-":
+			return fail(prog, prog+" reads its program from standard input; run a script file")
+		case a == "--":
+			if i+1 < len(args) {
+				return plan{kind: TypeFile, runner: prog, path: args[i+1]}
+			}
+		case a == "--check-hash-based-pycs":
+			i++
+		case strings.HasPrefix(a, "--"):
+		case strings.HasPrefix(a, "-"):
+		cluster:
+			for j := 1; j < len(a); j++ {
+				switch a[j] {
+				case 'c':
+					return fail(prog, prog+" -c runs code from its command line; put the code in a file")
+				case 'm':
+					return fail(prog, prog+" -m runs an installed module, which is not resolved; run the module's file, "+
+						"or the package with uvx <package>==<version>")
+				case 'W', 'X':
+					if j == len(a)-1 {
+						i++
+					}
+					break cluster
+				}
+			}
+		default:
+			return plan{kind: TypeFile, runner: prog, path: a}
+		}
+	}
+	return fail(prog, prog+" reads its program from standard input; run a script file")
+}
+
+// shellScript reads sh [flags] SCRIPT.
+func shellScript(prog string, args []string) plan {
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "--" || a == "-":
+			if i+1 < len(args) {
+				return plan{kind: TypeFile, runner: prog, path: args[i+1]}
+			}
+			return fail(prog, prog+" reads commands from standard input; run a script file")
+		case a == "--rcfile" || a == "--init-file" || a == "-o" || a == "+o" || a == "-O" || a == "+O":
+			i++
+		case strings.HasPrefix(a, "--"):
+		case strings.HasPrefix(a, "-") || strings.HasPrefix(a, "+"):
+			if strings.ContainsAny(a[1:], "cs") {
+				return fail(prog, prog+" -"+a[1:]+" runs commands from its command line or standard input; run a script file")
+			}
+		default:
+			return plan{kind: TypeFile, runner: prog, path: a}
+		}
+	}
+	return fail(prog, prog+" reads commands from standard input; run a script file")
+}
+
+// javaJar reads java [options] -jar FILE.
+func javaJar(args []string) plan {
+	for i := 0; i < len(args); i++ {
+		switch a := args[i]; {
+		case a == "-jar":
+			if i+1 < len(args) {
+				return plan{kind: TypeFile, runner: "java -jar", path: args[i+1]}
+			}
+		case a == "-cp" || a == "-classpath" || a == "--class-path" || a == "-p" || a == "--module-path" ||
+			a == "--add-modules" || a == "--add-opens" || a == "--add-exports" || a == "--add-reads" || a == "--patch-module":
+			i++
+		case !strings.HasPrefix(a, "-"):
+			return fail("java", "java runs a class from a class path, which is not resolved; run a jar with java -jar <file>")
+		}
+	}
+	return fail("java", "java runs no jar; run one with java -jar <file>")
+}
+
+// parseUV reads uv tool run (uvx) and uv run of a Python script.
+func parseUV(args []string) plan {
+	if rest, ok := sub(args, uvFlags.values, "tool"); ok {
+		if rest, ok := sub(rest, uvFlags.values, "run"); ok {
+			return pyRunner("uv tool run", rest, uvFlags)
+		}
+	}
+	rest, ok := sub(args, uvFlags.values, "run")
+	if !ok {
+		return fail("uv", "uv runs a project command here; run a package with uvx <package>==<version>")
+	}
+	s := skipFlags(rest, uvFlags)
+	// uv --directory DIR run script.py: the script is in DIR.
+	var ops []envOp
+	for _, flags := range [][]string{args[:len(args)-len(rest)], rest[:len(rest)-len(s)]} {
+		for i, a := range flags {
+			if a == "--directory" && i+1 < len(flags) {
+				ops = append(ops, envOp{chdir: flags[i+1]})
+			} else if v, ok := strings.CutPrefix(a, "--directory="); ok {
+				ops = append(ops, envOp{chdir: v})
+			}
+		}
+	}
+	if len(s) == 0 || !strings.HasSuffix(s[0], ".py") {
+		return fail("uv run", "uv run runs a project command, which is not resolved; run a script file (uv run server.py) "+
+			"or a package with uvx <package>==<version>")
+	}
+	p := plan{kind: TypeFile, runner: "uv run", path: s[0]}
+	p.env = ops
+	return p
+}
+
+// runnerSpecs finds the package a package runner starts: the values of its
+// package flag, else its first plain argument. A long flag not known to
+// take no value takes the next argument, which is never the package (npx
+// --api-key SECRET pkg). stopped is set when a stop flag (npx -c) ends
+// the search.
+func runnerSpecs(args []string, fs flagSpec) (specs []string, first string, cache string, stopped bool) {
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if k, v, ok := strings.Cut(a, "="); ok && strings.HasPrefix(a, "-") {
+			switch {
+			case fs.pkg[k]:
+				specs = append(specs, v)
+			case fs.stop[k]:
+				return specs, "", cache, true
+			case k == "--cache":
+				cache = v
+			}
+			continue
+		}
+		switch {
+		case a == "--":
+			if i+1 < len(args) {
+				first = args[i+1]
+			}
+			return specs, first, cache, false
+		case fs.stop[a]:
+			return specs, "", cache, true
+		case fs.pkg[a] || a == "--cache":
+			if i+1 < len(args) {
+				if a == "--cache" {
+					cache = args[i+1]
+				} else {
+					specs = append(specs, args[i+1])
+				}
+			}
+			i++
+		case fs.values[a]:
+			i++
+		case strings.HasPrefix(a, "--") && !fs.bools[a]:
+			i++ // an unknown long flag: assumed to take the next argument
+		case strings.HasPrefix(a, "-") && len(a) > 1:
+		default:
+			return specs, a, cache, false
+		}
+	}
+	return specs, "", cache, false
+}
+
+// npmRunner reads the package an npm package runner starts.
+func npmRunner(runner string, args []string) plan {
+	specs, first, cache, stopped := runnerSpecs(args, npmFlags)
+	p := plan{kind: TypeNPM, runner: runner, cache: cache, npx: runner == "npx" || runner == "npm exec"}
+	switch {
+	case len(specs) > 1:
+		return fail(runner, runner+" installs several packages (--package more than once); run one package")
+	case len(specs) == 1:
+		first = specs[0]
+	case stopped:
+		return fail(runner, runner+" -c runs a shell command; run the package with npx <package>@<version>")
+	case first == "":
+		return fail(runner, runner+" names no package")
+	}
+	npmSpec(&p, first)
+	if p.why == "" {
+		switch runner {
+		case "pnpx", "pnpm dlx", "yarn dlx":
+			p.why = runner + " installs the package from the registry at every start and nothing on disk records what it gets; " +
+				"run it with npx from a project whose package-lock.json pins it"
+		}
+	}
+	return p
+}
+
+// npmShorthandRE is a GitHub shorthand spec, user/repo[#ref].
+var npmShorthandRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9-]*/[A-Za-z0-9._-]+(#\S*)?$`)
+
+// npmVersionRE is what may follow a package name's '@': a version, a
+// range or a dist-tag.
+var npmVersionRE = regexp.MustCompile(`^[A-Za-z0-9._^~<>=*+|-]*$`)
+
+// npmExactRE is one exact version (npm accepts a leading "=" or "v").
+var npmExactRE = regexp.MustCompile(`^[=v]?\s*([0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.-]+)?(\+[0-9A-Za-z.-]+)?)$`)
+
+// npmSpec reads an npm package spec into p: name, name@version,
+// @scope/name@version, each with an optional "npm:" prefix. A git, URL,
+// file or path spec, or a jsr: one, sets p.why.
+func npmSpec(p *plan, spec string) {
+	switch {
+	case explicitLocal(spec):
+		p.why = "the package is a local path or file spec; run the file itself (node <file>) to resolve it"
+		return
+	case explicitRemote(spec) || npmShorthandRE.MatchString(spec):
+		p.remote = true
+		p.why = "the package is a git or URL spec, which is not resolved; run a registry version: <package>@<version>"
+		return
+	case strings.HasPrefix(spec, "jsr:"):
+		p.why = "jsr packages are not resolved; run an npm registry version: <package>@<version>"
+		return
+	}
+	s := strings.TrimPrefix(spec, "npm:")
+	name, version := s, ""
+	if i := strings.LastIndexByte(s, '@'); i > 0 {
+		name, version = s[:i], s[i+1:]
+	}
+	if len(name) > 214 || !npmNameRE.MatchString(name) || !npmVersionRE.MatchString(version) {
+		p.why = "the argument where the package belongs is not an npm package spec"
+		return
+	}
+	p.name, p.version = name, version
+	if m := npmExactRE.FindStringSubmatch(version); m != nil {
+		p.version, p.exact = m[1], true
+	}
+}
+
+// explicitLocal reports whether a package spec names a local file or
+// directory.
+func explicitLocal(spec string) bool {
+	for _, p := range []string{"file:", "./", "../", "/", "~/", ".\\", "..\\"} {
+		if strings.HasPrefix(spec, p) {
+			return true
+		}
+	}
+	return spec == "." || spec == ".." || len(spec) > 2 && spec[1] == ':' && (spec[2] == '\\' || spec[2] == '/') ||
+		!strings.Contains(spec, "://") && (strings.HasSuffix(spec, ".tgz") || strings.HasSuffix(spec, ".whl") || strings.HasSuffix(spec, ".tar.gz"))
+}
+
+// explicitRemote reports whether a package spec names a git repository or
+// a URL.
+func explicitRemote(spec string) bool {
+	for _, p := range []string{"git+", "git@", "git:", "github:", "gitlab:", "bitbucket:", "gist:", "http:", "https:"} {
+		if strings.HasPrefix(spec, p) {
+			return true
+		}
+	}
+	return strings.Contains(spec, "://")
+}
+
+// pyRunner reads the package a Python package runner starts.
+func pyRunner(runner string, args []string, fs flagSpec) plan {
+	specs, first, _, stopped := runnerSpecs(args, fs)
+	p := plan{kind: TypePyPI, runner: runner}
+	switch {
+	case len(specs) > 1:
+		return fail(runner, runner+" names the package more than once")
+	case len(specs) == 1:
+		first = specs[0]
+	case stopped || first == "":
+		return fail(runner, runner+" names no package")
+	}
+	pySpec(&p, first, runner != "pipx run")
+	return p
+}
+
+// pyReqRE is a requirement: name, extras, then an optional version
+// specifier.
+var pyReqRE = regexp.MustCompile(`^([A-Za-z0-9][A-Za-z0-9._-]*[A-Za-z0-9]|[A-Za-z0-9])\s*(\[[A-Za-z0-9._, -]*\])?\s*(.*)$`)
+
+// pyExactRE is one exact version of a requirement: ==X or ===X.
+var pyExactRE = regexp.MustCompile(`^===?\s*([A-Za-z0-9][A-Za-z0-9.+!_-]*)$`)
+
+// pySpec reads a Python requirement into p: name, name==X, name[extra]==X,
+// and with at (uv's runners) name@X. A URL, a path or markers set p.why.
+func pySpec(p *plan, spec string, at bool) {
+	switch {
+	case explicitLocal(spec):
+		p.why = "the package is a local path; run the file itself to resolve it"
+		return
+	case explicitRemote(spec):
+		p.remote = true
+		p.why = "the package is a git or URL spec, which is not resolved; run an index version: <package>==<version>"
+		return
+	}
+	m := pyReqRE.FindStringSubmatch(strings.TrimSpace(spec))
+	if m == nil {
+		p.why = "the argument where the package belongs is not a Python requirement"
+		return
+	}
+	p.name = m[1]
+	rest := strings.TrimSpace(m[3])
+	switch {
+	case rest == "":
+	case strings.HasPrefix(rest, "@") && at && !strings.Contains(rest, "://") && !strings.ContainsAny(rest[1:], " ;@"):
+		p.version = strings.TrimSpace(rest[1:])
+		p.exact = p.version != "latest" && p.version != ""
+	case strings.HasPrefix(rest, "@"):
+		p.remote = true
+		p.why = "the package is a direct URL reference, which is not resolved; run an index version: <package>==<version>"
+	case strings.Contains(rest, ";"):
+		p.why = "the requirement has environment markers; run <package>==<version>"
+	case strings.ContainsAny(rest[:1], "=<>!~"):
+		p.version = rest
+		if v := pyExactRE.FindStringSubmatch(rest); v != nil && !strings.Contains(rest, "*") {
+			p.version, p.exact = v[1], true
+		}
+	default:
+		p.name = ""
+		p.why = "the argument where the package belongs is not a Python requirement"
+	}
+}
+
+// Flags of docker run and podman run (and their global options) that take
+// a separate value. Every other flag is taken to stand alone; a
+// --flag=value never takes the next argument.
+var containerValues = set(
+	// global options, before "run"
+	"-H", "--host", "-c", "--context", "--config", "-l", "--log-level", "--tlscacert", "--tlscert", "--tlskey",
+	"--connection", "--identity", "--url", "--root", "--runroot", "--storage-driver", "--storage-opt", "--cgroup-manager",
+	"--namespace", "-n", "--address", "-a",
+	// run options
+	"-e", "--env", "--env-file", "-v", "--volume", "--volumes-from", "--mount", "--tmpfs", "--name", "-p", "--publish",
+	"--expose", "--network", "--net", "--network-alias", "--net-alias", "-w", "--workdir", "-u", "--user", "--entrypoint",
+	"-h", "--hostname", "--domainname", "--label", "--label-file", "--annotation", "--add-host", "--dns", "--dns-option",
+	"--dns-opt", "--dns-search", "--cap-add", "--cap-drop", "--device", "--device-cgroup-rule", "--device-read-bps",
+	"--device-read-iops", "--device-write-bps", "--device-write-iops", "--gpus", "--group-add", "--ipc", "--pid", "--uts",
+	"--userns", "--cgroupns", "--cgroup-parent", "--cidfile", "--cpus", "--cpu-shares", "--cpu-period", "--cpu-quota",
+	"--cpu-rt-period", "--cpu-rt-runtime", "--cpuset-cpus", "--cpuset-mems", "-m", "--memory", "--memory-reservation",
+	"--memory-swap", "--memory-swappiness", "--kernel-memory", "--shm-size", "--oom-score-adj", "--pids-limit", "--ulimit",
+	"--blkio-weight", "--blkio-weight-device", "--restart", "--runtime", "--security-opt", "--stop-signal", "--stop-timeout",
+	"--log-driver", "--log-opt", "--platform", "--pull", "--isolation", "--ip", "--ip6", "--link", "--link-local-ip",
+	"--mac-address", "--sysctl", "--health-cmd", "--health-interval", "--health-retries",
+	"--health-start-period", "--health-start-interval", "--health-timeout", "--attach", "--detach-keys",
+	"--init-path", "--secret", "--pod", "--pod-id-file", "--arch", "--os", "--variant", "--authfile", "--creds",
+	"--cert-dir", "--decryption-key", "--uidmap", "--gidmap", "--subuidname", "--subgidname", "--hooks-dir", "--pidfile",
+	"--conmon-pidfile", "--cgroups", "--cgroup-conf", "--chrootdirs", "--image-volume", "--requires", "--sdnotify",
+	"--seccomp-policy", "--timeout", "--tz", "--umask", "--unsetenv", "--volume-driver", "--group-entry", "--passwd-entry",
+	"--personality", "--preserve-fd", "--rdt-class", "--retry", "--retry-delay", "--hostuser", "--systemd",
+)
+
+// Short flags of docker run that take a value, for clusters like -it or
+// -ie NAME.
+const containerShortValues = "ehlmpuvwac"
+
+// containerRun reads docker|podman|nerdctl [global options] [container]
+// run [options] IMAGE.
+func containerRun(prog, argv0 string, args []string) plan {
+	p := plan{kind: TypeOCI, runner: prog + " run", prog: argv0}
+	i := 0
+	for ; i < len(args); i++ {
+		a := args[i]
+		if a == "run" {
+			break
+		}
+		if a == "container" {
+			continue
+		}
+		if !strings.HasPrefix(a, "-") {
+			return fail(prog, prog+" "+shown(a)+" is not "+prog+" run; run the server with "+prog+" run <image>@sha256:<digest>")
+		}
+		p.globals = true
+		if containerValues[a] && !strings.Contains(a, "=") {
+			i++
+		}
+	}
+	if i >= len(args) {
+		return fail(prog, prog+" runs no container; run the server with "+prog+" run <image>@sha256:<digest>")
+	}
+	image := ""
+	for i++; i < len(args) && image == ""; i++ {
+		a := args[i]
+		switch {
+		case a == "--":
+			if i+1 < len(args) {
+				image = args[i+1]
+			}
+			i = len(args)
+		case a == "--pull" && i+1 < len(args):
+			p.pull = args[i+1]
+			i++
+		case strings.HasPrefix(a, "--pull="):
+			p.pull = a[len("--pull="):]
+		case strings.HasPrefix(a, "--"):
+			if !strings.Contains(a, "=") && containerValues[a] {
+				i++
+			}
+		case strings.HasPrefix(a, "-") && len(a) > 1:
+			// A cluster of short flags: the first that takes a value takes
+			// the rest of the cluster, or the next argument.
+			for j := 1; j < len(a); j++ {
+				if strings.IndexByte(containerShortValues, a[j]) >= 0 {
+					if j == len(a)-1 {
+						i++
+					}
+					break
+				}
+			}
+		default:
+			image = a
+		}
+	}
+	if image == "" {
+		return fail(p.runner, p.runner+" names no image")
+	}
+	ref, why := parseRef(image)
+	if why != "" {
+		p.why = why
+		return p
+	}
+	p.ref = ref
+	switch {
+	case ref.digest != "":
+	case p.globals:
+		p.why = "global options before run may choose another daemon or configuration, which is not inspected; " +
+			"pin the image by digest: " + ref.name + "@sha256:<digest>"
+	case p.pull == "always" || p.pull == "newer":
+		p.why = "--pull=" + p.pull + " fetches the tag again at every start; pin the image by digest: " + ref.name + "@sha256:<digest>"
+	}
+	return p
+}
+
+// imageRef is an image reference: name, tag, digest.
+type imageRef struct {
+	name, tag, digest string
+}
+
+// String is the reference as docker takes it, without a digest.
+func (r imageRef) String() string {
+	if r.tag != "" {
+		return r.name + ":" + r.tag
+	}
+	return r.name
+}
+
+// parseRef reads NAME[:TAG][@sha256:HEX].
+func parseRef(s string) (imageRef, string) {
+	var r imageRef
+	if len(s) > 512 {
+		return r, "the image reference is too long"
+	}
+	name := s
+	if i := strings.IndexByte(s, '@'); i >= 0 {
+		name, r.digest = s[:i], s[i+1:]
+		if !sha256RE.MatchString(r.digest) {
+			return r, "the image digest is not sha256:<64 lowercase hex digits>; pin the image by its sha256 digest"
+		}
+	}
+	if i := strings.LastIndexByte(name, ':'); i > strings.LastIndexByte(name, '/') {
+		name, r.tag = name[:i], name[i+1:]
+		if !tagRE.MatchString(r.tag) {
+			return r, "the argument where the image belongs is not an image reference"
+		}
+	}
+	if len(name) > maxNameLen || !imageNameRE.MatchString(name) {
+		return r, "the argument where the image belongs is not an image reference"
+	}
+	r.name = name
+	return r, ""
+}
+
+// canonicalImage is the fully qualified form of an image name, so that
+// x, library/x, docker.io/library/x and index.docker.io/library/x
+// compare equal.
+func canonicalImage(name string) string {
+	first, rest, ok := strings.Cut(name, "/")
+	if !ok || !strings.ContainsAny(first, ".:") && first != "localhost" && strings.ToLower(first) == first {
+		first, rest = "docker.io", name
+	}
+	first = strings.ToLower(first)
+	if first == "index.docker.io" || first == "registry-1.docker.io" {
+		first = "docker.io"
+	}
+	if first == "docker.io" && !strings.Contains(rest, "/") {
+		rest = "library/" + rest
+	}
+	return first + "/" + rest
+}
+
+// Moving reports whether argv runs a moving target, whose content can
+// change with no change to the command line: a package runner without an
+// exact version (npx -y pkg, npx pkg@latest, npx pkg@^1, uvx pkg without
+// ==X, pipx run pkg), a git or URL package spec, or an image without a
+// digest whose tag is absent or "latest". The string says what moves and
+// how to pin it. Pinned command lines (npx -y pkg@1.2.3, uvx pkg==1.0,
+// docker run img@sha256:..., docker run img:1.2), plain programs and
+// scripts are not moving. Moving reads nothing but argv.
+func Moving(argv []string) (bool, string) {
+	moving, msg := moving(argv)
+	return moving, conceal(argv, msg)
+}
+
+func moving(argv []string) (bool, string) {
+	p := parse(argv)
+	switch p.kind {
+	case TypeNPM, TypePyPI:
+		pin := "<package>@<version>"
+		if p.kind == TypePyPI {
+			pin = "<package>==<version>"
+		}
+		if p.name != "" {
+			pin = strings.Replace(pin, "<package>", shown(p.name), 1)
+		}
+		switch {
+		case p.remote:
+			return true, p.runner + " runs a git or URL spec, which can change under the same name; pin a registry version: " + pin
+		case p.name == "":
+			return false, ""
+		case p.version == "":
+			return true, p.runner + " runs whatever version of " + shown(p.name) + " the registry calls latest; pin it: " + pin
+		case !p.exact:
+			return true, p.runner + " runs " + shown(p.name) + " " + shown(p.version) + ", a range or tag the registry decides; pin it: " + pin
+		}
+	case TypeOCI:
+		r := p.ref
+		if r.name != "" && r.digest == "" && (r.tag == "" || r.tag == "latest") {
+			what := shown(r.name) + " has no tag"
+			if r.tag != "" {
+				what = shown(r.String()) + " is the latest tag"
+			}
+			return true, what + ": " + p.runner + " runs whatever it points to; pin it by digest: " + shown(r.name) +
+				"@sha256:<digest> (" + progName(p.prog) + " image inspect --format '{{index .RepoDigests 0}}' " + shown(r.String()) + ")"
+		}
+	}
+	return false, ""
+}

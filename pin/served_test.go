@@ -1,0 +1,80 @@
+package pin
+
+import (
+	"strings"
+	"testing"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// The same definition served by another artifact (or endpoint) is a rug
+// pull, signed or unsigned; approving it by name records the new one.
+// What is unknown on either side is not compared.
+func TestServedChange(t *testing.T) {
+	const oldArt = "npm @acme/weather@1.2.0 sha512-old"
+	const newArt = "npm @acme/weather@1.3.0 sha512-new"
+	for _, c := range []struct {
+		name   string
+		server string
+		t      Observed
+	}{
+		{"signed", "acme:weather", tool(t, "get_weather", "1.0.0", weatherDef, keyA, "net:fetch")},
+		{"unsigned", UnsignedServerKey("weather"), tool(t, "get_weather", "", weatherDef, Unsigned)},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := openTemp(t)
+			at := func(served string) *Observation {
+				o := obs(c.server, 1, c.t)
+				if c.t.Signer == Unsigned {
+					o.Sequence = 0
+				}
+				o.Served = served
+				return o
+			}
+			mustApprove(t, s, at(oldArt))
+			expect(t, s, at(oldArt))
+			expect(t, s, at("")) // cannot be resolved now: judged by definition
+			cmp := expect(t, s, at(newArt), "rug_pull")
+			f := cmp.Findings[0]
+			if !strings.Contains(f.Message, newArt) || !strings.Contains(f.Message, oldArt) || len(f.Changes) != 1 || f.Changes[0].Old != oldArt || f.Changes[0].New != newArt {
+				t.Fatalf("finding %+v", f)
+			}
+			still, err := s.StillApproved(at(newArt))
+			if err != nil || still[StillApprovedKey("", "get_weather")] != "rug_pull" {
+				t.Fatalf("StillApproved: %v %v", still, err)
+			}
+			// Not approved without naming the tool; by name it is.
+			if a, r, err := s.Approve(at(newArt), ApproveOptions{By: "tester"}); err != nil || len(a) != 0 || len(r) != 1 {
+				t.Fatalf("approve without --tool: %v %v %v", a, r, err)
+			}
+			a := mustApprove(t, s, at(newArt), "get_weather")
+			if a[0].Pin.Served != newArt {
+				t.Fatalf("approval recorded %q", a[0].Pin.Served)
+			}
+			expect(t, s, at(newArt))
+			expect(t, s, at(oldArt), "rug_pull")
+		})
+	}
+	// A pin approved before anything was recorded is judged by definition.
+	s := openTemp(t)
+	o := obs("acme:weather", 1, tool(t, "get_weather", "1.0.0", weatherDef, keyA, "net:fetch"))
+	mustApprove(t, s, o)
+	o.Served = newArt
+	expect(t, s, o)
+}
+
+// What served a tool is bound to the approval record like the rest of
+// the pin: editing it in the database is caught.
+func TestServedBoundToHistory(t *testing.T) {
+	s := openTemp(t)
+	o := obs("acme:weather", 1, tool(t, "get_weather", "1.0.0", weatherDef, keyA, "net:fetch"))
+	o.Served = "file weather sha256:aaaa"
+	mustApprove(t, s, o)
+	s = edit(t, s, func(tx *bolt.Tx) {
+		p := rawPin(t, tx, "acme:weather", "get_weather")
+		p.Served = "file weather sha256:bbbb"
+		putJSON(t, tx.Bucket(bPins), pinKey("acme:weather", "get_weather"), p)
+	})
+	o.Served = "file weather sha256:bbbb"
+	refused(t, s, o, "served by")
+}

@@ -1,0 +1,221 @@
+package etdi
+
+import (
+	"fmt"
+	"net"
+	"net/url"
+	"strings"
+
+	"github.com/etdi-dev/etdi/internal/artifact"
+)
+
+// Artifact types (SPEC.md §4.1).
+const (
+	ArtifactNPM  = "npm"
+	ArtifactPyPI = "pypi"
+	ArtifactOCI  = "oci"
+	ArtifactFile = "file"
+)
+
+// Bounds of a server's binding (SPEC.md §2).
+const (
+	MaxEndpoints   = 64
+	MaxArtifacts   = 64
+	maxEndpointLen = 2048
+)
+
+// ValidateArtifact checks one artifact as a manifest or statement writes
+// it (SPEC.md §4.1): a known type, a name of the type's ecosystem, and a
+// digest of the type's form: an npm integrity string ("sha512-" and
+// base64; sha384 and sha256 too), "sha256:" and 64 lowercase hex digits
+// for the others.
+func ValidateArtifact(a Artifact) error { return artifact.Validate(a) }
+
+// ValidateEndpoint checks a URL prefix a server is served from: https (or
+// http to a loopback host), a host, no user information, query or
+// fragment.
+func ValidateEndpoint(e string) error {
+	_, err := parseEndpoint(e)
+	return err
+}
+
+type endpoint struct {
+	scheme, host, port, path string
+}
+
+func parseEndpoint(e string) (endpoint, error) {
+	if len(e) > maxEndpointLen {
+		return endpoint{}, fmt.Errorf("longer than %d bytes", maxEndpointLen)
+	}
+	u, err := url.Parse(e)
+	if err != nil {
+		return endpoint{}, fmt.Errorf("%q is not a URL", truncate(e, 80))
+	}
+	ep, err := endpointOf(u)
+	if err != nil {
+		return endpoint{}, fmt.Errorf("%q: %v", truncate(e, 80), err)
+	}
+	return ep, nil
+}
+
+// endpointOf is the comparable form of a URL: lowercase scheme and host,
+// the port made explicit, the escaped path without dot segments.
+func endpointOf(u *url.URL) (endpoint, error) {
+	scheme := strings.ToLower(u.Scheme)
+	host := strings.ToLower(u.Hostname())
+	switch {
+	case scheme != "https" && scheme != "http":
+		return endpoint{}, fmt.Errorf("scheme %q: only https (or http to a loopback host)", u.Scheme)
+	case u.Opaque != "" || host == "":
+		return endpoint{}, fmt.Errorf("no host")
+	case u.User != nil:
+		return endpoint{}, fmt.Errorf("user information is not part of an endpoint")
+	case u.RawQuery != "" || u.ForceQuery || u.Fragment != "" || u.RawFragment != "":
+		return endpoint{}, fmt.Errorf("a query or fragment is not part of an endpoint")
+	case scheme == "http" && !loopbackHost(host):
+		return endpoint{}, fmt.Errorf("http is accepted only for a loopback host")
+	}
+	port := u.Port()
+	if port == "" {
+		port = map[string]string{"https": "443", "http": "80"}[scheme]
+	}
+	p := u.EscapedPath()
+	for _, seg := range strings.Split(p, "/") {
+		if seg == "." || seg == ".." || strings.EqualFold(seg, "%2e") || strings.EqualFold(seg, "%2e%2e") ||
+			strings.EqualFold(seg, ".%2e") || strings.EqualFold(seg, "%2e.") {
+			return endpoint{}, fmt.Errorf("a dot segment in the path")
+		}
+	}
+	return endpoint{scheme, host, port, p}, nil
+}
+
+func loopbackHost(h string) bool {
+	if h == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(h)
+	return ip != nil && ip.IsLoopback()
+}
+
+// Covers reports whether the server is served from rawURL: one of its
+// endpoints has the same scheme, host and port, and rawURL's path is the
+// endpoint's path or lies below it (a segment boundary: "/mcp" covers
+// "/mcp" and "/mcp/x", not "/mcpx"). A URL with a dot segment, user
+// information or that does not parse is covered by nothing.
+func (s *Server) Covers(rawURL string) bool {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return false
+	}
+	u.RawQuery, u.ForceQuery, u.Fragment, u.RawFragment = "", false, "", "" // a query names no other server
+	got, err := endpointOf(u)
+	if err != nil {
+		return false
+	}
+	for _, e := range s.Endpoints {
+		ep, err := parseEndpoint(e)
+		if err != nil || ep.scheme != got.scheme || ep.host != got.host || ep.port != got.port {
+			continue
+		}
+		prefix := strings.TrimSuffix(ep.path, "/")
+		if got.path == prefix || strings.HasPrefix(got.path, prefix+"/") || (prefix == "" && got.path == "") {
+			return true
+		}
+	}
+	return false
+}
+
+func parseEndpoints(f Field) ([]string, error) {
+	if f.V == nil {
+		return nil, nil
+	}
+	a, err := f.Array()
+	if err != nil {
+		return nil, err
+	}
+	if a.Len() == 0 || a.Len() > MaxEndpoints {
+		return nil, a.Errorf("must hold 1 to %d endpoints (leave it out for none)", MaxEndpoints)
+	}
+	var out []string
+	for i := 0; i < a.Len(); i++ {
+		s, err := a.Elem(i).Str()
+		if err != nil {
+			return nil, err
+		}
+		if err := ValidateEndpoint(s); err != nil {
+			return nil, a.Elem(i).Errorf("%v", err)
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+func parseArtifacts(f Field) ([]Artifact, error) {
+	if f.V == nil {
+		return nil, nil
+	}
+	a, err := f.Array()
+	if err != nil {
+		return nil, err
+	}
+	if a.Len() == 0 || a.Len() > MaxArtifacts {
+		return nil, a.Errorf("must hold 1 to %d artifacts (leave it out for none)", MaxArtifacts)
+	}
+	var out []Artifact
+	for i := 0; i < a.Len(); i++ {
+		o, err := a.Elem(i).Object()
+		if err != nil {
+			return nil, err
+		}
+		if err := o.Only("type", "name", "version", "digest"); err != nil {
+			return nil, err
+		}
+		var art Artifact
+		if art.Type, err = o.Field("type").Str(); err != nil {
+			return nil, err
+		}
+		if art.Name, err = o.Field("name").Str(); err != nil {
+			return nil, err
+		}
+		if art.Version, err = o.Field("version").OptStr(); err != nil {
+			return nil, err
+		}
+		if art.Digest, err = o.Field("digest").Str(); err != nil {
+			return nil, err
+		}
+		if err := ValidateArtifact(art); err != nil {
+			return nil, a.Elem(i).Errorf("%v", err)
+		}
+		out = append(out, art)
+	}
+	return out, nil
+}
+
+// ServerValue is the JSON value of a server object, as manifests and
+// statements write it.
+func ServerValue(s Server) *Value {
+	v := obj2(Member{"name", str(s.Name)})
+	if s.Version != "" {
+		v.Members = append(v.Members, Member{"version", str(s.Version)})
+	}
+	if len(s.Endpoints) > 0 {
+		es := &Value{Kind: Array}
+		for _, e := range s.Endpoints {
+			es.Elems = append(es.Elems, str(e))
+		}
+		v.Members = append(v.Members, Member{"endpoints", es})
+	}
+	if len(s.Artifacts) > 0 {
+		as := &Value{Kind: Array}
+		for _, a := range s.Artifacts {
+			o := obj2(Member{"type", str(a.Type)}, Member{"name", str(a.Name)})
+			if a.Version != "" {
+				o.Members = append(o.Members, Member{"version", str(a.Version)})
+			}
+			o.Members = append(o.Members, Member{"digest", str(a.Digest)})
+			as.Elems = append(as.Elems, o)
+		}
+		v.Members = append(v.Members, Member{"artifacts", as})
+	}
+	return v
+}
