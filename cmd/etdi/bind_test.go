@@ -145,6 +145,24 @@ func TestBindEndpointHTTP(t *testing.T) {
 	if r := p.liveCheck(nil, "--bundle", "w.etdi.json", "--url", other); r.code != 12 {
 		t.Fatalf("the bundle out of band for another origin: %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
+	// Through etdi run --url: the bound URL's tools reach the host, the
+	// other origin's do not.
+	for _, c := range []struct {
+		flags []string
+		tools int
+	}{{[]string{"--bundle", "w.etdi.json", "--url", plain}, 1}, {[]string{"--url", other}, 0}} {
+		cs, _ := sdkHost(t, p.gatedCmd(nil, c.flags))
+		if lt, err := cs.ListTools(context.Background(), nil); err != nil || len(lt.Tools) != c.tools {
+			t.Fatalf("etdi run %q: %+v %v", c.flags, lt, err)
+		}
+		cs.Close()
+	}
+	run := exec.Command(etdiBin, p.gated([]string{"--bundle", "w.etdi.json", "--url", other})[1:]...)
+	run.Dir = p.dir
+	run.Env = append(os.Environ(), "HOME="+p.dir)
+	if out, err := run.CombinedOutput(); run.ProcessState.ExitCode() != 12 || !strings.Contains(string(out), "not starting the server") {
+		t.Fatalf("etdi run --bundle --url of another origin: %v\n%s", err, out)
+	}
 	// The stdio build of the same server is not the endpoint either.
 	if r := p.liveCheck(nil, "--bundle", "w.etdi.json", "--server", "--", bin); r.code != 12 {
 		t.Fatalf("the bundle of a remote server for a stdio launch: %d\n%s%s", r.code, r.stdout, r.stderr)
