@@ -80,6 +80,11 @@ func endpointOf(u *url.URL) (endpoint, error) {
 		port = map[string]string{"https": "443", "http": "80"}[scheme]
 	}
 	p := u.EscapedPath()
+	// What a server or a proxy in front of it may read as another path: an
+	// encoded slash or backslash, a ;parameter, an empty segment.
+	if lp := strings.ToLower(p); strings.Contains(lp, "%2f") || strings.Contains(lp, "%5c") || strings.ContainsAny(p, `;\`) || strings.Contains(p, "//") {
+		return endpoint{}, fmt.Errorf("an encoded slash, a backslash, a ';' or an empty segment in the path")
+	}
 	for _, seg := range strings.Split(p, "/") {
 		if seg == "." || seg == ".." || strings.EqualFold(seg, "%2e") || strings.EqualFold(seg, "%2e%2e") ||
 			strings.EqualFold(seg, ".%2e") || strings.EqualFold(seg, "%2e.") {

@@ -251,6 +251,9 @@ func Observe(ctx context.Context, l *Listing, opts Options) (*Report, error) {
 // templates, pinned by digest (bundles sign tools only).
 func (r *Report) setObservation(obs *pin.Observation) {
 	obs.Served = r.opts.Origin.Served()
+	if err := r.opts.Origin.Unresolved(); err != nil {
+		obs.Unresolved = err.Error()
+	}
 	if l := r.Listing; l != nil {
 		if l.Live {
 			obs.InstructionsKnown, obs.Instructions = true, l.Instructions

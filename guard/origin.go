@@ -2,12 +2,16 @@ package guard
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net/url"
+	"strings"
 
 	"github.com/etdi-dev/etdi"
 	"github.com/etdi-dev/etdi/internal/artifact"
+	"github.com/etdi-dev/etdi/internal/redact"
 	"github.com/etdi-dev/etdi/pin"
 	"github.com/etdi-dev/etdi/trust"
 	"github.com/etdi-dev/etdi/verify"
@@ -60,8 +64,9 @@ func (o *Origin) Unresolved() error {
 
 // Served is what a pin records as serving its tools: "TYPE NAME@VERSION
 // DIGEST" for an artifact, the URL's scheme, host, port and path for an
-// endpoint (never its user information or query, which may hold secrets),
-// "" when unknown.
+// endpoint (in lower case but the path; never its user information or
+// query, and a path segment that looks like a credential is replaced by
+// the first 12 hex digits of its SHA-256), "" when unknown.
 func (o *Origin) Served() string {
 	switch {
 	case o == nil:
@@ -71,11 +76,19 @@ func (o *Origin) Served() string {
 		if err != nil || u.Host == "" {
 			return ""
 		}
+		scheme := strings.ToLower(u.Scheme)
 		port := u.Port()
 		if port == "" {
-			port = map[string]string{"https": "443", "http": "80"}[u.Scheme]
+			port = map[string]string{"https": "443", "http": "80"}[scheme]
 		}
-		return fmt.Sprintf("url %s://%s:%s%s", u.Scheme, u.Hostname(), port, u.EscapedPath())
+		segs := strings.Split(u.EscapedPath(), "/")
+		for i, seg := range segs {
+			if raw, err := url.PathUnescape(seg); err == nil && redact.LooksSecret(raw) {
+				sum := sha256.Sum256([]byte(raw))
+				segs[i] = "secret-" + hex.EncodeToString(sum[:6])
+			}
+		}
+		return fmt.Sprintf("url %s://%s:%s%s", scheme, strings.ToLower(u.Hostname()), port, strings.Join(segs, "/"))
 	case o.res != nil:
 		a := o.res.Artifact
 		s := a.Type + " " + a.Name
@@ -138,10 +151,32 @@ func MovingTarget(argv []string) (bool, string) { return artifact.Moving(argv) }
 // known on either side.
 func CheckPinnedOrigin(o *Origin, opts Options) ([]verify.Finding, error) {
 	now := o.Served()
-	if opts.Bundle != nil || opts.Name == "" || now == "" || pin.ValidateUnsignedName(opts.Name) != nil {
+	if now == "" && o.Unresolved() == nil {
 		return nil, nil
 	}
-	server := pin.UnsignedServerKey(opts.Name)
+	var server string
+	switch {
+	case opts.Bundle != nil:
+		// The server the bundle claims; its signature is verified once the
+		// server lists its tools, and refusing to start trusts nothing.
+		b, err := etdi.ParseBundle(opts.Bundle)
+		if err != nil {
+			return nil, nil
+		}
+		st, err := etdi.ParseStatement(b.Envelope.Payload)
+		if err != nil {
+			return nil, nil
+		}
+		server = pin.SignedServerKey(st.Provider.ID, st.Server.Name)
+	case opts.Name != "" && pin.ValidateUnsignedName(opts.Name) == nil:
+		server = pin.UnsignedServerKey(opts.Name)
+	default:
+		return nil, nil
+	}
+	shown := now
+	if now == "" {
+		shown = "what cannot be resolved (" + o.Unresolved().Error() + ")"
+	}
 	var out []verify.Finding
 	err := withPins(opts, true, func(s *pin.Store) error {
 		pins, err := s.List()
@@ -154,7 +189,7 @@ func CheckPinnedOrigin(o *Origin, opts Options) ([]verify.Finding, error) {
 			}
 			out = append(out, verify.Finding{Kind: verify.RugPull, Severity: verify.Error, Server: server, Item: p.Item, Tool: p.Tool,
 				Fields: []string{"served"}, Changes: []etdi.Change{{Path: "/served", Op: "changed", Old: p.Served, New: now}},
-				Message: fmt.Sprintf("%s %s was approved served by %s; the command now runs %s", pin.ItemWord(p.Item), pin.ItemRef(p.Item, p.Tool), p.Served, now)})
+				Message: fmt.Sprintf("%s %s was approved served by %s; the command now runs %s", pin.ItemWord(p.Item), pin.ItemRef(p.Item, p.Tool), p.Served, shown)})
 		}
 		return nil
 	})

@@ -37,6 +37,11 @@ type Observation struct {
 	// its command runs or the endpoint it was reached at (ServedBy), empty
 	// when unknown. A pin approved with another is a rug pull.
 	Served string
+	// Unresolved, with Served empty, says why what a launched server runs
+	// could not be resolved: a pin that recorded what served it is then
+	// not judged by its definition alone (a replaced implementation made
+	// unresolvable must not pass as unknown).
+	Unresolved string
 }
 
 // Observed is one tool (or, with Item set, another item) as offered now.
@@ -502,8 +507,12 @@ func compareTool(tx *bolt.Tx, o *Observation, t *Observed, sameSkeleton []string
 	}
 	if servedChanged(p, o) {
 		st.Status = "changed"
+		now := o.Served
+		if now == "" {
+			now = "what cannot be resolved (" + o.Unresolved + ")"
+		}
 		f := pinned(with(verify.RugPull, verify.Error,
-			fmt.Sprintf("tool %s: the same definition is now served by %s; it was approved served by %s", ref, o.Served, p.Served)))
+			fmt.Sprintf("tool %s: the same definition is now served by %s; it was approved served by %s", ref, now, p.Served)))
 		f.Fields = []string{"served"}
 		f.Changes = []etdi.Change{{Path: "/served", Op: "changed", Old: p.Served, New: o.Served}}
 		return st, []verify.Finding{f}, nil
@@ -625,10 +634,16 @@ func hasControl(s string) bool {
 }
 
 // servedChanged reports whether the pin was approved served by something
-// other than what serves the observation now. Only what is known on both
-// sides is compared: a pin approved before etdi recorded it, or a server
-// whose artifact cannot be resolved now, is judged by its definition alone
-// (the trust policy's artifacts rule speaks for bundles that name one).
+// other than what serves the observation now: another artifact or
+// endpoint, or a launch that cannot be resolved any more (fail closed).
+// A pin approved before etdi recorded it, and an observation of no server
+// (a saved listing), are judged by their definitions alone.
 func servedChanged(p *Pin, o *Observation) bool {
-	return p.Served != "" && o.Served != "" && p.Served != o.Served
+	if p.Served == "" {
+		return false
+	}
+	if o.Served == "" {
+		return o.Unresolved != ""
+	}
+	return p.Served != o.Served
 }

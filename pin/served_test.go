@@ -33,7 +33,10 @@ func TestServedChange(t *testing.T) {
 			}
 			mustApprove(t, s, at(oldArt))
 			expect(t, s, at(oldArt))
-			expect(t, s, at("")) // cannot be resolved now: judged by definition
+			expect(t, s, at("")) // a saved listing: judged by definition
+			unresolved := at("")
+			unresolved.Unresolved = "file too large to hash"
+			expect(t, s, unresolved, "rug_pull") // made unresolvable: fails closed
 			cmp := expect(t, s, at(newArt), "rug_pull")
 			f := cmp.Findings[0]
 			if !strings.Contains(f.Message, newArt) || !strings.Contains(f.Message, oldArt) || len(f.Changes) != 1 || f.Changes[0].Old != oldArt || f.Changes[0].New != newArt {
