@@ -365,3 +365,34 @@ func TestMovingTargetWarning(t *testing.T) {
 		}
 	}
 }
+
+// A signed bundle that names no artifact: the pins still record what
+// served its tools, so a replaced binary is a rug pull at check and etdi
+// run does not start it.
+func TestBindSignedUnboundReplaced(t *testing.T) {
+	p := newPinEnv(t)
+	bin := buildWeather(t, p.dir, "weather", "")
+	other := buildWeather(t, p.dir, "weather-other", "other")
+	r := p.ok("manifest", "init", "--no-bind", "--provider", "acme", "--server", "--", bin)
+	if strings.Contains(r.stdout, "artifacts") {
+		t.Fatalf("--no-bind bound the manifest:\n%s", r.stdout)
+	}
+	p.write("w.manifest.json", r.stdout)
+	p.ok("sign", "--key", "acme.key", "--out", "w.etdi.json", "w.manifest.json")
+	run := filepath.Join(p.dir, "bin", "weather")
+	os.MkdirAll(filepath.Dir(run), 0o755)
+	copyFile(t, bin, run)
+	if r := p.liveCheck(nil, "--yes", "--bundle", "w.etdi.json", "--server", "--", run); r.code != 0 {
+		t.Fatalf("approve: %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	copyFile(t, other, run)
+	if r := p.liveCheck(nil, "--bundle", "w.etdi.json", "--server", "--", run); r.code != 11 {
+		t.Fatalf("a replaced binary under a signed bundle: %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	gate := exec.Command(etdiBin, p.gated([]string{"--bundle", "w.etdi.json"}, run)[1:]...)
+	gate.Dir = p.dir
+	gate.Env = append(os.Environ(), "HOME="+p.dir)
+	if out, _ := gate.CombinedOutput(); gate.ProcessState.ExitCode() != 11 || !strings.Contains(string(out), "not starting the server") {
+		t.Fatalf("etdi run of a replaced signed server: %d\n%s", gate.ProcessState.ExitCode(), out)
+	}
+}
