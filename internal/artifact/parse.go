@@ -32,6 +32,11 @@ type plan struct {
 	program bool   // looked up like a program, on PATH
 
 	env []envOp // what env wrappers change, outermost first
+
+	// unsafe says why what runs may not be the artifact alone (a flag
+	// that loads other code, another command after --package): Resolve
+	// refuses it; Moving still reads the plan.
+	unsafe string
 }
 
 // envOp is one change an env wrapper makes before running its program.
@@ -312,12 +317,48 @@ func skipFlags(args []string, fs flagSpec) []string {
 
 // script is an interpreter running the script that follows its flags.
 func script(runner string, args []string, fs flagSpec) plan {
+	// Before the script: a flag that loads other code makes the script
+	// not all that runs; an unknown flag without "=value" may take the
+	// next argument as its value (node --redirect-warnings good.js
+	// evil.js runs evil.js), so where the script is cannot be told.
+	unsafe := ""
+	for i := 0; i < len(args) && unsafe == ""; i++ {
+		a := args[i]
+		if a == "--" || !strings.HasPrefix(a, "-") || len(a) == 1 || fs.stop[a] {
+			break
+		}
+		k, _, hasValue := strings.Cut(a, "=")
+		switch {
+		case loadsCode[k]:
+			unsafe = runner + " " + shown(k) + " loads other code before the script; start the script without it"
+		case fs.values[k]:
+			if !hasValue {
+				i++
+			}
+		case hasValue || harmless[k]:
+		default:
+			unsafe = runner + " option " + shown(k) + " is not known; write it as " + shown(k+"=VALUE") + " or leave it out"
+		}
+	}
 	rest := skipFlags(args, fs)
 	if len(rest) == 0 {
 		return fail(runner, runner+" runs code from its command line or standard input, not a file; put the code in a file")
 	}
-	return plan{kind: TypeFile, runner: runner, path: rest[0]}
+	return plan{kind: TypeFile, runner: runner, path: rest[0], unsafe: unsafe}
 }
+
+// loadsCode are interpreter flags that run code besides the script.
+var loadsCode = set("-r", "--require", "--import", "--loader", "--experimental-loader", "--env-file", "--env-file-if-exists",
+	"-C", "--conditions", "--preload", "--tsconfig-override", "--import-map", "--experimental-policy", "--snapshot-blob")
+
+// harmless are interpreter flags known to take no value and to load no
+// code.
+var harmless = set("--enable-source-maps", "--no-warnings", "--no-deprecation", "--trace-warnings", "--trace-deprecation",
+	"--trace-uncaught", "--experimental-vm-modules", "--experimental-strip-types", "--no-experimental-strip-types",
+	"--experimental-transform-types", "--experimental-detect-module", "--abort-on-uncaught-exception",
+	"--preserve-symlinks", "--preserve-symlinks-main", "--smol", "--no-clear-screen", "-A", "--allow-all",
+	"--allow-net", "--allow-read", "--allow-write", "--allow-env", "--allow-run", "--allow-sys", "--allow-ffi", "-q", "--quiet",
+	"--no-check", "--no-prompt", "--unstable", "--cached-only", "--no-remote", "--no-npm", "--no-config", "--no-lock", "--frozen")
 
 // pythonScript reads python [flags] SCRIPT: -c and -m, and a short
 // cluster holding them (-uc, -Bm), end the flags.
@@ -481,12 +522,30 @@ func runnerSpecs(args []string, fs flagSpec) (specs []string, first string, cach
 
 // npmRunner reads the package an npm package runner starts.
 func npmRunner(runner string, args []string) plan {
+	// A flag the runner reads that is not known to be harmless may change
+	// what it installs or how it runs it (--registry, --node-options):
+	// what runs would not be the package the lockfile names.
+	unsafe := ""
+	for _, a := range args {
+		if a == "--" || !strings.HasPrefix(a, "-") {
+			break
+		}
+		k, _, _ := strings.Cut(a, "=")
+		if strings.HasPrefix(k, "--") && !npmFlags.bools[k] && !npmFlags.values[k] && unsafe == "" {
+			unsafe = runner + " option " + shown(k) + " may change what runs; run the package without it"
+		}
+	}
 	specs, first, cache, stopped := runnerSpecs(args, npmFlags)
 	p := plan{kind: TypeNPM, runner: runner, cache: cache, npx: runner == "npx" || runner == "npm exec"}
 	switch {
 	case len(specs) > 1:
 		return fail(runner, runner+" installs several packages (--package more than once); run one package")
 	case len(specs) == 1:
+		// --package names what is installed; the command after it is
+		// what runs, which must be the package's own.
+		if first != "" && first != npmBinName(specs[0]) && unsafe == "" {
+			unsafe = runner + " --package installs " + shown(specs[0]) + " and runs " + shown(first) + ", another command; run the package itself"
+		}
 		first = specs[0]
 	case stopped:
 		return fail(runner, runner+" -c runs a shell command; run the package with npx <package>@<version>")
@@ -494,6 +553,7 @@ func npmRunner(runner string, args []string) plan {
 		return fail(runner, runner+" names no package")
 	}
 	npmSpec(&p, first)
+	p.unsafe = unsafe
 	if p.why == "" {
 		switch runner {
 		case "pnpx", "pnpm dlx", "yarn dlx":
@@ -570,17 +630,34 @@ func explicitRemote(spec string) bool {
 
 // pyRunner reads the package a Python package runner starts.
 func pyRunner(runner string, args []string, fs flagSpec) plan {
+	// Extra packages and other indexes change what is installed beside or
+	// instead of the package the lockfile names.
+	unsafe := ""
+	for _, a := range args {
+		if a == "--" || !strings.HasPrefix(a, "-") {
+			break
+		}
+		if k, _, _ := strings.Cut(a, "="); pyChangesInstall[k] && unsafe == "" {
+			unsafe = runner + " option " + shown(k) + " changes what is installed; run the package without it"
+		}
+	}
 	specs, first, _, stopped := runnerSpecs(args, fs)
 	p := plan{kind: TypePyPI, runner: runner}
 	switch {
 	case len(specs) > 1:
 		return fail(runner, runner+" names the package more than once")
 	case len(specs) == 1:
+		// --from/--spec names what is installed; the command after it is
+		// what runs, which must be the package's own.
+		if first != "" && pep503(first) != pep503(pyName(specs[0])) && unsafe == "" {
+			unsafe = runner + " installs " + shown(specs[0]) + " and runs " + shown(first) + ", another command; run the package itself"
+		}
 		first = specs[0]
 	case stopped || first == "":
 		return fail(runner, runner+" names no package")
 	}
 	pySpec(&p, first, runner != "pipx run")
+	p.unsafe = unsafe
 	return p
 }
 
@@ -701,6 +778,11 @@ func containerRun(prog, argv0 string, args []string) plan {
 			i++
 		case strings.HasPrefix(a, "--pull="):
 			p.pull = a[len("--pull="):]
+		case a == "--entrypoint" || strings.HasPrefix(a, "--entrypoint="):
+			p.unsafe = prog + " run --entrypoint runs another program than the image's; run the image as it is"
+			if a == "--entrypoint" {
+				i++
+			}
 		case strings.HasPrefix(a, "--"):
 			if !strings.Contains(a, "=") && containerValues[a] {
 				i++
@@ -843,4 +925,31 @@ func moving(argv []string) (bool, string) {
 		}
 	}
 	return false, ""
+}
+
+// npmBinName is the command a package spec is run by when it has one bin
+// of its own name: the name without scope or version.
+func npmBinName(spec string) string {
+	spec = strings.TrimPrefix(spec, "npm:")
+	if i := strings.LastIndexByte(spec, '@'); i > 0 {
+		spec = spec[:i]
+	}
+	if i := strings.LastIndexByte(spec, '/'); i >= 0 {
+		spec = spec[i+1:]
+	}
+	return spec
+}
+
+// pyChangesInstall are the flags of uvx, uv tool run and pipx run that
+// install more than the package, or from elsewhere.
+var pyChangesInstall = set("--with", "-w", "--with-editable", "--with-requirements", "--index", "--index-url", "-i",
+	"--extra-index-url", "--default-index", "--find-links", "-f", "--pip-args", "--editable", "-e")
+
+// pyName is the distribution name of a requirement: what precedes its
+// extras or version specifier.
+func pyName(req string) string {
+	if m := pyReqRE.FindStringSubmatch(req); m != nil {
+		return m[1]
+	}
+	return req
 }

@@ -32,12 +32,22 @@ func Resolve(ctx context.Context, l Launch) (*Resolved, error) {
 	if p.why != "" {
 		return nil, fail(p.why)
 	}
+	if p.unsafe != "" {
+		return nil, fail(p.unsafe)
+	}
 	env := environ{vars: l.Env, inherit: l.Env == nil}
 	dir := l.Dir
 	for _, op := range p.env {
 		env.apply(op)
 		if op.chdir != "" {
 			dir = within(dir, op.chdir)
+		}
+	}
+	// Variables that load other code into whatever runs: the artifact
+	// would not be all that runs.
+	for _, name := range injecting {
+		if v := env.get(name); v != "" {
+			return nil, fail(name + " is set: it loads other code into the server, so what runs is not the artifact alone; start the server without it")
 		}
 	}
 	var (
@@ -66,6 +76,14 @@ func Resolve(ctx context.Context, l Launch) (*Resolved, error) {
 	}
 	return r, nil
 }
+
+// injecting are the environment variables that make a program or its
+// interpreter load code the artifact does not hold: preloaded libraries,
+// interpreter options and search paths, shell start-up files.
+var injecting = []string{"LD_PRELOAD", "LD_LIBRARY_PATH", "LD_AUDIT", "DYLD_INSERT_LIBRARIES", "DYLD_LIBRARY_PATH",
+	"NODE_OPTIONS", "NODE_PATH", "PYTHONPATH", "PYTHONSTARTUP", "PYTHONHOME", "PYTHONUSERBASE", "BASH_ENV", "ENV",
+	"JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS", "JDK_JAVA_OPTIONS", "PERL5OPT", "RUBYOPT", "npm_config_node_options",
+	"npm_config_registry", "UV_INDEX_URL", "UV_EXTRA_INDEX_URL", "PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL"}
 
 // environ is a launch's environment.
 type environ struct {
