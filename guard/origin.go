@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"os"
 	"strings"
 
 	"github.com/etdi-dev/etdi"
@@ -40,7 +41,13 @@ func ResolveOrigin(ctx context.Context, s Server) *Origin {
 		return &Origin{url: s.URL}
 	}
 	o := &Origin{launched: true}
-	o.res, o.err = artifact.Resolve(ctx, artifact.Launch{Argv: s.Command, Dir: s.Dir, Env: s.Env})
+	env := s.Env
+	if env != nil {
+		// The program is looked up as it will be started: on this
+		// process's PATH (os/exec), whatever PATH the server is given.
+		env = append(append([]string{}, env...), "PATH="+os.Getenv("PATH"))
+	}
+	o.res, o.err = artifact.Resolve(ctx, artifact.Launch{Argv: s.Command, Dir: s.Dir, Env: env})
 	return o
 }
 
