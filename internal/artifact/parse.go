@@ -1,9 +1,10 @@
 package artifact
 
 import (
-	"path/filepath"
 	"regexp"
 	"strings"
+
+	"github.com/etdi-dev/etdi/internal/cmdline"
 )
 
 // plan is what a command line runs, as far as its arguments tell: no file
@@ -65,13 +66,13 @@ func (p *plan) what() string {
 func fail(runner, why string) plan { return plan{runner: runner, why: why} }
 
 // progName is the base name of a program; a name with a Windows
-// extension (.exe, .cmd, .bat) is without it, in lower case.
+// extension (.exe, .cmd, .bat) is without it, in lower case. Unlike
+// package identity's, it keeps .ps1: a PowerShell script is not the
+// program it is named after, and is resolved as the file it is.
 func progName(p string) string {
-	b := filepath.Base(strings.ReplaceAll(p, `\`, "/"))
-	for _, ext := range []string{".exe", ".cmd", ".bat"} {
-		if len(b) > len(ext) && strings.EqualFold(b[len(b)-len(ext):], ext) {
-			return strings.ToLower(b[:len(b)-len(ext)])
-		}
+	b := cmdline.Base(p)
+	if n, ok := cmdline.CutExt(b, ".exe", ".cmd", ".bat"); ok && n != "" {
+		return strings.ToLower(n)
 	}
 	return b
 }
@@ -80,7 +81,7 @@ var pythonRE = regexp.MustCompile(`^python(w|[0-9]+(\.[0-9]+)?)?$`)
 
 // wrappers run another program or a command string, which is not
 // followed: they are never taken for the server.
-var wrappers = set("sudo", "doas", "su", "runuser", "nice", "ionice", "chrt", "taskset", "nohup", "setsid", "timeout",
+var wrappers = cmdline.Set("sudo", "doas", "su", "runuser", "nice", "ionice", "chrt", "taskset", "nohup", "setsid", "timeout",
 	"stdbuf", "time", "xargs", "cmd", "powershell", "pwsh", "nix", "nix-shell", "corepack", "volta", "mise", "asdf",
 	"direnv", "dotenv", "cross-env", "npm-run")
 
@@ -101,22 +102,22 @@ func parseAt(argv []string, depth int) plan {
 	case prog == "npx" || prog == "bunx" || prog == "pnpx":
 		return npmRunner(prog, args)
 	case prog == "npm":
-		if rest, ok := sub(args, nil, "exec", "x"); ok {
+		if rest, ok := cmdline.Sub(args, nil, "exec", "x"); ok {
 			return npmRunner("npm exec", rest)
 		}
 		return fail("npm", "npm runs a package.json script or an npm command, not a named package; "+
 			"run the package with npx <package>@<version>, or the script with node")
 	case prog == "pnpm" || prog == "yarn":
-		if rest, ok := sub(args, nil, "dlx"); ok {
+		if rest, ok := cmdline.Sub(args, nil, "dlx"); ok {
 			return npmRunner(prog+" dlx", rest)
 		}
 		return fail(prog, prog+" runs a package.json script or a "+prog+" command, not a named package; "+
 			"run the package with npx <package>@<version>, or the script with node")
 	case prog == "bun":
-		if rest, ok := sub(args, bunFlags.values, "x"); ok {
+		if rest, ok := cmdline.Sub(args, bunFlags.Values, "x"); ok {
 			return npmRunner("bun x", rest)
 		}
-		if rest, ok := sub(args, bunFlags.values, "run"); ok {
+		if rest, ok := cmdline.Sub(args, bunFlags.Values, "run"); ok {
 			return script("bun", rest, bunFlags)
 		}
 		return script("bun", args, bunFlags)
@@ -125,8 +126,8 @@ func parseAt(argv []string, depth int) plan {
 	case prog == "uv":
 		return parseUV(args)
 	case prog == "pipx":
-		if rest, ok := sub(args, nil, "run"); ok {
-			return pyRunner("pipx run", rest, pipxFlags)
+		if rest, ok := cmdline.Sub(args, nil, "run"); ok {
+			return pyRunner("pipx run", rest, cmdline.PipxFlags)
 		}
 		return fail("pipx", "pipx runs an installed application here; run the package with pipx run --spec <package>==<version>")
 	case prog == "docker" || prog == "podman" || prog == "nerdctl":
@@ -134,10 +135,10 @@ func parseAt(argv []string, depth int) plan {
 	case prog == "node" || prog == "nodejs" || prog == "tsx" || prog == "ts-node":
 		return script(prog, args, nodeFlags)
 	case prog == "deno":
-		if rest, ok := sub(args, denoFlags.values, "run"); ok {
+		if rest, ok := cmdline.Sub(args, denoFlags.Values, "run"); ok {
 			return script("deno run", rest, denoFlags)
 		}
-		if rest := skipFlags(args, denoFlags); len(rest) > 0 && denoScriptRE.MatchString(rest[0]) {
+		if rest := cmdline.Skip(args, denoFlags); len(rest) > 0 && denoScriptRE.MatchString(rest[0]) {
 			return script("deno", args, denoFlags)
 		}
 		return fail("deno", "deno runs a subcommand or task here, not a script; run the script with deno run <file>")
@@ -206,117 +207,33 @@ loop:
 	return p
 }
 
-// flagSpec describes a runner's or interpreter's own flags.
-type flagSpec struct {
-	// values take the next argument as their value.
-	values map[string]bool
-	// pkg name the package to run (npx -p PKG, uvx --from PKG).
-	pkg map[string]bool
-	// stop end the flags: what follows is inline code or a module.
-	stop map[string]bool
-	// bools are the long flags known to take no value. A package runner
-	// takes any other long flag written without "=value" to take the next
-	// argument (npx --api-key SECRET pkg): that argument is never the
-	// package.
-	bools map[string]bool
-}
+// npmFlags are cmdline.NPMFlags with npx -c (--call) a stop flag: it runs
+// a shell command, which is not resolved. Package identity reads -c as a
+// flag with a value and goes on to the package (npx -c CMD -p PKG names
+// PKG), since the package is still what the server is.
+var npmFlags = cmdline.NPMFlags.With(cmdline.FlagSpec{Stop: cmdline.Set("-c", "--call")})
 
-func set(s ...string) map[string]bool {
-	m := map[string]bool{}
-	for _, x := range s {
-		m[x] = true
-	}
-	return m
-}
-
-// npmFlags are the flags of npx, npm exec, bunx, pnpm dlx, yarn dlx and
-// bun x that matter to find the package.
-var npmFlags = flagSpec{values: set("-p", "--package", "-c", "--call", "--cache", "--userconfig", "-w", "--workspace"),
-	pkg:  set("-p", "--package"),
-	stop: set("-c", "--call"),
-	bools: set("--yes", "--no", "--no-yes", "--quiet", "--silent", "--verbose", "--ignore-scripts", "--no-install",
-		"--offline", "--prefer-offline", "--prefer-online", "--legacy-peer-deps", "--force", "--workspaces", "--ws",
-		"--include-workspace-root", "--no-workspaces", "--bun", "--no-update-notifier", "--no-audit", "--no-fund",
-		"--foreground-scripts", "--global", "--dry-run", "--shell-emulator", "--no-color", "--color")}
-
-// uvFlags are the flags of uvx, uv tool run and uv run.
-var uvFlags = flagSpec{values: set("--from", "--with", "-w", "--with-editable", "--with-requirements", "--python", "-p",
-	"--index", "--index-url", "-i", "--extra-index-url", "--default-index", "--find-links", "-f", "--directory", "--project",
-	"--cache-dir", "--config-file", "--env-file", "--constraints", "-c", "--overrides", "--build-constraints", "-b",
-	"--refresh-package", "--reinstall-package", "--upgrade-package", "-P", "--no-binary-package", "--only-binary-package",
-	"--color", "--index-strategy", "--keyring-provider", "--resolution", "--prerelease", "--exclude-newer", "--link-mode",
-	"--allow-insecure-host", "--python-preference", "--package", "--extra", "--group", "--script"),
-	pkg:  set("--from"),
-	stop: set("-m", "--module"),
-	bools: set("--isolated", "--no-cache", "--offline", "--quiet", "--verbose", "--native-tls", "--no-progress",
-		"--no-python-downloads", "--allow-python-downloads", "--no-config", "--refresh", "--reinstall", "--upgrade",
-		"--no-build", "--no-binary", "--no-sources", "--no-index", "--no-build-isolation", "--compile-bytecode",
-		"--managed-python", "--no-managed-python", "--preview", "--no-env-file", "--system-certs", "--lfs",
-		"--all-extras", "--no-deps", "--exact", "--frozen", "--locked", "--no-color", "--no-project", "--no-sync")}
-
-// pipxFlags are the flags of pipx run.
-var pipxFlags = flagSpec{values: set("--spec", "--python", "--index-url", "-i", "--pip-args", "--backend"), pkg: set("--spec"),
-	bools: set("--no-cache", "--pypi", "--verbose", "--quiet", "--system-site-packages", "--path", "--editable", "--preinstall")}
+// uvFlags are cmdline.UVFlags with uv run -m (--module) a stop flag, as an
+// installed module is not resolved (package identity names it), and with
+// --no-project and --no-sync known to take no value. Package identity
+// does not take those two: the name it derives is the key a server's
+// pins are under, and it has always named uvx --no-sync PKG uvx.
+var uvFlags = cmdline.UVFlags.With(cmdline.FlagSpec{Stop: cmdline.Set("-m", "--module"), Bools: cmdline.Set("--no-project", "--no-sync")})
 
 // Interpreter flags.
 var (
-	nodeFlags = flagSpec{values: set("-r", "--require", "--import", "--loader", "--experimental-loader", "--env-file",
+	nodeFlags = cmdline.FlagSpec{Values: cmdline.Set("-r", "--require", "--import", "--loader", "--experimental-loader", "--env-file",
 		"--conditions", "-C", "--input-type", "--title", "--inspect-port", "--stack-size", "--max-old-space-size"),
-		stop: set("-e", "--eval", "-p", "--print", "-", "--run", "-i", "--interactive")}
-	bunFlags  = flagSpec{values: set("--cwd", "-r", "--preload", "--config", "-c", "--env-file", "--tsconfig-override")}
-	denoFlags = flagSpec{values: set("-c", "--config", "--import-map", "--location", "--env-file", "--cert", "-L", "--log-level", "--seed"),
-		stop: set("--eval", "-e")}
+		Stop: cmdline.Set("-e", "--eval", "-p", "--print", "-", "--run", "-i", "--interactive")}
+	bunFlags  = cmdline.FlagSpec{Values: cmdline.Set("--cwd", "-r", "--preload", "--config", "-c", "--env-file", "--tsconfig-override")}
+	denoFlags = cmdline.FlagSpec{Values: cmdline.Set("-c", "--config", "--import-map", "--location", "--env-file", "--cert", "-L", "--log-level", "--seed"),
+		Stop: cmdline.Set("--eval", "-e")}
 )
 
 var denoScriptRE = regexp.MustCompile(`\.(ts|tsx|js|jsx|mjs|mts|cjs|cts)$`)
 
-// sub returns the arguments after the subcommand if the first argument
-// that is neither a flag nor the value of one (listed in values) is one
-// of names.
-func sub(args []string, values map[string]bool, names ...string) ([]string, bool) {
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		if strings.HasPrefix(a, "-") {
-			if values[a] {
-				i++
-			}
-			continue
-		}
-		for _, n := range names {
-			if a == n {
-				return args[i+1:], true
-			}
-		}
-		return nil, false
-	}
-	return nil, false
-}
-
-// skipFlags drops leading flags and the values of flags that take one; it
-// returns what follows, or nil at a stop flag.
-func skipFlags(args []string, fs flagSpec) []string {
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		switch {
-		case a == "--":
-			return args[i+1:]
-		case fs.stop[a]:
-			return nil
-		case fs.values[a]:
-			i++
-		case strings.HasPrefix(a, "-") && len(a) > 1:
-			if k, _, ok := strings.Cut(a, "="); ok && fs.stop[k] {
-				return nil
-			}
-		default:
-			return args[i:]
-		}
-	}
-	return nil
-}
-
 // script is an interpreter running the script that follows its flags.
-func script(runner string, args []string, fs flagSpec) plan {
+func script(runner string, args []string, fs cmdline.FlagSpec) plan {
 	// Before the script: a flag that loads other code makes the script
 	// not all that runs; an unknown flag without "=value" may take the
 	// next argument as its value (node --redirect-warnings good.js
@@ -324,14 +241,14 @@ func script(runner string, args []string, fs flagSpec) plan {
 	unsafe := ""
 	for i := 0; i < len(args) && unsafe == ""; i++ {
 		a := args[i]
-		if a == "--" || !strings.HasPrefix(a, "-") || len(a) == 1 || fs.stop[a] {
+		if a == "--" || !strings.HasPrefix(a, "-") || len(a) == 1 || fs.Stop[a] {
 			break
 		}
 		k, _, hasValue := strings.Cut(a, "=")
 		switch {
 		case loadsCode[k]:
 			unsafe = runner + " " + shown(k) + " loads other code before the script; start the script without it"
-		case fs.values[k]:
+		case fs.Values[k]:
 			if !hasValue {
 				i++
 			}
@@ -340,7 +257,7 @@ func script(runner string, args []string, fs flagSpec) plan {
 			unsafe = runner + " option " + shown(k) + " is not known; write it as " + shown(k+"=VALUE") + " or leave it out"
 		}
 	}
-	rest := skipFlags(args, fs)
+	rest := cmdline.Skip(args, fs)
 	if len(rest) == 0 {
 		return fail(runner, runner+" runs code from its command line or standard input, not a file; put the code in a file")
 	}
@@ -348,12 +265,12 @@ func script(runner string, args []string, fs flagSpec) plan {
 }
 
 // loadsCode are interpreter flags that run code besides the script.
-var loadsCode = set("-r", "--require", "--import", "--loader", "--experimental-loader", "--env-file", "--env-file-if-exists",
+var loadsCode = cmdline.Set("-r", "--require", "--import", "--loader", "--experimental-loader", "--env-file", "--env-file-if-exists",
 	"-C", "--conditions", "--preload", "--tsconfig-override", "--import-map", "--experimental-policy", "--snapshot-blob")
 
 // harmless are interpreter flags known to take no value and to load no
 // code.
-var harmless = set("--enable-source-maps", "--no-warnings", "--no-deprecation", "--trace-warnings", "--trace-deprecation",
+var harmless = cmdline.Set("--enable-source-maps", "--no-warnings", "--no-deprecation", "--trace-warnings", "--trace-deprecation",
 	"--trace-uncaught", "--experimental-vm-modules", "--experimental-strip-types", "--no-experimental-strip-types",
 	"--experimental-transform-types", "--experimental-detect-module", "--abort-on-uncaught-exception",
 	"--preserve-symlinks", "--preserve-symlinks-main", "--smol", "--no-clear-screen", "-A", "--allow-all",
@@ -442,16 +359,14 @@ func javaJar(args []string) plan {
 
 // parseUV reads uv tool run (uvx) and uv run of a Python script.
 func parseUV(args []string) plan {
-	if rest, ok := sub(args, uvFlags.values, "tool"); ok {
-		if rest, ok := sub(rest, uvFlags.values, "run"); ok {
-			return pyRunner("uv tool run", rest, uvFlags)
-		}
+	if rest, ok := cmdline.UVToolRun(args); ok {
+		return pyRunner("uv tool run", rest, uvFlags)
 	}
-	rest, ok := sub(args, uvFlags.values, "run")
+	rest, ok := cmdline.Sub(args, uvFlags.Values, "run")
 	if !ok {
 		return fail("uv", "uv runs a project command here; run a package with uvx <package>==<version>")
 	}
-	s := skipFlags(rest, uvFlags)
+	s := cmdline.Skip(rest, uvFlags)
 	// uv --directory DIR run script.py: the script is in DIR.
 	var ops []envOp
 	for _, flags := range [][]string{args[:len(args)-len(rest)], rest[:len(rest)-len(s)]} {
@@ -472,54 +387,6 @@ func parseUV(args []string) plan {
 	return p
 }
 
-// runnerSpecs finds the package a package runner starts: the values of its
-// package flag, else its first plain argument. A long flag not known to
-// take no value takes the next argument, which is never the package (npx
-// --api-key SECRET pkg). stopped is set when a stop flag (npx -c) ends
-// the search.
-func runnerSpecs(args []string, fs flagSpec) (specs []string, first string, cache string, stopped bool) {
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		if k, v, ok := strings.Cut(a, "="); ok && strings.HasPrefix(a, "-") {
-			switch {
-			case fs.pkg[k]:
-				specs = append(specs, v)
-			case fs.stop[k]:
-				return specs, "", cache, true
-			case k == "--cache":
-				cache = v
-			}
-			continue
-		}
-		switch {
-		case a == "--":
-			if i+1 < len(args) {
-				first = args[i+1]
-			}
-			return specs, first, cache, false
-		case fs.stop[a]:
-			return specs, "", cache, true
-		case fs.pkg[a] || a == "--cache":
-			if i+1 < len(args) {
-				if a == "--cache" {
-					cache = args[i+1]
-				} else {
-					specs = append(specs, args[i+1])
-				}
-			}
-			i++
-		case fs.values[a]:
-			i++
-		case strings.HasPrefix(a, "--") && !fs.bools[a]:
-			i++ // an unknown long flag: assumed to take the next argument
-		case strings.HasPrefix(a, "-") && len(a) > 1:
-		default:
-			return specs, a, cache, false
-		}
-	}
-	return specs, "", cache, false
-}
-
 // npmRunner reads the package an npm package runner starts.
 func npmRunner(runner string, args []string) plan {
 	// A flag the runner reads that is not known to be harmless may change
@@ -531,23 +398,24 @@ func npmRunner(runner string, args []string) plan {
 			break
 		}
 		k, _, _ := strings.Cut(a, "=")
-		if strings.HasPrefix(k, "--") && !npmFlags.bools[k] && !npmFlags.values[k] && unsafe == "" {
+		if strings.HasPrefix(k, "--") && !npmFlags.Bools[k] && !npmFlags.Values[k] && unsafe == "" {
 			unsafe = runner + " option " + shown(k) + " may change what runs; run the package without it"
 		}
 	}
-	specs, first, cache, stopped := runnerSpecs(args, npmFlags)
-	p := plan{kind: TypeNPM, runner: runner, cache: cache, npx: runner == "npx" || runner == "npm exec"}
+	r := cmdline.ReadRunner(args, npmFlags)
+	first := r.First
+	p := plan{kind: TypeNPM, runner: runner, cache: r.Cache, npx: runner == "npx" || runner == "npm exec"}
 	switch {
-	case len(specs) > 1:
+	case len(r.Pkgs) > 1:
 		return fail(runner, runner+" installs several packages (--package more than once); run one package")
-	case len(specs) == 1:
+	case len(r.Pkgs) == 1:
 		// --package names what is installed; the command after it is
 		// what runs, which must be the package's own.
-		if first != "" && first != npmBinName(specs[0]) && unsafe == "" {
-			unsafe = runner + " --package installs " + shown(specs[0]) + " and runs " + shown(first) + ", another command; run the package itself"
+		if first != "" && first != npmBinName(r.Pkgs[0]) && unsafe == "" {
+			unsafe = runner + " --package installs " + shown(r.Pkgs[0]) + " and runs " + shown(first) + ", another command; run the package itself"
 		}
-		first = specs[0]
-	case stopped:
+		first = r.Pkgs[0]
+	case r.Stopped:
 		return fail(runner, runner+" -c runs a shell command; run the package with npx <package>@<version>")
 	case first == "":
 		return fail(runner, runner+" names no package")
@@ -564,13 +432,6 @@ func npmRunner(runner string, args []string) plan {
 	return p
 }
 
-// npmShorthandRE is a GitHub shorthand spec, user/repo[#ref].
-var npmShorthandRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9-]*/[A-Za-z0-9._-]+(#\S*)?$`)
-
-// npmVersionRE is what may follow a package name's '@': a version, a
-// range or a dist-tag.
-var npmVersionRE = regexp.MustCompile(`^[A-Za-z0-9._^~<>=*+|-]*$`)
-
 // npmExactRE is one exact version (npm accepts a leading "=" or "v").
 var npmExactRE = regexp.MustCompile(`^[=v]?\s*([0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.-]+)?(\+[0-9A-Za-z.-]+)?)$`)
 
@@ -582,7 +443,7 @@ func npmSpec(p *plan, spec string) {
 	case explicitLocal(spec):
 		p.why = "the package is a local path or file spec; run the file itself (node <file>) to resolve it"
 		return
-	case explicitRemote(spec) || npmShorthandRE.MatchString(spec):
+	case explicitRemote(spec) || cmdline.NPMShorthand(spec):
 		p.remote = true
 		p.why = "the package is a git or URL spec, which is not resolved; run a registry version: <package>@<version>"
 		return
@@ -590,12 +451,8 @@ func npmSpec(p *plan, spec string) {
 		p.why = "jsr packages are not resolved; run an npm registry version: <package>@<version>"
 		return
 	}
-	s := strings.TrimPrefix(spec, "npm:")
-	name, version := s, ""
-	if i := strings.LastIndexByte(s, '@'); i > 0 {
-		name, version = s[:i], s[i+1:]
-	}
-	if len(name) > 214 || !npmNameRE.MatchString(name) || !npmVersionRE.MatchString(version) {
+	name, version := cmdline.SplitNPM(strings.TrimPrefix(spec, "npm:"))
+	if len(name) > 214 || !npmNameRE.MatchString(name) || !cmdline.NPMVersion(version) {
 		p.why = "the argument where the package belongs is not an npm package spec"
 		return
 	}
@@ -629,7 +486,7 @@ func explicitRemote(spec string) bool {
 }
 
 // pyRunner reads the package a Python package runner starts.
-func pyRunner(runner string, args []string, fs flagSpec) plan {
+func pyRunner(runner string, args []string, fs cmdline.FlagSpec) plan {
 	// Extra packages and other indexes change what is installed beside or
 	// instead of the package the lockfile names.
 	unsafe := ""
@@ -641,19 +498,20 @@ func pyRunner(runner string, args []string, fs flagSpec) plan {
 			unsafe = runner + " option " + shown(k) + " changes what is installed; run the package without it"
 		}
 	}
-	specs, first, _, stopped := runnerSpecs(args, fs)
+	r := cmdline.ReadRunner(args, fs)
+	first := r.First
 	p := plan{kind: TypePyPI, runner: runner}
 	switch {
-	case len(specs) > 1:
+	case len(r.Pkgs) > 1:
 		return fail(runner, runner+" names the package more than once")
-	case len(specs) == 1:
+	case len(r.Pkgs) == 1:
 		// --from/--spec names what is installed; the command after it is
 		// what runs, which must be the package's own.
-		if first != "" && pep503(first) != pep503(pyName(specs[0])) && unsafe == "" {
-			unsafe = runner + " installs " + shown(specs[0]) + " and runs " + shown(first) + ", another command; run the package itself"
+		if first != "" && pep503(first) != pep503(pyName(r.Pkgs[0])) && unsafe == "" {
+			unsafe = runner + " installs " + shown(r.Pkgs[0]) + " and runs " + shown(first) + ", another command; run the package itself"
 		}
-		first = specs[0]
-	case stopped || first == "":
+		first = r.Pkgs[0]
+	case r.Stopped || first == "":
 		return fail(runner, runner+" names no package")
 	}
 	pySpec(&p, first, runner != "pipx run")
@@ -708,98 +566,28 @@ func pySpec(p *plan, spec string, at bool) {
 	}
 }
 
-// Flags of docker run and podman run (and their global options) that take
-// a separate value. Every other flag is taken to stand alone; a
-// --flag=value never takes the next argument.
-var containerValues = set(
-	// global options, before "run"
-	"-H", "--host", "-c", "--context", "--config", "-l", "--log-level", "--tlscacert", "--tlscert", "--tlskey",
-	"--connection", "--identity", "--url", "--root", "--runroot", "--storage-driver", "--storage-opt", "--cgroup-manager",
-	"--namespace", "-n", "--address", "-a",
-	// run options
-	"-e", "--env", "--env-file", "-v", "--volume", "--volumes-from", "--mount", "--tmpfs", "--name", "-p", "--publish",
-	"--expose", "--network", "--net", "--network-alias", "--net-alias", "-w", "--workdir", "-u", "--user", "--entrypoint",
-	"-h", "--hostname", "--domainname", "--label", "--label-file", "--annotation", "--add-host", "--dns", "--dns-option",
-	"--dns-opt", "--dns-search", "--cap-add", "--cap-drop", "--device", "--device-cgroup-rule", "--device-read-bps",
-	"--device-read-iops", "--device-write-bps", "--device-write-iops", "--gpus", "--group-add", "--ipc", "--pid", "--uts",
-	"--userns", "--cgroupns", "--cgroup-parent", "--cidfile", "--cpus", "--cpu-shares", "--cpu-period", "--cpu-quota",
-	"--cpu-rt-period", "--cpu-rt-runtime", "--cpuset-cpus", "--cpuset-mems", "-m", "--memory", "--memory-reservation",
-	"--memory-swap", "--memory-swappiness", "--kernel-memory", "--shm-size", "--oom-score-adj", "--pids-limit", "--ulimit",
-	"--blkio-weight", "--blkio-weight-device", "--restart", "--runtime", "--security-opt", "--stop-signal", "--stop-timeout",
-	"--log-driver", "--log-opt", "--platform", "--pull", "--isolation", "--ip", "--ip6", "--link", "--link-local-ip",
-	"--mac-address", "--sysctl", "--health-cmd", "--health-interval", "--health-retries",
-	"--health-start-period", "--health-start-interval", "--health-timeout", "--attach", "--detach-keys",
-	"--init-path", "--secret", "--pod", "--pod-id-file", "--arch", "--os", "--variant", "--authfile", "--creds",
-	"--cert-dir", "--decryption-key", "--uidmap", "--gidmap", "--subuidname", "--subgidname", "--hooks-dir", "--pidfile",
-	"--conmon-pidfile", "--cgroups", "--cgroup-conf", "--chrootdirs", "--image-volume", "--requires", "--sdnotify",
-	"--seccomp-policy", "--timeout", "--tz", "--umask", "--unsetenv", "--volume-driver", "--group-entry", "--passwd-entry",
-	"--personality", "--preserve-fd", "--rdt-class", "--retry", "--retry-delay", "--hostuser", "--systemd",
-)
-
-// Short flags of docker run that take a value, for clusters like -it or
-// -ie NAME.
-const containerShortValues = "ehlmpuvwac"
-
 // containerRun reads docker|podman|nerdctl [global options] [container]
 // run [options] IMAGE.
 func containerRun(prog, argv0 string, args []string) plan {
 	p := plan{kind: TypeOCI, runner: prog + " run", prog: argv0}
-	i := 0
-	for ; i < len(args); i++ {
-		a := args[i]
-		if a == "run" {
+	i, globals := cmdline.ContainerCommand(args)
+	switch {
+	case i >= len(args):
+		return fail(prog, prog+" runs no container; run the server with "+prog+" run <image>@sha256:<digest>")
+	case args[i] != "run":
+		return fail(prog, prog+" "+shown(args[i])+" is not "+prog+" run; run the server with "+prog+" run <image>@sha256:<digest>")
+	}
+	p.globals = globals
+	image, pull := cmdline.RunImage(args[i+1:])
+	p.pull = pull
+	// --entrypoint before the image runs another program than the
+	// image's own.
+	for _, a := range args[i+1:] {
+		if a == image {
 			break
 		}
-		if a == "container" {
-			continue
-		}
-		if !strings.HasPrefix(a, "-") {
-			return fail(prog, prog+" "+shown(a)+" is not "+prog+" run; run the server with "+prog+" run <image>@sha256:<digest>")
-		}
-		p.globals = true
-		if containerValues[a] && !strings.Contains(a, "=") {
-			i++
-		}
-	}
-	if i >= len(args) {
-		return fail(prog, prog+" runs no container; run the server with "+prog+" run <image>@sha256:<digest>")
-	}
-	image := ""
-	for i++; i < len(args) && image == ""; i++ {
-		a := args[i]
-		switch {
-		case a == "--":
-			if i+1 < len(args) {
-				image = args[i+1]
-			}
-			i = len(args)
-		case a == "--pull" && i+1 < len(args):
-			p.pull = args[i+1]
-			i++
-		case strings.HasPrefix(a, "--pull="):
-			p.pull = a[len("--pull="):]
-		case a == "--entrypoint" || strings.HasPrefix(a, "--entrypoint="):
+		if a == "--entrypoint" || strings.HasPrefix(a, "--entrypoint=") {
 			p.unsafe = prog + " run --entrypoint runs another program than the image's; run the image as it is"
-			if a == "--entrypoint" {
-				i++
-			}
-		case strings.HasPrefix(a, "--"):
-			if !strings.Contains(a, "=") && containerValues[a] {
-				i++
-			}
-		case strings.HasPrefix(a, "-") && len(a) > 1:
-			// A cluster of short flags: the first that takes a value takes
-			// the rest of the cluster, or the next argument.
-			for j := 1; j < len(a); j++ {
-				if strings.IndexByte(containerShortValues, a[j]) >= 0 {
-					if j == len(a)-1 {
-						i++
-					}
-					break
-				}
-			}
-		default:
-			image = a
 		}
 	}
 	if image == "" {
@@ -841,15 +629,16 @@ func parseRef(s string) (imageRef, string) {
 	if len(s) > 512 {
 		return r, "the image reference is too long"
 	}
-	name := s
-	if i := strings.IndexByte(s, '@'); i >= 0 {
-		name, r.digest = s[:i], s[i+1:]
+	name, digest, ok := cmdline.CutDigest(s)
+	if ok {
+		r.digest = digest
 		if !sha256RE.MatchString(r.digest) {
 			return r, "the image digest is not sha256:<64 lowercase hex digits>; pin the image by its sha256 digest"
 		}
 	}
-	if i := strings.LastIndexByte(name, ':'); i > strings.LastIndexByte(name, '/') {
-		name, r.tag = name[:i], name[i+1:]
+	name, tag, ok := cmdline.CutTag(name)
+	if ok {
+		r.tag = tag
 		if !tagRE.MatchString(r.tag) {
 			return r, "the argument where the image belongs is not an image reference"
 		}
@@ -942,7 +731,7 @@ func npmBinName(spec string) string {
 
 // pyChangesInstall are the flags of uvx, uv tool run and pipx run that
 // install more than the package, or from elsewhere.
-var pyChangesInstall = set("--with", "-w", "--with-editable", "--with-requirements", "--index", "--index-url", "-i",
+var pyChangesInstall = cmdline.Set("--with", "-w", "--with-editable", "--with-requirements", "--index", "--index-url", "-i",
 	"--extra-index-url", "--default-index", "--find-links", "-f", "--pip-args", "--editable", "-e")
 
 // pyName is the distribution name of a requirement: what precedes its

@@ -30,6 +30,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/etdi-dev/etdi"
+	"github.com/etdi-dev/etdi/internal/cmdline"
 	"github.com/etdi-dev/etdi/internal/redact"
 )
 
@@ -66,13 +67,10 @@ func CommandFor(argv []string, dir string, secrets *redact.Set) string {
 }
 
 // progName is the base name of a program, without a Windows extension.
+// Unlike package artifact, which resolves the file a name runs, it keeps
+// the name's case and drops .ps1 too: npx.ps1 names what npx does.
 func progName(p string) string {
-	b := filepath.Base(strings.ReplaceAll(p, `\`, "/"))
-	for _, ext := range []string{".exe", ".cmd", ".bat", ".ps1"} {
-		if strings.HasSuffix(strings.ToLower(b), ext) {
-			return b[:len(b)-len(ext)]
-		}
-	}
+	b, _ := cmdline.CutExt(cmdline.Base(p), ".exe", ".cmd", ".bat", ".ps1")
 	return b
 }
 
@@ -94,34 +92,32 @@ func derive(prog string, args []string, dir string, depth int) string {
 	switch prog {
 	case "env":
 		// env [-i] [-u NAME] [NAME=VALUE...] PROGRAM ARGS...
-		rest := skip(args, flagSpec{values: set("-u", "--unset", "-C", "--chdir", "-S", "--split-string")}, true)
+		rest := cmdline.Skip(args, cmdline.FlagSpec{Values: cmdline.Set("-u", "--unset", "-C", "--chdir", "-S", "--split-string"), Assignments: true})
 		return again(rest)
 	case "npx", "bunx", "pnpx":
-		return runner(args, npmFlags, npmSpec)
+		return runner(args, cmdline.NPMFlags, npmSpec)
 	case "npm":
 		// npm exec [--package P] -- CMD, npm x ...
-		if rest, ok := sub(args, nil, "exec", "x"); ok {
-			return runner(rest, npmFlags, npmSpec)
+		if rest, ok := cmdline.Sub(args, nil, "exec", "x"); ok {
+			return runner(rest, cmdline.NPMFlags, npmSpec)
 		}
 	case "pnpm", "yarn", "bun":
-		if rest, ok := sub(args, nil, "dlx", "x"); ok {
-			return runner(rest, npmFlags, npmSpec)
+		if rest, ok := cmdline.Sub(args, nil, "dlx", "x"); ok {
+			return runner(rest, cmdline.NPMFlags, npmSpec)
 		}
 		if prog == "bun" {
-			if rest, ok := sub(args, nil, "run"); ok {
-				return script(rest, dir, flagSpec{values: set("--cwd", "-r", "--preload", "--config", "-c")})
+			if rest, ok := cmdline.Sub(args, nil, "run"); ok {
+				return script(rest, dir, bunFlags)
 			}
-			return script(args, dir, flagSpec{values: set("--cwd", "-r", "--preload", "--config", "-c")})
+			return script(args, dir, bunFlags)
 		}
 	case "uvx":
-		return runner(args, uvFlags, pySpec)
+		return runner(args, cmdline.UVFlags, pySpec)
 	case "uv":
-		if rest, ok := sub(args, uvFlags.values, "tool"); ok {
-			if rest, ok := sub(rest, uvFlags.values, "run"); ok {
-				return runner(rest, uvFlags, pySpec)
-			}
+		if rest, ok := cmdline.UVToolRun(args); ok {
+			return runner(rest, cmdline.UVFlags, pySpec)
 		}
-		if rest, ok := sub(args, uvFlags.values, "run"); ok {
+		if rest, ok := cmdline.Sub(args, cmdline.UVFlags.Values, "run"); ok {
 			// uv --directory DIR run script.py: the script is in DIR.
 			for i, a := range args {
 				if (a == "--directory" || a == "--project") && i+1 < len(args) {
@@ -134,20 +130,19 @@ func derive(prog string, args []string, dir string, depth int) string {
 					dir = v
 				}
 			}
-			return scriptOrProgram(skip(rest, uvFlags, false), dir)
+			return scriptOrProgram(cmdline.Skip(rest, cmdline.UVFlags), dir)
 		}
 	case "pipx":
-		if rest, ok := sub(args, nil, "run"); ok {
-			return runner(rest, pipxFlags, pySpec)
+		if rest, ok := cmdline.Sub(args, nil, "run"); ok {
+			return runner(rest, cmdline.PipxFlags, pySpec)
 		}
 	case "docker", "podman", "nerdctl":
 		return image(args)
 	case "node", "nodejs", "tsx", "ts-node":
-		return script(args, dir, flagSpec{values: set("-r", "--require", "--import", "--loader", "--experimental-loader", "--env-file", "--conditions", "-C", "--input-type", "--title"),
-			stop: set("-e", "--eval", "-p", "--print", "-")})
+		return script(args, dir, nodeFlags)
 	case "deno":
-		if rest, ok := sub(args, nil, "run"); ok {
-			return script(rest, dir, flagSpec{values: set("-c", "--config", "--import-map", "--location", "--env-file", "--cert", "-L", "--log-level")})
+		if rest, ok := cmdline.Sub(args, nil, "run"); ok {
+			return script(rest, dir, denoFlags)
 		}
 	case "python", "python3", "py":
 		for i := 0; i < len(args); i++ {
@@ -158,7 +153,7 @@ func derive(prog string, args []string, dir string, depth int) string {
 			case a == "-W" || a == "-X":
 				i++
 			case !strings.HasPrefix(a, "-") || a == "-c" || a == "-":
-				return script(args[i:], dir, flagSpec{stop: set("-c", "-")})
+				return script(args[i:], dir, cmdline.FlagSpec{Stop: cmdline.Set("-c", "-")})
 			}
 		}
 		return ""
@@ -177,130 +172,33 @@ func derive(prog string, args []string, dir string, depth int) string {
 	return ""
 }
 
-// flagSpec describes a runner's own flags.
-type flagSpec struct {
-	// values take the next argument as their value.
-	values map[string]bool
-	// pkg name the package to run (npx -p PKG, uvx --from PKG).
-	pkg map[string]bool
-	// stop end the search: what follows is inline code.
-	stop map[string]bool
-	// bools are the long flags known to take no value. A package runner
-	// takes any other long flag written without "=value" to take the next
-	// argument (npx --api-key SECRET pkg): that argument is never the
-	// package.
-	bools map[string]bool
-}
-
-// npmFlags are the flags of npx, npm exec, bunx, pnpm dlx, yarn dlx and
-// bun x that matter to find the package.
-var npmFlags = flagSpec{values: set("-p", "--package", "-c", "--call", "--cache", "--userconfig", "-w", "--workspace"),
-	pkg: set("-p", "--package"),
-	bools: set("--yes", "--no", "--no-yes", "--quiet", "--silent", "--verbose", "--ignore-scripts", "--no-install",
-		"--offline", "--prefer-offline", "--prefer-online", "--legacy-peer-deps", "--force", "--workspaces", "--ws",
-		"--include-workspace-root", "--no-workspaces", "--bun", "--no-update-notifier", "--no-audit", "--no-fund",
-		"--foreground-scripts", "--global", "--dry-run", "--shell-emulator", "--no-color", "--color")}
-
-// pipxFlags are the flags of pipx run.
-var pipxFlags = flagSpec{values: set("--spec", "--python", "--index-url", "-i", "--pip-args", "--backend"), pkg: set("--spec"),
-	bools: set("--no-cache", "--pypi", "--verbose", "--quiet", "--system-site-packages", "--path", "--editable", "--preinstall")}
-
-func set(s ...string) map[string]bool {
-	m := map[string]bool{}
-	for _, x := range s {
-		m[x] = true
-	}
-	return m
-}
-
-var uvFlags = flagSpec{values: set("--from", "--with", "-w", "--with-editable", "--with-requirements", "--python", "-p",
-	"--index", "--index-url", "-i", "--extra-index-url", "--default-index", "--find-links", "-f", "--directory", "--project",
-	"--cache-dir", "--config-file", "--env-file", "--constraints", "-c", "--overrides", "--build-constraints", "-b",
-	"--refresh-package", "--reinstall-package", "--upgrade-package", "-P", "--no-binary-package", "--only-binary-package",
-	"--color", "--index-strategy", "--keyring-provider", "--resolution", "--prerelease", "--exclude-newer", "--link-mode",
-	"--allow-insecure-host", "--python-preference", "--package", "--extra", "--group", "--script"),
-	pkg: set("--from"),
-	bools: set("--isolated", "--no-cache", "--offline", "--quiet", "--verbose", "--native-tls", "--no-progress",
-		"--no-python-downloads", "--allow-python-downloads", "--no-config", "--refresh", "--reinstall", "--upgrade",
-		"--no-build", "--no-binary", "--no-sources", "--no-index", "--no-build-isolation", "--compile-bytecode",
-		"--managed-python", "--no-managed-python", "--preview", "--no-env-file", "--system-certs", "--lfs",
-		"--all-extras", "--no-deps", "--exact", "--frozen", "--locked", "--no-color")}
-
-// sub returns the arguments after the subcommand if the first argument
-// that is neither a flag nor the value of one (listed in values) is one
-// of names.
-func sub(args []string, values map[string]bool, names ...string) ([]string, bool) {
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		if strings.HasPrefix(a, "-") {
-			if values[a] {
-				i++
-			}
-			continue
-		}
-		for _, n := range names {
-			if a == n {
-				return args[i+1:], true
-			}
-		}
-		return nil, false
-	}
-	return nil, false
-}
-
-// skip drops leading flags (and the values of flags that take one) and,
-// with assignments, NAME=VALUE arguments; it returns what follows.
-func skip(args []string, fs flagSpec, assignments bool) []string {
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		switch {
-		case a == "--":
-			return args[i+1:]
-		case fs.stop[a]:
-			return nil
-		case fs.values[a]:
-			i++
-		case strings.HasPrefix(a, "-") && len(a) > 1:
-		case assignments && strings.Contains(a, "="):
-		default:
-			return args[i:]
-		}
-	}
-	return nil
-}
+// Interpreter flags. They are not package artifact's, which knows more
+// flags and stops at more (node --run, deno --eval): a name derived here
+// is the key a server's pins are under, and reading a command line
+// differently would move servers already pinned to a new name. For the
+// same reason node --eval=CODE is read as a flag (StopBare), as it always
+// has been here.
+var (
+	nodeFlags = cmdline.FlagSpec{Values: cmdline.Set("-r", "--require", "--import", "--loader", "--experimental-loader", "--env-file", "--conditions", "-C", "--input-type", "--title"),
+		Stop: cmdline.Set("-e", "--eval", "-p", "--print", "-"), StopBare: true}
+	bunFlags  = cmdline.FlagSpec{Values: cmdline.Set("--cwd", "-r", "--preload", "--config", "-c")}
+	denoFlags = cmdline.FlagSpec{Values: cmdline.Set("-c", "--config", "--import-map", "--location", "--env-file", "--cert", "-L", "--log-level")}
+)
 
 // runner names the package a package runner starts: the value of its
-// package flag, else its first plain argument. Only the runner's own
-// flags, before that argument, are looked at: what follows belongs to the
-// server (npx pkg -p 8080). A long flag not known to take no value takes
-// the next argument, which is never the package (npx --api-key SECRET
-// pkg). The package must parse as a package spec of the runner's
-// ecosystem (spec returns "" otherwise): a runner whose package cannot be
-// told gives no name.
-func runner(args []string, fs flagSpec, spec func(string) string) string {
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		if k, v, ok := strings.Cut(a, "="); ok && strings.HasPrefix(a, "-") && fs.pkg[k] {
-			return spec(v)
-		}
-		switch {
-		case a == "--" || fs.pkg[a]:
-			if i+1 < len(args) {
-				return spec(args[i+1])
-			}
-			return ""
-		case fs.stop[a]:
-			return ""
-		case fs.values[a]:
-			i++
-		case strings.HasPrefix(a, "--") && !strings.Contains(a, "=") && !fs.bools[a]:
-			i++ // an unknown long flag: assumed to take the next argument
-		case strings.HasPrefix(a, "-") && len(a) > 1:
-		default:
-			return spec(a)
-		}
+// package flag, else its first plain argument (cmdline.ReadRunner), never
+// the value of another flag. The package must parse as a package spec of the runner's ecosystem (spec
+// returns "" otherwise): a runner whose package cannot be told gives no
+// name.
+func runner(args []string, fs cmdline.FlagSpec, spec func(string) string) string {
+	r := cmdline.ReadRunner(args, fs)
+	if len(r.Pkgs) > 0 {
+		return spec(r.Pkgs[0])
 	}
-	return ""
+	if r.First == "" {
+		return ""
+	}
+	return spec(r.First)
 }
 
 var npmRE = regexp.MustCompile(`^(@[A-Za-z0-9~][A-Za-z0-9._~-]*/)?[A-Za-z0-9~][A-Za-z0-9._~-]*$`)
@@ -311,37 +209,22 @@ var npmRE = regexp.MustCompile(`^(@[A-Za-z0-9~][A-Za-z0-9._~-]*/)?[A-Za-z0-9~][A
 func npmName(spec string) string {
 	spec = strings.TrimPrefix(spec, "npm:")
 	spec = strings.TrimPrefix(spec, "jsr:")
-	name := spec
-	if i := strings.LastIndexByte(spec, '@'); i > 0 {
-		name = spec[:i]
-	}
-	if npmRE.MatchString(name) {
+	if name, _ := cmdline.SplitNPM(spec); npmRE.MatchString(name) {
 		return name
 	}
 	return lastSegment(spec)
 }
-
-// npmVersionRE is what may follow a package name's '@': a version, a
-// range or a dist-tag.
-var npmVersionRE = regexp.MustCompile(`^[A-Za-z0-9._^~<>=*+|-]*$`)
-
-// npmShorthandRE is a GitHub shorthand spec, user/repo[#ref].
-var npmShorthandRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9-]*/[A-Za-z0-9._-]+(#\S*)?$`)
 
 // npmSpec is npmName for an argument that parses as an npm package spec:
 // name[@version], @scope/name[@version], npm: or jsr: with one of those,
 // a URL, a git or file spec, a path or a GitHub shorthand; "" for
 // anything else.
 func npmSpec(spec string) string {
-	if explicitSource(spec) || npmShorthandRE.MatchString(spec) {
+	if explicitSource(spec) || cmdline.NPMShorthand(spec) {
 		return lastSegment(spec)
 	}
-	s := strings.TrimPrefix(strings.TrimPrefix(spec, "npm:"), "jsr:")
-	name, version := s, ""
-	if i := strings.LastIndexByte(s, '@'); i > 0 {
-		name, version = s[:i], s[i+1:]
-	}
-	if len(name) > 214 || !npmRE.MatchString(name) || !npmVersionRE.MatchString(version) {
+	name, version := cmdline.SplitNPM(strings.TrimPrefix(strings.TrimPrefix(spec, "npm:"), "jsr:"))
+	if len(name) > 214 || !npmRE.MatchString(name) || !cmdline.NPMVersion(version) {
 		return ""
 	}
 	return name
@@ -423,99 +306,23 @@ func lastSegment(spec string) string {
 	return spec
 }
 
-// Flags of docker run and podman run (and their global options) that take
-// a separate value. Every other flag is taken to stand alone; a
-// --flag=value never takes the next argument.
-var containerValues = set(
-	// global options, before "run"
-	"-H", "--host", "-c", "--context", "--config", "-l", "--log-level", "--tlscacert", "--tlscert", "--tlskey",
-	"--connection", "--identity", "--url", "--root", "--runroot", "--storage-driver", "--storage-opt", "--cgroup-manager",
-	"--namespace", "-n", "--address", "-a",
-	// run options
-	"-e", "--env", "--env-file", "-v", "--volume", "--volumes-from", "--mount", "--tmpfs", "--name", "-p", "--publish",
-	"--expose", "--network", "--net", "--network-alias", "--net-alias", "-w", "--workdir", "-u", "--user", "--entrypoint",
-	"-h", "--hostname", "--domainname", "-l", "--label", "--label-file", "--annotation", "--add-host", "--dns", "--dns-option",
-	"--dns-opt", "--dns-search", "--cap-add", "--cap-drop", "--device", "--device-cgroup-rule", "--device-read-bps",
-	"--device-read-iops", "--device-write-bps", "--device-write-iops", "--gpus", "--group-add", "--ipc", "--pid", "--uts",
-	"--userns", "--cgroupns", "--cgroup-parent", "--cidfile", "--cpus", "--cpu-shares", "-c", "--cpu-period", "--cpu-quota",
-	"--cpu-rt-period", "--cpu-rt-runtime", "--cpuset-cpus", "--cpuset-mems", "-m", "--memory", "--memory-reservation",
-	"--memory-swap", "--memory-swappiness", "--kernel-memory", "--shm-size", "--oom-score-adj", "--pids-limit", "--ulimit",
-	"--blkio-weight", "--blkio-weight-device", "--restart", "--runtime", "--security-opt", "--stop-signal", "--stop-timeout",
-	"--log-driver", "--log-opt", "--platform", "--pull", "--isolation", "--ip", "--ip6", "--link", "--link-local-ip",
-	"--mac-address", "--sysctl", "--storage-opt", "--health-cmd", "--health-interval", "--health-retries",
-	"--health-start-period", "--health-start-interval", "--health-timeout", "-a", "--attach", "--detach-keys",
-	"--init-path", "--secret", "--pod", "--pod-id-file", "--arch", "--os", "--variant", "--authfile", "--creds",
-	"--cert-dir", "--decryption-key", "--uidmap", "--gidmap", "--subuidname", "--subgidname", "--hooks-dir", "--pidfile",
-	"--conmon-pidfile", "--cgroups", "--cgroup-conf", "--chrootdirs", "--image-volume", "--requires", "--sdnotify",
-	"--seccomp-policy", "--timeout", "--tz", "--umask", "--unsetenv", "--volume-driver", "--group-entry", "--passwd-entry",
-	"--personality", "--preserve-fd", "--rdt-class", "--retry", "--retry-delay", "--hostuser", "--gpus", "--systemd",
-)
-
-// Short flags of docker run that take a value, for clusters like -it or
-// -ie NAME.
-const containerShortValues = "ehlmpuvwac"
-
 // image names the image of docker run / podman run / docker container
 // run, without tag or digest.
 func image(args []string) string {
-	i := 0
-	// Global options, then the run subcommand.
-	for ; i < len(args); i++ {
-		a := args[i]
-		if a == "run" {
-			break
-		}
-		if a == "container" {
-			continue
-		}
-		if !strings.HasPrefix(a, "-") {
-			return ""
-		}
-		if containerValues[a] && !strings.Contains(a, "=") {
-			i++
-		}
+	i, _ := cmdline.ContainerCommand(args)
+	if i == len(args) || args[i] != "run" {
+		return ""
 	}
-	for i++; i < len(args); i++ {
-		a := args[i]
-		switch {
-		case a == "--":
-			i++
-			if i < len(args) {
-				return imageName(args[i])
-			}
-			return ""
-		case strings.HasPrefix(a, "--"):
-			if !strings.Contains(a, "=") && containerValues[a] {
-				i++
-			}
-		case strings.HasPrefix(a, "-") && len(a) > 1:
-			// A cluster of short flags: the first that takes a value takes
-			// the rest of the cluster, or the next argument.
-			for j := 1; j < len(a); j++ {
-				if strings.IndexByte(containerShortValues, a[j]) >= 0 {
-					if j == len(a)-1 {
-						i++
-					}
-					break
-				}
-			}
-		default:
-			return imageName(a)
-		}
-	}
-	return ""
+	ref, _ := cmdline.RunImage(args[i+1:])
+	return imageName(ref)
 }
 
 var imageRE = regexp.MustCompile(`^[a-z0-9]+([._-]+[a-z0-9]+)*(:[0-9]+)?(/[a-z0-9]+([._-]+[a-z0-9]+)*)*$`)
 
 // imageName is an image reference without tag or digest, if it is one.
 func imageName(ref string) string {
-	if i := strings.IndexByte(ref, '@'); i >= 0 {
-		ref = ref[:i]
-	}
-	if i := strings.LastIndexByte(ref, ':'); i > strings.LastIndexByte(ref, '/') {
-		ref = ref[:i]
-	}
+	ref, _, _ = cmdline.CutDigest(ref)
+	ref, _, _ = cmdline.CutTag(ref)
 	if imageRE.MatchString(ref) {
 		return ref
 	}
@@ -525,8 +332,8 @@ func imageName(ref string) string {
 // script names what an interpreter runs: the name in the nearest
 // package.json (node) or pyproject.toml (python) above the script, else
 // the script's base name without extension.
-func script(args []string, dir string, fs flagSpec) string {
-	rest := skip(args, fs, false)
+func script(args []string, dir string, fs cmdline.FlagSpec) string {
+	rest := cmdline.Skip(args, fs)
 	if len(rest) == 0 {
 		return ""
 	}
@@ -555,7 +362,7 @@ func scriptOrProgram(rest []string, dir string) string {
 
 // stem is the base name of a path without its extension.
 func stem(p string) string {
-	b := filepath.Base(strings.ReplaceAll(p, `\`, "/"))
+	b := cmdline.Base(p)
 	if e := filepath.Ext(b); e != b {
 		b = strings.TrimSuffix(b, e)
 	}
