@@ -23,16 +23,7 @@ import (
 func listenGate(t *testing.T, server *mcp.Server, opts GateOptions) (*HTTPHost, <-chan error) {
 	t.Helper()
 	ctx := context.Background()
-	st, ct := mcp.NewInMemoryTransports()
-	ss, err := server.Connect(ctx, st, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ss.Close() })
-	conn, err := ct.Connect(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	conn := connInMemory(t, server)
 	gate, err := NewGate(opts)
 	if err != nil {
 		t.Fatal(err)

@@ -33,21 +33,35 @@ func gateOptions(t *testing.T) GateOptions {
 	return GateOptions{Options: Options{Policy: p, Pins: filepath.Join(t.TempDir(), "pins.db"), Name: "weather", By: "tester"}, Timeout: 10 * time.Second}
 }
 
+// serveInMemory connects server to an in-memory transport and returns
+// the client's end (the server's session ends with the test).
+func serveInMemory(t *testing.T, server *mcp.Server) mcp.Transport {
+	t.Helper()
+	st, ct := mcp.NewInMemoryTransports()
+	ss, err := server.Connect(context.Background(), st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ss.Close() })
+	return ct
+}
+
+// connInMemory is serveInMemory's client end, connected.
+func connInMemory(t *testing.T, server *mcp.Server) mcp.Connection {
+	t.Helper()
+	conn, err := serveInMemory(t, server).Connect(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return conn
+}
+
 // approveServer lists server over an in-memory connection and approves
 // everything it offers.
 func approveServer(t *testing.T, server *mcp.Server, opts Options) {
 	t.Helper()
 	ctx := context.Background()
-	st, ct := mcp.NewInMemoryTransports()
-	ss, err := server.Connect(ctx, st, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ss.Close()
-	conn, err := ct.Connect(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	conn := connInMemory(t, server)
 	defer conn.Close()
 	l, err := List(ctx, SDKConn(conn), FetchOptions{})
 	if err != nil {
@@ -68,12 +82,7 @@ func approveServer(t *testing.T, server *mcp.Server, opts Options) {
 func gatedClient(t *testing.T, server *mcp.Server, opts GateOptions) (*mcp.ClientSession, *counter) {
 	t.Helper()
 	ctx := context.Background()
-	st, ct := mcp.NewInMemoryTransports()
-	ss, err := server.Connect(ctx, st, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ss.Close() })
+	ct := serveInMemory(t, server)
 	changed := &counter{}
 	client := mcp.NewClient(&mcp.Implementation{Name: "test-host", Version: "1.0.0"}, &mcp.ClientOptions{
 		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { changed.add() },

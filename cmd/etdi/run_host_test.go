@@ -297,19 +297,13 @@ func TestRunAuditCalls(t *testing.T) {
 	if tr.Exit != "ok" || tr.Steps[3].blocked(t) != "not_listed" {
 		t.Fatalf("session: %s", tr.raw)
 	}
-	var recs []pin.Record
-	if err := json.Unmarshal([]byte(p.ok("pin", "history", "--pins", "pins.db", "--json").stdout), &recs); err != nil {
-		t.Fatal(err)
-	}
 	var calls []string
-	for _, r := range recs {
-		if r.Type == pin.RecordCall {
-			calls = append(calls, fmt.Sprintf("%s/%s %s %s", r.Server, r.Tool, r.Outcome, r.Kind))
-			if r.Tool == "get_weather" {
-				sum := sha256.Sum256([]byte(`{"city":"Reykjavik","units":"metric"}`)) // RFC 8785
-				if r.Arguments != "sha256:"+hex.EncodeToString(sum[:]) || r.Digest == "" || r.DurationMicros <= 0 || r.By == "" {
-					t.Errorf("call record: %+v", r)
-				}
+	for _, r := range p.callRecords() {
+		calls = append(calls, fmt.Sprintf("%s/%s %s %s", r.Server, r.Tool, r.Outcome, r.Kind))
+		if r.Tool == "get_weather" {
+			sum := sha256.Sum256([]byte(`{"city":"Reykjavik","units":"metric"}`)) // RFC 8785
+			if r.Arguments != "sha256:"+hex.EncodeToString(sum[:]) || r.Digest == "" || r.DurationMicros <= 0 || r.By == "" {
+				t.Errorf("call record: %+v", r)
 			}
 		}
 	}
@@ -341,17 +335,7 @@ func TestRunAuditKilled(t *testing.T) {
 	}
 	cmd.Process.Signal(syscall.SIGKILL)
 	cmd.Wait()
-	count := func() int {
-		var recs []pin.Record
-		json.Unmarshal([]byte(p.ok("pin", "history", "--pins", "pins.db", "--json").stdout), &recs)
-		c := 0
-		for _, r := range recs {
-			if r.Type == pin.RecordCall {
-				c++
-			}
-		}
-		return c
-	}
+	count := func() int { return len(p.callRecords()) }
 	before := count()
 	// The next gate, with a call of its own.
 	tr := p.host(nil, `[{"op":"listTools"},{"op":"call","name":"get_forecast","arguments":{"city":"x"}}]`, nil,
@@ -423,14 +407,7 @@ func TestRunTenGates(t *testing.T) {
 	for err := range errs {
 		t.Error(err)
 	}
-	var recs []pin.Record
-	json.Unmarshal([]byte(p.ok("pin", "history", "--pins", "pins.db", "--json").stdout), &recs)
-	n := 0
-	for _, r := range recs {
-		if r.Type == pin.RecordCall {
-			n++
-		}
-	}
+	n := len(p.callRecords())
 	if n != 10*calls {
 		t.Fatalf("%d call records, want %d", n, 10*calls)
 	}
@@ -517,4 +494,19 @@ func TestWrapThenRun(t *testing.T) {
 	if r := runEtdi(t, p.dir, envs, "unwrap", "--config", "auto"); r.code != 0 || readText(t, cfgPath) != orig {
 		t.Fatalf("unwrap: %d %s%s\n%s", r.code, r.stdout, r.stderr, readText(t, cfgPath))
 	}
+}
+
+// callRecords are the call records of the history of pins.db.
+func (p *pinEnv) callRecords() []pin.Record {
+	p.t.Helper()
+	var recs, calls []pin.Record
+	if err := json.Unmarshal([]byte(p.ok("pin", "history", "--pins", "pins.db", "--json").stdout), &recs); err != nil {
+		p.t.Fatal(err)
+	}
+	for _, r := range recs {
+		if r.Type == pin.RecordCall {
+			calls = append(calls, r)
+		}
+	}
+	return calls
 }

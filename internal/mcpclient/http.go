@@ -192,11 +192,17 @@ func (c *httpConn) send(ctx context.Context, data []byte, call bool) error {
 func (c *httpConn) setSession(req *http.Request) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.session != "" {
-		req.Header.Set("Mcp-Session-Id", c.session)
+	setSessionHeaders(req, c.session, c.protocol)
+}
+
+// setSessionHeaders sets a session's id and negotiated protocol version
+// on req, each when known.
+func setSessionHeaders(req *http.Request, session, protocol string) {
+	if session != "" {
+		req.Header.Set("Mcp-Session-Id", session)
 	}
-	if c.protocol != "" {
-		req.Header.Set("Mcp-Protocol-Version", c.protocol)
+	if protocol != "" {
+		req.Header.Set("Mcp-Protocol-Version", protocol)
 	}
 }
 

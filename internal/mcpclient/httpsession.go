@@ -119,12 +119,7 @@ func (s *HTTPSession) SetProtocolVersion(v string) {
 func (s *HTTPSession) setHeaders(req *http.Request) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.session != "" {
-		req.Header.Set("Mcp-Session-Id", s.session)
-	}
-	if s.protocol != "" {
-		req.Header.Set("Mcp-Protocol-Version", s.protocol)
-	}
+	setSessionHeaders(req, s.session, s.protocol)
 }
 
 // Write posts one message. A request's answer is read in the background
