@@ -90,8 +90,8 @@ func (o *Origin) Served() string {
 		}
 		segs := strings.Split(u.EscapedPath(), "/")
 		for i, seg := range segs {
-			if raw, err := url.PathUnescape(seg); err == nil && redact.LooksSecret(raw) {
-				sum := sha256.Sum256([]byte(raw))
+			if redact.SegmentSecret(seg) {
+				sum := sha256.Sum256([]byte(seg))
 				segs[i] = "secret-" + hex.EncodeToString(sum[:6])
 			}
 		}
@@ -132,15 +132,25 @@ func (o *Origin) verifyOrigin() *verify.Origin {
 // artifacts rule makes of an artifact that could not be resolved; none
 // when the bundle names neither or does not parse.
 func CheckOrigin(bundle []byte, o *Origin, p *trust.Policy) []verify.Finding {
+	st := claimedStatement(bundle)
+	if st == nil || p == nil {
+		return nil
+	}
+	return verify.OriginFindings(st, p, o.verifyOrigin(), "")
+}
+
+// claimedStatement is the statement a bundle carries, its signature not
+// verified; nil when the bundle or the statement does not parse.
+func claimedStatement(bundle []byte) *etdi.Statement {
 	b, err := etdi.ParseBundle(bundle)
-	if err != nil || p == nil {
+	if err != nil {
 		return nil
 	}
 	st, err := etdi.ParseStatement(b.Envelope.Payload)
 	if err != nil {
 		return nil
 	}
-	return verify.OriginFindings(st, p, o.verifyOrigin(), "")
+	return st
 }
 
 // MovingTarget reports whether a command runs a moving target: a package
@@ -166,12 +176,8 @@ func CheckPinnedOrigin(o *Origin, opts Options) ([]verify.Finding, error) {
 	case opts.Bundle != nil:
 		// The server the bundle claims; its signature is verified once the
 		// server lists its tools, and refusing to start trusts nothing.
-		b, err := etdi.ParseBundle(opts.Bundle)
-		if err != nil {
-			return nil, nil
-		}
-		st, err := etdi.ParseStatement(b.Envelope.Payload)
-		if err != nil {
+		st := claimedStatement(opts.Bundle)
+		if st == nil {
 			return nil, nil
 		}
 		server = pin.SignedServerKey(st.Provider.ID, st.Server.Name)
@@ -186,12 +192,12 @@ func CheckPinnedOrigin(o *Origin, opts Options) ([]verify.Finding, error) {
 	}
 	var out []verify.Finding
 	err := withPins(opts, true, func(s *pin.Store) error {
-		pins, err := s.List()
+		pins, err := s.ServerPins(server)
 		if err != nil {
 			return err
 		}
 		for _, p := range pins {
-			if p.Server != server || p.Served == "" || p.Served == now {
+			if p.Served == "" || p.Served == now {
 				continue
 			}
 			out = append(out, verify.Finding{Kind: verify.RugPull, Severity: verify.Error, Server: server, Item: p.Item, Tool: p.Tool,

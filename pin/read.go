@@ -118,10 +118,16 @@ func forEachPin(tx *bolt.Tx, server *string, fn func(p *Pin) error) error {
 }
 
 // List returns every pin, by server then tool.
-func (s *Store) List() ([]Pin, error) {
+func (s *Store) List() ([]Pin, error) { return s.pins(nil) }
+
+// ServerPins returns the pins of one server (its key), by tool; it reads
+// no other server's.
+func (s *Store) ServerPins(key string) ([]Pin, error) { return s.pins(&key) }
+
+func (s *Store) pins(server *string) ([]Pin, error) {
 	var out []Pin
 	err := s.view(func(tx *bolt.Tx) error {
-		return forEachPin(tx, nil, func(p *Pin) error {
+		return forEachPin(tx, server, func(p *Pin) error {
 			out = append(out, *p)
 			return nil
 		})

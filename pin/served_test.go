@@ -81,3 +81,18 @@ func TestServedBoundToHistory(t *testing.T) {
 	o.Served = "file weather sha256:bbbb"
 	refused(t, s, o, "served by")
 }
+
+// ServerPins returns one server's pins and no other's, even one whose key
+// starts with the same text.
+func TestServerPins(t *testing.T) {
+	s := openTemp(t)
+	mustApprove(t, s, obs("acme:weather", 1, tool(t, "get_weather", "1.0.0", weatherDef, keyA, "net:fetch")))
+	mustApprove(t, s, obs("acme:weather2", 1, tool(t, "get_forecast", "1.0.0", `{"name":"get_forecast"}`, keyA)))
+	ps, err := s.ServerPins("acme:weather")
+	if err != nil || len(ps) != 1 || ps[0].Tool != "get_weather" {
+		t.Fatalf("ServerPins: %+v %v", ps, err)
+	}
+	if ps, err := s.ServerPins("acme:none"); err != nil || len(ps) != 0 {
+		t.Fatalf("ServerPins of an unknown server: %+v %v", ps, err)
+	}
+}

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/etdi-dev/etdi"
+	"github.com/etdi-dev/etdi/internal/redact"
 	"github.com/etdi-dev/etdi/keys"
 	"github.com/etdi-dev/etdi/trust"
 )
@@ -662,10 +663,10 @@ func OriginFindings(st *etdi.Statement, p *trust.Policy, o *Origin, claims strin
 	switch {
 	case o.URL != "":
 		if len(srv.Endpoints) == 0 {
-			return imp("it is bound to a stdio server's artifacts, and these tools came from %s", o.URL)
+			return imp("it is bound to a stdio server's artifacts, and these tools came from %s", redact.URL(o.URL))
 		}
 		if !srv.Covers(o.URL) {
-			return imp("it is served only from %s, and these tools came from %s", strings.Join(srv.Endpoints, ", "), o.URL)
+			return imp("it is served only from %s, and these tools came from %s", strings.Join(srv.Endpoints, ", "), redact.URL(o.URL))
 		}
 	case o.Launched:
 		if len(srv.Artifacts) == 0 {

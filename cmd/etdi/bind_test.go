@@ -142,6 +142,13 @@ func TestBindEndpointHTTP(t *testing.T) {
 	if r.code != 12 || !strings.Contains(r.stdout, other) || !strings.Contains(r.stdout, "served only from "+plain) {
 		t.Fatalf("the bundle in-band from another origin: %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
+	// A credential in the URL reaches neither the finding nor the pins.
+	const token = "sk_live_51HcQWeRtYuIoPaSdFgHjKl0987654321"
+	r = p.liveCheck(nil, "--json", "--url", other+"?api_key="+token)
+	db, _ := os.ReadFile(filepath.Join(p.dir, "pins.db"))
+	if r.code != 12 || strings.Contains(r.stdout+r.stderr, token) || strings.Contains(string(db), token) {
+		t.Fatalf("a URL with a credential: %d (token shown or stored)\n%s%s", r.code, r.stdout, r.stderr)
+	}
 	if r := p.liveCheck(nil, "--bundle", "w.etdi.json", "--url", other); r.code != 12 {
 		t.Fatalf("the bundle out of band for another origin: %d\n%s%s", r.code, r.stdout, r.stderr)
 	}

@@ -69,16 +69,16 @@ the program or script. --no-bind leaves both out.`,
 				case t.url != "" && len(endpoints) == 0:
 					ep := endpointOf(t.url)
 					if err := etdi.ValidateEndpoint(ep); err != nil {
-						fmt.Fprintf(e.stderr, "etdi: not binding the bundle to %s: %v (give --endpoint with the URL clients use)\n", redact.URL(t.url), err)
+						say(e.stderr, "etdi: not binding the bundle to %s: %s (give --endpoint with the URL clients use)\n", redact.URL(t.url), err.Error())
 					} else {
 						bind.Endpoints = []string{ep}
 					}
 				case t.url == "":
 					if a, from, ok := o.Artifact(); ok {
 						bind.Artifacts = []etdi.Artifact{a}
-						fmt.Fprintf(e.stderr, "etdi: bound to %s (from %s)\n", a, from)
+						say(e.stderr, "etdi: bound to %s (from %s)\n", a.String(), from)
 					} else {
-						fmt.Fprintf(e.stderr, "etdi: not binding the bundle to an artifact: %v\n", o.Unresolved())
+						say(e.stderr, "etdi: not binding the bundle to an artifact: %s\n", o.Unresolved().Error())
 					}
 				}
 			}

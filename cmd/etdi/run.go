@@ -189,7 +189,7 @@ func (e *env) runGate(cmd *cobra.Command, f *runFlags, pf *pinFlags, args []stri
 	}
 	code := 0
 	for _, fd := range append(pre, pinned...) {
-		fmt.Fprintf(e.stderr, "etdi: %s: %s: %s\n", fd.Severity, fd.Kind, secrets.String(fd.Message))
+		say(e.stderr, "etdi: %s: %s: %s\n", string(fd.Severity), string(fd.Kind), secrets.String(fd.Message))
 		if fd.Severity == verify.Error {
 			code = verify.Worse(code, fd.Kind.ExitCode())
 		}
@@ -199,7 +199,7 @@ func (e *env) runGate(cmd *cobra.Command, f *runFlags, pf *pinFlags, args []stri
 		if f.url != "" {
 			review = "etdi check --name " + name + " --url URL"
 		}
-		fmt.Fprintf(e.stderr, "etdi: not starting the server (review: %s; approve a new implementation by naming its tools with etdi pin approve --tool)\n", review)
+		say(e.stderr, "etdi: not starting the server (review: %s; approve a new implementation by naming its tools with etdi pin approve --tool)\n", secrets.String(review))
 		return &exitCodeError{code}
 	}
 	opts.Review, opts.ReviewTarget = reviewCommand(cmd, name, argv, f.url, &secrets)

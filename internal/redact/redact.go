@@ -128,7 +128,7 @@ func (s *Set) AddURL(raw string) {
 	}
 	s.Add(u.Fragment, u.RawFragment)
 	for _, seg := range strings.Split(u.EscapedPath(), "/") {
-		if segmentSecret(seg) {
+		if SegmentSecret(seg) {
 			s.Add(seg)
 			if d, err := url.PathUnescape(seg); err == nil {
 				s.Add(d)
@@ -244,7 +244,7 @@ func URL(raw string) string {
 	segs := strings.Split(u.EscapedPath(), "/")
 	changed := false
 	for i, seg := range segs {
-		if segmentSecret(seg) {
+		if SegmentSecret(seg) {
 			segs[i], changed = Mask, true
 		}
 	}
@@ -256,7 +256,7 @@ func URL(raw string) string {
 	if u.RawQuery != "" {
 		for _, kv := range strings.Split(u.RawQuery, "&") {
 			k, _, _ := strings.Cut(kv, "=")
-			if segmentSecret(k) {
+			if SegmentSecret(k) {
 				k = Mask
 			}
 			q = append(q, k+"="+Mask)
@@ -330,9 +330,9 @@ func credentialFlag(a string) bool {
 	return name == "key" || name == "pat" || strings.HasSuffix(name, "-key") || strings.HasSuffix(name, "_key")
 }
 
-// segmentSecret reports whether a URL path segment or query key looks like
+// SegmentSecret reports whether a URL path segment or query key looks like
 // a credential.
-func segmentSecret(seg string) bool {
+func SegmentSecret(seg string) bool {
 	if seg == "" {
 		return false
 	}
