@@ -284,8 +284,11 @@ func walk(tx *bolt.Tx) error {
 	if err := tx.ForEach(func(name []byte, b *bolt.Bucket) error { return visit(b, string(name)) }); err != nil {
 		return err
 	}
-	// Every page below the high-water mark has a plausible header.
-	for id := 2; ; id++ {
+	// Every page below the high-water mark has a plausible header, the
+	// two meta pages included: bbolt's check would panic on a damaged
+	// one in its own goroutine, after closing its channel, so that the
+	// check could pass (and the process end) before the panic did.
+	for id := 0; ; id++ {
 		info, err := tx.Page(id)
 		if errors.Is(err, berrors.ErrFreePagesNotLoaded) {
 			return nil // Open preloads it; without it free pages look damaged
@@ -295,6 +298,9 @@ func walk(tx *bolt.Tx) error {
 		}
 		if info == nil {
 			return nil
+		}
+		if id < 2 && info.Type != "meta" {
+			return fmt.Errorf("meta page %d: not a meta page (type %s): zeroed or overwritten", id, info.Type)
 		}
 		switch info.Type {
 		case "branch", "leaf", "meta", "freelist", "free":

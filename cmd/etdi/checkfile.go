@@ -56,6 +56,12 @@ func checkFileChild(path string) int {
 		return exitError
 	}
 	if err != nil {
+		// The parent names the file and says what to do; the child says
+		// what is wrong with it.
+		var ce *pin.CorruptError
+		if errors.As(err, &ce) {
+			err = ce.Err
+		}
 		fmt.Println(err)
 		return exitDamaged
 	}
