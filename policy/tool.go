@@ -1,0 +1,163 @@
+package policy
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/etdi-dev/etdi"
+	"github.com/etdi-dev/etdi/internal/termtext"
+	"github.com/etdi-dev/etdi/pin"
+)
+
+// Tool is what policies know of a tool: its definition as approved and
+// verified.
+type Tool struct {
+	// Server is the server's pin identity; Name the tool's.
+	Server, Name string
+	// Version and Provider are empty for an unsigned tool.
+	Version, Provider string
+	// Signed says a trusted provider signed the definition.
+	Signed bool
+	// Scopes are the approved permission scopes.
+	Scopes []string
+	// Annotations are the definition's MCP annotations; policies see them
+	// only when Signed.
+	Annotations Annotations
+}
+
+// Annotations are MCP's tool annotation hints; nil is a hint the
+// definition does not state as a boolean.
+type Annotations struct {
+	ReadOnly, Destructive, Idempotent, OpenWorld *bool
+}
+
+// ToolOf returns the Tool of a verified observation (a gate's listing) of
+// the server with that pin identity and provider.
+func ToolOf(server, provider string, o pin.Observed) Tool {
+	return tool(server, provider, o.Name, o.Version, o.Signer, o.Permissions, o.Canonical)
+}
+
+// ToolOfPin returns the Tool of an approved pin.
+func ToolOfPin(p *pin.Pin) Tool {
+	return tool(p.Server, p.Provider, p.Tool, p.Version, p.Signer, p.Permissions, p.Definition)
+}
+
+func tool(server, provider, name, version string, signer pin.Signer, perms []etdi.Permission, def []byte) Tool {
+	t := Tool{Server: server, Name: name, Version: version, Signed: signer.Kind != "" && signer.Kind != pin.Unsigned.Kind}
+	if t.Signed {
+		t.Provider = provider
+	}
+	for _, p := range perms {
+		t.Scopes = append(t.Scopes, p.Scope)
+	}
+	t.Annotations = AnnotationsOf(def)
+	return t
+}
+
+// AnnotationsOf reads the annotations of a tool definition (JSON); a hint
+// that is not a boolean, or a definition that is not an object, gives
+// none.
+func AnnotationsOf(def []byte) Annotations {
+	var a Annotations
+	v, err := etdi.ParseJSON(def)
+	if err != nil || v.Kind != etdi.Object {
+		return a
+	}
+	ann := v.Get("annotations")
+	if ann == nil || ann.Kind != etdi.Object {
+		return a
+	}
+	hint := func(name string) *bool {
+		h := ann.Get(name)
+		if h == nil || h.Kind != etdi.Bool {
+			return nil
+		}
+		b := h.Bool
+		return &b
+	}
+	a.ReadOnly, a.Destructive = hint("readOnlyHint"), hint("destructiveHint")
+	a.Idempotent, a.OpenWorld = hint("idempotentHint"), hint("openWorldHint")
+	return a
+}
+
+// ArgumentsDigest is the digest of a call's arguments that call records
+// and policies see: "sha256:" and the hex SHA-256 of their RFC 8785 form,
+// or "raw-sha256:" and that of the bytes when they are not JSON of etdi's
+// profile. Absent arguments are {}.
+func ArgumentsDigest(raw []byte) string {
+	if raw == nil {
+		raw = []byte("{}")
+	}
+	if v, err := etdi.ParseJSON(raw); err == nil {
+		return etdi.Digest(sha256.Sum256(etdi.AppendCanonical(nil, v))).String()
+	}
+	sum := sha256.Sum256(raw)
+	return "raw-sha256:" + hex.EncodeToString(sum[:])
+}
+
+// Bounds of an arguments summary.
+const (
+	summaryMembers = 16
+	summaryValue   = 96
+	summaryTotal   = 2048
+)
+
+// SummarizeArguments describes a call's arguments for a person deciding
+// whether to allow the call: one line per member (at most 16), each value
+// cut to 96 bytes, the whole at most 2 KiB, every piece escaped for a
+// terminal (termtext.Escape): the arguments come from the model, which a
+// server's text may have steered.
+func SummarizeArguments(raw []byte) string {
+	if len(raw) == 0 {
+		return "(no arguments)"
+	}
+	v, err := etdi.ParseJSON(raw)
+	if err != nil {
+		return fmt.Sprintf("(%d bytes that are not JSON)", len(raw))
+	}
+	if v.Kind != etdi.Object {
+		return "(not an object) " + cut(string(etdi.AppendCanonical(nil, v)), summaryValue)
+	}
+	if len(v.Members) == 0 {
+		return "(no arguments)"
+	}
+	members := slices.Clone(v.Members)
+	slices.SortFunc(members, func(a, b etdi.Member) int { return strings.Compare(a.Name, b.Name) })
+	var b strings.Builder
+	for i, m := range members {
+		if i == summaryMembers {
+			fmt.Fprintf(&b, "... and %d more", len(members)-i)
+			break
+		}
+		val := m.Value.Str
+		if m.Value.Kind != etdi.String {
+			val = string(etdi.AppendCanonical(nil, m.Value))
+		} else {
+			val = strconv.Quote(val)
+		}
+		line := cut(termtext.Escape(m.Name), summaryValue) + ": " + cut(termtext.Escape(val), summaryValue) + "\n"
+		if b.Len()+len(line) > summaryTotal {
+			fmt.Fprintf(&b, "... and %d more", len(members)-i)
+			break
+		}
+		b.WriteString(line)
+	}
+	return strings.TrimSuffix(b.String(), "\n")
+}
+
+// cut shortens s to at most n bytes, on a rune boundary, marking the cut.
+func cut(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	s = s[:n]
+	for len(s) > 0 && !utf8.ValidString(s) {
+		s = s[:len(s)-1]
+	}
+	return s + "..."
+}
