@@ -729,7 +729,7 @@ func TestAttackAuditConcurrentStart(t *testing.T) {
 				// This gate records a call and is killed: does the next
 				// gate append the call?
 				before := callRecords(t, opts.Options)
-				a.blocked("unsigned:atk", "get_weather", "", nil, NotListed)
+				a.blocked("unsigned:atk", "get_weather", "", nil, NotListed, policyOutcome{})
 				killAudit(a)
 				as[k] = nil
 				next, err := startAudit(opts)
@@ -772,9 +772,9 @@ func TestAttackAuditLongNameLosesRecords(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a.blocked("unsigned:atk", strings.Repeat("<", 200_000), "", nil, NotListed)
+	a.blocked("unsigned:atk", strings.Repeat("<", 200_000), "", nil, NotListed, policyOutcome{})
 	for range 3 {
-		a.blocked("unsigned:atk", "delete_all", "", nil, NotListed)
+		a.blocked("unsigned:atk", "delete_all", "", nil, NotListed, policyOutcome{})
 	}
 	killAudit(a)
 	next, err := startAudit(opts)

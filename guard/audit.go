@@ -19,6 +19,7 @@ import (
 	"github.com/etdi-dev/etdi/internal/filelock"
 	"github.com/etdi-dev/etdi/internal/mcpclient"
 	"github.com/etdi-dev/etdi/pin"
+	"github.com/etdi-dev/etdi/policy"
 )
 
 // Call outcomes, in call records.
@@ -142,19 +143,6 @@ func startAudit(opts GateOptions) (*callAudit, error) {
 	return a, nil
 }
 
-// argumentsDigest is the SHA-256 of a call's arguments in RFC 8785 form,
-// or of the bytes sent when they are not JSON of §2's profile.
-func argumentsDigest(raw []byte) string {
-	if raw == nil {
-		raw = []byte("{}")
-	}
-	if v, err := etdi.ParseJSON(raw); err == nil {
-		return etdi.Digest(sha256.Sum256(etdi.AppendCanonical(nil, v))).String()
-	}
-	sum := sha256.Sum256(raw)
-	return "raw-sha256:" + hex.EncodeToString(sum[:])
-}
-
 // recordedName is the tool name a call record holds: a name longer than a
 // tool name may be (one the host asked for that no server listed) is cut,
 // with the SHA-256 of the whole of it.
@@ -170,13 +158,14 @@ func recordedName(tool string) string {
 	return cut + "...(sha256:" + hex.EncodeToString(sum[:]) + ")"
 }
 
-// begin starts the record of a call forwarded to the server.
-func (a *callAudit) begin(server, tool, digest string, args []byte) *callRecord {
+// begin starts the record of a call forwarded to the server, with what
+// the policies decided of it.
+func (a *callAudit) begin(server, tool, digest string, args []byte, p policyOutcome) *callRecord {
 	if a == nil {
 		return nil
 	}
 	return &callRecord{start: time.Now(), rec: pin.Record{Type: pin.RecordCall, Server: server, Tool: recordedName(tool), Digest: digest,
-		Arguments: argumentsDigest(args), By: a.opts.By}}
+		Arguments: policy.ArgumentsDigest(args), By: a.opts.By, Decision: p.decision, Policies: p.policies, Answer: p.answer}}
 }
 
 // finish records the answer to a call (m nil: none came, the session
@@ -198,12 +187,13 @@ func (a *callAudit) finish(c *callRecord, m *mcpclient.Message) {
 }
 
 // blocked records a call the gate refused.
-func (a *callAudit) blocked(server, tool, digest string, args []byte, kind string) {
+func (a *callAudit) blocked(server, tool, digest string, args []byte, kind string, p policyOutcome) {
 	if a == nil {
 		return
 	}
 	a.add(pin.Record{Type: pin.RecordCall, Time: time.Now().UTC(), Server: server, Tool: recordedName(tool), Digest: digest,
-		Arguments: argumentsDigest(args), Outcome: OutcomeBlocked, Kind: kind, By: a.opts.By})
+		Arguments: policy.ArgumentsDigest(args), Outcome: OutcomeBlocked, Kind: kind, By: a.opts.By,
+		Decision: p.decision, Policies: p.policies, Answer: p.answer})
 }
 
 // add appends a record to the spool (one write) and to the batch.

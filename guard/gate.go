@@ -17,6 +17,7 @@ import (
 	"github.com/etdi-dev/etdi/internal/redact"
 	"github.com/etdi-dev/etdi/internal/termtext"
 	"github.com/etdi-dev/etdi/pin"
+	"github.com/etdi-dev/etdi/policy"
 )
 
 // Conn carries the JSON-RPC messages of one side of a session, one
@@ -69,6 +70,18 @@ type GateOptions struct {
 	// to etdi check (tools that need the host's capabilities), and the
 	// person must review what the host was offered.
 	Review, ReviewTarget string
+	// Policies are the call-time policies (SPEC.md §26): every tools/call
+	// of an approved tool is authorized before it is forwarded; one they
+	// forbid is answered with BlockedCode, one they ask about is put to
+	// the person through the host's elicitation and forwarded only when
+	// accepted. nil lets every approved tool be called.
+	Policies *policy.Set
+	// AskTimeout bounds the wait for the person's answer (default 2
+	// minutes); without one the call is refused.
+	AskTimeout time.Duration
+	// PolicyReview is the command that tests a call against the policies,
+	// without the tool (default "etdi policy test").
+	PolicyReview string
 }
 
 // Gate relays one MCP session between a host and a server and lets
@@ -127,6 +140,19 @@ type Gate struct {
 	relists  map[string]*relistJob
 	// gen reads the pin database's generation (the jobs goroutine only).
 	gen *pin.GenerationReader
+
+	// session is what the policies know of the calls so far.
+	session policy.Session
+	// asking are the host's calls waiting for the person's answer, by id
+	// key (under pendMu).
+	asking map[string]*askWait
+	// hostOwn are the gate's own requests to the host (elicitation),
+	// waiting for answers, by id key; hostPrefix, which the server never
+	// sees, makes their ids unlike any the server could send the host.
+	hostOwnMu  sync.Mutex
+	hostOwn    map[string]chan *mcpclient.Message
+	hostPrefix string
+	hostOwnN   int
 }
 
 // hostRequest is a request of the host the server has not answered yet.
@@ -156,13 +182,20 @@ func NewGate(opts GateOptions) (*Gate, error) {
 	if opts.Review == "" {
 		opts.Review = "etdi check"
 	}
-	var rnd [8]byte
+	if opts.AskTimeout <= 0 {
+		opts.AskTimeout = 2 * time.Minute
+	}
+	if opts.PolicyReview == "" {
+		opts.PolicyReview = "etdi policy test"
+	}
+	var rnd [16]byte
 	if _, err := rand.Read(rnd[:]); err != nil {
 		return nil, err
 	}
 	g := &Gate{opts: opts, own: map[string]chan *mcpclient.Message{}, pending: map[string]*hostRequest{},
-		ownPrefix: "etdi-" + hex.EncodeToString(rnd[:]) + "-", gone: make(chan struct{}), gen: &pin.GenerationReader{Path: opts.Pins},
-		relists: map[string]*relistJob{}}
+		ownPrefix: "etdi-" + hex.EncodeToString(rnd[:8]) + "-", gone: make(chan struct{}), gen: &pin.GenerationReader{Path: opts.Pins},
+		relists: map[string]*relistJob{}, asking: map[string]*askWait{}, hostOwn: map[string]chan *mcpclient.Message{},
+		hostPrefix: "etdi-ask-" + hex.EncodeToString(rnd[8:]) + "-"}
 	g.st.init()
 	for _, c := range opts.Credentials {
 		g.secrets.Add(c.Value)
@@ -275,8 +308,13 @@ func (g *Gate) readHost() error {
 			continue
 		}
 		if !m.Request {
-			// The host answers a request of the server (sampling,
-			// elicitation, roots): relayed as it is.
+			// The host answers a request of the gate's own (a question
+			// to the person), or of the server (sampling, elicitation,
+			// roots): relayed as it is.
+			if ch := g.takeHostOwn(m.IDKey()); ch != nil {
+				ch <- m
+				continue
+			}
 			g.toServer.send(data)
 			continue
 		}
@@ -334,6 +372,10 @@ func (g *Gate) fromHost(m *mcpclient.Message, data []byte, s *slot) {
 			g.toHost.send(g.errorTo(m.ID, -32601, "etdi: "+m.Method+" is not relayed: a session through etdi begins with initialize", nil))
 		}
 		return
+	case "initialize":
+		// Who the host is and whether it can ask the person, for the
+		// call-time policies; the request is relayed as it is.
+		g.st.host = readInitialize(m.Params)
 	case "notifications/initialized":
 		// etdi sends it itself when the answer to initialize comes, before
 		// its own listing: the server receives exactly one, even from a
@@ -466,6 +508,16 @@ func (g *Gate) isOwn(key string) bool {
 	return ok || (len(key) > 2 && key[:2] == "s:" && len(key[2:]) > len(g.ownPrefix) && key[2:2+len(g.ownPrefix)] == g.ownPrefix)
 }
 
+// takeHostOwn returns and forgets the waiter of an answer of the host to
+// a request of the gate's own.
+func (g *Gate) takeHostOwn(key string) chan *mcpclient.Message {
+	g.hostOwnMu.Lock()
+	defer g.hostOwnMu.Unlock()
+	ch := g.hostOwn[key]
+	delete(g.hostOwn, key)
+	return ch
+}
+
 func (g *Gate) takeOwn(key string) chan *mcpclient.Message {
 	g.ownMu.Lock()
 	defer g.ownMu.Unlock()
@@ -484,7 +536,8 @@ func (g *Gate) hasPending(key string) bool {
 	g.pendMu.Lock()
 	defer g.pendMu.Unlock()
 	_, ok := g.pending[key]
-	return ok
+	_, asking := g.asking[key]
+	return ok || asking
 }
 
 func (g *Gate) takePending(key string) *hostRequest {
@@ -523,12 +576,18 @@ func (g *Gate) answerPending(why error) {
 		msg += ": " + why.Error()
 	}
 	g.pendMu.Lock()
-	reqs := g.pending
-	g.pending = map[string]*hostRequest{}
+	reqs, asking := g.pending, g.asking
+	g.pending, g.asking = map[string]*hostRequest{}, map[string]*askWait{}
 	g.pendMu.Unlock()
 	for _, r := range reqs {
 		g.audit.finish(r.call, nil)
 		g.toHost.send(g.errorTo(r.id, -32000, msg, nil))
+	}
+	for _, w := range asking {
+		po := w.po
+		po.answer = AnswerEnded
+		g.audit.blocked(w.server, w.name, w.digest, w.args, PolicyAsk, po)
+		g.toHost.send(g.errorTo(w.id, -32000, msg, nil))
 	}
 }
 

@@ -10,12 +10,14 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/etdi-dev/etdi"
 	"github.com/etdi-dev/etdi/internal/atomicfile"
 	"github.com/etdi-dev/etdi/internal/mcpclient"
 	"github.com/etdi-dev/etdi/internal/termtext"
 	"github.com/etdi-dev/etdi/pin"
+	"github.com/etdi-dev/etdi/policy"
 	"github.com/etdi-dev/etdi/verify"
 )
 
@@ -61,6 +63,8 @@ type refusal struct {
 // reads or writes it.
 type gateState struct {
 	initializedSent bool
+	// host is what the host said of itself in initialize.
+	host hostSide
 	// server, provider, name and sequence are those of the last
 	// observation that established the server.
 	server, provider, name string
@@ -613,34 +617,80 @@ func (g *Gate) decide(m *mcpclient.Message, data []byte, s *slot) {
 	}
 	g.rejudge()
 	e, exposed := g.st.exposed[item][name]
+	args := mcpclient.Member(m.Params, "arguments")
 	if exposed && g.st.approved[item][name] == e.digest {
-		req := &hostRequest{id: m.ID, method: m.Method}
-		if item == itemTool {
-			req.call = g.audit.begin(g.st.server, name, e.digest, mcpclient.Member(m.Params, "arguments"))
+		var po policyOutcome
+		if item == itemTool && g.opts.Policies != nil {
+			t := policy.ToolOf(g.st.server, g.st.provider, e.obs)
+			d := g.authorize(t, args)
+			po = outcomeOf(d)
+			switch d.Effect {
+			case policy.Forbid:
+				g.toServer.fill(s)
+				g.refuseCall(m, item, name, e.digest, args, policyRefusal(name, d, ""), po)
+				return
+			case policy.Ask:
+				g.toServer.fill(s)
+				g.ask(m, data, name, e, t, d, args)
+				return
+			}
 		}
-		if m.ID != nil {
-			g.addPending(m.IDKey(), req)
-		}
-		g.toServer.fill(s, data)
+		g.forward(m, data, s, item, name, e, args, po)
 		return
 	}
 	g.toServer.fill(s)
 	why, ok := g.st.why[item][name]
 	if !exposed && !ok {
 		why = refusal{item: item, name: name, kind: NotListed,
-			message: fmt.Sprintf("%s %q was not in the last list the host received from etdi", what, name)}
+			message: fmt.Sprintf("%s %q was not in the last list the host received from etdi", pin.ItemWord(item), name)}
+	}
+	g.refuseCall(m, item, name, e.digest, args, why, policyOutcome{})
+}
+
+// forward sends a call or prompts/get the gate allows to the server, in
+// its place s (nil: at the end of what waits), and records it.
+func (g *Gate) forward(m *mcpclient.Message, data []byte, s *slot, item, name string, e exposure, args []byte, po policyOutcome) {
+	req := &hostRequest{id: m.ID, method: m.Method}
+	if item == itemTool {
+		req.call = g.audit.begin(g.st.server, name, e.digest, args, po)
+		if g.opts.Policies != nil {
+			g.session.Called(policy.ToolOf(g.st.server, g.st.provider, e.obs), time.Now())
+		}
+	}
+	g.addPending(m.IDKey(), req)
+	if s == nil {
+		g.toServer.send(data)
+		return
+	}
+	g.toServer.fill(s, data)
+}
+
+// refuseCall answers a tools/call or prompts/get with BlockedCode, says so
+// in the log and records it.
+func (g *Gate) refuseCall(m *mcpclient.Message, item, name, digest string, args []byte, why refusal, po policyOutcome) {
+	what := "tool"
+	if item == itemPrompt {
+		what = "prompt"
 	}
 	if item == itemTool {
-		g.audit.blocked(g.st.server, name, e.digest, mcpclient.Member(m.Params, "arguments"), why.kind)
+		g.audit.blocked(g.st.server, name, digest, args, why.kind, po)
 	}
-	g.logf("blocked %s of %s %q: %s: %s (review: %s)", m.Method, what, clipText(name), why.kind, why.message, g.review(why.kind))
-	if m.ID == nil {
-		return // a notification is not answered
+	review := g.review(why.kind)
+	if why.kind == PolicyForbid || why.kind == PolicyAsk {
+		review = g.opts.PolicyReview + " --tool " + termtext.ShellQuote(g.st.server+"/"+name)
 	}
-	detail, _ := json.Marshal(map[string]string{"etdi": "blocked", "kind": why.kind, "server": g.st.server,
-		what: g.secrets.String(clipText(name)), "review": g.review(why.kind), "message": g.secrets.String(why.message)})
+	g.logf("blocked %s of %s %q: %s: %s (review: %s)", m.Method, what, clipText(name), why.kind, why.message, review)
+	detail := map[string]any{"etdi": "blocked", "kind": why.kind, "server": g.st.server,
+		what: g.secrets.String(clipText(name)), "review": g.secrets.String(review), "message": g.secrets.String(why.message)}
+	if po.decision != "" && (why.kind == PolicyForbid || why.kind == PolicyAsk) {
+		detail["policies"] = po.policies
+		if po.answer != "" {
+			detail["answer"] = po.answer
+		}
+	}
+	data, _ := json.Marshal(detail)
 	g.toHost.send(g.errorTo(m.ID, BlockedCode,
-		fmt.Sprintf("etdi blocked %s of %s %q: %s (review it with: %s)", m.Method, what, name, why.kind, g.review(why.kind)), detail))
+		fmt.Sprintf("etdi blocked %s of %s %q: %s (review it with: %s)", m.Method, what, name, why.kind, review), data))
 }
 
 // tellBlocked tells the host what the gate withheld since it last told

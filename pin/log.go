@@ -61,6 +61,14 @@ type Record struct {
 	Arguments      string `json:"arguments,omitempty"`
 	Outcome        string `json:"outcome,omitempty"`
 	DurationMicros int64  `json:"durationMicros,omitempty"`
+	// Decision is what the call-time policies decided of a call ("allow",
+	// "ask", "forbid"; empty without policies), Policies the ids of the
+	// policies that decided it, and Answer the person's answer when it
+	// was put to them ("accept", "decline", "cancel", "timeout",
+	// "unsupported": the host cannot ask, "invalid").
+	Decision string   `json:"decision,omitempty"`
+	Policies []string `json:"policies,omitempty"`
+	Answer   string   `json:"answer,omitempty"`
 }
 
 // LogError reports a record that fails verification.

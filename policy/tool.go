@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -134,13 +133,11 @@ func SummarizeArguments(raw []byte) string {
 			fmt.Fprintf(&b, "... and %d more", len(members)-i)
 			break
 		}
-		val := m.Value.Str
+		val := `"` + termtext.Escape(m.Value.Str) + `"`
 		if m.Value.Kind != etdi.String {
-			val = string(etdi.AppendCanonical(nil, m.Value))
-		} else {
-			val = strconv.Quote(val)
+			val = termtext.Escape(string(etdi.AppendCanonical(nil, m.Value)))
 		}
-		line := cut(termtext.Escape(m.Name), summaryValue) + ": " + cut(termtext.Escape(val), summaryValue) + "\n"
+		line := cut(termtext.Escape(m.Name), summaryValue) + ": " + cut(val, summaryValue) + "\n"
 		if b.Len()+len(line) > summaryTotal {
 			fmt.Fprintf(&b, "... and %d more", len(members)-i)
 			break

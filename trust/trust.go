@@ -15,7 +15,9 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/etdi-dev/etdi"
@@ -64,6 +66,27 @@ type Policy struct {
 	// means ArtifactsWarn.
 	Artifacts ArtifactRule
 	Providers []Provider
+	// Cedar are the call-time policy files (SPEC.md §26) as written: a
+	// relative path is relative to the trust policy's directory (see
+	// CedarFiles).
+	Cedar []string
+}
+
+// MaxCedarFiles bounds the policy files a trust policy names.
+const MaxCedarFiles = 16
+
+// CedarFiles returns the call-time policy files of a trust policy loaded
+// from path, relative ones resolved against its directory: the files
+// travel with the trust policy, wherever it is used from.
+func (p *Policy) CedarFiles(path string) []string {
+	out := make([]string, 0, len(p.Cedar))
+	for _, f := range p.Cedar {
+		if !filepath.IsAbs(f) {
+			f = filepath.Join(filepath.Dir(path), f)
+		}
+		out = append(out, f)
+	}
+	return out
 }
 
 // ArtifactRule returns the artifact rule in force (warn by default).
@@ -270,7 +293,7 @@ func Parse(data []byte) (*Policy, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := o.Only("version", "unsigned", "artifacts", "providers"); err != nil {
+	if err := o.Only("version", "unsigned", "artifacts", "providers", "cedar"); err != nil {
 		return nil, err
 	}
 	ver, err := o.Field("version").Uint()
@@ -293,6 +316,28 @@ func Parse(data []byte) (*Policy, error) {
 	} else if a != "" {
 		if p.Artifacts, err = ParseArtifactRule(a); err != nil {
 			return nil, o.Field("artifacts").Errorf("%v", err)
+		}
+	}
+	if cf := o.Field("cedar"); cf.V != nil {
+		ca, err := cf.Array()
+		if err != nil {
+			return nil, err
+		}
+		if ca.Len() > MaxCedarFiles {
+			return nil, ca.Errorf("more than %d policy files", MaxCedarFiles)
+		}
+		for i := 0; i < ca.Len(); i++ {
+			f, err := ca.Elem(i).Str()
+			if err != nil {
+				return nil, err
+			}
+			if f == "" || strings.ContainsRune(f, 0) || len(f) > 4096 {
+				return nil, ca.Elem(i).Errorf("not a file path")
+			}
+			if slices.Contains(p.Cedar, f) {
+				return nil, ca.Elem(i).Errorf("%q listed twice", f)
+			}
+			p.Cedar = append(p.Cedar, f)
 		}
 	}
 	pa, err := o.Field("providers").Array()
@@ -578,12 +623,13 @@ type jsonPolicy struct {
 	Unsigned  UnsignedRule   `json:"unsigned"`
 	Artifacts ArtifactRule   `json:"artifacts,omitempty"`
 	Providers []jsonProvider `json:"providers"`
+	Cedar     []string       `json:"cedar,omitempty"`
 }
 
 // Marshal returns the policy as indented JSON, providers and keys in the
 // order they were added.
 func (p *Policy) Marshal() ([]byte, error) {
-	jp := jsonPolicy{Version: FormatVersion, Unsigned: p.Unsigned, Artifacts: p.Artifacts, Providers: []jsonProvider{}}
+	jp := jsonPolicy{Version: FormatVersion, Unsigned: p.Unsigned, Artifacts: p.Artifacts, Providers: []jsonProvider{}, Cedar: p.Cedar}
 	for _, prov := range p.Providers {
 		jv := jsonProvider{ID: prov.ID, Require: prov.Require}
 		if d := prov.IDP; d != nil {

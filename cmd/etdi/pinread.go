@@ -247,6 +247,16 @@ func historyLine(r *pin.Record) string {
 	if r.Outcome != "" {
 		parts = append(parts, fmt.Sprintf("%s in %s, arguments %s", r.Outcome, time.Duration(r.DurationMicros)*time.Microsecond, r.Arguments))
 	}
+	if r.Decision != "" {
+		d := "policy " + r.Decision
+		if len(r.Policies) > 0 {
+			d += " (" + strings.Join(r.Policies, ", ") + ")"
+		}
+		if r.Answer != "" {
+			d += ", answer " + r.Answer
+		}
+		parts = append(parts, d)
+	}
 	if r.Type != pin.RecordApprove && r.Type != pin.RecordReapprove && r.Message != "" {
 		parts = append(parts, "- "+r.Message)
 	}

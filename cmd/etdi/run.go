@@ -28,8 +28,9 @@ import (
 type runFlags struct {
 	policy, bundle, name, url, listen string
 	headers, headerEnv                []string
-	timeout                           time.Duration
+	timeout, askTimeout               time.Duration
 	audit                             bool
+	cedar                             cedarFlags
 }
 
 func (e *env) runCmd() *cobra.Command {
@@ -59,12 +60,22 @@ what the host uses is what etdi verified (SPEC.md §25):
   it relays the notification, and blocks what changed.
 - what was withheld is told to the host (notifications/message, level
   warning) and written to standard error for the host's log.
+- with call-time policies (--cedar FILE, or the trust policy's cedar
+  member; SPEC.md §26), every tools/call of an approved tool is authorized
+  first: one a policy forbids is refused with error -32090 naming the
+  policy; one a policy annotated @ask asks about is put to the person
+  through the host's elicitation (the reason, the tool, its scopes and a
+  summary of the arguments) and forwarded only when the person accepts; a
+  decline, a dismissal, no answer within --ask-timeout or a host without
+  elicitation refuses it. A policy file that does not validate against
+  etdi's schema stops etdi run before the server starts.
 
 Nothing is approved here: review and approve with etdi check --approve or
 etdi pin approve. The pin database is opened only for a moment at a time,
 so many gates and etdi check share it. --audit-calls records each
 tools/call in the history (tool, pinned digest, SHA-256 of the arguments,
-outcome, duration; never the arguments or results).
+outcome, duration, the policies' decision and the person's answer; never
+the arguments or results).
 
 --listen 127.0.0.1:PORT offers the session to a host that connects to a
 URL: Streamable HTTP at http://127.0.0.1:PORT/mcp instead of stdio (port
@@ -81,7 +92,8 @@ or etdi could not start (an unreadable trust policy, a server that cannot
 be started), 2 usage.`,
 		Example: `  etdi run --name weather -- node server.js
   etdi run --name remote --url https://mcp.example.com/mcp --header-env Authorization=MCP_TOKEN
-  etdi run --audit-calls --name files -- npx -y @modelcontextprotocol/server-filesystem@2026.8.31 ~/notes`,
+  etdi run --audit-calls --name files -- npx -y @modelcontextprotocol/server-filesystem@2026.8.31 ~/notes
+  etdi run --cedar examples/policies/exfiltration.cedar --audit-calls --bundle files.etdi.json -- node files.js`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return e.runGate(cmd, &f, &pf, args)
 		},
@@ -96,6 +108,8 @@ be started), 2 usage.`,
 	fl.DurationVar(&f.timeout, "timeout", 60*time.Second, "how long etdi's own listing of the server may take")
 	fl.BoolVar(&f.audit, "audit-calls", false, "record every tools/call in the history (never the arguments or results)")
 	fl.StringVar(&f.listen, "listen", "", "offer Streamable HTTP towards the host at ADDR (loopback only) instead of stdio")
+	f.cedar.register(fl)
+	fl.DurationVar(&f.askTimeout, "ask-timeout", 2*time.Minute, "how long a call a policy asks about waits for the person's answer before it is refused")
 	pf.register(fl, e)
 	fl.StringVar(&pf.by, "by", "", "who is named in the history records the gate writes (findings, --audit-calls; default: the current user)")
 	return cmd
@@ -168,6 +182,10 @@ func (e *env) runGate(cmd *cobra.Command, f *runFlags, pf *pinFlags, args []stri
 		return err // fail closed: no policy, no session
 	}
 	opts.Policy, opts.Name, opts.Pins, opts.LockTimeout, opts.By = p, name, pf.path, pf.lockTimeout, pf.who()
+	if opts.Policies, err = f.cedar.load(f.policy, p); err != nil {
+		return err // fail closed: policies that do not load start nothing
+	}
+	opts.AskTimeout, opts.PolicyReview = f.askTimeout, f.cedar.review(cmd)
 	opts.Tokens = func() verify.TokenVerifier { return e.tokenVerifier(time.Time{}) }
 	if f.bundle != "" {
 		data, err := e.readInput(f.bundle)

@@ -8,7 +8,9 @@
 //                   10 per page) | crash | hang | malformed | truncated | duplicate |
 //                   crash-on-call (exits with code 3, after a line on stderr, when a
 //                   tools/call arrives, without answering it) |
-//                   slow-call (answers tools/call after 3 seconds)
+//                   slow-call (answers tools/call after 3 seconds) |
+//                   workspace (the five tools of cmd/etdi/testdata/workspace.manifest.json,
+//                   whose calls answer "<name> <arguments as JSON>")
 //   FIXTURE_BUNDLE  path of an etdi bundle to attach in-band (tools/list _meta)
 //   FIXTURE_TOOL_BUNDLE  same, but attached to every tool's _meta
 //   FIXTURE_CLOAK=1 answers tools/list according to the clientInfo.name of
@@ -131,6 +133,22 @@ function weatherTools(cloaked) {
   return tools;
 }
 
+// workspaceTools are the tools of FIXTURE_MODE=workspace: one per kind of
+// permission the call-time policy examples speak of.
+function workspaceTools() {
+  const path = { type: "object", properties: { path: { type: "string" } }, required: ["path"] };
+  return [
+    { name: "read_file", description: "Reads a file of the workspace.", inputSchema: path, annotations: { readOnlyHint: true } },
+    { name: "write_file", description: "Writes a file of the workspace.", inputSchema: { type: "object", properties: { path: { type: "string" }, content: { type: "string" } }, required: ["path"] }, annotations: { readOnlyHint: false, destructiveHint: false } },
+    { name: "delete_file", description: "Deletes a file of the workspace.", inputSchema: path, annotations: { destructiveHint: true } },
+    { name: "fetch_url", description: "Fetches a URL.", inputSchema: { type: "object", properties: { url: { type: "string" } }, required: ["url"] }, annotations: { readOnlyHint: true, openWorldHint: true } },
+    { name: "run_command", description: "Runs a shell command.", inputSchema: { type: "object", properties: { command: { type: "string" } }, required: ["command"] }, annotations: { destructiveHint: true, openWorldHint: true } },
+  ];
+}
+
+// serverTools are the tools this server lists.
+const serverTools = (cloaked) => (mode === "paginate" ? manyTools() : mode === "workspace" ? workspaceTools() : weatherTools(cloaked));
+
 function manyTools() {
   const tools = [];
   for (let i = 0; i < 250; i++) {
@@ -237,7 +255,7 @@ function main() {
   const toolBundle = process.env.FIXTURE_TOOL_BUNDLE ? JSON.parse(readFileSync(process.env.FIXTURE_TOOL_BUNDLE, "utf8")) : null;
 
   server.setRequestHandler(ListToolsRequestSchema, async (request) => {
-    let tools = mode === "paginate" ? manyTools() : weatherTools(cloaked());
+    let tools = serverTools(cloaked());
     if (toolBundle) tools = tools.map((t) => ({ ...t, _meta: { "dev.etdi/bundle": toolBundle } }));
     const result = {};
     if (mode === "paginate") {
@@ -263,9 +281,14 @@ function main() {
     }
     callIds.add(extra.requestId);
     if (mode === "slow-call") await sleep(3000);
-    const tools = mode === "paginate" ? manyTools() : weatherTools(cloaked());
+    const tools = serverTools(cloaked());
     if (!tools.some((t) => t.name === name)) {
       throw new McpError(ErrorCode.InvalidParams, `Unknown tool: ${name}`);
+    }
+    if (mode === "workspace") {
+      // The arguments as the server received them: a call forwarded by the
+      // gate must arrive byte for byte as the host sent it.
+      return { content: [{ type: "text", text: `${name} ${JSON.stringify(args ?? null)}` }] };
     }
     const city = name === "get_weather" && typeof args?.city === "string" ? args.city : "";
     return { content: [{ type: "text", text: city ? `sunny in ${city}` : "sunny" }] };

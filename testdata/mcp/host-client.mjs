@@ -9,7 +9,8 @@
 // --name        clientInfo.name of initialize (default "test-host"; version "1.0.0")
 // --elicitation declare the elicitation capability and answer every
 //               elicitation/create with that action (accept fills every
-//               requested property with the string "yes"); none (default)
+//               requested boolean property with true and every other with
+//               the string "yes"); none (default)
 //               declares no elicitation capability
 // --timeout-ms  bound on the whole run (default 30000): when it passes, the
 //               host closes the connection and prints what it has, with
@@ -257,7 +258,9 @@ if (opts.elicitation !== "none") {
     if (record) record.action = opts.elicitation;
     if (opts.elicitation !== "accept") return { action: opts.elicitation };
     const content = {};
-    for (const property of Object.keys(request.params.requestedSchema?.properties ?? {})) content[property] = "yes";
+    for (const [property, schema] of Object.entries(request.params.requestedSchema?.properties ?? {})) {
+      content[property] = schema?.type === "boolean" ? true : "yes";
+    }
     return { action: "accept", content };
   });
 }

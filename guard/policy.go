@@ -1,0 +1,294 @@
+package guard
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/etdi-dev/etdi/internal/mcpclient"
+	"github.com/etdi-dev/etdi/internal/termtext"
+	"github.com/etdi-dev/etdi/policy"
+)
+
+// Kinds of the calls the call-time policies refuse (SPEC.md §26), named in
+// BlockedCode errors and call records.
+const (
+	// PolicyForbid: a forbid policy matched the call, or no permit did.
+	PolicyForbid = "policy_forbid"
+	// PolicyAsk: a policy asks the person before the call, and the person
+	// did not accept it (or could not be asked).
+	PolicyAsk = "policy_ask"
+)
+
+// Answers to a call put to the person, in call records and errors.
+const (
+	AnswerAccept      = "accept"
+	AnswerDecline     = "decline"
+	AnswerCancel      = "cancel"
+	AnswerTimeout     = "timeout"
+	AnswerUnsupported = "unsupported" // the host declared no elicitation capability
+	AnswerInvalid     = "invalid"     // an answer that is not an accept, decline or cancel
+	AnswerBusy        = "busy"        // too many calls wait for the person already
+	AnswerEnded       = "ended"       // the session ended first
+)
+
+// maxAsking bounds the calls that wait for the person at once: a model
+// that calls in a loop gets refusals beyond it, not a pile of questions.
+const maxAsking = 8
+
+// policyOutcome is what the policies decided of a call, for its record.
+type policyOutcome struct {
+	decision string
+	policies []string
+	answer   string
+}
+
+func outcomeOf(d policy.Decision) policyOutcome {
+	return policyOutcome{decision: d.Effect.String(), policies: d.Policies}
+}
+
+// askWait is a call waiting for the person's answer.
+type askWait struct {
+	id                   []byte
+	server, name, digest string
+	args                 []byte
+	po                   policyOutcome
+}
+
+// hostSide is what the host said of itself in initialize.
+type hostSide struct {
+	name string
+	// elicit says the host can put a form to the person
+	// (capabilities.elicitation, with form mode or no mode named).
+	elicit bool
+}
+
+// readInitialize reads the host's name and whether it can ask the person
+// from its initialize params.
+func readInitialize(params []byte) hostSide {
+	var p struct {
+		ClientInfo struct {
+			Name string `json:"name"`
+		} `json:"clientInfo"`
+		Capabilities struct {
+			Elicitation *struct {
+				Form *json.RawMessage `json:"form"`
+				URL  *json.RawMessage `json:"url"`
+			} `json:"elicitation"`
+		} `json:"capabilities"`
+	}
+	if json.Unmarshal(params, &p) != nil {
+		return hostSide{}
+	}
+	h := hostSide{name: p.ClientInfo.Name}
+	if e := p.Capabilities.Elicitation; e != nil {
+		// {} is form mode (MCP 2025-06-18); a host that names modes must
+		// name form.
+		h.elicit = e.Form != nil || e.URL == nil
+	}
+	return h
+}
+
+// authorize decides a call of an approved tool the host received.
+func (g *Gate) authorize(t policy.Tool, args []byte) policy.Decision {
+	return g.opts.Policies.Authorize(policy.Request{Host: g.st.host.name, Tool: t,
+		Context: g.session.Context(t.Name, args, time.Now())})
+}
+
+// policyRefusal is the refusal of a call the policies did not allow.
+func policyRefusal(name string, d policy.Decision, answer string) refusal {
+	r := refusal{item: itemTool, name: name}
+	switch {
+	case d.Effect == policy.Ask:
+		r.kind = PolicyAsk
+		r.message = fmt.Sprintf("policy %s asks the person before calling tool %q (%s), and the call was not accepted: %s",
+			strings.Join(d.Policies, ", "), name, strings.Join(d.Reasons, "; "), answerText(answer))
+	case d.NoPermit():
+		r.kind, r.message = PolicyForbid, fmt.Sprintf("no policy permits calling tool %q", name)
+	default:
+		r.kind, r.message = PolicyForbid, fmt.Sprintf("policy %s forbids calling tool %q", strings.Join(d.Policies, ", "), name)
+	}
+	return r
+}
+
+func answerText(a string) string {
+	switch a {
+	case AnswerDecline:
+		return "the person declined it"
+	case AnswerCancel:
+		return "the person dismissed the question"
+	case AnswerTimeout:
+		return "no answer came in time"
+	case AnswerUnsupported:
+		return "the host cannot ask (it declared no elicitation capability)"
+	case AnswerBusy:
+		return fmt.Sprintf("%d calls wait for the person already", maxAsking)
+	case AnswerEnded:
+		return "the session ended first"
+	}
+	return "the host's answer was not an acceptance of this call"
+}
+
+// ask puts a call the policies ask about to the person, through the
+// host's elicitation, and forwards it only if the person accepts; it
+// returns at once (the answer is awaited in a goroutine of its own).
+func (g *Gate) ask(m *mcpclient.Message, data []byte, name string, e exposure, t policy.Tool, d policy.Decision, args []byte) {
+	answer := ""
+	switch {
+	case !g.st.host.elicit:
+		answer = AnswerUnsupported
+	case g.askingCount() >= maxAsking:
+		answer = AnswerBusy
+	}
+	if answer != "" {
+		po := outcomeOf(d)
+		po.answer = answer
+		g.refuseCall(m, itemTool, name, e.digest, args, policyRefusal(name, d, answer), po)
+		return
+	}
+	g.pendMu.Lock()
+	g.asking[m.IDKey()] = &askWait{id: m.ID, server: g.st.server, name: name, digest: e.digest, args: args, po: outcomeOf(d)}
+	g.pendMu.Unlock()
+	params := elicitation(t, d, args)
+	go func() {
+		answer := g.askHost(params)
+		g.jobs.add(func() { g.asked(m, data, name, e, d, args, answer) })
+	}()
+}
+
+func (g *Gate) askingCount() int {
+	g.pendMu.Lock()
+	defer g.pendMu.Unlock()
+	return len(g.asking)
+}
+
+// asked acts on the person's answer: an accepted call is forwarded if its
+// tool is still approved as the host received it and no policy now
+// forbids it outright (the session moved on while the person read).
+func (g *Gate) asked(m *mcpclient.Message, data []byte, name string, e exposure, d policy.Decision, args []byte, answer string) {
+	g.pendMu.Lock()
+	_, waiting := g.asking[m.IDKey()]
+	delete(g.asking, m.IDKey())
+	g.pendMu.Unlock()
+	if !waiting {
+		return // the session ended and the call was answered
+	}
+	po := outcomeOf(d)
+	po.answer = answer
+	if answer != AnswerAccept {
+		g.refuseCall(m, itemTool, name, e.digest, args, policyRefusal(name, d, answer), po)
+		return
+	}
+	g.rejudge()
+	now, exposed := g.st.exposed[itemTool][name]
+	if !exposed || now.digest != e.digest || g.st.approved[itemTool][name] != e.digest {
+		why, ok := g.st.why[itemTool][name]
+		if !ok {
+			why = refusal{item: itemTool, name: name, kind: NotListed,
+				message: fmt.Sprintf("tool %q changed while the person was asked about the call", name)}
+		}
+		g.refuseCall(m, itemTool, name, e.digest, args, why, po)
+		return
+	}
+	if again := g.authorize(policy.ToolOf(g.st.server, g.st.provider, now.obs), args); again.Effect == policy.Forbid {
+		po = outcomeOf(again)
+		po.answer = answer
+		g.refuseCall(m, itemTool, name, e.digest, args, policyRefusal(name, again, ""), po)
+		return
+	}
+	g.forward(m, data, nil, itemTool, name, now, args, po)
+}
+
+// askHost sends elicitation/create to the host and waits for its answer,
+// within the ask timeout; it tells the host when it stops waiting.
+func (g *Gate) askHost(params []byte) string {
+	g.hostOwnMu.Lock()
+	g.hostOwnN++
+	id := []byte(strconv.Quote(g.hostPrefix + strconv.Itoa(g.hostOwnN)))
+	key := mcpclient.IDKey(id)
+	ch := make(chan *mcpclient.Message, 1)
+	g.hostOwn[key] = ch
+	g.hostOwnMu.Unlock()
+	defer func() {
+		g.hostOwnMu.Lock()
+		delete(g.hostOwn, key)
+		g.hostOwnMu.Unlock()
+	}()
+	g.toHost.send(mcpclient.EncodeRequest(id, "elicitation/create", params))
+	timer := time.NewTimer(g.opts.AskTimeout)
+	defer timer.Stop()
+	select {
+	case a := <-ch:
+		return readAnswer(a)
+	case <-timer.C:
+		cancel, _ := json.Marshal(map[string]any{"requestId": json.RawMessage(id), "reason": "etdi: no answer in time; the call was refused"})
+		g.toHost.send(mcpclient.EncodeRequest(nil, "notifications/cancelled", cancel))
+		return AnswerTimeout
+	case <-g.ctx.Done():
+		return AnswerEnded
+	case <-g.gone:
+		return AnswerEnded
+	}
+}
+
+// readAnswer reads the host's answer to elicitation/create: an acceptance
+// is action "accept" with content {"allow": true}, each member once.
+func readAnswer(m *mcpclient.Message) string {
+	if m.Error || hasTwice(mcpclient.Names(m.Result)) {
+		return AnswerInvalid
+	}
+	var action string
+	if json.Unmarshal(mcpclient.Member(m.Result, "action"), &action) != nil {
+		return AnswerInvalid
+	}
+	switch action {
+	case AnswerDecline, AnswerCancel:
+		return action
+	case AnswerAccept:
+		content := mcpclient.Member(m.Result, "content")
+		if hasTwice(mcpclient.Names(content)) || string(mcpclient.Member(content, "allow")) != "true" {
+			return AnswerInvalid
+		}
+		return AnswerAccept
+	}
+	return AnswerInvalid
+}
+
+// elicitation is the params of the question put to the person: why the
+// policy asks, the tool and its scopes, and the arguments, every piece of
+// text escaped.
+func elicitation(t policy.Tool, d policy.Decision, args []byte) []byte {
+	var b strings.Builder
+	fmt.Fprintf(&b, "etdi: a policy asks you before this call.\n\nTool: %s/%s", termtext.Escape(t.Server), termtext.Escape(t.Name))
+	if t.Version != "" {
+		fmt.Fprintf(&b, " %s", termtext.Escape(t.Version))
+	}
+	if t.Signed {
+		fmt.Fprintf(&b, ", signed by %s", termtext.Escape(t.Provider))
+	} else {
+		b.WriteString(", not signed")
+	}
+	scopes := "none"
+	if len(t.Scopes) > 0 {
+		scopes = termtext.Escape(strings.Join(t.Scopes, ", "))
+	}
+	fmt.Fprintf(&b, "\nScopes: %s\n", scopes)
+	for i, id := range d.Policies {
+		fmt.Fprintf(&b, "Why: %s (policy %s)\n", termtext.Escape(d.Reasons[i]), termtext.Escape(id))
+	}
+	fmt.Fprintf(&b, "\nArguments:\n%s\n\nAllow this call?", policy.SummarizeArguments(args))
+	params, _ := json.Marshal(map[string]any{
+		"message": b.String(),
+		"requestedSchema": map[string]any{
+			"type": "object",
+			"properties": map[string]any{"allow": map[string]any{
+				"type": "boolean", "title": "Allow this call", "default": false,
+				"description": "Tick to let etdi forward this one call to the server.",
+			}},
+			"required": []string{"allow"},
+		},
+	})
+	return params
+}
