@@ -292,3 +292,30 @@ func elicitation(t policy.Tool, d policy.Decision, args []byte) []byte {
 	})
 	return params
 }
+
+// CallDecision is what the call-time policies decide of the first call of
+// one tool in a session: what the person approving it should know.
+type CallDecision struct {
+	Tool string `json:"tool"`
+	policy.Decision
+}
+
+// CallDecisions decides, for every tool r observed, its first call in a
+// fresh session (no earlier calls, arguments {}), from a host named host.
+// Policies that read the session (policy.Set.Session) may decide later
+// calls otherwise. nil when r established nothing.
+func CallDecisions(r *Report, set *policy.Set, host string) []CallDecision {
+	if r == nil || r.Observation == nil || set == nil {
+		return nil
+	}
+	var out []CallDecision
+	for _, o := range r.Observation.Tools {
+		if o.Item != itemTool {
+			continue
+		}
+		d := set.Authorize(policy.Request{Host: host, Tool: policy.ToolOf(r.Observation.Server, r.Observation.Provider, o),
+			Context: policy.Context{ArgumentsDigest: policy.ArgumentsDigest(nil)}})
+		out = append(out, CallDecision{Tool: o.Name, Decision: d})
+	}
+	return out
+}

@@ -11,6 +11,7 @@ import (
 	"github.com/etdi-dev/etdi/guard"
 	"github.com/etdi-dev/etdi/internal/suspect"
 	"github.com/etdi-dev/etdi/pin"
+	"github.com/etdi-dev/etdi/policy"
 	"github.com/etdi-dev/etdi/verify"
 )
 
@@ -19,14 +20,23 @@ import (
 type observedTool struct {
 	canonical   []byte
 	permissions []etdi.Permission
+	// call is what the call-time policies decide of its first call in a
+	// session (nil without policies, or for other items).
+	call *policy.Decision
 }
 
 // toolDefs returns what o offers by pin.ItemRef: a prompt and a tool of
 // one name are two entries, never one shown for the other.
-func toolDefs(o *pin.Observation) map[string]observedTool {
+func toolDefs(o *pin.Observation, calls []guard.CallDecision) map[string]observedTool {
 	m := map[string]observedTool{}
 	for _, t := range o.Tools {
-		m[pin.ItemRef(t.Item, t.Name)] = observedTool{t.Canonical, t.Permissions}
+		m[pin.ItemRef(t.Item, t.Name)] = observedTool{t.Canonical, t.Permissions, nil}
+	}
+	for _, c := range calls {
+		if d, ok := m[c.Tool]; ok {
+			d.call = &c.Decision
+			m[c.Tool] = d
+		}
 	}
 	return m
 }
@@ -37,9 +47,9 @@ func toolDefs(o *pin.Observation) map[string]observedTool {
 // meanwhile (another etdi approved or revoked something) the person is
 // asked again about the new state. It returns the report after approving
 // and what was approved.
-func (e *env) approveInteractively(r *guard.Report) (*guard.Report, *guard.ApproveResult, error) {
+func (e *env) approveInteractively(r *guard.Report, calls []guard.CallDecision) (*guard.Report, *guard.ApproveResult, error) {
 	in := bufio.NewReader(e.stdin)
-	defs := toolDefs(r.Observation)
+	defs := toolDefs(r.Observation, calls)
 	c := r.Comparison
 	e.showInstructions(r.Observation, c)
 	for {
@@ -99,6 +109,12 @@ func (e *env) askApprovals(in *bufio.Reader, server string, c *pin.Comparison, d
 		printFindingsWith(e.stderr, []verify.Finding{f}, defs)
 		if f.Tool == "" && !f.Kind.AboutInstructions() {
 			continue // about the whole server: nothing to approve
+		}
+		if d := defs[ref].call; d != nil {
+			say(e.stderr, "  its calls, under the call-time policies: %s\n", d.Summary())
+			for i, r := range d.Reasons {
+				say(e.stderr, "    ask: %s (policy %s)\n", r, d.Policies[i])
+			}
 		}
 		for _, w := range c.Findings {
 			if w.Tool == f.Tool && w.Item == f.Item && w.Severity == verify.Warning && f.Tool != "" {

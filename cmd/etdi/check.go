@@ -12,6 +12,7 @@ import (
 	"github.com/etdi-dev/etdi/internal/termtext"
 	"github.com/etdi-dev/etdi/keys"
 	"github.com/etdi-dev/etdi/pin"
+	"github.com/etdi-dev/etdi/policy"
 	"github.com/etdi-dev/etdi/trust"
 	"github.com/etdi-dev/etdi/verify"
 	"github.com/spf13/cobra"
@@ -29,10 +30,16 @@ type checkReport struct {
 	// InstructionsRecorded are the server's instructions when --yes or
 	// --approve recorded them as approved (a first approval, or accepted).
 	InstructionsRecorded *string `json:"instructionsRecorded,omitempty"`
+	// Calls is what the call-time policies decide of each tool's first
+	// call in a session (with --cedar or the trust policy's cedar member).
+	Calls []guard.CallDecision `json:"calls,omitempty"`
 	// Error is why the server could not be checked (exit 1).
 	Error    string `json:"error,omitempty"`
 	ExitCode int    `json:"exitCode"`
 	location string
+	// session are the ids of the policies that read the session: Calls
+	// are the first call's, and later calls may be decided otherwise.
+	session []string
 	// defs are the offered tools' definitions, for the prose report.
 	defs map[string]observedTool
 }
@@ -60,6 +67,7 @@ type checkOutput struct {
 func (e *env) checkCmd() *cobra.Command {
 	var sf serverFlags
 	var pf pinFlags
+	var cf cedarFlags
 	var asJSON, asSARIF, yes, interactive, acceptInstructions, quiet bool
 	cmd := &cobra.Command{
 		Use:   "check (--tools FILE | --server -- CMD... | --url URL | --config FILE|auto | --bundle BUNDLE)",
@@ -88,6 +96,11 @@ an error (1) unless another server has a security finding.
 
 --yes approves what etdi pin approve would (new tools and versions) and
 prints it; --approve asks about each new or changed tool on a terminal.
+
+With call-time policies (--cedar FILE, or the trust policy's cedar member;
+SPEC.md §26) each tool's line says what they decide of its first call in a
+session (allow, ask or forbid, and which policy), and so does --approve
+for each tool it asks about; --json has them under "calls".
 
 Checking more than one server ends with one summary line on standard
 error, e.g. "etdi: 3 servers: 1 ok, 1 needs approval, 1 blocked, 0 not
@@ -123,9 +136,13 @@ are unchanged by --quiet.`,
 			if err != nil {
 				return err
 			}
+			set, err := cf.load(sf.policy, p)
+			if err != nil {
+				return err
+			}
 			out := &checkOutput{Servers: []*checkReport{}}
 			for i := range ts {
-				rep := e.checkTarget(&sf, &pf, &ts[i], p, yes, interactive, acceptInstructions)
+				rep := e.checkTarget(&sf, &pf, &ts[i], p, set, yes, interactive, acceptInstructions)
 				out.Servers = append(out.Servers, rep)
 			}
 			out.ExitCode = combineExit(out.Servers)
@@ -170,6 +187,7 @@ are unchanged by --quiet.`,
 	sf.register(cmd.Flags(), e)
 	pf.register(cmd.Flags(), e)
 	pf.registerBy(cmd.Flags())
+	cf.register(cmd.Flags())
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the report as JSON")
 	cmd.Flags().BoolVar(&asSARIF, "sarif", false, "print the findings as SARIF 2.1.0, for code scanning")
 	cmd.Flags().BoolVar(&yes, "yes", false, "approve new tools and new versions without asking, and print what was approved")
@@ -200,7 +218,7 @@ func combineExit(reps []*checkReport) int {
 }
 
 // checkTarget checks one server; errors become the report's Error.
-func (e *env) checkTarget(sf *serverFlags, pf *pinFlags, t *target, p *trust.Policy, yes, interactive, acceptInstructions bool) *checkReport {
+func (e *env) checkTarget(sf *serverFlags, pf *pinFlags, t *target, p *trust.Policy, set *policy.Set, yes, interactive, acceptInstructions bool) *checkReport {
 	rep := &checkReport{Target: t.label, Tools: []pin.ToolState{}, Findings: []verify.Finding{}, location: t.location}
 	fail := func(err error) *checkReport {
 		var ue *pin.UnjustifiedError
@@ -224,12 +242,19 @@ func (e *env) checkTarget(sf *serverFlags, pf *pinFlags, t *target, p *trust.Pol
 		rep.ExitCode = r.ExitCode()
 		return rep
 	}
-	rep.defs = toolDefs(r.Observation)
+	if rep.Calls = guard.CallDecisions(r, set, ""); set != nil {
+		for _, p := range set.Policies() {
+			if p.Session {
+				rep.session = append(rep.session, p.ID)
+			}
+		}
+	}
+	rep.defs = toolDefs(r.Observation, rep.Calls)
 	after := r
 	switch {
 	case interactive && !hasError(r.Observed()):
 		var res *guard.ApproveResult
-		if after, res, err = e.approveInteractively(r); err == nil && res != nil {
+		if after, res, err = e.approveInteractively(r, rep.Calls); err == nil && res != nil {
 			rep.Approved = res.Approved
 			rep.InstructionsRecorded = recordedInstructions(r, res)
 		}
@@ -307,7 +332,13 @@ func printCheck(w io.Writer, rep *checkReport) {
 	for _, t := range rep.Tools {
 		d, _ := etdi.ParseDigest(t.Digest)
 		status := map[string]string{"ok": "ok", "new": "APPROVAL REQUIRED", "changed": "CHANGED", "blocked": "BLOCKED", "removed": "removed"}[t.Status]
+		if c := callOf(rep.Calls, t); c != "" {
+			status += "; calls: " + c
+		}
 		say(w, "  %-*s  sha256:%s  %s\n", width, toolLabel(t), d.Short(), status)
+	}
+	if len(rep.Calls) > 0 && len(rep.session) > 0 {
+		say(w, "  (calls: the first call of a session; %s read the session and may decide later calls otherwise)\n", strings.Join(rep.session, ", "))
 	}
 	printFindingsWith(w, rep.Findings, rep.defs)
 	for _, a := range rep.Approved {
@@ -317,6 +348,20 @@ func printCheck(w io.Writer, rep *checkReport) {
 		say(w, "recorded the instructions of %s as approved:\n", rep.Server)
 		sayBlock(w, "    ", *rep.InstructionsRecorded)
 	}
+}
+
+// callOf is what the policies decide of a tool's first call, "" without
+// policies or for other items.
+func callOf(calls []guard.CallDecision, t pin.ToolState) string {
+	if t.Item != pin.ItemTool {
+		return ""
+	}
+	for _, c := range calls {
+		if c.Tool == t.Name {
+			return c.Summary()
+		}
+	}
+	return ""
 }
 
 // recordedInstructions returns the instructions an approval recorded, nil

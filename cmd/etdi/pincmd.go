@@ -22,6 +22,7 @@ func (e *env) pinCmd() *cobra.Command {
 func (e *env) pinApproveCmd() *cobra.Command {
 	var sf serverFlags
 	var pf pinFlags
+	var cf cedarFlags
 	var tools []string
 	var asJSON, acceptInstructions bool
 	cmd := &cobra.Command{
@@ -45,7 +46,12 @@ accepted or a replayed older bundle, 12 for a changed signer, shadowing or
 a look-alike name not named, 14 for a revoked tool, 13 for a tool that
 still needs approval. What can be approved is approved all the same. 1 is
 an operational error, 2 a usage error. --json prints the same code as
-"exitCode", with each refusal's "tool", "kind" and "reason".`,
+"exitCode", with each refusal's "tool", "kind" and "reason".
+
+With call-time policies (--cedar FILE, or the trust policy's cedar member;
+SPEC.md §26) each approved tool's line says what they decide of its first
+call in a session (allow, ask or forbid, and which policy); --json has
+them under "calls".`,
 		Example: `  etdi pin approve --trust trust.json --pins pins.db --bundle weather.etdi.json --tools live.json
   etdi pin approve --pins pins.db --name files --tools live.json --tool read_file`,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -63,6 +69,15 @@ an operational error, 2 a usage error. --json prints the same code as
 			if r.Blocked() {
 				return &exitCodeError{exitSignature}
 			}
+			tp, err := loadPolicy(sf.policy)
+			if err != nil {
+				return err
+			}
+			set, err := cf.load(sf.policy, tp)
+			if err != nil {
+				return err
+			}
+			calls := guard.CallDecisions(r, set, "")
 			res, err := guard.Approve(e.ctx, r, guard.ApproveOptions{Tools: tools, AcceptInstructions: acceptInstructions,
 				Review: func(c *pin.Comparison) bool {
 					printSuspicious(e.stderr, c, tools)
@@ -84,12 +99,13 @@ an operational error, 2 a usage error. --json prints the same code as
 					refused = []pin.Refusal{}
 				}
 				if err := e.writeJSON(struct {
-					Server               string         `json:"server"`
-					Approved             []pin.Approval `json:"approved"`
-					Refused              []pin.Refusal  `json:"refused"`
-					InstructionsRecorded *string        `json:"instructionsRecorded,omitempty"`
-					ExitCode             int            `json:"exitCode"`
-				}{r.Server, approved, refused, recordedInstructions(r, res), code}); err != nil {
+					Server               string               `json:"server"`
+					Approved             []pin.Approval       `json:"approved"`
+					Refused              []pin.Refusal        `json:"refused"`
+					InstructionsRecorded *string              `json:"instructionsRecorded,omitempty"`
+					Calls                []guard.CallDecision `json:"calls,omitempty"`
+					ExitCode             int                  `json:"exitCode"`
+				}{r.Server, approved, refused, recordedInstructions(r, res), calls, code}); err != nil {
 					return err
 				}
 				return exitWith(code)
@@ -103,7 +119,11 @@ an operational error, 2 a usage error. --json prints the same code as
 				if a.Pin.Version != "" {
 					label = etdi.SubjectName(a.Pin.Tool, a.Pin.Version)
 				}
-				say(e.stdout, "%s %s/%s %s%s, signer %s, permissions: %s%s\n", what, a.Pin.Server, label, a.Pin.Digest, replacing, a.Pin.Signer, permList(a.Pin.Permissions), servedText(a))
+				call := ""
+				if c := callOf(calls, pin.ToolState{Item: a.Pin.Item, Name: a.Pin.Tool}); c != "" {
+					call = ", calls: " + c
+				}
+				say(e.stdout, "%s %s/%s %s%s, signer %s, permissions: %s%s%s\n", what, a.Pin.Server, label, a.Pin.Digest, replacing, a.Pin.Signer, permList(a.Pin.Permissions), servedText(a), call)
 			}
 			for _, r := range refused {
 				if r.Tool == "" {
@@ -133,6 +153,7 @@ an operational error, 2 a usage error. --json prints the same code as
 	sf.register(cmd.Flags(), e)
 	pf.register(cmd.Flags(), e)
 	pf.registerBy(cmd.Flags())
+	cf.register(cmd.Flags())
 	cmd.Flags().StringArrayVar(&tools, "tool", nil, "approve only this tool (repeatable); required for changed definitions, downgrades, changed signers, shadowing and look-alike names")
 	cmd.Flags().BoolVar(&acceptInstructions, "accept-instructions", false, "accept changed server instructions")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print what was approved as JSON")

@@ -5,12 +5,15 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/etdi-dev/etdi"
 	"github.com/etdi-dev/etdi/idp"
 	"github.com/etdi-dev/etdi/keys"
+	"github.com/etdi-dev/etdi/policy"
 	"github.com/etdi-dev/etdi/trust"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -31,7 +34,7 @@ what happens to tools no bundle signs: block (default), warn or allow.`,
 	cmd.PersistentFlags().StringVar(&policyPath, "trust", e.defaultTrust(), "trust policy file ($ETDI_TRUST)")
 	// --policy is the older spelling, kept working as an alias.
 	cmd.PersistentFlags().StringVar(&policyPath, "policy", e.defaultTrust(), "same as --trust")
-	cmd.AddCommand(e.trustAddCmd(&policyPath), e.trustListCmd(&policyPath), e.trustRemoveCmd(&policyPath), e.trustUnsignedCmd(&policyPath), e.trustArtifactsCmd(&policyPath))
+	cmd.AddCommand(e.trustAddCmd(&policyPath), e.trustListCmd(&policyPath), e.trustRemoveCmd(&policyPath), e.trustUnsignedCmd(&policyPath), e.trustArtifactsCmd(&policyPath), e.trustCedarCmd(&policyPath))
 	return cmd
 }
 
@@ -212,6 +215,7 @@ type trustList struct {
 	Unsigned  trust.UnsignedRule  `json:"unsigned"`
 	Artifacts trust.ArtifactRule  `json:"artifacts"`
 	Providers []trustListProvider `json:"providers"`
+	Cedar     []string            `json:"cedar,omitempty"`
 }
 
 func (e *env) trustListCmd(policyPath *string) *cobra.Command {
@@ -225,7 +229,7 @@ func (e *env) trustListCmd(policyPath *string) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			l := trustList{Policy: *policyPath, Unsigned: p.Unsigned, Artifacts: p.ArtifactRule(), Providers: []trustListProvider{}}
+			l := trustList{Policy: *policyPath, Unsigned: p.Unsigned, Artifacts: p.ArtifactRule(), Providers: []trustListProvider{}, Cedar: p.Cedar}
 			for _, prov := range p.Providers {
 				lp := trustListProvider{ID: prov.ID, Require: prov.EffectiveRequire(), Keys: []trustListKey{}}
 				if d := prov.IDP; d != nil {
@@ -251,6 +255,9 @@ func (e *env) trustListCmd(policyPath *string) *cobra.Command {
 				fmt.Fprintf(e.stdout, ", unresolved artifacts: %s", p.Artifacts)
 			}
 			fmt.Fprintln(e.stdout)
+			if len(p.Cedar) > 0 {
+				say(e.stdout, "call-time policies: %s\n", strings.Join(p.Cedar, ", "))
+			}
 			for _, lp := range l.Providers {
 				fmt.Fprintf(e.stdout, "provider %s (requires %s)\n", lp.ID, lp.Require)
 				if lp.Issuer != "" {
@@ -366,4 +373,68 @@ func (e *env) trustUnsignedCmd(policyPath *string) *cobra.Command {
 			return nil
 		},
 	}
+}
+
+func (e *env) trustCedarCmd(policyPath *string) *cobra.Command {
+	var none bool
+	cmd := &cobra.Command{
+		Use:   "cedar FILE... | --none",
+		Short: "Name the Cedar call-time policy files that travel with the trust policy",
+		Long: `Set the trust policy's cedar member: the Cedar call-time policy files
+(SPEC.md §26) that etdi run enforces and etdi check and pin approve show,
+wherever the trust policy is used. Each file is validated against etdi's
+schema first; nothing is written when one does not validate. A path is
+stored relative to the trust policy's directory when the file is in it or
+below it (ship them together), else absolute. --none removes the member.`,
+		Example: `  etdi trust cedar --trust /etc/etdi/trust.json /etc/etdi/org.cedar
+  etdi trust cedar --none`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if none == (len(args) > 0) {
+				return usagef("give the policy files, or --none")
+			}
+			if len(args) > trust.MaxCedarFiles {
+				return usagef("at most %d policy files", trust.MaxCedarFiles)
+			}
+			if len(args) > 0 {
+				set, err := policy.LoadFiles(args...)
+				if err != nil {
+					return err
+				}
+				say(e.stdout, "%d policies valid against etdi's schema\n", len(set.Policies()))
+			}
+			p, err := loadOrNewPolicy(*policyPath)
+			if err != nil {
+				return err
+			}
+			p.Cedar = nil
+			dir, err := filepath.Abs(filepath.Dir(*policyPath))
+			if err != nil {
+				return err
+			}
+			for _, a := range args {
+				abs, err := filepath.Abs(a)
+				if err != nil {
+					return err
+				}
+				stored := abs
+				if rel, err := filepath.Rel(dir, abs); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+					stored = rel
+				}
+				if !slices.Contains(p.Cedar, stored) {
+					p.Cedar = append(p.Cedar, stored)
+				}
+			}
+			if err := p.Save(*policyPath); err != nil {
+				return err
+			}
+			if none {
+				say(e.stdout, "call-time policies: none\n")
+				return nil
+			}
+			say(e.stdout, "call-time policies: %s\n", strings.Join(p.Cedar, ", "))
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&none, "none", false, "remove the cedar member: no call-time policies")
+	return cmd
 }
