@@ -32,6 +32,12 @@ type transcript struct {
 		Method string          `json:"method"`
 		Params json.RawMessage `json:"params"`
 	} `json:"notifications"`
+	Elicitations []struct {
+		Seq    int             `json:"seq"`
+		ID     json.RawMessage `json:"id"`
+		Params json.RawMessage `json:"params"`
+		Action *string         `json:"action"`
+	} `json:"elicitations"`
 	ServerExit *struct {
 		Code   *int    `json:"code"`
 		Signal *string `json:"signal"`

@@ -2,7 +2,7 @@
 // TypeScript SDK. It connects to one server, runs a script of steps and
 // prints what it received as one JSON object on stdout.
 //
-//   node host-client.mjs [--name CLIENTNAME] [--elicitation accept|decline|cancel|none]
+//   node host-client.mjs [--name CLIENTNAME] [--elicitation accept|decline|cancel|ignore|none]
 //        [--timeout-ms MS] [--stderr capture|inherit] [--url URL]
 //        --script SCRIPT.json [-- COMMAND ARGS...]
 //
@@ -10,7 +10,7 @@
 // --elicitation declare the elicitation capability and answer every
 //               elicitation/create with that action (accept fills every
 //               requested boolean property with true and every other with
-//               the string "yes"); none (default)
+//               the string "yes"); ignore never answers; none (default)
 //               declares no elicitation capability
 // --timeout-ms  bound on the whole run (default 30000): when it passes, the
 //               host closes the connection and prints what it has, with
@@ -94,7 +94,7 @@ import {
 
 function usage(message) {
   process.stderr.write(`host-client: ${message}\n` +
-    "usage: node host-client.mjs [--name CLIENTNAME] [--elicitation accept|decline|cancel|none] " +
+    "usage: node host-client.mjs [--name CLIENTNAME] [--elicitation accept|decline|cancel|ignore|none] " +
     "[--timeout-ms MS] [--stderr capture|inherit] [--url URL] --script SCRIPT.json [-- COMMAND ARGS...]\n");
   process.exit(2);
 }
@@ -120,7 +120,7 @@ const opts = { name: "test-host", elicitation: "none", timeoutMs: 30000, stderr:
       default: usage(`unknown flag ${flag}`);
     }
   }
-  if (!["accept", "decline", "cancel", "none"].includes(opts.elicitation)) usage(`--elicitation ${opts.elicitation}`);
+  if (!["accept", "decline", "cancel", "ignore", "none"].includes(opts.elicitation)) usage(`--elicitation ${opts.elicitation}`);
   if (!["capture", "inherit"].includes(opts.stderr)) usage(`--stderr ${opts.stderr}`);
   if (!(opts.timeoutMs > 0)) usage("--timeout-ms wants a positive number");
   if (!opts.script) usage("--script is required");
@@ -256,6 +256,7 @@ if (opts.elicitation !== "none") {
   client.setRequestHandler(ElicitRequestSchema, async (request, extra) => {
     const record = transcript.elicitations.find((e) => e.id === extra.requestId && e.action === null);
     if (record) record.action = opts.elicitation;
+    if (opts.elicitation === "ignore") return new Promise(() => {});
     if (opts.elicitation !== "accept") return { action: opts.elicitation };
     const content = {};
     for (const [property, schema] of Object.entries(request.params.requestedSchema?.properties ?? {})) {
