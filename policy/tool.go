@@ -120,7 +120,7 @@ func SummarizeArguments(raw []byte) string {
 		return fmt.Sprintf("(%d bytes that are not JSON)", len(raw))
 	}
 	if v.Kind != etdi.Object {
-		return "(not an object) " + cut(string(etdi.AppendCanonical(nil, v)), summaryValue)
+		return "(not an object) " + cut(termtext.Escape(string(etdi.AppendCanonical(nil, v))), summaryValue)
 	}
 	if len(v.Members) == 0 {
 		return "(no arguments)"
