@@ -60,7 +60,8 @@ func TestExampleForbidScope(t *testing.T) {
 		{"unsigned shell tool", unsigned("shell:exec"), Context{}, Forbid, []string{"no-shell"}, nil},
 		{"shell among other scopes", shell("files:read", "shell:exec", "net:fetch"), Context{}, Forbid, []string{"no-shell"}, nil},
 		{"shell:exec called before", shell("files:read"), Context{SessionScopes: []string{"shell:exec"}}, Allow, baseline, nil},
-		{"other shell scope", shell("shell:read"), Context{}, Allow, baseline, nil},
+		{"any shell scope", shell("shell:read"), Context{}, Forbid, []string{"no-shell"}, nil},
+		{"deeper shell scope", shell("shell:exec:sudo"), Context{}, Forbid, []string{"no-shell"}, nil},
 		{"no colon", shell("shellexec"), Context{}, Allow, baseline, nil},
 		{"case differs", shell("Shell:Exec"), Context{}, Allow, baseline, nil},
 		{"no scopes", shell(), Context{}, Allow, baseline, nil},
@@ -106,6 +107,7 @@ func TestExampleExfiltration(t *testing.T) {
 			Context{SessionScopes: []string{"files:read"}}, Forbid, forbidden, nil},
 		{"tool that reads files and reaches the net, after files:read", with(fetch, func(t *Tool) { t.Scopes = []string{"files:read", "net:fetch"} }),
 			Context{SessionScopes: []string{"files:read"}}, Forbid, forbidden, nil},
+		{"net after files:read:secrets", fetch, Context{SessionScopes: []string{"files:read:secrets"}}, Forbid, forbidden, nil},
 		// Near misses.
 		{"net, nothing before", fetch, Context{}, Allow, baseline, nil},
 		{"net after files:write only", fetch, Context{SessionScopes: []string{"files:write"}}, Allow, baseline, nil},

@@ -166,9 +166,9 @@ func TestSummarizeArguments(t *testing.T) {
 		// Escapes: controls, newlines and bidirectional overrides never
 		// reach the terminal; backslashes are doubled so that no text
 		// passes for an escape.
-		{"escape in value", `{"a":"\u001b]0;owned\u0007"}`, `a: "\\x1b]0;owned\\a"`},
-		{"newline in value", `{"a":"line1\nrm -rf /"}`, `a: "line1\\nrm -rf /"`},
-		{"bidi in value", `{"file":"evil\u202etxt.exe"}`, `file: "evil\\u202etxt.exe"`},
+		{"escape in value", `{"a":"\u001b]0;owned\u0007"}`, `a: "\u{1B}]0;owned\u{7}"`},
+		{"newline in value", `{"a":"line1\nrm -rf /"}`, `a: "line1\nrm -rf /"`},
+		{"bidi in value", `{"file":"evil\u202etxt.exe"}`, `file: "evil\u{202E}txt.exe"`},
 		{"escape in name", `{"a\u001b[2Jb":1}`, `a\u{1B}[2Jb: 1`},
 		{"newline in name", `{"a\nb":1}`, `a\nb: 1`},
 		{"bidi in name", `{"a\u202eb":1}`, `a\u{202E}b: 1`},
