@@ -9,10 +9,12 @@ import (
 	"runtime"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/etdi-dev/etdi/internal/mcpclient"
+	"github.com/etdi-dev/etdi/policy"
 	"github.com/etdi-dev/etdi/trust"
 )
 
@@ -138,6 +140,11 @@ func (h *benchHost) ask(b testing.TB, method, params string) []byte {
 // session starts a fake server of n tools, directly or behind a gate
 // whose pins approve every tool, and initializes it.
 func session(b testing.TB, n int, gated, audit bool) (*benchHost, func()) {
+	return sessionWith(b, n, gated, audit, nil)
+}
+
+// sessionWith is session with call-time policies (nil: none).
+func sessionWith(b testing.TB, n int, gated, audit bool, set *policy.Set) (*benchHost, func()) {
 	host, hostEnd := pipePair()
 	if !gated {
 		go fakeServer(hostEnd, n)
@@ -146,7 +153,7 @@ func session(b testing.TB, n int, gated, audit bool) (*benchHost, func()) {
 		return h, func() { host.Close() }
 	}
 	opts := GateOptions{Options: Options{Policy: &trust.Policy{Unsigned: trust.Warn}, Pins: filepath.Join(b.TempDir(), "pins.db"),
-		Name: "fake", By: "bench"}, Timeout: time.Minute, AuditCalls: audit}
+		Name: "fake", By: "bench"}, Timeout: time.Minute, AuditCalls: audit, Policies: set}
 	// Approve the fake server's tools first, over a connection of its own.
 	sa, sb := pipePair()
 	go fakeServer(sb, n)
@@ -208,6 +215,33 @@ func BenchmarkGateCall(b *testing.B) {
 			b.ReportMetric(float64(times[len(times)/2].Nanoseconds())/1e3, "median-µs")
 		})
 	}
+}
+
+// BenchmarkGateCallPolicies is the gated BenchmarkGateCall with 100
+// call-time policies that allow the call: the cost of authorizing it.
+func BenchmarkGateCallPolicies(b *testing.B) {
+	var src strings.Builder
+	src.WriteString("@id(\"baseline\") permit (principal, action, resource);\n")
+	for i := range 99 {
+		fmt.Fprintf(&src, "@id(\"p%d\") forbid (principal, action, resource) when { resource.scopes.contains(\"s%d:*\") || context.callsOfThisTool > %d || resource.name like \"*_x%d\" };\n", i, i, 1_000_000_000+i, i)
+	}
+	set, err := policy.Parse(policy.Source{Name: "bench.cedar", Text: []byte(src.String())})
+	if err != nil {
+		b.Fatal(err)
+	}
+	h, end := sessionWith(b, 10, true, false, set)
+	defer end()
+	h.ask(b, "tools/list", `{}`)
+	params := `{"name":"tool_0003","arguments":{"path":"notes.txt"}}`
+	times := make([]time.Duration, 0, b.N)
+	b.ReportAllocs()
+	for b.Loop() {
+		start := time.Now()
+		h.ask(b, "tools/call", params)
+		times = append(times, time.Since(start))
+	}
+	slices.Sort(times)
+	b.ReportMetric(float64(times[len(times)/2].Nanoseconds())/1e3, "median-µs")
 }
 
 // BenchmarkGateList measures tools/list of 1,000 tools through the gate,

@@ -49,6 +49,8 @@ var listOfItem = map[string]etdi.List{itemTool: etdi.ListTools, itemPrompt: etdi
 type exposure struct {
 	digest string
 	obs    pin.Observed
+	// tool is what the call-time policies know of a tool (with policies).
+	tool policy.Tool
 }
 
 // refusal says why an entry is not let through.
@@ -513,7 +515,11 @@ func (g *Gate) filterPage(req *hostRequest, m *mcpclient.Message, data []byte, s
 				message: fmt.Sprintf("%s %q is listed on two pages; a client cannot tell which one it uses", pin.ItemWord(item), e.Name)})
 		case err == nil && r.AllowedItem(item, e.Name):
 			keep[i] = true
-			g.st.exposed[item][e.Name] = exposure{e.Digest.String(), obs[[2]string{item, e.Name}]}
+			x := exposure{digest: e.Digest.String(), obs: obs[[2]string{item, e.Name}]}
+			if item == itemTool && g.opts.Policies != nil {
+				x.tool = policy.ToolOf(g.st.server, g.st.provider, x.obs) // once, not on every call
+			}
+			g.st.exposed[item][e.Name] = x
 			g.st.approved[item][e.Name] = e.Digest.String()
 			delete(g.st.why[item], e.Name)
 		default:
@@ -621,7 +627,7 @@ func (g *Gate) decide(m *mcpclient.Message, data []byte, s *slot) {
 	if exposed && g.st.approved[item][name] == e.digest {
 		var po policyOutcome
 		if item == itemTool && g.opts.Policies != nil {
-			t := policy.ToolOf(g.st.server, g.st.provider, e.obs)
+			t := e.tool
 			d := g.authorize(t, args)
 			po = outcomeOf(d)
 			switch d.Effect {
@@ -654,7 +660,7 @@ func (g *Gate) forward(m *mcpclient.Message, data []byte, s *slot, item, name st
 	if item == itemTool {
 		req.call = g.audit.begin(g.st.server, name, e.digest, args, po)
 		if g.opts.Policies != nil {
-			g.session.Called(policy.ToolOf(g.st.server, g.st.provider, e.obs), time.Now())
+			g.session.Called(e.tool, time.Now())
 		}
 	}
 	g.addPending(m.IDKey(), req)

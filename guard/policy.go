@@ -192,7 +192,7 @@ func (g *Gate) asked(m *mcpclient.Message, data []byte, name string, e exposure,
 		g.refuseCall(m, itemTool, name, e.digest, args, why, po)
 		return
 	}
-	if again := g.authorize(policy.ToolOf(g.st.server, g.st.provider, now.obs), args); again.Effect == policy.Forbid {
+	if again := g.authorize(now.tool, args); again.Effect == policy.Forbid {
 		po = outcomeOf(again)
 		po.answer = answer
 		g.refuseCall(m, itemTool, name, e.digest, args, policyRefusal(name, again, ""), po)
