@@ -1191,3 +1191,50 @@ func TestPolicyNone(t *testing.T) {
 		}
 	}
 }
+
+// Attack (on the gate's own work): a tools/call whose params hold many
+// members. Checking them for a name given twice compared every pair:
+// 100,000 members (a message of 1 MB) held the gate's one decision
+// goroutine for half a minute, and every other call of the session with
+// it; the 64 MiB a message may hold, for ever.
+// Breaks: the gate answers in time whatever it is sent.
+func TestPolicyAttackManyMembersStallGate(t *testing.T) {
+	ps := startPol(t, polConfig{policies: polBase})
+	var b strings.Builder
+	b.WriteString(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"get_time","arguments":{}`)
+	for i := range 100_000 {
+		fmt.Fprintf(&b, `,"m%d":0`, i)
+	}
+	b.WriteString(`}}`)
+	start := time.Now()
+	ps.host.send(t, b.String())
+	ps.host.call(t, "2", "get_time", "")
+	key := mcpclient.IDKey([]byte("2"))
+	ps.host.await(t, "answer to 2", 1, 20*time.Second, func(m *mcpclient.Message) bool { return !m.Request && m.IDKey() == key })
+	if d := time.Since(start); d > 3*time.Second {
+		t.Fatalf("the gate took %v to answer a call behind one of 100,000 members", d)
+	}
+}
+
+// foldKey equates exactly the names strings.EqualFold equates, so
+// hasTwice finds the same pairs it did comparing every pair.
+func TestFoldKey(t *testing.T) {
+	words := []string{"", "a", "A", "k", "K", "\u212a", "s", "S", "\u017f", "ss", "\u00df", "\u1e9e", "\u03c3", "\u03a3", "\u03c2",
+		"i", "I", "\u0130", "\u0131", "\xff", "\ufffd", "args", "ARGS", "ar\u0262s", "n\u0430me", "name", "NAME", "\u01c4", "\u01c5", "\u01c6"}
+	for _, a := range words {
+		for _, b := range words {
+			for _, pre := range []string{"", "x", "\u212a"} {
+				x, y := pre+a, b+pre
+				if got, want := foldKey(x) == foldKey(y), strings.EqualFold(x, y); got != want {
+					t.Errorf("foldKey(%q) == foldKey(%q) is %v, EqualFold %v", x, y, got, want)
+				}
+			}
+		}
+		if hasTwice([]string{a, "z", a}) != true {
+			t.Errorf("hasTwice misses %q twice", a)
+		}
+	}
+	if hasTwice([]string{"name", "arguments", "_meta"}) || !hasTwice([]string{"name", "arguments", "ARGUMENT\u017f"}) {
+		t.Error("hasTwice")
+	}
+}
