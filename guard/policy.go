@@ -168,6 +168,9 @@ func (g *Gate) askingCount() int {
 // tool is still approved as the host received it and no policy now
 // forbids it outright (the session moved on while the person read).
 func (g *Gate) asked(m *mcpclient.Message, data []byte, name string, e exposure, d policy.Decision, args []byte, answer string) {
+	if answer == AnswerEnded {
+		return // answerPending answers it, after every job
+	}
 	g.pendMu.Lock()
 	_, waiting := g.asking[m.IDKey()]
 	delete(g.asking, m.IDKey())
