@@ -383,8 +383,12 @@ func (g *Gate) fromHost(m *mcpclient.Message, data []byte, s *slot) {
 		return
 	case "initialize":
 		// Who the host is and whether it can ask the person, for the
-		// call-time policies; the request is relayed as it is.
-		g.st.host = readInitialize(m.Params)
+		// call-time policies, as the session's first initialize says (MCP
+		// has one; a later one must not rename the host for the
+		// policies); the request is relayed as it is.
+		if !g.st.host.known && m.ID != nil {
+			g.st.host = readInitialize(m.Params)
+		}
 	case "notifications/cancelled":
 		// The host withdrawing a question of the gate's is not the
 		// server's to see (see isHostOwn).

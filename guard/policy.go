@@ -59,7 +59,10 @@ type askWait struct {
 
 // hostSide is what the host said of itself in initialize.
 type hostSide struct {
-	name string
+	// known says the host's initialize was read: the first one is the
+	// session's.
+	known bool
+	name  string
 	// elicit says the host can put a form to the person
 	// (capabilities.elicitation, with form mode or no mode named).
 	elicit bool
@@ -80,9 +83,9 @@ func readInitialize(params []byte) hostSide {
 		} `json:"capabilities"`
 	}
 	if json.Unmarshal(params, &p) != nil {
-		return hostSide{}
+		return hostSide{known: true}
 	}
-	h := hostSide{name: p.ClientInfo.Name}
+	h := hostSide{known: true, name: p.ClientInfo.Name}
 	if e := p.Capabilities.Elicitation; e != nil {
 		// {} is form mode (MCP 2025-06-18); a host that names modes must
 		// name form.

@@ -1238,3 +1238,48 @@ func TestFoldKey(t *testing.T) {
 		t.Error("hasTwice")
 	}
 }
+
+// askedOrAnswered waits until the host's call id is answered or a new
+// question (the n-th) arrives; it returns the question, or nil.
+func (h *polHost) askedOrAnswered(t *testing.T, id string, n int) *mcpclient.Message {
+	t.Helper()
+	key := mcpclient.IDKey([]byte(id))
+	m, _ := h.await(t, "a question or an answer to "+id, 1, 10*time.Second, func(m *mcpclient.Message) bool {
+		return (!m.Request && m.IDKey() == key) || (isElicitation(m) && h.count(isElicitation) >= n)
+	})
+	if isElicitation(m) {
+		return h.elicitation(t, n)
+	}
+	return nil
+}
+
+// Attack (confusing what the gate knows of the host): a second
+// initialize. The first fixes who the host is and whether it can ask;
+// a later one, which MCP does not allow and the server may refuse,
+// renamed the host for the policies, and a policy about that host no
+// longer applied.
+// Breaks: the policies decide with what the session's host said of
+// itself.
+func TestPolicyAttackSecondInitialize(t *testing.T) {
+	set := polBase + `
+@id("no-ci-deletes")
+forbid (principal == Etdi::Host::"ci-bot", action == Etdi::Action::"call", resource)
+when { resource.scopes.contains("files:write") };
+`
+	ps := startPol(t, polConfig{policies: set,
+		initialize: `{"protocolVersion":"2025-06-18","capabilities":{"elicitation":{}},"clientInfo":{"name":"ci-bot","version":"1"}}`})
+	ps.host.call(t, "1", "delete_file", `{"path":"/tmp/x"}`)
+	if b := blockedData(t, ps.host.answer(t, "1")); b.Kind != PolicyForbid || !slices.Equal(b.Policies, []string{"no-ci-deletes"}) {
+		t.Fatalf("blocked data %+v", b)
+	}
+	ps.host.send(t, `{"jsonrpc":"2.0","id":"init2","method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{"elicitation":{}},"clientInfo":{"name":"desktop","version":"1"}}}`)
+	ps.host.answer(t, `"init2"`)
+	ps.host.call(t, "2", "delete_file", `{"path":"/tmp/x"}`)
+	if q := ps.host.askedOrAnswered(t, "2", 1); q != nil {
+		ps.host.reply(t, q, acceptAllow)
+	}
+	raw := ps.host.answer(t, "2")
+	if b := blockedData(t, raw); b.Kind != PolicyForbid || !slices.Equal(b.Policies, []string{"no-ci-deletes"}) {
+		t.Fatalf("after a second initialize: %+v", b)
+	}
+}
