@@ -391,8 +391,11 @@ func (g *Gate) fromHost(m *mcpclient.Message, data []byte, s *slot) {
 		}
 	case "notifications/cancelled":
 		// The host withdrawing a question of the gate's is not the
-		// server's to see (see isHostOwn).
-		if g.isHostOwn(mcpclient.IDKey(mcpclient.Member(m.Params, "requestId"))) {
+		// server's to see (see isHostOwn); a call it cancels while the
+		// person is asked about it is never forwarded (the server never
+		// saw it).
+		key := mcpclient.IDKey(mcpclient.Member(m.Params, "requestId"))
+		if g.isHostOwn(key) || g.withdraw(key) {
 			g.toServer.fill(s)
 			return
 		}

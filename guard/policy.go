@@ -55,6 +55,9 @@ type askWait struct {
 	server, name, digest string
 	args                 []byte
 	po                   policyOutcome
+	// withdrawn is closed when the host cancels the call: the question is
+	// withdrawn too.
+	withdrawn chan struct{}
 }
 
 // hostSide is what the host said of itself in initialize.
@@ -151,12 +154,13 @@ func (g *Gate) ask(m *mcpclient.Message, data []byte, name string, e exposure, t
 		g.refuseCall(m, itemTool, name, e.digest, args, policyRefusal(name, d, answer), po)
 		return
 	}
+	w := &askWait{id: m.ID, server: g.st.server, name: name, digest: e.digest, args: args, po: outcomeOf(d), withdrawn: make(chan struct{})}
 	g.pendMu.Lock()
-	g.asking[m.IDKey()] = &askWait{id: m.ID, server: g.st.server, name: name, digest: e.digest, args: args, po: outcomeOf(d)}
+	g.asking[m.IDKey()] = w
 	g.pendMu.Unlock()
 	params := elicitation(t, d, args)
 	go func() {
-		answer := g.askHost(params)
+		answer := g.askHost(params, w.withdrawn)
 		g.jobs.add(func() { g.asked(m, data, name, e, d, args, answer) })
 	}()
 }
@@ -207,9 +211,28 @@ func (g *Gate) asked(m *mcpclient.Message, data []byte, name string, e exposure,
 	g.forward(m, data, nil, itemTool, name, now, args, po)
 }
 
+// withdraw withdraws the question about a call the host cancelled (in
+// the jobs goroutine): the call is never forwarded, whatever the answer.
+func (g *Gate) withdraw(key string) bool {
+	g.pendMu.Lock()
+	w := g.asking[key]
+	delete(g.asking, key)
+	g.pendMu.Unlock()
+	if w == nil {
+		return false
+	}
+	close(w.withdrawn)
+	po := w.po
+	po.answer = AnswerCancel
+	g.audit.blocked(w.server, w.name, w.digest, w.args, PolicyAsk, po)
+	g.logf("the host cancelled its call of tool %q while the person was asked about it: it is not forwarded", clipText(w.name))
+	return true
+}
+
 // askHost sends elicitation/create to the host and waits for its answer,
-// within the ask timeout; it tells the host when it stops waiting.
-func (g *Gate) askHost(params []byte) string {
+// within the ask timeout, or until the call is withdrawn; it tells the
+// host when it stops waiting.
+func (g *Gate) askHost(params []byte, withdrawn <-chan struct{}) string {
 	g.hostOwnMu.Lock()
 	g.hostOwnN++
 	id := []byte(strconv.Quote(g.hostPrefix + strconv.Itoa(g.hostOwnN)))
@@ -225,13 +248,19 @@ func (g *Gate) askHost(params []byte) string {
 	g.toHost.send(mcpclient.EncodeRequest(id, "elicitation/create", params))
 	timer := time.NewTimer(g.opts.AskTimeout)
 	defer timer.Stop()
+	withdraw := func(reason string) {
+		cancel, _ := json.Marshal(map[string]any{"requestId": json.RawMessage(id), "reason": reason})
+		g.toHost.send(mcpclient.EncodeRequest(nil, "notifications/cancelled", cancel))
+	}
 	select {
 	case a := <-ch:
 		return readAnswer(a)
 	case <-timer.C:
-		cancel, _ := json.Marshal(map[string]any{"requestId": json.RawMessage(id), "reason": "etdi: no answer in time; the call was refused"})
-		g.toHost.send(mcpclient.EncodeRequest(nil, "notifications/cancelled", cancel))
+		withdraw("etdi: no answer in time; the call was refused")
 		return AnswerTimeout
+	case <-withdrawn:
+		withdraw("etdi: the call was cancelled")
+		return AnswerCancel
 	case <-g.ctx.Done():
 		return AnswerEnded
 	case <-g.gone:

@@ -1283,3 +1283,35 @@ when { resource.scopes.contains("files:write") };
 		t.Fatalf("after a second initialize: %+v", b)
 	}
 }
+
+// Attack: the host withdraws its call (notifications/cancelled: the
+// person pressed stop) while the person is asked about it. The question
+// stays open; accepted later, the gate forwards the call the host
+// cancelled, and the tool runs although nobody waits for it.
+// Breaks: a call reaches the server only while its host wants it.
+func TestPolicyAttackAskAfterHostCancelled(t *testing.T) {
+	ps := startPol(t, polConfig{policies: polBase})
+	ps.host.call(t, "1", "delete_file", `{"path":"/home/u"}`)
+	q := ps.host.elicitation(t, 1)
+	ps.host.send(t, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1,"reason":"stopped"}}`)
+	// What the gate does with the cancellation is done before the next
+	// request of the host is decided.
+	ps.host.call(t, "2", "get_time", "")
+	wantResult(t, ps.host.answer(t, "2"), "get_time")
+	ps.host.reply(t, q, acceptAllow)
+	time.Sleep(100 * time.Millisecond)
+	withdrawn := ps.host.count(func(m *mcpclient.Message) bool {
+		return m.Method == "notifications/cancelled" && string(mcpclient.Member(m.Params, "requestId")) == string(q.ID)
+	})
+	if withdrawn != 1 {
+		t.Errorf("the question about the cancelled call was withdrawn %d times", withdrawn)
+	}
+	ps.end(t)
+	if got := ps.ranTools(); slices.Contains(got, "delete_file") {
+		t.Fatalf("a call the host cancelled ran on the server: %v", got)
+	}
+	r := recordOf(t, ps.records(t), "delete_file", OutcomeBlocked)
+	if r.Decision != "ask" || r.Kind != PolicyAsk {
+		t.Fatalf("record %+v", r)
+	}
+}
