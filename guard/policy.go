@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/etdi-dev/etdi"
 	"github.com/etdi-dev/etdi/internal/mcpclient"
 	"github.com/etdi-dev/etdi/internal/termtext"
 	"github.com/etdi-dev/etdi/policy"
@@ -32,6 +33,10 @@ const (
 	AnswerInvalid     = "invalid"     // an answer that is not an accept, decline or cancel
 	AnswerBusy        = "busy"        // too many calls wait for the person already
 	AnswerEnded       = "ended"       // the session ended first
+	// AnswerUnshown: the question could not show the arguments whole (too
+	// long, not JSON of etdi's profile, or with names a server may take as
+	// one), so the person was not asked.
+	AnswerUnshown = "unshown"
 )
 
 // maxAsking bounds the calls that wait for the person at once: a model
@@ -133,6 +138,8 @@ func answerText(a string) string {
 		return fmt.Sprintf("%d calls wait for the person already", maxAsking)
 	case AnswerEnded:
 		return "the session ended first"
+	case AnswerUnshown:
+		return "its arguments cannot be shown to the person whole (too long, not JSON of etdi's profile, or with member names a server may take as one)"
 	}
 	return "the host's answer was not an acceptance of this call"
 }
@@ -142,9 +149,14 @@ func answerText(a string) string {
 // returns at once (the answer is awaited in a goroutine of its own).
 func (g *Gate) ask(m *mcpclient.Message, data []byte, name string, e exposure, t policy.Tool, d policy.Decision, args []byte) {
 	answer := ""
+	summary, whole := policy.ShowArguments(args)
 	switch {
 	case !g.st.host.elicit:
 		answer = AnswerUnsupported
+	case !whole || foldedNames(args):
+		// The person is asked only about what they can see, as a server
+		// reads it.
+		answer = AnswerUnshown
 	case g.askingCount() >= maxAsking:
 		answer = AnswerBusy
 	}
@@ -158,7 +170,7 @@ func (g *Gate) ask(m *mcpclient.Message, data []byte, name string, e exposure, t
 	g.pendMu.Lock()
 	g.asking[m.IDKey()] = w
 	g.pendMu.Unlock()
-	params := elicitation(t, d, args)
+	params := elicitation(t, d, summary)
 	go func() {
 		answer := g.askHost(params, w.withdrawn)
 		g.jobs.add(func() { g.asked(m, data, name, e, d, args, answer) })
@@ -292,9 +304,9 @@ func readAnswer(m *mcpclient.Message) string {
 }
 
 // elicitation is the params of the question put to the person: why the
-// policy asks, the tool and its scopes, and the arguments, every piece of
-// text escaped.
-func elicitation(t policy.Tool, d policy.Decision, args []byte) []byte {
+// policy asks, the tool and its scopes, and the arguments (their summary,
+// policy.ShowArguments), every piece of text escaped.
+func elicitation(t policy.Tool, d policy.Decision, summary string) []byte {
 	var b strings.Builder
 	fmt.Fprintf(&b, "etdi: a policy asks you before this call.\n\nTool: %s/%s", termtext.Escape(t.Server), termtext.Escape(t.Name))
 	if t.Version != "" {
@@ -313,7 +325,7 @@ func elicitation(t policy.Tool, d policy.Decision, args []byte) []byte {
 	for i, id := range d.Policies {
 		fmt.Fprintf(&b, "Why: %s (policy %s)\n", termtext.Escape(d.Reasons[i]), termtext.Escape(id))
 	}
-	fmt.Fprintf(&b, "\nArguments:\n%s\n\nAllow this call?", policy.SummarizeArguments(args))
+	fmt.Fprintf(&b, "\nArguments:\n%s\n\nAllow this call?", summary)
 	params, _ := json.Marshal(map[string]any{
 		"message": b.String(),
 		"requestedSchema": map[string]any{
@@ -326,6 +338,38 @@ func elicitation(t policy.Tool, d policy.Decision, args []byte) []byte {
 		},
 	})
 	return params
+}
+
+// foldedNames reports whether an object in the arguments (JSON) holds two
+// member names that a server matching names case-insensitively takes as
+// one (hasTwice): the question cannot say which one it acts on.
+func foldedNames(args []byte) bool {
+	v, err := etdi.ParseJSON(args)
+	if err != nil {
+		return false // not shown whole anyway
+	}
+	var walk func(v *etdi.Value) bool
+	walk = func(v *etdi.Value) bool {
+		switch v.Kind {
+		case etdi.Object:
+			names := make([]string, len(v.Members))
+			for i, m := range v.Members {
+				names[i] = m.Name
+				if walk(m.Value) {
+					return true
+				}
+			}
+			return hasTwice(names)
+		case etdi.Array:
+			for _, e := range v.Elems {
+				if walk(e) {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	return walk(v)
 }
 
 // CallDecision is what the call-time policies decide of the first call of

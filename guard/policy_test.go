@@ -1315,3 +1315,100 @@ func TestPolicyAttackAskAfterHostCancelled(t *testing.T) {
 		t.Fatalf("record %+v", r)
 	}
 }
+
+// Attack: arguments the question does not show whole. The person is
+// asked about a call and sees a summary: members sorted by name, at most
+// 16, each value cut to 96 bytes, 2 KiB in all, and for arguments that
+// are not JSON of etdi's profile only their length. The model (steered by
+// a server's text) chooses the arguments: it hides what matters past
+// what the question shows, the person accepts what they see, and the
+// gate forwards the whole.
+// Breaks: the person approves the call that is forwarded.
+func TestPolicyAttackAskArgumentsNotShown(t *testing.T) {
+	pad := ""
+	for i := range 16 {
+		pad += fmt.Sprintf(`"a%02d":"ok",`, i)
+	}
+	long := ""
+	for i := range 15 {
+		long += fmt.Sprintf(`"note%02d_%s":"%s",`, i, strings.Repeat("x", 70), strings.Repeat("n", 90))
+	}
+	cases := []struct{ name, args, hidden string }{
+		{"member twice", `{"path":"/tmp/old.log","path":"/home/u"}`, `/home/u`},
+		{"member past the sixteenth", `{` + pad + `"path":"/home/u"}`, `/home/u`},
+		{"value past 96 bytes", `{"path":"/tmp/` + strings.Repeat("a", 90) + `/../../home/u"}`, `/../../home/u`},
+		{"name past 96 bytes", `{"` + strings.Repeat("p", 96) + `_and_also_home":true}`, `_and_also_home`},
+		{"past 2 KiB", `{` + long + `"path":"/home/u"}`, `/home/u`},
+		{"number beyond the profile", `{"path":"/tmp/x","count":9007199254740993}`, `9007199254740993`},
+		{"not an object, long", `["/tmp/` + strings.Repeat("a", 90) + `","/home/u"]`, `/home/u`},
+	}
+	ps := startPol(t, polConfig{policies: polBase})
+	asked := 0
+	for i, c := range cases {
+		id := strconv.Itoa(i + 1)
+		ps.host.call(t, id, "delete_file", c.args)
+		q := ps.host.askedOrAnswered(t, id, asked+1)
+		if q == nil { // refused without asking
+			if b := blockedData(t, ps.host.answer(t, id)); b.Kind != PolicyAsk || b.answer() != AnswerUnshown {
+				t.Errorf("%s: blocked data %+v", c.name, b)
+			}
+			continue
+		}
+		asked++
+		msg := readElicit(t, q).Message
+		ps.host.reply(t, q, acceptAllow) // the person accepts what they see
+		raw := ps.host.answer(t, id)
+		if strings.Contains(raw, `"result"`) && !strings.Contains(msg, c.hidden) {
+			t.Errorf("%s: forwarded %s after the person accepted a question that does not show %q:\n%s", c.name, c.args, c.hidden, msg)
+		}
+	}
+}
+
+// Attack: members whose names differ only in case (or Unicode simple
+// folding: "ſ" is "s"). A server that matches names as encoding/json
+// does takes the last of them; the question shows them sorted, and cannot
+// say which one the server acts on.
+// Breaks: the person approves the call that is forwarded.
+func TestPolicyAttackAskArgumentsFoldedNames(t *testing.T) {
+	ps := startPol(t, polConfig{policies: polBase})
+	for i, args := range []string{
+		`{"path":"/tmp/old.log","PATH":"/home/u"}`,
+		`{"opts":{"recursive":false,"Recursive":true},"path":"/tmp"}`,
+		`{"size":1,"ſize":1000000000}`,
+	} {
+		id := strconv.Itoa(i + 1)
+		ps.host.call(t, id, "delete_file", args)
+		if q := ps.host.askedOrAnswered(t, id, 1); q != nil {
+			t.Fatalf("asked about %s, whose members a server may read otherwise than the question shows them:\n%s", args, readElicit(t, q).Message)
+		}
+		if b := blockedData(t, ps.host.answer(t, id)); b.Kind != PolicyAsk || b.answer() != AnswerUnshown {
+			t.Fatalf("blocked data %+v", b)
+		}
+	}
+}
+
+// Attack: quotes in a string argument. The question writes a string as
+// "value" without escaping the quotes it holds, so a value can show as
+// more members on its line than the call holds.
+// Breaks: the person sees the arguments as the server reads them.
+func TestPolicyAttackAskArgumentsQuoteForgery(t *testing.T) {
+	ps := startPol(t, polConfig{policies: polBase})
+	ps.host.call(t, "1", "delete_file", `{"recursive":true,"path":"/home/u\", dry_run: \"yes"}`)
+	msg := readElicit(t, ps.host.elicitation(t, 1)).Message
+	if strings.Contains(msg, `, dry_run: "yes"`) {
+		t.Fatalf("a string argument shows as a member of its own:\n%s", msg)
+	}
+}
+
+// Attack: arguments that are not an object are shown as their canonical
+// JSON, which writes bidirectional overrides and zero-width characters as
+// they are: the question shows text the person cannot read as it is.
+// Breaks: every piece of text in the question is escaped (SPEC.md §22).
+func TestPolicyAttackAskArgumentsNotObjectUnescaped(t *testing.T) {
+	ps := startPol(t, polConfig{policies: polBase})
+	ps.host.call(t, "1", "delete_file", `["/tmp/\u202egol.exe","\u200b"]`)
+	msg := readElicit(t, ps.host.elicitation(t, 1)).Message
+	if strings.ContainsAny(msg, "\u202e\u200b") {
+		t.Fatalf("the question holds raw bidi or zero-width characters: %q", msg)
+	}
+}
