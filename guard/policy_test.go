@@ -344,7 +344,12 @@ func (h *polHost) await(t *testing.T, what string, n int, wait time.Duration, ok
 // answer waits for the answer to the host's request id (a JSON id).
 func (h *polHost) answer(t *testing.T, id string) string {
 	t.Helper()
-	_, raw := h.await(t, "answer to "+id, 1, 5*time.Second, func(m *mcpclient.Message) bool {
+	return h.answerWithin(t, id, 5*time.Second)
+}
+
+func (h *polHost) answerWithin(t *testing.T, id string, wait time.Duration) string {
+	t.Helper()
+	_, raw := h.await(t, "answer to "+id, 1, wait, func(m *mcpclient.Message) bool {
 		return !m.Request && m.IDKey() == mcpclient.IDKey([]byte(id))
 	})
 	return raw
@@ -1410,5 +1415,48 @@ func TestPolicyAttackAskArgumentsNotObjectUnescaped(t *testing.T) {
 	msg := readElicit(t, ps.host.elicitation(t, 1)).Message
 	if strings.ContainsAny(msg, "\u202e\u200b") {
 		t.Fatalf("the question holds raw bidi or zero-width characters: %q", msg)
+	}
+}
+
+// Huge and deep arguments: the gate decides in time, refuses to ask about
+// what it cannot show, and forwards an allowed call unchanged.
+func TestPolicyHugeArguments(t *testing.T) {
+	ps := startPol(t, polConfig{policies: polBase})
+	var many strings.Builder
+	many.WriteString(`{`)
+	for i := range 100_000 {
+		if i > 0 {
+			many.WriteString(",")
+		}
+		fmt.Fprintf(&many, `"m%d":%d`, i, i)
+	}
+	many.WriteString(`}`)
+	for i, args := range []string{
+		`{"content":"` + strings.Repeat("x", 4<<20) + `"}`,
+		many.String(),
+		strings.Repeat(`{"a":`, 500) + `1` + strings.Repeat(`}`, 500),
+	} {
+		id := strconv.Itoa(2*i + 1)
+		start := time.Now()
+		ps.host.call(t, id, "delete_file", args)
+		if b := blockedData(t, ps.host.answerWithin(t, id, 30*time.Second)); b.answer() != AnswerUnshown {
+			t.Errorf("arguments %d: %+v", i, b)
+		}
+		id = strconv.Itoa(2*i + 2)
+		sent := ps.host.call(t, id, "get_time", args)
+		raw := ps.host.answerWithin(t, id, 30*time.Second)
+		if !strings.Contains(raw, `"result"`) {
+			t.Errorf("arguments %d: allowed call answered %.200s", i, raw)
+		}
+		if calls := ps.wire.callsTo(); calls[len(calls)-1] != sent {
+			t.Errorf("arguments %d: the server received other bytes", i)
+		}
+		if d := time.Since(start); d > 30*time.Second {
+			t.Errorf("arguments %d: %v", i, d)
+		}
+		t.Logf("arguments %d (%d bytes): %v", i, len(args), time.Since(start))
+	}
+	if n := ps.host.count(isElicitation); n != 0 {
+		t.Errorf("%d questions", n)
 	}
 }
