@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/etdi-dev/etdi"
+	"github.com/etdi-dev/etdi/internal/confusable"
 	"github.com/etdi-dev/etdi/internal/mcpclient"
 	"github.com/etdi-dev/etdi/internal/termtext"
 	"github.com/etdi-dev/etdi/policy"
@@ -34,8 +35,8 @@ const (
 	AnswerBusy        = "busy"        // too many calls wait for the person already
 	AnswerEnded       = "ended"       // the session ended first
 	// AnswerUnshown: the question could not show the arguments whole (too
-	// long, not JSON of etdi's profile, or with names a server may take as
-	// one), so the person was not asked.
+	// long, not JSON of etdi's profile, or with member names a server may
+	// take as one or that look alike), so the person was not asked.
 	AnswerUnshown = "unshown"
 )
 
@@ -139,7 +140,7 @@ func answerText(a string) string {
 	case AnswerEnded:
 		return "the session ended first"
 	case AnswerUnshown:
-		return "its arguments cannot be shown to the person whole (too long, not JSON of etdi's profile, or with member names a server may take as one)"
+		return "its arguments cannot be shown to the person whole (too long, not JSON of etdi's profile, or with member names a server may take as one or that look alike)"
 	}
 	return "the host's answer was not an acceptance of this call"
 }
@@ -153,7 +154,7 @@ func (g *Gate) ask(m *mcpclient.Message, data []byte, name string, e exposure, t
 	switch {
 	case !g.st.host.elicit:
 		answer = AnswerUnsupported
-	case !whole || foldedNames(args):
+	case !whole || lookalikeNames(args):
 		// The person is asked only about what they can see, as a server
 		// reads it.
 		answer = AnswerUnshown
@@ -340,10 +341,12 @@ func elicitation(t policy.Tool, d policy.Decision, summary string) []byte {
 	return params
 }
 
-// foldedNames reports whether an object in the arguments (JSON) holds two
-// member names that a server matching names case-insensitively takes as
-// one (hasTwice): the question cannot say which one it acts on.
-func foldedNames(args []byte) bool {
+// lookalikeNames reports whether an object in the arguments (JSON) holds
+// two member names that a server matching names case-insensitively takes
+// as one (hasTwice), or that look alike (confusable.Skeleton: "p\u0430th"
+// and "path", "dry_run" and "dry-run"): the person cannot tell from the
+// question which one the tool acts on.
+func lookalikeNames(args []byte) bool {
 	v, err := etdi.ParseJSON(args)
 	if err != nil {
 		return false // not shown whole anyway
@@ -352,14 +355,14 @@ func foldedNames(args []byte) bool {
 	walk = func(v *etdi.Value) bool {
 		switch v.Kind {
 		case etdi.Object:
-			names := make([]string, len(v.Members))
-			for i, m := range v.Members {
-				names[i] = m.Name
-				if walk(m.Value) {
+			seen := make(map[string]bool, len(v.Members))
+			for _, m := range v.Members {
+				k := confusable.Skeleton(foldKey(m.Name))
+				if seen[k] || walk(m.Value) {
 					return true
 				}
+				seen[k] = true
 			}
-			return hasTwice(names)
 		case etdi.Array:
 			for _, e := range v.Elems {
 				if walk(e) {

@@ -1460,3 +1460,33 @@ func TestPolicyHugeArguments(t *testing.T) {
 		t.Errorf("%d questions", n)
 	}
 }
+
+// Attack: member names that look alike but are not the same name
+// ("p\u0430th" with a Cyrillic a, "path\u00ad" with a soft hyphen the
+// question shows escaped yet easy to overlook, "file_name" and
+// "file-name"). The question shows both lines, and the person cannot tell
+// which one the tool acts on.
+// Breaks: the person approves the call that is forwarded.
+func TestPolicyAttackAskArgumentsLookalikeNames(t *testing.T) {
+	ps := startPol(t, polConfig{policies: polBase})
+	for i, args := range []string{
+		`{"path":"/home/u","p\u0430th":"/tmp/old.log"}`,
+		`{"opts":[{"dry_run":false,"dry-run":true}],"path":"/tmp"}`,
+		`{"path":"/home/u","\uff50ath":"/tmp/old.log"}`,
+	} {
+		id := strconv.Itoa(i + 1)
+		ps.host.call(t, id, "delete_file", args)
+		if q := ps.host.askedOrAnswered(t, id, 1); q != nil {
+			t.Fatalf("asked about %s, whose member names look alike:\n%s", args, readElicit(t, q).Message)
+		}
+		if b := blockedData(t, ps.host.answer(t, id)); b.Kind != PolicyAsk || b.answer() != AnswerUnshown {
+			t.Fatalf("blocked data %+v", b)
+		}
+	}
+	// Names that merely differ are asked about.
+	ps.host.call(t, "9", "delete_file", `{"path":"/tmp/x","paths":["/tmp/y"],"recursive":false}`)
+	ps.host.reply(t, ps.host.elicitation(t, 1), `{"action":"decline"}`)
+	if b := blockedData(t, ps.host.answer(t, "9")); b.answer() != AnswerDecline {
+		t.Fatalf("blocked data %+v", b)
+	}
+}
