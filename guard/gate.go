@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 	"unicode/utf8"
@@ -315,6 +316,14 @@ func (g *Gate) readHost() error {
 				ch <- m
 				continue
 			}
+			if g.isHostOwn(m.IDKey()) {
+				// An answer to a question the gate no longer waits for
+				// (given again, or after the wait ended): never the
+				// server's, which must not learn the ids of the gate's
+				// questions (it could send its own under the next one).
+				g.logf("dropped an answer of the host to a question etdi no longer waits for")
+				continue
+			}
 			g.toServer.send(data)
 			continue
 		}
@@ -374,8 +383,22 @@ func (g *Gate) fromHost(m *mcpclient.Message, data []byte, s *slot) {
 		return
 	case "initialize":
 		// Who the host is and whether it can ask the person, for the
-		// call-time policies; the request is relayed as it is.
-		g.st.host = readInitialize(m.Params)
+		// call-time policies, as the session's first initialize says (MCP
+		// has one; a later one must not rename the host for the
+		// policies); the request is relayed as it is.
+		if !g.st.host.known && m.ID != nil {
+			g.st.host = readInitialize(m.Params)
+		}
+	case "notifications/cancelled":
+		// The host withdrawing a question of the gate's is not the
+		// server's to see (see isHostOwn); a call it cancels while the
+		// person is asked about it is never forwarded (the server never
+		// saw it).
+		key := mcpclient.IDKey(mcpclient.Member(m.Params, "requestId"))
+		if g.isHostOwn(key) || g.withdraw(key) {
+			g.toServer.fill(s)
+			return
+		}
 	case "notifications/initialized":
 		// etdi sends it itself when the answer to initialize comes, before
 		// its own listing: the server receives exactly one, even from a
@@ -516,6 +539,12 @@ func (g *Gate) takeHostOwn(key string) chan *mcpclient.Message {
 	ch := g.hostOwn[key]
 	delete(g.hostOwn, key)
 	return ch
+}
+
+// isHostOwn reports whether key is the id of a question of the gate's
+// to the host, waited for or not.
+func (g *Gate) isHostOwn(key string) bool {
+	return strings.HasPrefix(key, "s:"+g.hostPrefix)
 }
 
 func (g *Gate) takeOwn(key string) chan *mcpclient.Message {

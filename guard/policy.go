@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/etdi-dev/etdi"
+	"github.com/etdi-dev/etdi/internal/confusable"
 	"github.com/etdi-dev/etdi/internal/mcpclient"
 	"github.com/etdi-dev/etdi/internal/termtext"
 	"github.com/etdi-dev/etdi/policy"
@@ -32,6 +34,10 @@ const (
 	AnswerInvalid     = "invalid"     // an answer that is not an accept, decline or cancel
 	AnswerBusy        = "busy"        // too many calls wait for the person already
 	AnswerEnded       = "ended"       // the session ended first
+	// AnswerUnshown: the question could not show the arguments whole (too
+	// long, not JSON of etdi's profile, or with member names a server may
+	// take as one or that look alike), so the person was not asked.
+	AnswerUnshown = "unshown"
 )
 
 // maxAsking bounds the calls that wait for the person at once: a model
@@ -55,11 +61,17 @@ type askWait struct {
 	server, name, digest string
 	args                 []byte
 	po                   policyOutcome
+	// withdrawn is closed when the host cancels the call: the question is
+	// withdrawn too.
+	withdrawn chan struct{}
 }
 
 // hostSide is what the host said of itself in initialize.
 type hostSide struct {
-	name string
+	// known says the host's initialize was read: the first one is the
+	// session's.
+	known bool
+	name  string
 	// elicit says the host can put a form to the person
 	// (capabilities.elicitation, with form mode or no mode named).
 	elicit bool
@@ -80,9 +92,9 @@ func readInitialize(params []byte) hostSide {
 		} `json:"capabilities"`
 	}
 	if json.Unmarshal(params, &p) != nil {
-		return hostSide{}
+		return hostSide{known: true}
 	}
-	h := hostSide{name: p.ClientInfo.Name}
+	h := hostSide{known: true, name: p.ClientInfo.Name}
 	if e := p.Capabilities.Elicitation; e != nil {
 		// {} is form mode (MCP 2025-06-18); a host that names modes must
 		// name form.
@@ -127,6 +139,8 @@ func answerText(a string) string {
 		return fmt.Sprintf("%d calls wait for the person already", maxAsking)
 	case AnswerEnded:
 		return "the session ended first"
+	case AnswerUnshown:
+		return "its arguments cannot be shown to the person whole (too long, not JSON of etdi's profile, or with member names a server may take as one or that look alike)"
 	}
 	return "the host's answer was not an acceptance of this call"
 }
@@ -136,9 +150,14 @@ func answerText(a string) string {
 // returns at once (the answer is awaited in a goroutine of its own).
 func (g *Gate) ask(m *mcpclient.Message, data []byte, name string, e exposure, t policy.Tool, d policy.Decision, args []byte) {
 	answer := ""
+	summary, whole := policy.ShowArguments(args)
 	switch {
 	case !g.st.host.elicit:
 		answer = AnswerUnsupported
+	case !whole || lookalikeNames(args):
+		// The person is asked only about what they can see, as a server
+		// reads it.
+		answer = AnswerUnshown
 	case g.askingCount() >= maxAsking:
 		answer = AnswerBusy
 	}
@@ -148,12 +167,13 @@ func (g *Gate) ask(m *mcpclient.Message, data []byte, name string, e exposure, t
 		g.refuseCall(m, itemTool, name, e.digest, args, policyRefusal(name, d, answer), po)
 		return
 	}
+	w := &askWait{id: m.ID, server: g.st.server, name: name, digest: e.digest, args: args, po: outcomeOf(d), withdrawn: make(chan struct{})}
 	g.pendMu.Lock()
-	g.asking[m.IDKey()] = &askWait{id: m.ID, server: g.st.server, name: name, digest: e.digest, args: args, po: outcomeOf(d)}
+	g.asking[m.IDKey()] = w
 	g.pendMu.Unlock()
-	params := elicitation(t, d, args)
+	params := elicitation(t, d, summary)
 	go func() {
-		answer := g.askHost(params)
+		answer := g.askHost(params, w.withdrawn)
 		g.jobs.add(func() { g.asked(m, data, name, e, d, args, answer) })
 	}()
 }
@@ -168,6 +188,9 @@ func (g *Gate) askingCount() int {
 // tool is still approved as the host received it and no policy now
 // forbids it outright (the session moved on while the person read).
 func (g *Gate) asked(m *mcpclient.Message, data []byte, name string, e exposure, d policy.Decision, args []byte, answer string) {
+	if answer == AnswerEnded {
+		return // answerPending answers it, after every job
+	}
 	g.pendMu.Lock()
 	_, waiting := g.asking[m.IDKey()]
 	delete(g.asking, m.IDKey())
@@ -201,9 +224,28 @@ func (g *Gate) asked(m *mcpclient.Message, data []byte, name string, e exposure,
 	g.forward(m, data, nil, itemTool, name, now, args, po)
 }
 
+// withdraw withdraws the question about a call the host cancelled (in
+// the jobs goroutine): the call is never forwarded, whatever the answer.
+func (g *Gate) withdraw(key string) bool {
+	g.pendMu.Lock()
+	w := g.asking[key]
+	delete(g.asking, key)
+	g.pendMu.Unlock()
+	if w == nil {
+		return false
+	}
+	close(w.withdrawn)
+	po := w.po
+	po.answer = AnswerCancel
+	g.audit.blocked(w.server, w.name, w.digest, w.args, PolicyAsk, po)
+	g.logf("the host cancelled its call of tool %q while the person was asked about it: it is not forwarded", clipText(w.name))
+	return true
+}
+
 // askHost sends elicitation/create to the host and waits for its answer,
-// within the ask timeout; it tells the host when it stops waiting.
-func (g *Gate) askHost(params []byte) string {
+// within the ask timeout, or until the call is withdrawn; it tells the
+// host when it stops waiting.
+func (g *Gate) askHost(params []byte, withdrawn <-chan struct{}) string {
 	g.hostOwnMu.Lock()
 	g.hostOwnN++
 	id := []byte(strconv.Quote(g.hostPrefix + strconv.Itoa(g.hostOwnN)))
@@ -219,13 +261,19 @@ func (g *Gate) askHost(params []byte) string {
 	g.toHost.send(mcpclient.EncodeRequest(id, "elicitation/create", params))
 	timer := time.NewTimer(g.opts.AskTimeout)
 	defer timer.Stop()
+	withdraw := func(reason string) {
+		cancel, _ := json.Marshal(map[string]any{"requestId": json.RawMessage(id), "reason": reason})
+		g.toHost.send(mcpclient.EncodeRequest(nil, "notifications/cancelled", cancel))
+	}
 	select {
 	case a := <-ch:
 		return readAnswer(a)
 	case <-timer.C:
-		cancel, _ := json.Marshal(map[string]any{"requestId": json.RawMessage(id), "reason": "etdi: no answer in time; the call was refused"})
-		g.toHost.send(mcpclient.EncodeRequest(nil, "notifications/cancelled", cancel))
+		withdraw("etdi: no answer in time; the call was refused")
 		return AnswerTimeout
+	case <-withdrawn:
+		withdraw("etdi: the call was cancelled")
+		return AnswerCancel
 	case <-g.ctx.Done():
 		return AnswerEnded
 	case <-g.gone:
@@ -257,9 +305,9 @@ func readAnswer(m *mcpclient.Message) string {
 }
 
 // elicitation is the params of the question put to the person: why the
-// policy asks, the tool and its scopes, and the arguments, every piece of
-// text escaped.
-func elicitation(t policy.Tool, d policy.Decision, args []byte) []byte {
+// policy asks, the tool and its scopes, and the arguments (their summary,
+// policy.ShowArguments), every piece of text escaped.
+func elicitation(t policy.Tool, d policy.Decision, summary string) []byte {
 	var b strings.Builder
 	fmt.Fprintf(&b, "etdi: a policy asks you before this call.\n\nTool: %s/%s", termtext.Escape(t.Server), termtext.Escape(t.Name))
 	if t.Version != "" {
@@ -278,7 +326,7 @@ func elicitation(t policy.Tool, d policy.Decision, args []byte) []byte {
 	for i, id := range d.Policies {
 		fmt.Fprintf(&b, "Why: %s (policy %s)\n", termtext.Escape(d.Reasons[i]), termtext.Escape(id))
 	}
-	fmt.Fprintf(&b, "\nArguments:\n%s\n\nAllow this call?", policy.SummarizeArguments(args))
+	fmt.Fprintf(&b, "\nArguments:\n%s\n\nAllow this call?", summary)
 	params, _ := json.Marshal(map[string]any{
 		"message": b.String(),
 		"requestedSchema": map[string]any{
@@ -291,6 +339,40 @@ func elicitation(t policy.Tool, d policy.Decision, args []byte) []byte {
 		},
 	})
 	return params
+}
+
+// lookalikeNames reports whether an object in the arguments (JSON) holds
+// two member names that a server matching names case-insensitively takes
+// as one (hasTwice), or that look alike (confusable.Skeleton: "p\u0430th"
+// and "path", "dry_run" and "dry-run"): the person cannot tell from the
+// question which one the tool acts on.
+func lookalikeNames(args []byte) bool {
+	v, err := etdi.ParseJSON(args)
+	if err != nil {
+		return false // not shown whole anyway
+	}
+	var walk func(v *etdi.Value) bool
+	walk = func(v *etdi.Value) bool {
+		switch v.Kind {
+		case etdi.Object:
+			seen := make(map[string]bool, len(v.Members))
+			for _, m := range v.Members {
+				k := confusable.Skeleton(foldKey(m.Name))
+				if seen[k] || walk(m.Value) {
+					return true
+				}
+				seen[k] = true
+			}
+		case etdi.Array:
+			for _, e := range v.Elems {
+				if walk(e) {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	return walk(v)
 }
 
 // CallDecision is what the call-time policies decide of the first call of

@@ -112,39 +112,59 @@ const (
 // terminal (termtext.Escape): the arguments come from the model, which a
 // server's text may have steered.
 func SummarizeArguments(raw []byte) string {
+	s, _ := ShowArguments(raw)
+	return s
+}
+
+// ShowArguments is SummarizeArguments, and whether the summary shows the
+// arguments whole: nothing cut, and JSON of etdi's profile (arguments
+// that are not, a member twice or a number beyond 2^53, are shown by
+// their length only, and a server reads them as it pleases). A person
+// should be asked to allow a call only about what they can see.
+func ShowArguments(raw []byte) (summary string, whole bool) {
 	if len(raw) == 0 {
-		return "(no arguments)"
+		return "(no arguments)", true
 	}
 	v, err := etdi.ParseJSON(raw)
 	if err != nil {
-		return fmt.Sprintf("(%d bytes that are not JSON)", len(raw))
+		return fmt.Sprintf("(%d bytes that are not JSON)", len(raw)), false
 	}
 	if v.Kind != etdi.Object {
-		return "(not an object) " + cut(termtext.Escape(string(etdi.AppendCanonical(nil, v))), summaryValue)
+		c := termtext.Escape(string(etdi.AppendCanonical(nil, v)))
+		return "(not an object) " + cut(c, summaryValue), len(c) <= summaryValue
 	}
 	if len(v.Members) == 0 {
-		return "(no arguments)"
+		return "(no arguments)", true
 	}
 	members := slices.Clone(v.Members)
 	slices.SortFunc(members, func(a, b etdi.Member) int { return strings.Compare(a.Name, b.Name) })
 	var b strings.Builder
+	whole = true
 	for i, m := range members {
 		if i == summaryMembers {
 			fmt.Fprintf(&b, "... and %d more", len(members)-i)
+			whole = false
 			break
 		}
-		val := `"` + termtext.Escape(m.Value.Str) + `"`
+		// A string's quotes are escaped, so that it cannot show as more
+		// than one value (Escape writes every backslash as an escape).
+		val := `"` + strings.ReplaceAll(termtext.Escape(m.Value.Str), `"`, `\"`) + `"`
 		if m.Value.Kind != etdi.String {
 			val = termtext.Escape(string(etdi.AppendCanonical(nil, m.Value)))
 		}
-		line := cut(termtext.Escape(m.Name), summaryValue) + ": " + cut(val, summaryValue) + "\n"
+		name := termtext.Escape(m.Name)
+		if len(name) > summaryValue || len(val) > summaryValue {
+			whole = false
+		}
+		line := cut(name, summaryValue) + ": " + cut(val, summaryValue) + "\n"
 		if b.Len()+len(line) > summaryTotal {
 			fmt.Fprintf(&b, "... and %d more", len(members)-i)
+			whole = false
 			break
 		}
 		b.WriteString(line)
 	}
-	return strings.TrimSuffix(b.String(), "\n")
+	return strings.TrimSuffix(b.String(), "\n"), whole
 }
 
 // cut shortens s to at most n bytes, on a rune boundary, marking the cut.

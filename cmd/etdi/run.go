@@ -66,9 +66,11 @@ what the host uses is what etdi verified (SPEC.md §25):
   policy; one a policy annotated @ask asks about is put to the person
   through the host's elicitation (the reason, the tool, its scopes and a
   summary of the arguments) and forwarded only when the person accepts; a
-  decline, a dismissal, no answer within --ask-timeout or a host without
-  elicitation refuses it. A policy file that does not validate against
-  etdi's schema stops etdi run before the server starts.
+  decline, a dismissal, no answer within --ask-timeout, a host without
+  elicitation, or arguments the question cannot show whole (more than 16
+  members, a value over 96 bytes, look-alike names) refuses it. A policy
+  file that does not validate against etdi's schema stops etdi run
+  before the server starts.
 
 Nothing is approved here: review and approve with etdi check --approve or
 etdi pin approve. The pin database is opened only for a moment at a time,
