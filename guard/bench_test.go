@@ -203,16 +203,7 @@ func BenchmarkGateCall(b *testing.B) {
 			if gated {
 				h.ask(b, "tools/list", `{}`)
 			}
-			params := `{"name":"tool_0003","arguments":{"path":"notes.txt"}}`
-			times := make([]time.Duration, 0, b.N)
-			b.ReportAllocs()
-			for b.Loop() {
-				start := time.Now()
-				h.ask(b, "tools/call", params)
-				times = append(times, time.Since(start))
-			}
-			slices.Sort(times)
-			b.ReportMetric(float64(times[len(times)/2].Nanoseconds())/1e3, "median-µs")
+			timeCalls(b, h)
 		})
 	}
 }
@@ -232,6 +223,11 @@ func BenchmarkGateCallPolicies(b *testing.B) {
 	h, end := sessionWith(b, 10, true, false, set)
 	defer end()
 	h.ask(b, "tools/list", `{}`)
+	timeCalls(b, h)
+}
+
+// timeCalls calls one tool b.N times and reports the median round trip.
+func timeCalls(b *testing.B, h *benchHost) {
 	params := `{"name":"tool_0003","arguments":{"path":"notes.txt"}}`
 	times := make([]time.Duration, 0, b.N)
 	b.ReportAllocs()
