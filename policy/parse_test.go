@@ -141,8 +141,8 @@ func TestParseReportsAllErrors(t *testing.T) {
 			t.Errorf("error does not name %q:\n%s", w, msg)
 		}
 	}
-	if n := strings.Count(msg, "\n") + 1; n != 7 {
-		t.Errorf("error has %d lines, want one per fault (7):\n%s", n, msg)
+	if n := strings.Count(msg, "; ") + 1; n != 7 || strings.Contains(msg, "\n") {
+		t.Errorf("error has %d parts, want one line with one per fault (7):\n%s", n, msg)
 	}
 }
 

@@ -194,7 +194,9 @@ func Parse(srcs ...Source) (*Set, error) {
 		}
 	}
 	if len(errs) > 0 {
-		return nil, fmt.Errorf("policy: %w", errors.Join(errs...))
+		// One line: the errors of a file, each with its position, are
+		// read together in a terminal or a log.
+		return nil, errors.New("policy: " + strings.ReplaceAll(errors.Join(errs...).Error(), "\n", "; "))
 	}
 	return s, nil
 }
