@@ -118,12 +118,9 @@ type Gate struct {
 	// stop waiting.
 	gone chan struct{}
 
-	// own are the gate's own requests to the server, waiting for their
-	// answers, by id key; ownPrefix makes their ids unlike any host's.
-	ownMu     sync.Mutex
-	own       map[string]chan *mcpclient.Message
-	ownPrefix string
-	ownN      int
+	// own are the gate's own requests to the server (listings): their
+	// prefix makes their ids unlike any host's.
+	own *ownRequests
 
 	// pending are the host's requests forwarded to the server, by id key.
 	pendMu  sync.Mutex
@@ -147,14 +144,50 @@ type Gate struct {
 	// asking are the host's calls waiting for the person's answer, by id
 	// key (under pendMu).
 	asking map[string]*askWait
-	// hostOwn are the gate's own requests to the host (elicitation),
-	// waiting for answers, by id key; hostPrefix, which the server never
-	// sees, makes their ids unlike any the server could send the host.
-	hostOwnMu  sync.Mutex
-	hostOwn    map[string]chan *mcpclient.Message
-	hostPrefix string
-	hostOwnN   int
+	// hostOwn are the gate's own requests to the host (questions to the
+	// person): their prefix, which the server never sees, makes their ids
+	// unlike any the server could send the host.
+	hostOwn *ownRequests
 }
+
+// ownRequests are the gate's own requests to one side, waiting for their
+// answers, by id key. Their ids are the prefix (random) and a counter.
+type ownRequests struct {
+	prefix string
+	mu     sync.Mutex
+	n      int
+	wait   map[string]chan *mcpclient.Message
+}
+
+func newOwnRequests(prefix string) *ownRequests {
+	return &ownRequests{prefix: prefix, wait: map[string]chan *mcpclient.Message{}}
+}
+
+// add starts a request: its id, the id's key, and where its answer comes.
+func (o *ownRequests) add() ([]byte, string, chan *mcpclient.Message) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.n++
+	id := []byte(strconv.Quote(o.prefix + strconv.Itoa(o.n)))
+	key := mcpclient.IDKey(id)
+	ch := make(chan *mcpclient.Message, 1)
+	o.wait[key] = ch
+	return id, key, ch
+}
+
+// take returns and forgets the waiter of the request with that id key
+// (nil if none waits).
+func (o *ownRequests) take(key string) chan *mcpclient.Message {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	ch := o.wait[key]
+	delete(o.wait, key)
+	return ch
+}
+
+// is reports whether key is the id key of one of these requests, waited
+// for or not.
+func (o *ownRequests) is(key string) bool { return strings.HasPrefix(key, "s:"+o.prefix) }
 
 // hostRequest is a request of the host the server has not answered yet.
 type hostRequest struct {
@@ -193,10 +226,10 @@ func NewGate(opts GateOptions) (*Gate, error) {
 	if _, err := rand.Read(rnd[:]); err != nil {
 		return nil, err
 	}
-	g := &Gate{opts: opts, own: map[string]chan *mcpclient.Message{}, pending: map[string]*hostRequest{},
-		ownPrefix: "etdi-" + hex.EncodeToString(rnd[:8]) + "-", gone: make(chan struct{}), gen: &pin.GenerationReader{Path: opts.Pins},
-		relists: map[string]*relistJob{}, asking: map[string]*askWait{}, hostOwn: map[string]chan *mcpclient.Message{},
-		hostPrefix: "etdi-ask-" + hex.EncodeToString(rnd[8:]) + "-"}
+	g := &Gate{opts: opts, own: newOwnRequests("etdi-" + hex.EncodeToString(rnd[:8]) + "-"), pending: map[string]*hostRequest{},
+		gone: make(chan struct{}), gen: &pin.GenerationReader{Path: opts.Pins},
+		relists: map[string]*relistJob{}, asking: map[string]*askWait{},
+		hostOwn: newOwnRequests("etdi-ask-" + hex.EncodeToString(rnd[8:]) + "-")}
 	g.st.init()
 	for _, c := range opts.Credentials {
 		g.secrets.Add(c.Value)
@@ -312,11 +345,11 @@ func (g *Gate) readHost() error {
 			// The host answers a request of the gate's own (a question
 			// to the person), or of the server (sampling, elicitation,
 			// roots): relayed as it is.
-			if ch := g.takeHostOwn(m.IDKey()); ch != nil {
+			if ch := g.hostOwn.take(m.IDKey()); ch != nil {
 				ch <- m
 				continue
 			}
-			if g.isHostOwn(m.IDKey()) {
+			if g.hostOwn.is(m.IDKey()) {
 				// An answer to a question the gate no longer waits for
 				// (given again, or after the wait ended): never the
 				// server's, which must not learn the ids of the gate's
@@ -365,7 +398,7 @@ func (g *Gate) readServer() error {
 func (g *Gate) fromHost(m *mcpclient.Message, data []byte, s *slot) {
 	key := m.IDKey()
 	if m.ID != nil {
-		if g.isOwn(key) || g.hasPending(key) {
+		if g.own.is(key) || g.hasPending(key) {
 			g.toServer.fill(s)
 			g.toHost.send(g.errorTo(m.ID, -32600, "etdi: request id "+string(m.ID)+" is already in use", nil))
 			return
@@ -391,11 +424,11 @@ func (g *Gate) fromHost(m *mcpclient.Message, data []byte, s *slot) {
 		}
 	case "notifications/cancelled":
 		// The host withdrawing a question of the gate's is not the
-		// server's to see (see isHostOwn); a call it cancels while the
+		// server's to see (see readHost); a call it cancels while the
 		// person is asked about it is never forwarded (the server never
 		// saw it).
 		key := mcpclient.IDKey(mcpclient.Member(m.Params, "requestId"))
-		if g.isHostOwn(key) || g.withdraw(key) {
+		if g.hostOwn.is(key) || g.withdraw(key) {
 			g.toServer.fill(s)
 			return
 		}
@@ -426,7 +459,7 @@ func (g *Gate) fromHost(m *mcpclient.Message, data []byte, s *slot) {
 // request, or to the host's, checked first when it is a listing.
 func (g *Gate) fromServerAnswer(m *mcpclient.Message, data []byte) {
 	key := m.IDKey()
-	if ch := g.takeOwn(key); ch != nil {
+	if ch := g.own.take(key); ch != nil {
 		ch <- m
 		return
 	}
@@ -500,14 +533,8 @@ type relistJob struct{ slots []*slot }
 // call sends a request of the gate's own to the server and waits for its
 // answer, within the gate's timeout.
 func (g *Gate) call(ctx context.Context, method string, params json.RawMessage) ([]byte, error) {
-	g.ownMu.Lock()
-	g.ownN++
-	id := []byte(strconv.Quote(g.ownPrefix + strconv.Itoa(g.ownN)))
-	key := mcpclient.IDKey(id)
-	ch := make(chan *mcpclient.Message, 1)
-	g.own[key] = ch
-	g.ownMu.Unlock()
-	defer g.takeOwn(key)
+	id, key, ch := g.own.add()
+	defer g.own.take(key)
 	if err := g.server.Write(ctx, mcpclient.EncodeRequest(id, method, params)); err != nil {
 		return nil, err
 	}
@@ -522,37 +549,6 @@ func (g *Gate) call(ctx context.Context, method string, params json.RawMessage) 
 	case <-g.gone:
 		return nil, errors.New("the session with the server ended")
 	}
-}
-
-func (g *Gate) isOwn(key string) bool {
-	g.ownMu.Lock()
-	defer g.ownMu.Unlock()
-	_, ok := g.own[key]
-	return ok || (len(key) > 2 && key[:2] == "s:" && len(key[2:]) > len(g.ownPrefix) && key[2:2+len(g.ownPrefix)] == g.ownPrefix)
-}
-
-// takeHostOwn returns and forgets the waiter of an answer of the host to
-// a request of the gate's own.
-func (g *Gate) takeHostOwn(key string) chan *mcpclient.Message {
-	g.hostOwnMu.Lock()
-	defer g.hostOwnMu.Unlock()
-	ch := g.hostOwn[key]
-	delete(g.hostOwn, key)
-	return ch
-}
-
-// isHostOwn reports whether key is the id of a question of the gate's
-// to the host, waited for or not.
-func (g *Gate) isHostOwn(key string) bool {
-	return strings.HasPrefix(key, "s:"+g.hostPrefix)
-}
-
-func (g *Gate) takeOwn(key string) chan *mcpclient.Message {
-	g.ownMu.Lock()
-	defer g.ownMu.Unlock()
-	ch := g.own[key]
-	delete(g.own, key)
-	return ch
 }
 
 func (g *Gate) addPending(key string, r *hostRequest) {
@@ -587,7 +583,7 @@ func (g *Gate) answerMalformed(data []byte) {
 	if json.Unmarshal(data, &env) != nil || len(env.ID) == 0 {
 		return
 	}
-	if ch := g.takeOwn(mcpclient.IDKey(env.ID)); ch != nil { // the gate's own listing fails at once
+	if ch := g.own.take(mcpclient.IDKey(env.ID)); ch != nil { // the gate's own listing fails at once
 		ch <- &mcpclient.Message{ID: env.ID, Error: true, ErrMsg: "the answer is not a valid JSON-RPC message"}
 		return
 	}

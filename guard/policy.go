@@ -3,7 +3,6 @@ package guard
 import (
 	"encoding/json"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 
@@ -246,18 +245,8 @@ func (g *Gate) withdraw(key string) bool {
 // within the ask timeout, or until the call is withdrawn; it tells the
 // host when it stops waiting.
 func (g *Gate) askHost(params []byte, withdrawn <-chan struct{}) string {
-	g.hostOwnMu.Lock()
-	g.hostOwnN++
-	id := []byte(strconv.Quote(g.hostPrefix + strconv.Itoa(g.hostOwnN)))
-	key := mcpclient.IDKey(id)
-	ch := make(chan *mcpclient.Message, 1)
-	g.hostOwn[key] = ch
-	g.hostOwnMu.Unlock()
-	defer func() {
-		g.hostOwnMu.Lock()
-		delete(g.hostOwn, key)
-		g.hostOwnMu.Unlock()
-	}()
+	id, key, ch := g.hostOwn.add()
+	defer g.hostOwn.take(key)
 	g.toHost.send(mcpclient.EncodeRequest(id, "elicitation/create", params))
 	timer := time.NewTimer(g.opts.AskTimeout)
 	defer timer.Stop()

@@ -885,7 +885,7 @@ func TestPolicyAskIDNeverReachesServer(t *testing.T) {
 	ps.host.call(t, "3", "get_time", "")
 	wantResult(t, ps.host.answer(t, "3"), "get_time")
 	time.Sleep(50 * time.Millisecond)
-	if got := ps.receivedAny(strings.TrimSuffix(ps.g.hostPrefix, "-")); got != "" {
+	if got := ps.receivedAny(strings.TrimSuffix(ps.g.hostOwn.prefix, "-")); got != "" {
 		t.Fatalf("the server received the id of the gate's question: %s", got)
 	}
 }
