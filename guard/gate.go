@@ -609,10 +609,8 @@ func (g *Gate) answerPending(why error) {
 		g.toHost.send(g.errorTo(r.id, -32000, msg, nil))
 	}
 	for _, w := range asking {
-		po := w.po
-		po.answer = AnswerEnded
-		g.audit.blocked(w.server, w.name, w.digest, w.args, PolicyAsk, po)
-		g.toHost.send(g.errorTo(w.id, -32000, msg, nil))
+		g.audit.blocked(w.server, w.name, w.e.digest, w.args, PolicyAsk, w.outcome(AnswerEnded))
+		g.toHost.send(g.errorTo(w.m.ID, -32000, msg, nil))
 	}
 }
 

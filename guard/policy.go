@@ -56,13 +56,26 @@ func outcomeOf(d policy.Decision) policyOutcome {
 
 // askWait is a call waiting for the person's answer.
 type askWait struct {
-	id                   []byte
-	server, name, digest string
-	args                 []byte
-	po                   policyOutcome
+	// m and data are the call as the host sent it, name its tool, e the
+	// tool as the host received it, args its arguments, d the decision
+	// that asks; server is the session's server.
+	m            *mcpclient.Message
+	data         []byte
+	server, name string
+	e            exposure
+	args         []byte
+	d            policy.Decision
 	// withdrawn is closed when the host cancels the call: the question is
 	// withdrawn too.
 	withdrawn chan struct{}
+}
+
+// outcome is what the policies decided of the call, with the person's
+// answer.
+func (w *askWait) outcome(answer string) policyOutcome {
+	po := outcomeOf(w.d)
+	po.answer = answer
+	return po
 }
 
 // hostSide is what the host said of itself in initialize.
@@ -166,14 +179,14 @@ func (g *Gate) ask(m *mcpclient.Message, data []byte, name string, e exposure, t
 		g.refuseCall(m, itemTool, name, e.digest, args, policyRefusal(name, d, answer), po)
 		return
 	}
-	w := &askWait{id: m.ID, server: g.st.server, name: name, digest: e.digest, args: args, po: outcomeOf(d), withdrawn: make(chan struct{})}
+	w := &askWait{m: m, data: data, server: g.st.server, name: name, e: e, args: args, d: d, withdrawn: make(chan struct{})}
 	g.pendMu.Lock()
 	g.asking[m.IDKey()] = w
 	g.pendMu.Unlock()
 	params := elicitation(t, d, summary)
 	go func() {
 		answer := g.askHost(params, w.withdrawn)
-		g.jobs.add(func() { g.asked(m, data, name, e, d, args, answer) })
+		g.jobs.add(func() { g.asked(w, answer) })
 	}()
 }
 
@@ -186,10 +199,11 @@ func (g *Gate) askingCount() int {
 // asked acts on the person's answer: an accepted call is forwarded if its
 // tool is still approved as the host received it and no policy now
 // forbids it outright (the session moved on while the person read).
-func (g *Gate) asked(m *mcpclient.Message, data []byte, name string, e exposure, d policy.Decision, args []byte, answer string) {
+func (g *Gate) asked(w *askWait, answer string) {
 	if answer == AnswerEnded {
 		return // answerPending answers it, after every job
 	}
+	m, name, e, args := w.m, w.name, w.e, w.args
 	g.pendMu.Lock()
 	_, waiting := g.asking[m.IDKey()]
 	delete(g.asking, m.IDKey())
@@ -197,10 +211,9 @@ func (g *Gate) asked(m *mcpclient.Message, data []byte, name string, e exposure,
 	if !waiting {
 		return // the session ended and the call was answered
 	}
-	po := outcomeOf(d)
-	po.answer = answer
+	po := w.outcome(answer)
 	if answer != AnswerAccept {
-		g.refuseCall(m, itemTool, name, e.digest, args, policyRefusal(name, d, answer), po)
+		g.refuseCall(m, itemTool, name, e.digest, args, policyRefusal(name, w.d, answer), po)
 		return
 	}
 	g.rejudge()
@@ -220,7 +233,7 @@ func (g *Gate) asked(m *mcpclient.Message, data []byte, name string, e exposure,
 		g.refuseCall(m, itemTool, name, e.digest, args, policyRefusal(name, again, ""), po)
 		return
 	}
-	g.forward(m, data, nil, itemTool, name, now, args, po)
+	g.forward(m, w.data, nil, itemTool, name, now, args, po)
 }
 
 // withdraw withdraws the question about a call the host cancelled (in
@@ -234,9 +247,7 @@ func (g *Gate) withdraw(key string) bool {
 		return false
 	}
 	close(w.withdrawn)
-	po := w.po
-	po.answer = AnswerCancel
-	g.audit.blocked(w.server, w.name, w.digest, w.args, PolicyAsk, po)
+	g.audit.blocked(w.server, w.name, w.e.digest, w.args, PolicyAsk, w.outcome(AnswerCancel))
 	g.logf("the host cancelled its call of tool %q while the person was asked about it: it is not forwarded", clipText(w.name))
 	return true
 }
