@@ -299,9 +299,17 @@ func (r *Report) unsigned(l *Listing, name string, rule trust.UnsignedRule) erro
 }
 
 // SignerOf is the pin identity of whoever vouched for a verified bundle:
-// the key, the identity provider's issuer and subject, or both.
+// the key or the keyless signer's trust entry, the identity provider's
+// issuer and subject, or both.
 func SignerOf(r *verify.Result) pin.Signer {
 	switch {
+	case r.Signer != nil && r.Signer.Sigstore != nil && r.Token != nil:
+		return pin.Signer{Kind: "sigstore+idp", ID: r.Signer.Trusted + " " + r.Token.Issuer + " " + r.Token.Subject}
+	case r.Signer != nil && r.Signer.Sigstore != nil:
+		// The trust entry, not the certificate's identity: an identity
+		// pattern matches a new identity (a new tag) at every release,
+		// and that is one signer, not a new one.
+		return pin.Signer{Kind: "sigstore", ID: r.Signer.Trusted}
 	case r.Signer != nil && r.Token != nil:
 		return pin.Signer{Kind: "key+idp", ID: r.Signer.KeyID + " " + r.Token.Issuer + " " + r.Token.Subject}
 	case r.Token != nil:

@@ -16,6 +16,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -23,6 +24,7 @@ import (
 	"github.com/etdi-dev/etdi"
 	"github.com/etdi-dev/etdi/internal/atomicfile"
 	"github.com/etdi-dev/etdi/keys"
+	"github.com/sigstore/sigstore-go/pkg/root"
 )
 
 // FormatVersion is the only policy "version" this package reads and writes.
@@ -70,6 +72,91 @@ type Policy struct {
 	// relative path is relative to the trust policy's directory (see
 	// CedarFiles).
 	Cedar []string
+	// SigstoreRoots are the Sigstore trusted roots (trusted_root.json
+	// documents) that keyless signatures chain to (SPEC.md §27), kept in
+	// the policy so that verification works offline.
+	SigstoreRoots []SigstoreRoot
+}
+
+// SigstoreRoot is one Sigstore trusted root: its canonical JSON as kept
+// in the policy, and the material parsed from it.
+type SigstoreRoot struct {
+	JSON []byte
+	Root *root.TrustedRoot
+}
+
+// MaxSigstoreRoots bounds the trusted roots a policy holds.
+const MaxSigstoreRoots = 8
+
+// ParseSigstoreRoots reads one trusted_root.json document, or several:
+// a JSON array of them, or one per line (as 'gh attestation
+// trusted-root' prints them).
+func ParseSigstoreRoots(data []byte) ([]SigstoreRoot, error) {
+	var docs []*etdi.Value
+	if v, err := etdi.ParseJSON(data); err == nil {
+		if v.Kind == etdi.Array {
+			docs = v.Elems
+		} else {
+			docs = []*etdi.Value{v}
+		}
+	} else {
+		for i, line := range bytes.Split(data, []byte("\n")) {
+			if len(bytes.TrimSpace(line)) == 0 {
+				continue
+			}
+			v, lerr := etdi.ParseJSON(line)
+			if lerr != nil {
+				return nil, fmt.Errorf("line %d: %w", i+1, lerr)
+			}
+			docs = append(docs, v)
+		}
+	}
+	if len(docs) == 0 {
+		return nil, errors.New("no trusted root")
+	}
+	if len(docs) > MaxSigstoreRoots {
+		return nil, fmt.Errorf("more than %d trusted roots", MaxSigstoreRoots)
+	}
+	var out []SigstoreRoot
+	for i, d := range docs {
+		r, err := parseSigstoreRoot(etdi.Field{Path: fmt.Sprintf("[%d]", i), V: d})
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+func parseSigstoreRoot(f etdi.Field) (SigstoreRoot, error) {
+	if _, err := f.Object(); err != nil {
+		return SigstoreRoot{}, err
+	}
+	doc := etdi.AppendCanonical(nil, f.V)
+	tr, err := root.NewTrustedRootFromJSON(doc)
+	if err != nil {
+		return SigstoreRoot{}, f.Errorf("not a Sigstore trusted root: %v", err)
+	}
+	if len(tr.FulcioCertificateAuthorities()) == 0 {
+		return SigstoreRoot{}, f.Errorf("trusted root has no certificate authority")
+	}
+	if len(tr.RekorLogs()) == 0 {
+		return SigstoreRoot{}, f.Errorf("trusted root has no transparency log")
+	}
+	return SigstoreRoot{JSON: doc, Root: tr}, nil
+}
+
+// SigstoreMaterial returns the policy's trusted roots as one set of
+// trusted material, or nil when it has none.
+func (p *Policy) SigstoreMaterial() root.TrustedMaterial {
+	if len(p.SigstoreRoots) == 0 {
+		return nil
+	}
+	var c root.TrustedMaterialCollection
+	for _, r := range p.SigstoreRoots {
+		c = append(c, r.Root)
+	}
+	return c
 }
 
 // MaxCedarFiles bounds the policy files a trust policy names.
@@ -97,12 +184,16 @@ func (p *Policy) ArtifactRule() ArtifactRule {
 	return p.Artifacts
 }
 
-// Provider is one trusted provider: its keys, its identity provider, and
-// which of the two a bundle must satisfy.
+// Provider is one trusted provider: its keys and keyless signers, its
+// identity provider, and which of the two a bundle must satisfy.
 type Provider struct {
 	ID   string
 	Keys []Key
-	IDP  *IDP
+	// Sigstore are the keyless signers trusted for the provider. For the
+	// require rule they count as keys: "key" means a signature by a
+	// trusted key or a trusted keyless signer.
+	Sigstore []SigstoreIdentity
+	IDP      *IDP
 	// Require is RequireKey, RequireIDP, RequireBoth or RequireAny; empty
 	// means the default (see EffectiveRequire).
 	Require string
@@ -124,12 +215,100 @@ func (p *Provider) EffectiveRequire() string {
 		return p.Require
 	}
 	switch {
-	case len(p.Keys) > 0 && p.IDP != nil:
+	case p.HasSigners() && p.IDP != nil:
 		return RequireBoth
 	case p.IDP != nil:
 		return RequireIDP
 	}
 	return RequireKey
+}
+
+// HasSigners reports whether the provider trusts a key or a keyless
+// signer.
+func (p *Provider) HasSigners() bool { return len(p.Keys) > 0 || len(p.Sigstore) > 0 }
+
+// SigstoreIdentity is a keyless signer (SPEC.md §27): the OIDC issuer
+// that vouched for the signer's identity, and that identity (the
+// certificate's subject alternative name), given exactly or as a pattern.
+type SigstoreIdentity struct {
+	Issuer string
+	// Identity is the exact identity; IdentityPattern a regular
+	// expression (RE2) that must match the whole identity. One of the
+	// two is set.
+	Identity        string
+	IdentityPattern string
+}
+
+// String names the signer as the pin database records it.
+func (s SigstoreIdentity) String() string {
+	if s.IdentityPattern != "" {
+		return s.Issuer + " ~" + s.IdentityPattern
+	}
+	return s.Issuer + " " + s.Identity
+}
+
+// Matches reports whether a certificate of identity id issued for an
+// OIDC token of issuer iss is this signer.
+func (s SigstoreIdentity) Matches(iss, id string) bool {
+	if iss != s.Issuer {
+		return false
+	}
+	if s.IdentityPattern == "" {
+		return id == s.Identity
+	}
+	re, err := compilePattern(s.IdentityPattern)
+	return err == nil && re.MatchString(id)
+}
+
+// compilePattern anchors pattern at both ends: a pattern that matched a
+// part of an identity would trust every identity containing it.
+func compilePattern(pattern string) (*regexp.Regexp, error) {
+	return regexp.Compile(`^(?:` + pattern + `)$`)
+}
+
+// CheckSigstoreIdentity validates a keyless signer before it is trusted.
+func CheckSigstoreIdentity(s SigstoreIdentity) error {
+	if err := CheckIssuer(s.Issuer); err != nil {
+		return err
+	}
+	switch {
+	case (s.Identity == "") == (s.IdentityPattern == ""):
+		return errors.New("a keyless signer needs exactly one of an identity and an identity pattern")
+	case len(s.Identity) > 4096 || len(s.IdentityPattern) > 4096:
+		return errors.New("identity longer than 4096 bytes")
+	case s.IdentityPattern != "":
+		if _, err := compilePattern(s.IdentityPattern); err != nil {
+			return fmt.Errorf("identity pattern: %v", err)
+		}
+		if s.IdentityPattern == ".*" || s.IdentityPattern == ".+" {
+			return errors.New("identity pattern matches every identity")
+		}
+	}
+	return nil
+}
+
+// AddSigstore trusts keyless signer s for provider id, creating the
+// provider if needed. The policy must hold a trusted root.
+func (p *Policy) AddSigstore(id string, s SigstoreIdentity) (added bool, err error) {
+	if err := etdi.ValidateProviderID(id); err != nil {
+		return false, err
+	}
+	if err := CheckSigstoreIdentity(s); err != nil {
+		return false, err
+	}
+	if len(p.SigstoreRoots) == 0 {
+		return false, errors.New("the policy has no Sigstore trusted root: give one with --trusted-root FILE")
+	}
+	prov := p.Provider(id)
+	if prov == nil {
+		p.Providers = append(p.Providers, Provider{ID: id})
+		prov = &p.Providers[len(p.Providers)-1]
+	}
+	if slices.Contains(prov.Sigstore, s) {
+		return false, nil
+	}
+	prov.Sigstore = append(prov.Sigstore, s)
+	return true, nil
 }
 
 // IDP says how tokens from a provider's identity provider are verified
@@ -293,7 +472,7 @@ func Parse(data []byte) (*Policy, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := o.Only("version", "unsigned", "artifacts", "providers", "cedar"); err != nil {
+	if err := o.Only("version", "unsigned", "artifacts", "providers", "cedar", "sigstoreTrustedRoots"); err != nil {
 		return nil, err
 	}
 	ver, err := o.Field("version").Uint()
@@ -340,6 +519,22 @@ func Parse(data []byte) (*Policy, error) {
 			p.Cedar = append(p.Cedar, f)
 		}
 	}
+	if rf := o.Field("sigstoreTrustedRoots"); rf.V != nil {
+		ra, err := rf.Array()
+		if err != nil {
+			return nil, err
+		}
+		if ra.Len() == 0 || ra.Len() > MaxSigstoreRoots {
+			return nil, ra.Errorf("must hold 1 to %d trusted roots", MaxSigstoreRoots)
+		}
+		for i := 0; i < ra.Len(); i++ {
+			r, err := parseSigstoreRoot(ra.Elem(i))
+			if err != nil {
+				return nil, err
+			}
+			p.SigstoreRoots = append(p.SigstoreRoots, r)
+		}
+	}
 	pa, err := o.Field("providers").Array()
 	if err != nil {
 		return nil, err
@@ -349,7 +544,7 @@ func Parse(data []byte) (*Policy, error) {
 		if err != nil {
 			return nil, err
 		}
-		if err := po.Only("id", "keys", "idp", "require"); err != nil {
+		if err := po.Only("id", "keys", "sigstore", "idp", "require"); err != nil {
 			return nil, err
 		}
 		var prov Provider
@@ -375,17 +570,25 @@ func Parse(data []byte) (*Policy, error) {
 		default:
 			return nil, po.Field("require").Errorf("%q is not key, idp, both or any", prov.Require)
 		}
+		if sf := po.Field("sigstore"); sf.V != nil {
+			if prov.Sigstore, err = parseSigstoreIdentities(sf); err != nil {
+				return nil, err
+			}
+			if len(p.SigstoreRoots) == 0 {
+				return nil, sf.Errorf("provider %q trusts keyless signers but the policy has no sigstoreTrustedRoots", prov.ID)
+			}
+		}
 		ka := etdi.ArrayField{Path: po.Field("keys").Path, V: &etdi.Value{Kind: etdi.Array}}
-		if kf := po.Field("keys"); kf.V != nil || prov.IDP == nil {
+		if kf := po.Field("keys"); kf.V != nil || (prov.IDP == nil && len(prov.Sigstore) == 0) {
 			if ka, err = kf.Array(); err != nil {
 				return nil, err
 			}
 		}
-		if ka.Len() == 0 && prov.IDP == nil {
-			return nil, ka.Errorf("provider %q has no keys and no identity provider", prov.ID)
+		if ka.Len() == 0 && prov.IDP == nil && len(prov.Sigstore) == 0 {
+			return nil, ka.Errorf("provider %q has no keys, no keyless signers and no identity provider", prov.ID)
 		}
 		r := prov.EffectiveRequire()
-		if (r == RequireKey || r == RequireBoth) && ka.Len() == 0 {
+		if (r == RequireKey || r == RequireBoth) && ka.Len() == 0 && len(prov.Sigstore) == 0 {
 			return nil, po.Field("require").Errorf("provider %q requires a key signature but lists no keys", prov.ID)
 		}
 		if (r == RequireIDP || r == RequireBoth) && prov.IDP == nil {
@@ -406,6 +609,44 @@ func Parse(data []byte) (*Policy, error) {
 		p.Providers = append(p.Providers, prov)
 	}
 	return p, nil
+}
+
+func parseSigstoreIdentities(f etdi.Field) ([]SigstoreIdentity, error) {
+	a, err := f.Array()
+	if err != nil {
+		return nil, err
+	}
+	if a.Len() == 0 || a.Len() > 64 {
+		return nil, a.Errorf("must list 1 to 64 keyless signers")
+	}
+	var out []SigstoreIdentity
+	for i := 0; i < a.Len(); i++ {
+		o, err := a.Elem(i).Object()
+		if err != nil {
+			return nil, err
+		}
+		if err := o.Only("issuer", "identity", "identityPattern"); err != nil {
+			return nil, err
+		}
+		var s SigstoreIdentity
+		if s.Issuer, err = o.Field("issuer").Str(); err != nil {
+			return nil, err
+		}
+		if s.Identity, err = o.Field("identity").OptStr(); err != nil {
+			return nil, err
+		}
+		if s.IdentityPattern, err = o.Field("identityPattern").OptStr(); err != nil {
+			return nil, err
+		}
+		if err := CheckSigstoreIdentity(s); err != nil {
+			return nil, a.Elem(i).Errorf("%v", err)
+		}
+		if slices.Contains(out, s) {
+			return nil, a.Elem(i).Errorf("keyless signer listed twice")
+		}
+		out = append(out, s)
+	}
+	return out, nil
 }
 
 func parseKey(f etdi.Field) (Key, error) {
@@ -595,10 +836,17 @@ type jsonKey struct {
 }
 
 type jsonProvider struct {
-	ID      string    `json:"id"`
-	Keys    []jsonKey `json:"keys,omitempty"`
-	IDP     *jsonIDP  `json:"idp,omitempty"`
-	Require string    `json:"require,omitempty"`
+	ID       string         `json:"id"`
+	Keys     []jsonKey      `json:"keys,omitempty"`
+	Sigstore []jsonSigstore `json:"sigstore,omitempty"`
+	IDP      *jsonIDP       `json:"idp,omitempty"`
+	Require  string         `json:"require,omitempty"`
+}
+
+type jsonSigstore struct {
+	Issuer          string `json:"issuer"`
+	Identity        string `json:"identity,omitempty"`
+	IdentityPattern string `json:"identityPattern,omitempty"`
 }
 
 type jsonIDP struct {
@@ -619,19 +867,26 @@ type jsonIntrospection struct {
 }
 
 type jsonPolicy struct {
-	Version   int            `json:"version"`
-	Unsigned  UnsignedRule   `json:"unsigned"`
-	Artifacts ArtifactRule   `json:"artifacts,omitempty"`
-	Providers []jsonProvider `json:"providers"`
-	Cedar     []string       `json:"cedar,omitempty"`
+	Version   int               `json:"version"`
+	Unsigned  UnsignedRule      `json:"unsigned"`
+	Artifacts ArtifactRule      `json:"artifacts,omitempty"`
+	Providers []jsonProvider    `json:"providers"`
+	Cedar     []string          `json:"cedar,omitempty"`
+	Roots     []json.RawMessage `json:"sigstoreTrustedRoots,omitempty"`
 }
 
 // Marshal returns the policy as indented JSON, providers and keys in the
 // order they were added.
 func (p *Policy) Marshal() ([]byte, error) {
 	jp := jsonPolicy{Version: FormatVersion, Unsigned: p.Unsigned, Artifacts: p.Artifacts, Providers: []jsonProvider{}, Cedar: p.Cedar}
+	for _, r := range p.SigstoreRoots {
+		jp.Roots = append(jp.Roots, r.JSON)
+	}
 	for _, prov := range p.Providers {
 		jv := jsonProvider{ID: prov.ID, Require: prov.Require}
+		for _, s := range prov.Sigstore {
+			jv.Sigstore = append(jv.Sigstore, jsonSigstore(s))
+		}
 		if d := prov.IDP; d != nil {
 			ji := &jsonIDP{Issuer: d.Issuer, Audience: d.Audience, Subjects: d.Subjects, SubjectClaim: d.SubjectClaim,
 				JWKS: d.JWKS, DenyJTI: d.DenyJTI, DenySubjects: d.DenySubjects}

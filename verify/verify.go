@@ -17,6 +17,7 @@ import (
 
 	"github.com/etdi-dev/etdi"
 	"github.com/etdi-dev/etdi/internal/redact"
+	"github.com/etdi-dev/etdi/keyless"
 	"github.com/etdi-dev/etdi/keys"
 	"github.com/etdi-dev/etdi/trust"
 )
@@ -153,12 +154,20 @@ type Finding struct {
 	Match   string `json:"match,omitempty"`
 }
 
-// Signer identifies who signed a verified bundle.
+// Signer identifies who signed a verified bundle: a key, or a keyless
+// signer (Algorithm "sigstore", KeyID empty).
 type Signer struct {
-	KeyID     string `json:"keyId"`
+	KeyID     string `json:"keyId,omitempty"`
 	Algorithm string `json:"algorithm"`
 	Provider  string `json:"provider"`
+	// Sigstore is the keyless signer the certificate names, and Trusted
+	// the trust policy entry it matched (trust.SigstoreIdentity.String).
+	Sigstore *keyless.Signer `json:"sigstore,omitempty"`
+	Trusted  string          `json:"trusted,omitempty"`
 }
+
+// Keyless is the Algorithm of a keyless signer.
+const Keyless = "sigstore"
 
 // ToolResult is one signed tool and, with live tools, its status.
 type ToolResult struct {
@@ -285,7 +294,16 @@ func Verify(data []byte, p *trust.Policy, opts Options) *Result {
 		now = time.Now()
 	}
 	r := &Result{Tools: []ToolResult{}, Findings: []Finding{}}
-	b, err := etdi.ParseBundle(data)
+	var kb *keyless.Bundle
+	var b *etdi.Bundle
+	var err error
+	if keyless.IsBundle(data) {
+		if kb, err = keyless.Parse(data); err == nil {
+			b = &etdi.Bundle{Envelope: kb.Envelope}
+		}
+	} else {
+		b, err = etdi.ParseBundle(data)
+	}
 	if err != nil {
 		msg := "malformed bundle: " + err.Error()
 		var pt *etdi.PayloadTypeError
@@ -299,6 +317,10 @@ func Verify(data []byte, p *trust.Policy, opts Options) *Result {
 	if err != nil {
 		// Tell tampering from a trusted signer's malformed statement: only
 		// the latter has a signature by a trusted key.
+		if kb != nil {
+			r.add(keylessBadStatement(kb, p, err))
+			return r
+		}
 		if m := anyTrustedSigner(b, p); m == nil {
 			r.add(Finding{Kind: SignatureInvalid, Severity: Error,
 				Message: "the payload does not verify with any trusted key (and it is not a valid statement: " + err.Error() + ")"})
@@ -318,7 +340,7 @@ func Verify(data []byte, p *trust.Policy, opts Options) *Result {
 			Permissions: nonNil(t.Permissions), Status: "unverified"})
 	}
 	claims := claimedTools(st)
-	signer, token, ok := checkIdentity(r, b, st, p, now, opts, claims)
+	signer, token, ok := checkIdentity(r, b, kb, st, p, now, opts, claims)
 	if !ok || !checkOrigin(r, st, p, opts.Origin, claims) {
 		return r
 	}
@@ -404,7 +426,7 @@ func anyTrustedSigner(b *etdi.Bundle, p *trust.Policy) *match {
 // checkIdentity applies the provider's require rule to the key signature
 // and the identity provider token, recording the findings of whichever
 // fail when the rule is not met.
-func checkIdentity(r *Result, b *etdi.Bundle, st *etdi.Statement, p *trust.Policy, now time.Time, opts Options, claims string) (*Signer, *TokenIdentity, bool) {
+func checkIdentity(r *Result, b *etdi.Bundle, kb *keyless.Bundle, st *etdi.Statement, p *trust.Policy, now time.Time, opts Options, claims string) (*Signer, *TokenIdentity, bool) {
 	prov := p.Provider(st.Provider.ID)
 	require := trust.RequireKey
 	if prov != nil {
@@ -415,6 +437,8 @@ func checkIdentity(r *Result, b *etdi.Bundle, st *etdi.Statement, p *trust.Polic
 	if len(b.Envelope.Signatures) == 0 {
 		keyFinding = &Finding{Kind: SignatureMissing, Severity: Error,
 			Message: fmt.Sprintf("bundle for provider %q (%s) carries no signature", st.Provider.ID, claims)}
+	} else if kb != nil {
+		signer, keyFinding = checkKeyless(kb, st, p, claims)
 	} else {
 		signer, keyFinding = checkSignatures(b, st, p, now, claims)
 	}
@@ -691,4 +715,67 @@ func OriginFindings(st *etdi.Statement, p *trust.Policy, o *Origin, claims strin
 		}
 	}
 	return nil
+}
+
+// checkKeyless verifies a keyless signature against the policy's Sigstore
+// trusted roots, then matches the certificate's identity with the keyless
+// signers trusted for the claimed provider. An identity trusted only for
+// other providers is impersonation, as a key of another provider is.
+func checkKeyless(kb *keyless.Bundle, st *etdi.Statement, p *trust.Policy, claims string) (*Signer, *Finding) {
+	claimed := st.Provider.ID
+	ks, err := keyless.Verify(kb, p.SigstoreMaterial())
+	if err != nil {
+		return nil, &Finding{Kind: SignatureInvalid, Severity: Error,
+			Message: fmt.Sprintf("bundle for provider %q (%s): the keyless signature does not verify: %v", claimed, claims, err)}
+	}
+	if prov := p.Provider(claimed); prov != nil {
+		for _, id := range prov.Sigstore {
+			if id.Matches(ks.Issuer, ks.Identity) {
+				return &Signer{Algorithm: Keyless, Provider: claimed, Sigstore: ks, Trusted: id.String()}, nil
+			}
+		}
+	}
+	if others := keylessProviders(p, ks, claimed); len(others) > 0 {
+		return nil, &Finding{Kind: Impersonation, Severity: Error, TrustedFor: others,
+			Message: fmt.Sprintf("bundle claims provider %q (%s) but is signed by %q (issuer %q), which is trusted only for %s",
+				claimed, claims, ks.Identity, ks.Issuer, quoteList(others))}
+	}
+	msg := fmt.Sprintf("bundle for provider %q (%s): it is signed by %q (issuer %q), which is not a keyless signer trusted for the provider", claimed, claims, ks.Identity, ks.Issuer)
+	if p.Provider(claimed) == nil {
+		msg = fmt.Sprintf("bundle for provider %q (%s): the provider is not in the trust policy; it is signed by %q (issuer %q)", claimed, claims, ks.Identity, ks.Issuer)
+	}
+	return nil, &Finding{Kind: SignatureInvalid, Severity: Error, Message: msg}
+}
+
+// keylessProviders lists the providers other than except that trust the
+// keyless signer ks, sorted.
+func keylessProviders(p *trust.Policy, ks *keyless.Signer, except string) []string {
+	var out []string
+	for _, prov := range p.Providers {
+		if prov.ID == except {
+			continue
+		}
+		for _, id := range prov.Sigstore {
+			if id.Matches(ks.Issuer, ks.Identity) {
+				out = append(out, prov.ID)
+				break
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// keylessBadStatement is the finding for a keyless bundle whose payload is
+// not a valid statement: bundle_invalid when a trusted keyless signer made
+// it, else signature_invalid (as for keys, step 2 of SPEC.md §10).
+func keylessBadStatement(kb *keyless.Bundle, p *trust.Policy, stErr error) Finding {
+	if ks, err := keyless.Verify(kb, p.SigstoreMaterial()); err == nil {
+		if provs := keylessProviders(p, ks, ""); len(provs) > 0 {
+			return Finding{Kind: BundleInvalid, Severity: Error,
+				Message: fmt.Sprintf("payload signed by %q (issuer %q), trusted for %s, is not a valid statement: %v", ks.Identity, ks.Issuer, quoteList(provs), stErr)}
+		}
+	}
+	return Finding{Kind: SignatureInvalid, Severity: Error,
+		Message: "the payload is not signed by a trusted keyless signer (and it is not a valid statement: " + stErr.Error() + ")"}
 }

@@ -10,7 +10,6 @@ import (
 	"github.com/etdi-dev/etdi"
 	"github.com/etdi-dev/etdi/guard"
 	"github.com/etdi-dev/etdi/internal/termtext"
-	"github.com/etdi-dev/etdi/keys"
 	"github.com/etdi-dev/etdi/pin"
 	"github.com/etdi-dev/etdi/policy"
 	"github.com/etdi-dev/etdi/trust"
@@ -312,7 +311,7 @@ func printCheck(w io.Writer, rep *checkReport) {
 		if r.Verified {
 			var by []string
 			if r.Signer != nil {
-				by = append(by, fmt.Sprintf("key %s (%s)", keys.ShortID(r.Signer.KeyID), r.Signer.Algorithm))
+				by = append(by, signerText(r.Signer))
 			}
 			if r.Token != nil {
 				by = append(by, fmt.Sprintf("token of %s for %s", r.Token.Issuer, r.Token.Subject))

@@ -8,8 +8,10 @@ import (
 	"github.com/etdi-dev/etdi"
 	"github.com/etdi-dev/etdi/idp"
 	"github.com/etdi-dev/etdi/internal/atomicfile"
+	"github.com/etdi-dev/etdi/keyless"
 	"github.com/etdi-dev/etdi/keys"
 	"github.com/etdi-dev/etdi/sign"
+	"github.com/etdi-dev/etdi/trust"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
@@ -18,6 +20,7 @@ func (e *env) signCmd() *cobra.Command {
 	var keyRef, out, expires, issuedAt string
 	var sequence uint64
 	var f idpSignFlags
+	var kf keylessFlags
 	cmd := &cobra.Command{
 		Use:   "sign (--key KEY | --idp-issuer URL ... | --idp-token-file FILE) --out BUNDLE MANIFEST",
 		Short: "Sign a tool manifest into a bundle",
@@ -52,8 +55,11 @@ the default is the issue time in Unix seconds.`,
 			if out == "" && !f.printBinding {
 				return usagef("--out is required")
 			}
-			if keyRef == "" && !f.used() && !f.printBinding {
-				return usagef("give --key, --idp-issuer or --idp-token-file")
+			if keyRef == "" && !f.used() && !f.printBinding && !kf.on {
+				return usagef("give --key, --keyless, --idp-issuer or --idp-token-file")
+			}
+			if err := kf.check(keyRef != "" || f.used() || f.printBinding); err != nil {
+				return err
 			}
 			if f.issuer != "" && f.tokenFile != "" {
 				return usagef("--idp-issuer and --idp-token-file cannot be combined")
@@ -100,6 +106,9 @@ the default is the issue time in Unix seconds.`,
 					Scope                string       `json:"scope"`
 					PayloadDigest        string       `json:"payloadDigest"`
 				}{[]idp.Detail{idp.DetailFor(st, payload)}, strings.Join(idp.Scopes(st), " "), idp.PayloadDigest(payload)})
+			}
+			if kf.on {
+				return e.signKeyless(&kf, m, payload, out)
 			}
 			b := &etdi.Bundle{Envelope: etdi.Envelope{PayloadType: etdi.PayloadType, Payload: payload, Signatures: []etdi.Signature{}}}
 			var who []string
@@ -148,7 +157,89 @@ the default is the issue time in Unix seconds.`,
 	fl.StringVar(&issuedAt, "issued-at", "", "issue time, RFC 3339 (default now; for reproducible builds)")
 	fl.Uint64Var(&sequence, "sequence", 0, "bundle sequence number (default: issue time in Unix seconds)")
 	f.register(fl)
+	kf.register(fl)
 	return cmd
+}
+
+// keylessFlags are sign's Sigstore flags (SPEC.md §27).
+type keylessFlags struct {
+	on                                    bool
+	token, fulcio, rekor, trustedRootFile string
+}
+
+func (k *keylessFlags) register(fl *pflag.FlagSet) {
+	fl.BoolVar(&k.on, "keyless", false, "sign with Sigstore: a short-lived certificate for the CI job's OIDC identity, logged in Rekor")
+	fl.StringVar(&k.token, "identity-token", "", "OIDC identity token for --keyless: FILE or env://VAR (default: GitHub Actions' token)")
+	fl.StringVar(&k.fulcio, "fulcio-url", keyless.PublicFulcio, "Fulcio certificate authority for --keyless")
+	fl.StringVar(&k.rekor, "rekor-url", keyless.PublicRekor, "Rekor transparency log for --keyless")
+	fl.StringVar(&k.trustedRootFile, "trusted-root", "", "Sigstore trusted_root.json: verify the keyless bundle before writing it")
+}
+
+// check refuses flags that do not go together: a Sigstore bundle carries
+// one signature and no identity provider token.
+func (k *keylessFlags) check(otherSigner bool) error {
+	if !k.on {
+		if k.token != "" || k.trustedRootFile != "" || k.fulcio != keyless.PublicFulcio || k.rekor != keyless.PublicRekor {
+			return usagef("--identity-token, --fulcio-url, --rekor-url and --trusted-root need --keyless")
+		}
+		return nil
+	}
+	if otherSigner {
+		return usagef("--keyless cannot be combined with --key, --idp-issuer, --idp-token-file or --print-binding: a Sigstore bundle carries one keyless signature")
+	}
+	return nil
+}
+
+// signKeyless signs payload with Sigstore and writes the Sigstore bundle.
+func (e *env) signKeyless(k *keylessFlags, m *etdi.Manifest, payload []byte, out string) error {
+	opts := keyless.SignOptions{FulcioURL: k.fulcio, RekorURL: k.rekor}
+	for _, u := range []string{k.fulcio, k.rekor} {
+		if err := keyless.CheckServiceURL(u); err != nil {
+			return usagef("%v", err)
+		}
+	}
+	if k.trustedRootFile != "" {
+		data, err := e.readInput(k.trustedRootFile)
+		if err != nil {
+			return err
+		}
+		roots, err := trust.ParseSigstoreRoots(data)
+		if err != nil {
+			return usagef("--trusted-root %s: %v", k.trustedRootFile, err)
+		}
+		p := &trust.Policy{SigstoreRoots: roots}
+		opts.TrustedRoot = p.SigstoreMaterial()
+	}
+	var err error
+	opts.IDToken, err = keyless.IdentityToken(e.ctx, k.token, func(name string) string {
+		v, _ := e.lookupEnv(name)
+		return v
+	})
+	if err != nil {
+		return err
+	}
+	body, err := keyless.Sign(e.ctx, payload, opts)
+	if err != nil {
+		return fmt.Errorf("keyless signing: %w", err)
+	}
+	if out == "-" {
+		_, err = e.stdout.Write(body)
+		return err
+	}
+	if err := atomicfile.Write(out, body, 0o644); err != nil {
+		return err
+	}
+	var names []string
+	for _, t := range m.Tools {
+		names = append(names, etdi.SubjectName(t.Name, t.Version))
+	}
+	who := "a keyless certificate"
+	if id, iss, err := keyless.SignerOf(body); err == nil {
+		who = fmt.Sprintf("a keyless certificate for %s (issuer %s)", id, iss)
+	}
+	say(e.stderr, "etdi: signed %d tool(s) for provider %q with %s: %s\netdi: wrote %s (Sigstore bundle)\n",
+		len(m.Tools), m.Provider.ID, who, strings.Join(names, ", "), out)
+	return nil
 }
 
 // idpSignFlags select how a provider gets its identity provider token.

@@ -34,7 +34,7 @@ what happens to tools no bundle signs: block (default), warn or allow.`,
 	cmd.PersistentFlags().StringVar(&policyPath, "trust", e.defaultTrust(), "trust policy file ($ETDI_TRUST)")
 	// --policy is the older spelling, kept working as an alias.
 	cmd.PersistentFlags().StringVar(&policyPath, "policy", e.defaultTrust(), "same as --trust")
-	cmd.AddCommand(e.trustAddCmd(&policyPath), e.trustListCmd(&policyPath), e.trustRemoveCmd(&policyPath), e.trustUnsignedCmd(&policyPath), e.trustArtifactsCmd(&policyPath), e.trustCedarCmd(&policyPath))
+	cmd.AddCommand(e.trustAddCmd(&policyPath), e.trustListCmd(&policyPath), e.trustRemoveCmd(&policyPath), e.trustUnsignedCmd(&policyPath), e.trustArtifactsCmd(&policyPath), e.trustCedarCmd(&policyPath), e.trustSigstoreRootCmd(&policyPath))
 	return cmd
 }
 
@@ -52,8 +52,9 @@ func (e *env) trustAddCmd(policyPath *string) *cobra.Command {
 	var provider, notBefore, notAfter string
 	var keyFiles []string
 	var d idpFlags
+	var sg sigstoreFlags
 	cmd := &cobra.Command{
-		Use:   "add --provider ID (--key FILE ... | --issuer URL --subject SUB --audience AUD)",
+		Use:   "add --provider ID (--key FILE ... | --sigstore-issuer URL --sigstore-identity ID | --issuer URL --subject SUB --audience AUD)",
 		Short: "Trust public keys or an identity provider for a provider (creates the policy file if needed)",
 		Long: `Trust public keys, an identity provider, or both, for a provider.
 
@@ -65,16 +66,34 @@ default sub), the --audience, grant every declared scope, and be bound to the
 exact statement. --introspection-endpoint adds an RFC 7662 revocation check;
 --deny-jti and --deny-subject refuse tokens outright.
 
+With --sigstore-issuer, the provider signs keylessly with Sigstore (SPEC.md
+§27): its bundles are Sigstore bundles whose certificate was issued for an
+OIDC token of that issuer and names --sigstore-identity exactly, or an
+identity matched whole by --sigstore-identity-regexp (RE2). For GitHub
+Actions the issuer is https://token.actions.githubusercontent.com and the
+identity is the workflow file at its ref. Verification is offline against
+the Sigstore trusted roots kept in the policy: --trusted-root FILE
+(trusted_root.json, or one per line as 'gh attestation trusted-root'
+prints them) sets them; 'etdi trust sigstore-root FILE' refreshes them.
+A keyless signer counts as a key for --require.
+
 --require says what a bundle must have: key, idp, both (the default when
 both are configured) or any.`,
 		Example: `  etdi trust add --trust trust.json --provider acme --key acme.pub
   etdi trust add --trust trust.json --provider acme --key old.pub --not-after 2027-01-01T00:00:00Z
   etdi trust add --trust trust.json --provider acme --issuer https://idp.example.com --subject acme-ci --audience urn:etdi
-  etdi trust add --trust trust.json --provider acme --issuer https://idp.example.com --subject acme-ci --audience urn:etdi --jwks idp-jwks.json`,
+  etdi trust add --trust trust.json --provider acme --issuer https://idp.example.com --subject acme-ci --audience urn:etdi --jwks idp-jwks.json
+  etdi trust add --trust trust.json --provider acme --trusted-root trusted_root.json \
+    --sigstore-issuer https://token.actions.githubusercontent.com \
+    --sigstore-identity-regexp 'https://github\.com/acme/weather/\.github/workflows/release\.yml@refs/tags/v.*' `,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if provider == "" || (len(keyFiles) == 0 && d.issuer == "" && d.require == "") {
-				return usagef("--provider and at least one --key or an --issuer are required")
+			if provider == "" || (len(keyFiles) == 0 && d.issuer == "" && d.require == "" && sg.issuer == "") {
+				return usagef("--provider and at least one --key, a --sigstore-issuer or an --issuer are required")
+			}
+			id, err := sg.identity()
+			if err != nil {
+				return err
 			}
 			nb, err := parseTimeFlag("not-before", notBefore)
 			if err != nil {
@@ -89,6 +108,24 @@ both are configured) or any.`,
 				return err
 			}
 			var msgs []string
+			if sg.rootFile != "" {
+				msg, err := e.setSigstoreRoots(p, sg.rootFile)
+				if err != nil {
+					return err
+				}
+				msgs = append(msgs, msg)
+			}
+			if id != nil {
+				added, err := p.AddSigstore(provider, *id)
+				if err != nil {
+					return &usageError{err}
+				}
+				verb := "trusted"
+				if !added {
+					verb = "already trusted"
+				}
+				msgs = append(msgs, fmt.Sprintf("%s keyless signer %s for provider %q", verb, id, provider))
+			}
 			if d.issuer != "" || d.require != "" {
 				msg, err := d.apply(p, provider, e)
 				if err != nil {
@@ -128,7 +165,86 @@ both are configured) or any.`,
 	f.StringVar(&notBefore, "not-before", "", "key is valid from this RFC 3339 time")
 	f.StringVar(&notAfter, "not-after", "", "key is valid until this RFC 3339 time")
 	d.register(f)
+	sg.register(f)
 	return cmd
+}
+
+// sigstoreFlags name a keyless signer and the trusted roots.
+type sigstoreFlags struct {
+	issuer, identityExact, identityRegexp, rootFile string
+}
+
+func (g *sigstoreFlags) register(f *pflag.FlagSet) {
+	f.StringVar(&g.issuer, "sigstore-issuer", "", "OIDC issuer of a keyless (Sigstore) signer, e.g. https://token.actions.githubusercontent.com")
+	f.StringVar(&g.identityExact, "sigstore-identity", "", "the keyless signer's certificate identity, exactly")
+	f.StringVar(&g.identityRegexp, "sigstore-identity-regexp", "", "a pattern (RE2) the whole certificate identity must match")
+	f.StringVar(&g.rootFile, "trusted-root", "", "Sigstore trusted_root.json to keep in the policy (replaces the roots it holds)")
+}
+
+// identity is the keyless signer the flags name, or nil.
+func (g *sigstoreFlags) identity() (*trust.SigstoreIdentity, error) {
+	if g.issuer == "" {
+		if g.identityExact != "" || g.identityRegexp != "" {
+			return nil, usagef("--sigstore-identity and --sigstore-identity-regexp need --sigstore-issuer")
+		}
+		return nil, nil
+	}
+	if (g.identityExact == "") == (g.identityRegexp == "") {
+		return nil, usagef("--sigstore-issuer needs one of --sigstore-identity and --sigstore-identity-regexp")
+	}
+	id := &trust.SigstoreIdentity{Issuer: g.issuer, Identity: g.identityExact, IdentityPattern: g.identityRegexp}
+	if err := trust.CheckSigstoreIdentity(*id); err != nil {
+		return nil, usagef("%v", err)
+	}
+	return id, nil
+}
+
+// setSigstoreRoots replaces the policy's trusted roots with those of file.
+func (e *env) setSigstoreRoots(p *trust.Policy, file string) (string, error) {
+	data, err := e.readInput(file)
+	if err != nil {
+		return "", err
+	}
+	roots, err := trust.ParseSigstoreRoots(data)
+	if err != nil {
+		return "", usagef("--trusted-root %s: %v", file, err)
+	}
+	p.SigstoreRoots = roots
+	return fmt.Sprintf("kept %d Sigstore trusted root(s) from %s in the policy", len(roots), file), nil
+}
+
+func (e *env) trustSigstoreRootCmd(policyPath *string) *cobra.Command {
+	return &cobra.Command{
+		Use:   "sigstore-root FILE",
+		Short: "Replace the Sigstore trusted roots kept in the policy (keyless verification)",
+		Long: `Replace the Sigstore trusted roots that keyless signatures are verified
+against (SPEC.md §27) with those of FILE: a trusted_root.json, a JSON array of
+them, or one per line as 'gh attestation trusted-root' prints them.
+
+The roots change when Sigstore rotates a certificate authority or a log key;
+a bundle signed after a rotation fails with signature_invalid until the
+policy holds the new root. Refresh from Sigstore's TUF repository with a
+TUF client you trust (sigstore-go, cosign, 'gh attestation trusted-root'),
+review the change like any trust change, then run this command.`,
+		Example: `  gh attestation trusted-root > trusted_root.jsonl
+  etdi trust sigstore-root --trust trust.json trusted_root.jsonl`,
+		Args: exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			p, err := loadPolicy(*policyPath)
+			if err != nil {
+				return err
+			}
+			msg, err := e.setSigstoreRoots(p, args[0])
+			if err != nil {
+				return err
+			}
+			if err := p.Save(*policyPath); err != nil {
+				return err
+			}
+			fmt.Fprintln(e.stdout, msg)
+			return nil
+		},
+	}
 }
 
 // idpFlags configure a provider's identity provider in the policy.
@@ -208,6 +324,14 @@ type trustListProvider struct {
 	Audience string   `json:"audience,omitempty"`
 	// PinnedJWKS says whether the issuer's keys are pinned offline.
 	PinnedJWKS bool `json:"pinnedJwks,omitempty"`
+	// Sigstore are the keyless signers.
+	Sigstore []trustListSigstore `json:"sigstore,omitempty"`
+}
+
+type trustListSigstore struct {
+	Issuer          string `json:"issuer"`
+	Identity        string `json:"identity,omitempty"`
+	IdentityPattern string `json:"identityPattern,omitempty"`
 }
 
 type trustList struct {
@@ -216,6 +340,8 @@ type trustList struct {
 	Artifacts trust.ArtifactRule  `json:"artifacts"`
 	Providers []trustListProvider `json:"providers"`
 	Cedar     []string            `json:"cedar,omitempty"`
+	// SigstoreRoots counts the Sigstore trusted roots kept in the policy.
+	SigstoreRoots int `json:"sigstoreTrustedRoots"`
 }
 
 func (e *env) trustListCmd(policyPath *string) *cobra.Command {
@@ -229,11 +355,15 @@ func (e *env) trustListCmd(policyPath *string) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			l := trustList{Policy: *policyPath, Unsigned: p.Unsigned, Artifacts: p.ArtifactRule(), Providers: []trustListProvider{}, Cedar: p.Cedar}
+			l := trustList{Policy: *policyPath, Unsigned: p.Unsigned, Artifacts: p.ArtifactRule(), Providers: []trustListProvider{}, Cedar: p.Cedar,
+				SigstoreRoots: len(p.SigstoreRoots)}
 			for _, prov := range p.Providers {
 				lp := trustListProvider{ID: prov.ID, Require: prov.EffectiveRequire(), Keys: []trustListKey{}}
 				if d := prov.IDP; d != nil {
 					lp.Issuer, lp.Subjects, lp.Audience, lp.PinnedJWKS = d.Issuer, d.Subjects, d.Audience, len(d.JWKS) > 0
+				}
+				for _, sg := range prov.Sigstore {
+					lp.Sigstore = append(lp.Sigstore, trustListSigstore(sg))
 				}
 				for _, k := range prov.Keys {
 					lk := trustListKey{ID: k.ID, Algorithm: keys.Algorithm(k.PublicKey)}
@@ -258,10 +388,20 @@ func (e *env) trustListCmd(policyPath *string) *cobra.Command {
 			if len(p.Cedar) > 0 {
 				say(e.stdout, "call-time policies: %s\n", strings.Join(p.Cedar, ", "))
 			}
+			if l.SigstoreRoots > 0 {
+				say(e.stdout, "Sigstore trusted roots: %d\n", l.SigstoreRoots)
+			}
 			for _, lp := range l.Providers {
 				fmt.Fprintf(e.stdout, "provider %s (requires %s)\n", lp.ID, lp.Require)
 				if lp.Issuer != "" {
 					fmt.Fprintf(e.stdout, "  identity provider %s, subjects %s, audience %s\n", lp.Issuer, strings.Join(lp.Subjects, ", "), lp.Audience)
+				}
+				for _, sg := range lp.Sigstore {
+					if sg.IdentityPattern != "" {
+						say(e.stdout, "  keyless %s matching %s\n", sg.Issuer, sg.IdentityPattern)
+					} else {
+						say(e.stdout, "  keyless %s identity %s\n", sg.Issuer, sg.Identity)
+					}
 				}
 				for _, k := range lp.Keys {
 					window := ""

@@ -189,7 +189,7 @@ func printResult(w io.Writer, r *verify.Result) {
 		say(w, "  provider  %s%s%s\n", r.Provider.ID, name, claim)
 	}
 	if r.Signer != nil {
-		say(w, "  signer    key %s (%s)\n", keys.ShortID(r.Signer.KeyID), r.Signer.Algorithm)
+		say(w, "  signer    %s\n", signerText(r.Signer))
 	}
 	if r.Token != nil {
 		say(w, "  token     issuer %s, subject %s, expires %s\n", r.Token.Issuer, r.Token.Subject, r.Token.Expires.Format(time.RFC3339))
@@ -256,4 +256,13 @@ func printFindingsWith(w io.Writer, findings []verify.Finding, defs map[string]o
 			say(w, "    %s\n", c)
 		}
 	}
+}
+
+// signerText names a verified signer for a person: the key, or the
+// keyless signer's identity and issuer, with when the log recorded it.
+func signerText(s *verify.Signer) string {
+	if ks := s.Sigstore; ks != nil {
+		return fmt.Sprintf("keyless %s (issuer %s, logged at %s, entry %d)", ks.Identity, ks.Issuer, ks.SignedAt.Format(time.RFC3339), ks.LogIndex)
+	}
+	return fmt.Sprintf("key %s (%s)", keys.ShortID(s.KeyID), s.Algorithm)
 }

@@ -1,0 +1,121 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/etdi-dev/etdi/internal/sigstoretest"
+)
+
+const releasePattern = `https://github\.com/acme/weather/\.github/workflows/release\.yml@refs/tags/v.*`
+
+// A provider signs keylessly in "GitHub Actions" (the job's OIDC token from
+// the token request API, a certificate from Fulcio, an entry in Rekor: all
+// on 127.0.0.1), and a client trusts it with a two-line entry, verifies,
+// approves, and takes the next release signed under the next tag.
+func TestKeylessProviderAndClient(t *testing.T) {
+	in := sigstoretest.New(t)
+	p := newPinEnv(t)
+	p.write("root.json", string(in.TrustedRoot(t)))
+	services := []string{"--fulcio-url", in.URL, "--rekor-url", in.URL}
+	gh := []string{"ACTIONS_ID_TOKEN_REQUEST_URL=" + in.TokenURL, "ACTIONS_ID_TOKEN_REQUEST_TOKEN=" + in.RequestToken}
+	signArgs := func(out string) []string {
+		return append(append([]string{"sign", "--keyless", "--trusted-root", "root.json"}, services...), "--out", out, "v1.manifest.json")
+	}
+
+	// Outside a CI job, without a token: a clear error, no bundle.
+	if r := p.run(signArgs("k.json")...); r.code != 1 || !strings.Contains(r.stderr, "no identity token") {
+		t.Fatalf("no token: %d %s", r.code, r.stderr)
+	}
+	if _, err := os.Stat(filepath.Join(p.dir, "k.json")); err == nil {
+		t.Fatal("bundle written without a signature")
+	}
+	// A token is never sent in clear to another host.
+	if r := runEtdi(t, p.dir, gh, "sign", "--keyless", "--fulcio-url", "http://fulcio.example", "--out", "k.json", "v1.manifest.json"); r.code != 2 || in.Tokens != 0 {
+		t.Fatalf("http Fulcio: %d %s (tokens served %d)", r.code, r.stderr, in.Tokens)
+	}
+	if r := p.run("sign", "--keyless", "--key", "acme.key", "--out", "k.json", "v1.manifest.json"); r.code != 2 {
+		t.Fatalf("--keyless with --key: %d %s", r.code, r.stderr)
+	}
+	if r := p.run("sign", "--key", "acme.key", "--rekor-url", in.URL, "--out", "k.json", "v1.manifest.json"); r.code != 2 {
+		t.Fatalf("--rekor-url without --keyless: %d %s", r.code, r.stderr)
+	}
+
+	r := runEtdi(t, p.dir, gh, signArgs("k.json")...)
+	identity := sigstoretest.GitHubIdentity("acme/weather", "refs/tags/v1.0.0", ".github/workflows/release.yml")
+	if r.code != 0 || !strings.Contains(r.stderr, identity) || in.Tokens != 1 || in.Entries != 1 {
+		t.Fatalf("sign --keyless: %d %s (tokens %d, entries %d)", r.code, r.stderr, in.Tokens, in.Entries)
+	}
+	if strings.Contains(r.stderr+r.stdout, in.RequestToken) {
+		t.Fatal("the request token was printed")
+	}
+	b, _ := os.ReadFile(filepath.Join(p.dir, "k.json"))
+	var head struct{ MediaType string }
+	if json.Unmarshal(b, &head) != nil || head.MediaType != "application/vnd.dev.sigstore.bundle.v0.3+json" {
+		t.Fatalf("not a Sigstore v0.3 bundle: %.200s", b)
+	}
+
+	// The two-line trust entry.
+	p.ok("trust", "add", "--policy", "trust.json", "--provider", "acme", "--trusted-root", "root.json",
+		"--sigstore-issuer", sigstoretest.GitHubIssuer, "--sigstore-identity-regexp", releasePattern)
+	// (Printed escaped, as all text is: a backslash doubled.)
+	if r := p.ok("trust", "list", "--policy", "trust.json"); !strings.Contains(r.stdout, "keyless "+sigstoretest.GitHubIssuer+" matching "+strings.ReplaceAll(releasePattern, `\`, `\\`)) {
+		t.Fatalf("trust list:\n%s", r.stdout)
+	}
+	r = p.run("verify", "--trust", "trust.json", "k.json")
+	if r.code != 0 || !strings.Contains(r.stdout, "signer    keyless "+identity) {
+		t.Fatalf("verify: %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	r = p.run("verify", "--json", "--trust", "trust.json", "k.json")
+	var out struct {
+		Signer struct {
+			Algorithm string
+			Trusted   string
+			Sigstore  struct{ Identity, Issuer, Repository string }
+		}
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &out); err != nil || out.Signer.Sigstore.Identity != identity || out.Signer.Algorithm != "sigstore" ||
+		out.Signer.Trusted != sigstoretest.GitHubIssuer+" ~"+releasePattern {
+		t.Fatalf("verify --json: %v %+v\n%s", err, out, r.stdout)
+	}
+
+	// Another repository's workflow: not trusted (exit 10); once trusted for
+	// another provider, impersonation (exit 12).
+	in.GitHubClaims = sigstoretest.GitHubClaims("evil/weather", "refs/tags/v1.0.0", ".github/workflows/release.yml")
+	if r := runEtdi(t, p.dir, gh, signArgs("evil.json")...); r.code != 0 {
+		t.Fatalf("sign as evil: %d %s", r.code, r.stderr)
+	}
+	if r := p.run("verify", "--trust", "trust.json", "evil.json"); r.code != 10 {
+		t.Fatalf("untrusted identity: %d\n%s", r.code, r.stdout)
+	}
+	p.ok("trust", "add", "--policy", "trust.json", "--provider", "evil", "--sigstore-issuer", sigstoretest.GitHubIssuer,
+		"--sigstore-identity", sigstoretest.GitHubIdentity("evil/weather", "refs/tags/v1.0.0", ".github/workflows/release.yml"))
+	if r := p.run("verify", "--trust", "trust.json", "evil.json"); r.code != 12 || !strings.Contains(r.stdout, "trusted only for \"evil\"") {
+		t.Fatalf("impersonation: %d\n%s", r.code, r.stdout)
+	}
+
+	// A client approves the live server with the keyless bundle; the next
+	// release, signed by the same workflow at the next tag, is the same
+	// signer and the same definitions: nothing to approve.
+	needNode(t)
+	if r := p.liveCheck(nil, append([]string{"--yes", "--bundle", "k.json"}, fixture("kl")...)...); r.code != 0 {
+		t.Fatalf("approve: %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if r := p.ok("pin", "list", "--pins", "pins.db"); !strings.Contains(r.stdout, "sigstore "+sigstoretest.GitHubIssuer) {
+		t.Fatalf("pin list:\n%s", r.stdout)
+	}
+	in.GitHubClaims = sigstoretest.GitHubClaims("acme/weather", "refs/tags/v1.0.1", ".github/workflows/release.yml")
+	if r := runEtdi(t, p.dir, gh, signArgs("k2.json")...); r.code != 0 {
+		t.Fatalf("sign v1.0.1: %d %s", r.code, r.stderr)
+	}
+	if r := p.liveCheck(nil, append([]string{"--bundle", "k2.json"}, fixture("kl")...)...); r.code != 0 {
+		t.Fatalf("next release: %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	// The fixture's rug pull is caught under a keyless bundle as under a key.
+	if r := p.liveCheck([]string{"FIXTURE_CHANGE=description"}, append([]string{"--bundle", "k2.json"}, fixture("kl")...)...); r.code != 11 {
+		t.Fatalf("rug pull: %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}
