@@ -25,7 +25,7 @@ var (
 	releasePattern  = `https://github\.com/acme/weather/\.github/workflows/release\.yml@refs/tags/v[0-9.]+`
 )
 
-func weatherManifest(t *testing.T) *etdi.Manifest {
+func weatherManifest(t testing.TB) *etdi.Manifest {
 	t.Helper()
 	data, err := os.ReadFile("../cmd/etdi/demodata/weather.manifest.json")
 	if err != nil {
@@ -388,4 +388,27 @@ func newKey(t *testing.T) (signature.Signer, crypto.PublicKey) {
 		t.Fatal(err)
 	}
 	return s, priv.Public()
+}
+
+// BenchmarkVerifyKeyless measures a client verifying a keyless bundle
+// offline: bundle parse, certificate chain, log entry (promise and proof),
+// DSSE signature, identity, then the statement.
+func BenchmarkVerifyKeyless(b *testing.B) {
+	in := sigstoretest.New(b)
+	_, payload, _ := sign.Build(weatherManifest(b), sign.Options{})
+	bundle, err := keyless.Sign(context.Background(), payload, keyless.SignOptions{FulcioURL: in.URL, RekorURL: in.URL, IDToken: in.Token(in.GitHubClaims)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	p := trust.New()
+	if p.SigstoreRoots, err = trust.ParseSigstoreRoots(in.TrustedRoot(b)); err != nil {
+		b.Fatal(err)
+	}
+	p.AddSigstore("acme", trust.SigstoreIdentity{Issuer: sigstoretest.GitHubIssuer, IdentityPattern: releasePattern})
+	b.ReportAllocs()
+	for b.Loop() {
+		if r := verify.Verify(bundle, p, verify.Options{}); !r.OK() {
+			b.Fatal(r.Findings)
+		}
+	}
 }

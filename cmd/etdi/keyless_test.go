@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -8,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/etdi-dev/etdi/internal/sigstoretest"
+	"github.com/etdi-dev/etdi/keyless"
 )
 
 const releasePattern = `https://github\.com/acme/weather/\.github/workflows/release\.yml@refs/tags/v.*`
@@ -117,5 +119,53 @@ func TestKeylessProviderAndClient(t *testing.T) {
 	// The fixture's rug pull is caught under a keyless bundle as under a key.
 	if r := p.liveCheck([]string{"FIXTURE_CHANGE=description"}, append([]string{"--bundle", "k2.json"}, fixture("kl")...)...); r.code != 11 {
 		t.Fatalf("rug pull: %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}
+
+// The recipe for other Sigstore tools: etdi writes the predicate and the
+// subjects, another tool (here: a statement built with encoding/json, in
+// its own member order and layout, signed at the test Sigstore as GitHub's
+// attest action would) makes the bundle, and etdi verifies it.
+func TestKeylessAttestInputs(t *testing.T) {
+	in := sigstoretest.New(t)
+	p := newPinEnv(t)
+	p.write("root.json", string(in.TrustedRoot(t)))
+	if r := p.run("sign", "--attest-inputs", "att", "--keyless", "v1.manifest.json"); r.code != 2 {
+		t.Fatalf("--attest-inputs with --keyless: %d %s", r.code, r.stderr)
+	}
+	p.ok("sign", "--attest-inputs", "att", "--issued-at", "2026-01-01T00:00:00Z", "--expires", "36500d", "v1.manifest.json")
+	pred, err := os.ReadFile(filepath.Join(p.dir, "att", "predicate.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	subjects, _ := os.ReadFile(filepath.Join(p.dir, "att", "subjects.txt"))
+	st := map[string]any{"_type": "https://in-toto.io/Statement/v1", "predicateType": "https://etdi.dev/ToolManifest/v1"}
+	var pv any
+	if err := json.Unmarshal(pred, &pv); err != nil {
+		t.Fatal(err)
+	}
+	st["predicate"] = pv
+	var subs []any
+	for _, line := range strings.Split(strings.TrimSpace(string(subjects)), "\n") {
+		digest, name, ok := strings.Cut(line, "  ")
+		if !ok {
+			t.Fatalf("subjects.txt line %q", line)
+		}
+		subs = append(subs, map[string]any{"name": name, "digest": map[string]string{"sha256": digest}})
+	}
+	if len(subs) != 2 {
+		t.Fatalf("subjects:\n%s", subjects)
+	}
+	st["subject"] = subs
+	payload, _ := json.MarshalIndent(st, "", "  ")
+	b, err := keyless.Sign(context.Background(), payload, keyless.SignOptions{FulcioURL: in.URL, RekorURL: in.URL, IDToken: in.Token(in.GitHubClaims)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.write("att.sigstore.json", string(b))
+	p.ok("trust", "add", "--policy", "trust.json", "--provider", "acme", "--trusted-root", "root.json",
+		"--sigstore-issuer", sigstoretest.GitHubIssuer, "--sigstore-identity-regexp", releasePattern)
+	if r := p.run("verify", "--trust", "trust.json", "att.sigstore.json"); r.code != 0 || !strings.Contains(r.stdout, "get_forecast@1.1.0") {
+		t.Fatalf("verify: %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 }

@@ -2,6 +2,8 @@ package main
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -52,10 +54,10 @@ the default is the issue time in Unix seconds.`,
   etdi sign --key env://ETDI_KEY --expires 30d --out - weather.manifest.json`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if out == "" && !f.printBinding {
+			if out == "" && !f.printBinding && kf.attestDir == "" {
 				return usagef("--out is required")
 			}
-			if keyRef == "" && !f.used() && !f.printBinding && !kf.on {
+			if keyRef == "" && !f.used() && !f.printBinding && !kf.on && kf.attestDir == "" {
 				return usagef("give --key, --keyless, --idp-issuer or --idp-token-file")
 			}
 			if err := kf.check(keyRef != "" || f.used() || f.printBinding); err != nil {
@@ -106,6 +108,9 @@ the default is the issue time in Unix seconds.`,
 					Scope                string       `json:"scope"`
 					PayloadDigest        string       `json:"payloadDigest"`
 				}{[]idp.Detail{idp.DetailFor(st, payload)}, strings.Join(idp.Scopes(st), " "), idp.PayloadDigest(payload)})
+			}
+			if kf.attestDir != "" {
+				return e.writeAttestInputs(kf.attestDir, st, payload)
 			}
 			if kf.on {
 				return e.signKeyless(&kf, m, payload, out)
@@ -163,8 +168,8 @@ the default is the issue time in Unix seconds.`,
 
 // keylessFlags are sign's Sigstore flags (SPEC.md §27).
 type keylessFlags struct {
-	on                                    bool
-	token, fulcio, rekor, trustedRootFile string
+	on                                               bool
+	token, fulcio, rekor, trustedRootFile, attestDir string
 }
 
 func (k *keylessFlags) register(fl *pflag.FlagSet) {
@@ -173,11 +178,44 @@ func (k *keylessFlags) register(fl *pflag.FlagSet) {
 	fl.StringVar(&k.fulcio, "fulcio-url", keyless.PublicFulcio, "Fulcio certificate authority for --keyless")
 	fl.StringVar(&k.rekor, "rekor-url", keyless.PublicRekor, "Rekor transparency log for --keyless")
 	fl.StringVar(&k.trustedRootFile, "trusted-root", "", "Sigstore trusted_root.json: verify the keyless bundle before writing it")
+	fl.StringVar(&k.attestDir, "attest-inputs", "", "write DIR/predicate.json and DIR/subjects.txt for another Sigstore tool to sign (SPEC.md §27), and sign nothing")
+}
+
+// writeAttestInputs writes what a generic attestation tool (GitHub's
+// attest action, cosign attest-blob) needs to produce the statement etdi
+// would sign: the predicate, and the subjects in sha256sum's format.
+func (e *env) writeAttestInputs(dir string, st *etdi.Statement, payload []byte) error {
+	v, err := etdi.ParseJSON(payload)
+	if err != nil {
+		return err
+	}
+	pred := v.Get("predicate")
+	if pred == nil {
+		return fmt.Errorf("statement without a predicate")
+	}
+	var subjects strings.Builder
+	for _, t := range st.Tools {
+		fmt.Fprintf(&subjects, "%s  %s\n", t.Digest.Hex(), etdi.SubjectName(t.Name, t.Version))
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	if err := atomicfile.Write(filepath.Join(dir, "predicate.json"), append(etdi.AppendCanonical(nil, pred), '\n'), 0o644); err != nil {
+		return err
+	}
+	if err := atomicfile.Write(filepath.Join(dir, "subjects.txt"), []byte(subjects.String()), 0o644); err != nil {
+		return err
+	}
+	say(e.stderr, "etdi: wrote %s and %s (predicate type %s)\n", filepath.Join(dir, "predicate.json"), filepath.Join(dir, "subjects.txt"), etdi.PredicateType)
+	return nil
 }
 
 // check refuses flags that do not go together: a Sigstore bundle carries
 // one signature and no identity provider token.
 func (k *keylessFlags) check(otherSigner bool) error {
+	if k.attestDir != "" && (k.on || otherSigner) {
+		return usagef("--attest-inputs signs nothing: it cannot be combined with --keyless, --key or the identity provider flags")
+	}
 	if !k.on {
 		if k.token != "" || k.trustedRootFile != "" || k.fulcio != keyless.PublicFulcio || k.rekor != keyless.PublicRekor {
 			return usagef("--identity-token, --fulcio-url, --rekor-url and --trusted-root need --keyless")

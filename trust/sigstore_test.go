@@ -1,0 +1,139 @@
+package trust_test
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/etdi-dev/etdi/internal/sigstoretest"
+	"github.com/etdi-dev/etdi/trust"
+)
+
+const ghIssuer = sigstoretest.GitHubIssuer
+
+func rootsOf(t *testing.T, n int) ([]byte, []trust.SigstoreRoot) {
+	t.Helper()
+	var lines [][]byte
+	for i := 0; i < n; i++ {
+		lines = append(lines, sigstoretest.New(t).TrustedRoot(t))
+	}
+	data := bytes.Join(lines, []byte("\n"))
+	roots, err := trust.ParseSigstoreRoots(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data, roots
+}
+
+func TestSigstoreRoots(t *testing.T) {
+	one, roots := rootsOf(t, 1)
+	if len(roots) != 1 {
+		t.Fatalf("%d roots", len(roots))
+	}
+	// One per line, as 'gh attestation trusted-root' prints them, or an array.
+	two, roots := rootsOf(t, 2)
+	if len(roots) != 2 {
+		t.Fatalf("%d roots from two lines", len(roots))
+	}
+	arr := append(append([]byte("["), bytes.Replace(two, []byte("\n"), []byte(","), 1)...), ']')
+	if roots, err := trust.ParseSigstoreRoots(arr); err != nil || len(roots) != 2 {
+		t.Fatalf("array: %v %d", err, len(roots))
+	}
+	for name, bad := range map[string]string{
+		"empty":           "",
+		"not JSON":        "{",
+		"not a root":      `{"mediaType":"application/vnd.dev.sigstore.trustedroot+json;version=0.1"}`,
+		"unknown member":  strings.Replace(string(one), `{`, `{"extra":1,`, 1),
+		"duplicate":       strings.Replace(string(one), `{`, `{"tlogs":[],`, 1),
+		"bad second line": string(one) + "\n{",
+	} {
+		if _, err := trust.ParseSigstoreRoots([]byte(name + bad)[len(name):]); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+}
+
+func TestSigstoreIdentityMatches(t *testing.T) {
+	id := "https://github.com/acme/weather/.github/workflows/release.yml@refs/tags/v1.2.0"
+	for _, c := range []struct {
+		s    trust.SigstoreIdentity
+		want bool
+	}{
+		{trust.SigstoreIdentity{Issuer: ghIssuer, Identity: id}, true},
+		{trust.SigstoreIdentity{Issuer: ghIssuer + "/", Identity: id}, false},
+		{trust.SigstoreIdentity{Issuer: ghIssuer, Identity: id + "x"}, false},
+		{trust.SigstoreIdentity{Issuer: ghIssuer, IdentityPattern: `https://github\.com/acme/weather/\.github/workflows/release\.yml@refs/tags/v.*`}, true},
+		// Patterns match the whole identity, never a part of it.
+		{trust.SigstoreIdentity{Issuer: ghIssuer, IdentityPattern: `acme/weather`}, false},
+		{trust.SigstoreIdentity{Issuer: ghIssuer, IdentityPattern: `https://github\.com/acme/weather/`}, false},
+		{trust.SigstoreIdentity{Issuer: ghIssuer, IdentityPattern: `.*@refs/tags/v1\.2\.0`}, true},
+		{trust.SigstoreIdentity{Issuer: ghIssuer, IdentityPattern: `a|https://github\.com/acme/weather/.*`}, true},
+		{trust.SigstoreIdentity{Issuer: ghIssuer, IdentityPattern: `x|acme`}, false},
+	} {
+		if got := c.s.Matches(ghIssuer, id); got != c.want {
+			t.Errorf("%+v matches %v, want %v", c.s, got, c.want)
+		}
+	}
+}
+
+func TestSigstorePolicy(t *testing.T) {
+	rootJSON, roots := rootsOf(t, 1)
+	p := trust.New()
+	id := trust.SigstoreIdentity{Issuer: ghIssuer, Identity: "https://github.com/acme/weather/.github/workflows/release.yml@refs/tags/v1"}
+	if _, err := p.AddSigstore("acme", id); err == nil || !strings.Contains(err.Error(), "trusted root") {
+		t.Fatalf("keyless signer without a trusted root: %v", err)
+	}
+	p.SigstoreRoots = roots
+	for _, bad := range []trust.SigstoreIdentity{
+		{Issuer: "http://issuer.example", Identity: "x"},
+		{Issuer: ghIssuer},
+		{Issuer: ghIssuer, Identity: "x", IdentityPattern: "x"},
+		{Issuer: ghIssuer, IdentityPattern: ".*"},
+		{Issuer: ghIssuer, IdentityPattern: "("},
+	} {
+		if _, err := p.AddSigstore("acme", bad); err == nil {
+			t.Errorf("%+v accepted", bad)
+		}
+	}
+	if added, err := p.AddSigstore("acme", id); !added || err != nil {
+		t.Fatal(added, err)
+	}
+	if added, _ := p.AddSigstore("acme", id); added {
+		t.Fatal("added twice")
+	}
+	data, err := p.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := trust.Parse(data)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, data)
+	}
+	if prov := back.Provider("acme"); prov == nil || len(prov.Sigstore) != 1 || prov.Sigstore[0] != id || prov.EffectiveRequire() != trust.RequireKey {
+		t.Fatalf("round trip: %+v", back.Providers)
+	}
+	if len(back.SigstoreRoots) != 1 || back.SigstoreMaterial() == nil {
+		t.Fatal("trusted root lost")
+	}
+	// Every hand edit that would weaken the policy is an error.
+	s := string(data)
+	for name, edit := range map[string]string{
+		"no roots":          strings.Replace(s, `"sigstoreTrustedRoots": [`, `"sigstoreTrustedRootsX": [`, 1),
+		"unknown member":    strings.Replace(s, `"issuer": "`+ghIssuer+`"`, `"issuer": "`+ghIssuer+`", "subject": "x"`, 1),
+		"match everything":  strings.Replace(s, `"identity": "`+id.Identity+`"`, `"identityPattern": ".*"`, 1),
+		"empty signer list": strings.Replace(s, `"sigstore": [`, `"sigstore": [], "x": [`, 1),
+		"listed twice":      strings.Replace(s, `"sigstore": [`, `"sigstore": [{"issuer": "`+ghIssuer+`", "identity": "`+id.Identity+`"},`, 1),
+	} {
+		if edit == s {
+			t.Fatalf("%s: the edit changed nothing", name)
+		}
+		if _, err := trust.Parse([]byte(edit)); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+	// A provider with only keyless signers needs no keys.
+	if !strings.Contains(s, `"sigstore"`) || strings.Contains(s, `"keys"`) {
+		t.Fatalf("policy:\n%s", s)
+	}
+	_ = rootJSON
+}
