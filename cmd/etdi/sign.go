@@ -24,7 +24,7 @@ func (e *env) signCmd() *cobra.Command {
 	var f idpSignFlags
 	var kf keylessFlags
 	cmd := &cobra.Command{
-		Use:   "sign (--key KEY | --idp-issuer URL ... | --idp-token-file FILE) --out BUNDLE MANIFEST",
+		Use:   "sign (--key KEY | --keyless | --idp-issuer URL ... | --idp-token-file FILE) --out BUNDLE MANIFEST",
 		Short: "Sign a tool manifest into a bundle",
 		Long: `Sign a tool manifest (SPEC.md §4) into a bundle (SPEC.md §6): a DSSE
 envelope around an in-toto statement naming every tool as <name>@<version>
@@ -34,6 +34,17 @@ With --key the statement is signed with a provider key: an encrypted private
 key file, env://VAR (the key's PEM text in an environment variable), or a KMS
 URI when etdi is built with -tags kms. The password comes from
 ETDI_PASSWORD, or a prompt on a terminal.
+
+With --keyless there is no key to keep (SPEC.md §27): a fresh key pair
+signs once, Sigstore's Fulcio certifies it for the CI job's OIDC identity
+for ten minutes, the signature is recorded in the Rekor transparency log,
+and --out is a Sigstore bundle (v0.3) whose DSSE payload is the statement.
+In GitHub Actions etdi asks the job for its token (the workflow needs
+'permissions: id-token: write'); elsewhere give it with --identity-token
+FILE or env://VAR. --fulcio-url and --rekor-url name another Sigstore
+instance (https, or http on loopback). --trusted-root verifies the bundle
+before writing it. --attest-inputs DIR writes the predicate and subjects
+for another Sigstore tool (GitHub's attest action, cosign) to sign instead.
 
 With --idp-issuer (instead of or beside --key) etdi gets a token from the
 provider's identity provider with the OAuth 2.0 client credentials grant,
@@ -51,7 +62,9 @@ the default is the issue time in Unix seconds.`,
 		Example: `  etdi sign --key acme.key --out weather.etdi.json weather.manifest.json
   etdi sign --idp-issuer https://idp.example.com --client-id acme-ci --client-secret-env IDP_SECRET \
             --audience urn:etdi --out weather.etdi.json weather.manifest.json
-  etdi sign --key env://ETDI_KEY --expires 30d --out - weather.manifest.json`,
+  etdi sign --key env://ETDI_KEY --expires 30d --out - weather.manifest.json
+  etdi sign --keyless --out weather.sigstore.json weather.manifest.json
+  etdi sign --attest-inputs attest/ weather.manifest.json`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if out == "" && !f.printBinding && kf.attestDir == "" {
