@@ -263,6 +263,21 @@ func TestKeylessCertificateExpiredAtSignedTime(t *testing.T) {
 	}
 }
 
+// When the trusted root lists certificate transparency logs, a
+// certificate must carry a signed timestamp of one: it proves the
+// certificate authority published what it issued.
+func TestKeylessCertificateNotInCTLog(t *testing.T) {
+	in := sigstoretest.New(t)
+	b := signKeyless(t, in, nil)
+	in.WithCTLog = true
+	p := keylessPolicy(t, in, map[string][]trust.SigstoreIdentity{"acme": {githubSigner(releaseIdentity)}})
+	r := verify.Verify(b, p, verify.Options{})
+	wantKinds(t, r, verify.SignatureInvalid)
+	if !strings.Contains(strings.ToLower(r.Findings[0].Message), "sct") && !strings.Contains(r.Findings[0].Message, "certificate timestamp") {
+		t.Errorf("finding does not name the missing timestamp: %s", r.Findings[0].Message)
+	}
+}
+
 // An identity trusted only for another provider is impersonation (exit 12),
 // as a key of another provider is.
 func TestKeylessImpersonation(t *testing.T) {

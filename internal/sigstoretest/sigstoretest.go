@@ -70,6 +70,10 @@ type Instance struct {
 	// a certificate that has expired when it is logged.
 	CertLifetime  time.Duration
 	LogTimeOffset time.Duration
+	// WithCTLog lists a certificate transparency log in the trusted root;
+	// the certificates this Fulcio issues carry no signed certificate
+	// timestamp of it.
+	WithCTLog bool
 	// Tokens and Entries count the tokens served and the log entries made.
 	Tokens, Entries int
 	// GitHubClaims are the claims of tokens the token URL serves.
@@ -140,18 +144,25 @@ func (in *Instance) TrustedRoot(t testing.TB) []byte {
 	t.Helper()
 	// The virtual log's id is the hex of its key's digest; a trusted root
 	// holds the digest itself.
-	logs := map[string]*root.TransparencyLog{}
-	for id, l := range in.vs.RekorLogs() {
-		raw, err := hex.DecodeString(id)
-		if err != nil {
-			t.Fatal(err)
+	rawIDs := func(in map[string]*root.TransparencyLog) map[string]*root.TransparencyLog {
+		out := map[string]*root.TransparencyLog{}
+		for id, l := range in {
+			raw, err := hex.DecodeString(id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c := *l
+			c.ID = raw
+			out[id] = &c
 		}
-		c := *l
-		c.ID = raw
-		logs[id] = &c
+		return out
+	}
+	var ctlogs map[string]*root.TransparencyLog
+	if in.WithCTLog {
+		ctlogs = rawIDs(in.vs.CTLogs())
 	}
 	tr, err := root.NewTrustedRoot(root.TrustedRootMediaType01, []root.CertificateAuthority{in.ca},
-		nil, in.vs.TimestampingAuthorities(), logs)
+		ctlogs, in.vs.TimestampingAuthorities(), rawIDs(in.vs.RekorLogs()))
 	if err != nil {
 		t.Fatal(err)
 	}
