@@ -116,6 +116,10 @@ func TestKeylessProviderAndClient(t *testing.T) {
 	if r := p.liveCheck(nil, append([]string{"--bundle", "k2.json"}, fixture("kl")...)...); r.code != 0 {
 		t.Fatalf("next release: %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
+	// The same bundle in-band (tools/list _meta) verifies as well.
+	if r := p.liveCheck([]string{"FIXTURE_BUNDLE=" + filepath.Join(p.dir, "k2.json")}, fixture("kl")...); r.code != 0 || !strings.Contains(r.stdout, "keyless "+sigstoretest.GitHubIdentity("acme/weather", "refs/tags/v1.0.1", ".github/workflows/release.yml")) {
+		t.Fatalf("in-band keyless bundle: %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
 	// The fixture's rug pull is caught under a keyless bundle as under a key.
 	if r := p.liveCheck([]string{"FIXTURE_CHANGE=description"}, append([]string{"--bundle", "k2.json"}, fixture("kl")...)...); r.code != 11 {
 		t.Fatalf("rug pull: %d\n%s%s", r.code, r.stdout, r.stderr)
