@@ -72,7 +72,7 @@ func endpointOf(u *url.URL) (endpoint, error) {
 		return endpoint{}, fmt.Errorf("user information is not part of an endpoint")
 	case u.RawQuery != "" || u.ForceQuery || u.Fragment != "" || u.RawFragment != "":
 		return endpoint{}, fmt.Errorf("a query or fragment is not part of an endpoint")
-	case scheme == "http" && !loopbackHost(host):
+	case scheme == "http" && !LoopbackHost(host):
 		return endpoint{}, fmt.Errorf("http is accepted only for a loopback host")
 	}
 	port := u.Port()
@@ -94,7 +94,10 @@ func endpointOf(u *url.URL) (endpoint, error) {
 	return endpoint{scheme, host, port, p}, nil
 }
 
-func loopbackHost(h string) bool {
+// LoopbackHost reports whether a URL's host (lower case, without port or
+// brackets) is "localhost" or a loopback address: the only hosts etdi
+// speaks plain http to.
+func LoopbackHost(h string) bool {
 	if h == "localhost" {
 		return true
 	}

@@ -6,6 +6,7 @@ import (
 	"io"
 	"sync"
 
+	"github.com/etdi-dev/etdi/internal/mcpclient"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -42,7 +43,7 @@ func (t *Transport) Connect(ctx context.Context) (mcp.Connection, error) {
 	}
 	p := newPipe()
 	go func() {
-		err := gate.Run(context.Background(), p.gateSide(), &sdkConn{inner})
+		err := gate.Run(context.Background(), p.gateSide(), SDKConn(inner))
 		p.end(err)
 		if t.Err != nil {
 			t.Err <- err
@@ -50,28 +51,6 @@ func (t *Transport) Connect(ctx context.Context) (mcp.Connection, error) {
 	}()
 	return p, nil
 }
-
-// sdkConn is a go-sdk connection as a Conn: messages are encoded as the
-// SDK encodes them, with each result's raw JSON untouched.
-type sdkConn struct{ c mcp.Connection }
-
-func (s *sdkConn) Read(ctx context.Context) ([]byte, error) {
-	m, err := s.c.Read(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return jsonrpc.EncodeMessage(m)
-}
-
-func (s *sdkConn) Write(ctx context.Context, data []byte) error {
-	m, err := jsonrpc.DecodeMessage(data)
-	if err != nil {
-		return err
-	}
-	return s.c.Write(ctx, m)
-}
-
-func (s *sdkConn) Close() error { return s.c.Close() }
 
 // pipe is the client's side of an in-process gate (an mcp.Connection) and,
 // through gateSide, the gate's side of the host.
@@ -185,4 +164,4 @@ func (h hostEnd) Close() error {
 }
 
 // SDKConn is a go-sdk connection as a Conn, for List or a Gate.
-func SDKConn(c mcp.Connection) Conn { return &sdkConn{c} }
+func SDKConn(c mcp.Connection) Conn { return mcpclient.SDKSession(c) }

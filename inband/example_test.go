@@ -26,11 +26,9 @@ func getWeather(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolRes
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "sunny"}}}, nil
 }
 
-// weatherBundle signs the manifest of the server, as "etdi sign" does,
-// with the repository's fixed test key (its password is public). A real
-// server reads its published bundle file instead.
-func weatherBundle() []byte {
-	m, err := etdi.ParseManifest([]byte(`{
+// weatherManifest is the server's manifest, as "etdi manifest init" starts
+// it and the provider completes it (the tool's version and permissions).
+const weatherManifest = `{
   "provider": {"id": "acme", "name": "ACME Weather Inc."},
   "server": {"name": "weather", "version": "1.2.0"},
   "tools": [{
@@ -42,7 +40,13 @@ func weatherBundle() []byte {
       "inputSchema": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
     }
   }]
-}`))
+}`
+
+// weatherBundle signs the manifest of the server, as "etdi sign" does,
+// with the repository's fixed test key (its password is public). A real
+// server reads its published bundle file instead.
+func weatherBundle() []byte {
+	m, err := etdi.ParseManifest([]byte(weatherManifest))
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -97,4 +101,30 @@ func ExampleAttach() {
 	// tool: get_weather
 	// _meta["dev.etdi/bundle"] holds a bundle object: true
 	// mediaType: application/vnd.etdi.bundle.v1+json
+}
+
+// A provider's unit test checks that its go-sdk server serves exactly the
+// definitions of the manifest it signs: a tool whose description changed
+// in the code, and not in the manifest, fails the test with the
+// difference, before any client sees a rug pull.
+func ExampleCheckServer() {
+	ctx := context.Background()
+	server := mcp.NewServer(&mcp.Implementation{Name: "weather", Version: "1.2.0"}, nil)
+	server.AddTool(weatherTool, getWeather)
+	if err := inband.CheckServer(ctx, server, []byte(weatherManifest)); err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("the server serves the manifest's definitions")
+
+	// The next commit edits the description in the code only.
+	edited := *weatherTool
+	edited.Description = "Get the current weather for a city, in metric units."
+	drifted := mcp.NewServer(&mcp.Implementation{Name: "weather", Version: "1.2.0"}, nil)
+	drifted.AddTool(&edited, getWeather)
+	fmt.Println(inband.CheckServer(ctx, drifted, []byte(weatherManifest)))
+	// Output:
+	// the server serves the manifest's definitions
+	// the server does not serve the manifest's definitions (1 changed):
+	//   get_weather@1.0.0: served with another definition (description)
+	//     /description changed: Get the current weather for a city{+, in metric units+}.
 }

@@ -606,21 +606,10 @@ func compareNew(tx *bolt.Tx, o *Observation, t *Observed, sameSkeleton []string,
 	return st, fs, nil
 }
 
-// PermissionDiff returns the permissions in cur but not old, and in old but not cur
-// (a changed description counts as removed and added).
+// PermissionDiff is etdi.PermissionDiff: the permissions in cur but not
+// old, and in old but not cur.
 func PermissionDiff(old, cur []etdi.Permission) (added, removed []etdi.Permission) {
-	has := func(ps []etdi.Permission, p etdi.Permission) bool { return slices.Contains(ps, p) }
-	for _, p := range cur {
-		if !has(old, p) {
-			added = append(added, p)
-		}
-	}
-	for _, p := range old {
-		if !has(cur, p) {
-			removed = append(removed, p)
-		}
-	}
-	return added, removed
+	return etdi.PermissionDiff(old, cur)
 }
 
 // hasControl reports whether s holds a control character (C0, DEL, C1).

@@ -294,16 +294,7 @@ func Verify(data []byte, p *trust.Policy, opts Options) *Result {
 		now = time.Now()
 	}
 	r := &Result{Tools: []ToolResult{}, Findings: []Finding{}}
-	var kb *keyless.Bundle
-	var b *etdi.Bundle
-	var err error
-	if keyless.IsBundle(data) {
-		if kb, err = keyless.Parse(data); err == nil {
-			b = &etdi.Bundle{Envelope: kb.Envelope}
-		}
-	} else {
-		b, err = etdi.ParseBundle(data)
-	}
+	b, kb, err := ParseBundle(data)
 	if err != nil {
 		msg := "malformed bundle: " + err.Error()
 		var pt *etdi.PayloadTypeError
@@ -366,6 +357,21 @@ func Verify(data []byte, p *trust.Policy, opts Options) *Result {
 		checkLive(r, st, opts.Live, p.Unsigned)
 	}
 	return r
+}
+
+// ParseBundle reads an etdi bundle (SPEC.md §6) or a Sigstore bundle
+// (§27.1), told apart by their media type. For a Sigstore bundle, b holds
+// its DSSE envelope and kb the bundle for Verify's keyless checks; kb is
+// nil for an etdi bundle. Nothing is verified.
+func ParseBundle(data []byte) (b *etdi.Bundle, kb *keyless.Bundle, err error) {
+	if !keyless.IsBundle(data) {
+		b, err = etdi.ParseBundle(data)
+		return b, nil, err
+	}
+	if kb, err = keyless.Parse(data); err != nil {
+		return nil, nil, err
+	}
+	return &etdi.Bundle{Envelope: kb.Envelope}, kb, nil
 }
 
 // claimedTools names the tools a statement covers, for messages: at most

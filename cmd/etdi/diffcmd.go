@@ -119,15 +119,7 @@ the findings are printed and the exit code is that of etdi check (10-14).`,
 					continue
 				}
 				say(e.stdout, "%s: pinned %s, now %s\n", d.Tool, orDash(d.PinnedVersion), orDash(d.Version))
-				for _, c := range d.Changes {
-					say(e.stdout, "    %s\n", c)
-				}
-				for _, p := range d.PermissionsAdded {
-					say(e.stdout, "    + permission %s\n", permList([]etdi.Permission{p}))
-				}
-				for _, p := range d.PermissionsRemoved {
-					say(e.stdout, "    - permission %s\n", permList([]etdi.Permission{p}))
-				}
+				sayChanges(e.stdout, "    ", d.Changes, d.PermissionsAdded, d.PermissionsRemoved)
 			}
 			return exitWith(code)
 		}),

@@ -24,8 +24,8 @@ func TestKeylessProviderAndClient(t *testing.T) {
 	p.write("root.json", string(in.TrustedRoot(t)))
 	services := []string{"--fulcio-url", in.URL, "--rekor-url", in.URL}
 	gh := []string{"ACTIONS_ID_TOKEN_REQUEST_URL=" + in.TokenURL, "ACTIONS_ID_TOKEN_REQUEST_TOKEN=" + in.RequestToken}
-	signArgs := func(out string) []string {
-		return append(append([]string{"sign", "--keyless", "--trusted-root", "root.json"}, services...), "--out", out, "v1.manifest.json")
+	signArgs := func(out string, extra ...string) []string {
+		return append(append(append([]string{"sign", "--keyless", "--trusted-root", "root.json"}, services...), extra...), "--out", out, "v1.manifest.json")
 	}
 
 	// Outside a CI job, without a token: a clear error, no bundle.
@@ -110,7 +110,9 @@ func TestKeylessProviderAndClient(t *testing.T) {
 		t.Fatalf("pin list:\n%s", r.stdout)
 	}
 	in.GitHubClaims = sigstoretest.GitHubClaims("acme/weather", "refs/tags/v1.0.1", ".github/workflows/release.yml")
-	if r := runEtdi(t, p.dir, gh, signArgs("k2.json")...); r.code != 0 {
+	// The release guard reads a keyless previous release as it reads a
+	// key-signed one.
+	if r := runEtdi(t, p.dir, gh, signArgs("k2.json", "--previous", "k.json")...); r.code != 0 || !strings.Contains(r.stderr, "get_weather") {
 		t.Fatalf("sign v1.0.1: %d %s", r.code, r.stderr)
 	}
 	if r := p.liveCheck(nil, append([]string{"--bundle", "k2.json"}, fixture("kl")...)...); r.code != 0 {

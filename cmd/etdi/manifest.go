@@ -15,9 +15,125 @@ import (
 func (e *env) manifestCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "manifest",
-		Short: "Start a tool manifest from what a server serves",
+		Short: "Start a tool manifest from what a server serves, or check a server against one",
 	}
-	cmd.AddCommand(e.manifestInitCmd())
+	cmd.AddCommand(e.manifestInitCmd(), e.manifestCheckCmd())
+	return cmd
+}
+
+// listTools lists the tools of a target that is a saved tools/list or a
+// live server, and the name a live server reports.
+func (e *env) listTools(sf *serverFlags, t *target) ([]etdi.LiveTool, string, error) {
+	if t.toolsFile != "" {
+		data, err := e.readInput(t.toolsFile)
+		if err != nil {
+			return nil, "", err
+		}
+		tl, err := etdi.ParseToolsList(data)
+		if err != nil {
+			return nil, "", fmt.Errorf("%s: %w", t.toolsFile, err)
+		}
+		return tl.Tools, "", nil
+	}
+	l, err := e.fetch(sf, t)
+	if err != nil {
+		return nil, "", err
+	}
+	return l.Tools, l.ServerName, nil
+}
+
+func (e *env) manifestCheckCmd() *cobra.Command {
+	var sf serverFlags
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "check MANIFEST (--server -- CMD... | --url URL | --tools FILE) [--json]",
+		Short: "Fail when a server does not serve exactly a manifest's tool definitions",
+		Long: `Ask a server for its tools and compare them with the definitions of a
+manifest (SPEC.md §28.3), so that CI catches drift before a release is
+signed: a tool of the manifest the server does not serve, a tool the server
+serves that the manifest lacks, a tool listed twice, or any member of a
+definition that differs. A changed definition is shown field by field, as
+RFC 6901 paths with the manifest's value and the served one; a missing or
+extra tool is shown whole. Definitions are compared by digest (SPEC.md §3):
+key order, whitespace, escapes and an in-band bundle never count.
+
+Signed as it is, a manifest that drifts from its server fails every client
+that verifies the server against the bundle (definition_changed, exit 11;
+unsigned_tool, exit 10). Read-only: nothing is signed, pinned or written.
+
+Exit codes: 0 the server serves exactly the manifest's definitions, 11 it
+drifts, 1 the manifest or the server could not be read, 2 usage.
+--json prints {"schemaVersion": 1, "manifest", "server", "ok", "summary",
+"tools": [{"name", "status" (match, changed, missing, extra, duplicate),
+"version", "manifestDigest", "servedDigest", "fields", "changes",
+"definition"}], "exitCode"}.`,
+		Example: `  etdi manifest check weather.manifest.json --server -- node server.js
+  etdi manifest check weather.manifest.json --url http://127.0.0.1:8080/mcp --json
+  etdi manifest check weather.manifest.json --tools live.json`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			pos, rest, dash := args, []string(nil), -1
+			if d := cmd.ArgsLenAtDash(); d >= 0 {
+				pos, rest, dash = args[:d], args[d:], 0
+			}
+			if len(pos) != 1 {
+				return usagef("manifest check takes the manifest file, then the server: MANIFEST (--server -- CMD... | --url URL | --tools FILE)")
+			}
+			ts, err := e.targets(&sf, rest, dash)
+			if err != nil {
+				return err
+			}
+			t := ts[0]
+			data, err := e.readInput(pos[0])
+			if err != nil {
+				return err
+			}
+			m, err := etdi.ParseManifest(data)
+			if err != nil {
+				return fmt.Errorf("%s: %w", pos[0], err)
+			}
+			tools, _, err := e.listTools(&sf, &t)
+			if err != nil {
+				return err
+			}
+			results := etdi.CompareServed(m, tools)
+			summary := etdi.DriftSummary(results)
+			code := exitOK
+			if etdi.CheckServed(m, tools) != nil {
+				code = exitRugPull
+			}
+			if asJSON {
+				if err := e.writeJSON(struct {
+					SchemaVersion int               `json:"schemaVersion"`
+					Manifest      string            `json:"manifest"`
+					Server        string            `json:"server"`
+					OK            bool              `json:"ok"`
+					Summary       string            `json:"summary"`
+					Tools         []etdi.ServedTool `json:"tools"`
+					ExitCode      int               `json:"exitCode"`
+				}{1, pos[0], t.label, code == exitOK, summary, results, code}); err != nil {
+					return err
+				}
+				return exitWith(code)
+			}
+			if code == exitOK {
+				say(e.stdout, "OK %s: %s serves exactly the manifest's %d tool definition(s)\n", pos[0], t.label, len(m.Tools))
+			} else {
+				say(e.stdout, "FAILED %s (exit %d): %s does not serve the manifest's definitions (%s)\n", pos[0], code, t.label, summary)
+			}
+			for i := range results {
+				r := &results[i]
+				say(e.stdout, "  %s\n", r.Summary())
+				sayChanges(e.stdout, "      ", r.Changes, nil, nil)
+				if r.Definition != nil {
+					sayJSON(e.stdout, "      ", r.Definition)
+				}
+			}
+			return exitWith(code)
+		},
+	}
+	sf.registerTools(cmd.Flags())
+	sf.registerLive(cmd.Flags())
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the comparison as JSON")
 	return cmd
 }
 
@@ -55,7 +171,6 @@ the program or script. --no-bind leaves both out.`,
 				return err
 			}
 			t := ts[0]
-			var tools []etdi.LiveTool
 			name := serverName
 			var bind etdi.Server
 			for _, ep := range endpoints {
@@ -82,25 +197,12 @@ the program or script. --no-bind leaves both out.`,
 					}
 				}
 			}
-			if t.toolsFile != "" {
-				data, err := e.readInput(t.toolsFile)
-				if err != nil {
-					return err
-				}
-				tl, err := etdi.ParseToolsList(data)
-				if err != nil {
-					return fmt.Errorf("%s: %w", t.toolsFile, err)
-				}
-				tools = tl.Tools
-			} else {
-				l, err := e.fetch(&sf, &t)
-				if err != nil {
-					return err
-				}
-				tools = l.Tools
-				if name == "" {
-					name = l.ServerName
-				}
+			tools, served, err := e.listTools(&sf, &t)
+			if err != nil {
+				return err
+			}
+			if name == "" {
+				name = served
 			}
 			if name == "" {
 				return usagef("--server-name is required when the server's name is unknown")

@@ -23,8 +23,9 @@ func (e *env) signCmd() *cobra.Command {
 	var sequence uint64
 	var f idpSignFlags
 	var kf keylessFlags
+	var pf previousFlags
 	cmd := &cobra.Command{
-		Use:   "sign (--key KEY | --keyless | --idp-issuer URL ... | --idp-token-file FILE) --out BUNDLE MANIFEST",
+		Use:   "sign (--key KEY | --keyless | --idp-issuer URL ... | --idp-token-file FILE) [--previous OLD_BUNDLE] --out BUNDLE MANIFEST",
 		Short: "Sign a tool manifest into a bundle",
 		Long: `Sign a tool manifest (SPEC.md §4) into a bundle (SPEC.md §6): a DSSE
 envelope around an in-toto statement naming every tool as <name>@<version>
@@ -58,8 +59,31 @@ the statement is the same when signing).
 
 --expires takes days (180d), a duration (4320h) or an RFC 3339 time; the default is 180
 days. --sequence must increase with every bundle you publish for a server;
-the default is the issue time in Unix seconds.`,
+the default is the issue time in Unix seconds.
+
+--previous guards the clients that pinned your last release (SPEC.md §28.1):
+give its bundle, a file or an https URL (http only to a loopback host; at
+most 64 MiB, within 30 s), and sign compares the release with it tool by
+tool, as those clients will, and prints what changed. It refuses, writing
+nothing:
+  exit 11  a tool whose definition or permissions changed while its version
+           stayed the same, or that a new artifact or endpoint serves under
+           it (a rug pull to every client that pinned it); a lower version
+           (a downgrade); a --sequence that does not increase;
+  exit 1   a tool of the previous release left out, unless named with
+           --remove.
+For each changed tool it says which version bump the change calls for:
+major for a new permission scope, minor for a dropped one, patch for any
+other change (a major version 0 asks minor for major); a smaller bump is a
+warning, not a refusal. The previous bundle is parsed strictly, but its
+signature is not verified against a trust policy: it only tells etdi what
+clients may have pinned, so give the one you published. With --previous the
+default sequence is the previous one plus one, when that is higher than the
+issue time.`,
 		Example: `  etdi sign --key acme.key --out weather.etdi.json weather.manifest.json
+  etdi sign --key acme.key --previous weather-1.2.0.etdi.json --out weather.etdi.json weather.manifest.json
+  etdi sign --key env://ETDI_KEY --previous https://releases.acme.example/weather/1.2.0/weather.etdi.json \
+            --remove get_alerts --out weather.etdi.json weather.manifest.json
   etdi sign --idp-issuer https://idp.example.com --client-id acme-ci --client-secret-env IDP_SECRET \
             --audience urn:etdi --out weather.etdi.json weather.manifest.json
   etdi sign --key env://ETDI_KEY --expires 30d --out - weather.manifest.json
@@ -111,9 +135,21 @@ the default is the issue time in Unix seconds.`,
 			if err != nil {
 				return fmt.Errorf("%s: %w", args[0], err)
 			}
+			prev, err := pf.load(e)
+			if err != nil {
+				return err
+			}
+			if prev != nil && !cmd.Flags().Changed("sequence") {
+				opts.Sequence = sequenceAfter(prev, opts.IssuedAt)
+			}
 			st, payload, err := sign.Build(m, opts)
 			if err != nil {
 				return err
+			}
+			if prev != nil {
+				if err := pf.guard(e, prev, st); err != nil {
+					return err
+				}
 			}
 			if f.printBinding {
 				return e.writeJSON(struct {
@@ -176,6 +212,7 @@ the default is the issue time in Unix seconds.`,
 	fl.Uint64Var(&sequence, "sequence", 0, "bundle sequence number (default: issue time in Unix seconds)")
 	f.register(fl)
 	kf.register(fl)
+	pf.register(fl)
 	return cmd
 }
 

@@ -68,6 +68,20 @@ func sayJSON(w io.Writer, indent string, canonical []byte) {
 	w.Write([]byte("\n"))
 }
 
+// sayChanges writes the changes of a definition (etdi.Diff), then the
+// permissions added and removed, one a line behind indent.
+func sayChanges(w io.Writer, indent string, changes []etdi.Change, added, removed []etdi.Permission) {
+	for _, c := range changes {
+		say(w, "%s%s\n", indent, c)
+	}
+	for _, p := range added {
+		say(w, "%s+ permission %s\n", indent, permList([]etdi.Permission{p}))
+	}
+	for _, p := range removed {
+		say(w, "%s- permission %s\n", indent, permList([]etdi.Permission{p}))
+	}
+}
+
 // describeTool writes everything a person approves when approving a tool:
 // title, the full description, every input and output schema property
 // with its type and description, the annotations, the other fields, and
