@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"net/url"
 	"time"
 
@@ -69,7 +70,7 @@ func Sign(ctx context.Context, payload []byte, opts SignOptions) ([]byte, error)
 	}
 	bo := sign.BundleOptions{
 		Context:                    ctx,
-		CertificateProvider:        sign.NewFulcio(&sign.FulcioOptions{BaseURL: fulcio, Timeout: timeout, Retries: 1}),
+		CertificateProvider:        sign.NewFulcio(&sign.FulcioOptions{BaseURL: fulcio, Timeout: timeout, Retries: 1, Transport: noRedirects{}}),
 		CertificateProviderOptions: &sign.CertificateProviderOptions{IDToken: opts.IDToken},
 		TransparencyLogs:           []sign.Transparency{sign.NewRekor(&sign.RekorOptions{BaseURL: rekor, Timeout: timeout, Retries: 1})},
 		TrustedRoot:                opts.TrustedRoot,
@@ -105,4 +106,20 @@ func CheckServiceURL(s string) error {
 		return nil
 	}
 	return fmt.Errorf("%q: Sigstore services are reached over https (http only on a loopback address)", s)
+}
+
+// noRedirects refuses redirects: Fulcio's client would follow one and send
+// the identity token again, to any port and scheme of the same host.
+type noRedirects struct{}
+
+func (noRedirects) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := http.DefaultTransport.RoundTrip(r)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode >= 300 && resp.StatusCode < 400 {
+		resp.Body.Close()
+		return nil, fmt.Errorf("%s answered with a redirect (HTTP %d), which is not followed", r.URL.Host, resp.StatusCode)
+	}
+	return resp, nil
 }

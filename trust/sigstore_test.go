@@ -66,11 +66,13 @@ func TestSigstoreIdentityMatches(t *testing.T) {
 		// Patterns match the whole identity, never a part of it.
 		{trust.SigstoreIdentity{Issuer: ghIssuer, IdentityPattern: `acme/weather`}, false},
 		{trust.SigstoreIdentity{Issuer: ghIssuer, IdentityPattern: `https://github\.com/acme/weather/`}, false},
-		{trust.SigstoreIdentity{Issuer: ghIssuer, IdentityPattern: `.*@refs/tags/v1\.2\.0`}, true},
-		{trust.SigstoreIdentity{Issuer: ghIssuer, IdentityPattern: `a|https://github\.com/acme/weather/.*`}, true},
+		{trust.SigstoreIdentity{Issuer: ghIssuer, IdentityPattern: `https://github\.com/acme/.*@refs/tags/v1\.2\.0`}, true},
+		{trust.SigstoreIdentity{Issuer: ghIssuer, IdentityPattern: `a\.b|https://github\.com/acme/weather/.*`}, true},
+		{trust.SigstoreIdentity{Issuer: ghIssuer, Identity: id, Repository: "https://github.com/acme/weather"}, true},
+		{trust.SigstoreIdentity{Issuer: ghIssuer, Identity: id, Repository: "https://github.com/acme/other"}, false},
 		{trust.SigstoreIdentity{Issuer: ghIssuer, IdentityPattern: `x|acme`}, false},
 	} {
-		if got := c.s.Matches(ghIssuer, id); got != c.want {
+		if got := c.s.Matches(ghIssuer, id, "https://github.com/acme/weather"); got != c.want {
 			t.Errorf("%+v matches %v, want %v", c.s, got, c.want)
 		}
 	}
@@ -90,6 +92,12 @@ func TestSigstorePolicy(t *testing.T) {
 		{Issuer: ghIssuer, Identity: "x", IdentityPattern: "x"},
 		{Issuer: ghIssuer, IdentityPattern: ".*"},
 		{Issuer: ghIssuer, IdentityPattern: "("},
+		// Not a regular expression on its own: anchored, it would read as
+		// "begins with ...x, or ends with ...y".
+		{Issuer: ghIssuer, IdentityPattern: `https://github\.com/acme/weather/x)|(?:https://github\.com/acme/weather/y`},
+		{Issuer: ghIssuer, Identity: "~https://github.com/acme/weather"},
+		{Issuer: ghIssuer, Identity: "https://github.com/acme/weather x"},
+		{Issuer: ghIssuer, Identity: "https://github.com/acme/weather", Repository: "http://github.com/acme/weather"},
 	} {
 		if _, err := p.AddSigstore("acme", bad); err == nil {
 			t.Errorf("%+v accepted", bad)

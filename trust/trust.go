@@ -20,6 +20,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/etdi-dev/etdi"
 	"github.com/etdi-dev/etdi/internal/atomicfile"
@@ -227,9 +228,10 @@ func (p *Provider) EffectiveRequire() string {
 // signer.
 func (p *Provider) HasSigners() bool { return len(p.Keys) > 0 || len(p.Sigstore) > 0 }
 
-// SigstoreIdentity is a keyless signer (SPEC.md §27): the OIDC issuer
-// that vouched for the signer's identity, and that identity (the
-// certificate's subject alternative name), given exactly or as a pattern.
+// SigstoreIdentity is a keyless signer (SPEC.md §27.2): the OIDC issuer
+// that vouched for the signer's identity, that identity (the certificate's
+// subject alternative name), given exactly or as a pattern, and the source
+// repository the certificate must name.
 type SigstoreIdentity struct {
 	Issuer string
 	// Identity is the exact identity; IdentityPattern a regular
@@ -237,33 +239,72 @@ type SigstoreIdentity struct {
 	// two is set.
 	Identity        string
 	IdentityPattern string
+	// Repository, if set, is the source repository the certificate must
+	// name (Fulcio's extension 1.3.6.1.4.1.57264.1.12), exactly. Without
+	// it, a GitHub Actions certificate must name the repository of its
+	// own workflow: a reusable workflow called from another repository
+	// gets a certificate with the workflow's identity, and only the
+	// source repository tells the caller.
+	Repository string
 }
 
-// String names the signer as the pin database records it.
+// GitHubIssuer is the OIDC issuer of GitHub Actions' job tokens.
+const GitHubIssuer = "https://token.actions.githubusercontent.com"
+
+// String names the signer as the pin database records it. Its fields hold
+// no white space and an exact identity never begins with "~" (see
+// CheckSigstoreIdentity), so two entries never share a name.
 func (s SigstoreIdentity) String() string {
+	out := s.Issuer + " " + s.Identity
 	if s.IdentityPattern != "" {
-		return s.Issuer + " ~" + s.IdentityPattern
+		out = s.Issuer + " ~" + s.IdentityPattern
 	}
-	return s.Issuer + " " + s.Identity
+	if s.Repository != "" {
+		out += " repository=" + s.Repository
+	}
+	return out
 }
 
-// Matches reports whether a certificate of identity id issued for an
-// OIDC token of issuer iss is this signer.
-func (s SigstoreIdentity) Matches(iss, id string) bool {
+// Matches reports whether a certificate issued for an OIDC token of issuer
+// iss, naming identity id and source repository repo, is this signer.
+func (s SigstoreIdentity) Matches(iss, id, repo string) bool {
 	if iss != s.Issuer {
 		return false
 	}
 	if s.IdentityPattern == "" {
-		return id == s.Identity
+		if id != s.Identity {
+			return false
+		}
+	} else if re, err := compilePattern(s.IdentityPattern); err != nil || !re.MatchString(id) {
+		return false
 	}
-	re, err := compilePattern(s.IdentityPattern)
-	return err == nil && re.MatchString(id)
+	switch {
+	case s.Repository != "":
+		return repo == s.Repository
+	case s.Issuer == GitHubIssuer:
+		return repo != "" && strings.HasPrefix(id, repo+"/")
+	}
+	return true
 }
 
-// compilePattern anchors pattern at both ends: a pattern that matched a
-// part of an identity would trust every identity containing it.
+// compilePattern compiles pattern on its own, then anchored at both ends:
+// a pattern that matched a part of an identity would trust every identity
+// containing it, and one that is not a regular expression by itself (an
+// unbalanced parenthesis) could close the anchoring group early.
 func compilePattern(pattern string) (*regexp.Regexp, error) {
+	if _, err := regexp.Compile(pattern); err != nil {
+		return nil, err
+	}
 	return regexp.Compile(`^(?:` + pattern + `)$`)
+}
+
+// strangers are identities no trust entry should match: a pattern that
+// matches one trusts anyone.
+var strangers = []string{
+	"", "x", "mallory@evil.example",
+	"https://evil.example/x",
+	"https://github.com/evil/tools/.github/workflows/x.yml@refs/heads/main",
+	"https://gitlab.com/evil/tools//.gitlab-ci.yml@refs/heads/main",
 }
 
 // CheckSigstoreIdentity validates a keyless signer before it is trusted.
@@ -271,17 +312,33 @@ func CheckSigstoreIdentity(s SigstoreIdentity) error {
 	if err := CheckIssuer(s.Issuer); err != nil {
 		return err
 	}
+	for _, f := range []string{s.Issuer, s.Identity, s.IdentityPattern, s.Repository} {
+		if strings.IndexFunc(f, unicode.IsSpace) >= 0 {
+			return errors.New("white space in a keyless signer (write \\s in a pattern)")
+		}
+		if len(f) > 4096 {
+			return errors.New("a keyless signer field longer than 4096 bytes")
+		}
+	}
 	switch {
 	case (s.Identity == "") == (s.IdentityPattern == ""):
 		return errors.New("a keyless signer needs exactly one of an identity and an identity pattern")
-	case len(s.Identity) > 4096 || len(s.IdentityPattern) > 4096:
-		return errors.New("identity longer than 4096 bytes")
+	case strings.HasPrefix(s.Identity, "~"):
+		return errors.New("an identity beginning with ~ reads as a pattern; is it one?")
 	case s.IdentityPattern != "":
-		if _, err := compilePattern(s.IdentityPattern); err != nil {
+		re, err := compilePattern(s.IdentityPattern)
+		if err != nil {
 			return fmt.Errorf("identity pattern: %v", err)
 		}
-		if s.IdentityPattern == ".*" || s.IdentityPattern == ".+" {
-			return errors.New("identity pattern matches every identity")
+		for _, x := range strangers {
+			if re.MatchString(x) {
+				return fmt.Errorf("identity pattern %q matches %q: it would trust identities of anyone", s.IdentityPattern, x)
+			}
+		}
+	}
+	if s.Repository != "" {
+		if u, err := url.Parse(s.Repository); err != nil || u.Scheme != "https" || u.Host == "" {
+			return fmt.Errorf("repository %q is not an https URL", s.Repository)
 		}
 	}
 	return nil
@@ -625,7 +682,7 @@ func parseSigstoreIdentities(f etdi.Field) ([]SigstoreIdentity, error) {
 		if err != nil {
 			return nil, err
 		}
-		if err := o.Only("issuer", "identity", "identityPattern"); err != nil {
+		if err := o.Only("issuer", "identity", "identityPattern", "repository"); err != nil {
 			return nil, err
 		}
 		var s SigstoreIdentity
@@ -636,6 +693,9 @@ func parseSigstoreIdentities(f etdi.Field) ([]SigstoreIdentity, error) {
 			return nil, err
 		}
 		if s.IdentityPattern, err = o.Field("identityPattern").OptStr(); err != nil {
+			return nil, err
+		}
+		if s.Repository, err = o.Field("repository").OptStr(); err != nil {
 			return nil, err
 		}
 		if err := CheckSigstoreIdentity(s); err != nil {
@@ -847,6 +907,7 @@ type jsonSigstore struct {
 	Issuer          string `json:"issuer"`
 	Identity        string `json:"identity,omitempty"`
 	IdentityPattern string `json:"identityPattern,omitempty"`
+	Repository      string `json:"repository,omitempty"`
 }
 
 type jsonIDP struct {

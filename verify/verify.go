@@ -736,7 +736,7 @@ func checkKeyless(kb *keyless.Bundle, st *etdi.Statement, p *trust.Policy, claim
 	}
 	if prov := p.Provider(claimed); prov != nil {
 		for _, id := range prov.Sigstore {
-			if id.Matches(ks.Issuer, ks.Identity) {
+			if id.Matches(ks.Issuer, ks.Identity, ks.Repository) {
 				return &Signer{Algorithm: Keyless, Provider: claimed, Sigstore: ks, Trusted: id.String()}, nil
 			}
 		}
@@ -762,7 +762,7 @@ func keylessProviders(p *trust.Policy, ks *keyless.Signer, except string) []stri
 			continue
 		}
 		for _, id := range prov.Sigstore {
-			if id.Matches(ks.Issuer, ks.Identity) {
+			if id.Matches(ks.Issuer, ks.Identity, ks.Repository) {
 				out = append(out, prov.ID)
 				break
 			}

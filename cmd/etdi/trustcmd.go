@@ -71,7 +71,11 @@ With --sigstore-issuer, the provider signs keylessly with Sigstore (SPEC.md
 OIDC token of that issuer and names --sigstore-identity exactly, or an
 identity matched whole by --sigstore-identity-regexp (RE2). For GitHub
 Actions the issuer is https://token.actions.githubusercontent.com and the
-identity is the workflow file at its ref. Verification is offline against
+identity is the workflow file at its ref; the certificate must also name
+that workflow's own repository as its source, unless
+--sigstore-repository names the repository allowed to call it (a reusable
+workflow of another repository: any repository can call a public one).
+Verification is offline against
 the Sigstore trusted roots kept in the policy: --trusted-root FILE
 (trusted_root.json, or one per line as 'gh attestation trusted-root'
 prints them) sets them; 'etdi trust sigstore-root FILE' refreshes them.
@@ -171,28 +175,29 @@ both are configured) or any.`,
 
 // sigstoreFlags name a keyless signer and the trusted roots.
 type sigstoreFlags struct {
-	issuer, identityExact, identityRegexp, rootFile string
+	issuer, identityExact, identityRegexp, repository, rootFile string
 }
 
 func (g *sigstoreFlags) register(f *pflag.FlagSet) {
 	f.StringVar(&g.issuer, "sigstore-issuer", "", "OIDC issuer of a keyless (Sigstore) signer, e.g. https://token.actions.githubusercontent.com")
 	f.StringVar(&g.identityExact, "sigstore-identity", "", "the keyless signer's certificate identity, exactly")
 	f.StringVar(&g.identityRegexp, "sigstore-identity-regexp", "", "a pattern (RE2) the whole certificate identity must match")
+	f.StringVar(&g.repository, "sigstore-repository", "", "the source repository the certificate must name, e.g. https://github.com/acme/weather (needed when the workflow is a reusable one of another repository)")
 	f.StringVar(&g.rootFile, "trusted-root", "", "Sigstore trusted_root.json to keep in the policy (replaces the roots it holds)")
 }
 
 // identity is the keyless signer the flags name, or nil.
 func (g *sigstoreFlags) identity() (*trust.SigstoreIdentity, error) {
 	if g.issuer == "" {
-		if g.identityExact != "" || g.identityRegexp != "" {
-			return nil, usagef("--sigstore-identity and --sigstore-identity-regexp need --sigstore-issuer")
+		if g.identityExact != "" || g.identityRegexp != "" || g.repository != "" {
+			return nil, usagef("--sigstore-identity, --sigstore-identity-regexp and --sigstore-repository need --sigstore-issuer")
 		}
 		return nil, nil
 	}
 	if (g.identityExact == "") == (g.identityRegexp == "") {
 		return nil, usagef("--sigstore-issuer needs one of --sigstore-identity and --sigstore-identity-regexp")
 	}
-	id := &trust.SigstoreIdentity{Issuer: g.issuer, Identity: g.identityExact, IdentityPattern: g.identityRegexp}
+	id := &trust.SigstoreIdentity{Issuer: g.issuer, Identity: g.identityExact, IdentityPattern: g.identityRegexp, Repository: g.repository}
 	if err := trust.CheckSigstoreIdentity(*id); err != nil {
 		return nil, usagef("%v", err)
 	}
@@ -332,6 +337,7 @@ type trustListSigstore struct {
 	Issuer          string `json:"issuer"`
 	Identity        string `json:"identity,omitempty"`
 	IdentityPattern string `json:"identityPattern,omitempty"`
+	Repository      string `json:"repository,omitempty"`
 }
 
 type trustList struct {
@@ -397,10 +403,14 @@ func (e *env) trustListCmd(policyPath *string) *cobra.Command {
 					fmt.Fprintf(e.stdout, "  identity provider %s, subjects %s, audience %s\n", lp.Issuer, strings.Join(lp.Subjects, ", "), lp.Audience)
 				}
 				for _, sg := range lp.Sigstore {
+					repo := ""
+					if sg.Repository != "" {
+						repo = ", repository " + sg.Repository
+					}
 					if sg.IdentityPattern != "" {
-						say(e.stdout, "  keyless %s matching %s\n", sg.Issuer, sg.IdentityPattern)
+						say(e.stdout, "  keyless %s matching %s%s\n", sg.Issuer, sg.IdentityPattern, repo)
 					} else {
-						say(e.stdout, "  keyless %s identity %s\n", sg.Issuer, sg.Identity)
+						say(e.stdout, "  keyless %s identity %s%s\n", sg.Issuer, sg.Identity, repo)
 					}
 				}
 				for _, k := range lp.Keys {
