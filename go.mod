@@ -5,6 +5,7 @@ go 1.26.0
 require (
 	github.com/cedar-policy/cedar-go v1.9.0
 	github.com/modelcontextprotocol/go-sdk v1.8.0
+	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3
 	github.com/secure-systems-lab/go-securesystemslib v0.11.1
 	github.com/sergi/go-diff v1.4.0
 	github.com/sigstore/sigstore v1.10.11

@@ -35,7 +35,11 @@ type checkReport struct {
 	// Error is why the server could not be checked (exit 1).
 	Error    string `json:"error,omitempty"`
 	ExitCode int    `json:"exitCode"`
+	// location and line are the file (and line) SARIF locates the
+	// server's results at; name is the name it was checked under.
 	location string
+	line     int
+	name     string
 	// session are the ids of the policies that read the session: Calls
 	// are the first call's, and later calls may be decided otherwise.
 	session []string
@@ -58,16 +62,20 @@ func blockedUnsigned(reps []*checkReport) bool {
 
 // checkOutput is the whole result of etdi check.
 type checkOutput struct {
-	Servers  []*checkReport `json:"servers"`
-	Summary  checkSummary   `json:"summary"`
-	ExitCode int            `json:"exitCode"`
+	// SchemaVersion is the version of this output's shape (SPEC.md §19,
+	// schemas/check.schema.json).
+	SchemaVersion int            `json:"schemaVersion"`
+	Servers       []*checkReport `json:"servers"`
+	Summary       checkSummary   `json:"summary"`
+	ExitCode      int            `json:"exitCode"`
 }
 
 func (e *env) checkCmd() *cobra.Command {
 	var sf serverFlags
 	var pf pinFlags
 	var cf cedarFlags
-	var asJSON, asSARIF, yes, interactive, acceptInstructions, quiet bool
+	var asJSON, asSARIF, yes, interactive, acceptInstructions, quiet, exitZero bool
+	var sarifRoot string
 	cmd := &cobra.Command{
 		Use:   "check (--tools FILE | --server -- CMD... | --url URL | --config FILE|auto | --bundle BUNDLE)",
 		Short: "Check a server's tools against the trust policy and the approved pins",
@@ -108,15 +116,40 @@ checked an operational error (1). --quiet prints only problems: each
 server that is not ok under its heading, with its error or its error and
 warning findings, and the summary line unless every server is ok; a run
 that exits 0 prints nothing. --json (with a "summary" member) and --sarif
-are unchanged by --quiet.`,
+are unchanged by --quiet.
+
+--sarif prints SARIF 2.1.0 for GitHub code scanning (SPEC.md §19): one
+result per error or warning finding and per server not checked, each
+located at a file relative to the repository root (--sarif-root, default
+the working directory): the configuration file at the entry's line, the
+saved listing, the bundle, or for a live server without --bundle the trust
+policy; a file outside the root as an absolute file:// URI. Fingerprints
+follow the finding (server, tool, kind), so an alert stays one alert from
+run to run. --json carries "schemaVersion": 1 (schemas/check.schema.json).
+
+--exit-zero exits 0 once the report is printed, whatever it found, for a
+CI step that uploads the SARIF and lets code scanning (or a later step)
+decide; a usage error still exits 2, and an error before any report (no
+trust policy, no configuration) keeps its code.`,
 		Example: `  etdi check --trust trust.json --pins pins.db --bundle weather.etdi.json --tools live.json
   etdi check --server -- node server.js --flag
   etdi check --url http://127.0.0.1:3001/mcp --header "Authorization: Bearer $TOKEN"
   etdi check --config ~/.cursor/mcp.json --name weather
-  etdi check --config auto --sarif > etdi.sarif`,
+  etdi check --config auto --sarif > etdi.sarif
+  etdi check --config .cursor/mcp.json --sarif --exit-zero > etdi.sarif   # in CI, before upload-sarif`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if asJSON && asSARIF {
 				return usagef("--json and --sarif cannot be combined")
+			}
+			if cmd.Flags().Changed("sarif-root") && !asSARIF {
+				return usagef("--sarif-root applies to --sarif output")
+			}
+			var so sarifOptions
+			if asSARIF {
+				var err error
+				if so, err = newSarifOptions(sarifRoot, sf.policy); err != nil {
+					return err
+				}
 			}
 			if yes && interactive {
 				return usagef("--yes and --approve cannot be combined")
@@ -139,7 +172,7 @@ are unchanged by --quiet.`,
 			if err != nil {
 				return err
 			}
-			out := &checkOutput{Servers: []*checkReport{}}
+			out := &checkOutput{SchemaVersion: jsonSchemaVersion, Servers: []*checkReport{}}
 			for i := range ts {
 				rep := e.checkTarget(&sf, &pf, &ts[i], p, set, yes, interactive, acceptInstructions)
 				out.Servers = append(out.Servers, rep)
@@ -157,7 +190,7 @@ are unchanged by --quiet.`,
 					return err
 				}
 			case asSARIF:
-				if err := e.writeJSON(sarifLog(out)); err != nil {
+				if err := e.writeJSON(sarifLog(out, so)); err != nil {
 					return err
 				}
 			default:
@@ -177,6 +210,10 @@ are unchanged by --quiet.`,
 			if len(out.Servers) > 1 && !(quiet && out.ExitCode == exitOK) {
 				say(e.stderr, "etdi: %s\n", out.Summary)
 			}
+			if out.ExitCode != exitOK && exitZero {
+				say(e.stderr, "etdi: exiting 0 instead of %d (--exit-zero)\n", out.ExitCode)
+				return nil
+			}
 			if out.ExitCode != exitOK {
 				return &exitCodeError{out.ExitCode}
 			}
@@ -189,6 +226,8 @@ are unchanged by --quiet.`,
 	cf.register(cmd.Flags())
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the report as JSON")
 	cmd.Flags().BoolVar(&asSARIF, "sarif", false, "print the findings as SARIF 2.1.0, for code scanning")
+	cmd.Flags().StringVar(&sarifRoot, "sarif-root", "", "with --sarif: the repository root that result locations are relative to (default: the working directory)")
+	cmd.Flags().BoolVar(&exitZero, "exit-zero", false, "exit 0 once the report is printed, whatever it found (usage errors still exit 2); for CI steps that upload SARIF and gate elsewhere")
 	cmd.Flags().BoolVar(&yes, "yes", false, "approve new tools and new versions without asking, and print what was approved")
 	cmd.Flags().BoolVar(&interactive, "approve", false, "on a terminal, show each new or changed tool and ask whether to approve it")
 	cmd.Flags().BoolVar(&acceptInstructions, "accept-instructions", false, "with --yes: also accept changed server instructions")
@@ -218,7 +257,7 @@ func combineExit(reps []*checkReport) int {
 
 // checkTarget checks one server; errors become the report's Error.
 func (e *env) checkTarget(sf *serverFlags, pf *pinFlags, t *target, p *trust.Policy, set *policy.Set, yes, interactive, acceptInstructions bool) *checkReport {
-	rep := &checkReport{Target: t.label, Tools: []pin.ToolState{}, Findings: []verify.Finding{}, location: t.location}
+	rep := &checkReport{Target: t.label, Tools: []pin.ToolState{}, Findings: []verify.Finding{}, location: t.location, line: t.line, name: t.name}
 	fail := func(err error) *checkReport {
 		var ue *pin.UnjustifiedError
 		if errors.As(err, &ue) { // a pin database the history does not justify

@@ -72,6 +72,7 @@ func TestKeylessProviderAndClient(t *testing.T) {
 		t.Fatalf("verify: %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	r = p.run("verify", "--json", "--trust", "trust.json", "k.json")
+	validateAgainst(t, "../../schemas/verify.schema.json", "verify --json of a keyless bundle", r.stdout)
 	var out struct {
 		Signer struct {
 			Algorithm string

@@ -89,8 +89,10 @@ type target struct {
 	url       string
 	headers   http.Header
 	toolsFile string
-	// location is the file findings point at (SARIF).
+	// location is the file findings point at (SARIF), line the line of
+	// the configuration entry in it (0: the whole file).
 	location string
+	line     int
 	// problems keep the server from being checked as configured.
 	problems []string
 	// bundle is the --bundle of a wrapped entry's etdi run.
@@ -224,7 +226,7 @@ func (e *env) targets(f *serverFlags, args []string, dash int) ([]target, error)
 		if en.Host == "" { // a file of no known host
 			label = fmt.Sprintf("%s (%s)", en.Name, en.File)
 		}
-		t := target{label: label, name: en.Name, location: en.File,
+		t := target{label: label, name: en.Name, location: en.File, line: en.Line,
 			problems: en.Problems, url: en.URL, dir: en.Cwd, project: en.Project, launch: en.Launch, bundle: en.Bundle}
 		if t.bundle != "" && !filepath.IsAbs(t.bundle) && en.Cwd != "" {
 			t.bundle = filepath.Join(en.Cwd, t.bundle)

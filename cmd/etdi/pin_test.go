@@ -189,8 +189,8 @@ func TestCLIPinLifecycle(t *testing.T) {
 
 	// Listing and showing.
 	r = p.ok("pin", "list", "--pins", "pins.db", "--json")
-	var rows []map[string]any
-	if err := json.Unmarshal([]byte(r.stdout), &rows); err != nil || len(rows) != 4 {
+	var list struct{ Pins []map[string]any }
+	if err := json.Unmarshal([]byte(r.stdout), &list); err != nil || len(list.Pins) != 4 {
 		t.Fatalf("pin list: %v %s", err, r.stdout)
 	}
 	p.expect(0, "geo:read", "pin", "show", "--pins", "pins.db", "acme:weather/get_weather")
@@ -380,10 +380,10 @@ func TestCLIKilledMidWrite(t *testing.T) {
 		cmd.Wait()
 		p.expect(0, "history intact", "audit", "verify", "--pins", "pins.db")
 		l := p.ok("pin", "list", "--pins", "pins.db", "--json")
-		var rows []map[string]any
-		json.Unmarshal([]byte(l.stdout), &rows)
+		var list struct{ Pins []map[string]any }
+		json.Unmarshal([]byte(l.stdout), &list)
 		n := 0
-		for _, row := range rows {
+		for _, row := range list.Pins {
 			if strings.HasPrefix(row["ref"].(string), fmt.Sprintf("unsigned:big%d/", round)) {
 				n++
 			}

@@ -198,24 +198,26 @@ func TestCLIPinListShowRevocations(t *testing.T) {
 	}
 
 	r = p.ok("pin", "list", "--pins", "pins.db", "--json")
-	var rows []struct {
-		Ref         string `json:"ref"`
-		Revoked     bool   `json:"revoked"`
-		Revocations []struct {
-			Scope      string    `json:"scope"`
-			Version    string    `json:"version"`
-			KeyID      string    `json:"keyId"`
-			By         string    `json:"by"`
-			At         time.Time `json:"at"`
-			Reason     string    `json:"reason"`
-			RevokesPin bool      `json:"revokesPin"`
-		} `json:"revocations"`
+	var list struct {
+		Pins []struct {
+			Ref         string `json:"ref"`
+			Revoked     bool   `json:"revoked"`
+			Revocations []struct {
+				Scope      string    `json:"scope"`
+				Version    string    `json:"version"`
+				KeyID      string    `json:"keyId"`
+				By         string    `json:"by"`
+				At         time.Time `json:"at"`
+				Reason     string    `json:"reason"`
+				RevokesPin bool      `json:"revokesPin"`
+			} `json:"revocations"`
+		} `json:"pins"`
 	}
-	if err := json.Unmarshal([]byte(r.stdout), &rows); err != nil || len(rows) != 4 {
+	if err := json.Unmarshal([]byte(r.stdout), &list); err != nil || len(list.Pins) != 4 {
 		t.Fatalf("pin list --json: %v\n%s", err, r.stdout)
 	}
 	got := map[string]string{}
-	for _, row := range rows {
+	for _, row := range list.Pins {
 		var parts []string
 		for _, rv := range row.Revocations {
 			if rv.At.Before(before) || rv.At.After(time.Now().Add(time.Minute)) {

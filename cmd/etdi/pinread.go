@@ -22,8 +22,9 @@ versions, or of the key that signed it: who, when and why). A pin marked
 REVOKED fails etdi check with exit 14. Revocations about no pin (a key
 revoked before any pin used it) follow the pins.
 
---json prints an array of pins, each with "revoked" (true when a
-revocation withdraws the pin as pinned) and "revocations".`,
+--json prints {"schemaVersion": 1, "pins": [...]}: each pin with
+"revoked" (true when a revocation withdraws the pin as pinned) and
+"revocations" (schemas/pin-list.schema.json).`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			s, err := pf.open(true)
@@ -39,25 +40,15 @@ revocation withdraws the pin as pinned) and "revocations".`,
 			if err != nil {
 				return err
 			}
-			type row struct {
-				Ref         string           `json:"ref"`
-				Version     string           `json:"version,omitempty"`
-				Digest      string           `json:"digest"`
-				Signer      string           `json:"signer"`
-				ApprovedBy  string           `json:"approvedBy"`
-				ApprovedAt  time.Time        `json:"approvedAt"`
-				Revoked     bool             `json:"revoked"`
-				Revocations []revocationView `json:"revocations"`
-			}
-			rows := []row{}
+			rows := []pinRow{}
 			used := make([]bool, len(revs))
 			for i := range pins {
 				p := &pins[i]
 				rv, revoked := revocationsAbout(revs, p, used)
-				rows = append(rows, row{p.Ref(), p.Version, p.Digest, p.Signer.String(), p.ApprovedBy, p.ApprovedAt, revoked, rv})
+				rows = append(rows, pinRow{p.Ref(), p.Version, p.Digest, p.Signer.String(), p.ApprovedBy, p.ApprovedAt, revoked, rv})
 			}
 			if asJSON {
-				return e.writeJSON(rows)
+				return e.writeJSON(pinListOutput{jsonSchemaVersion, rows})
 			}
 			for _, r := range rows {
 				d, _ := etdi.ParseDigest(r.Digest)

@@ -36,6 +36,9 @@ a live tool whose definition differs is a rug pull (exit 11) and is shown
 field by field; a live tool the bundle does not sign follows the policy's
 unsigned rule. Key order and whitespace never count as a difference.
 
+--json prints the result with "schemaVersion": 1, "ok", "headline" and
+"exitCode" (schemas/verify.schema.json).
+
 Exit codes: 0 verified, 10 missing or invalid signature, 11 live definition
 differs, 12 impersonation, 14 expired or key outside its window, 1 error.`,
 		Example: `  etdi verify --trust trust.json weather.etdi.json
@@ -79,12 +82,7 @@ differs, 12 impersonation, 14 expired or key outside its window, 1 error.`,
 			}
 			headline := verifyHeadline(r, code, opts.Live != nil)
 			if asJSON {
-				if err := e.writeJSON(struct {
-					*verify.Result
-					OK       bool   `json:"ok"`
-					Headline string `json:"headline"`
-					ExitCode int    `json:"exitCode"`
-				}{r, code == exitOK, headline, code}); err != nil {
+				if err := e.writeJSON(verifyOutput{jsonSchemaVersion, r, code == exitOK, headline, code}); err != nil {
 					return err
 				}
 			} else {

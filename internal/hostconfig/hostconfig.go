@@ -334,12 +334,18 @@ func loadData(path string, data []byte, host string, o Options) ([]Entry, error)
 	if v.Kind != etdi.Object {
 		return nil, fmt.Errorf("%s: not a JSON object", path)
 	}
-	var servers []*etdi.Value
+	// Each server list with its path from the root, to find where its
+	// entries are written.
+	type list struct {
+		v    *etdi.Value
+		path []string
+	}
+	var servers []list
 	if s := v.Get("mcpServers"); s != nil {
-		servers = append(servers, s)
+		servers = append(servers, list{s, []string{"mcpServers"}})
 	}
 	if s := v.Get("servers"); s != nil && (host == VSCode || host == "") {
-		servers = append(servers, s)
+		servers = append(servers, list{s, []string{"servers"}})
 		if host == "" {
 			host = VSCode
 		}
@@ -347,13 +353,13 @@ func loadData(path string, data []byte, host string, o Options) ([]Entry, error)
 	// VS Code's settings.json keeps them under "mcp": {"servers": {...}}.
 	if m := v.Get("mcp"); m != nil && m.Kind == etdi.Object && (host == VSCode || host == "") {
 		if s := m.Get("servers"); s != nil {
-			servers = append(servers, s)
+			servers = append(servers, list{s, []string{"mcp", "servers"}})
 			host = VSCode
 		}
 	}
 	// Zed calls them context servers.
 	if s := v.Get("context_servers"); s != nil && (host == Zed || host == "") {
-		servers = append(servers, s)
+		servers = append(servers, list{s, []string{"context_servers"}})
 		host = Zed
 	}
 	// Claude Code keeps per-project servers under projects[<dir>].
@@ -361,20 +367,28 @@ func loadData(path string, data []byte, host string, o Options) ([]Entry, error)
 		if abs, err := filepath.Abs(o.Cwd); err == nil {
 			if proj := p.Get(abs); proj != nil && proj.Kind == etdi.Object {
 				if s := proj.Get("mcpServers"); s != nil {
-					servers = append(servers, s)
+					servers = append(servers, list{s, []string{"projects", abs, "mcpServers"}})
 				}
 			}
 		}
 	}
+	// The same text with every value's span: an entry's line is where its
+	// member name is written, in the server list it was read from.
+	spans, _ := ParseJSONC(data)
 	workspace := o.Cwd
 	if dir := filepath.Base(filepath.Dir(path)); dir == ".vscode" || dir == ".cursor" || dir == ".zed" || dir == ".amazonq" {
 		workspace = filepath.Dir(filepath.Dir(path))
 	}
 	r := resolver{home: o.Home, workspace: workspace, lookup: o.Lookup, inputs: o.Inputs}
 	var out []Entry
-	for _, s := range servers {
+	for _, l := range servers {
+		s := l.v
 		if s.Kind != etdi.Object {
 			return nil, fmt.Errorf("%s: the server list is a %s, not an object", path, s.Kind)
+		}
+		var listNode *Node
+		if spans != nil {
+			listNode = nodeAt(spans, l.path)
 		}
 		for _, m := range s.Members {
 			if disabled(m.Value) {
@@ -384,7 +398,7 @@ func loadData(path string, data []byte, host string, o Options) ([]Entry, error)
 			if err != nil {
 				return nil, err
 			}
-			e.Line = lineOfName(data, m.Name)
+			e.Line = entryLine(data, listNode, m.Name)
 			e.Launch = launchDigest(path, m.Name, etdi.AppendCanonical(nil, m.Value))
 			out = append(out, e)
 		}
@@ -475,6 +489,17 @@ func LineCol(data []byte, off int) (line, col int) {
 		}
 	}
 	return line, len([]rune(string(data[start:off]))) + 1
+}
+
+// entryLine returns the line where member name of the server list node
+// is written; without the node (text the span parser does not take), the
+// line of the first member of that name anywhere (0 if none).
+func entryLine(data []byte, list *Node, name string) int {
+	if m := list.Member(name); m != nil {
+		line, _ := LineCol(data, m.NameStart)
+		return line
+	}
+	return lineOfName(data, name)
 }
 
 // lineOfName returns the line of the first member named name, as written

@@ -1,6 +1,7 @@
 package hostconfig
 
 import (
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -130,5 +131,38 @@ func TestDuplicateKeysRefused(t *testing.T) {
 	os.WriteFile(p, []byte(`{"mcpServers":{"a":{"command":"x"},"a":{"command":"y"}}}`), 0o644)
 	if _, err := Load(p, "", Options{Home: "/h", Cwd: "/c", Lookup: env(nil)}); err == nil || !strings.Contains(err.Error(), "duplicate") {
 		t.Fatalf("duplicate server names: %v", err)
+	}
+}
+
+// An entry's line is where its name is written in the server list it was
+// read from: not an earlier member of the same name elsewhere (an env
+// variable, another list), and found under JSON escapes and comments.
+func TestEntryLine(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "mcp.json")
+	text := `{
+  // "weather": a comment naming the entry
+  "inputs": {"weather": {"x": 1}},
+  "mcpServers": {
+    "other": {"command": "a", "env": {"weather": "1"}},
+    "weather": {
+      "command": "srv"
+    },
+    "caf\u00e9": {"command": "b"}
+  }
+}`
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	es, err := Load(path, "", Options{Home: "/h", Cwd: "/c", Lookup: env(nil)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]int{}
+	for _, e := range es {
+		got[e.Name] = e.Line
+	}
+	if want := map[string]int{"other": 5, "weather": 6, "café": 9}; !maps.Equal(got, want) {
+		t.Fatalf("lines %v, want %v", got, want)
 	}
 }
