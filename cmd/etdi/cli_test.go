@@ -220,7 +220,7 @@ func TestCLIUsageAndErrors(t *testing.T) {
 		{[]string{"verify"}, 2, "takes 1 argument"},
 		{[]string{"verify", "--bogus", "x"}, 2, "unknown flag"},
 		{[]string{"sign", "m.json"}, 2, "--out is required"},
-		{[]string{"sign", "--out", "b.json", "m.json"}, 2, "give --key, --idp-issuer or --idp-token-file"},
+		{[]string{"sign", "--out", "b.json", "m.json"}, 2, "give --key, --keyless, --idp-issuer or --idp-token-file"},
 		{[]string{"key", "generate"}, 2, "--out PREFIX is required"},
 		{[]string{"key", "generate", "--out", "k", "--algorithm", "dsa"}, 2, "unknown algorithm"},
 		{[]string{"verify", "--at", "yesterday", "b.json"}, 2, "RFC 3339"},
