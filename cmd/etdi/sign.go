@@ -187,21 +187,7 @@ issue time.`,
 				b.IDPToken = token
 				who = append(who, "a token of "+f.issuerOr())
 			}
-			body := b.Marshal()
-			if out == "-" {
-				_, err = e.stdout.Write(body)
-				return err
-			}
-			if err := atomicfile.Write(out, body, 0o644); err != nil {
-				return err
-			}
-			var names []string
-			for _, t := range m.Tools {
-				names = append(names, etdi.SubjectName(t.Name, t.Version))
-			}
-			fmt.Fprintf(e.stderr, "etdi: signed %d tool(s) for provider %q with %s: %s\netdi: wrote %s\n",
-				len(m.Tools), m.Provider.ID, strings.Join(who, " and "), strings.Join(names, ", "), out)
-			return nil
+			return e.writeSigned(out, b.Marshal(), m, strings.Join(who, " and "), "")
 		},
 	}
 	fl := cmd.Flags()
@@ -310,8 +296,18 @@ func (e *env) signKeyless(k *keylessFlags, m *etdi.Manifest, payload []byte, out
 	if err != nil {
 		return fmt.Errorf("keyless signing: %w", err)
 	}
+	who := "a keyless certificate"
+	if id, iss, err := keyless.SignerOf(body); err == nil {
+		who = fmt.Sprintf("a keyless certificate for %s (issuer %s)", id, iss)
+	}
+	return e.writeSigned(out, body, m, who, " (Sigstore bundle)")
+}
+
+// writeSigned writes a signed bundle to out (standard output for "-") and
+// says on standard error who signed which tools.
+func (e *env) writeSigned(out string, body []byte, m *etdi.Manifest, who, kind string) error {
 	if out == "-" {
-		_, err = e.stdout.Write(body)
+		_, err := e.stdout.Write(body)
 		return err
 	}
 	if err := atomicfile.Write(out, body, 0o644); err != nil {
@@ -321,12 +317,8 @@ func (e *env) signKeyless(k *keylessFlags, m *etdi.Manifest, payload []byte, out
 	for _, t := range m.Tools {
 		names = append(names, etdi.SubjectName(t.Name, t.Version))
 	}
-	who := "a keyless certificate"
-	if id, iss, err := keyless.SignerOf(body); err == nil {
-		who = fmt.Sprintf("a keyless certificate for %s (issuer %s)", id, iss)
-	}
-	say(e.stderr, "etdi: signed %d tool(s) for provider %q with %s: %s\netdi: wrote %s (Sigstore bundle)\n",
-		len(m.Tools), m.Provider.ID, who, strings.Join(names, ", "), out)
+	say(e.stderr, "etdi: signed %d tool(s) for provider %q with %s: %s\netdi: wrote %s%s\n",
+		len(m.Tools), m.Provider.ID, who, strings.Join(names, ", "), out, kind)
 	return nil
 }
 
