@@ -212,7 +212,7 @@ func TestLoadSigner(t *testing.T) {
 	if _, _, err := LoadSigner(context.Background(), path, func() ([]byte, error) { return []byte("x"), nil }); !errors.Is(err, ErrWrongPassword) {
 		t.Errorf("wrong password: %v", err)
 	}
-	if !KMSEnabled {
+	if !KMSEnabled() {
 		_, _, err := LoadSigner(context.Background(), "awskms:///alias/etdi", pass)
 		if err == nil || !strings.Contains(err.Error(), "-tags kms") {
 			t.Errorf("kms without the build tag: %v", err)
