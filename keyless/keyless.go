@@ -38,7 +38,9 @@ func IsBundle(data []byte) bool {
 	var head struct {
 		MediaType string `json:"mediaType"`
 	}
-	if len(data) > MaxBundleSize || json.Unmarshal(data, &head) != nil {
+	// The scan for the media type's text keeps the JSON decode off the
+	// path of every (possibly large) etdi bundle.
+	if len(data) > MaxBundleSize || !bytes.Contains(data, []byte(`application/vnd.dev.sigstore.bundle`)) || json.Unmarshal(data, &head) != nil {
 		return false
 	}
 	return bytes.HasPrefix([]byte(head.MediaType), []byte("application/vnd.dev.sigstore.bundle"))
