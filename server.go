@@ -105,6 +105,12 @@ func LoopbackHost(h string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
+// SecureURL reports whether u is https, or http to a loopback host: where
+// etdi sends a credential or fetches what it trusts.
+func SecureURL(u *url.URL) bool {
+	return u.Scheme == "https" || (u.Scheme == "http" && LoopbackHost(u.Hostname()))
+}
+
 // Covers reports whether the server is served from rawURL: one of its
 // endpoints has the same scheme, host and port, and rawURL's path is the
 // endpoint's path or lies below it (a segment boundary: "/mcp" covers

@@ -234,7 +234,7 @@ func checkEndpoint(what, raw string) error {
 	if err != nil || u.Host == "" {
 		return fmt.Errorf("%s %q is not a URL", what, raw)
 	}
-	if u.Scheme == "https" || (u.Scheme == "http" && trust.IsLoopback(u.Hostname())) {
+	if etdi.SecureURL(u) {
 		return nil
 	}
 	return fmt.Errorf("%s %q must use https (http only on loopback)", what, raw)

@@ -102,7 +102,7 @@ func CheckServiceURL(s string) error {
 	if err != nil || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
 		return fmt.Errorf("%q is not a service URL", s)
 	}
-	if u.Scheme == "https" || (u.Scheme == "http" && isLoopback(u.Hostname())) {
+	if etdi.SecureURL(u) {
 		return nil
 	}
 	return fmt.Errorf("%q: Sigstore services are reached over https (http only on a loopback address)", s)

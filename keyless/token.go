@@ -6,12 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
 	"strings"
 	"time"
+
+	"github.com/etdi-dev/etdi"
 )
 
 // GitHub Actions gives a job that may request an OIDC token (workflow
@@ -79,7 +80,7 @@ func gitHubToken(ctx context.Context, requestURL, requestToken string) (string, 
 	if err != nil || u.Host == "" {
 		return "", fmt.Errorf("%s is not a URL", GitHubRequestURL)
 	}
-	if u.Scheme != "https" && !(u.Scheme == "http" && isLoopback(u.Hostname())) {
+	if !etdi.SecureURL(u) {
 		return "", fmt.Errorf("%s is not https", GitHubRequestURL)
 	}
 	q := u.Query()
@@ -124,12 +125,4 @@ func redactToken(err error, token string) error {
 		return err
 	}
 	return errors.New(strings.ReplaceAll(err.Error(), token, "[token]"))
-}
-
-func isLoopback(host string) bool {
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }

@@ -12,7 +12,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -837,22 +836,10 @@ func CheckIssuer(issuer string) error {
 	if err != nil || u.Host == "" {
 		return fmt.Errorf("issuer %q is not a URL", issuer)
 	}
-	if u.Scheme == "https" {
-		return nil
-	}
-	if u.Scheme == "http" && IsLoopback(u.Hostname()) {
+	if etdi.SecureURL(u) {
 		return nil
 	}
 	return fmt.Errorf("issuer %q must use https (http only on loopback)", issuer)
-}
-
-// IsLoopback reports whether host is localhost or a loopback address.
-func IsLoopback(host string) bool {
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }
 
 // SetIDP configures the identity provider of provider id, creating the
