@@ -38,9 +38,8 @@ type SignOptions struct {
 // Sign signs payload (an etdi statement) keylessly: a fresh key pair, a
 // certificate for the identity token from Fulcio, the DSSE signature over
 // the payload, and its entry in Rekor. It returns the Sigstore bundle as
-// canonical JSON and who it names as signer (read from the certificate;
-// verified only when opts.TrustedRoot is set). The key pair never leaves
-// memory.
+// canonical JSON, verified only when opts.TrustedRoot is set (SignerOf
+// reads who it names). The key pair never leaves memory.
 func Sign(ctx context.Context, payload []byte, opts SignOptions) ([]byte, error) {
 	if opts.IDToken == "" {
 		return nil, errors.New("no identity token")
