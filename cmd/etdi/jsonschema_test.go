@@ -392,13 +392,7 @@ func TestJSONOutputsMatchSchemas(t *testing.T) {
 	// a bundle at all.
 	add("verify.schema.json", 0, "verify", "--trust", "trust.json", "--json", "w.etdi.json")
 	add("verify.schema.json", exitRugPull, "verify", "--trust", "trust.json", "--tools", "live-rugpull.json", "--json", "w.etdi.json")
-	var b map[string]any
-	raw, _ := os.ReadFile(filepath.Join(s.dir, "w.etdi.json"))
-	json.Unmarshal(raw, &b)
-	sig := b["dsseEnvelope"].(map[string]any)["signatures"].([]any)[0].(map[string]any)
-	sig["sig"] = "AAAA" + sig["sig"].(string)[4:]
-	bad, _ := json.Marshal(b)
-	s.write("bad.etdi.json", string(bad))
+	s.writeTamperedBundle("bad.etdi.json")
 	add("verify.schema.json", exitSignature, "verify", "--trust", "trust.json", "--json", "bad.etdi.json")
 	s.write("junk.etdi.json", `{"mediaType": "application/vnd.etdi.bundle.v1+json", "dsseEnvelope": {}}`)
 	add("verify.schema.json", exitSignature, "verify", "--trust", "trust.json", "--json", "junk.etdi.json")

@@ -287,13 +287,7 @@ func TestSARIFLocationsAndSchema(t *testing.T) {
 	}
 
 	// A bundle whose signature does not verify: the bundle's file.
-	var b map[string]any
-	raw, _ := os.ReadFile(filepath.Join(s.dir, "w.etdi.json"))
-	json.Unmarshal(raw, &b)
-	sig := b["dsseEnvelope"].(map[string]any)["signatures"].([]any)[0].(map[string]any)
-	sig["sig"] = "AAAA" + sig["sig"].(string)[4:]
-	bad, _ := json.Marshal(b)
-	s.write("bad.etdi.json", string(bad))
+	s.writeTamperedBundle("bad.etdi.json")
 	doc = s.sarif(exitSignature, "--bundle", "bad.etdi.json")
 	if r := findResult(t, doc, "etdi/signature_invalid", ""); r.uri() != "bad.etdi.json" || r.Level != "error" {
 		t.Errorf("signature_invalid at %s (%s)", r.uri(), r.Level)
@@ -540,4 +534,16 @@ func TestSARIFExitZeroAndRoot(t *testing.T) {
 		args := append([]string{"check", "--trust", "trust.json", "--pins", "pins.db", "--bundle", "w.etdi.json", "--tools", "live-ok.json"}, c.args...)
 		s.expect(c.code, c.want, args...)
 	}
+}
+
+// writeTamperedBundle writes w.etdi.json with the first bytes of its
+// signature replaced: a bundle whose signature does not verify.
+func (s *sarifEnv) writeTamperedBundle(name string) {
+	var b map[string]any
+	raw, _ := os.ReadFile(filepath.Join(s.dir, "w.etdi.json"))
+	json.Unmarshal(raw, &b)
+	sig := b["dsseEnvelope"].(map[string]any)["signatures"].([]any)[0].(map[string]any)
+	sig["sig"] = "AAAA" + sig["sig"].(string)[4:]
+	bad, _ := json.Marshal(b)
+	s.write(name, string(bad))
 }
