@@ -10,7 +10,6 @@ import (
 
 	"github.com/etdi-dev/etdi"
 	"github.com/etdi-dev/etdi/verify"
-	bolt "go.etcd.io/bbolt"
 )
 
 // ApproveOptions select what Approve approves.
@@ -73,7 +72,7 @@ func (s *Store) Approve(o *Observation, opts ApproveOptions) ([]Approval, []Refu
 	}
 	var approved []Approval
 	var refused []Refusal
-	err := s.update(func(tx *bolt.Tx) error {
+	err := s.update(func(tx *kvTx) error {
 		approved, refused = nil, nil
 		c, err := compare(tx, o)
 		if err != nil {
@@ -187,7 +186,7 @@ func (s *Store) Approve(o *Observation, opts ApproveOptions) ([]Approval, []Refu
 	return approved, refused, nil
 }
 
-func putInfo(tx *bolt.Tx, info *ServerInfo) error {
+func putInfo(tx *kvTx, info *ServerInfo) error {
 	v, err := json.Marshal(info)
 	if err != nil {
 		return err
@@ -195,7 +194,7 @@ func putInfo(tx *bolt.Tx, info *ServerInfo) error {
 	return tx.Bucket(bServers).Put([]byte(info.Key), v)
 }
 
-func putPin(tx *bolt.Tx, info *ServerInfo, p *Pin) error {
+func putPin(tx *kvTx, info *ServerInfo, p *Pin) error {
 	if err := putInfo(tx, info); err != nil {
 		return err
 	}

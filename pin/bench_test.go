@@ -12,7 +12,6 @@ import (
 
 	"github.com/etdi-dev/etdi"
 	"github.com/etdi-dev/etdi/internal/testgen"
-	bolt "go.etcd.io/bbolt"
 )
 
 // observed returns n realistic signed tools (about 700 bytes each) named
@@ -96,7 +95,7 @@ func BenchmarkHistoryAppend(b *testing.B) {
 			b.ResetTimer()
 			start := time.Now()
 			for i := 0; i < b.N; i += batch {
-				err := s.update(func(tx *bolt.Tx) error {
+				err := s.update(func(tx *kvTx) error {
 					for j := 0; j < batch && i+j < b.N; j++ {
 						if _, err := appendRecord(tx, rec); err != nil {
 							return err
@@ -120,7 +119,7 @@ func bigStore(b *testing.B, n int) *Store {
 	tools := observed(b, "tool", 1)
 	now := time.Now().UTC()
 	for start := 0; start < n; start += 5000 {
-		err := s.update(func(tx *bolt.Tx) error {
+		err := s.update(func(tx *kvTx) error {
 			for i := start; i < start+5000 && i < n; i++ {
 				server := fmt.Sprintf("acme:s%03d", i%1000)
 				t := tools[0]

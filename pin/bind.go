@@ -12,7 +12,6 @@ import (
 	"errors"
 
 	"github.com/etdi-dev/etdi"
-	bolt "go.etcd.io/bbolt"
 	berrors "go.etcd.io/bbolt/errors"
 	"golang.org/x/mod/sumdb/tlog"
 )
@@ -62,10 +61,10 @@ func leafOf(index int64, data []byte) Binding {
 // boundRecord returns the record b names, after checking that it is
 // stored at b.Record and that both the record and its stored leaf hash
 // match b.Leaf.
-func boundRecord(tx *bolt.Tx, b Binding) (*Record, string) { return boundRecordIn(tx, b, nil) }
+func boundRecord(tx *kvTx, b Binding) (*Record, string) { return boundRecordIn(tx, b, nil) }
 
 // boundRecordIn is boundRecord with records already decoded by index.
-func boundRecordIn(tx *bolt.Tx, b Binding, decoded map[int64]*Record) (*Record, string) {
+func boundRecordIn(tx *kvTx, b Binding, decoded map[int64]*Record) (*Record, string) {
 	if b.Leaf == "" {
 		return nil, "it is bound to no history record"
 	}
@@ -153,9 +152,9 @@ func revocationDisagrees(rec *Record, r *Revocation) string {
 }
 
 // checkPin checks p's binding inside tx.
-func checkPin(tx *bolt.Tx, p *Pin) error { return checkPinIn(tx, p, nil) }
+func checkPin(tx *kvTx, p *Pin) error { return checkPinIn(tx, p, nil) }
 
-func checkPinIn(tx *bolt.Tx, p *Pin, decoded map[int64]*Record) error {
+func checkPinIn(tx *kvTx, p *Pin, decoded map[int64]*Record) error {
 	rec, msg := boundRecordIn(tx, p.Binding, decoded)
 	if msg == "" {
 		msg = pinDisagrees(rec, p)
@@ -171,9 +170,9 @@ func checkPinIn(tx *bolt.Tx, p *Pin, decoded map[int64]*Record) error {
 }
 
 // checkRevocation checks r's binding inside tx.
-func checkRevocation(tx *bolt.Tx, r *Revocation) error { return checkRevocationIn(tx, r, nil) }
+func checkRevocation(tx *kvTx, r *Revocation) error { return checkRevocationIn(tx, r, nil) }
 
-func checkRevocationIn(tx *bolt.Tx, r *Revocation, decoded map[int64]*Record) error {
+func checkRevocationIn(tx *kvTx, r *Revocation, decoded map[int64]*Record) error {
 	rec, msg := boundRecordIn(tx, r.Binding, decoded)
 	if msg == "" {
 		msg = revocationDisagrees(rec, r)
@@ -208,7 +207,7 @@ func (d Disagreement) String() string {
 // later record replaced (rolled back), and a revocation or pin the history
 // holds but the database lost (deleted). Records about other servers and
 // findings, most of the history, are skipped without decoding.
-func checkLatest(tx *bolt.Tx, server string) error {
+func checkLatest(tx *kvTx, server string) error {
 	latest := map[string]int64{}
 	decoded := map[int64]*Record{}
 	quoted, _ := json.Marshal(server)
@@ -315,7 +314,7 @@ func checkLatest(tx *bolt.Tx, server string) error {
 // stays unbound, and one that differs from its record stays bound to it:
 // both fail closed on every read, naming what is wrong. It also
 // rebuilds the skeletons index with the look-alike table of this schema.
-func migrate3(tx *bolt.Tx) error {
+func migrate3(tx *kvTx) error {
 	st, err := replay(tx)
 	if err != nil {
 		return err

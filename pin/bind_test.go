@@ -521,7 +521,7 @@ func TestCheckpointProofAcrossGrowth(t *testing.T) {
 			if i == 1 {
 				r.By = "mallory"
 			}
-			if _, err := appendRecord(tx, r); err != nil {
+			if _, err := appendRecord(&kvTx{btx: tx}, r); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -4,8 +4,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-
-	bolt "go.etcd.io/bbolt"
 )
 
 // bSpools holds, for each spool of call records (etdi run --audit-calls),
@@ -24,9 +22,7 @@ func (s *Store) AppendCalls(spool string, seq uint64, recs []Record) (uint64, er
 	if spool == "" {
 		return 0, errors.New("pin: no spool id")
 	}
-	var txid uint64
-	err := s.update(func(tx *bolt.Tx) error {
-		txid = uint64(tx.ID())
+	return s.updateID(func(tx *kvTx) error {
 		b, err := tx.CreateBucketIfNotExists(bSpools)
 		if err != nil {
 			return err
@@ -41,14 +37,13 @@ func (s *Store) AppendCalls(spool string, seq uint64, recs []Record) (uint64, er
 		}
 		return b.Put([]byte(spool), u64(seq))
 	})
-	return txid, err
 }
 
 // SpoolMark returns the last sequence number of spool that was appended
 // to the history (0 if none).
 func (s *Store) SpoolMark(spool string) (uint64, error) {
 	var seq uint64
-	err := s.view(func(tx *bolt.Tx) error {
+	err := s.view(func(tx *kvTx) error {
 		b := tx.Bucket(bSpools)
 		if b == nil {
 			return nil
@@ -69,7 +64,7 @@ func (s *Store) SpoolMark(spool string) (uint64, error) {
 // EndSpool forgets the mark of a spool whose records are all appended and
 // whose file is gone.
 func (s *Store) EndSpool(spool string) error {
-	return s.update(func(tx *bolt.Tx) error {
+	return s.update(func(tx *kvTx) error {
 		if b := tx.Bucket(bSpools); b != nil {
 			return b.Delete([]byte(spool))
 		}

@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"strings"
-
-	bolt "go.etcd.io/bbolt"
 )
 
 // copyCache answers, once per server, whether the observation is a copy
@@ -15,13 +13,13 @@ import (
 // name" (SPEC.md §15); a server that copies an approved tool and adds one
 // of its own, or changes another, shadows it.
 type copyCache struct {
-	tx   *bolt.Tx
+	tx   *kvTx
 	o    *Observation
 	seen map[string]bool
 	pins *pinScan
 }
 
-func newCopyCache(tx *bolt.Tx, o *Observation) *copyCache {
+func newCopyCache(tx *kvTx, o *Observation) *copyCache {
 	return &copyCache{tx: tx, o: o, seen: map[string]bool{}}
 }
 

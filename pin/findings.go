@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 
 	"github.com/etdi-dev/etdi/verify"
-	bolt "go.etcd.io/bbolt"
 )
 
 // findingKey is what makes two findings the same finding in the history
@@ -38,7 +37,7 @@ func keyOfRecord(r *Record) findingKey {
 // finding is settled, so the usual case, a finding recorded by the
 // previous check, costs a few records. Records about other servers are
 // skipped without decoding.
-func unrecorded(tx *bolt.Tx, server string, findings []verify.Finding) ([]verify.Finding, error) {
+func unrecorded(tx *kvTx, server string, findings []verify.Finding) ([]verify.Finding, error) {
 	need := map[findingKey]int{}
 	for i := range findings {
 		if findings[i].Severity != verify.Info {

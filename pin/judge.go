@@ -12,7 +12,6 @@ import (
 	"github.com/etdi-dev/etdi"
 	"github.com/etdi-dev/etdi/internal/confusable"
 	"github.com/etdi-dev/etdi/verify"
-	bolt "go.etcd.io/bbolt"
 )
 
 // Observation is what a server offers now, as established by verification
@@ -84,7 +83,7 @@ type Comparison struct {
 // Compare compares o with the pins, read-only.
 func (s *Store) Compare(o *Observation) (*Comparison, error) {
 	var c *Comparison
-	err := s.view(func(tx *bolt.Tx) error {
+	err := s.view(func(tx *kvTx) error {
 		var err error
 		c, err = compare(tx, o)
 		return err
@@ -112,7 +111,7 @@ func (s *Store) Check(o *Observation, by string, extra ...verify.Finding) (*Comp
 // append: a write holds the database exclusively.
 func (s *Store) Record(o *Observation, by string, extra ...verify.Finding) (*Comparison, error) {
 	var c *Comparison
-	err := s.update(func(tx *bolt.Tx) error {
+	err := s.update(func(tx *kvTx) error {
 		var todo []verify.Finding
 		var err error
 		if c, todo, err = judge(tx, o, extra); err != nil {
@@ -137,7 +136,7 @@ func (s *Store) Record(o *Observation, by string, extra ...verify.Finding) (*Com
 // StillApprovedKey.
 func (s *Store) StillApproved(o *Observation) (map[string]verify.Kind, error) {
 	out := map[string]verify.Kind{}
-	err := s.view(func(tx *bolt.Tx) error {
+	err := s.view(func(tx *kvTx) error {
 		info, err := serverInfo(tx, o.Server)
 		if err != nil {
 			return err
@@ -195,7 +194,7 @@ func StillApprovedKey(item, name string) string { return itemKey(item, name) }
 func (s *Store) Judge(o *Observation, extra ...verify.Finding) (*Comparison, []verify.Finding, error) {
 	var c *Comparison
 	var todo []verify.Finding
-	err := s.view(func(tx *bolt.Tx) error {
+	err := s.view(func(tx *kvTx) error {
 		var err error
 		c, todo, err = judge(tx, o, extra)
 		return err
@@ -203,7 +202,7 @@ func (s *Store) Judge(o *Observation, extra ...verify.Finding) (*Comparison, []v
 	return c, todo, err
 }
 
-func judge(tx *bolt.Tx, o *Observation, extra []verify.Finding) (*Comparison, []verify.Finding, error) {
+func judge(tx *kvTx, o *Observation, extra []verify.Finding) (*Comparison, []verify.Finding, error) {
 	c, err := compare(tx, o)
 	if err != nil {
 		return nil, nil, err
@@ -212,7 +211,7 @@ func judge(tx *bolt.Tx, o *Observation, extra []verify.Finding) (*Comparison, []
 	return c, todo, err
 }
 
-func recordFindings(tx *bolt.Tx, o *Observation, findings []verify.Finding, by string) error {
+func recordFindings(tx *kvTx, o *Observation, findings []verify.Finding, by string) error {
 	for _, f := range findings {
 		if f.Severity == verify.Info {
 			continue
@@ -226,7 +225,7 @@ func recordFindings(tx *bolt.Tx, o *Observation, findings []verify.Finding, by s
 	return nil
 }
 
-func compare(tx *bolt.Tx, o *Observation) (*Comparison, error) {
+func compare(tx *kvTx, o *Observation) (*Comparison, error) {
 	c := &Comparison{Server: o.Server, Tools: []ToolState{}, Findings: []verify.Finding{}}
 	// Every pin and revocation of the server against the history: bound
 	// to a record that says what it says, and not replaced since.
@@ -341,7 +340,7 @@ func ItemWord(item string) string {
 
 // compareItem compares a prompt, resource or resource template with its
 // pin: they are pinned by digest (no version, permissions or signer).
-func compareItem(tx *bolt.Tx, o *Observation, t *Observed) (ToolState, []verify.Finding, error) {
+func compareItem(tx *kvTx, o *Observation, t *Observed) (ToolState, []verify.Finding, error) {
 	st := ToolState{Item: t.Item, Name: t.Name, Digest: t.Digest.String(), Status: "ok"}
 	ref := o.Server + "/" + ItemRef(t.Item, t.Name)
 	f := verify.Finding{Severity: verify.Error, Server: o.Server, Item: t.Item, Tool: t.Name, Live: t.Digest.String()}
@@ -406,7 +405,7 @@ func compareInstructions(o *Observation, info *ServerInfo) *verify.Finding {
 		Message: fmt.Sprintf("server %s: instructions changed since approval", o.Server)}
 }
 
-func compareTool(tx *bolt.Tx, o *Observation, t *Observed, sameSkeleton []string, copies *copyCache) (ToolState, []verify.Finding, error) {
+func compareTool(tx *kvTx, o *Observation, t *Observed, sameSkeleton []string, copies *copyCache) (ToolState, []verify.Finding, error) {
 	st := ToolState{Name: t.Name, Version: t.Version, Digest: t.Digest.String(), Status: "ok"}
 	base := verify.Finding{Server: o.Server, Tool: t.Name, Version: t.Version, Live: t.Digest.String(),
 		CurrentSigner: t.Signer.String()}
@@ -520,7 +519,7 @@ func compareTool(tx *bolt.Tx, o *Observation, t *Observed, sameSkeleton []string
 	return st, nil, nil
 }
 
-func compareNew(tx *bolt.Tx, o *Observation, t *Observed, sameSkeleton []string, st ToolState,
+func compareNew(tx *kvTx, o *Observation, t *Observed, sameSkeleton []string, st ToolState,
 
 	with func(verify.Kind, verify.Severity, string) verify.Finding, ref string, copies *copyCache) (ToolState, []verify.Finding, error) {
 	scan, err := copies.scan()

@@ -4,8 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"time"
-
-	bolt "go.etcd.io/bbolt"
 )
 
 // RecordLaunch is the history record of a project-scoped host
@@ -40,7 +38,7 @@ func (s *Store) ApproveLaunch(l Launch) error {
 	if l.At.IsZero() {
 		l.At = time.Now().UTC()
 	}
-	return s.update(func(tx *bolt.Tx) error {
+	return s.update(func(tx *kvTx) error {
 		b, err := tx.CreateBucketIfNotExists(bLaunches)
 		if err != nil {
 			return err
@@ -66,14 +64,14 @@ func (s *Store) ApproveLaunch(l Launch) error {
 // An approval the history does not justify is an *UnjustifiedError, never
 // a yes.
 func (s *Store) LaunchApproved(digest string) (ok bool, err error) {
-	err = s.view(func(tx *bolt.Tx) error {
+	err = s.view(func(tx *kvTx) error {
 		ok, err = launchApproved(tx, digest)
 		return err
 	})
 	return ok, err
 }
 
-func launchApproved(tx *bolt.Tx, digest string) (bool, error) {
+func launchApproved(tx *kvTx, digest string) (bool, error) {
 	b := tx.Bucket(bLaunches)
 	if b == nil {
 		return false, nil

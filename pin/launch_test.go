@@ -65,6 +65,6 @@ func TestLaunchApproval(t *testing.T) {
 
 func logSizeOf(t *testing.T, s *Store) int64 {
 	var n int64
-	s.db.View(func(tx *bolt.Tx) error { n = logSize(tx); return nil })
+	s.db.View(func(tx *bolt.Tx) error { n = logSize(&kvTx{btx: tx}); return nil })
 	return n
 }

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/etdi-dev/etdi"
-	bolt "go.etcd.io/bbolt"
 	"golang.org/x/mod/sumdb/note"
 	"golang.org/x/mod/sumdb/tlog"
 )
@@ -46,6 +45,11 @@ type Record struct {
 	Severity string  `json:"severity,omitempty"`
 	Message  string  `json:"message,omitempty"`
 	By       string  `json:"by,omitempty"`
+	// Machine and User name who appended the record to a store shared
+	// through etcd: the host name and login name of the writer (SPEC.md
+	// §29.3). Records of a pin database file leave them out.
+	Machine string `json:"machine,omitempty"`
+	User    string `json:"user,omitempty"`
 	// Permissions granted by an approval.
 	Permissions []etdi.Permission `json:"permissions,omitempty"`
 	// Replaced is what a re-approval replaced: "version digest".
@@ -79,7 +83,7 @@ type LogError struct {
 
 func (e *LogError) Error() string { return fmt.Sprintf("history record %d: %s", e.Record, e.Msg) }
 
-type bucketHashes struct{ b *bolt.Bucket }
+type bucketHashes struct{ b *kvBucket }
 
 func (r bucketHashes) ReadHashes(indexes []int64) ([]tlog.Hash, error) {
 	out := make([]tlog.Hash, len(indexes))
@@ -106,7 +110,7 @@ func (m memHashes) ReadHashes(indexes []int64) ([]tlog.Hash, error) {
 	return out, nil
 }
 
-func logSize(tx *bolt.Tx) int64 {
+func logSize(tx *kvTx) int64 {
 	return int64(binary.BigEndian.Uint64(tx.Bucket(bMeta).Get(kLogSize)))
 }
 
@@ -115,17 +119,18 @@ const appendFill = 0.95
 
 // appendRecord appends rec to the history inside tx, filling Index and
 // Prev, and returns the index.
-func appendRecord(tx *bolt.Tx, rec Record) (int64, error) {
+func appendRecord(tx *kvTx, rec Record) (int64, error) {
 	b, err := appendBound(tx, rec)
 	return b.Record, err
 }
 
 // appendBound appends rec like appendRecord and returns its binding.
-func appendBound(tx *bolt.Tx, rec Record) (Binding, error) {
+func appendBound(tx *kvTx, rec Record) (Binding, error) {
 	lb := tx.Bucket(bLog)
 	records, hashes := lb.Bucket(bRecords), lb.Bucket(bHashes)
 	// Keys only ever grow: fill pages instead of splitting them in half.
-	records.FillPercent, hashes.FillPercent = appendFill, appendFill
+	records.SetFillPercent(appendFill)
+	hashes.SetFillPercent(appendFill)
 	n := logSize(tx)
 	prev, err := tlog.TreeHash(n, bucketHashes{hashes})
 	if err != nil {
@@ -135,6 +140,9 @@ func appendBound(tx *bolt.Tx, rec Record) (Binding, error) {
 	rec.Prev = base64.StdEncoding.EncodeToString(prev[:])
 	if rec.Time.IsZero() {
 		rec.Time = time.Now().UTC()
+	}
+	if tx.w != nil {
+		rec.Machine, rec.User = tx.w.machine, tx.w.user
 	}
 	data, err := json.Marshal(rec)
 	if err != nil {
@@ -170,7 +178,7 @@ type Tree struct {
 // first problem is returned as a *LogError naming the record.
 func (s *Store) VerifyLog() (*Tree, error) {
 	var t *Tree
-	err := s.view(func(tx *bolt.Tx) error {
+	err := s.view(func(tx *kvTx) error {
 		var err error
 		t, err = verifyLog(tx)
 		return err
@@ -180,7 +188,7 @@ func (s *Store) VerifyLog() (*Tree, error) {
 
 // Records calls fn for every record in order, stopping at its first error.
 func (s *Store) Records(fn func(data []byte, r *Record) error) error {
-	return s.view(func(tx *bolt.Tx) error {
+	return s.view(func(tx *kvTx) error {
 		records := tx.Bucket(bLog).Bucket(bRecords)
 		n := logSize(tx)
 		for i := int64(0); i < n; i++ {

@@ -19,14 +19,14 @@ func TestMigrate4Skeletons(t *testing.T) {
 	s = edit(t, s, func(tx *bolt.Tx) {
 		sk := tx.Bucket(bSkeletons)
 		sk.Delete([]byte(skeletonOf(blank.Name)))
-		putStrings(sk, "get\u2800weather", []string{blank.Name}) // schema 3's skeleton kept the blank
+		putStrings(&kvBucket{b: sk}, "get\u2800weather", []string{blank.Name}) // schema 3's skeleton kept the blank
 		tx.Bucket(bMeta).Put(kSchema, u64(3))
 	})
 	var schema uint64
 	var names []string
 	s.db.View(func(tx *bolt.Tx) error {
 		schema = binary.BigEndian.Uint64(tx.Bucket(bMeta).Get(kSchema))
-		names, _ = getStrings(tx.Bucket(bSkeletons), skeletonOf(blank.Name))
+		names, _ = getStrings(&kvBucket{b: tx.Bucket(bSkeletons)}, skeletonOf(blank.Name))
 		return nil
 	})
 	if schema != SchemaVersion || !slices.Equal(names, []string{blank.Name}) {

@@ -428,7 +428,7 @@ func TestCheckpointDetectsRewrite(t *testing.T) {
 			if i == 2 {
 				rec.By = "mallory"
 			}
-			if _, err := appendRecord(tx, rec); err != nil {
+			if _, err := appendRecord(&kvTx{btx: tx}, rec); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -464,13 +464,13 @@ func TestMigrationFromSchema1(t *testing.T) {
 	p := Pin{Server: "acme:weather", Tool: "get_weather", Version: "1.0.0", Digest: good.Digest.String(), Signer: keyA,
 		Definition: json.RawMessage(good.Canonical), Permissions: []etdi.Permission{}}
 	err = db.Update(func(tx *bolt.Tx) error {
-		if err := migrate1(tx); err != nil {
+		if err := migrate1(&kvTx{btx: tx}); err != nil {
 			return err
 		}
 		tx.Bucket(bMeta).Put(kSchema, u64(1))
 		info, _ := json.Marshal(ServerInfo{Key: p.Server, Name: "weather"})
 		tx.Bucket(bServers).Put([]byte(p.Server), info)
-		if _, err := appendRecord(tx, Record{Type: RecordApprove, Server: p.Server, Tool: p.Tool, Version: p.Version,
+		if _, err := appendRecord(&kvTx{btx: tx}, Record{Type: RecordApprove, Server: p.Server, Tool: p.Tool, Version: p.Version,
 			Digest: p.Digest, Signer: &p.Signer, Kind: "new_tool", By: "tester"}); err != nil {
 			return err
 		}
@@ -502,7 +502,7 @@ func TestMigrationFromSchema1(t *testing.T) {
 func TestNewerSchemaRefused(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "pins.db")
 	s, _ := Open(path, Options{})
-	s.update(func(tx *bolt.Tx) error { return tx.Bucket(bMeta).Put(kSchema, u64(SchemaVersion+1)) })
+	s.update(func(tx *kvTx) error { return tx.Bucket(bMeta).Put(kSchema, u64(SchemaVersion+1)) })
 	s.Close()
 	if _, err := Open(path, Options{}); err == nil || !strings.Contains(err.Error(), "upgrade etdi") {
 		t.Fatalf("newer schema: %v", err)

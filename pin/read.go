@@ -9,13 +9,12 @@ import (
 	"strings"
 
 	"github.com/etdi-dev/etdi/internal/confusable"
-	bolt "go.etcd.io/bbolt"
 )
 
 // Get returns the pin of tool on server, or nil.
 func (s *Store) Get(server, tool string) (*Pin, error) {
 	var p *Pin
-	err := s.view(func(tx *bolt.Tx) error {
+	err := s.view(func(tx *kvTx) error {
 		var err error
 		p, err = getPin(tx, server, tool)
 		return err
@@ -48,11 +47,11 @@ func keyRef(k []byte) string {
 	return server + "/" + rest
 }
 
-func getPin(tx *bolt.Tx, server, tool string) (*Pin, error) {
+func getPin(tx *kvTx, server, tool string) (*Pin, error) {
 	return getItem(tx, server, ItemTool, tool)
 }
 
-func getItem(tx *bolt.Tx, server, item, name string) (*Pin, error) {
+func getItem(tx *kvTx, server, item, name string) (*Pin, error) {
 	p, err := readItem(tx, server, item, name)
 	if p == nil || err != nil {
 		return p, err
@@ -65,11 +64,11 @@ func getItem(tx *bolt.Tx, server, item, name string) (*Pin, error) {
 
 // readPin reads a pin without checking it against the history: only for
 // pins that checkLatest has checked in the same transaction.
-func readPin(tx *bolt.Tx, server, tool string) (*Pin, error) {
+func readPin(tx *kvTx, server, tool string) (*Pin, error) {
 	return readItem(tx, server, ItemTool, tool)
 }
 
-func readItem(tx *bolt.Tx, server, item, name string) (*Pin, error) {
+func readItem(tx *kvTx, server, item, name string) (*Pin, error) {
 	k := pinKeyOf(server, item, name)
 	v := tx.Bucket(bPins).Get(k)
 	if v == nil {
@@ -85,7 +84,7 @@ func readItem(tx *bolt.Tx, server, item, name string) (*Pin, error) {
 	return &p, nil
 }
 
-func serverInfo(tx *bolt.Tx, server string) (*ServerInfo, error) {
+func serverInfo(tx *kvTx, server string) (*ServerInfo, error) {
 	v := tx.Bucket(bServers).Get([]byte(server))
 	if v == nil {
 		return nil, nil
@@ -99,7 +98,7 @@ func serverInfo(tx *bolt.Tx, server string) (*ServerInfo, error) {
 
 // forEachPin calls fn for every pin, or, with server set, every pin of
 // that server.
-func forEachPin(tx *bolt.Tx, server *string, fn func(p *Pin) error) error {
+func forEachPin(tx *kvTx, server *string, fn func(p *Pin) error) error {
 	c := tx.Bucket(bPins).Cursor()
 	var prefix []byte
 	if server != nil {
@@ -126,7 +125,7 @@ func (s *Store) ServerPins(key string) ([]Pin, error) { return s.pins(&key) }
 
 func (s *Store) pins(server *string) ([]Pin, error) {
 	var out []Pin
-	err := s.view(func(tx *bolt.Tx) error {
+	err := s.view(func(tx *kvTx) error {
 		return forEachPin(tx, server, func(p *Pin) error {
 			out = append(out, *p)
 			return nil
@@ -138,7 +137,7 @@ func (s *Store) pins(server *string) ([]Pin, error) {
 // Server returns what the database holds about a server, or nil.
 func (s *Store) Server(key string) (*ServerInfo, error) {
 	var info *ServerInfo
-	err := s.view(func(tx *bolt.Tx) error {
+	err := s.view(func(tx *kvTx) error {
 		var err error
 		info, err = serverInfo(tx, key)
 		return err
@@ -149,7 +148,7 @@ func (s *Store) Server(key string) (*ServerInfo, error) {
 // Servers returns every server.
 func (s *Store) Servers() ([]ServerInfo, error) {
 	var out []ServerInfo
-	err := s.view(func(tx *bolt.Tx) error {
+	err := s.view(func(tx *kvTx) error {
 		return tx.Bucket(bServers).ForEach(func(_, v []byte) error {
 			var info ServerInfo
 			if err := json.Unmarshal(v, &info); err != nil {
@@ -164,7 +163,7 @@ func (s *Store) Servers() ([]ServerInfo, error) {
 
 // getStrings reads an index entry; a damaged one is an error, never
 // taken as empty.
-func getStrings(b *bolt.Bucket, key string) ([]string, error) {
+func getStrings(b *kvBucket, key string) ([]string, error) {
 	var out []string
 	if v := b.Get([]byte(key)); v != nil {
 		if err := json.Unmarshal(v, &out); err != nil {
@@ -177,7 +176,7 @@ func getStrings(b *bolt.Bucket, key string) ([]string, error) {
 // skeletonOf is the look-alike form the skeletons index is keyed by.
 var skeletonOf = confusable.Skeleton
 
-func putStrings(b *bolt.Bucket, key string, vals []string) error {
+func putStrings(b *kvBucket, key string, vals []string) error {
 	v, err := json.Marshal(vals)
 	if err != nil {
 		return err
@@ -188,7 +187,7 @@ func putStrings(b *bolt.Bucket, key string, vals []string) error {
 // indexPin records a tool's pin in the names and skeletons indexes; the
 // other items are not indexed (shadowing and look-alike names concern
 // tools).
-func indexPin(tx *bolt.Tx, p *Pin) error {
+func indexPin(tx *kvTx, p *Pin) error {
 	if p.Item != ItemTool {
 		return nil
 	}
@@ -197,7 +196,7 @@ func indexPin(tx *bolt.Tx, p *Pin) error {
 
 // indexName records that server pins tool, in the names and skeletons
 // indexes.
-func indexName(tx *bolt.Tx, server, tool string) error {
+func indexName(tx *kvTx, server, tool string) error {
 	nb, sk := tx.Bucket(bNames), tx.Bucket(bSkeletons)
 	servers, err := getStrings(nb, tool)
 	if err != nil {

@@ -14,7 +14,6 @@ import (
 	"sync/atomic"
 
 	"github.com/etdi-dev/etdi"
-	bolt "go.etcd.io/bbolt"
 	"golang.org/x/mod/sumdb/tlog"
 )
 
@@ -108,7 +107,7 @@ func parallel(n, chunk int, fn func(lo, hi int)) {
 // valuesByIndex returns the values of b at keys u64(0) .. u64(n-1) as Get
 // would return them (nil if absent), walking a cursor instead of searching
 // the tree for each key.
-func valuesByIndex(b *bolt.Bucket, n int64) [][]byte {
+func valuesByIndex(b *kvBucket, n int64) [][]byte {
 	out := make([][]byte, n)
 	c := b.Cursor()
 	k, v := c.First()
@@ -198,7 +197,7 @@ type history struct {
 // readStored collects the history's stored values with cursors; the
 // slices stay valid for the transaction and are safe to read from any
 // goroutine, unlike the transaction.
-func readStored(tx *bolt.Tx, check bool) *history {
+func readStored(tx *kvTx, check bool) *history {
 	lb := tx.Bucket(bLog)
 	records, hashes := lb.Bucket(bRecords), lb.Bucket(bHashes)
 	h := &history{n: logSize(tx)}
@@ -212,7 +211,7 @@ func readStored(tx *bolt.Tx, check bool) *history {
 	h.stored = valuesByIndex(hashes, tlog.StoredHashCount(h.n))
 	if check {
 		h.beyond = records.Get(u64(uint64(h.n))) != nil
-		h.nHashes = int64(hashes.Stats().KeyN)
+		h.nHashes = int64(hashes.KeyN())
 	}
 	return h
 }
@@ -340,14 +339,14 @@ func readHistory(hist *history, check bool) (*Tree, *replayed, error) {
 }
 
 // verifyLog recomputes the history inside tx (see VerifyLog).
-func verifyLog(tx *bolt.Tx) (*Tree, error) {
+func verifyLog(tx *kvTx) (*Tree, error) {
 	t, _, err := readHistory(readStored(tx, true), true)
 	return t, err
 }
 
 // replay reads every record and returns the state it implies. It does
 // not check hashes; VerifyLog does.
-func replay(tx *bolt.Tx) (*replayed, error) {
+func replay(tx *kvTx) (*replayed, error) {
 	_, st, err := readHistory(readStored(tx, false), false)
 	return st, err
 }
@@ -446,7 +445,7 @@ const pinBatch = 2048
 
 // kvBatches sends the keys and values of bucket in batches of n; only
 // its goroutine uses the transaction until out is closed.
-func kvBatches(b *bolt.Bucket, n int, out chan<- [][2][]byte) {
+func kvBatches(b *kvBucket, n int, out chan<- [][2][]byte) {
 	defer close(out)
 	var kvs [][2][]byte
 	c := b.Cursor()
@@ -465,7 +464,7 @@ func kvBatches(b *bolt.Bucket, n int, out chan<- [][2][]byte) {
 // checkPins decodes the pins in batches on every CPU, checks each
 // against st on its own, and sends the batches in order. Only its
 // goroutine uses tx until out is closed.
-func checkPins(tx *bolt.Tx, st *replayed, out chan<- []pinRead) {
+func checkPins(tx *kvTx, st *replayed, out chan<- []pinRead) {
 	defer close(out)
 	in := make(chan [][2][]byte)
 	go kvBatches(tx.Bucket(bPins), pinBatch, in)
@@ -493,7 +492,7 @@ func checkPins(tx *bolt.Tx, st *replayed, out chan<- []pinRead) {
 
 // auditIn reads the history and the pins in one pass and returns the
 // tree (with check) and the disagreements.
-func auditIn(tx *bolt.Tx, check bool) (*Tree, []Disagreement, error) {
+func auditIn(tx *kvTx, check bool) (*Tree, []Disagreement, error) {
 	t, st, err := readHistory(readStored(tx, check), check)
 	if err != nil {
 		return nil, nil, err
@@ -507,7 +506,7 @@ func auditIn(tx *bolt.Tx, check bool) (*Tree, []Disagreement, error) {
 // entry of the name indexes that the pins do not explain.
 func (s *Store) VerifyPins() ([]Disagreement, error) {
 	var out []Disagreement
-	err := s.view(func(tx *bolt.Tx) error {
+	err := s.view(func(tx *kvTx) error {
 		var err error
 		_, out, err = auditIn(tx, false)
 		return err
@@ -522,7 +521,7 @@ func (s *Store) VerifyPins() ([]Disagreement, error) {
 func (s *Store) Audit() (*Tree, []Disagreement, error) {
 	var t *Tree
 	var out []Disagreement
-	err := s.view(func(tx *bolt.Tx) error {
+	err := s.view(func(tx *kvTx) error {
 		var err error
 		t, out, err = auditIn(tx, true)
 		return err
@@ -535,7 +534,7 @@ func (s *Store) Audit() (*Tree, []Disagreement, error) {
 
 // verifyPins gathers the disagreements of the pins, revocations and name
 // indexes with the replayed history.
-func verifyPins(tx *bolt.Tx, st *replayed) []Disagreement {
+func verifyPins(tx *kvTx, st *replayed) []Disagreement {
 	var out []Disagreement
 	add := func(what, ref string, rec int64, msg string) {
 		out = append(out, Disagreement{what, ref, rec, msg})

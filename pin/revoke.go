@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/etdi-dev/etdi"
-	bolt "go.etcd.io/bbolt"
 )
 
 // SignerKeyID returns the provider key id in a signer, or "": the ID of
@@ -25,7 +24,7 @@ func SignerKeyID(s Signer) string {
 
 // revokedBy returns the revocation that applies to tool t on server, or
 // nil. A damaged or unjustified revocation is an error, never absent.
-func revokedBy(tx *bolt.Tx, server string, t *Observed) (*Revocation, error) {
+func revokedBy(tx *kvTx, server string, t *Observed) (*Revocation, error) {
 	rb := tx.Bucket(bRevoked)
 	keys := []string{server + "/" + t.Name}
 	if t.Version != "" {
@@ -58,7 +57,7 @@ func (s *Store) Revoke(r Revocation) error {
 	if r.At.IsZero() {
 		r.At = time.Now().UTC()
 	}
-	return s.update(func(tx *bolt.Tx) error {
+	return s.update(func(tx *kvTx) error {
 		if r.KeyID == "" {
 			// Revoking is always safe: an unjustified pin can be revoked.
 			if tx.Bucket(bPins).Get(pinKey(r.Server, r.Tool)) == nil {
@@ -84,7 +83,7 @@ func (s *Store) Revoke(r Revocation) error {
 // Revocations returns every revocation.
 func (s *Store) Revocations() ([]Revocation, error) {
 	var out []Revocation
-	err := s.view(func(tx *bolt.Tx) error {
+	err := s.view(func(tx *kvTx) error {
 		return tx.Bucket(bRevoked).ForEach(func(_, v []byte) error {
 			var r Revocation
 			if err := json.Unmarshal(v, &r); err != nil {

@@ -79,18 +79,66 @@ type Options struct {
 	// ReadOnly opens with a shared lock and never writes. A database that
 	// needs a migration cannot be opened read-only.
 	ReadOnly bool
+	// Etcd configures a store at an etcd:// location.
+	Etcd EtcdOptions
 	// noMigration skips the schema check (CheckFileAt only).
 	noMigration bool
 }
 
-// Store is an open pin database.
+// Store is an open pin database: a bbolt file, or a prefix of an etcd
+// cluster that many machines share (etcd.go). Both keep the same buckets
+// and run the same code; they differ in where a transaction commits.
 type Store struct {
-	db   *bolt.DB
+	be backend
+	// db is the bbolt file: the database, or an etcd store's snapshot.
+	db *bolt.DB
+	// path names the database in messages: the file, or the etcd://
+	// location.
 	path string
+	// remote is the etcd store, nil for a file.
+	remote *etcdBackend
 }
 
+// backend is where a Store's transactions run and commit.
+type backend interface {
+	// view runs fn in a read transaction.
+	view(fn func(tx *kvTx) error) error
+	// update runs fn in a write transaction and commits it, returning an
+	// id that grows with each commit (bbolt's transaction id, etcd's
+	// revision).
+	update(fn func(tx *kvTx) error) (uint64, error)
+	close() error
+}
+
+// fileBackend is a bbolt file.
+type fileBackend struct{ db *bolt.DB }
+
+func (f fileBackend) view(fn func(tx *kvTx) error) error {
+	return f.db.View(func(btx *bolt.Tx) error { return fn(&kvTx{btx: btx}) })
+}
+
+func (f fileBackend) update(fn func(tx *kvTx) error) (uint64, error) {
+	var id uint64
+	err := f.db.Update(func(btx *bolt.Tx) error {
+		id = uint64(btx.ID())
+		return fn(&kvTx{btx: btx})
+	})
+	return id, err
+}
+
+func (f fileBackend) close() error { return f.db.Close() }
+
 // Open opens or creates the database at path (and its directory, 0700).
+// A path of the form etcd://HOST:PORT[,HOST:PORT...]/PREFIX opens a shared
+// store in etcd instead (OpenEtcd).
 func Open(path string, opts Options) (s *Store, err error) {
+	if IsEtcd(path) {
+		return OpenEtcd(path, opts)
+	}
+	return openFile(path, opts)
+}
+
+func openFile(path string, opts Options) (s *Store, err error) {
 	timeout := opts.LockTimeout
 	if timeout == 0 {
 		timeout = DefaultLockTimeout
@@ -126,7 +174,7 @@ func Open(path string, opts Options) (s *Store, err error) {
 		// AllocSize past what it needs: keep that small.
 		db.AllocSize = allocSize
 	}
-	s = &Store{db: db, path: path}
+	s = &Store{be: fileBackend{db}, db: db, path: path}
 	if !opts.ReadOnly {
 		if fi, err := os.Stat(path); err == nil && fi.Mode().Perm()&0o077 != 0 {
 			if err := os.Chmod(path, 0o600); err != nil {
@@ -214,17 +262,24 @@ func checkFile(path string) error {
 func (s *Store) Path() string { return s.path }
 
 // Close releases the database and its lock.
-func (s *Store) Close() error { return s.db.Close() }
+func (s *Store) Close() error { return s.be.close() }
 
 // update runs fn in one write transaction, turning a panic from a damaged
 // file into a *CorruptError.
-func (s *Store) update(fn func(tx *bolt.Tx) error) (err error) {
+func (s *Store) update(fn func(tx *kvTx) error) error {
+	_, err := s.updateID(fn)
+	return err
+}
+
+// updateID is update, returning the commit's id (backend.update).
+func (s *Store) updateID(fn func(tx *kvTx) error) (id uint64, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = &CorruptError{s.path, fmt.Errorf("%v", r)}
 		}
 	}()
-	return s.withPath(s.db.Update(fn))
+	id, err = s.be.update(fn)
+	return id, s.withPath(err)
 }
 
 // withPath names the file in a *CorruptError made inside a transaction.
@@ -237,13 +292,13 @@ func (s *Store) withPath(err error) error {
 }
 
 // view runs fn in one read transaction, like update.
-func (s *Store) view(fn func(tx *bolt.Tx) error) (err error) {
+func (s *Store) view(fn func(tx *kvTx) error) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = &CorruptError{s.path, fmt.Errorf("%v", r)}
 		}
 	}()
-	return s.withPath(s.db.View(fn))
+	return s.withPath(s.be.view(fn))
 }
 
 // CheckFile reads every bucket and key and every page header, then runs
@@ -253,8 +308,13 @@ func (s *Store) view(fn func(tx *bolt.Tx) error) (err error) {
 // where it becomes a *CorruptError: the free list is loaded by Open
 // (PreLoadFreelist; a zeroed free-list page panicked inside the check),
 // and the walk reads every reachable page.
-func (s *Store) CheckFile() error {
-	return s.view(func(tx *bolt.Tx) error {
+func (s *Store) CheckFile() (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = &CorruptError{s.path, fmt.Errorf("%v", r)}
+		}
+	}()
+	return s.db.View(func(tx *bolt.Tx) error {
 		if err := walk(tx); err != nil {
 			return &CorruptError{s.path, err}
 		}
@@ -315,7 +375,7 @@ func walk(tx *bolt.Tx) error {
 type migration struct {
 	to   uint64
 	name string
-	fn   func(tx *bolt.Tx) error
+	fn   func(tx *kvTx) error
 }
 
 // migrations are applied in order; each runs in the transaction that also
@@ -328,7 +388,7 @@ var migrations = []migration{
 	{5, "pins of prompts, resources and resource templates; call records", migrate5},
 }
 
-func migrate1(tx *bolt.Tx) error {
+func migrate1(tx *kvTx) error {
 	for _, b := range [][]byte{bMeta, bServers, bPins, bRevoked} {
 		if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 			return err
@@ -361,7 +421,7 @@ func migrate1(tx *bolt.Tx) error {
 
 // migrate2 builds the names and skeletons indexes from the pins that
 // schema 1 databases hold.
-func migrate2(tx *bolt.Tx) error {
+func migrate2(tx *kvTx) error {
 	for _, b := range [][]byte{bNames, bSkeletons} {
 		if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 			return err
@@ -372,7 +432,7 @@ func migrate2(tx *bolt.Tx) error {
 
 func (s *Store) migrate(readOnly bool) error {
 	var have uint64
-	if err := s.view(func(tx *bolt.Tx) error {
+	if err := s.view(func(tx *kvTx) error {
 		if m := tx.Bucket(bMeta); m != nil {
 			if v := m.Get(kSchema); v != nil {
 				if len(v) != 8 {
@@ -398,7 +458,7 @@ func (s *Store) migrate(readOnly bool) error {
 		if m.to <= have {
 			continue
 		}
-		if err := s.update(func(tx *bolt.Tx) error {
+		if err := s.update(func(tx *kvTx) error {
 			if err := m.fn(tx); err != nil {
 				return err
 			}
@@ -413,7 +473,7 @@ func (s *Store) migrate(readOnly bool) error {
 // Schema returns the database's schema version.
 func (s *Store) Schema() (uint64, error) {
 	var v uint64
-	err := s.view(func(tx *bolt.Tx) error {
+	err := s.view(func(tx *kvTx) error {
 		v = binary.BigEndian.Uint64(tx.Bucket(bMeta).Get(kSchema))
 		return nil
 	})
@@ -423,7 +483,7 @@ func (s *Store) Schema() (uint64, error) {
 // ID returns the database's random identity (hex).
 func (s *Store) ID() (string, error) {
 	var id string
-	err := s.view(func(tx *bolt.Tx) error {
+	err := s.view(func(tx *kvTx) error {
 		id = string(tx.Bucket(bMeta).Get(kID))
 		return nil
 	})

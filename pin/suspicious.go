@@ -6,7 +6,6 @@ import (
 	"github.com/etdi-dev/etdi"
 	"github.com/etdi-dev/etdi/internal/suspect"
 	"github.com/etdi-dev/etdi/verify"
-	bolt "go.etcd.io/bbolt"
 )
 
 // suspicion scans the tools of one comparison for suspicious text
@@ -14,13 +13,13 @@ import (
 // except names this server offers itself; each candidate word is looked
 // up in the names index, so the cost does not grow with the database.
 type suspicion struct {
-	tx     *bolt.Tx
+	tx     *kvTx
 	o      *Observation
 	own    map[string]bool
 	others map[string]bool
 }
 
-func newSuspicion(tx *bolt.Tx, o *Observation) *suspicion { return &suspicion{tx: tx, o: o} }
+func newSuspicion(tx *kvTx, o *Observation) *suspicion { return &suspicion{tx: tx, o: o} }
 
 func (s *suspicion) isOther(word string) bool {
 	if s.others == nil {
