@@ -21,6 +21,9 @@ import (
 // fn on it, outside etdi.
 func edit(t *testing.T, s *Store, fn func(tx *bolt.Tx)) *Store {
 	t.Helper()
+	if s.remote != nil {
+		return editEtcd(t, s, fn)
+	}
 	path := s.Path()
 	s.Close()
 	db, err := bolt.Open(path, 0o600, nil)

@@ -11,6 +11,7 @@ import (
 // closing its channel, which let the check pass when the process ended
 // first.
 func TestCheckFileZeroedMetaPage(t *testing.T) {
+	fileOnly(t)
 	s := openTemp(t)
 	mustApprove(t, s, obs("acme:weather", 1, tool(t, "get_weather", "1.0.0", weatherDef, keyA, "net:fetch")))
 	path := s.Path()

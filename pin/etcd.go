@@ -240,6 +240,9 @@ func etcdClient(l EtcdLocation, o EtcdOptions) (*clientv3.Client, error) {
 		Username:             o.Username,
 		Password:             o.Password,
 		Logger:               zap.NewNop(),
+		// An approval is one request: up to MaxApprovalBytes of
+		// definitions, in pins and in records.
+		MaxCallSendMsgSize: 4*MaxApprovalBytes + 1<<20,
 		RejectOldCluster:     true,
 	}
 	if o.CertFile != "" || o.KeyFile != "" || o.CAFile != "" {

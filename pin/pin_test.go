@@ -18,12 +18,7 @@ import (
 
 func openTemp(t *testing.T) *Store {
 	t.Helper()
-	s, err := Open(filepath.Join(t.TempDir(), "pins.db"), Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	return s
+	return openTestStore(t, Options{})
 }
 
 var keyA = Signer{Kind: "key", ID: "sha256:aaaa"}

@@ -1,0 +1,177 @@
+package pin
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+	"go.etcd.io/etcd/server/v3/embed"
+)
+
+// testEtcd is the etcd endpoint the suite runs against ($ETDI_TEST_ETCD),
+// empty to run it against bbolt files.
+var testEtcd = os.Getenv("ETDI_TEST_ETCD")
+
+var prefixes atomic.Int64
+
+// openTestStore opens an empty store: a file, or a new prefix of the
+// test etcd with a snapshot of its own.
+func openTestStore(t testing.TB, opts Options) *Store {
+	t.Helper()
+	loc := filepath.Join(t.TempDir(), "pins.db")
+	if testEtcd != "" {
+		loc = fmt.Sprintf("etcd://%s/t%d/%d", testEtcd, os.Getpid(), prefixes.Add(1))
+		opts.Etcd.SnapshotDir = t.TempDir()
+	}
+	s, err := Open(loc, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// fileOnly skips a test of the bbolt file itself when the suite runs
+// against etcd.
+func fileOnly(t testing.TB) {
+	if testEtcd != "" {
+		t.Skip("a test of the bbolt file")
+	}
+}
+
+func startEtcd(t testing.TB) string {
+	t.Helper()
+	cfg := embed.NewConfig()
+	cfg.Dir = t.TempDir()
+	cfg.LogLevel = "error"
+	u, _ := url.Parse("http://127.0.0.1:0")
+	cfg.ListenClientUrls, cfg.AdvertiseClientUrls = []url.URL{*u}, []url.URL{*u}
+	pu, _ := url.Parse("http://127.0.0.1:0")
+	cfg.ListenPeerUrls = []url.URL{*pu}
+	cfg.MaxTxnOps = 100000
+	cfg.MaxRequestBytes = 64 << 20
+	e, err := embed.StartEtcd(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(e.Close)
+	select {
+	case <-e.Server.ReadyNotify():
+	case <-time.After(20 * time.Second):
+		t.Fatal("etcd not ready")
+	}
+	return strings.TrimPrefix(e.Clients[0].Addr().String(), "http://")
+}
+
+// TestSuiteOnEtcd runs this package's tests again with their stores in
+// an etcd (one member, embedded), as a child process of the test binary.
+func TestSuiteOnEtcd(t *testing.T) {
+	if testEtcd != "" {
+		t.Skip("already on etcd")
+	}
+	if testing.Short() {
+		t.Skip("-short")
+	}
+	ep := startEtcd(t)
+	args := []string{"-test.run", "^Test", "-test.skip", "^TestSuiteOnEtcd$"}
+	if testing.Verbose() {
+		args = append(args, "-test.v")
+	}
+	cmd := exec.Command(os.Args[0], args...)
+	cmd.Env = append(os.Environ(), "ETDI_TEST_ETCD="+ep)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("the suite on etcd failed: %v\n%s", err, out)
+	}
+	t.Logf("%s", lastLines(out, 3))
+}
+
+func lastLines(b []byte, n int) string {
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
+}
+
+// editEtcd is edit for a store in etcd: fn runs on a copy of the
+// snapshot, and what it changed is written to etcd directly, as someone
+// with write access to etcd would, outside any etdi transaction. The
+// store is then opened by a machine without a snapshot, which reads the
+// prefix as it now is.
+func editEtcd(t *testing.T, s *Store, fn func(tx *bolt.Tx)) *Store {
+	t.Helper()
+	e := s.remote
+	loc, snap, opts := s.path, s.db.Path(), Options{Etcd: e.opts}
+	s.Close()
+	db, err := bolt.Open(snap, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := dumpBuckets(t, db)
+	if err := db.Update(func(tx *bolt.Tx) error { fn(tx); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	after := dumpBuckets(t, db)
+	db.Close()
+	ctx := context.Background()
+	for k, v := range after {
+		if !bytes.Equal(before[k], v) {
+			if _, err := e.cli.Put(ctx, e.root+k, string(v)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for k := range before {
+		if _, ok := after[k]; !ok {
+			if _, err := e.cli.Delete(ctx, e.root+k); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	opts.Etcd.SnapshotDir = t.TempDir()
+	s, err = Open(loc, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// dumpBuckets returns every key of the schema's buckets of a snapshot as
+// "<bucket path>/<key>".
+func dumpBuckets(t *testing.T, db *bolt.DB) map[string][]byte {
+	out := map[string][]byte{}
+	err := db.View(func(tx *bolt.Tx) error {
+		for _, p := range etcdBuckets {
+			var b *bolt.Bucket
+			for i, name := range strings.Split(p, "/") {
+				if i == 0 {
+					b = tx.Bucket([]byte(name))
+				} else {
+					b = b.Bucket([]byte(name))
+				}
+			}
+			if b == nil {
+				continue
+			}
+			b.ForEach(func(k, v []byte) error {
+				if v != nil {
+					out[p+"/"+string(k)] = bytes.Clone(v)
+				}
+				return nil
+			})
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
