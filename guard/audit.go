@@ -111,7 +111,7 @@ func startAudit(opts GateOptions) (*callAudit, error) {
 	if _, err := rand.Read(rnd[:]); err != nil {
 		return nil, err
 	}
-	a := &callAudit{opts: opts.Options, dir: spoolDir(opts.Pins), id: time.Now().UTC().Format("20060102T150405") + "-" + hex.EncodeToString(rnd[:]),
+	a := &callAudit{opts: opts.Options, dir: spoolDir(localPins(opts.Options)), id: time.Now().UTC().Format("20060102T150405") + "-" + hex.EncodeToString(rnd[:]),
 		every: opts.FlushEvery, kick: make(chan struct{}, 1), quit: make(chan struct{}), done: make(chan struct{})}
 	if err := os.MkdirAll(a.dir, 0o700); err != nil {
 		return nil, err

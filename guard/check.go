@@ -17,12 +17,15 @@ import (
 type Options struct {
 	// Policy is the trust policy (required).
 	Policy *trust.Policy
-	// Pins is the pin database file; Check opens it only while it reads
-	// or writes, never for longer.
+	// Pins is the pin database file, or an etcd:// location of a store
+	// shared through etcd; Check opens it only while it reads or writes,
+	// never for longer.
 	Pins string
 	// LockTimeout bounds the wait for another process holding the pin
 	// database (default pin.DefaultLockTimeout).
 	LockTimeout time.Duration
+	// Etcd configures a store at an etcd:// location.
+	Etcd pin.EtcdOptions
 	// Bundle is the provider's bundle given out of band, named
 	// BundleSource in reports; nil means the one the listing carries
 	// in-band, if any.

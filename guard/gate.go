@@ -137,7 +137,7 @@ type Gate struct {
 	relistMu sync.Mutex
 	relists  map[string]*relistJob
 	// gen reads the pin database's generation (the jobs goroutine only).
-	gen *pin.GenerationReader
+	gen pin.Stamper
 
 	// session is what the policies know of the calls so far.
 	session policy.Session
@@ -227,7 +227,7 @@ func NewGate(opts GateOptions) (*Gate, error) {
 		return nil, err
 	}
 	g := &Gate{opts: opts, own: newOwnRequests("etdi-" + hex.EncodeToString(rnd[:8]) + "-"), pending: map[string]*hostRequest{},
-		gone: make(chan struct{}), gen: &pin.GenerationReader{Path: opts.Pins},
+		gone: make(chan struct{}), gen: pin.NewStamper(opts.Pins, opts.pinOptions(false)),
 		relists: map[string]*relistJob{}, asking: map[string]*askWait{},
 		hostOwn: newOwnRequests("etdi-ask-" + hex.EncodeToString(rnd[8:]) + "-")}
 	g.st.init()

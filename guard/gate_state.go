@@ -378,7 +378,7 @@ func (g *Gate) savePending(l *Listing, withheld bool) {
 	if name == "" {
 		name = pin.UnsignedServerKey(g.opts.Name)
 	}
-	path := filepath.Join(filepath.Dir(g.opts.Pins), "pending", safeFileName(name)+".json")
+	path := filepath.Join(filepath.Dir(localPins(g.opts.Options)), "pending", safeFileName(name)+".json")
 	if abs, err := filepath.Abs(path); err == nil {
 		path = abs // the host's working directory is not the person's
 	}

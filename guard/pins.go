@@ -19,12 +19,15 @@ func withPins(opts Options, readOnly bool, fn func(s *pin.Store) error) error {
 	if opts.Pins == "" {
 		return errors.New("guard: no pin database given")
 	}
-	if readOnly {
+	if readOnly && !pin.IsEtcd(opts.Pins) {
 		if _, err := os.Stat(opts.Pins); errors.Is(err, os.ErrNotExist) {
 			return errNoPins
 		}
 	}
-	s, err := pin.Open(opts.Pins, pin.Options{LockTimeout: opts.LockTimeout, ReadOnly: readOnly})
+	s, err := pin.Open(opts.Pins, opts.pinOptions(readOnly))
+	if readOnly && pin.IsEtcd(opts.Pins) && errors.Is(err, os.ErrNotExist) {
+		return errNoPins
+	}
 	if err != nil {
 		return err
 	}
@@ -33,4 +36,19 @@ func withPins(opts Options, readOnly bool, fn func(s *pin.Store) error) error {
 		err = fmt.Errorf("closing the pin database: %w", cerr)
 	}
 	return err
+}
+
+// pinOptions are the options to open opts.Pins with.
+func (opts Options) pinOptions(readOnly bool) pin.Options {
+	return pin.Options{LockTimeout: opts.LockTimeout, ReadOnly: readOnly, Etcd: opts.Etcd}
+}
+
+// localPins is the file of the pin store on this machine, beside which
+// the gate keeps its files: the database, or an etcd store's snapshot.
+func localPins(opts Options) string {
+	f, err := pin.LocalFile(opts.Pins, opts.pinOptions(false))
+	if err != nil {
+		return opts.Pins
+	}
+	return f
 }

@@ -101,7 +101,7 @@ Exit codes: 0 intact, 10 the history or the checkpoint does not verify
 				if err != nil {
 					return err
 				}
-				_, pub := auditKeyPaths(pf.path, keyPath)
+				_, pub := auditKeyPaths(pf.local(), keyPath)
 				vb, err := os.ReadFile(pub)
 				if err != nil {
 					return &hintError{fmt.Errorf("audit verifier key: %w", err), "give the verifier key kept with the checkpoint with --key"}
@@ -176,7 +176,7 @@ that the history still extends them.`,
 				return err
 			}
 			defer s.Close()
-			key, pub := auditKeyPaths(pf.path, keyPath)
+			key, pub := auditKeyPaths(pf.local(), keyPath)
 			privPEM, err := os.ReadFile(key)
 			created := false
 			if errors.Is(err, os.ErrNotExist) {

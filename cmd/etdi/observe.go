@@ -270,16 +270,49 @@ func redactAll(secrets *redact.Set, ss []string) []string {
 	return out
 }
 
-// pinFlags locate the pin database.
+// pinFlags locate the pin database: a file, or a store in etcd.
 type pinFlags struct {
 	path        string
 	lockTimeout time.Duration
 	by          string
+	etcd        pin.EtcdOptions
+	env         *env
 }
 
 func (f *pinFlags) register(fs *pflag.FlagSet, e *env) {
-	fs.StringVar(&f.path, "pins", e.defaultPins(), "pin database file ($ETDI_PINS)")
+	fs.StringVar(&f.path, "pins", e.defaultPins(), "pin database file, or etcd://HOST:PORT[,HOST:PORT...]/PREFIX for a store shared through etcd ($ETDI_PINS)")
 	fs.DurationVar(&f.lockTimeout, "lock-timeout", pin.DefaultLockTimeout, "how long to wait for another etdi process holding the database")
+	fs.StringVar(&f.etcd.CertFile, "etcd-cert", "", "TLS client certificate for etcd (PEM)")
+	fs.StringVar(&f.etcd.KeyFile, "etcd-key", "", "key of --etcd-cert (PEM)")
+	fs.StringVar(&f.etcd.CAFile, "etcd-ca", "", "CA that signed etcd's server certificates (PEM); turns TLS on")
+	fs.DurationVar(&f.etcd.MaxStale, "max-stale", pin.DefaultMaxStale, "etcd store: how old the local snapshot may be when etcd cannot be reached; older, etdi fails closed")
+	fs.StringVar(&f.etcd.SnapshotDir, "etcd-snapshots", "", "etcd store: directory of the local snapshots (default: etdi/etcd in the user cache directory; $ETDI_ETCD_SNAPSHOTS)")
+	f.env = e
+}
+
+// options are the options to open the store with; etcd's user and
+// password come from $ETDI_ETCD_USER and $ETDI_ETCD_PASSWORD, never from
+// flags, and $ETDI_MACHINE names this machine in shared records.
+func (f *pinFlags) options(readOnly bool) pin.Options {
+	o := pin.Options{LockTimeout: f.lockTimeout, ReadOnly: readOnly, Etcd: f.etcd}
+	if f.env != nil {
+		if o.Etcd.SnapshotDir == "" {
+			o.Etcd.SnapshotDir, _ = f.env.lookupEnv("ETDI_ETCD_SNAPSHOTS")
+		}
+		o.Etcd.Username, _ = f.env.lookupEnv("ETDI_ETCD_USER")
+		o.Etcd.Password, _ = f.env.lookupEnv("ETDI_ETCD_PASSWORD")
+		o.Etcd.Machine, _ = f.env.lookupEnv("ETDI_MACHINE")
+	}
+	return o
+}
+
+// local is the store's file on this machine: the database, or an etcd
+// store's snapshot.
+func (f *pinFlags) local() string {
+	if l, err := pin.LocalFile(f.path, f.options(false)); err == nil {
+		return l
+	}
+	return f.path
 }
 
 func (f *pinFlags) registerBy(fs *pflag.FlagSet) {
@@ -287,14 +320,22 @@ func (f *pinFlags) registerBy(fs *pflag.FlagSet) {
 }
 
 func (f *pinFlags) open(readOnly bool) (*pin.Store, error) {
-	if readOnly {
+	noPins := func(err error) error {
+		return &hintError{err, "approve a server first: etdi pin approve --pins " + f.path + " ..."}
+	}
+	if readOnly && !pin.IsEtcd(f.path) {
 		if _, err := os.Stat(f.path); errors.Is(err, os.ErrNotExist) {
-			return nil, &hintError{fmt.Errorf("no pin database at %s", f.path), "approve a server first: etdi pin approve --pins " + f.path + " ..."}
+			return nil, noPins(fmt.Errorf("no pin database at %s", f.path))
 		}
 	}
-	s, err := pin.Open(f.path, pin.Options{LockTimeout: f.lockTimeout, ReadOnly: readOnly})
-	if errors.Is(err, pin.ErrLocked) {
+	s, err := pin.Open(f.path, f.options(readOnly))
+	switch {
+	case errors.Is(err, pin.ErrLocked):
 		return nil, &hintError{err, "another etdi is using the database; retry, or raise --lock-timeout"}
+	case readOnly && pin.IsEtcd(f.path) && errors.Is(err, os.ErrNotExist):
+		return nil, noPins(err)
+	case err == nil && s.Offline() != nil:
+		say(f.env.stderr, "etdi: warning: %v; using the local snapshot, read-only\n", s.Offline())
 	}
 	return s, err
 }
@@ -303,10 +344,13 @@ func (f *pinFlags) open(readOnly bool) (*pin.Store, error) {
 // database if it exists (no database: nothing approved).
 func (f *pinFlags) launchChecker() func(string) (bool, error) {
 	return func(digest string) (bool, error) {
-		if _, err := os.Stat(f.path); errors.Is(err, os.ErrNotExist) {
+		if _, err := os.Stat(f.path); errors.Is(err, os.ErrNotExist) && !pin.IsEtcd(f.path) {
 			return false, nil
 		}
 		s, err := f.open(true)
+		if pin.IsEtcd(f.path) && errors.Is(err, os.ErrNotExist) {
+			return false, nil
+		}
 		if err != nil {
 			return false, err
 		}
@@ -392,7 +436,7 @@ func (e *env) guardOptions(f *serverFlags, pf *pinFlags, t *target, p *trust.Pol
 		opts.Bundle, opts.BundleSource = data, bundle
 	}
 	if pf != nil {
-		opts.Pins, opts.LockTimeout, opts.By = pf.path, pf.lockTimeout, pf.who()
+		opts.Pins, opts.LockTimeout, opts.By, opts.Etcd = pf.path, pf.lockTimeout, pf.who(), pf.options(false).Etcd
 	}
 	return opts, nil
 }
@@ -481,7 +525,7 @@ func (e *env) observeOne(f *serverFlags, pf *pinFlags, args []string, dash int) 
 // either file of the pair (audit verify needs only the .pub).
 func auditKeyPaths(pins, key string) (string, string) {
 	if key == "" {
-		key = filepath.Join(filepath.Dir(pins), "audit.key")
+		key = filepath.Join(filepath.Dir(pins), "audit.key") // pins: pinFlags.local()
 	}
 	if base, ok := strings.CutSuffix(key, ".pub"); ok {
 		return base + ".key", key

@@ -183,7 +183,7 @@ func (e *env) runGate(cmd *cobra.Command, f *runFlags, pf *pinFlags, args []stri
 	if err != nil {
 		return err // fail closed: no policy, no session
 	}
-	opts.Policy, opts.Name, opts.Pins, opts.LockTimeout, opts.By = p, name, pf.path, pf.lockTimeout, pf.who()
+	opts.Policy, opts.Name, opts.Pins, opts.LockTimeout, opts.By, opts.Etcd = p, name, pf.path, pf.lockTimeout, pf.who(), pf.options(false).Etcd
 	if opts.Policies, err = f.cedar.load(f.policy, p); err != nil {
 		return err // fail closed: policies that do not load start nothing
 	}
