@@ -49,6 +49,7 @@ type transcript struct {
 
 type hostStep struct {
 	Step   int               `json:"step"`
+	At     int64             `json:"at"` // when the step started, ms since 1970
 	Op     string            `json:"op"`
 	Result json.RawMessage   `json:"result"`
 	Pages  []json.RawMessage `json:"pages"`

@@ -347,7 +347,7 @@ async function waitFor(record, method, timeoutMs) {
 const pendingCalls = [];
 
 async function runStep(i, s) {
-  const record = { step: i, op: s.op };
+  const record = { step: i, op: s.op, at: Date.now() };
   transcript.steps.push(record);
   switch (s.op) {
     case "listTools": return listAll(record, "tools/list");

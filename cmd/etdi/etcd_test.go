@@ -1,0 +1,137 @@
+package main
+
+import (
+	"net/url"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/etdi-dev/etdi/pin"
+	"go.etcd.io/etcd/server/v3/embed"
+)
+
+// startTestEtcd starts a one-member etcd on 127.0.0.1 and returns its
+// client endpoint.
+func startTestEtcd(t *testing.T) string {
+	t.Helper()
+	cfg := embed.NewConfig()
+	cfg.Dir = t.TempDir()
+	cfg.LogLevel = "error"
+	u, _ := url.Parse("http://127.0.0.1:0")
+	cfg.ListenClientUrls, cfg.AdvertiseClientUrls, cfg.ListenPeerUrls = []url.URL{*u}, []url.URL{*u}, []url.URL{*u}
+	cfg.MaxTxnOps, cfg.MaxRequestBytes = 100000, 64<<20
+	e, err := embed.StartEtcd(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(e.Close)
+	select {
+	case <-e.Server.ReadyNotify():
+	case <-time.After(20 * time.Second):
+		t.Fatal("etcd did not start")
+	}
+	return strings.TrimPrefix(e.Clients[0].Addr().String(), "http://")
+}
+
+// machine is the environment of etdi on a machine of its own: its name
+// and its own snapshot of the etcd store.
+func (p *pinEnv) machine(name string) []string {
+	return []string{"ETDI_MACHINE=" + name, "ETDI_ETCD_SNAPSHOTS=" + filepath.Join(p.dir, "snapshots-"+name)}
+}
+
+// Two machines pointed at one etcd: an approval on one is seen by the
+// other; a revocation on one blocks the tool at the other's running gate
+// at its next call; the shared history verifies and names who wrote it.
+func TestEtcdTwoMachines(t *testing.T) {
+	p := liveEnv(t)
+	loc := "etcd://" + startTestEtcd(t) + "/team/weather"
+	a, b := p.machine("laptop-a"), p.machine("laptop-b")
+	bundle := []string{"--pins", loc, "--bundle", "w.etdi.json"}
+
+	// Before any approval, b's check finds everything new.
+	if r := p.liveCheck(b, append(bundle, fixture("etcd0")...)...); r.code != exitApproval {
+		t.Fatalf("check before approval: %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if r := p.liveCheck(a, append(append([]string{"--yes"}, bundle...), fixture("etcd1")...)...); r.code != 0 {
+		t.Fatalf("approve on a: %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if r := p.liveCheck(b, append(bundle, fixture("etcd2")...)...); r.code != 0 {
+		t.Fatalf("check on b after a approved: %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+
+	// b's gate; a revokes get_weather while the host calls it every
+	// 100 ms.
+	var steps []string
+	steps = append(steps, `{"op":"listTools"}`, `{"op":"call","name":"get_weather","arguments":{"city":"Berlin"}}`)
+	for range 60 {
+		steps = append(steps, `{"op":"sleep","ms":100}`, `{"op":"call","name":"get_weather","arguments":{"city":"Berlin"}}`)
+	}
+	done := make(chan *transcript, 1)
+	go func() {
+		done <- p.host(b, "["+strings.Join(steps, ",")+"]", nil, p.gated([]string{"--pins", loc, "--bundle", "w.etdi.json"}, fixtureCmd("etcd-gate")...)...)
+	}()
+	deadline := time.Now().Add(30 * time.Second)
+	for !pgrepMarker("etcd-gate") {
+		if time.Now().After(deadline) {
+			t.Fatal("the gated server did not start")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	time.Sleep(2 * time.Second)
+	revokeStart := time.Now()
+	if r := runEtdi(t, p.dir, append(a, pwEnv...), "pin", "revoke", "--pins", loc, "acme:weather/get_weather"); r.code != 0 {
+		t.Fatalf("revoke on a: %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	revoked := time.Now()
+	tr := <-done
+
+	var before, after, firstBlocked int
+	var firstBlockedAt int64
+	for _, s := range tr.Steps {
+		if s.Op != "call" {
+			continue
+		}
+		at := time.UnixMilli(s.At)
+		kind := s.blocked(t)
+		switch {
+		case at.Before(revokeStart) && kind == "":
+			before++
+		case at.Before(revokeStart):
+			t.Fatalf("a call before the revocation was blocked (%s):\n%s", kind, tr.raw)
+		case kind == "revoked":
+			if firstBlocked == 0 {
+				firstBlocked, firstBlockedAt = s.Step, s.At
+			}
+			after++
+		case at.After(revoked.Add(2 * time.Second)):
+			t.Fatalf("a call %s after the revocation went through:\n%s", at.Sub(revoked), tr.raw)
+		}
+	}
+	if before == 0 || after == 0 {
+		t.Fatalf("%d calls before the revocation, %d blocked after:\n%s", before, after, tr.raw)
+	}
+	t.Logf("revocation on a (committed %s after it started) blocked the call at step %d on b's gate %s after the commit",
+		revoked.Sub(revokeStart).Round(time.Millisecond), firstBlocked, time.UnixMilli(firstBlockedAt).Sub(revoked).Round(time.Millisecond))
+
+	// The shared history verifies from either machine and names who
+	// wrote each record.
+	if r := runEtdi(t, p.dir, append(b, pwEnv...), "audit", "verify", "--pins", loc); r.code != 0 {
+		t.Fatalf("audit verify on b: %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	s, err := pin.Open(loc, pin.Options{ReadOnly: true, Etcd: pin.EtcdOptions{SnapshotDir: t.TempDir()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	who := map[string]int{}
+	if err := s.Records(func(_ []byte, r *pin.Record) error {
+		who[r.Type+"@"+r.Machine]++
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if who["approve@laptop-a"] == 0 || who["revoke@laptop-a"] != 1 || who["finding@laptop-b"] == 0 {
+		t.Fatalf("records by machine: %v", who)
+	}
+}
