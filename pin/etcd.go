@@ -243,7 +243,7 @@ func etcdClient(l EtcdLocation, o EtcdOptions) (*clientv3.Client, error) {
 		// An approval is one request: up to MaxApprovalBytes of
 		// definitions, in pins and in records.
 		MaxCallSendMsgSize: 4*MaxApprovalBytes + 1<<20,
-		RejectOldCluster:     true,
+		RejectOldCluster:   true,
 	}
 	if o.CertFile != "" || o.KeyFile != "" || o.CAFile != "" {
 		if (o.CertFile == "") != (o.KeyFile == "") {
