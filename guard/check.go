@@ -349,11 +349,20 @@ func (r *Report) compare(ctx context.Context) error {
 		return err
 	})
 	if errors.Is(err, errNoPins) || (err == nil && len(todo) > 0 && !r.opts.NoRecord) {
+		var recorded *pin.Comparison
 		err = withPins(r.opts, false, func(s *pin.Store) error {
 			var err error
-			c, err = s.Record(r.Observation, r.opts.By, r.Findings...)
+			recorded, err = s.Record(r.Observation, r.opts.By, r.Findings...)
 			return err
 		})
+		switch {
+		case err == nil:
+			c = recorded
+		case errors.Is(err, pin.ErrOffline) && c != nil:
+			// An etcd store on its snapshot: the findings are reported,
+			// and recorded by the next check that reaches etcd.
+			err = nil
+		}
 	}
 	if err != nil {
 		return err

@@ -243,7 +243,6 @@ func etcdClient(l EtcdLocation, o EtcdOptions) (*clientv3.Client, error) {
 		// An approval is one request: up to MaxApprovalBytes of
 		// definitions, in pins and in records.
 		MaxCallSendMsgSize: 4*MaxApprovalBytes + 1<<20,
-		RejectOldCluster:   true,
 	}
 	if o.CertFile != "" || o.KeyFile != "" || o.CAFile != "" {
 		if (o.CertFile == "") != (o.KeyFile == "") {
@@ -268,6 +267,9 @@ func etcdClient(l EtcdLocation, o EtcdOptions) (*clientv3.Client, error) {
 	}
 	c, err := clientv3.New(cfg)
 	if err != nil {
+		if pe := (&etcdBackend{loc: l.String()}).permission(err); pe != nil {
+			return nil, pe
+		}
 		return nil, fmt.Errorf("etcd: %w", err)
 	}
 	clients[key] = c
@@ -381,6 +383,18 @@ func (s *Store) Revision() (int64, time.Time) {
 	return s.remote.rev(), s.remote.synced()
 }
 
+// Refresh brings an etcd store's snapshot up to date with etcd: a Store
+// reads etcd as it was at Open, at its own last write and at its last
+// Refresh. It does nothing for a file.
+func (s *Store) Refresh() error {
+	if s.remote == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 4*s.remote.opts.Timeout)
+	defer cancel()
+	return s.remote.sync(ctx)
+}
+
 // prepare creates the snapshot's buckets.
 func (e *etcdBackend) prepare() error {
 	return e.db.Update(func(btx *bolt.Tx) error {
@@ -485,14 +499,32 @@ func (e *etcdBackend) update(fn func(tx *kvTx) error) (uint64, error) {
 		if err != nil {
 			return 0, e.writeError(err)
 		}
+		if resp.Succeeded {
+			// Nothing of etdi's was committed between the snapshot's
+			// state and this transaction: the snapshot with its writes
+			// is etcd's state at the transaction's revision.
+			rev := resp.Header.Revision
+			err := e.db.Update(func(btx *bolt.Tx) error {
+				for _, op := range ws.ops {
+					if err := e.apply(btx, []byte(e.root+string(op.key)), op.val); err != nil {
+						return err
+					}
+				}
+				if err := e.apply(btx, []byte(e.root+etcdHead), size); err != nil {
+					return err
+				}
+				return putMeta(btx, rev, rev, time.Now())
+			})
+			if err != nil {
+				// Committed all the same; a snapshot that could not
+				// follow is read again.
+				e.db.Update(clearSnapshot)
+			}
+			return uint64(rev), nil
+		}
 		sctx, cancel := context.WithTimeout(context.Background(), 4*e.opts.Timeout)
 		serr := e.sync(sctx)
 		cancel()
-		if resp.Succeeded {
-			// Committed; a snapshot that could not follow is brought up
-			// to date at the next Open.
-			return uint64(resp.Header.Revision), nil
-		}
 		if serr != nil {
 			return 0, fmt.Errorf("pin store %s: %w", e.loc, serr)
 		}

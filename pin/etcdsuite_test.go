@@ -82,7 +82,7 @@ func TestSuiteOnEtcd(t *testing.T) {
 		t.Skip("-short")
 	}
 	ep := startEtcd(t)
-	args := []string{"-test.run", "^Test", "-test.skip", "^TestSuiteOnEtcd$"}
+	args := []string{"-test.run", "^Test", "-test.skip", "^TestSuiteOnEtcd$|^TestEtcd|^TestParseEtcd$"}
 	if testing.Verbose() {
 		args = append(args, "-test.v")
 	}

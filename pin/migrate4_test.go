@@ -13,6 +13,7 @@ import (
 // skeleton, so a look-alike with a space is caught and audit verify finds
 // the index in agreement with the pins.
 func TestMigrate4Skeletons(t *testing.T) {
+	fileOnly(t)
 	s := openTemp(t)
 	blank := tool(t, "get\u2800weather", "", `{"name":"get\u2800weather"}`, Unsigned)
 	mustApprove(t, s, obs(UnsignedServerKey("a"), 0, blank))

@@ -618,6 +618,7 @@ func TestDuplicateNamesUnsigned(t *testing.T) {
 
 // Generation is the last transaction's id, and changes with every write.
 func TestGeneration(t *testing.T) {
+	fileOnly(t)
 	s := openTemp(t)
 	g1, err := Generation(s.Path())
 	if err != nil {

@@ -63,39 +63,61 @@ func (w *headWatcher) set(head int64, err error) {
 	w.err, w.started = err, true
 }
 
-// run reads the head, then watches it from there; when the watch ends
-// (etcd unreachable, leader lost) it starts again.
+// probeEvery is how often a headWatcher asks etcd for the head besides
+// watching it: a watch does not end when etcd becomes unreachable.
+const probeEvery = 2 * time.Second
+
+// run reads the head, then watches it from there, asking again every
+// probeEvery; when the watch ends or a probe fails it starts again.
 func (w *headWatcher) run(ctx context.Context, cli *clientv3.Client, key string, timeout time.Duration) {
 	defer close(w.done)
-	for ctx.Err() == nil {
+	probe := func() (*clientv3.GetResponse, error) {
 		gctx, cancel := context.WithTimeout(ctx, timeout)
+		defer cancel()
 		resp, err := cli.Get(gctx, key)
-		cancel()
 		if err == nil {
 			var head int64
 			if len(resp.Kvs) > 0 {
 				head = resp.Kvs[0].ModRevision
 			}
 			w.set(head, nil)
-			for wr := range cli.Watch(clientv3.WithRequireLeader(ctx), key, clientv3.WithRev(resp.Header.Revision+1)) {
-				if err = wr.Err(); err != nil {
-					break
+		} else if ctx.Err() == nil {
+			w.set(0, err)
+		}
+		return resp, err
+	}
+	tick := time.NewTicker(probeEvery)
+	defer tick.Stop()
+	for ctx.Err() == nil {
+		resp, err := probe()
+		if err != nil {
+			select {
+			case <-ctx.Done():
+			case <-time.After(200 * time.Millisecond):
+			}
+			continue
+		}
+		wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
+		wch := cli.Watch(wctx, key, clientv3.WithRev(resp.Header.Revision+1))
+	watch:
+		for {
+			select {
+			case wr, ok := <-wch:
+				if !ok || wr.Err() != nil {
+					break watch
 				}
 				for _, ev := range wr.Events {
 					w.set(ev.Kv.ModRevision, nil)
 				}
+			case <-tick.C:
+				if _, err := probe(); err != nil {
+					break watch
+				}
+			case <-ctx.Done():
+				break watch
 			}
 		}
-		if err == nil {
-			err = context.Canceled
-		}
-		if ctx.Err() == nil {
-			w.set(0, err)
-		}
-		select {
-		case <-ctx.Done():
-		case <-time.After(200 * time.Millisecond):
-		}
+		cancel()
 	}
 }
 
