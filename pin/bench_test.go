@@ -116,6 +116,12 @@ func BenchmarkHistoryAppend(b *testing.B) {
 // approval record each), in transactions of 5,000.
 func bigStore(b *testing.B, n int) *Store {
 	s := benchStore(b)
+	fillPins(b, s, n)
+	return s
+}
+
+// fillPins approves n pins of 1,000 servers in s, 5,000 per transaction.
+func fillPins(b testing.TB, s *Store, n int) {
 	tools := observed(b, "tool", 1)
 	now := time.Now().UTC()
 	for start := 0; start < n; start += 5000 {
@@ -140,7 +146,6 @@ func bigStore(b *testing.B, n int) *Store {
 			b.Fatal(err)
 		}
 	}
-	return s
 }
 
 // BenchmarkLookup100kPins measures single pin lookups in a database of

@@ -226,7 +226,9 @@ var (
 )
 
 func etcdClient(l EtcdLocation, o EtcdOptions) (*clientv3.Client, error) {
-	key := strings.Join([]string{strings.Join(l.Endpoints, ","), o.CertFile, o.KeyFile, o.CAFile, o.Username, o.Password}, "\x00")
+	// One connection per configuration and machine name: a process is one
+	// machine, except in tests that play many.
+	key := strings.Join([]string{strings.Join(l.Endpoints, ","), o.CertFile, o.KeyFile, o.CAFile, o.Username, o.Password, o.Machine}, "\x00")
 	clientsMu.Lock()
 	defer clientsMu.Unlock()
 	if c := clients[key]; c != nil {
@@ -325,9 +327,7 @@ func OpenEtcd(loc string, opts Options) (*Store, error) {
 		s.Close()
 		return nil, err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 4*eo.Timeout)
-	defer cancel()
-	if err := e.sync(ctx); err != nil {
+	if err := e.sync(context.Background()); err != nil {
 		var pe *permissionError
 		if errors.As(err, &pe) {
 			s.Close()
@@ -390,9 +390,7 @@ func (s *Store) Refresh() error {
 	if s.remote == nil {
 		return nil
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 4*s.remote.opts.Timeout)
-	defer cancel()
-	return s.remote.sync(ctx)
+	return s.remote.sync(context.Background())
 }
 
 // prepare creates the snapshot's buckets.
@@ -522,9 +520,7 @@ func (e *etcdBackend) update(fn func(tx *kvTx) error) (uint64, error) {
 			}
 			return uint64(rev), nil
 		}
-		sctx, cancel := context.WithTimeout(context.Background(), 4*e.opts.Timeout)
-		serr := e.sync(sctx)
-		cancel()
+		serr := e.sync(context.Background())
 		if serr != nil {
 			return 0, fmt.Errorf("pin store %s: %w", e.loc, serr)
 		}
@@ -603,9 +599,12 @@ func (e *etcdBackend) permission(err error) *permissionError {
 // etcd: nothing to do when meta/logSize and meta/id are as the snapshot
 // has them; the changes since the snapshot's revision otherwise; all of
 // the prefix when the snapshot is empty, of another store, or its
-// revision was compacted.
+// revision was compacted. Each request is bounded by the timeout; the
+// changes since the snapshot by four times it.
 func (e *etcdBackend) sync(ctx context.Context) error {
-	resp, err := e.cli.Txn(ctx).Then(clientv3.OpGet(e.root+etcdHead), clientv3.OpGet(e.root+"meta/"+string(kID))).Commit()
+	rctx, cancel := context.WithTimeout(ctx, e.opts.Timeout)
+	resp, err := e.cli.Txn(rctx).Then(clientv3.OpGet(e.root+etcdHead), clientv3.OpGet(e.root+"meta/"+string(kID))).Commit()
+	cancel()
 	if err != nil {
 		if pe := e.permission(err); pe != nil {
 			return pe
@@ -632,7 +631,9 @@ func (e *etcdBackend) sync(ctx context.Context) error {
 	case e.rev() == 0 || headMod < have || !bytes.Equal(id, myID):
 		return e.fullSync(ctx, resp.Header.Revision)
 	}
-	err = e.catchUp(ctx, headMod)
+	cctx, cancel := context.WithTimeout(ctx, 4*e.opts.Timeout)
+	err = e.catchUp(cctx, headMod)
+	cancel()
 	if errors.Is(err, errCompacted) {
 		return e.fullSync(ctx, resp.Header.Revision)
 	}
@@ -703,7 +704,9 @@ func (e *etcdBackend) fullSync(ctx context.Context, rev int64) error {
 	key := e.root
 	var headMod int64
 	for {
-		resp, err := e.cli.Get(ctx, key, clientv3.WithRange(end), clientv3.WithRev(rev), clientv3.WithLimit(1000))
+		rctx, cancel := context.WithTimeout(ctx, e.opts.Timeout)
+		resp, err := e.cli.Get(rctx, key, clientv3.WithRange(end), clientv3.WithRev(rev), clientv3.WithLimit(1000))
+		cancel()
 		if err != nil {
 			if pe := e.permission(err); pe != nil {
 				return pe

@@ -35,7 +35,7 @@ func openOn(t testing.TB, loc, machine, snap string, opts Options) *Store {
 func unsignedObs(t testing.TB, server string, tools ...string) *Observation {
 	o := &Observation{Server: UnsignedServerKey(server), Name: server}
 	for _, name := range tools {
-		o.Tools = append(o.Tools, tool(t.(*testing.T), name, "", `{"name":"`+name+`","description":"Tool `+name+` of `+server+`."}`, Unsigned))
+		o.Tools = append(o.Tools, tool(t, name, "", `{"name":"`+name+`","description":"Tool `+name+` of `+server+`."}`, Unsigned))
 	}
 	return o
 }

@@ -24,7 +24,7 @@ func openTemp(t *testing.T) *Store {
 var keyA = Signer{Kind: "key", ID: "sha256:aaaa"}
 var keyB = Signer{Kind: "key", ID: "sha256:bbbb"}
 
-func tool(t *testing.T, name, version, def string, signer Signer, scopes ...string) Observed {
+func tool(t testing.TB, name, version, def string, signer Signer, scopes ...string) Observed {
 	t.Helper()
 	v, err := etdi.ParseJSON([]byte(def))
 	if err != nil {
