@@ -1,9 +1,14 @@
 package main
 
 import (
+	"fmt"
 	"net/url"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -134,4 +139,78 @@ func TestEtcdTwoMachines(t *testing.T) {
 	if who["approve@laptop-a"] == 0 || who["revoke@laptop-a"] != 1 || who["finding@laptop-b"] == 0 {
 		t.Fatalf("records by machine: %v", who)
 	}
+}
+
+// Ten processes on ten "machines" approve and check at once against one
+// etcd, and some are killed with SIGKILL mid-transaction: the shared
+// history verifies afterwards, holds every approval whose process
+// reported success, and no pin lacks its record.
+func TestEtcdTenProcessesKilled(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short")
+	}
+	p := newPinEnv(t)
+	p.ok("trust", "unsigned", "--policy", "trust.json", "warn")
+	loc := "etcd://" + startTestEtcd(t) + "/fleet"
+	const machines, rounds = 10, 6
+	var mu sync.Mutex
+	approved, killed := 0, 0
+	var wg sync.WaitGroup
+	for m := range machines {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			env := append(append(os.Environ(), pwEnv...), p.machine(fmt.Sprintf("m%d", m))...)
+			for r := range rounds {
+				name := fmt.Sprintf("srv-%d-%d", m, r)
+				tools := fmt.Sprintf("tools-%d-%d.json", m, r)
+				p.write(tools, fmt.Sprintf(`{"tools":[{"name":"tool_%d_%d","description":"Tool %d of machine %d.","inputSchema":{"type":"object"}}]}`, m, r, r, m))
+				for _, sub := range [][]string{{"check"}, {"pin", "approve", "--by", fmt.Sprintf("m%d", m)}} {
+					cmd := exec.Command(etdiBin, append(sub, "--trust", "trust.json", "--pins", loc, "--name", name, "--tools", tools)...)
+					cmd.Dir, cmd.Env = p.dir, env
+					if err := cmd.Start(); err != nil {
+						t.Error(err)
+						return
+					}
+					kill := sub[0] == "pin" && r%3 == 1
+					if kill {
+						time.Sleep(time.Duration(20+10*m) * time.Millisecond)
+						cmd.Process.Signal(syscall.SIGKILL)
+					}
+					err := cmd.Wait()
+					mu.Lock()
+					switch {
+					case kill && err != nil:
+						killed++
+					case sub[0] == "pin" && err == nil:
+						approved++
+					case sub[0] == "pin":
+						t.Errorf("approve %s: %v", name, err)
+					}
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if r := runEtdi(t, p.dir, p.machine("auditor"), "audit", "verify", "--pins", loc); r.code != 0 {
+		t.Fatalf("audit verify: %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	s, err := pin.Open(loc, pin.Options{ReadOnly: true, Etcd: pin.EtcdOptions{SnapshotDir: t.TempDir()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	records := 0
+	s.Records(func(_ []byte, r *pin.Record) error {
+		if r.Type == pin.RecordApprove {
+			records++
+		}
+		return nil
+	})
+	pins, err := s.List()
+	if err != nil || records < approved || records > approved+killed || len(pins) != records {
+		t.Fatalf("%d approvals reported, %d killed; %d approval records, %d pins (%v)", approved, killed, records, len(pins), err)
+	}
+	t.Logf("%d approvals reported, %d processes killed during approval; %d approval records", approved, killed, records)
 }
