@@ -4,17 +4,15 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
-	"time"
 
+	"github.com/etdi-dev/etdi/internal/etcdtest"
 	bolt "go.etcd.io/bbolt"
-	"go.etcd.io/etcd/server/v3/embed"
 )
 
 // testEtcd is the etcd endpoint the suite runs against ($ETDI_TEST_ETCD),
@@ -48,30 +46,6 @@ func fileOnly(t testing.TB) {
 	}
 }
 
-func startEtcd(t testing.TB) string {
-	t.Helper()
-	cfg := embed.NewConfig()
-	cfg.Dir = t.TempDir()
-	cfg.LogLevel = "error"
-	u, _ := url.Parse("http://127.0.0.1:0")
-	cfg.ListenClientUrls, cfg.AdvertiseClientUrls = []url.URL{*u}, []url.URL{*u}
-	pu, _ := url.Parse("http://127.0.0.1:0")
-	cfg.ListenPeerUrls = []url.URL{*pu}
-	cfg.MaxTxnOps = 100000
-	cfg.MaxRequestBytes = 64 << 20
-	e, err := embed.StartEtcd(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(e.Close)
-	select {
-	case <-e.Server.ReadyNotify():
-	case <-time.After(20 * time.Second):
-		t.Fatal("etcd not ready")
-	}
-	return strings.TrimPrefix(e.Clients[0].Addr().String(), "http://")
-}
-
 // TestSuiteOnEtcd runs this package's tests again with their stores in
 // an etcd (one member, embedded), as a child process of the test binary.
 func TestSuiteOnEtcd(t *testing.T) {
@@ -81,7 +55,7 @@ func TestSuiteOnEtcd(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short")
 	}
-	ep := startEtcd(t)
+	ep := etcdtest.Start(t, etcdtest.Options{}).Endpoint(0)
 	args := []string{"-test.run", "^Test", "-test.skip", "^TestSuiteOnEtcd$|^TestEtcd|^TestParseEtcd$"}
 	if testing.Verbose() {
 		args = append(args, "-test.v")

@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,31 +11,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/etdi-dev/etdi/internal/etcdtest"
 	"github.com/etdi-dev/etdi/pin"
-	"go.etcd.io/etcd/server/v3/embed"
 )
 
 // startTestEtcd starts a one-member etcd on 127.0.0.1 and returns its
 // client endpoint.
 func startTestEtcd(t *testing.T) string {
-	t.Helper()
-	cfg := embed.NewConfig()
-	cfg.Dir = t.TempDir()
-	cfg.LogLevel = "error"
-	u, _ := url.Parse("http://127.0.0.1:0")
-	cfg.ListenClientUrls, cfg.AdvertiseClientUrls, cfg.ListenPeerUrls = []url.URL{*u}, []url.URL{*u}, []url.URL{*u}
-	cfg.MaxTxnOps, cfg.MaxRequestBytes = 100000, 64<<20
-	e, err := embed.StartEtcd(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(e.Close)
-	select {
-	case <-e.Server.ReadyNotify():
-	case <-time.After(20 * time.Second):
-		t.Fatal("etcd did not start")
-	}
-	return strings.TrimPrefix(e.Clients[0].Addr().String(), "http://")
+	return etcdtest.Start(t, etcdtest.Options{}).Endpoint(0)
 }
 
 // machine is the environment of etdi on a machine of its own: its name
