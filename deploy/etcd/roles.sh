@@ -47,10 +47,11 @@ case $prefix in
 esac
 p="$prefix/"
 
-# --- Key layout: CONFIRM WITH SPEC.md "etcd store" ---------------------------
-# The layout is the pin database's buckets under PREFIX (docs/etcd.md has the
-# table). The history keys the client role may write:
-client_write_prefixes="log/"   # log/records/<index>, log/hashes/<index>
+# --- Key layout: SPEC.md §29.2 and §29.5 --------------------------------------
+# The pin database's buckets under PREFIX (docs/etcd.md has the table). What
+# the client role may write: the history, its size, and the marks of the
+# call-record spools of `etdi run --audit-calls`.
+client_write_prefixes="log/ spools/"   # log/records/<index>, log/hashes/<index>, spools/<id>
 client_write_keys="meta/logSize"
 # ------------------------------------------------------------------------------
 
