@@ -697,6 +697,10 @@ func (e *etcdBackend) catchUp(ctx context.Context, target int64) error {
 // emptied snapshot. The snapshot's revision is zero until it is done, so
 // that an interrupted read starts again.
 func (e *etcdBackend) fullSync(ctx context.Context, rev int64) error {
+	// The snapshot is not usable until the last page is in (its
+	// revision is zero): the pages need not reach the disk one by one.
+	e.db.NoSync = true
+	defer func() { e.db.NoSync = false }()
 	if err := e.db.Update(clearSnapshot); err != nil {
 		return err
 	}
@@ -705,7 +709,7 @@ func (e *etcdBackend) fullSync(ctx context.Context, rev int64) error {
 	var headMod int64
 	for {
 		rctx, cancel := context.WithTimeout(ctx, e.opts.Timeout)
-		resp, err := e.cli.Get(rctx, key, clientv3.WithRange(end), clientv3.WithRev(rev), clientv3.WithLimit(1000))
+		resp, err := e.cli.Get(rctx, key, clientv3.WithRange(end), clientv3.WithRev(rev), clientv3.WithLimit(fullSyncPage))
 		cancel()
 		if err != nil {
 			if pe := e.permission(err); pe != nil {
@@ -732,8 +736,15 @@ func (e *etcdBackend) fullSync(ctx context.Context, rev int64) error {
 		}
 		key = string(resp.Kvs[len(resp.Kvs)-1].Key) + "\x00"
 	}
+	if err := e.db.Sync(); err != nil {
+		return err
+	}
+	e.db.NoSync = false
 	return e.db.Update(func(btx *bolt.Tx) error { return putMeta(btx, rev, headMod, time.Now()) })
 }
+
+// fullSyncPage is how many keys one request of a full read returns.
+const fullSyncPage = 5000
 
 // apply writes one key of the prefix into the snapshot (val nil: delete).
 // Keys outside the schema's buckets are ignored.
