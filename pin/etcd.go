@@ -148,6 +148,13 @@ func ParseEtcd(loc string) (EtcdLocation, error) {
 		if seg == "" || seg == "." || seg == ".." {
 			return EtcdLocation{}, fmt.Errorf("%q: prefix %q has an empty, '.' or '..' segment", loc, prefix)
 		}
+		// A store under another's prefix must not look like its
+		// buckets: etcd://.../etdi/pins would be pins of etcd://.../etdi.
+		for _, b := range etcdBuckets {
+			if name, _, _ := strings.Cut(b, "/"); seg == name {
+				return EtcdLocation{}, fmt.Errorf("%q: prefix segment %q is the name of a bucket of the store", loc, seg)
+			}
+		}
 		for _, r := range seg {
 			if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-') {
 				return EtcdLocation{}, fmt.Errorf("%q: prefix %q: only letters, digits, '.', '_', '-' and '/'", loc, prefix)

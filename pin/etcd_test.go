@@ -61,7 +61,7 @@ func TestParseEtcd(t *testing.T) {
 	for _, bad := range []string{
 		"etcd://10.0.0.1:2379", "etcd://10.0.0.1:2379/", "etcd://10.0.0.1/etdi", "etcd://:2379/etdi",
 		"etcd://h:2379/a//b", "etcd://h:2379/a/../b", "etcd://h:2379/a b", "etcd://h:0/a", "etcd://h:99999/a",
-		"etcd://h:2379,/a", "http://h:2379/a", "etcd://h:2379/a/\x00",
+		"etcd://h:2379,/a", "http://h:2379/a", "etcd://h:2379/a/\x00", "etcd://h:2379/etdi/pins", "etcd://h:2379/log/a",
 	} {
 		if _, err := ParseEtcd(bad); err == nil {
 			t.Errorf("%q accepted", bad)
