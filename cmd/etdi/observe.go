@@ -275,6 +275,9 @@ type pinFlags struct {
 	path        string
 	lockTimeout time.Duration
 	by          string
+	// lock, when set, is the team lockfile that path was loaded from
+	// (--lock): nothing is recorded or approved.
+	lock string
 }
 
 func (f *pinFlags) register(fs *pflag.FlagSet, e *env) {
@@ -393,6 +396,7 @@ func (e *env) guardOptions(f *serverFlags, pf *pinFlags, t *target, p *trust.Pol
 	}
 	if pf != nil {
 		opts.Pins, opts.LockTimeout, opts.By = pf.path, pf.lockTimeout, pf.who()
+		opts.NoRecord = pf.lock != ""
 	}
 	return opts, nil
 }
