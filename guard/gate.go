@@ -83,6 +83,12 @@ type GateOptions struct {
 	// PolicyReview is the command that tests a call against the policies,
 	// without the tool (default "etdi policy test").
 	PolicyReview string
+	// ReadOnly says the pin database is a read-only copy (a team
+	// lockfile loaded for the session, SPEC.md §30): the gate records no
+	// finding (NoRecord), saves no listing for review beside it, and its
+	// review command never approves. AuditCalls cannot be combined with
+	// it.
+	ReadOnly bool
 }
 
 // Gate relays one MCP session between a host and a server and lets
@@ -221,6 +227,12 @@ func NewGate(opts GateOptions) (*Gate, error) {
 	}
 	if opts.PolicyReview == "" {
 		opts.PolicyReview = "etdi policy test"
+	}
+	if opts.ReadOnly {
+		if opts.AuditCalls {
+			return nil, errors.New("guard: a gate on read-only pins cannot record calls")
+		}
+		opts.NoRecord = true
 	}
 	var rnd [16]byte
 	if _, err := rand.Read(rnd[:]); err != nil {

@@ -374,6 +374,9 @@ func (g *Gate) relist(items []string, init *mcpclient.Listing) *Report {
 // review command names it. A listing that shows a configured credential
 // is never saved (SPEC.md §21).
 func (g *Gate) savePending(l *Listing, withheld bool) {
+	if g.opts.ReadOnly {
+		return // nothing is written beside read-only pins
+	}
 	name := g.st.server
 	if name == "" {
 		name = pin.UnsignedServerKey(g.opts.Name)
@@ -430,7 +433,7 @@ func safeFileName(s string) string {
 // bad signature, a tool no bundle signs: there is nothing to approve).
 func (g *Gate) review(kind string) string {
 	approve := " --approve"
-	if k := verify.Kind(kind); k.Known() && k.Approval() == verify.NotApprovable && !k.AboutInstructions() {
+	if k := verify.Kind(kind); g.opts.ReadOnly || k.Known() && k.Approval() == verify.NotApprovable && !k.AboutInstructions() {
 		approve = ""
 	}
 	if g.saved != "" {

@@ -11,6 +11,7 @@ import (
 	"github.com/etdi-dev/etdi/internal/atomicfile"
 	"github.com/etdi-dev/etdi/pin"
 	"github.com/spf13/cobra"
+	"golang.org/x/mod/sumdb/note"
 )
 
 func (e *env) auditCmd() *cobra.Command {
@@ -157,6 +158,40 @@ func (e *env) auditPassword(confirm bool) ([]byte, error) {
 	return pw, nil
 }
 
+// auditSigner opens the audit key of the pin database pins (keyPath, or
+// audit.key beside it), creating it and its verifier key (audit.pub) on
+// first use; created says it was created.
+func (e *env) auditSigner(pins, keyPath string) (signer note.Signer, key, pub string, created bool, err error) {
+	key, pub = auditKeyPaths(pins, keyPath)
+	privPEM, err := os.ReadFile(key)
+	if errors.Is(err, os.ErrNotExist) {
+		pw, err := e.auditPassword(true)
+		if err != nil {
+			return nil, key, pub, false, err
+		}
+		var vkey string
+		if privPEM, vkey, err = pin.GenerateAuditKey("etdi-audit", pw); err != nil {
+			return nil, key, pub, false, err
+		}
+		if err := atomicfile.Create(key, privPEM, 0o600); err != nil {
+			return nil, key, pub, false, err
+		}
+		if err := atomicfile.Create(pub, []byte(vkey+"\n"), 0o644); err != nil {
+			os.Remove(key)
+			return nil, key, pub, false, err
+		}
+		created = true
+	} else if err != nil {
+		return nil, key, pub, false, err
+	}
+	pw, err := e.auditPassword(false)
+	if err != nil {
+		return nil, key, pub, created, err
+	}
+	signer, err = pin.OpenAuditKey(privPEM, pw)
+	return signer, key, pub, created, err
+}
+
 func (e *env) auditCheckpointCmd() *cobra.Command {
 	var pf pinFlags
 	var keyPath, out string
@@ -176,34 +211,7 @@ that the history still extends them.`,
 				return err
 			}
 			defer s.Close()
-			key, pub := auditKeyPaths(pf.local(), keyPath)
-			privPEM, err := os.ReadFile(key)
-			created := false
-			if errors.Is(err, os.ErrNotExist) {
-				pw, err := e.auditPassword(true)
-				if err != nil {
-					return err
-				}
-				var vkey string
-				if privPEM, vkey, err = pin.GenerateAuditKey("etdi-audit", pw); err != nil {
-					return err
-				}
-				if err := atomicfile.Create(key, privPEM, 0o600); err != nil {
-					return err
-				}
-				if err := atomicfile.Create(pub, []byte(vkey+"\n"), 0o644); err != nil {
-					os.Remove(key)
-					return err
-				}
-				created = true
-			} else if err != nil {
-				return err
-			}
-			pw, err := e.auditPassword(false)
-			if err != nil {
-				return err
-			}
-			signer, err := pin.OpenAuditKey(privPEM, pw)
+			signer, key, pub, created, err := e.auditSigner(pf.local(), keyPath)
 			if err != nil {
 				return err
 			}

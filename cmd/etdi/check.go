@@ -74,6 +74,7 @@ func (e *env) checkCmd() *cobra.Command {
 	var sf serverFlags
 	var pf pinFlags
 	var cf cedarFlags
+	var lf lockFlags
 	var asJSON, asSARIF, yes, interactive, acceptInstructions, quiet, exitZero bool
 	var sarifRoot string
 	cmd := &cobra.Command{
@@ -130,13 +131,22 @@ run to run. --json carries "schemaVersion": 1 (schemas/check.schema.json).
 --exit-zero exits 0 once the report is printed, whatever it found, for a
 CI step that uploads the SARIF and lets code scanning (or a later step)
 decide; a usage error still exits 2, and an error before any report (no
-trust policy, no configuration) keeps its code.`,
+trust policy, no configuration) keeps its code.
+
+--lock FILE checks against a team lockfile (etdi pin export --lock;
+SPEC.md §30) instead of a pin database, read-only: every check is the
+same, but nothing is written (no finding recorded, no file created), and
+--yes and --approve are refused; --pins cannot be combined with it. With
+--lock-key KEY (the audit verifier key, or a file holding it) the
+lockfile must be signed by that key: an unsigned or tampered lockfile
+exits 10 before anything is checked.`,
 		Example: `  etdi check --trust trust.json --pins pins.db --bundle weather.etdi.json --tools live.json
   etdi check --server -- node server.js --flag
   etdi check --url http://127.0.0.1:3001/mcp --header "Authorization: Bearer $TOKEN"
   etdi check --config ~/.cursor/mcp.json --name weather
   etdi check --config auto --sarif > etdi.sarif
-  etdi check --config .cursor/mcp.json --sarif --exit-zero > etdi.sarif   # in CI, before upload-sarif`,
+  etdi check --config .cursor/mcp.json --sarif --exit-zero > etdi.sarif   # in CI, before upload-sarif
+  etdi check --lock .etdi/etdi.lock.json --lock-key .etdi/audit.pub --config .vscode/mcp.json   # CI: the team's approvals, read-only`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if asJSON && asSARIF {
 				return usagef("--json and --sarif cannot be combined")
@@ -154,9 +164,20 @@ trust policy, no configuration) keeps its code.`,
 			if yes && interactive {
 				return usagef("--yes and --approve cannot be combined")
 			}
+			if lf.path != "" && yes {
+				return readOnlyLock("--yes")
+			}
+			if lf.path != "" && interactive {
+				return readOnlyLock("--approve")
+			}
 			if interactive && !e.stdinIsTerminal() {
 				return usagef("--approve asks questions and needs a terminal; use --yes in scripts")
 			}
+			remove, err := e.useLock(cmd, &lf, &pf)
+			if err != nil {
+				return err
+			}
+			defer remove()
 			e.quiet = quiet
 			raiseMemoryLimit()
 			sf.launchApproved = pf.launchChecker()
@@ -179,7 +200,7 @@ trust policy, no configuration) keeps its code.`,
 			}
 			out.ExitCode = combineExit(out.Servers)
 			out.Summary = summarize(out.Servers)
-			if sf.project {
+			if sf.project && pf.lock == "" {
 				e.approveLaunches(&pf, ts, func(i int) (string, bool) {
 					return out.Servers[i].Server, out.Servers[i].ExitCode == exitOK
 				})
@@ -199,6 +220,10 @@ trust policy, no configuration) keeps its code.`,
 			switch out.ExitCode {
 			case exitOK:
 			case exitApproval:
+				if pf.lock != "" {
+					say(e.stderr, "etdi: approval required (exit 13): the lockfile %s does not approve the tools above; approve them into a pin database and write the lockfile again (etdi pin export --lock)\n", pf.lock)
+					break
+				}
 				say(e.stderr, "etdi: approval required (exit 13): review the tools above, then run etdi pin approve with the same inputs, or check again with --approve%s\n", instructionsHint(out.Servers))
 			default:
 				say(e.stderr, "etdi: check failed (exit %d)\n", out.ExitCode)
@@ -224,6 +249,7 @@ trust policy, no configuration) keeps its code.`,
 	pf.register(cmd.Flags(), e)
 	pf.registerBy(cmd.Flags())
 	cf.register(cmd.Flags())
+	lf.register(cmd.Flags(), lockHelp)
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the report as JSON")
 	cmd.Flags().BoolVar(&asSARIF, "sarif", false, "print the findings as SARIF 2.1.0, for code scanning")
 	cmd.Flags().StringVar(&sarifRoot, "sarif-root", "", "with --sarif: the repository root that result locations are relative to (default: the working directory)")

@@ -277,6 +277,9 @@ type pinFlags struct {
 	by          string
 	etcd        pin.EtcdOptions
 	env         *env
+	// lock, when set, is the team lockfile that path was loaded from
+	// (--lock): nothing is recorded or approved.
+	lock string
 }
 
 func (f *pinFlags) register(fs *pflag.FlagSet, e *env) {
@@ -437,6 +440,7 @@ func (e *env) guardOptions(f *serverFlags, pf *pinFlags, t *target, p *trust.Pol
 	}
 	if pf != nil {
 		opts.Pins, opts.LockTimeout, opts.By, opts.Etcd = pf.path, pf.lockTimeout, pf.who(), pf.options(false).Etcd
+		opts.NoRecord = pf.lock != ""
 	}
 	return opts, nil
 }

@@ -13,9 +13,9 @@ import (
 func (e *env) pinCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "pin",
-		Short: "Approve, list, show, revoke pinned tools and read their history",
+		Short: "Approve, list, show, revoke pinned tools, read their history, export and import a team lockfile",
 	}
-	cmd.AddCommand(e.pinApproveCmd(), e.pinListCmd(), e.pinShowCmd(), e.pinHistoryCmd(), e.pinRevokeCmd())
+	cmd.AddCommand(e.pinApproveCmd(), e.pinListCmd(), e.pinShowCmd(), e.pinHistoryCmd(), e.pinRevokeCmd(), e.pinExportCmd(), e.pinImportCmd())
 	return cmd
 }
 

@@ -31,6 +31,7 @@ type runFlags struct {
 	timeout, askTimeout               time.Duration
 	audit                             bool
 	cedar                             cedarFlags
+	lock                              lockFlags
 }
 
 func (e *env) runCmd() *cobra.Command {
@@ -89,13 +90,21 @@ loopback port: with ETDI_LISTEN_TOKEN set, every request must carry
 configuration). There is one session: it, and etdi run, end when the host
 ends it (HTTP DELETE).
 
+--lock FILE gates against a team lockfile (etdi pin export --lock;
+SPEC.md §30) instead of a pin database, read-only: it is loaded into a
+private temporary database, removed when etdi run ends; no finding is
+recorded, no listing saved for review, and --audit-calls and --pins
+cannot be combined with it. With --lock-key KEY an unsigned or tampered
+lockfile starts nothing (exit 10).
+
 Exit codes: 0 when the host ended the session, 1 when the server ended it
 or etdi could not start (an unreadable trust policy, a server that cannot
-be started), 2 usage.`,
+be started), 2 usage, 10 a lockfile that does not verify.`,
 		Example: `  etdi run --name weather -- node server.js
   etdi run --name remote --url https://mcp.example.com/mcp --header-env Authorization=MCP_TOKEN
   etdi run --audit-calls --name files -- npx -y @modelcontextprotocol/server-filesystem@2026.8.31 ~/notes
-  etdi run --cedar examples/policies/exfiltration.cedar --audit-calls --bundle files.etdi.json -- node files.js`,
+  etdi run --cedar examples/policies/exfiltration.cedar --audit-calls --bundle files.etdi.json -- node files.js
+  etdi run --lock ~/team/etdi.lock.json --lock-key ~/team/audit.pub --name weather -- node server.js`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return e.runGate(cmd, &f, &pf, args)
 		},
@@ -114,6 +123,7 @@ be started), 2 usage.`,
 	fl.DurationVar(&f.askTimeout, "ask-timeout", 2*time.Minute, "how long a call a policy asks about waits for the person's answer before it is refused")
 	pf.register(fl, e)
 	fl.StringVar(&pf.by, "by", "", "who is named in the history records the gate writes (findings, --audit-calls; default: the current user)")
+	f.lock.register(fl, "gate against this team lockfile, read-only, instead of a pin database (etdi pin export --lock writes one)")
 	return cmd
 }
 
@@ -134,6 +144,14 @@ func (e *env) runGate(cmd *cobra.Command, f *runFlags, pf *pinFlags, args []stri
 	case len(args) > 0:
 		return usagef("unexpected arguments %q (a server command goes after --)", args)
 	}
+	if f.lock.path != "" && f.audit {
+		return usagef("--audit-calls records calls in the pin database, and --lock is read-only")
+	}
+	remove, err := e.useLock(cmd, &f.lock, pf)
+	if err != nil {
+		return err
+	}
+	defer remove()
 	var secrets redact.Set
 	srv := guard.Server{Command: argv, Env: os.Environ()}
 	opts := guard.GateOptions{Timeout: f.timeout, AuditCalls: f.audit}
@@ -184,6 +202,7 @@ func (e *env) runGate(cmd *cobra.Command, f *runFlags, pf *pinFlags, args []stri
 		return err // fail closed: no policy, no session
 	}
 	opts.Policy, opts.Name, opts.Pins, opts.LockTimeout, opts.By, opts.Etcd = p, name, pf.path, pf.lockTimeout, pf.who(), pf.options(false).Etcd
+	opts.ReadOnly = pf.lock != ""
 	if opts.Policies, err = f.cedar.load(f.policy, p); err != nil {
 		return err // fail closed: policies that do not load start nothing
 	}
@@ -287,7 +306,7 @@ func (e *env) hostConn(f *runFlags, log func(string)) (guard.Conn, error) {
 // blocks (its flags), and how it reaches the server, without secrets.
 func reviewCommand(cmd *cobra.Command, name string, argv []string, url string, secrets *redact.Set) (string, string) {
 	parts := []string{"etdi check"}
-	for _, fl := range []string{"trust", "pins", "bundle"} {
+	for _, fl := range []string{"trust", "pins", "lock", "bundle"} {
 		if f := cmd.Flags().Lookup(fl); f != nil && f.Changed {
 			// The host's working directory is not the person's: the
 			// files are named wherever the command is run.

@@ -1,0 +1,728 @@
+// Package lockfile is etdi's team lockfile (SPEC.md §30): the approvals
+// of a pin database as one canonical, line-diffable JSON file that a team
+// commits, reviews in pull requests and checks against in CI.
+//
+// Export writes what a pin database approved and revoked, Parse reads a
+// lockfile strictly (it is untrusted input: a pull request can change
+// it), Sign and Verify add and check a signature of the audit key, and
+// Import loads a lockfile into a pin database with one history record
+// per approval. Temporary loads one into a private, temporary database,
+// which a read-only check compares with and then removes.
+//
+// The package uses only the public API of package pin.
+package lockfile
+
+import (
+	"cmp"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"unicode"
+
+	"github.com/etdi-dev/etdi"
+	"github.com/etdi-dev/etdi/pin"
+	"golang.org/x/mod/sumdb/note"
+)
+
+// Version is the lockfile format version, the value of "etdiLock".
+const Version = 1
+
+// Limits of a lockfile, beyond those of the JSON profile (SPEC.md §2).
+const (
+	// MaxBytes is the largest lockfile read, as for a manifest.
+	MaxBytes = etdi.MaxManifestSize
+	// MaxPins, MaxServers and MaxRevocations bound the entries.
+	MaxPins        = 50_000
+	MaxServers     = 10_000
+	MaxRevocations = 10_000
+	// MaxSignature bounds the signed note of "signature".
+	MaxSignature = 16 << 10
+	// maxName bounds a tool name, a resource URI or a template; maxText
+	// a server name, provider id, signer id or "served".
+	maxName = 4096
+	maxText = 1024
+)
+
+// File is a parsed or exported lockfile.
+type File struct {
+	// Servers are the servers with at least one pin, by key.
+	Servers []Server
+	// Pins are the approvals, by server, item kind and name.
+	Pins []Pin
+	// Revocations are the revocations, keys first, then by server, tool
+	// and version.
+	Revocations []Revocation
+	// Signature is the signed note of "signature" (Sign), "" when the
+	// lockfile is unsigned.
+	Signature string
+}
+
+// Server is what the lockfile says about one server besides its pins.
+type Server struct {
+	// Key is the server key (pin.SignedServerKey, pin.UnsignedServerKey).
+	Key      string
+	Name     string
+	Provider string
+	// InstructionsKnown says whether the server's instructions were
+	// approved (seen live at approval); Instructions are those approved,
+	// nil when the server sent none.
+	InstructionsKnown bool
+	Instructions      *string
+}
+
+// Pin is one approved tool, prompt, resource or resource template.
+type Pin struct {
+	Server string
+	// Item is the item kind, pin.ItemTool ("") for a tool.
+	Item string
+	// Tool is the tool's or prompt's name, the resource's URI or the
+	// template's URI template.
+	Tool        string
+	Version     string
+	Digest      string
+	Signer      pin.Signer
+	Provider    string
+	Permissions []etdi.Permission
+	// Sequence is the bundle sequence at approval (0 if unsigned).
+	Sequence uint64
+	// Served is what served the item at approval (pin.Pin.Served).
+	Served string
+	// Definition is the approved definition in RFC 8785 form; its
+	// SHA-256 is Digest.
+	Definition []byte
+}
+
+// Ref is "server/tool" ("server/prompt:name" for other items).
+func (p *Pin) Ref() string { return p.Server + "/" + pin.ItemRef(p.Item, p.Tool) }
+
+// Revocation withdraws an approval: of a tool (every version), of one
+// version, or of every tool a key signed (KeyID).
+type Revocation struct {
+	Server, Tool, Version string
+	KeyID                 string
+	Reason                string
+}
+
+// Target names what r revokes, as pin revoke takes it.
+func (r *Revocation) Target() string {
+	if r.KeyID != "" {
+		return "key " + r.KeyID
+	}
+	t := r.Server + "/" + r.Tool
+	if r.Version != "" {
+		t += "@" + r.Version
+	}
+	return t
+}
+
+// VerifyError reports a lockfile whose content does not verify: a
+// signature that is missing (when a key is required), malformed, made by
+// another key or over other content, or a definition that does not have
+// its digest. It is never an operational error: a check fails closed.
+type VerifyError struct{ Msg string }
+
+func (e *VerifyError) Error() string { return e.Msg }
+
+// ErrUnsigned is the VerifyError of an unsigned lockfile checked with a
+// key.
+var ErrUnsigned = &VerifyError{"the lockfile is not signed, and a signature is required (--lock-key)"}
+
+// pinCompare orders pins by server, item kind and name.
+func pinCompare(a, b *Pin) int {
+	return cmp.Or(strings.Compare(a.Server, b.Server), strings.Compare(a.Item, b.Item), strings.Compare(a.Tool, b.Tool))
+}
+
+func revocationCompare(a, b *Revocation) int {
+	return cmp.Or(strings.Compare(a.KeyID, b.KeyID), strings.Compare(a.Server, b.Server),
+		strings.Compare(a.Tool, b.Tool), strings.Compare(a.Version, b.Version))
+}
+
+// sort puts every list of f in its canonical order.
+func (f *File) sort() {
+	slices.SortFunc(f.Servers, func(a, b Server) int { return strings.Compare(a.Key, b.Key) })
+	slices.SortFunc(f.Pins, func(a, b Pin) int { return pinCompare(&a, &b) })
+	slices.SortFunc(f.Revocations, func(a, b Revocation) int {
+		// Key revocations (KeyID set) first, as "" sorts first otherwise.
+		if (a.KeyID == "") != (b.KeyID == "") {
+			if a.KeyID != "" {
+				return -1
+			}
+			return 1
+		}
+		return revocationCompare(&a, &b)
+	})
+}
+
+func str(s string) *etdi.Value { return &etdi.Value{Kind: etdi.String, Str: s} }
+
+func num(n uint64) *etdi.Value { return &etdi.Value{Kind: etdi.Number, Num: float64(n)} }
+
+func object(ms ...etdi.Member) *etdi.Value {
+	return &etdi.Value{Kind: etdi.Object, Members: ms}
+}
+
+// member is a member of an object under construction; optional members
+// with a nil value are left out.
+func member(name string, v *etdi.Value) etdi.Member { return etdi.Member{Name: name, Value: v} }
+
+func optStr(s string) *etdi.Value {
+	if s == "" {
+		return nil
+	}
+	return str(s)
+}
+
+func compact(ms []etdi.Member) []etdi.Member {
+	return slices.DeleteFunc(ms, func(m etdi.Member) bool { return m.Value == nil })
+}
+
+// value is the JSON document of f, without "signature" when unsigned is
+// set.
+func (f *File) value(unsigned bool) (*etdi.Value, error) {
+	g := *f
+	g.Servers, g.Pins, g.Revocations = slices.Clone(f.Servers), slices.Clone(f.Pins), slices.Clone(f.Revocations)
+	g.sort()
+	servers := &etdi.Value{Kind: etdi.Array, Elems: []*etdi.Value{}}
+	for _, s := range g.Servers {
+		ms := []etdi.Member{member("server", str(s.Key)), member("name", str(s.Name)), member("provider", optStr(s.Provider))}
+		if s.InstructionsKnown {
+			ms = append(ms, member("instructionsKnown", &etdi.Value{Kind: etdi.Bool, Bool: true}))
+			if s.Instructions != nil {
+				ms = append(ms, member("instructions", str(*s.Instructions)))
+			}
+		}
+		servers.Elems = append(servers.Elems, object(compact(ms)...))
+	}
+	pins := &etdi.Value{Kind: etdi.Array, Elems: []*etdi.Value{}}
+	for _, p := range g.Pins {
+		def, err := etdi.ParseJSON(p.Definition)
+		if err != nil {
+			return nil, fmt.Errorf("pin %s: definition: %w", p.Ref(), err)
+		}
+		perms := &etdi.Value{Kind: etdi.Array, Elems: []*etdi.Value{}}
+		for _, q := range p.Permissions {
+			perms.Elems = append(perms.Elems, object(compact([]etdi.Member{member("scope", str(q.Scope)), member("description", optStr(q.Description))})...))
+		}
+		ms := []etdi.Member{member("server", str(p.Server)), member("item", optStr(p.Item)), member("tool", str(p.Tool)),
+			member("version", optStr(p.Version)), member("digest", str(p.Digest)),
+			member("signer", object(compact([]etdi.Member{member("kind", str(p.Signer.Kind)), member("id", optStr(p.Signer.ID))})...)),
+			member("provider", optStr(p.Provider)), member("permissions", perms), member("definition", def),
+			member("served", optStr(p.Served))}
+		if p.Sequence > 0 {
+			ms = append(ms, member("sequence", num(p.Sequence)))
+		}
+		pins.Elems = append(pins.Elems, object(compact(ms)...))
+	}
+	revs := &etdi.Value{Kind: etdi.Array, Elems: []*etdi.Value{}}
+	for _, r := range g.Revocations {
+		revs.Elems = append(revs.Elems, object(compact([]etdi.Member{member("keyId", optStr(r.KeyID)), member("server", optStr(r.Server)),
+			member("tool", optStr(r.Tool)), member("version", optStr(r.Version)), member("reason", optStr(r.Reason))})...))
+	}
+	ms := []etdi.Member{member("etdiLock", num(Version)), member("servers", servers), member("pins", pins), member("revocations", revs)}
+	if !unsigned && f.Signature != "" {
+		ms = append(ms, member("signature", str(f.Signature)))
+	}
+	return object(ms...), nil
+}
+
+// Marshal returns the canonical form of f (SPEC.md §30): RFC 8785 member
+// order and string and number forms, indented by two spaces, one member
+// or element per line, a final newline; lists in their canonical order.
+// Two files with the same content have the same bytes, and a changed
+// description is a one-line change. What Marshal returns parses.
+func (f *File) Marshal() ([]byte, error) {
+	out, err := f.marshal(false)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := Parse(out); err != nil {
+		return nil, fmt.Errorf("the lockfile would not read back: %w", err)
+	}
+	return out, nil
+}
+
+func (f *File) marshal(unsigned bool) ([]byte, error) {
+	v, err := f.value(unsigned)
+	if err != nil {
+		return nil, err
+	}
+	// Sorted members: through the canonical form, whose parse keeps them
+	// in that order.
+	c, err := etdi.ParseJSON(etdi.AppendCanonical(nil, v))
+	if err != nil {
+		return nil, err
+	}
+	return append(etdi.AppendIndent(nil, c, "", "  "), '\n'), nil
+}
+
+// signedText is the text of the note that signs f: the format and the
+// SHA-256 of f's canonical form without its signature.
+func (f *File) signedText() (string, error) {
+	b, err := f.marshal(true)
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(b)
+	return fmt.Sprintf("etdi lockfile %d\nsha256:%s\n", Version, hex.EncodeToString(sum[:])), nil
+}
+
+// Sign signs f with signer (the audit key), replacing any signature: the
+// note's text names the SHA-256 of f's canonical form without its
+// signature, so the signature covers the content, not its formatting.
+// Ed25519 signatures are deterministic: signing the same content again
+// gives the same file.
+func (f *File) Sign(signer note.Signer) error {
+	text, err := f.signedText()
+	if err != nil {
+		return err
+	}
+	msg, err := note.Sign(&note.Note{Text: text}, signer)
+	if err != nil {
+		return err
+	}
+	f.Signature = string(msg)
+	return nil
+}
+
+// Verify checks f's signature with the given verifier keys: one of them
+// must have signed it, no signature of a given key may fail, and the
+// signed text must name f's content. An unsigned f is ErrUnsigned. Every
+// failure is a *VerifyError.
+func (f *File) Verify(keys ...note.Verifier) error {
+	if f.Signature == "" {
+		return ErrUnsigned
+	}
+	if len(keys) == 0 {
+		return &VerifyError{"no key to verify the lockfile's signature with"}
+	}
+	// The same key given twice is one key (note refuses an ambiguous list).
+	var list []note.Verifier
+	for _, k := range keys {
+		if !slices.ContainsFunc(list, func(o note.Verifier) bool { return o.Name() == k.Name() && o.KeyHash() == k.KeyHash() }) {
+			list = append(list, k)
+		}
+	}
+	n, err := note.Open([]byte(f.Signature), note.VerifierList(list...))
+	if err != nil {
+		var unverified *note.UnverifiedNoteError
+		var invalid *note.InvalidSignatureError
+		switch {
+		case errors.As(err, &unverified):
+			var by []string
+			for _, s := range unverified.Note.UnverifiedSigs {
+				by = append(by, fmt.Sprintf("%s+%08x", s.Name, s.Hash))
+			}
+			return &VerifyError{fmt.Sprintf("the lockfile is signed by %s, none of the keys given", strings.Join(by, ", "))}
+		case errors.As(err, &invalid):
+			return &VerifyError{fmt.Sprintf("the lockfile's signature by %s+%08x does not verify: it was made over other content or altered", invalid.Name, invalid.Hash)}
+		}
+		return &VerifyError{"the lockfile's signature is not a signed note: " + err.Error()}
+	}
+	want, err := f.signedText()
+	if err != nil {
+		return err
+	}
+	if n.Text != want {
+		got := strings.TrimSpace(n.Text)
+		if len(got) > 200 {
+			got = got[:200] + "..."
+		}
+		return &VerifyError{fmt.Sprintf("the lockfile's signature is valid but signs other content (%q), not this lockfile (%q): "+
+			"the lockfile was changed after it was signed", got, strings.TrimSpace(want))}
+	}
+	return nil
+}
+
+// Parse reads a lockfile strictly: the JSON profile of SPEC.md §2 (no
+// duplicate member names, nothing after the value), no unknown member
+// outside a definition, every entry valid and listed once, every
+// definition with its digest, and the limits of this package. Key order,
+// whitespace and the order of the entries do not count.
+func Parse(data []byte) (*File, error) {
+	if len(data) > MaxBytes {
+		return nil, fmt.Errorf("lockfile larger than %d bytes", MaxBytes)
+	}
+	v, err := etdi.ParseJSON(data)
+	if err != nil {
+		return nil, err
+	}
+	root, err := etdi.Root(v).Object()
+	if err != nil {
+		return nil, err
+	}
+	if err := root.Only("etdiLock", "servers", "pins", "revocations", "signature"); err != nil {
+		return nil, err
+	}
+	ver := root.Field("etdiLock")
+	if ver.V == nil {
+		return nil, errors.New(`not an etdi lockfile: no "etdiLock" member`)
+	}
+	n, err := ver.Uint()
+	if err != nil {
+		return nil, err
+	}
+	if n != Version {
+		return nil, ver.Errorf("lockfile format %d; this etdi reads format %d", n, Version)
+	}
+	f := &File{Servers: []Server{}, Pins: []Pin{}, Revocations: []Revocation{}}
+	if f.Signature, err = root.Field("signature").OptStr(); err != nil {
+		return nil, err
+	}
+	if s := root.Field("signature"); s.V != nil && (f.Signature == "" || len(f.Signature) > MaxSignature) {
+		return nil, s.Errorf("must be a signed note of 1 to %d bytes", MaxSignature)
+	}
+	servers, err := root.Field("servers").Array()
+	if err != nil {
+		return nil, err
+	}
+	if servers.Len() > MaxServers {
+		return nil, servers.Errorf("more than %d servers", MaxServers)
+	}
+	byKey := map[string]*Server{}
+	for i := range servers.Len() {
+		s, err := parseServer(servers.Elem(i))
+		if err != nil {
+			return nil, err
+		}
+		if byKey[s.Key] != nil {
+			return nil, servers.Elem(i).Errorf("server %q is listed twice", s.Key)
+		}
+		byKey[s.Key] = s
+		f.Servers = append(f.Servers, *s)
+	}
+	pins, err := root.Field("pins").Array()
+	if err != nil {
+		return nil, err
+	}
+	if pins.Len() > MaxPins {
+		return nil, pins.Errorf("more than %d pins", MaxPins)
+	}
+	seen := map[[3]string]bool{}
+	pinned := map[string]bool{}
+	for i := range pins.Len() {
+		p, err := parsePin(pins.Elem(i), byKey)
+		if err != nil {
+			return nil, err
+		}
+		k := [3]string{p.Server, p.Item, p.Tool}
+		if seen[k] {
+			return nil, pins.Elem(i).Errorf("%s is pinned twice", p.Ref())
+		}
+		seen[k] = true
+		pinned[p.Server] = true
+		f.Pins = append(f.Pins, *p)
+	}
+	for _, s := range f.Servers {
+		if !pinned[s.Key] {
+			return nil, servers.Errorf("server %q has no pin", s.Key)
+		}
+	}
+	revs, err := root.Field("revocations").Array()
+	if err != nil {
+		return nil, err
+	}
+	if revs.Len() > MaxRevocations {
+		return nil, revs.Errorf("more than %d revocations", MaxRevocations)
+	}
+	targets := map[string]bool{}
+	for i := range revs.Len() {
+		r, err := parseRevocation(revs.Elem(i), seen)
+		if err != nil {
+			return nil, err
+		}
+		if targets[r.Target()] {
+			return nil, revs.Elem(i).Errorf("%s is revoked twice", r.Target())
+		}
+		targets[r.Target()] = true
+		f.Revocations = append(f.Revocations, *r)
+	}
+	f.sort()
+	return f, nil
+}
+
+// text reads a string member of at most max bytes without control
+// characters; required says it must be present and not empty.
+func text(o etdi.ObjectField, name string, required bool, max int) (string, error) {
+	fd := o.Field(name)
+	s, err := fd.OptStr()
+	switch {
+	case err != nil:
+		return "", err
+	case fd.V != nil && s == "" && required:
+		return "", fd.Errorf("must not be empty")
+	case fd.V != nil && s == "":
+		return "", fd.Errorf("must not be empty (leave it out)")
+	case required && fd.V == nil:
+		return "", fd.Errorf("required field is missing")
+	case len(s) > max:
+		return "", fd.Errorf("longer than %d bytes", max)
+	case strings.IndexFunc(s, unicode.IsControl) >= 0:
+		return "", fd.Errorf("%q holds a control character", s)
+	}
+	return strings.Clone(s), nil
+}
+
+func parseServer(fd etdi.Field) (*Server, error) {
+	o, err := fd.Object()
+	if err != nil {
+		return nil, err
+	}
+	if err := o.Only("server", "name", "provider", "instructionsKnown", "instructions"); err != nil {
+		return nil, err
+	}
+	var s Server
+	if s.Key, err = text(o, "server", true, maxText); err != nil {
+		return nil, err
+	}
+	if s.Name, err = text(o, "name", true, maxText); err != nil {
+		return nil, err
+	}
+	if s.Provider, err = text(o, "provider", false, maxText); err != nil {
+		return nil, err
+	}
+	want := pin.UnsignedServerKey(s.Name)
+	if s.Provider != "" {
+		want = pin.SignedServerKey(s.Provider, s.Name)
+	} else if err := pin.ValidateUnsignedName(s.Name); err != nil {
+		return nil, o.Field("name").Errorf("%v", err)
+	}
+	if s.Key != want {
+		return nil, o.Field("server").Errorf("%q is not the key of provider %q and name %q (%q)", s.Key, s.Provider, s.Name, want)
+	}
+	if k := o.Field("instructionsKnown"); k.V != nil {
+		if k.V.Kind != etdi.Bool {
+			return nil, k.Errorf("must be a boolean")
+		}
+		s.InstructionsKnown = k.V.Bool
+	}
+	if in := o.Field("instructions"); in.V != nil {
+		t, err := in.Str()
+		if err != nil {
+			return nil, err
+		}
+		if !s.InstructionsKnown {
+			return nil, in.Errorf(`instructions need "instructionsKnown": true`)
+		}
+		t = strings.Clone(t)
+		s.Instructions = &t
+	}
+	return &s, nil
+}
+
+// nameMember is the member of a definition that names the item.
+func nameMember(item string) string {
+	switch item {
+	case pin.ItemResource:
+		return "uri"
+	case pin.ItemTemplate:
+		return "uriTemplate"
+	}
+	return "name"
+}
+
+var signerKinds = []string{"none", "key", "idp", "key+idp", "sigstore", "sigstore+idp"}
+
+func parsePin(fd etdi.Field, servers map[string]*Server) (*Pin, error) {
+	o, err := fd.Object()
+	if err != nil {
+		return nil, err
+	}
+	if err := o.Only("server", "item", "tool", "version", "digest", "signer", "provider", "permissions", "definition", "sequence", "served"); err != nil {
+		return nil, err
+	}
+	var p Pin
+	if p.Server, err = text(o, "server", true, maxText); err != nil {
+		return nil, err
+	}
+	srv := servers[p.Server]
+	if srv == nil {
+		return nil, o.Field("server").Errorf("server %q is not listed under servers", p.Server)
+	}
+	if p.Item, err = text(o, "item", false, maxText); err != nil {
+		return nil, err
+	}
+	if p.Item != pin.ItemTool && !slices.Contains(pin.Items, p.Item) {
+		return nil, o.Field("item").Errorf("%q is not an item kind (%s; a tool has none)", p.Item, strings.Join(pin.Items, ", "))
+	}
+	if p.Tool, err = text(o, "tool", true, maxName); err != nil {
+		return nil, err
+	}
+	if p.Version, err = text(o, "version", false, maxText); err != nil {
+		return nil, err
+	}
+	if p.Version != "" {
+		if _, err := etdi.ParseVersion(p.Version); err != nil {
+			return nil, o.Field("version").Errorf("%v", err)
+		}
+	}
+	if p.Digest, err = text(o, "digest", true, maxText); err != nil {
+		return nil, err
+	}
+	d, err := etdi.ParseDigest(p.Digest)
+	if err != nil || d.String() != p.Digest {
+		return nil, o.Field("digest").Errorf("%q is not sha256: and 64 lowercase hex digits", p.Digest)
+	}
+	if p.Signer, err = parseSigner(o.Field("signer")); err != nil {
+		return nil, err
+	}
+	if p.Provider, err = text(o, "provider", false, maxText); err != nil {
+		return nil, err
+	}
+	if p.Provider != srv.Provider {
+		return nil, o.Field("provider").Errorf("%q is not the provider of server %q (%q)", p.Provider, p.Server, srv.Provider)
+	}
+	if p.Permissions, err = parsePermissions(o.Field("permissions")); err != nil {
+		return nil, err
+	}
+	if sq := o.Field("sequence"); sq.V != nil {
+		if p.Sequence, err = sq.Uint(); err != nil {
+			return nil, err
+		}
+	}
+	if p.Served, err = text(o, "served", false, maxText); err != nil {
+		return nil, err
+	}
+	// What only a signed tool has.
+	switch {
+	case p.Item != pin.ItemTool && (p.Signer != pin.Unsigned || p.Version != "" || len(p.Permissions) > 0):
+		return nil, fd.Errorf("a %s is pinned by digest alone: signer none, no version, no permissions", pin.ItemWord(p.Item))
+	case (p.Signer == pin.Unsigned) != (p.Version == ""):
+		return nil, fd.Errorf("a signed tool has a version and an unsigned one has none")
+	case p.Signer == pin.Unsigned && len(p.Permissions) > 0:
+		return nil, o.Field("permissions").Errorf("an unsigned tool has no permissions")
+	}
+	def := o.Field("definition")
+	if _, err := def.Object(); err != nil {
+		return nil, err
+	}
+	if n := count(def.V); n > etdi.MaxDefinitionNodes {
+		return nil, def.Errorf("more than %d JSON values", etdi.MaxDefinitionNodes)
+	}
+	name := def.V.Get(nameMember(p.Item))
+	if name == nil || name.Kind != etdi.String || name.Str != p.Tool {
+		return nil, def.Errorf("%q of the definition is not %q", nameMember(p.Item), p.Tool)
+	}
+	p.Definition = etdi.AppendCanonical(nil, def.V)
+	if got := etdi.Digest(sha256.Sum256(p.Definition)); got != d {
+		return nil, &VerifyError{fmt.Sprintf("%s: the definition of %s has digest %s, not the pinned %s: the definition or the digest was changed", def.Path, p.Ref(), got, p.Digest)}
+	}
+	return &p, nil
+}
+
+func count(v *etdi.Value) int {
+	n := 1
+	for _, e := range v.Elems {
+		n += count(e)
+	}
+	for _, m := range v.Members {
+		n += count(m.Value)
+	}
+	return n
+}
+
+func parseSigner(fd etdi.Field) (pin.Signer, error) {
+	o, err := fd.Object()
+	if err != nil {
+		return pin.Signer{}, err
+	}
+	if err := o.Only("kind", "id"); err != nil {
+		return pin.Signer{}, err
+	}
+	var s pin.Signer
+	if s.Kind, err = text(o, "kind", true, maxText); err != nil {
+		return s, err
+	}
+	if !slices.Contains(signerKinds, s.Kind) {
+		return s, o.Field("kind").Errorf("%q is not a signer kind (%s)", s.Kind, strings.Join(signerKinds, ", "))
+	}
+	if s.ID, err = text(o, "id", s.Kind != "none", maxText); err != nil {
+		return s, err
+	}
+	if s.Kind == "none" && s.ID != "" {
+		return s, o.Field("id").Errorf("an unsigned signer has no id")
+	}
+	return s, nil
+}
+
+func parsePermissions(fd etdi.Field) ([]etdi.Permission, error) {
+	a, err := fd.Array()
+	if err != nil {
+		return nil, err
+	}
+	if a.Len() > etdi.MaxPermissions {
+		return nil, a.Errorf("more than %d permissions", etdi.MaxPermissions)
+	}
+	out := make([]etdi.Permission, 0, a.Len())
+	for i := range a.Len() {
+		o, err := a.Elem(i).Object()
+		if err != nil {
+			return nil, err
+		}
+		if err := o.Only("scope", "description"); err != nil {
+			return nil, err
+		}
+		var q etdi.Permission
+		if q.Scope, err = text(o, "scope", true, maxText); err != nil {
+			return nil, err
+		}
+		if err := etdi.ValidateScope(q.Scope); err != nil {
+			return nil, o.Field("scope").Errorf("%v", err)
+		}
+		if slices.ContainsFunc(out, func(x etdi.Permission) bool { return x.Scope == q.Scope }) {
+			return nil, o.Field("scope").Errorf("duplicate scope %q", q.Scope)
+		}
+		if q.Description, err = text(o, "description", false, maxText); err != nil {
+			return nil, err
+		}
+		out = append(out, q)
+	}
+	return out, nil
+}
+
+func parseRevocation(fd etdi.Field, pinned map[[3]string]bool) (*Revocation, error) {
+	o, err := fd.Object()
+	if err != nil {
+		return nil, err
+	}
+	if err := o.Only("server", "tool", "version", "keyId", "reason"); err != nil {
+		return nil, err
+	}
+	var r Revocation
+	for _, x := range []struct {
+		name string
+		to   *string
+	}{{"server", &r.Server}, {"tool", &r.Tool}, {"version", &r.Version}, {"keyId", &r.KeyID}} {
+		if *x.to, err = text(o, x.name, false, maxName); err != nil {
+			return nil, err
+		}
+	}
+	// A reason is free text, shown escaped.
+	if r.Reason, err = o.Field("reason").OptStr(); err != nil {
+		return nil, err
+	}
+	if len(r.Reason) > maxName {
+		return nil, o.Field("reason").Errorf("longer than %d bytes", maxName)
+	}
+	r.Reason = strings.Clone(r.Reason)
+	switch {
+	case r.KeyID != "":
+		if r.Server != "" || r.Tool != "" || r.Version != "" {
+			return nil, fd.Errorf("a key revocation names no server, tool or version")
+		}
+		if d, err := etdi.ParseDigest(r.KeyID); err != nil || d.String() != r.KeyID {
+			return nil, o.Field("keyId").Errorf("%q is not a key id (sha256: and 64 lowercase hex digits)", r.KeyID)
+		}
+	case r.Server == "" || r.Tool == "":
+		return nil, fd.Errorf("a revocation names a keyId, or a server and a tool")
+	case !pinned[[3]string{r.Server, pin.ItemTool, r.Tool}]:
+		return nil, fd.Errorf("%s revokes a tool the lockfile does not pin", r.Target())
+	case r.Version != "":
+		if _, err := etdi.ParseVersion(r.Version); err != nil {
+			return nil, o.Field("version").Errorf("%v", err)
+		}
+	}
+	return &r, nil
+}
