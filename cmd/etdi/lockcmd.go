@@ -211,7 +211,7 @@ Exit codes: 0 written, 10 the history does not justify the database,
 			}
 			signed := ""
 			if sign {
-				signer, key, pub, created, err := e.auditSigner(pf.path, keyPath)
+				signer, key, pub, created, err := e.auditSigner(pf.local(), keyPath)
 				if err != nil {
 					return err
 				}
