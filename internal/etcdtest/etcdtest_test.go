@@ -26,9 +26,15 @@ func ctx(t *testing.T, d time.Duration) context.Context {
 
 func put(t *testing.T, cli *clientv3.Client, key, val string) {
 	t.Helper()
-	if _, err := cli.Put(ctx(t, 10*time.Second), key, val); err != nil {
-		t.Fatalf("put %s: %v", key, err)
+	// On a loaded machine a leader can be lost (and a request time out)
+	// without anything being wrong: a put is tried three times.
+	var err error
+	for range 3 {
+		if _, err = cli.Put(ctx(t, 10*time.Second), key, val); err == nil {
+			return
+		}
 	}
+	t.Fatalf("put %s: %v", key, err)
 }
 
 func get(t *testing.T, cli *clientv3.Client, key string) string {
