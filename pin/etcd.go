@@ -765,20 +765,24 @@ func (e *etcdBackend) apply(btx *bolt.Tx, key, val []byte) error {
 		if !ok || len(k) == 0 {
 			continue
 		}
-		var b *bolt.Bucket
-		for i, name := range strings.Split(p, "/") {
-			if i == 0 {
-				b = btx.Bucket([]byte(name))
-			} else {
-				b = b.Bucket([]byte(name))
-			}
-		}
+		b := bucketAt(btx, p)
 		if val == nil {
 			return b.Delete(k)
 		}
 		return b.Put(k, val)
 	}
 	return nil
+}
+
+// bucketAt returns the bucket at path ("log/records"), nil if it does not
+// exist.
+func bucketAt(btx *bolt.Tx, path string) *bolt.Bucket {
+	top, sub, nested := strings.Cut(path, "/")
+	b := btx.Bucket([]byte(top))
+	if nested && b != nil {
+		b = b.Bucket([]byte(sub))
+	}
+	return b
 }
 
 // clearSnapshot empties every bucket of the schema and forgets the

@@ -124,14 +124,7 @@ func dumpBuckets(t *testing.T, db *bolt.DB) map[string][]byte {
 	out := map[string][]byte{}
 	err := db.View(func(tx *bolt.Tx) error {
 		for _, p := range etcdBuckets {
-			var b *bolt.Bucket
-			for i, name := range strings.Split(p, "/") {
-				if i == 0 {
-					b = tx.Bucket([]byte(name))
-				} else {
-					b = b.Bucket([]byte(name))
-				}
-			}
+			b := bucketAt(tx, p)
 			if b == nil {
 				continue
 			}

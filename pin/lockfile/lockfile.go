@@ -108,14 +108,7 @@ type Revocation struct {
 
 // Target names what r revokes, as pin revoke takes it.
 func (r *Revocation) Target() string {
-	if r.KeyID != "" {
-		return "key " + r.KeyID
-	}
-	t := r.Server + "/" + r.Tool
-	if r.Version != "" {
-		t += "@" + r.Version
-	}
-	return t
+	return (&pin.Revocation{Server: r.Server, Tool: r.Tool, Version: r.Version, KeyID: r.KeyID}).Target()
 }
 
 // VerifyError reports a lockfile whose content does not verify: a
