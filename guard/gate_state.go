@@ -88,6 +88,9 @@ type gateState struct {
 	why map[string]map[string]refusal
 	// stamp is the pin database's state when approved was last computed.
 	stamp pinStamp
+	// recheckAt, when set, is when to compare again even if the stamp
+	// did not change: the store was last read offline.
+	recheckAt time.Time
 	// toTell are the refusals the host has not been told yet; told those
 	// it was, so a host that lists again is not told again.
 	toTell []refusal
@@ -137,6 +140,10 @@ func (st *gateState) refuse(r refusal) {
 		st.toTell = append(st.toTell, r)
 	}
 }
+
+// offlineRecheck is how soon a gate that read an etcd store on its
+// snapshot alone reads it again.
+const offlineRecheck = 5 * time.Second
 
 // pinStamp identifies a state of the pin database: the id of its last
 // committed transaction (pin.Generation), which another process's
@@ -555,11 +562,12 @@ func (g *Gate) filterPage(req *hostRequest, m *mcpclient.Message, data []byte, s
 // last full comparison left it.
 func (g *Gate) rejudge() {
 	stamp := g.pinStamp()
-	if stamp == g.st.stamp || (stamp.ok && g.st.stamp.ok && g.audit.onlyOwn(g.st.stamp.txid, stamp.txid)) {
+	recheck := !g.st.recheckAt.IsZero() && !time.Now().Before(g.st.recheckAt)
+	if !recheck && (stamp == g.st.stamp || (stamp.ok && g.st.stamp.ok && g.audit.onlyOwn(g.st.stamp.txid, stamp.txid))) {
 		g.st.stamp = stamp // nothing new, or only call records
 		return
 	}
-	g.st.stamp = stamp
+	g.st.stamp, g.st.recheckAt = stamp, time.Time{}
 	if g.st.server == "" {
 		return
 	}
@@ -576,6 +584,13 @@ func (g *Gate) rejudge() {
 	}
 	var still map[string]verify.Kind
 	err := withPins(g.opts.Options, true, func(s *pin.Store) error {
+		if s.Offline() != nil {
+			// An etcd store on its snapshot: what changed may not be
+			// in it. Look again soon, whatever the stamp says, so that
+			// the change arrives once etcd answers and the snapshot's
+			// age is checked against --max-stale.
+			g.st.recheckAt = time.Now().Add(offlineRecheck)
+		}
 		var err error
 		still, err = s.StillApproved(o)
 		return err

@@ -65,8 +65,8 @@ type EtcdOptions struct {
 	// Timeout bounds each request (DefaultEtcdTimeout if zero).
 	Timeout time.Duration
 	// MaxStale is how old the local snapshot may be when etcd cannot be
-	// reached (DefaultMaxStale if zero): up to that age the store opens
-	// on the snapshot, read-only; past it, Open fails.
+	// reached (DefaultMaxStale if zero; negative: never): up to that age
+	// the store opens on the snapshot, read-only; past it, Open fails.
 	MaxStale time.Duration
 	// SnapshotDir holds the local snapshots (default: etdi/etcd under
 	// the user's cache directory).
@@ -292,6 +292,9 @@ func (o EtcdOptions) withDefaults() EtcdOptions {
 	if o.MaxStale == 0 {
 		o.MaxStale = DefaultMaxStale
 	}
+	if o.MaxStale < 0 {
+		o.MaxStale = 0 // never open on the snapshot alone
+	}
 	if o.Machine == "" {
 		o.Machine, _ = os.Hostname()
 	}
@@ -336,7 +339,10 @@ func OpenEtcd(loc string, opts Options) (*Store, error) {
 	}
 	if err := e.sync(context.Background()); err != nil {
 		var pe *permissionError
-		if errors.As(err, &pe) {
+		var se *snapshotError
+		if errors.As(err, &pe) || errors.As(err, &se) {
+			// Not an outage: what etcd holds cannot be read as a store,
+			// and the snapshot is no stand-in for it.
 			s.Close()
 			return nil, err
 		}
@@ -649,6 +655,20 @@ func (e *etcdBackend) sync(ctx context.Context) error {
 
 var errCompacted = errors.New("etcd: the snapshot's revision was compacted")
 
+// snapshotError is a failure to write what etcd holds into the snapshot:
+// the store fails closed instead of opening on the old snapshot.
+type snapshotError struct{ err error }
+
+func (e *snapshotError) Error() string { return "etcd store snapshot: " + e.err.Error() }
+func (e *snapshotError) Unwrap() error { return e.err }
+
+func snapshotErr(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &snapshotError{err}
+}
+
 // catchUp applies the changes from the snapshot's revision up to the
 // write of meta/logSize at revision target.
 func (e *etcdBackend) catchUp(ctx context.Context, target int64) error {
@@ -686,18 +706,52 @@ func (e *etcdBackend) catchUp(ctx context.Context, target int64) error {
 		}
 		return errors.New("etcd: the watch ended before the snapshot was up to date")
 	}
-	return e.db.Update(func(btx *bolt.Tx) error {
+	return snapshotErr(e.db.Update(func(btx *bolt.Tx) error {
 		for _, ev := range evs {
 			var val []byte
 			if ev.Type == clientv3.EventTypePut {
 				val = ev.Kv.Value
+			}
+			if err := e.appendOnly(btx, ev.Kv.Key, val); err != nil {
+				return err
 			}
 			if err := e.apply(btx, ev.Kv.Key, val); err != nil {
 				return err
 			}
 		}
 		return putMeta(btx, target, target, time.Now())
-	})
+	}))
+}
+
+// appendOnly refuses a change to the history that no etdi transaction
+// makes: a record or tree hash the snapshot holds rewritten or deleted,
+// or the history's size lowered. A machine that has seen a record
+// notices when it is taken back, whoever had the rights to write it.
+func (e *etcdBackend) appendOnly(btx *bolt.Tx, key, val []byte) error {
+	rel, _ := bytes.CutPrefix(key, []byte(e.root))
+	if string(rel) == etcdHead {
+		if old := btx.Bucket(bMeta).Get(kLogSize); len(old) == 8 && (len(val) != 8 || bytes.Compare(val, old) < 0) {
+			return &historyRewritten{fmt.Sprintf("its size went from %d to %x", binary.BigEndian.Uint64(old), val)}
+		}
+		return nil
+	}
+	for _, p := range []string{"log/records", "log/hashes"} {
+		if k, ok := bytes.CutPrefix(rel, []byte(p+"/")); ok {
+			if old := bucketAt(btx, p).Get(k); old != nil && !bytes.Equal(old, val) {
+				return &historyRewritten{fmt.Sprintf("%s %x was rewritten or deleted", p, k)}
+			}
+		}
+	}
+	return nil
+}
+
+// historyRewritten reports a shared history that changed other than by
+// appending, seen by a machine whose snapshot held what changed.
+type historyRewritten struct{ what string }
+
+func (h *historyRewritten) Error() string {
+	return "the shared history in etcd was changed other than by appending: " + h.what +
+		" (etdi never does that: audit the cluster; once it is restored, remove this machine's snapshot)"
 }
 
 // fullSync reads the whole prefix at revision rev, in pages, into an
@@ -708,6 +762,13 @@ func (e *etcdBackend) fullSync(ctx context.Context, rev int64) error {
 	// revision is zero): the pages need not reach the disk one by one.
 	e.db.NoSync = true
 	defer func() { e.db.NoSync = false }()
+	var had uint64 // the history's size the snapshot knew
+	e.db.View(func(btx *bolt.Tx) error {
+		if v := btx.Bucket(bMeta).Get(kLogSize); len(v) == 8 && e.rev() != 0 {
+			had = binary.BigEndian.Uint64(v)
+		}
+		return nil
+	})
 	if err := e.db.Update(clearSnapshot); err != nil {
 		return err
 	}
@@ -724,7 +785,7 @@ func (e *etcdBackend) fullSync(ctx context.Context, rev int64) error {
 			}
 			return err
 		}
-		err = e.db.Update(func(btx *bolt.Tx) error {
+		err = snapshotErr(e.db.Update(func(btx *bolt.Tx) error {
 			for _, kv := range resp.Kvs {
 				if string(kv.Key) == e.root+etcdHead {
 					headMod = kv.ModRevision
@@ -734,7 +795,7 @@ func (e *etcdBackend) fullSync(ctx context.Context, rev int64) error {
 				}
 			}
 			return nil
-		})
+		}))
 		if err != nil {
 			return err
 		}
@@ -747,6 +808,18 @@ func (e *etcdBackend) fullSync(ctx context.Context, rev int64) error {
 		return err
 	}
 	e.db.NoSync = false
+	var size uint64
+	e.db.View(func(btx *bolt.Tx) error {
+		if v := btx.Bucket(bMeta).Get(kLogSize); len(v) == 8 {
+			size = binary.BigEndian.Uint64(v)
+		}
+		return nil
+	})
+	if size < had {
+		// The snapshot stays empty (revision zero): this machine does
+		// not use the store until someone looks.
+		return &snapshotError{&historyRewritten{fmt.Sprintf("its size went from %d to %d", had, size)}}
+	}
 	return e.db.Update(func(btx *bolt.Tx) error { return putMeta(btx, rev, headMod, time.Now()) })
 }
 
@@ -757,7 +830,9 @@ const fullSyncPage = 5000
 // Keys outside the schema's buckets are ignored.
 func (e *etcdBackend) apply(btx *bolt.Tx, key, val []byte) error {
 	rel, ok := bytes.CutPrefix(key, []byte(e.root))
-	if !ok {
+	if !ok || len(rel) > bolt.MaxKeySize || len(val) > bolt.MaxValueSize {
+		// No etdi transaction writes such a key: every key comes
+		// from a bbolt bucket.
 		return nil
 	}
 	for _, p := range etcdBuckets {

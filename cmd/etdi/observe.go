@@ -288,7 +288,7 @@ func (f *pinFlags) register(fs *pflag.FlagSet, e *env) {
 	fs.StringVar(&f.etcd.CertFile, "etcd-cert", "", "TLS client certificate for etcd (PEM)")
 	fs.StringVar(&f.etcd.KeyFile, "etcd-key", "", "key of --etcd-cert (PEM)")
 	fs.StringVar(&f.etcd.CAFile, "etcd-ca", "", "CA that signed etcd's server certificates (PEM); turns TLS on")
-	fs.DurationVar(&f.etcd.MaxStale, "max-stale", pin.DefaultMaxStale, "etcd store: how old the local snapshot may be when etcd cannot be reached; older, etdi fails closed")
+	fs.DurationVar(&f.etcd.MaxStale, "max-stale", pin.DefaultMaxStale, "etcd store: how old the local snapshot may be when etcd cannot be reached; older, etdi fails closed (0: never use it)")
 	fs.StringVar(&f.etcd.SnapshotDir, "etcd-snapshots", "", "etcd store: directory of the local snapshots (default: etdi/etcd in the user cache directory; $ETDI_ETCD_SNAPSHOTS)")
 	f.env = e
 }
@@ -298,6 +298,9 @@ func (f *pinFlags) register(fs *pflag.FlagSet, e *env) {
 // flags, and $ETDI_MACHINE names this machine in shared records.
 func (f *pinFlags) options(readOnly bool) pin.Options {
 	o := pin.Options{LockTimeout: f.lockTimeout, ReadOnly: readOnly, Etcd: f.etcd}
+	if o.Etcd.MaxStale == 0 {
+		o.Etcd.MaxStale = -1 // --max-stale 0: never open on the snapshot alone
+	}
 	if f.env != nil {
 		if o.Etcd.SnapshotDir == "" {
 			o.Etcd.SnapshotDir, _ = f.env.lookupEnv("ETDI_ETCD_SNAPSHOTS")

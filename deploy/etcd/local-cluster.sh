@@ -176,7 +176,8 @@ restore() {
 			--data-dir "$data/$n" \
 			--initial-cluster "$ic" \
 			--initial-cluster-token "$token" \
-			--initial-advertise-peer-urls "https://$host:$(nth $i "$peer_ports")"
+			--initial-advertise-peer-urls "https://$host:$(nth $i "$peer_ports")" \
+			--bump-revision 1000000000 --mark-compacted
 		i=$((i + 1))
 	done
 	echo "restored; start the members with: $0 start"
