@@ -196,3 +196,60 @@ func TestEtcdTenProcessesKilled(t *testing.T) {
 	}
 	t.Logf("%d approvals reported, %d processes killed during approval; %d approval records", approved, killed, records)
 }
+
+// etcd goes down under a running gate: calls go on from the snapshot,
+// and once it is older than --max-stale (8 s) every call is refused,
+// long before the watch's once-a-minute look would notice.
+func TestEtcdGateFailsClosedWhenStale(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short")
+	}
+	p := liveEnv(t)
+	c := etcdtest.Start(t, etcdtest.Options{})
+	loc := c.URL("team/stale")
+	b := p.machine("laptop-b")
+	if r := p.liveCheck(b, append([]string{"--yes", "--pins", loc, "--bundle", "w.etdi.json"}, fixture("stale0")...)...); r.code != 0 {
+		t.Fatalf("approve: %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	steps := []string{`{"op":"listTools"}`}
+	for range 60 {
+		steps = append(steps, `{"op":"call","name":"get_weather","arguments":{"city":"Berlin"}}`, `{"op":"sleep","ms":500}`)
+	}
+	done := make(chan *transcript, 1)
+	go func() {
+		done <- p.host(b, "["+strings.Join(steps, ",")+"]", nil, p.gated([]string{"--pins", loc, "--bundle", "w.etdi.json", "--max-stale", "8s"}, fixtureCmd("etcd-stale")...)...)
+	}()
+	deadline := time.Now().Add(30 * time.Second)
+	for !pgrepMarker("etcd-stale") {
+		if time.Now().After(deadline) {
+			t.Fatal("the gated server did not start")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	time.Sleep(2 * time.Second)
+	stopped := time.Now()
+	c.Stop()
+	tr := <-done
+	var before int
+	var firstBlocked time.Time
+	for _, s := range tr.Steps {
+		if s.Op != "call" {
+			continue
+		}
+		at := time.UnixMilli(s.At)
+		switch {
+		case at.Before(stopped) && s.Error == nil:
+			before++
+		case at.Before(stopped):
+		case s.Error != nil && firstBlocked.IsZero():
+			firstBlocked = at
+		case s.Error == nil && !firstBlocked.IsZero():
+			t.Fatalf("a call at %s went through after one at %s was refused:\n%s", at.Sub(stopped), firstBlocked.Sub(stopped), tr.raw)
+		}
+	}
+	// Within 20 s: the snapshot is 8 s old at most 5 s after the gate
+	// last read it offline, plus the timeouts of trying etcd.
+	if before == 0 || firstBlocked.IsZero() || firstBlocked.Sub(stopped) > 20*time.Second {
+		t.Fatalf("%d calls before etcd stopped; first refused %s after it stopped:\n%s", before, firstBlocked.Sub(stopped), tr.raw)
+	}
+}
