@@ -15,7 +15,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -30,6 +29,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/etdi-dev/etdi/internal/etcdtest"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
@@ -178,20 +178,6 @@ func buildTools(version string) (string, error) {
 	return dir, nil
 }
 
-func freePorts(t *testing.T, n int) []int {
-	t.Helper()
-	var ports []int
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer l.Close()
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	return ports
-}
-
 func words(ports []int) string {
 	var s []string
 	for _, p := range ports {
@@ -222,9 +208,9 @@ func scriptErr(env []string, name string, args ...string) (string, error) {
 	return string(out), err
 }
 
-// waitHealthy polls each member's /health on its metrics port.
-func waitHealthy(t *testing.T, metricsPorts []int) {
-	t.Helper()
+// waitHealthy polls each member's /health on its metrics port until all
+// say healthy, alive reports a member gone, or a minute passes.
+func waitHealthy(metricsPorts []int, alive func() error) error {
 	deadline := time.Now().Add(60 * time.Second)
 	for _, p := range metricsPorts {
 		u := fmt.Sprintf("http://127.0.0.1:%d/health", p)
@@ -238,11 +224,51 @@ func waitHealthy(t *testing.T, metricsPorts []int) {
 				}
 				err = errors.New(string(body))
 			}
+			if err := alive(); err != nil {
+				return err
+			}
 			if time.Now().After(deadline) {
-				t.Fatalf("%s: not healthy after 60 s: %v", u, err)
+				return fmt.Errorf("%s: not healthy after 60 s: %v", u, err)
 			}
 			time.Sleep(200 * time.Millisecond)
 		}
+	}
+	return nil
+}
+
+// bindFailed reports whether a member's log says a port was taken.
+func bindFailed(logs ...string) bool {
+	for _, f := range logs {
+		b, _ := os.ReadFile(f)
+		if strings.Contains(string(b), "address already in use") {
+			return true
+		}
+	}
+	return false
+}
+
+// pidsAlive is alive for local-cluster.sh: every pid file names a running
+// process.
+func pidsAlive(data string) func() error {
+	return func() error {
+		for _, n := range []string{"etcd1", "etcd2", "etcd3"} {
+			b, err := os.ReadFile(filepath.Join(data, n+".pid"))
+			if err != nil {
+				return err
+			}
+			pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+			if err != nil {
+				return err
+			}
+			p, err := os.FindProcess(pid)
+			if err == nil {
+				err = p.Signal(syscall.Signal(0))
+			}
+			if err != nil {
+				return fmt.Errorf("%s (pid %d) exited: %v", n, pid, err)
+			}
+		}
+		return nil
 	}
 }
 
@@ -331,21 +357,39 @@ func TestLocalClusterRolesBackupRestore(t *testing.T) {
 		t.Errorf("second gen-certs.sh run made files:\n%s", out)
 	}
 
-	ports := freePorts(t, 9)
-	clientPorts, peerPorts, metricsPorts := ports[0:3], ports[3:6], ports[6:9]
-	env := []string{
-		"ETCD=" + filepath.Join(bin, "etcd"),
-		"ETCDUTL=" + filepath.Join(bin, "etcdutl"),
-		"ETCDCTL=" + filepath.Join(bin, "etcdctl"),
-		"CERTS=" + certs,
-		"DATA=" + data,
-		"CLIENT_PORTS=" + words(clientPorts),
-		"PEER_PORTS=" + words(peerPorts),
-		"METRICS_PORTS=" + words(metricsPorts),
-	}
+	var env []string
+	var metricsPorts []int
 	t.Cleanup(func() { stopLocal(t, env, data) })
-	script(t, env, "local-cluster.sh", "start")
-	waitHealthy(t, metricsPorts)
+	// Ports are free when picked, not always when etcd binds them: start
+	// again on new ones when a member could not bind.
+	for attempt := 1; ; attempt++ {
+		ports := etcdtest.FreePorts(t, 9)
+		metricsPorts = ports[6:9]
+		env = []string{
+			"ETCD=" + filepath.Join(bin, "etcd"),
+			"ETCDUTL=" + filepath.Join(bin, "etcdutl"),
+			"ETCDCTL=" + filepath.Join(bin, "etcdctl"),
+			"CERTS=" + certs,
+			"DATA=" + data,
+			"CLIENT_PORTS=" + words(ports[0:3]),
+			"PEER_PORTS=" + words(ports[3:6]),
+			"METRICS_PORTS=" + words(metricsPorts),
+		}
+		script(t, env, "local-cluster.sh", "start")
+		err := waitHealthy(metricsPorts, pidsAlive(data))
+		if err == nil {
+			break
+		}
+		logs, _ := filepath.Glob(filepath.Join(data, "*.log"))
+		if attempt == 3 || !bindFailed(logs...) {
+			t.Fatal(err)
+		}
+		t.Logf("attempt %d: %v; a port was taken, starting on other ports", attempt, err)
+		stopLocal(t, env, data)
+		if err := os.RemoveAll(data); err != nil {
+			t.Fatal(err)
+		}
+	}
 	eps := strings.Split(strings.TrimSpace(script(t, env, "local-cluster.sh", "endpoints")), ",")
 	if len(eps) != 3 {
 		t.Fatalf("endpoints: %q", eps)
@@ -465,7 +509,9 @@ func TestLocalClusterRolesBackupRestore(t *testing.T) {
 	script(t, env, "local-cluster.sh", "stop")
 	script(t, env, "local-cluster.sh", "restore", snaps[1])
 	script(t, env, "local-cluster.sh", "start")
-	waitHealthy(t, metricsPorts)
+	if err := waitHealthy(metricsPorts, pidsAlive(data)); err != nil {
+		t.Fatal(err)
+	}
 	appr = mustClient(t, certs, eps, "etdi-approver", "", "")
 	resp, err := appr.Get(timeout(t, 10*time.Second), "etdi/", clientv3.WithPrefix(), clientv3.WithKeysOnly())
 	if err != nil {
@@ -631,70 +677,20 @@ func TestComposeSettingsOnRealEtcd(t *testing.T) {
 	work := t.TempDir()
 	certs := filepath.Join(work, "certs")
 	script(t, nil, "gen-certs.sh", certs)
-	ports := map[string][]int{}
 	names := []string{"etcd1", "etcd2", "etcd3"}
-	all := freePorts(t, 9)
-	for i, n := range names {
-		ports[n] = all[3*i : 3*i+3]
-	}
-	local := func(self string) func(string) string {
-		return func(m string) string {
-			sub := composeURL.FindStringSubmatch(m)
-			host := sub[2]
-			if host == "0.0.0.0" {
-				host = self
-			}
-			idx := map[string]int{"2379": 0, "2380": 1, "2381": 2}[sub[3]]
-			return fmt.Sprintf("%s://127.0.0.1:%d", sub[1], ports[host][idx])
-		}
-	}
 	var eps []string
-	for _, n := range names {
-		s := c.Services[n]
-		if len(s.Command) == 0 || filepath.Base(s.Command[0]) != "etcd" {
-			t.Fatalf("%s: command %q does not run etcd", n, s.Command)
+	// Ports are free when picked, not always when etcd binds them: start
+	// again on new ones when a member could not bind.
+	for attempt := 1; ; attempt++ {
+		var err error
+		eps, err = startCompose(t, c, bin, filepath.Join(work, strconv.Itoa(attempt)), certs, names)
+		if err == nil {
+			break
 		}
-		env := []string{"PATH=" + os.Getenv("PATH")}
-		for k, v := range s.Environment {
-			v = composeURL.ReplaceAllStringFunc(v, local(n))
-			v = strings.ReplaceAll(v, "/certs/", certs+"/")
-			v = strings.ReplaceAll(v, "/var/lib/etcd", filepath.Join(work, n))
-			env = append(env, k+"="+v)
-		}
-		logf, err := os.Create(filepath.Join(work, n+".log"))
-		if err != nil {
+		if attempt == 3 || !errors.Is(err, errPortTaken) {
 			t.Fatal(err)
 		}
-		cmd := exec.Command(filepath.Join(bin, "etcd"))
-		cmd.Env = env
-		cmd.Stdout, cmd.Stderr = logf, logf
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			cmd.Process.Signal(syscall.SIGTERM)
-			done := make(chan struct{})
-			go func() { cmd.Wait(); close(done) }()
-			select {
-			case <-done:
-			case <-time.After(30 * time.Second):
-				cmd.Process.Kill()
-				<-done
-			}
-			logf.Close()
-			if t.Failed() {
-				b, _ := os.ReadFile(logf.Name())
-				t.Logf("%s log:\n%s", n, tail(string(b), 40))
-			}
-		})
-		eps = append(eps, fmt.Sprintf("127.0.0.1:%d", ports[n][0]))
-	}
-	waitHealthy(t, []int{ports["etcd1"][2], ports["etcd2"][2], ports["etcd3"][2]})
-	for _, n := range names {
-		b, _ := os.ReadFile(filepath.Join(work, n+".log"))
-		if strings.Contains(string(b), "unrecognized environment variable") {
-			t.Errorf("%s: etcd did not recognise a variable:\n%s", n, tail(string(b), 40))
-		}
+		t.Logf("attempt %d: %v; starting on other ports", attempt, err)
 	}
 
 	root := mustClient(t, certs, eps, "root", "", "")
@@ -742,6 +738,121 @@ func refusedWithoutCert(t *testing.T, certs string, eps []string) {
 	if _, err := cli.Get(timeout(t, 2*time.Second), "etdi/x"); err == nil {
 		t.Error("client without certificate read a key")
 	}
+}
+
+var errPortTaken = errors.New("a member could not bind its port")
+
+// startCompose starts the compose file's members as processes with their
+// environment translated to work (data) and certs, on new ports, and
+// waits until they are healthy. On failure it stops them; the error is
+// errPortTaken when a member could not bind.
+func startCompose(t *testing.T, c compose, bin, work, certs string, names []string) ([]string, error) {
+	ports := map[string][]int{}
+	all := etcdtest.FreePorts(t, 9)
+	for i, n := range names {
+		ports[n] = all[3*i : 3*i+3]
+	}
+	local := func(self string) func(string) string {
+		return func(m string) string {
+			sub := composeURL.FindStringSubmatch(m)
+			host := sub[2]
+			if host == "0.0.0.0" {
+				host = self
+			}
+			idx := map[string]int{"2379": 0, "2380": 1, "2381": 2}[sub[3]]
+			return fmt.Sprintf("%s://127.0.0.1:%d", sub[1], ports[host][idx])
+		}
+	}
+	var (
+		eps   []string
+		logs  []string
+		stops []func()
+		exits []chan struct{}
+	)
+	stopAll := func() {
+		for _, stop := range stops {
+			stop()
+		}
+	}
+	for _, n := range names {
+		s := c.Services[n]
+		if len(s.Command) == 0 || filepath.Base(s.Command[0]) != "etcd" {
+			t.Fatalf("%s: command %q does not run etcd", n, s.Command)
+		}
+		env := []string{"PATH=" + os.Getenv("PATH")}
+		for k, v := range s.Environment {
+			v = composeURL.ReplaceAllStringFunc(v, local(n))
+			v = strings.ReplaceAll(v, "/certs/", certs+"/")
+			v = strings.ReplaceAll(v, "/var/lib/etcd", filepath.Join(work, n))
+			env = append(env, k+"="+v)
+		}
+		if err := os.MkdirAll(work, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		logf, err := os.Create(filepath.Join(work, n+".log"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		logs = append(logs, logf.Name())
+		cmd := exec.Command(filepath.Join(bin, "etcd"))
+		cmd.Env = env
+		cmd.Stdout, cmd.Stderr = logf, logf
+		if err := cmd.Start(); err != nil {
+			stopAll()
+			t.Fatal(err)
+		}
+		exited := make(chan struct{})
+		go func() { cmd.Wait(); close(exited) }()
+		exits = append(exits, exited)
+		var once sync.Once
+		stop := func() {
+			once.Do(func() {
+				cmd.Process.Signal(syscall.SIGTERM)
+				select {
+				case <-exited:
+				case <-time.After(30 * time.Second):
+					cmd.Process.Kill()
+					<-exited
+				}
+				logf.Close()
+				if t.Failed() {
+					b, _ := os.ReadFile(logf.Name())
+					t.Logf("%s log:\n%s", n, tail(string(b), 40))
+				}
+			})
+		}
+		stops = append(stops, stop)
+		t.Cleanup(stop)
+		eps = append(eps, fmt.Sprintf("127.0.0.1:%d", ports[n][0]))
+	}
+	alive := func() error {
+		for i, e := range exits {
+			select {
+			case <-e:
+				return fmt.Errorf("%s exited", names[i])
+			default:
+			}
+		}
+		return nil
+	}
+	var metrics []int
+	for _, n := range names {
+		metrics = append(metrics, ports[n][2])
+	}
+	if err := waitHealthy(metrics, alive); err != nil {
+		stopAll()
+		if bindFailed(logs...) {
+			return nil, fmt.Errorf("%w: %v", errPortTaken, err)
+		}
+		return nil, err
+	}
+	for i, f := range logs {
+		b, _ := os.ReadFile(f)
+		if strings.Contains(string(b), "unrecognized environment variable") {
+			t.Errorf("%s: etcd did not recognise a variable:\n%s", names[i], tail(string(b), 40))
+		}
+	}
+	return eps, nil
 }
 
 func tail(s string, n int) string {

@@ -9,6 +9,10 @@
 // Stop and RestartAll to see how its code behaves when a member or the
 // whole cluster is gone. Everything is torn down by t.Cleanup.
 //
+// The methods that fail the test (Kill, Restart, AddRole...) call
+// t.Fatal of the test that started the cluster: call them from its
+// goroutine.
+//
 // Only tests import this package: it links the etcd server, which no
 // library package nor the etdi command may depend on.
 package etcdtest
@@ -19,7 +23,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"net"
 	"net/url"
 	"path/filepath"
 	"regexp"
@@ -196,9 +199,9 @@ func start(t testing.TB, opts Options) (*Cluster, error) {
 			dir:  filepath.Join(base, fmt.Sprintf("m%d", i)),
 		})
 	}
-	// Ports are chosen by the kernel and released just before etcd binds
-	// them, so another process can take one in between: then the whole
-	// cluster is started again on other ports.
+	// Ports are found free and released just before etcd binds them, so
+	// another process can take one in between: then the whole cluster is
+	// started again on other ports.
 	var err error
 	for attempt := 0; attempt < 5; attempt++ {
 		if err = c.startFresh(); err == nil {
@@ -242,25 +245,6 @@ func (c *Cluster) startFresh() error {
 		}
 	}
 	return nil
-}
-
-func freePorts(n int) ([]int, error) {
-	ports := make([]int, 0, n)
-	var ls []net.Listener
-	defer func() {
-		for _, l := range ls {
-			l.Close()
-		}
-	}()
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, err
-		}
-		ls = append(ls, l)
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	return ports, nil
 }
 
 func (c *Cluster) config(m *member) *embed.Config {
@@ -331,6 +315,12 @@ func (c *Cluster) waitReady(idx []int) error {
 // handing its leadership over (as a crashed process would), then its
 // listeners and connections are closed and its data directory is left as
 // it was. The member stays down until Restart or RestartAll.
+//
+// Killing the leader loses what was in flight: a write sent before the
+// others elect a new leader (about a second) can fail after etcd's
+// request timeout (6 s here) with "etcdserver: request timed out", and may
+// or may not have been applied. A test whose next write must succeed calls
+// WaitLeader first.
 func (c *Cluster) Kill(i int) {
 	c.t.Helper()
 	c.checkIndex(i)
@@ -553,7 +543,8 @@ func (c *Cluster) checkIndex(i int) {
 }
 
 // ClientConfig is a client configuration for the cluster: every
-// endpoint, request sizes up to the server's limit, and with TLS the CA
+// endpoint, request sizes up to the server's limit (etcd's client sends
+// at most 2 MiB unless MaxCallSendMsgSize says more), and with TLS the CA
 // and, when user has one, user's client certificate. Username and
 // Password are left empty.
 func (c *Cluster) ClientConfig(user string) clientv3.Config {
@@ -601,9 +592,13 @@ func (c *Cluster) ClientAs(t testing.TB, user, password string) *clientv3.Client
 
 // NewClient dials cfg and closes the client when the test ends. It fails
 // the test when the client cannot be made (with a password, that needs
-// an authentication round trip).
+// an authentication round trip). A cfg without Logger or LogConfig logs
+// into the cluster's log, shown when the test fails.
 func (c *Cluster) NewClient(t testing.TB, cfg clientv3.Config) *clientv3.Client {
 	t.Helper()
+	if cfg.Logger == nil && cfg.LogConfig == nil {
+		cfg.Logger = c.logger.Named("client")
+	}
 	cli, err := clientv3.New(cfg)
 	if err != nil {
 		t.Fatalf("etcdtest: client: %v", err)

@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"runtime"
 	"strings"
@@ -93,6 +94,12 @@ func TestOneMemberWritesAndKeepsDataOverRestart(t *testing.T) {
 	}
 	if _, err := cli.Txn(ctx(t, 30*time.Second)).Then(ops...).Commit(); err != nil {
 		t.Fatalf("transaction of 5000 puts (5 MB): %v", err)
+	}
+	// etcd's client alone refuses to send it: ClientConfig raises its limit.
+	cfg := c.ClientConfig(RootUser)
+	cfg.MaxCallSendMsgSize = 0
+	if _, err := c.NewClient(t, cfg).Txn(ctx(t, 30*time.Second)).Then(ops...).Commit(); status.Code(err) != codes.ResourceExhausted {
+		t.Errorf("5 MB transaction with the client's default send limit: err = %v, want ResourceExhausted", err)
 	}
 
 	c.Stop()
@@ -260,6 +267,7 @@ func TestTLSClusterOfThree(t *testing.T) {
 	cli := c.Client(t)
 	put(t, cli, "k", "v")
 	c.Kill(1)
+	c.WaitLeader() // member 1 may have led
 	put(t, cli, "k", "w")
 	c.Restart(1)
 	if got := get(t, memberClient(t, c, 1), "k"); got != "w" {
@@ -375,4 +383,29 @@ func openFiles(t *testing.T) int {
 		t.Fatal(err)
 	}
 	return len(es)
+}
+
+func TestFreePorts(t *testing.T) {
+	t.Parallel()
+	ports := FreePorts(t, 20)
+	seen := map[int]bool{}
+	lo, hi, below := belowEphemeral()
+	for _, p := range ports {
+		if seen[p] {
+			t.Errorf("port %d twice", p)
+		}
+		seen[p] = true
+		if below && (p < lo || p >= hi) {
+			t.Errorf("port %d outside [%d, %d): may clash with outgoing connections", p, lo, hi)
+		}
+		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p))
+		if err != nil {
+			t.Errorf("port %d not free: %v", p, err)
+			continue
+		}
+		l.Close()
+	}
+	if runtime.GOOS == "linux" && !below {
+		t.Log("no ephemeral port range known: ports chosen by the kernel")
+	}
 }
