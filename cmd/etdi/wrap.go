@@ -562,11 +562,16 @@ func configFindings(en *hostconfig.Entry, secrets *redact.Set) []verify.Finding 
 	var out []verify.Finding
 	if en.Imitation != "" {
 		out = append(out, verify.Finding{Kind: verify.FakeWrapper, Severity: verify.Error, Server: en.Name,
-			Message: secrets.String("the entry " + en.Imitation + "; its whole command is checked as the server. Remove the entry, or if the program is an etdi of yours, check with --etdi PATH")})
+			Message: secrets.String("the entry imitates etdi's gate: " + en.Imitation + "; its whole command is checked as the server. Remove the entry, or if the program is an etdi of yours, check with --etdi PATH")})
 	}
 	for _, o := range en.GateOverrides {
+		// The files are shown as named (the point of the finding); only
+		// a URL's credentials are not.
+		if strings.Contains(o.Entry, "://") {
+			o.Entry = secrets.String(redact.URL(o.Entry))
+		}
 		out = append(out, verify.Finding{Kind: verify.GateOverride, Severity: verify.Error, Server: en.Name,
-			Message: secrets.String(o.String() + "; to use yours: etdi unwrap --config " + en.File + " --name " + en.Name + ", then etdi wrap again")})
+			Message: o.String() + "; to use yours: etdi unwrap --config " + en.File + " --name " + en.Name + ", then etdi wrap again"})
 	}
 	return out
 }
