@@ -357,3 +357,44 @@ func TestUnwrapRefusals(t *testing.T) {
 		t.Fatalf("codex headers: %v %+v", err, un)
 	}
 }
+
+// FuzzUnwrap: Unwrap by structure of any text never panics, and what it
+// writes reads back with every restored entry no longer running etdi
+// and starting the server its etdi run started (Unwrap checks it and
+// fails otherwise, changing nothing).
+func FuzzUnwrap(f *testing.F) {
+	for _, hf := range hostFiles {
+		if b, err := os.ReadFile("testdata/wrap/" + hf.file); err == nil {
+			if res, err := Wrap("/c/x", b, WrapOptions{Host: hf.host, Etdi: testEtdi}); err == nil {
+				f.Add(res.Data, uint8(0))
+			}
+		}
+	}
+	f.Add([]byte(`{"mcpServers": {"r": {"command": "`+"ETDI"+`", "args": ["run", "--url", "u", "--header-env", "A=V"], "env": {"V": "x", "W": "y"}, "type": "stdio"}}}`), uint8(0))
+	f.Add([]byte("[mcp_servers.x]\ncommand = \"ETDI\"\nargs = [\"run\", \"--url\", 'u']\n"), uint8(3))
+	f.Fuzz(func(t *testing.T, data []byte, which uint8) {
+		data = bytes.ReplaceAll(data, []byte("ETDI"), []byte(testEtdi))
+		hosts := []struct{ path, host string }{
+			{"/c/mcp.json", Cursor}, {"/c/.vscode/mcp.json", VSCode}, {"/c/zed/settings.json", Zed}, {"/c/config.toml", Codex}, {"/c/settings.json", Gemini},
+		}
+		h := hosts[int(which)%len(hosts)]
+		o := UnwrapOptions{Host: h.host, Gate: testGate()}
+		un, err := Unwrap(h.path, data, o)
+		if err != nil {
+			return
+		}
+		if un.Count(StatusUnwrapped) == 0 && !bytes.Equal(un.Data, data) {
+			t.Fatalf("changed without unwrapping:\n%q", data)
+		}
+		es, err := loadData(h.path, un.Data, h.host, Options{Gate: testGate()})
+		if err != nil {
+			t.Fatalf("unwrapped text does not load: %v\n%q", err, un.Data)
+		}
+		st := statuses(un)
+		for _, e := range es {
+			if st[e.Name] == StatusUnwrapped && e.Wrapped {
+				t.Fatalf("%s still wrapped:\n%q", e.Name, un.Data)
+			}
+		}
+	})
+}
