@@ -358,7 +358,8 @@ func configDirVars() []string {
 // gateOverrides returns the trust policy, pin store and lockfile the
 // entry's etdi run uses instead of the user's: named by a flag, by
 // ETDI_TRUST or ETDI_PINS in the entry's env, or moved by an env
-// variable that moves etdi's default files.
+// variable that moves etdi's default files; and an etcd snapshot folder
+// (ETDI_ETCD_SNAPSHOTS) other than the user's.
 func gateOverrides(s runSpec, e *Entry, g *Gate, workspace string, lookup func(string) (string, bool)) []GateOverride {
 	var out []GateOverride
 	check := func(what, via, entryVal, user string) {
@@ -396,6 +397,13 @@ func gateOverrides(s runSpec, e *Entry, g *Gate, workspace string, lookup func(s
 	}
 	if s.lock != "" {
 		check("lockfile", "--lock", s.lock, userLock)
+	}
+	// An etcd store's local snapshots, which the gate reads while etcd
+	// cannot be reached.
+	if v, ok := envValue(e.Env, "ETDI_ETCD_SNAPSHOTS"); ok {
+		if mine, _ := lookupOrNil(lookup, "ETDI_ETCD_SNAPSHOTS"); v != mine {
+			out = append(out, GateOverride{What: "pin store snapshot folder", Via: "env ETDI_ETCD_SNAPSHOTS", Entry: v, User: mine})
+		}
 	}
 	return out
 }

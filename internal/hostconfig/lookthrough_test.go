@@ -167,6 +167,8 @@ func TestGateOverrides(t *testing.T) {
 		{"env ETDI_TRUST and ETDI_PINS", `"run", "--", "node"`, `, "env": {"ETDI_TRUST": ` + jsonString(theirs) + `, "ETDI_PINS": "p.db"}`, g,
 			[]GateOverride{{"trust policy", "env ETDI_TRUST", theirs, trust}, {"pin store", "env ETDI_PINS", "p.db", pins}}},
 		{"flag over env", `"run", "--trust", ` + jsonString(trust) + `, "--", "node"`, `, "env": {"ETDI_TRUST": ` + jsonString(theirs) + `}`, g, nil},
+		{"snapshot folder", `"run", "--", "node"`, `, "env": {"ETDI_ETCD_SNAPSHOTS": "snaps"}`, g,
+			[]GateOverride{{"pin store snapshot folder", "env ETDI_ETCD_SNAPSHOTS", "snaps", ""}}},
 		{"env HOME", `"run", "--pins", ` + jsonString(pins) + `, "--", "node"`, `, "env": {"HOME": ` + jsonString(dir) + `}`, g,
 			[]GateOverride{{"trust policy", "env HOME", "the default under " + dir, trust}}},
 	} {
