@@ -331,6 +331,9 @@ func TestUnwrapRefusals(t *testing.T) {
 		{"header from the process environment", `"r": {"command": ` + jsonString(testEtdi) + `, "args": ["run", "--url", "https://r/mcp", "--header-env", "Authorization=TOKEN"]}`, "environment variable TOKEN"},
 		{"unknown argument", `"x": {"command": ` + jsonString(testEtdi) + `, "args": ["run", "--frobnicate", "--", "node"]}`, "--frobnicate"},
 		{"nothing after --", `"x": {"command": ` + jsonString(testEtdi) + `, "args": ["run", "--"]}`, "nothing after --"},
+		{"neither -- nor --url", `"x": {"command": ` + jsonString(testEtdi) + `, "args": ["run", "--name", "x"]}`, "neither -- CMD nor --url"},
+		{"headers of its own", `"x": {"command": ` + jsonString(testEtdi) + `, "args": ["run", "--url", "https://r/mcp", "--header-env", "A=V"], "env": {"V": "v"}, "headers": {"B": "b"}}`, "headers of its own"},
+		{"a header twice", `"x": {"command": ` + jsonString(testEtdi) + `, "args": ["run", "--url", "https://r/mcp", "--header-env", "A=V", "--header", "a: b"], "env": {"V": "v"}}`, "header a is given twice"},
 		{"url beside", `"x": {"command": ` + jsonString(testEtdi) + `, "args": ["run", "--url", "https://r/mcp"], "httpUrl": "https://other/mcp"}`, "httpUrl besides"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -399,4 +402,118 @@ func FuzzUnwrap(f *testing.F) {
 			}
 		}
 	})
+}
+
+// Small decisions of the proof: a file on PATH that is not executable is
+// skipped, as the host skips it; Windows reads env names without regard
+// to case; etdi run's arguments that contradict themselves are a
+// problem.
+func TestProofDetails(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "etdi"), []byte("not a program"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	files, why := programFiles("etdi", "/c/mcp.json", "", "", map[string]string{"PATH": dir + string(filepath.ListSeparator) + filepath.Dir(testEtdi)}, nil)
+	if why != "" || len(files) != 1 || files[0] != testEtdi {
+		t.Errorf("a file that is not executable was taken: %v %q", files, why)
+	}
+	defer func(g string) { goos = g }(goos)
+	goos = "windows"
+	if v, ok := envValue(map[string]string{"Path": "x"}, "PATH"); !ok || v != "x" {
+		t.Error("Windows: env Path is PATH")
+	}
+	goos = "linux"
+	if _, ok := envValue(map[string]string{"Path": "x"}, "PATH"); ok {
+		t.Error("Linux: env Path is not PATH")
+	}
+	for _, args := range [][]string{
+		{"run", "--url", "https://x/mcp", "--", "node"},
+		{"run", "--name"},
+		{"run", "--header", "no-colon", "--url", "u"},
+		{"run", "--header-env", "=V", "--url", "u"},
+		{"run", "--audit-calls=maybe", "--", "node"},
+		{"run", "--listen", "127.0.0.1:0", "--", "node"},
+	} {
+		if _, err := parseRun(args); err == nil {
+			t.Errorf("%q: accepted", args)
+		}
+	}
+}
+
+// Two entries of the same name (Claude Code's user and project lists):
+// wrap and unwrap cannot tell which one is proven, and neither takes a
+// program named etdi for the user's.
+func TestSameNameTwice(t *testing.T) {
+	dir := repo(t)
+	abs, _ := filepath.Abs(dir)
+	data := []byte(`{"mcpServers": {"docs": {"command": ` + jsonString(testEtdi) + `, "args": ["run", "--", "node"]}},
+"projects": {` + jsonString(abs) + `: {"mcpServers": {"docs": {"command": "./tools/etdi", "args": ["run", "--", "node"]}}}}}`)
+	res, err := Wrap(filepath.Join(dir, ".claude.json"), data, WrapOptions{Host: ClaudeCode, Etdi: testEtdi, Cwd: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Count(StatusRefused) != 2 || !bytes.Equal(res.Data, data) {
+		t.Fatalf("outcomes %+v", res.Outcomes)
+	}
+}
+
+// A record restores an entry's original bytes only when the entry runs
+// the user's etdi.
+func TestUnwrapRecordNeedsProof(t *testing.T) {
+	data := []byte(`{"mcpServers": {"a": {"command": "node", "args": ["a.js"]}}}`)
+	res, err := Wrap("/c/mcp.json", data, WrapOptions{Host: Cursor, Etdi: testEtdi})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp := filepath.Join(t.TempDir(), "etdi")
+	if err := os.WriteFile(cp, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	un, err := Unwrap("/c/mcp.json", res.Data, UnwrapOptions{Host: Cursor, Records: res.Records, Gate: Gate{Etdi: []string{cp}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if un.Count(StatusRefused) != 1 || !bytes.Equal(un.Data, res.Data) || len(un.Records) != 1 {
+		t.Fatalf("outcomes %+v", un.Outcomes)
+	}
+}
+
+// sameAfterUnwrap is Unwrap's last guard: a restored entry that starts
+// another server, or still runs etdi, and any other entry that changed,
+// stop the whole restore.
+func TestSameAfterUnwrap(t *testing.T) {
+	b := []Entry{{Name: "x", Command: "node", Args: []string{"a"}, Transport: "stdio", Wrapped: true}, {Name: "y", Command: "uvx", Transport: "stdio"}}
+	ok := []Entry{{Name: "x", Command: "node", Args: []string{"a"}, Transport: "stdio"}, {Name: "y", Command: "uvx", Transport: "stdio"}}
+	if err := sameAfterUnwrap(b, ok, map[string]bool{"x": true}); err != nil {
+		t.Fatal(err)
+	}
+	for name, a := range map[string][]Entry{
+		"other server":  {{Name: "x", Command: "node", Args: []string{"b"}, Transport: "stdio"}, ok[1]},
+		"still wrapped": {b[0], ok[1]},
+		"imitation":     {{Name: "x", Command: "node", Args: []string{"a"}, Transport: "stdio", Imitation: "i"}, ok[1]},
+		"other changed": {ok[0], {Name: "y", Command: "uvx", Transport: "stdio", Wrapped: true}},
+		"one fewer":     {ok[0]},
+		"other headers": {ok[0], {Name: "y", Command: "uvx", Transport: "stdio", Headers: map[string]string{"A": "b"}}},
+	} {
+		if err := sameAfterUnwrap(b, a, map[string]bool{"x": true}); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+}
+
+// Unwrap writes nothing that would start another server than the wrapped
+// entry's etdi run did: one variable named by two --header-env flags is
+// moved out of env by the first (etdi run then takes the second from its
+// own environment), which a restored entry cannot say.
+func TestUnwrapVerifies(t *testing.T) {
+	data := []byte(`{"mcpServers": {"x": {"command": ` + jsonString(testEtdi) + `, "args": ["run", "--url", "https://r/mcp", "--header-env", "A=V", "--header-env", "B=V"], "env": {"V": "v"}}}}`)
+	if un, err := Unwrap("/c/mcp.json", data, UnwrapOptions{Host: Cursor, Gate: testGate()}); err == nil || !strings.Contains(err.Error(), "would change the server") {
+		t.Fatalf("accepted: %+v", un)
+	}
+	// A directory is no program, even the one named as etdi.
+	dir := filepath.Dir(testEtdi)
+	e := loadOne(t, "/c/.mcp.json", entryJSON(dir, `"run", "--", "node"`, ""), Options{Gate: Gate{Etdi: []string{dir}}})
+	if e.Wrapped {
+		t.Fatalf("a directory proved: %+v", e)
+	}
 }

@@ -2,6 +2,7 @@ package hostconfig
 
 import (
 	"bytes"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -94,10 +95,14 @@ func TestWrapRefusesOddEtdiPath(t *testing.T) {
 		t.Errorf("a program not named etdi: %v", err)
 	}
 	// A path where there is no etdi: its entries could not be proven.
-	for _, p := range []string{"/nonexistent/bin/etdi", `C:\Tools\ETDI.EXE`, filepath.Dir(testEtdi) + "/../bin"} {
+	folder := filepath.Join(t.TempDir(), "etdi")
+	if err := os.Mkdir(folder, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{"/nonexistent/bin/etdi", `C:\Tools\ETDI.EXE`, folder} {
 		_, err := Wrap("/c/mcp.json", []byte(`{"mcpServers": {"a": {"command": "node"}}}`), WrapOptions{Host: Cursor, Etdi: p})
-		if err == nil {
-			t.Errorf("%s: accepted", p)
+		if err == nil || !strings.Contains(err.Error(), "not a file the host can start") {
+			t.Errorf("%s: %v", p, err)
 		}
 	}
 	if _, err := Wrap("/c/mcp.json", []byte(`{"mcpServers": {"a": {"command": "node"}}}`), WrapOptions{Host: Cursor, Etdi: testEtdi}); err != nil {
