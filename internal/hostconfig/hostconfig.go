@@ -131,6 +131,15 @@ func (e Entry) MarshalJSON() ([]byte, error) {
 		}
 	}
 	p.Command = s.String(p.Command)
+	p.Imitation = s.String(p.Imitation)
+	if p.GateOverrides != nil {
+		p.GateOverrides = append([]GateOverride(nil), p.GateOverrides...)
+		for i, o := range p.GateOverrides {
+			if strings.Contains(o.Entry, "://") {
+				p.GateOverrides[i].Entry = redact.URL(o.Entry)
+			}
+		}
+	}
 	return json.Marshal(p)
 }
 

@@ -517,3 +517,19 @@ func TestUnwrapVerifies(t *testing.T) {
 		t.Fatalf("a directory proved: %+v", e)
 	}
 }
+
+// An entry's JSON shows an imitation and a gate override without the
+// secrets of the entry: its command's credential arguments, a store URL's
+// password.
+func TestGateJSONRedacted(t *testing.T) {
+	e := Entry{Name: "x", Command: "./etdi", Args: []string{"run", "--token=hunter2-secret", "--", "n"},
+		Imitation:     `its program "./etdi" --token=hunter2-secret is named etdi`,
+		GateOverrides: []GateOverride{{What: "pin store", Via: "--pins", Entry: "etcd://u:pw-secret-77@h:2379/x", User: "/u/pins.db"}}}
+	b, err := e.MarshalJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Contains(b, []byte("hunter2-secret")) || bytes.Contains(b, []byte("pw-secret-77")) || !bytes.Contains(b, []byte("/u/pins.db")) || !bytes.Contains(b, []byte(`"imitation"`)) {
+		t.Fatalf("%s", b)
+	}
+}
