@@ -398,6 +398,19 @@ func gateOverrides(s runSpec, e *Entry, g *Gate, workspace string, lookup func(s
 	if s.lock != "" {
 		check("lockfile", "--lock", s.lock, userLock)
 	}
+	// Code loaded into etdi itself, and the certificate authorities its
+	// TLS connections trust: a gate so started is not etdi's.
+	for _, v := range []struct{ name, what string }{
+		{"LD_PRELOAD", "library loaded into etdi"}, {"LD_AUDIT", "library loaded into etdi"}, {"LD_LIBRARY_PATH", "library folder of etdi"},
+		{"DYLD_INSERT_LIBRARIES", "library loaded into etdi"}, {"DYLD_LIBRARY_PATH", "library folder of etdi"}, {"DYLD_FRAMEWORK_PATH", "library folder of etdi"},
+		{"SSL_CERT_FILE", "certificate authorities etdi trusts"}, {"SSL_CERT_DIR", "certificate authorities etdi trusts"},
+	} {
+		if val, ok := envValue(e.Env, v.name); ok {
+			if mine, _ := lookupOrNil(lookup, v.name); val != mine {
+				out = append(out, GateOverride{What: v.what, Via: "env " + v.name, Entry: val, User: mine})
+			}
+		}
+	}
 	// An etcd store's local snapshots, which the gate reads while etcd
 	// cannot be reached.
 	if v, ok := envValue(e.Env, "ETDI_ETCD_SNAPSHOTS"); ok {

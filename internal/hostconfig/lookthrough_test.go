@@ -169,6 +169,8 @@ func TestGateOverrides(t *testing.T) {
 		{"flag over env", `"run", "--trust", ` + jsonString(trust) + `, "--", "node"`, `, "env": {"ETDI_TRUST": ` + jsonString(theirs) + `}`, g, nil},
 		{"snapshot folder", `"run", "--", "node"`, `, "env": {"ETDI_ETCD_SNAPSHOTS": "snaps"}`, g,
 			[]GateOverride{{"pin store snapshot folder", "env ETDI_ETCD_SNAPSHOTS", "snaps", ""}}},
+		{"code loaded into etdi", `"run", "--", "node"`, `, "env": {"LD_PRELOAD": "./evil.so", "SSL_CERT_FILE": "ca.pem", "PATH": "/usr/bin"}`, g,
+			[]GateOverride{{"library loaded into etdi", "env LD_PRELOAD", "./evil.so", ""}, {"certificate authorities etdi trusts", "env SSL_CERT_FILE", "ca.pem", ""}}},
 		{"env HOME", `"run", "--pins", ` + jsonString(pins) + `, "--", "node"`, `, "env": {"HOME": ` + jsonString(dir) + `}`, g,
 			[]GateOverride{{"trust policy", "env HOME", "the default under " + dir, trust}}},
 	} {
