@@ -570,8 +570,11 @@ func configFindings(en *hostconfig.Entry, secrets *redact.Set) []verify.Finding 
 		if strings.Contains(o.Entry, "://") {
 			o.Entry = secrets.String(redact.URL(o.Entry))
 		}
-		out = append(out, verify.Finding{Kind: verify.GateOverride, Severity: verify.Error, Server: en.Name,
-			Message: o.String() + "; to use yours: etdi unwrap --config " + en.File + " --name " + en.Name + ", then etdi wrap again"})
+		fix := "; to use yours: etdi unwrap --config " + en.File + " --name " + en.Name + ", then etdi wrap again"
+		if v, ok := strings.CutPrefix(o.Via, "env "); ok {
+			fix = "; to use yours: remove " + v + " from the entry's env in " + en.File
+		}
+		out = append(out, verify.Finding{Kind: verify.GateOverride, Severity: verify.Error, Server: en.Name, Message: o.String() + fix})
 	}
 	return out
 }

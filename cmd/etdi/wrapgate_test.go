@@ -172,7 +172,7 @@ func TestCLIGateOverrideRepositoryFiles(t *testing.T) {
 	// ETDI_TRUST in the entry's env.
 	writeText(t, cfg, `{"mcpServers": {"docs": {"command": `+jsonQuote(etdiBin)+`, "args": ["run", "--pins", `+jsonQuote(myPins)+`, "--name", "docs", "--", `+jsonQuote(echoServer(t))+`], "env": {"ETDI_TRUST": `+jsonQuote(theirTrust)+`}}}}`, 0o644)
 	r = s.check(12, "--config", cfg, "--json")
-	if over := parseGateReport(t, r).findings("gate_override"); len(over) != 1 || !strings.Contains(over[0].Message, theirTrust+" (env ETDI_TRUST), not yours ("+myTrust+")") {
+	if over := parseGateReport(t, r).findings("gate_override"); len(over) != 1 || !strings.Contains(over[0].Message, theirTrust+" (env ETDI_TRUST), not yours ("+myTrust+")") || !strings.Contains(over[0].Message, "remove ETDI_TRUST from the entry's env") {
 		t.Fatalf("env ETDI_TRUST:\n%s", r.stdout)
 	}
 	// The user's own files: nothing to report.
