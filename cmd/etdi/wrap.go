@@ -91,8 +91,11 @@ env (ETDI_HEADER_1, ...) and named with --header-env, never put in
 arguments. Only the replaced values change: comments, formatting and every
 other setting stay byte for byte. The first change keeps a copy of the file
 as FILE.etdi-backup; what was replaced is recorded so that etdi unwrap
-restores it exactly. An entry already wrapped is left alone; one that
-cannot be rewritten faithfully is refused and left unchanged (exit 1).
+restores it exactly. An entry that already runs this etdi (or the one
+given with --etdi) through etdi run is left alone; one that runs another
+program named etdi (a repository's script, say), or etdi run with a
+trust policy, pin database or lockfile other than yours, is refused, as
+is one that cannot be rewritten faithfully, and left unchanged (exit 1).
 --config auto rewrites every user file found (project-scoped files only
 with --project). --dry-run prints the change and writes nothing.
 
