@@ -173,7 +173,7 @@ exits 10 before anything is checked.`,
 			if interactive && !e.stdinIsTerminal() {
 				return usagef("--approve asks questions and needs a terminal; use --yes in scripts")
 			}
-			sf.gatePins, sf.gateLock = pf.path, lf.path
+			sf.gatePins, sf.gateLock, sf.gateCedar = pf.path, lf.path, cf.files
 			remove, err := e.useLock(cmd, &lf, &pf)
 			if err != nil {
 				return err

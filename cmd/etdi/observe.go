@@ -43,6 +43,7 @@ type serverFlags struct {
 	// the pin store and lockfile the command uses: what a wrapped entry's
 	// gate is compared with (SPEC.md §24).
 	etdi, gatePins, gateLock string
+	gateCedar                []string
 }
 
 func (f *serverFlags) register(fs *pflag.FlagSet, e *env) {

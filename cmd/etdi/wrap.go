@@ -554,7 +554,13 @@ func (e *env) configGate(f *serverFlags) (hostconfig.Gate, error) {
 	if pins == "" {
 		pins = e.defaultPins()
 	}
-	return userGate(f.etdi, f.policy, pins, f.gateLock)
+	g, err := userGate(f.etdi, f.policy, pins, f.gateLock)
+	for _, c := range f.gateCedar {
+		if abs, err := filepath.Abs(c); err == nil {
+			g.Cedar = append(g.Cedar, abs)
+		}
+	}
+	return g, err
 }
 
 // configFindings are the findings about how an entry runs its server:

@@ -22,6 +22,10 @@ type Gate struct {
 	// empty when the user uses none. A wrapped entry whose etdi run uses
 	// others is reported in its GateOverrides.
 	Trust, Pins, Lock string
+	// Cedar are the user's own call-time policy files (--cedar): a
+	// wrapped entry's --cedar naming another is reported, as a policy
+	// file can permit what the user's policies leave unpermitted.
+	Cedar []string
 }
 
 // GateOverride is a trust policy, pin store or lockfile that a wrapped
@@ -204,6 +208,8 @@ type runSpec struct {
 	// trust, pins and lock are the files named, with the flag's spelling.
 	trust, pins, lock string
 	hasTrust, hasPins bool
+	// cedar are the --cedar files.
+	cedar []string
 }
 
 // parseRun reads the arguments of `etdi run` (args[0] is "run"). An
@@ -247,6 +253,8 @@ func parseRun(args []string) (runSpec, error) {
 			s.pins, s.hasPins = val, true
 		case "--lock":
 			s.lock = val
+		case "--cedar":
+			s.cedar = append(s.cedar, val)
 		case "--header":
 			name, v, ok := strings.Cut(val, ":")
 			if !ok {
@@ -398,6 +406,17 @@ func gateOverrides(s runSpec, e *Entry, g *Gate, workspace string, lookup func(s
 	if s.lock != "" {
 		check("lockfile", "--lock", s.lock, userLock)
 	}
+	for _, c := range s.cedar {
+		mine := false
+		if g != nil {
+			for _, u := range g.Cedar {
+				mine = mine || sameGateFile(c, u, e.File, e.Cwd, workspace)
+			}
+		}
+		if !mine {
+			out = append(out, GateOverride{What: "call-time policy", Via: "--cedar", Entry: c, User: strings.Join(gateCedar(g), ", ")})
+		}
+	}
 	// Code loaded into etdi itself, and the certificate authorities its
 	// TLS connections trust: a gate so started is not etdi's.
 	for _, v := range []struct{ name, what string }{
@@ -458,4 +477,11 @@ func lookupOrNil(lookup func(string) (string, bool), name string) (string, bool)
 		return "", false
 	}
 	return lookup(name)
+}
+
+func gateCedar(g *Gate) []string {
+	if g == nil {
+		return nil
+	}
+	return g.Cedar
 }

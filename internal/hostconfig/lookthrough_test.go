@@ -171,6 +171,9 @@ func TestGateOverrides(t *testing.T) {
 			[]GateOverride{{"pin store snapshot folder", "env ETDI_ETCD_SNAPSHOTS", "snaps", ""}}},
 		{"code loaded into etdi", `"run", "--", "node"`, `, "env": {"LD_PRELOAD": "./evil.so", "SSL_CERT_FILE": "ca.pem", "PATH": "/usr/bin"}`, g,
 			[]GateOverride{{"library loaded into etdi", "env LD_PRELOAD", "./evil.so", ""}, {"certificate authorities etdi trusts", "env SSL_CERT_FILE", "ca.pem", ""}}},
+		{"a call-time policy", `"run", "--cedar", "permit-all.cedar", "--", "node"`, "", g,
+			[]GateOverride{{"call-time policy", "--cedar", "permit-all.cedar", ""}}},
+		{"the user's call-time policy", `"run", "--cedar=` + trust + `", "--", "node"`, "", Gate{Etdi: g.Etdi, Trust: trust, Pins: pins, Cedar: []string{trust}}, nil},
 		{"env HOME", `"run", "--pins", ` + jsonString(pins) + `, "--", "node"`, `, "env": {"HOME": ` + jsonString(dir) + `}`, g,
 			[]GateOverride{{"trust policy", "env HOME", "the default under " + dir, trust}}},
 	} {
