@@ -173,6 +173,8 @@ func TestGateOverrides(t *testing.T) {
 			[]GateOverride{{"library loaded into etdi", "env LD_PRELOAD", "./evil.so", ""}, {"certificate authorities etdi trusts", "env SSL_CERT_FILE", "ca.pem", ""}}},
 		{"a call-time policy", `"run", "--cedar", "permit-all.cedar", "--", "node"`, "", g,
 			[]GateOverride{{"call-time policy", "--cedar", "permit-all.cedar", ""}}},
+		{"another call-time policy than the user's", `"run", "--cedar", "permit-all.cedar", "--", "node"`, "", Gate{Etdi: g.Etdi, Trust: trust, Pins: pins, Cedar: []string{trust}},
+			[]GateOverride{{"call-time policy", "--cedar", "permit-all.cedar", trust}}},
 		{"the user's call-time policy", `"run", "--cedar=` + trust + `", "--", "node"`, "", Gate{Etdi: g.Etdi, Trust: trust, Pins: pins, Cedar: []string{trust}}, nil},
 		{"env HOME", `"run", "--pins", ` + jsonString(pins) + `, "--", "node"`, `, "env": {"HOME": ` + jsonString(dir) + `}`, g,
 			[]GateOverride{{"trust policy", "env HOME", "the default under " + dir, trust}}},
