@@ -26,6 +26,10 @@ type Gate struct {
 	// wrapped entry's --cedar naming another is reported, as a policy
 	// file can permit what the user's policies leave unpermitted.
 	Cedar []string
+
+	// trusted are the files of Etdi, found once per Load.
+	trusted []os.FileInfo
+	found   bool
 }
 
 // GateOverride is a trust policy, pin store or lockfile that a wrapped
@@ -145,26 +149,42 @@ func relativeFiles(p, dir, cwd, workspace string) []string {
 	return out
 }
 
-// sameFile reports whether paths a and b are the same file, symbolic
-// links followed.
+// fileInfo returns the file at path, symbolic links followed, if it is a
+// regular file.
+func fileInfo(path string) (os.FileInfo, bool) {
+	real, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		return nil, false
+	}
+	fi, err := os.Stat(real)
+	if err != nil || !fi.Mode().IsRegular() {
+		return nil, false
+	}
+	return fi, true
+}
+
+// sameFile reports whether paths a and b are the same regular file,
+// symbolic links followed.
 func sameFile(a, b string) bool {
-	ra, err := filepath.EvalSymlinks(a)
-	if err != nil {
+	fa, ok := fileInfo(a)
+	if !ok {
 		return false
 	}
-	rb, err := filepath.EvalSymlinks(b)
-	if err != nil {
-		return false
+	fb, ok := fileInfo(b)
+	return ok && os.SameFile(fa, fb)
+}
+
+// etdiFiles returns the files of g.Etdi that exist.
+func (g *Gate) etdiFiles() []os.FileInfo {
+	if !g.found {
+		for _, t := range g.Etdi {
+			if fi, ok := fileInfo(t); ok {
+				g.trusted = append(g.trusted, fi)
+			}
+		}
+		g.found = true
 	}
-	fa, err := os.Stat(ra)
-	if err != nil || !fa.Mode().IsRegular() {
-		return false
-	}
-	fb, err := os.Stat(rb)
-	if err != nil {
-		return false
-	}
-	return os.SameFile(fa, fb)
+	return g.trusted
 }
 
 // provenEtdi reports whether the entry's program is one of the user's
@@ -177,12 +197,15 @@ func (g *Gate) provenEtdi(e *Entry, workspace string, lookup func(string) (strin
 	if g == nil || len(g.Etdi) == 0 {
 		return false, fmt.Sprintf("it resolves to %s, and no etdi of yours is known to compare it with", files[0])
 	}
+	trusted := g.etdiFiles()
 	for _, f := range files {
 		ok := false
-		for _, t := range g.Etdi {
-			if sameFile(f, t) {
-				ok = true
-				break
+		if fi, isFile := fileInfo(f); isFile {
+			for _, t := range trusted {
+				if os.SameFile(fi, t) {
+					ok = true
+					break
+				}
 			}
 		}
 		if !ok {
