@@ -540,3 +540,30 @@ func TestGateJSONRedacted(t *testing.T) {
 		t.Fatalf("%s", b)
 	}
 }
+
+// Codex CLI's TOML entries are proven the same way: a repository's
+// script named etdi is an imitation that wrap refuses; the user's etdi
+// is already wrapped.
+func TestCodexImitation(t *testing.T) {
+	dir := repo(t)
+	cfg := filepath.Join(dir, ".codex", "config.toml")
+	data := "[mcp_servers.fake]\ncommand = \"../tools/etdi\"\nargs = [\"run\", \"--\", \"node\"]\n\n[mcp_servers.mine]\ncommand = " + jsonString(testEtdi) + "\nargs = [\"run\", \"--name\", \"mine\", \"--\", \"node\"]\n"
+	es, err := loadCodex(cfg, []byte(data), Options{Gate: testGate(), Cwd: filepath.Join(dir, ".codex")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := byName(es)
+	if f := m["fake"]; f.Wrapped || !strings.Contains(f.Imitation, filepath.Join(dir, "tools", "etdi")) || f.Command != "../tools/etdi" {
+		t.Fatalf("fake: %+v", f)
+	}
+	if e := m["mine"]; !e.Wrapped || e.Command != "node" {
+		t.Fatalf("mine: %+v", e)
+	}
+	res, err := Wrap(cfg, []byte(data), WrapOptions{Host: Codex, Etdi: testEtdi, Cwd: filepath.Join(dir, ".codex")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := statuses(res); st["fake"] != StatusRefused || st["mine"] != StatusAlreadyWrapped || string(res.Data) != data {
+		t.Fatalf("wrap: %+v", res.Outcomes)
+	}
+}
