@@ -70,6 +70,11 @@ var kinds = map[Kind]kindInfo{
 	// and cannot be approved: blocked as a rug pull is (SPEC.md §21).
 	SecretInDefinition: {ExitRugPull, Error, NotApprovable, "The server shows the model a secret it is configured with (env or header value, URL credentials, credential argument); the definition is not approved or recorded."},
 	SuspiciousText:     {0, Warning, NotApprovable, "A definition hides characters or carries text aimed at the model (instruction tags, overrides, secret paths, other servers' tool names)."},
+	// A program that only looks like etdi's gate, or etdi's gate judging
+	// by files that are not the user's, stands in for the check the user
+	// relies on: refused as impersonation is.
+	FakeWrapper:  {ExitImpersonation, Error, NotApprovable, "A host configuration entry runs a program named etdi as if it were etdi's gate (etdi run), but the program is not the etdi you run: the host starts it without the gate."},
+	GateOverride: {ExitImpersonation, Error, NotApprovable, "A wrapped entry's etdi run uses a trust policy, pin store or lockfile other than yours: the gate would judge the server by those."},
 }
 
 // Kinds returns every finding kind etdi knows.

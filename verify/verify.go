@@ -93,6 +93,14 @@ const (
 	// instructions (from a bundle or a saved listing) sends instructions
 	// that were never approved.
 	NewInstructions Kind = "new_instructions"
+	// FakeWrapper: a host configuration entry runs a program named etdi
+	// with "run", as a wrapped entry does, but the program is not the
+	// user's etdi: the host starts it without etdi's gate (SPEC.md §24).
+	FakeWrapper Kind = "fake_wrapper"
+	// GateOverride: a wrapped entry's etdi run uses a trust policy, pin
+	// store or lockfile other than the user's, so the gate judges the
+	// server by those (SPEC.md §24).
+	GateOverride Kind = "gate_override"
 )
 
 // AboutInstructions reports whether the kind is about the server's

@@ -173,6 +173,7 @@ exits 10 before anything is checked.`,
 			if interactive && !e.stdinIsTerminal() {
 				return usagef("--approve asks questions and needs a terminal; use --yes in scripts")
 			}
+			sf.gatePins, sf.gateLock, sf.gateCedar = pf.path, lf.path, cf.files
 			remove, err := e.useLock(cmd, &lf, &pf)
 			if err != nil {
 				return err
@@ -196,6 +197,7 @@ exits 10 before anything is checked.`,
 			out := &checkOutput{SchemaVersion: jsonSchemaVersion, Servers: []*checkReport{}}
 			for i := range ts {
 				rep := e.checkTarget(&sf, &pf, &ts[i], p, set, yes, interactive, acceptInstructions)
+				addConfigFindings(rep, &ts[i])
 				out.Servers = append(out.Servers, rep)
 			}
 			out.ExitCode = combineExit(out.Servers)
@@ -246,6 +248,7 @@ exits 10 before anything is checked.`,
 		},
 	}
 	sf.register(cmd.Flags(), e)
+	cmd.Flags().StringVar(&sf.etdi, "etdi", "", "with --config: another etdi program of yours; entries that run it (or this etdi) through etdi run count as wrapped, and no other program named etdi does")
 	pf.register(cmd.Flags(), e)
 	pf.registerBy(cmd.Flags())
 	cf.register(cmd.Flags())
@@ -370,6 +373,7 @@ func printCheck(w io.Writer, rep *checkReport) {
 	say(w, "== %s\n", rep.Target)
 	if rep.Error != "" {
 		say(w, "ERROR: %s\n", rep.Error)
+		printFindingsWith(w, rep.Findings, nil)
 		return
 	}
 	if r := rep.Verification; r != nil {

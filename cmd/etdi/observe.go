@@ -39,6 +39,11 @@ type serverFlags struct {
 	startTimeout, timeout time.Duration
 	// argv is the server command, the arguments after "--".
 	argv []string
+	// etdi is another etdi of the user's (--etdi); gatePins and gateLock
+	// the pin store and lockfile the command uses: what a wrapped entry's
+	// gate is compared with (SPEC.md §24).
+	etdi, gatePins, gateLock string
+	gateCedar                []string
 }
 
 func (f *serverFlags) register(fs *pflag.FlagSet, e *env) {
@@ -108,6 +113,9 @@ type target struct {
 	// credentials are those of the secrets that are credentials; a
 	// definition that shows one is not checked (SPEC.md §21).
 	credentials []guard.Credential
+	// findings are those about the configuration entry itself (SPEC.md
+	// §24): reported whatever the check of the server finds.
+	findings []verify.Finding
 }
 
 // targets resolves the flags into the servers to check.
@@ -170,6 +178,10 @@ func (e *env) targets(f *serverFlags, args []string, dash int) ([]target, error)
 	home, _ := os.UserHomeDir()
 	cwd, _ := os.Getwd()
 	o := hostconfig.Options{Home: home, Cwd: cwd, Lookup: e.lookupEnv, Inputs: map[string]string{}}
+	var err error
+	if o.Gate, err = e.configGate(f); err != nil {
+		return nil, err
+	}
 	for _, kv := range f.inputs {
 		id, v, ok := strings.Cut(kv, "=")
 		if !ok || id == "" {
@@ -247,6 +259,7 @@ func (e *env) targets(f *serverFlags, args []string, dash int) ([]target, error)
 			}
 		}
 		t.problems = redactAll(&t.secrets, t.problems)
+		t.findings = configFindings(&en, &t.secrets)
 		ts = append(ts, t)
 	}
 	if len(ts) == 0 {

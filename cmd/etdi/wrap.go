@@ -14,6 +14,8 @@ import (
 	"github.com/etdi-dev/etdi"
 	"github.com/etdi-dev/etdi/internal/atomicfile"
 	"github.com/etdi-dev/etdi/internal/hostconfig"
+	"github.com/etdi-dev/etdi/internal/redact"
+	"github.com/etdi-dev/etdi/verify"
 	"github.com/spf13/cobra"
 )
 
@@ -89,8 +91,11 @@ env (ETDI_HEADER_1, ...) and named with --header-env, never put in
 arguments. Only the replaced values change: comments, formatting and every
 other setting stay byte for byte. The first change keeps a copy of the file
 as FILE.etdi-backup; what was replaced is recorded so that etdi unwrap
-restores it exactly. An entry already wrapped is left alone; one that
-cannot be rewritten faithfully is refused and left unchanged (exit 1).
+restores it exactly. An entry that already runs this etdi (or the one
+given with --etdi) through etdi run is left alone; one that runs another
+program named etdi (a repository's script, say), or etdi run with a
+trust policy, pin database or lockfile other than yours, is refused, as
+is one that cannot be rewritten faithfully, and left unchanged (exit 1).
 --config auto rewrites every user file found (project-scoped files only
 with --project). --dry-run prints the change and writes nothing.
 
@@ -110,9 +115,6 @@ with --name ENTRY --bundle FILE.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if f.config == "" {
 				return usagef("--config FILE|auto is required")
-			}
-			if !wrap && f.etdi != "" {
-				return usagef("--etdi is for etdi wrap")
 			}
 			if wrap {
 				// What the person's own environment names, the host must
@@ -142,10 +144,17 @@ with --name ENTRY --bundle FILE.`,
 	if !wrap {
 		cmd.Use = "unwrap --config FILE|auto [--name ENTRY] [--dry-run]"
 		cmd.Short = "Restore host configuration entries etdi wrap rewrote"
-		cmd.Long = `Restore the entries etdi wrap rewrote to their exact original bytes, from
-the records wrap kept. An entry changed since wrap wrote it is refused and
-left as it is (exit 1); a file wrap never touched is not changed.
---dry-run prints the change and writes nothing.`
+		cmd.Long = `Restore the entries that run your etdi through etdi run to the servers
+they start. An entry still exactly as etdi wrap wrote it gets its original
+bytes back, from the records wrap kept; any other (the host or you edited
+the file since) is restored from what the entry itself says: the command
+and arguments after "--" become its command and arguments again, and
+"--url URL" its URL, with the headers etdi run took from the entry's env.
+The rest of the file, other entries, other settings and comments, stays as
+it is. Only entries whose program is your etdi (this etdi, or one given
+with --etdi) are restored: an entry whose program is merely named etdi is
+refused (exit 1), as is one that cannot be restored faithfully, and left
+as it is. --dry-run prints the change and writes nothing.`
 		cmd.Example = `  etdi unwrap --config ~/.cursor/mcp.json
   etdi unwrap --config auto --dry-run`
 	}
@@ -154,8 +163,11 @@ left as it is (exit 1); a file wrap never touched is not changed.
 	fl.StringVar(&f.name, "name", "", "only the entry of this name")
 	fl.BoolVar(&f.dryRun, "dry-run", false, "print the change and write nothing")
 	fl.BoolVar(&f.project, "project", false, "with --config auto: also the project-scoped files in the working directory (.mcp.json, .vscode/mcp.json, ...)")
+	if !wrap {
+		fl.StringVar(&f.etdi, "etdi", "", "another etdi program of yours that wrapped entries run (this etdi always counts)")
+	}
 	if wrap {
-		fl.StringVar(&f.etdi, "etdi", "", "the etdi program the entries run (default: this etdi's absolute path)")
+		fl.StringVar(&f.etdi, "etdi", "", "the etdi program the entries run (default: this etdi's absolute path); entries that run it count as wrapped")
 		fl.StringVar(&f.trust, "trust", "", "the trust policy the entries use, written as an absolute path (default: $ETDI_TRUST when set, else the default policy, not written)")
 		fl.StringVar(&f.pins, "pins", "", "the pin database the entries use, written as an absolute path (default: $ETDI_PINS when set, else the default database, not written)")
 		fl.StringVar(&f.bundle, "bundle", "", "with --name: the entry's out-of-band bundle, which etdi run verifies it with (written as an absolute path)")
@@ -218,6 +230,10 @@ func (e *env) runWrap(f *wrapFlags, wrap bool) error {
 			return err
 		}
 	}
+	gate, err := e.wrapGate(f, wrap)
+	if err != nil {
+		return err
+	}
 	statePath := e.wrapStatePath()
 	st, err := loadWrapState(statePath)
 	if err != nil {
@@ -226,7 +242,7 @@ func (e *env) runWrap(f *wrapFlags, wrap bool) error {
 	total := map[string]int{}
 	matched := false
 	for _, cf := range files {
-		n, err := e.wrapFile(cf, f, wrap, etdiPath, st, statePath, cwd, total)
+		n, err := e.wrapFile(cf, f, wrap, etdiPath, gate, st, statePath, cwd, total)
 		if err != nil {
 			return err
 		}
@@ -317,7 +333,7 @@ func summary(c map[string]int, wrap, dry bool) string {
 
 // wrapFile wraps or unwraps one file and returns how many entries it
 // reported on.
-func (e *env) wrapFile(cf configFile, f *wrapFlags, wrap bool, etdiPath string, st *wrapState, statePath, cwd string, total map[string]int) (int, error) {
+func (e *env) wrapFile(cf configFile, f *wrapFlags, wrap bool, etdiPath string, gate hostconfig.Gate, st *wrapState, statePath, cwd string, total map[string]int) (int, error) {
 	abs, err := filepath.Abs(cf.path)
 	if err != nil {
 		return 0, err
@@ -341,9 +357,9 @@ func (e *env) wrapFile(cf configFile, f *wrapFlags, wrap bool, etdiPath string, 
 	}
 	var res *hostconfig.Result
 	if wrap {
-		res, err = hostconfig.Wrap(real, data, hostconfig.WrapOptions{Host: host, Etdi: etdiPath, Name: f.name, Bundle: f.bundle, Trust: f.trust, Pins: f.pins, Cwd: cwd})
+		res, err = hostconfig.Wrap(real, data, hostconfig.WrapOptions{Host: host, Etdi: etdiPath, Name: f.name, Bundle: f.bundle, Trust: f.trust, Pins: f.pins, Cwd: cwd, Gate: gate, Lookup: e.lookupEnv})
 	} else {
-		res, err = hostconfig.Unwrap(real, data, host, st.Files[real], f.name)
+		res, err = hostconfig.Unwrap(real, data, hostconfig.UnwrapOptions{Host: host, Name: f.name, Records: st.Files[real], Cwd: cwd, Gate: gate, Lookup: e.lookupEnv})
 	}
 	if err != nil {
 		return 0, err
@@ -477,4 +493,107 @@ func lines(b []byte) []string {
 		out[i] = strings.TrimSuffix(out[i], "\r")
 	}
 	return out
+}
+
+// userGate is the user's own etdi (SPEC.md §24): this etdi and the one
+// given with --etdi, and the trust policy, pin store and lockfile it
+// uses. Entries are taken as wrapped only when they run one of these
+// programs, and reported when their etdi run uses other files.
+func userGate(etdiFlag, trust, pins, lock string) (hostconfig.Gate, error) {
+	var g hostconfig.Gate
+	if exe, err := os.Executable(); err == nil {
+		if real, err := filepath.EvalSymlinks(exe); err == nil {
+			g.Etdi = append(g.Etdi, real)
+		}
+	}
+	if etdiFlag != "" {
+		abs, err := filepath.Abs(etdiFlag)
+		if err != nil {
+			return g, err
+		}
+		if fi, err := os.Stat(abs); err != nil || !fi.Mode().IsRegular() {
+			return g, usagef("--etdi %s is not a program file: give the path of an etdi you run", abs)
+		}
+		g.Etdi = append(g.Etdi, abs)
+	}
+	abs := func(p string) string {
+		if p == "" || strings.Contains(p, "://") {
+			return p
+		}
+		if a, err := filepath.Abs(p); err == nil {
+			return a
+		}
+		return p
+	}
+	g.Trust, g.Pins, g.Lock = abs(trust), abs(pins), abs(lock)
+	return g, nil
+}
+
+// wrapGate is the user's gate for wrap and unwrap: the trust policy and
+// pin database wrap writes, else the defaults.
+func (e *env) wrapGate(f *wrapFlags, wrap bool) (hostconfig.Gate, error) {
+	trust, pins := f.trust, f.pins
+	if trust == "" {
+		trust = e.defaultTrust()
+	}
+	if pins == "" {
+		pins = e.defaultPins()
+	}
+	etdiFlag := f.etdi
+	if wrap {
+		etdiFlag = "" // wrap adds the program it writes
+	}
+	return userGate(etdiFlag, trust, pins, "")
+}
+
+// configGate is the user's gate for reading host configurations
+// (check --config and the like): --etdi, --trust, and the pin store or
+// lockfile the command uses.
+func (e *env) configGate(f *serverFlags) (hostconfig.Gate, error) {
+	pins := f.gatePins
+	if pins == "" {
+		pins = e.defaultPins()
+	}
+	g, err := userGate(f.etdi, f.policy, pins, f.gateLock)
+	for _, c := range f.gateCedar {
+		if abs, err := filepath.Abs(c); err == nil {
+			g.Cedar = append(g.Cedar, abs)
+		}
+	}
+	return g, err
+}
+
+// configFindings are the findings about how an entry runs its server:
+// a program that imitates etdi's gate (fake_wrapper), and a gate that
+// judges by another trust policy, pin store or lockfile than the user's
+// (gate_override).
+func configFindings(en *hostconfig.Entry, secrets *redact.Set) []verify.Finding {
+	var out []verify.Finding
+	if en.Imitation != "" {
+		out = append(out, verify.Finding{Kind: verify.FakeWrapper, Severity: verify.Error, Server: en.Name,
+			Message: secrets.String("the entry imitates etdi's gate: " + en.Imitation + "; its whole command is checked as the server. Remove the entry, or if the program is an etdi of yours, check with --etdi PATH")})
+	}
+	for _, o := range en.GateOverrides {
+		// The files are shown as named (the point of the finding); only
+		// a URL's credentials are not.
+		if strings.Contains(o.Entry, "://") {
+			o.Entry = secrets.String(redact.URL(o.Entry))
+		}
+		fix := "; to use yours: etdi unwrap --config " + en.File + " --name " + en.Name + ", then etdi wrap again"
+		if v, ok := strings.CutPrefix(o.Via, "env "); ok {
+			fix = "; to use yours: remove " + v + " from the entry's env in " + en.File
+		}
+		out = append(out, verify.Finding{Kind: verify.GateOverride, Severity: verify.Error, Server: en.Name, Message: o.String() + fix})
+	}
+	return out
+}
+
+// addConfigFindings puts the entry's configuration findings into its
+// report, whatever else the check found.
+func addConfigFindings(rep *checkReport, t *target) {
+	if len(t.findings) == 0 {
+		return
+	}
+	rep.Findings = append(append([]verify.Finding(nil), t.findings...), rep.Findings...)
+	rep.ExitCode = worse(rep.ExitCode, exitFor(t.findings))
 }

@@ -151,15 +151,17 @@ func cursorFile(t *testing.T, dir string) (string, string) {
 func TestCLIWrapDryRun(t *testing.T) {
 	dir := t.TempDir()
 	path, text := cursorFile(t, dir)
-	r := runEtdi(t, dir, nil, "wrap", "--config", path, "--dry-run", "--etdi", "/usr/local/bin/etdi")
+	other := filepath.Join(dir, "bin", "etdi")
+	writeText(t, other, "#!/bin/sh\n", 0o755)
+	r := runEtdi(t, dir, nil, "wrap", "--config", path, "--dry-run", "--etdi", other)
 	if r.code != 0 {
 		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	for _, want := range []string{
 		"--- " + path, "+++ " + path, "@@ -4,2 +4,2 @@",
 		`-    "a": {"command": "node", "args": ["a.js"]},`,
-		`+    "a": {"command": "/usr/local/bin/etdi", "args": ["run", "--name", "a", "--", "node", "a.js"]},`,
-		`+    "b": {"command": "/usr/local/bin/etdi", "args": ["run", "--name", "b", "--url", "https://b.example/mcp", "--header-env", "Authorization=ETDI_HEADER_1"], "env": {"ETDI_HEADER_1": "Bearer b-token-4471"}}`,
+		`+    "a": {"command": ` + jsonQuote(other) + `, "args": ["run", "--name", "a", "--", "node", "a.js"]},`,
+		`+    "b": {"command": ` + jsonQuote(other) + `, "args": ["run", "--name", "b", "--url", "https://b.example/mcp", "--header-env", "Authorization=ETDI_HEADER_1"], "env": {"ETDI_HEADER_1": "Bearer b-token-4471"}}`,
 		"2 to wrap, 0 already wrapped, 0 refused",
 	} {
 		if !strings.Contains(r.stdout, want) {
@@ -176,33 +178,67 @@ func TestCLIWrapDryRun(t *testing.T) {
 	}
 }
 
-// unwrap restores only an entry that is still what wrap wrote: an entry
-// edited since is refused (exit 1) and left as it is, the others are
-// restored; a file wrap never touched is not changed.
-func TestCLIUnwrapRefusesChangedEntry(t *testing.T) {
+// unwrap after the host rewrote the file: the entries are restored from
+// what they say themselves (the server after --, the URL and the headers
+// etdi run sends), and every other edit is kept: the new formatting, a
+// server the host added, a member it changed. An entry edited since wrap
+// keeps its edit; one the user restored by hand is left alone.
+func TestCLIUnwrapAfterHostEdits(t *testing.T) {
 	dir := wrapHome(t)
 	path, text := cursorFile(t, dir)
 	if r := runEtdi(t, dir, nil, "wrap", "--config", path); r.code != 0 {
 		t.Fatalf("wrap: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
-	wrapped := readText(t, path)
-	edited := strings.Replace(wrapped, `"a.js"]`, `"a.js", "--verbose"]`, 1)
-	if edited == wrapped {
-		t.Fatal("test edit did not apply")
+	// The host reads the file, adds a server, changes a member of its
+	// own, and writes it back in its own format (no comments, two
+	// spaces, LF).
+	var doc map[string]any
+	if err := json.Unmarshal([]byte(hostconfigStrip(readText(t, path))), &doc); err != nil {
+		t.Fatal(err)
 	}
-	writeText(t, path, edited, 0o600)
+	doc["mcpServers"].(map[string]any)["added"] = map[string]any{"command": "uvx", "args": []any{"added-server"}}
+	doc["theme"] = "dark"
+	a := doc["mcpServers"].(map[string]any)["a"].(map[string]any)
+	a["args"] = append(a["args"].([]any), "--verbose")
+	out, _ := json.MarshalIndent(doc, "", "  ")
+	writeText(t, path, string(out)+"\n", 0o600)
+
 	r := runEtdi(t, dir, nil, "unwrap", "--config", path)
-	if r.code != 1 || !strings.Contains(r.stdout, "a: refused: the entry changed since etdi wrap wrote it") || !strings.Contains(r.stdout, "1 unwrapped, 1 refused") {
+	if r.code != 0 || !strings.Contains(r.stdout, "2 unwrapped, 0 refused") {
 		t.Fatalf("unwrap: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
-	got := readText(t, path)
-	if !strings.Contains(got, `"a.js", "--verbose"]`) || !strings.Contains(got, `"b": {"url": "https://b.example/mcp", "headers": {"Authorization": "Bearer b-token-4471"}}`) {
-		t.Fatalf("unwrap result:\n%s", got)
+	var got struct {
+		Theme      string `json:"theme"`
+		MCPServers map[string]struct {
+			Command string            `json:"command"`
+			Args    []string          `json:"args"`
+			URL     string            `json:"url"`
+			Headers map[string]string `json:"headers"`
+			Env     map[string]string `json:"env"`
+		} `json:"mcpServers"`
 	}
-	// Undo the edit: the record still applies.
-	writeText(t, path, strings.Replace(got, `"a.js", "--verbose"]`, `"a.js"]`, 1), 0o600)
+	final := readText(t, path)
+	if err := json.Unmarshal([]byte(final), &got); err != nil {
+		t.Fatalf("%v\n%s", err, final)
+	}
+	s := got.MCPServers
+	if got.Theme != "dark" || len(s) != 3 || s["a"].Command != "node" || !slices.Equal(s["a"].Args, []string{"a.js", "--verbose"}) ||
+		s["b"].Command != "" || s["b"].Args != nil || s["b"].URL != "https://b.example/mcp" || s["b"].Headers["Authorization"] != "Bearer b-token-4471" || s["b"].Env != nil ||
+		s["added"].Command != "uvx" || !slices.Equal(s["added"].Args, []string{"added-server"}) {
+		t.Fatalf("unwrap result:\n%s", final)
+	}
+	if !strings.HasPrefix(final, "{\n  \"") || strings.Contains(final, "\r") {
+		t.Fatalf("unwrap did not keep the host's formatting:\n%s", final)
+	}
+	// Nothing left to unwrap; the records are used up.
+	if r := runEtdi(t, dir, nil, "unwrap", "--config", path); r.code != 0 || readText(t, path) != final || !strings.Contains(r.stdout, "0 unwrapped, 0 refused") {
+		t.Fatalf("second unwrap: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	// Untouched since wrap: the original bytes, comments and CRLF.
+	path, text = cursorFile(t, dir)
+	runEtdi(t, dir, nil, "wrap", "--config", path)
 	if r := runEtdi(t, dir, nil, "unwrap", "--config", path); r.code != 0 || readText(t, path) != text {
-		t.Fatalf("unwrap after undoing the edit: exit %d\n%s%s\n%s", r.code, r.stdout, r.stderr, readText(t, path))
+		t.Fatalf("unwrap of an unchanged file: exit %d\n%s%s\n%s", r.code, r.stdout, r.stderr, readText(t, path))
 	}
 
 	// Never wrapped.
@@ -211,6 +247,17 @@ func TestCLIUnwrapRefusesChangedEntry(t *testing.T) {
 	if r := runEtdi(t, dir, nil, "unwrap", "--config", other); r.code != 0 || readText(t, other) != text || !strings.Contains(r.stdout, "0 unwrapped, 0 refused") {
 		t.Fatalf("unwrap of an untouched file: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
+}
+
+// hostconfigStrip drops the // comments of a wrapped cursorFile.
+func hostconfigStrip(s string) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if !strings.HasPrefix(strings.TrimSpace(l), "//") {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
 }
 
 // The backup is of the file before etdi first changed it: a later wrap
@@ -234,8 +281,8 @@ func TestCLIWrapKeepsFirstBackup(t *testing.T) {
 	if r := runEtdi(t, dir, nil, "wrap"); r.code != 2 {
 		t.Fatalf("wrap without --config: exit %d, want 2\n%s", r.code, r.stderr)
 	}
-	if r := runEtdi(t, dir, nil, "unwrap", "--config", path, "--etdi", "/x"); r.code != 2 {
-		t.Fatalf("unwrap --etdi: exit %d, want 2\n%s", r.code, r.stderr)
+	if r := runEtdi(t, dir, nil, "unwrap", "--config", path, "--etdi", "/x"); r.code != 2 || !strings.Contains(r.stderr, "--etdi /x is not a program file") {
+		t.Fatalf("unwrap --etdi of no program: exit %d, want 2\n%s", r.code, r.stderr)
 	}
 }
 

@@ -97,7 +97,7 @@ func FuzzWrapRoundTrip(f *testing.F) {
 		if err != nil || !bytes.Equal(again.Data, res.Data) {
 			t.Fatalf("second wrap: %v\n%q\n%+v", err, res.Data, again)
 		}
-		un, err := Unwrap(h.path, res.Data, h.host, res.Records, "")
+		un, err := Unwrap(h.path, res.Data, UnwrapOptions{Host: h.host, Records: res.Records, Gate: testGate()})
 		if err != nil || !bytes.Equal(un.Data, data) {
 			t.Fatalf("unwrap: %v\n%q\n%+v", err, data, un)
 		}

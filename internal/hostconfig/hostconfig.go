@@ -80,6 +80,13 @@ type Entry struct {
 	// Bundle is the --bundle the wrapped entry gives etdi run, if any: the
 	// server is checked with it.
 	Bundle string `json:"bundle,omitempty"`
+	// Imitation says why an entry whose program is named etdi, with run
+	// as its first argument, is not wrapped: its program is not the
+	// user's etdi (Options.Gate). The whole command is then the server.
+	Imitation string `json:"imitation,omitempty"`
+	// GateOverrides are the trust policy, pin store and lockfile a
+	// wrapped entry's etdi run uses instead of the user's.
+	GateOverrides []GateOverride `json:"gateOverrides,omitempty"`
 	// Launch is the SHA-256 (hex) of the configuration file's absolute
 	// path, the entry's name and the entry exactly as written (before any
 	// variable is resolved): what a launch approval of a project-scoped
@@ -124,6 +131,15 @@ func (e Entry) MarshalJSON() ([]byte, error) {
 		}
 	}
 	p.Command = s.String(p.Command)
+	p.Imitation = s.String(p.Imitation)
+	if p.GateOverrides != nil {
+		p.GateOverrides = append([]GateOverride(nil), p.GateOverrides...)
+		for i, o := range p.GateOverrides {
+			if strings.Contains(o.Entry, "://") {
+				p.GateOverrides[i].Entry = redact.URL(o.Entry)
+			}
+		}
+	}
 	return json.Marshal(p)
 }
 
@@ -144,6 +160,9 @@ type Options struct {
 	Cwd    string
 	Lookup func(string) (string, bool)
 	Inputs map[string]string
+	// Gate is the user's own etdi: only an entry whose program is one of
+	// its programs is wrapped (SPEC.md §24).
+	Gate Gate
 }
 
 func (o *Options) getenv(name string) string {
@@ -379,7 +398,7 @@ func loadData(path string, data []byte, host string, o Options) ([]Entry, error)
 	if dir := filepath.Base(filepath.Dir(path)); dir == ".vscode" || dir == ".cursor" || dir == ".zed" || dir == ".amazonq" {
 		workspace = filepath.Dir(filepath.Dir(path))
 	}
-	r := resolver{home: o.Home, workspace: workspace, lookup: o.Lookup, inputs: o.Inputs}
+	r := resolver{home: o.Home, workspace: workspace, lookup: o.Lookup, inputs: o.Inputs, gate: &o.Gate}
 	var out []Entry
 	for _, l := range servers {
 		s := l.v
@@ -603,7 +622,7 @@ func entry(name string, v *etdi.Value, host, file string, r *resolver) (Entry, e
 			e.Headers = m
 		}
 	}
-	e.lookThrough(r.lookup)
+	e.lookThrough(r.lookup, r.gate, r.workspace)
 	e.setTransport(typ, !e.Wrapped && host == Gemini && v.Get("url") != nil && v.Get("httpUrl") == nil)
 	return e, nil
 }
@@ -638,6 +657,7 @@ type resolver struct {
 	home, workspace string
 	lookup          func(string) (string, bool)
 	inputs          map[string]string
+	gate            *Gate
 }
 
 var varRE = regexp.MustCompile(`\$\{([^}]*)\}`)

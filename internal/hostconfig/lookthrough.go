@@ -2,141 +2,497 @@ package hostconfig
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 )
 
-// IsEtdiRun reports whether command and args run `etdi run`: the program
-// is named etdi (etdi.exe) and its first argument is "run".
+// Gate says which etdi is the user's own (SPEC.md §24): the programs that
+// count as etdi's gate, and the trust policy, pin store and lockfile that
+// gate judges by. An entry is taken as wrapped only when its program
+// resolves to one of Etdi, never by its name.
+type Gate struct {
+	// Etdi are the etdi programs the user runs: the running etdi and any
+	// given with --etdi. An entry's program is compared with them as a
+	// file (symbolic links followed, os.SameFile).
+	Etdi []string
+	// Trust, Pins and Lock are the trust policy, the pin store (a file or
+	// an etcd:// URL) and the lockfile the user's own etdi uses; Lock is
+	// empty when the user uses none. A wrapped entry whose etdi run uses
+	// others is reported in its GateOverrides.
+	Trust, Pins, Lock string
+	// Cedar are the user's own call-time policy files (--cedar): a
+	// wrapped entry's --cedar naming another is reported, as a policy
+	// file can permit what the user's policies leave unpermitted.
+	Cedar []string
+
+	// trusted are the files of Etdi, found once per Load.
+	trusted []os.FileInfo
+	found   bool
+}
+
+// GateOverride is a trust policy, pin store or lockfile that a wrapped
+// entry's etdi run uses instead of the user's own: the gate would judge
+// the server by it.
+type GateOverride struct {
+	// What is "trust policy", "pin store" or "lockfile".
+	What string `json:"what"`
+	// Via is how the entry names it: a flag of etdi run (--trust) or a
+	// variable of the entry's env (ETDI_TRUST, or HOME and the like,
+	// which move etdi's default files).
+	Via string `json:"via"`
+	// Entry is what the entry's gate uses; User what the user's etdi uses
+	// ("" for a lockfile the user does not use).
+	Entry string `json:"entry"`
+	User  string `json:"user"`
+}
+
+// IsEtdiRun reports whether command and args look like `etdi run`: the
+// program is named etdi (etdi.exe) and its first argument is "run". The
+// name proves nothing (any program can be called etdi): Load takes an
+// entry as wrapped only when its program resolves to one of Gate.Etdi;
+// one that is only named so is an imitation (Entry.Imitation).
 func IsEtdiRun(command string, args []string) bool {
 	base := strings.ToLower(filepath.Base(strings.ReplaceAll(command, `\`, "/")))
 	return (base == "etdi" || base == "etdi.exe") && len(args) > 0 && args[0] == "run"
 }
 
-// alreadyWrapped is the status of an entry that already runs etdi run
-// (args are its arguments): already wrapped, unless a bundle is asked for
-// that the entry does not carry, which wrap does not add to an existing
-// entry: leaving it would say the server is checked with the bundle when
-// it is not.
-func alreadyWrapped(args []string, bundle string) ([]Edit, string, string) {
-	if bundle == "" {
-		return nil, StatusAlreadyWrapped, ""
+// goos is the platform whose rules programs are found by; a variable so
+// tests can try the others.
+var goos = runtime.GOOS
+
+// envValue returns the entry's env variable name (without regard to case
+// on Windows, as Windows reads it).
+func envValue(env map[string]string, name string) (string, bool) {
+	if v, ok := env[name]; ok {
+		return v, true
 	}
-	have := ""
-	for i := 1; i < len(args) && args[i] != "--"; i++ {
-		if v, ok := strings.CutPrefix(args[i], "--bundle="); ok {
-			have = v
-		} else if args[i] == "--bundle" && i+1 < len(args) {
-			have = args[i+1]
+	if goos == "windows" {
+		for k, v := range env {
+			if strings.EqualFold(k, name) {
+				return v, true
+			}
 		}
 	}
-	if have == bundle {
-		return nil, StatusAlreadyWrapped, ""
-	}
-	return nil, StatusRefused, "already wrapped without this bundle; etdi unwrap it first, then wrap it with --bundle"
+	return "", false
 }
 
-// lookThrough turns an entry that runs `etdi run` into the server behind
-// it: `etdi run [flags] -- CMD ARGS...` becomes CMD ARGS, and
-// `etdi run [flags] --url URL` becomes URL with each --header-env
-// "Name=VAR" header taken from the entry's env VAR (which then leaves the
-// env, as the server never sees it) or, failing that, from the
-// environment. Arguments etdi cannot read become a problem: the entry is
-// never checked as something other than what the host starts.
-func (e *Entry) lookThrough(lookup func(string) (string, bool)) {
-	if !IsEtdiRun(e.Command, e.Args) {
-		return
+// programFiles returns the files the host may start for command: an
+// absolute path itself; a relative path against every folder the host
+// may start it from (the configuration file's folder, the entry's cwd,
+// the working directory), all of which must then be etdi; a bare name
+// on the entry's env PATH, else the process PATH. A reason is returned
+// instead when it cannot be told.
+func programFiles(command, file, cwd, workspace string, env map[string]string, lookup func(string) (string, bool)) ([]string, string) {
+	if command == "" || strings.Contains(command, "${") || strings.ContainsRune(command, 0) {
+		return nil, "it is not a plain path"
 	}
-	e.Wrapped = true
-	args := e.Args[1:]
-	var url string
-	var rest []string
-	dash := false
-	headers := map[string]string{}
-	env := map[string]string{}
-	for k, v := range e.Env {
-		env[k] = v
+	dir := filepath.Dir(file)
+	if !filepath.IsAbs(dir) {
+		if abs, err := filepath.Abs(dir); err == nil {
+			dir = abs
+		}
 	}
-	fail := func(format string, a ...any) {
-		e.Problems = append(e.Problems, "runs etdi run: "+fmt.Sprintf(format, a...))
-		e.Command, e.Args, e.URL = "", nil, ""
+	if filepath.IsAbs(command) {
+		return []string{filepath.Clean(command)}, ""
 	}
-	for i := 0; i < len(args); i++ {
+	if strings.ContainsRune(command, '/') || goos == "windows" && strings.ContainsRune(command, '\\') {
+		return relativeFiles(command, dir, cwd, workspace), ""
+	}
+	path, ok := envValue(env, "PATH")
+	if !ok {
+		path, _ = lookupOrNil(lookup, "PATH")
+	}
+	names := []string{command}
+	if goos == "windows" && filepath.Ext(command) == "" {
+		names = []string{command + ".exe", command + ".com", command + ".cmd", command + ".bat", command}
+	}
+	for _, d := range filepath.SplitList(path) {
+		if d == "" || !filepath.IsAbs(d) {
+			return nil, fmt.Sprintf("PATH holds the relative folder %q, which depends on where the host starts it", d)
+		}
+		for _, n := range names {
+			p := filepath.Join(d, n)
+			if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && (goos == "windows" || fi.Mode().Perm()&0o111 != 0) {
+				return []string{p}, ""
+			}
+		}
+	}
+	return nil, "it is not found on PATH"
+}
+
+// relativeFiles returns relative path p from every folder the host may
+// start a program in: the configuration file's folder dir, the entry's
+// cwd (relative to dir) and the working directory.
+func relativeFiles(p, dir, cwd, workspace string) []string {
+	if filepath.IsAbs(p) {
+		return []string{filepath.Clean(p)}
+	}
+	bases := []string{dir}
+	if cwd != "" {
+		if filepath.IsAbs(cwd) {
+			bases = append(bases, cwd)
+		} else {
+			bases = append(bases, filepath.Join(dir, cwd))
+		}
+	}
+	if workspace != "" {
+		if abs, err := filepath.Abs(workspace); err == nil {
+			bases = append(bases, abs)
+		}
+	}
+	var out []string
+	for _, b := range bases {
+		out = append(out, filepath.Join(b, p))
+	}
+	return out
+}
+
+// fileInfo returns the file at path, symbolic links followed, if it is a
+// regular file.
+func fileInfo(path string) (os.FileInfo, bool) {
+	real, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		return nil, false
+	}
+	fi, err := os.Stat(real)
+	if err != nil || !fi.Mode().IsRegular() {
+		return nil, false
+	}
+	return fi, true
+}
+
+// sameFile reports whether paths a and b are the same regular file,
+// symbolic links followed.
+func sameFile(a, b string) bool {
+	fa, ok := fileInfo(a)
+	if !ok {
+		return false
+	}
+	fb, ok := fileInfo(b)
+	return ok && os.SameFile(fa, fb)
+}
+
+// etdiFiles returns the files of g.Etdi that exist.
+func (g *Gate) etdiFiles() []os.FileInfo {
+	if !g.found {
+		for _, t := range g.Etdi {
+			if fi, ok := fileInfo(t); ok {
+				g.trusted = append(g.trusted, fi)
+			}
+		}
+		g.found = true
+	}
+	return g.trusted
+}
+
+// provenEtdi reports whether the entry's program is one of the user's
+// etdi programs; if not, what it is instead.
+func (g *Gate) provenEtdi(e *Entry, workspace string, lookup func(string) (string, bool)) (bool, string) {
+	files, why := programFiles(e.Command, e.File, e.Cwd, workspace, e.Env, lookup)
+	if why != "" {
+		return false, why
+	}
+	if g == nil || len(g.Etdi) == 0 {
+		return false, fmt.Sprintf("it resolves to %s, and no etdi of yours is known to compare it with", files[0])
+	}
+	trusted := g.etdiFiles()
+	for _, f := range files {
+		ok := false
+		if fi, isFile := fileInfo(f); isFile {
+			for _, t := range trusted {
+				if os.SameFile(fi, t) {
+					ok = true
+					break
+				}
+			}
+		}
+		if !ok {
+			return false, fmt.Sprintf("it resolves to %s, which is not the etdi you run (%s)", f, strings.Join(g.Etdi, ", "))
+		}
+	}
+	return true, ""
+}
+
+// runSpec is what the arguments of etdi run say, as etdi run reads them.
+type runSpec struct {
+	// dash is the index of "--" in the arguments (-1 without); url the
+	// --url value.
+	dash int
+	url  string
+	// urlIndex is the index of --url's value.
+	urlIndex int
+	bundle   string
+	// headerEnv are the --header-env Name=VARIABLE pairs; headers the
+	// --header "Name: value" ones, in order.
+	headerEnv [][2]string
+	headers   [][2]string
+	// trust, pins and lock are the files named, with the flag's spelling.
+	trust, pins, lock string
+	hasTrust, hasPins bool
+	// cedar are the --cedar files.
+	cedar []string
+}
+
+// parseRun reads the arguments of `etdi run` (args[0] is "run"). An
+// argument etdi run would not accept is an error: the entry is never
+// read as something other than what etdi run does.
+func parseRun(args []string) (runSpec, error) {
+	s := runSpec{dash: -1, urlIndex: -1}
+	for i := 1; i < len(args); i++ {
 		a := args[i]
 		if a == "--" {
-			rest, dash = args[i+1:], true
+			s.dash = i
 			break
 		}
 		flag, val, hasVal := strings.Cut(a, "=")
 		switch flag {
-		case "--trust", "--pins", "--name", "--url", "--header-env", "--header", "--bundle", "--timeout", "--lock-timeout", "--by":
+		case "--trust", "--pins", "--name", "--url", "--header-env", "--header", "--bundle", "--timeout", "--lock-timeout", "--by",
+			"--lock", "--lock-key", "--cedar", "--ask-timeout":
 		case "--audit-calls":
 			if hasVal && val != "true" && val != "false" {
-				fail("argument %q is not one etdi understands", a)
-				return
+				return s, fmt.Errorf("argument %q is not one etdi understands", a)
 			}
 			continue // a switch: it takes no value
 		default:
-			fail("argument %q is not one etdi understands", a)
-			return
+			return s, fmt.Errorf("argument %q is not one etdi understands", a)
 		}
 		if !hasVal {
 			if i+1 >= len(args) {
-				fail("%s needs a value", flag)
-				return
+				return s, fmt.Errorf("%s needs a value", flag)
 			}
 			i++
 			val = args[i]
 		}
 		switch flag {
 		case "--bundle":
-			e.Bundle = val
+			s.bundle = val
 		case "--url":
-			url = val
+			s.url, s.urlIndex = val, i
+		case "--trust":
+			s.trust, s.hasTrust = val, true
+		case "--pins":
+			s.pins, s.hasPins = val, true
+		case "--lock":
+			s.lock = val
+		case "--cedar":
+			s.cedar = append(s.cedar, val)
 		case "--header":
 			name, v, ok := strings.Cut(val, ":")
 			if !ok {
-				fail("--header wants \"Name: value\"")
-				return
+				return s, fmt.Errorf("--header wants \"Name: value\"")
 			}
-			headers[strings.TrimSpace(name)] = strings.TrimSpace(v)
+			s.headers = append(s.headers, [2]string{strings.TrimSpace(name), strings.TrimSpace(v)})
 		case "--header-env":
 			name, variable, ok := strings.Cut(val, "=")
 			if !ok || name == "" || variable == "" {
-				fail("--header-env %q: want Name=VARIABLE", val)
-				return
+				return s, fmt.Errorf("--header-env %q: want Name=VARIABLE", val)
 			}
-			if v, ok := env[variable]; ok {
-				headers[name] = v
-				delete(env, variable)
-			} else if v, ok := lookupOrNil(lookup, variable); ok && v != "" {
-				headers[name] = v
-			} else {
-				e.Problems = append(e.Problems, fmt.Sprintf("header %s comes from environment variable %s, which is not set", name, variable))
-			}
+			s.headerEnv = append(s.headerEnv, [2]string{name, variable})
 		}
 	}
 	switch {
-	case dash && url != "":
-		fail("gives both a command and --url")
-	case dash && len(rest) == 0:
-		fail("nothing after --")
-	case dash:
-		e.Command, e.Args = rest[0], rest[1:]
+	case s.dash >= 0 && s.url != "":
+		return s, fmt.Errorf("gives both a command and --url")
+	case s.dash >= 0 && s.dash == len(args)-1:
+		return s, fmt.Errorf("nothing after --")
+	case s.dash < 0 && s.url == "":
+		return s, fmt.Errorf("neither -- CMD nor --url")
+	}
+	return s, nil
+}
+
+// lookThrough turns an entry that runs the user's etdi (g.Etdi) with
+// `run` into the server behind it: `etdi run [flags] -- CMD ARGS...`
+// becomes CMD ARGS, and `etdi run [flags] --url URL` becomes URL with
+// each --header-env "Name=VAR" header taken from the entry's env VAR
+// (which then leaves the env, as the server never sees it) or, failing
+// that, from the environment. Arguments etdi cannot read become a
+// problem: the entry is never checked as something other than what the
+// host starts. An entry whose program is named etdi but is not the
+// user's etdi is left as it is (the whole command is the server) and
+// marked as an imitation; one whose gate uses another trust policy, pin
+// store or lockfile than the user's gets GateOverrides.
+func (e *Entry) lookThrough(lookup func(string) (string, bool), g *Gate, workspace string) {
+	if len(e.Args) == 0 || e.Args[0] != "run" {
+		return
+	}
+	proven, why := g.provenEtdi(e, workspace, lookup)
+	if !proven {
+		if IsEtdiRun(e.Command, e.Args) {
+			e.Imitation = fmt.Sprintf("its program %q is named etdi, but %s: the host would start it without etdi's gate", e.Command, why)
+		}
+		return
+	}
+	e.Wrapped = true
+	env := map[string]string{}
+	for k, v := range e.Env {
+		env[k] = v
+	}
+	fail := func(err error) {
+		e.Problems = append(e.Problems, "runs etdi run: "+err.Error())
+		e.Command, e.Args, e.URL = "", nil, ""
+	}
+	s, err := parseRun(e.Args)
+	if err != nil {
+		fail(err)
+		return
+	}
+	e.Bundle = s.bundle
+	e.GateOverrides = gateOverrides(s, e, g, workspace, lookup)
+	if s.dash >= 0 {
+		e.Command, e.Args = e.Args[s.dash+1], e.Args[s.dash+2:]
 		if len(e.Args) == 0 {
 			e.Args = nil
 		}
-	case url != "":
-		e.Command, e.Args, e.URL = "", nil, url
-		if len(headers) > 0 {
-			e.Headers = headers
-		}
-		if e.Env != nil {
-			e.setEnv(env)
-		}
-	default:
-		fail("neither -- CMD nor --url")
+		return
 	}
+	headers := map[string]string{}
+	for _, h := range s.headers {
+		headers[h[0]] = h[1]
+	}
+	for _, h := range s.headerEnv {
+		name, variable := h[0], h[1]
+		if v, ok := env[variable]; ok {
+			headers[name] = v
+			delete(env, variable)
+		} else if v, ok := lookupOrNil(lookup, variable); ok && v != "" {
+			headers[name] = v
+		} else {
+			e.Problems = append(e.Problems, fmt.Sprintf("header %s comes from environment variable %s, which is not set", name, variable))
+		}
+	}
+	e.Command, e.Args, e.URL = "", nil, s.url
+	if len(headers) > 0 {
+		e.Headers = headers
+	}
+	if e.Env != nil {
+		e.setEnv(env)
+	}
+}
+
+// configDirVars are the variables that move the folder etdi's default
+// trust policy and pin database are in (os.UserConfigDir).
+func configDirVars() []string {
+	switch goos {
+	case "windows":
+		return []string{"AppData"}
+	case "darwin", "ios":
+		return []string{"HOME"}
+	case "plan9":
+		return []string{"home"}
+	}
+	return []string{"XDG_CONFIG_HOME", "HOME"}
+}
+
+// gateOverrides returns the trust policy, pin store and lockfile the
+// entry's etdi run uses instead of the user's: named by a flag, by
+// ETDI_TRUST or ETDI_PINS in the entry's env, or moved by an env
+// variable that moves etdi's default files; and an etcd snapshot folder
+// (ETDI_ETCD_SNAPSHOTS) other than the user's.
+func gateOverrides(s runSpec, e *Entry, g *Gate, workspace string, lookup func(string) (string, bool)) []GateOverride {
+	var out []GateOverride
+	check := func(what, via, entryVal, user string) {
+		if !sameGateFile(entryVal, user, e.File, e.Cwd, workspace) {
+			out = append(out, GateOverride{What: what, Via: via, Entry: entryVal, User: user})
+		}
+	}
+	var userTrust, userPins, userLock string
+	if g != nil {
+		userTrust, userPins, userLock = g.Trust, g.Pins, g.Lock
+	}
+	for _, f := range []struct {
+		what, flag, variable, val, user string
+		has                             bool
+	}{
+		{"trust policy", "--trust", "ETDI_TRUST", s.trust, userTrust, s.hasTrust},
+		{"pin store", "--pins", "ETDI_PINS", s.pins, userPins, s.hasPins},
+	} {
+		switch v, inEnv := envValue(e.Env, f.variable); {
+		case f.has:
+			check(f.what, f.flag, f.val, f.user)
+		case inEnv && v != "":
+			check(f.what, "env "+f.variable, v, f.user)
+		default:
+			for _, dv := range configDirVars() {
+				v, ok := envValue(e.Env, dv)
+				if !ok {
+					continue
+				}
+				if mine, _ := lookupOrNil(lookup, dv); v != mine {
+					out = append(out, GateOverride{What: f.what, Via: "env " + dv, Entry: "the default under " + v, User: f.user})
+				}
+			}
+		}
+	}
+	if s.lock != "" {
+		check("lockfile", "--lock", s.lock, userLock)
+	}
+	for _, c := range s.cedar {
+		mine := false
+		if g != nil {
+			for _, u := range g.Cedar {
+				mine = mine || sameGateFile(c, u, e.File, e.Cwd, workspace)
+			}
+		}
+		if !mine {
+			out = append(out, GateOverride{What: "call-time policy", Via: "--cedar", Entry: c, User: strings.Join(gateCedar(g), ", ")})
+		}
+	}
+	// Code loaded into etdi itself, and the certificate authorities its
+	// TLS connections trust: a gate so started is not etdi's.
+	for _, v := range []struct{ name, what string }{
+		{"LD_PRELOAD", "library loaded into etdi"}, {"LD_AUDIT", "library loaded into etdi"}, {"LD_LIBRARY_PATH", "library folder of etdi"},
+		{"DYLD_INSERT_LIBRARIES", "library loaded into etdi"}, {"DYLD_LIBRARY_PATH", "library folder of etdi"}, {"DYLD_FRAMEWORK_PATH", "library folder of etdi"},
+		{"SSL_CERT_FILE", "certificate authorities etdi trusts"}, {"SSL_CERT_DIR", "certificate authorities etdi trusts"},
+	} {
+		if val, ok := envValue(e.Env, v.name); ok {
+			if mine, _ := lookupOrNil(lookup, v.name); val != mine {
+				out = append(out, GateOverride{What: v.what, Via: "env " + v.name, Entry: val, User: mine})
+			}
+		}
+	}
+	// An etcd store's local snapshots, which the gate reads while etcd
+	// cannot be reached.
+	if v, ok := envValue(e.Env, "ETDI_ETCD_SNAPSHOTS"); ok {
+		if mine, _ := lookupOrNil(lookup, "ETDI_ETCD_SNAPSHOTS"); v != mine {
+			out = append(out, GateOverride{What: "pin store snapshot folder", Via: "env ETDI_ETCD_SNAPSHOTS", Entry: v, User: mine})
+		}
+	}
+	return out
+}
+
+// sameGateFile reports whether the file an entry's gate names is the
+// user's: the same text, or the same file (a relative path must be the
+// user's file from every folder the host may start etdi in).
+func sameGateFile(entryVal, user, file, cwd, workspace string) bool {
+	if entryVal == user {
+		return true
+	}
+	if user == "" || entryVal == "" || strings.Contains(entryVal, "://") || strings.Contains(user, "://") {
+		return false
+	}
+	dir := filepath.Dir(file)
+	if abs, err := filepath.Abs(dir); err == nil {
+		dir = abs
+	}
+	files := relativeFiles(entryVal, dir, cwd, workspace)
+	for _, f := range files {
+		if filepath.Clean(f) != filepath.Clean(user) && !sameFile(f, user) {
+			return false
+		}
+	}
+	return len(files) > 0
+}
+
+// String says in one sentence what the override does.
+func (o GateOverride) String() string {
+	user := o.User
+	if user == "" {
+		user = "none"
+	}
+	return fmt.Sprintf("its etdi run uses the %s %s (%s), not yours (%s): the gate would judge the server by it", o.What, o.Entry, o.Via, user)
 }
 
 func lookupOrNil(lookup func(string) (string, bool), name string) (string, bool) {
@@ -144,4 +500,11 @@ func lookupOrNil(lookup func(string) (string, bool), name string) (string, bool)
 		return "", false
 	}
 	return lookup(name)
+}
+
+func gateCedar(g *Gate) []string {
+	if g == nil {
+		return nil
+	}
+	return g.Cedar
 }

@@ -6,9 +6,13 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"reflect"
+	"sort"
 	"strings"
+
+	"github.com/BurntSushi/toml"
 )
 
 // Outcome statuses of Wrap and Unwrap.
@@ -92,6 +96,15 @@ type WrapOptions struct {
 	Trust, Pins string
 	// Cwd selects Claude Code's projects[<Cwd>] entries, as in Load.
 	Cwd string
+	// Gate is the user's own etdi (Etdi is added to its programs): an
+	// entry counts as already wrapped only when it runs one of them with
+	// the user's trust policy, pin store and lockfile. Lookup is the
+	// environment programs are found in (PATH).
+	Gate   Gate
+	Lookup func(string) (string, bool)
+
+	// seen are the file's entries as Load reads them, by name.
+	seen map[string][]Entry
 }
 
 // entryEdit is the rewrite of one entry: its span in the file and the
@@ -126,15 +139,23 @@ func Wrap(path string, data []byte, o WrapOptions) (*Result, error) {
 		}
 	}
 	if !IsEtdiRun(o.Etdi, []string{"run"}) {
-		// etdi check, unwrap and wrap itself know a wrapped entry by its
-		// program's name: under another name it would read as a server of
-		// its own.
-		return nil, fmt.Errorf("the etdi program %q is not named etdi (or etdi.exe): a wrapped entry is known by that name; install or link it as etdi, or name one with --etdi", o.Etdi)
+		// An entry of another program that runs etdi is still wrapped
+		// (it is known by the file), but one named etdi is what a person
+		// reading the file recognizes.
+		return nil, fmt.Errorf("the etdi program %q is not named etdi (or etdi.exe); install or link it as etdi, or name one with --etdi", o.Etdi)
 	}
-	lo := Options{Cwd: o.Cwd}
+	if fi, err := os.Stat(o.Etdi); err != nil || !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("the etdi program %q is not a file the host can start; give the etdi you run with --etdi PATH", o.Etdi)
+	}
+	o.Gate.Etdi = append(append([]string(nil), o.Gate.Etdi...), o.Etdi)
+	lo := Options{Cwd: o.Cwd, Lookup: o.Lookup, Gate: o.Gate}
 	before, err := loadData(path, data, o.Host, lo)
 	if err != nil {
 		return nil, err
+	}
+	o.seen = map[string][]Entry{}
+	for _, e := range before {
+		o.seen[e.Name] = append(o.seen[e.Name], e)
 	}
 	var eds []entryEdit
 	res := &Result{} // with o.Name, no outcome says the entry is not in this file
@@ -398,8 +419,8 @@ func wrapJSONEntry(data []byte, name string, v *Node, host string, o WrapOptions
 				argStrs = append(argStrs, a.Str)
 			}
 		}
-		if IsEtdiRun(cmd.Str, argStrs) {
-			return alreadyWrapped(argStrs, o.Bundle)
+		if status, reason, ok := o.alreadyWrapped(name, cmd.Str, argStrs); ok {
+			return nil, status, reason
 		}
 		// etdi run's arguments go in front of the server's own, which
 		// stay as written (comments included).
@@ -492,77 +513,452 @@ func isHeaderName(s string) bool {
 	return true
 }
 
-// Unwrap restores the entries Wrap rewrote, using its records: an entry
-// whose text is still exactly what Wrap wrote gets its original bytes
-// back; one that changed since is refused and left as it is; one that is
-// back to its original text already needs nothing. With name, only that
-// entry is restored. Entries running etdi run without a record are
-// reported as refused (their original text is not known). The result's
-// Records are those not used up.
-func Unwrap(path string, data []byte, host string, recs []Record, name string) (*Result, error) {
-	if host == "" {
-		host = GuessHost(path)
+// alreadyWrapped decides an entry that runs command with args when it may
+// be wrapped already (ok): wrapped, when it runs the user's etdi (Load
+// proves it), unless a bundle is asked for that the entry does not carry
+// (wrap does not add one to an existing entry: leaving it would say the
+// server is checked with the bundle when it is not) or its gate uses
+// another trust policy, pin store or lockfile than the user's; refused,
+// when its program is named etdi but is not the user's etdi: such an
+// entry imitates etdi's gate, and wrapping it would hide that.
+func (o WrapOptions) alreadyWrapped(name, command string, args []string) (status, reason string, ok bool) {
+	if len(args) == 0 || args[0] != "run" {
+		return "", "", false
 	}
-	toml := host == Codex || strings.HasSuffix(path, ".toml")
-	var root *Node
-	if !toml {
-		var err error
-		if root, err = ParseJSONC(data); err != nil {
-			return nil, positionError(path, data, err)
+	seen := o.seen[name]
+	if len(seen) != 1 {
+		if IsEtdiRun(command, args) {
+			return StatusRefused, "it runs a program named etdi, and etdi reads no single entry of this name to tell whether that program is yours; wrap or fix it by hand", true
+		}
+		return "", "", false
+	}
+	e := seen[0]
+	switch {
+	case e.Imitation != "":
+		return StatusRefused, e.Imitation + "; not wrapped: if that program is an etdi of yours, wrap again with --etdi naming it; if not, remove the entry (or write the server it should run in its place) and wrap again", true
+	case !e.Wrapped:
+		return "", "", false
+	case len(e.GateOverrides) > 0:
+		return StatusRefused, "already wrapped, but " + e.GateOverrides[0].String() + "; etdi unwrap it, then wrap it again", true
+	case o.Bundle != "" && e.Bundle != o.Bundle:
+		return StatusRefused, "already wrapped without this bundle; etdi unwrap it first, then wrap it with --bundle", true
+	}
+	return StatusAlreadyWrapped, "", true
+}
+
+// UnwrapOptions say which entries Unwrap restores and how it knows the
+// user's etdi.
+type UnwrapOptions struct {
+	// Host of the file; empty to guess it as Load does.
+	Host string
+	// Name limits Unwrap to the entry of that name.
+	Name string
+	// Records are what Wrap recorded of the file (may be none).
+	Records []Record
+	// Cwd selects Claude Code's projects[<Cwd>] entries, as in Load.
+	Cwd string
+	// Gate is the user's own etdi: only entries that run one of its
+	// programs are unwrapped. Lookup is the environment programs are
+	// found in (PATH).
+	Gate   Gate
+	Lookup func(string) (string, bool)
+}
+
+// place is one server entry of a file: its path, and its span (ok false
+// when a Codex entry is not one [mcp_servers.NAME] table).
+type place struct {
+	path       []string
+	start, end int
+	node       *Node
+	table      map[string]any
+	ok         bool
+}
+
+// Unwrap restores the entries that run the user's etdi (SPEC.md §24). An
+// entry whose text is still exactly what Wrap wrote (o.Records) gets its
+// original bytes back. Any other wrapped entry is restored from what it
+// says itself: the server after "--" becomes its command and arguments
+// again, and "--url URL" its URL, with the headers etdi run took from the
+// entry's env; the rest of the entry, the other entries and everything
+// else in the file stay as they are, so edits made since wrap are kept.
+// An entry whose program is named etdi but is not the user's etdi is
+// refused, never taken apart; so is one that cannot be restored
+// faithfully. Before it returns, Unwrap reads the new text as Load would
+// and makes sure each restored entry starts the server its etdi run
+// started, and every other entry what it started before: if not, it
+// returns an error and no change. The result's Records are those not
+// used up.
+func Unwrap(path string, data []byte, o UnwrapOptions) (*Result, error) {
+	if o.Host == "" {
+		o.Host = GuessHost(path)
+	}
+	lo := Options{Cwd: o.Cwd, Lookup: o.Lookup, Gate: o.Gate}
+	before, err := loadData(path, data, o.Host, lo)
+	if err != nil {
+		return nil, err
+	}
+	seen := map[string][]Entry{}
+	for _, e := range before {
+		seen[e.Name] = append(seen[e.Name], e)
+	}
+	places, err := entryPlaces(path, data, o.Host, o.Cwd)
+	if err != nil {
+		return nil, err
+	}
+	key := func(p []string) string { return strings.Join(p, "\x00") }
+	recs := map[string]Record{}
+	for _, r := range o.Records {
+		if len(r.Path) > 0 {
+			recs[key(r.Path)] = r
 		}
 	}
 	res := &Result{}
 	var edits []Edit
-	recorded := map[string]bool{}
-	for _, r := range recs {
-		if len(r.Path) == 0 {
+	unwrapped := map[string]bool{}
+	used := map[string]bool{}
+	for _, p := range places {
+		name := p.path[len(p.path)-1]
+		if o.Name != "" && name != o.Name {
 			continue
 		}
-		ename := r.Path[len(r.Path)-1]
-		if name != "" && ename != name {
-			res.Records = append(res.Records, r)
-			continue
+		r, hasRec := recs[key(p.path)]
+		used[key(p.path)] = true
+		keep := func() {
+			if hasRec {
+				res.Records = append(res.Records, r)
+			}
 		}
-		recorded[ename] = true
-		var start, end int
-		ok := false
-		if toml {
-			start, end, ok = codexTableSpan(data, ename)
-		} else if n := nodeAt(root, r.Path); n != nil {
-			start, end, ok = n.Start, n.End, true
-		}
-		if !ok {
-			res.Outcomes = append(res.Outcomes, Outcome{ename, StatusRefused, "the entry is no longer in the file; its record is kept"})
-			res.Records = append(res.Records, r)
-			continue
-		}
-		cur := data[start:end]
-		if digest(cur) != r.WrappedSHA256 || r.Prefix+r.Suffix+len(r.Wrapped) != len(cur) {
+		es := seen[name]
+		if hasRec && p.ok {
+			cur := data[p.start:p.end]
 			if len(cur) == r.Prefix+len(r.Original)+r.Suffix && string(cur[r.Prefix:r.Prefix+len(r.Original)]) == r.Original {
-				res.Outcomes = append(res.Outcomes, Outcome{ename, StatusNotWrapped, "it already has its original text"})
+				res.Outcomes = append(res.Outcomes, Outcome{name, StatusNotWrapped, "it already has its original text"})
 				continue
 			}
-			res.Outcomes = append(res.Outcomes, Outcome{ename, StatusRefused, "the entry changed since etdi wrap wrote it; restore it by hand (see the .etdi-backup file)"})
-			res.Records = append(res.Records, r)
-			continue
-		}
-		edits = append(edits, Edit{start + r.Prefix, end - r.Suffix, r.Original})
-		res.Outcomes = append(res.Outcomes, Outcome{ename, StatusUnwrapped, ""})
-	}
-	// Wrapped entries etdi has no record of.
-	if es, err := loadData(path, data, host, Options{}); err == nil {
-		for _, e := range es {
-			if e.Wrapped && !recorded[e.Name] && (name == "" || e.Name == name) {
-				res.Outcomes = append(res.Outcomes, Outcome{e.Name, StatusRefused, "it runs etdi run, but etdi has no record of its original text (restore it from the .etdi-backup file)"})
+			// Exactly as wrap wrote it, and running the user's etdi: the
+			// original bytes, comments and all.
+			if len(es) == 1 && es[0].Wrapped && digest(cur) == r.WrappedSHA256 && r.Prefix+r.Suffix+len(r.Wrapped) == len(cur) {
+				edits = append(edits, Edit{p.start + r.Prefix, p.end - r.Suffix, r.Original})
+				res.Outcomes = append(res.Outcomes, Outcome{name, StatusUnwrapped, ""})
+				unwrapped[name] = true
+				continue
 			}
 		}
+		if len(es) != 1 {
+			if hasRec {
+				res.Outcomes = append(res.Outcomes, Outcome{name, StatusRefused, "etdi reads no single entry of this name (a disabled entry is not read); restore it by hand"})
+				keep()
+			}
+			continue
+		}
+		e := es[0]
+		switch {
+		case e.Imitation != "":
+			res.Outcomes = append(res.Outcomes, Outcome{name, StatusRefused, e.Imitation + "; etdi unwraps only entries that run your etdi (if that program is an etdi of yours, give it with --etdi)"})
+			keep()
+			continue
+		case !e.Wrapped:
+			if hasRec {
+				res.Outcomes = append(res.Outcomes, Outcome{name, StatusNotWrapped, "it no longer runs etdi run"})
+			}
+			continue
+		}
+		var eds []Edit
+		var why string
+		if p.node != nil {
+			eds, why = unwrapJSONEntry(data, p.node, o.Host)
+		} else if p.ok {
+			eds, why = unwrapCodexEntry(data, p.start, p.end, p.table)
+		} else {
+			why = fmt.Sprintf("it is not written as one [mcp_servers.%s] table; etdi edits only that form", name)
+		}
+		if why != "" {
+			res.Outcomes = append(res.Outcomes, Outcome{name, StatusRefused, why + "; restore it by hand: the server is what follows -- (or --url) in its arguments"})
+			keep()
+			continue
+		}
+		edits = append(edits, eds...)
+		res.Outcomes = append(res.Outcomes, Outcome{name, StatusUnwrapped, ""})
+		unwrapped[name] = true
 	}
-	var err error
+	for _, r := range o.Records {
+		if len(r.Path) == 0 || used[key(r.Path)] {
+			continue
+		}
+		if name := r.Path[len(r.Path)-1]; o.Name != "" && name != o.Name {
+			res.Records = append(res.Records, r)
+		}
+		// An entry no longer in the file: nothing to restore.
+	}
 	res.Data, res.Changes, err = applyChanges(data, edits)
 	if err != nil {
 		return nil, err
 	}
+	if len(edits) > 0 {
+		after, err := loadData(path, res.Data, o.Host, lo)
+		if err != nil {
+			return nil, fmt.Errorf("%s: the restored file would not read back (%v); nothing changed", path, err)
+		}
+		if err := sameAfterUnwrap(before, after, unwrapped); err != nil {
+			return nil, fmt.Errorf("%s: %v; nothing changed", path, err)
+		}
+	}
 	return res, nil
+}
+
+// entryPlaces returns the server entries of a file in the order Load
+// reads them.
+func entryPlaces(path string, data []byte, host, cwd string) ([]place, error) {
+	var out []place
+	if host == Codex || strings.HasSuffix(path, ".toml") {
+		var doc map[string]any
+		if _, err := toml.Decode(string(data), &doc); err != nil {
+			return nil, fmt.Errorf("%s: invalid TOML: %v", path, err)
+		}
+		servers, _ := doc["mcp_servers"].(map[string]any)
+		names := make([]string, 0, len(servers))
+		for n := range servers {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		for _, n := range names {
+			t, _ := servers[n].(map[string]any)
+			start, end, ok := codexTableSpan(data, n)
+			out = append(out, place{path: []string{"mcp_servers", n}, start: start, end: end, table: t, ok: ok})
+		}
+		return out, nil
+	}
+	root, err := ParseJSONC(data)
+	if err != nil {
+		return nil, positionError(path, data, err)
+	}
+	if host == "" && (root.Get("servers") != nil || root.Get("mcp") != nil) {
+		host = VSCode
+	}
+	if host == "" && root.Get("context_servers") != nil {
+		host = Zed
+	}
+	for _, list := range serverLists(root, host, cwd) {
+		servers := nodeAt(root, list)
+		if servers.Kind != '{' {
+			continue
+		}
+		for _, m := range servers.Members {
+			out = append(out, place{path: append(append([]string(nil), list...), m.Name), start: m.Value.Start, end: m.Value.End, node: m.Value, ok: true})
+		}
+	}
+	return out, nil
+}
+
+// sameAfterUnwrap checks that each restored entry of after starts the
+// server its etdi run started (and no longer runs etdi), and every other
+// entry what it started before.
+func sameAfterUnwrap(before, after []Entry, unwrapped map[string]bool) error {
+	if len(before) != len(after) {
+		return fmt.Errorf("the restored file has %d entries instead of %d", len(after), len(before))
+	}
+	for i := range before {
+		b, a := before[i], after[i]
+		if a.Name != b.Name || a.Command != b.Command || !reflect.DeepEqual(a.Args, b.Args) || a.URL != b.URL ||
+			a.Cwd != b.Cwd || !sameMap(a.Env, b.Env) || !sameMap(a.Headers, b.Headers) || a.Transport != b.Transport {
+			return fmt.Errorf("restoring entry %q would change the server the host starts", b.Name)
+		}
+		if unwrapped[b.Name] && (a.Wrapped || a.Imitation != "") || !unwrapped[b.Name] && (a.Wrapped != b.Wrapped || a.Imitation != b.Imitation) {
+			return fmt.Errorf("entry %q would not be what etdi unwrap says it is", b.Name)
+		}
+	}
+	return nil
+}
+
+// urlKey is the member a host reads a Streamable HTTP server's URL from.
+func urlKey(host string) string {
+	switch host {
+	case Gemini:
+		return "httpUrl"
+	case Windsurf:
+		return "serverUrl"
+	}
+	return "url"
+}
+
+// unwrapJSONEntry returns the edits that turn a wrapped entry back into
+// the server its etdi run starts, or why it cannot.
+func unwrapJSONEntry(data []byte, v *Node, host string) ([]Edit, string) {
+	if v.Kind != '{' {
+		return nil, "the entry is not an object"
+	}
+	obj, cmdKey := v, "command"
+	if c := v.Get("command"); c != nil && c.Kind == '{' && host == Zed {
+		obj, cmdKey = c, "path"
+	}
+	cmdM, argsM := obj.Member(cmdKey), obj.Member("args")
+	if cmdM == nil || cmdM.Value.Kind != '"' || argsM == nil || argsM.Value.Kind != '[' {
+		return nil, fmt.Sprintf("its %s and args are not a string and an array", cmdKey)
+	}
+	args := argsM.Value
+	strs := make([]string, len(args.Elems))
+	for i, a := range args.Elems {
+		if a.Kind != '"' {
+			return nil, fmt.Sprintf("args[%d] is not a string", i)
+		}
+		strs[i] = a.Str
+	}
+	s, err := parseRun(strs)
+	if err != nil {
+		return nil, "its etdi run arguments: " + err.Error()
+	}
+	if s.dash >= 0 {
+		edits := []Edit{{cmdM.Value.Start, cmdM.Value.End, text(data, args.Elems[s.dash+1])}}
+		if len(args.Elems) > s.dash+2 {
+			edits = append(edits, Edit{args.Elems[0].Start, args.Elems[s.dash+2].Start, ""})
+		} else {
+			edits = append(edits, Edit{args.Start + 1, args.End - 1, ""})
+		}
+		return edits, ""
+	}
+	if obj != v {
+		return nil, "its --url is inside a command object"
+	}
+	// The headers etdi run sends, from the entry's env or the arguments.
+	var members []string
+	names := map[string]bool{}
+	envM := v.Member("env")
+	moved := map[string]bool{}
+	for _, h := range s.headerEnv {
+		var val *Node
+		if envM != nil && envM.Value.Kind == '{' {
+			val = envM.Value.Get(h[1])
+		}
+		if val == nil || val.Kind != '"' {
+			return nil, fmt.Sprintf("header %s comes from the environment variable %s, which the entry's env does not set, and a host configuration cannot name it for every host", h[0], h[1])
+		}
+		if names[strings.ToLower(h[0])] {
+			return nil, fmt.Sprintf("header %s is given twice", h[0])
+		}
+		members = append(members, jsonString(h[0])+": "+text(data, val))
+		names[strings.ToLower(h[0])] = true
+		moved[h[1]] = true
+	}
+	for _, h := range s.headers {
+		if names[strings.ToLower(h[0])] {
+			return nil, fmt.Sprintf("header %s is given twice", h[0])
+		}
+		names[strings.ToLower(h[0])] = true
+		members = append(members, jsonString(h[0])+": "+jsonString(h[1]))
+	}
+	if len(members) > 0 && v.Get("headers") != nil {
+		return nil, "it has headers of its own besides those etdi run sends"
+	}
+	for _, k := range []string{"url", "serverUrl", "httpUrl"} {
+		if v.Get(k) != nil {
+			return nil, fmt.Sprintf("it has a %s besides its etdi run", k)
+		}
+	}
+	urlText := jsonString(urlKey(host)) + ": " + text(data, args.Elems[s.urlIndex])
+	headersText := ""
+	if len(members) > 0 {
+		headersText = `"headers": {` + strings.Join(members, ", ") + "}"
+	}
+	var edits []Edit
+	if len(moved) > 0 {
+		// The env member becomes the headers (and what else the env holds).
+		var rest []string
+		for _, m := range envM.Value.Members {
+			if !moved[m.Name] {
+				rest = append(rest, string(data[m.NameStart:m.Value.End]))
+			}
+		}
+		repl := headersText
+		if len(rest) > 0 {
+			repl += `, "env": {` + strings.Join(rest, ", ") + "}"
+		}
+		edits = append(edits, Edit{envM.NameStart, envM.Value.End, repl})
+	} else if headersText != "" {
+		urlText += ", " + headersText
+	}
+	ci, ai := memberIndex(v, cmdM), memberIndex(v, argsM)
+	switch {
+	case ai == ci+1:
+		edits = append(edits, Edit{cmdM.NameStart, argsM.Value.End, urlText})
+	case ci == ai+1:
+		edits = append(edits, Edit{argsM.NameStart, cmdM.Value.End, urlText})
+	default:
+		edits = append(edits, Edit{cmdM.NameStart, cmdM.Value.End, urlText})
+		if ai > 0 {
+			edits = append(edits, Edit{v.Members[ai-1].Value.End, argsM.Value.End, ""})
+		} else {
+			edits = append(edits, Edit{argsM.NameStart, v.Members[1].NameStart, ""})
+		}
+	}
+	if t := v.Get("type"); t != nil && t.Kind == '"' && t.Str == "stdio" {
+		edits = append(edits, Edit{t.Start, t.End, `"http"`})
+	}
+	return edits, ""
+}
+
+func memberIndex(v *Node, m *NodeMember) int {
+	for i := range v.Members {
+		if &v.Members[i] == m {
+			return i
+		}
+	}
+	return -1
+}
+
+// unwrapCodexEntry is unwrapJSONEntry for the [mcp_servers.NAME] table
+// at data[start:end] (t as the TOML decoder reads it).
+func unwrapCodexEntry(data []byte, start, end int, t map[string]any) ([]Edit, string) {
+	body := data[start:end]
+	if bytes.Contains(body, []byte(`"""`)) || bytes.Contains(body, []byte(`'''`)) {
+		return nil, "its table holds a multi-line string, which etdi does not edit"
+	}
+	keys := map[string]tomlKey{}
+	for _, m := range codexKeyRE.FindAllSubmatchIndex(body, -1) {
+		k := string(body[m[2]:m[3]])
+		if _, dup := keys[k]; dup {
+			return nil, fmt.Sprintf("key %s appears twice", k)
+		}
+		endv, elems, err := scanTOMLValue(body, m[1])
+		if err != nil {
+			return nil, fmt.Sprintf("%s: %v", k, err)
+		}
+		keys[k] = tomlKey{start + m[0], start + m[1], start + endv, shift(elems, start)}
+	}
+	c, okc := keys["command"]
+	a, oka := keys["args"]
+	list, _ := t["args"].([]any)
+	if !okc || !oka || len(list) != len(a.elems) {
+		return nil, "its command and args are not written as `command = ...` and `args = [...]` in its table"
+	}
+	strs := make([]string, len(list))
+	for i, x := range list {
+		strs[i], _ = x.(string)
+	}
+	s, err := parseRun(strs)
+	if err != nil {
+		return nil, "its etdi run arguments: " + err.Error()
+	}
+	raw := func(i int) string { return string(data[a.elems[i][0]:a.elems[i][1]]) }
+	if s.dash >= 0 {
+		edits := []Edit{{c.start, c.end, raw(s.dash + 1)}}
+		if len(a.elems) > s.dash+2 {
+			edits = append(edits, Edit{a.elems[0][0], a.elems[s.dash+2][0], ""})
+		} else {
+			edits = append(edits, Edit{a.start + 1, a.end - 1, ""})
+		}
+		return edits, ""
+	}
+	if len(s.headerEnv) > 0 || len(s.headers) > 0 {
+		return nil, "its etdi run sends headers, which etdi does not move back into a Codex entry"
+	}
+	if _, ok := keys["url"]; ok {
+		return nil, "it has a url besides its etdi run"
+	}
+	urlText := "url = " + raw(s.urlIndex)
+	if c.keyStart < a.keyStart && strings.TrimSpace(string(data[c.end:a.keyStart])) == "" {
+		return []Edit{{c.keyStart, a.end, urlText}}, ""
+	}
+	return []Edit{{c.keyStart, c.end, urlText}, {a.keyStart, a.end, ""}}, ""
 }
 
 // sep is the separator written before the element at pos: a comma alone

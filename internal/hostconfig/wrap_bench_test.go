@@ -23,7 +23,7 @@ func BenchmarkWrap200(b *testing.B) {
 		if err != nil || res.Count(StatusWrapped) != 400 {
 			b.Fatal(err)
 		}
-		if _, err := Unwrap("/c/mcp.json", res.Data, Cursor, res.Records, ""); err != nil {
+		if _, err := Unwrap("/c/mcp.json", res.Data, UnwrapOptions{Host: Cursor, Records: res.Records, Gate: testGate()}); err != nil {
 			b.Fatal(err)
 		}
 	}

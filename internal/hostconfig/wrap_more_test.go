@@ -2,6 +2,8 @@ package hostconfig
 
 import (
 	"bytes"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -30,7 +32,7 @@ func TestWrapHeaderValuesNeverInArgs(t *testing.T) {
 	if env.Get("ETDI_HEADER_1").Str != "Bearer literal-token-6621" || env.Get("ETDI_HEADER_2").Str != "${env:KEY}" {
 		t.Fatalf("env: %s", text(res.Data, env))
 	}
-	es, err := loadData("/cfg/.claude.json", res.Data, ClaudeCode, Options{Lookup: env0(map[string]string{"KEY": "k"})})
+	es, err := loadData("/cfg/.claude.json", res.Data, ClaudeCode, Options{Lookup: env0(map[string]string{"KEY": "k"}), Gate: testGate()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,27 +80,39 @@ func TestWrapRefusals(t *testing.T) {
 	}
 }
 
-// Wrap refuses to write an etdi path a host would expand or that would
-// break the file.
+// Wrap refuses to write an etdi path a host would expand, that would
+// break the file, or that is no program at all.
 func TestWrapRefusesOddEtdiPath(t *testing.T) {
 	for _, p := range []string{"", "/opt/${HOME}/etdi", "/opt/et\ndi"} {
 		if _, err := Wrap("/c/mcp.json", []byte(`{"mcpServers": {}}`), WrapOptions{Host: Cursor, Etdi: p}); err == nil {
 			t.Errorf("accepted etdi path %q", p)
 		}
 	}
-	// A program of another name: its entries would not read as wrapped.
+	// A program of another name: a person reading the file would not
+	// recognize it.
 	_, err := Wrap("/c/mcp.json", []byte(`{"mcpServers": {"a": {"command": "node"}}}`), WrapOptions{Host: Cursor, Etdi: "/tmp/walk-etdi"})
 	if err == nil || !strings.Contains(err.Error(), "not named etdi") {
 		t.Errorf("a program not named etdi: %v", err)
 	}
-	for _, p := range []string{"/usr/local/bin/etdi", `C:\Tools\ETDI.EXE`} {
-		if _, err := Wrap("/c/mcp.json", []byte(`{"mcpServers": {"a": {"command": "node"}}}`), WrapOptions{Host: Cursor, Etdi: p}); err != nil {
+	// A path where there is no etdi: its entries could not be proven.
+	folder := filepath.Join(t.TempDir(), "etdi")
+	if err := os.Mkdir(folder, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{"/nonexistent/bin/etdi", `C:\Tools\ETDI.EXE`, folder} {
+		_, err := Wrap("/c/mcp.json", []byte(`{"mcpServers": {"a": {"command": "node"}}}`), WrapOptions{Host: Cursor, Etdi: p})
+		if err == nil || !strings.Contains(err.Error(), "not a file the host can start") {
 			t.Errorf("%s: %v", p, err)
 		}
 	}
+	if _, err := Wrap("/c/mcp.json", []byte(`{"mcpServers": {"a": {"command": "node"}}}`), WrapOptions{Host: Cursor, Etdi: testEtdi}); err != nil {
+		t.Errorf("%s: %v", testEtdi, err)
+	}
 }
 
-// Unwrap restores only an entry whose text is exactly what Wrap wrote.
+// Unwrap restores an entry exactly from its record while it is as wrap
+// wrote it, and by its structure once it changed: the user's change to
+// the server's arguments is kept.
 func TestUnwrapOnlyWhatWrapWrote(t *testing.T) {
 	data := []byte(`{"mcpServers": {"a": {"command": "node", "args": ["a.js"]}, "b": {"command": "uvx"}}}`)
 	res, err := Wrap("/c/mcp.json", data, WrapOptions{Host: Cursor, Etdi: testEtdi})
@@ -107,27 +121,27 @@ func TestUnwrapOnlyWhatWrapWrote(t *testing.T) {
 	}
 	// The user changed a's wrapped arguments since.
 	changed := bytes.Replace(res.Data, []byte(`"a.js"]`), []byte(`"b.js"]`), 1)
-	un, err := Unwrap("/c/mcp.json", changed, Cursor, res.Records, "")
+	un, err := Unwrap("/c/mcp.json", changed, UnwrapOptions{Host: Cursor, Records: res.Records, Gate: testGate()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	st := statuses(un)
-	if st["a"] != StatusRefused || st["b"] != StatusUnwrapped || len(un.Records) != 1 || un.Records[0].Path[1] != "a" {
+	if st["a"] != StatusUnwrapped || st["b"] != StatusUnwrapped || len(un.Records) != 0 {
 		t.Fatalf("outcomes %+v, records %d", un.Outcomes, len(un.Records))
 	}
-	if !bytes.Contains(un.Data, []byte(`"b.js"]`)) || !bytes.Contains(un.Data, []byte(`"b": {"command": "uvx"}`)) {
-		t.Fatalf("unwrap result:\n%s", un.Data)
+	if want := `{"mcpServers": {"a": {"command": "node", "args": ["b.js"]}, "b": {"command": "uvx"}}}`; string(un.Data) != want {
+		t.Fatalf("unwrap result:\n%s\nwant\n%s", un.Data, want)
 	}
-	// A wrapped entry without a record is reported, not guessed.
-	un, err = Unwrap("/c/mcp.json", res.Data, Cursor, nil, "")
+	// Without records: by structure alone.
+	un, err = Unwrap("/c/mcp.json", res.Data, UnwrapOptions{Host: Cursor, Gate: testGate()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !bytes.Equal(un.Data, res.Data) || un.Count(StatusRefused) != 2 || !strings.Contains(un.Outcomes[0].Reason, "no record") {
-		t.Fatalf("without records: %+v", un.Outcomes)
+	if want := `{"mcpServers": {"a": {"command": "node", "args": ["a.js"]}, "b": {"command": "uvx", "args": []}}}`; string(un.Data) != want || un.Count(StatusUnwrapped) != 2 {
+		t.Fatalf("without records: %+v\n%s", un.Outcomes, un.Data)
 	}
 	// Already restored by hand: nothing to do, the record is used up.
-	un, err = Unwrap("/c/mcp.json", data, Cursor, res.Records, "")
+	un, err = Unwrap("/c/mcp.json", data, UnwrapOptions{Host: Cursor, Records: res.Records, Gate: testGate()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,22 +150,24 @@ func TestUnwrapOnlyWhatWrapWrote(t *testing.T) {
 	}
 }
 
-// Load sees through etdi run: the server behind it, under the entry's
-// name; arguments etdi does not understand are a problem, never guessed.
+// Load sees through the user's etdi run: the server behind it, under
+// the entry's name; arguments etdi does not understand are a problem,
+// never guessed.
 func TestLookThrough(t *testing.T) {
+	bin := filepath.Dir(testEtdi)
 	data := []byte(`{"mcpServers": {
-  "s": {"command": "/usr/bin/etdi", "args": ["run", "--trust", "t.json", "--pins=p.db", "--name", "s", "--audit-calls", "--bundle", "b.etdi.json", "--timeout=30s", "--", "node", "s.js", "--x"]},
-  "h": {"command": "C:\\etdi\\etdi.exe", "args": ["run", "--name", "h", "--url", "https://h/mcp", "--header-env", "Authorization=ETDI_HEADER_1", "--header-env", "X-Other=OTHER"], "env": {"ETDI_HEADER_1": "Bearer tok", "KEEP": "1"}},
+  "s": {"command": ` + jsonString(testEtdi) + `, "args": ["run", "--name", "s", "--audit-calls", "--bundle", "b.etdi.json", "--timeout=30s", "--", "node", "s.js", "--x"]},
+  "h": {"command": ` + jsonString(testEtdi) + `, "args": ["run", "--name", "h", "--url", "https://h/mcp", "--header-env", "Authorization=ETDI_HEADER_1", "--header-env", "X-Other=OTHER"], "env": {"ETDI_HEADER_1": "Bearer tok", "KEEP": "1"}},
   "odd": {"command": "etdi", "args": ["run", "--frobnicate", "--", "node"]},
   "empty": {"command": "etdi", "args": ["run", "--name", "empty", "--"]},
   "notrun": {"command": "etdi", "args": ["check", "--server", "--", "node"]}
 }}`)
-	es, err := loadData("/c/mcp.json", data, Cursor, Options{Lookup: env0(map[string]string{"OTHER": "o"})})
+	es, err := loadData("/c/mcp.json", data, Cursor, Options{Lookup: env0(map[string]string{"OTHER": "o", "PATH": bin}), Gate: testGate()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	m := byName(es)
-	if s := m["s"]; !s.Wrapped || s.Command != "node" || !slices.Equal(s.Args, []string{"s.js", "--x"}) || s.Transport != "stdio" || len(s.Problems) != 0 || s.Bundle != "b.etdi.json" {
+	if s := m["s"]; !s.Wrapped || s.Command != "node" || !slices.Equal(s.Args, []string{"s.js", "--x"}) || s.Transport != "stdio" || len(s.Problems) != 0 || s.Bundle != "b.etdi.json" || s.Imitation != "" || s.GateOverrides != nil {
 		t.Errorf("s: %+v", s)
 	}
 	if h := m["h"]; !h.Wrapped || h.URL != "https://h/mcp" || h.Command != "" || h.Headers["Authorization"] != "Bearer tok" || h.Headers["X-Other"] != "o" ||
@@ -163,7 +179,7 @@ func TestLookThrough(t *testing.T) {
 			t.Errorf("%s: %+v", n, e)
 		}
 	}
-	if e := m["notrun"]; e.Wrapped || e.Command != "etdi" {
+	if e := m["notrun"]; e.Wrapped || e.Command != "etdi" || e.Imitation != "" {
 		t.Errorf("notrun: %+v", e)
 	}
 }

@@ -3,12 +3,38 @@ package hostconfig
 import (
 	"bytes"
 	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 )
 
-const testEtdi = "/opt/etdi/bin/etdi"
+// testEtdi is an etdi program for the tests: a file of that name, which
+// Wrap writes into entries and Load proves them wrapped by.
+var testEtdi string
+
+// testGate is the user's etdi in the tests.
+func testGate() Gate { return Gate{Etdi: []string{testEtdi}} }
+
+// mine replaces the etdi path of an expected text with testEtdi.
+func mine(s string) string { return strings.ReplaceAll(s, "/opt/etdi/bin/etdi", testEtdi) }
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "hostconfig-etdi")
+	if err != nil {
+		panic(err)
+	}
+	testEtdi = filepath.Join(dir, "bin", "etdi")
+	if err := os.MkdirAll(filepath.Dir(testEtdi), 0o755); err != nil {
+		panic(err)
+	}
+	if err := os.WriteFile(testEtdi, []byte("#!/bin/sh\nexit 1\n"), 0o755); err != nil {
+		panic(err)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
 
 // hostFiles are realistic configuration files of every supported host,
 // with the status Wrap gives each entry.
@@ -71,11 +97,11 @@ func TestWrapRoundTripEveryHost(t *testing.T) {
 						t.Errorf("wrap changed the number of %q:\n%s", c, res.Data)
 					}
 				}
-				before, err := loadData(path, data, hf.host, Options{Cwd: "PROJECT"})
+				before, err := loadData(path, data, hf.host, Options{Cwd: "PROJECT", Gate: testGate()})
 				if err != nil {
 					t.Fatal(err)
 				}
-				after, err := loadData(path, res.Data, hf.host, Options{Cwd: "PROJECT"})
+				after, err := loadData(path, res.Data, hf.host, Options{Cwd: "PROJECT", Gate: testGate()})
 				if err != nil {
 					t.Fatalf("wrapped file does not load: %v\n%s", err, res.Data)
 				}
@@ -103,7 +129,7 @@ func TestWrapRoundTripEveryHost(t *testing.T) {
 						t.Errorf("second wrap: %s is %q, want already wrapped", n, s)
 					}
 				}
-				un, err := Unwrap(path, res.Data, hf.host, res.Records, "")
+				un, err := Unwrap(path, res.Data, UnwrapOptions{Host: hf.host, Records: res.Records, Cwd: "PROJECT", Gate: testGate()})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -134,13 +160,13 @@ func TestWrapKeepsEverythingElse(t *testing.T) {
 	want := `"command": "/opt/etdi/bin/etdi",   /* a comment, "with quotes" */
       "args": ["run", "--name", "local", "--", "${workspaceFolder}/bin/server", "--root", "${workspaceFolder}", // trailing
       ],`
-	if !bytes.Contains(res.Data, []byte(want)) {
+	if !bytes.Contains(res.Data, []byte(mine(want))) {
 		t.Errorf("stdio entry not rewritten as expected:\n%s", res.Data)
 	}
 	want = `"type": "stdio",
       "command": "/opt/etdi/bin/etdi", "args": ["run", "--name", "github", "--url", "https://api.githubcopilot.com/mcp/", "--header-env", "Authorization=ETDI_HEADER_1"], // remote
       "env": {"ETDI_HEADER_1": "Bearer ${input:token}"}, /* prompted */`
-	if !bytes.Contains(res.Data, []byte(want)) {
+	if !bytes.Contains(res.Data, []byte(mine(want))) {
 		t.Errorf("HTTP entry not rewritten as expected:\n%s", res.Data)
 	}
 	first, last := res.Changes[0], res.Changes[len(res.Changes)-1]
@@ -162,7 +188,7 @@ func TestWrapCodexText(t *testing.T) {
 		"command = \"/opt/etdi/bin/etdi\"\nargs = [\"run\", \"--name\", \"time server\", \"--\", 'uvx']\n",
 		"command = \"/opt/etdi/bin/etdi\"\nargs = [\"run\", \"--name\", \"remote\", \"--url\", \"https://mcp.example.com/mcp\"]\n",
 	} {
-		if !strings.Contains(string(res.Data), want) {
+		if !strings.Contains(string(res.Data), mine(want)) {
 			t.Errorf("missing %q in:\n%s", want, res.Data)
 		}
 	}

@@ -79,8 +79,7 @@ func wrapCodexEntry(data []byte, name string, t map[string]any, o WrapOptions) (
 			s, _ := a.(string)
 			args = append(args, s)
 		}
-		if IsEtdiRun(cmd, args) {
-			_, status, reason := alreadyWrapped(args, o.Bundle)
+		if status, reason, ok := o.alreadyWrapped(name, cmd, args); ok {
 			return ed, status, reason
 		}
 	}
