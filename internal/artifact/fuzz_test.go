@@ -66,7 +66,7 @@ func FuzzResolveArgv(f *testing.F) {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
-		r, err := Resolve(ctx, Launch{Argv: argv, Dir: dir, Env: []string{"PATH=" + bin, "HOME=" + dir, "npm_config_cache=" + dir}})
+		r, err := Resolve(ctx, Launch{Argv: argv, Dir: dir, Env: []string{"PATH=" + bin, "HOME=" + dir}})
 		switch {
 		case err != nil:
 			var ue *UnresolvedError

@@ -92,7 +92,7 @@ func resolveNPM(ctx context.Context, p *plan, env environ, dir string) (*Resolve
 		return nil, errf("%s installs %s from its own cache, which is not read (%s); pin it in the project's package-lock.json",
 			p.runner, shown(p.name), why)
 	}
-	cache, cwhy := npmCache(p, &env, dir)
+	cache, cwhy := npmCache(&env)
 	if cwhy != "" {
 		return nil, cwhy
 	}
@@ -181,78 +181,21 @@ func sriHashes(integrity string) []string {
 	return out
 }
 
-// npmCache is npm's cache directory: the runner's --cache, else
-// npm_config_cache in the environment, else the cache setting of the
-// user's .npmrc ($npm_config_userconfig or ~/.npmrc), else ~/.npm
-// (%LocalAppData%/npm-cache on Windows).
-func npmCache(p *plan, env *environ, dir string) (string, string) {
-	if p.cache != "" {
-		return within(dir, p.cache), ""
-	}
-	if c := npmEnv(env, "cache"); c != "" {
-		return within(dir, c), ""
-	}
-	home := env.home()
-	rc := npmEnv(env, "userconfig")
-	if rc == "" && home != "" {
-		rc = filepath.Join(home, ".npmrc")
-	}
-	if rc != "" {
-		c, why := npmrcCache(within(dir, rc), home)
-		if why != "" || c != "" {
-			return c, why
-		}
-	}
+// npmCache is npm's default cache directory: ~/.npm (%LocalAppData%\npm-cache
+// on Windows). A cache set anywhere else (--cache, npm_config_cache, an
+// .npmrc) has left the launch unresolved before: npx would run what that
+// cache holds.
+func npmCache(env *environ) (string, string) {
 	if runtime.GOOS == "windows" {
 		if la := env.get("LOCALAPPDATA"); la != "" {
 			return filepath.Join(la, "npm-cache"), ""
 		}
 	}
+	home := npmHome(env)
 	if home == "" {
-		return "", "HOME is not set, so the npx cache cannot be found; set npm_config_cache"
+		return "", "HOME is not set, so the npx cache cannot be found"
 	}
 	return filepath.Join(home, ".npm"), ""
-}
-
-// npmEnv is an npm setting from the environment: npm_config_<key>, in any
-// case.
-func npmEnv(env *environ, key string) string {
-	for _, n := range []string{"npm_config_" + key, "NPM_CONFIG_" + strings.ToUpper(key)} {
-		if v := env.get(n); v != "" {
-			return v
-		}
-	}
-	return ""
-}
-
-// npmrcCache is the cache setting of an .npmrc file, or "".
-func npmrcCache(path, home string) (string, string) {
-	if !exists(path) {
-		return "", ""
-	}
-	b, err := readBounded(path, maxSmall)
-	if err != nil {
-		return "", errf("cannot read %s: %v", path, err)
-	}
-	cache := ""
-	for _, line := range strings.Split(string(b), "\n") {
-		k, v, ok := strings.Cut(strings.TrimSpace(line), "=")
-		if !ok || strings.TrimSpace(k) != "cache" {
-			continue
-		}
-		cache = strings.Trim(strings.TrimSpace(v), `"'`)
-	}
-	switch {
-	case cache == "":
-		return "", ""
-	case strings.Contains(cache, "${"):
-		return "", errf("the cache setting of %s uses an environment variable, which is not expanded; set npm_config_cache", path)
-	case strings.HasPrefix(cache, "~/") && home != "":
-		return filepath.Join(home, cache[2:]), ""
-	case !filepath.IsAbs(cache):
-		return "", errf("the cache setting of %s is not an absolute path; set npm_config_cache", path)
-	}
-	return cache, ""
 }
 
 // npxCache finds the package in the npx cache: each <cache>/_npx/<hash>

@@ -393,13 +393,23 @@ func npmRunner(runner string, args []string) plan {
 	// what it installs or how it runs it (--registry, --node-options):
 	// what runs would not be the package the lockfile names.
 	unsafe := ""
-	for _, a := range args {
-		if a == "--" || !strings.HasPrefix(a, "-") {
+	for i := 0; i < len(args) && unsafe == ""; i++ {
+		a := args[i]
+		if a == "--" || !strings.HasPrefix(a, "-") || npmFlags.Stop[a] {
 			break
 		}
-		k, _, _ := strings.Cut(a, "=")
-		if strings.HasPrefix(k, "--") && !npmFlags.Bools[k] && !npmFlags.Values[k] && unsafe == "" {
-			unsafe = runner + " option " + shown(k) + " may change what runs; run the package without it"
+		k, _, hasValue := strings.Cut(a, "=")
+		switch {
+		case npmFlags.Pkg[k]:
+			if !hasValue {
+				i++
+			}
+		case npmHarmlessFlags[k]:
+			if npmHarmlessValues[k] && !hasValue {
+				i++
+			}
+		default:
+			unsafe = runner + " option " + shown(k) + " may change what runs or where npm reads its configuration; run the package without it"
 		}
 	}
 	r := cmdline.ReadRunner(args, npmFlags)
@@ -431,6 +441,19 @@ func npmRunner(runner string, args []string) plan {
 	}
 	return p
 }
+
+// npmHarmlessFlags are the options of npx, npm exec, bunx and bun x known
+// to leave what runs unchanged (npmHarmless has the reasons): every other
+// option, --cache, --userconfig, --prefix (-C), --global (-g),
+// --workspace (-w), --workspaces, --registry and --node-options among
+// them, leaves the launch unresolved. npmHarmlessValues take a value.
+var (
+	npmHarmlessFlags = cmdline.Set("--yes", "-y", "--no", "--no-yes", "--no-install", "--quiet", "-q", "--silent", "-s",
+		"--verbose", "-d", "-dd", "-ddd", "--loglevel", "--ignore-scripts", "--offline", "--prefer-offline", "--prefer-online",
+		"--legacy-peer-deps", "--no-workspaces", "--bun", "--no-update-notifier", "--no-audit", "--no-fund",
+		"--foreground-scripts", "--no-color", "--color")
+	npmHarmlessValues = cmdline.Set("--loglevel")
+)
 
 // npmExactRE is one exact version (npm accepts a leading "=" or "v").
 var npmExactRE = regexp.MustCompile(`^[=v]?\s*([0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.-]+)?(\+[0-9A-Za-z.-]+)?)$`)
@@ -578,6 +601,26 @@ func containerRun(prog, argv0 string, args []string) plan {
 		return fail(prog, prog+" "+shown(args[i])+" is not "+prog+" run; run the server with "+prog+" run <image>@sha256:<digest>")
 	}
 	p.globals = globals
+	// Global options other than logging may choose another daemon
+	// (-H/--host, -c/--context, --url, --connection, --remote, --address,
+	// --namespace), another configuration (--config) or other TLS
+	// settings: that daemon decides what an image name, even one pinned
+	// by digest, runs.
+	for j := 0; j < i; j++ {
+		k, _, hasValue := strings.Cut(args[j], "=")
+		switch {
+		case !strings.HasPrefix(k, "-") || k == "container":
+		case k == "-D" || k == "--debug":
+		case k == "-l" || k == "--log-level":
+			if !hasValue {
+				j++
+			}
+		default:
+			p.unsafe = prog + " option " + shown(k) + " before run may choose another daemon or configuration, which decides " +
+				"what the image runs; run the server with the default daemon"
+			j = i
+		}
+	}
 	image, pull := cmdline.RunImage(args[i+1:])
 	p.pull = pull
 	// --entrypoint before the image runs another program than the
@@ -586,7 +629,7 @@ func containerRun(prog, argv0 string, args []string) plan {
 		if a == image {
 			break
 		}
-		if a == "--entrypoint" || strings.HasPrefix(a, "--entrypoint=") {
+		if (a == "--entrypoint" || strings.HasPrefix(a, "--entrypoint=")) && p.unsafe == "" {
 			p.unsafe = prog + " run --entrypoint runs another program than the image's; run the image as it is"
 		}
 	}

@@ -50,6 +50,11 @@ func Resolve(ctx context.Context, l Launch) (*Resolved, error) {
 			return nil, fail(name + " is set: it loads other code into the server, so what runs is not the artifact alone; start the server without it")
 		}
 	}
+	// Configuration the runner reads besides its command line: a setting
+	// that can swap what runs leaves the launch unresolved.
+	if why := launchConfig(&p, &env, dir); why != "" {
+		return nil, fail(why)
+	}
 	var (
 		r   *Resolved
 		why string
@@ -94,15 +99,29 @@ type environ struct {
 // get is the value of name; the last of duplicates wins, as exec.Cmd
 // has it.
 func (e *environ) get(name string) string {
+	v, _ := e.lookup(name)
+	return v
+}
+
+// lookup is the value of name and whether it is set.
+func (e *environ) lookup(name string) (string, bool) {
 	if e.inherit {
-		return os.Getenv(name)
+		return os.LookupEnv(name)
 	}
 	for i := len(e.vars) - 1; i >= 0; i-- {
 		if k, v, ok := strings.Cut(e.vars[i], "="); ok && sameEnvName(k, name) {
-			return v
+			return v, true
 		}
 	}
-	return ""
+	return "", false
+}
+
+// all is every NAME=VALUE of the environment, duplicates included.
+func (e *environ) all() []string {
+	if e.inherit {
+		return os.Environ()
+	}
+	return e.vars
 }
 
 func sameEnvName(a, b string) bool {
