@@ -21,6 +21,8 @@ type plan struct {
 	remote  bool   // a git or URL spec (why is set)
 	npx     bool   // npx or npm exec: the npx cache applies
 	cache   string // npx --cache
+	command string // npx PKG: PKG as written, the command npm exec looks for first; "" with --package
+	pkgCmd  string // npm exec --package=PKG -- CMD: CMD
 
 	// oci
 	prog    string // the container CLI as written (argv[0])
@@ -418,6 +420,10 @@ func npmRunner(runner string, args []string) plan {
 	switch {
 	case len(r.Pkgs) > 1:
 		return fail(runner, runner+" installs several packages (--package more than once); run one package")
+	case r.Stopped:
+		return fail(runner, runner+" -c runs a shell command; run the package with npx <package>@<version>")
+	case len(r.Pkgs) == 1 && r.First == "":
+		return fail(runner, runner+" --package without a command starts a shell; run the package with npx <package>@<version>")
 	case len(r.Pkgs) == 1:
 		// --package names what is installed; the command after it is
 		// what runs, which must be the package's own.
@@ -429,6 +435,11 @@ func npmRunner(runner string, args []string) plan {
 		return fail(runner, runner+" -c runs a shell command; run the package with npx <package>@<version>")
 	case first == "":
 		return fail(runner, runner+" names no package")
+	}
+	if len(r.Pkgs) == 0 {
+		p.command = first
+	} else {
+		p.pkgCmd = r.First
 	}
 	npmSpec(&p, first)
 	p.unsafe = unsafe

@@ -84,11 +84,12 @@ func Resolve(ctx context.Context, l Launch) (*Resolved, error) {
 
 // injecting are the environment variables that make a program or its
 // interpreter load code the artifact does not hold: preloaded libraries,
-// interpreter options and search paths, shell start-up files.
+// interpreter options and search paths, shell start-up files. The
+// package runners' own settings (npm_config_*, UV_*, PIP_*, ...) are
+// judged by launchConfig.
 var injecting = []string{"LD_PRELOAD", "LD_LIBRARY_PATH", "LD_AUDIT", "DYLD_INSERT_LIBRARIES", "DYLD_LIBRARY_PATH",
 	"NODE_OPTIONS", "NODE_PATH", "PYTHONPATH", "PYTHONSTARTUP", "PYTHONHOME", "PYTHONUSERBASE", "BASH_ENV", "ENV",
-	"JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS", "JDK_JAVA_OPTIONS", "PERL5OPT", "RUBYOPT", "npm_config_node_options",
-	"npm_config_registry", "UV_INDEX_URL", "UV_EXTRA_INDEX_URL", "PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL"}
+	"JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS", "JDK_JAVA_OPTIONS", "PERL5OPT", "RUBYOPT"}
 
 // environ is a launch's environment.
 type environ struct {
