@@ -39,6 +39,7 @@ func parseINI(b []byte) (entries []iniEntry, ok bool) {
 	section := ""
 	line := 1
 	for len(s) > 0 {
+		at := line
 		end := strings.IndexAny(s, "\r\n")
 		var l string
 		if end < 0 {
@@ -62,7 +63,7 @@ func parseINI(b []byte) (entries []iniEntry, ok bool) {
 				}
 				// A section is reported as an entry without a key, so
 				// that a caller that does not expect sections sees it.
-				entries = append(entries, iniEntry{section: section, line: line})
+				entries = append(entries, iniEntry{section: section, line: at})
 				continue
 			}
 		}
@@ -83,7 +84,7 @@ func parseINI(b []byte) (entries []iniEntry, ok bool) {
 		if len(entries) >= maxINIEntries {
 			return entries, false
 		}
-		entries = append(entries, iniEntry{section: section, key: key, value: value, line: line})
+		entries = append(entries, iniEntry{section: section, key: key, value: value, line: at})
 	}
 	return entries, true
 }
