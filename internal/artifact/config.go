@@ -35,12 +35,12 @@ func launchConfig(p *plan, env *environ, dir string) string {
 		if p.runner == "pipx run" {
 			return pipConfig(env)
 		}
-		return uvConfig(env, dir)
+		return uvConfig(env, dir, false)
 	case TypeOCI:
 		return containerConfig(p, env)
 	case TypeFile:
 		if p.runner == "uv run" {
-			return uvConfig(env, dir)
+			return uvConfig(env, dir, true)
 		}
 	}
 	return ""
@@ -316,10 +316,11 @@ var bunHarmlessEnv = setOf("BUN_INSTALL")
 // also reads, and which npmConfig checked): BUN_* variables other than
 // bunHarmlessEnv (BUN_CONFIG_REGISTRY, BUN_INSTALL_CACHE_DIR,
 // BUN_OPTIONS, ...), and any bunfig.toml, in the working directory or
-// above, or the user's ($XDG_CONFIG_HOME/.bunfig.toml, ~/.bunfig.toml).
+// above, the system's or the user's ($XDG_CONFIG_HOME/.bunfig.toml,
+// ~/.bunfig.toml), or .env file bun loads from the working directory.
 // bunfig.toml can preload scripts, replace the registry and cache, and
-// make bun run node scripts itself: none is read, and its presence alone
-// makes the launch unresolved.
+// make bun run node scripts itself, and a .env file can set any variable:
+// none is read, and its presence alone makes the launch unresolved.
 func bunConfig(env *environ, dir string) string {
 	for _, kv := range env.all() {
 		name, value, _ := strings.Cut(kv, "=")
@@ -332,6 +333,15 @@ func bunConfig(env *environ, dir string) string {
 		files = append(files, filepath.Join(d, "bunfig.toml"))
 		return false
 	})
+	// bun loads these from the working directory into its environment,
+	// where they can set any variable above.
+	for _, n := range []string{".env", ".env.local", ".env.development", ".env.production", ".env.test",
+		".env.development.local", ".env.production.local", ".env.test.local"} {
+		files = append(files, within(dir, n))
+	}
+	if runtime.GOOS != "windows" {
+		files = append(files, "/etc/bunfig.toml")
+	}
 	if x := env.get("XDG_CONFIG_HOME"); x != "" {
 		files = append(files, filepath.Join(x, ".bunfig.toml"))
 	}
@@ -340,8 +350,8 @@ func bunConfig(env *environ, dir string) string {
 	}
 	for _, f := range files {
 		if exists(f) {
-			return shownPath(f) + " exists: bun reads it, and it can preload code, replace the registry or run the package " +
-				"with another runtime, so what bunx runs may not be the package etdi resolves; run the package with npx"
+			return shownPath(f) + " exists: bun reads it, and it can preload code, replace the registry, set variables or run " +
+				"the package with another runtime, so what bunx runs may not be the package etdi resolves; run the package with npx"
 		}
 	}
 	return ""
@@ -391,12 +401,14 @@ var uvHarmlessSettings = setOf("concurrent-downloads", "concurrent-builds", "con
 	"cache-keys")
 
 // uvConfig checks what uv reads: UV_* variables, and unless configuration
-// files are turned off (UV_NO_CONFIG), every uv.toml and pyproject.toml
-// [tool.uv] from the working directory up (uv takes the nearest; all are
-// read here), the user's ($XDG_CONFIG_HOME/uv/uv.toml, ~/.config/uv/uv.toml,
-// %APPDATA%\uv\uv.toml) and the system's (/etc/uv/uv.toml and each
-// $XDG_CONFIG_DIRS/uv/uv.toml).
-func uvConfig(env *environ, dir string) string {
+// files are turned off (UV_NO_CONFIG), the user's uv.toml
+// ($XDG_CONFIG_HOME/uv/uv.toml, ~/.config/uv/uv.toml, %APPDATA%\uv\uv.toml)
+// and the system's (each $XDG_CONFIG_DIRS/uv/uv.toml, /etc/uv/uv.toml,
+// %PROGRAMDATA%\uv\uv.toml; uv takes the first, all are read here), and
+// with project set (uv run; tool commands ignore project files) every
+// uv.toml and pyproject.toml [tool.uv] from the working directory up (uv
+// takes the nearest).
+func uvConfig(env *environ, dir string, project bool) string {
 	for _, kv := range env.all() {
 		name, value, _ := strings.Cut(kv, "=")
 		if value != "" && envPrefix(name, "UV_") && !uvHarmlessEnv[envName(name)] {
@@ -409,10 +421,12 @@ func uvConfig(env *environ, dir string) string {
 	}
 	type file struct{ path, what string }
 	var files []file
-	parents(dir, func(d string) bool {
-		files = append(files, file{filepath.Join(d, "uv.toml"), "uv.toml"}, file{filepath.Join(d, "pyproject.toml"), "pyproject.toml"})
-		return false
-	})
+	if project {
+		parents(dir, func(d string) bool {
+			files = append(files, file{filepath.Join(d, "uv.toml"), "uv.toml"}, file{filepath.Join(d, "pyproject.toml"), "pyproject.toml"})
+			return false
+		})
+	}
 	home := env.home()
 	switch x := env.get("XDG_CONFIG_HOME"); {
 	case x != "":
@@ -420,8 +434,12 @@ func uvConfig(env *environ, dir string) string {
 	case home != "":
 		files = append(files, file{filepath.Join(home, ".config", "uv", "uv.toml"), "uv.toml"})
 	}
-	if a := env.get("APPDATA"); runtime.GOOS == "windows" && a != "" {
-		files = append(files, file{filepath.Join(a, "uv", "uv.toml"), "uv.toml"})
+	if runtime.GOOS == "windows" {
+		for _, v := range []string{"APPDATA", "PROGRAMDATA"} {
+			if a := env.get(v); a != "" {
+				files = append(files, file{filepath.Join(a, "uv", "uv.toml"), "uv.toml"})
+			}
+		}
 	}
 	sys := []string{"/etc"}
 	if x := env.get("XDG_CONFIG_DIRS"); x != "" {

@@ -387,7 +387,7 @@ func TestBunConfig(t *testing.T) {
 	}
 	r, err := Resolve(context.Background(), Launch{Argv: argv, Dir: proj, Env: append(env, "NPM_CONFIG_REGISTRY=https://evil.example/")})
 	unresolved(t, argv, r, err, "sets registry")
-	for _, f := range []string{filepath.Join(proj, "bunfig.toml"), filepath.Join(home, ".bunfig.toml")} {
+	for _, f := range []string{filepath.Join(proj, "bunfig.toml"), filepath.Join(home, ".bunfig.toml"), filepath.Join(proj, ".env"), filepath.Join(proj, ".env.local")} {
 		write(t, f, "preload = [\"./evil.ts\"]\n", 0o644)
 		r, err := Resolve(context.Background(), Launch{Argv: argv, Dir: proj, Env: env})
 		unresolved(t, argv, r, err, f+" exists")
@@ -424,7 +424,7 @@ func TestUVConfig(t *testing.T) {
 	r, err = Resolve(context.Background(), Launch{Argv: []string{"uv", "run", "server.py"}, Dir: dir, Env: append(env, "UV_PYTHON=/x")})
 	unresolved(t, []string{"uv", "run"}, r, err, "UV_PYTHON")
 
-	files := []string{filepath.Join(dir, "uv.toml"), filepath.Join(home, ".config", "uv", "uv.toml"), filepath.Join(dir, "etc", "uv", "uv.toml")}
+	files := []string{filepath.Join(home, ".config", "uv", "uv.toml"), filepath.Join(dir, "etc", "uv", "uv.toml")}
 	for _, f := range files {
 		write(t, f, "concurrent-downloads = 4\nnative-tls = true\n", 0o644)
 	}
@@ -444,11 +444,25 @@ func TestUVConfig(t *testing.T) {
 		resolved(t, Launch{Argv: argv, Dir: dir, Env: append(env, "UV_NO_CONFIG=1")}, want, "uv.lock")
 		write(t, f, "", 0o644)
 	}
+	// uv run reads the project's files; tool commands do not.
+	run := []string{"uv", "run", "server.py"}
 	for _, content := range []string{"[tool.uv]\nindex-url = \"x\"\n", "[[tool.uv.index]]\nurl = \"x\"\n", "[tool.uv.sources]\nx = { path = \"y\" }\n",
 		"tool.uv.find-links = [\"x\"]\n"} {
 		write(t, filepath.Join(dir, "pyproject.toml"), content, 0o644)
-		r, err := Resolve(context.Background(), Launch{Argv: argv, Dir: dir, Env: env})
-		unresolved(t, argv, r, err, filepath.Join(dir, "pyproject.toml")+" sets ")
+		r, err := Resolve(context.Background(), Launch{Argv: run, Dir: dir, Env: env})
+		unresolved(t, run, r, err, filepath.Join(dir, "pyproject.toml")+" sets ")
+		resolved(t, Launch{Argv: argv, Dir: dir, Env: env}, want, "uv.lock")
+	}
+	write(t, filepath.Join(dir, "uv.toml"), "index-url = \"x\"\n", 0o644)
+	r, err = Resolve(context.Background(), Launch{Argv: run, Dir: dir, Env: env})
+	unresolved(t, run, r, err, filepath.Join(dir, "uv.toml")+" sets index-url")
+	resolved(t, Launch{Argv: argv, Dir: dir, Env: env}, want, "uv.lock")
+	// Options that read another configuration or install otherwise.
+	for _, flags := range [][]string{{"--config-file", "x.toml"}, {"--env-file=.env"}, {"--python", "./python"}, {"--cache-dir", "c"},
+		{"--overrides", "o.txt"}, {"--with", "x"}} {
+		a := append(append([]string{"uvx"}, flags...), "mcp-server-fetch==0.6.2")
+		r, err := Resolve(context.Background(), Launch{Argv: a, Dir: dir, Env: env})
+		unresolved(t, a, r, err, "uvx option "+strings.SplitN(flags[0], "=", 2)[0])
 	}
 }
 

@@ -784,9 +784,13 @@ func npmBinName(spec string) string {
 }
 
 // pyChangesInstall are the flags of uvx, uv tool run and pipx run that
-// install more than the package, or from elsewhere.
+// install more than the package, or from elsewhere, or run it otherwise.
 var pyChangesInstall = cmdline.Set("--with", "-w", "--with-editable", "--with-requirements", "--index", "--index-url", "-i",
-	"--extra-index-url", "--default-index", "--find-links", "-f", "--pip-args", "--editable", "-e")
+	"--extra-index-url", "--default-index", "--find-links", "-f", "--pip-args", "--editable", "-e",
+	// Another configuration, environment, interpreter, cache or
+	// resolution: what uv would read or install from.
+	"--config-file", "--env-file", "--python", "-p", "--cache-dir", "--constraints", "-c", "--overrides", "--build-constraints",
+	"-b", "--prerelease", "--exclude-newer", "--allow-insecure-host", "--backend", "--system-site-packages")
 
 // pyName is the distribution name of a requirement: what precedes its
 // extras or version specifier.
