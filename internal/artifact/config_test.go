@@ -100,6 +100,9 @@ func npmProject(t *testing.T) (proj, home string, want Artifact) {
 // npm settings from the environment and every .npmrc: harmless ones are
 // read past, every other one leaves the launch unresolved, named.
 func TestNPMConfig(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("npx through command shims is not resolved on Windows")
+	}
 	proj, home, want := npmProject(t)
 	env := []string{"PATH=", "HOME=" + home}
 	argv := []string{"npx", "--no-install", "srv@1.0.0"}

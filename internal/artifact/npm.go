@@ -473,6 +473,12 @@ func npxBin(p *plan, r *Resolved, env *environ, dir string) string {
 	if !exists(pkgDir) {
 		return "" // npx installs it: what it installs is the lockfile's version
 	}
+	if runtime.GOOS == "windows" {
+		// npm writes command shims there, not links, and cmd.exe runs
+		// the .cmd one: a script etdi does not read.
+		return errf("on Windows npx starts %s through a command shim in %s, which etdi does not read; "+
+			"run the package's program with node", shown(p.name), filepath.Join(root, "node_modules", ".bin"))
+	}
 	f := filepath.Join(pkgDir, "package.json")
 	b, err := readBounded(f, maxSmall)
 	if err != nil {
