@@ -59,7 +59,9 @@
 //     global bin directory) and the bin it starts for the package (looked
 //     up in each node_modules/.bin from the working directory up) must be
 //     files of the package installed in the project's node_modules, and
-//     no node_modules/.bin/sh may stand in for the shell.
+//     no node_modules/.bin/sh may stand in for the shell. On Windows,
+//     where npm runs that bin through a command shim, an installed
+//     package is not resolved.
 //
 //     bunx and bun x read only the project's lockfile (b is npm's cache,
 //     not bun's). pnpm dlx, pnpx and yarn dlx install from the registry at
