@@ -33,8 +33,8 @@
 //     those mean. Then, in order:
 //
 //     a. the project's lockfile: from the working directory up, the
-//     nearest directory holding npm-shrinkwrap.json, package-lock.json,
-//     package.json or node_modules is the project (npm's local prefix); its
+//     nearest directory holding package.json or node_modules is the
+//     project (npm's local prefix; the working directory if none is); its
 //     lockfile's entry packages["node_modules/<name>"] (lockfileVersion 2
 //     and 3; dependencies[name] in version 1) gives version and integrity.
 //     An entry at another version than an exact one asked for, or no entry,
@@ -46,12 +46,22 @@
 //     <cache>/_npx/<hash> whose lockfile's root package depends on the
 //     package directly (the entry npx made for it) and holds
 //     node_modules/<name>, at the exact version if one is asked for. The
-//     cache is the --cache flag, else $npm_config_cache, else the cache
-//     setting of the user's .npmrc ($npm_config_userconfig or ~/.npmrc),
-//     else ~/.npm (%LocalAppData%\npm-cache on Windows). Entries holding
-//     different versions, when no exact version is asked for, are not
-//     resolved (npx would ask the registry which version is latest), nor
-//     entries that disagree on the integrity of one version.
+//     cache is npm's default, ~/.npm (%LocalAppData%\npm-cache on
+//     Windows): a cache set anywhere else leaves the launch unresolved
+//     (rule 7). Entries holding different versions, when no exact version
+//     is asked for, are not resolved (npx would ask the registry which
+//     version is latest), nor entries that disagree on the integrity of
+//     one version.
+//
+//     For npx and npm exec, what npm exec starts before it looks for the
+//     package (a bin of the project's package.json, a node_modules/.bin
+//     program of the command's name from the project up, one in npm's
+//     global bin directory) and the bin it starts for the package (looked
+//     up in each node_modules/.bin from the working directory up) must be
+//     files of the package installed in the project's node_modules, and
+//     no node_modules/.bin/sh may stand in for the shell. On Windows,
+//     where npm runs that bin through a command shim, an installed
+//     package is not resolved.
 //
 //     bunx and bun x read only the project's lockfile (b is npm's cache,
 //     not bun's). pnpm dlx, pnpx and yarn dlx install from the registry at
@@ -107,6 +117,18 @@
 //     npm run, uv run of a project command, ...) are not resolved rather
 //     than taken for the server.
 //
+//  7. The runner's configuration. npm's (command-line options,
+//     npm_config_* in any case, every .npmrc npm may read: the project's,
+//     the user's, the global and the builtin one), bunx's (BUN_*,
+//     bunfig.toml, .env), uv's (UV_*, uv.toml, pyproject.toml [tool.uv]),
+//     pipx's (PIPX_*, PIP_*, pip.conf) and the container CLIs' (global
+//     options, DOCKER_* and the like, docker's current context) are read
+//     where the tool reads them. A setting not on the tool's allow-list of
+//     harmless ones (config.go) leaves the launch unresolved, naming the
+//     file or variable and the setting, never its value: script-shell,
+//     node-options, a registry, a cache, another configuration file, an
+//     index, a daemon can each swap what runs under the genuine name.
+//
 // A resolved artifact must pass Validate: a lockfile or image store that
 // gives a name or version no manifest could hold gives no answer.
 //
@@ -117,10 +139,9 @@
 //
 // What a resolved artifact loads in turn is not covered: an npm package's
 // dependencies, a script's imports and preloads (node -r), volumes mounted
-// into a container, plugins. npm's global installs, the project's and
-// global .npmrc, and caches other than npm's npx cache are not read.
-// Lockfiles are taken as the record of what is installed: an edited
-// node_modules, or a uv.lock whose files the index no longer serves, is
-// not detected. uvx and pipx do not read uv.lock themselves: a pinned
+// into a container, plugins. Caches other than npm's npx cache are not
+// read. Lockfiles are taken as the record of what is installed: an edited
+// node_modules/<name>, or a uv.lock whose files the index no longer
+// serves, is not detected. uvx and pipx do not read uv.lock themselves: a pinned
 // version matches the files uv.lock records for it.
 package artifact

@@ -33,3 +33,24 @@ func TestResolveFIFO(t *testing.T) {
 		t.Fatal("Resolve blocked on a FIFO")
 	}
 }
+
+// A FIFO in the place of an .npmrc is not read as an empty (harmless)
+// configuration, nor opened for a blocking read.
+func TestNPMRCFIFO(t *testing.T) {
+	proj, home, _ := npmProject(t)
+	if err := syscall.Mkfifo(filepath.Join(proj, ".npmrc"), 0o644); err != nil {
+		t.Skip("no FIFO:", err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		argv := []string{"npx", "srv@1.0.0"}
+		r, err := Resolve(context.Background(), Launch{Argv: argv, Dir: proj, Env: []string{"PATH=", "HOME=" + home}})
+		unresolved(t, argv, r, err, "cannot read the project's .npmrc", "not a regular file")
+	}()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Resolve blocked on a FIFO")
+	}
+}

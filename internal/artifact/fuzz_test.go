@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/etdi-dev/etdi/internal/redact"
 )
@@ -66,7 +67,7 @@ func FuzzResolveArgv(f *testing.F) {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
-		r, err := Resolve(ctx, Launch{Argv: argv, Dir: dir, Env: []string{"PATH=" + bin, "HOME=" + dir, "npm_config_cache=" + dir}})
+		r, err := Resolve(ctx, Launch{Argv: argv, Dir: dir, Env: []string{"PATH=" + bin, "HOME=" + dir}})
 		switch {
 		case err != nil:
 			var ue *UnresolvedError
@@ -87,6 +88,48 @@ func FuzzResolveArgv(f *testing.F) {
 		}
 		if moving, msg := Moving(argv); moving != (msg != "") {
 			t.Fatalf("Moving(%q) = %v, %q", argv, moving, msg)
+		}
+	})
+}
+
+// FuzzParseINI: whatever an .npmrc or pip.conf holds, parseINI does not
+// panic, returns at most maxINIEntries entries of valid UTF-8, and never
+// loses a key: every line with an '=' whose text before it, unquoted,
+// is a setting name npm knows to change what runs yields an entry with
+// that key. npmrcWhy refuses any file that sets script-shell.
+func FuzzParseINI(f *testing.F) {
+	f.Add("fund=false\naudit=false\n")
+	f.Add("script-shell=/x\r\n; c\n# c\n[section]\n")
+	f.Add("\"script-shell\"=\"a;b\"\n'node-options'='x'\nca[]=1\n")
+	f.Add("\uFEFF  registry = https://x ; comment\n${KEY}=x\n//r/:_authToken=" + token + "\n")
+	f.Add("a=b\\;c\\\n\"\\u0073cript-shell\"=1\n=x\n[a]b\n\xff=\xfe")
+	dir := f.TempDir()
+	rc := filepath.Join(dir, ".npmrc")
+	f.Fuzz(func(t *testing.T, s string) {
+		entries, ok := parseINI([]byte(s))
+		if len(entries) > maxINIEntries || !ok && len(entries) != maxINIEntries {
+			t.Fatalf("parseINI: %d entries, ok %v", len(entries), ok)
+		}
+		for _, e := range entries {
+			if !utf8.ValidString(e.key) || !utf8.ValidString(e.value) || !utf8.ValidString(e.section) {
+				t.Fatalf("parseINI(%q): invalid UTF-8 in %+v", s, e)
+			}
+		}
+		_ = envReplace(s, &environ{vars: []string{"KEY=script-shell"}})
+		// A line "script-shell=..." appended after s, on a line of its
+		// own, is always seen.
+		if !ok || strings.ContainsAny(s, "\u2028\u2029") {
+			return
+		}
+		if err := os.WriteFile(rc, []byte(s+"\nscript-shell=/x\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		why := npmrcWhy(rc, "the project's .npmrc", &environ{vars: []string{"KEY=script-shell"}})
+		if why == "" {
+			t.Fatalf("npmrcWhy(%q + script-shell) = \"\"", s)
+		}
+		if len(s) >= redact.MinLen && redact.LooksSecret(s) && strings.Contains(why, s) {
+			t.Fatalf("npmrcWhy shows %q", s)
 		}
 	})
 }

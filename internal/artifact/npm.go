@@ -84,36 +84,40 @@ func resolveNPM(ctx context.Context, p *plan, env environ, dir string) (*Resolve
 		return nil, errf("%s@%s is a range or tag, so %s would ask the registry what it means; pin an exact version: %s@<version>",
 			shown(p.name), shown(p.version), p.runner, shown(p.name))
 	}
+	if p.npx {
+		// What npm exec looks at before any lockfile or cache.
+		if why := npxFirst(p, &env, dir); why != "" {
+			return nil, why
+		}
+	}
 	r, why, next := projectLock(p, dir)
 	if !next {
+		if r != nil && p.npx {
+			if why := npxBin(p, r, &env, dir); why != "" {
+				return nil, why
+			}
+		}
 		return r, why
 	}
 	if !p.npx {
 		return nil, errf("%s installs %s from its own cache, which is not read (%s); pin it in the project's package-lock.json",
 			p.runner, shown(p.name), why)
 	}
-	cache, cwhy := npmCache(p, &env, dir)
+	cache, cwhy := npmCache(&env)
 	if cwhy != "" {
 		return nil, cwhy
 	}
 	return npxCache(ctx, p, cache, why)
 }
 
-// projectLock finds the package in the lockfile of the project dir is in:
-// the nearest directory, from dir up, holding a lockfile, package.json or
-// node_modules (npm's local prefix). next is set when the project does not
+// projectLock finds the package in the lockfile of the project dir is in
+// (npmRoot). next is set when the project does not
 // hold the package at the version asked for, and the npx cache is to be
 // looked at; why then says where the package was not found, for a
 // message.
 func projectLock(p *plan, dir string) (r *Resolved, why string, next bool) {
-	var root, lock string
-	parents(dir, func(d string) bool {
-		if lock = lockIn(d); lock != "" || exists(filepath.Join(d, "package.json")) || exists(filepath.Join(d, "node_modules")) {
-			root = d
-			return true
-		}
-		return false
-	})
+	root := npmRoot(dir)
+	lock := lockIn(root)
 	installed := root != "" && exists(filepath.Join(root, "node_modules", filepath.FromSlash(p.name)))
 	if lock == "" {
 		if installed {
@@ -181,78 +185,21 @@ func sriHashes(integrity string) []string {
 	return out
 }
 
-// npmCache is npm's cache directory: the runner's --cache, else
-// npm_config_cache in the environment, else the cache setting of the
-// user's .npmrc ($npm_config_userconfig or ~/.npmrc), else ~/.npm
-// (%LocalAppData%/npm-cache on Windows).
-func npmCache(p *plan, env *environ, dir string) (string, string) {
-	if p.cache != "" {
-		return within(dir, p.cache), ""
-	}
-	if c := npmEnv(env, "cache"); c != "" {
-		return within(dir, c), ""
-	}
-	home := env.home()
-	rc := npmEnv(env, "userconfig")
-	if rc == "" && home != "" {
-		rc = filepath.Join(home, ".npmrc")
-	}
-	if rc != "" {
-		c, why := npmrcCache(within(dir, rc), home)
-		if why != "" || c != "" {
-			return c, why
-		}
-	}
+// npmCache is npm's default cache directory: ~/.npm (%LocalAppData%\npm-cache
+// on Windows). A cache set anywhere else (--cache, npm_config_cache, an
+// .npmrc) has left the launch unresolved before: npx would run what that
+// cache holds.
+func npmCache(env *environ) (string, string) {
 	if runtime.GOOS == "windows" {
 		if la := env.get("LOCALAPPDATA"); la != "" {
 			return filepath.Join(la, "npm-cache"), ""
 		}
 	}
+	home := npmHome(env)
 	if home == "" {
-		return "", "HOME is not set, so the npx cache cannot be found; set npm_config_cache"
+		return "", "HOME is not set, so the npx cache cannot be found"
 	}
 	return filepath.Join(home, ".npm"), ""
-}
-
-// npmEnv is an npm setting from the environment: npm_config_<key>, in any
-// case.
-func npmEnv(env *environ, key string) string {
-	for _, n := range []string{"npm_config_" + key, "NPM_CONFIG_" + strings.ToUpper(key)} {
-		if v := env.get(n); v != "" {
-			return v
-		}
-	}
-	return ""
-}
-
-// npmrcCache is the cache setting of an .npmrc file, or "".
-func npmrcCache(path, home string) (string, string) {
-	if !exists(path) {
-		return "", ""
-	}
-	b, err := readBounded(path, maxSmall)
-	if err != nil {
-		return "", errf("cannot read %s: %v", path, err)
-	}
-	cache := ""
-	for _, line := range strings.Split(string(b), "\n") {
-		k, v, ok := strings.Cut(strings.TrimSpace(line), "=")
-		if !ok || strings.TrimSpace(k) != "cache" {
-			continue
-		}
-		cache = strings.Trim(strings.TrimSpace(v), `"'`)
-	}
-	switch {
-	case cache == "":
-		return "", ""
-	case strings.Contains(cache, "${"):
-		return "", errf("the cache setting of %s uses an environment variable, which is not expanded; set npm_config_cache", path)
-	case strings.HasPrefix(cache, "~/") && home != "":
-		return filepath.Join(home, cache[2:]), ""
-	case !filepath.IsAbs(cache):
-		return "", errf("the cache setting of %s is not an absolute path; set npm_config_cache", path)
-	}
-	return cache, ""
 }
 
 // npxCache finds the package in the npx cache: each <cache>/_npx/<hash>
@@ -320,4 +267,298 @@ func npxCache(ctx context.Context, p *plan, cache, notLocal string) (*Resolved, 
 		}
 	}
 	return hits[0], ""
+}
+
+// npmRoot is the project directory npm takes dir to be in (its local
+// prefix, @npmcli/config loadLocalPrefix): the nearest directory, from
+// dir up, holding package.json or node_modules; dir itself if none does.
+func npmRoot(dir string) string {
+	root := ""
+	parents(dir, func(d string) bool {
+		if exists(filepath.Join(d, "package.json")) || exists(filepath.Join(d, "node_modules")) {
+			root = d
+			return true
+		}
+		return false
+	})
+	if root == "" {
+		return within(dir, ".")
+	}
+	return root
+}
+
+// npxFirst checks what npm exec (libnpmexec 10, npm 11) runs before it
+// looks for the package, when the command line names the package as
+// its command (no --package): a bin of that name in the project's own
+// package.json; else the first node_modules/.bin/<command> from the
+// project up to the file system's root; else <command> in npm's global
+// bin directory. Only a bin that the package itself installed in the
+// project's node_modules is the package. It also checks the shell npm
+// starts the command with: "sh" is looked up first in each
+// node_modules/.bin from the working directory up, where a project can
+// put its own.
+func npxFirst(p *plan, env *environ, dir string) string {
+	root := npmRoot(dir)
+	if why := npmWorkspaceRoot(root); why != "" {
+		return why
+	}
+	var shell string
+	parents(dir, func(d string) bool {
+		if f := filepath.Join(d, "node_modules", ".bin", "sh"); isFile(f) {
+			shell = f
+			return true
+		}
+		return false
+	})
+	if shell != "" && runtime.GOOS != "windows" {
+		return shownPath(shell) + " is a program named sh where npm looks for the shell it starts the package with; remove it"
+	}
+	if p.command == "" {
+		return ""
+	}
+	cmd := p.command
+	if why := projectBin(root, cmd); why != "" {
+		return why
+	}
+	var found string
+	parents(root, func(d string) bool {
+		if f := filepath.Join(d, "node_modules", ".bin", cmd); isFile(f) {
+			found = f
+			return true
+		}
+		return false
+	})
+	if found != "" {
+		if !ownBin(found, root, p.name) {
+			return errf("npx runs %s, which is not a program of the package %s installed in %s; remove it, or install the package there",
+				shownPath(found), shown(p.name), filepath.Join(root, "node_modules"))
+		}
+		return ""
+	}
+	if prefix := npmGlobalPrefix(env, dir); prefix != "" && prefix != root {
+		bin := prefix
+		if runtime.GOOS != "windows" {
+			bin = filepath.Join(prefix, "bin")
+		}
+		if f := filepath.Join(bin, cmd); isFile(f) {
+			return errf("npx runs %s, a program in npm's global bin directory, before it looks for the package; "+
+				"install %s in the project (npm install %s) so that npx runs the project's copy", shownPath(f), shown(p.name), shown(p.name))
+		}
+	}
+	return ""
+}
+
+// npmWorkspaceRoot refuses a project inside another package's directory
+// whose package.json declares workspaces: npm may take that one as the
+// project, with its own node_modules and .npmrc.
+func npmWorkspaceRoot(root string) string {
+	var why string
+	up := filepath.Dir(root)
+	if up == root {
+		return ""
+	}
+	parents(up, func(d string) bool {
+		f := filepath.Join(d, "package.json")
+		if !exists(f) {
+			return false
+		}
+		b, err := readBounded(f, maxSmall)
+		if err != nil {
+			why = "cannot read " + shownPath(f) + ": " + err.Error() + "; npm reads it to find the project's workspace root"
+			return true
+		}
+		var pkg map[string]json.RawMessage
+		if json.Unmarshal(b, &pkg) != nil {
+			return false // npm ignores a package.json it cannot read here
+		}
+		if _, ok := pkg["workspaces"]; ok {
+			why = shownPath(f) + " declares workspaces, so npm may take " + shownPath(d) + " as the project, with its own packages " +
+				"and configuration; start the server from that directory"
+			return true
+		}
+		return false
+	})
+	return why
+}
+
+// projectBin says why the project's own package.json makes npx run
+// another program than the package: its bin holds cmd.
+func projectBin(root, cmd string) string {
+	f := filepath.Join(root, "package.json")
+	if !exists(f) {
+		return ""
+	}
+	b, err := readBounded(f, maxSmall)
+	if err != nil {
+		return "cannot read " + shownPath(f) + ": " + err.Error() + "; npx reads its bin"
+	}
+	var pkg struct {
+		Name string          `json:"name"`
+		Bin  json.RawMessage `json:"bin"`
+	}
+	if json.Unmarshal(b, &pkg) != nil {
+		return shownPath(f) + " is not valid JSON; npx reads it for the project's own programs; repair it"
+	}
+	for _, name := range binNames(pkg.Name, pkg.Bin) {
+		if name == cmd {
+			return errf("%s declares a program %s of the project itself, which npx runs instead of the package; rename it, "+
+				"or run the project's program with node", shownPath(f), shown(cmd))
+		}
+	}
+	return ""
+}
+
+// binNames are the command names a package.json bin member declares: its
+// keys (and their base names, as npm cleans them), or for a string the
+// package's name without its scope (and with it).
+func binNames(pkgName string, bin json.RawMessage) []string {
+	var one string
+	if json.Unmarshal(bin, &one) == nil {
+		unscoped := pkgName
+		if i := strings.LastIndexByte(pkgName, '/'); i >= 0 {
+			unscoped = pkgName[i+1:]
+		}
+		return []string{pkgName, unscoped}
+	}
+	var many map[string]json.RawMessage
+	if json.Unmarshal(bin, &many) != nil {
+		return nil
+	}
+	var out []string
+	for k := range many {
+		out = append(out, k, filepath.Base(filepath.FromSlash(k)), strings.TrimSpace(k))
+	}
+	return out
+}
+
+// ownBin reports whether the program f is a file of the package name
+// installed in root's node_modules (after symbolic links).
+func ownBin(f, root, name string) bool {
+	real, err := filepath.EvalSymlinks(f)
+	if err != nil {
+		return false
+	}
+	pkg, err := filepath.EvalSymlinks(filepath.Join(root, "node_modules", filepath.FromSlash(name)))
+	if err != nil {
+		return false
+	}
+	return strings.HasPrefix(real, pkg+string(filepath.Separator))
+}
+
+// npmGlobalPrefix is npm's default global prefix: that of the node found
+// on the launch's PATH (the prefix setting and PREFIX have left the
+// launch unresolved before); "" if there is none.
+func npmGlobalPrefix(env *environ, dir string) string {
+	node, why := lookPath("node", env, dir)
+	if why != "" {
+		return ""
+	}
+	real, err := filepath.EvalSymlinks(node)
+	if err != nil {
+		return ""
+	}
+	if runtime.GOOS == "windows" {
+		return filepath.Dir(real)
+	}
+	return filepath.Dir(filepath.Dir(real))
+}
+
+// npxBin checks the program npm exec starts for a package the project's
+// lockfile gives and node_modules holds: the package's bin (the one named
+// after it, or its only one) looked up first in each node_modules/.bin
+// from the working directory up, must be a file of the package.
+func npxBin(p *plan, r *Resolved, env *environ, dir string) string {
+	root := npmRoot(dir)
+	pkgDir := filepath.Join(root, "node_modules", filepath.FromSlash(p.name))
+	if !exists(pkgDir) {
+		return "" // npx installs it: what it installs is the lockfile's version
+	}
+	if runtime.GOOS == "windows" {
+		// npm writes command shims there, not links, and cmd.exe runs
+		// the .cmd one: a script etdi does not read.
+		return errf("on Windows npx starts %s through a command shim in %s, which etdi does not read; "+
+			"run the package's program with node", shown(p.name), filepath.Join(root, "node_modules", ".bin"))
+	}
+	f := filepath.Join(pkgDir, "package.json")
+	b, err := readBounded(f, maxSmall)
+	if err != nil {
+		return "cannot read " + shownPath(f) + ": " + err.Error() + "; reinstall the package with npm ci"
+	}
+	var pkg struct {
+		Name string          `json:"name"`
+		Bin  json.RawMessage `json:"bin"`
+	}
+	if json.Unmarshal(b, &pkg) != nil {
+		return shownPath(f) + " is not valid JSON; reinstall the package with npm ci"
+	}
+	name := pkg.Name
+	if name == "" {
+		name = r.Artifact.Name
+	}
+	bins := npmBins(name, pkg.Bin)
+	if p.pkgCmd != "" {
+		bins = []string{p.pkgCmd} // npm exec --package=PKG -- CMD runs CMD
+	}
+	if len(bins) == 0 {
+		return errf("%s declares no program npx can tell it runs (one bin, or one named after the package); run the program with node",
+			shownPath(f))
+	}
+	for _, bin := range bins {
+		var found string
+		parents(dir, func(d string) bool {
+			if c := filepath.Join(d, "node_modules", ".bin", bin); isFile(c) {
+				found = c
+				return true
+			}
+			return false
+		})
+		if found == "" {
+			return errf("no node_modules/.bin/%s from %s up, so npx would look %s up on PATH; reinstall the package with npm ci",
+				shown(bin), within(dir, "."), shown(bin))
+		}
+		if !ownBin(found, root, p.name) {
+			return errf("npx runs %s, which is not a program of the package %s installed in %s; remove it, or reinstall the package with npm ci",
+				shownPath(found), shown(p.name), filepath.Join(root, "node_modules"))
+		}
+	}
+	return ""
+}
+
+// npmBins are the commands npm exec may run for a package (libnpmexec
+// getBinFromManifest): every name of its bins when they all name one
+// file (npm takes the first), else the bin named after the package
+// without its scope; none if there is neither.
+func npmBins(name string, bin json.RawMessage) []string {
+	unscoped := name
+	if i := strings.LastIndexByte(name, '/'); i >= 0 {
+		unscoped = name[i+1:]
+	}
+	var one string
+	if json.Unmarshal(bin, &one) == nil {
+		return []string{unscoped}
+	}
+	var many map[string]string
+	if json.Unmarshal(bin, &many) != nil || len(many) == 0 {
+		return nil
+	}
+	files := map[string]bool{}
+	var names []string
+	for k, v := range many {
+		files[v] = true
+		names = append(names, k)
+	}
+	if len(files) == 1 {
+		slices.Sort(names)
+		return names
+	}
+	if _, ok := many[unscoped]; ok {
+		return []string{unscoped}
+	}
+	return nil
+}
+
+// isFile reports whether f is a regular file, after symbolic links.
+func isFile(f string) bool {
+	fi, err := os.Stat(f)
+	return err == nil && fi.Mode().IsRegular()
 }

@@ -21,6 +21,8 @@ type plan struct {
 	remote  bool   // a git or URL spec (why is set)
 	npx     bool   // npx or npm exec: the npx cache applies
 	cache   string // npx --cache
+	command string // npx PKG: PKG as written, the command npm exec looks for first; "" with --package
+	pkgCmd  string // npm exec --package=PKG -- CMD: CMD
 
 	// oci
 	prog    string // the container CLI as written (argv[0])
@@ -393,13 +395,23 @@ func npmRunner(runner string, args []string) plan {
 	// what it installs or how it runs it (--registry, --node-options):
 	// what runs would not be the package the lockfile names.
 	unsafe := ""
-	for _, a := range args {
-		if a == "--" || !strings.HasPrefix(a, "-") {
+	for i := 0; i < len(args) && unsafe == ""; i++ {
+		a := args[i]
+		if a == "--" || !strings.HasPrefix(a, "-") || npmFlags.Stop[a] {
 			break
 		}
-		k, _, _ := strings.Cut(a, "=")
-		if strings.HasPrefix(k, "--") && !npmFlags.Bools[k] && !npmFlags.Values[k] && unsafe == "" {
-			unsafe = runner + " option " + shown(k) + " may change what runs; run the package without it"
+		k, _, hasValue := strings.Cut(a, "=")
+		switch {
+		case npmFlags.Pkg[k]:
+			if !hasValue {
+				i++
+			}
+		case npmHarmlessFlags[k]:
+			if npmHarmlessValues[k] && !hasValue {
+				i++
+			}
+		default:
+			unsafe = runner + " option " + shown(k) + " may change what runs or where npm reads its configuration; run the package without it"
 		}
 	}
 	r := cmdline.ReadRunner(args, npmFlags)
@@ -408,6 +420,10 @@ func npmRunner(runner string, args []string) plan {
 	switch {
 	case len(r.Pkgs) > 1:
 		return fail(runner, runner+" installs several packages (--package more than once); run one package")
+	case r.Stopped:
+		return fail(runner, runner+" -c runs a shell command; run the package with npx <package>@<version>")
+	case len(r.Pkgs) == 1 && r.First == "":
+		return fail(runner, runner+" --package without a command starts a shell; run the package with npx <package>@<version>")
 	case len(r.Pkgs) == 1:
 		// --package names what is installed; the command after it is
 		// what runs, which must be the package's own.
@@ -420,6 +436,11 @@ func npmRunner(runner string, args []string) plan {
 	case first == "":
 		return fail(runner, runner+" names no package")
 	}
+	if len(r.Pkgs) == 0 {
+		p.command = first
+	} else {
+		p.pkgCmd = r.First
+	}
 	npmSpec(&p, first)
 	p.unsafe = unsafe
 	if p.why == "" {
@@ -431,6 +452,19 @@ func npmRunner(runner string, args []string) plan {
 	}
 	return p
 }
+
+// npmHarmlessFlags are the options of npx, npm exec, bunx and bun x known
+// to leave what runs unchanged (npmHarmless has the reasons): every other
+// option, --cache, --userconfig, --prefix (-C), --global (-g),
+// --workspace (-w), --workspaces, --registry and --node-options among
+// them, leaves the launch unresolved. npmHarmlessValues take a value.
+var (
+	npmHarmlessFlags = cmdline.Set("--yes", "-y", "--no", "--no-yes", "--no-install", "--quiet", "-q", "--silent", "-s",
+		"--verbose", "-d", "-dd", "-ddd", "--loglevel", "--ignore-scripts", "--offline", "--prefer-offline", "--prefer-online",
+		"--legacy-peer-deps", "--no-workspaces", "--bun", "--no-update-notifier", "--no-audit", "--no-fund",
+		"--foreground-scripts", "--no-color", "--color")
+	npmHarmlessValues = cmdline.Set("--loglevel")
+)
 
 // npmExactRE is one exact version (npm accepts a leading "=" or "v").
 var npmExactRE = regexp.MustCompile(`^[=v]?\s*([0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.-]+)?(\+[0-9A-Za-z.-]+)?)$`)
@@ -578,6 +612,26 @@ func containerRun(prog, argv0 string, args []string) plan {
 		return fail(prog, prog+" "+shown(args[i])+" is not "+prog+" run; run the server with "+prog+" run <image>@sha256:<digest>")
 	}
 	p.globals = globals
+	// Global options other than logging may choose another daemon
+	// (-H/--host, -c/--context, --url, --connection, --remote, --address,
+	// --namespace), another configuration (--config) or other TLS
+	// settings: that daemon decides what an image name, even one pinned
+	// by digest, runs.
+	for j := 0; j < i; j++ {
+		k, _, hasValue := strings.Cut(args[j], "=")
+		switch {
+		case !strings.HasPrefix(k, "-") || k == "container":
+		case k == "-D" || k == "--debug":
+		case k == "-l" || k == "--log-level":
+			if !hasValue {
+				j++
+			}
+		default:
+			p.unsafe = prog + " option " + shown(k) + " before run may choose another daemon or configuration, which decides " +
+				"what the image runs; run the server with the default daemon"
+			j = i
+		}
+	}
 	image, pull := cmdline.RunImage(args[i+1:])
 	p.pull = pull
 	// --entrypoint before the image runs another program than the
@@ -586,7 +640,7 @@ func containerRun(prog, argv0 string, args []string) plan {
 		if a == image {
 			break
 		}
-		if a == "--entrypoint" || strings.HasPrefix(a, "--entrypoint=") {
+		if (a == "--entrypoint" || strings.HasPrefix(a, "--entrypoint=")) && p.unsafe == "" {
 			p.unsafe = prog + " run --entrypoint runs another program than the image's; run the image as it is"
 		}
 	}
@@ -730,9 +784,13 @@ func npmBinName(spec string) string {
 }
 
 // pyChangesInstall are the flags of uvx, uv tool run and pipx run that
-// install more than the package, or from elsewhere.
+// install more than the package, or from elsewhere, or run it otherwise.
 var pyChangesInstall = cmdline.Set("--with", "-w", "--with-editable", "--with-requirements", "--index", "--index-url", "-i",
-	"--extra-index-url", "--default-index", "--find-links", "-f", "--pip-args", "--editable", "-e")
+	"--extra-index-url", "--default-index", "--find-links", "-f", "--pip-args", "--editable", "-e",
+	// Another configuration, environment, interpreter, cache or
+	// resolution: what uv would read or install from.
+	"--config-file", "--env-file", "--python", "-p", "--cache-dir", "--constraints", "-c", "--overrides", "--build-constraints",
+	"-b", "--prerelease", "--exclude-newer", "--allow-insecure-host", "--backend", "--system-site-packages")
 
 // pyName is the distribution name of a requirement: what precedes its
 // extras or version specifier.

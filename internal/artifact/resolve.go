@@ -50,6 +50,11 @@ func Resolve(ctx context.Context, l Launch) (*Resolved, error) {
 			return nil, fail(name + " is set: it loads other code into the server, so what runs is not the artifact alone; start the server without it")
 		}
 	}
+	// Configuration the runner reads besides its command line: a setting
+	// that can swap what runs leaves the launch unresolved.
+	if why := launchConfig(&p, &env, dir); why != "" {
+		return nil, fail(why)
+	}
 	var (
 		r   *Resolved
 		why string
@@ -79,11 +84,12 @@ func Resolve(ctx context.Context, l Launch) (*Resolved, error) {
 
 // injecting are the environment variables that make a program or its
 // interpreter load code the artifact does not hold: preloaded libraries,
-// interpreter options and search paths, shell start-up files.
+// interpreter options and search paths, shell start-up files. The
+// package runners' own settings (npm_config_*, UV_*, PIP_*, ...) are
+// judged by launchConfig.
 var injecting = []string{"LD_PRELOAD", "LD_LIBRARY_PATH", "LD_AUDIT", "DYLD_INSERT_LIBRARIES", "DYLD_LIBRARY_PATH",
 	"NODE_OPTIONS", "NODE_PATH", "PYTHONPATH", "PYTHONSTARTUP", "PYTHONHOME", "PYTHONUSERBASE", "BASH_ENV", "ENV",
-	"JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS", "JDK_JAVA_OPTIONS", "PERL5OPT", "RUBYOPT", "npm_config_node_options",
-	"npm_config_registry", "UV_INDEX_URL", "UV_EXTRA_INDEX_URL", "PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL"}
+	"JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS", "JDK_JAVA_OPTIONS", "PERL5OPT", "RUBYOPT"}
 
 // environ is a launch's environment.
 type environ struct {
@@ -94,15 +100,29 @@ type environ struct {
 // get is the value of name; the last of duplicates wins, as exec.Cmd
 // has it.
 func (e *environ) get(name string) string {
+	v, _ := e.lookup(name)
+	return v
+}
+
+// lookup is the value of name and whether it is set.
+func (e *environ) lookup(name string) (string, bool) {
 	if e.inherit {
-		return os.Getenv(name)
+		return os.LookupEnv(name)
 	}
 	for i := len(e.vars) - 1; i >= 0; i-- {
 		if k, v, ok := strings.Cut(e.vars[i], "="); ok && sameEnvName(k, name) {
-			return v
+			return v, true
 		}
 	}
-	return ""
+	return "", false
+}
+
+// all is every NAME=VALUE of the environment, duplicates included.
+func (e *environ) all() []string {
+	if e.inherit {
+		return os.Environ()
+	}
+	return e.vars
 }
 
 func sameEnvName(a, b string) bool {
