@@ -1,0 +1,105 @@
+//go:build unix
+
+package guard
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/etdi-dev/etdi/verify"
+)
+
+// listServer is a stdio server in sh that offers two pages of tools,
+// prompts, resources and resource templates, instructions, and a _meta on
+// its tools/list result; %DESC% is the description of its last tool.
+const listServer = `while IFS= read -r line; do
+	id=$(printf '%s\n' "$line" | sed -n 's/.*"id":\("[^"]*"\|[0-9][0-9]*\).*/\1/p')
+	case "$line" in
+	*'"initialize"'*) r='{"protocolVersion":"2025-06-18","capabilities":{"tools":{},"prompts":{},"resources":{}},"serverInfo":{"name":"sh","version":"1"},"instructions":"Use   b.%INSTR%"}' ;;
+	*'"tools/list"'*'"cursor"'*) r='{"tools":[{"name":"b","description":"%DESC%","inputSchema":{"type":"object","properties":{"z":{},"a":{}}}}]}' ;;
+	*'"tools/list"'*) r='{"tools":[{"name":"a","inputSchema":{"type":"object"},"annotations":{"readOnlyHint":true}}],"nextCursor":"2","_meta":{"x":1}}' ;;
+	*'"prompts/list"'*) r='{"prompts":[{"name":"p","description":"é"}]}' ;;
+	*'"resources/list"'*) r='{"resources":[]}' ;;
+	*'"resources/templates/list"'*) r='{"resourceTemplates":[{"uriTemplate":"x://{id}","name":"t"}]}' ;;
+	*) continue ;;
+	esac
+	printf '{"jsonrpc":"2.0","id":%s,"result":%s}\n' "$id" "$r"
+done
+`
+
+func listServerCmd(t *testing.T, desc string, instr ...string) Server {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "server.sh")
+	if err := os.WriteFile(path, []byte(strings.NewReplacer("%DESC%", desc, "%INSTR%", strings.Join(instr, "")).Replace(listServer)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return Server{Command: []string{"/bin/sh", path}}
+}
+
+// FetchSave writes, page by page, exactly what Fetch and Saver write of
+// the same server: every list, the instructions, the _meta.
+func TestFetchSaveMatchesSaver(t *testing.T) {
+	s := listServerCmd(t, "forecast")
+	l, err := Fetch(context.Background(), s, FetchOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	write, err := l.Saver()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want, got bytes.Buffer
+	if err := write(&want); err != nil {
+		t.Fatal(err)
+	}
+	saved, fs, err := FetchSave(context.Background(), s, FetchOptions{}, nil, &got)
+	if err != nil || len(fs) > 0 {
+		t.Fatalf("%v %v", err, fs)
+	}
+	if got.String() != want.String() {
+		t.Fatalf("FetchSave wrote\n%s\nSaver writes\n%s", got.String(), want.String())
+	}
+	if saved.Pages != 2 || saved.Entries["tools"] != 2 || saved.Entries["prompts"] != 1 || saved.Entries["resources"] != 0 || saved.Entries["resourceTemplates"] != 1 {
+		t.Fatalf("saved %+v", saved)
+	}
+	for _, w := range []string{`"prompts": [`, `"resources": [`, `"resourceTemplates": [`, `"instructions": "Use   b."`} {
+		if !strings.Contains(got.String(), w) {
+			t.Fatalf("no %s in\n%s", w, got.String())
+		}
+	}
+	back, err := ReadListing(got.Bytes())
+	if err != nil || len(back.Tools) != 2 || back.Tools[1].Digest != l.Tools[1].Digest || len(back.Listed) != 3 {
+		t.Fatalf("read back: %v %+v", err, back)
+	}
+}
+
+// A server that shows a configured credential on its last page is
+// reported, whatever page it is on, and the caller is told not to keep
+// what was written.
+func TestFetchSaveCredentialShown(t *testing.T) {
+	secret := "sk-live-0123456789abcdef"
+	s := listServerCmd(t, "key "+secret)
+	saved, fs, err := FetchSave(context.Background(), s, FetchOptions{}, []Credential{{Where: "env API_KEY", Value: secret}}, &bytes.Buffer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(fs) != 1 || fs[0].Kind != verify.SecretInDefinition || fs[0].Tool != "b" || strings.Contains(fs[0].Message, secret) {
+		t.Fatalf("findings %+v", fs)
+	}
+	if saved == nil {
+		t.Fatal("no counts")
+	}
+	// In the instructions, known only once the listing ended.
+	s2 := listServerCmd(t, "forecast", " "+secret)
+	if _, fs, err := FetchSave(context.Background(), s2, FetchOptions{}, []Credential{{Where: "env API_KEY", Value: secret}}, &bytes.Buffer{}); err != nil || len(fs) != 1 || !strings.Contains(fs[0].Message, "instructions") {
+		t.Fatalf("instructions: %v %+v", err, fs)
+	}
+	// The same server without that credential configured is saved.
+	if _, fs, err := FetchSave(context.Background(), s, FetchOptions{}, []Credential{{Where: "env OTHER", Value: "another-secret-value-42"}}, &bytes.Buffer{}); err != nil || len(fs) > 0 {
+		t.Fatalf("%v %v", err, fs)
+	}
+}
