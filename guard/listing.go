@@ -3,6 +3,7 @@ package guard
 import (
 	"bufio"
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -259,11 +260,16 @@ func (sw *savedWriter) finish(live bool, instructions *string, inband []byte) er
 }
 
 // checkReadsBack returns an error naming the first entry that does not
-// read back with its digest.
+// read back with its digest (etdi.DefinitionDigest of the entry parsed
+// again, its canonical form made in one buffer for all entries).
 func checkReadsBack(entries []etdi.LiveTool) error {
+	var buf []byte
 	for _, e := range entries {
 		v, err := etdi.ParseJSON(e.Canonical)
-		if err != nil || etdi.DefinitionDigest(v) != e.Digest {
+		if err == nil {
+			buf = etdi.AppendCanonical(buf[:0], etdi.StripMeta(v))
+		}
+		if err != nil || sha256.Sum256(buf) != e.Digest {
 			return fmt.Errorf("%q does not read back with its digest (%v)", e.Name, err)
 		}
 	}
