@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/etdi-dev/etdi"
 	"github.com/etdi-dev/etdi/verify"
 )
 
@@ -22,7 +23,7 @@ const listServer = `while IFS= read -r line; do
 	*'"initialize"'*) r='{"protocolVersion":"2025-06-18","capabilities":{"tools":{},"prompts":{},"resources":{}},"serverInfo":{"name":"sh","version":"1"},"instructions":"Use   b.%INSTR%"}' ;;
 	*'"tools/list"'*'"cursor"'*) r='{"tools":[{"name":"b","description":"%DESC%","inputSchema":{"type":"object","properties":{"z":{},"a":{}}}}]}' ;;
 	*'"tools/list"'*) r='{"tools":[{"name":"a","inputSchema":{"type":"object"},"annotations":{"readOnlyHint":true}}],"nextCursor":"2","_meta":{"x":1}}' ;;
-	*'"prompts/list"'*) r='{"prompts":[{"name":"p","description":"é"}]}' ;;
+	*'"prompts/list"'*) r='{"prompts":[{"name":"p","description":"é%PDESC%"}]}' ;;
 	*'"resources/list"'*) r='{"resources":[]}' ;;
 	*'"resources/templates/list"'*) r='{"resourceTemplates":[{"uriTemplate":"x://{id}","name":"t"}]}' ;;
 	*) continue ;;
@@ -32,9 +33,15 @@ done
 `
 
 func listServerCmd(t *testing.T, desc string, instr ...string) Server {
+	return listServerWith(t, "%DESC%", desc, "%INSTR%", strings.Join(instr, ""))
+}
+
+// listServerWith starts listServer with its placeholders replaced as
+// oldnew says (those not named are left empty).
+func listServerWith(t *testing.T, oldnew ...string) Server {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "server.sh")
-	if err := os.WriteFile(path, []byte(strings.NewReplacer("%DESC%", desc, "%INSTR%", strings.Join(instr, "")).Replace(listServer)), 0o644); err != nil {
+	if err := os.WriteFile(path, []byte(strings.NewReplacer(append(oldnew, "%DESC%", "", "%INSTR%", "", "%PDESC%", "")...).Replace(listServer)), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	return Server{Command: []string{"/bin/sh", path}}
@@ -98,8 +105,35 @@ func TestFetchSaveCredentialShown(t *testing.T) {
 	if _, fs, err := FetchSave(context.Background(), s2, FetchOptions{}, []Credential{{Where: "env API_KEY", Value: secret}}, &bytes.Buffer{}); err != nil || len(fs) != 1 || !strings.Contains(fs[0].Message, "instructions") {
 		t.Fatalf("instructions: %v %+v", err, fs)
 	}
+	// In a prompt: the finding names the prompt.
+	s3 := listServerWith(t, "%PDESC%", " "+secret)
+	if _, fs, err := FetchSave(context.Background(), s3, FetchOptions{}, []Credential{{Where: "env API_KEY", Value: secret}}, &bytes.Buffer{}); err != nil || len(fs) != 1 || fs[0].Item != "prompt" || fs[0].Tool != "p" {
+		t.Fatalf("prompt: %v %+v", err, fs)
+	}
 	// The same server without that credential configured is saved.
 	if _, fs, err := FetchSave(context.Background(), s, FetchOptions{}, []Credential{{Where: "env OTHER", Value: "another-secret-value-42"}}, &bytes.Buffer{}); err != nil || len(fs) > 0 {
 		t.Fatalf("%v %v", err, fs)
+	}
+}
+
+// An entry whose canonical form does not give its digest is refused
+// before anything of it is written.
+func TestCheckReadsBack(t *testing.T) {
+	l, err := ReadListing([]byte(`{"tools":[` + atkTool + `]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := checkReadsBack(l.Tools); err != nil {
+		t.Fatal(err)
+	}
+	bad := l.Tools[0]
+	bad.Canonical = append([]byte(nil), bad.Canonical...)
+	bad.Canonical[len(bad.Canonical)-2] ^= 1
+	if err := checkReadsBack([]etdi.LiveTool{l.Tools[0], bad}); err == nil {
+		t.Fatal("an entry that does not read back with its digest passed")
+	}
+	bad.Canonical = []byte("{")
+	if err := checkReadsBack([]etdi.LiveTool{bad}); err == nil {
+		t.Fatal("an entry that does not parse passed")
 	}
 }
