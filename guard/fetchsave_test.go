@@ -89,10 +89,15 @@ func TestFetchSaveMatchesSaver(t *testing.T) {
 // what was written.
 func TestFetchSaveCredentialShown(t *testing.T) {
 	secret := "sk-live-0123456789abcdef"
-	s := listServerCmd(t, "key "+secret)
-	saved, fs, err := FetchSave(context.Background(), s, FetchOptions{}, []Credential{{Where: "env API_KEY", Value: secret}}, &bytes.Buffer{})
+	// Larger than the writer's buffer, so a page written would reach w.
+	s := listServerCmd(t, "key "+secret+strings.Repeat(" x", 64<<10))
+	var written bytes.Buffer
+	saved, fs, err := FetchSave(context.Background(), s, FetchOptions{}, []Credential{{Where: "env API_KEY", Value: secret}}, &written)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if strings.Contains(written.String(), secret) {
+		t.Fatalf("the page that shows the credential was written:\n%s", written.String())
 	}
 	if len(fs) != 1 || fs[0].Kind != verify.SecretInDefinition || fs[0].Tool != "b" || strings.Contains(fs[0].Message, secret) {
 		t.Fatalf("findings %+v", fs)

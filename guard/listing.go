@@ -291,8 +291,9 @@ type Saved struct {
 // page at a time (SPEC.md §17, etdi fetch). Every bound of a fetch
 // applies. Each entry is checked to read back with its digest before it
 // is written. Entries, instructions or a _meta that show one of creds are
-// returned as findings (CredentialFindings); then, or on an error, w holds
-// an unfinished document that the caller must discard.
+// returned as findings (CredentialFindings); no page that shows one, and
+// nothing after it, is written. Then, or on an error, w holds an
+// unfinished document that the caller must discard.
 func FetchSave(ctx context.Context, s Server, o FetchOptions, creds []Credential, w io.Writer) (*Saved, []verify.Finding, error) {
 	sw := newSavedWriter(w)
 	saved := &Saved{Entries: map[string]int{}}
@@ -315,6 +316,9 @@ func FetchSave(ctx context.Context, s Server, o FetchOptions, creds []Credential
 					l.Templates = entries
 				}
 				fs = append(fs, CredentialFindings(&l, creds)...)
+			}
+			if len(fs) > 0 {
+				return nil // nothing that shows a credential is written
 			}
 			if _, seen := saved.Entries[list.Member]; !seen {
 				sw.begin(list.Member)
