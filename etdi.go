@@ -9,11 +9,13 @@
 package etdi
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/etdi-dev/etdi/internal/artifact"
 )
@@ -187,9 +189,20 @@ func DefinitionDigest(def *Value) Digest {
 // canonicalDefinition returns the canonical form of def after StripMeta,
 // and its digest.
 func canonicalDefinition(def *Value) ([]byte, Digest) {
-	c := AppendCanonical(nil, StripMeta(def))
+	// Made in a scratch buffer and copied once at its size: appending to
+	// nil would allocate every doubling, and keep up to twice the size.
+	bp := canonicalScratch.Get().(*[]byte)
+	b := AppendCanonical((*bp)[:0], StripMeta(def))
+	c := bytes.Clone(b)
+	if cap(b) <= 1<<20 {
+		*bp = b
+		canonicalScratch.Put(bp)
+	}
 	return c, sha256.Sum256(c)
 }
+
+// canonicalScratch holds buffers of at most 1 MiB for canonicalDefinition.
+var canonicalScratch = sync.Pool{New: func() any { return new([]byte) }}
 
 // DigestString returns the SHA-256 of a string's UTF-8 bytes.
 func DigestString(s string) Digest { return sha256.Sum256([]byte(s)) }

@@ -3,16 +3,19 @@ package guard
 import (
 	"bufio"
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/etdi-dev/etdi"
 	"github.com/etdi-dev/etdi/internal/mcpclient"
 	"github.com/etdi-dev/etdi/pin"
+	"github.com/etdi-dev/etdi/verify"
 )
 
 // Listing is what a server offers, as received: every tool definition is
@@ -173,46 +176,180 @@ func List(ctx context.Context, c Conn, o FetchOptions) (*Listing, error) {
 // entry by entry, without a second copy of it.
 func (l *Listing) Saver() (func(io.Writer) error, error) {
 	for _, list := range [][]etdi.LiveTool{l.Tools, l.Prompts, l.Resources, l.Templates} {
-		for _, e := range list {
-			v, err := etdi.ParseJSON(e.Canonical)
-			if err != nil || etdi.DefinitionDigest(v) != e.Digest {
-				return nil, fmt.Errorf("%q does not read back with its digest (%v)", e.Name, err)
-			}
+		if err := checkReadsBack(list); err != nil {
+			return nil, err
 		}
 	}
 	inband, err := etdi.InbandBundle(append(append([]*etdi.Value{}, l.Metas...), l.ToolMetas...))
 	if err != nil {
 		return nil, fmt.Errorf("in-band bundle: %w", err)
 	}
-	members := map[string]string{pin.ItemPrompt: "prompts", pin.ItemResource: "resources", pin.ItemTemplate: "resourceTemplates"}
 	return func(w io.Writer) error {
-		bw := bufio.NewWriter(w)
-		list := func(member string, entries []etdi.LiveTool) {
-			fmt.Fprintf(bw, "%q: [", member)
-			for i, e := range entries {
-				if i > 0 {
-					bw.WriteByte(',')
-				}
-				bw.WriteString("\n  ")
-				bw.Write(e.Canonical)
-			}
-			bw.WriteString("\n]")
-		}
-		bw.WriteString("{")
-		list("tools", l.Tools)
+		sw := newSavedWriter(w)
+		sw.list(etdi.ListTools.Member, l.Tools)
 		items := l.items()
 		for _, item := range l.Listed {
-			bw.WriteString(",\n")
-			list(members[item], items[item])
+			sw.list(savedMember[item], items[item])
 		}
-		if l.Live {
-			instr, _ := json.Marshal(l.Instructions)
-			fmt.Fprintf(bw, ",\n\"instructions\": %s", instr)
-		}
-		if inband != nil {
-			fmt.Fprintf(bw, ",\n\"_meta\": {%q: %s}", etdi.MetaBundleKey, inband)
-		}
-		bw.WriteString("}\n")
-		return bw.Flush()
+		return sw.finish(l.Live, l.Instructions, inband)
 	}, nil
+}
+
+// savedMember is the member of a saved listing that holds each item kind.
+var savedMember = map[string]string{pin.ItemPrompt: "prompts", pin.ItemResource: "resources", pin.ItemTemplate: "resourceTemplates"}
+
+// savedWriter writes a saved listing list by list and entry by entry, as
+// they come: {"tools": [...], "prompts": [...], ..., "instructions": ...,
+// "_meta": {...}}, one canonical entry a line.
+type savedWriter struct {
+	bw   *bufio.Writer
+	open bool // a list is open
+	n    int  // entries written to it
+}
+
+func newSavedWriter(w io.Writer) *savedWriter {
+	return &savedWriter{bw: bufio.NewWriterSize(w, 64<<10)}
+}
+
+// begin closes the list being written, if any, and opens member.
+func (sw *savedWriter) begin(member string) {
+	if sw.open {
+		sw.bw.WriteString("\n],\n")
+	} else {
+		sw.bw.WriteString("{")
+	}
+	sw.bw.WriteString(strconv.Quote(member))
+	sw.bw.WriteString(": [")
+	sw.open, sw.n = true, 0
+}
+
+// entries writes entries to the open list.
+func (sw *savedWriter) entries(entries []etdi.LiveTool) {
+	for _, e := range entries {
+		if sw.n > 0 {
+			sw.bw.WriteByte(',')
+		}
+		sw.bw.WriteString("\n  ")
+		sw.bw.Write(e.Canonical)
+		sw.n++
+	}
+}
+
+// list writes a whole list.
+func (sw *savedWriter) list(member string, entries []etdi.LiveTool) {
+	sw.begin(member)
+	sw.entries(entries)
+}
+
+// finish closes the last list, writes the instructions (for a live
+// server) and the in-band bundle, and flushes.
+func (sw *savedWriter) finish(live bool, instructions *string, inband []byte) error {
+	if !sw.open {
+		sw.begin(etdi.ListTools.Member)
+	}
+	sw.bw.WriteString("\n]")
+	if live {
+		instr, _ := json.Marshal(instructions)
+		fmt.Fprintf(sw.bw, ",\n\"instructions\": %s", instr)
+	}
+	if inband != nil {
+		fmt.Fprintf(sw.bw, ",\n\"_meta\": {%q: %s}", etdi.MetaBundleKey, inband)
+	}
+	sw.bw.WriteString("}\n")
+	return sw.bw.Flush()
+}
+
+// checkReadsBack returns an error naming the first entry that does not
+// read back with its digest (etdi.DefinitionDigest of the entry parsed
+// again, its canonical form made in one buffer for all entries).
+func checkReadsBack(entries []etdi.LiveTool) error {
+	var buf []byte
+	for _, e := range entries {
+		v, err := etdi.ParseJSON(e.Canonical)
+		if err == nil {
+			buf = etdi.AppendCanonical(buf[:0], etdi.StripMeta(v))
+		}
+		if err != nil || sha256.Sum256(buf) != e.Digest {
+			return fmt.Errorf("%q does not read back with its digest (%v)", e.Name, err)
+		}
+	}
+	return nil
+}
+
+// Saved counts what FetchSave wrote.
+type Saved struct {
+	// Entries counts the entries of each list written, by its member
+	// ("tools", "prompts", "resources", "resourceTemplates").
+	Entries map[string]int
+	// Pages is the number of tools/list pages.
+	Pages int
+}
+
+// FetchSave fetches a server as Fetch does and writes what it serves to w
+// as Saver writes a listing, byte for byte, but page by page as the pages
+// arrive: no page is kept once written, so a large listing is held one
+// page at a time (SPEC.md §17, etdi fetch). Every bound of a fetch
+// applies. Each entry is checked to read back with its digest before it
+// is written. Entries, instructions or a _meta that show one of creds are
+// returned as findings (CredentialFindings); no page that shows one, and
+// nothing after it, is written. Then, or on an error, w holds an
+// unfinished document that the caller must discard.
+func FetchSave(ctx context.Context, s Server, o FetchOptions, creds []Credential, w io.Writer) (*Saved, []verify.Finding, error) {
+	sw := newSavedWriter(w)
+	saved := &Saved{Entries: map[string]int{}}
+	var fs []verify.Finding
+	opts := mcpclient.Options{StartTimeout: o.StartTimeout, Timeout: o.Timeout, ClientVersion: o.ClientVersion,
+		Entries: func(list etdi.List, entries []etdi.LiveTool) error {
+			if err := checkReadsBack(entries); err != nil {
+				return err
+			}
+			if len(creds) > 0 {
+				var l Listing
+				switch list {
+				case etdi.ListTools:
+					l.Tools = entries
+				case etdi.ListPrompts:
+					l.Prompts = entries
+				case etdi.ListResources:
+					l.Resources = entries
+				case etdi.ListTemplates:
+					l.Templates = entries
+				}
+				fs = append(fs, CredentialFindings(&l, creds)...)
+			}
+			if len(fs) > 0 {
+				return nil // nothing that shows a credential is written
+			}
+			if _, seen := saved.Entries[list.Member]; !seen {
+				sw.begin(list.Member)
+			}
+			saved.Entries[list.Member] += len(entries)
+			sw.entries(entries)
+			return nil
+		}}
+	var l *mcpclient.Listing
+	var err error
+	switch {
+	case len(s.Command) > 0 && s.URL != "":
+		return nil, nil, errors.New("guard: a server has a command or a URL, not both")
+	case len(s.Command) > 0:
+		l, err = mcpclient.Stdio(ctx, s.Command, s.Env, s.Dir, opts)
+	case s.URL != "":
+		l, err = mcpclient.HTTP(ctx, s.URL, s.Header, opts)
+	default:
+		return nil, nil, errors.New("guard: a server needs a command or a URL")
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	saved.Pages = l.Pages
+	rest := &Listing{Instructions: l.Instructions, Metas: l.Metas, ToolMetas: l.ToolMetas}
+	if fs = append(fs, CredentialFindings(rest, creds)...); len(fs) > 0 {
+		return saved, fs, nil
+	}
+	inband, err := etdi.InbandBundle(append(append([]*etdi.Value{}, l.Metas...), l.ToolMetas...))
+	if err != nil {
+		return nil, nil, fmt.Errorf("in-band bundle: %w", err)
+	}
+	return saved, nil, sw.finish(true, l.Instructions, inband)
 }

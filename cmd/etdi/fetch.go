@@ -1,7 +1,10 @@
 package main
 
 import (
+	"errors"
 	"fmt"
+	"io"
+	"os"
 
 	"github.com/etdi-dev/etdi/guard"
 	"github.com/etdi-dev/etdi/internal/atomicfile"
@@ -41,25 +44,34 @@ serves. With --config, --name picks the entry when the file has several.`,
 			if len(t.problems) > 0 {
 				return fmt.Errorf("server %s cannot be started as configured: %s", t.label, t.problems[0])
 			}
-			l, err := e.fetch(&sf, &t)
-			if err != nil {
-				return err
-			}
-			if fs := guard.CredentialFindings(l, t.credentials); len(fs) > 0 { // never saved (SPEC.md §21)
-				printFindings(e.stderr, fs)
-				return &exitCodeError{exitFor(fs)}
-			}
-			write, err := l.Saver()
-			if err != nil {
-				return fmt.Errorf("server %s: %w", t.label, err)
-			}
 			if out == "" || out == "-" {
-				return write(e.stdout)
-			}
-			if err := atomicfile.WriteFunc(out, 0o644, write); err != nil {
+				// Nothing reaches standard output before the whole listing
+				// was fetched and found free of credentials: it is
+				// spooled to a temporary file first.
+				spool, err := os.CreateTemp("", "etdi-fetch-*.json")
+				if err != nil {
+					return err
+				}
+				defer os.Remove(spool.Name())
+				defer spool.Close()
+				if _, err := e.fetchSave(&sf, &t, spool); err != nil {
+					return err
+				}
+				if _, err := spool.Seek(0, io.SeekStart); err != nil {
+					return err
+				}
+				_, err = io.Copy(e.stdout, spool)
 				return err
 			}
-			fmt.Fprintf(e.stderr, "etdi: wrote %d tool(s) from %d page(s) to %s\n", len(l.Tools), l.Pages, out)
+			var saved *guard.Saved
+			err = atomicfile.WriteFunc(out, 0o644, func(w io.Writer) error {
+				saved, err = e.fetchSave(&sf, &t, w)
+				return err
+			})
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(e.stderr, "etdi: wrote %d tool(s) from %d page(s) to %s\n", saved.Entries["tools"], saved.Pages, out)
 			return nil
 		},
 	}
@@ -67,4 +79,26 @@ serves. With --config, --name picks the entry when the file has several.`,
 	sf.registerConfig(cmd.Flags())
 	cmd.Flags().StringVar(&out, "out", "", "write to FILE instead of standard output")
 	return cmd
+}
+
+// fetchSave fetches the target and writes its listing to w page by page
+// (guard.FetchSave). Credentials the server shows are reported as
+// findings, and the error leaves w to be discarded.
+func (e *env) fetchSave(f *serverFlags, t *target, w io.Writer) (*guard.Saved, error) {
+	e.progress("checking %s", t.label)
+	saved, fs, err := guard.FetchSave(e.ctx, t.server(), guard.FetchOptions{StartTimeout: f.startTimeout, Timeout: f.timeout, ClientVersion: readBuildInfo().Version}, t.credentials, w)
+	if err != nil {
+		// The error may quote the server's stderr, a URL or a header.
+		var se *guard.FetchError
+		if errors.As(err, &se) {
+			se.Stderr = t.secrets.Tail(se.Stderr) // the kept tail may start inside a secret
+		}
+		return nil, t.secrets.Error(fmt.Errorf("server %s: %w", t.label, err))
+	}
+	if len(fs) > 0 { // never saved (SPEC.md §21)
+		printFindings(e.stderr, fs)
+		return nil, &exitCodeError{exitFor(fs)}
+	}
+	e.progress("%s: %d tool(s) in %d page(s)", t.label, saved.Entries["tools"], saved.Pages)
+	return saved, nil
 }

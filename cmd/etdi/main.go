@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"os"
 	"runtime/debug"
+
+	"github.com/etdi-dev/etdi/guard"
 )
 
 // softMemoryLimit keeps the garbage collector from letting the heap grow to
@@ -39,6 +41,9 @@ func main() {
 	if path := os.Getenv(checkFileEnv); path != "" {
 		os.Exit(checkFileChild(path))
 	}
+	// What a server detaches (setsid, double fork) comes back to etdi,
+	// which ends it with the server; etdi runs nothing else beside one.
+	guard.AdoptOrphans()
 	os.Exit(runGuarded())
 }
 

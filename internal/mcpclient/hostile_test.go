@@ -167,6 +167,9 @@ func TestPageBounds(t *testing.T) {
 		{hostile.Loop, Options{}, `page 2: nextCursor "same" repeats: the listing loops`},
 		{hostile.EndlessPages, Options{MaxPages: 7}, "tools/list: more than 7 pages"},
 		{hostile.ManyTools, Options{}, "tools/list: more than " + strconv.Itoa(etdi.MaxTools) + " tools"},
+		// Handed page by page to a caller that keeps none, as etdi fetch.
+		{hostile.ManyTools, Options{Entries: func(etdi.List, []etdi.LiveTool) error { return nil }}, "tools/list: more than " + strconv.Itoa(etdi.MaxTools) + " tools"},
+		{hostile.EndlessPages, Options{MaxPages: 7, Entries: func(etdi.List, []etdi.LiveTool) error { return nil }}, "tools/list: more than 7 pages"},
 	} {
 		t.Run(tc.mode, func(t *testing.T) {
 			_, err := hostileHTTP(t, hostile.Handler(tc.mode), tc.opts, nil)
@@ -261,5 +264,29 @@ func TestValueBounds(t *testing.T) {
 		if len(l.Tools) != 5 || l.Tools[4].Name != "dense_4" {
 			t.Fatalf("%s: %d tools", mode, len(l.Tools))
 		}
+	}
+}
+
+// With Options.Entries, each page's entries go to the caller as the page
+// is read and the listing keeps none; an error of the caller ends the
+// fetch.
+func TestEntriesByPage(t *testing.T) {
+	var got []string
+	pages := 0
+	opts := Options{Entries: func(list etdi.List, entries []etdi.LiveTool) error {
+		pages++
+		for _, e := range entries {
+			got = append(got, list.Member+"/"+e.Name)
+		}
+		return nil
+	}}
+	l, err := hostileStdio(t, hostile.Good, opts)
+	if err != nil || len(l.Tools) != 0 || l.Pages != pages || len(got) != 2 {
+		t.Fatalf("%v: listing %+v, entries %v in %d page(s)", err, l, got, pages)
+	}
+	stop := errors.New("disk full")
+	opts.Entries = func(etdi.List, []etdi.LiveTool) error { return stop }
+	if _, err := hostileStdio(t, hostile.Good, opts); !errors.Is(err, stop) {
+		t.Fatalf("error %v, want the caller's", err)
 	}
 }

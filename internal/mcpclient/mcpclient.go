@@ -36,6 +36,12 @@ type Options struct {
 	MaxPages int
 	// ClientVersion is reported in clientInfo.
 	ClientVersion string
+	// Entries, if set, receives the entries of every page of every list
+	// as the page is read, and the Listing keeps none of them (its Tools,
+	// Prompts, Resources and Templates stay empty): a caller that writes
+	// them out holds one page at a time. Every bound applies as without
+	// it. An error it returns ends the fetch.
+	Entries func(list etdi.List, entries []etdi.LiveTool) error
 }
 
 func (o *Options) defaults() {
@@ -201,7 +207,7 @@ func list(ctx context.Context, conn conn, opts Options, initialized func(string)
 	if err := c.notify(ctx, "notifications/initialized"); err != nil {
 		return nil, &ServerError{Stage: "initialize", Err: err}
 	}
-	if err := ListAll(ctx, c.call, l, opts.MaxPages); err != nil {
+	if err := listLists(ctx, c.call, offered(l), l, opts.MaxPages, opts.Entries); err != nil {
 		var se *ServerError
 		if errors.As(err, &se) && errors.Is(se.Err, context.DeadlineExceeded) {
 			se.Err = fmt.Errorf("not done within %s: %w", opts.Timeout, se.Err)
@@ -222,6 +228,12 @@ type Caller func(ctx context.Context, method string, params json.RawMessage) ([]
 // cursor seen before in a list is an error (it loops). Errors are
 // *ServerError naming the list's method.
 func ListAll(ctx context.Context, call Caller, l *Listing, maxPages int) error {
+	return ListLists(ctx, call, offered(l), l, maxPages)
+}
+
+// offered returns the lists l.Offers says the server has, in the order
+// they are listed (and saved): tools, prompts, resources, templates.
+func offered(l *Listing) []etdi.List {
 	lists := []etdi.List{etdi.ListTools}
 	if l.Offers.Prompts {
 		lists = append(lists, etdi.ListPrompts)
@@ -229,7 +241,7 @@ func ListAll(ctx context.Context, call Caller, l *Listing, maxPages int) error {
 	if l.Offers.Resources {
 		lists = append(lists, etdi.ListResources, etdi.ListTemplates)
 	}
-	return ListLists(ctx, call, lists, l, maxPages)
+	return lists
 }
 
 // ListLists follows each of lists to its end, as ListAll does, filling l.
@@ -237,6 +249,12 @@ func ListAll(ctx context.Context, call Caller, l *Listing, maxPages int) error {
 // too, whatever the connection counts itself (a session bounds a message,
 // not a listing).
 func ListLists(ctx context.Context, call Caller, lists []etdi.List, l *Listing, maxPages int) error {
+	return listLists(ctx, call, lists, l, maxPages, nil)
+}
+
+// listLists is ListLists, handing each page's entries to sink instead of
+// keeping them when sink is set (Options.Entries).
+func listLists(ctx context.Context, call Caller, lists []etdi.List, l *Listing, maxPages int, sink func(etdi.List, []etdi.LiveTool) error) error {
 	nodes := 0 // JSON values of all pages of all lists
 	left := int64(MaxFetchBytes)
 	inner := call
@@ -248,7 +266,7 @@ func ListLists(ctx context.Context, call Caller, lists []etdi.List, l *Listing, 
 		return res, err
 	}
 	for _, list := range lists {
-		items, metas, itemMetas, pages, err := listPages(ctx, call, list, maxPages, &nodes)
+		items, metas, itemMetas, pages, err := listPages(ctx, call, list, maxPages, &nodes, sink)
 		if err != nil {
 			return err
 		}
@@ -266,11 +284,13 @@ func ListLists(ctx context.Context, call Caller, lists []etdi.List, l *Listing, 
 	return nil
 }
 
-// listPages follows one list to its end.
-func listPages(ctx context.Context, call Caller, list etdi.List, maxPages int, nodes *int) (items []etdi.LiveTool, metas, itemMetas []*etdi.Value, pages int, err error) {
+// listPages follows one list to its end. With sink set, each page's
+// entries go to it, and only their count is kept.
+func listPages(ctx context.Context, call Caller, list etdi.List, maxPages int, nodes *int, sink func(etdi.List, []etdi.LiveTool) error) (items []etdi.LiveTool, metas, itemMetas []*etdi.Value, pages int, err error) {
 	fail := func(err error) error { return &ServerError{Stage: list.Method, Err: err} }
 	seen := map[string]bool{}
 	cursor := ""
+	count := 0
 	for {
 		if pages >= maxPages {
 			return nil, nil, nil, 0, fail(fmt.Errorf("more than %d pages", maxPages))
@@ -290,9 +310,15 @@ func listPages(ctx context.Context, call Caller, list etdi.List, maxPages int, n
 			return nil, nil, nil, 0, fail(fmt.Errorf("page %d: %w", pages, err))
 		}
 		*nodes += page.Nodes
-		items = append(items, page.Tools...)
-		if len(items) > etdi.MaxTools {
+		if count += len(page.Tools); count > etdi.MaxTools {
 			return nil, nil, nil, 0, fail(fmt.Errorf("more than %d %s", etdi.MaxTools, list.Member))
+		}
+		if sink != nil {
+			if err := sink(list, page.Tools); err != nil {
+				return nil, nil, nil, 0, err
+			}
+		} else {
+			items = append(items, page.Tools...)
 		}
 		if page.Meta != nil {
 			metas = append(metas, page.Meta)

@@ -33,6 +33,7 @@ const (
 // never reads its stdin blocks the client past any timeout.
 type stdioConn struct {
 	cmd    *exec.Cmd
+	tree   *tree    // the server among those running, and what it leaves
 	stdin  *os.File // our ends of the pipes
 	stdout *os.File
 	stderr *os.File
@@ -123,7 +124,7 @@ func startStdio(ctx context.Context, argv, env []string, dir string, b *budget, 
 	inR.Close()
 	outW.Close()
 	errW.Close()
-	c := &stdioConn{cmd: cmd, stdin: inW, stdout: outR, stderr: errR, tail: &tail{max: 4096},
+	c := &stdioConn{cmd: cmd, tree: watch(cmd), stdin: inW, stdout: outR, stderr: errR, tail: &tail{max: 4096},
 		msgs: make(chan lineResult), quit: make(chan struct{}), reaped: make(chan struct{}),
 		errDone: make(chan struct{}), answers: make(chan []byte, maxPendingAnswers), ctx: ctx,
 		writing: make(chan struct{}, 1)}
@@ -256,12 +257,17 @@ func (c *stdioConn) close() string {
 		}
 	}
 	killEscaped(family)
+	// What left the group and the family before the server was stopped
+	// (setsid and a double fork), adopted by etdi (AdoptOrphans).
+	killed := time.Now().Add(killWait)
+	c.tree.end(killed)
 	select {
 	case <-c.reaped:
-	case <-time.After(killWait):
+	case <-time.After(time.Until(killed)):
 		// Not reaped after SIGKILL (uninterruptible): leave the waiting
 		// goroutine behind rather than hang.
 	}
+	c.tree.forget()
 	select {
 	case <-c.errDone:
 	case <-time.After(lastWords):
