@@ -431,15 +431,25 @@ func (g *Gate) fromHost(m *mcpclient.Message, data []byte, s *slot) {
 		// call-time policies, as the session's first initialize says (MCP
 		// has one; a later one must not rename the host for the
 		// policies); the request is relayed as it is.
+		h, err := readInitialize(m.Params)
+		if err != nil {
+			g.refuseParams(m, s, err)
+			return
+		}
 		if !g.st.host.known && m.ID != nil {
-			g.st.host = readInitialize(m.Params)
+			g.st.host = h
 		}
 	case "notifications/cancelled":
 		// The host withdrawing a question of the gate's is not the
 		// server's to see (see readHost); a call it cancels while the
 		// person is asked about it is never forwarded (the server never
 		// saw it).
-		key := mcpclient.IDKey(mcpclient.Member(m.Params, "requestId"))
+		p, err := strictObject(m.Params, "params", "requestId")
+		if err != nil {
+			g.refuseParams(m, s, err)
+			return
+		}
+		key := mcpclient.IDKey(p["requestId"])
 		if g.hostOwn.is(key) || g.withdraw(key) {
 			g.toServer.fill(s)
 			return
@@ -460,11 +470,29 @@ func (g *Gate) fromHost(m *mcpclient.Message, data []byte, s *slot) {
 	if m.ID != nil {
 		req := &hostRequest{id: m.ID, method: m.Method}
 		if _, ok := listOfMethod[m.Method]; ok {
-			req.first = mcpclient.Member(m.Params, "cursor") == nil
+			// "Cursor" beside (or instead of) "cursor" would have the
+			// gate take a later page for the first.
+			p, err := strictObject(m.Params, "params", "cursor")
+			if err != nil {
+				g.refuseParams(m, s, err)
+				return
+			}
+			req.first = p["cursor"] == nil
 		}
 		g.addPending(key, req)
 	}
 	g.toServer.fill(s, data)
+}
+
+// refuseParams answers a request of the host whose params the gate cannot
+// read strictly with -32602 (a notification is dropped); it never reaches
+// the server.
+func (g *Gate) refuseParams(m *mcpclient.Message, s *slot, err error) {
+	g.toServer.fill(s)
+	g.logf("refused %s of the host: %v", clipText(m.Method), err)
+	if m.ID != nil {
+		g.toHost.send(g.errorTo(m.ID, -32602, "etdi: "+m.Method+" refused: "+err.Error(), nil))
+	}
 }
 
 // fromServerAnswer routes an answer of the server: to the gate's own

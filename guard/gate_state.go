@@ -628,22 +628,22 @@ func (g *Gate) decide(m *mcpclient.Message, data []byte, s *slot) {
 		g.logf("dropped a %s without an id", m.Method)
 		return
 	}
-	var name string
-	if raw := mcpclient.Member(m.Params, "name"); raw == nil || json.Unmarshal(raw, &name) != nil {
+	// One name and one set of arguments: with a member twice, or one
+	// under another case, etdi and the server could read different ones.
+	p, err := strictObject(m.Params, "params", "name", "arguments")
+	if err != nil {
+		g.refuseParams(m, s, err)
+		return
+	}
+	name, ok, err := strictString(p["name"], "params.name")
+	if err != nil || !ok {
 		g.toServer.fill(s)
 		g.toHost.send(g.errorTo(m.ID, -32602, "etdi: "+m.Method+" names no "+what, nil))
 		return
 	}
-	// One name and one set of arguments: with a member twice, etdi and
-	// the server could read different ones.
-	if hasTwice(mcpclient.Names(m.Params)) {
-		g.toServer.fill(s)
-		g.toHost.send(g.errorTo(m.ID, -32602, "etdi: "+m.Method+" params hold a member twice", nil))
-		return
-	}
 	g.rejudge()
 	e, exposed := g.st.exposed[item][name]
-	args := mcpclient.Member(m.Params, "arguments")
+	args := p["arguments"]
 	if exposed && g.st.approved[item][name] == e.digest {
 		var po policyOutcome
 		if item == itemTool && g.opts.Policies != nil {
@@ -820,30 +820,14 @@ func foldKey(s string) string {
 // offered it: one withheld, or never listed (a link in a tool's result, a
 // guessed URI), is not.
 func (g *Gate) decideRef(m *mcpclient.Message, data []byte, s *slot) {
-	g.rejudge()
-	var uri, prompt string
-	if m.Method == "completion/complete" {
-		var p struct {
-			Ref struct {
-				Type, Name, URI string
-			} `json:"ref"`
-		}
-		json.Unmarshal(m.Params, &p)
-		switch p.Ref.Type {
-		case "ref/prompt":
-			prompt = p.Ref.Name
-		case "ref/resource":
-			uri = p.Ref.URI
-		}
-	} else {
-		raw := mcpclient.Member(m.Params, "uri")
-		if raw != nil {
-			json.Unmarshal(raw, &uri)
-		}
+	uri, prompt, err := readRef(m)
+	if err != nil {
+		g.refuseParams(m, s, err)
+		return
 	}
+	g.rejudge()
 	ok := false
 	switch {
-	case hasTwice(mcpclient.Names(m.Params)):
 	case prompt != "":
 		e, exposed := g.st.exposed[itemPrompt][prompt]
 		ok = exposed && g.st.approved[itemPrompt][prompt] == e.digest
@@ -883,6 +867,40 @@ func (g *Gate) decideRef(m *mcpclient.Message, data []byte, s *slot) {
 		what: g.secrets.String(clipText(name)), "review": g.review(NotListed), "message": g.secrets.String(msg)})
 	g.toHost.send(g.errorTo(m.ID, BlockedCode,
 		fmt.Sprintf("etdi blocked %s of %s %q: %s (review it with: %s)", m.Method, what, name, NotListed, g.review(NotListed)), detail))
+}
+
+// readRef reads, strictly, what a resources/read, resources/subscribe or
+// completion/complete names: the resource's URI (params.uri, or
+// params.ref.uri of a "ref/resource"), or the prompt's name
+// (params.ref.name of a "ref/prompt").
+func readRef(m *mcpclient.Message) (uri, prompt string, err error) {
+	if m.Method != "completion/complete" {
+		p, err := strictObject(m.Params, "params", "uri")
+		if err != nil {
+			return "", "", err
+		}
+		uri, _, err = strictString(p["uri"], "params.uri")
+		return uri, "", err
+	}
+	p, err := strictObject(m.Params, "params", "ref", "argument")
+	if err != nil {
+		return "", "", err
+	}
+	ref, err := strictObject(p["ref"], "params.ref", "type", "name", "uri")
+	if err != nil {
+		return "", "", err
+	}
+	typ, _, err := strictString(ref["type"], "params.ref.type")
+	if err != nil {
+		return "", "", err
+	}
+	switch typ {
+	case "ref/prompt":
+		prompt, _, err = strictString(ref["name"], "params.ref.name")
+	case "ref/resource":
+		uri, _, err = strictString(ref["uri"], "params.ref.uri")
+	}
+	return uri, prompt, err
 }
 
 // matchesTemplate reports whether uri is an expansion of the URI template

@@ -90,29 +90,37 @@ type hostSide struct {
 }
 
 // readInitialize reads the host's name and whether it can ask the person
-// from its initialize params.
-func readInitialize(params []byte) hostSide {
-	var p struct {
-		ClientInfo struct {
-			Name string `json:"name"`
-		} `json:"clientInfo"`
-		Capabilities struct {
-			Elicitation *struct {
-				Form *json.RawMessage `json:"form"`
-				URL  *json.RawMessage `json:"url"`
-			} `json:"elicitation"`
-		} `json:"capabilities"`
+// from its initialize params, strictly (strictObject at every level it
+// reads): a duplicate or case variant of clientInfo, its name, or of the
+// capabilities it reads could name another principal to the policies than
+// the server sees.
+func readInitialize(params []byte) (hostSide, error) {
+	p, err := strictObject(params, "params", "clientInfo", "capabilities")
+	if err != nil {
+		return hostSide{}, err
 	}
-	if json.Unmarshal(params, &p) != nil {
-		return hostSide{known: true}
+	info, err := strictObject(p["clientInfo"], "params.clientInfo", "name")
+	if err != nil {
+		return hostSide{}, err
 	}
-	h := hostSide{known: true, name: p.ClientInfo.Name}
-	if e := p.Capabilities.Elicitation; e != nil {
+	h := hostSide{known: true}
+	if h.name, _, err = strictString(info["name"], "params.clientInfo.name"); err != nil {
+		return hostSide{}, err
+	}
+	caps, err := strictObject(p["capabilities"], "params.capabilities", "elicitation")
+	if err != nil {
+		return hostSide{}, err
+	}
+	if e := caps["elicitation"]; e != nil && string(e) != "null" {
+		modes, err := strictObject(e, "params.capabilities.elicitation", "form", "url")
+		if err != nil {
+			return hostSide{}, err
+		}
 		// {} is form mode (MCP 2025-06-18); a host that names modes must
 		// name form.
-		h.elicit = e.Form != nil || e.URL == nil
+		h.elicit = modes["form"] != nil || modes["url"] == nil
 	}
-	return h
+	return h, nil
 }
 
 // authorize decides a call of an approved tool the host received.
