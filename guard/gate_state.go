@@ -100,6 +100,10 @@ type gateState struct {
 	// its listing without end would grow the history without end.
 	recorded     int
 	recordCapped bool
+	// serverScopes are the scopes of the server's tools the gate's own
+	// last listing found approved: what the call-time policies see of a
+	// prompt or resource of the server (SPEC.md §26).
+	serverScopes []string
 }
 
 // maxSessionRecords bounds the findings one gate session records (a
@@ -370,10 +374,29 @@ func (g *Gate) relist(items []string, init *mcpclient.Listing) *Report {
 			}
 		}
 		g.st.approved[item] = approved
+		if item == itemTool {
+			g.st.serverScopes = approvedScopes(r, approved)
+		}
 		g.blockChanged(item)
 	}
 	g.savePending(gl, withheld && len(CredentialFindings(gl, g.opts.Credentials)) == 0)
 	return r
+}
+
+// approvedScopes are the permission scopes of the approved tools r
+// observed, sorted, each once.
+func approvedScopes(r *Report, approved map[string]string) []string {
+	var out []string
+	for key, o := range observedIn(r) {
+		if key[0] != itemTool || approved[key[1]] == "" {
+			continue
+		}
+		for _, p := range o.Permissions {
+			out = append(out, p.Scope)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
 }
 
 // savePending saves the gate's own listing for review when it withheld
@@ -528,7 +551,7 @@ func (g *Gate) filterPage(req *hostRequest, m *mcpclient.Message, data []byte, s
 		case err == nil && r.AllowedItem(item, e.Name):
 			keep[i] = true
 			x := exposure{digest: e.Digest.String(), obs: obs[[2]string{item, e.Name}]}
-			if item == itemTool && g.opts.Policies != nil {
+			if g.opts.Policies != nil {
 				x.tool = policy.ToolOf(g.st.server, g.st.provider, x.obs) // once, not on every call
 			}
 			g.st.exposed[item][e.Name] = x
@@ -645,6 +668,11 @@ func (g *Gate) decide(m *mcpclient.Message, data []byte, s *slot) {
 	e, exposed := g.st.exposed[item][name]
 	args := p["arguments"]
 	if exposed && g.st.approved[item][name] == e.digest {
+		if item == itemPrompt && g.opts.Policies != nil {
+			if !g.authorizeEntry(m, s, policy.ActionGet, itemPrompt, name, e, "", args) {
+				return
+			}
+		}
 		var po policyOutcome
 		if item == itemTool && g.opts.Policies != nil {
 			t := e.tool
@@ -695,15 +723,25 @@ func (g *Gate) forward(m *mcpclient.Message, data []byte, s *slot, item, name st
 // in the log and records it.
 func (g *Gate) refuseCall(m *mcpclient.Message, item, name, digest string, args []byte, why refusal, po policyOutcome) {
 	what := "tool"
-	if item == itemPrompt {
+	switch item {
+	case itemPrompt:
 		what = "prompt"
+	case itemResource, itemTemplate:
+		what = "resource"
 	}
 	if item == itemTool {
 		g.audit.blocked(g.st.server, name, digest, args, why.kind, po)
 	}
 	review := g.review(why.kind)
-	if why.kind == PolicyForbid || why.kind == PolicyAsk {
+	switch {
+	case (why.kind == PolicyForbid || why.kind == PolicyAsk) && item == itemTool:
 		review = g.opts.PolicyReview + " --tool " + termtext.ShellQuote(g.st.server+"/"+name)
+	case why.kind == PolicyForbid || why.kind == PolicyAsk:
+		review = "the call-time policies " + strings.Join(po.policies, ", ")
+	}
+	if m.ID == nil {
+		g.logf("blocked %s of %s %q: %s: %s (review: %s)", m.Method, what, clipText(name), why.kind, why.message, review)
+		return // a notification: nobody to answer
 	}
 	g.logf("blocked %s of %s %q: %s: %s (review: %s)", m.Method, what, clipText(name), why.kind, why.message, review)
 	detail := map[string]any{"etdi": "blocked", "kind": why.kind, "server": g.st.server,
@@ -820,33 +858,52 @@ func foldKey(s string) string {
 // offered it: one withheld, or never listed (a link in a tool's result, a
 // guessed URI), is not.
 func (g *Gate) decideRef(m *mcpclient.Message, data []byte, s *slot) {
-	uri, prompt, err := readRef(m)
+	uri, prompt, argument, err := readRef(m)
 	if err != nil {
 		g.refuseParams(m, s, err)
 		return
 	}
 	g.rejudge()
 	ok := false
+	var matched exposure
+	item, entry := itemPrompt, prompt
 	switch {
 	case prompt != "":
 		e, exposed := g.st.exposed[itemPrompt][prompt]
-		ok = exposed && g.st.approved[itemPrompt][prompt] == e.digest
+		ok, matched = exposed && g.st.approved[itemPrompt][prompt] == e.digest, e
 	case uri != "" && m.Method == "completion/complete":
 		e, exposed := g.st.exposed[itemTemplate][uri]
-		ok = exposed && g.st.approved[itemTemplate][uri] == e.digest
+		ok, matched, item, entry = exposed && g.st.approved[itemTemplate][uri] == e.digest, e, itemTemplate, uri
 	case uri != "":
 		if e, exposed := g.st.exposed[itemResource][uri]; exposed && g.st.approved[itemResource][uri] == e.digest {
-			ok = true
+			ok, matched, item, entry = true, e, itemResource, uri
 			break
 		}
-		for tmpl, e := range g.st.exposed[itemTemplate] {
+		// The first template in name order that matches: the decision
+		// does not depend on the order of a map.
+		tmpls := make([]string, 0, len(g.st.exposed[itemTemplate]))
+		for tmpl := range g.st.exposed[itemTemplate] {
+			tmpls = append(tmpls, tmpl)
+		}
+		slices.Sort(tmpls)
+		for _, tmpl := range tmpls {
+			e := g.st.exposed[itemTemplate][tmpl]
 			if g.st.approved[itemTemplate][tmpl] == e.digest && matchesTemplate(tmpl, uri) {
-				ok = true
+				ok, matched, item, entry = true, e, itemTemplate, tmpl
 				break
 			}
 		}
 	}
 	if ok {
+		if g.opts.Policies != nil {
+			action, target, args := policy.ActionRead, uri, []byte(nil)
+			if m.Method == "completion/complete" {
+				action, args = policy.ActionComplete, argument
+			}
+			if !g.authorizeEntry(m, s, action, item, entry, matched, target, args) {
+				return
+			}
+		}
 		if m.ID != nil {
 			g.addPending(m.IDKey(), &hostRequest{id: m.ID, method: m.Method})
 		}
@@ -872,27 +929,27 @@ func (g *Gate) decideRef(m *mcpclient.Message, data []byte, s *slot) {
 // readRef reads, strictly, what a resources/read, resources/subscribe or
 // completion/complete names: the resource's URI (params.uri, or
 // params.ref.uri of a "ref/resource"), or the prompt's name
-// (params.ref.name of a "ref/prompt").
-func readRef(m *mcpclient.Message) (uri, prompt string, err error) {
+// (params.ref.name of a "ref/prompt"), and a completion's argument.
+func readRef(m *mcpclient.Message) (uri, prompt string, argument []byte, err error) {
 	if m.Method != "completion/complete" {
 		p, err := strictObject(m.Params, "params", "uri")
 		if err != nil {
-			return "", "", err
+			return "", "", nil, err
 		}
 		uri, _, err = strictString(p["uri"], "params.uri")
-		return uri, "", err
+		return uri, "", nil, err
 	}
 	p, err := strictObject(m.Params, "params", "ref", "argument")
 	if err != nil {
-		return "", "", err
+		return "", "", nil, err
 	}
 	ref, err := strictObject(p["ref"], "params.ref", "type", "name", "uri")
 	if err != nil {
-		return "", "", err
+		return "", "", nil, err
 	}
 	typ, _, err := strictString(ref["type"], "params.ref.type")
 	if err != nil {
-		return "", "", err
+		return "", "", nil, err
 	}
 	switch typ {
 	case "ref/prompt":
@@ -900,7 +957,7 @@ func readRef(m *mcpclient.Message) (uri, prompt string, err error) {
 	case "ref/resource":
 		uri, _, err = strictString(ref["uri"], "params.ref.uri")
 	}
-	return uri, prompt, err
+	return uri, prompt, p["argument"], err
 }
 
 // matchesTemplate reports whether uri is an expansion of the URI template
