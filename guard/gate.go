@@ -396,9 +396,36 @@ func (g *Gate) readServer() error {
 		switch {
 		case !m.Request:
 			g.fromServerAnswer(m, data)
+		case m.ID != nil && m.Method == "elicitation/create":
+			// A question of the server to the person: one that reads like
+			// etdi's own is labelled as the server's.
+			params, why, err := serverElicitation(m.Params)
+			switch {
+			case err != nil:
+				g.logf("refused the server's elicitation/create: %v", err)
+				g.toServer.send(g.errorTo(m.ID, -32602, "etdi: elicitation/create refused: "+err.Error(), nil))
+			case why != "":
+				g.logf("labelled the server's elicitation/create as the server's: %s", why)
+				g.toHost.send(mcpclient.EncodeRequest(m.ID, m.Method, params))
+			default:
+				g.toHost.send(data)
+			}
 		case m.ID != nil:
 			// A request of the server to the host: relayed in order.
 			g.toHost.send(data)
+		case m.Method == "notifications/message":
+			// etdi's own notices have logger "etdi": a server's that
+			// claims it is relabelled.
+			params, why := serverLog(m.Params)
+			switch {
+			case params == nil:
+				g.logf("dropped a notifications/message of the server: %s", why)
+			case why != "":
+				g.logf("relabelled a notifications/message of the server: %s", why)
+				g.toHost.send(mcpclient.EncodeRequest(nil, m.Method, params))
+			default:
+				g.toHost.send(data)
+			}
 		default:
 			g.fromServerNotification(m, data)
 		}

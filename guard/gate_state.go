@@ -797,7 +797,7 @@ func (g *Gate) tellBlocked() {
 	}
 	msg := fmt.Sprintf("etdi withheld %d item(s) of %s that are not approved as the server offers them now: %s%s (review: %s)",
 		n, orUnknown(g.st.server), strings.Join(names, ", "), more, g.review(kind))
-	params, _ := json.Marshal(map[string]any{"level": "warning", "logger": "etdi",
+	params, _ := json.Marshal(map[string]any{"level": "warning", "logger": EtdiLogger,
 		"data": map[string]any{"message": msg, "server": g.st.server, "blocked": es, "review": g.review(kind)}})
 	g.toHost.send(mcpclient.EncodeRequest(nil, "notifications/message", params))
 }
