@@ -565,17 +565,62 @@ func (g *Gate) filterPage(req *hostRequest, m *mcpclient.Message, data []byte, s
 		g.st.seen[item][e.Name] = true
 		all = all && keep[i]
 	}
-	if all {
+	// etdi's own _meta material is outside every digest: it never
+	// reaches the host, from an entry or from the result.
+	stripped := false
+	kept, kerr := mcpclient.MapElements(m.Result, lm.list.Member, func(i int, elem []byte) []byte {
+		if !keep[i] {
+			return nil
+		}
+		out := withoutEtdiMeta(elem, false)
+		stripped = stripped || len(out) != len(elem)
+		return out
+	})
+	if kerr != nil { // parsed above as an object with that array: cannot happen
+		g.toHost.fill(s, g.errorTo(m.ID, -32603, "etdi: withheld the server's answer to "+req.method, nil))
+		return
+	}
+	if out := withoutEtdiMeta(kept, true); len(out) != len(kept) {
+		kept, stripped = out, true
+	}
+	if all && !stripped {
 		g.toHost.fill(s, data) // as the server sent it, byte for byte
 	} else {
-		kept, kerr := mcpclient.KeepElements(m.Result, lm.list.Member, func(i int) bool { return keep[i] })
-		if kerr != nil { // parsed above as an object with that array: cannot happen
-			g.toHost.fill(s, g.errorTo(m.ID, -32603, "etdi: withheld the server's answer to "+req.method, nil))
-			return
-		}
 		g.toHost.fill(s, mcpclient.EncodeResult(m.ID, kept))
 	}
 	g.tellBlocked()
+}
+
+// withoutEtdiMeta returns the JSON object obj without the members of its
+// _meta whose names begin with etdi.MetaPrefix (SPEC.md §3: outside the
+// digest), and without _meta when that empties it; obj itself when it has
+// none. folded also strips them from a member named like _meta in
+// another case, and names that begin with the prefix in another case (a
+// list result's own _meta, which no digest covers, read by a host that
+// matches names case-insensitively).
+func withoutEtdiMeta(obj []byte, folded bool) []byte {
+	for _, name := range mcpclient.Names(obj) {
+		if name != "_meta" && !(folded && strings.EqualFold(name, "_meta")) {
+			continue
+		}
+		meta := mcpclient.Member(obj, name)
+		names := mcpclient.Names(meta)
+		removed := 0
+		for _, n := range names {
+			if strings.HasPrefix(n, etdi.MetaPrefix) || folded && len(n) >= len(etdi.MetaPrefix) && strings.EqualFold(n[:len(etdi.MetaPrefix)], etdi.MetaPrefix) {
+				meta = mcpclient.WithoutMember(meta, n)
+				removed++
+			}
+		}
+		switch {
+		case removed == 0:
+		case removed == len(names):
+			obj = mcpclient.WithoutMember(obj, name)
+		default:
+			obj = mcpclient.SetMember(obj, name, meta)
+		}
+	}
+	return obj
 }
 
 // rejudge asks the pin database again whether what the host received is
