@@ -94,3 +94,20 @@ func TestSessionCountsReads(t *testing.T) {
 		t.Errorf("a minute later: %+v", c)
 	}
 }
+
+// The policies README.md shows for prompts and resources validate and
+// decide as it says.
+func TestReadmeReadPolicies(t *testing.T) {
+	s := mustParse(t, "readme.cedar", callsOnly+`
+@id("no-keys-as-resources")
+forbid (principal, action == Etdi::Action::"read", resource)
+when { resource.uri like "*/.ssh/*" };
+
+@id("no-net-after-reading")
+forbid (principal, action == Etdi::Action::"call", resource)
+when { resource.scopes.contains("net:*") && context.sessionActions.contains("read") };
+`)
+	checkDecision(t, "key", s.Authorize(Request{Action: ActionRead, Tool: docResource, URI: "file:///home/u/.ssh/id_ed25519"}), Forbid, []string{"no-keys-as-resources"}, nil)
+	net := Tool{Server: "s", Name: "fetch", Scopes: []string{"net:fetch"}}
+	checkDecision(t, "net after read", s.Authorize(Request{Tool: net, Context: Context{SessionActions: []string{ActionRead}}}), Forbid, []string{"no-net", "no-net-after-reading"}, nil)
+}
