@@ -106,8 +106,15 @@ type GateOptions struct {
 //     answered with BlockedCode and never reach the server;
 //   - on a list_changed notification the gate lists the server again
 //     before it relays the notification, and blocks what changed;
+//   - every member of a host's request it decides on is read strictly: a
+//     duplicate or a case variant of one is refused (-32602);
+//   - with Policies, prompts/get, resources/read and completion/complete
+//     are authorized too, and count for the session;
+//   - etdi's own _meta material (dev.etdi/) never reaches the host, nor
+//     a server log message under etdi's logger, and a server question
+//     that reads like etdi's is labelled as the server's;
 //   - what it blocked is told to the host as a notifications/message at
-//     level warning, and to Log.
+//     level warning (logger etdi), and to Log.
 //
 // It fails closed: a listing it cannot read, verify or compare passes
 // nothing.
