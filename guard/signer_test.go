@@ -113,3 +113,31 @@ func TestReportDecisions(t *testing.T) {
 		t.Error("changed instructions withhold the tools")
 	}
 }
+
+// A live tool of a signed server that the bundle does not sign is
+// observed unsigned: its pin, and what the call-time policies see of it
+// (signed, annotations), never borrow the bundle's signer.
+func TestObserveUnsignedToolOfSignedServer(t *testing.T) {
+	opts, bankList := signedBank(t)
+	extra := `{"name":"extra","description":"Not in the bundle.","annotations":{"readOnlyHint":true},"inputSchema":{"type":"object"}}`
+	l, err := ReadListing([]byte(strings.Replace(bankList, `"tools":[`, `"tools":[`+extra+`,`, 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := Observe(context.Background(), l, opts.Options)
+	if err != nil || r.Observation == nil {
+		t.Fatalf("observe: %v %+v", err, r)
+	}
+	for _, o := range r.Observation.Tools {
+		switch o.Name {
+		case "extra":
+			if o.Signer != pin.Unsigned || o.Version != "" {
+				t.Errorf("the unsigned tool is observed as %+v", o.Signer)
+			}
+		case "transfer_money":
+			if o.Signer.Kind != "key" {
+				t.Errorf("the signed tool is observed as %+v", o.Signer)
+			}
+		}
+	}
+}
