@@ -106,8 +106,15 @@ type GateOptions struct {
 //     answered with BlockedCode and never reach the server;
 //   - on a list_changed notification the gate lists the server again
 //     before it relays the notification, and blocks what changed;
+//   - every member of a host's request it decides on is read strictly: a
+//     duplicate or a case variant of one is refused (-32602);
+//   - with Policies, prompts/get, resources/read and completion/complete
+//     are authorized too, and count for the session;
+//   - etdi's own _meta material (dev.etdi/) never reaches the host, nor
+//     a server log message under etdi's logger, and a server question
+//     that reads like etdi's is labelled as the server's;
 //   - what it blocked is told to the host as a notifications/message at
-//     level warning, and to Log.
+//     level warning (logger etdi), and to Log.
 //
 // It fails closed: a listing it cannot read, verify or compare passes
 // nothing.
@@ -396,9 +403,36 @@ func (g *Gate) readServer() error {
 		switch {
 		case !m.Request:
 			g.fromServerAnswer(m, data)
+		case m.ID != nil && m.Method == "elicitation/create":
+			// A question of the server to the person: one that reads like
+			// etdi's own is labelled as the server's.
+			params, why, err := serverElicitation(m.Params)
+			switch {
+			case err != nil:
+				g.logf("refused the server's elicitation/create: %v", err)
+				g.toServer.send(g.errorTo(m.ID, -32602, "etdi: elicitation/create refused: "+err.Error(), nil))
+			case why != "":
+				g.logf("labelled the server's elicitation/create as the server's: %s", why)
+				g.toHost.send(mcpclient.EncodeRequest(m.ID, m.Method, params))
+			default:
+				g.toHost.send(data)
+			}
 		case m.ID != nil:
 			// A request of the server to the host: relayed in order.
 			g.toHost.send(data)
+		case m.Method == "notifications/message":
+			// etdi's own notices have logger "etdi": a server's that
+			// claims it is relabelled.
+			params, why := serverLog(m.Params)
+			switch {
+			case params == nil:
+				g.logf("dropped a notifications/message of the server: %s", why)
+			case why != "":
+				g.logf("relabelled a notifications/message of the server: %s", why)
+				g.toHost.send(mcpclient.EncodeRequest(nil, m.Method, params))
+			default:
+				g.toHost.send(data)
+			}
 		default:
 			g.fromServerNotification(m, data)
 		}
@@ -431,15 +465,25 @@ func (g *Gate) fromHost(m *mcpclient.Message, data []byte, s *slot) {
 		// call-time policies, as the session's first initialize says (MCP
 		// has one; a later one must not rename the host for the
 		// policies); the request is relayed as it is.
+		h, err := readInitialize(m.Params)
+		if err != nil {
+			g.refuseParams(m, s, err)
+			return
+		}
 		if !g.st.host.known && m.ID != nil {
-			g.st.host = readInitialize(m.Params)
+			g.st.host = h
 		}
 	case "notifications/cancelled":
 		// The host withdrawing a question of the gate's is not the
 		// server's to see (see readHost); a call it cancels while the
 		// person is asked about it is never forwarded (the server never
 		// saw it).
-		key := mcpclient.IDKey(mcpclient.Member(m.Params, "requestId"))
+		p, err := strictObject(m.Params, "params", "requestId")
+		if err != nil {
+			g.refuseParams(m, s, err)
+			return
+		}
+		key := mcpclient.IDKey(p["requestId"])
 		if g.hostOwn.is(key) || g.withdraw(key) {
 			g.toServer.fill(s)
 			return
@@ -460,11 +504,29 @@ func (g *Gate) fromHost(m *mcpclient.Message, data []byte, s *slot) {
 	if m.ID != nil {
 		req := &hostRequest{id: m.ID, method: m.Method}
 		if _, ok := listOfMethod[m.Method]; ok {
-			req.first = mcpclient.Member(m.Params, "cursor") == nil
+			// "Cursor" beside (or instead of) "cursor" would have the
+			// gate take a later page for the first.
+			p, err := strictObject(m.Params, "params", "cursor")
+			if err != nil {
+				g.refuseParams(m, s, err)
+				return
+			}
+			req.first = p["cursor"] == nil
 		}
 		g.addPending(key, req)
 	}
 	g.toServer.fill(s, data)
+}
+
+// refuseParams answers a request of the host whose params the gate cannot
+// read strictly with -32602 (a notification is dropped); it never reaches
+// the server.
+func (g *Gate) refuseParams(m *mcpclient.Message, s *slot, err error) {
+	g.toServer.fill(s)
+	g.logf("refused %s of the host: %v", clipText(m.Method), err)
+	if m.ID != nil {
+		g.toHost.send(g.errorTo(m.ID, -32602, "etdi: "+m.Method+" refused: "+err.Error(), nil))
+	}
 }
 
 // fromServerAnswer routes an answer of the server: to the gate's own

@@ -100,6 +100,10 @@ type gateState struct {
 	// its listing without end would grow the history without end.
 	recorded     int
 	recordCapped bool
+	// serverScopes are the scopes of the server's tools the gate's own
+	// last listing found approved: what the call-time policies see of a
+	// prompt or resource of the server (SPEC.md §26).
+	serverScopes []string
 }
 
 // maxSessionRecords bounds the findings one gate session records (a
@@ -370,10 +374,29 @@ func (g *Gate) relist(items []string, init *mcpclient.Listing) *Report {
 			}
 		}
 		g.st.approved[item] = approved
+		if item == itemTool {
+			g.st.serverScopes = approvedScopes(r, approved)
+		}
 		g.blockChanged(item)
 	}
 	g.savePending(gl, withheld && len(CredentialFindings(gl, g.opts.Credentials)) == 0)
 	return r
+}
+
+// approvedScopes are the permission scopes of the approved tools r
+// observed, sorted, each once.
+func approvedScopes(r *Report, approved map[string]string) []string {
+	var out []string
+	for key, o := range observedIn(r) {
+		if key[0] != itemTool || approved[key[1]] == "" {
+			continue
+		}
+		for _, p := range o.Permissions {
+			out = append(out, p.Scope)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
 }
 
 // savePending saves the gate's own listing for review when it withheld
@@ -528,7 +551,7 @@ func (g *Gate) filterPage(req *hostRequest, m *mcpclient.Message, data []byte, s
 		case err == nil && r.AllowedItem(item, e.Name):
 			keep[i] = true
 			x := exposure{digest: e.Digest.String(), obs: obs[[2]string{item, e.Name}]}
-			if item == itemTool && g.opts.Policies != nil {
+			if g.opts.Policies != nil {
 				x.tool = policy.ToolOf(g.st.server, g.st.provider, x.obs) // once, not on every call
 			}
 			g.st.exposed[item][e.Name] = x
@@ -542,17 +565,62 @@ func (g *Gate) filterPage(req *hostRequest, m *mcpclient.Message, data []byte, s
 		g.st.seen[item][e.Name] = true
 		all = all && keep[i]
 	}
-	if all {
+	// etdi's own _meta material is outside every digest: it never
+	// reaches the host, from an entry or from the result.
+	stripped := false
+	kept, kerr := mcpclient.MapElements(m.Result, lm.list.Member, func(i int, elem []byte) []byte {
+		if !keep[i] {
+			return nil
+		}
+		out := withoutEtdiMeta(elem, false)
+		stripped = stripped || len(out) != len(elem)
+		return out
+	})
+	if kerr != nil { // parsed above as an object with that array: cannot happen
+		g.toHost.fill(s, g.errorTo(m.ID, -32603, "etdi: withheld the server's answer to "+req.method, nil))
+		return
+	}
+	if out := withoutEtdiMeta(kept, true); len(out) != len(kept) {
+		kept, stripped = out, true
+	}
+	if all && !stripped {
 		g.toHost.fill(s, data) // as the server sent it, byte for byte
 	} else {
-		kept, kerr := mcpclient.KeepElements(m.Result, lm.list.Member, func(i int) bool { return keep[i] })
-		if kerr != nil { // parsed above as an object with that array: cannot happen
-			g.toHost.fill(s, g.errorTo(m.ID, -32603, "etdi: withheld the server's answer to "+req.method, nil))
-			return
-		}
 		g.toHost.fill(s, mcpclient.EncodeResult(m.ID, kept))
 	}
 	g.tellBlocked()
+}
+
+// withoutEtdiMeta returns the JSON object obj without the members of its
+// _meta whose names begin with etdi.MetaPrefix (SPEC.md §3: outside the
+// digest), and without _meta when that empties it; obj itself when it has
+// none. folded also strips them from a member named like _meta in
+// another case, and names that begin with the prefix in another case (a
+// list result's own _meta, which no digest covers, read by a host that
+// matches names case-insensitively).
+func withoutEtdiMeta(obj []byte, folded bool) []byte {
+	for _, name := range mcpclient.Names(obj) {
+		if name != "_meta" && !(folded && strings.EqualFold(name, "_meta")) {
+			continue
+		}
+		meta := mcpclient.Member(obj, name)
+		names := mcpclient.Names(meta)
+		removed := 0
+		for _, n := range names {
+			if strings.HasPrefix(n, etdi.MetaPrefix) || folded && len(n) >= len(etdi.MetaPrefix) && strings.EqualFold(n[:len(etdi.MetaPrefix)], etdi.MetaPrefix) {
+				meta = mcpclient.WithoutMember(meta, n)
+				removed++
+			}
+		}
+		switch {
+		case removed == 0:
+		case removed == len(names):
+			obj = mcpclient.WithoutMember(obj, name)
+		default:
+			obj = mcpclient.SetMember(obj, name, meta)
+		}
+	}
+	return obj
 }
 
 // rejudge asks the pin database again whether what the host received is
@@ -628,23 +696,28 @@ func (g *Gate) decide(m *mcpclient.Message, data []byte, s *slot) {
 		g.logf("dropped a %s without an id", m.Method)
 		return
 	}
-	var name string
-	if raw := mcpclient.Member(m.Params, "name"); raw == nil || json.Unmarshal(raw, &name) != nil {
+	// One name and one set of arguments: with a member twice, or one
+	// under another case, etdi and the server could read different ones.
+	p, err := strictObject(m.Params, "params", "name", "arguments")
+	if err != nil {
+		g.refuseParams(m, s, err)
+		return
+	}
+	name, ok, err := strictString(p["name"], "params.name")
+	if err != nil || !ok {
 		g.toServer.fill(s)
 		g.toHost.send(g.errorTo(m.ID, -32602, "etdi: "+m.Method+" names no "+what, nil))
 		return
 	}
-	// One name and one set of arguments: with a member twice, etdi and
-	// the server could read different ones.
-	if hasTwice(mcpclient.Names(m.Params)) {
-		g.toServer.fill(s)
-		g.toHost.send(g.errorTo(m.ID, -32602, "etdi: "+m.Method+" params hold a member twice", nil))
-		return
-	}
 	g.rejudge()
 	e, exposed := g.st.exposed[item][name]
-	args := mcpclient.Member(m.Params, "arguments")
+	args := p["arguments"]
 	if exposed && g.st.approved[item][name] == e.digest {
+		if item == itemPrompt && g.opts.Policies != nil {
+			if !g.authorizeEntry(m, s, policy.ActionGet, itemPrompt, name, e, "", args) {
+				return
+			}
+		}
 		var po policyOutcome
 		if item == itemTool && g.opts.Policies != nil {
 			t := e.tool
@@ -695,15 +768,25 @@ func (g *Gate) forward(m *mcpclient.Message, data []byte, s *slot, item, name st
 // in the log and records it.
 func (g *Gate) refuseCall(m *mcpclient.Message, item, name, digest string, args []byte, why refusal, po policyOutcome) {
 	what := "tool"
-	if item == itemPrompt {
+	switch item {
+	case itemPrompt:
 		what = "prompt"
+	case itemResource, itemTemplate:
+		what = "resource"
 	}
 	if item == itemTool {
 		g.audit.blocked(g.st.server, name, digest, args, why.kind, po)
 	}
 	review := g.review(why.kind)
-	if why.kind == PolicyForbid || why.kind == PolicyAsk {
+	switch {
+	case (why.kind == PolicyForbid || why.kind == PolicyAsk) && item == itemTool:
 		review = g.opts.PolicyReview + " --tool " + termtext.ShellQuote(g.st.server+"/"+name)
+	case why.kind == PolicyForbid || why.kind == PolicyAsk:
+		review = "the call-time policies " + strings.Join(po.policies, ", ")
+	}
+	if m.ID == nil {
+		g.logf("blocked %s of %s %q: %s: %s (review: %s)", m.Method, what, clipText(name), why.kind, why.message, review)
+		return // a notification: nobody to answer
 	}
 	g.logf("blocked %s of %s %q: %s: %s (review: %s)", m.Method, what, clipText(name), why.kind, why.message, review)
 	detail := map[string]any{"etdi": "blocked", "kind": why.kind, "server": g.st.server,
@@ -759,7 +842,7 @@ func (g *Gate) tellBlocked() {
 	}
 	msg := fmt.Sprintf("etdi withheld %d item(s) of %s that are not approved as the server offers them now: %s%s (review: %s)",
 		n, orUnknown(g.st.server), strings.Join(names, ", "), more, g.review(kind))
-	params, _ := json.Marshal(map[string]any{"level": "warning", "logger": "etdi",
+	params, _ := json.Marshal(map[string]any{"level": "warning", "logger": EtdiLogger,
 		"data": map[string]any{"message": msg, "server": g.st.server, "blocked": es, "review": g.review(kind)}})
 	g.toHost.send(mcpclient.EncodeRequest(nil, "notifications/message", params))
 }
@@ -820,49 +903,52 @@ func foldKey(s string) string {
 // offered it: one withheld, or never listed (a link in a tool's result, a
 // guessed URI), is not.
 func (g *Gate) decideRef(m *mcpclient.Message, data []byte, s *slot) {
-	g.rejudge()
-	var uri, prompt string
-	if m.Method == "completion/complete" {
-		var p struct {
-			Ref struct {
-				Type, Name, URI string
-			} `json:"ref"`
-		}
-		json.Unmarshal(m.Params, &p)
-		switch p.Ref.Type {
-		case "ref/prompt":
-			prompt = p.Ref.Name
-		case "ref/resource":
-			uri = p.Ref.URI
-		}
-	} else {
-		raw := mcpclient.Member(m.Params, "uri")
-		if raw != nil {
-			json.Unmarshal(raw, &uri)
-		}
+	uri, prompt, argument, err := readRef(m)
+	if err != nil {
+		g.refuseParams(m, s, err)
+		return
 	}
+	g.rejudge()
 	ok := false
+	var matched exposure
+	item, entry := itemPrompt, prompt
 	switch {
-	case hasTwice(mcpclient.Names(m.Params)):
 	case prompt != "":
 		e, exposed := g.st.exposed[itemPrompt][prompt]
-		ok = exposed && g.st.approved[itemPrompt][prompt] == e.digest
+		ok, matched = exposed && g.st.approved[itemPrompt][prompt] == e.digest, e
 	case uri != "" && m.Method == "completion/complete":
 		e, exposed := g.st.exposed[itemTemplate][uri]
-		ok = exposed && g.st.approved[itemTemplate][uri] == e.digest
+		ok, matched, item, entry = exposed && g.st.approved[itemTemplate][uri] == e.digest, e, itemTemplate, uri
 	case uri != "":
 		if e, exposed := g.st.exposed[itemResource][uri]; exposed && g.st.approved[itemResource][uri] == e.digest {
-			ok = true
+			ok, matched, item, entry = true, e, itemResource, uri
 			break
 		}
-		for tmpl, e := range g.st.exposed[itemTemplate] {
+		// The first template in name order that matches: the decision
+		// does not depend on the order of a map.
+		tmpls := make([]string, 0, len(g.st.exposed[itemTemplate]))
+		for tmpl := range g.st.exposed[itemTemplate] {
+			tmpls = append(tmpls, tmpl)
+		}
+		slices.Sort(tmpls)
+		for _, tmpl := range tmpls {
+			e := g.st.exposed[itemTemplate][tmpl]
 			if g.st.approved[itemTemplate][tmpl] == e.digest && matchesTemplate(tmpl, uri) {
-				ok = true
+				ok, matched, item, entry = true, e, itemTemplate, tmpl
 				break
 			}
 		}
 	}
 	if ok {
+		if g.opts.Policies != nil {
+			action, target, args := policy.ActionRead, uri, []byte(nil)
+			if m.Method == "completion/complete" {
+				action, args = policy.ActionComplete, argument
+			}
+			if !g.authorizeEntry(m, s, action, item, entry, matched, target, args) {
+				return
+			}
+		}
 		if m.ID != nil {
 			g.addPending(m.IDKey(), &hostRequest{id: m.ID, method: m.Method})
 		}
@@ -883,6 +969,40 @@ func (g *Gate) decideRef(m *mcpclient.Message, data []byte, s *slot) {
 		what: g.secrets.String(clipText(name)), "review": g.review(NotListed), "message": g.secrets.String(msg)})
 	g.toHost.send(g.errorTo(m.ID, BlockedCode,
 		fmt.Sprintf("etdi blocked %s of %s %q: %s (review it with: %s)", m.Method, what, name, NotListed, g.review(NotListed)), detail))
+}
+
+// readRef reads, strictly, what a resources/read, resources/subscribe or
+// completion/complete names: the resource's URI (params.uri, or
+// params.ref.uri of a "ref/resource"), or the prompt's name
+// (params.ref.name of a "ref/prompt"), and a completion's argument.
+func readRef(m *mcpclient.Message) (uri, prompt string, argument []byte, err error) {
+	if m.Method != "completion/complete" {
+		p, err := strictObject(m.Params, "params", "uri")
+		if err != nil {
+			return "", "", nil, err
+		}
+		uri, _, err = strictString(p["uri"], "params.uri")
+		return uri, "", nil, err
+	}
+	p, err := strictObject(m.Params, "params", "ref", "argument")
+	if err != nil {
+		return "", "", nil, err
+	}
+	ref, err := strictObject(p["ref"], "params.ref", "type", "name", "uri")
+	if err != nil {
+		return "", "", nil, err
+	}
+	typ, _, err := strictString(ref["type"], "params.ref.type")
+	if err != nil {
+		return "", "", nil, err
+	}
+	switch typ {
+	case "ref/prompt":
+		prompt, _, err = strictString(ref["name"], "params.ref.name")
+	case "ref/resource":
+		uri, _, err = strictString(ref["uri"], "params.ref.uri")
+	}
+	return uri, prompt, p["argument"], err
 }
 
 // matchesTemplate reports whether uri is an expansion of the URI template

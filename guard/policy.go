@@ -10,6 +10,7 @@ import (
 	"github.com/etdi-dev/etdi/internal/confusable"
 	"github.com/etdi-dev/etdi/internal/mcpclient"
 	"github.com/etdi-dev/etdi/internal/termtext"
+	"github.com/etdi-dev/etdi/pin"
 	"github.com/etdi-dev/etdi/policy"
 )
 
@@ -90,35 +91,86 @@ type hostSide struct {
 }
 
 // readInitialize reads the host's name and whether it can ask the person
-// from its initialize params.
-func readInitialize(params []byte) hostSide {
-	var p struct {
-		ClientInfo struct {
-			Name string `json:"name"`
-		} `json:"clientInfo"`
-		Capabilities struct {
-			Elicitation *struct {
-				Form *json.RawMessage `json:"form"`
-				URL  *json.RawMessage `json:"url"`
-			} `json:"elicitation"`
-		} `json:"capabilities"`
+// from its initialize params, strictly (strictObject at every level it
+// reads): a duplicate or case variant of clientInfo, its name, or of the
+// capabilities it reads could name another principal to the policies than
+// the server sees.
+func readInitialize(params []byte) (hostSide, error) {
+	p, err := strictObject(params, "params", "clientInfo", "capabilities")
+	if err != nil {
+		return hostSide{}, err
 	}
-	if json.Unmarshal(params, &p) != nil {
-		return hostSide{known: true}
+	info, err := strictObject(p["clientInfo"], "params.clientInfo", "name")
+	if err != nil {
+		return hostSide{}, err
 	}
-	h := hostSide{known: true, name: p.ClientInfo.Name}
-	if e := p.Capabilities.Elicitation; e != nil {
+	h := hostSide{known: true}
+	if h.name, _, err = strictString(info["name"], "params.clientInfo.name"); err != nil {
+		return hostSide{}, err
+	}
+	caps, err := strictObject(p["capabilities"], "params.capabilities", "elicitation")
+	if err != nil {
+		return hostSide{}, err
+	}
+	if e := caps["elicitation"]; e != nil && string(e) != "null" {
+		modes, err := strictObject(e, "params.capabilities.elicitation", "form", "url")
+		if err != nil {
+			return hostSide{}, err
+		}
 		// {} is form mode (MCP 2025-06-18); a host that names modes must
 		// name form.
-		h.elicit = e.Form != nil || e.URL == nil
+		h.elicit = modes["form"] != nil || modes["url"] == nil
 	}
-	return h
+	return h, nil
 }
 
 // authorize decides a call of an approved tool the host received.
 func (g *Gate) authorize(t policy.Tool, args []byte) policy.Decision {
 	return g.opts.Policies.Authorize(policy.Request{Host: g.st.host.name, Tool: t,
 		Context: g.session.Context(t.Name, args, time.Now())})
+}
+
+// authorizeEntry decides, with the call-time policies, a prompts/get
+// (ActionGet), resources/read or resources/subscribe (ActionRead) or
+// completion/complete (ActionComplete) of an approved entry e of item
+// kind item, named name, the host received; uri is the URI asked for (or
+// the template completed). Allowed, it counts for the session and true
+// is returned; otherwise the request is refused (s filled) and false
+// returned. etdi puts tool calls alone to the person: a policy that asks
+// refuses the others.
+func (g *Gate) authorizeEntry(m *mcpclient.Message, s *slot, action, item, name string, e exposure, uri string, args []byte) bool {
+	t := e.tool
+	t.Name = name
+	t.Scopes = g.st.serverScopes
+	now := time.Now()
+	d := g.opts.Policies.Authorize(policy.Request{Host: g.st.host.name, Action: action, Tool: t, URI: uri,
+		Context: g.session.ContextOf(action, name, args, now)})
+	if d.Effect == policy.Allow {
+		g.session.Did(action, t, now)
+		return true
+	}
+	g.toServer.fill(s)
+	r := refusal{item: item, name: name, kind: PolicyForbid}
+	what := pin.ItemWord(item)
+	verb := map[string]string{policy.ActionGet: "getting", policy.ActionRead: "reading", policy.ActionComplete: "completing"}[action]
+	shown := name
+	if uri != "" {
+		what, shown = "resource", uri
+	}
+	switch {
+	case d.Effect == policy.Ask:
+		r.kind = PolicyAsk
+		r.message = fmt.Sprintf("policy %s asks the person before %s %s %q (%s); etdi asks about tool calls only, so it is refused",
+			strings.Join(d.Policies, ", "), verb, what, shown, strings.Join(d.Reasons, "; "))
+	default:
+		r.message = fmt.Sprintf("policy %s forbids %s %s %q", strings.Join(d.Policies, ", "), verb, what, shown)
+	}
+	po := outcomeOf(d)
+	if d.Effect == policy.Ask {
+		po.answer = AnswerUnsupported
+	}
+	g.refuseCall(m, item, shown, e.digest, args, r, po)
+	return false
 }
 
 // policyRefusal is the refusal of a call the policies did not allow.

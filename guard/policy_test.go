@@ -548,6 +548,8 @@ type blocked struct {
 	Kind     string   `json:"kind"`
 	Server   string   `json:"server"`
 	Tool     string   `json:"tool"`
+	Prompt   string   `json:"prompt"`
+	Resource string   `json:"resource"`
 	Review   string   `json:"review"`
 	Message  string   `json:"message"`
 	Policies []string `json:"policies"`

@@ -130,3 +130,22 @@ func TestCheckServerBadManifest(t *testing.T) {
 		t.Fatalf("a manifest that does not parse: %v", err)
 	}
 }
+
+// A server whose listing fails is an error that says so, never a drift
+// report nor a pass: nothing was compared.
+func TestCheckServerListingFails(t *testing.T) {
+	s := newServer(weatherTool, forecastTool)
+	s.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			if method == "tools/list" {
+				return nil, errors.New("the tool registry is down")
+			}
+			return next(ctx, method, req)
+		}
+	})
+	err := inband.CheckServer(context.Background(), s, []byte(twoToolManifest))
+	var de *etdi.DriftError
+	if err == nil || errors.As(err, &de) || !strings.Contains(err.Error(), "inband: listing the server") || !strings.Contains(err.Error(), "the tool registry is down") {
+		t.Fatalf("a server whose listing fails: %v", err)
+	}
+}

@@ -44,15 +44,33 @@ type Context struct {
 	// ArgumentsDigest is the digest of the call's arguments (see
 	// ArgumentsDigest).
 	ArgumentsDigest string
+	// SessionActions are the actions (ActionCall, ActionGet, ActionRead,
+	// ActionComplete) the session already had forwarded, sorted.
+	SessionActions []string
 }
 
-// Request is one call to authorize.
+// Request is one call to authorize: of a tool (ActionCall), or of a
+// prompt or a resource (ActionGet, ActionRead, ActionComplete).
 type Request struct {
 	// Host is the host's clientInfo.name.
-	Host    string
-	Tool    Tool
+	Host string
+	// Action is ActionCall ("" is ActionCall), ActionGet, ActionRead or
+	// ActionComplete.
+	Action string
+	// Tool is the tool called, or the prompt (ActionGet, ActionComplete
+	// without URI) or the resource (ActionRead, ActionComplete with URI)
+	// as approved: Name is the prompt's name, or the resource's URI or
+	// the URI template it matched; Scopes are the server's approved
+	// scopes.
+	Tool Tool
+	// URI is the URI asked for (ActionRead), or the resource template
+	// completed (ActionComplete).
+	URI     string
 	Context Context
 }
+
+// IsCall says whether the request is of a tool call.
+func (r Request) IsCall() bool { return r.Action == "" || r.Action == ActionCall }
 
 // Decision is the outcome of one request.
 type Decision struct {
@@ -106,8 +124,13 @@ func (s *Set) Authorize(r Request) Decision {
 	switch {
 	case len(hard) > 0:
 		d.Effect, d.Policies = Forbid, hard
-	case pdec != cedar.Allow:
+	case pdec != cedar.Allow && r.IsCall():
 		d.Effect = Forbid
+	case pdec != cedar.Allow && len(asks) == 0:
+		// A get, read or complete no permit names is allowed: approval
+		// gates it (SPEC.md §25), and a policy set written for calls
+		// alone must not shut prompts and resources off.
+		d.Effect = Allow
 	case len(asks) > 0:
 		d.Effect, d.Policies = Ask, asks
 		for _, id := range asks {
@@ -129,7 +152,14 @@ func (s *Set) Authorize(r Request) Decision {
 // cedarRequest builds the Cedar request and entities of a call.
 func (s *Set) cedarRequest(r Request) (cedar.Request, types.EntityMap) {
 	host := types.NewEntityUID(HostType, types.String(r.Host))
-	tool := types.NewEntityUID(ToolType, types.String(r.Tool.Server+"/"+r.Tool.Name))
+	action, etype, id := ActionCall, types.EntityType(ToolType), r.Tool.Server+"/"+r.Tool.Name
+	if !r.IsCall() {
+		action, etype = r.Action, PromptType
+		if r.Action == ActionRead || r.URI != "" {
+			etype, id = ResourceType, r.Tool.Server+"/"+r.URI
+		}
+	}
+	tool := types.NewEntityUID(etype, types.String(id))
 	ann := types.RecordMap{}
 	if r.Tool.Signed {
 		a := r.Tool.Annotations
@@ -140,24 +170,31 @@ func (s *Set) cedarRequest(r Request) (cedar.Request, types.EntityMap) {
 			}
 		}
 	}
+	attrs := types.RecordMap{
+		"server":      types.String(r.Tool.Server),
+		"name":        types.String(r.Tool.Name),
+		"version":     types.String(r.Tool.Version),
+		"provider":    types.String(r.Tool.Provider),
+		"signed":      types.Boolean(r.Tool.Signed),
+		"scopes":      stringSet(ExpandScopes(r.Tool.Scopes)),
+		"annotations": types.NewRecord(ann),
+	}
+	if etype == ResourceType {
+		attrs["uri"] = types.String(r.URI)
+	}
 	entities := types.EntityMap{
 		host: {UID: host},
-		tool: {UID: tool, Attributes: types.NewRecord(types.RecordMap{
-			"server":      types.String(r.Tool.Server),
-			"name":        types.String(r.Tool.Name),
-			"version":     types.String(r.Tool.Version),
-			"provider":    types.String(r.Tool.Provider),
-			"signed":      types.Boolean(r.Tool.Signed),
-			"scopes":      stringSet(ExpandScopes(r.Tool.Scopes)),
-			"annotations": types.NewRecord(ann),
-		})},
+		tool: {UID: tool, Attributes: types.NewRecord(attrs)},
 	}
+	actions := slices.Clone(r.Context.SessionActions)
+	slices.Sort(actions)
 	req := cedar.Request{
 		Principal: host,
-		Action:    types.NewEntityUID(ActionType, ActionCall),
+		Action:    types.NewEntityUID(ActionType, types.String(action)),
 		Resource:  tool,
 		Context: types.NewRecord(types.RecordMap{
 			"sessionScopes":   stringSet(ExpandScopes(r.Context.SessionScopes)),
+			"sessionActions":  stringSet(slices.Compact(actions)),
 			"callsThisMinute": types.Long(r.Context.CallsThisMinute),
 			"callsOfThisTool": types.Long(r.Context.CallsOfThisTool),
 			"argumentsDigest": types.String(r.Context.ArgumentsDigest),

@@ -112,7 +112,7 @@ func TestParseSyntaxErrorPosition(t *testing.T) {
 // named in one error, not only the first.
 func TestParseReportsAllErrors(t *testing.T) {
 	a := "@id(\"ok\")\npermit (principal, action, resource);\n" +
-		"@id(\"bad-attr\")\npermit (principal, action, resource) when { resource.owner == \"x\" };\n" +
+		"@id(\"bad-attr\")\npermit (principal, action == Etdi::Action::\"call\", resource) when { resource.owner == \"x\" };\n" +
 		"@id(\"bad-type\")\nforbid (principal, action, resource) when { context.callsOfThisTool like \"*\" };\n" +
 		"permit (principal, action, resource);\n"
 	b := "@id(\"ok\")\npermit (principal, action, resource);\n" +

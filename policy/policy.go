@@ -36,12 +36,23 @@ import (
 //go:embed etdi.cedarschema
 var Schema string
 
-// Entity types and the action of etdi's schema.
+// Entity types and the actions of etdi's schema.
 const (
-	HostType   = "Etdi::Host"
-	ToolType   = "Etdi::Tool"
-	ActionType = "Etdi::Action"
+	HostType     = "Etdi::Host"
+	ToolType     = "Etdi::Tool"
+	PromptType   = "Etdi::Prompt"
+	ResourceType = "Etdi::Resource"
+	ActionType   = "Etdi::Action"
+	// ActionCall is a tools/call of a tool.
 	ActionCall = "call"
+	// ActionGet is a prompts/get of a prompt.
+	ActionGet = "get"
+	// ActionRead is a resources/read (or resources/subscribe) of a
+	// resource, listed or matching a resource template.
+	ActionRead = "read"
+	// ActionComplete is a completion/complete of a prompt's or a resource
+	// template's argument.
+	ActionComplete = "complete"
 )
 
 // Bounds of what a Set is loaded from.

@@ -1,0 +1,200 @@
+package guard
+
+import (
+	"context"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/etdi-dev/etdi"
+	"github.com/etdi-dev/etdi/internal/mcpclient"
+	"github.com/etdi-dev/etdi/pin"
+	"github.com/etdi-dev/etdi/policy"
+	"github.com/etdi-dev/etdi/trust"
+)
+
+// startAtkPolicies starts the atk gate with call-time policies, and has
+// the host list everything.
+func startAtkPolicies(t *testing.T, policies string, h atkHandler) *atkGate {
+	t.Helper()
+	opts := atkOptionsOf(t, h)
+	set, err := policy.Parse(policy.Source{Name: "test.cedar", Text: []byte(policies)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts.Policies = set
+	a := startAtk(t, opts, h)
+	a.init(t)
+	for _, l := range []string{"tools/list", "prompts/list", "resources/list", "resources/templates/list"} {
+		a.ask(t, l, `{}`, 5*time.Second)
+	}
+	return a
+}
+
+// atkOptionsOf is atkOptions with the listing of h approved.
+func atkOptionsOf(t testing.TB, h atkHandler) GateOptions {
+	t.Helper()
+	opts := GateOptions{Options: Options{Policy: &trust.Policy{Unsigned: trust.Warn}, Pins: filepath.Join(t.TempDir(), "pins.db"),
+		Name: "atk", By: "tester"}, Timeout: 5 * time.Second, FlushEvery: 50 * time.Millisecond}
+	a, b := pipePair()
+	serveAtk(b, h)
+	l, err := List(context.Background(), a, FetchOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.Close()
+	r, err := Check(context.Background(), l, opts.Options)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ap, err := Approve(context.Background(), r, ApproveOptions{AcceptInstructions: true}); err != nil || ap.ExitCode() != 0 {
+		t.Fatalf("approve: %v %+v", err, ap)
+	}
+	return opts
+}
+
+// atkWithTemplate is the clean server with a resource template.
+func atkWithTemplate(m *mcpclient.Message, own bool) []string {
+	if m.Method == "resources/templates/list" {
+		return []string{res(m, `{"resourceTemplates":[{"uriTemplate":"file:///{path}","name":"files"}]}`)}
+	}
+	return cleanHandler(m, own)
+}
+
+const atkBaseline = `@id("baseline") permit (principal, action == Etdi::Action::"call", resource);
+`
+
+// Attack: a policy against reading files is sidestepped by reading them
+// as resources (resources/read was gated by approval alone). Breaks: a
+// forbid of the read action blocks resources/read, for a listed resource
+// and for a URI matching a listed template, and resources/subscribe.
+func TestPolicyForbidsRead(t *testing.T) {
+	a := startAtkPolicies(t, atkBaseline+`@id("no-files") forbid (principal, action == Etdi::Action::"read", resource) when { resource.uri like "file://*" };
+@id("no-cities") forbid (principal, action == Etdi::Action::"read", resource == Etdi::Resource::"unsigned:atk/weather://cities");
+`, atkWithTemplate)
+	for _, c := range []struct{ method, params, policy string }{
+		{"resources/read", `{"uri":"file:///home/u/.ssh/id_rsa"}`, "no-files"},
+		{"resources/subscribe", `{"uri":"file:///home/u/.ssh/id_rsa"}`, "no-files"},
+		{"resources/read", `{"uri":"weather://cities"}`, "no-cities"},
+	} {
+		ans := a.ask(t, c.method, c.params, 5*time.Second)
+		b := blockedData(t, ans)
+		if b.Kind != PolicyForbid || !slices.Equal(b.Policies, []string{c.policy}) {
+			t.Errorf("%s %s: %s", c.method, c.params, ans)
+		}
+	}
+	for _, got := range a.server.received() {
+		if strings.HasPrefix(got, "resources/read") || strings.HasPrefix(got, "resources/subscribe") {
+			t.Errorf("%s reached the server", got)
+		}
+	}
+	// Tool calls and prompts are decided as before.
+	if ans := a.ask(t, "tools/call", `{"name":"get_weather","arguments":{}}`, 5*time.Second); !strings.Contains(ans, "sunny") {
+		t.Errorf("call: %s", ans)
+	}
+	if ans := a.ask(t, "prompts/get", `{"name":"weather_report"}`, 5*time.Second); !strings.Contains(ans, "sunny") {
+		t.Errorf("prompt: %s", ans)
+	}
+}
+
+// A forbid of the get and complete actions blocks prompts/get and
+// completion/complete; an @ask on them refuses (only tool calls are put
+// to the person).
+func TestPolicyForbidsGetAndComplete(t *testing.T) {
+	a := startAtkPolicies(t, atkBaseline+`@id("no-report") forbid (principal, action == Etdi::Action::"get", resource is Etdi::Prompt) when { resource.name == "weather_report" && resource.server == "unsigned:atk" };
+@id("ask-complete") @ask("completing leaks") forbid (principal, action == Etdi::Action::"complete", resource is Etdi::Resource);
+@id("no-complete-prompt") forbid (principal, action == Etdi::Action::"complete", resource is Etdi::Prompt) when { context.argumentsDigest != "" };
+`, atkWithTemplate)
+	b := blockedData(t, a.ask(t, "prompts/get", `{"name":"weather_report"}`, 5*time.Second))
+	if b.Kind != PolicyForbid || b.Prompt != "weather_report" || !slices.Equal(b.Policies, []string{"no-report"}) {
+		t.Errorf("prompts/get: %+v", b)
+	}
+	b = blockedData(t, a.ask(t, "completion/complete", `{"ref":{"type":"ref/resource","uri":"file:///{path}"},"argument":{"name":"path","value":"a"}}`, 5*time.Second))
+	if b.Kind != PolicyAsk || b.answer() != AnswerUnsupported || !slices.Equal(b.Policies, []string{"ask-complete"}) {
+		t.Errorf("completion of a template: %+v", b)
+	}
+	b = blockedData(t, a.ask(t, "completion/complete", `{"ref":{"type":"ref/prompt","name":"weather_report"},"argument":{"name":"x","value":"a"}}`, 5*time.Second))
+	if b.Kind != PolicyForbid || !slices.Equal(b.Policies, []string{"no-complete-prompt"}) {
+		t.Errorf("completion of a prompt: %+v", b)
+	}
+	for _, got := range a.server.received() {
+		if strings.HasPrefix(got, "prompts/get") || strings.HasPrefix(got, "completion/complete") {
+			t.Errorf("%s reached the server", got)
+		}
+	}
+}
+
+// Harmless: a policy set written for tool calls alone keeps letting
+// approved prompts and resources through.
+func TestPolicyCallsOnlyLetsReadsThrough(t *testing.T) {
+	a := startAtkPolicies(t, atkBaseline, atkWithTemplate)
+	for _, c := range []struct{ method, params string }{
+		{"resources/read", `{"uri":"weather://cities"}`},
+		{"resources/read", `{"uri":"file:///notes.txt"}`},
+		{"prompts/get", `{"name":"weather_report"}`},
+	} {
+		if ans := a.ask(t, c.method, c.params, 5*time.Second); !strings.Contains(ans, "sunny") {
+			t.Errorf("%s %s: %s", c.method, c.params, ans)
+		}
+	}
+}
+
+// Reads, gets and completions count for the session: a rule against
+// calling a tool after reading (exfiltration), and the rate of the
+// minute, see them.
+func TestPolicyReadsCountForSession(t *testing.T) {
+	a := startAtkPolicies(t, atkBaseline+`@id("no-call-after-read") forbid (principal, action == Etdi::Action::"call", resource) when { context.sessionActions.contains("read") };
+@id("rate") forbid (principal, action == Etdi::Action::"get", resource) when { context.callsThisMinute >= 2 };
+@id("one-each") forbid (principal, action == Etdi::Action::"read", resource) when { context.callsOfThisTool >= 1 };
+`, atkWithTemplate)
+	if ans := a.ask(t, "tools/call", `{"name":"get_weather","arguments":{}}`, 5*time.Second); !strings.Contains(ans, "sunny") {
+		t.Fatalf("call before any read: %s", ans)
+	}
+	if ans := a.ask(t, "resources/read", `{"uri":"file:///a"}`, 5*time.Second); !strings.Contains(ans, "sunny") {
+		t.Fatalf("read: %s", ans)
+	}
+	if b := blockedData(t, a.ask(t, "tools/call", `{"name":"get_weather","arguments":{}}`, 5*time.Second)); !slices.Equal(b.Policies, []string{"no-call-after-read"}) {
+		t.Errorf("call after a read: %+v", b)
+	}
+	// The template counts once for every URI it matches; the listed
+	// resource is another.
+	if b := blockedData(t, a.ask(t, "resources/read", `{"uri":"file:///b"}`, 5*time.Second)); !slices.Equal(b.Policies, []string{"one-each"}) {
+		t.Errorf("second read through the template: %+v", b)
+	}
+	if ans := a.ask(t, "resources/read", `{"uri":"weather://cities"}`, 5*time.Second); !strings.Contains(ans, "sunny") {
+		t.Errorf("read of another resource: %s", ans)
+	}
+	// Two forwarded (the call and the first read, and the third): a get is
+	// the third of the minute.
+	if b := blockedData(t, a.ask(t, "prompts/get", `{"name":"weather_report"}`, 5*time.Second)); !slices.Equal(b.Policies, []string{"rate"}) {
+		t.Errorf("get after reads: %+v", b)
+	}
+}
+
+// The scopes a prompt or resource shows the policies are those of the
+// server's approved tools.
+func TestApprovedScopes(t *testing.T) {
+	r := &Report{Observation: &pin.Observation{Tools: []pin.Observed{
+		{Item: itemTool, Name: "a", Permissions: permissions("net:fetch", "fs:read")},
+		{Item: itemTool, Name: "b", Permissions: permissions("fs:read")},
+		{Item: itemTool, Name: "withheld", Permissions: permissions("shell:exec")},
+		{Item: itemPrompt, Name: "a", Permissions: permissions("prompt:scope")},
+	}}}
+	got := approvedScopes(r, map[string]string{"a": "sha256:1", "b": "sha256:2"})
+	if !slices.Equal(got, []string{"fs:read", "net:fetch"}) {
+		t.Errorf("approvedScopes = %q", got)
+	}
+	if got := approvedScopes(nil, map[string]string{"a": "x"}); len(got) != 0 {
+		t.Errorf("without a report: %q", got)
+	}
+}
+
+func permissions(scopes ...string) []etdi.Permission {
+	var out []etdi.Permission
+	for _, s := range scopes {
+		out = append(out, etdi.Permission{Scope: s})
+	}
+	return out
+}

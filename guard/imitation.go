@@ -1,0 +1,121 @@
+package guard
+
+import (
+	"encoding/json"
+	"strings"
+	"unicode"
+
+	"github.com/etdi-dev/etdi/internal/confusable"
+	"github.com/etdi-dev/etdi/internal/mcpclient"
+)
+
+// EtdiLogger is the logger of every notifications/message etdi sends the
+// host itself (SPEC.md §25); no server message reaches the host under it.
+const EtdiLogger = "etdi"
+
+// RelabeledLogger is the logger a server's notifications/message gets
+// when its own claims etdi's.
+const RelabeledLogger = "server (not etdi)"
+
+// ServerAsksPrefix begins the message of a server's elicitation/create
+// that reads like one of etdi's own questions.
+const ServerAsksPrefix = "[The server asks this, not etdi] "
+
+// etdiSkeleton is etdi's name as claimsEtdi compares it.
+var etdiSkeleton = lettersOf(confusable.Skeleton(EtdiLogger))
+
+// lettersOf keeps the letters and digits of s.
+func lettersOf(s string) string {
+	return strings.Map(func(r rune) rune {
+		if unicode.IsLetter(r) || unicode.IsDigit(r) {
+			return r
+		}
+		return -1
+	}, s)
+}
+
+// normalized is s as a person reads it: its look-alike skeleton (case,
+// confusable letters, invisible characters folded, confusable.Skeleton),
+// letters and digits only.
+func normalized(s string) string {
+	return lettersOf(confusable.Skeleton(strings.ToLower(s)))
+}
+
+// claimsEtdi reports whether a logger name reads as etdi's: "etdi",
+// "ETDI", "еtdi" (Cyrillic e), "etdi:", "[etdi] gate", ...
+func claimsEtdi(logger string) bool {
+	return strings.HasPrefix(normalized(logger), etdiSkeleton)
+}
+
+// imitationMarks are what etdi's own questions (elicitation) and notices
+// say, as normalized reads them: a server's question holding one reads
+// like etdi's.
+var imitationMarks = []string{etdiSkeleton, normalized("a policy asks you"), normalized("allow this call")}
+
+// imitatesEtdi reports whether a server's text reads like etdi's own.
+func imitatesEtdi(text string) bool {
+	n := normalized(text)
+	for _, m := range imitationMarks {
+		if strings.Contains(n, m) {
+			return true
+		}
+	}
+	return false
+}
+
+// serverLog decides a notifications/message of the server: relayed as
+// sent, or, when its logger claims etdi's, with logger RelabeledLogger;
+// nil (dropped) when its params cannot be read strictly (a logger twice,
+// or under another case, or not a string) as a host would.
+func serverLog(params []byte) ([]byte, string) {
+	p, err := strictObject(params, "params", "logger")
+	if err != nil {
+		return nil, err.Error()
+	}
+	logger, ok, err := strictString(p["logger"], "params.logger")
+	if err != nil {
+		return nil, err.Error()
+	}
+	if !ok || !claimsEtdi(logger) {
+		return params, ""
+	}
+	return withMember(mcpclient.WithoutMember(params, "logger"), "logger", RelabeledLogger), "its logger " + clipText(strings.ToValidUTF8(logger, "?")) + " claims etdi's"
+}
+
+// serverElicitation decides an elicitation/create of the server: its
+// message, when it reads like etdi's own question, is prefixed with
+// ServerAsksPrefix; a message member twice, under another case, or not
+// a string, is refused (nil).
+func serverElicitation(params []byte) ([]byte, string, error) {
+	p, err := strictObject(params, "params", "message")
+	if err != nil {
+		return nil, "", err
+	}
+	msg, ok, err := strictString(p["message"], "params.message")
+	if err != nil {
+		return nil, "", err
+	}
+	// The form's own texts are shown beside the message.
+	if !(ok && imitatesEtdi(msg)) && !imitatesEtdi(string(mcpclient.Member(params, "requestedSchema"))) {
+		return params, "", nil
+	}
+	return withMember(mcpclient.WithoutMember(params, "message"), "message", ServerAsksPrefix+msg), "its message reads like etdi's own question", nil
+}
+
+// withMember returns the JSON object obj (without a member name) with
+// member name set to the string value, first.
+func withMember(obj []byte, name, value string) []byte {
+	n, _ := json.Marshal(name)
+	v, _ := json.Marshal(value)
+	out := append([]byte{'{'}, n...)
+	out = append(out, ':')
+	out = append(out, v...)
+	rest := strings.TrimSpace(string(obj))
+	rest = strings.TrimSpace(strings.TrimPrefix(rest, "{"))
+	switch rest {
+	case "", "}":
+		return append(out, '}')
+	}
+	out = append(out, ',')
+	return append(out, rest...)
+}

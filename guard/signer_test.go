@@ -1,0 +1,143 @@
+package guard
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/etdi-dev/etdi/keyless"
+	"github.com/etdi-dev/etdi/pin"
+	"github.com/etdi-dev/etdi/trust"
+	"github.com/etdi-dev/etdi/verify"
+)
+
+// Who vouched for a bundle is its pin signer: a keyless signer or a key
+// that also carries an identity provider's token is another signer than
+// the same without it (a bundle that drops the token is a new signer),
+// and a keyless signer is its trust entry, not the certificate's identity
+// of one release.
+func TestSignerOfKinds(t *testing.T) {
+	key := &verify.Signer{KeyID: "k1", Algorithm: "ed25519"}
+	sig := &verify.Signer{Algorithm: verify.Keyless, Trusted: "entry", Sigstore: &keyless.Signer{Issuer: "https://iss", Identity: "https://id/v1.2.3"}}
+	tok := &verify.TokenIdentity{Issuer: "https://idp", Subject: "ci"}
+	for _, c := range []struct {
+		name string
+		r    verify.Result
+		want pin.Signer
+	}{
+		{"key", verify.Result{Signer: key}, pin.Signer{Kind: "key", ID: "k1"}},
+		{"key and token", verify.Result{Signer: key, Token: tok}, pin.Signer{Kind: "key+idp", ID: "k1 https://idp ci"}},
+		{"keyless", verify.Result{Signer: sig}, pin.Signer{Kind: "sigstore", ID: "entry"}},
+		{"keyless and token", verify.Result{Signer: sig, Token: tok}, pin.Signer{Kind: "sigstore+idp", ID: "entry https://idp ci"}},
+		{"token alone", verify.Result{Token: tok}, pin.Signer{Kind: "idp", ID: "https://idp ci"}},
+	} {
+		if got := SignerOf(&c.r); got != c.want {
+			t.Errorf("%s: SignerOf = %+v, want %+v", c.name, got, c.want)
+		}
+	}
+}
+
+// What served a listing, and why a launch could not be resolved, are in
+// the observation the pins compare: a pinned server whose launch no
+// longer resolves is told so, never taken as the same.
+func TestObserveRecordsOrigin(t *testing.T) {
+	l, err := ReadListing([]byte(`{"tools":[` + atkTool + `]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := Options{Policy: &trust.Policy{Unsigned: trust.Warn}, Name: "atk"}
+	opts.Origin = &Origin{launched: true, err: errors.New("the lockfile does not name the package")}
+	r, err := Observe(context.Background(), l, opts)
+	if err != nil || r.Observation == nil {
+		t.Fatal(err)
+	}
+	if r.Observation.Unresolved != "the lockfile does not name the package" || r.Observation.Served != "" {
+		t.Errorf("unresolved launch: %+v", r.Observation)
+	}
+	opts.Origin = &Origin{url: "HTTPS://Example.COM/mcp?token=x"}
+	r, err = Observe(context.Background(), l, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Observation.Served != "url https://example.com:443/mcp" || r.Observation.Unresolved != "" {
+		t.Errorf("served by a URL: %+v", r.Observation)
+	}
+}
+
+// The stateless handshake of MCP 2026-07-28 has no initialize for the gate
+// to check first: server/discover and subscriptions/listen are answered
+// -32601 and never reach the server.
+func TestHandshakeDiscoverRefused(t *testing.T) {
+	a := startAtk(t, atkOptions(t), cleanHandler)
+	for _, method := range []string{"server/discover", "subscriptions/listen"} {
+		if ans := a.ask(t, method, `{}`, 5*time.Second); !strings.Contains(ans, `"code":-32601`) || !strings.Contains(ans, "begins with initialize") {
+			t.Errorf("%s: %s", method, ans)
+		}
+	}
+	if got := a.server.received(); len(got) != 0 {
+		t.Errorf("the server received %v", got)
+	}
+}
+
+// A report whose server could not be established allows nothing and
+// never exits 0, whatever its findings; an entry listed twice is never
+// allowed; an error about the whole server withholds every entry, one
+// about the instructions none.
+func TestReportDecisions(t *testing.T) {
+	blocked := &Report{Findings: []verify.Finding{{Kind: verify.UnsignedTool, Severity: verify.Warning}}}
+	if blocked.ExitCode() == verify.ExitOK || blocked.Allowed("x") || blocked.AllowedItem(pin.ItemPrompt, "x") {
+		t.Errorf("a blocked report: exit %d", blocked.ExitCode())
+	}
+	ok := func(fs ...verify.Finding) *Report {
+		return &Report{Observation: &pin.Observation{}, Findings: fs, Tools: []pin.ToolState{
+			{Item: pin.ItemTool, Name: "a", Status: "ok"}, {Item: pin.ItemTool, Name: "twice", Status: "ok"},
+			{Item: pin.ItemTool, Name: "twice", Status: "ok"}, {Item: pin.ItemPrompt, Name: "p", Status: "ok"},
+			{Item: pin.ItemTool, Name: "new", Status: "new"}}}
+	}
+	r := ok()
+	if !r.Allowed("a") || !r.AllowedItem(pin.ItemPrompt, "p") || r.Allowed("twice") || r.Allowed("new") || r.AllowedItem(pin.ItemTool, "p") {
+		t.Errorf("verdicts: a %v p %v twice %v new %v", r.Allowed("a"), r.AllowedItem(pin.ItemPrompt, "p"), r.Allowed("twice"), r.Allowed("new"))
+	}
+	if r := ok(verify.Finding{Kind: verify.Revoked, Severity: verify.Error, Item: pin.ItemPrompt, Tool: "p"}); !r.Allowed("a") || r.AllowedItem(pin.ItemPrompt, "p") {
+		t.Error("an error about one entry")
+	}
+	if r := ok(verify.Finding{Kind: verify.Revoked, Severity: verify.Warning, Tool: "a"}); !r.Allowed("a") {
+		t.Error("a warning withholds")
+	}
+	if r := ok(verify.Finding{Kind: verify.SignatureInvalid, Severity: verify.Error}); r.Allowed("a") || r.AllowedItem(pin.ItemPrompt, "p") {
+		t.Error("an error about the whole server")
+	}
+	if r := ok(verify.Finding{Kind: verify.InstructionsChanged, Severity: verify.Error}); !r.Allowed("a") {
+		t.Error("changed instructions withhold the tools")
+	}
+}
+
+// A live tool of a signed server that the bundle does not sign is
+// observed unsigned: its pin, and what the call-time policies see of it
+// (signed, annotations), never borrow the bundle's signer.
+func TestObserveUnsignedToolOfSignedServer(t *testing.T) {
+	opts, bankList := signedBank(t)
+	extra := `{"name":"extra","description":"Not in the bundle.","annotations":{"readOnlyHint":true},"inputSchema":{"type":"object"}}`
+	l, err := ReadListing([]byte(strings.Replace(bankList, `"tools":[`, `"tools":[`+extra+`,`, 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := Observe(context.Background(), l, opts.Options)
+	if err != nil || r.Observation == nil {
+		t.Fatalf("observe: %v %+v", err, r)
+	}
+	for _, o := range r.Observation.Tools {
+		switch o.Name {
+		case "extra":
+			if o.Signer != pin.Unsigned || o.Version != "" {
+				t.Errorf("the unsigned tool is observed as %+v", o.Signer)
+			}
+		case "transfer_money":
+			if o.Signer.Kind != "key" {
+				t.Errorf("the signed tool is observed as %+v", o.Signer)
+			}
+		}
+	}
+}
