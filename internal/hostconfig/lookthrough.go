@@ -331,7 +331,7 @@ func (e *Entry) lookThrough(lookup func(string) (string, bool), g *Gate, workspa
 		env[k] = v
 	}
 	fail := func(err error) {
-		e.Problems = append(e.Problems, "runs etdi run: "+err.Error())
+		e.Problems = append(e.Problems, runProblemPrefix+err.Error())
 		e.Command, e.Args, e.URL = "", nil, ""
 	}
 	s, err := parseRun(e.Args)
@@ -370,6 +370,20 @@ func (e *Entry) lookThrough(lookup func(string) (string, bool), g *Gate, workspa
 	if e.Env != nil {
 		e.setEnv(env)
 	}
+}
+
+// runProblemPrefix starts the problem of a wrapped entry whose etdi run
+// arguments etdi cannot read.
+const runProblemPrefix = "runs etdi run: "
+
+// runProblem returns the problem of e's etdi run arguments, if any.
+func runProblem(e Entry) string {
+	for _, p := range e.Problems {
+		if strings.HasPrefix(p, runProblemPrefix) {
+			return "its etdi run arguments: " + strings.TrimPrefix(p, runProblemPrefix)
+		}
+	}
+	return ""
 }
 
 // configDirVars are the variables that move the folder etdi's default

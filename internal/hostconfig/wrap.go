@@ -538,6 +538,10 @@ func (o WrapOptions) alreadyWrapped(name, command string, args []string) (status
 		return StatusRefused, e.Imitation + "; not wrapped: if that program is an etdi of yours, wrap again with --etdi naming it; if not, remove the entry (or write the server it should run in its place) and wrap again", true
 	case !e.Wrapped:
 		return "", "", false
+	case runProblem(e) != "":
+		// Arguments etdi cannot read may hide a trust policy or pin store
+		// of the file's own: etdi cannot say the gate is the user's.
+		return StatusRefused, "it runs your etdi, but " + runProblem(e) + "; etdi cannot tell which trust policy and pin store its gate uses: etdi unwrap it (or fix it by hand), then wrap it again", true
 	case len(e.GateOverrides) > 0:
 		return StatusRefused, "already wrapped, but " + e.GateOverrides[0].String() + "; etdi unwrap it, then wrap it again", true
 	case o.Bundle != "" && e.Bundle != o.Bundle:
