@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+
+	"github.com/etdi-dev/etdi"
 )
 
 // Gate says which etdi is the user's own (SPEC.md §24): the programs that
@@ -85,7 +87,10 @@ func envValue(env map[string]string, name string) (string, bool) {
 // on the entry's env PATH, else the process PATH. A reason is returned
 // instead when it cannot be told.
 func programFiles(command, file, cwd, workspace string, env map[string]string, lookup func(string) (string, bool)) ([]string, string) {
-	if command == "" || strings.Contains(command, "${") || strings.ContainsRune(command, 0) {
+	if strings.Contains(command, "${") {
+		return nil, fmt.Sprintf("it is written with a placeholder (%q), which hosts expand differently (some not at all)", command)
+	}
+	if command == "" || strings.ContainsRune(command, 0) {
 		return nil, "it is not a plain path"
 	}
 	dir := filepath.Dir(file)
@@ -103,6 +108,8 @@ func programFiles(command, file, cwd, workspace string, env map[string]string, l
 	path, ok := envValue(env, "PATH")
 	if !ok {
 		path, _ = lookupOrNil(lookup, "PATH")
+	} else if strings.Contains(path, "${") {
+		return nil, "the PATH of its env is written with a placeholder, which hosts expand differently (some not at all)"
 	}
 	names := []string{command}
 	if goos == "windows" && filepath.Ext(command) == "" {
@@ -189,8 +196,8 @@ func (g *Gate) etdiFiles() []os.FileInfo {
 
 // provenEtdi reports whether the entry's program is one of the user's
 // etdi programs; if not, what it is instead.
-func (g *Gate) provenEtdi(e *Entry, workspace string, lookup func(string) (string, bool)) (bool, string) {
-	files, why := programFiles(e.Command, e.File, e.Cwd, workspace, e.Env, lookup)
+func (g *Gate) provenEtdi(e *Entry, w written, workspace string, lookup func(string) (string, bool)) (bool, string) {
+	files, why := programFiles(w.command, e.File, e.Cwd, workspace, w.env, lookup)
 	if why != "" {
 		return false, why
 	}
@@ -314,11 +321,21 @@ func parseRun(args []string) (runSpec, error) {
 // user's etdi is left as it is (the whole command is the server) and
 // marked as an imitation; one whose gate uses another trust policy, pin
 // store or lockfile than the user's gets GateOverrides.
-func (e *Entry) lookThrough(lookup func(string) (string, bool), g *Gate, workspace string) {
+//
+// Whether the program is the user's etdi, and which files its gate
+// judges by, are decided on w, the entry as the file writes it (nil: as
+// e holds it): hosts expand different placeholders, some none, so a
+// program or file that is the user's only once etdi expands one proves
+// nothing.
+func (e *Entry) lookThrough(lookup func(string) (string, bool), g *Gate, workspace string, w *written) {
 	if len(e.Args) == 0 || e.Args[0] != "run" {
 		return
 	}
-	proven, why := g.provenEtdi(e, workspace, lookup)
+	as := written{e.Command, e.Args, e.Env}
+	if w != nil && len(w.args) == len(e.Args) {
+		as = *w
+	}
+	proven, why := g.provenEtdi(e, as, workspace, lookup)
 	if !proven {
 		if IsEtdiRun(e.Command, e.Args) {
 			e.Imitation = fmt.Sprintf("its program %q is named etdi, but %s: the host would start it without etdi's gate", e.Command, why)
@@ -339,8 +356,15 @@ func (e *Entry) lookThrough(lookup func(string) (string, bool), g *Gate, workspa
 		fail(err)
 		return
 	}
+	// The same arguments as written: the gate's files as the host may
+	// read them.
+	sw, err := parseRun(as.args)
+	if err != nil {
+		fail(err)
+		return
+	}
 	e.Bundle = s.bundle
-	e.GateOverrides = gateOverrides(s, e, g, workspace, lookup)
+	e.GateOverrides = gateOverrides(sw, as.env, e, g, workspace, lookup)
 	if s.dash >= 0 {
 		e.Command, e.Args = e.Args[s.dash+1], e.Args[s.dash+2:]
 		if len(e.Args) == 0 {
@@ -370,6 +394,35 @@ func (e *Entry) lookThrough(lookup func(string) (string, bool), g *Gate, workspa
 	if e.Env != nil {
 		e.setEnv(env)
 	}
+}
+
+// written is an entry's command, arguments and env as its file writes
+// them, before etdi expands any placeholder.
+type written struct {
+	command string
+	args    []string
+	env     map[string]string
+}
+
+// writtenOf returns the command, args and env of entry v (strings, as
+// entry has checked).
+func writtenOf(v *etdi.Value) *written {
+	w := &written{}
+	if c := v.Get("command"); c != nil {
+		w.command = c.Str
+	}
+	if a := v.Get("args"); a != nil {
+		for _, x := range a.Elems {
+			w.args = append(w.args, x.Str)
+		}
+	}
+	if env := v.Get("env"); env != nil {
+		w.env = map[string]string{}
+		for _, m := range env.Members {
+			w.env[m.Name] = m.Value.Str
+		}
+	}
+	return w
 }
 
 // runProblemPrefix starts the problem of a wrapped entry whose etdi run
@@ -405,7 +458,7 @@ func configDirVars() []string {
 // ETDI_TRUST or ETDI_PINS in the entry's env, or moved by an env
 // variable that moves etdi's default files; and an etcd snapshot folder
 // (ETDI_ETCD_SNAPSHOTS) other than the user's.
-func gateOverrides(s runSpec, e *Entry, g *Gate, workspace string, lookup func(string) (string, bool)) []GateOverride {
+func gateOverrides(s runSpec, env map[string]string, e *Entry, g *Gate, workspace string, lookup func(string) (string, bool)) []GateOverride {
 	var out []GateOverride
 	check := func(what, via, entryVal, user string) {
 		if !sameGateFile(entryVal, user, e.File, e.Cwd, workspace) {
@@ -423,14 +476,14 @@ func gateOverrides(s runSpec, e *Entry, g *Gate, workspace string, lookup func(s
 		{"trust policy", "--trust", "ETDI_TRUST", s.trust, userTrust, s.hasTrust},
 		{"pin store", "--pins", "ETDI_PINS", s.pins, userPins, s.hasPins},
 	} {
-		switch v, inEnv := envValue(e.Env, f.variable); {
+		switch v, inEnv := envValue(env, f.variable); {
 		case f.has:
 			check(f.what, f.flag, f.val, f.user)
 		case inEnv && v != "":
 			check(f.what, "env "+f.variable, v, f.user)
 		default:
 			for _, dv := range configDirVars() {
-				v, ok := envValue(e.Env, dv)
+				v, ok := envValue(env, dv)
 				if !ok {
 					continue
 				}
@@ -461,7 +514,7 @@ func gateOverrides(s runSpec, e *Entry, g *Gate, workspace string, lookup func(s
 		{"DYLD_INSERT_LIBRARIES", "library loaded into etdi"}, {"DYLD_LIBRARY_PATH", "library folder of etdi"}, {"DYLD_FRAMEWORK_PATH", "library folder of etdi"},
 		{"SSL_CERT_FILE", "certificate authorities etdi trusts"}, {"SSL_CERT_DIR", "certificate authorities etdi trusts"},
 	} {
-		if val, ok := envValue(e.Env, v.name); ok {
+		if val, ok := envValue(env, v.name); ok {
 			if mine, _ := lookupOrNil(lookup, v.name); val != mine {
 				out = append(out, GateOverride{What: v.what, Via: "env " + v.name, Entry: val, User: mine})
 			}
@@ -469,7 +522,7 @@ func gateOverrides(s runSpec, e *Entry, g *Gate, workspace string, lookup func(s
 	}
 	// An etcd store's local snapshots, which the gate reads while etcd
 	// cannot be reached.
-	if v, ok := envValue(e.Env, "ETDI_ETCD_SNAPSHOTS"); ok {
+	if v, ok := envValue(env, "ETDI_ETCD_SNAPSHOTS"); ok {
 		if mine, _ := lookupOrNil(lookup, "ETDI_ETCD_SNAPSHOTS"); v != mine {
 			out = append(out, GateOverride{What: "pin store snapshot folder", Via: "env ETDI_ETCD_SNAPSHOTS", Entry: v, User: mine})
 		}

@@ -2,6 +2,7 @@ package hostconfig
 
 import (
 	"bytes"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -34,5 +35,63 @@ func TestWrapUnreadableRunIsNotAlreadyWrapped(t *testing.T) {
 		if !bytes.Equal(res.Data, []byte(data)) {
 			t.Fatalf("changed:\n%s", res.Data)
 		}
+	}
+}
+
+// Placeholders: hosts expand different ones (Claude Desktop and Codex
+// none, Gemini CLI leaves one it cannot resolve as written, VS Code and
+// Cursor their own names), so a program, a PATH folder or a gate file
+// that is the user's only once etdi expands a placeholder proves
+// nothing: the host may start the repository's file of that literal
+// name. A placeholder after -- (the server's own arguments) is harmless.
+func TestPlaceholdersProveNothing(t *testing.T) {
+	dir := repo(t)
+	cfg := filepath.Join(dir, ".mcp.json")
+	home := filepath.Dir(filepath.Dir(testEtdi)) // testEtdi is $HOME/bin/etdi
+	user := t.TempDir()
+	trust := filepath.Join(user, "trust.json")
+	if err := os.WriteFile(trust, []byte("{}"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	lookup := env0(map[string]string{"HOME": home, "UD": user, "PATH": "/nonexistent"})
+	g := Gate{Etdi: []string{testEtdi}, Trust: trust}
+	for _, c := range []struct {
+		name, command, args, extra string
+		wrapped                    bool
+		override                   string
+	}{
+		{"program", "${HOME}/bin/etdi", `"run", "--", "node"`, "", false, ""},
+		{"program, VS Code form", "${env:HOME}/bin/etdi", `"run", "--", "node"`, "", false, ""},
+		{"PATH folder", "etdi", `"run", "--", "node"`, `, "env": {"PATH": "${HOME}/bin"}`, false, ""},
+		{"trust flag", testEtdi, `"run", "--trust", "${UD}/trust.json", "--", "node"`, "", true, "${UD}/trust.json"},
+		{"trust flag with =", testEtdi, `"run", "--trust=${env:UD}/trust.json", "--", "node"`, "", true, "${env:UD}/trust.json"},
+		{"trust in env", testEtdi, `"run", "--", "node"`, `, "env": {"ETDI_TRUST": "${UD}/trust.json"}`, true, "${UD}/trust.json"},
+		{"harmless: the user's trust as written", testEtdi, `"run", "--trust", ` + jsonString(trust) + `, "--", "node"`, "", true, ""},
+		{"harmless: placeholder after --", testEtdi, `"run", "--", "node", "${HOME}/server.js"`, "", true, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			e := loadOne(t, cfg, entryJSON(c.command, c.args, c.extra), Options{Lookup: lookup, Gate: g, Cwd: dir})
+			if e.Wrapped != c.wrapped {
+				t.Fatalf("wrapped %v, want %v: %+v", e.Wrapped, c.wrapped, e)
+			}
+			if !c.wrapped {
+				if e.Imitation == "" {
+					t.Fatalf("no imitation: %+v", e)
+				}
+				return
+			}
+			if c.override == "" {
+				if len(e.GateOverrides) != 0 || len(e.Problems) != 0 {
+					t.Fatalf("flagged: %+v", e)
+				}
+				if c.name == "harmless: placeholder after --" && (e.Command != "node" || e.Args[0] != filepath.Join(home, "server.js")) {
+					t.Fatalf("server not expanded: %+v", e)
+				}
+				return
+			}
+			if len(e.GateOverrides) != 1 || e.GateOverrides[0].Entry != c.override {
+				t.Fatalf("overrides %+v, want one of %q", e.GateOverrides, c.override)
+			}
+		})
 	}
 }

@@ -76,7 +76,7 @@ func TestWrappedOnlyWhenTheUsersEtdi(t *testing.T) {
 		{"entry PATH finds the script", "etdi", `, "env": {"PATH": ` + jsonString(filepath.Join(dir, "tools")) + `}`, processPath, testGate(), false, "tools/etdi"},
 		{"relative PATH folder first", "etdi", `, "env": {"PATH": "tools:` + bin + `"}`, processPath, testGate(), false, "relative folder"},
 		{"not on PATH", "etdi", "", env0(map[string]string{"PATH": "/nonexistent"}), testGate(), false, "not found on PATH"},
-		{"unresolved variable", "${HOME}/etdi", "", processPath, testGate(), false, "not a plain path"},
+		{"unresolved variable", "${HOME}/etdi", "", processPath, testGate(), false, "placeholder"},
 		{"no etdi known", testEtdi, "", processPath, Gate{}, false, "no etdi of yours"},
 		{"a copy not given", cp, "", processPath, testGate(), false, "not the etdi you run"},
 		{"the user's etdi", testEtdi, "", processPath, testGate(), true, ""},
