@@ -113,18 +113,40 @@ func programFiles(command, file, cwd, workspace string, env map[string]string, l
 	}
 	names := []string{command}
 	if goos == "windows" && filepath.Ext(command) == "" {
-		names = []string{command + ".exe", command + ".com", command + ".cmd", command + ".bat", command}
+		// As Node's hosts (libuv) try them: the name, then .com, then
+		// .exe; others try .cmd and .bat.
+		names = []string{command, command + ".com", command + ".exe", command + ".cmd", command + ".bat"}
+	}
+	// in returns the programs of those names in folder d.
+	in := func(d string) []string {
+		var out []string
+		for _, n := range names {
+			p := filepath.Join(d, n)
+			if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && (goos == "windows" || fi.Mode().Perm()&0o111 != 0) {
+				out = append(out, p)
+			}
+		}
+		return out
+	}
+	// On Windows, Node's hosts look in the folder they start the program
+	// in before PATH: a program there (the repository's) is started
+	// instead.
+	var here []string
+	if goos == "windows" {
+		for _, d := range relativeFiles(".", dir, cwd, workspace) {
+			here = append(here, in(d)...)
+		}
 	}
 	for _, d := range filepath.SplitList(path) {
 		if d == "" || !filepath.IsAbs(d) {
 			return nil, fmt.Sprintf("PATH holds the relative folder %q, which depends on where the host starts it", d)
 		}
-		for _, n := range names {
-			p := filepath.Join(d, n)
-			if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && (goos == "windows" || fi.Mode().Perm()&0o111 != 0) {
-				return []string{p}, ""
-			}
+		if found := in(d); len(found) > 0 {
+			return append(here, found...), ""
 		}
+	}
+	if len(here) > 0 {
+		return here, ""
 	}
 	return nil, "it is not found on PATH"
 }

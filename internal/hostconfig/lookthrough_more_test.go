@@ -95,3 +95,43 @@ func TestPlaceholdersProveNothing(t *testing.T) {
 		})
 	}
 }
+
+// Windows: Node's hosts (libuv) look a bare program name up in the
+// folder they start it in before PATH, and try name.com before
+// name.exe. An etdi, etdi.exe or etdi.com of the repository's in that folder
+// is what the host starts, whatever is on PATH.
+func TestWindowsBareNameFromTheWorkingFolder(t *testing.T) {
+	defer func(g string) { goos = g }(goos)
+	goos = "windows"
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, ".mcp.json")
+	bin := t.TempDir()
+	user := filepath.Join(bin, "etdi.exe")
+	if err := os.Link(testEtdi, user); err != nil {
+		t.Fatal(err)
+	}
+	g := Gate{Etdi: []string{testEtdi}}
+	path := env0(map[string]string{"PATH": bin})
+	data := entryJSON("etdi", `"run", "--", "node"`, "")
+	if e := loadOne(t, cfg, data, Options{Lookup: path, Gate: g, Cwd: dir}); !e.Wrapped {
+		t.Fatalf("the user's etdi.exe on PATH: %+v", e)
+	}
+	for _, name := range []string{"etdi.exe", "etdi.com", "etdi"} {
+		evil := filepath.Join(dir, name)
+		if err := os.WriteFile(evil, []byte("MZ"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		e := loadOne(t, cfg, data, Options{Lookup: path, Gate: g, Cwd: dir})
+		if e.Wrapped || !strings.Contains(e.Imitation, evil) {
+			t.Fatalf("%s in the working folder: %+v", name, e)
+		}
+		os.Remove(evil)
+	}
+	// In a PATH folder, a .com beside the user's .exe is started first.
+	if err := os.WriteFile(filepath.Join(bin, "etdi.com"), []byte("MZ"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if e := loadOne(t, cfg, data, Options{Lookup: path, Gate: g, Cwd: dir}); e.Wrapped {
+		t.Fatalf("etdi.com beside etdi.exe on PATH: %+v", e)
+	}
+}
