@@ -461,6 +461,32 @@ func runProblem(e Entry) string {
 	return ""
 }
 
+// cacheDirVars are the variables that move the folder an etcd store's
+// snapshots are in by default (os.UserCacheDir).
+func cacheDirVars() []string {
+	switch goos {
+	case "windows":
+		return []string{"LocalAppData"}
+	case "darwin", "ios":
+		return []string{"HOME"}
+	case "plan9":
+		return []string{"home"}
+	}
+	return []string{"XDG_CACHE_HOME", "HOME"}
+}
+
+// entryPins returns the pin store an entry's etdi run uses: --pins, else
+// ETDI_PINS of its env, else the user's.
+func entryPins(s runSpec, env map[string]string, user string) string {
+	if s.hasPins {
+		return s.pins
+	}
+	if v, ok := envValue(env, "ETDI_PINS"); ok && v != "" {
+		return v
+	}
+	return user
+}
+
 // configDirVars are the variables that move the folder etdi's default
 // trust policy and pin database are in (os.UserConfigDir).
 func configDirVars() []string {
@@ -543,10 +569,19 @@ func gateOverrides(s runSpec, env map[string]string, e *Entry, g *Gate, workspac
 		}
 	}
 	// An etcd store's local snapshots, which the gate reads while etcd
-	// cannot be reached.
+	// cannot be reached: in ETDI_ETCD_SNAPSHOTS, else in the user cache
+	// folder, which the cache folder variables move.
 	if v, ok := envValue(env, "ETDI_ETCD_SNAPSHOTS"); ok {
 		if mine, _ := lookupOrNil(lookup, "ETDI_ETCD_SNAPSHOTS"); v != mine {
 			out = append(out, GateOverride{What: "pin store snapshot folder", Via: "env ETDI_ETCD_SNAPSHOTS", Entry: v, User: mine})
+		}
+	} else if store := entryPins(s, env, userPins); strings.HasPrefix(store, "etcd://") {
+		for _, dv := range cacheDirVars() {
+			if v, ok := envValue(env, dv); ok {
+				if mine, _ := lookupOrNil(lookup, dv); v != mine {
+					out = append(out, GateOverride{What: "pin store snapshot folder", Via: "env " + dv, Entry: "the default under " + v, User: mine})
+				}
+			}
 		}
 	}
 	return out

@@ -135,3 +135,29 @@ func TestWindowsBareNameFromTheWorkingFolder(t *testing.T) {
 		t.Fatalf("etdi.com beside etdi.exe on PATH: %+v", e)
 	}
 }
+
+// An etcd store's snapshots are in the user cache folder unless
+// ETDI_ETCD_SNAPSHOTS says otherwise: an entry's env that moves that
+// folder hands the gate a snapshot of the repository's while etcd
+// cannot be reached.
+func TestGateOverrideCacheFolder(t *testing.T) {
+	dir := repo(t)
+	cfg := filepath.Join(dir, ".mcp.json")
+	defer func(g string) { goos = g }(goos)
+	goos = "linux"
+	store := "etcd://127.0.0.1:2379/etdi"
+	g := Gate{Etdi: []string{testEtdi}, Pins: store}
+	lookup := env0(map[string]string{"PATH": "/usr/bin"})
+	args := `"run", "--pins", "` + store + `", "--", "node"`
+	e := loadOne(t, cfg, entryJSON(testEtdi, args, `, "env": {"XDG_CACHE_HOME": "cache"}`), Options{Lookup: lookup, Gate: g, Cwd: dir})
+	if len(e.GateOverrides) != 1 || e.GateOverrides[0].Via != "env XDG_CACHE_HOME" {
+		t.Fatalf("overrides %+v", e.GateOverrides)
+	}
+	// A file store has no snapshots: the cache folder does not matter.
+	g.Pins = "/u/pins.db"
+	args = `"run", "--pins", "/u/pins.db", "--", "node"`
+	e = loadOne(t, cfg, entryJSON(testEtdi, args, `, "env": {"XDG_CACHE_HOME": "cache"}`), Options{Lookup: lookup, Gate: g, Cwd: dir})
+	if len(e.GateOverrides) != 0 {
+		t.Fatalf("file store: %+v", e.GateOverrides)
+	}
+}
