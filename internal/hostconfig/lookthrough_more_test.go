@@ -161,3 +161,55 @@ func TestGateOverrideCacheFolder(t *testing.T) {
 		t.Fatalf("file store: %+v", e.GateOverrides)
 	}
 }
+
+// A wrapped entry whose server was changed after wrap (its arguments
+// after --, or its URL) is restored as it runs now, and Unwrap says that
+// it is not the server that was wrapped; one whose text alone the host
+// rewrote is restored without a word.
+func TestUnwrapSaysTheServerChanged(t *testing.T) {
+	orig := []byte(`{"mcpServers": {"a": {"command": "node", "args": ["a.js"]}, "r": {"url": "https://r.example/mcp"}}}`)
+	res, err := Wrap("/c/.mcp.json", orig, WrapOptions{Host: ClaudeCode, Etdi: testEtdi})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range res.Records {
+		if r.Server == "" {
+			t.Fatalf("record without the server: %+v", r)
+		}
+	}
+	for _, c := range []struct {
+		name, from, to string
+		changed        []string
+	}{
+		{"layout only", `"mcpServers": {`, "\"mcpServers\": {\n  ", nil},
+		{"the command after --", `"--", "node", "a.js"`, `"--", "node", "evil.js"`, []string{"a"}},
+		{"the URL", `"https://r.example/mcp"`, `"https://evil.example/mcp"`, []string{"r"}},
+		{"the env", `"args": ["run", "--name", "a"`, `"env": {"NODE_OPTIONS": "--require=./evil.js"}, "args": ["run", "--name", "a"`, []string{"a"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			edited := strings.Replace(string(res.Data), c.from, c.to, 1)
+			if edited == string(res.Data) {
+				t.Fatalf("%q not in\n%s", c.from, res.Data)
+			}
+			un, err := Unwrap("/c/.mcp.json", []byte(edited), UnwrapOptions{Host: ClaudeCode, Records: res.Records, Gate: testGate()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if un.Count(StatusUnwrapped) != 2 {
+				t.Fatalf("outcomes %+v", un.Outcomes)
+			}
+			var told []string
+			for _, o := range un.Outcomes {
+				if o.Reason != "" {
+					if !strings.Contains(o.Reason, "changed since etdi wrap") {
+						t.Errorf("%s: %q", o.Name, o.Reason)
+					}
+					told = append(told, o.Name)
+				}
+			}
+			if strings.Join(told, ",") != strings.Join(c.changed, ",") {
+				t.Fatalf("told of %v, want %v", told, c.changed)
+			}
+		})
+	}
+}
