@@ -93,6 +93,9 @@ func programFiles(command, file, cwd, workspace string, env map[string]string, l
 	if command == "" || strings.ContainsRune(command, 0) {
 		return nil, "it is not a plain path"
 	}
+	if networkPath(command) || networkPath(cwd) {
+		return nil, "it is on another machine (a network path), which etdi does not open"
+	}
 	dir := filepath.Dir(file)
 	if !filepath.IsAbs(dir) {
 		if abs, err := filepath.Abs(dir); err == nil {
@@ -105,8 +108,8 @@ func programFiles(command, file, cwd, workspace string, env map[string]string, l
 	if strings.ContainsRune(command, '/') || goos == "windows" && strings.ContainsRune(command, '\\') {
 		return relativeFiles(command, dir, cwd, workspace), ""
 	}
-	path, ok := envValue(env, "PATH")
-	if !ok {
+	path, fromEnv := envValue(env, "PATH")
+	if !fromEnv {
 		path, _ = lookupOrNil(lookup, "PATH")
 	} else if strings.Contains(path, "${") {
 		return nil, "the PATH of its env is written with a placeholder, which hosts expand differently (some not at all)"
@@ -122,6 +125,9 @@ func programFiles(command, file, cwd, workspace string, env map[string]string, l
 		var out []string
 		for _, n := range names {
 			p := filepath.Join(d, n)
+			if networkPath(p) {
+				continue
+			}
 			if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && (goos == "windows" || fi.Mode().Perm()&0o111 != 0) {
 				out = append(out, p)
 			}
@@ -140,6 +146,9 @@ func programFiles(command, file, cwd, workspace string, env map[string]string, l
 	for _, d := range filepath.SplitList(path) {
 		if d == "" || !filepath.IsAbs(d) {
 			return nil, fmt.Sprintf("PATH holds the relative folder %q, which depends on where the host starts it", d)
+		}
+		if fromEnv && networkPath(d) {
+			return nil, fmt.Sprintf("the PATH of its env holds the network folder %q, which etdi does not open", d)
 		}
 		if found := in(d); len(found) > 0 {
 			return append(here, found...), ""
@@ -178,9 +187,21 @@ func relativeFiles(p, dir, cwd, workspace string) []string {
 	return out
 }
 
+// networkPath reports a Windows path on another machine (\\host\share,
+// //host/share, \\?\UNC\...): only looking at one makes Windows sign in
+// to that machine with the user's credentials, which a configuration
+// file must not make etdi do.
+func networkPath(p string) bool {
+	slash := func(c byte) bool { return c == '\\' || c == '/' }
+	return goos == "windows" && len(p) >= 2 && slash(p[0]) && slash(p[1])
+}
+
 // fileInfo returns the file at path, symbolic links followed, if it is a
-// regular file.
+// regular file (never one on another machine).
 func fileInfo(path string) (os.FileInfo, bool) {
+	if networkPath(path) {
+		return nil, false
+	}
 	real, err := filepath.EvalSymlinks(path)
 	if err != nil {
 		return nil, false
@@ -594,7 +615,7 @@ func sameGateFile(entryVal, user, file, cwd, workspace string) bool {
 	if entryVal == user {
 		return true
 	}
-	if user == "" || entryVal == "" || strings.Contains(entryVal, "://") || strings.Contains(user, "://") {
+	if user == "" || entryVal == "" || strings.Contains(entryVal, "://") || strings.Contains(user, "://") || networkPath(entryVal) || networkPath(cwd) {
 		return false
 	}
 	dir := filepath.Dir(file)

@@ -213,3 +213,37 @@ func TestUnwrapSaysTheServerChanged(t *testing.T) {
 		})
 	}
 }
+
+// Windows: a program, a PATH folder or a gate file on another machine
+// (\\host\share, //host/share) is never looked at: Windows would sign in
+// to that machine with the user's credentials. (On Linux //tmp/x is
+// /tmp/x: were it looked at, the user's etdi and trust policy would be
+// found there.)
+func TestWindowsNetworkPathsNotOpened(t *testing.T) {
+	defer func(g string) { goos = g }(goos)
+	goos = "windows"
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, ".mcp.json")
+	user := t.TempDir()
+	trust := filepath.Join(user, "trust.json")
+	if err := os.WriteFile(trust, []byte("{}"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	g := Gate{Etdi: []string{testEtdi}, Trust: trust}
+	path := env0(map[string]string{"PATH": "/nonexistent"})
+	run := `"run", "--", "node"`
+	for _, c := range []struct{ name, command, extra, why string }{
+		{"program", "/" + testEtdi, "", "another machine"},
+		{"program, backslashes", strings.ReplaceAll("/"+testEtdi, "/", `\`), "", "another machine"},
+		{"entry PATH", "etdi", `, "env": {"PATH": ` + jsonString("/"+filepath.Dir(testEtdi)) + `}`, "network folder"},
+	} {
+		e := loadOne(t, cfg, entryJSON(c.command, run, c.extra), Options{Lookup: path, Gate: g, Cwd: dir})
+		if e.Wrapped || !strings.Contains(e.Imitation, c.why) {
+			t.Errorf("%s: %+v", c.name, e)
+		}
+	}
+	e := loadOne(t, cfg, entryJSON(testEtdi, `"run", "--trust", `+jsonString("/"+trust)+`, "--", "node"`, ""), Options{Lookup: path, Gate: g, Cwd: dir})
+	if !e.Wrapped || len(e.GateOverrides) != 1 {
+		t.Errorf("trust policy on another machine: %+v", e)
+	}
+}
