@@ -67,17 +67,23 @@ var goos = runtime.GOOS
 // envValue returns the entry's env variable name (without regard to case
 // on Windows, as Windows reads it).
 func envValue(env map[string]string, name string) (string, bool) {
-	if v, ok := env[name]; ok {
-		return v, true
-	}
 	if goos == "windows" {
+		// Hosts differ in which of several spellings they pass on: when
+		// they disagree, the value is none etdi can prove anything by.
+		val, n, differ := "", 0, false
 		for k, v := range env {
 			if strings.EqualFold(k, name) {
-				return v, true
+				differ = differ || n > 0 && v != val
+				val, n = v, n+1
 			}
 		}
+		if differ {
+			return fmt.Sprintf("(%s given %d times, differently)", name, n), true
+		}
+		return val, n > 0
 	}
-	return "", false
+	v, ok := env[name]
+	return v, ok
 }
 
 // programFiles returns the files the host may start for command: an

@@ -247,3 +247,36 @@ func TestWindowsNetworkPathsNotOpened(t *testing.T) {
 		t.Errorf("trust policy on another machine: %+v", e)
 	}
 }
+
+// Windows: an env that sets a variable twice, spelt differently, with
+// different values, proves nothing: hosts differ in which one they pass
+// on (Node the first in sort order), and etdi must not pick the one that
+// happens to be the user's.
+func TestWindowsEnvSpelledTwice(t *testing.T) {
+	defer func(g string) { goos = g }(goos)
+	goos = "windows"
+	dir := repo(t)
+	cfg := filepath.Join(dir, ".mcp.json")
+	user := t.TempDir()
+	trust := filepath.Join(user, "trust.json")
+	if err := os.WriteFile(trust, []byte("{}"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	g := Gate{Etdi: []string{testEtdi}, Trust: trust}
+	for i := 0; i < 20; i++ { // map order varies from run to run
+		env := `, "env": {"Etdi_Trust": "trust.json", "etdi_trust": ` + jsonString(trust) + `}`
+		e := loadOne(t, cfg, entryJSON(testEtdi, `"run", "--", "node"`, env), Options{Gate: g, Cwd: dir})
+		if len(e.GateOverrides) != 1 || e.GateOverrides[0].Via != "env ETDI_TRUST" {
+			t.Fatalf("overrides %+v", e.GateOverrides)
+		}
+		env = `, "env": {"Path": ` + jsonString(filepath.Join(dir, "tools")) + `, "PATH": ` + jsonString(filepath.Dir(testEtdi)) + `}`
+		if e := loadOne(t, cfg, entryJSON("etdi", `"run", "--", "node"`, env), Options{Gate: g, Cwd: dir}); e.Wrapped {
+			t.Fatalf("PATH twice: %+v", e)
+		}
+	}
+	// The same value twice is that value.
+	env := `, "env": {"ETDI_TRUST": ` + jsonString(trust) + `, "etdi_trust": ` + jsonString(trust) + `}`
+	if e := loadOne(t, cfg, entryJSON(testEtdi, `"run", "--", "node"`, env), Options{Gate: g, Cwd: dir}); len(e.GateOverrides) != 0 {
+		t.Fatalf("the same value twice: %+v", e.GateOverrides)
+	}
+}
