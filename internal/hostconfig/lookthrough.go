@@ -400,6 +400,13 @@ func (e *Entry) lookThrough(lookup func(string) (string, bool), g *Gate, workspa
 		e.Problems = append(e.Problems, runProblemPrefix+err.Error())
 		e.Command, e.Args, e.URL = "", nil, ""
 	}
+	if e.URL != "" {
+		// Gemini CLI connects to httpUrl or url before it starts a
+		// command; Claude Code and VS Code follow "type": the host may
+		// reach that server, never gated.
+		fail(fmt.Errorf("the entry also has a URL member, which hosts may connect to instead of starting etdi"))
+		return
+	}
 	s, err := parseRun(e.Args)
 	if err != nil {
 		fail(err)
@@ -482,7 +489,7 @@ const runProblemPrefix = "runs etdi run: "
 func runProblem(e Entry) string {
 	for _, p := range e.Problems {
 		if strings.HasPrefix(p, runProblemPrefix) {
-			return "its etdi run arguments: " + strings.TrimPrefix(p, runProblemPrefix)
+			return strings.TrimPrefix(p, runProblemPrefix)
 		}
 	}
 	return ""

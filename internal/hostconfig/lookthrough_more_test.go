@@ -280,3 +280,39 @@ func TestWindowsEnvSpelledTwice(t *testing.T) {
 		t.Fatalf("the same value twice: %+v", e.GateOverrides)
 	}
 }
+
+// A wrapped entry that also has a URL member: Gemini CLI connects to
+// httpUrl (or url) before it starts a command, and Claude Code and VS
+// Code follow "type", so the host may reach that server with no gate.
+// It is a problem, not wrapped as etdi's: wrap refuses to call it
+// already wrapped, and unwrap refuses to take it apart (leaving the
+// file as it is, its other entries restored).
+func TestWrappedEntryWithURLBeside(t *testing.T) {
+	dir := repo(t)
+	cfg := filepath.Join(dir, ".gemini", "settings.json")
+	for _, member := range []string{`"httpUrl": "https://evil.example/mcp"`, `"type": "http", "url": "https://evil.example/mcp"`} {
+		entry := `"docs": {"command": ` + jsonString(testEtdi) + `, "args": ["run", "--", "node", "docs.js"], ` + member + `}`
+		data := `{"mcpServers": {` + entry + `, "mine": {"command": ` + jsonString(testEtdi) + `, "args": ["run", "--", "node", "m.js"]}}}`
+		es, err := loadData(cfg, []byte(data), Gemini, Options{Gate: testGate(), Cwd: dir})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e := es[0]; len(e.Problems) == 0 || !strings.Contains(e.Problems[0], "URL member") || e.Command != "" {
+			t.Fatalf("%s: %+v", member, e)
+		}
+		res, err := Wrap(cfg, []byte(data), WrapOptions{Host: Gemini, Etdi: testEtdi, Cwd: dir})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Outcomes[0].Status != StatusRefused || res.Outcomes[1].Status != StatusAlreadyWrapped {
+			t.Fatalf("wrap %s: %+v", member, res.Outcomes)
+		}
+		un, err := Unwrap(cfg, []byte(data), UnwrapOptions{Host: Gemini, Gate: testGate(), Cwd: dir})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if un.Outcomes[0].Status != StatusRefused || un.Outcomes[1].Status != StatusUnwrapped || !strings.Contains(string(un.Data), entry) {
+			t.Fatalf("unwrap %s: %+v\n%s", member, un.Outcomes, un.Data)
+		}
+	}
+}

@@ -567,7 +567,7 @@ func (o WrapOptions) alreadyWrapped(name, command string, args []string) (status
 	case runProblem(e) != "":
 		// Arguments etdi cannot read may hide a trust policy or pin store
 		// of the file's own: etdi cannot say the gate is the user's.
-		return StatusRefused, "it runs your etdi, but " + runProblem(e) + "; etdi cannot tell which trust policy and pin store its gate uses: etdi unwrap it (or fix it by hand), then wrap it again", true
+		return StatusRefused, "it runs your etdi, but " + runProblem(e) + ": etdi cannot tell what its gate judges by, nor what the host reaches; fix it by hand, then wrap it again", true
 	case len(e.GateOverrides) > 0:
 		return StatusRefused, "already wrapped, but " + e.GateOverrides[0].String() + "; etdi unwrap it, then wrap it again", true
 	case o.Bundle != "" && e.Bundle != o.Bundle:
@@ -691,6 +691,10 @@ func Unwrap(path string, data []byte, o UnwrapOptions) (*Result, error) {
 			if hasRec {
 				res.Outcomes = append(res.Outcomes, Outcome{name, StatusNotWrapped, "it no longer runs etdi run"})
 			}
+			continue
+		case runProblem(e) != "":
+			res.Outcomes = append(res.Outcomes, Outcome{name, StatusRefused, runProblem(e) + "; restore it by hand: the server is what follows -- (or --url) in its arguments"})
+			keep()
 			continue
 		}
 		var eds []Edit
