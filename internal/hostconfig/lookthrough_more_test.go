@@ -181,7 +181,7 @@ func TestUnwrapSaysTheServerChanged(t *testing.T) {
 		name, from, to string
 		changed        []string
 	}{
-		{"layout only", `"mcpServers": {`, "\"mcpServers\": {\n  ", nil},
+		{"layout only", `"args": ["run"`, "\"args\": [\n    \"run\"", nil},
 		{"the command after --", `"--", "node", "a.js"`, `"--", "node", "evil.js"`, []string{"a"}},
 		{"the URL", `"https://r.example/mcp"`, `"https://evil.example/mcp"`, []string{"r"}},
 		{"the env", `"args": ["run", "--name", "a"`, `"env": {"NODE_OPTIONS": "--require=./evil.js"}, "args": ["run", "--name", "a"`, []string{"a"}},
