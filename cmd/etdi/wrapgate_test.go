@@ -179,3 +179,32 @@ func TestCLIGateOverrideRepositoryFiles(t *testing.T) {
 	writeText(t, cfg, `{"mcpServers": {"docs": {"command": `+jsonQuote(etdiBin)+`, "args": ["run", "--trust", `+jsonQuote(myTrust)+`, "--pins", `+jsonQuote(myPins)+`, "--name", "docs", "--", `+jsonQuote(echoServer(t))+`], "env": {"ETDI_TRUST": `+jsonQuote(myTrust)+`}}}}`, 0o644)
 	s.check(0, "--config", cfg)
 }
+
+// A program written with a placeholder that etdi would expand to the
+// user's etdi (${HOME}/bin/etdi) proves nothing: Gemini CLI leaves
+// ${env:HOME} as written, and a host that expands nothing starts the
+// repository's file of that literal name. check --config reports
+// fake_wrapper and wrap refuses the entry.
+func TestCLIPlaceholderEtdiIsNotProven(t *testing.T) {
+	s := newSecretEnv(t)
+	link := filepath.Join(s.dir, "bin", "etdi")
+	if err := os.MkdirAll(filepath.Dir(link), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(etdiBin, link); err != nil {
+		t.Fatal(err)
+	}
+	writeText(t, filepath.Join(s.dir, "${env:HOME}", "bin", "etdi"), "#!/bin/sh\nexec '"+echoServer(t)+"'\n", 0o755)
+	cfg := filepath.Join(s.dir, ".gemini", "settings.json")
+	text := `{"mcpServers": {"docs": {"command": "${env:HOME}/bin/etdi", "args": ["run", "--name", "docs", "--", "node", "harmless.js"]}}}`
+	writeText(t, cfg, text, 0o644)
+	r := s.check(12, "--config", cfg, "--json")
+	fakes := parseGateReport(t, r).findings("fake_wrapper")
+	if len(fakes) != 1 || !strings.Contains(fakes[0].Message, "placeholder") {
+		t.Fatalf("findings:\n%s", r.stdout)
+	}
+	r = runEtdi(t, s.dir, []string{"ETDI_TRUST=" + filepath.Join(s.dir, "trust.json")}, "wrap", "--config", cfg)
+	if r.code != 1 || !strings.Contains(r.stdout, "docs: refused:") || !strings.Contains(r.stdout, "placeholder") || readText(t, cfg) != text {
+		t.Fatalf("wrap: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}

@@ -142,7 +142,7 @@ func loadCodex(path string, data []byte, o Options) ([]Entry, error) {
 			}
 		}
 		e.Headers = headers
-		e.lookThrough(o.Lookup, &o.Gate, o.Cwd)
+		e.lookThrough(o.Lookup, &o.Gate, o.Cwd, nil)
 		e.setTransport("", false)
 		out = append(out, e)
 	}

@@ -622,7 +622,7 @@ func entry(name string, v *etdi.Value, host, file string, r *resolver) (Entry, e
 			e.Headers = m
 		}
 	}
-	e.lookThrough(r.lookup, r.gate, r.workspace)
+	e.lookThrough(r.lookup, r.gate, r.workspace, writtenOf(v))
 	e.setTransport(typ, !e.Wrapped && host == Gemini && v.Get("url") != nil && v.Get("httpUrl") == nil)
 	return e, nil
 }

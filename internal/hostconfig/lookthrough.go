@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+
+	"github.com/etdi-dev/etdi"
 )
 
 // Gate says which etdi is the user's own (SPEC.md §24): the programs that
@@ -65,17 +67,23 @@ var goos = runtime.GOOS
 // envValue returns the entry's env variable name (without regard to case
 // on Windows, as Windows reads it).
 func envValue(env map[string]string, name string) (string, bool) {
-	if v, ok := env[name]; ok {
-		return v, true
-	}
 	if goos == "windows" {
+		// Hosts differ in which of several spellings they pass on: when
+		// they disagree, the value is none etdi can prove anything by.
+		val, n, differ := "", 0, false
 		for k, v := range env {
 			if strings.EqualFold(k, name) {
-				return v, true
+				differ = differ || n > 0 && v != val
+				val, n = v, n+1
 			}
 		}
+		if differ {
+			return fmt.Sprintf("(%s given %d times, differently)", name, n), true
+		}
+		return val, n > 0
 	}
-	return "", false
+	v, ok := env[name]
+	return v, ok
 }
 
 // programFiles returns the files the host may start for command: an
@@ -85,8 +93,14 @@ func envValue(env map[string]string, name string) (string, bool) {
 // on the entry's env PATH, else the process PATH. A reason is returned
 // instead when it cannot be told.
 func programFiles(command, file, cwd, workspace string, env map[string]string, lookup func(string) (string, bool)) ([]string, string) {
-	if command == "" || strings.Contains(command, "${") || strings.ContainsRune(command, 0) {
+	if strings.Contains(command, "${") {
+		return nil, fmt.Sprintf("it is written with a placeholder (%q), which hosts expand differently (some not at all)", command)
+	}
+	if command == "" || strings.ContainsRune(command, 0) {
 		return nil, "it is not a plain path"
+	}
+	if networkPath(command) || networkPath(cwd) {
+		return nil, "it is on another machine (a network path), which etdi does not open"
 	}
 	dir := filepath.Dir(file)
 	if !filepath.IsAbs(dir) {
@@ -100,24 +114,54 @@ func programFiles(command, file, cwd, workspace string, env map[string]string, l
 	if strings.ContainsRune(command, '/') || goos == "windows" && strings.ContainsRune(command, '\\') {
 		return relativeFiles(command, dir, cwd, workspace), ""
 	}
-	path, ok := envValue(env, "PATH")
-	if !ok {
+	path, fromEnv := envValue(env, "PATH")
+	if !fromEnv {
 		path, _ = lookupOrNil(lookup, "PATH")
+	} else if strings.Contains(path, "${") {
+		return nil, "the PATH of its env is written with a placeholder, which hosts expand differently (some not at all)"
 	}
 	names := []string{command}
 	if goos == "windows" && filepath.Ext(command) == "" {
-		names = []string{command + ".exe", command + ".com", command + ".cmd", command + ".bat", command}
+		// As Node's hosts (libuv) try them: the name, then .com, then
+		// .exe; others try .cmd and .bat.
+		names = []string{command, command + ".com", command + ".exe", command + ".cmd", command + ".bat"}
+	}
+	// in returns the programs of those names in folder d.
+	in := func(d string) []string {
+		var out []string
+		for _, n := range names {
+			p := filepath.Join(d, n)
+			if networkPath(p) {
+				continue
+			}
+			if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && (goos == "windows" || fi.Mode().Perm()&0o111 != 0) {
+				out = append(out, p)
+			}
+		}
+		return out
+	}
+	// On Windows, Node's hosts look in the folder they start the program
+	// in before PATH: a program there (the repository's) is started
+	// instead.
+	var here []string
+	if goos == "windows" {
+		for _, d := range relativeFiles(".", dir, cwd, workspace) {
+			here = append(here, in(d)...)
+		}
 	}
 	for _, d := range filepath.SplitList(path) {
 		if d == "" || !filepath.IsAbs(d) {
 			return nil, fmt.Sprintf("PATH holds the relative folder %q, which depends on where the host starts it", d)
 		}
-		for _, n := range names {
-			p := filepath.Join(d, n)
-			if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && (goos == "windows" || fi.Mode().Perm()&0o111 != 0) {
-				return []string{p}, ""
-			}
+		if fromEnv && networkPath(d) {
+			return nil, fmt.Sprintf("the PATH of its env holds the network folder %q, which etdi does not open", d)
 		}
+		if found := in(d); len(found) > 0 {
+			return append(here, found...), ""
+		}
+	}
+	if len(here) > 0 {
+		return here, ""
 	}
 	return nil, "it is not found on PATH"
 }
@@ -149,9 +193,21 @@ func relativeFiles(p, dir, cwd, workspace string) []string {
 	return out
 }
 
+// networkPath reports a Windows path on another machine (\\host\share,
+// //host/share, \\?\UNC\...): only looking at one makes Windows sign in
+// to that machine with the user's credentials, which a configuration
+// file must not make etdi do.
+func networkPath(p string) bool {
+	slash := func(c byte) bool { return c == '\\' || c == '/' }
+	return goos == "windows" && len(p) >= 2 && slash(p[0]) && slash(p[1])
+}
+
 // fileInfo returns the file at path, symbolic links followed, if it is a
-// regular file.
+// regular file (never one on another machine).
 func fileInfo(path string) (os.FileInfo, bool) {
+	if networkPath(path) {
+		return nil, false
+	}
 	real, err := filepath.EvalSymlinks(path)
 	if err != nil {
 		return nil, false
@@ -189,8 +245,8 @@ func (g *Gate) etdiFiles() []os.FileInfo {
 
 // provenEtdi reports whether the entry's program is one of the user's
 // etdi programs; if not, what it is instead.
-func (g *Gate) provenEtdi(e *Entry, workspace string, lookup func(string) (string, bool)) (bool, string) {
-	files, why := programFiles(e.Command, e.File, e.Cwd, workspace, e.Env, lookup)
+func (g *Gate) provenEtdi(e *Entry, w written, workspace string, lookup func(string) (string, bool)) (bool, string) {
+	files, why := programFiles(w.command, e.File, e.Cwd, workspace, w.env, lookup)
 	if why != "" {
 		return false, why
 	}
@@ -314,11 +370,21 @@ func parseRun(args []string) (runSpec, error) {
 // user's etdi is left as it is (the whole command is the server) and
 // marked as an imitation; one whose gate uses another trust policy, pin
 // store or lockfile than the user's gets GateOverrides.
-func (e *Entry) lookThrough(lookup func(string) (string, bool), g *Gate, workspace string) {
+//
+// Whether the program is the user's etdi, and which files its gate
+// judges by, are decided on w, the entry as the file writes it (nil: as
+// e holds it): hosts expand different placeholders, some none, so a
+// program or file that is the user's only once etdi expands one proves
+// nothing.
+func (e *Entry) lookThrough(lookup func(string) (string, bool), g *Gate, workspace string, w *written) {
 	if len(e.Args) == 0 || e.Args[0] != "run" {
 		return
 	}
-	proven, why := g.provenEtdi(e, workspace, lookup)
+	as := written{e.Command, e.Args, e.Env}
+	if w != nil && len(w.args) == len(e.Args) {
+		as = *w
+	}
+	proven, why := g.provenEtdi(e, as, workspace, lookup)
 	if !proven {
 		if IsEtdiRun(e.Command, e.Args) {
 			e.Imitation = fmt.Sprintf("its program %q is named etdi, but %s: the host would start it without etdi's gate", e.Command, why)
@@ -331,16 +397,30 @@ func (e *Entry) lookThrough(lookup func(string) (string, bool), g *Gate, workspa
 		env[k] = v
 	}
 	fail := func(err error) {
-		e.Problems = append(e.Problems, "runs etdi run: "+err.Error())
+		e.Problems = append(e.Problems, runProblemPrefix+err.Error())
 		e.Command, e.Args, e.URL = "", nil, ""
+	}
+	if e.URL != "" {
+		// Gemini CLI connects to httpUrl or url before it starts a
+		// command; Claude Code and VS Code follow "type": the host may
+		// reach that server, never gated.
+		fail(fmt.Errorf("the entry also has a URL member, which hosts may connect to instead of starting etdi"))
+		return
 	}
 	s, err := parseRun(e.Args)
 	if err != nil {
 		fail(err)
 		return
 	}
+	// The same arguments as written: the gate's files as the host may
+	// read them.
+	sw, err := parseRun(as.args)
+	if err != nil {
+		fail(err)
+		return
+	}
 	e.Bundle = s.bundle
-	e.GateOverrides = gateOverrides(s, e, g, workspace, lookup)
+	e.GateOverrides = gateOverrides(sw, as.env, e, g, workspace, lookup)
 	if s.dash >= 0 {
 		e.Command, e.Args = e.Args[s.dash+1], e.Args[s.dash+2:]
 		if len(e.Args) == 0 {
@@ -372,6 +452,75 @@ func (e *Entry) lookThrough(lookup func(string) (string, bool), g *Gate, workspa
 	}
 }
 
+// written is an entry's command, arguments and env as its file writes
+// them, before etdi expands any placeholder.
+type written struct {
+	command string
+	args    []string
+	env     map[string]string
+}
+
+// writtenOf returns the command, args and env of entry v (strings, as
+// entry has checked).
+func writtenOf(v *etdi.Value) *written {
+	w := &written{}
+	if c := v.Get("command"); c != nil {
+		w.command = c.Str
+	}
+	if a := v.Get("args"); a != nil {
+		for _, x := range a.Elems {
+			w.args = append(w.args, x.Str)
+		}
+	}
+	if env := v.Get("env"); env != nil {
+		w.env = map[string]string{}
+		for _, m := range env.Members {
+			w.env[m.Name] = m.Value.Str
+		}
+	}
+	return w
+}
+
+// runProblemPrefix starts the problem of a wrapped entry whose etdi run
+// arguments etdi cannot read.
+const runProblemPrefix = "runs etdi run: "
+
+// runProblem returns the problem of e's etdi run arguments, if any.
+func runProblem(e Entry) string {
+	for _, p := range e.Problems {
+		if strings.HasPrefix(p, runProblemPrefix) {
+			return strings.TrimPrefix(p, runProblemPrefix)
+		}
+	}
+	return ""
+}
+
+// cacheDirVars are the variables that move the folder an etcd store's
+// snapshots are in by default (os.UserCacheDir).
+func cacheDirVars() []string {
+	switch goos {
+	case "windows":
+		return []string{"LocalAppData"}
+	case "darwin", "ios":
+		return []string{"HOME"}
+	case "plan9":
+		return []string{"home"}
+	}
+	return []string{"XDG_CACHE_HOME", "HOME"}
+}
+
+// entryPins returns the pin store an entry's etdi run uses: --pins, else
+// ETDI_PINS of its env, else the user's.
+func entryPins(s runSpec, env map[string]string, user string) string {
+	if s.hasPins {
+		return s.pins
+	}
+	if v, ok := envValue(env, "ETDI_PINS"); ok && v != "" {
+		return v
+	}
+	return user
+}
+
 // configDirVars are the variables that move the folder etdi's default
 // trust policy and pin database are in (os.UserConfigDir).
 func configDirVars() []string {
@@ -391,7 +540,7 @@ func configDirVars() []string {
 // ETDI_TRUST or ETDI_PINS in the entry's env, or moved by an env
 // variable that moves etdi's default files; and an etcd snapshot folder
 // (ETDI_ETCD_SNAPSHOTS) other than the user's.
-func gateOverrides(s runSpec, e *Entry, g *Gate, workspace string, lookup func(string) (string, bool)) []GateOverride {
+func gateOverrides(s runSpec, env map[string]string, e *Entry, g *Gate, workspace string, lookup func(string) (string, bool)) []GateOverride {
 	var out []GateOverride
 	check := func(what, via, entryVal, user string) {
 		if !sameGateFile(entryVal, user, e.File, e.Cwd, workspace) {
@@ -409,14 +558,14 @@ func gateOverrides(s runSpec, e *Entry, g *Gate, workspace string, lookup func(s
 		{"trust policy", "--trust", "ETDI_TRUST", s.trust, userTrust, s.hasTrust},
 		{"pin store", "--pins", "ETDI_PINS", s.pins, userPins, s.hasPins},
 	} {
-		switch v, inEnv := envValue(e.Env, f.variable); {
+		switch v, inEnv := envValue(env, f.variable); {
 		case f.has:
 			check(f.what, f.flag, f.val, f.user)
 		case inEnv && v != "":
 			check(f.what, "env "+f.variable, v, f.user)
 		default:
 			for _, dv := range configDirVars() {
-				v, ok := envValue(e.Env, dv)
+				v, ok := envValue(env, dv)
 				if !ok {
 					continue
 				}
@@ -447,17 +596,26 @@ func gateOverrides(s runSpec, e *Entry, g *Gate, workspace string, lookup func(s
 		{"DYLD_INSERT_LIBRARIES", "library loaded into etdi"}, {"DYLD_LIBRARY_PATH", "library folder of etdi"}, {"DYLD_FRAMEWORK_PATH", "library folder of etdi"},
 		{"SSL_CERT_FILE", "certificate authorities etdi trusts"}, {"SSL_CERT_DIR", "certificate authorities etdi trusts"},
 	} {
-		if val, ok := envValue(e.Env, v.name); ok {
+		if val, ok := envValue(env, v.name); ok {
 			if mine, _ := lookupOrNil(lookup, v.name); val != mine {
 				out = append(out, GateOverride{What: v.what, Via: "env " + v.name, Entry: val, User: mine})
 			}
 		}
 	}
 	// An etcd store's local snapshots, which the gate reads while etcd
-	// cannot be reached.
-	if v, ok := envValue(e.Env, "ETDI_ETCD_SNAPSHOTS"); ok {
+	// cannot be reached: in ETDI_ETCD_SNAPSHOTS, else in the user cache
+	// folder, which the cache folder variables move.
+	if v, ok := envValue(env, "ETDI_ETCD_SNAPSHOTS"); ok {
 		if mine, _ := lookupOrNil(lookup, "ETDI_ETCD_SNAPSHOTS"); v != mine {
 			out = append(out, GateOverride{What: "pin store snapshot folder", Via: "env ETDI_ETCD_SNAPSHOTS", Entry: v, User: mine})
+		}
+	} else if store := entryPins(s, env, userPins); strings.HasPrefix(store, "etcd://") {
+		for _, dv := range cacheDirVars() {
+			if v, ok := envValue(env, dv); ok {
+				if mine, _ := lookupOrNil(lookup, dv); v != mine {
+					out = append(out, GateOverride{What: "pin store snapshot folder", Via: "env " + dv, Entry: "the default under " + v, User: mine})
+				}
+			}
 		}
 	}
 	return out
@@ -470,7 +628,7 @@ func sameGateFile(entryVal, user, file, cwd, workspace string) bool {
 	if entryVal == user {
 		return true
 	}
-	if user == "" || entryVal == "" || strings.Contains(entryVal, "://") || strings.Contains(user, "://") {
+	if user == "" || entryVal == "" || strings.Contains(entryVal, "://") || strings.Contains(user, "://") || networkPath(entryVal) || networkPath(cwd) {
 		return false
 	}
 	dir := filepath.Dir(file)

@@ -76,7 +76,7 @@ func TestWrappedOnlyWhenTheUsersEtdi(t *testing.T) {
 		{"entry PATH finds the script", "etdi", `, "env": {"PATH": ` + jsonString(filepath.Join(dir, "tools")) + `}`, processPath, testGate(), false, "tools/etdi"},
 		{"relative PATH folder first", "etdi", `, "env": {"PATH": "tools:` + bin + `"}`, processPath, testGate(), false, "relative folder"},
 		{"not on PATH", "etdi", "", env0(map[string]string{"PATH": "/nonexistent"}), testGate(), false, "not found on PATH"},
-		{"unresolved variable", "${HOME}/etdi", "", processPath, testGate(), false, "not a plain path"},
+		{"unresolved variable", "${HOME}/etdi", "", processPath, testGate(), false, "placeholder"},
 		{"no etdi known", testEtdi, "", processPath, Gate{}, false, "no etdi of yours"},
 		{"a copy not given", cp, "", processPath, testGate(), false, "not the etdi you run"},
 		{"the user's etdi", testEtdi, "", processPath, testGate(), true, ""},
@@ -341,7 +341,7 @@ func TestUnwrapRefusals(t *testing.T) {
 		{"neither -- nor --url", `"x": {"command": ` + jsonString(testEtdi) + `, "args": ["run", "--name", "x"]}`, "neither -- CMD nor --url"},
 		{"headers of its own", `"x": {"command": ` + jsonString(testEtdi) + `, "args": ["run", "--url", "https://r/mcp", "--header-env", "A=V"], "env": {"V": "v"}, "headers": {"B": "b"}}`, "headers of its own"},
 		{"a header twice", `"x": {"command": ` + jsonString(testEtdi) + `, "args": ["run", "--url", "https://r/mcp", "--header-env", "A=V", "--header", "a: b"], "env": {"V": "v"}}`, "header a is given twice"},
-		{"url beside", `"x": {"command": ` + jsonString(testEtdi) + `, "args": ["run", "--url", "https://r/mcp"], "httpUrl": "https://other/mcp"}`, "httpUrl besides"},
+		{"url beside", `"x": {"command": ` + jsonString(testEtdi) + `, "args": ["run", "--url", "https://r/mcp"], "httpUrl": "https://other/mcp"}`, "URL member"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			data := []byte(`{"mcpServers": {` + c.entry + `, ` + mineEntry + `}}`)

@@ -48,6 +48,10 @@ type Record struct {
 	Original      string   `json:"original"`
 	Wrapped       string   `json:"wrapped"`
 	WrappedSHA256 string   `json:"wrappedSha256"`
+	// Server is the SHA-256 (hex) of the server the entry started when
+	// it was wrapped (serverDigest): Unwrap says so when the entry it
+	// restores starts another.
+	Server string `json:"server,omitempty"`
 }
 
 // Change is one changed region: bytes [OldStart, OldEnd) of the old text
@@ -179,10 +183,14 @@ func Wrap(path string, data []byte, o WrapOptions) (*Result, error) {
 			return nil, err
 		}
 		p, s := commonEnds(old, nu)
+		server := ""
+		if es := o.seen[ed.path[len(ed.path)-1]]; len(es) == 1 {
+			server = serverDigest(es[0])
+		}
 		res.Records = append(res.Records, Record{
 			Path: ed.path, Prefix: p, Suffix: s,
 			Original: string(old[p : len(old)-s]), Wrapped: string(nu[p : len(nu)-s]),
-			WrappedSHA256: digest(nu),
+			WrappedSHA256: digest(nu), Server: server,
 		})
 		fileEdits = append(fileEdits, Edit{ed.start + p, ed.end - s, string(nu[p : len(nu)-s])})
 	}
@@ -223,6 +231,24 @@ func sameServers(before, after []Entry, wrapped map[string]bool) error {
 		}
 	}
 	return nil
+}
+
+// serverDigest returns the SHA-256 (hex) of what e starts, as sameServers
+// compares it.
+func serverDigest(e Entry) string {
+	env, headers := e.Env, e.Headers
+	if len(env) == 0 {
+		env = nil
+	}
+	if len(headers) == 0 {
+		headers = nil
+	}
+	b, _ := json.Marshal(struct {
+		Command, URL, Cwd, Transport string
+		Args                         []string
+		Env, Headers                 map[string]string
+	}{e.Command, e.URL, e.Cwd, e.Transport, e.Args, env, headers})
+	return digest(b)
 }
 
 func sameMap(a, b map[string]string) bool {
@@ -538,6 +564,10 @@ func (o WrapOptions) alreadyWrapped(name, command string, args []string) (status
 		return StatusRefused, e.Imitation + "; not wrapped: if that program is an etdi of yours, wrap again with --etdi naming it; if not, remove the entry (or write the server it should run in its place) and wrap again", true
 	case !e.Wrapped:
 		return "", "", false
+	case runProblem(e) != "":
+		// Arguments etdi cannot read may hide a trust policy or pin store
+		// of the file's own: etdi cannot say the gate is the user's.
+		return StatusRefused, "it runs your etdi, but " + runProblem(e) + ": etdi cannot tell what its gate judges by, nor what the host reaches; fix it by hand, then wrap it again", true
 	case len(e.GateOverrides) > 0:
 		return StatusRefused, "already wrapped, but " + e.GateOverrides[0].String() + "; etdi unwrap it, then wrap it again", true
 	case o.Bundle != "" && e.Bundle != o.Bundle:
@@ -662,6 +692,10 @@ func Unwrap(path string, data []byte, o UnwrapOptions) (*Result, error) {
 				res.Outcomes = append(res.Outcomes, Outcome{name, StatusNotWrapped, "it no longer runs etdi run"})
 			}
 			continue
+		case runProblem(e) != "":
+			res.Outcomes = append(res.Outcomes, Outcome{name, StatusRefused, runProblem(e) + "; restore it by hand: the server is what follows -- (or --url) in its arguments"})
+			keep()
+			continue
 		}
 		var eds []Edit
 		var why string
@@ -678,7 +712,13 @@ func Unwrap(path string, data []byte, o UnwrapOptions) (*Result, error) {
 			continue
 		}
 		edits = append(edits, eds...)
-		res.Outcomes = append(res.Outcomes, Outcome{name, StatusUnwrapped, ""})
+		reason := ""
+		if hasRec && r.Server != "" && r.Server != serverDigest(e) {
+			// Someone changed what the gate starts after wrap: the user
+			// gets back another server than the one wrapped.
+			reason = "the server it starts changed since etdi wrap (its command, arguments, URL, headers or env are not those wrapped): restored as it runs now, not as it was; check it with etdi check --config before the host starts it"
+		}
+		res.Outcomes = append(res.Outcomes, Outcome{name, StatusUnwrapped, reason})
 		unwrapped[name] = true
 	}
 	for _, r := range o.Records {
