@@ -69,7 +69,11 @@ var kinds = map[Kind]kindInfo{
 	// A definition that shows a configured secret is hostile as it stands
 	// and cannot be approved: blocked as a rug pull is (SPEC.md §21).
 	SecretInDefinition: {ExitRugPull, Error, NotApprovable, "The server shows the model a secret it is configured with (env or header value, URL credentials, credential argument); the definition is not approved or recorded."},
-	SuspiciousText:     {0, Warning, NotApprovable, "A definition hides characters or carries text aimed at the model (instruction tags, overrides, secret paths, other servers' tool names)."},
+	// Another server than the one checked may be reached: blocked as an
+	// unresolved artifact is (SPEC.md §18).
+	AmbiguousEntry:    {ExitImpersonation, Error, NotApprovable, "A host configuration entry names a server its host does not read in one established way (a command and a URL, an unknown type, a type its members contradict): the entry is not checked, and wrap refuses it."},
+	ProgramUnresolved: {ExitImpersonation, Error, NotApprovable, "The program of a host configuration entry cannot be found as its host finds it (the entry's env PATH, else the host's own, in the directory the host starts it in): the entry is not checked."},
+	SuspiciousText:    {0, Warning, NotApprovable, "A definition hides characters or carries text aimed at the model (instruction tags, overrides, secret paths, other servers' tool names)."},
 }
 
 // Kinds returns every finding kind etdi knows.

@@ -93,6 +93,15 @@ const (
 	// instructions (from a bundle or a saved listing) sends instructions
 	// that were never approved.
 	NewInstructions Kind = "new_instructions"
+	// AmbiguousEntry: a host configuration entry whose server is not
+	// established for its host (a command and a URL, an unknown type, a
+	// type its members contradict): what the host reaches may be another
+	// server than the one etdi would check.
+	AmbiguousEntry Kind = "ambiguous_entry"
+	// ProgramUnresolved: the program of a host configuration entry could
+	// not be found as the host finds it (the entry's env PATH, else the
+	// host's, in the directory the host starts it in).
+	ProgramUnresolved Kind = "program_unresolved"
 )
 
 // AboutInstructions reports whether the kind is about the server's
