@@ -40,6 +40,9 @@ type checkReport struct {
 	// as the host may start it). SPEC.md §18.
 	Disabled            bool   `json:"disabled,omitempty"`
 	HostHonoursDisabled string `json:"hostHonoursDisabled,omitempty"`
+	// Program is the program the host starts for the entry, found as
+	// the host finds it (the entry's env PATH, else the host's).
+	Program string `json:"program,omitempty"`
 	// Error is why the server could not be checked (exit 1).
 	Error    string `json:"error,omitempty"`
 	ExitCode int    `json:"exitCode"`
@@ -305,6 +308,7 @@ func (e *env) checkTarget(sf *serverFlags, pf *pinFlags, t *target, p *trust.Pol
 		if en.Disabled {
 			rep.Disabled, rep.HostHonoursDisabled = true, string(en.HostHonoursDisabled)
 		}
+		rep.Program = t.secrets.String(en.Program)
 		if en.NotStarted() {
 			return rep // the host does not start it: nothing to check
 		}
@@ -380,7 +384,7 @@ func entryFinding(en *hostconfig.Entry, secrets *redact.Set) *verify.Finding {
 		return &verify.Finding{Kind: verify.ProgramUnresolved, Severity: verify.Error, Server: en.Name,
 			Message: secrets.String(fmt.Sprintf("%s:%d: entry %q: %s; not checked (etdi never looks it up on its own PATH). Give the program by its absolute path, or fix the entry's env PATH, then check again: etdi check --config %s --name %s",
 				en.File, en.Line, en.Name, en.Unresolved, en.File, en.Name))}
-	case en.Transport == "stdio" && en.Command != "" && en.Program == "":
+	case en.Transport == "stdio" && en.Command != "" && en.Program == "" && len(en.Problems) == 0:
 		return &verify.Finding{Kind: verify.ProgramUnresolved, Severity: verify.Error, Server: en.Name,
 			Message: secrets.String(fmt.Sprintf("%s:%d: entry %q: the program %q was not resolved; not checked", en.File, en.Line, en.Name, en.Command))}
 	}
@@ -437,6 +441,9 @@ func printCheck(w io.Writer, rep *checkReport) {
 		} else {
 			say(w, "bundle %s NOT verified\n", r.Source)
 		}
+	}
+	if rep.Program != "" {
+		say(w, "program %s\n", rep.Program)
 	}
 	if rep.Server != "" {
 		say(w, "server %s\n", rep.Server)

@@ -88,7 +88,7 @@ var Launches = []Launch{
 	{Host: Windsurf, Name: "Windsurf", URLKeys: anyURL, Types: commonTypes,
 		Both: "what Windsurf starts is not established", Disabled: `"disabled": true`, Honours: Unknown, Cwd: Unknown,
 		Expands: "not established", Source: "not established from its source (closed)"},
-	{Host: Gemini, Name: "Gemini CLI", URLKeys: []string{"httpUrl", "url"}, URLFirst: true, Types: map[string]string{"http": "http", "sse": "sse"},
+	{Host: Gemini, Name: "Gemini CLI", URLKeys: []string{"httpUrl", "url"}, URLFirst: true, Types: map[string]string{"stdio": "stdio", "http": "http", "sse": "sse"},
 		Both: "Gemini CLI connects to httpUrl, else url, and never starts the command", Disabled: `"disabled": true`, Honours: No, Dir: "project", Cwd: Yes,
 		Expands: "$VAR, ${VAR}, ${VAR:-default} (the whole settings file)",
 		Source:  "google-gemini/gemini-cli 0.56.0-nightly.20260806 (5411f11): packages/core/src/tools/mcp-client.ts createTransport/createUrlTransport (httpUrl, then url with type http/sse, then command; spawn with cwd and env over the sanitized process environment); packages/core/src/config/config.ts MCPServerConfig has no disabled or enabled member; packages/cli/src/utils/envVarResolver.ts"},
@@ -262,10 +262,12 @@ func ProjectDir(path, cwd string) string {
 // resolveProgram finds the program a stdio entry starts as host l does:
 // on the entry's env PATH when it sets one, else on the host's own (from
 // lookup), in the directory the host starts it in. It sets Program and
-// Dir, or Unresolved with the reason. Nothing is looked up on etdi's own
-// PATH.
+// Dir, or Unresolved (etdi cannot tell what the host runs) or a problem
+// (the host cannot start it either) with the reason. Nothing is looked up
+// on etdi's own PATH. Without lookup (no environment given), nothing is
+// resolved and Program stays empty: such an entry is not started.
 func (e *Entry) resolveProgram(l *Launch, project string, lookup func(string) (string, bool)) {
-	if e.Transport != "stdio" || e.Command == "" {
+	if e.Transport != "stdio" || e.Command == "" || lookup == nil {
 		return
 	}
 	dir := ""
@@ -294,16 +296,24 @@ func (e *Entry) resolveProgram(l *Launch, project string, lookup func(string) (s
 			path, pathSet = e.Env[k], true
 		}
 	}
-	if !pathSet && lookup != nil {
-		path, _ = lookup("PATH")
+	if !pathSet {
+		var ok bool
+		if path, ok = lookup("PATH"); !ok {
+			return // the host's PATH is not known: not resolved
+		}
 	}
-	prog, why := LookPath(e.Command, path, dir)
+	prog, why, unsure := LookPath(e.Command, path, dir)
 	if why != "" {
 		where := "the host's PATH"
 		if pathSet {
 			where = "the PATH the entry sets"
 		}
-		e.Unresolved = fmt.Sprintf("%s cannot start %q as etdi reads it (on %s): %s", l.Name, e.Command, where, why)
+		if unsure {
+			e.Unresolved = fmt.Sprintf("which program %s starts for %q is not established (on %s): %s", l.Name, e.Command, where, why)
+		} else {
+			// The host cannot start it either: not checked (exit 1).
+			e.Problems = append(e.Problems, fmt.Sprintf("%s cannot start %q (on %s): %s", l.Name, e.Command, where, why))
+		}
 		return
 	}
 	e.Program = prog
@@ -312,58 +322,58 @@ func (e *Entry) resolveProgram(l *Launch, project string, lookup func(string) (s
 // LookPath finds program name as a host's child_process.spawn does: a
 // name holding a directory is taken relative to dir; otherwise the first
 // executable regular file of that name in a directory of path (on
-// Windows, with each PATHEXT extension). A relative or empty PATH entry
-// (which the host takes relative to dir) or a dir that is not known ("")
-// where it matters makes the name unresolved: why says so. Symbolic links
-// are not followed in the path returned.
-func LookPath(name, path, dir string) (prog, why string) {
+// Windows, with each PATHEXT extension). Symbolic links are not followed
+// in the path returned. Otherwise why says why not, and unsure whether
+// the host may still find a program etdi cannot tell (a relative or empty
+// PATH entry, which the host reads relative to dir, or a dir that is not
+// known where it matters) rather than none at all.
+func LookPath(name, path, dir string) (prog, why string, unsure bool) {
 	if name == "" {
-		return "", "the command is empty"
+		return "", "the command is empty", false
 	}
 	if strings.ContainsAny(name, "\x00") {
-		return "", "the command holds a NUL byte"
+		return "", "the command holds a NUL byte", false
 	}
 	if hasDirSep(name) {
 		p := name
 		if !filepath.IsAbs(name) {
 			if dir == "" {
-				return "", "it is a relative path, and the directory the host starts it in is not established"
+				return "", "it is a relative path, and the directory the host starts it in is not established", true
 			}
 			p = filepath.Join(dir, name)
 		}
 		for _, c := range programNames(p) {
 			if executableFile(c) {
-				return c, ""
+				return c, "", false
 			}
 		}
-		return "", fmt.Sprintf("no executable file %s", p)
+		return "", fmt.Sprintf("no executable file %s", p), false
 	}
 	if path == "" {
-		return "", "PATH is empty"
+		return "", "PATH is empty", false
 	}
 	for _, d := range filepath.SplitList(path) {
-		rel := d == "" || !filepath.IsAbs(d)
-		if rel {
+		if d == "" || !filepath.IsAbs(d) {
 			if dir == "" {
-				return "", fmt.Sprintf("PATH holds the relative entry %q, which the host reads relative to a directory that is not established", d)
+				return "", fmt.Sprintf("PATH holds the relative entry %q, which the host reads relative to a directory that is not established", d), true
 			}
 			if d == "" {
 				d = "."
 			}
 			for _, c := range programNames(filepath.Join(dir, d, name)) {
 				if _, err := os.Stat(c); err == nil {
-					return "", fmt.Sprintf("it is found through the relative PATH entry %q", d)
+					return "", fmt.Sprintf("it is found through the relative PATH entry %q", d), true
 				}
 			}
 			continue
 		}
 		for _, c := range programNames(filepath.Join(d, name)) {
 			if executableFile(c) {
-				return c, ""
+				return c, "", false
 			}
 		}
 	}
-	return "", "not found on that PATH"
+	return "", "not found on that PATH", false
 }
 
 func hasDirSep(name string) bool {
