@@ -327,7 +327,7 @@ func TestLookPath(t *testing.T) {
 	root := t.TempDir()
 	srv := exe(t, filepath.Join(root, "a", "srv"))
 	os.WriteFile(filepath.Join(root, "b", "srv"), nil, 0o644) // not executable
-	os.MkdirAll(filepath.Join(root, "c", "srv"), 0o755)        // a directory
+	os.MkdirAll(filepath.Join(root, "c", "srv"), 0o755)       // a directory
 	for _, c := range []struct {
 		name, path, dir, prog string
 		unsure                bool
