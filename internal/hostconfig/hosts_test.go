@@ -380,3 +380,58 @@ func TestProjectDir(t *testing.T) {
 		}
 	}
 }
+
+// FuzzHostReading: whatever an entry holds, on any host, check and wrap
+// agree: an entry ambiguous for its host is never wrapped, one its host
+// does not start is never wrapped nor read for starting, and one wrap
+// rewrites reads back as running etdi run.
+func FuzzHostReading(f *testing.F) {
+	for _, e := range []string{
+		`{"command": "node", "args": ["s.js"]}`,
+		`{"command": "node", "url": "http://127.0.0.1:1/mcp"}`,
+		`{"command": "node", "httpUrl": "http://127.0.0.1:1/h", "url": "http://127.0.0.1:1/u"}`,
+		`{"type": "http", "url": "http://127.0.0.1:1/mcp", "headers": {"A": "b"}}`,
+		`{"type": "sse", "command": "x"}`,
+		`{"command": "x", "disabled": true}`,
+		`{"command": "x", "enabled": false, "type": "stdio"}`,
+		`{"serverUrl": "http://127.0.0.1:1/mcp", "disabled": false}`,
+		`{"command": {"path": "x", "args": ["a"]}, "url": "http://h/"}`,
+	} {
+		for i := range hostTable {
+			f.Add(uint8(i), e)
+		}
+	}
+	f.Fuzz(func(t *testing.T, hi uint8, entry string) {
+		h := hostTable[int(hi)%len(hostTable)]
+		p := filepath.Join("/cfg", h.path)
+		data := []byte(`{"` + h.list + `": {"s": ` + entry + `}}`)
+		es, err := loadData(p, data, h.host, Options{})
+		if err != nil || len(es) != 1 {
+			return
+		}
+		e := es[0]
+		if e.Ambiguous != "" && (e.Transport != "" || e.NotStarted()) {
+			t.Fatalf("ambiguous yet read for starting: %+v", e)
+		}
+		if e.NotStarted() && (e.Command != "" || e.URL != "" || e.Transport != "") {
+			t.Fatalf("not started yet read for starting: %+v", e)
+		}
+		res, err := Wrap(p, data, WrapOptions{Host: h.host, Etdi: "/opt/etdi/etdi"})
+		if err != nil || len(res.Outcomes) != 1 {
+			return
+		}
+		switch st := res.Outcomes[0].Status; {
+		case e.Ambiguous != "" && st != StatusRefused:
+			t.Fatalf("wrap %s an ambiguous entry: %+v", st, e)
+		case e.NotStarted() && st != StatusDisabled:
+			t.Fatalf("wrap %s an entry its host does not start: %+v", st, e)
+		case st == StatusDisabled && !e.NotStarted():
+			t.Fatalf("wrap left alone an entry its host may start: %+v", e)
+		case st == StatusWrapped:
+			after, err := loadData(p, res.Data, h.host, Options{})
+			if err != nil || len(after) != 1 || !after[0].Wrapped || after[0].Ambiguous != "" {
+				t.Fatalf("wrapped entry reads back as %+v %v", after, err)
+			}
+		}
+	})
+}
