@@ -352,17 +352,18 @@ func LookPath(name, path, dir string) (prog, why string, unsure bool) {
 	if path == "" {
 		return "", "PATH is empty", false
 	}
-	for _, d := range filepath.SplitList(path) {
+	// A relative entry is named by its place: PATH may hold a secret.
+	for i, d := range filepath.SplitList(path) {
 		if d == "" || !filepath.IsAbs(d) {
 			if dir == "" {
-				return "", fmt.Sprintf("PATH holds the relative entry %q, which the host reads relative to a directory that is not established", d), true
+				return "", fmt.Sprintf("PATH holds a relative entry (#%d), which the host reads relative to a directory that is not established", i+1), true
 			}
 			if d == "" {
 				d = "."
 			}
 			for _, c := range programNames(filepath.Join(dir, d, name)) {
 				if _, err := os.Stat(c); err == nil {
-					return "", fmt.Sprintf("it is found through the relative PATH entry %q", d), true
+					return "", fmt.Sprintf("it is found through a relative PATH entry (#%d)", i+1), true
 				}
 			}
 			continue

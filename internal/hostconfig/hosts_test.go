@@ -1,12 +1,15 @@
 package hostconfig
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/etdi-dev/etdi/internal/redact"
 )
 
 // hostTableFile is where a host keeps a project's (or the user's) file, under
@@ -326,6 +329,7 @@ func TestLookPath(t *testing.T) {
 	}
 	root := t.TempDir()
 	srv := exe(t, filepath.Join(root, "a", "srv"))
+	os.MkdirAll(filepath.Join(root, "b"), 0o755)
 	os.WriteFile(filepath.Join(root, "b", "srv"), nil, 0o644) // not executable
 	os.MkdirAll(filepath.Join(root, "c", "srv"), 0o755)       // a directory
 	for _, c := range []struct {
@@ -333,6 +337,8 @@ func TestLookPath(t *testing.T) {
 		unsure                bool
 	}{
 		{"srv", filepath.Join(root, "c") + ":" + filepath.Join(root, "a"), "", srv, false},
+		{"srv", filepath.Join(root, "b") + ":" + filepath.Join(root, "a"), "", srv, false},
+		{filepath.Join(root, "b", "srv"), "", "", "", false},
 		{"srv", filepath.Join(root, "nothing"), "", "", false},
 		{"srv", "", "/", "", false},
 		{"srv", "a", root, "", true},
@@ -434,4 +440,110 @@ func FuzzHostReading(f *testing.F) {
 			}
 		}
 	})
+}
+
+// What the JSON form shows of a resolved or unresolved program is
+// redacted as the entry's env values are: a PATH may hold a secret.
+func TestProgramRedacted(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("executable bits")
+	}
+	root := t.TempDir()
+	secretDir := filepath.Join(root, "tok-81fe3a9c")
+	exe(t, filepath.Join(secretDir, "srv"))
+	exe(t, filepath.Join(root, "repo", "rel-77c1d0", "srv"))
+	cc := hostTable[1]
+	for _, entry := range []string{
+		`{"command": "srv", "env": {"PATH": "` + secretDir + `"}}`,
+		`{"command": "srv", "env": {"PATH": "rel-77c1d0:/usr/bin"}}`,
+	} {
+		e := loadOne(t, writeHost(t, root, cc, entry), ClaudeCode, Options{Cwd: filepath.Join(root, "repo"), Lookup: env(map[string]string{"PATH": "/usr/bin"})})
+		if e.Program == "" && e.Unresolved == "" {
+			t.Fatalf("%s: %+v", entry, e)
+		}
+		b, _ := json.Marshal(e)
+		if strings.Contains(string(b), "tok-81fe3a9c") || strings.Contains(string(b), "rel-77c1d0") {
+			t.Errorf("the entry's PATH shows in %s", b)
+		}
+	}
+	// An unresolved program named with an env value.
+	e := loadOne(t, writeHost(t, root, hostTable[2], `{"command": "zz-secret-901/srv", "env": {"K": "zz-secret-901"}}`), Cursor, Options{Lookup: env(map[string]string{"PATH": "/usr/bin"})})
+	if b, _ := json.Marshal(e); e.Unresolved == "" || strings.Contains(string(b), "zz-secret-901") {
+		t.Errorf("%+v shows as %s", e, b)
+	}
+}
+
+// A header value is a secret even when nothing else holds it.
+func TestHeaderValueSecret(t *testing.T) {
+	e := loadOne(t, writeHost(t, t.TempDir(), hostTable[2], `{"url": "https://h.example/mcp", "headers": {"X-Key": "hdr-only-5521"}}`), Cursor, Options{})
+	b, _ := json.Marshal(e)
+	var s redact.Set
+	e.AddSecrets(&s)
+	if s.String("k hdr-only-5521") == "k hdr-only-5521" || strings.Contains(string(b), "hdr-only-5521") {
+		t.Errorf("header value shown: %s", b)
+	}
+}
+
+// A variable etdi cannot resolve is a problem, never guessed.
+func TestUnresolvableVariable(t *testing.T) {
+	e := loadOne(t, writeHost(t, t.TempDir(), hostTable[3], `{"command": "x", "args": ["${command:pick}"]}`), VSCode, Options{})
+	if len(e.Problems) != 1 || !strings.Contains(e.Problems[0], "cannot resolve") {
+		t.Errorf("%+v", e)
+	}
+}
+
+// A launch approval is bound to the entry's text: any change to it is
+// another launch.
+func TestLaunchDigestBindsEntry(t *testing.T) {
+	root := t.TempDir()
+	a := loadOne(t, writeHost(t, root, hostTable[1], `{"command": "x", "args": ["a"]}`), ClaudeCode, Options{})
+	b := loadOne(t, writeHost(t, root, hostTable[1], `{"command": "x", "args": ["b"]}`), ClaudeCode, Options{})
+	if a.Launch == "" || a.Launch == b.Launch {
+		t.Errorf("%s %s", a.Launch, b.Launch)
+	}
+}
+
+// Codex: an unset bearer token variable is a problem; a non-string
+// argument is refused.
+func TestCodexBearerAndArgs(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "config.toml")
+	os.WriteFile(p, []byte("[mcp_servers.r]\nurl = \"https://r.example/mcp\"\nbearer_token_env_var = \"UNSET_TOKEN_X\"\n"), 0o644)
+	if e := loadOne(t, p, Codex, Options{Lookup: env(nil)}); len(e.Problems) != 1 || !strings.Contains(e.Problems[0], "UNSET_TOKEN_X") {
+		t.Errorf("%+v", e)
+	}
+	os.WriteFile(p, []byte("[mcp_servers.r]\ncommand = \"x\"\nargs = [\"a\", 5]\n"), 0o644)
+	if _, err := Load(p, Codex, Options{}); err == nil {
+		t.Error("a non-string argument was taken")
+	}
+}
+
+// A type that is not a string is refused, not read as absent.
+func TestTypeNotString(t *testing.T) {
+	p := writeHost(t, t.TempDir(), hostTable[1], `{"type": 5, "command": "x"}`)
+	if _, err := Load(p, ClaudeCode, Options{}); err == nil {
+		t.Error("a numeric type was taken")
+	}
+}
+
+// A configuration file is bounded, also one whose size is not known in
+// advance.
+func TestConfigBounded(t *testing.T) {
+	p := filepath.Join(t.TempDir(), ".mcp.json")
+	f, err := os.Create(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Truncate(MaxConfigSize + 1)
+	f.Close()
+	if _, err := Load(p, ClaudeCode, Options{}); err == nil || !strings.Contains(err.Error(), "larger than") {
+		t.Errorf("%v", err)
+	}
+	if runtime.GOOS != "windows" {
+		if _, err := os.Stat("/dev/zero"); err == nil {
+			if _, err := Load("/dev/zero", ClaudeCode, Options{}); err == nil || !strings.Contains(err.Error(), "larger than") {
+				t.Errorf("/dev/zero: %v", err)
+			}
+		}
+	}
 }
