@@ -349,11 +349,14 @@ func LookPath(name, path, dir string) (prog, why string, unsure bool) {
 		}
 		return "", fmt.Sprintf("no executable file %s", p), false
 	}
+	// An empty PATH is one empty entry: the directory the host starts
+	// the server in, as execvp reads it. A relative entry is named by its
+	// place: PATH may hold a secret.
+	dirs := filepath.SplitList(path)
 	if path == "" {
-		return "", "PATH is empty", false
+		dirs = []string{""}
 	}
-	// A relative entry is named by its place: PATH may hold a secret.
-	for i, d := range filepath.SplitList(path) {
+	for i, d := range dirs {
 		if d == "" || !filepath.IsAbs(d) {
 			if dir == "" {
 				return "", fmt.Sprintf("PATH holds a relative entry (#%d), which the host reads relative to a directory that is not established", i+1), true
