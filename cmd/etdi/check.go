@@ -43,6 +43,9 @@ type checkReport struct {
 	// Program is the program the host starts for the entry, found as
 	// the host finds it (the entry's env PATH, else the host's).
 	Program string `json:"program,omitempty"`
+	// Ignored are members of the entry naming another server that the
+	// host ignores (Gemini CLI's command beside httpUrl or url).
+	Ignored []string `json:"ignored,omitempty"`
 	// Error is why the server could not be checked (exit 1).
 	Error    string `json:"error,omitempty"`
 	ExitCode int    `json:"exitCode"`
@@ -308,7 +311,7 @@ func (e *env) checkTarget(sf *serverFlags, pf *pinFlags, t *target, p *trust.Pol
 		if en.Disabled {
 			rep.Disabled, rep.HostHonoursDisabled = true, string(en.HostHonoursDisabled)
 		}
-		rep.Program = t.secrets.String(en.Program)
+		rep.Program, rep.Ignored = t.secrets.String(en.Program), en.Ignored
 		if en.NotStarted() {
 			return rep // the host does not start it: nothing to check
 		}
@@ -424,6 +427,12 @@ func printCheck(w io.Writer, rep *checkReport) {
 	case rep.Disabled:
 		say(w, "disabled in its file, but whether the host honours that is not established: checked\n")
 	}
+	if rep.Program != "" {
+		say(w, "program %s\n", rep.Program)
+	}
+	if len(rep.Ignored) > 0 {
+		say(w, "the host ignores its %s; etdi checks what the host reaches\n", strings.Join(rep.Ignored, ", "))
+	}
 	if rep.Error != "" {
 		say(w, "ERROR: %s\n", rep.Error)
 		return
@@ -441,9 +450,6 @@ func printCheck(w io.Writer, rep *checkReport) {
 		} else {
 			say(w, "bundle %s NOT verified\n", r.Source)
 		}
-	}
-	if rep.Program != "" {
-		say(w, "program %s\n", rep.Program)
 	}
 	if rep.Server != "" {
 		say(w, "server %s\n", rep.Server)

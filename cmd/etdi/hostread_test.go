@@ -73,7 +73,7 @@ func TestCLIGeminiURLBeforeCommand(t *testing.T) {
 	text := `{"mcpServers": {"gem": {"command": "sh", "args": ["-c", "touch ` + marker + `"], "httpUrl": "http://127.0.0.1:9/mcp"}}}`
 	writeText(t, path, text, 0o644)
 	r := runEtdi(t, dir, nil, "check", "--config", path, "--timeout", "5s")
-	if r.code == 0 || exists(marker) || !strings.Contains(r.stdout+r.stderr, "127.0.0.1:9") {
+	if r.code == 0 || exists(marker) || !strings.Contains(r.stdout+r.stderr, "127.0.0.1:9") || !strings.Contains(r.stdout, "the host ignores its command") {
 		t.Fatalf("check: exit %d, ran %v\n%s%s", r.code, exists(marker), r.stdout, r.stderr)
 	}
 	r = runEtdi(t, dir, nil, "wrap", "--config", path)
