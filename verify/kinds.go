@@ -75,6 +75,10 @@ var kinds = map[Kind]kindInfo{
 	// relies on: refused as impersonation is.
 	FakeWrapper:  {ExitImpersonation, Error, NotApprovable, "A host configuration entry runs a program named etdi as if it were etdi's gate (etdi run), but the program is not the etdi you run: the host starts it without the gate."},
 	GateOverride: {ExitImpersonation, Error, NotApprovable, "A wrapped entry's etdi run uses a trust policy, pin store or lockfile other than yours: the gate would judge the server by those."},
+	// Another server than the one checked may be reached: blocked as an
+	// unresolved artifact is (SPEC.md §18).
+	AmbiguousEntry:    {ExitImpersonation, Error, NotApprovable, "A host configuration entry names a server its host does not read in one established way (a command and a URL, an unknown type, a type its members contradict): the entry is not checked, and wrap refuses it."},
+	ProgramUnresolved: {ExitImpersonation, Error, NotApprovable, "The program of a host configuration entry cannot be found as its host finds it (the entry's env PATH, else the host's own, in the directory the host starts it in): the entry is not checked."},
 }
 
 // Kinds returns every finding kind etdi knows.

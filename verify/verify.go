@@ -101,6 +101,15 @@ const (
 	// store or lockfile other than the user's, so the gate judges the
 	// server by those (SPEC.md §24).
 	GateOverride Kind = "gate_override"
+	// AmbiguousEntry: a host configuration entry whose server is not
+	// established for its host (a command and a URL, an unknown type, a
+	// type its members contradict): what the host reaches may be another
+	// server than the one etdi would check.
+	AmbiguousEntry Kind = "ambiguous_entry"
+	// ProgramUnresolved: the program of a host configuration entry could
+	// not be found as the host finds it (the entry's env PATH, else the
+	// host's, in the directory the host starts it in).
+	ProgramUnresolved Kind = "program_unresolved"
 )
 
 // AboutInstructions reports whether the kind is about the server's

@@ -9,6 +9,8 @@ import (
 
 	"github.com/etdi-dev/etdi"
 	"github.com/etdi-dev/etdi/guard"
+	"github.com/etdi-dev/etdi/internal/hostconfig"
+	"github.com/etdi-dev/etdi/internal/redact"
 	"github.com/etdi-dev/etdi/internal/termtext"
 	"github.com/etdi-dev/etdi/pin"
 	"github.com/etdi-dev/etdi/policy"
@@ -32,6 +34,18 @@ type checkReport struct {
 	// Calls is what the call-time policies decide of each tool's first
 	// call in a session (with --cedar or the trust policy's cedar member).
 	Calls []guard.CallDecision `json:"calls,omitempty"`
+	// Disabled is set for a host configuration entry turned off in its
+	// file; HostHonoursDisabled says whether its host keeps it from
+	// starting (yes: it is not checked; no or unknown: it is checked,
+	// as the host may start it). SPEC.md §18.
+	Disabled            bool   `json:"disabled,omitempty"`
+	HostHonoursDisabled string `json:"hostHonoursDisabled,omitempty"`
+	// Program is the program the host starts for the entry, found as
+	// the host finds it (the entry's env PATH, else the host's).
+	Program string `json:"program,omitempty"`
+	// Ignored are members of the entry naming another server that the
+	// host ignores (Gemini CLI's command beside httpUrl or url).
+	Ignored []string `json:"ignored,omitempty"`
 	// Error is why the server could not be checked (exit 1).
 	Error    string `json:"error,omitempty"`
 	ExitCode int    `json:"exitCode"`
@@ -296,6 +310,20 @@ func (e *env) checkTarget(sf *serverFlags, pf *pinFlags, t *target, p *trust.Pol
 		rep.Error, rep.ExitCode = err.Error(), exitError
 		return rep
 	}
+	if en := t.entry; en != nil {
+		if en.Disabled {
+			rep.Disabled, rep.HostHonoursDisabled = true, string(en.HostHonoursDisabled)
+		}
+		rep.Program, rep.Ignored = t.secrets.String(en.Program), en.Ignored
+		if en.NotStarted() {
+			return rep // the host does not start it: nothing to check
+		}
+		if f := entryFinding(en, &t.secrets); f != nil {
+			rep.Findings = append(rep.Findings, *f)
+			rep.ExitCode = exitFor(rep.Findings)
+			return rep
+		}
+	}
 	if len(t.problems) > 0 {
 		return fail(fmt.Errorf("not checked: %s", strings.Join(t.problems, "; ")))
 	}
@@ -347,6 +375,28 @@ func (e *env) checkTarget(sf *serverFlags, pf *pinFlags, t *target, p *trust.Pol
 	return rep
 }
 
+// entryFinding is the finding of a host configuration entry that etdi
+// does not start: its server is ambiguous for its host, or its program
+// cannot be found as the host finds it (SPEC.md §18). Entry text is
+// redacted with secrets.
+func entryFinding(en *hostconfig.Entry, secrets *redact.Set) *verify.Finding {
+	row := hostconfig.LaunchOf(en.Host)
+	switch {
+	case en.Ambiguous != "":
+		return &verify.Finding{Kind: verify.AmbiguousEntry, Severity: verify.Error, Server: en.Name,
+			Message: secrets.String(fmt.Sprintf("%s:%d: entry %q is ambiguous for %s: %s; not checked. Keep either the command or the URL (and a type that agrees), then check again: etdi check --config %s --name %s",
+				en.File, en.Line, en.Name, row.Name, en.Ambiguous, en.File, en.Name))}
+	case en.Unresolved != "":
+		return &verify.Finding{Kind: verify.ProgramUnresolved, Severity: verify.Error, Server: en.Name,
+			Message: secrets.String(fmt.Sprintf("%s:%d: entry %q: %s; not checked (etdi never looks it up on its own PATH). Give the program by its absolute path, or fix the entry's env PATH, then check again: etdi check --config %s --name %s",
+				en.File, en.Line, en.Name, en.Unresolved, en.File, en.Name))}
+	case en.Transport == "stdio" && en.Command != "" && en.Program == "" && len(en.Problems) == 0:
+		return &verify.Finding{Kind: verify.ProgramUnresolved, Severity: verify.Error, Server: en.Name,
+			Message: secrets.String(fmt.Sprintf("%s:%d: entry %q: the program %q was not resolved; not checked", en.File, en.Line, en.Name, en.Command))}
+	}
+	return nil
+}
+
 // instructionsHint tells how to accept instructions when a report asks
 // for it.
 func instructionsHint(reps []*checkReport) string {
@@ -371,6 +421,21 @@ func hasError(fs []verify.Finding) bool {
 
 func printCheck(w io.Writer, rep *checkReport) {
 	say(w, "== %s\n", rep.Target)
+	switch {
+	case rep.Disabled && rep.HostHonoursDisabled == string(hostconfig.Yes):
+		say(w, "disabled in its file; the host does not start it: not checked\n")
+		return
+	case rep.Disabled && rep.HostHonoursDisabled == string(hostconfig.No):
+		say(w, "disabled in its file, but the host starts it anyway: checked\n")
+	case rep.Disabled:
+		say(w, "disabled in its file, but whether the host honours that is not established: checked\n")
+	}
+	if rep.Program != "" {
+		say(w, "program %s\n", rep.Program)
+	}
+	if len(rep.Ignored) > 0 {
+		say(w, "the host ignores its %s; etdi checks what the host reaches\n", strings.Join(rep.Ignored, ", "))
+	}
 	if rep.Error != "" {
 		say(w, "ERROR: %s\n", rep.Error)
 		printFindingsWith(w, rep.Findings, nil)

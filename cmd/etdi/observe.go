@@ -116,6 +116,9 @@ type target struct {
 	// findings are those about the configuration entry itself (SPEC.md
 	// §24): reported whatever the check of the server finds.
 	findings []verify.Finding
+	// entry is the host configuration entry the target comes from, as
+	// its host reads it (SPEC.md §18).
+	entry *hostconfig.Entry
 }
 
 // targets resolves the flags into the servers to check.
@@ -200,7 +203,7 @@ func (e *env) targets(f *serverFlags, args []string, dash int) ([]target, error)
 		}
 		var skipped []string
 		for _, en := range es {
-			if en.Project && !f.project {
+			if en.Project && !f.project && !en.NotStarted() {
 				ok := false
 				if f.launchApproved != nil && en.Launch != "" {
 					var err error
@@ -240,17 +243,26 @@ func (e *env) targets(f *serverFlags, args []string, dash int) ([]target, error)
 		}
 		t := target{label: label, name: en.Name, location: en.File, line: en.Line,
 			problems: en.Problems, url: en.URL, dir: en.Cwd, project: en.Project, launch: en.Launch, bundle: en.Bundle}
-		if t.bundle != "" && !filepath.IsAbs(t.bundle) && en.Cwd != "" {
-			t.bundle = filepath.Join(en.Cwd, t.bundle)
+		t.entry = &en
+		if en.Dir != "" {
+			t.dir = en.Dir // where the host starts it
+		}
+		if t.bundle != "" && !filepath.IsAbs(t.bundle) && t.dir != "" {
+			t.bundle = filepath.Join(t.dir, t.bundle)
 		}
 		en.AddSecrets(&t.secrets)
 		t.credentials = credentialsOfEntry(&en)
-		if en.Command != "" {
-			t.argv = append([]string{en.Command}, en.Args...)
+		if en.Command != "" && en.Program != "" && en.Ambiguous == "" && !en.NotStarted() {
+			// The program the host starts, found as the host finds it,
+			// never on etdi's own PATH.
+			t.argv = append([]string{en.Program}, en.Args...)
 			t.env = os.Environ()
 			for _, k := range en.EnvKeys {
 				t.env = append(t.env, k+"="+en.Env[k])
 			}
+		}
+		if en.Ambiguous != "" || en.NotStarted() {
+			t.url, t.launch = "", ""
 		}
 		if len(en.Headers) > 0 {
 			t.headers = http.Header{}

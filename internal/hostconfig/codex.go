@@ -37,17 +37,23 @@ func loadCodex(path string, data []byte, o Options) ([]Entry, error) {
 	}
 	sort.Strings(names)
 	var out []Entry
+	row := LaunchOf(Codex)
+	project := ProjectDir(path, o.Cwd)
 	for _, name := range names {
 		t, ok := servers[name].(map[string]any)
 		if !ok {
 			return nil, fmt.Errorf("%s: mcp_servers.%s is not a table", path, name)
 		}
-		if enabled, ok := t["enabled"].(bool); ok && !enabled {
-			continue // the host does not start it; neither does etdi
-		}
 		e := Entry{Name: name, Host: Codex, File: path, Line: codexLine(data, name)}
 		if raw, err := json.Marshal(t); err == nil {
 			e.Launch = launchDigest(path, name, raw)
+		}
+		if enabled, ok := t["enabled"].(bool); ok && !enabled {
+			e.Disabled, e.HostHonoursDisabled = true, row.DisabledFact("enabled = false")
+			if e.NotStarted() {
+				out = append(out, e) // the host does not start it; neither does etdi
+				continue
+			}
 		}
 		str := func(key string) (string, error) {
 			v, ok := t[key]
@@ -142,8 +148,17 @@ func loadCodex(path string, data []byte, o Options) ([]Entry, error) {
 			}
 		}
 		e.Headers = headers
-		e.lookThrough(o.Lookup, &o.Gate, o.Cwd, nil)
-		e.setTransport("", false)
+		_, hasCommand := t["command"]
+		m := members{command: hasCommand}
+		if _, ok := t["url"]; ok {
+			m.urls = []string{"url"}
+		}
+		e.apply(row.decide(m), map[string]string{"url": e.URL})
+		if e.Transport == "stdio" {
+			e.lookThrough(o.Lookup, &o.Gate, o.Cwd, nil)
+			e.wrappedTransport()
+			e.resolveProgram(row, project, o.Lookup)
+		}
 		out = append(out, e)
 	}
 	return out, nil

@@ -92,7 +92,33 @@ type Entry struct {
 	// variable is resolved): what a launch approval of a project-scoped
 	// entry is bound to (SPEC.md §18).
 	Launch string `json:"launch,omitempty"`
+	// Disabled is set for an entry turned off in its file ("disabled":
+	// true, "enabled": false); HostHonoursDisabled says whether its host
+	// keeps it from starting (the host table, SPEC.md §18): yes, and the
+	// entry is neither started nor read further; no or unknown, and it
+	// is read and checked like any other, as the host may start it.
+	Disabled            bool `json:"disabled,omitempty"`
+	HostHonoursDisabled Fact `json:"hostHonoursDisabled,omitempty"`
+	// Ambiguous says why what the entry starts is not established for
+	// its host (a command and a URL, an unknown type, a type the members
+	// contradict): such an entry is never started nor wrapped.
+	Ambiguous string `json:"ambiguous,omitempty"`
+	// Ignored are members naming another server that the host ignores
+	// (Gemini CLI's command beside httpUrl or url).
+	Ignored []string `json:"ignored,omitempty"`
+	// Program is the program the host starts, found as the host finds
+	// it (the entry's env PATH, else the host's, and the directory it
+	// starts the server in); Dir is that directory ("" when it is not
+	// established). Unresolved says why the program could not be found
+	// that way: it is then not started.
+	Program    string `json:"program,omitempty"`
+	Dir        string `json:"dir,omitempty"`
+	Unresolved string `json:"unresolved,omitempty"`
 }
+
+// NotStarted reports an entry its host is known not to start: disabled
+// by a member the host honours.
+func (e *Entry) NotStarted() bool { return e.Disabled && e.HostHonoursDisabled == Yes }
 
 // AddSecrets adds to s what of the entry must never be shown: its env
 // values, its header values, the user information and query values of its
@@ -140,6 +166,11 @@ func (e Entry) MarshalJSON() ([]byte, error) {
 			}
 		}
 	}
+	p.Program = s.String(p.Program)
+	p.Dir = s.String(p.Dir)
+	p.Cwd = s.String(p.Cwd)
+	p.Unresolved = s.String(p.Unresolved)
+	p.Ambiguous = s.String(p.Ambiguous)
 	return json.Marshal(p)
 }
 
@@ -398,7 +429,8 @@ func loadData(path string, data []byte, host string, o Options) ([]Entry, error)
 	if dir := filepath.Base(filepath.Dir(path)); dir == ".vscode" || dir == ".cursor" || dir == ".zed" || dir == ".amazonq" {
 		workspace = filepath.Dir(filepath.Dir(path))
 	}
-	r := resolver{home: o.Home, workspace: workspace, lookup: o.Lookup, inputs: o.Inputs, gate: &o.Gate}
+	r := resolver{home: o.Home, workspace: workspace, lookup: o.Lookup, inputs: o.Inputs, gate: &o.Gate, host: host, project: ProjectDir(path, o.Cwd)}
+	row := LaunchOf(host)
 	var out []Entry
 	for _, l := range servers {
 		s := l.v
@@ -410,12 +442,19 @@ func loadData(path string, data []byte, host string, o Options) ([]Entry, error)
 			listNode = nodeAt(spans, l.path)
 		}
 		for _, m := range s.Members {
-			if disabled(m.Value) {
-				continue // the host does not start it; neither does etdi
+			var e Entry
+			off := disabledBy(m.Value)
+			if off != "" && row.DisabledFact(off) == Yes {
+				// The host does not start it; neither does etdi.
+				e = Entry{Name: m.Name, Host: host, File: path}
+			} else {
+				var err error
+				if e, err = entry(m.Name, m.Value, host, path, &r); err != nil {
+					return nil, err
+				}
 			}
-			e, err := entry(m.Name, m.Value, host, path, &r)
-			if err != nil {
-				return nil, err
+			if off != "" {
+				e.Disabled, e.HostHonoursDisabled = true, row.DisabledFact(off)
 			}
 			e.Line = entryLine(data, listNode, m.Name)
 			e.Launch = launchDigest(path, m.Name, etdi.AppendCanonical(nil, m.Value))
@@ -440,19 +479,21 @@ func launchDigest(path, name string, entry []byte) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-// disabled reports an entry the host keeps but does not start
-// ("disabled": true, as Cline and Kiro write, or "enabled": false).
-func disabled(v *etdi.Value) bool {
+// disabledBy returns the member that turns an entry off, as the host
+// table names it (`"disabled": true`, as Cline and Kiro write, or
+// `"enabled": false`), or "" for an entry that is not turned off.
+// Whether the host honours it is the host table's to say.
+func disabledBy(v *etdi.Value) string {
 	if v.Kind != etdi.Object {
-		return false
+		return ""
 	}
 	if d := v.Get("disabled"); d != nil && d.Kind == etdi.Bool && d.Bool {
-		return true
+		return `"disabled": true`
 	}
 	if en := v.Get("enabled"); en != nil && en.Kind == etdi.Bool && !en.Bool {
-		return true
+		return `"enabled": false`
 	}
-	return false
+	return ""
 }
 
 func readLimited(path string) ([]byte, error) {
@@ -577,19 +618,28 @@ func entry(name string, v *etdi.Value, host, file string, r *resolver) (Entry, e
 	if e.Cwd, err = str("cwd"); err != nil {
 		return e, err
 	}
-	for _, key := range []string{"url", "serverUrl", "httpUrl"} {
+	// What the entry starts, as its host reads it.
+	m := members{command: v.Get("command") != nil}
+	urls := map[string]string{}
+	for _, mem := range v.Members {
+		for _, key := range anyURL {
+			if mem.Name == key {
+				m.urls = append(m.urls, key)
+			}
+		}
+	}
+	for _, key := range anyURL {
 		u, err := str(key)
 		if err != nil {
 			return e, err
 		}
-		if u != "" && e.URL == "" {
-			e.URL = u
-		}
+		urls[key] = u
 	}
 	typ, err := str("type")
 	if err != nil {
 		return e, err
 	}
+	m.typ, m.hasType = typ, v.Get("type") != nil
 	if a := v.Get("args"); a != nil {
 		if a.Kind != etdi.Array {
 			return e, fmt.Errorf("%s: server %q: args is a %s, not an array", file, name, a.Kind)
@@ -622,9 +672,56 @@ func entry(name string, v *etdi.Value, host, file string, r *resolver) (Entry, e
 			e.Headers = m
 		}
 	}
-	e.lookThrough(r.lookup, r.gate, r.workspace, writtenOf(v))
-	e.setTransport(typ, !e.Wrapped && host == Gemini && v.Get("url") != nil && v.Get("httpUrl") == nil)
+	l := LaunchOf(host)
+	e.apply(l.decide(m), urls)
+	if e.Transport == "stdio" {
+		e.lookThrough(r.lookup, r.gate, r.workspace, writtenOf(v))
+		e.wrappedTransport()
+		e.resolveProgram(l, r.project, r.lookup)
+	}
 	return e, nil
+}
+
+// wrappedTransport is the transport of the server behind a wrapped
+// entry's etdi run.
+func (e *Entry) wrappedTransport() {
+	switch {
+	case !e.Wrapped:
+	case e.Command != "":
+		e.Transport = "stdio"
+	case e.URL != "":
+		e.Transport = "http"
+	default:
+		e.Transport = ""
+	}
+}
+
+// apply makes the entry what the host's decision says it starts: the URL
+// member it connects to (the command, its arguments, env and cwd then
+// play no part), or the command; urls are the URL members' values.
+func (e *Entry) apply(d decision, urls map[string]string) {
+	e.Ignored = d.ignored
+	switch {
+	case d.ambiguous != "":
+		e.Ambiguous = d.ambiguous
+		e.Transport = ""
+		return
+	case d.url != "":
+		e.URL = urls[d.url]
+		if e.Command != "" {
+			e.Command, e.Args, e.Cwd = "", nil, ""
+			e.setEnv(nil)
+		}
+	default:
+		e.URL = ""
+	}
+	e.Transport = d.transport
+	switch d.transport {
+	case "sse":
+		e.Problems = append(e.Problems, "uses the deprecated SSE transport, which etdi does not speak; use Streamable HTTP")
+	case "":
+		e.Problems = append(e.Problems, "has neither a command nor a URL")
+	}
 }
 
 func (e *Entry) setEnv(m map[string]string) {
@@ -636,36 +733,35 @@ func (e *Entry) setEnv(m map[string]string) {
 	sort.Strings(e.EnvKeys)
 }
 
-// setTransport decides how the entry is reached; sse says the host uses
-// the deprecated SSE transport for the URL.
-func (e *Entry) setTransport(typ string, sse bool) {
-	switch {
-	case e.Command != "":
-		e.Transport = "stdio"
-	case e.URL != "":
-		e.Transport = "http"
-		if typ == "sse" || sse {
-			e.Transport = "sse"
-			e.Problems = append(e.Problems, "uses the deprecated SSE transport, which etdi does not speak; use Streamable HTTP")
-		}
-	default:
-		e.Problems = append(e.Problems, "has neither a command nor a URL")
-	}
-}
-
 type resolver struct {
 	home, workspace string
 	lookup          func(string) (string, bool)
 	inputs          map[string]string
 	gate            *Gate
+	// host is the file's host; project its project folder.
+	host, project string
 }
 
 var varRE = regexp.MustCompile(`\$\{([^}]*)\}`)
 
+// geminiVarRE is Gemini CLI's: ${...} and the bare $NAME.
+var geminiVarRE = regexp.MustCompile(`\$(?:\w+|\{[^}]*\})`)
+
 // expand resolves variables in s; unresolvable ones become problems and
-// stay as written.
+// stay as written. Gemini CLI also expands $NAME, leaving an unset one as
+// written, and so does etdi for its files.
 func (r *resolver) expand(s string, problems *[]string, where string) string {
-	return varRE.ReplaceAllStringFunc(s, func(m string) string {
+	re := varRE
+	if r.host == Gemini {
+		re = geminiVarRE
+	}
+	return re.ReplaceAllStringFunc(s, func(m string) string {
+		if !strings.HasPrefix(m, "${") {
+			if v, ok := lookupOrNil(r.lookup, m[1:]); ok {
+				return v
+			}
+			return m
+		}
 		inner := m[2 : len(m)-1]
 		switch {
 		case strings.HasPrefix(inner, "input:"):

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -53,7 +54,7 @@ func TestPlaceholdersProveNothing(t *testing.T) {
 	if err := os.WriteFile(trust, []byte("{}"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	lookup := env0(map[string]string{"HOME": home, "UD": user, "PATH": "/nonexistent"})
+	lookup := env0(map[string]string{"HOME": home, "UD": user, "PATH": os.Getenv("PATH")})
 	g := Gate{Etdi: []string{testEtdi}, Trust: trust}
 	for _, c := range []struct {
 		name, command, args, extra string
@@ -301,7 +302,9 @@ func TestWrappedEntryWithURLBeside(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if e := es[0]; len(e.Problems) == 0 || !strings.Contains(e.Problems[0], "URL member") || e.Command != "" {
+		// Gemini CLI reaches the URL: that is the server checked, and
+		// the command beside it plays no part.
+		if e := es[0]; e.Wrapped || e.URL != "https://evil.example/mcp" || e.Command != "" || !slices.Contains(e.Ignored, "command") {
 			t.Fatalf("%s: %+v", member, e)
 		}
 		res, err := Wrap(cfg, []byte(data), WrapOptions{Host: Gemini, Etdi: testEtdi, Cwd: dir})
@@ -315,7 +318,9 @@ func TestWrappedEntryWithURLBeside(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if un.Outcomes[0].Status != StatusRefused || un.Outcomes[1].Status != StatusUnwrapped || !strings.Contains(string(un.Data), entry) {
+		// Gemini reads the entry as its URL server, not a wrapped one:
+		// unwrap leaves it exactly as it is.
+		if st := statuses(un); st["docs"] == StatusUnwrapped || st["mine"] != StatusUnwrapped || !strings.Contains(string(un.Data), entry) {
 			t.Fatalf("unwrap %s: %+v\n%s", member, un.Outcomes, un.Data)
 		}
 	}

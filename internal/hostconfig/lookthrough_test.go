@@ -341,7 +341,7 @@ func TestUnwrapRefusals(t *testing.T) {
 		{"neither -- nor --url", `"x": {"command": ` + jsonString(testEtdi) + `, "args": ["run", "--name", "x"]}`, "neither -- CMD nor --url"},
 		{"headers of its own", `"x": {"command": ` + jsonString(testEtdi) + `, "args": ["run", "--url", "https://r/mcp", "--header-env", "A=V"], "env": {"V": "v"}, "headers": {"B": "b"}}`, "headers of its own"},
 		{"a header twice", `"x": {"command": ` + jsonString(testEtdi) + `, "args": ["run", "--url", "https://r/mcp", "--header-env", "A=V", "--header", "a: b"], "env": {"V": "v"}}`, "header a is given twice"},
-		{"url beside", `"x": {"command": ` + jsonString(testEtdi) + `, "args": ["run", "--url", "https://r/mcp"], "httpUrl": "https://other/mcp"}`, "URL member"},
+		{"url beside", `"x": {"command": ` + jsonString(testEtdi) + `, "args": ["run", "--url", "https://r/mcp"], "httpUrl": "https://other/mcp"}`, "httpUrl"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			data := []byte(`{"mcpServers": {` + c.entry + `, ` + mineEntry + `}}`)

@@ -118,10 +118,10 @@ func TestLocationsPerPlatform(t *testing.T) {
 					t.Errorf("%s: entry %q has no line", p.goos, name)
 				}
 			}
-			if _, ok := m["cline-off"]; ok {
-				t.Errorf("a disabled entry would be started")
+			if off, ok := m["cline-off"]; !ok || !off.NotStarted() || off.Command != "" || off.Transport != "" {
+				t.Errorf("a disabled entry Cline does not start: %+v", off)
 			}
-			if len(entries) != len(want) {
+			if len(entries) != len(want)+1 {
 				t.Errorf("%d entries, want %d: %v", len(entries), len(want), entries)
 			}
 			if c := m["codex"]; c.Command != "srv-codex" || !slices.Equal(c.Args, []string{"--flag"}) || c.Env["K"] != "v" || c.Transport != "stdio" {
@@ -179,10 +179,13 @@ command = "x"
 enabled = false
 `), 0o644)
 	es, err := Load(p, "", Options{Lookup: env(map[string]string{"R_TOKEN": "tok"})})
-	if err != nil || len(es) != 1 {
+	if err != nil || len(es) != 2 {
 		t.Fatalf("%v %v", es, err)
 	}
-	r := es[0]
+	if off := es[0]; off.Name != "off" || !off.NotStarted() || off.Command != "" {
+		t.Fatalf("off: %+v", off)
+	}
+	r := es[1]
 	if r.Transport != "http" || r.Headers["Authorization"] != "Bearer tok" || r.Headers["X-Team"] != "blue" || r.Line != 3 {
 		t.Fatalf("remote: %+v", r)
 	}

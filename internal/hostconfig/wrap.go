@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 
@@ -109,6 +110,9 @@ type WrapOptions struct {
 
 	// seen are the file's entries as Load reads them, by name.
 	seen map[string][]Entry
+
+	// file is the configuration file, for messages.
+	file string
 }
 
 // entryEdit is the rewrite of one entry: its span in the file and the
@@ -152,6 +156,7 @@ func Wrap(path string, data []byte, o WrapOptions) (*Result, error) {
 		return nil, fmt.Errorf("the etdi program %q is not a file the host can start; give the etdi you run with --etdi PATH", o.Etdi)
 	}
 	o.Gate.Etdi = append(append([]string(nil), o.Gate.Etdi...), o.Etdi)
+	o.file = path
 	lo := Options{Cwd: o.Cwd, Lookup: o.Lookup, Gate: o.Gate}
 	before, err := loadData(path, data, o.Host, lo)
 	if err != nil {
@@ -413,11 +418,34 @@ func wrapJSONEntry(data []byte, name string, v *Node, host string, o WrapOptions
 	if v.Kind != '{' {
 		return refuse("the entry is not an object")
 	}
+	l := LaunchOf(host)
+	// Turned off: left alone where the host is known to honour it;
+	// wrapped like any other where the host may start it anyway.
+	off := ""
 	if d := v.Get("disabled"); d != nil && text(data, d) == "true" {
-		return nil, StatusDisabled, "the host does not start it"
+		off = `"disabled": true`
+	} else if d := v.Get("enabled"); d != nil && text(data, d) == "false" {
+		off = `"enabled": false`
 	}
-	if d := v.Get("enabled"); d != nil && text(data, d) == "false" {
-		return nil, StatusDisabled, "the host does not start it"
+	if off != "" && l.DisabledFact(off) == Yes {
+		return nil, StatusDisabled, fmt.Sprintf("%s does not start it (%s)", l.Name, off)
+	}
+	m := members{command: v.Get("command") != nil}
+	for _, mem := range v.Members {
+		if slices.Contains(anyURL, mem.Name) {
+			m.urls = append(m.urls, mem.Name)
+		}
+	}
+	if t := v.Get("type"); t != nil {
+		m.hasType, m.typ = true, t.Str
+		if t.Kind != '"' {
+			m.typ = text(data, t)
+		}
+	}
+	if d := l.decide(m); d.ambiguous != "" {
+		return refuse("%s: entry %q is ambiguous for %s: %s; etdi checks and wraps only an entry whose server is established: keep either the command or the URL (and a type that agrees)", o.file, name, l.Name, d.ambiguous)
+	} else if d.url != "" && m.command {
+		return refuse("%s: entry %q has a command and %s, and %s connects to %s and never starts the command: remove the command and its args (or the URL), then wrap it", o.file, name, d.url, l.Name, d.url)
 	}
 	if strings.Contains(name, "${") {
 		return refuse("its name %q holds a ${...} placeholder, which the host would expand in the arguments", name)

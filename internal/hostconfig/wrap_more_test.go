@@ -162,7 +162,7 @@ func TestLookThrough(t *testing.T) {
   "empty": {"command": "etdi", "args": ["run", "--name", "empty", "--"]},
   "notrun": {"command": "etdi", "args": ["check", "--server", "--", "node"]}
 }}`)
-	es, err := loadData("/c/mcp.json", data, Cursor, Options{Lookup: env0(map[string]string{"OTHER": "o", "PATH": bin}), Gate: testGate()})
+	es, err := loadData("/c/mcp.json", data, Cursor, Options{Lookup: env0(map[string]string{"OTHER": "o", "PATH": bin + string(os.PathListSeparator) + os.Getenv("PATH")}), Gate: testGate()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -69,8 +69,17 @@ func wrapCodexEntry(data []byte, name string, t map[string]any, o WrapOptions) (
 	no := func(format string, a ...any) (entryEdit, string, string) {
 		return ed, StatusRefused, fmt.Sprintf(format, a...)
 	}
-	if enabled, ok := t["enabled"].(bool); ok && !enabled {
-		return ed, StatusDisabled, "the host does not start it"
+	l := LaunchOf(Codex)
+	if enabled, ok := t["enabled"].(bool); ok && !enabled && l.DisabledFact("enabled = false") == Yes {
+		return ed, StatusDisabled, fmt.Sprintf("%s does not start it (enabled = false)", l.Name)
+	}
+	_, hasCommand := t["command"]
+	m := members{command: hasCommand}
+	if _, ok := t["url"]; ok {
+		m.urls = []string{"url"}
+	}
+	if d := l.decide(m); d.ambiguous != "" {
+		return no("%s: entry %q is ambiguous for %s: %s; keep either command or url", o.file, name, l.Name, d.ambiguous)
 	}
 	if cmd, ok := t["command"].(string); ok {
 		var args []string
