@@ -247,3 +247,43 @@ func TestParseGeneration(t *testing.T) {
 		t.Fatalf("%+v %v", f, err)
 	}
 }
+
+// FuzzReadState: the state file is read strictly; whatever it accepts
+// writes back to a file that reads as the same state.
+func FuzzReadState(f *testing.F) {
+	for _, s := range []string{
+		`{"etdiLockState":1,"keys":{}}`,
+		`{"etdiLockState":1,"keys":{"etdi-audit+07f8964f":{"digest":"sha256:3647a67649228b62fe3d139c47f7a3c673c31ce57da824082b6654fc0b15751f","generation":7}}}`,
+		`{"etdiLockState":1,"keys":{"a":{"generation":1,"digest":"x"}}}`,
+		`{"etdiLockState":1,"keys":{"a":{},"a":{}}}`,
+		`{`,
+	} {
+		f.Add([]byte(s))
+	}
+	dir := f.TempDir()
+	f.Fuzz(func(t *testing.T, data []byte) {
+		path := filepath.Join(dir, "state.json")
+		if err := os.WriteFile(path, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		state, err := readState(path)
+		if err != nil {
+			if !strings.Contains(err.Error(), path) {
+				t.Fatalf("an error that does not name the file: %v", err)
+			}
+			return
+		}
+		if err := writeState(path, state); err != nil {
+			t.Fatal(err)
+		}
+		again, err := readState(path)
+		if err != nil || len(again) != len(state) {
+			t.Fatalf("written state does not read back: %v", err)
+		}
+		for k, v := range state {
+			if again[k] != v {
+				t.Fatalf("%s: %+v, then %+v", k, v, again[k])
+			}
+		}
+	})
+}
