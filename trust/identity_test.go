@@ -133,6 +133,16 @@ func TestGitHubIdentityPatternDenyList(t *testing.T) {
 			t.Errorf("issuer %s: pattern %q accepted", google, pattern)
 		}
 	}
+	// Other issuers: a repository is an https URL, and a pattern is a
+	// regular expression on its own (an unbalanced one would escape the
+	// anchors and match "...@acme.example" anywhere at the end).
+	gitlab := trust.SigstoreIdentity{Issuer: "https://gitlab.com", Identity: "https://gitlab.com/acme/weather//.gitlab-ci.yml@refs/heads/main", Repository: "http://gitlab.com/acme/weather"}
+	if err := trust.CheckSigstoreIdentity(gitlab); err == nil {
+		t.Error("an http repository accepted")
+	}
+	if err := trust.CheckSigstoreIdentity(trust.SigstoreIdentity{Issuer: google, IdentityPattern: `ci@acme\.example)|(?:[a-z]+@acme\.example`}); err == nil {
+		t.Error("a pattern that is not a regular expression on its own accepted")
+	}
 	// The github member is true or absent.
 	for _, v := range []string{`false`, `"yes"`, `1`} {
 		edited := strings.Replace(string(data), `"issuer": "`, `"github": `+v+`, "issuer": "`, 1)
@@ -219,6 +229,15 @@ func TestGitHubRepositoryMatching(t *testing.T) {
 		bad.Repository = "https://github.com/acme"
 		if err := trust.CheckSigstoreIdentity(bad); err == nil {
 			t.Errorf("%s: a repository of an owner alone accepted", bad)
+		}
+	}
+	// An exact GitHub identity that names no repository matches no
+	// certificate, not even one without a source repository.
+	for _, gh := range githubIssuers {
+		odd := gh
+		odd.Identity = "https://github.com/acme"
+		if odd.Matches(odd.Issuer, odd.Identity, "") || odd.Matches(odd.Issuer, odd.Identity, "https://github.com/acme") {
+			t.Errorf("%s matches without a repository", odd)
 		}
 	}
 	// GitLab: no source-repository rule without a repository.

@@ -152,6 +152,10 @@ func TestAcceptRollback(t *testing.T) {
 			t.Errorf("state %.40q: %v", bad, err)
 		}
 	}
+	os.WriteFile(state, []byte(`{"etdiLockState":1,"keys":{}}`+strings.Repeat(" ", maxStateBytes)), 0o600)
+	if err := accept(v6, verifier); err == nil || !strings.Contains(err.Error(), "larger than") {
+		t.Errorf("a state file beyond its bound: %v", err)
+	}
 }
 
 func mustText(t *testing.T, f *File) string {
