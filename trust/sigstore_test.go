@@ -66,8 +66,11 @@ func TestSigstoreIdentityMatches(t *testing.T) {
 		// Patterns match the whole identity, never a part of it.
 		{trust.SigstoreIdentity{Issuer: ghIssuer, IdentityPattern: `acme/weather`}, false},
 		{trust.SigstoreIdentity{Issuer: ghIssuer, IdentityPattern: `https://github\.com/acme/weather/`}, false},
-		{trust.SigstoreIdentity{Issuer: ghIssuer, IdentityPattern: `https://github\.com/acme/.*@refs/tags/v1\.2\.0`}, true},
-		{trust.SigstoreIdentity{Issuer: ghIssuer, IdentityPattern: `a\.b|https://github\.com/acme/weather/.*`}, true},
+		// A GitHub pattern that leaves the owner or the repository open
+		// matches nothing, even when it was never checked.
+		{trust.SigstoreIdentity{Issuer: ghIssuer, IdentityPattern: `https://github\.com/acme/.*@refs/tags/v1\.2\.0`}, false},
+		{trust.SigstoreIdentity{Issuer: ghIssuer, IdentityPattern: `a\.b|https://github\.com/acme/weather/.*`}, false},
+		{trust.SigstoreIdentity{Issuer: ghIssuer, IdentityPattern: `https://github\.com/acme/weather/\.github/workflows/release\.yml@refs/tags/v1\.2\.0|https://github\.com/acme/weather/\.github/workflows/other\.yml@.*`}, true},
 		{trust.SigstoreIdentity{Issuer: ghIssuer, Identity: id, Repository: "https://github.com/acme/weather"}, true},
 		{trust.SigstoreIdentity{Issuer: ghIssuer, Identity: id, Repository: "https://github.com/acme/other"}, false},
 		{trust.SigstoreIdentity{Issuer: ghIssuer, IdentityPattern: `x|acme`}, false},

@@ -245,10 +245,38 @@ type SigstoreIdentity struct {
 	// gets a certificate with the workflow's identity, and only the
 	// source repository tells the caller.
 	Repository string
+	// GitHub declares the issuer a GitHub Actions issuer that
+	// IsGitHubIssuer does not recognise by its form (a GitHub Enterprise
+	// Server behind another URL): the rules of GitHub signers apply.
+	GitHub bool
 }
 
 // GitHubIssuer is the OIDC issuer of GitHub Actions' job tokens.
 const GitHubIssuer = "https://token.actions.githubusercontent.com"
+
+// IsGitHubIssuer reports whether iss is a GitHub Actions issuer by its
+// form: the public one; a GitHub Enterprise Cloud issuer under it
+// (https://token.actions.githubusercontent.com/<enterprise>); GitHub
+// Enterprise Cloud with data residency (https://token.actions.<subdomain>.ghe.com);
+// or GitHub Enterprise Server (https://<host>/_services/token).
+func IsGitHubIssuer(iss string) bool {
+	if iss == GitHubIssuer || strings.HasPrefix(iss, GitHubIssuer+"/") {
+		return true
+	}
+	u, err := url.Parse(iss)
+	if err != nil || u.Scheme != "https" || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
+		return false
+	}
+	host := strings.ToLower(u.Hostname())
+	if strings.HasPrefix(host, "token.actions.") && strings.HasSuffix(host, ".ghe.com") && u.Path == "" {
+		return true
+	}
+	return strings.TrimSuffix(u.Path, "/") == "/_services/token"
+}
+
+// IsGitHub reports whether s is a GitHub Actions signer: its issuer is
+// one by its form (IsGitHubIssuer) or the entry declares it (GitHub).
+func (s SigstoreIdentity) IsGitHub() bool { return s.GitHub || IsGitHubIssuer(s.Issuer) }
 
 // String names the signer as the pin database records it. Its fields hold
 // no white space and an exact identity never begins with "~" (see
@@ -261,11 +289,30 @@ func (s SigstoreIdentity) String() string {
 	if s.Repository != "" {
 		out += " repository=" + s.Repository
 	}
+	if s.GitHub {
+		out += " github"
+	}
 	return out
+}
+
+// repoURL matches the beginning of a GitHub identity: https://HOST/OWNER/REPO/,
+// each part non-empty.
+var repoURL = regexp.MustCompile(`^https://[^/@?#]+/[^/]+/[^/]+/`)
+
+// identityRepository is the repository URL a GitHub identity names
+// (https://HOST/OWNER/REPO of https://HOST/OWNER/REPO/.github/workflows/...),
+// "" when it names none.
+func identityRepository(id string) string {
+	m := repoURL.FindString(id)
+	return strings.TrimSuffix(m, "/")
 }
 
 // Matches reports whether a certificate issued for an OIDC token of issuer
 // iss, naming identity id and source repository repo, is this signer.
+// For a GitHub signer without Repository, the certificate's source
+// repository must be exactly the repository the identity names: a
+// reusable workflow called from another repository gets a certificate
+// with the workflow's identity and the caller's repository.
 func (s SigstoreIdentity) Matches(iss, id, repo string) bool {
 	if iss != s.Issuer {
 		return false
@@ -276,14 +323,37 @@ func (s SigstoreIdentity) Matches(iss, id, repo string) bool {
 		}
 	} else if re, err := compilePattern(s.IdentityPattern); err != nil || !re.MatchString(id) {
 		return false
+	} else if s.IsGitHub() && CheckGitHubPattern(s.IdentityPattern) != nil {
+		return false // an entry never checked (not from a policy or AddSigstore)
 	}
 	switch {
 	case s.Repository != "":
 		return repo == s.Repository
-	case s.Issuer == GitHubIssuer:
-		return repo != "" && strings.HasPrefix(id, repo+"/")
+	case s.IsGitHub():
+		want := identityRepository(id)
+		return want != "" && repo == want
 	}
 	return true
+}
+
+// CheckGitHubPattern refuses an identity pattern of a GitHub signer that
+// leaves the owner or the repository open: every identity it matches
+// must begin with the same https://HOST/OWNER/REPO/, written literally
+// (no class, wildcard, alternation or case folding there). Otherwise a
+// pattern such as https://github\.com/[^/]+/weather/... trusts every
+// owner's weather repository.
+func CheckGitHubPattern(pattern string) error {
+	re, err := compilePattern(pattern)
+	if err != nil {
+		return fmt.Errorf("identity pattern: %v", err)
+	}
+	prefix, _ := re.LiteralPrefix()
+	if !repoURL.MatchString(prefix) {
+		return fmt.Errorf("identity pattern %q leaves the owner or the repository open: a GitHub identity pattern must begin with "+
+			"https://HOST/OWNER/REPO/ written literally (escape dots: https://github\\.com/acme/weather/\\.github/workflows/release\\.yml@refs/tags/v.*); "+
+			"trust several repositories with one entry each", pattern)
+	}
+	return nil
 }
 
 // compilePattern compiles pattern on its own, then anchored at both ends:
@@ -334,10 +404,18 @@ func CheckSigstoreIdentity(s SigstoreIdentity) error {
 				return fmt.Errorf("identity pattern %q matches %q: it would trust identities of anyone", s.IdentityPattern, x)
 			}
 		}
+		if s.IsGitHub() {
+			if err := CheckGitHubPattern(s.IdentityPattern); err != nil {
+				return err
+			}
+		}
 	}
 	if s.Repository != "" {
 		if u, err := url.Parse(s.Repository); err != nil || u.Scheme != "https" || u.Host == "" {
 			return fmt.Errorf("repository %q is not an https URL", s.Repository)
+		}
+		if s.IsGitHub() && identityRepository(s.Repository+"/") != s.Repository {
+			return fmt.Errorf("repository %q is not a GitHub repository URL, https://HOST/OWNER/REPO", s.Repository)
 		}
 	}
 	return nil
@@ -681,7 +759,7 @@ func parseSigstoreIdentities(f etdi.Field) ([]SigstoreIdentity, error) {
 		if err != nil {
 			return nil, err
 		}
-		if err := o.Only("issuer", "identity", "identityPattern", "repository"); err != nil {
+		if err := o.Only("issuer", "identity", "identityPattern", "repository", "github"); err != nil {
 			return nil, err
 		}
 		var s SigstoreIdentity
@@ -696,6 +774,12 @@ func parseSigstoreIdentities(f etdi.Field) ([]SigstoreIdentity, error) {
 		}
 		if s.Repository, err = o.Field("repository").OptStr(); err != nil {
 			return nil, err
+		}
+		if g := o.Field("github"); g.V != nil {
+			if g.V.Kind != etdi.Bool || !g.V.Bool {
+				return nil, g.Errorf(`must be true (declares a GitHub Actions issuer), or absent`)
+			}
+			s.GitHub = true
 		}
 		if err := CheckSigstoreIdentity(s); err != nil {
 			return nil, a.Elem(i).Errorf("%v", err)
@@ -895,6 +979,7 @@ type jsonSigstore struct {
 	Identity        string `json:"identity,omitempty"`
 	IdentityPattern string `json:"identityPattern,omitempty"`
 	Repository      string `json:"repository,omitempty"`
+	GitHub          bool   `json:"github,omitempty"`
 }
 
 type jsonIDP struct {

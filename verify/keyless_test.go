@@ -147,8 +147,10 @@ func TestKeylessWrongIdentityOrIssuer(t *testing.T) {
 		"other issuer":    {Issuer: "https://gitlab.example", Identity: releaseIdentity},
 		"pattern on main": {Issuer: sigstoretest.GitHubIssuer, IdentityPattern: `https://github\.com/acme/weather/\.github/workflows/release\.yml@refs/heads/main`},
 		// A pattern must match the whole identity: one that matches only
-		// a part of it would trust every repository whose name holds it.
-		"partial pattern": {Issuer: sigstoretest.GitHubIssuer, IdentityPattern: `acme/weather`},
+		// a part of it would trust every identity that begins with it.
+		// (One that leaves the owner or repository open, such as
+		// acme/weather, is refused in the policy: package trust.)
+		"partial pattern": {Issuer: sigstoretest.GitHubIssuer, IdentityPattern: `https://github\.com/acme/weather/\.github/workflows/release\.yml@refs/tags/v1`},
 		"prefix pattern":  {Issuer: sigstoretest.GitHubIssuer, IdentityPattern: `https://github\.com/acme/weather/\.github/workflows/release\.yml`},
 	} {
 		t.Run(name, func(t *testing.T) {

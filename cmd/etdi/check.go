@@ -153,7 +153,9 @@ same, but nothing is written (no finding recorded, no file created), and
 --yes and --approve are refused; --pins cannot be combined with it. With
 --lock-key KEY (the audit verifier key, or a file holding it) the
 lockfile must be signed by that key: an unsigned or tampered lockfile
-exits 10 before anything is checked.`,
+exits 10 before anything is checked, one of a lower generation than a
+lockfile of that key accepted before (remembered in lock-generations.json
+beside the user's configuration) exits 11, and an expired one 14.`,
 		Example: `  etdi check --trust trust.json --pins pins.db --bundle weather.etdi.json --tools live.json
   etdi check --server -- node server.js --flag
   etdi check --url http://127.0.0.1:3001/mcp --header "Authorization: Bearer $TOKEN"

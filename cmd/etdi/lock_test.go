@@ -2,18 +2,22 @@ package main
 
 import (
 	"bytes"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/etdi-dev/etdi"
 	"github.com/etdi-dev/etdi/pin/lockfile"
+	"golang.org/x/mod/sumdb/note"
 )
 
 // lockEnv is a client with two bundles of acme:weather (v1 at sequence
@@ -413,8 +417,11 @@ func TestRunLock(t *testing.T) {
 		t.Errorf("the unchanged tool was blocked: %s", tr.raw)
 	}
 	after := snapshot(t, p.dir)
+	state := filepath.Join(p.dir, ".config", "etdi", lockfile.StateFile)
 	for path := range after {
-		if strings.HasPrefix(filepath.Base(path), "script-") { // the host's scripts
+		// The host's scripts, and the generation of the signed lockfile
+		// accepted, which is all that is written.
+		if strings.HasPrefix(filepath.Base(path), "script-") || path == state || path == state+".lock" {
 			delete(after, path)
 		}
 	}
@@ -422,14 +429,134 @@ func TestRunLock(t *testing.T) {
 	if left, _ := os.ReadDir(tmp); len(left) > 0 {
 		t.Errorf("left in the temporary directory: %v", left)
 	}
+	if fi, err := os.Stat(state); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("the accepted generation is not remembered, 0600: %v %v", fi, err)
+	}
+
+	// A newer generation, then the older lockfile again: it starts
+	// nothing (exit 11), as it may predate a revocation.
+	copyFile(t, filepath.Join(p.dir, "team.lock.json"), filepath.Join(p.dir, "old.lock.json"))
+	p.ok("pin", "export", "--pins", "pins.db", "--lock", "team.lock.json", "--sign")
+	tr = p.host(env, steps, nil, gated()...)
+	if len(tr.Steps) == 0 || tr.Steps[1].Error != nil {
+		t.Fatalf("the newer generation: %s", tr.raw)
+	}
+	r := p.run("run", "--trust", "trust.json", "--lock", "old.lock.json", "--lock-key", "audit.pub", "--name", "weather", "--", "node", fixtureJS, "gated")
+	if r.code != 11 || !strings.Contains(r.stderr, "older than generation") || r.stdout != "" {
+		t.Fatalf("an older generation: %d %s %s", r.code, r.stdout, r.stderr)
+	}
 
 	// A tampered lockfile starts nothing; --audit-calls and --pins are
 	// refused.
 	p.write("tampered.lock.json", strings.Replace(readFile(t, p.dir, "team.lock.json"), `"etdiLock": 1,`, `"etdiLock": 1, "revocations": [],`, 1))
-	r := p.run("run", "--trust", "trust.json", "--lock", "tampered.lock.json", "--name", "weather", "--", "node", fixtureJS, "x")
+	r = p.run("run", "--trust", "trust.json", "--lock", "tampered.lock.json", "--name", "weather", "--", "node", fixtureJS, "x")
 	if r.code != 1 || !strings.Contains(r.stderr, `duplicate member name "revocations"`) {
 		t.Fatalf("tampered lockfile: %d %s", r.code, r.stderr)
 	}
 	p.expect(2, "--audit-calls records calls", append(gated("--audit-calls")[1:], "x")...)
 	p.expect(2, "--lock and --pins cannot be combined", append(gated("--pins", "pins.db")[1:], "x")...)
+}
+
+// A signed lockfile carries a generation and an expiry. A check with
+// --lock-key remembers the highest generation it accepted per audit key
+// and refuses an older lockfile, replayed after a revocation (exit 11),
+// and another lockfile of the same generation (exit 11); an expired
+// lockfile is refused (exit 14). Two keys' lockfiles do not interfere.
+func TestCLILockRollback(t *testing.T) {
+	p := lockEnv(t)
+	p.approveTeam("team.db", false)
+	ok := []string{"--bundle", "v1.etdi.json", "--tools", "live-ok.json"}
+	check := func(lock string, keys ...string) []string {
+		var args []string
+		for _, k := range keys {
+			args = append(args, "--lock-key", k)
+		}
+		return lockCheck(lock, append(args, ok...)...)
+	}
+	r := p.ok("pin", "export", "--pins", "team.db", "--lock", "team.lock.json", "--sign", "--key", "audit.key")
+	first, err := lockfile.Parse([]byte(readFile(t, p.dir, "team.lock.json")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first.Generation < 1_700_000_000 || first.Expires.Sub(time.Now()) < 89*24*time.Hour || first.Expires.Sub(time.Now()) > 90*24*time.Hour ||
+		!strings.Contains(r.stderr, fmt.Sprintf("generation %d, expires ", first.Generation)) {
+		t.Fatalf("default generation %d, expiry %s: %s", first.Generation, first.Expires, r.stderr)
+	}
+	p.expect(0, `"exitCode": 0`, check("team.lock.json", "audit.pub")...)
+	state := filepath.Join(p.dir, ".config", "etdi", lockfile.StateFile)
+	if fi, err := os.Stat(state); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("state: %v %v", fi, err)
+	}
+	// Revoked after the export: the new generation carries the
+	// revocation; the old lockfile no longer passes.
+	copyFile(t, filepath.Join(p.dir, "team.lock.json"), filepath.Join(p.dir, "old.lock.json"))
+	p.ok("pin", "revoke", "--pins", "team.db", "unsigned:files/read_file", "--reason", "exfiltrates")
+	p.expect(2, "not higher than the generation", "pin", "export", "--pins", "team.db", "--lock", "team.lock.json", "--sign", "--key", "audit.key",
+		"--generation", fmt.Sprint(first.Generation))
+	p.ok("pin", "export", "--pins", "team.db", "--lock", "team.lock.json", "--sign", "--key", "audit.key")
+	second, _ := lockfile.Parse([]byte(readFile(t, p.dir, "team.lock.json")))
+	if second.Generation != first.Generation+1 && second.Generation <= first.Generation {
+		t.Fatalf("next generation %d after %d", second.Generation, first.Generation)
+	}
+	p.expect(14, `"revoked"`, lockCheck("team.lock.json", "--lock-key", "audit.pub", "--name", "files", "--tools", "files.json")...)
+	r = p.expect(11, "older than generation", check("old.lock.json", "audit.pub")...)
+	if r.stdout != "" || !strings.Contains(r.stderr, "etdi pin export --sign") {
+		t.Errorf("the replayed lockfile was checked, or no fix named: %s%s", r.stdout, r.stderr)
+	}
+	p.expect(11, "older than generation", "pin", "import", "--pins", "replayed.db", "--lock", "old.lock.json", "--lock-key", "audit.pub")
+	// Without a key nothing is remembered or compared: the repository's
+	// review decides.
+	p.expect(0, `"exitCode": 0`, check("old.lock.json")...)
+
+	// Another team's key keeps its own generations: a low one passes.
+	p.ok("pin", "export", "--pins", "team.db", "--lock", "other-a.lock.json", "--sign", "--key", "other.key", "--generation", "5")
+	p.expect(0, `"exitCode": 0`, check("other-a.lock.json", "other.pub")...)
+	// The same generation with other content is refused.
+	p.ok("pin", "revoke", "--pins", "team.db", "unsigned:files/list_dir")
+	p.ok("pin", "export", "--pins", "team.db", "--lock", "other-b.lock.json", "--sign", "--key", "other.key", "--generation", "5")
+	p.expect(11, "two signed lockfiles of one generation", check("other-b.lock.json", "other.pub")...)
+	p.expect(0, `"exitCode": 0`, check("other-a.lock.json", "other.pub")...)
+	// The first key's generation is untouched by the other's.
+	p.expect(0, `"exitCode": 0`, check("team.lock.json", "audit.pub")...)
+
+	// Expired: signed with a key of the test, an expiry in the past.
+	skey, vkey, err := note.GenerateKey(rand.Reader, "etdi-audit")
+	if err != nil {
+		t.Fatal(err)
+	}
+	signer, _ := note.NewSigner(skey)
+	p.write("test.pub", vkey+"\n")
+	f, _ := lockfile.Parse([]byte(readFile(t, p.dir, "team.lock.json")))
+	f.Generation, f.Expires = 9, time.Now().Add(-time.Hour).UTC().Truncate(time.Second)
+	if err := f.Sign(signer); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := f.Marshal()
+	p.write("expired.lock.json", string(b))
+	r = p.expect(14, "expired at", check("expired.lock.json", "test.pub")...)
+	if r.stdout != "" {
+		t.Errorf("the expired lockfile was checked: %s", r.stdout)
+	}
+	p.expect(14, "expired at", check("expired.lock.json")...)
+	p.expect(14, "expired at", "run", "--trust", "trust.json", "--lock", "expired.lock.json", "--lock-key", "test.pub", "--name", "files", "--", "node", "-e", "")
+	// The expired one was not remembered: a later generation 1 of that key
+	// still passes.
+	f.Generation, f.Expires = 1, time.Now().Add(time.Hour).UTC().Truncate(time.Second)
+	f.Sign(signer)
+	b, _ = f.Marshal()
+	p.write("fresh.lock.json", string(b))
+	p.expect(0, `"exitCode": 0`, check("fresh.lock.json", "test.pub")...)
+
+	// A damaged state file fails closed, naming it.
+	p.write(filepath.Join(".config", "etdi", lockfile.StateFile), "{")
+	p.expect(1, lockfile.StateFile, check("fresh.lock.json", "test.pub")...)
+
+	p.expect(2, "apply to --sign", "pin", "export", "--pins", "team.db", "--lock", "x.lock.json", "--generation", "3")
+	p.expect(2, "apply to --sign", "pin", "export", "--pins", "team.db", "--lock", "x.lock.json", "--expires", "3d")
+	p.expect(2, "--expires", "pin", "export", "--pins", "team.db", "--lock", "x.lock.json", "--sign", "--key", "audit.key", "--expires", "2001-01-01T00:00:00Z")
+	p.ok("pin", "export", "--pins", "team.db", "--lock", "x.lock.json", "--sign", "--key", "audit.key", "--expires", "7d")
+	x, _ := lockfile.Parse([]byte(readFile(t, p.dir, "x.lock.json")))
+	if d := time.Until(x.Expires); d < 6*24*time.Hour || d > 7*24*time.Hour {
+		t.Errorf("--expires 7d: %s", x.Expires)
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/etdi-dev/etdi"
 	"github.com/etdi-dev/etdi/internal/atomicfile"
@@ -31,11 +32,27 @@ func (f *lockFlags) register(fs *pflag.FlagSet, what string) {
 // lockHelp is the help of --lock for commands that check.
 const lockHelp = "check against this team lockfile, read-only, instead of a pin database: nothing is written, nothing can be approved (etdi pin export --lock writes one)"
 
-// lockRefused ends a command whose lockfile does not verify: exit 10.
+// lockRefused ends a command whose lockfile does not verify (exit 10),
+// is older than one accepted before with its key (exit 11, a downgrade)
+// or has expired (exit 14).
 func (e *env) lockRefused(path string, err error) error {
+	var re *lockfile.RollbackError
+	var xe *lockfile.ExpiredError
+	switch {
+	case errors.As(err, &re):
+		say(e.stderr, "etdi: SECURITY ERROR: lockfile %s is refused: %s\n", path, err)
+		return &exitCodeError{exitRugPull}
+	case errors.As(err, &xe):
+		say(e.stderr, "etdi: SECURITY ERROR: lockfile %s is refused: %s\n", path, err)
+		return &exitCodeError{exitRevoked}
+	}
 	say(e.stderr, "etdi: error: lockfile %s does not verify: %s\n", path, err)
 	return &exitCodeError{exitSignature}
 }
+
+// lockStatePath is where a check remembers the lockfile generations it
+// accepted: beside the user's etdi configuration.
+func lockStatePath() string { return defaultPath(lockfile.StateFile) }
 
 // sayLines prints a multi-line message line by line (say escapes a
 // newline), the first line after prefix.
@@ -52,8 +69,10 @@ func (e *env) sayLines(prefix string, msg string) {
 // readLock reads, parses and, with keys, verifies a lockfile. A lockfile
 // that cannot be read or parsed is an error (exit 1); one whose content
 // or signature does not verify, or that is unsigned while keys are given,
-// is exit 10. A signature is not checked without keys: the lockfile is
-// then trusted as the repository's review left it.
+// is exit 10; an expired one exit 14; with keys, one of a generation
+// lower than accepted before with its key (or of the same generation
+// with other content) exit 11. A signature is not checked without keys:
+// the lockfile is then trusted as the repository's review left it.
 func (e *env) readLock(path string, keys []string) (*lockfile.File, error) {
 	data, err := e.readInput(path)
 	if err != nil {
@@ -71,6 +90,9 @@ func (e *env) readLock(path string, keys []string) (*lockfile.File, error) {
 		if f.Signature != "" {
 			say(e.stderr, "etdi: lockfile %s is signed; its signature is not checked without --lock-key\n", path)
 		}
+		if err := f.CheckExpiry(time.Time{}); err != nil {
+			return nil, e.lockRefused(path, err)
+		}
 		return f, nil
 	}
 	var vs []note.Verifier
@@ -81,8 +103,14 @@ func (e *env) readLock(path string, keys []string) (*lockfile.File, error) {
 		}
 		vs = append(vs, v)
 	}
-	if err := f.Verify(vs...); err != nil {
-		return nil, e.lockRefused(path, err)
+	if err := f.Accept(lockfile.AcceptOptions{Keys: vs, State: lockStatePath()}); err != nil {
+		var ve *lockfile.VerifyError
+		var re *lockfile.RollbackError
+		var xe *lockfile.ExpiredError
+		if errors.As(err, &ve) || errors.As(err, &re) || errors.As(err, &xe) {
+			return nil, e.lockRefused(path, err)
+		}
+		return nil, err
 	}
 	return f, nil
 }
@@ -153,10 +181,11 @@ func readOnlyLock(flag string) error {
 
 func (e *env) pinExportCmd() *cobra.Command {
 	var pf pinFlags
-	var lock, keyPath string
+	var lock, keyPath, expires string
 	var sign bool
+	var generation uint64
 	cmd := &cobra.Command{
-		Use:   "export --lock FILE [--pins DB] [--sign [--key AUDITKEY]]",
+		Use:   "export --lock FILE [--pins DB] [--sign [--key AUDITKEY] [--generation N] [--expires 90d]]",
 		Short: "Write the approvals of a pin database as a team lockfile to commit and review",
 		Long: `Write what the pin database approved and revoked as a team lockfile
 (SPEC.md §30): canonical JSON with sorted members and entries, indented one
@@ -178,6 +207,17 @@ its password from ETDI_AUDIT_PASSWORD or a prompt): the signature is a
 signed note in the lockfile's "signature" member over the SHA-256 of the
 canonical form without it. Check it with --lock-key audit.pub.
 
+A signed lockfile carries a generation and an expiry, both signed. A check
+with --lock-key remembers the highest generation it accepted per audit key
+(lock-generations.json beside the user's configuration) and refuses a
+lower one (exit 11): an older lockfile, replayed, may predate a
+revocation. It refuses an expired lockfile (exit 14). --generation N sets
+the generation (default: one more than the lockfile FILE replaces, and at
+least the time in Unix seconds); it must be higher than the generation of
+the lockfile it replaces. --expires sets the validity: days (90d), a
+duration (2160h) or an RFC 3339 time (default 90 days). Export a new
+generation before the current one expires.
+
 Then check against the lockfile, read-only, with etdi check --lock FILE
 and etdi run --lock FILE, or load it into a pin database with etdi pin
 import --lock FILE. FILE - writes to standard output.
@@ -186,6 +226,7 @@ Exit codes: 0 written, 10 the history does not justify the database,
 1 error, 2 usage.`,
 		Example: `  etdi pin export --lock .etdi/etdi.lock.json
   etdi pin export --pins team.db --lock .etdi/etdi.lock.json --sign
+  etdi pin export --pins team.db --lock .etdi/etdi.lock.json --sign --expires 30d
   etdi pin export --lock - | diff .etdi/etdi.lock.json -`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -194,6 +235,43 @@ Exit codes: 0 written, 10 the history does not justify the database,
 			}
 			if keyPath != "" && !sign {
 				return usagef("--key applies to --sign")
+			}
+			if (generation != 0 || expires != "") && !sign {
+				return usagef("--generation and --expires apply to --sign: an unsigned lockfile carries neither")
+			}
+			now := time.Now().UTC().Truncate(time.Second)
+			expiry := now.Add(90 * 24 * time.Hour)
+			if expires != "" {
+				if d, derr := parseValidity(expires); derr == nil {
+					if d < time.Second {
+						return usagef("--expires %q must be at least a second", expires)
+					}
+					expiry = now.Add(d)
+				} else if t, terr := time.Parse(time.RFC3339, expires); terr == nil && t.After(now) {
+					expiry = t.UTC().Truncate(time.Second)
+				} else {
+					return usagef("--expires %q: want days (90d), a duration (2160h) or an RFC 3339 time in the future", expires)
+				}
+			}
+			if generation > lockfile.MaxGeneration {
+				return usagef("--generation %d: at most %d", generation, uint64(lockfile.MaxGeneration))
+			}
+			// The lockfile FILE replaces, whose generation the new one
+			// must exceed.
+			var previous *lockfile.File
+			if sign && lock != "-" {
+				if data, err := os.ReadFile(lock); err == nil {
+					if previous, err = lockfile.Parse(data); err != nil {
+						say(e.stderr, "etdi: warning: the lockfile %s being replaced does not read (%v); its generation is not known\n", lock, err)
+						previous = nil
+					}
+				}
+			}
+			switch {
+			case generation == 0:
+				generation = lockfile.NextGeneration(previous, now)
+			case previous != nil && generation <= previous.Generation:
+				return usagef("--generation %d is not higher than the generation %d of %s: a check that accepted that one refuses this one", generation, previous.Generation, lock)
 			}
 			s, err := pf.open(true)
 			if err != nil {
@@ -218,10 +296,12 @@ Exit codes: 0 written, 10 the history does not justify the database,
 				if created {
 					say(e.stderr, "etdi: created the audit key %s and its verifier key %s\n", key, pub)
 				}
+				f.Generation, f.Expires = generation, expiry
 				if err := f.Sign(signer); err != nil {
 					return err
 				}
-				signed = fmt.Sprintf(", signed by %s (verify with --lock-key %s)", signer.Name(), pub)
+				signed = fmt.Sprintf(", generation %d, expires %s, signed by %s (verify with --lock-key %s)",
+					generation, expiry.Format(time.RFC3339), signer.Name(), pub)
 			}
 			data, err := f.Marshal()
 			if err != nil {
@@ -242,6 +322,8 @@ Exit codes: 0 written, 10 the history does not justify the database,
 	cmd.Flags().StringVar(&lock, "lock", "", "the lockfile to write (- for standard output)")
 	cmd.Flags().BoolVar(&sign, "sign", false, "sign the lockfile with the audit key")
 	cmd.Flags().StringVar(&keyPath, "key", "", "with --sign: the audit key (default: audit.key beside the pin database)")
+	cmd.Flags().Uint64Var(&generation, "generation", 0, "with --sign: the lockfile's generation, higher than the one it replaces (default: one more, at least the time in Unix seconds)")
+	cmd.Flags().StringVar(&expires, "expires", "", "with --sign: validity, days (90d), a duration (2160h) or an RFC 3339 time (default 90d)")
 	return cmd
 }
 
@@ -267,11 +349,15 @@ lockfile (recorded as re-approvals, naming what they replaced). A revoked
 tool is never approved again.
 
 With --lock-key the lockfile must be signed by that audit key (etdi pin
-export --sign); an unsigned or tampered one is refused (exit 10). Without
-it a signature is not checked.
+export --sign); an unsigned or tampered one is refused (exit 10), and so
+is one of a lower generation than a lockfile of that key accepted before
+(exit 11, remembered in lock-generations.json beside the user's
+configuration). Without it a signature is not checked. An expired
+lockfile is refused (exit 14).
 
 Exit codes: 0 imported (or nothing to do), 10 the lockfile does not
-verify, 1 a conflict or an error, 2 usage.`,
+verify, 11 an older generation, 14 expired, 1 a conflict or an error,
+2 usage.`,
 		Example: `  etdi pin import --lock .etdi/etdi.lock.json
   etdi pin import --lock .etdi/etdi.lock.json --lock-key .etdi/audit.pub --replace`,
 		Args: exactArgs(0),

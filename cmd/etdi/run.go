@@ -95,11 +95,13 @@ SPEC.md §30) instead of a pin database, read-only: it is loaded into a
 private temporary database, removed when etdi run ends; no finding is
 recorded, no listing saved for review, and --audit-calls and --pins
 cannot be combined with it. With --lock-key KEY an unsigned or tampered
-lockfile starts nothing (exit 10).
+lockfile starts nothing (exit 10), nor one of a lower generation than a
+lockfile of that key accepted before (exit 11), nor an expired one (14).
 
 Exit codes: 0 when the host ended the session, 1 when the server ended it
 or etdi could not start (an unreadable trust policy, a server that cannot
-be started), 2 usage, 10 a lockfile that does not verify.`,
+be started), 2 usage, 10 a lockfile that does not verify, 11 an older
+lockfile generation, 14 an expired lockfile.`,
 		Example: `  etdi run --name weather -- node server.js
   etdi run --name remote --url https://mcp.example.com/mcp --header-env Authorization=MCP_TOKEN
   etdi run --audit-calls --name files -- npx -y @modelcontextprotocol/server-filesystem@2026.8.31 ~/notes

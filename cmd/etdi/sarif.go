@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/etdi-dev/etdi/internal/termtext"
 	"github.com/etdi-dev/etdi/pin"
 	"github.com/etdi-dev/etdi/verify"
 	"golang.org/x/mod/module"
@@ -37,6 +38,38 @@ const (
 
 type sarifMessage struct {
 	Text string `json:"text"`
+}
+
+// sarifText makes text that a server or a repository controls safe as a
+// SARIF plain text message (SPEC.md §19), which code scanning renders:
+// characters that hide or reorder text (controls, bidirectional controls,
+// invisible and unassigned code points) and every backslash are written
+// as termtext escapes; "[", "]", "(", ")", "`", "<" and ">" get a
+// backslash, so that no embedded link, image, code span, autolink or HTML
+// can be formed (SARIF §3.11.6; GitHub Flavored Markdown reads a
+// backslash before punctuation as the literal character); "{" and "}"
+// are doubled, as SARIF §3.11.5 requires of literal braces (a "{0}" is
+// otherwise a placeholder).
+func sarifText(s string) string {
+	s = termtext.Escape(s)
+	var b strings.Builder
+	b.Grow(len(s) + len(s)/8)
+	for _, r := range s {
+		switch r {
+		case '[', ']', '(', ')', '`', '<', '>':
+			b.WriteByte('\\')
+		case '{', '}':
+			b.WriteRune(r)
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// sarifPlain is etdi's own text as a SARIF message: its braces doubled
+// (SARIF §3.11.5).
+func sarifPlain(s string) string {
+	return strings.NewReplacer("{", "{{", "}", "}}").Replace(s)
 }
 
 type sarifMultiformat struct {
@@ -166,7 +199,7 @@ func sarifLog(out *checkOutput, o sarifOptions) *sarifDoc {
 	for _, rep := range out.Servers {
 		if rep.Error != "" {
 			add(sarifResult{RuleID: sarifErrorRule, Level: "error",
-				Message: sarifMessage{rep.Target + ": " + rep.Error}, Locations: o.locations(rep, "")},
+				Message: sarifMessage{sarifText(rep.Target + ": " + rep.Error)}, Locations: o.locations(rep, "")},
 				sarifErrorRule, reportIdentity(rep))
 			continue
 		}
@@ -176,7 +209,7 @@ func sarifLog(out *checkOutput, o sarifOptions) *sarifDoc {
 				continue
 			}
 			rule := "etdi/" + string(f.Kind)
-			add(sarifResult{RuleID: rule, Level: levelOf(*f).SARIF, Message: sarifMessage{f.Message},
+			add(sarifResult{RuleID: rule, Level: levelOf(*f).SARIF, Message: sarifMessage{sarifText(f.Message)},
 				Locations: o.locations(rep, pin.ItemRef(f.Item, f.Tool)), Properties: f},
 				rule, reportIdentity(rep), f.Item, f.Tool, f.KeyID, f.LooksLike, f.Pointer, f.Match)
 		}
@@ -221,6 +254,8 @@ func (o sarifOptions) locations(rep *checkReport, tool string) []sarifLocation {
 	if server == "" {
 		server = rep.Target
 	}
+	// Names shown as they are, but for what hides or reorders text.
+	server, tool = termtext.Escape(server), termtext.Escape(tool)
 	l.LogicalLocations = append(l.LogicalLocations, sarifLogical{Name: server, Kind: "module"})
 	if tool != "" {
 		l.LogicalLocations = append(l.LogicalLocations, sarifLogical{Name: tool, FullyQualifiedName: server + "/" + tool, Kind: "function"})
@@ -283,7 +318,7 @@ func sarifRules() []sarifRule {
 		kind := verify.Kind(k)
 		code := kind.ExitCode()
 		full := kind.About() + " " + exitSentence(kind)
-		r := sarifRule{ID: "etdi/" + k, Name: k, ShortDescription: sarifMessage{kind.About()}, FullDescription: sarifMessage{full},
+		r := sarifRule{ID: "etdi/" + k, Name: k, ShortDescription: sarifMessage{sarifPlain(kind.About())}, FullDescription: sarifMessage{sarifPlain(full)},
 			HelpURI: specAnchorURL("finding-" + k)}
 		r.Help = ruleHelp(full, remedy(kind), r.HelpURI)
 		r.DefaultConfiguration.Level = levelOf(verify.Finding{Kind: kind, Severity: kind.DefaultSeverity()}).SARIF
@@ -295,7 +330,7 @@ func sarifRules() []sarifRule {
 	}
 	const about = "A server could not be checked: it did not start or answer, its configuration entry cannot be used as written, or a file it needs is missing or unreadable."
 	full := about + " etdi fails closed: the check exits 1 unless another server has a security finding."
-	r := sarifRule{ID: sarifErrorRule, Name: "error", ShortDescription: sarifMessage{about}, FullDescription: sarifMessage{full},
+	r := sarifRule{ID: sarifErrorRule, Name: "error", ShortDescription: sarifMessage{sarifPlain(about)}, FullDescription: sarifMessage{sarifPlain(full)},
 		HelpURI: specAnchorURL(sarifErrorAnchor)}
 	r.Help = ruleHelp(full, "The result's message says what failed; fix the server or its entry and check again. Until then nothing is known about its tools.", r.HelpURI)
 	r.DefaultConfiguration.Level = "error"
@@ -370,8 +405,8 @@ func remedy(k verify.Kind) string {
 
 func ruleHelp(full, remedy, uri string) sarifMultiformat {
 	return sarifMultiformat{
-		Text:     full + "\n\n" + remedy + "\n\nSee " + uri,
-		Markdown: full + "\n\n" + remedy + "\n\nSee [SPEC.md](" + uri + ").",
+		Text:     sarifPlain(full + "\n\n" + remedy + "\n\nSee " + uri),
+		Markdown: sarifPlain(full + "\n\n" + remedy + "\n\nSee [SPEC.md](" + uri + ")."),
 	}
 }
 

@@ -75,6 +75,13 @@ identity is the workflow file at its ref; the certificate must also name
 that workflow's own repository as its source, unless
 --sigstore-repository names the repository allowed to call it (a reusable
 workflow of another repository: any repository can call a public one).
+The same holds for GitHub Enterprise issuers
+(https://token.actions.githubusercontent.com/ENTERPRISE,
+https://token.actions.SUBDOMAIN.ghe.com, https://HOST/_services/token, or
+any issuer given with --sigstore-github), and their identity patterns
+must name the owner and the repository literally
+(https://github\.com/acme/weather/...): a pattern that leaves either open
+is refused.
 Verification is offline against
 the Sigstore trusted roots kept in the policy: --trusted-root FILE
 (trusted_root.json, or one per line as 'gh attestation trusted-root'
@@ -176,6 +183,7 @@ both are configured) or any.`,
 // sigstoreFlags name a keyless signer and the trusted roots.
 type sigstoreFlags struct {
 	issuer, identityExact, identityRegexp, repository, rootFile string
+	github                                                      bool
 }
 
 func (g *sigstoreFlags) register(f *pflag.FlagSet) {
@@ -183,21 +191,22 @@ func (g *sigstoreFlags) register(f *pflag.FlagSet) {
 	f.StringVar(&g.identityExact, "sigstore-identity", "", "the keyless signer's certificate identity, exactly")
 	f.StringVar(&g.identityRegexp, "sigstore-identity-regexp", "", "a pattern (RE2) the whole certificate identity must match")
 	f.StringVar(&g.repository, "sigstore-repository", "", "the source repository the certificate must name, e.g. https://github.com/acme/weather (needed when the workflow is a reusable one of another repository)")
+	f.BoolVar(&g.github, "sigstore-github", false, "the issuer is a GitHub Actions issuer of another form (GitHub Enterprise Server): apply GitHub's repository and pattern rules")
 	f.StringVar(&g.rootFile, "trusted-root", "", "Sigstore trusted_root.json to keep in the policy (replaces the roots it holds)")
 }
 
 // identity is the keyless signer the flags name, or nil.
 func (g *sigstoreFlags) identity() (*trust.SigstoreIdentity, error) {
 	if g.issuer == "" {
-		if g.identityExact != "" || g.identityRegexp != "" || g.repository != "" {
-			return nil, usagef("--sigstore-identity, --sigstore-identity-regexp and --sigstore-repository need --sigstore-issuer")
+		if g.identityExact != "" || g.identityRegexp != "" || g.repository != "" || g.github {
+			return nil, usagef("--sigstore-identity, --sigstore-identity-regexp, --sigstore-repository and --sigstore-github need --sigstore-issuer")
 		}
 		return nil, nil
 	}
 	if (g.identityExact == "") == (g.identityRegexp == "") {
 		return nil, usagef("--sigstore-issuer needs one of --sigstore-identity and --sigstore-identity-regexp")
 	}
-	id := &trust.SigstoreIdentity{Issuer: g.issuer, Identity: g.identityExact, IdentityPattern: g.identityRegexp, Repository: g.repository}
+	id := &trust.SigstoreIdentity{Issuer: g.issuer, Identity: g.identityExact, IdentityPattern: g.identityRegexp, Repository: g.repository, GitHub: g.github}
 	if err := trust.CheckSigstoreIdentity(*id); err != nil {
 		return nil, usagef("%v", err)
 	}
@@ -338,6 +347,7 @@ type trustListSigstore struct {
 	Identity        string `json:"identity,omitempty"`
 	IdentityPattern string `json:"identityPattern,omitempty"`
 	Repository      string `json:"repository,omitempty"`
+	GitHub          bool   `json:"github,omitempty"`
 }
 
 type trustList struct {

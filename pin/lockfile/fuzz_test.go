@@ -31,6 +31,7 @@ func TestSeedLockfile(t *testing.T) {
 		t.Fatal(err)
 	}
 	signer, _ := note.NewSigner(testSKey)
+	f.Generation, f.Expires = 1, expiry
 	if err := f.Sign(signer); err != nil {
 		t.Fatal(err)
 	}

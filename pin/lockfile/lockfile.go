@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 	"unicode"
 
 	"github.com/etdi-dev/etdi"
@@ -55,6 +56,12 @@ type File struct {
 	// Revocations are the revocations, keys first, then by server, tool
 	// and version.
 	Revocations []Revocation
+	// Generation numbers the signed lockfiles of one audit key: a check
+	// with the key refuses a generation lower than the highest it
+	// accepted (Accept). Expires is when the lockfile stops being
+	// accepted. Sign needs both; an unsigned lockfile has neither (zero).
+	Generation uint64
+	Expires    time.Time
 	// Signature is the signed note of "signature" (Sign), "" when the
 	// lockfile is unsigned.
 	Signature string
@@ -215,6 +222,12 @@ func (f *File) value(unsigned bool) (*etdi.Value, error) {
 			member("tool", optStr(r.Tool)), member("version", optStr(r.Version)), member("reason", optStr(r.Reason))})...))
 	}
 	ms := []etdi.Member{member("etdiLock", num(Version)), member("servers", servers), member("pins", pins), member("revocations", revs)}
+	if f.Generation > 0 {
+		ms = append(ms, member("generation", num(f.Generation)))
+	}
+	if !f.Expires.IsZero() {
+		ms = append(ms, member("expires", str(f.Expires.UTC().Format(time.RFC3339))))
+	}
 	if !unsigned && f.Signature != "" {
 		ms = append(ms, member("signature", str(f.Signature)))
 	}
@@ -251,23 +264,62 @@ func (f *File) marshal(unsigned bool) ([]byte, error) {
 	return append(etdi.AppendIndent(nil, c, "", "  "), '\n'), nil
 }
 
-// signedText is the text of the note that signs f: the format and the
-// SHA-256 of f's canonical form without its signature.
-func (f *File) signedText() (string, error) {
+// contentDigest is the SHA-256 of f's canonical form without its
+// signature: what the signature covers, generation and expiry included.
+func (f *File) contentDigest() (string, error) {
 	b, err := f.marshal(true)
 	if err != nil {
 		return "", err
 	}
 	sum := sha256.Sum256(b)
-	return fmt.Sprintf("etdi lockfile %d\nsha256:%s\n", Version, hex.EncodeToString(sum[:])), nil
+	return "sha256:" + hex.EncodeToString(sum[:]), nil
+}
+
+// signedText is the text of the note that signs f: the format, the
+// generation and the expiry (when set), and the SHA-256 of f's canonical
+// form without its signature.
+func (f *File) signedText() (string, error) {
+	d, err := f.contentDigest()
+	if err != nil {
+		return "", err
+	}
+	text := fmt.Sprintf("etdi lockfile %d\n", Version)
+	if f.Generation > 0 {
+		text += fmt.Sprintf("generation %d\n", f.Generation)
+	}
+	if !f.Expires.IsZero() {
+		text += "expires " + f.Expires.UTC().Format(time.RFC3339) + "\n"
+	}
+	return text + d + "\n", nil
+}
+
+// MaxGeneration is the highest generation: integers beyond 2^53 are not
+// read (SPEC.md §2).
+const MaxGeneration = 1<<53 - 1
+
+// checkSignable refuses a lockfile to sign or accept without the
+// generation and expiry that let a check refuse an older or stale one.
+func (f *File) checkSignable() error {
+	switch {
+	case f.Generation == 0 || f.Generation > MaxGeneration:
+		return fmt.Errorf("a signed lockfile needs a generation from 1 to %d", uint64(MaxGeneration))
+	case f.Expires.IsZero():
+		return errors.New("a signed lockfile needs an expiry")
+	case f.Expires.Truncate(time.Second) != f.Expires:
+		return errors.New("a lockfile's expiry is in whole seconds")
+	}
+	return nil
 }
 
 // Sign signs f with signer (the audit key), replacing any signature: the
-// note's text names the SHA-256 of f's canonical form without its
-// signature, so the signature covers the content, not its formatting.
-// Ed25519 signatures are deterministic: signing the same content again
-// gives the same file.
+// note's text names f's generation and expiry, which f must have, and
+// the SHA-256 of f's canonical form without its signature, so the
+// signature covers the content, not its formatting. Ed25519 signatures
+// are deterministic: signing the same content again gives the same file.
 func (f *File) Sign(signer note.Signer) error {
+	if err := f.checkSignable(); err != nil {
+		return err
+	}
 	text, err := f.signedText()
 	if err != nil {
 		return err
@@ -281,15 +333,24 @@ func (f *File) Sign(signer note.Signer) error {
 }
 
 // Verify checks f's signature with the given verifier keys: one of them
-// must have signed it, no signature of a given key may fail, and the
-// signed text must name f's content. An unsigned f is ErrUnsigned. Every
-// failure is a *VerifyError.
+// must have signed it, no signature of a given key may fail, the signed
+// text must name f's content, and f must carry a generation and an
+// expiry (which the text names). An unsigned f is ErrUnsigned. Every
+// failure is a *VerifyError. Verify does not look at the time: Accept
+// refuses an expired lockfile and an older generation.
 func (f *File) Verify(keys ...note.Verifier) error {
+	_, err := f.verify(keys)
+	return err
+}
+
+// verify is Verify, returning the names ("name+hash") of the given keys
+// whose signatures verified.
+func (f *File) verify(keys []note.Verifier) ([]string, error) {
 	if f.Signature == "" {
-		return ErrUnsigned
+		return nil, ErrUnsigned
 	}
 	if len(keys) == 0 {
-		return &VerifyError{"no key to verify the lockfile's signature with"}
+		return nil, &VerifyError{"no key to verify the lockfile's signature with"}
 	}
 	// The same key given twice is one key (note refuses an ambiguous list).
 	var list []note.Verifier
@@ -308,25 +369,33 @@ func (f *File) Verify(keys ...note.Verifier) error {
 			for _, s := range unverified.Note.UnverifiedSigs {
 				by = append(by, fmt.Sprintf("%s+%08x", s.Name, s.Hash))
 			}
-			return &VerifyError{fmt.Sprintf("the lockfile is signed by %s, none of the keys given", strings.Join(by, ", "))}
+			return nil, &VerifyError{fmt.Sprintf("the lockfile is signed by %s, none of the keys given", strings.Join(by, ", "))}
 		case errors.As(err, &invalid):
-			return &VerifyError{fmt.Sprintf("the lockfile's signature by %s+%08x does not verify: it was made over other content or altered", invalid.Name, invalid.Hash)}
+			return nil, &VerifyError{fmt.Sprintf("the lockfile's signature by %s+%08x does not verify: it was made over other content or altered", invalid.Name, invalid.Hash)}
 		}
-		return &VerifyError{"the lockfile's signature is not a signed note: " + err.Error()}
+		return nil, &VerifyError{"the lockfile's signature is not a signed note: " + err.Error()}
 	}
 	want, err := f.signedText()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if n.Text != want {
 		got := strings.TrimSpace(n.Text)
 		if len(got) > 200 {
 			got = got[:200] + "..."
 		}
-		return &VerifyError{fmt.Sprintf("the lockfile's signature is valid but signs other content (%q), not this lockfile (%q): "+
+		return nil, &VerifyError{fmt.Sprintf("the lockfile's signature is valid but signs other content (%q), not this lockfile (%q): "+
 			"the lockfile was changed after it was signed", got, strings.TrimSpace(want))}
 	}
-	return nil
+	if err := f.checkSignable(); err != nil {
+		return nil, &VerifyError{"the lockfile is signed without a generation and an expiry, so an older copy could be replayed (" + err.Error() +
+			"): write it again with etdi pin export --sign"}
+	}
+	var by []string
+	for _, s := range n.Sigs {
+		by = append(by, fmt.Sprintf("%s+%08x", s.Name, s.Hash))
+	}
+	return by, nil
 }
 
 // Parse reads a lockfile strictly: the JSON profile of SPEC.md §2 (no
@@ -346,7 +415,7 @@ func Parse(data []byte) (*File, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := root.Only("etdiLock", "servers", "pins", "revocations", "signature"); err != nil {
+	if err := root.Only("etdiLock", "servers", "pins", "revocations", "generation", "expires", "signature"); err != nil {
 		return nil, err
 	}
 	ver := root.Field("etdiLock")
@@ -366,6 +435,24 @@ func Parse(data []byte) (*File, error) {
 	}
 	if s := root.Field("signature"); s.V != nil && (f.Signature == "" || len(f.Signature) > MaxSignature) {
 		return nil, s.Errorf("must be a signed note of 1 to %d bytes", MaxSignature)
+	}
+	if g := root.Field("generation"); g.V != nil {
+		if f.Generation, err = g.Uint(); err != nil {
+			return nil, err
+		}
+		if f.Generation == 0 {
+			return nil, g.Errorf("must be at least 1")
+		}
+	}
+	if x := root.Field("expires"); x.V != nil {
+		t, err := x.Str()
+		if err != nil {
+			return nil, err
+		}
+		if f.Expires, err = time.Parse(time.RFC3339, t); err != nil || f.Expires.UTC().Format(time.RFC3339) != t {
+			return nil, x.Errorf("%q is not an RFC 3339 time in UTC, in whole seconds (2006-01-02T15:04:05Z)", t)
+		}
+		f.Expires = f.Expires.UTC()
 	}
 	servers, err := root.Field("servers").Array()
 	if err != nil {

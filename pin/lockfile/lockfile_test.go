@@ -437,6 +437,9 @@ func TestTemporary(t *testing.T) {
 	}
 }
 
+// expiry is the expiry of the lockfiles the tests sign.
+var expiry = time.Date(2099, 1, 2, 3, 4, 5, 0, time.UTC)
+
 func newKey(t *testing.T) (note.Signer, note.Verifier) {
 	t.Helper()
 	skey, vkey, err := note.GenerateKey(rand.Reader, "etdi-audit")
@@ -457,6 +460,15 @@ func TestSignVerify(t *testing.T) {
 	f, _ := Export(a)
 	signer, verifier := newKey(t)
 	_, other := newKey(t)
+	// Without a generation and an expiry nothing is signed.
+	if err := f.Sign(signer); err == nil || !strings.Contains(err.Error(), "generation") {
+		t.Fatalf("signed without a generation: %v", err)
+	}
+	f.Generation = 7
+	if err := f.Sign(signer); err == nil || !strings.Contains(err.Error(), "expiry") {
+		t.Fatalf("signed without an expiry: %v", err)
+	}
+	f.Expires = expiry
 	if err := f.Sign(signer); err != nil {
 		t.Fatal(err)
 	}
@@ -464,11 +476,13 @@ func TestSignVerify(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(string(signed), `"signature": "etdi lockfile 1\nsha256:`) || !strings.HasSuffix(string(signed), "\\n\"\n}\n") {
-		t.Fatalf("signature member: %s", signed[len(signed)-300:])
+	if !strings.Contains(string(signed), `"signature": "etdi lockfile 1\ngeneration 7\nexpires 2099-01-02T03:04:05Z\nsha256:`) || !strings.HasSuffix(string(signed), "\\n\"\n}\n") ||
+		!strings.Contains(string(signed), `"generation": 7,`) || !strings.Contains(string(signed), `"expires": "2099-01-02T03:04:05Z",`) {
+		t.Fatalf("signature member: %s", signed[len(signed)-400:])
 	}
 	// Ed25519: the same content signs to the same file.
 	g, _ := Export(a)
+	g.Generation, g.Expires = 7, expiry
 	g.Sign(signer)
 	if again, _ := g.Marshal(); !bytes.Equal(again, signed) {
 		t.Error("signing the same content twice gave two files")
@@ -542,6 +556,26 @@ func TestSignVerify(t *testing.T) {
 	h.Signature = strings.Replace(f.Signature, old, want, 1)
 	b, _ = h.Marshal()
 	tamper("re-stated text", b, "does not verify", verifier)
+	// Generation and expiry are signed: neither can be raised.
+	for name, edit := range map[string]func(h *File){
+		"raised generation": func(h *File) { h.Generation++ },
+		"later expiry":      func(h *File) { h.Expires = h.Expires.Add(time.Hour) },
+		"no expiry":         func(h *File) { h.Expires = time.Time{} },
+	} {
+		h, _ = Parse(signed)
+		edit(h)
+		b, _ = h.Marshal()
+		tamper(name, b, "signs other content", verifier)
+	}
+	// A note signed the way of a lockfile without generation and expiry,
+	// over its content: refused, it could be replayed.
+	h, _ = Parse(signed)
+	h.Generation, h.Expires, h.Signature = 0, time.Time{}, ""
+	text, _ := h.signedText()
+	msg, _ := note.Sign(&note.Note{Text: text}, signer)
+	h.Signature = string(msg)
+	b, _ = h.Marshal()
+	tamper("no generation", b, "without a generation and an expiry", verifier)
 	unsigned, _ := Export(a)
 	b, _ = unsigned.Marshal()
 	if err := verifies(b, verifier); err != ErrUnsigned {
