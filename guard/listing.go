@@ -2,13 +2,18 @@ package guard
 
 import (
 	"bufio"
+	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"time"
+	"unicode/utf8"
 
 	"github.com/etdi-dev/etdi"
 	"github.com/etdi-dev/etdi/internal/mcpclient"
@@ -41,6 +46,11 @@ type Listing struct {
 	// pin.ItemResource, pin.ItemTemplate).
 	Prompts, Resources, Templates []etdi.LiveTool
 	Listed                        []string
+	// Served is what served the listing when it was made (Origin.Served
+	// of the launch it came from; "" when unknown). A saved listing
+	// carries it bound to its entries (SPEC.md §15): approving from the
+	// file records it in the pins, as approving the live server would.
+	Served string
 }
 
 // items returns the entries of the lists other than tools, by item kind.
@@ -57,7 +67,9 @@ var savedLists = []etdi.List{etdi.ListTools, etdi.ListPrompts, etdi.ListResource
 // resources and resource templates beside its tools, as etdi fetch saves
 // them ("prompts", "resources", "resourceTemplates"); those present are
 // Listed; an "instructions" member beside them holds the server's
-// instructions (a string, or null when it sent none).
+// instructions (a string, or null when it sent none); a "served" member
+// says what served the listing (Listing.Served), and a file whose served
+// does not match its binding is refused (ErrServedBinding).
 func ReadListing(data []byte) (*Listing, error) {
 	pages, err := etdi.ParseListsPage(data, savedLists, 0, mcpclient.MaxFetchNodes)
 	if err != nil {
@@ -85,7 +97,87 @@ func ReadListing(data []byte) (*Listing, error) {
 			l.Listed = append(l.Listed, pin.Items[i])
 		}
 	}
+	if mcpclient.Member(data, "result") == nil {
+		if raw := mcpclient.Member(data, servedMember); raw != nil {
+			if err := l.readServed(raw); err != nil {
+				return nil, err
+			}
+		}
+	}
 	return l, nil
+}
+
+// servedMember is the member of a saved listing that says what served it.
+const servedMember = "served"
+
+// maxServed bounds the served text a saved listing may carry.
+const maxServed = 4096
+
+// ErrServedBinding is returned by ReadListing for a saved listing whose
+// served member does not match the listing: the file was changed after
+// it was saved (what served it, or what it lists).
+var ErrServedBinding = errors.New("the listing's \"served\" does not match the listing it was saved with: " +
+	"the file was changed after it was saved; nothing in it is approved")
+
+// readServed reads a saved listing's served member, {"by": TEXT,
+// "binding": DIGEST}, and holds it to the listing: the binding is the
+// digest of what served it and of every entry the file lists (servedBinding).
+func (l *Listing) readServed(raw []byte) error {
+	var sv struct {
+		By      *string `json:"by"`
+		Binding *string `json:"binding"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&sv); err != nil || sv.By == nil || sv.Binding == nil {
+		return fmt.Errorf("served: want {\"by\": TEXT, \"binding\": DIGEST}")
+	}
+	if *sv.By == "" || len(*sv.By) > maxServed || !utf8.ValidString(*sv.By) {
+		return fmt.Errorf("served: want a text of 1 to %d bytes", maxServed)
+	}
+	if *sv.Binding != servedBinding(l, *sv.By) {
+		return ErrServedBinding
+	}
+	l.Served = *sv.By
+	return nil
+}
+
+// servedBinding binds what served a listing to every entry it lists (in
+// order, by digest), the lists it holds and its instructions: a change
+// to any of them, or to what served it, changes the binding.
+func servedBinding(l *Listing, served string) string {
+	h := sha256.New()
+	field := func(s string) {
+		var n [8]byte
+		binary.BigEndian.PutUint64(n[:], uint64(len(s)))
+		h.Write(n[:])
+		h.Write([]byte(s))
+	}
+	field("etdi served binding v1")
+	field(served)
+	field(pin.ItemTool)
+	for _, e := range l.Tools {
+		field(e.Name)
+		field(e.Digest.String())
+	}
+	items := l.items()
+	for _, item := range l.Listed {
+		field(item)
+		for _, e := range items[item] {
+			field(e.Name)
+			field(e.Digest.String())
+		}
+	}
+	switch {
+	case !l.Live:
+		field("not live")
+	case l.Instructions == nil:
+		field("no instructions")
+	default:
+		field("instructions")
+		field(*l.Instructions)
+	}
+	return "sha256:" + hex.EncodeToString(h.Sum(nil))
 }
 
 // Server says how to reach a live server: a command started over stdio
@@ -167,7 +259,8 @@ func List(ctx context.Context, c Conn, o FetchOptions) (*Listing, error) {
 // that ReadListing reads back with the same digests (SPEC.md §17, etdi
 // fetch): every tool in its canonical form; the prompts, resources and
 // resource templates that were listed, beside the tools; the server's
-// instructions when it was live; the in-band bundle under _meta. It first checks that every entry reads back with
+// instructions when it was live; the in-band bundle under _meta; what
+// served it (Served), bound to its entries. It first checks that every entry reads back with
 // its digest, so the file says exactly what the server served; an
 // in-band bundle that is not one is an error. The listing is written
 // entry by entry, without a second copy of it.
@@ -211,6 +304,10 @@ func (l *Listing) Saver() (func(io.Writer) error, error) {
 		}
 		if inband != nil {
 			fmt.Fprintf(bw, ",\n\"_meta\": {%q: %s}", etdi.MetaBundleKey, inband)
+		}
+		if l.Served != "" {
+			sv, _ := json.Marshal(map[string]string{"by": l.Served, "binding": servedBinding(l, l.Served)})
+			fmt.Fprintf(bw, ",\n%q: %s", servedMember, sv)
 		}
 		bw.WriteString("}\n")
 		return bw.Flush()

@@ -242,6 +242,10 @@ func (e *env) runGate(cmd *cobra.Command, f *runFlags, pf *pinFlags, args []stri
 		return &exitCodeError{code}
 	}
 	opts.Review, opts.ReviewTarget = reviewCommand(cmd, name, argv, f.url, &secrets)
+	if unserved, err := guard.UnservedPins(opts.Origin, opts.Options); err == nil && len(unserved) > 0 {
+		say(e.stderr, "etdi: warning: %d pin(s) of %s were approved without recording what served them; another program serving the same definitions is not told apart until it is recorded: %s --yes %s\n",
+			len(unserved), secrets.String(name), opts.Review, opts.ReviewTarget)
+	}
 	var logMu sync.Mutex
 	opts.Log = func(line string) {
 		logMu.Lock()
