@@ -117,7 +117,7 @@ const maxServed = 4096
 // served member does not match the listing: the file was changed after
 // it was saved (what served it, or what it lists).
 var ErrServedBinding = errors.New("the listing's \"served\" does not match the listing it was saved with: " +
-	"the file was changed after it was saved; nothing in it is approved")
+	"the file was changed after it was saved; nothing in it is approved (save it again: etdi fetch --out FILE, or the review command etdi run names)")
 
 // readServed reads a saved listing's served member, {"by": TEXT,
 // "binding": DIGEST}, and holds it to the listing: the binding is the

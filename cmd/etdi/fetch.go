@@ -41,10 +41,14 @@ serves. With --config, --name picks the entry when the file has several.`,
 			if len(t.problems) > 0 {
 				return fmt.Errorf("server %s cannot be started as configured: %s", t.label, t.problems[0])
 			}
+			// What the command runs is resolved before it starts, and saved
+			// with the listing: approving from the file records it.
+			origin := guard.ResolveOrigin(e.ctx, t.server())
 			l, err := e.fetch(&sf, &t)
 			if err != nil {
 				return err
 			}
+			l.Served = t.secrets.String(origin.Served())
 			if fs := guard.CredentialFindings(l, t.credentials); len(fs) > 0 { // never saved (SPEC.md §21)
 				printFindings(e.stderr, fs)
 				return &exitCodeError{exitFor(fs)}
