@@ -185,9 +185,15 @@ func servedBinding(l *Listing, served string) string {
 // Header sent to its origin only).
 type Server struct {
 	Command []string
-	// Env replaces the environment of the command when not nil.
+	// Env is the environment of the command (etdi's own when nil). It is
+	// started without every ETDI_* variable and those named in SecretEnv,
+	// but those named in KeepEnv (ServerEnv).
 	Env []string
-	Dir string
+	// SecretEnv names the variables etdi read a secret from (SecretEnv,
+	// --header-env); KeepEnv those the host configuration sets for the
+	// server on purpose.
+	SecretEnv, KeepEnv []string
+	Dir                string
 
 	URL    string
 	Header http.Header
@@ -218,7 +224,7 @@ func Fetch(ctx context.Context, s Server, o FetchOptions) (*Listing, error) {
 	case len(s.Command) > 0 && s.URL != "":
 		return nil, errors.New("guard: a server has a command or a URL, not both")
 	case len(s.Command) > 0:
-		l, err = mcpclient.Stdio(ctx, s.Command, s.Env, s.Dir, opts)
+		l, err = mcpclient.Stdio(ctx, s.Command, s.serverEnv(), s.Dir, opts)
 	case s.URL != "":
 		l, err = mcpclient.HTTP(ctx, s.URL, s.Header, opts)
 	default:

@@ -108,6 +108,11 @@ type target struct {
 	// credentials are those of the secrets that are credentials; a
 	// definition that shows one is not checked (SPEC.md §21).
 	credentials []guard.Credential
+	// secretEnv names the variables etdi read a secret from, keepEnv
+	// those the configuration entry sets for the server: a started
+	// server gets neither the first nor any ETDI_* variable
+	// (guard.ServerEnv), but the second.
+	secretEnv, keepEnv []string
 }
 
 // targets resolves the flags into the servers to check.
@@ -239,6 +244,7 @@ func (e *env) targets(f *serverFlags, args []string, dash int) ([]target, error)
 			for _, k := range en.EnvKeys {
 				t.env = append(t.env, k+"="+en.Env[k])
 			}
+			t.keepEnv = en.EnvKeys
 		}
 		if len(en.Headers) > 0 {
 			t.headers = http.Header{}
@@ -457,6 +463,7 @@ func (e *env) observe(f *serverFlags, pf *pinFlags, t *target, p *trust.Policy, 
 	if err != nil {
 		return nil, err
 	}
+	t.secretEnv = guard.SecretEnv(p)
 	if t.toolsFile == "" && (len(t.argv) > 0 || t.url != "") {
 		// What the command runs is resolved before it is started.
 		opts.Origin = guard.ResolveOrigin(e.ctx, t.server())
@@ -545,7 +552,7 @@ func (t *target) server() guard.Server {
 	if len(t.argv) == 0 {
 		return guard.Server{URL: t.url, Header: t.headers}
 	}
-	return guard.Server{Command: t.argv, Env: t.env, Dir: t.dir}
+	return guard.Server{Command: t.argv, Env: guard.ServerEnv(t.env, t.secretEnv, t.keepEnv), SecretEnv: t.secretEnv, KeepEnv: t.keepEnv, Dir: t.dir}
 }
 
 // movingTarget is the moving_target warning of a command that runs a
