@@ -552,6 +552,15 @@ const maxListenToken = 4096
 // (/proc/PID/environ); the server etdi starts is never given it
 // (ServerEnv).
 func ReadListenToken(path string) (string, error) {
+	// A named pipe would block the open: only a regular file is opened,
+	// and the file opened must be the one looked at.
+	before, err := os.Stat(path)
+	if err != nil {
+		return "", err
+	}
+	if !before.Mode().IsRegular() {
+		return "", fmt.Errorf("%s is not a regular file", path)
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		return "", err
@@ -561,8 +570,8 @@ func ReadListenToken(path string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if !fi.Mode().IsRegular() {
-		return "", fmt.Errorf("%s is not a regular file", path)
+	if !fi.Mode().IsRegular() || !os.SameFile(before, fi) {
+		return "", fmt.Errorf("%s was replaced while it was read", path)
 	}
 	if runtime.GOOS != "windows" && fi.Mode().Perm()&0o077 != 0 {
 		return "", fmt.Errorf("%s can be read by other users (mode %04o): chmod 600 %s", path, fi.Mode().Perm(), termtext.ShellQuote(path))

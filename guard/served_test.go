@@ -124,11 +124,17 @@ func TestAttackPendingServedTampered(t *testing.T) {
 			t.Errorf("%s edited: %v", name, err)
 		}
 	}
+	// Malformed, each with the binding it would need.
+	l, err := ReadListing(data)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for name, bad := range map[string]string{
 		"not an object": `"npm x@1"`,
 		"no binding":    `{"by":"npm x@1"}`,
-		"extra member":  `{"by":"npm x@1","binding":"sha256:00","trust":true}`,
-		"empty":         `{"by":"","binding":"sha256:00"}`,
+		"extra member":  `{"by":"npm x@1","binding":"` + servedBinding(l, "npm x@1") + `","trust":true}`,
+		"empty":         `{"by":"","binding":"` + servedBinding(l, "") + `"}`,
+		"too long":      `{"by":"` + strings.Repeat("x", maxServed+1) + `","binding":"` + servedBinding(l, strings.Repeat("x", maxServed+1)) + `"}`,
 	} {
 		edited := bytes.Replace(data, []byte(`"served": {`), []byte(`"served": `+bad+`, "x": {`), 1)
 		if _, err := ReadListing(edited); err == nil {
@@ -191,7 +197,11 @@ func TestPinsWithoutServedUpgradedOnlyWhenAsked(t *testing.T) {
 	if un, err := UnservedPins(genuine, opts.Options); err != nil || len(un) != 0 {
 		t.Fatalf("unserved pins after: %v %v", un, err)
 	}
-	// Nothing to record for a server of unknown origin, or read-only pins.
+	// Nothing to record for a server of unknown origin, read-only pins,
+	// or a server whose verification failed.
+	if _, _, err := RecordServed(ctx, &Report{opts: opts.Options}); !errors.Is(err, ErrBlocked) {
+		t.Fatalf("recorded for a blocked report: %v", err)
+	}
 	if _, _, err := RecordServed(ctx, live(nil)); err == nil {
 		t.Fatal("recorded an unknown served")
 	}
