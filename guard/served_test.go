@@ -88,6 +88,14 @@ func TestAttackPendingApprovalRecordsServed(t *testing.T) {
 	if err != nil || len(fs) != 1 || fs[0].Kind != verify.RugPull || fs[0].Kind.ExitCode() != verify.ExitRugPull {
 		t.Fatalf("another program serving the same definitions: %v %+v", err, fs)
 	}
+	// A launch that cannot be resolved any more is not the approved one.
+	gone := ResolveOrigin(ctx, Server{Command: []string{filepath.Join(dir, "no-such-program")}, Env: []string{}})
+	if gone.Unresolved() == nil {
+		t.Fatalf("a missing program resolved: %q", gone.Served())
+	}
+	if fs, err := CheckPinnedOrigin(gone, opts.Options); err != nil || len(fs) != 1 || fs[0].Kind != verify.RugPull {
+		t.Fatalf("a launch no longer resolved: %v %+v", err, fs)
+	}
 	// And a gate that was handed it anyway withholds its tools.
 	opts.Origin = other
 	cs, _ := gatedClient(t, weatherServer("Get the weather."), opts)
