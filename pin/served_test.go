@@ -148,3 +148,14 @@ func TestRecordServed(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// Naming a tool the server does not offer approves nothing: a typo must
+// not pass as an approval of what was meant.
+func TestApproveNamedNotOffered(t *testing.T) {
+	s := openTemp(t)
+	o := obs("acme:weather", 1, tool(t, "get_weather", "1.0.0", weatherDef, keyA, "net:fetch"))
+	if a, _, err := s.Approve(o, ApproveOptions{Tools: []string{"get_wether"}, By: "tester"}); err == nil || len(a) != 0 || !strings.Contains(err.Error(), "not offered") {
+		t.Fatalf("approved a tool not offered: %v %+v", err, a)
+	}
+	expect(t, s, o, "new_tool")
+}
