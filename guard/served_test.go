@@ -219,3 +219,45 @@ func TestPinsWithoutServedUpgradedOnlyWhenAsked(t *testing.T) {
 		t.Fatal("recorded into read-only pins")
 	}
 }
+
+// FuzzReadListingServed: a saved listing's served member is read under
+// its binding or refused, never half: what ReadListing returns with a
+// served writes back (Saver) to a file that reads back the same.
+func FuzzReadListingServed(f *testing.F) {
+	l := &Listing{Tools: nil, Live: true, Served: "file /usr/bin/weather sha256:" + strings.Repeat("ab", 32)}
+	good, err := ReadListing([]byte(`{"tools":[{"name":"get_weather","description":"Get the weather."}],"instructions":"Use get_weather."}`))
+	if err != nil {
+		f.Fatal(err)
+	}
+	good.Served = l.Served
+	write, err := good.Saver()
+	if err != nil {
+		f.Fatal(err)
+	}
+	var saved bytes.Buffer
+	write(&saved)
+	f.Add(saved.Bytes())
+	f.Add(bytes.Replace(saved.Bytes(), []byte("weather sha256"), []byte("evil sha256"), 1))
+	f.Add([]byte(`{"tools":[],"served":{"by":"npm x@1","binding":"sha256:00"}}`))
+	f.Add([]byte(`{"tools":[],"served":{"by":"npm x@1","binding":"sha256:00","x":1}}`))
+	f.Add([]byte(`{"tools":[],"served":"npm x@1"}`))
+	f.Add([]byte(`{"result":{"tools":[]},"served":{"by":"npm x@1"}}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		l, err := ReadListing(data)
+		if err != nil || l.Served == "" {
+			return
+		}
+		write, err := l.Saver()
+		if err != nil {
+			return // an entry that does not read back with its digest
+		}
+		var b bytes.Buffer
+		if err := write(&b); err != nil {
+			t.Fatal(err)
+		}
+		again, err := ReadListing(b.Bytes())
+		if err != nil || again.Served != l.Served {
+			t.Fatalf("served %q does not read back (%v):\n%s", l.Served, err, b.Bytes())
+		}
+	})
+}
