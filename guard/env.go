@@ -21,15 +21,29 @@ const ListenTokenEnv = "ETDI_LISTEN_TOKEN"
 // secret; SecretEnv). A variable named in keep is kept: one the host
 // configuration sets for the server on purpose; the --listen token never.
 // Names are compared as the system does (without case on Windows).
+//
+// A variable that carries the value of one removed (a configuration's
+// "X": "${ETDI_PASSWORD}") is removed too, when that value is at least
+// MinCredential bytes long: shorter ones cannot be told from ordinary
+// settings.
 func ServerEnv(env, secret, keep []string) []string {
+	removed := func(name string) bool {
+		return removedEnv(name, secret) && (!inEnvList(name, keep) || sameEnvName(name, ListenTokenEnv))
+	}
+	values := map[string]bool{}
+	for _, kv := range env {
+		if name, v, ok := strings.Cut(kv, "="); ok && name != "" && removed(name) && len(v) >= MinCredential {
+			values[v] = true
+		}
+	}
 	out := make([]string, 0, len(env))
 	for _, kv := range env {
-		name, _, ok := strings.Cut(kv, "=")
+		name, v, ok := strings.Cut(kv, "=")
 		if !ok || name == "" {
 			out = append(out, kv) // not a variable (Windows' "=C:=C:\" entries)
 			continue
 		}
-		if removedEnv(name, secret) && (!inEnvList(name, keep) || sameEnvName(name, ListenTokenEnv)) {
+		if removed(name) || values[v] {
 			continue
 		}
 		out = append(out, kv)

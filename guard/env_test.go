@@ -28,6 +28,14 @@ func TestServerEnv(t *testing.T) {
 	if got := ServerEnv([]string{"A=1", "A=2", "ETDI_X=1", "ETDI_X=2"}, nil, nil); !slices.Equal(got, []string{"A=1", "A=2"}) {
 		t.Fatalf("repeated names: %q", got)
 	}
+	// A variable that carries a removed one's value (a configuration's
+	// "X": "${ETDI_PASSWORD}") goes too, kept or not; a short value is
+	// not matched.
+	got = ServerEnv([]string{"ETDI_PASSWORD=hunter22", "X=hunter22", "KEPT=hunter22", "ETDI_N=1", "N=1", "ETDI_PASSED=passed-on"},
+		nil, []string{"KEPT", "ETDI_PASSED"})
+	if want := []string{"N=1", "ETDI_PASSED=passed-on"}; !slices.Equal(got, want) {
+		t.Fatalf("values of removed variables:\n got %q\nwant %q", got, want)
+	}
 	p := &trust.Policy{Providers: []trust.Provider{{ID: "a"}, {ID: "b", IDP: &trust.IDP{Introspection: &trust.Introspection{ClientSecretEnv: "IDP_SECRET"}}}}}
 	if got := SecretEnv(p); !slices.Equal(got, []string{"IDP_SECRET"}) {
 		t.Fatalf("SecretEnv: %q", got)

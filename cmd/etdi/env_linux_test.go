@@ -148,6 +148,21 @@ func TestServerEnvAndListenToken(t *testing.T) {
 	if !bytes.Contains(env, []byte("SERVER_SETTING=kept\n")) {
 		t.Errorf("check: the server lacks SERVER_SETTING:\n%s", env)
 	}
+	// A configuration entry's env is kept, but not one that passes on
+	// what etdi read ("${ETDI_PASSWORD}").
+	p.write(".mcp.json", `{"mcpServers":{"weather":{"command":"`+script+`","env":{"FROM_CONFIG":"set on purpose",`+
+		`"LEAK":"${ETDI_PASSWORD}","ETDI_ETCD_PASSWORD":"${ETDI_ETCD_PASSWORD}"}}}}`)
+	os.Remove(dump)
+	r = runEtdi(t, p.dir, base, "check", "--trust", "trust.json", "--pins", "pins.db", "--config", ".mcp.json", "--name", "weather")
+	env, _ = os.ReadFile(dump)
+	if r.code != 13 || !bytes.Contains(env, []byte("FROM_CONFIG=set on purpose\n")) {
+		t.Fatalf("check --config: %d\n%s%s\n%s", r.code, r.stdout, r.stderr, env)
+	}
+	for _, s := range append(secrets, "ETDI_", "LEAK=") {
+		if bytes.Contains(env, []byte(s)) {
+			t.Errorf("check --config: the server was given %q:\n%s", s, env)
+		}
+	}
 	// Refused: a token file others can read, both sources, passing the token.
 	os.Chmod(tokenFile, 0o644)
 	for _, c := range []struct {

@@ -243,8 +243,13 @@ func (e *env) targets(f *serverFlags, args []string, dash int) ([]target, error)
 			t.env = os.Environ()
 			for _, k := range en.EnvKeys {
 				t.env = append(t.env, k+"="+en.Env[k])
+				// Set to etdi's own value (an expansion of it), a variable is
+				// not set for the server on purpose: it would pass on what
+				// etdi read (guard.ServerEnv removes it then).
+				if own, ok := e.lookupEnv(k); !ok || own != en.Env[k] {
+					t.keepEnv = append(t.keepEnv, k)
+				}
 			}
-			t.keepEnv = en.EnvKeys
 		}
 		if len(en.Headers) > 0 {
 			t.headers = http.Header{}
