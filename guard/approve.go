@@ -3,6 +3,7 @@ package guard
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/etdi-dev/etdi/pin"
 	"github.com/etdi-dev/etdi/verify"
@@ -153,4 +154,85 @@ func stillRefused(c *pin.Comparison, named []string, refused []pin.Refusal) []pi
 		refused = append(refused, pin.Refusal{Tool: ref, Kind: string(f.Kind), Reason: "still needs approval: " + f.Message})
 	}
 	return refused
+}
+
+// Unserved lists the items of the report that match their pins, approved
+// without recording what served them, while what serves them now is
+// known (pin.Comparison.Unserved): nothing is weakened for them (another
+// implementation is judged by the definitions alone, as before), and
+// RecordServed records it once the person confirms.
+func (r *Report) Unserved() []string {
+	if r.Comparison == nil || r.Observation == nil || r.Observation.Served == "" {
+		return nil
+	}
+	return r.Comparison.Unserved
+}
+
+// RecordServed records what serves the report's server now
+// (Observation.Served) in the pins of its items that were approved
+// without it, each with a history record (pin.Store.RecordServed). The
+// caller asks the person first: it binds the approvals to what runs now.
+func RecordServed(ctx context.Context, r *Report) ([]pin.Approval, *pin.Comparison, error) {
+	if r.Blocked() {
+		return nil, nil, ErrBlocked
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, nil, err
+	}
+	if r.opts.NoRecord {
+		return nil, nil, errors.New("guard: the pins are read-only; nothing is recorded")
+	}
+	var recorded []pin.Approval
+	var c *pin.Comparison
+	err := withPins(r.opts, false, func(s *pin.Store) error {
+		var err error
+		if recorded, err = s.RecordServed(r.Observation, r.opts.By, time.Time{}); err != nil {
+			return err
+		}
+		c, err = s.Compare(r.Observation)
+		return err
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return recorded, c, nil
+}
+
+// UnservedPins lists the pins of the server opts name (by its bundle's
+// claimed identity, or opts.Name) that were approved without recording
+// what served them, when o resolves what serves it now: a gate reports
+// them (it cannot ask the person) and judges them by their definitions
+// alone, as before; etdi check records what serves them once the person
+// confirms (RecordServed).
+func UnservedPins(o *Origin, opts Options) ([]string, error) {
+	if o.Served() == "" {
+		return nil, nil
+	}
+	var server string
+	switch {
+	case opts.Bundle != nil:
+		st := claimedStatement(opts.Bundle)
+		if st == nil {
+			return nil, nil
+		}
+		server = pin.SignedServerKey(st.Provider.ID, st.Server.Name)
+	case opts.Name != "" && pin.ValidateUnsignedName(opts.Name) == nil:
+		server = pin.UnsignedServerKey(opts.Name)
+	default:
+		return nil, nil
+	}
+	var out []string
+	err := withPins(opts, true, func(s *pin.Store) error {
+		pins, err := s.ServerPins(server)
+		for _, p := range pins {
+			if p.Served == "" {
+				out = append(out, p.Ref())
+			}
+		}
+		return err
+	})
+	if errors.Is(err, errNoPins) {
+		return nil, nil
+	}
+	return out, err
 }

@@ -1004,7 +1004,7 @@ func TestRegressionListenWebPage(t *testing.T) {
 	req.Header.Set("Origin", "http://localhost:3000")
 	req.Header.Set("Access-Control-Request-Method", "POST")
 	req.Header.Set("Access-Control-Request-Headers", "content-type")
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := listenClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1014,7 +1014,7 @@ func TestRegressionListenWebPage(t *testing.T) {
 	}
 	simple, _ := http.NewRequest(http.MethodPost, h.URL(), strings.NewReader(init))
 	simple.Header.Set("Content-Type", "text/plain;charset=UTF-8")
-	if resp, err := http.DefaultClient.Do(simple); err != nil || resp.StatusCode != http.StatusUnsupportedMediaType {
+	if resp, err := listenClient.Do(simple); err != nil || resp.StatusCode != http.StatusUnsupportedMediaType {
 		t.Errorf("text/plain body: %v %v", resp, err)
 	} else {
 		resp.Body.Close()
@@ -1025,17 +1025,17 @@ func TestRegressionListenWebPage(t *testing.T) {
 		r, _ := http.NewRequest(http.MethodPost, h.URL(), strings.NewReader(init))
 		r.Header.Set("Content-Type", "application/json")
 		r.Header.Set("Mcp-Session-Id", "chosen-by-the-page")
-		resp, err := http.DefaultClient.Do(r)
+		resp, err := listenClient.Do(r)
 		if err != nil {
 			resp = nil
 		}
 		answered <- resp
 	}()
-	if _, err := h.Read(context.Background()); err != nil {
+	if _, err := h.Read(listenCtx(t)); err != nil {
 		t.Fatal(err)
 	}
-	h.Write(context.Background(), []byte(`{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-06-18"}}`))
-	if resp := <-answered; resp == nil || resp.Header.Get("Mcp-Session-Id") == "chosen-by-the-page" {
+	h.Write(listenCtx(t), []byte(`{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-06-18"}}`))
+	if resp := recv(t, "the answer to initialize", answered); resp == nil || resp.Header.Get("Mcp-Session-Id") == "chosen-by-the-page" {
 		t.Errorf("initialize with a chosen session id: %v", resp)
 	} else {
 		resp.Body.Close()

@@ -257,6 +257,10 @@ func (r *Report) setObservation(obs *pin.Observation) {
 	if err := r.opts.Origin.Unresolved(); err != nil {
 		obs.Unresolved = err.Error()
 	}
+	if r.opts.Origin == nil && r.Listing != nil {
+		// A saved listing says what served it (bound to its entries).
+		obs.Served = r.Listing.Served
+	}
 	if l := r.Listing; l != nil {
 		if l.Live {
 			obs.InstructionsKnown, obs.Instructions = true, l.Instructions

@@ -5,6 +5,7 @@ package guard
 import (
 	"bytes"
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -140,5 +141,41 @@ func TestCheckReadsBack(t *testing.T) {
 	bad.Canonical = []byte("{")
 	if err := checkReadsBack([]etdi.LiveTool{bad}); err == nil {
 		t.Fatal("an entry that does not parse passed")
+	}
+}
+
+// What served a listing is written by FetchSave with the binding Saver
+// writes, and reads back: approving from a fetched file records it.
+func TestFetchSaveServedBinding(t *testing.T) {
+	s := listServerCmd(t, "forecast")
+	const served = "program /usr/bin/forecast sha256:00"
+	l, err := Fetch(context.Background(), s, FetchOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Served = served
+	write, err := l.Saver()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want, got bytes.Buffer
+	if err := write(&want); err != nil {
+		t.Fatal(err)
+	}
+	if _, fs, err := FetchSave(context.Background(), s, FetchOptions{Served: served}, nil, &got); err != nil || len(fs) > 0 {
+		t.Fatalf("%v %v", err, fs)
+	}
+	if got.String() != want.String() {
+		t.Fatalf("FetchSave wrote\n%s\nSaver writes\n%s", got.String(), want.String())
+	}
+	back, err := ReadListing(got.Bytes())
+	if err != nil || back.Served != served {
+		t.Fatalf("read back: %v served %q", err, back.Served)
+	}
+	// The binding covers what served it: another program named there is
+	// refused.
+	edited := strings.Replace(got.String(), served, "program /tmp/other sha256:00", 1)
+	if _, err := ReadListing([]byte(edited)); !errors.Is(err, ErrServedBinding) {
+		t.Fatalf("an edited served read back: %v", err)
 	}
 }

@@ -716,7 +716,7 @@ func StartServer(s Server, stderr io.Writer) (Conn, error) {
 	case len(s.Command) > 0 && s.URL != "":
 		return nil, errors.New("guard: a server has a command or a URL, not both")
 	case len(s.Command) > 0:
-		return mcpclient.StartStdio(s.Command, s.Env, s.Dir, stderr)
+		return mcpclient.StartStdio(s.Command, s.serverEnv(), s.Dir, stderr)
 	case s.URL != "":
 		return mcpclient.DialHTTP(s.URL, s.Header)
 	}

@@ -422,7 +422,11 @@ func (g *Gate) savePending(l *Listing, withheld bool) {
 		}
 		return
 	}
-	write, err := l.Saver()
+	// What served the listing is saved with it: approving from the file
+	// records it in the pins, as approving the live server would.
+	saved := *l
+	saved.Served = g.opts.Origin.Served()
+	write, err := saved.Saver()
 	if err == nil {
 		if err = os.MkdirAll(filepath.Dir(path), 0o700); err == nil {
 			err = atomicfile.WriteFunc(path, 0o600, write)

@@ -13,10 +13,13 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/etdi-dev/etdi/internal/mcpclient"
 	"github.com/etdi-dev/etdi/internal/termtext"
@@ -536,4 +539,56 @@ func writeJSON(w http.ResponseWriter, status int, msg []byte) {
 // servers do.
 func httpError(w http.ResponseWriter, status int, msg string) {
 	writeJSON(w, status, mcpclient.EncodeError(nil, -32600, "etdi: "+msg, nil))
+}
+
+// maxListenToken bounds a --listen token file.
+const maxListenToken = 4096
+
+// ReadListenToken reads the token an HTTPHost requires (HTTPHost.Token)
+// from a file only its owner may read: a file other users can read, or
+// that is empty, is refused. The file is the way to pass the token that
+// no other process sees: a command line is readable by every local user
+// (/proc/PID/cmdline), and an environment by every process of the user
+// (/proc/PID/environ); the server etdi starts is never given it
+// (ServerEnv).
+func ReadListenToken(path string) (string, error) {
+	// A named pipe would block the open: only a regular file is opened,
+	// and the file opened must be the one looked at.
+	before, err := os.Stat(path)
+	if err != nil {
+		return "", err
+	}
+	if !before.Mode().IsRegular() {
+		return "", fmt.Errorf("%s is not a regular file", path)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return "", err
+	}
+	if !fi.Mode().IsRegular() || !os.SameFile(before, fi) {
+		return "", fmt.Errorf("%s was replaced while it was read", path)
+	}
+	if runtime.GOOS != "windows" && fi.Mode().Perm()&0o077 != 0 {
+		return "", fmt.Errorf("%s can be read by other users (mode %04o): chmod 600 %s", path, fi.Mode().Perm(), termtext.ShellQuote(path))
+	}
+	b, err := io.ReadAll(io.LimitReader(f, maxListenToken+1))
+	if err != nil {
+		return "", err
+	}
+	if len(b) > maxListenToken {
+		return "", fmt.Errorf("%s: larger than %d bytes", path, maxListenToken)
+	}
+	tok := strings.TrimSpace(string(b))
+	if tok == "" {
+		return "", fmt.Errorf("%s is empty", path)
+	}
+	if strings.ContainsAny(tok, "\r\n") || !utf8.ValidString(tok) {
+		return "", fmt.Errorf("%s: the token is one line of text", path)
+	}
+	return tok, nil
 }

@@ -2,8 +2,11 @@ package guard
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,6 +14,7 @@ import (
 	"net/http"
 	"strconv"
 	"time"
+	"unicode/utf8"
 
 	"github.com/etdi-dev/etdi"
 	"github.com/etdi-dev/etdi/internal/mcpclient"
@@ -44,6 +48,11 @@ type Listing struct {
 	// pin.ItemResource, pin.ItemTemplate).
 	Prompts, Resources, Templates []etdi.LiveTool
 	Listed                        []string
+	// Served is what served the listing when it was made (Origin.Served
+	// of the launch it came from; "" when unknown). A saved listing
+	// carries it bound to its entries (SPEC.md §15): approving from the
+	// file records it in the pins, as approving the live server would.
+	Served string
 }
 
 // items returns the entries of the lists other than tools, by item kind.
@@ -60,7 +69,9 @@ var savedLists = []etdi.List{etdi.ListTools, etdi.ListPrompts, etdi.ListResource
 // resources and resource templates beside its tools, as etdi fetch saves
 // them ("prompts", "resources", "resourceTemplates"); those present are
 // Listed; an "instructions" member beside them holds the server's
-// instructions (a string, or null when it sent none).
+// instructions (a string, or null when it sent none); a "served" member
+// says what served the listing (Listing.Served), and a file whose served
+// does not match its binding is refused (ErrServedBinding).
 func ReadListing(data []byte) (*Listing, error) {
 	pages, err := etdi.ParseListsPage(data, savedLists, 0, mcpclient.MaxFetchNodes)
 	if err != nil {
@@ -88,7 +99,87 @@ func ReadListing(data []byte) (*Listing, error) {
 			l.Listed = append(l.Listed, pin.Items[i])
 		}
 	}
+	if mcpclient.Member(data, "result") == nil {
+		if raw := mcpclient.Member(data, servedMember); raw != nil {
+			if err := l.readServed(raw); err != nil {
+				return nil, err
+			}
+		}
+	}
 	return l, nil
+}
+
+// servedMember is the member of a saved listing that says what served it.
+const servedMember = "served"
+
+// maxServed bounds the served text a saved listing may carry.
+const maxServed = 4096
+
+// ErrServedBinding is returned by ReadListing for a saved listing whose
+// served member does not match the listing: the file was changed after
+// it was saved (what served it, or what it lists).
+var ErrServedBinding = errors.New("the listing's \"served\" does not match the listing it was saved with: " +
+	"the file was changed after it was saved; nothing in it is approved (save it again: etdi fetch --out FILE, or the review command etdi run names)")
+
+// readServed reads a saved listing's served member, {"by": TEXT,
+// "binding": DIGEST}, and holds it to the listing: the binding is the
+// digest of what served it and of every entry the file lists (servedBinding).
+func (l *Listing) readServed(raw []byte) error {
+	var sv struct {
+		By      *string `json:"by"`
+		Binding *string `json:"binding"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&sv); err != nil || sv.By == nil || sv.Binding == nil {
+		return fmt.Errorf("served: want {\"by\": TEXT, \"binding\": DIGEST}")
+	}
+	if *sv.By == "" || len(*sv.By) > maxServed || !utf8.ValidString(*sv.By) {
+		return fmt.Errorf("served: want a text of 1 to %d bytes", maxServed)
+	}
+	if *sv.Binding != servedBinding(l, *sv.By) {
+		return ErrServedBinding
+	}
+	l.Served = *sv.By
+	return nil
+}
+
+// servedBinding binds what served a listing to every entry it lists (in
+// order, by digest), the lists it holds and its instructions: a change
+// to any of them, or to what served it, changes the binding.
+func servedBinding(l *Listing, served string) string {
+	h := sha256.New()
+	field := func(s string) {
+		var n [8]byte
+		binary.BigEndian.PutUint64(n[:], uint64(len(s)))
+		h.Write(n[:])
+		h.Write([]byte(s))
+	}
+	field("etdi served binding v1")
+	field(served)
+	field(pin.ItemTool)
+	for _, e := range l.Tools {
+		field(e.Name)
+		field(e.Digest.String())
+	}
+	items := l.items()
+	for _, item := range l.Listed {
+		field(item)
+		for _, e := range items[item] {
+			field(e.Name)
+			field(e.Digest.String())
+		}
+	}
+	switch {
+	case !l.Live:
+		field("not live")
+	case l.Instructions == nil:
+		field("no instructions")
+	default:
+		field("instructions")
+		field(*l.Instructions)
+	}
+	return "sha256:" + hex.EncodeToString(h.Sum(nil))
 }
 
 // Server says how to reach a live server: a command started over stdio
@@ -96,9 +187,15 @@ func ReadListing(data []byte) (*Listing, error) {
 // Header sent to its origin only).
 type Server struct {
 	Command []string
-	// Env replaces the environment of the command when not nil.
+	// Env is the environment of the command (etdi's own when nil). It is
+	// started without every ETDI_* variable and those named in SecretEnv,
+	// but those named in KeepEnv (ServerEnv).
 	Env []string
-	Dir string
+	// SecretEnv names the variables etdi read a secret from (SecretEnv,
+	// --header-env); KeepEnv those the host configuration sets for the
+	// server on purpose.
+	SecretEnv, KeepEnv []string
+	Dir                string
 
 	URL    string
 	Header http.Header
@@ -111,6 +208,10 @@ type FetchOptions struct {
 	StartTimeout, Timeout time.Duration
 	// ClientVersion is the version etdi reports in clientInfo.
 	ClientVersion string
+	// Served, for FetchSave, is what serves the server (Origin.Served),
+	// resolved before it starts: it is saved with the listing, bound to
+	// it, so that approving from the file records it.
+	Served string
 }
 
 // FetchError reports a server that could not be listed: the stage
@@ -129,7 +230,7 @@ func Fetch(ctx context.Context, s Server, o FetchOptions) (*Listing, error) {
 	case len(s.Command) > 0 && s.URL != "":
 		return nil, errors.New("guard: a server has a command or a URL, not both")
 	case len(s.Command) > 0:
-		l, err = mcpclient.Stdio(ctx, s.Command, s.Env, s.Dir, opts)
+		l, err = mcpclient.Stdio(ctx, s.Command, s.serverEnv(), s.Dir, opts)
 	case s.URL != "":
 		l, err = mcpclient.HTTP(ctx, s.URL, s.Header, opts)
 	default:
@@ -170,7 +271,8 @@ func List(ctx context.Context, c Conn, o FetchOptions) (*Listing, error) {
 // that ReadListing reads back with the same digests (SPEC.md §17, etdi
 // fetch): every tool in its canonical form; the prompts, resources and
 // resource templates that were listed, beside the tools; the server's
-// instructions when it was live; the in-band bundle under _meta. It first checks that every entry reads back with
+// instructions when it was live; the in-band bundle under _meta; what
+// served it (Served), bound to its entries. It first checks that every entry reads back with
 // its digest, so the file says exactly what the server served; an
 // in-band bundle that is not one is an error. The listing is written
 // entry by entry, without a second copy of it.
@@ -191,7 +293,7 @@ func (l *Listing) Saver() (func(io.Writer) error, error) {
 		for _, item := range l.Listed {
 			sw.list(savedMember[item], items[item])
 		}
-		return sw.finish(l.Live, l.Instructions, inband)
+		return sw.finish(l.Live, l.Instructions, inband, l.Served, servedBinding(l, l.Served))
 	}, nil
 }
 
@@ -242,8 +344,9 @@ func (sw *savedWriter) list(member string, entries []etdi.LiveTool) {
 }
 
 // finish closes the last list, writes the instructions (for a live
-// server) and the in-band bundle, and flushes.
-func (sw *savedWriter) finish(live bool, instructions *string, inband []byte) error {
+// server), the in-band bundle and what served the listing (served, with
+// its binding, when known), and flushes.
+func (sw *savedWriter) finish(live bool, instructions *string, inband []byte, served, binding string) error {
 	if !sw.open {
 		sw.begin(etdi.ListTools.Member)
 	}
@@ -254,6 +357,10 @@ func (sw *savedWriter) finish(live bool, instructions *string, inband []byte) er
 	}
 	if inband != nil {
 		fmt.Fprintf(sw.bw, ",\n\"_meta\": {%q: %s}", etdi.MetaBundleKey, inband)
+	}
+	if served != "" {
+		sv, _ := json.Marshal(map[string]string{"by": served, "binding": binding})
+		fmt.Fprintf(sw.bw, ",\n%q: %s", servedMember, sv)
 	}
 	sw.bw.WriteString("}\n")
 	return sw.bw.Flush()
@@ -297,6 +404,9 @@ type Saved struct {
 func FetchSave(ctx context.Context, s Server, o FetchOptions, creds []Credential, w io.Writer) (*Saved, []verify.Finding, error) {
 	sw := newSavedWriter(w)
 	saved := &Saved{Entries: map[string]int{}}
+	// skeleton keeps each entry's name and digest, not its definition:
+	// what the served binding covers (servedBinding).
+	skeleton := &Listing{Live: true}
 	var fs []verify.Finding
 	opts := mcpclient.Options{StartTimeout: o.StartTimeout, Timeout: o.Timeout, ClientVersion: o.ClientVersion,
 		Entries: func(list etdi.List, entries []etdi.LiveTool) error {
@@ -322,6 +432,22 @@ func FetchSave(ctx context.Context, s Server, o FetchOptions, creds []Credential
 			}
 			if _, seen := saved.Entries[list.Member]; !seen {
 				sw.begin(list.Member)
+			}
+			if o.Served != "" {
+				names := make([]etdi.LiveTool, len(entries))
+				for i, e := range entries {
+					names[i] = etdi.LiveTool{Name: e.Name, Digest: e.Digest}
+				}
+				switch list {
+				case etdi.ListTools:
+					skeleton.Tools = append(skeleton.Tools, names...)
+				case etdi.ListPrompts:
+					skeleton.Prompts = append(skeleton.Prompts, names...)
+				case etdi.ListResources:
+					skeleton.Resources = append(skeleton.Resources, names...)
+				case etdi.ListTemplates:
+					skeleton.Templates = append(skeleton.Templates, names...)
+				}
 			}
 			saved.Entries[list.Member] += len(entries)
 			sw.entries(entries)
@@ -351,5 +477,10 @@ func FetchSave(ctx context.Context, s Server, o FetchOptions, creds []Credential
 	if err != nil {
 		return nil, nil, fmt.Errorf("in-band bundle: %w", err)
 	}
-	return saved, nil, sw.finish(true, l.Instructions, inband)
+	binding := ""
+	if o.Served != "" {
+		skeleton.Instructions, skeleton.Listed = l.Instructions, fromClient(l).Listed
+		binding = servedBinding(skeleton, o.Served)
+	}
+	return saved, nil, sw.finish(true, l.Instructions, inband, o.Served, binding)
 }

@@ -78,6 +78,12 @@ type Comparison struct {
 	// Recorded is the number of findings Check or Record appended to the
 	// history.
 	Recorded int `json:"-"`
+	// Unserved are the items (ItemRef) that match their pins, whose pins
+	// were approved without recording what served them, while what
+	// serves them now is known (Observation.Served): RecordServed
+	// records it, once the person confirms; until then they are judged
+	// by their definitions alone.
+	Unserved []string `json:"-"`
 }
 
 // Compare compares o with the pins, read-only.
@@ -299,6 +305,14 @@ func compare(tx *kvTx, o *Observation) (*Comparison, error) {
 		c.Findings = append(c.Findings, fs...)
 		if st.Status != "ok" { // what is about to be approved, not what was
 			c.Findings = append(c.Findings, sus.findings(t)...)
+		} else if o.Served != "" {
+			p, err := readItem(tx, o.Server, t.Item, t.Name) // checked by checkLatest
+			if err != nil {
+				return nil, err
+			}
+			if p != nil && p.Served == "" {
+				c.Unserved = append(c.Unserved, ItemRef(t.Item, t.Name))
+			}
 		}
 	}
 	cur := tx.Bucket(bPins).Cursor()

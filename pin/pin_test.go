@@ -590,6 +590,7 @@ func TestInstructions(t *testing.T) {
 	if _, r, err := s.Approve(&o2, ApproveOptions{By: "x"}); err != nil || len(r) != 1 {
 		t.Fatalf("changed instructions approved implicitly: %v %v", r, err)
 	}
+	expect(t, s, &o2, "instructions_changed")
 	if _, r, err := s.Approve(&o2, ApproveOptions{By: "x", AcceptInstructions: true}); err != nil || len(r) != 0 {
 		t.Fatalf("accept instructions: %v %v", r, err)
 	}

@@ -1,8 +1,10 @@
 package pin
 
 import (
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -95,4 +97,65 @@ func TestServerPins(t *testing.T) {
 	if ps, err := s.ServerPins("acme:none"); err != nil || len(ps) != 0 {
 		t.Fatalf("ServerPins of an unknown server: %+v %v", ps, err)
 	}
+}
+
+// A pin approved without what served it is reported (Unserved) while
+// what serves it now is known, and upgraded only by RecordServed: one
+// history record per pin, which the history then justifies; a changed
+// definition or a new tool is never upgraded, nor a pin that has one.
+func TestRecordServed(t *testing.T) {
+	const art = "file weather sha256:aaaa"
+	s := openTemp(t)
+	a, b := tool(t, "get_weather", "1.0.0", weatherDef, keyA, "net:fetch"), tool(t, "get_forecast", "1.0.0", `{"name":"get_forecast"}`, keyA)
+	mustApprove(t, s, obs("acme:weather", 1, a, b))
+	o := obs("acme:weather", 1, a, b, tool(t, "get_alerts", "1.0.0", `{"name":"get_alerts"}`, keyA))
+	if c := expect(t, s, o, "new_tool"); len(c.Unserved) != 0 {
+		t.Fatalf("unserved without a known served: %v", c.Unserved)
+	}
+	if _, err := s.RecordServed(o, "tester", time.Time{}); err == nil {
+		t.Fatal("recorded an unknown served")
+	}
+	o.Served = art
+	// get_forecast changed: it is judged (rug pull), not upgraded.
+	o.Tools[1] = tool(t, "get_forecast", "1.0.0", `{"name":"get_forecast","description":"x"}`, keyA)
+	c := expect(t, s, o, "rug_pull", "new_tool")
+	if !slices.Equal(c.Unserved, []string{"get_weather"}) {
+		t.Fatalf("unserved %v", c.Unserved)
+	}
+	before := logSizeOf(t, s)
+	rec, err := s.RecordServed(o, "tester", time.Time{})
+	if err != nil || len(rec) != 1 || rec[0].Pin.Tool != "get_weather" || rec[0].Pin.Served != art || rec[0].Kind != ServedRecorded {
+		t.Fatalf("RecordServed: %v %+v", err, rec)
+	}
+	if n := logSizeOf(t, s); n != before+1 {
+		t.Fatalf("history grew by %d records", n-before)
+	}
+	if c := expect(t, s, o, "rug_pull", "new_tool"); len(c.Unserved) != 0 {
+		t.Fatalf("still unserved: %v", c.Unserved)
+	}
+	p, err := s.Get("acme:weather", "get_weather")
+	if err != nil || p == nil || p.Served != art || p.Digest != a.Digest.String() {
+		t.Fatalf("pin after: %+v %v", p, err)
+	}
+	// Recorded: another program is a rug pull now; again, nothing to do.
+	o.Tools = []Observed{a}
+	o.Served = "file weather sha256:bbbb"
+	expect(t, s, o, "rug_pull")
+	if rec, err := s.RecordServed(o, "tester", time.Time{}); err != nil || len(rec) != 0 {
+		t.Fatalf("RecordServed over a recorded served: %v %+v", err, rec)
+	}
+	if _, err := s.VerifyLog(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Naming a tool the server does not offer approves nothing: a typo must
+// not pass as an approval of what was meant.
+func TestApproveNamedNotOffered(t *testing.T) {
+	s := openTemp(t)
+	o := obs("acme:weather", 1, tool(t, "get_weather", "1.0.0", weatherDef, keyA, "net:fetch"))
+	if a, _, err := s.Approve(o, ApproveOptions{Tools: []string{"get_wether"}, By: "tester"}); err == nil || len(a) != 0 || !strings.Contains(err.Error(), "not offered") {
+		t.Fatalf("approved a tool not offered: %v %+v", err, a)
+	}
+	expect(t, s, o, "new_tool")
 }

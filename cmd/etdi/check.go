@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"errors"
 	"fmt"
 	"io"
@@ -368,6 +369,11 @@ func (e *env) checkTarget(sf *serverFlags, pf *pinFlags, t *target, p *trust.Pol
 			rep.InstructionsRecorded = recordedInstructions(r, res)
 		}
 	}
+	if err == nil && len(after.Unserved()) > 0 && pf.lock == "" {
+		var recorded []pin.Approval
+		recorded, after, err = e.recordServed(after, t, yes, interactive)
+		rep.Approved = append(rep.Approved, recorded...)
+	}
 	if err != nil {
 		return fail(e.guardError(err))
 	}
@@ -397,6 +403,38 @@ func entryFinding(en *hostconfig.Entry, secrets *redact.Set) *verify.Finding {
 			Message: secrets.String(fmt.Sprintf("%s:%d: entry %q: the program %q was not resolved; not checked", en.File, en.Line, en.Name, en.Command))}
 	}
 	return nil
+}
+
+// recordServed asks whether to record what serves the server now in the
+// pins of r approved without it (guard.Report.Unserved): --yes records
+// it, --approve (or a terminal) asks, and otherwise it is reported with
+// the command that records it, nothing changed meanwhile.
+func (e *env) recordServed(r *guard.Report, t *target, yes, interactive bool) ([]pin.Approval, *guard.Report, error) {
+	items := r.Unserved()
+	served := t.secrets.String(r.Observation.Served)
+	say(e.stderr, "etdi: %d item(s) of %s were approved without recording what served them (%s); it is now served by %s\n",
+		len(items), r.Server, t.secrets.String(strings.Join(items, ", ")), served)
+	if !yes {
+		if !interactive && !e.stdinIsTerminal() {
+			say(e.stderr, "etdi: warning: another program serving the same definitions would pass unnoticed until this is recorded; "+
+				"record it: check the same server again with --yes (or --approve on a terminal)\n")
+			return nil, r, nil
+		}
+		say(e.stderr, "record that %s serves them, so that another program is refused? [y/N]: ", served)
+		line, err := bufio.NewReader(e.stdin).ReadString('\n')
+		if err != nil && line == "" && !errors.Is(err, io.EOF) {
+			return nil, r, err
+		}
+		if a := strings.ToLower(strings.TrimSpace(line)); a != "y" && a != "yes" {
+			say(e.stderr, "etdi: not recorded; nothing changed\n")
+			return nil, r, nil
+		}
+	}
+	recorded, c, err := guard.RecordServed(e.ctx, r)
+	if err != nil {
+		return nil, r, err
+	}
+	return recorded, r.After(c), nil
 }
 
 // instructionsHint tells how to accept instructions when a report asks

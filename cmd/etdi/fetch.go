@@ -86,7 +86,10 @@ serves. With --config, --name picks the entry when the file has several.`,
 // findings, and the error leaves w to be discarded.
 func (e *env) fetchSave(f *serverFlags, t *target, w io.Writer) (*guard.Saved, error) {
 	e.progress("checking %s", t.label)
-	saved, fs, err := guard.FetchSave(e.ctx, t.server(), guard.FetchOptions{StartTimeout: f.startTimeout, Timeout: f.timeout, ClientVersion: readBuildInfo().Version}, t.credentials, w)
+	// What the command runs is resolved before it starts, and saved with
+	// the listing: approving from the file records it.
+	served := t.secrets.String(guard.ResolveOrigin(e.ctx, t.server()).Served())
+	saved, fs, err := guard.FetchSave(e.ctx, t.server(), guard.FetchOptions{StartTimeout: f.startTimeout, Timeout: f.timeout, ClientVersion: readBuildInfo().Version, Served: served}, t.credentials, w)
 	if err != nil {
 		// The error may quote the server's stderr, a URL or a header.
 		var se *guard.FetchError

@@ -18,7 +18,7 @@ import (
 	"github.com/etdi-dev/etdi/internal/mcpclient/hostile"
 )
 
-// The test binary serves as a hostile stdio server when ETDI_HOSTILE is
+// The test binary serves as a hostile stdio server when MCP_HOSTILE is
 // set, or as the measuring helper (init runs before TestMain builds etdi).
 func init() {
 	if out := os.Getenv(measureEnv); out != "" {

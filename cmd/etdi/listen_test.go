@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -11,7 +12,21 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 )
+
+// listenWait bounds every wait of the --listen tests (etdi run, the host,
+// the listening line): a regression that leaves one waiting fails the
+// test instead of hanging the run. It bounds; it measures nothing.
+const listenWait = 2 * time.Minute
+
+// boundedCommand is exec.Command under ctx: killed when ctx ends, its
+// output pipes closed soon after even if a child holds them.
+func boundedCommand(ctx context.Context, name string, args ...string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.WaitDelay = 5 * time.Second
+	return cmd
+}
 
 // etdi run --listen between the TypeScript SDK's Streamable HTTP client
 // and the fixture server: the host sees the approved tools, calls one,
@@ -25,7 +40,9 @@ func TestListenFixtureServer(t *testing.T) {
 		t.Fatalf("check --yes: %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 
-	cmd := exec.Command(etdiBin, "run", "--trust", "trust.json", "--pins", "pins.db", "--bundle", "w.etdi.json",
+	ctx, cancel := context.WithTimeout(context.Background(), listenWait)
+	defer cancel()
+	cmd := boundedCommand(ctx, etdiBin, "run", "--trust", "trust.json", "--pins", "pins.db", "--bundle", "w.etdi.json",
 		"--listen", "127.0.0.1:0", "--", "node", fixtureJS)
 	cmd.Dir = p.dir
 	cmd.Env = []string{"HOME=" + p.dir, "XDG_CONFIG_HOME=" + filepath.Join(p.dir, ".config"), "PATH=" + os.Getenv("PATH"),
@@ -61,11 +78,18 @@ func TestListenFixtureServer(t *testing.T) {
 		}
 		stopped = true
 		cmd.Process.Signal(syscall.SIGTERM)
-		<-drained
+		select {
+		case <-drained:
+		case <-ctx.Done(): // etdi was killed; Wait closes its pipes
+		}
 		return cmd.Wait()
 	}
 	defer stop()
-	endpoint := <-url
+	var endpoint string
+	select {
+	case endpoint = <-url:
+	case <-ctx.Done():
+	}
 	if !strings.HasPrefix(endpoint, "http://127.0.0.1:") || !strings.HasSuffix(endpoint, "/mcp") {
 		stop()
 		t.Fatalf("no listening line:\n%s", log.String())
@@ -80,7 +104,7 @@ func TestListenFixtureServer(t *testing.T) {
 		{"op":"call","name":"get_weather","arguments":{"city":"Berlin"}},
 		{"op":"listTools"}
 	]`)
-	host := exec.Command("node", filepath.Join(mcpDir, "host-client.mjs"), "--url", endpoint, "--script", script, "--timeout-ms", "60000")
+	host := boundedCommand(ctx, "node", filepath.Join(mcpDir, "host-client.mjs"), "--url", endpoint, "--script", script, "--timeout-ms", "60000")
 	var out, hostErr bytes.Buffer
 	host.Stdout, host.Stderr = &out, &hostErr
 	if err := host.Run(); err != nil {
@@ -161,9 +185,21 @@ func TestListenNotLoopback(t *testing.T) {
 		t.Fatalf("trust unsigned: %d %s", r.code, r.stderr)
 	}
 	for _, addr := range []string{"0.0.0.0:8080", "192.0.2.1:0", "127.0.0.1", "localhost:http"} {
-		r := runEtdi(t, dir, nil, "run", "--trust", "trust.json", "--pins", "pins.db", "--listen", addr, "--name", "x", "--", "false")
-		if r.code != 2 || !strings.Contains(r.stderr, "loopback only") {
-			t.Fatalf("%s: exit %d\n%s", addr, r.code, r.stderr)
+		// An address that is taken would serve, and wait for a host: the
+		// run is bounded, and fails rather than hangs.
+		ctx, cancel := context.WithTimeout(context.Background(), listenWait)
+		cmd := boundedCommand(ctx, etdiBin, "run", "--trust", "trust.json", "--pins", "pins.db", "--listen", addr, "--name", "x", "--", "false")
+		cmd.Dir = dir
+		cmd.Env = []string{"HOME=" + dir, "XDG_CONFIG_HOME=" + filepath.Join(dir, ".config"), "PATH=" + os.Getenv("PATH")}
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		err := cmd.Run()
+		cancel()
+		if cmd.ProcessState == nil {
+			t.Fatalf("%s: %v", addr, err)
+		}
+		if code := cmd.ProcessState.ExitCode(); code != 2 || !strings.Contains(stderr.String(), "loopback only") {
+			t.Fatalf("%s: exit %d (%v)\n%s", addr, code, ctx.Err(), stderr.String())
 		}
 	}
 }

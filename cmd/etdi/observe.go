@@ -119,6 +119,11 @@ type target struct {
 	// entry is the host configuration entry the target comes from, as
 	// its host reads it (SPEC.md §18).
 	entry *hostconfig.Entry
+	// secretEnv names the variables etdi read a secret from, keepEnv
+	// those the configuration entry sets for the server: a started
+	// server gets neither the first nor any ETDI_* variable
+	// (guard.ServerEnv), but the second.
+	secretEnv, keepEnv []string
 }
 
 // targets resolves the flags into the servers to check.
@@ -259,6 +264,12 @@ func (e *env) targets(f *serverFlags, args []string, dash int) ([]target, error)
 			t.env = os.Environ()
 			for _, k := range en.EnvKeys {
 				t.env = append(t.env, k+"="+en.Env[k])
+				// Set to etdi's own value (an expansion of it), a variable is
+				// not set for the server on purpose: it would pass on what
+				// etdi read (guard.ServerEnv removes it then).
+				if own, ok := e.lookupEnv(k); !ok || own != en.Env[k] {
+					t.keepEnv = append(t.keepEnv, k)
+				}
 			}
 		}
 		if en.Ambiguous != "" || en.NotStarted() {
@@ -482,6 +493,7 @@ func (e *env) observe(f *serverFlags, pf *pinFlags, t *target, p *trust.Policy, 
 	if err != nil {
 		return nil, err
 	}
+	t.secretEnv = guard.SecretEnv(p)
 	if t.toolsFile == "" && (len(t.argv) > 0 || t.url != "") {
 		// What the command runs is resolved before it is started.
 		opts.Origin = guard.ResolveOrigin(e.ctx, t.server())
@@ -570,7 +582,7 @@ func (t *target) server() guard.Server {
 	if len(t.argv) == 0 {
 		return guard.Server{URL: t.url, Header: t.headers}
 	}
-	return guard.Server{Command: t.argv, Env: t.env, Dir: t.dir}
+	return guard.Server{Command: t.argv, Env: guard.ServerEnv(t.env, t.secretEnv, t.keepEnv), SecretEnv: t.secretEnv, KeepEnv: t.keepEnv, Dir: t.dir}
 }
 
 // movingTarget is the moving_target warning of a command that runs a

@@ -224,6 +224,9 @@ before its tools are seen.`,
 // servedText says what serves an approved tool when that changed with the
 // approval: the old and the new artifact or endpoint.
 func servedText(a pin.Approval) string {
+	if a.Kind == pin.ServedRecorded {
+		return fmt.Sprintf(", served by %s (recorded)", a.Pin.Served)
+	}
 	if a.ServedBefore == "" || a.ServedBefore == a.Pin.Served {
 		return ""
 	}

@@ -27,7 +27,8 @@ import (
 // runFlags are the flags of etdi run.
 type runFlags struct {
 	policy, bundle, name, url, listen string
-	headers, headerEnv                []string
+	listenTokenFile                   string
+	headers, headerEnv, passEnv       []string
 	timeout, askTimeout               time.Duration
 	audit                             bool
 	cedar                             cedarFlags
@@ -85,10 +86,18 @@ URL: Streamable HTTP at http://127.0.0.1:PORT/mcp instead of stdio (port
 0 picks a free port; etdi prints "etdi: listening on URL" on standard
 error). Only loopback addresses are accepted and requests from web pages
 of other origins are refused. Other users of the machine can reach a
-loopback port: with ETDI_LISTEN_TOKEN set, every request must carry
-"Authorization: Bearer $ETDI_LISTEN_TOKEN" (put the header in the host's
-configuration). There is one session: it, and etdi run, end when the host
+loopback port: with --listen-token-file FILE (a file only you can read,
+mode 0600) or ETDI_LISTEN_TOKEN set, every request must carry
+"Authorization: Bearer TOKEN" (put the header in the host's
+configuration). The token is never given to the server, nor put on a
+command line; prefer the file: a process of your user can read etdi's
+environment. There is one session: it, and etdi run, end when the host
 ends it (HTTP DELETE).
+
+The server is started without any ETDI_* variable and without the
+variables etdi read a secret from (--header-env, the trust policy's
+introspection client secret); --pass-env NAME passes one of them on
+purpose (never ETDI_LISTEN_TOKEN).
 
 --lock FILE gates against a team lockfile (etdi pin export --lock;
 SPEC.md §30) instead of a pin database, read-only: it is loaded into a
@@ -121,6 +130,8 @@ lockfile generation, 14 an expired lockfile.`,
 	fl.DurationVar(&f.timeout, "timeout", 60*time.Second, "how long etdi's own listing of the server may take")
 	fl.BoolVar(&f.audit, "audit-calls", false, "record every tools/call in the history (never the arguments or results)")
 	fl.StringVar(&f.listen, "listen", "", "offer Streamable HTTP towards the host at ADDR (loopback only) instead of stdio")
+	fl.StringVar(&f.listenTokenFile, "listen-token-file", "", "with --listen: the file (mode 0600) holding the token every request must carry as \"Authorization: Bearer TOKEN\" (or $ETDI_LISTEN_TOKEN)")
+	fl.StringArrayVar(&f.passEnv, "pass-env", nil, "pass this variable to the server although etdi would remove it (an ETDI_* variable or one etdi read a secret from; never ETDI_LISTEN_TOKEN; repeatable)")
 	f.cedar.register(fl)
 	fl.DurationVar(&f.askTimeout, "ask-timeout", 2*time.Minute, "how long a call a policy asks about waits for the person's answer before it is refused")
 	pf.register(fl, e)
@@ -145,6 +156,17 @@ func (e *env) runGate(cmd *cobra.Command, f *runFlags, pf *pinFlags, args []stri
 		return usagef("give the server: -- CMD ARGS... or --url URL")
 	case len(args) > 0:
 		return usagef("unexpected arguments %q (a server command goes after --)", args)
+	}
+	if f.listenTokenFile != "" && f.listen == "" {
+		return usagef("--listen-token-file goes with --listen")
+	}
+	for _, name := range f.passEnv {
+		if name == "" || strings.Contains(name, "=") {
+			return usagef("--pass-env %q: want a variable name", name)
+		}
+		if strings.EqualFold(name, guard.ListenTokenEnv) {
+			return usagef("--pass-env %s: the --listen token is never given to the server", guard.ListenTokenEnv)
+		}
 	}
 	if f.lock.path != "" && f.audit {
 		return usagef("--audit-calls records calls in the pin database, and --lock is read-only")
@@ -220,6 +242,17 @@ func (e *env) runGate(cmd *cobra.Command, f *runFlags, pf *pinFlags, args []stri
 		}
 		opts.Bundle, opts.BundleSource = data, f.bundle
 	}
+	if len(argv) > 0 {
+		// The server gets no ETDI_* variable and none etdi read a secret
+		// from, but those passed on purpose (guard.ServerEnv).
+		srv.SecretEnv = guard.SecretEnv(p)
+		for _, kv := range f.headerEnv {
+			_, variable, _ := strings.Cut(kv, "=")
+			srv.SecretEnv = append(srv.SecretEnv, variable)
+		}
+		srv.KeepEnv = f.passEnv
+		srv.Env = guard.ServerEnv(srv.Env, srv.SecretEnv, srv.KeepEnv)
+	}
 	// What the command runs is resolved before it starts, and a server the
 	// out-of-band bundle was not made for is never started.
 	opts.Origin = guard.ResolveOrigin(e.ctx, srv)
@@ -244,6 +277,10 @@ func (e *env) runGate(cmd *cobra.Command, f *runFlags, pf *pinFlags, args []stri
 		return &exitCodeError{code}
 	}
 	opts.Review, opts.ReviewTarget = reviewCommand(cmd, name, argv, f.url, &secrets)
+	if unserved, err := guard.UnservedPins(opts.Origin, opts.Options); err == nil && len(unserved) > 0 {
+		say(e.stderr, "etdi: warning: %d pin(s) of %s were approved without recording what served them; another program serving the same definitions is not told apart until it is recorded: %s --yes %s\n",
+			len(unserved), secrets.String(name), opts.Review, opts.ReviewTarget)
+	}
 	var logMu sync.Mutex
 	opts.Log = func(line string) {
 		logMu.Lock()
@@ -289,6 +326,10 @@ func (e *env) hostConn(f *runFlags, log func(string)) (guard.Conn, error) {
 			return nil
 		}), nil
 	}
+	tok, err := e.listenToken(f)
+	if err != nil {
+		return nil, err
+	}
 	h, err := guard.ListenHTTP(f.listen)
 	if errors.Is(err, guard.ErrListenAddr) {
 		return nil, usagef("--listen %q: want 127.0.0.1:PORT, [::1]:PORT or localhost:PORT (loopback only; port 0 picks one)", f.listen)
@@ -297,11 +338,30 @@ func (e *env) hostConn(f *runFlags, log func(string)) (guard.Conn, error) {
 		return nil, fmt.Errorf("--listen %s: %w", f.listen, err)
 	}
 	h.Log = log
-	if tok, ok := e.lookupEnv("ETDI_LISTEN_TOKEN"); ok && tok != "" {
-		h.Token = tok
-	}
+	h.Token = tok
 	fmt.Fprintf(e.stderr, "etdi: listening on %s\n", h.URL())
 	return h, nil
+}
+
+// listenToken is the token of --listen: from --listen-token-file, or
+// from $ETDI_LISTEN_TOKEN, which is removed from etdi's environment at
+// once (no process etdi starts inherits it; the server never gets it,
+// guard.ServerEnv). Both at once are refused: which one the host meant
+// cannot be told.
+func (e *env) listenToken(f *runFlags) (string, error) {
+	envTok, inEnv := e.lookupEnv(guard.ListenTokenEnv)
+	os.Unsetenv(guard.ListenTokenEnv)
+	if f.listenTokenFile == "" {
+		return envTok, nil
+	}
+	if inEnv && envTok != "" {
+		return "", usagef("give the --listen token once: --listen-token-file or $%s, not both", guard.ListenTokenEnv)
+	}
+	tok, err := guard.ReadListenToken(f.listenTokenFile)
+	if err != nil {
+		return "", fmt.Errorf("--listen-token-file: %w", err)
+	}
+	return tok, nil
 }
 
 // reviewCommand is the etdi check command that reviews what the gate

@@ -1,7 +1,7 @@
 // Package hostile holds MCP servers that misbehave on purpose, for the
 // tests that prove a fetch stays bounded (SPEC.md §17, "Fetch bounds").
 // Test binaries run Stdio as a child process (re-executing themselves
-// with ETDI_HOSTILE set) and Handler in an httptest server.
+// with MCP_HOSTILE set) and Handler in an httptest server.
 package hostile
 
 import (
@@ -23,11 +23,12 @@ import (
 )
 
 // Env is the environment variable that names the mode of a stdio server.
-const Env = "ETDI_HOSTILE"
+// It is not an ETDI_* variable: etdi starts no server with those.
+const Env = "MCP_HOSTILE"
 
 // PIDFile, if set, is where the grandchild mode writes its grandchild's
 // process id, and the deaf mode its own.
-const PIDFile = "ETDI_HOSTILE_PIDFILE"
+const PIDFile = "MCP_HOSTILE_PIDFILE"
 
 // Modes of Stdio and Handler. Each names what the server does wrong.
 const (

@@ -1,0 +1,99 @@
+package guard
+
+import (
+	"os"
+	"runtime"
+	"strings"
+
+	"github.com/etdi-dev/etdi/trust"
+)
+
+// ListenTokenEnv is the variable etdi run reads the --listen token from
+// (SPEC.md §25); ServerEnv never passes it on, even when asked to keep it.
+const ListenTokenEnv = "ETDI_LISTEN_TOKEN"
+
+// ServerEnv is the environment a server is started with, from env (the
+// environment etdi was given, and what a host configuration sets for the
+// server): every ETDI_* variable is removed (etdi's own settings and
+// secrets: key and audit passwords, etcd credentials, the --listen
+// token), and so is every variable named in secret (those etdi read a
+// secret from: --header-env, the trust policy's introspection client
+// secret; SecretEnv). A variable named in keep is kept: one the host
+// configuration sets for the server on purpose; the --listen token never.
+// Names are compared as the system does (without case on Windows).
+//
+// A variable that carries the value of one removed (a configuration's
+// "X": "${ETDI_PASSWORD}") is removed too, when that value is at least
+// MinCredential bytes long: shorter ones cannot be told from ordinary
+// settings.
+func ServerEnv(env, secret, keep []string) []string {
+	removed := func(name string) bool {
+		return removedEnv(name, secret) && (!inEnvList(name, keep) || sameEnvName(name, ListenTokenEnv))
+	}
+	values := map[string]bool{}
+	for _, kv := range env {
+		if name, v, ok := strings.Cut(kv, "="); ok && name != "" && removed(name) && len(v) >= MinCredential {
+			values[v] = true
+		}
+	}
+	out := make([]string, 0, len(env))
+	for _, kv := range env {
+		name, v, ok := strings.Cut(kv, "=")
+		if !ok || name == "" {
+			out = append(out, kv) // not a variable (Windows' "=C:=C:\" entries)
+			continue
+		}
+		if removed(name) || values[v] {
+			continue
+		}
+		out = append(out, kv)
+	}
+	return out
+}
+
+// removedEnv reports whether ServerEnv removes the variable name.
+func removedEnv(name string, secret []string) bool {
+	return len(name) >= 5 && strings.EqualFold(name[:5], "ETDI_") || inEnvList(name, secret)
+}
+
+func inEnvList(name string, list []string) bool {
+	for _, n := range list {
+		if sameEnvName(name, n) {
+			return true
+		}
+	}
+	return false
+}
+
+func sameEnvName(a, b string) bool {
+	if runtime.GOOS == "windows" {
+		return strings.EqualFold(a, b)
+	}
+	return a == b
+}
+
+// SecretEnv are the variables the trust policy has etdi read a secret
+// from (an identity provider's introspection client secret), which a
+// server is not given (ServerEnv).
+func SecretEnv(p *trust.Policy) []string {
+	var out []string
+	if p == nil {
+		return nil
+	}
+	for _, prov := range p.Providers {
+		if prov.IDP != nil && prov.IDP.Introspection != nil && prov.IDP.Introspection.ClientSecretEnv != "" {
+			out = append(out, prov.IDP.Introspection.ClientSecretEnv)
+		}
+	}
+	return out
+}
+
+// serverEnv is the environment s is started with: its Env (etdi's own
+// when nil) under ServerEnv's rule.
+func (s Server) serverEnv() []string {
+	env := s.Env
+	if env == nil {
+		env = os.Environ()
+	}
+	return ServerEnv(env, s.SecretEnv, s.KeepEnv)
+}

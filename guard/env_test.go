@@ -1,0 +1,153 @@
+package guard
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/etdi-dev/etdi/trust"
+)
+
+// ServerEnv removes every ETDI_* variable and every variable etdi read a
+// secret from; it keeps what the host configuration sets on purpose, and
+// never the --listen token.
+func TestServerEnv(t *testing.T) {
+	env := []string{"PATH=/bin", "ETDI_PASSWORD=pw", "ETDI_LISTEN_TOKEN=tok", "etdi_etcd_password=x", "ETDI_ETCD_USER=u",
+		"IDP_SECRET=s", "HEADER_TOKEN=h", "GITHUB_TOKEN=g", "ETDI_KEEP=k", "=C:=C:\\", "NOEQUALS", "ETDI=1", "XETDI_Y=1"}
+	got := ServerEnv(env, []string{"IDP_SECRET", "HEADER_TOKEN"}, []string{"ETDI_KEEP", "ETDI_LISTEN_TOKEN", "HEADER_TOKEN"})
+	// HEADER_TOKEN is a secret set on purpose too: kept.
+	want := []string{"PATH=/bin", "HEADER_TOKEN=h", "GITHUB_TOKEN=g", "ETDI_KEEP=k", "=C:=C:\\", "NOEQUALS", "ETDI=1", "XETDI_Y=1"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("ServerEnv:\n got %q\nwant %q", got, want)
+	}
+	if got := ServerEnv([]string{"A=1", "A=2", "ETDI_X=1", "ETDI_X=2"}, nil, nil); !slices.Equal(got, []string{"A=1", "A=2"}) {
+		t.Fatalf("repeated names: %q", got)
+	}
+	// A variable that carries a removed one's value (a configuration's
+	// "X": "${ETDI_PASSWORD}") goes too, kept or not; a short value is
+	// not matched.
+	got = ServerEnv([]string{"ETDI_PASSWORD=hunter22", "X=hunter22", "KEPT=hunter22", "ETDI_N=1", "N=1", "ETDI_PASSED=passed-on"},
+		nil, []string{"KEPT", "ETDI_PASSED"})
+	if want := []string{"N=1", "ETDI_PASSED=passed-on"}; !slices.Equal(got, want) {
+		t.Fatalf("values of removed variables:\n got %q\nwant %q", got, want)
+	}
+	p := &trust.Policy{Providers: []trust.Provider{{ID: "a"}, {ID: "b", IDP: &trust.IDP{Introspection: &trust.Introspection{ClientSecretEnv: "IDP_SECRET"}}}}}
+	if got := SecretEnv(p); !slices.Equal(got, []string{"IDP_SECRET"}) {
+		t.Fatalf("SecretEnv: %q", got)
+	}
+}
+
+// envDump is a server command that writes its environment to a file and
+// its command line's parent's, then waits for its standard input to end.
+func envDump(t *testing.T) (string, []string) {
+	t.Helper()
+	if runtime.GOOS == "windows" {
+		t.Skip("a shell script server")
+	}
+	out := filepath.Join(t.TempDir(), "env")
+	return out, []string{"/bin/sh", "-c", `env > "$1.tmp" && mv "$1.tmp" "$1"; cat >/dev/null`, "dump", out}
+}
+
+func readDump(t *testing.T, path string) []string {
+	t.Helper()
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		b, err := os.ReadFile(path)
+		if err == nil {
+			return strings.Split(strings.TrimSpace(string(b)), "\n")
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the server wrote no environment: %v", err)
+		}
+	}
+}
+
+// Every path that starts a server (the gate's, and a fetch) starts it
+// with ServerEnv's environment: a real child process sees no ETDI_*
+// variable, no secret etdi read, and what was set for it on purpose.
+func TestServerEnvOfStartedServer(t *testing.T) {
+	t.Setenv("ETDI_LISTEN_TOKEN", "listen-token-1234567")
+	t.Setenv("ETDI_PASSWORD", "key-password-1234567")
+	t.Setenv("ETDI_ETCD_USER", "etcd-user")
+	t.Setenv("ETDI_ETCD_PASSWORD", "etcd-password-1234567")
+	t.Setenv("IDP_CLIENT_SECRET", "idp-secret-1234567")
+	t.Setenv("SERVER_SETTING", "kept")
+	check := func(what string, env []string) {
+		t.Helper()
+		joined := strings.Join(env, "\n")
+		for _, secret := range []string{"listen-token-1234567", "key-password-1234567", "etcd-user", "etcd-password-1234567", "idp-secret-1234567", "ETDI_"} {
+			if strings.Contains(joined, secret) {
+				t.Errorf("%s: the server was given %q:\n%s", what, secret, joined)
+			}
+		}
+		for _, kept := range []string{"SERVER_SETTING=kept", "HOST_SET=on purpose", "IDP_KEPT=configured"} {
+			if !slices.Contains(env, kept) {
+				t.Errorf("%s: the server lacks %s:\n%s", what, kept, joined)
+			}
+		}
+	}
+	secret := []string{"IDP_CLIENT_SECRET", "IDP_KEPT"}
+	keep := []string{"HOST_SET", "IDP_KEPT"}
+
+	// The gate's path, with etdi's own environment (Env nil) and what a
+	// configuration adds.
+	out, argv := envDump(t)
+	t.Setenv("HOST_SET", "on purpose")
+	t.Setenv("IDP_KEPT", "configured")
+	c, err := StartServer(Server{Command: argv, SecretEnv: secret, KeepEnv: keep}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("StartServer", readDump(t, out))
+	c.Close()
+
+	// A fetch, with an environment given.
+	out, argv = envDump(t)
+	env := append(os.Environ(), "ETDI_TRUST=/x")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	Fetch(ctx, Server{Command: argv, Env: env, SecretEnv: secret, KeepEnv: keep}, FetchOptions{StartTimeout: 2 * time.Second, Timeout: 5 * time.Second})
+	check("Fetch", readDump(t, out))
+}
+
+// The --listen token file: only one its owner alone can read, one line,
+// not empty, bounded.
+func TestReadListenToken(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, content string, mode os.FileMode) string {
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, []byte(content), mode); err != nil {
+			t.Fatal(err)
+		}
+		os.Chmod(path, mode)
+		return path
+	}
+	if tok, err := ReadListenToken(write("ok", "  s3cret-token-value\n", 0o600)); err != nil || tok != "s3cret-token-value" {
+		t.Fatalf("a good token file: %q %v", tok, err)
+	}
+	bad := map[string]string{
+		"empty":     write("empty", " \n", 0o600),
+		"two lines": write("lines", "one\ntwo\n", 0o600),
+		"too large": write("large", strings.Repeat("x", 4097), 0o600),
+		"missing":   filepath.Join(dir, "none"),
+		"directory": dir,
+	}
+	if runtime.GOOS != "windows" {
+		bad["group-readable"] = write("group", "s3cret-token-value\n", 0o640)
+		bad["world-readable"] = write("world", "s3cret-token-value\n", 0o604)
+	}
+	for name, path := range bad {
+		if tok, err := ReadListenToken(path); err == nil {
+			t.Errorf("%s: read %q", name, tok)
+		} else if strings.Contains(err.Error(), "s3cret") {
+			t.Errorf("%s: the error shows the token: %v", name, err)
+		}
+	}
+	if _, err := ReadListenToken(bad["group-readable"]); runtime.GOOS != "windows" && (err == nil || !strings.Contains(err.Error(), "chmod 600")) {
+		t.Errorf("group-readable: %v", err)
+	}
+}
