@@ -22,7 +22,56 @@ func (e *env) auditCmd() *cobra.Command {
 security team keeps signed checkpoints of it elsewhere and proves later that
 the history still extends them: no record was edited, deleted or reordered.`,
 	}
-	cmd.AddCommand(e.auditVerifyCmd(), e.auditCheckpointCmd(), e.auditExportCmd())
+	cmd.AddCommand(e.auditVerifyCmd(), e.auditCheckpointCmd(), e.auditExportCmd(), e.auditRepairCmd())
+	return cmd
+}
+
+func (e *env) auditRepairCmd() *cobra.Command {
+	var pf pinFlags
+	var yes bool
+	cmd := &cobra.Command{
+		Use:   "repair --pins etcd://... [--yes]",
+		Short: "Cut a shared history in etcd back to its valid beginning",
+		Long: `Read the history of an etcd store from etcd itself and find the first
+record that does not verify (one that every machine refuses, naming it). Without
+--yes, print what the repair would delete; with --yes, delete that record,
+every record after it and their tree hashes, and set the history's size, in
+one etcd transaction. Run it with the approver's (or root's) user
+($ETDI_ETCD_USER, $ETDI_ETCD_PASSWORD), after a backup (docs/etcd.md,
+"Repairing the history"). Machines catch up at their next open.
+
+Exit codes: 0 nothing to repair, or repaired; 10 a repair is needed (without
+--yes); 1 error.`,
+		Example: `  etdi audit repair --pins etcd://10.0.0.5:2379/etdi
+  etdi audit repair --pins etcd://10.0.0.5:2379/etdi --yes`,
+		Args: exactArgs(0),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if !pin.IsEtcd(pf.path) {
+				return usagef("audit repair works on a store in etcd (--pins etcd://...); a file's history is restored from a backup")
+			}
+			rep, err := pin.RepairEtcdHistory(pf.path, pf.options(false), yes)
+			if err != nil {
+				return err
+			}
+			if rep.Valid == rep.Size && rep.Records == 0 && rep.Hashes == 0 {
+				say(e.stdout, "history of %s: %d records, all valid: nothing to repair\n", rep.Location, rep.Size)
+				return nil
+			}
+			say(e.stdout, "history of %s: %d records; record %d: %s\n", rep.Location, rep.Size, rep.Valid, rep.Problem)
+			say(e.stdout, "the repair keeps records 0 to %d and deletes %d records and %d tree hashes\n", rep.Valid-1, rep.Records, rep.Hashes)
+			for _, b := range rep.Bound {
+				say(e.stdout, "  bound to a deleted record (fails closed until approved or revoked again): %s\n", b)
+			}
+			if !rep.Applied {
+				say(e.stdout, "nothing changed; to repair, after a backup: etdi audit repair --pins %s --yes\n", rep.Location)
+				return &exitCodeError{exitSignature}
+			}
+			say(e.stdout, "repaired: the history has %d records; then: etdi audit verify --pins %s\n", rep.Valid, rep.Location)
+			return nil
+		},
+	}
+	pf.register(cmd.Flags(), e)
+	cmd.Flags().BoolVar(&yes, "yes", false, "delete the invalid records (default: only report)")
 	return cmd
 }
 
