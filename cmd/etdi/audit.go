@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"encoding/base64"
@@ -99,6 +100,10 @@ Exit codes: 0 intact, 10 the history or the checkpoint does not verify
 				Records    int64  `json:"records"`
 				Root       string `json:"root,omitempty"`
 				Checkpoint *int64 `json:"checkpointRecords,omitempty"`
+				// Signed is how many records a signed checkpoint covers
+				// (0: none); Proves says what the result proves.
+				Signed int64  `json:"signedRecords"`
+				Proves string `json:"proves,omitempty"`
 				Error      string `json:"error,omitempty"`
 				// Disagreements are pins, revocations and index entries
 				// the history does not justify.
@@ -146,6 +151,13 @@ Exit codes: 0 intact, 10 the history or the checkpoint does not verify
 				rep.Intact = false
 				return fail(rep, fmt.Errorf("%d pins, revocations or index entries disagree with the history:\n  %s", n, strings.Join(lines, "\n  ")))
 			}
+			auto := false
+			if checkpoint == "" {
+				// The checkpoint the audit key signed at the last write.
+				if p := autoCheckpointPath(pf.local()); fileExists(p) {
+					checkpoint, auto = p, true
+				}
+			}
 			if checkpoint != "" {
 				msg, err := os.ReadFile(checkpoint)
 				if err != nil {
@@ -170,7 +182,9 @@ Exit codes: 0 intact, 10 the history or the checkpoint does not verify
 					return fail(rep, err)
 				}
 				rep.Checkpoint = &c.Size
+				rep.Signed = c.Size
 			}
+			rep.Proves = proves(rep.Records, rep.Signed, auto)
 			if asJSON {
 				return e.writeJSON(rep)
 			}
@@ -178,6 +192,7 @@ Exit codes: 0 intact, 10 the history or the checkpoint does not verify
 			if rep.Checkpoint != nil {
 				fmt.Fprintf(e.stdout, "extends the checkpoint of %d records\n", *rep.Checkpoint)
 			}
+			fmt.Fprintf(e.stdout, "%s\n", rep.Proves)
 			return nil
 		},
 	}
@@ -186,6 +201,76 @@ Exit codes: 0 intact, 10 the history or the checkpoint does not verify
 	cmd.Flags().StringVar(&keyPath, "key", "", "the verifier key (audit.pub) kept with the checkpoint, or the audit key whose .pub is beside it (default: audit.pub beside the pin database)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
 	return cmd
+}
+
+// proves says what a verified history of n records proves when a signed
+// checkpoint covers its first signed records; auto: the checkpoint is the
+// one beside the store, signed at its last write.
+func proves(n, signed int64, auto bool) string {
+	switch {
+	case signed == 0:
+		return "consistent, but unsigned: the records agree with each other and with the pins; that proves nothing against someone who can write the pin database (or the etcd prefix): they can rewrite the whole history with its hashes, or append to it. " +
+			"To prove more, create the audit key (etdi audit checkpoint) and set ETDI_AUDIT_PASSWORD where approvals are made: every write then signs a checkpoint; keep checkpoints and audit.pub where this machine cannot write"
+	case signed == n && auto:
+		return fmt.Sprintf("signed: all %d records are covered by the checkpoint the audit key signed at the last write (audit.checkpoint beside the store); a copy kept elsewhere proves more: someone who can write this directory can put an older one back", n)
+	case signed == n:
+		return fmt.Sprintf("signed: all %d records are covered by the signed checkpoint", n)
+	default:
+		return fmt.Sprintf("signed up to record %d: records 0 to %d extend the signed checkpoint; records %d to %d came after it and are unsigned: anyone who can write the pin database could have appended them", signed-1, signed-1, signed, n-1)
+	}
+}
+
+// autoCheckpointPath is the checkpoint a store's writes sign, beside its
+// local file (pinFlags.local()).
+func autoCheckpointPath(local string) string {
+	return filepath.Join(filepath.Dir(local), "audit.checkpoint")
+}
+
+func fileExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}
+
+// signEachWrite makes every write of the store sign a checkpoint with the audit
+// key, when the key exists beside the store: with ETDI_AUDIT_PASSWORD
+// set, into audit.checkpoint beside it; without, each write warns that
+// the history grew without a signed checkpoint.
+func (f *pinFlags) signEachWrite(o pin.Options) {
+	if f.signing || f.env == nil {
+		return
+	}
+	f.signing = true
+	local, err := pin.LocalFile(f.path, o)
+	if err != nil {
+		return
+	}
+	key, pub := auditKeyPaths(local, "")
+	privPEM, err := os.ReadFile(key)
+	if err != nil {
+		return // no audit key: nothing configured
+	}
+	a := &pin.AutoCheckpoint{Path: autoCheckpointPath(local), Warn: func(err error) {
+		say(f.env.stderr, "etdi: warning: %v\n", err)
+	}}
+	vb, err := os.ReadFile(pub)
+	if err == nil {
+		a.Verifier, err = pin.ParseVerifierKey(string(vb))
+	}
+	if err != nil {
+		a.Missing = fmt.Errorf("the audit verifier key %s: %w", pub, err)
+		pin.SignWrites(local, a)
+		return
+	}
+	pw, ok := f.env.lookupEnv("ETDI_AUDIT_PASSWORD")
+	switch {
+	case !ok || pw == "":
+		a.Missing = fmt.Errorf("the audit key %s exists but ETDI_AUDIT_PASSWORD is not set", key)
+	default:
+		if a.Signer, err = pin.OpenAuditKey(privPEM, []byte(pw)); err != nil {
+			a.Missing = fmt.Errorf("the audit key %s: %w", key, err)
+		}
+	}
+	pin.SignWrites(local, a)
 }
 
 // auditPassword returns the audit key password from ETDI_AUDIT_PASSWORD or
