@@ -104,7 +104,7 @@ Exit codes: 0 intact, 10 the history or the checkpoint does not verify
 				// (0: none); Proves says what the result proves.
 				Signed int64  `json:"signedRecords"`
 				Proves string `json:"proves,omitempty"`
-				Error      string `json:"error,omitempty"`
+				Error  string `json:"error,omitempty"`
 				// Disagreements are pins, revocations and index entries
 				// the history does not justify.
 				Disagreements []pin.Disagreement `json:"disagreements,omitempty"`
