@@ -393,6 +393,37 @@ func TestEtcdSpools(t *testing.T) {
 		}
 	})
 
+	t.Run("HeldHashRewritten", func(t *testing.T) {
+		// The hashes alone rewritten, records and size untouched: a
+		// machine that held them refuses the store, and so does one
+		// reading it in full.
+		prefix, loc := store(t)
+		alice := openOn(t, loc, "a", "", as("alice", "approver-pw"))
+		if _, _, err := alice.Approve(unsignedObs(t, "files", "read_file", "write_file"), ApproveOptions{By: "alice"}); err != nil {
+			t.Fatal(err)
+		}
+		snap := t.TempDir()
+		gate := openOn(t, loc, "g1", snap, as("gina", "gate-pw"))
+		gate.Close()
+		root := c.Client(t)
+		if _, err := root.Txn(ctx5(t)).Then(
+			clientv3.OpPut(prefix+"/log/hashes/"+string(u64(0)), strings.Repeat("h", 32)),
+			clientv3.OpPut(prefix+"/meta/logSize", string(u64(uint64(historySize(t, alice))))),
+		).Commit(); err != nil {
+			t.Fatal(err)
+		}
+		_, err := Open(loc, Options{ReadOnly: true, Etcd: EtcdOptions{Username: "gina", Password: "gate-pw", SnapshotDir: snap, Machine: "g1", Timeout: time.Second}})
+		var hr *historyRewritten
+		if !errors.As(err, &hr) || !strings.Contains(err.Error(), "log/hashes") {
+			t.Fatalf("a held hash rewritten: %v", err)
+		}
+		_, err = Open(loc, Options{ReadOnly: true, Etcd: EtcdOptions{Username: "gina", Password: "gate-pw", SnapshotDir: t.TempDir(), Machine: "g2", Timeout: time.Second}})
+		var he *HistoryError
+		if !errors.As(err, &he) || he.Record != 0 {
+			t.Fatalf("a rewritten hash read in full: %v", err)
+		}
+	})
+
 	t.Run("RewrittenHashesRefused", func(t *testing.T) {
 		// A rewrite of the tree hashes alone, the records untouched:
 		// caught by a machine catching up and by one reading all.
