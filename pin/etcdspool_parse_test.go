@@ -20,7 +20,9 @@ func TestParseSpoolEntryRefuses(t *testing.T) {
 			t.Errorf("%s: %v", v, err)
 		}
 	}
-	with := func(field string) string { return `{"v":1,"records":[` + strings.Replace(rec, `"type"`, field+`,"type"`, 1) + `]}` }
+	with := func(field string) string {
+		return `{"v":1,"records":[` + strings.Replace(rec, `"type"`, field+`,"type"`, 1) + `]}`
+	}
 	for name, bad := range map[string]string{
 		"duplicate member":    `{"v":1,"records":[` + strings.Replace(rec, `"message":"m"`, `"message":"m","message":"n"`, 1) + `]}`,
 		"duplicate top level": `{"v":1,"v":1,"records":[` + rec + `]}`,
