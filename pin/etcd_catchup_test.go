@@ -24,10 +24,12 @@ func TestEtcdCatchUpRefusesRecords(t *testing.T) {
 		hashes     bool  // store the record's tree hashes
 		raise      bool  // raise the size over it
 		index      int64 // the index the record holds, beyond its place
+		badPrev    bool  // its prev is not the tree before it
 	}{
-		{"hashes missing", "is missing", false, true, 0},
-		{"beyond the size", "lies beyond", true, false, 0},
-		{"another index", "holds index", true, true, 5},
+		{"hashes missing", "is missing", false, true, 0, false},
+		{"beyond the size", "lies beyond", true, false, 0, false},
+		{"another index", "holds index", true, true, 5, false},
+		{"prev of another tree", "prev is not the tree hash", true, true, 0, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			prefix := "etdi/cu-" + strings.ReplaceAll(tc.name, " ", "-")
@@ -46,6 +48,9 @@ func TestEtcdCatchUpRefusesRecords(t *testing.T) {
 				hr := bucketHashes{tx.Bucket(bLog).Bucket(bHashes)}
 				prev, _ = tlog.TreeHash(size, hr)
 				rec.Prev = base64.StdEncoding.EncodeToString(prev[:])
+				if tc.badPrev {
+					rec.Prev = base64.StdEncoding.EncodeToString(make([]byte, 32))
+				}
 				data, _ := json.Marshal(rec)
 				hs, _ = tlog.StoredHashes(size, data, hr)
 				return nil
