@@ -22,7 +22,15 @@ func (s *Store) AppendCalls(spool string, seq uint64, recs []Record) (uint64, er
 	if spool == "" {
 		return 0, errors.New("pin: no spool id")
 	}
-	return s.updateID(func(tx *kvTx) error {
+	for _, r := range recs {
+		if r.Type != RecordCall {
+			return 0, fmt.Errorf("pin: a %q record is not a call record", r.Type)
+		}
+	}
+	if s.spooled() {
+		return s.remote.spoolWrite(spool, seq, false, recs)
+	}
+	id, err := s.updateID(func(tx *kvTx) error {
 		b, err := tx.CreateBucketIfNotExists(bSpools)
 		if err != nil {
 			return err
@@ -37,6 +45,12 @@ func (s *Store) AppendCalls(spool string, seq uint64, recs []Record) (uint64, er
 		}
 		return b.Put([]byte(spool), u64(seq))
 	})
+	if err != nil && s.clientFallback(err) {
+		// A client of an etcd store: its own spool, for an approver
+		// to append (SPEC.md §29.5).
+		return s.remote.spoolWrite(spool, seq, false, recs)
+	}
+	return id, err
 }
 
 // SpoolMark returns the last sequence number of spool that was appended
@@ -48,26 +62,44 @@ func (s *Store) SpoolMark(spool string) (uint64, error) {
 		if b == nil {
 			return nil
 		}
-		v := b.Get([]byte(spool))
-		switch {
-		case v == nil:
-		case len(v) != 8:
-			return damagedError("spool mark", []byte(spool), errors.New("not 8 bytes"))
-		default:
-			seq = binary.BigEndian.Uint64(v)
-		}
-		return nil
+		var err error
+		seq, err = spoolMark(b, spool)
+		return err
 	})
+	if err == nil && s.remote != nil {
+		// Entries of this machine that wait for an approver count as
+		// appended: they will be.
+		return s.spooledMark(spool, seq)
+	}
 	return seq, err
+}
+
+func spoolMark(b *kvBucket, spool string) (uint64, error) {
+	v := b.Get([]byte(spool))
+	switch {
+	case v == nil:
+		return 0, nil
+	case len(v) != 8:
+		return 0, damagedError("spool mark", []byte(spool), errors.New("not 8 bytes"))
+	}
+	return binary.BigEndian.Uint64(v), nil
 }
 
 // EndSpool forgets the mark of a spool whose records are all appended and
 // whose file is gone.
 func (s *Store) EndSpool(spool string) error {
-	return s.update(func(tx *kvTx) error {
+	if s.spooled() {
+		_, err := s.remote.spoolWrite(spool, 0, true, nil)
+		return err
+	}
+	err := s.update(func(tx *kvTx) error {
 		if b := tx.Bucket(bSpools); b != nil {
 			return b.Delete([]byte(spool))
 		}
 		return nil
 	})
+	if err != nil && s.clientFallback(err) {
+		_, err = s.remote.spoolWrite(spool, 0, true, nil)
+	}
+	return err
 }

@@ -5,8 +5,10 @@ import (
 	"context"
 	"crypto/sha256"
 	"crypto/tls"
+	"encoding/base64"
 	"encoding/binary"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -25,6 +27,7 @@ import (
 	"go.etcd.io/etcd/client/pkg/v3/transport"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+	"golang.org/x/mod/sumdb/tlog"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 )
@@ -220,6 +223,9 @@ type etcdBackend struct {
 	readOnly bool
 	// offline is set when etcd could not be reached at Open.
 	offline error
+	// client is set once etcd refused this user a write of the history:
+	// findings and call records go to the machine's spool.
+	client bool
 }
 
 // errRollback ends the local transaction of an etcd write.
@@ -485,13 +491,26 @@ func (e *etcdBackend) update(fn func(tx *kvTx) error) (uint64, error) {
 	}
 	for attempt := 0; ; attempt++ {
 		ws := &writeSet{machine: e.opts.Machine, user: e.opts.User}
+		// What clients spooled goes into the history first, in the
+		// same transaction (etcdspool.go); a client cannot write it.
+		var pending []pendingEntry
+		if !e.client {
+			var err error
+			if pending, err = e.pendingSpools(context.Background()); err != nil {
+				return 0, e.writeError(err)
+			}
+		}
 		var head int64
 		var size []byte
 		err := e.db.Update(func(btx *bolt.Tx) error {
 			if b := btx.Bucket(bEtcd).Get(kHead); len(b) == 8 {
 				head = int64(binary.BigEndian.Uint64(b))
 			}
-			if err := fn(&kvTx{btx: btx, w: ws}); err != nil {
+			tx := &kvTx{btx: btx, w: ws}
+			if err := fold(tx, pending); err != nil {
+				return err
+			}
+			if err := fn(tx); err != nil {
 				return err
 			}
 			size = bytes.Clone(btx.Bucket(bMeta).Get(kLogSize))
@@ -504,11 +523,20 @@ func (e *etcdBackend) update(fn func(tx *kvTx) error) (uint64, error) {
 			return uint64(e.rev()), nil
 		}
 		ops := e.ops(ws, size)
+		cmps := []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(e.root+etcdHead), "=", head)}
+		for _, p := range pending {
+			// Folded as read: not rewritten, nor folded by another.
+			cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(e.root+p.key), "=", p.mod))
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), e.opts.Timeout)
-		resp, err := e.cli.Txn(ctx).If(clientv3.Compare(clientv3.ModRevision(e.root+etcdHead), "=", head)).Then(ops...).Commit()
+		resp, err := e.cli.Txn(ctx).If(cmps...).Then(ops...).Commit()
 		cancel()
 		if err != nil {
-			return 0, e.writeError(err)
+			err = e.writeError(err)
+			if errors.Is(err, ErrPermission) {
+				e.client = true
+			}
+			return 0, err
 		}
 		if resp.Succeeded {
 			// Nothing of etdi's was committed between the snapshot's
@@ -707,38 +735,151 @@ func (e *etcdBackend) catchUp(ctx context.Context, target int64) error {
 		return errors.New("etcd: the watch ended before the snapshot was up to date")
 	}
 	return snapshotErr(e.db.Update(func(btx *bolt.Tx) error {
+		from := sizeIn(btx)
 		for _, ev := range evs {
 			var val []byte
 			if ev.Type == clientv3.EventTypePut {
 				val = ev.Kv.Value
 			}
-			if err := e.appendOnly(btx, ev.Kv.Key, val); err != nil {
+			if err := e.appendOnly(btx, from, ev.Kv.Key, val); err != nil {
 				return err
 			}
 			if err := e.apply(btx, ev.Kv.Key, val); err != nil {
 				return err
 			}
 		}
+		// What was appended must be what an etdi transaction appends:
+		// a record that breaks the tree would stop every approval and
+		// revocation while gates go on reading the store.
+		if err := checkAppended(btx, from, sizeIn(btx)); err != nil {
+			return e.invalid(err)
+		}
 		return putMeta(btx, target, target, time.Now())
 	}))
+}
+
+// sizeIn returns the history's size in a snapshot (0 if unset).
+func sizeIn(btx *bolt.Tx) int64 {
+	if v := btx.Bucket(bMeta).Get(kLogSize); len(v) == 8 {
+		return int64(binary.BigEndian.Uint64(v))
+	}
+	return 0
+}
+
+// HistoryError reports a shared history that no etdi transaction could
+// have written: a record, or its tree hashes, that do not verify. Every
+// machine refuses the store until an operator repairs it (docs/etcd.md,
+// etdi audit repair).
+type HistoryError struct {
+	Location string
+	Record   int64
+	Msg      string
+}
+
+func (h *HistoryError) Error() string {
+	return fmt.Sprintf("pin store %s: the shared history is invalid at record %d: %s (etdi never writes that; nothing is read from the store until an operator repairs it: etdi audit repair --pins %s, see docs/etcd.md)",
+		h.Location, h.Record, h.Msg, h.Location)
+}
+
+func (e *etcdBackend) invalid(err error) error {
+	var le *LogError
+	if errors.As(err, &le) {
+		return &HistoryError{e.loc, le.Record, le.Msg}
+	}
+	return err
+}
+
+// checkAppended verifies records from..to-1 of a snapshot against the
+// stored hashes of the records before them: each is present, holds its
+// index and the tree hash before it, and its tree hashes are stored as
+// tlog computes them; and no record lies at to.
+func checkAppended(btx *bolt.Tx, from, to int64) error {
+	records, hashes := bucketAt(btx, "log/records"), bucketAt(btx, "log/hashes")
+	return checkRange(func(i int64) []byte { return records.Get(u64(uint64(i))) },
+		func(i int64) []byte { return hashes.Get(u64(uint64(i))) }, from, to)
+}
+
+// checkRange is checkAppended over any store of records and hashes.
+func checkRange(record, hash func(i int64) []byte, from, to int64) error {
+	hr := funcHashes(hash)
+	for i := from; i < to; i++ {
+		data := record(i)
+		if data == nil {
+			return &LogError{i, "missing (deleted)"}
+		}
+		var rec Record
+		if err := json.Unmarshal(data, &rec); err != nil {
+			return &LogError{i, "unreadable: " + err.Error()}
+		}
+		if rec.Index != i {
+			return &LogError{i, fmt.Sprintf("holds index %d", rec.Index)}
+		}
+		prev, err := tlog.TreeHash(i, hr)
+		if err != nil {
+			return &LogError{i, "the tree before it: " + err.Error()}
+		}
+		if rec.Prev != base64.StdEncoding.EncodeToString(prev[:]) {
+			return &LogError{i, "its prev is not the tree hash of the records before it"}
+		}
+		hs, err := tlog.StoredHashes(i, data, hr)
+		if err != nil {
+			return &LogError{i, err.Error()}
+		}
+		base := tlog.StoredHashIndex(0, i)
+		for k, h := range hs {
+			switch v := hash(base + int64(k)); {
+			case v == nil:
+				return &LogError{i, fmt.Sprintf("its tree hash %d is missing", base+int64(k))}
+			case !bytes.Equal(v, h[:]):
+				return &LogError{i, fmt.Sprintf("its tree hash %d does not match it", base+int64(k))}
+			}
+		}
+	}
+	if record(to) != nil {
+		return &LogError{to, "lies beyond the history's size"}
+	}
+	return nil
+}
+
+// funcHashes reads stored hashes through a function.
+type funcHashes func(i int64) []byte
+
+func (f funcHashes) ReadHashes(indexes []int64) ([]tlog.Hash, error) {
+	out := make([]tlog.Hash, len(indexes))
+	for i, idx := range indexes {
+		v := f(idx)
+		if len(v) != tlog.HashSize {
+			return nil, fmt.Errorf("stored hash %d is missing", idx)
+		}
+		copy(out[i][:], v)
+	}
+	return out, nil
 }
 
 // appendOnly refuses a change to the history that no etdi transaction
 // makes: a record or tree hash the snapshot holds rewritten or deleted,
 // or the history's size lowered. A machine that has seen a record
 // notices when it is taken back, whoever had the rights to write it.
-func (e *etcdBackend) appendOnly(btx *bolt.Tx, key, val []byte) error {
+func (e *etcdBackend) appendOnly(btx *bolt.Tx, from int64, key, val []byte) error {
 	rel, _ := bytes.CutPrefix(key, []byte(e.root))
 	if string(rel) == etcdHead {
-		if old := btx.Bucket(bMeta).Get(kLogSize); len(old) == 8 && (len(val) != 8 || bytes.Compare(val, old) < 0) {
-			return &historyRewritten{fmt.Sprintf("its size went from %d to %x", binary.BigEndian.Uint64(old), val)}
+		if len(val) != 8 || int64(binary.BigEndian.Uint64(val)) < from || binary.BigEndian.Uint64(val) > 1<<62 {
+			return &historyRewritten{fmt.Sprintf("its size went from %d to %x", from, val)}
 		}
 		return nil
 	}
-	for _, p := range []string{"log/records", "log/hashes"} {
-		if k, ok := bytes.CutPrefix(rel, []byte(p+"/")); ok {
-			if old := bucketAt(btx, p).Get(k); old != nil && !bytes.Equal(old, val) {
-				return &historyRewritten{fmt.Sprintf("%s %x was rewritten or deleted", p, k)}
+	// The records the snapshot held before this catch-up, and their
+	// hashes; what came after them is checked once applied.
+	for _, p := range []struct {
+		path string
+		n    int64
+	}{{"log/records", from}, {"log/hashes", tlog.StoredHashCount(from)}} {
+		if k, ok := bytes.CutPrefix(rel, []byte(p.path+"/")); ok {
+			if len(k) == 8 && int64(binary.BigEndian.Uint64(k)) >= p.n {
+				return nil
+			}
+			if old := bucketAt(btx, p.path).Get(k); old != nil && !bytes.Equal(old, val) {
+				return &historyRewritten{fmt.Sprintf("%s %x was rewritten or deleted", p.path, k)}
 			}
 		}
 	}
@@ -820,6 +961,26 @@ func (e *etcdBackend) fullSync(ctx context.Context, rev int64) error {
 		// not use the store until someone looks.
 		return &snapshotError{&historyRewritten{fmt.Sprintf("its size went from %d to %d", had, size)}}
 	}
+	// Every record and tree hash, as audit verify does; the snapshot
+	// stays empty when they do not verify.
+	if err := e.db.View(func(btx *bolt.Tx) error {
+		if size == 0 && btx.Bucket(bMeta).Get(kSchema) == nil {
+			return nil // no store yet
+		}
+		if len(btx.Bucket(bMeta).Get(kLogSize)) != 8 {
+			return &LogError{0, "the history's size (meta/logSize) is missing"}
+		}
+		if _, err := verifyLog(&kvTx{btx: btx}); err != nil {
+			// The record to name: the first that does not verify.
+			if err2 := checkAppended(btx, 0, sizeIn(btx)); err2 != nil {
+				return err2
+			}
+			return err
+		}
+		return nil
+	}); err != nil {
+		return &snapshotError{e.invalid(err)}
+	}
 	return e.db.Update(func(btx *bolt.Tx) error { return putMeta(btx, rev, headMod, time.Now()) })
 }
 
@@ -839,6 +1000,11 @@ func (e *etcdBackend) apply(btx *bolt.Tx, key, val []byte) error {
 		k, ok := bytes.CutPrefix(rel, []byte(p+"/"))
 		if !ok || len(k) == 0 {
 			continue
+		}
+		if p == string(bSpools) && bytes.IndexByte(k, '/') >= 0 {
+			// A machine's spool entry: read from etcd by the fold,
+			// never from a snapshot.
+			return nil
 		}
 		b := bucketAt(btx, p)
 		if val == nil {

@@ -18,10 +18,7 @@ import (
 // approver.
 func redRoles(t *testing.T, prefix string) (*etcdtest.Cluster, string) {
 	c := etcdtest.Start(t, etcdtest.Options{Auth: true})
-	p := prefix + "/"
-	c.AddRole("etdi-client", etcdtest.Prefix(p, etcdtest.Read), etcdtest.Prefix(p+"log/", etcdtest.ReadWrite),
-		etcdtest.Key(p+"meta/logSize", etcdtest.ReadWrite), etcdtest.Prefix(p+"spools/", etcdtest.ReadWrite))
-	c.AddRole("etdi-approver", etcdtest.Prefix(p, etcdtest.ReadWrite))
+	addRoles(c, prefix)
 	c.AddUser("carol", "client-pw", "etdi-client")
 	c.AddUser("alice", "approver-pw", "etdi-approver")
 	c.AddUser("bob", "client-pw2", "etdi-client")
@@ -30,12 +27,10 @@ func redRoles(t *testing.T, prefix string) (*etcdtest.Cluster, string) {
 
 func as(user, pw string) Options { return Options{Etcd: EtcdOptions{Username: user, Password: pw}} }
 
-// A client-role machine writes one key under PREFIX/log/ longer than
-// bbolt's 32 KiB key limit. etcd takes it; every other machine's catch-up
-// then fails in apply, and OpenEtcd treats that like etcd being out of
-// reach: it opens on the stale snapshot without an error. A revocation
-// the approver commits afterwards is not seen by bob (a gate machine),
-// and nothing tells the caller except Offline().
+// A client-role machine writes one key under PREFIX/spools/ (all it may
+// write) longer than bbolt's 32 KiB key limit. No machine's snapshot
+// takes it, none fails on it, and a revocation the approver commits
+// afterwards reaches bob, a gate machine.
 func TestRedClientKeyFreezesRevocation(t *testing.T) {
 	c, loc := redRoles(t, "etdi/red1")
 	alice := openOn(t, loc, "a", "", as("alice", "approver-pw"))
@@ -53,67 +48,68 @@ func TestRedClientKeyFreezesRevocation(t *testing.T) {
 	carol := c.ClientAs(t, "carol", "client-pw")
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if _, err := carol.Put(ctx, "etdi/red1/log/records/"+strings.Repeat("x", 40<<10), "x"); err != nil {
-		t.Fatalf("the client role could not write under log/: %v", err)
+	if _, err := carol.Put(ctx, "etdi/red1/log/records/"+strings.Repeat("x", 40<<10), "x"); err == nil {
+		t.Fatal("the client role wrote under log/")
 	}
-
+	for _, k := range []string{"spools/" + strings.Repeat("x", 40<<10), "spools/c/" + strings.Repeat("x", 40<<10)} {
+		if _, err := carol.Put(ctx, "etdi/red1/"+k, "x"); err != nil {
+			t.Fatalf("the client role could not write under spools/: %v", err)
+		}
+	}
 	if err := alice.Revoke(Revocation{Server: "acme:weather", Tool: "get_weather", By: "alice"}); err != nil {
 		t.Fatal(err)
 	}
-	// bob's next decision: etcd is up and answers; the store must either
-	// show the revocation or refuse to open. It does neither.
 	s, err := Open(loc, Options{ReadOnly: true, Etcd: EtcdOptions{Username: "bob", Password: "client-pw2", SnapshotDir: bobSnap, Machine: "b", Timeout: time.Second}})
 	if err != nil {
-		t.Logf("open failed closed: %v", err)
-		return
+		t.Fatal(err)
 	}
 	defer s.Close()
+	if s.Offline() != nil {
+		t.Fatalf("etcd answers, yet the store opened offline: %v", s.Offline())
+	}
 	still, err := s.StillApproved(o)
-	if err == nil && still[StillApprovedKey("", "get_weather")] != verify.Revoked {
-		t.Fatalf("etcd reachable, revocation committed, but bob's store opened (offline=%v) and still approves get_weather: %v", s.Offline(), still)
+	if err != nil || still[StillApprovedKey("", "get_weather")] != verify.Revoked {
+		t.Fatalf("the revocation did not reach bob: %v %v", still, err)
 	}
 }
 
-// A client-role machine can write the history's keys, so etcd lets it
-// delete the last record (another machine's finding) with its tree hashes
-// and lower meta/logSize. Every machine whose snapshot held the record
-// refuses the store from then on; a new machine cannot tell without a
-// checkpoint (SPEC §29.5).
+// Someone who may write the history (the approver role, root) deletes
+// the last record with its tree hashes and lowers meta/logSize. Every
+// machine whose snapshot held the record refuses the store from then on;
+// a new machine cannot tell without a checkpoint (SPEC §29.5). The client
+// role cannot even try.
 func TestRedClientTruncatesHistory(t *testing.T) {
 	c, loc := redRoles(t, "etdi/red2")
 	alice := openOn(t, loc, "a", "", as("alice", "approver-pw"))
-	if _, _, err := alice.Approve(unsignedObs(t, "files", "read_file"), ApproveOptions{By: "alice"}); err != nil {
-		t.Fatal(err)
-	}
-	var before int64
-	if err := alice.Refresh(); err != nil {
-		t.Fatal(err)
+	for _, srv := range []string{"files", "shell"} {
+		if _, _, err := alice.Approve(unsignedObs(t, srv, "read_file"), ApproveOptions{By: "alice"}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	bob := openOn(t, loc, "b", "", as("bob", "client-pw2"))
-	if cmp, err := bob.Check(unsignedObs(t, "shell", "run_command"), "bob"); err != nil || cmp.Recorded != 1 {
-		t.Fatalf("bob's finding: %+v %v", cmp, err)
-	}
 	tr, err := bob.VerifyLog()
 	if err != nil {
 		t.Fatal(err)
 	}
-	before = tr.Size
-	m := before - 1 // drop bob's finding
-
-	carol := c.ClientAs(t, "carol", "client-pw")
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
+	m := tr.Size - 1 // drop the last approval
 	root := "etdi/red2/"
-	_, err = carol.Txn(ctx).Then(
-		clientv3.OpDelete(root+"log/records/"+string(u64(uint64(m))), clientv3.WithRange(root+"log/records0")),
-		clientv3.OpDelete(root+"log/hashes/"+string(u64(uint64(tlog.StoredHashIndex(0, m)))), clientv3.WithRange(root+"log/hashes0")),
-		clientv3.OpPut(root+"meta/logSize", string(u64(uint64(m)))),
-	).Commit()
-	if err != nil {
-		t.Fatalf("the client role could not rewrite the history: %v", err)
+	cut := func(cli *clientv3.Client) error {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_, err := cli.Txn(ctx).Then(
+			clientv3.OpDelete(root+"log/records/"+string(u64(uint64(m))), clientv3.WithRange(root+"log/records0")),
+			clientv3.OpDelete(root+"log/hashes/"+string(u64(uint64(tlog.StoredHashIndex(0, m)))), clientv3.WithRange(root+"log/hashes0")),
+			clientv3.OpPut(root+"meta/logSize", string(u64(uint64(m)))),
+		).Commit()
+		return err
 	}
-	// Every machine that had seen the record refuses the store: bob's
-	// and alice's snapshots hold it.
+	if err := cut(c.ClientAs(t, "carol", "client-pw")); err == nil {
+		t.Fatal("the client role cut the history")
+	}
+	if err := cut(c.ClientAs(t, "alice", "approver-pw")); err != nil {
+		t.Fatal(err)
+	}
+	// Every machine that had seen the record refuses the store.
 	for _, s := range []*Store{bob, alice} {
 		err := s.Refresh()
 		var hr *historyRewritten

@@ -213,9 +213,7 @@ func TestEtcdOffline(t *testing.T) {
 func TestEtcdRoles(t *testing.T) {
 	c := etcdtest.Start(t, etcdtest.Options{Auth: true})
 	const prefix = "etdi/roles/"
-	c.AddRole("etdi-client", etcdtest.Prefix(prefix, etcdtest.Read), etcdtest.Prefix(prefix+"log/", etcdtest.ReadWrite),
-		etcdtest.Key(prefix+"meta/logSize", etcdtest.ReadWrite), etcdtest.Prefix(prefix+"spools/", etcdtest.ReadWrite))
-	c.AddRole("etdi-approver", etcdtest.Prefix(prefix, etcdtest.ReadWrite))
+	addRoles(c, strings.TrimSuffix(prefix, "/"))
 	c.AddUser("carol", "client-pw", "etdi-client")
 	c.AddUser("alice", "approver-pw", "etdi-approver")
 	loc := c.URL(strings.TrimSuffix(prefix, "/"))

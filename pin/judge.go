@@ -116,6 +116,9 @@ func (s *Store) Check(o *Observation, by string, extra ...verify.Finding) (*Comp
 // on a store opened read-only, and Record only when it has something to
 // append: a write holds the database exclusively.
 func (s *Store) Record(o *Observation, by string, extra ...verify.Finding) (*Comparison, error) {
+	if s.spooled() {
+		return s.recordSpooled(o, by, extra)
+	}
 	var c *Comparison
 	err := s.update(func(tx *kvTx) error {
 		var todo []verify.Finding
@@ -126,6 +129,10 @@ func (s *Store) Record(o *Observation, by string, extra ...verify.Finding) (*Com
 		c.Recorded = len(todo)
 		return recordFindings(tx, o, todo, by)
 	})
+	if err != nil && s.clientFallback(err) {
+		// A client of an etcd store: its own spool (SPEC.md §29.5).
+		return s.recordSpooled(o, by, extra)
+	}
 	return c, err
 }
 
@@ -222,13 +229,16 @@ func recordFindings(tx *kvTx, o *Observation, findings []verify.Finding, by stri
 		if f.Severity == verify.Info {
 			continue
 		}
-		rec := Record{Type: RecordFinding, Server: o.Server, Item: f.Item, Tool: f.Tool, Version: f.Version,
-			Digest: f.Live, Kind: string(f.Kind), Severity: string(f.Severity), Message: f.Message, By: by}
-		if _, err := appendRecord(tx, rec); err != nil {
+		if _, err := appendRecord(tx, findingRecord(o, &f, by)); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+func findingRecord(o *Observation, f *verify.Finding, by string) Record {
+	return Record{Type: RecordFinding, Server: o.Server, Item: f.Item, Tool: f.Tool, Version: f.Version,
+		Digest: f.Live, Kind: string(f.Kind), Severity: string(f.Severity), Message: f.Message, By: by}
 }
 
 func compare(tx *kvTx, o *Observation) (*Comparison, error) {

@@ -126,6 +126,15 @@ func appendRecord(tx *kvTx, rec Record) (int64, error) {
 
 // appendBound appends rec like appendRecord and returns its binding.
 func appendBound(tx *kvTx, rec Record) (Binding, error) {
+	if tx.w != nil {
+		return appendBoundAs(tx, rec, tx.w.machine, tx.w.user)
+	}
+	return appendBoundAs(tx, rec, "", "")
+}
+
+// appendBoundAs is appendBound for a record that machine and user wrote
+// (Record.Machine, Record.User; empty in a file).
+func appendBoundAs(tx *kvTx, rec Record, machine, user string) (Binding, error) {
 	lb := tx.Bucket(bLog)
 	records, hashes := lb.Bucket(bRecords), lb.Bucket(bHashes)
 	// Keys only ever grow: fill pages instead of splitting them in half.
@@ -141,9 +150,7 @@ func appendBound(tx *kvTx, rec Record) (Binding, error) {
 	if rec.Time.IsZero() {
 		rec.Time = time.Now().UTC()
 	}
-	if tx.w != nil {
-		rec.Machine, rec.User = tx.w.machine, tx.w.user
-	}
+	rec.Machine, rec.User = machine, user
 	data, err := json.Marshal(rec)
 	if err != nil {
 		return Binding{}, err

@@ -97,6 +97,8 @@ type Store struct {
 	path string
 	// remote is the etcd store, nil for a file.
 	remote *etcdBackend
+	// auto signs a checkpoint after each write (SignEachWrite).
+	auto *AutoCheckpoint
 }
 
 // backend is where a Store's transactions run and commit.
@@ -133,9 +135,14 @@ func (f fileBackend) close() error { return f.db.Close() }
 // store in etcd instead (OpenEtcd).
 func Open(path string, opts Options) (s *Store, err error) {
 	if IsEtcd(path) {
-		return OpenEtcd(path, opts)
+		s, err = OpenEtcd(path, opts)
+	} else {
+		s, err = openFile(path, opts)
 	}
-	return openFile(path, opts)
+	if err == nil && !opts.ReadOnly {
+		s.auto = signerFor(s.db.Path())
+	}
+	return s, err
 }
 
 func openFile(path string, opts Options) (s *Store, err error) {
@@ -278,8 +285,29 @@ func (s *Store) updateID(fn func(tx *kvTx) error) (id uint64, err error) {
 			err = &CorruptError{s.path, fmt.Errorf("%v", r)}
 		}
 	}()
+	var before int64
+	if s.auto != nil {
+		before = s.size()
+	}
 	id, err = s.be.update(fn)
+	if err == nil && s.auto != nil && s.size() != before {
+		if cerr := s.signAfterWrite(); cerr != nil && s.auto.Warn != nil {
+			s.auto.Warn(cerr)
+		}
+	}
 	return id, s.withPath(err)
+}
+
+// size is the history's size (0 when it cannot be read).
+func (s *Store) size() int64 {
+	var n int64
+	s.be.view(func(tx *kvTx) error {
+		if b := tx.Bucket(bMeta); b != nil && len(b.Get(kLogSize)) == 8 {
+			n = logSize(tx)
+		}
+		return nil
+	})
+	return n
 }
 
 // withPath names the file in a *CorruptError made inside a transaction.

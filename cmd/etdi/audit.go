@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"encoding/base64"
@@ -22,7 +23,56 @@ func (e *env) auditCmd() *cobra.Command {
 security team keeps signed checkpoints of it elsewhere and proves later that
 the history still extends them: no record was edited, deleted or reordered.`,
 	}
-	cmd.AddCommand(e.auditVerifyCmd(), e.auditCheckpointCmd(), e.auditExportCmd())
+	cmd.AddCommand(e.auditVerifyCmd(), e.auditCheckpointCmd(), e.auditExportCmd(), e.auditRepairCmd())
+	return cmd
+}
+
+func (e *env) auditRepairCmd() *cobra.Command {
+	var pf pinFlags
+	var yes bool
+	cmd := &cobra.Command{
+		Use:   "repair --pins etcd://... [--yes]",
+		Short: "Cut a shared history in etcd back to its valid beginning",
+		Long: `Read the history of an etcd store from etcd itself and find the first
+record that does not verify (one that every machine refuses, naming it). Without
+--yes, print what the repair would delete; with --yes, delete that record,
+every record after it and their tree hashes, and set the history's size, in
+one etcd transaction. Run it with the approver's (or root's) user
+($ETDI_ETCD_USER, $ETDI_ETCD_PASSWORD), after a backup (docs/etcd.md,
+"Repairing the history"). Machines catch up at their next open.
+
+Exit codes: 0 nothing to repair, or repaired; 10 a repair is needed (without
+--yes); 1 error.`,
+		Example: `  etdi audit repair --pins etcd://10.0.0.5:2379/etdi
+  etdi audit repair --pins etcd://10.0.0.5:2379/etdi --yes`,
+		Args: exactArgs(0),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if !pin.IsEtcd(pf.path) {
+				return usagef("audit repair works on a store in etcd (--pins etcd://...); a file's history is restored from a backup")
+			}
+			rep, err := pin.RepairEtcdHistory(pf.path, pf.options(false), yes)
+			if err != nil {
+				return err
+			}
+			if rep.Valid == rep.Size && rep.Records == 0 && rep.Hashes == 0 {
+				say(e.stdout, "history of %s: %d records, all valid: nothing to repair\n", rep.Location, rep.Size)
+				return nil
+			}
+			say(e.stdout, "history of %s: %d records; record %d: %s\n", rep.Location, rep.Size, rep.Valid, rep.Problem)
+			say(e.stdout, "the repair keeps records 0 to %d and deletes %d records and %d tree hashes\n", rep.Valid-1, rep.Records, rep.Hashes)
+			for _, b := range rep.Bound {
+				say(e.stdout, "  bound to a deleted record (fails closed until approved or revoked again): %s\n", b)
+			}
+			if !rep.Applied {
+				say(e.stdout, "nothing changed; to repair, after a backup: etdi audit repair --pins %s --yes\n", rep.Location)
+				return &exitCodeError{exitSignature}
+			}
+			say(e.stdout, "repaired: the history has %d records; then: etdi audit verify --pins %s\n", rep.Valid, rep.Location)
+			return nil
+		},
+	}
+	pf.register(cmd.Flags(), e)
+	cmd.Flags().BoolVar(&yes, "yes", false, "delete the invalid records (default: only report)")
 	return cmd
 }
 
@@ -50,7 +100,11 @@ Exit codes: 0 intact, 10 the history or the checkpoint does not verify
 				Records    int64  `json:"records"`
 				Root       string `json:"root,omitempty"`
 				Checkpoint *int64 `json:"checkpointRecords,omitempty"`
-				Error      string `json:"error,omitempty"`
+				// Signed is how many records a signed checkpoint covers
+				// (0: none); Proves says what the result proves.
+				Signed int64  `json:"signedRecords"`
+				Proves string `json:"proves,omitempty"`
+				Error  string `json:"error,omitempty"`
 				// Disagreements are pins, revocations and index entries
 				// the history does not justify.
 				Disagreements []pin.Disagreement `json:"disagreements,omitempty"`
@@ -97,6 +151,13 @@ Exit codes: 0 intact, 10 the history or the checkpoint does not verify
 				rep.Intact = false
 				return fail(rep, fmt.Errorf("%d pins, revocations or index entries disagree with the history:\n  %s", n, strings.Join(lines, "\n  ")))
 			}
+			auto := false
+			if checkpoint == "" {
+				// The checkpoint the audit key signed at the last write.
+				if p := autoCheckpointPath(pf.local()); fileExists(p) {
+					checkpoint, auto = p, true
+				}
+			}
 			if checkpoint != "" {
 				msg, err := os.ReadFile(checkpoint)
 				if err != nil {
@@ -121,7 +182,9 @@ Exit codes: 0 intact, 10 the history or the checkpoint does not verify
 					return fail(rep, err)
 				}
 				rep.Checkpoint = &c.Size
+				rep.Signed = c.Size
 			}
+			rep.Proves = proves(rep.Records, rep.Signed, auto)
 			if asJSON {
 				return e.writeJSON(rep)
 			}
@@ -129,6 +192,7 @@ Exit codes: 0 intact, 10 the history or the checkpoint does not verify
 			if rep.Checkpoint != nil {
 				fmt.Fprintf(e.stdout, "extends the checkpoint of %d records\n", *rep.Checkpoint)
 			}
+			fmt.Fprintf(e.stdout, "%s\n", rep.Proves)
 			return nil
 		},
 	}
@@ -137,6 +201,76 @@ Exit codes: 0 intact, 10 the history or the checkpoint does not verify
 	cmd.Flags().StringVar(&keyPath, "key", "", "the verifier key (audit.pub) kept with the checkpoint, or the audit key whose .pub is beside it (default: audit.pub beside the pin database)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
 	return cmd
+}
+
+// proves says what a verified history of n records proves when a signed
+// checkpoint covers its first signed records; auto: the checkpoint is the
+// one beside the store, signed at its last write.
+func proves(n, signed int64, auto bool) string {
+	switch {
+	case signed == 0:
+		return "consistent, but unsigned: the records agree with each other and with the pins; that proves nothing against someone who can write the pin database (or the etcd prefix): they can rewrite the whole history with its hashes, or append to it. " +
+			"To prove more, create the audit key (etdi audit checkpoint) and set ETDI_AUDIT_PASSWORD where approvals are made: every write then signs a checkpoint; keep checkpoints and audit.pub where this machine cannot write"
+	case signed == n && auto:
+		return fmt.Sprintf("signed: all %d records are covered by the checkpoint the audit key signed at the last write (audit.checkpoint beside the store); a copy kept elsewhere proves more: someone who can write this directory can put an older one back", n)
+	case signed == n:
+		return fmt.Sprintf("signed: all %d records are covered by the signed checkpoint", n)
+	default:
+		return fmt.Sprintf("signed up to record %d: records 0 to %d extend the signed checkpoint; records %d to %d came after it and are unsigned: anyone who can write the pin database could have appended them", signed-1, signed-1, signed, n-1)
+	}
+}
+
+// autoCheckpointPath is the checkpoint a store's writes sign, beside its
+// local file (pinFlags.local()).
+func autoCheckpointPath(local string) string {
+	return filepath.Join(filepath.Dir(local), "audit.checkpoint")
+}
+
+func fileExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}
+
+// signEachWrite makes every write of the store sign a checkpoint with the audit
+// key, when the key exists beside the store: with ETDI_AUDIT_PASSWORD
+// set, into audit.checkpoint beside it; without, each write warns that
+// the history grew without a signed checkpoint.
+func (f *pinFlags) signEachWrite(o pin.Options) {
+	if f.signing || f.env == nil {
+		return
+	}
+	f.signing = true
+	local, err := pin.LocalFile(f.path, o)
+	if err != nil {
+		return
+	}
+	key, pub := auditKeyPaths(local, "")
+	privPEM, err := os.ReadFile(key)
+	if err != nil {
+		return // no audit key: nothing configured
+	}
+	a := &pin.AutoCheckpoint{Path: autoCheckpointPath(local), Warn: func(err error) {
+		say(f.env.stderr, "etdi: warning: %v\n", err)
+	}}
+	vb, err := os.ReadFile(pub)
+	if err == nil {
+		a.Verifier, err = pin.ParseVerifierKey(string(vb))
+	}
+	if err != nil {
+		a.Missing = fmt.Errorf("the audit verifier key %s: %w", pub, err)
+		pin.SignWrites(local, a)
+		return
+	}
+	pw, ok := f.env.lookupEnv("ETDI_AUDIT_PASSWORD")
+	switch {
+	case !ok || pw == "":
+		a.Missing = fmt.Errorf("the audit key %s exists but ETDI_AUDIT_PASSWORD is not set", key)
+	default:
+		if a.Signer, err = pin.OpenAuditKey(privPEM, []byte(pw)); err != nil {
+			a.Missing = fmt.Errorf("the audit key %s: %w", key, err)
+		}
+	}
+	pin.SignWrites(local, a)
 }
 
 // auditPassword returns the audit key password from ETDI_AUDIT_PASSWORD or

@@ -316,6 +316,8 @@ type pinFlags struct {
 	// lock, when set, is the team lockfile that path was loaded from
 	// (--lock): nothing is recorded or approved.
 	lock string
+	// signing: the audit key was looked for (audit.go).
+	signing bool
 }
 
 func (f *pinFlags) register(fs *pflag.FlagSet, e *env) {
@@ -344,6 +346,9 @@ func (f *pinFlags) options(readOnly bool) pin.Options {
 		o.Etcd.Username, _ = f.env.lookupEnv("ETDI_ETCD_USER")
 		o.Etcd.Password, _ = f.env.lookupEnv("ETDI_ETCD_PASSWORD")
 		o.Etcd.Machine, _ = f.env.lookupEnv("ETDI_MACHINE")
+	}
+	if !readOnly {
+		f.signEachWrite(o) // audit.go: the audit key signs each write
 	}
 	return o
 }

@@ -426,7 +426,7 @@ func TestLocalClusterRolesBackupRestore(t *testing.T) {
 	refusedWithoutCert(t, certs, eps)
 
 	appr := mustClient(t, certs, eps, "etdi-approver", "", "")
-	for _, k := range []string{"etdi/pins/acme:weather\x00get_weather", "etdi/servers/acme:weather", "etdi/meta/schema", "etdi/log/records/0"} {
+	for _, k := range []string{"etdi/pins/acme:weather\x00get_weather", "etdi/servers/acme:weather", "etdi/meta/schema", "etdi/meta/logSize", "etdi/log/records/0"} {
 		if err := put(appr, t, k); err != nil {
 			t.Errorf("approver put %q: %v", k, err)
 		}
@@ -446,7 +446,7 @@ func TestLocalClusterRolesBackupRestore(t *testing.T) {
 	}
 
 	cl := mustClient(t, certs, eps, "etdi-client", "", "")
-	for _, k := range []string{"etdi/log/records/1", "etdi/log/hashes/1", "etdi/meta/logSize"} {
+	for _, k := range []string{"etdi/spools/m1/0001", "etdi/spools/m2/0001"} {
 		if err := put(cl, t, k); err != nil {
 			t.Errorf("client put %q: %v", k, err)
 		}
@@ -454,7 +454,7 @@ func TestLocalClusterRolesBackupRestore(t *testing.T) {
 	if err := getErr(cl, t, "etdi/pins/acme:weather\x00get_weather"); err != nil {
 		t.Errorf("client reads a pin: %v", err)
 	}
-	for _, k := range []string{"etdi/pins/x", "etdi/revoked/x", "etdi/meta/schema", "etdi/meta/logSize2", "etdi/logx", "other/x"} {
+	for _, k := range []string{"etdi/log/records/1", "etdi/log/hashes/1", "etdi/meta/logSize", "etdi/pins/x", "etdi/revoked/x", "etdi/meta/schema", "etdi/meta/logSize2", "etdi/logx", "other/x"} {
 		if err := put(cl, t, k); !errors.Is(err, rpctypes.ErrPermissionDenied) {
 			t.Errorf("client put %q: err = %v, want permission denied", k, err)
 		}
@@ -468,8 +468,8 @@ func TestLocalClusterRolesBackupRestore(t *testing.T) {
 	if err := put(pw, t, "etdi/pins/x"); !errors.Is(err, rpctypes.ErrPermissionDenied) {
 		t.Errorf("password client put a pin: err = %v, want permission denied", err)
 	}
-	if err := put(pw, t, "etdi/log/records/2"); err != nil {
-		t.Errorf("password client put a record: %v", err)
+	if err := put(pw, t, "etdi/spools/m1/0002"); err != nil {
+		t.Errorf("password client put a spool entry: %v", err)
 	}
 	if _, err := client(t, certs, eps, "etdi-client", "etdi-client", "wrong"); !errors.Is(err, rpctypes.ErrAuthFailed) {
 		t.Errorf("wrong password: err = %v, want %v", err, rpctypes.ErrAuthFailed)
@@ -719,8 +719,11 @@ func TestComposeSettingsOnRealEtcd(t *testing.T) {
 		"ETCDCTL_KEY=" + filepath.Join(certs, "root-key.pem"),
 	}, "roles.sh", "etdi")
 	cl := mustClient(t, certs, eps, "etdi-client", "", "")
-	if err := put(cl, t, "etdi/log/records/0"); err != nil {
-		t.Errorf("etdi-client by certificate: put a record: %v", err)
+	if err := put(cl, t, "etdi/spools/m1/0001"); err != nil {
+		t.Errorf("etdi-client by certificate: put a spool entry: %v", err)
+	}
+	if err := put(cl, t, "etdi/log/records/0"); !errors.Is(err, rpctypes.ErrPermissionDenied) {
+		t.Errorf("etdi-client by certificate: put a record: err = %v, want permission denied", err)
 	}
 	if err := put(cl, t, "etdi/pins/x"); !errors.Is(err, rpctypes.ErrPermissionDenied) {
 		t.Errorf("etdi-client by certificate: put a pin: err = %v, want permission denied", err)

@@ -1,6 +1,7 @@
 package etcdtest
 
 import (
+	"context"
 	"fmt"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -57,6 +58,28 @@ func (c *Cluster) AddRole(name string, perms ...Perm) {
 	}
 }
 
+// Grant grants perms to the role name, creating the role if it does not
+// exist, as RootUser: roles that cover several prefixes of one cluster.
+func (c *Cluster) Grant(name string, perms ...Perm) {
+	c.t.Helper()
+	if err := c.grant(name, perms); err != nil {
+		c.t.Fatalf("etcdtest: Grant(%q): %v", name, err)
+	}
+}
+
+func (c *Cluster) grant(name string, perms []Perm) error {
+	cli, err := c.rootClient()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := ctxTimeout()
+	defer cancel()
+	if _, err := cli.RoleGet(ctx, name); err != nil {
+		return c.addRole(name, perms)
+	}
+	return c.grantPerms(ctx, cli, name, perms)
+}
+
 func (c *Cluster) addRole(name string, perms []Perm) error {
 	cli, err := c.rootClient()
 	if err != nil {
@@ -67,6 +90,10 @@ func (c *Cluster) addRole(name string, perms []Perm) error {
 	if _, err := cli.RoleAdd(ctx, name); err != nil {
 		return err
 	}
+	return c.grantPerms(ctx, cli, name, perms)
+}
+
+func (c *Cluster) grantPerms(ctx context.Context, cli *clientv3.Client, name string, perms []Perm) error {
 	for _, p := range perms {
 		typ, err := p.Type.etcd()
 		if err != nil {
