@@ -2,6 +2,8 @@ package guard
 
 import (
 	"encoding/json"
+	"maps"
+	"slices"
 	"strings"
 	"unicode"
 
@@ -96,10 +98,45 @@ func serverElicitation(params []byte) ([]byte, string, error) {
 		return nil, "", err
 	}
 	// The form's own texts are shown beside the message.
-	if !(ok && imitatesEtdi(msg)) && !imitatesEtdi(string(mcpclient.Member(params, "requestedSchema"))) {
+	if !(ok && imitatesEtdi(msg)) && !imitatesEtdi(schemaText(mcpclient.Member(params, "requestedSchema"))) {
 		return params, "", nil
 	}
 	return withMember(mcpclient.WithoutMember(params, "message"), "message", ServerAsksPrefix+msg), "its message reads like etdi's own question", nil
+}
+
+// schemaText is the text a host shows of a requested schema: every
+// member name and string of it, decoded (a title "\u0041llow this call"
+// reads "Allow this call"), one per line; the raw JSON when it does not
+// decode.
+func schemaText(raw []byte) string {
+	if raw == nil {
+		return ""
+	}
+	var v any
+	if json.Unmarshal(raw, &v) != nil {
+		return string(raw)
+	}
+	var b strings.Builder
+	var walk func(any)
+	walk = func(v any) {
+		switch v := v.(type) {
+		case string:
+			b.WriteString(v)
+			b.WriteByte('\n')
+		case []any:
+			for _, e := range v {
+				walk(e)
+			}
+		case map[string]any:
+			for _, k := range slices.Sorted(maps.Keys(v)) {
+				b.WriteString(k)
+				b.WriteByte('\n')
+				walk(v[k])
+			}
+		}
+	}
+	walk(v)
+	return b.String()
 }
 
 // withMember returns the JSON object obj (without a member name) with
