@@ -296,6 +296,10 @@ func (g *Gate) initialized(m *mcpclient.Message, data []byte, s *slot) {
 		result = mcpclient.WithoutMember(result, "instructions")
 		g.logf("withheld the server's instructions: they are not the approved ones (review: %s)", g.review(string(verify.InstructionsChanged)))
 	}
+	if out, ok := withoutEtdiMetaDeep(result); ok {
+		result = out
+		g.logf("removed etdi's _meta material from the server's answer to initialize")
+	}
 	if len(result) == len(m.Result) {
 		g.toHost.fill(s, data)
 	} else {
