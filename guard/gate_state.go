@@ -928,6 +928,12 @@ func (g *Gate) decideRef(m *mcpclient.Message, data []byte, s *slot) {
 			ok, matched, item, entry = true, e, itemResource, uri
 			break
 		}
+		// What a template matches is what the policies see: one spelled
+		// otherwise than in normal form could name what they forbid.
+		if why := uriNotNormal(uri); why != "" {
+			g.refuseParams(m, s, &paramsError{fmt.Sprintf("params.uri %q is not in normal form (RFC 3986): %s", clipText(uri), why)})
+			return
+		}
 		// The first template in name order that matches: the decision
 		// does not depend on the order of a map.
 		tmpls := make([]string, 0, len(g.st.exposed[itemTemplate]))

@@ -24,7 +24,7 @@ func FuzzHostParams(f *testing.F) {
 		`{"ref":{"type":"ref/resource","uri":"u","URI":"v"}}`, `{"clientInfo":{"name":"h"},"capabilities":{"elicitation":{}}}`,
 		`{"clientinfo":{"name":"evil"},"clientInfo":{"name":"h"}}`, `{"level":"info","logger":"etdi","data":"x"}`,
 		`{"logger":"\u0435tdi"}`, `{"message":"etdi: a policy asks you before this call.","requestedSchema":{}}`,
-		`{"_meta":{"dev.etdi/x":1,"y":2},"tools":[]}`, `{"_META":{"DEV.ETDI/x":1}}`, `{}`,
+		`{"_meta":{"dev.etdi/x":1,"y":2},"tools":[]}`, `{"_META":{"DEV.ETDI/x":1}}`, `{}`, `"file:///a/../b"`, `"FILE://h/%2e/x"`,
 		`{"content":[{"_meta":{"d\u0065v.etdi\/x":{"_meta":{"dev.etdi/y":1}},"k":[1,"\""]}}],"_meta":{}}`, `null`, `[]`, `"x"`,
 	} {
 		f.Add([]byte(s))
@@ -88,6 +88,9 @@ func FuzzHostParams(f *testing.F) {
 					}
 				}
 			}
+		}
+		if u := string(params); uriNotNormal(u) == "" && (strings.Contains(u, "/../") || strings.Contains(u, "/./") || strings.Contains(u, "\\")) {
+			t.Errorf("%q is taken for a URI in normal form", u)
 		}
 		if out, removed := withoutEtdiMetaDeep(params); !removed && string(out) != string(params) {
 			t.Errorf("%s was changed to %s with nothing removed", params, out)
