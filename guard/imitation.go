@@ -24,7 +24,7 @@ const RelabeledLogger = "server (not etdi)"
 const ServerAsksPrefix = "[The server asks this, not etdi] "
 
 // etdiSkeleton is etdi's name as claimsEtdi compares it.
-var etdiSkeleton = lettersOf(confusable.Skeleton(EtdiLogger))
+var etdiSkeleton = normalized(EtdiLogger)[0]
 
 // lettersOf keeps the letters and digits of s.
 func lettersOf(s string) string {
@@ -36,30 +36,47 @@ func lettersOf(s string) string {
 	}, s)
 }
 
-// normalized is s as a person reads it: its look-alike skeleton (case,
-// confusable letters, invisible characters folded, confusable.Skeleton),
-// letters and digits only.
-func normalized(s string) string {
-	return lettersOf(confusable.Skeleton(strings.ToLower(s)))
+// normalized is s as a person reads it: its look-alike skeleton
+// (confusable letters, invisible characters folded, confusable.Skeleton)
+// in lower case, letters and digits only, "l" read as "i" (a capital I
+// and a small l look alike, and the skeleton makes "1" and "|" an l).
+// The skeleton is taken of s as written and in lower case: lowering
+// first turns Greek capitals that look Latin ("ΕΤDΙ") into letters that
+// do not.
+func normalized(s string) []string {
+	var out []string
+	for _, x := range []string{strings.ToLower(s), s} {
+		n := strings.ReplaceAll(lettersOf(strings.ToLower(confusable.Skeleton(x))), "l", "i")
+		if !slices.Contains(out, n) {
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 // claimsEtdi reports whether a logger name reads as etdi's: "etdi",
-// "ETDI", "еtdi" (Cyrillic e), "etdi:", "[etdi] gate", ...
+// "ETDI", "еtdi" (Cyrillic e), "ETDl", "etdi:", "[etdi] gate", ...
 func claimsEtdi(logger string) bool {
-	return strings.HasPrefix(normalized(logger), etdiSkeleton)
+	for _, n := range normalized(logger) {
+		if strings.HasPrefix(n, etdiSkeleton) {
+			return true
+		}
+	}
+	return false
 }
 
 // imitationMarks are what etdi's own questions (elicitation) and notices
 // say, as normalized reads them: a server's question holding one reads
 // like etdi's.
-var imitationMarks = []string{etdiSkeleton, normalized("a policy asks you"), normalized("allow this call")}
+var imitationMarks = []string{etdiSkeleton, normalized("a policy asks you")[0], normalized("allow this call")[0]}
 
 // imitatesEtdi reports whether a server's text reads like etdi's own.
 func imitatesEtdi(text string) bool {
-	n := normalized(text)
-	for _, m := range imitationMarks {
-		if strings.Contains(n, m) {
-			return true
+	for _, n := range normalized(text) {
+		for _, m := range imitationMarks {
+			if strings.Contains(n, m) {
+				return true
+			}
 		}
 	}
 	return false
