@@ -229,8 +229,28 @@ func TestAttackReadURISpelledOtherwise(t *testing.T) {
 			t.Errorf("%s reached the server", got)
 		}
 	}
+}
+
+// Attack: dot segments between encoded slashes, which a server that
+// decodes the path before it resolves it follows out of the directory
+// a template names: "file:///docs/..%2F..%2Fetc%2Fpasswd". Breaks: a
+// forbid of the read action blocks the file however the URI spells it.
+func TestAttackReadURIEncodedDotSegments(t *testing.T) {
+	a := startAtkPolicies(t, atkBaseline+`@id("no-etc") forbid (principal, action == Etdi::Action::"read", resource) when { resource.uri like "file:///etc/*" };
+`, atkWithTemplate)
+	for _, uri := range []string{"file:///..%2Fetc%2Fpasswd", "file:///a%2F..%2F..%2Fetc%2Fpasswd", "file:///..%5Cetc%5Cpasswd", "file:///x%2f..%2f..%2fetc/passwd"} {
+		params, _ := json.Marshal(map[string]string{"uri": uri})
+		if ans := a.ask(t, "resources/read", string(params), 5*time.Second); strings.Contains(ans, "sunny") || !strings.Contains(ans, `"error"`) {
+			t.Errorf("%q was read: %s", uri, ans)
+		}
+	}
+	for _, got := range a.server.received() {
+		if strings.HasPrefix(got, "resources/read") {
+			t.Errorf("%s reached the server", got)
+		}
+	}
 	// Harmless: URIs in their normal form, reserved characters encoded.
-	for _, uri := range []string{"file:///etc/hosts", "file:///docs/a%20b.txt", "file:///docs/a%2Fb", "file:///docs/", "file:///x?q=1#f"} {
+	for _, uri := range []string{"file:///docs/a%20b.txt", "file:///docs/a%2Fb", "file:///docs/", "file:///x?q=1#f", "file:///docs/a..b%2F.c", "file:///docs/...%2F.x"} {
 		params, _ := json.Marshal(map[string]string{"uri": uri})
 		if ans := a.ask(t, "resources/read", string(params), 5*time.Second); !strings.Contains(ans, "sunny") {
 			t.Errorf("%q was not read: %s", uri, ans)

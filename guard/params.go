@@ -110,8 +110,18 @@ func uriNotNormal(uri string) string {
 			return "its path has an empty segment"
 		}
 	}
+	// A server that decodes the path before it resolves it reads
+	// "..%2F..%2Fetc" as two dot segments.
+	for _, seg := range strings.FieldsFunc(encodedSlash.Replace(rest), func(r rune) bool { return r == '/' }) {
+		if seg == "." || seg == ".." {
+			return "its path has a dot segment between encoded slashes"
+		}
+	}
 	return ""
 }
+
+// encodedSlash decodes the slashes and backslashes of a path.
+var encodedSlash = strings.NewReplacer("%2F", "/", "%2f", "/", "%5C", "/", "%5c", "/")
 
 // isUnreserved reports whether c is an RFC 3986 unreserved character.
 func isUnreserved(c byte) bool {
