@@ -587,6 +587,11 @@ func (g *Gate) filterPage(req *hostRequest, m *mcpclient.Message, data []byte, s
 	if out := withoutEtdiMeta(kept, true); len(out) != len(kept) {
 		kept, stripped = out, true
 	}
+	// And at any depth: a member of the page beside the list carries
+	// what no digest covers.
+	if out, ok := withoutEtdiMetaDeep(kept); ok {
+		kept, stripped = out, true
+	}
 	if all && !stripped {
 		g.toHost.fill(s, data) // as the server sent it, byte for byte
 	} else {
