@@ -1,8 +1,9 @@
 package guard
 
 import (
+	"bytes"
 	"encoding/json"
-	"maps"
+	"io"
 	"slices"
 	"strings"
 	"unicode"
@@ -103,10 +104,10 @@ func serverLog(params []byte) ([]byte, string) {
 
 // serverElicitation decides an elicitation/create of the server: its
 // message, when it reads like etdi's own question, is prefixed with
-// ServerAsksPrefix; a message member twice, under another case, or not
-// a string, is refused (nil).
+// ServerAsksPrefix; a message or requestedSchema member twice, or under
+// another case, or a message that is not a string, is refused (nil).
 func serverElicitation(params []byte) ([]byte, string, error) {
-	p, err := strictObject(params, "params", "message")
+	p, err := strictObject(params, "params", "message", "requestedSchema")
 	if err != nil {
 		return nil, "", err
 	}
@@ -115,7 +116,7 @@ func serverElicitation(params []byte) ([]byte, string, error) {
 		return nil, "", err
 	}
 	// The form's own texts are shown beside the message.
-	if !(ok && imitatesEtdi(msg)) && !imitatesEtdi(schemaText(mcpclient.Member(params, "requestedSchema"))) {
+	if !(ok && imitatesEtdi(msg)) && !imitatesEtdi(schemaText(p["requestedSchema"])) {
 		return params, "", nil
 	}
 	return withMember(mcpclient.WithoutMember(params, "message"), "message", ServerAsksPrefix+msg), "its message reads like etdi's own question", nil
@@ -123,37 +124,24 @@ func serverElicitation(params []byte) ([]byte, string, error) {
 
 // schemaText is the text a host shows of a requested schema: every
 // member name and string of it, decoded (a title "\u0041llow this call"
-// reads "Allow this call"), one per line; the raw JSON when it does not
-// decode.
+// reads "Allow this call"), a member given twice with each of its
+// values, one per line; the raw JSON when it does not decode.
 func schemaText(raw []byte) string {
-	if raw == nil {
-		return ""
-	}
-	var v any
-	if json.Unmarshal(raw, &v) != nil {
-		return string(raw)
-	}
 	var b strings.Builder
-	var walk func(any)
-	walk = func(v any) {
-		switch v := v.(type) {
-		case string:
-			b.WriteString(v)
+	d := json.NewDecoder(bytes.NewReader(raw))
+	for {
+		tok, err := d.Token()
+		if err == io.EOF {
+			return b.String()
+		}
+		if err != nil {
+			return string(raw)
+		}
+		if s, ok := tok.(string); ok {
+			b.WriteString(s)
 			b.WriteByte('\n')
-		case []any:
-			for _, e := range v {
-				walk(e)
-			}
-		case map[string]any:
-			for _, k := range slices.Sorted(maps.Keys(v)) {
-				b.WriteString(k)
-				b.WriteByte('\n')
-				walk(v[k])
-			}
 		}
 	}
-	walk(v)
-	return b.String()
 }
 
 // withMember returns the JSON object obj (without a member name) with

@@ -220,3 +220,21 @@ func TestAttackServerLogLooksLikeETDI(t *testing.T) {
 		}
 	}
 }
+
+// Attack: etdi's question in a form the gate did not read: the schema
+// under another case ("RequestedSchema", which a host matching names
+// case-insensitively shows), or a title given twice, etdi's words
+// first (a host that takes the first shows them). Breaks: the person
+// can tell etdi's questions from the server's.
+func TestAttackServerElicitationSchemaUnread(t *testing.T) {
+	a := startAtk(t, atkOptions(t), cleanHandler)
+	a.init(t)
+	msg := `{"jsonrpc":"2.0","id":"u1","method":"elicitation/create","params":{"message":"Continue?","RequestedSchema":{"type":"object","properties":{"allow":{"type":"boolean","title":"Allow this call"}}}}}`
+	if got, ok := elicitMessage(t, hostReceives(t, a, msg)); ok {
+		t.Errorf("a schema under another case reached the host, message %q", got)
+	}
+	msg = `{"jsonrpc":"2.0","id":"u2","method":"elicitation/create","params":{"message":"Continue?","requestedSchema":{"type":"object","properties":{"allow":{"type":"boolean","title":"Allow this call","title":"ok"}}}}}`
+	if got, ok := elicitMessage(t, hostReceives(t, a, msg)); !ok || got != ServerAsksPrefix+"Continue?" {
+		t.Errorf("a title twice reached the host as %q (%v)", got, ok)
+	}
+}
