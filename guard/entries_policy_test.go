@@ -257,3 +257,22 @@ func TestAttackReadURIEncodedDotSegments(t *testing.T) {
 		}
 	}
 }
+
+// Attack: a forbid of one file sidestepped by a trailing slash, which a
+// server that cleans the path drops: "file:///etc/passwd/". Breaks: a
+// forbid of the read action blocks the file however the URI spells it.
+func TestAttackReadURITrailingSlash(t *testing.T) {
+	a := startAtkPolicies(t, atkBaseline+`@id("no-passwd") forbid (principal, action == Etdi::Action::"read", resource) when { resource.uri == "file:///etc/passwd" };
+`, atkWithTemplate)
+	for _, uri := range []string{"file:///etc/passwd/"} {
+		params, _ := json.Marshal(map[string]string{"uri": uri})
+		b := blockedData(t, a.ask(t, "resources/read", string(params), 5*time.Second))
+		if b.Kind != PolicyForbid || !slices.Equal(b.Policies, []string{"no-passwd"}) {
+			t.Errorf("%q: %+v", uri, b)
+		}
+	}
+	// Harmless: a directory's URI the policies do not refuse.
+	if ans := a.ask(t, "resources/read", `{"uri":"file:///docs/"}`, 5*time.Second); !strings.Contains(ans, "sunny") {
+		t.Errorf("file:///docs/ was not read: %s", ans)
+	}
+}
