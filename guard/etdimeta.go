@@ -18,7 +18,7 @@ import (
 func withoutEtdiMetaDeep(v []byte) ([]byte, bool) {
 	// Without the prefix, written plainly (or with "\/") or with a \u
 	// escape, there is nothing to remove.
-	if !bytes.Contains(v, []byte(`\u`)) && !bytes.Contains(bytes.ToLower(v), []byte(strings.ToLower(etdi.MetaPrefix))) {
+	if !bytes.Contains(v, []byte(`\u`)) && !bytes.Contains(bytes.ToLower(v), []byte(strings.ToLower(strings.TrimSuffix(etdi.MetaPrefix, "/")))) {
 		return v, false
 	}
 	s := &metaStripper{in: v}

@@ -171,3 +171,22 @@ func TestAttackEtdiMetaNestedInListing(t *testing.T) {
 		t.Errorf("more than etdi's _meta was removed: %s", ans)
 	}
 }
+
+// etdi's _meta material is found however its name is written, and only
+// where it is: a _meta it empties goes, an empty one stays.
+func TestWithoutEtdiMetaDeep(t *testing.T) {
+	for in, want := range map[string]string{
+		`{"_meta":{"d\u0065v.etdi/x":1}}`:                    `{}`,
+		`{"a":[{"_m\u0065ta":{"\u0044EV.ETDI/x":1,"o":2}}]}`: `{"a":[{"_m\u0065ta":{"o":2}}]}`,
+		`{"s":{"_meta":{"dev.etdi\/x":{"_meta":1}}},"n":1}`:  `{"s":{},"n":1}`,
+	} {
+		if got, ok := withoutEtdiMetaDeep([]byte(in)); !ok || string(got) != want {
+			t.Errorf("%s: %s (%v), want %s", in, got, ok, want)
+		}
+	}
+	for _, in := range []string{`{"_meta":{}}`, `{"t":"\u0064ev.etdi/x"}`, `{"_meta":{"dev.etdix":1}}`, `[1,"\u00e9"]`} {
+		if got, ok := withoutEtdiMetaDeep([]byte(in)); ok || string(got) != in {
+			t.Errorf("%s: %s (%v)", in, got, ok)
+		}
+	}
+}
