@@ -2,6 +2,7 @@ package guard
 
 import (
 	"context"
+	"encoding/json"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -197,4 +198,81 @@ func permissions(scopes ...string) []etdi.Permission {
 		out = append(out, etdi.Permission{Scope: s})
 	}
 	return out
+}
+
+// Attack: a forbid of one file is sidestepped by naming it another way
+// that a server reading files resolves to the same file: dot segments,
+// an empty segment, an unreserved character percent-encoded, a
+// backslash, the scheme in capitals (when the template's is). Breaks: a
+// forbid of the read action blocks the resource however the URI spells
+// it; what the policies cannot compare is refused.
+func TestAttackReadURISpelledOtherwise(t *testing.T) {
+	a := startAtkPolicies(t, atkBaseline+`@id("no-passwd") forbid (principal, action == Etdi::Action::"read", resource) when { resource.uri == "file:///etc/passwd" };
+`, func(m *mcpclient.Message, own bool) []string {
+		if m.Method == "resources/templates/list" {
+			return []string{res(m, `{"resourceTemplates":[{"uriTemplate":"{scheme}:///{+path}","name":"files"}]}`)}
+		}
+		return cleanHandler(m, own)
+	})
+	for _, uri := range []string{
+		"file:///etc/./passwd", "file:///tmp/../etc/passwd", "file:///etc//passwd", "file:////etc/passwd",
+		"file:///etc/%70asswd", "file:///etc/%2e%2e/etc/passwd", "file:///etc\\passwd", "FILE:///etc/passwd",
+		"file:///etc/passwd/.", "file:///etc/passwd\u0000",
+	} {
+		params, _ := json.Marshal(map[string]string{"uri": uri})
+		if ans := a.ask(t, "resources/read", string(params), 5*time.Second); strings.Contains(ans, "sunny") || !strings.Contains(ans, `"error"`) {
+			t.Errorf("%q was read: %s", uri, ans)
+		}
+	}
+	for _, got := range a.server.received() {
+		if strings.HasPrefix(got, "resources/read") {
+			t.Errorf("%s reached the server", got)
+		}
+	}
+}
+
+// Attack: dot segments between encoded slashes, which a server that
+// decodes the path before it resolves it follows out of the directory
+// a template names: "file:///docs/..%2F..%2Fetc%2Fpasswd". Breaks: a
+// forbid of the read action blocks the file however the URI spells it.
+func TestAttackReadURIEncodedDotSegments(t *testing.T) {
+	a := startAtkPolicies(t, atkBaseline+`@id("no-etc") forbid (principal, action == Etdi::Action::"read", resource) when { resource.uri like "file:///etc/*" };
+`, atkWithTemplate)
+	for _, uri := range []string{"file:///..%2Fetc%2Fpasswd", "file:///a%2F..%2F..%2Fetc%2Fpasswd", "file:///..%5Cetc%5Cpasswd", "file:///x%2f..%2f..%2fetc/passwd"} {
+		params, _ := json.Marshal(map[string]string{"uri": uri})
+		if ans := a.ask(t, "resources/read", string(params), 5*time.Second); strings.Contains(ans, "sunny") || !strings.Contains(ans, `"error"`) {
+			t.Errorf("%q was read: %s", uri, ans)
+		}
+	}
+	for _, got := range a.server.received() {
+		if strings.HasPrefix(got, "resources/read") {
+			t.Errorf("%s reached the server", got)
+		}
+	}
+	// Harmless: URIs in their normal form, reserved characters encoded.
+	for _, uri := range []string{"file:///docs/a%20b.txt", "file:///docs/a%2Fb", "file:///docs/", "file:///x?q=1#f", "file:///docs/a..b%2F.c", "file:///docs/...%2F.x"} {
+		params, _ := json.Marshal(map[string]string{"uri": uri})
+		if ans := a.ask(t, "resources/read", string(params), 5*time.Second); !strings.Contains(ans, "sunny") {
+			t.Errorf("%q was not read: %s", uri, ans)
+		}
+	}
+}
+
+// Attack: a forbid of one file sidestepped by a trailing slash, which a
+// server that cleans the path drops: "file:///etc/passwd/". Breaks: a
+// forbid of the read action blocks the file however the URI spells it.
+func TestAttackReadURITrailingSlash(t *testing.T) {
+	a := startAtkPolicies(t, atkBaseline+`@id("no-passwd") forbid (principal, action == Etdi::Action::"read", resource) when { resource.uri == "file:///etc/passwd" };
+`, atkWithTemplate)
+	for _, uri := range []string{"file:///etc/passwd/"} {
+		params, _ := json.Marshal(map[string]string{"uri": uri})
+		b := blockedData(t, a.ask(t, "resources/read", string(params), 5*time.Second))
+		if b.Kind != PolicyForbid || !slices.Equal(b.Policies, []string{"no-passwd"}) {
+			t.Errorf("%q: %+v", uri, b)
+		}
+	}
+	// Harmless: a directory's URI the policies do not refuse.
+	if ans := a.ask(t, "resources/read", `{"uri":"file:///docs/"}`, 5*time.Second); !strings.Contains(ans, "sunny") {
+		t.Errorf("file:///docs/ was not read: %s", ans)
+	}
 }

@@ -400,6 +400,13 @@ func (g *Gate) readServer() error {
 			g.answerMalformed(data)
 			continue
 		}
+		if m.Request {
+			// etdi's own _meta material comes from etdi alone.
+			if params, ok := withoutEtdiMetaDeep(m.Params); ok {
+				g.logf("removed etdi's _meta material from the server's %s", clipText(m.Method))
+				m.Params, data = params, mcpclient.EncodeRequest(m.ID, m.Method, params)
+			}
+		}
 		switch {
 		case !m.Request:
 			g.fromServerAnswer(m, data)
@@ -551,10 +558,24 @@ func (g *Gate) fromServerAnswer(m *mcpclient.Message, data []byte) {
 		g.jobs.add(func() { g.filterPage(req, m, data, s) })
 	case "tools/call":
 		g.audit.finish(req.call, m)
-		g.toHost.send(data)
+		g.toHost.send(g.withoutEtdiMetaResult(m, data))
 	default:
-		g.toHost.send(data)
+		g.toHost.send(g.withoutEtdiMetaResult(m, data))
 	}
+}
+
+// withoutEtdiMetaResult is the server's answer data (m) to a request of
+// the host without etdi's own _meta material (withoutEtdiMetaDeep).
+func (g *Gate) withoutEtdiMetaResult(m *mcpclient.Message, data []byte) []byte {
+	if m.Error {
+		return data
+	}
+	result, ok := withoutEtdiMetaDeep(m.Result)
+	if !ok {
+		return data
+	}
+	g.logf("removed etdi's _meta material from the server's answer (id %s)", clipText(string(m.ID)))
+	return mcpclient.EncodeResult(m.ID, result)
 }
 
 // fromServerNotification relays a notification of the server; a

@@ -296,6 +296,10 @@ func (g *Gate) initialized(m *mcpclient.Message, data []byte, s *slot) {
 		result = mcpclient.WithoutMember(result, "instructions")
 		g.logf("withheld the server's instructions: they are not the approved ones (review: %s)", g.review(string(verify.InstructionsChanged)))
 	}
+	if out, ok := withoutEtdiMetaDeep(result); ok {
+		result = out
+		g.logf("removed etdi's _meta material from the server's answer to initialize")
+	}
 	if len(result) == len(m.Result) {
 		g.toHost.fill(s, data)
 	} else {
@@ -585,6 +589,11 @@ func (g *Gate) filterPage(req *hostRequest, m *mcpclient.Message, data []byte, s
 		return
 	}
 	if out := withoutEtdiMeta(kept, true); len(out) != len(kept) {
+		kept, stripped = out, true
+	}
+	// And at any depth: a member of the page beside the list carries
+	// what no digest covers.
+	if out, ok := withoutEtdiMetaDeep(kept); ok {
 		kept, stripped = out, true
 	}
 	if all && !stripped {
@@ -927,6 +936,12 @@ func (g *Gate) decideRef(m *mcpclient.Message, data []byte, s *slot) {
 		if e, exposed := g.st.exposed[itemResource][uri]; exposed && g.st.approved[itemResource][uri] == e.digest {
 			ok, matched, item, entry = true, e, itemResource, uri
 			break
+		}
+		// What a template matches is what the policies see: one spelled
+		// otherwise than in normal form could name what they forbid.
+		if why := uriNotNormal(uri); why != "" {
+			g.refuseParams(m, s, &paramsError{fmt.Sprintf("params.uri %q is not in normal form (RFC 3986): %s", clipText(uri), why)})
+			return
 		}
 		// The first template in name order that matches: the decision
 		// does not depend on the order of a map.

@@ -1,7 +1,10 @@
 package guard
 
 import (
+	"bytes"
 	"encoding/json"
+	"io"
+	"slices"
 	"strings"
 	"unicode"
 
@@ -22,7 +25,7 @@ const RelabeledLogger = "server (not etdi)"
 const ServerAsksPrefix = "[The server asks this, not etdi] "
 
 // etdiSkeleton is etdi's name as claimsEtdi compares it.
-var etdiSkeleton = lettersOf(confusable.Skeleton(EtdiLogger))
+var etdiSkeleton = normalized(EtdiLogger)[0]
 
 // lettersOf keeps the letters and digits of s.
 func lettersOf(s string) string {
@@ -34,30 +37,47 @@ func lettersOf(s string) string {
 	}, s)
 }
 
-// normalized is s as a person reads it: its look-alike skeleton (case,
-// confusable letters, invisible characters folded, confusable.Skeleton),
-// letters and digits only.
-func normalized(s string) string {
-	return lettersOf(confusable.Skeleton(strings.ToLower(s)))
+// normalized is s as a person reads it: its look-alike skeleton
+// (confusable letters, invisible characters folded, confusable.Skeleton)
+// in lower case, letters and digits only, "l" read as "i" (a capital I
+// and a small l look alike, and the skeleton makes "1" and "|" an l).
+// The skeleton is taken of s as written and in lower case: lowering
+// first turns Greek capitals that look Latin ("ΕΤDΙ") into letters that
+// do not.
+func normalized(s string) []string {
+	var out []string
+	for _, x := range []string{strings.ToLower(s), s} {
+		n := strings.ReplaceAll(lettersOf(strings.ToLower(confusable.Skeleton(x))), "l", "i")
+		if !slices.Contains(out, n) {
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 // claimsEtdi reports whether a logger name reads as etdi's: "etdi",
-// "ETDI", "еtdi" (Cyrillic e), "etdi:", "[etdi] gate", ...
+// "ETDI", "еtdi" (Cyrillic e), "ETDl", "etdi:", "[etdi] gate", ...
 func claimsEtdi(logger string) bool {
-	return strings.HasPrefix(normalized(logger), etdiSkeleton)
+	for _, n := range normalized(logger) {
+		if strings.HasPrefix(n, etdiSkeleton) {
+			return true
+		}
+	}
+	return false
 }
 
 // imitationMarks are what etdi's own questions (elicitation) and notices
 // say, as normalized reads them: a server's question holding one reads
 // like etdi's.
-var imitationMarks = []string{etdiSkeleton, normalized("a policy asks you"), normalized("allow this call")}
+var imitationMarks = []string{etdiSkeleton, normalized("a policy asks you")[0], normalized("allow this call")[0]}
 
 // imitatesEtdi reports whether a server's text reads like etdi's own.
 func imitatesEtdi(text string) bool {
-	n := normalized(text)
-	for _, m := range imitationMarks {
-		if strings.Contains(n, m) {
-			return true
+	for _, n := range normalized(text) {
+		for _, m := range imitationMarks {
+			if strings.Contains(n, m) {
+				return true
+			}
 		}
 	}
 	return false
@@ -84,10 +104,10 @@ func serverLog(params []byte) ([]byte, string) {
 
 // serverElicitation decides an elicitation/create of the server: its
 // message, when it reads like etdi's own question, is prefixed with
-// ServerAsksPrefix; a message member twice, under another case, or not
-// a string, is refused (nil).
+// ServerAsksPrefix; a message or requestedSchema member twice, or under
+// another case, or a message that is not a string, is refused (nil).
 func serverElicitation(params []byte) ([]byte, string, error) {
-	p, err := strictObject(params, "params", "message")
+	p, err := strictObject(params, "params", "message", "requestedSchema")
 	if err != nil {
 		return nil, "", err
 	}
@@ -96,10 +116,32 @@ func serverElicitation(params []byte) ([]byte, string, error) {
 		return nil, "", err
 	}
 	// The form's own texts are shown beside the message.
-	if !(ok && imitatesEtdi(msg)) && !imitatesEtdi(string(mcpclient.Member(params, "requestedSchema"))) {
+	if !(ok && imitatesEtdi(msg)) && !imitatesEtdi(schemaText(p["requestedSchema"])) {
 		return params, "", nil
 	}
 	return withMember(mcpclient.WithoutMember(params, "message"), "message", ServerAsksPrefix+msg), "its message reads like etdi's own question", nil
+}
+
+// schemaText is the text a host shows of a requested schema: every
+// member name and string of it, decoded (a title "\u0041llow this call"
+// reads "Allow this call"), a member given twice with each of its
+// values, one per line; the raw JSON when it does not decode.
+func schemaText(raw []byte) string {
+	var b strings.Builder
+	d := json.NewDecoder(bytes.NewReader(raw))
+	for {
+		tok, err := d.Token()
+		if err == io.EOF {
+			return b.String()
+		}
+		if err != nil {
+			return string(raw)
+		}
+		if s, ok := tok.(string); ok {
+			b.WriteString(s)
+			b.WriteByte('\n')
+		}
+	}
 }
 
 // withMember returns the JSON object obj (without a member name) with

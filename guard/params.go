@@ -2,6 +2,7 @@ package guard
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/etdi-dev/etdi"
 	"github.com/etdi-dev/etdi/internal/mcpclient"
@@ -63,4 +64,80 @@ func strictString(raw []byte, where string) (string, bool, error) {
 		return "", false, &paramsError{where + " is not a string"}
 	}
 	return v.Str, true, nil
+}
+
+// uriNotNormal says why uri, a URI a host asks to read that is not one
+// the server listed, is not written as RFC 3986 §6.2.2 normalizes it
+// (with no empty path segment and no backslash); "" when it is. A server
+// reading files resolves "file:///tmp/../etc/passwd", "file:///etc//passwd"
+// or "file:///etc/%70asswd" to "file:///etc/passwd", which a policy
+// forbidding that URI would not see.
+func uriNotNormal(uri string) string {
+	for i := 0; i < len(uri); i++ {
+		switch c := uri[i]; {
+		case c < 0x20 || c == 0x7f:
+			return "it holds a control character"
+		case c == '\\':
+			return "it holds a backslash"
+		case c == '%' && i+2 < len(uri) && isUnreserved(unhex(uri[i+1])<<4|unhex(uri[i+2])):
+			return "it percent-encodes " + uri[i:i+3] + ", which stands for itself"
+		}
+	}
+	rest := uri
+	if i := strings.IndexAny(rest, ":/?#"); i > 0 && rest[i] == ':' {
+		if rest[:i] != strings.ToLower(rest[:i]) {
+			return "its scheme is not in lower case"
+		}
+		rest = rest[i+1:]
+	}
+	if strings.HasPrefix(rest, "//") {
+		rest = rest[2:]
+		if i := strings.IndexAny(rest, "/?#"); i >= 0 {
+			rest = rest[i:]
+		} else {
+			rest = ""
+		}
+	}
+	if i := strings.IndexAny(rest, "?#"); i >= 0 {
+		rest = rest[:i]
+	}
+	segs := strings.Split(rest, "/")
+	for i, seg := range segs {
+		switch {
+		case seg == "." || seg == "..":
+			return "its path has a dot segment"
+		case seg == "" && i > 0 && i < len(segs)-1:
+			return "its path has an empty segment"
+		}
+	}
+	// A server that decodes the path before it resolves it reads
+	// "..%2F..%2Fetc" as two dot segments.
+	for _, seg := range strings.FieldsFunc(encodedSlash.Replace(rest), func(r rune) bool { return r == '/' }) {
+		if seg == "." || seg == ".." {
+			return "its path has a dot segment between encoded slashes"
+		}
+	}
+	return ""
+}
+
+// encodedSlash decodes the slashes and backslashes of a path.
+var encodedSlash = strings.NewReplacer("%2F", "/", "%2f", "/", "%5C", "/", "%5c", "/")
+
+// isUnreserved reports whether c is an RFC 3986 unreserved character.
+func isUnreserved(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '.' || c == '_' || c == '~'
+}
+
+// unhex is the value of the hex digit c; 0xff (no unreserved character
+// then) when it is not one.
+func unhex(c byte) byte {
+	switch {
+	case '0' <= c && c <= '9':
+		return c - '0'
+	case 'a' <= c && c <= 'f':
+		return c - 'a' + 10
+	case 'A' <= c && c <= 'F':
+		return c - 'A' + 10
+	}
+	return 0xff
 }

@@ -24,7 +24,8 @@ func FuzzHostParams(f *testing.F) {
 		`{"ref":{"type":"ref/resource","uri":"u","URI":"v"}}`, `{"clientInfo":{"name":"h"},"capabilities":{"elicitation":{}}}`,
 		`{"clientinfo":{"name":"evil"},"clientInfo":{"name":"h"}}`, `{"level":"info","logger":"etdi","data":"x"}`,
 		`{"logger":"\u0435tdi"}`, `{"message":"etdi: a policy asks you before this call.","requestedSchema":{}}`,
-		`{"_meta":{"dev.etdi/x":1,"y":2},"tools":[]}`, `{"_META":{"DEV.ETDI/x":1}}`, `{}`, `null`, `[]`, `"x"`,
+		`{"_meta":{"dev.etdi/x":1,"y":2},"tools":[]}`, `{"_META":{"DEV.ETDI/x":1}}`, `{}`, `"file:///a/../b"`, `"FILE://h/%2e/x"`,
+		`{"content":[{"_meta":{"d\u0065v.etdi\/x":{"_meta":{"dev.etdi/y":1}},"k":[1,"\""]}}],"_meta":{}}`, `null`, `[]`, `"x"`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -88,5 +89,45 @@ func FuzzHostParams(f *testing.F) {
 				}
 			}
 		}
+		if u := string(params); uriNotNormal(u) == "" && (strings.Contains(u, "/../") || strings.Contains(u, "/./") || strings.Contains(u, "\\")) {
+			t.Errorf("%q is taken for a URI in normal form", u)
+		}
+		if out, removed := withoutEtdiMetaDeep(params); !removed && string(out) != string(params) {
+			t.Errorf("%s was changed to %s with nothing removed", params, out)
+		} else if removed {
+			var v any
+			if err := json.Unmarshal(out, &v); err != nil {
+				t.Fatalf("%s without etdi's _meta is %s: %v", params, out, err)
+			}
+			if n := etdiMetaLeft(v, false); n != "" {
+				t.Errorf("%s keeps %q", out, n)
+			}
+			if _, again := withoutEtdiMetaDeep(out); again {
+				t.Errorf("%s: a second pass removes more", out)
+			}
+		}
 	})
+}
+
+// etdiMetaLeft is a member of a _meta in v (inMeta: v is one) named
+// like etdi's material, at any depth; "" when there is none.
+func etdiMetaLeft(v any, inMeta bool) string {
+	switch v := v.(type) {
+	case []any:
+		for _, e := range v {
+			if n := etdiMetaLeft(e, false); n != "" {
+				return n
+			}
+		}
+	case map[string]any:
+		for k, e := range v {
+			if inMeta && len(k) >= len(etdi.MetaPrefix) && strings.EqualFold(k[:len(etdi.MetaPrefix)], etdi.MetaPrefix) {
+				return k
+			}
+			if n := etdiMetaLeft(e, strings.EqualFold(k, "_meta")); n != "" {
+				return n
+			}
+		}
+	}
+	return ""
 }

@@ -143,8 +143,15 @@ func (g *Gate) authorizeEntry(m *mcpclient.Message, s *slot, action, item, name 
 	t.Name = name
 	t.Scopes = g.st.serverScopes
 	now := time.Now()
-	d := g.opts.Policies.Authorize(policy.Request{Host: g.st.host.name, Action: action, Tool: t, URI: uri,
-		Context: g.session.ContextOf(action, name, args, now)})
+	ctx := g.session.ContextOf(action, name, args, now)
+	d := g.opts.Policies.Authorize(policy.Request{Host: g.st.host.name, Action: action, Tool: t, URI: uri, Context: ctx})
+	// A server that cleans the path reads "file:///etc/passwd/" as
+	// "file:///etc/passwd": what the policies refuse of either is refused.
+	if trimmed := strings.TrimRight(uri, "/"); action == policy.ActionRead && d.Effect == policy.Allow && trimmed != uri && !strings.HasSuffix(trimmed, ":") && !strings.HasSuffix(trimmed, ":/") {
+		if d2 := g.opts.Policies.Authorize(policy.Request{Host: g.st.host.name, Action: action, Tool: t, URI: trimmed, Context: ctx}); d2.Effect != policy.Allow {
+			d = d2
+		}
+	}
 	if d.Effect == policy.Allow {
 		g.session.Did(action, t, now)
 		return true
