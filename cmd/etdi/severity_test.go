@@ -75,7 +75,11 @@ func TestFindingSeverityAgrees(t *testing.T) {
 		ruleLevel[r.ID] = r.DefaultConfiguration.Level
 	}
 	for _, r := range doc.Runs[0].Results {
-		s := at(key{strings.TrimPrefix(r.RuleID, "etdi/"), termtext.Escape(r.Message.Text)})
+		// SARIF text is the escaped message with markdown punctuation
+		// backslashed and braces doubled (sarifText): undo the latter.
+		text := regexp.MustCompile(`\\([\[\]()`+"`"+`<>])`).ReplaceAllString(r.Message.Text, "$1")
+		text = strings.NewReplacer("{{", "{", "}}", "}").Replace(text)
+		s := at(key{strings.TrimPrefix(r.RuleID, "etdi/"), text})
 		s.sarif = append(s.sarif, r.Level)
 		// A rule's default level is its results' level, but for
 		// unsigned_tool, whose severity the policy chooses.
