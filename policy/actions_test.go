@@ -111,3 +111,29 @@ when { resource.scopes.contains("net:*") && context.sessionActions.contains("rea
 	net := Tool{Server: "s", Name: "fetch", Scopes: []string{"net:fetch"}}
 	checkDecision(t, "net after read", s.Authorize(Request{Tool: net, Context: Context{SessionActions: []string{ActionRead}}}), Forbid, []string{"no-net", "no-net-after-reading"}, nil)
 }
+
+// A permit that names the read action is what allows a read: one limited
+// to some resources limits reads to them (Cedar's default deny), while a
+// set whose permits name only calls leaves reads as approval decides.
+func TestAuthorizePermitNamingReadLimits(t *testing.T) {
+	s := mustParse(t, "f.cedar", callsOnly+`
+@id("docs") permit (principal, action == Etdi::Action::"read", resource) when { resource.uri like "file:///docs/*" };
+`)
+	read := func(uri string) Request {
+		return Request{Host: "h", Action: ActionRead, Tool: docResource, URI: uri}
+	}
+	checkDecision(t, "read in docs", s.Authorize(read("file:///docs/a.md")), Allow, []string{"docs"}, nil)
+	if d := s.Authorize(read("file:///etc/passwd")); !d.NoPermit() {
+		t.Errorf("a read the naming permit does not match: %+v", d)
+	}
+	// The get action is named by no permit: still allowed.
+	checkDecision(t, "get", s.Authorize(Request{Host: "h", Action: ActionGet, Tool: docPrompt}), Allow, nil, nil)
+	// Named in a set of actions, too.
+	set := mustParse(t, "g.cedar", `@id("gr") permit (principal, action in [Etdi::Action::"get", Etdi::Action::"read"], resource) when { resource.server == "other" };`)
+	if d := set.Authorize(Request{Host: "h", Action: ActionGet, Tool: docPrompt}); !d.NoPermit() {
+		t.Errorf("a get the naming permit does not match: %+v", d)
+	}
+	// A bare action scope names no action.
+	all := mustParse(t, "a.cedar", `@id("all") permit (principal, action, resource) when { resource.server == "other" };`)
+	checkDecision(t, "read under a bare scope", all.Authorize(read("file:///x")), Allow, nil, nil)
+}

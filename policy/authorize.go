@@ -126,6 +126,10 @@ func (s *Set) Authorize(r Request) Decision {
 		d.Effect, d.Policies = Forbid, hard
 	case pdec != cedar.Allow && r.IsCall():
 		d.Effect = Forbid
+	case pdec != cedar.Allow && len(asks) == 0 && s.named[r.Action]:
+		// A permit names the action: it is what allows one (Cedar's
+		// default deny), so a permit limited to some resources limits.
+		d.Effect = Forbid
 	case pdec != cedar.Allow && len(asks) == 0:
 		// A get, read or complete no permit names is allowed: approval
 		// gates it (SPEC.md §25), and a policy set written for calls

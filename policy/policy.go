@@ -107,6 +107,10 @@ type Set struct {
 	policies         map[cedar.PolicyID]*Policy
 	order            []string
 	files            []string
+	// named are the actions a permit names in its scope (action ==
+	// Etdi::Action::"read", or action in [...]): for a get, read or
+	// complete they turn Cedar's default deny on (Authorize).
+	named map[string]bool
 }
 
 // LoadFiles reads and validates policy files into one Set; @id must be
@@ -199,6 +203,7 @@ func Parse(srcs ...Source) (*Set, error) {
 			s.order = append(s.order, d.ID)
 			if p.Effect() == cedar.Permit {
 				s.permits.Add(id, p)
+				s.nameActions((*cedarast.Policy)(p.AST()).Action)
 			} else {
 				s.forbids.Add(id, p)
 			}
@@ -278,4 +283,23 @@ func (s *Set) Session() bool {
 		}
 	}
 	return false
+}
+
+// nameActions records the actions a permit's action scope names. A scope
+// of every action (a bare "action") names none: a policy set written for
+// calls alone keeps prompts and resources as approval leaves them.
+func (s *Set) nameActions(scope cedarast.IsActionScopeNode) {
+	if s.named == nil {
+		s.named = map[string]bool{}
+	}
+	switch sc := scope.(type) {
+	case cedarast.ScopeTypeEq:
+		s.named[string(sc.Entity.ID)] = true
+	case cedarast.ScopeTypeIn:
+		s.named[string(sc.Entity.ID)] = true
+	case cedarast.ScopeTypeInSet:
+		for _, e := range sc.Entities {
+			s.named[string(e.ID)] = true
+		}
+	}
 }
