@@ -59,7 +59,8 @@
 //     global bin directory) and the bin it starts for the package (looked
 //     up in each node_modules/.bin from the working directory up) must be
 //     files of the package installed in the project's node_modules, and
-//     no node_modules/.bin/sh may stand in for the shell. On Windows,
+//     no node_modules/.bin/sh or node may stand in for the shell or
+//     for the node the package's program runs on. On Windows,
 //     where npm runs that bin through a command shim, an installed
 //     package is not resolved.
 //

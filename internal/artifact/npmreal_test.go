@@ -264,7 +264,7 @@ func TestRealNPMConfigSwapsProgram(t *testing.T) {
 
 // The real npx runs a repository's own files before the package: a bin
 // of the project's package.json, a program in node_modules/.bin that is
-// not the package's, a node_modules/.bin/sh. Resolve says so.
+// not the package's, a node_modules/.bin/sh or node. Resolve says so.
 func TestRealNPMRepositoryFilesSwapProgram(t *testing.T) {
 	w := newNPMWorld(t)
 	argv := []string{"npx", "--no-install", "weather-mcp"}
@@ -305,6 +305,15 @@ func TestRealNPMRepositoryFilesSwapProgram(t *testing.T) {
 		defer os.Remove(f)
 		w.attack(t, Launch{Argv: argv, Dir: w.proj, Env: w.env}, f, "named sh")
 	})
+	// The package's program is "#!/usr/bin/env node", and npm puts every
+	// node_modules/.bin from the working directory up first on its PATH.
+	for _, d := range []string{w.proj, w.root} {
+		t.Run("node_modules/.bin/node in "+d, func(t *testing.T) {
+			f := w.evil(t, filepath.Join(d, "node_modules", ".bin", "node"))
+			defer os.Remove(f)
+			w.attack(t, Launch{Argv: argv, Dir: w.proj, Env: w.env}, f, "named node")
+		})
+	}
 	// The untouched project still resolves.
 	resolved(t, Launch{Argv: argv, Dir: w.proj, Env: w.env}, Artifact{TypeNPM, "weather-mcp", "1.0.0", w.integrity}, "package-lock.json")
 }
