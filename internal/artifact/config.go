@@ -167,6 +167,9 @@ func npmConfig(p *plan, env *environ, dir string) string {
 				"the package's program through it; start the server without it"
 		}
 	}
+	if why := npmRuntime(p, env, dir); why != "" {
+		return why
+	}
 	// Project: the directory npm takes as the project root is the nearest
 	// holding package.json or node_modules, or a workspace root above it;
 	// every directory that may be it is read (more, never fewer).
@@ -693,4 +696,80 @@ func shownPath(p string) string {
 		return "(a path not shown)"
 	}
 	return p
+}
+
+// npmRuntime checks, on POSIX systems, the programs npx and npm exec run
+// on and through, which the launch's PATH chooses: npx and npm are
+// "#!/usr/bin/env node" scripts, run by the first node on PATH, and npm
+// starts the package's program with "sh -c" and a PATH made of every
+// node_modules/.bin from the working directory up (npxFirst checks those)
+// and every variable whose name is PATH in any case. The runner must be
+// npm's own script (npx-cli.js or npm-cli.js), the node on PATH the one
+// that npm ships with (PREFIX/bin/node beside PREFIX/lib/node_modules/npm,
+// compared without following links within it), the first sh on PATH the
+// system's /bin/sh, and no variable other than PATH itself name a PATH.
+// A program of the repository's, found first, would run instead.
+func npmRuntime(p *plan, env *environ, dir string) string {
+	if runtime.GOOS == "windows" || p.runner != "npx" && p.runner != "npm exec" {
+		return ""
+	}
+	for _, kv := range env.all() {
+		name, value, _ := strings.Cut(kv, "=")
+		if value != "" && name != "PATH" && strings.EqualFold(name, "PATH") {
+			return "the environment variable " + shown(name) + " is set: npm adds its directories to PATH, where the package's " +
+				"program and its shell are looked up, so what runs may not be the package etdi resolves; start the server without it"
+		}
+	}
+	script := "npx-cli.js"
+	if p.runner == "npm exec" {
+		script = "npm-cli.js"
+	}
+	prog := p.prog
+	if prog == "" {
+		prog = progName(p.runner)
+	}
+	node, nodeWhy := lookPath("node", env, dir)
+	runner, why := lookPath(prog, env, dir)
+	switch {
+	case why != "" && nodeWhy != "":
+		// Neither: the host finds npx on its own PATH, and npx finds no
+		// node to run on; unless one is found through a relative entry.
+		for _, w := range []string{why, nodeWhy} {
+			if strings.Contains(w, "relative PATH entry") {
+				return w
+			}
+		}
+	case why != "":
+		return why + ", but node is (" + shownPath(node) + "): which npm it runs is not known; " +
+			"put the directory of npm's npx first on the server's PATH"
+	default:
+		realRunner, err := filepath.EvalSymlinks(runner)
+		if err != nil || !strings.HasSuffix(realRunner, string(filepath.Separator)+filepath.Join("node_modules", "npm", "bin", script)) {
+			return shown(prog) + " is " + shownPath(runner) + ", which is not npm's own " + script + ", so what runs may not be the " +
+				"package etdi resolves; start the server with the npx that npm installs"
+		}
+		if nodeWhy != "" {
+			return nodeWhy + "; npm runs on node"
+		}
+		realNode, err := filepath.EvalSymlinks(node)
+		if err != nil || filepath.Join(filepath.Dir(filepath.Dir(realNode)), "lib", "node_modules", "npm", "bin", script) != realRunner {
+			return "the first node on the launch's PATH, " + shownPath(node) + ", is not the node that " + shownPath(runner) +
+				" comes with: it runs npm and the package's program, so what runs may not be the package etdi resolves; " +
+				"put the directory of " + shownPath(runner) + " first on the server's PATH"
+		}
+	}
+	sh, why := lookPath("sh", env, dir)
+	if why != "" {
+		if strings.Contains(why, "relative PATH entry") {
+			return why + "; npm starts the package's program with it"
+		}
+		return "" // npm cannot start the program
+	}
+	realSh, err := filepath.EvalSymlinks(sh)
+	system, serr := filepath.EvalSymlinks("/bin/sh")
+	if err != nil || serr != nil || realSh != system {
+		return "the first sh on the launch's PATH, " + shownPath(sh) + ", is not the system's /bin/sh: npm starts the package's " +
+			"program with it, so what runs may not be the package etdi resolves; remove it from the server's PATH"
+	}
+	return ""
 }

@@ -60,7 +60,11 @@
 //     up in each node_modules/.bin from the working directory up) must be
 //     files of the package installed in the project's node_modules, and
 //     no node_modules/.bin/sh or node may stand in for the shell or
-//     for the node the package's program runs on. On Windows,
+//     for the node the package's program runs on. On POSIX systems the
+//     runner the launch's PATH finds must be npm's own script, the first
+//     node on it the one npm is installed with, the first sh the system's
+//     /bin/sh, and no variable named PATH in another case may be set.
+//     On Windows,
 //     where npm runs that bin through a command shim, an installed
 //     package is not resolved.
 //

@@ -345,3 +345,50 @@ func (w *npmWorld) registry(t *testing.T, tgzPath string) string {
 	t.Cleanup(srv.Close)
 	return srv.URL + "/"
 }
+
+// npx and npm are "#!/usr/bin/env node" scripts, and npm starts the
+// package's program with sh from a PATH that also takes in every
+// variable named PATH in another case: a node or sh found first on the
+// launch's PATH, or a runner that is not npm's own script, runs instead of
+// the package. Resolve says so; npm's own npx and node from the system's
+// PATH are resolved.
+func TestRealNPMPathSwapsProgram(t *testing.T) {
+	w := newNPMWorld(t)
+	argv := []string{"npx", "--no-install", "weather-mcp@1.0.0"}
+	sys := os.Getenv("PATH")
+	resolved(t, Launch{Argv: argv, Dir: w.proj, Env: w.env}, Artifact{TypeNPM, "weather-mcp", "1.0.0", w.integrity}, "package-lock.json")
+	evilDir := filepath.Join(w.root, "evilbin")
+	rest := w.env[1:] // w.env without its PATH
+	for _, prog := range []string{"node", "sh"} {
+		t.Run(prog+" first on PATH", func(t *testing.T) {
+			defer os.RemoveAll(evilDir)
+			f := w.evil(t, filepath.Join(evilDir, prog))
+			env := append([]string{"PATH=" + evilDir + string(filepath.ListSeparator) + sys}, rest...)
+			w.attack(t, Launch{Argv: argv, Dir: w.proj, Env: env}, "the first "+prog+" on the launch's PATH, "+f)
+		})
+		t.Run(prog+" in a variable path", func(t *testing.T) {
+			defer os.RemoveAll(evilDir)
+			w.evil(t, filepath.Join(evilDir, prog))
+			env := append([]string{"path=" + evilDir, "PATH=" + sys}, rest...)
+			w.attack(t, Launch{Argv: argv, Dir: w.proj, Env: env}, "environment variable path is set")
+		})
+	}
+	t.Run("repository's npx", func(t *testing.T) {
+		f := w.evil(t, filepath.Join(w.proj, "bin", "npx"))
+		defer os.RemoveAll(filepath.Join(w.proj, "bin"))
+		cmd := exec.Command(f, argv[1:]...)
+		mark := filepath.Join(t.TempDir(), "mark")
+		cmd.Dir, cmd.Env = w.proj, w.with("MARK="+mark)
+		if err := cmd.Run(); err != nil {
+			t.Fatal(err)
+		}
+		if b, _ := os.ReadFile(mark); string(b) != "evil\n" {
+			t.Fatalf("./bin/npx wrote %q", b)
+		}
+		for _, a0 := range []string{"./bin/npx", f} {
+			l := Launch{Argv: append([]string{a0}, argv[1:]...), Dir: w.proj, Env: w.env}
+			r, err := Resolve(context.Background(), l)
+			unresolved(t, l.Argv, r, err, "which is not npm's own npx-cli.js")
+		}
+	})
+}
