@@ -50,14 +50,16 @@ func launchConfig(p *plan, env *environ, dir string) string {
 // 11.x) known to leave what npm exec and npx start unchanged: they change
 // npm's output and logging, what npm writes when it saves or publishes,
 // how patiently it fetches, the credentials and client certificates it
-// presents, or the trust anchors it adds (ca, cafile: a registry reached
-// with them is still the one the configuration names). Every other
+// presents. Every other
 // setting, and every setting npm does not know, is taken as one that may
 // change the program, its interpreter, its environment, or where its
 // package comes from: script-shell, shell, node-options, call, package,
 // registry and @scope:registry, replace-registry-host, userconfig,
 // globalconfig, prefix, global, location, cache, workspace, workspaces,
-// tag, before, git, node-gyp, strict-ssl and the like.
+// tag, before, git, node-gyp, strict-ssl, ca, cafile and the like. A
+// proxy is harmless only while npm trusts no authority of the
+// configuration's: with ca or cafile, the proxy can answer for the
+// registry (a cafile naming the system's own trust store is harmless).
 //
 // yes is harmless: npm exec reads it only to decide whether to ask before
 // installing the package the command line names (a host starts servers
@@ -77,7 +79,7 @@ var npmHarmless = setOf("audit", "audit-level", "fund", "color", "loglevel", "pr
 	"provenance", "otp", "email", "auth-type", "_auth", "always-auth", "fetch-retries", "fetch-retry-factor",
 	"fetch-retry-maxtimeout", "fetch-retry-mintimeout", "fetch-timeout", "maxsockets", "offline", "prefer-offline",
 	"prefer-online", "cache-max", "cache-min", "proxy", "https-proxy", "noproxy", "local-address", "cert", "key",
-	"ca", "cafile", "nodedir", "strict-allow-scripts", "allow-git", "allow-remote", "allow-file", "allow-directory",
+	"nodedir", "strict-allow-scripts", "allow-git", "allow-remote", "allow-file", "allow-directory",
 	"auto-install-peers", "shamefully-hoist", "strict-peer-dependencies", "node-linker", "public-hoist-pattern",
 	"hoist-pattern", "link-workspace-packages", "prefer-workspace-packages", "resolution-mode")
 
@@ -88,6 +90,13 @@ var npmNerfDarts = setOf("_auth", "_authToken", "_password", "certfile", "email"
 
 // npmDefaultRegistry is npm's default registry: setting it is harmless.
 var npmDefaultRegistry = setOf("https://registry.npmjs.org/", "https://registry.npmjs.org")
+
+// npmSystemCAFiles are the systems' own trust stores (Debian, Ubuntu and
+// Alpine; Fedora and RHEL; SUSE; macOS and BSD): a cafile naming one
+// trusts the authorities the system trusts, which only its administrator
+// changes.
+var npmSystemCAFiles = setOf("/etc/ssl/certs/ca-certificates.crt", "/etc/pki/tls/certs/ca-bundle.crt",
+	"/etc/pki/ca-trust/extracted/pem/tls-ca-bundle.pem", "/etc/ssl/ca-bundle.pem", "/etc/ssl/cert.pem")
 
 // npmEffect says, for the settings that most often swap what runs, how.
 var npmEffect = map[string]string{
@@ -107,6 +116,8 @@ var npmEffect = map[string]string{
 	"workspaces":   "npm runs the command in the workspaces, with their own packages",
 	"tag":          "npm picks another version of the package",
 	"git":          "npm runs that program for git",
+	"ca":           "npm trusts that certificate authority, whose holder (a proxy) can serve another package under the registry's name",
+	"cafile":       "npm trusts those certificate authorities, whose holder (a proxy) can serve another package under the registry's name",
 }
 
 // npmSettingWhy says why an npm setting read from where (a file or an
@@ -117,6 +128,8 @@ func npmSettingWhy(where, key, value string) string {
 	case npmHarmless[key]:
 		return ""
 	case key == "registry" && npmDefaultRegistry[value]:
+		return ""
+	case key == "cafile" && runtime.GOOS != "windows" && npmSystemCAFiles[value]:
 		return ""
 	case strings.HasPrefix(key, "//"):
 		if i := strings.LastIndex(key, ":"); i > 0 && npmNerfDarts[key[i+1:]] {

@@ -109,7 +109,7 @@ func TestNPMConfig(t *testing.T) {
 	rc := filepath.Join(proj, ".npmrc")
 
 	harmless := "fund=false\naudit=false\nloglevel=warn\nprogress=false\nupdate-notifier=false\nyes=true\nignore-scripts=true\n" +
-		"save-exact=true\nengine-strict=true\nlegacy-peer-deps=true\ncafile=/etc/ssl/x.pem\nregistry=https://registry.npmjs.org/\n" +
+		"save-exact=true\nengine-strict=true\nlegacy-peer-deps=true\ncafile=/etc/ssl/certs/ca-certificates.crt\nregistry=https://registry.npmjs.org/\n" +
 		"//registry.npmjs.org/:_authToken=" + token + "\n//npm.example/:username=u\nshamefully-hoist=true\n"
 	write(t, rc, harmless, 0o644)
 	write(t, filepath.Join(home, ".npmrc"), harmless, 0o600)
@@ -243,7 +243,7 @@ func TestNPMGlobalConfig(t *testing.T) {
 	}
 	env := []string{"PATH=" + filepath.Join(prefix, "bin"), "HOME=" + home}
 	argv := []string{"npx", "srv@1.0.0"}
-	write(t, filepath.Join(prefix, "etc", "npmrc"), "cafile=/etc/ssl/x.pem\n", 0o644)
+	write(t, filepath.Join(prefix, "etc", "npmrc"), "cafile=/etc/ssl/certs/ca-certificates.crt\n", 0o644)
 	resolved(t, Launch{Argv: argv, Dir: proj, Env: env}, want, "package-lock.json")
 
 	write(t, filepath.Join(prefix, "etc", "npmrc"), "script-shell=/x\n", 0o644)

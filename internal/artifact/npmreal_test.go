@@ -2,10 +2,19 @@ package artifact
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
 	"crypto/sha512"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"encoding/pem"
+	"math/big"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -392,3 +401,96 @@ func TestRealNPMPathSwapsProgram(t *testing.T) {
 		}
 	})
 }
+
+// A proxy that npm trusts to speak for the registry, by a certificate
+// authority the configuration adds, serves another weather-mcp 1.0.0 under
+// the default registry's name; npx installs and runs it for a project that
+// has not installed the package. Resolve says so.
+func TestRealNPMTrustedProxySwapsPackage(t *testing.T) {
+	w := newNPMWorld(t)
+	evilPkg := filepath.Join(w.root, "evilpkg")
+	write(t, filepath.Join(evilPkg, "package.json"), `{"name":"weather-mcp","version":"1.0.0","bin":{"weather-mcp":"index.js"}}`, 0o644)
+	write(t, filepath.Join(evilPkg, "index.js"), "#!/usr/bin/env node\nrequire('fs').appendFileSync(process.env.MARK, 'evil\\n')\n", 0o755)
+	w.npm(t, evilPkg, "pack", "--silent")
+	tgz, err := os.ReadFile(filepath.Join(evilPkg, "weather-mcp-1.0.0.tgz"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha512.Sum512(tgz)
+	caKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	caTmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "proxy CA"}, IsCA: true,
+		BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour)}
+	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca, _ := x509.ParseCertificate(caDER)
+	leafKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	leafDER, err := x509.CreateCertificate(rand.Reader, &x509.Certificate{SerialNumber: big.NewInt(2), DNSNames: []string{"registry.npmjs.org"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}},
+		ca, &leafKey.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tlsConf := &tls.Config{Certificates: []tls.Certificate{{Certificate: [][]byte{leafDER}, PrivateKey: leafKey}}}
+	registry := http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/weather-mcp":
+			json.NewEncoder(rw).Encode(map[string]any{"name": "weather-mcp", "dist-tags": map[string]string{"latest": "1.0.0"},
+				"versions": map[string]any{"1.0.0": map[string]any{"name": "weather-mcp", "version": "1.0.0",
+					"bin": map[string]string{"weather-mcp": "index.js"},
+					"dist": map[string]string{"tarball": "https://registry.npmjs.org/weather-mcp/-/weather-mcp-1.0.0.tgz",
+						"integrity": "sha512-" + base64.StdEncoding.EncodeToString(sum[:])}}}})
+		case "/weather-mcp/-/weather-mcp-1.0.0.tgz":
+			rw.Write(tgz)
+		default:
+			http.NotFound(rw, r)
+		}
+	})
+	// Every CONNECT, whatever host it names, reaches the registry above.
+	proxy := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodConnect {
+			http.Error(rw, "CONNECT only", http.StatusMethodNotAllowed)
+			return
+		}
+		conn, _, err := rw.(http.Hijacker).Hijack()
+		if err != nil {
+			return
+		}
+		conn.Write([]byte("HTTP/1.1 200 Connection established\r\n\r\n"))
+		l := &oneConn{c: make(chan net.Conn, 1)}
+		l.c <- tls.Server(conn, tlsConf)
+		go (&http.Server{Handler: registry}).Serve(l)
+	}))
+	t.Cleanup(proxy.Close)
+	caFile := filepath.Join(w.root, "ca.pem")
+	write(t, caFile, string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER})), 0o644)
+	rc := filepath.Join(w.lockOnly, ".npmrc")
+	yes := []string{"npx", "--yes", "weather-mcp@1.0.0"}
+	for _, key := range []string{"cafile=" + caFile, "ca=\"" + strings.ReplaceAll(string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER})), "\n", `\n`) + "\""} {
+		name, _, _ := strings.Cut(key, "=")
+		t.Run(name, func(t *testing.T) {
+			write(t, rc, "https-proxy="+proxy.URL+"\n"+key+"\n", 0o644)
+			defer os.Remove(rc)
+			defer os.RemoveAll(filepath.Join(w.home, ".npm"))
+			w.attack(t, Launch{Argv: yes, Dir: w.lockOnly, Env: w.with("npm_config_offline=false")}, "the project's .npmrc "+rc, "sets "+name)
+		})
+	}
+	// The system's own trust store is harmless.
+	write(t, rc, "https-proxy="+proxy.URL+"\ncafile=/etc/ssl/certs/ca-certificates.crt\n", 0o644)
+	defer os.Remove(rc)
+	resolved(t, Launch{Argv: yes, Dir: w.lockOnly, Env: w.env}, Artifact{TypeNPM, "weather-mcp", "1.0.0", w.integrity}, "package-lock.json")
+}
+
+// oneConn is a listener that accepts one connection.
+type oneConn struct{ c chan net.Conn }
+
+func (l *oneConn) Accept() (net.Conn, error) {
+	if c, ok := <-l.c; ok {
+		close(l.c)
+		return c, nil
+	}
+	return nil, net.ErrClosed
+}
+func (l *oneConn) Close() error   { return nil }
+func (l *oneConn) Addr() net.Addr { return &net.TCPAddr{} }
