@@ -197,6 +197,9 @@ func npmConfig(p *plan, env *environ, dir string) string {
 		return why
 	}
 	home := npmHome(env)
+	if why := npmHomeInProject(home, env, dir); why != "" {
+		return why
+	}
 	if home != "" {
 		if why := npmrcWhy(filepath.Join(home, ".npmrc"), "the user's .npmrc", env); why != "" {
 			return why
@@ -785,4 +788,52 @@ func npmRuntime(p *plan, env *environ, dir string) string {
 			"program with it, so what runs may not be the package etdi resolves; remove it from the server's PATH"
 	}
 	return ""
+}
+
+// npmHomeInProject refuses a home (or, on Windows, a LOCALAPPDATA) inside
+// the project (npm's local prefix, holding package.json or node_modules),
+// unless it is the account's own home: npm reads the user's .npmrc and
+// runs what the npx cache holds from there, which the repository would
+// then write. The cache's content is not checked against any lockfile.
+func npmHomeInProject(home string, env *environ, dir string) string {
+	check := []struct{ name, path string }{{"HOME", home}}
+	if runtime.GOOS == "windows" {
+		check = append(check, struct{ name, path string }{"LOCALAPPDATA", env.get("LOCALAPPDATA")})
+	}
+	for _, c := range check {
+		if c.path == "" {
+			continue
+		}
+		p := within(dir, c.path)
+		if real, err := filepath.EvalSymlinks(p); err == nil {
+			p = real
+		}
+		if u, err := user.Current(); err == nil && c.name == "HOME" && sameFile(p, u.HomeDir) {
+			continue // the account's own home, the launch started from it
+		}
+		for _, top := range []string{within(dir, "."), npmRoot(dir)} {
+			if !exists(filepath.Join(top, "package.json")) && !exists(filepath.Join(top, "node_modules")) {
+				continue // not a project
+			}
+			if real, err := filepath.EvalSymlinks(top); err == nil {
+				top = real
+			}
+			if p == top || strings.HasPrefix(p, top+string(filepath.Separator)) {
+				return c.name + " " + shownPath(c.path) + " is inside the project " + shownPath(top) + ": npx runs the packages of the npm " +
+					"cache there, which the repository can write, so what runs may not be the package etdi resolves; " +
+					"start the server with the account's own home"
+			}
+		}
+	}
+	return ""
+}
+
+// sameFile reports whether a and b name one existing directory.
+func sameFile(a, b string) bool {
+	fa, err := os.Stat(a)
+	if err != nil {
+		return false
+	}
+	fb, err := os.Stat(b)
+	return err == nil && os.SameFile(fa, fb)
 }

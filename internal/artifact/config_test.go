@@ -546,3 +546,22 @@ func TestContainerConfig(t *testing.T) {
 	r, err = Resolve(context.Background(), Launch{Argv: argv, Env: env})
 	unresolved(t, argv, r, err, "cannot read "+cfg)
 }
+
+// npm reads ~/.npmrc and runs what the npx cache holds from HOME: a HOME
+// in the project (or the project itself, or a link to it) is the
+// repository's, and refused; one outside it is read as usual.
+func TestNPMHomeInProject(t *testing.T) {
+	proj, home, want := npmProject(t)
+	argv := []string{"npx", "--no-install", "srv@1.0.0"}
+	resolved(t, Launch{Argv: argv, Dir: proj, Env: []string{"PATH=", "HOME=" + home}}, want, "package-lock.json")
+	link := filepath.Join(home, "link")
+	if err := os.Symlink(proj, link); err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range []string{proj, filepath.Join(proj, ".home"), filepath.Join(proj, "node_modules"), link} {
+		for _, dir := range []string{proj, filepath.Join(proj, "sub")} {
+			r, err := Resolve(context.Background(), Launch{Argv: argv, Dir: dir, Env: []string{"PATH=", "HOME=" + h}})
+			unresolved(t, argv, r, err, "HOME "+h+" is inside the project")
+		}
+	}
+}

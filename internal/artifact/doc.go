@@ -48,7 +48,8 @@
 //     node_modules/<name>, at the exact version if one is asked for. The
 //     cache is npm's default, ~/.npm (%LocalAppData%\npm-cache on
 //     Windows): a cache set anywhere else leaves the launch unresolved
-//     (rule 7). Entries holding different versions, when no exact version
+//     (rule 7), as is a HOME inside the project other than the account's
+//     own home. Entries holding different versions, when no exact version
 //     is asked for, are not resolved (npx would ask the registry which
 //     version is latest), nor entries that disagree on the integrity of
 //     one version.

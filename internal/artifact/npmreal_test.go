@@ -405,7 +405,8 @@ func TestRealNPMPathSwapsProgram(t *testing.T) {
 // A proxy that npm trusts to speak for the registry, by a certificate
 // authority the configuration adds, serves another weather-mcp 1.0.0 under
 // the default registry's name; npx installs and runs it for a project that
-// has not installed the package. Resolve says so.
+// has not installed the package, and again from its cache under a HOME
+// the repository holds. Resolve says so.
 func TestRealNPMTrustedProxySwapsPackage(t *testing.T) {
 	w := newNPMWorld(t)
 	evilPkg := filepath.Join(w.root, "evilpkg")
@@ -465,6 +466,19 @@ func TestRealNPMTrustedProxySwapsPackage(t *testing.T) {
 	t.Cleanup(proxy.Close)
 	caFile := filepath.Join(w.root, "ca.pem")
 	write(t, caFile, string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER})), 0o644)
+	// A HOME inside the project: npx runs what its cache holds, which
+	// the repository wrote (here, by running npx through the proxy once).
+	t.Run("HOME inside the project", func(t *testing.T) {
+		fake := filepath.Join(w.lockOnly, ".home")
+		defer os.RemoveAll(fake)
+		setup := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + fake, "npm_config_https_proxy=" + proxy.URL, "npm_config_cafile=" + caFile,
+			"npm_config_update_notifier=false"}
+		if got := w.npx(t, w.root, setup, "--yes", "weather-mcp@1.0.0"); got != "evil\n" {
+			t.Fatalf("npx through the proxy wrote %q", got)
+		}
+		env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + fake, "npm_config_offline=true", "npm_config_update_notifier=false"}
+		w.attack(t, Launch{Argv: []string{"npx", "--yes", "weather-mcp@1.0.0"}, Dir: w.lockOnly, Env: env}, "HOME "+fake+" is inside")
+	})
 	rc := filepath.Join(w.lockOnly, ".npmrc")
 	yes := []string{"npx", "--yes", "weather-mcp@1.0.0"}
 	for _, key := range []string{"cafile=" + caFile, "ca=\"" + strings.ReplaceAll(string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER})), "\n", `\n`) + "\""} {
