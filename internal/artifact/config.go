@@ -32,6 +32,9 @@ func launchConfig(p *plan, env *environ, dir string) string {
 			return bunConfig(env, dir)
 		}
 	case TypePyPI:
+		if why := pythonCAConfig(env); why != "" {
+			return why
+		}
 		if p.runner == "pipx run" {
 			return pipConfig(env)
 		}
@@ -40,6 +43,9 @@ func launchConfig(p *plan, env *environ, dir string) string {
 		return containerConfig(p, env)
 	case TypeFile:
 		if p.runner == "uv run" {
+			if why := pythonCAConfig(env); why != "" {
+				return why
+			}
 			return uvConfig(env, dir, true)
 		}
 	}
@@ -565,11 +571,11 @@ func tomlKeys(b []byte) ([]string, error) {
 // and every PIPX_* (PIPX_HOME, PIPX_BIN_DIR, PIPX_DEFAULT_PYTHON, ...)
 // makes a pipx launch unresolved.
 var pipHarmlessEnv = setOf("PIP_DISABLE_PIP_VERSION_CHECK", "PIP_NO_COLOR", "PIP_PROGRESS_BAR", "PIP_QUIET", "PIP_VERBOSE",
-	"PIP_NO_INPUT", "PIP_DEFAULT_TIMEOUT", "PIP_TIMEOUT", "PIP_RETRIES", "PIP_ROOT_USER_ACTION", "PIP_CERT", "PIP_NO_CACHE_DIR")
+	"PIP_NO_INPUT", "PIP_DEFAULT_TIMEOUT", "PIP_TIMEOUT", "PIP_RETRIES", "PIP_ROOT_USER_ACTION", "PIP_NO_CACHE_DIR")
 
 // pipHarmlessSettings are the pip.conf settings that match pipHarmlessEnv.
 var pipHarmlessSettings = setOf("disable-pip-version-check", "no-color", "progress-bar", "quiet", "verbose", "no-input",
-	"default-timeout", "timeout", "retries", "root-user-action", "cert", "no-cache-dir")
+	"default-timeout", "timeout", "retries", "root-user-action", "no-cache-dir")
 
 // pipConfig checks what pipx run reads: PIPX_* and PIP_* variables, and
 // pip's configuration files (pip's own list: the site-wide
@@ -582,6 +588,9 @@ func pipConfig(env *environ) string {
 		name, value, _ := strings.Cut(kv, "=")
 		if value == "" {
 			continue
+		}
+		if envName(name) == "PIP_CERT" && npmSystemCAFiles[value] {
+			continue // the system's own trust store
 		}
 		if envPrefix(name, "PIPX_") || envPrefix(name, "PIP_") && !pipHarmlessEnv[envName(name)] {
 			return "the environment variable " + shown(name) + " is set: it can change where pipx installs the package from " +
@@ -624,7 +633,7 @@ func pipConfig(env *environ) string {
 			if e.key == "" {
 				continue // a [section]: pip reads [global], [install], ...
 			}
-			if !pipHarmlessSettings[e.key] {
+			if !pipHarmlessSettings[e.key] && !(e.key == "cert" && npmSystemCAFiles[e.value]) {
 				return "pip's configuration " + shownPath(f) + " sets " + shown(e.key) + ": it is not a setting known to leave " +
 					"what pip installs unchanged, so what pipx runs may not be the package etdi resolves; remove it, or run the package with uvx"
 			}
@@ -836,4 +845,25 @@ func sameFile(a, b string) bool {
 	}
 	fb, err := os.Stat(b)
 	return err == nil && os.SameFile(fa, fb)
+}
+
+// pythonCAEnv are the variables that add certificate authorities uv
+// (SSL_CERT_FILE, SSL_CERT_DIR) or pip, through requests (REQUESTS_CA_BUNDLE,
+// CURL_CA_BUNDLE), trust for the index. With one, a proxy (HTTPS_PROXY,
+// harmless on its own) can answer for the index and serve another
+// distribution under the pinned name and version; pip's own cert setting
+// (PIP_CERT, cert in pip.conf) is refused with the other PIP_* settings.
+var pythonCAEnv = []string{"SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE"}
+
+// pythonCAConfig says why a uv or pipx launch trusts another authority for
+// its index; "".
+func pythonCAConfig(env *environ) string {
+	for _, name := range pythonCAEnv {
+		if v := env.get(name); v != "" && !npmSystemCAFiles[v] {
+			return "the environment variable " + name + " is set: uv and pip trust the certificate authorities it names, whose " +
+				"holder (a proxy) can serve another package under the index's name, so what runs may not be the package etdi " +
+				"resolves; start the server without it"
+		}
+	}
+	return ""
 }

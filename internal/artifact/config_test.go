@@ -503,6 +503,22 @@ func TestPipConfig(t *testing.T) {
 	}
 	// uvx reads neither.
 	resolved(t, Launch{Argv: []string{"uvx", "mcp-server-fetch==0.6.2"}, Dir: dir, Env: append(env, "PIP_INDEX_URL=x")}, want, "uv.lock")
+	// Another certificate authority lets a proxy answer for the index.
+	ca := filepath.Join(dir, "ca.pem")
+	for _, a := range [][]string{argv, {"uvx", "mcp-server-fetch==0.6.2"}} {
+		for _, v := range []string{"SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE"} {
+			r, err := Resolve(context.Background(), Launch{Argv: a, Dir: dir, Env: append(env, v+"="+ca)})
+			unresolved(t, a, r, err, "the environment variable "+v+" is set")
+		}
+		// The system's own trust store is harmless.
+		resolved(t, Launch{Argv: a, Dir: dir, Env: append(env, "SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt", "UV_SYSTEM_CERTS=1")}, want, "uv.lock")
+	}
+	resolved(t, Launch{Argv: argv, Dir: dir, Env: append(env, "PIP_CERT=/etc/ssl/certs/ca-certificates.crt")}, want, "uv.lock")
+	r, err = Resolve(context.Background(), Launch{Argv: argv, Dir: dir, Env: append(env, "PIP_CERT="+ca)})
+	unresolved(t, argv, r, err, "the environment variable PIP_CERT is set")
+	write(t, files[0], "[global]\ncert = "+ca+"\n", 0o644)
+	r, err = Resolve(context.Background(), Launch{Argv: argv, Dir: dir, Env: env})
+	unresolved(t, argv, r, err, "sets cert")
 }
 
 // Container CLIs: variables, global options and docker's current context
