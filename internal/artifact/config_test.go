@@ -581,3 +581,23 @@ func TestNPMHomeInProject(t *testing.T) {
 		}
 	}
 }
+
+// npx found nowhere on the launch's PATH while a node is: which npm that
+// node runs is not known. A node found through a relative PATH entry
+// is refused too.
+func TestNPMRuntimeLookups(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("npx runs the node beside it on Windows")
+	}
+	proj, home, want := npmProject(t)
+	argv := []string{"npx", "--no-install", "srv@1.0.0"}
+	bin := filepath.Join(t.TempDir(), "bin")
+	write(t, filepath.Join(bin, "node"), "#!/bin/sh\n", 0o755)
+	r, err := Resolve(context.Background(), Launch{Argv: argv, Dir: proj, Env: []string{"PATH=" + bin, "HOME=" + home}})
+	unresolved(t, argv, r, err, "npx is not found on the launch's PATH, but node is")
+	write(t, filepath.Join(proj, "tools", "node"), "#!/bin/sh\n", 0o755)
+	r, err = Resolve(context.Background(), Launch{Argv: argv, Dir: proj, Env: []string{"PATH=tools", "HOME=" + home}})
+	unresolved(t, argv, r, err, "relative PATH entry")
+	// Neither: nothing on the launch's PATH decides.
+	resolved(t, Launch{Argv: argv, Dir: proj, Env: []string{"PATH=", "HOME=" + home}}, want, "package-lock.json")
+}
