@@ -32,6 +32,9 @@ func launchConfig(p *plan, env *environ, dir string) string {
 			return bunConfig(env, dir)
 		}
 	case TypePyPI:
+		if why := pythonCAConfig(env); why != "" {
+			return why
+		}
 		if p.runner == "pipx run" {
 			return pipConfig(env)
 		}
@@ -40,6 +43,9 @@ func launchConfig(p *plan, env *environ, dir string) string {
 		return containerConfig(p, env)
 	case TypeFile:
 		if p.runner == "uv run" {
+			if why := pythonCAConfig(env); why != "" {
+				return why
+			}
 			return uvConfig(env, dir, true)
 		}
 	}
@@ -50,14 +56,16 @@ func launchConfig(p *plan, env *environ, dir string) string {
 // 11.x) known to leave what npm exec and npx start unchanged: they change
 // npm's output and logging, what npm writes when it saves or publishes,
 // how patiently it fetches, the credentials and client certificates it
-// presents, or the trust anchors it adds (ca, cafile: a registry reached
-// with them is still the one the configuration names). Every other
+// presents. Every other
 // setting, and every setting npm does not know, is taken as one that may
 // change the program, its interpreter, its environment, or where its
 // package comes from: script-shell, shell, node-options, call, package,
 // registry and @scope:registry, replace-registry-host, userconfig,
 // globalconfig, prefix, global, location, cache, workspace, workspaces,
-// tag, before, git, node-gyp, strict-ssl and the like.
+// tag, before, git, node-gyp, strict-ssl, ca, cafile and the like. A
+// proxy is harmless only while npm trusts no authority of the
+// configuration's: with ca or cafile, the proxy can answer for the
+// registry (a cafile naming the system's own trust store is harmless).
 //
 // yes is harmless: npm exec reads it only to decide whether to ask before
 // installing the package the command line names (a host starts servers
@@ -77,7 +85,7 @@ var npmHarmless = setOf("audit", "audit-level", "fund", "color", "loglevel", "pr
 	"provenance", "otp", "email", "auth-type", "_auth", "always-auth", "fetch-retries", "fetch-retry-factor",
 	"fetch-retry-maxtimeout", "fetch-retry-mintimeout", "fetch-timeout", "maxsockets", "offline", "prefer-offline",
 	"prefer-online", "cache-max", "cache-min", "proxy", "https-proxy", "noproxy", "local-address", "cert", "key",
-	"ca", "cafile", "nodedir", "strict-allow-scripts", "allow-git", "allow-remote", "allow-file", "allow-directory",
+	"nodedir", "strict-allow-scripts", "allow-git", "allow-remote", "allow-file", "allow-directory",
 	"auto-install-peers", "shamefully-hoist", "strict-peer-dependencies", "node-linker", "public-hoist-pattern",
 	"hoist-pattern", "link-workspace-packages", "prefer-workspace-packages", "resolution-mode")
 
@@ -88,6 +96,13 @@ var npmNerfDarts = setOf("_auth", "_authToken", "_password", "certfile", "email"
 
 // npmDefaultRegistry is npm's default registry: setting it is harmless.
 var npmDefaultRegistry = setOf("https://registry.npmjs.org/", "https://registry.npmjs.org")
+
+// npmSystemCAFiles are the systems' own trust stores (Debian, Ubuntu and
+// Alpine; Fedora and RHEL; SUSE; macOS and BSD): a cafile naming one
+// trusts the authorities the system trusts, which only its administrator
+// changes.
+var npmSystemCAFiles = setOf("/etc/ssl/certs/ca-certificates.crt", "/etc/pki/tls/certs/ca-bundle.crt",
+	"/etc/pki/ca-trust/extracted/pem/tls-ca-bundle.pem", "/etc/ssl/ca-bundle.pem", "/etc/ssl/cert.pem")
 
 // npmEffect says, for the settings that most often swap what runs, how.
 var npmEffect = map[string]string{
@@ -107,6 +122,8 @@ var npmEffect = map[string]string{
 	"workspaces":   "npm runs the command in the workspaces, with their own packages",
 	"tag":          "npm picks another version of the package",
 	"git":          "npm runs that program for git",
+	"ca":           "npm trusts that certificate authority, whose holder (a proxy) can serve another package under the registry's name",
+	"cafile":       "npm trusts those certificate authorities, whose holder (a proxy) can serve another package under the registry's name",
 }
 
 // npmSettingWhy says why an npm setting read from where (a file or an
@@ -117,6 +134,8 @@ func npmSettingWhy(where, key, value string) string {
 	case npmHarmless[key]:
 		return ""
 	case key == "registry" && npmDefaultRegistry[value]:
+		return ""
+	case key == "cafile" && runtime.GOOS != "windows" && npmSystemCAFiles[value]:
 		return ""
 	case strings.HasPrefix(key, "//"):
 		if i := strings.LastIndex(key, ":"); i > 0 && npmNerfDarts[key[i+1:]] {
@@ -167,6 +186,9 @@ func npmConfig(p *plan, env *environ, dir string) string {
 				"the package's program through it; start the server without it"
 		}
 	}
+	if why := npmRuntime(p, env, dir); why != "" {
+		return why
+	}
 	// Project: the directory npm takes as the project root is the nearest
 	// holding package.json or node_modules, or a workspace root above it;
 	// every directory that may be it is read (more, never fewer).
@@ -181,6 +203,9 @@ func npmConfig(p *plan, env *environ, dir string) string {
 		return why
 	}
 	home := npmHome(env)
+	if why := npmHomeInProject(home, env, dir); why != "" {
+		return why
+	}
 	if home != "" {
 		if why := npmrcWhy(filepath.Join(home, ".npmrc"), "the user's .npmrc", env); why != "" {
 			return why
@@ -546,11 +571,11 @@ func tomlKeys(b []byte) ([]string, error) {
 // and every PIPX_* (PIPX_HOME, PIPX_BIN_DIR, PIPX_DEFAULT_PYTHON, ...)
 // makes a pipx launch unresolved.
 var pipHarmlessEnv = setOf("PIP_DISABLE_PIP_VERSION_CHECK", "PIP_NO_COLOR", "PIP_PROGRESS_BAR", "PIP_QUIET", "PIP_VERBOSE",
-	"PIP_NO_INPUT", "PIP_DEFAULT_TIMEOUT", "PIP_TIMEOUT", "PIP_RETRIES", "PIP_ROOT_USER_ACTION", "PIP_CERT", "PIP_NO_CACHE_DIR")
+	"PIP_NO_INPUT", "PIP_DEFAULT_TIMEOUT", "PIP_TIMEOUT", "PIP_RETRIES", "PIP_ROOT_USER_ACTION", "PIP_NO_CACHE_DIR")
 
 // pipHarmlessSettings are the pip.conf settings that match pipHarmlessEnv.
 var pipHarmlessSettings = setOf("disable-pip-version-check", "no-color", "progress-bar", "quiet", "verbose", "no-input",
-	"default-timeout", "timeout", "retries", "root-user-action", "cert", "no-cache-dir")
+	"default-timeout", "timeout", "retries", "root-user-action", "no-cache-dir")
 
 // pipConfig checks what pipx run reads: PIPX_* and PIP_* variables, and
 // pip's configuration files (pip's own list: the site-wide
@@ -563,6 +588,9 @@ func pipConfig(env *environ) string {
 		name, value, _ := strings.Cut(kv, "=")
 		if value == "" {
 			continue
+		}
+		if envName(name) == "PIP_CERT" && npmSystemCAFiles[value] {
+			continue // the system's own trust store
 		}
 		if envPrefix(name, "PIPX_") || envPrefix(name, "PIP_") && !pipHarmlessEnv[envName(name)] {
 			return "the environment variable " + shown(name) + " is set: it can change where pipx installs the package from " +
@@ -605,7 +633,7 @@ func pipConfig(env *environ) string {
 			if e.key == "" {
 				continue // a [section]: pip reads [global], [install], ...
 			}
-			if !pipHarmlessSettings[e.key] {
+			if !pipHarmlessSettings[e.key] && !(e.key == "cert" && npmSystemCAFiles[e.value]) {
 				return "pip's configuration " + shownPath(f) + " sets " + shown(e.key) + ": it is not a setting known to leave " +
 					"what pip installs unchanged, so what pipx runs may not be the package etdi resolves; remove it, or run the package with uvx"
 			}
@@ -693,4 +721,149 @@ func shownPath(p string) string {
 		return "(a path not shown)"
 	}
 	return p
+}
+
+// npmRuntime checks, on POSIX systems, the programs npx and npm exec run
+// on and through, which the launch's PATH chooses: npx and npm are
+// "#!/usr/bin/env node" scripts, run by the first node on PATH, and npm
+// starts the package's program with "sh -c" and a PATH made of every
+// node_modules/.bin from the working directory up (npxFirst checks those)
+// and every variable whose name is PATH in any case. The runner must be
+// npm's own script (npx-cli.js or npm-cli.js), the node on PATH the one
+// that npm ships with (PREFIX/bin/node beside PREFIX/lib/node_modules/npm,
+// compared without following links within it), the first sh on PATH the
+// system's /bin/sh, and no variable other than PATH itself name a PATH.
+// A program of the repository's, found first, would run instead.
+func npmRuntime(p *plan, env *environ, dir string) string {
+	if runtime.GOOS == "windows" || p.runner != "npx" && p.runner != "npm exec" {
+		return ""
+	}
+	for _, kv := range env.all() {
+		name, value, _ := strings.Cut(kv, "=")
+		if value != "" && name != "PATH" && strings.EqualFold(name, "PATH") {
+			return "the environment variable " + shown(name) + " is set: npm adds its directories to PATH, where the package's " +
+				"program and its shell are looked up, so what runs may not be the package etdi resolves; start the server without it"
+		}
+	}
+	script := "npx-cli.js"
+	if p.runner == "npm exec" {
+		script = "npm-cli.js"
+	}
+	prog := p.prog
+	if prog == "" {
+		prog = progName(p.runner)
+	}
+	node, nodeWhy := lookPath("node", env, dir)
+	runner, why := lookPath(prog, env, dir)
+	switch {
+	case why != "" && nodeWhy != "":
+		// Neither: the host finds npx on its own PATH, and npx finds no
+		// node to run on; unless one is found through a relative entry.
+		for _, w := range []string{why, nodeWhy} {
+			if strings.Contains(w, "relative PATH entry") {
+				return w
+			}
+		}
+	case why != "":
+		return why + ", but node is (" + shownPath(node) + "): which npm it runs is not known; " +
+			"put the directory of npm's npx first on the server's PATH"
+	default:
+		realRunner, err := filepath.EvalSymlinks(runner)
+		if err != nil || !strings.HasSuffix(realRunner, string(filepath.Separator)+filepath.Join("node_modules", "npm", "bin", script)) {
+			return shown(prog) + " is " + shownPath(runner) + ", which is not npm's own " + script + ", so what runs may not be the " +
+				"package etdi resolves; start the server with the npx that npm installs"
+		}
+		if nodeWhy != "" {
+			return nodeWhy + "; npm runs on node"
+		}
+		realNode, err := filepath.EvalSymlinks(node)
+		if err != nil || filepath.Join(filepath.Dir(filepath.Dir(realNode)), "lib", "node_modules", "npm", "bin", script) != realRunner {
+			return "the first node on the launch's PATH, " + shownPath(node) + ", is not the node that " + shownPath(runner) +
+				" comes with: it runs npm and the package's program, so what runs may not be the package etdi resolves; " +
+				"put the directory of " + shownPath(runner) + " first on the server's PATH"
+		}
+	}
+	sh, why := lookPath("sh", env, dir)
+	if why != "" {
+		if strings.Contains(why, "relative PATH entry") {
+			return why + "; npm starts the package's program with it"
+		}
+		return "" // npm cannot start the program
+	}
+	realSh, err := filepath.EvalSymlinks(sh)
+	system, serr := filepath.EvalSymlinks("/bin/sh")
+	if err != nil || serr != nil || realSh != system {
+		return "the first sh on the launch's PATH, " + shownPath(sh) + ", is not the system's /bin/sh: npm starts the package's " +
+			"program with it, so what runs may not be the package etdi resolves; remove it from the server's PATH"
+	}
+	return ""
+}
+
+// npmHomeInProject refuses a home (or, on Windows, a LOCALAPPDATA) inside
+// the project (npm's local prefix, holding package.json or node_modules),
+// unless it is the account's own home: npm reads the user's .npmrc and
+// runs what the npx cache holds from there, which the repository would
+// then write. The cache's content is not checked against any lockfile.
+func npmHomeInProject(home string, env *environ, dir string) string {
+	check := []struct{ name, path string }{{"HOME", home}}
+	if runtime.GOOS == "windows" {
+		check = append(check, struct{ name, path string }{"LOCALAPPDATA", env.get("LOCALAPPDATA")})
+	}
+	for _, c := range check {
+		if c.path == "" {
+			continue
+		}
+		p := within(dir, c.path)
+		if real, err := filepath.EvalSymlinks(p); err == nil {
+			p = real
+		}
+		if u, err := user.Current(); err == nil && c.name == "HOME" && sameFile(p, u.HomeDir) {
+			continue // the account's own home, the launch started from it
+		}
+		for _, top := range []string{within(dir, "."), npmRoot(dir)} {
+			if !exists(filepath.Join(top, "package.json")) && !exists(filepath.Join(top, "node_modules")) {
+				continue // not a project
+			}
+			if real, err := filepath.EvalSymlinks(top); err == nil {
+				top = real
+			}
+			if p == top || strings.HasPrefix(p, top+string(filepath.Separator)) {
+				return c.name + " " + shownPath(c.path) + " is inside the project " + shownPath(top) + ": npx runs the packages of the npm " +
+					"cache there, which the repository can write, so what runs may not be the package etdi resolves; " +
+					"start the server with the account's own home"
+			}
+		}
+	}
+	return ""
+}
+
+// sameFile reports whether a and b name one existing directory.
+func sameFile(a, b string) bool {
+	fa, err := os.Stat(a)
+	if err != nil {
+		return false
+	}
+	fb, err := os.Stat(b)
+	return err == nil && os.SameFile(fa, fb)
+}
+
+// pythonCAEnv are the variables that add certificate authorities uv
+// (SSL_CERT_FILE, SSL_CERT_DIR) or pip, through requests (REQUESTS_CA_BUNDLE,
+// CURL_CA_BUNDLE), trust for the index. With one, a proxy (HTTPS_PROXY,
+// harmless on its own) can answer for the index and serve another
+// distribution under the pinned name and version; pip's own cert setting
+// (PIP_CERT, cert in pip.conf) is refused with the other PIP_* settings.
+var pythonCAEnv = []string{"SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE"}
+
+// pythonCAConfig says why a uv or pipx launch trusts another authority for
+// its index; "".
+func pythonCAConfig(env *environ) string {
+	for _, name := range pythonCAEnv {
+		if v := env.get(name); v != "" && !npmSystemCAFiles[v] {
+			return "the environment variable " + name + " is set: uv and pip trust the certificate authorities it names, whose " +
+				"holder (a proxy) can serve another package under the index's name, so what runs may not be the package etdi " +
+				"resolves; start the server without it"
+		}
+	}
+	return ""
 }

@@ -109,7 +109,7 @@ func TestNPMConfig(t *testing.T) {
 	rc := filepath.Join(proj, ".npmrc")
 
 	harmless := "fund=false\naudit=false\nloglevel=warn\nprogress=false\nupdate-notifier=false\nyes=true\nignore-scripts=true\n" +
-		"save-exact=true\nengine-strict=true\nlegacy-peer-deps=true\ncafile=/etc/ssl/x.pem\nregistry=https://registry.npmjs.org/\n" +
+		"save-exact=true\nengine-strict=true\nlegacy-peer-deps=true\ncafile=/etc/ssl/certs/ca-certificates.crt\nregistry=https://registry.npmjs.org/\n" +
 		"//registry.npmjs.org/:_authToken=" + token + "\n//npm.example/:username=u\nshamefully-hoist=true\n"
 	write(t, rc, harmless, 0o644)
 	write(t, filepath.Join(home, ".npmrc"), harmless, 0o600)
@@ -243,7 +243,7 @@ func TestNPMGlobalConfig(t *testing.T) {
 	}
 	env := []string{"PATH=" + filepath.Join(prefix, "bin"), "HOME=" + home}
 	argv := []string{"npx", "srv@1.0.0"}
-	write(t, filepath.Join(prefix, "etc", "npmrc"), "cafile=/etc/ssl/x.pem\n", 0o644)
+	write(t, filepath.Join(prefix, "etc", "npmrc"), "cafile=/etc/ssl/certs/ca-certificates.crt\n", 0o644)
 	resolved(t, Launch{Argv: argv, Dir: proj, Env: env}, want, "package-lock.json")
 
 	write(t, filepath.Join(prefix, "etc", "npmrc"), "script-shell=/x\n", 0o644)
@@ -503,6 +503,22 @@ func TestPipConfig(t *testing.T) {
 	}
 	// uvx reads neither.
 	resolved(t, Launch{Argv: []string{"uvx", "mcp-server-fetch==0.6.2"}, Dir: dir, Env: append(env, "PIP_INDEX_URL=x")}, want, "uv.lock")
+	// Another certificate authority lets a proxy answer for the index.
+	ca := filepath.Join(dir, "ca.pem")
+	for _, a := range [][]string{argv, {"uvx", "mcp-server-fetch==0.6.2"}} {
+		for _, v := range []string{"SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE"} {
+			r, err := Resolve(context.Background(), Launch{Argv: a, Dir: dir, Env: append(env, v+"="+ca)})
+			unresolved(t, a, r, err, "the environment variable "+v+" is set")
+		}
+		// The system's own trust store is harmless.
+		resolved(t, Launch{Argv: a, Dir: dir, Env: append(env, "SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt", "UV_SYSTEM_CERTS=1")}, want, "uv.lock")
+	}
+	resolved(t, Launch{Argv: argv, Dir: dir, Env: append(env, "PIP_CERT=/etc/ssl/certs/ca-certificates.crt")}, want, "uv.lock")
+	r, err = Resolve(context.Background(), Launch{Argv: argv, Dir: dir, Env: append(env, "PIP_CERT="+ca)})
+	unresolved(t, argv, r, err, "the environment variable PIP_CERT is set")
+	write(t, files[0], "[global]\ncert = "+ca+"\n", 0o644)
+	r, err = Resolve(context.Background(), Launch{Argv: argv, Dir: dir, Env: env})
+	unresolved(t, argv, r, err, "sets cert")
 }
 
 // Container CLIs: variables, global options and docker's current context
@@ -545,4 +561,43 @@ func TestContainerConfig(t *testing.T) {
 	write(t, cfg, `{`, 0o600)
 	r, err = Resolve(context.Background(), Launch{Argv: argv, Env: env})
 	unresolved(t, argv, r, err, "cannot read "+cfg)
+}
+
+// npm reads ~/.npmrc and runs what the npx cache holds from HOME: a HOME
+// in the project (or the project itself, or a link to it) is the
+// repository's, and refused; one outside it is read as usual.
+func TestNPMHomeInProject(t *testing.T) {
+	proj, home, want := npmProject(t)
+	argv := []string{"npx", "--no-install", "srv@1.0.0"}
+	resolved(t, Launch{Argv: argv, Dir: proj, Env: []string{"PATH=", "HOME=" + home}}, want, "package-lock.json")
+	link := filepath.Join(home, "link")
+	if err := os.Symlink(proj, link); err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range []string{proj, filepath.Join(proj, ".home"), filepath.Join(proj, "node_modules"), link} {
+		for _, dir := range []string{proj, filepath.Join(proj, "sub")} {
+			r, err := Resolve(context.Background(), Launch{Argv: argv, Dir: dir, Env: []string{"PATH=", "HOME=" + h}})
+			unresolved(t, argv, r, err, "HOME "+h+" is inside the project")
+		}
+	}
+}
+
+// npx found nowhere on the launch's PATH while a node is: which npm that
+// node runs is not known. A node found through a relative PATH entry
+// is refused too.
+func TestNPMRuntimeLookups(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("npx runs the node beside it on Windows")
+	}
+	proj, home, want := npmProject(t)
+	argv := []string{"npx", "--no-install", "srv@1.0.0"}
+	bin := filepath.Join(t.TempDir(), "bin")
+	write(t, filepath.Join(bin, "node"), "#!/bin/sh\n", 0o755)
+	r, err := Resolve(context.Background(), Launch{Argv: argv, Dir: proj, Env: []string{"PATH=" + bin, "HOME=" + home}})
+	unresolved(t, argv, r, err, "npx is not found on the launch's PATH, but node is")
+	write(t, filepath.Join(proj, "tools", "node"), "#!/bin/sh\n", 0o755)
+	r, err = Resolve(context.Background(), Launch{Argv: argv, Dir: proj, Env: []string{"PATH=tools", "HOME=" + home}})
+	unresolved(t, argv, r, err, "relative PATH entry")
+	// Neither: nothing on the launch's PATH decides.
+	resolved(t, Launch{Argv: argv, Dir: proj, Env: []string{"PATH=", "HOME=" + home}}, want, "package-lock.json")
 }

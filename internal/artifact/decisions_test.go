@@ -38,10 +38,14 @@ func TestResolveOwnReasons(t *testing.T) {
 		{"local spec", nil, []string{"npx", "./srv"}, "local path or file spec"},
 		{"env -S", nil, []string{"env", "-S", "node x.js"}, "splits a string"},
 	} {
-		dir := t.TempDir()
-		e := []string{"PATH=", "HOME=" + filepath.Join(dir, "home")}
+		dir, outside := t.TempDir(), t.TempDir() // a HOME inside the project is refused
+		e := []string{"PATH=", "HOME=" + filepath.Join(outside, "home")}
 		for name, content := range tc.files {
-			write(t, filepath.Join(dir, filepath.FromSlash(name)), content, 0o644)
+			base := dir
+			if strings.HasPrefix(name, "home/") {
+				base = outside
+			}
+			write(t, filepath.Join(base, filepath.FromSlash(name)), content, 0o644)
 		}
 		r, err := Resolve(context.Background(), Launch{Argv: tc.argv, Dir: dir, Env: e})
 		unresolved(t, tc.argv, r, err, tc.want)

@@ -48,7 +48,8 @@
 //     node_modules/<name>, at the exact version if one is asked for. The
 //     cache is npm's default, ~/.npm (%LocalAppData%\npm-cache on
 //     Windows): a cache set anywhere else leaves the launch unresolved
-//     (rule 7). Entries holding different versions, when no exact version
+//     (rule 7), as is a HOME inside the project other than the account's
+//     own home. Entries holding different versions, when no exact version
 //     is asked for, are not resolved (npx would ask the registry which
 //     version is latest), nor entries that disagree on the integrity of
 //     one version.
@@ -59,7 +60,12 @@
 //     global bin directory) and the bin it starts for the package (looked
 //     up in each node_modules/.bin from the working directory up) must be
 //     files of the package installed in the project's node_modules, and
-//     no node_modules/.bin/sh may stand in for the shell. On Windows,
+//     no node_modules/.bin/sh or node may stand in for the shell or
+//     for the node the package's program runs on. On POSIX systems the
+//     runner the launch's PATH finds must be npm's own script, the first
+//     node on it the one npm is installed with, the first sh the system's
+//     /bin/sh, and no variable named PATH in another case may be set.
+//     On Windows,
 //     where npm runs that bin through a command shim, an installed
 //     package is not resolved.
 //

@@ -294,24 +294,31 @@ func npmRoot(dir string) string {
 // project up to the file system's root; else <command> in npm's global
 // bin directory. Only a bin that the package itself installed in the
 // project's node_modules is the package. It also checks the shell npm
-// starts the command with: "sh" is looked up first in each
-// node_modules/.bin from the working directory up, where a project can
-// put its own.
+// starts the command with and the node the package's program runs on:
+// "sh" and "node" are looked up first in each node_modules/.bin from the
+// working directory up, where a project can put its own.
 func npxFirst(p *plan, env *environ, dir string) string {
 	root := npmRoot(dir)
 	if why := npmWorkspaceRoot(root); why != "" {
 		return why
 	}
-	var shell string
-	parents(dir, func(d string) bool {
-		if f := filepath.Join(d, "node_modules", ".bin", "sh"); isFile(f) {
-			shell = f
-			return true
+	// The same PATH is where the package's program, a "#!/usr/bin/env
+	// node" script, finds node.
+	for _, prog := range []string{"sh", "node"} {
+		var found string
+		parents(dir, func(d string) bool {
+			if f := filepath.Join(d, "node_modules", ".bin", prog); isFile(f) {
+				found = f
+				return true
+			}
+			return false
+		})
+		if found != "" && runtime.GOOS != "windows" {
+			if prog == "sh" {
+				return shownPath(found) + " is a program named sh where npm looks for the shell it starts the package with; remove it"
+			}
+			return shownPath(found) + " is a program named node where the package's program looks for node, which runs it; remove it"
 		}
-		return false
-	})
-	if shell != "" && runtime.GOOS != "windows" {
-		return shownPath(shell) + " is a program named sh where npm looks for the shell it starts the package with; remove it"
 	}
 	if p.command == "" {
 		return ""

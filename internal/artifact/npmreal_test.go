@@ -2,10 +2,19 @@ package artifact
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
 	"crypto/sha512"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"encoding/pem"
+	"math/big"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -264,7 +273,7 @@ func TestRealNPMConfigSwapsProgram(t *testing.T) {
 
 // The real npx runs a repository's own files before the package: a bin
 // of the project's package.json, a program in node_modules/.bin that is
-// not the package's, a node_modules/.bin/sh. Resolve says so.
+// not the package's, a node_modules/.bin/sh or node. Resolve says so.
 func TestRealNPMRepositoryFilesSwapProgram(t *testing.T) {
 	w := newNPMWorld(t)
 	argv := []string{"npx", "--no-install", "weather-mcp"}
@@ -305,6 +314,15 @@ func TestRealNPMRepositoryFilesSwapProgram(t *testing.T) {
 		defer os.Remove(f)
 		w.attack(t, Launch{Argv: argv, Dir: w.proj, Env: w.env}, f, "named sh")
 	})
+	// The package's program is "#!/usr/bin/env node", and npm puts every
+	// node_modules/.bin from the working directory up first on its PATH.
+	for _, d := range []string{w.proj, w.root} {
+		t.Run("node_modules/.bin/node in "+d, func(t *testing.T) {
+			f := w.evil(t, filepath.Join(d, "node_modules", ".bin", "node"))
+			defer os.Remove(f)
+			w.attack(t, Launch{Argv: argv, Dir: w.proj, Env: w.env}, f, "named node")
+		})
+	}
 	// The untouched project still resolves.
 	resolved(t, Launch{Argv: argv, Dir: w.proj, Env: w.env}, Artifact{TypeNPM, "weather-mcp", "1.0.0", w.integrity}, "package-lock.json")
 }
@@ -336,3 +354,157 @@ func (w *npmWorld) registry(t *testing.T, tgzPath string) string {
 	t.Cleanup(srv.Close)
 	return srv.URL + "/"
 }
+
+// npx and npm are "#!/usr/bin/env node" scripts, and npm starts the
+// package's program with sh from a PATH that also takes in every
+// variable named PATH in another case: a node or sh found first on the
+// launch's PATH, or a runner that is not npm's own script, runs instead of
+// the package. Resolve says so; npm's own npx and node from the system's
+// PATH are resolved.
+func TestRealNPMPathSwapsProgram(t *testing.T) {
+	w := newNPMWorld(t)
+	argv := []string{"npx", "--no-install", "weather-mcp@1.0.0"}
+	sys := os.Getenv("PATH")
+	resolved(t, Launch{Argv: argv, Dir: w.proj, Env: w.env}, Artifact{TypeNPM, "weather-mcp", "1.0.0", w.integrity}, "package-lock.json")
+	evilDir := filepath.Join(w.root, "evilbin")
+	rest := w.env[1:] // w.env without its PATH
+	for _, prog := range []string{"node", "sh"} {
+		t.Run(prog+" first on PATH", func(t *testing.T) {
+			defer os.RemoveAll(evilDir)
+			f := w.evil(t, filepath.Join(evilDir, prog))
+			env := append([]string{"PATH=" + evilDir + string(filepath.ListSeparator) + sys}, rest...)
+			w.attack(t, Launch{Argv: argv, Dir: w.proj, Env: env}, "the first "+prog+" on the launch's PATH, "+f)
+		})
+		t.Run(prog+" in a variable path", func(t *testing.T) {
+			defer os.RemoveAll(evilDir)
+			w.evil(t, filepath.Join(evilDir, prog))
+			env := append([]string{"path=" + evilDir, "PATH=" + sys}, rest...)
+			w.attack(t, Launch{Argv: argv, Dir: w.proj, Env: env}, "environment variable path is set")
+		})
+	}
+	t.Run("repository's npx", func(t *testing.T) {
+		f := w.evil(t, filepath.Join(w.proj, "bin", "npx"))
+		defer os.RemoveAll(filepath.Join(w.proj, "bin"))
+		cmd := exec.Command(f, argv[1:]...)
+		mark := filepath.Join(t.TempDir(), "mark")
+		cmd.Dir, cmd.Env = w.proj, w.with("MARK="+mark)
+		if err := cmd.Run(); err != nil {
+			t.Fatal(err)
+		}
+		if b, _ := os.ReadFile(mark); string(b) != "evil\n" {
+			t.Fatalf("./bin/npx wrote %q", b)
+		}
+		for _, a0 := range []string{"./bin/npx", f} {
+			l := Launch{Argv: append([]string{a0}, argv[1:]...), Dir: w.proj, Env: w.env}
+			r, err := Resolve(context.Background(), l)
+			unresolved(t, l.Argv, r, err, "which is not npm's own npx-cli.js")
+		}
+	})
+}
+
+// A proxy that npm trusts to speak for the registry, by a certificate
+// authority the configuration adds, serves another weather-mcp 1.0.0 under
+// the default registry's name; npx installs and runs it for a project that
+// has not installed the package, and again from its cache under a HOME
+// the repository holds. Resolve says so.
+func TestRealNPMTrustedProxySwapsPackage(t *testing.T) {
+	w := newNPMWorld(t)
+	evilPkg := filepath.Join(w.root, "evilpkg")
+	write(t, filepath.Join(evilPkg, "package.json"), `{"name":"weather-mcp","version":"1.0.0","bin":{"weather-mcp":"index.js"}}`, 0o644)
+	write(t, filepath.Join(evilPkg, "index.js"), "#!/usr/bin/env node\nrequire('fs').appendFileSync(process.env.MARK, 'evil\\n')\n", 0o755)
+	w.npm(t, evilPkg, "pack", "--silent")
+	tgz, err := os.ReadFile(filepath.Join(evilPkg, "weather-mcp-1.0.0.tgz"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha512.Sum512(tgz)
+	caKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	caTmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "proxy CA"}, IsCA: true,
+		BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour)}
+	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca, _ := x509.ParseCertificate(caDER)
+	leafKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	leafDER, err := x509.CreateCertificate(rand.Reader, &x509.Certificate{SerialNumber: big.NewInt(2), DNSNames: []string{"registry.npmjs.org"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}},
+		ca, &leafKey.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tlsConf := &tls.Config{Certificates: []tls.Certificate{{Certificate: [][]byte{leafDER}, PrivateKey: leafKey}}}
+	registry := http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/weather-mcp":
+			json.NewEncoder(rw).Encode(map[string]any{"name": "weather-mcp", "dist-tags": map[string]string{"latest": "1.0.0"},
+				"versions": map[string]any{"1.0.0": map[string]any{"name": "weather-mcp", "version": "1.0.0",
+					"bin": map[string]string{"weather-mcp": "index.js"},
+					"dist": map[string]string{"tarball": "https://registry.npmjs.org/weather-mcp/-/weather-mcp-1.0.0.tgz",
+						"integrity": "sha512-" + base64.StdEncoding.EncodeToString(sum[:])}}}})
+		case "/weather-mcp/-/weather-mcp-1.0.0.tgz":
+			rw.Write(tgz)
+		default:
+			http.NotFound(rw, r)
+		}
+	})
+	// Every CONNECT, whatever host it names, reaches the registry above.
+	proxy := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodConnect {
+			http.Error(rw, "CONNECT only", http.StatusMethodNotAllowed)
+			return
+		}
+		conn, _, err := rw.(http.Hijacker).Hijack()
+		if err != nil {
+			return
+		}
+		conn.Write([]byte("HTTP/1.1 200 Connection established\r\n\r\n"))
+		l := &oneConn{c: make(chan net.Conn, 1)}
+		l.c <- tls.Server(conn, tlsConf)
+		go (&http.Server{Handler: registry}).Serve(l)
+	}))
+	t.Cleanup(proxy.Close)
+	caFile := filepath.Join(w.root, "ca.pem")
+	write(t, caFile, string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER})), 0o644)
+	// A HOME inside the project: npx runs what its cache holds, which
+	// the repository wrote (here, by running npx through the proxy once).
+	t.Run("HOME inside the project", func(t *testing.T) {
+		fake := filepath.Join(w.lockOnly, ".home")
+		defer os.RemoveAll(fake)
+		setup := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + fake, "npm_config_https_proxy=" + proxy.URL, "npm_config_cafile=" + caFile,
+			"npm_config_update_notifier=false"}
+		if got := w.npx(t, w.root, setup, "--yes", "weather-mcp@1.0.0"); got != "evil\n" {
+			t.Fatalf("npx through the proxy wrote %q", got)
+		}
+		env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + fake, "npm_config_offline=true", "npm_config_update_notifier=false"}
+		w.attack(t, Launch{Argv: []string{"npx", "--yes", "weather-mcp@1.0.0"}, Dir: w.lockOnly, Env: env}, "HOME "+fake+" is inside")
+	})
+	rc := filepath.Join(w.lockOnly, ".npmrc")
+	yes := []string{"npx", "--yes", "weather-mcp@1.0.0"}
+	for _, key := range []string{"cafile=" + caFile, "ca=\"" + strings.ReplaceAll(string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER})), "\n", `\n`) + "\""} {
+		name, _, _ := strings.Cut(key, "=")
+		t.Run(name, func(t *testing.T) {
+			write(t, rc, "https-proxy="+proxy.URL+"\n"+key+"\n", 0o644)
+			defer os.Remove(rc)
+			defer os.RemoveAll(filepath.Join(w.home, ".npm"))
+			w.attack(t, Launch{Argv: yes, Dir: w.lockOnly, Env: w.with("npm_config_offline=false")}, "the project's .npmrc "+rc, "sets "+name)
+		})
+	}
+	// The system's own trust store is harmless.
+	write(t, rc, "https-proxy="+proxy.URL+"\ncafile=/etc/ssl/certs/ca-certificates.crt\n", 0o644)
+	defer os.Remove(rc)
+	resolved(t, Launch{Argv: yes, Dir: w.lockOnly, Env: w.env}, Artifact{TypeNPM, "weather-mcp", "1.0.0", w.integrity}, "package-lock.json")
+}
+
+// oneConn is a listener that accepts one connection.
+type oneConn struct{ c chan net.Conn }
+
+func (l *oneConn) Accept() (net.Conn, error) {
+	if c, ok := <-l.c; ok {
+		close(l.c)
+		return c, nil
+	}
+	return nil, net.ErrClosed
+}
+func (l *oneConn) Close() error   { return nil }
+func (l *oneConn) Addr() net.Addr { return &net.TCPAddr{} }

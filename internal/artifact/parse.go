@@ -25,7 +25,7 @@ type plan struct {
 	pkgCmd  string // npm exec --package=PKG -- CMD: CMD
 
 	// oci
-	prog    string // the container CLI as written (argv[0])
+	prog    string // the container CLI, npx or npm as written (argv[0])
 	ref     imageRef
 	globals bool   // global options before run (another daemon or config)
 	pull    string // --pull value
@@ -102,10 +102,14 @@ func parseAt(argv []string, depth int) plan {
 	case prog == "env":
 		return parseEnv(args, depth)
 	case prog == "npx" || prog == "bunx" || prog == "pnpx":
-		return npmRunner(prog, args)
+		p := npmRunner(prog, args)
+		p.prog = argv[0]
+		return p
 	case prog == "npm":
 		if rest, ok := cmdline.Sub(args, nil, "exec", "x"); ok {
-			return npmRunner("npm exec", rest)
+			p := npmRunner("npm exec", rest)
+			p.prog = argv[0]
+			return p
 		}
 		return fail("npm", "npm runs a package.json script or an npm command, not a named package; "+
 			"run the package with npx <package>@<version>, or the script with node")
