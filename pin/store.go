@@ -145,6 +145,29 @@ func Open(path string, opts Options) (s *Store, err error) {
 	return s, err
 }
 
+// awaitCreated waits, up to timeout, for a database file that another
+// process has just created to be written: bbolt creates the file before
+// it takes its lock and writes the first pages, so a reader that opens it
+// in between would find it empty (and bbolt, opened read-only, fails
+// trying to initialize it). A file still empty after timeout is
+// ErrLocked, as a database held longer than that is.
+func awaitCreated(path string, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		fi, err := os.Stat(path)
+		if err != nil {
+			return err
+		}
+		if fi.Size() > 0 || !fi.Mode().IsRegular() {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%w (%s is empty: another etdi process is creating it; waited %s)", ErrLocked, path, timeout)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
 func openFile(path string, opts Options) (s *Store, err error) {
 	timeout := opts.LockTimeout
 	if timeout == 0 {
@@ -154,7 +177,7 @@ func openFile(path string, opts Options) (s *Store, err error) {
 		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 			return nil, err
 		}
-	} else if _, err := os.Stat(path); err != nil {
+	} else if err := awaitCreated(path, timeout); err != nil {
 		return nil, err
 	}
 	if err := checkFile(path); err != nil {
