@@ -83,6 +83,11 @@ func uriNotNormal(uri string) string {
 			return "it percent-encodes " + uri[i:i+3] + ", which stands for itself"
 		}
 	}
+	// A dot segment anywhere, in the query or fragment too: a server
+	// that splits the URI otherwise than etdi still meets none.
+	if strings.Contains(uri, "/./") || strings.Contains(uri, "/../") {
+		return "it has a dot segment"
+	}
 	rest := uri
 	if i := strings.IndexAny(rest, ":/?#"); i > 0 && rest[i] == ':' {
 		if rest[:i] != strings.ToLower(rest[:i]) {
