@@ -133,6 +133,9 @@ type members struct {
 	urls    []string // URL members present, in the entry's order
 	typ     string
 	hasType bool
+	// empty are the URL members present whose value is empty: a host
+	// that tests a member's value, not its presence, skips them.
+	empty []string
 }
 
 // decision is what the host makes of an entry.
@@ -161,6 +164,10 @@ func (l *Launch) decide(m members) decision {
 		} else {
 			d.ignored = append(d.ignored, u)
 		}
+	}
+	if len(m.empty) > 0 {
+		d.ambiguous = fmt.Sprintf("its %s is empty, and whether %s reads an empty %s as no URL is not established", m.empty[0], l.Name, m.empty[0])
+		return d
 	}
 	typed := ""
 	if m.hasType {

@@ -156,6 +156,19 @@ func TestGeminiPrecedence(t *testing.T) {
 			}
 		}
 	}
+	// An empty URL member: Gemini CLI tests its value, so it starts the
+	// command or connects to the next URL instead.
+	for _, entry := range []string{`{"command": "node", "httpUrl": ""}`, `{"command": "node", "url": ""}`,
+		`{"httpUrl": "", "url": "http://127.0.0.1:1/u"}`} {
+		p := writeHost(t, t.TempDir(), gem, entry)
+		if e := loadHostEntry(t, p, Gemini, Options{Lookup: env(map[string]string{"PATH": "/usr/bin"})}); e.Ambiguous == "" || e.Transport != "" {
+			t.Errorf("%s: %+v", entry, e)
+		}
+		data, _ := os.ReadFile(p)
+		if res, err := Wrap(p, data, WrapOptions{Host: Gemini, Etdi: testEtdi}); err != nil || res.Outcomes[0].Status != StatusRefused || !strings.Contains(res.Outcomes[0].Reason, "is empty") {
+			t.Errorf("%s: wrap %+v %v", entry, res, err)
+		}
+	}
 	// A type Gemini CLI does not know, or one that contradicts httpUrl.
 	for _, entry := range []string{`{"type": "ws", "url": "http://127.0.0.1:1/u"}`, `{"type": "sse", "httpUrl": "http://127.0.0.1:1/h"}`} {
 		if e := loadHostEntry(t, writeHost(t, t.TempDir(), gem, entry), Gemini, Options{}); e.Ambiguous == "" {
