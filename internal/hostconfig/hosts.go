@@ -297,11 +297,10 @@ func (e *Entry) resolveProgram(l *Launch, project string, lookup func(string) (s
 		dir = project
 	}
 	e.Dir = dir
-	path, pathSet := "", false
-	for _, k := range e.EnvKeys {
-		if k == "PATH" || runtime.GOOS == "windows" && strings.EqualFold(k, "PATH") {
-			path, pathSet = e.Env[k], true
-		}
+	path, pathSet, twice := envPath(e.EnvKeys, e.Env, runtime.GOOS == "windows")
+	if twice != "" {
+		e.Unresolved = fmt.Sprintf("which program %s starts for %q is not established: the entry sets PATH twice (%s), and which one the host uses is not established", l.Name, e.Command, twice)
+		return
 	}
 	if !pathSet {
 		var ok bool
@@ -324,6 +323,23 @@ func (e *Entry) resolveProgram(l *Launch, project string, lookup func(string) (s
 		return
 	}
 	e.Program = prog
+}
+
+// envPath is the PATH an entry's env sets (keys: its names),
+// matched without case on Windows; twice names the members when it sets
+// it more than once with different values (PATH and Path on Windows).
+func envPath(keys []string, env map[string]string, windows bool) (path string, set bool, twice string) {
+	var names []string
+	for _, k := range keys {
+		if k == "PATH" || windows && strings.EqualFold(k, "PATH") {
+			if set && env[k] != path {
+				twice = strings.Join(append(names, k), ", ")
+			}
+			names = append(names, k)
+			path, set = env[k], true
+		}
+	}
+	return path, set, twice
 }
 
 // LookPath finds program name as a host's child_process.spawn does: a

@@ -562,3 +562,30 @@ func TestConfigBounded(t *testing.T) {
 		}
 	}
 }
+
+// An entry that sets PATH under two names the host takes for one (PATH
+// and Path on Windows) with different values: which one the host uses
+// is not established, so its program is not either.
+func TestEnvPathTwice(t *testing.T) {
+	vars := map[string]string{"PATH": "/nope", "Path": "/home/u/bin", "path": "/nope"}
+	if p, set, twice := envPath([]string{"PATH", "Path"}, vars, true); !set || twice == "" {
+		t.Errorf("windows PATH and Path: %q %v %q", p, set, twice)
+	}
+	if p, set, twice := envPath([]string{"PATH", "path"}, vars, true); !set || twice != "" || p != "/nope" {
+		t.Errorf("the same value twice: %q %v %q", p, set, twice)
+	}
+	// Elsewhere Path is another variable.
+	if p, set, twice := envPath([]string{"PATH", "Path"}, vars, false); !set || twice != "" || p != "/nope" {
+		t.Errorf("linux PATH and Path: %q %v %q", p, set, twice)
+	}
+	if _, set, _ := envPath([]string{"Path"}, vars, false); set {
+		t.Error("linux Path alone set PATH")
+	}
+	if runtime.GOOS == "windows" {
+		root := t.TempDir()
+		p := writeHost(t, root, hostTable[1], `{"command": "srv", "env": {"PATH": "C:\\nope", "Path": "C:\\other"}}`)
+		if e := loadHostEntry(t, p, ClaudeCode, Options{Cwd: filepath.Join(root, "repo"), Lookup: env(map[string]string{"PATH": `C:\Windows`})}); e.Unresolved == "" || e.Program != "" {
+			t.Errorf("%+v", e)
+		}
+	}
+}
