@@ -52,8 +52,11 @@ func ServerEnv(env, secret, keep []string) []string {
 }
 
 // removedEnv reports whether ServerEnv removes the variable name.
+// Any name Windows takes for an ETDI_* one is removed everywhere: it
+// upper-cases names to compare them, under which "ı" is "I".
 func removedEnv(name string, secret []string) bool {
-	return len(name) >= 5 && strings.EqualFold(name[:5], "ETDI_") || inEnvList(name, secret)
+	return len(name) >= 5 && strings.EqualFold(name[:5], "ETDI_") ||
+		strings.HasPrefix(strings.ToUpper(name), "ETDI_") || inEnvList(name, secret)
 }
 
 func inEnvList(name string, list []string) bool {
@@ -67,7 +70,7 @@ func inEnvList(name string, list []string) bool {
 
 func sameEnvName(a, b string) bool {
 	if runtime.GOOS == "windows" {
-		return strings.EqualFold(a, b)
+		return strings.EqualFold(a, b) || strings.ToUpper(a) == strings.ToUpper(b)
 	}
 	return a == b
 }

@@ -36,6 +36,12 @@ func TestServerEnv(t *testing.T) {
 	if want := []string{"N=1", "ETDI_PASSED=passed-on"}; !slices.Equal(got, want) {
 		t.Fatalf("values of removed variables:\n got %q\nwant %q", got, want)
 	}
+	// A name Windows takes for ETDI_PASSWORD (it upper-cases names, and
+	// "ı" is "I") is removed, on every system, with its value's copies.
+	got = ServerEnv([]string{"ETD\u0131_PASSWORD=hunter22", "eTdI_X=1", "X=hunter22", "ETD\u0130_Y=1"}, nil, nil)
+	if want := []string{"ETD\u0130_Y=1"}; !slices.Equal(got, want) {
+		t.Fatalf("names Windows reads as ETDI_*:\n got %q\nwant %q", got, want)
+	}
 	p := &trust.Policy{Providers: []trust.Provider{{ID: "a"}, {ID: "b", IDP: &trust.IDP{Introspection: &trust.Introspection{ClientSecretEnv: "IDP_SECRET"}}}}}
 	if got := SecretEnv(p); !slices.Equal(got, []string{"IDP_SECRET"}) {
 		t.Fatalf("SecretEnv: %q", got)
