@@ -36,6 +36,15 @@ func TestServerEnv(t *testing.T) {
 	if want := []string{"N=1", "ETDI_PASSED=passed-on"}; !slices.Equal(got, want) {
 		t.Fatalf("values of removed variables:\n got %q\nwant %q", got, want)
 	}
+	// A value holding a secret's value (a configuration's "X": "Bearer
+	// ${ETDI_PASSWORD}") goes, kept or not; one holding another removed
+	// value (a path) stays.
+	got = ServerEnv([]string{"ETDI_PASSWORD=hunter22", "AUTH=Bearer hunter22", "KEPT=x-hunter22-y", "ETDI_LISTEN_TOKEN=tok-123456",
+		"U=http://h/?t=tok-123456", "IDP_SECRET=s3cr3t-value", "Y=pre s3cr3t-value", "ETDI_TRUST=/home/u", "PATH=/home/u/bin:/bin"},
+		[]string{"IDP_SECRET"}, []string{"KEPT"})
+	if want := []string{"PATH=/home/u/bin:/bin"}; !slices.Equal(got, want) {
+		t.Fatalf("values holding a secret:\n got %q\nwant %q", got, want)
+	}
 	// A name Windows takes for ETDI_PASSWORD (it upper-cases names, and
 	// "ı" is "I") is removed, on every system, with its value's copies.
 	got = ServerEnv([]string{"ETD\u0131_PASSWORD=hunter22", "eTdI_X=1", "X=hunter22", "ETD\u0130_Y=1"}, nil, nil)
