@@ -162,6 +162,20 @@ func TestReadListenToken(t *testing.T) {
 			t.Errorf("%s: the error shows the token: %v", name, err)
 		}
 	}
+	// A token written on Windows (CRLF) reads; a symbolic link is held to
+	// the mode of the file it names.
+	if tok, err := ReadListenToken(write("crlf", "s3cret-token-value \r\n", 0o600)); err != nil || tok != "s3cret-token-value" {
+		t.Errorf("CRLF: %q %v", tok, err)
+	}
+	if runtime.GOOS != "windows" {
+		link := filepath.Join(dir, "link")
+		if err := os.Symlink(bad["world-readable"], link); err != nil {
+			t.Fatal(err)
+		}
+		if tok, err := ReadListenToken(link); err == nil || !strings.Contains(err.Error(), "chmod 600") {
+			t.Errorf("a link to a world-readable file: %q %v", tok, err)
+		}
+	}
 	if _, err := ReadListenToken(bad["group-readable"]); runtime.GOOS != "windows" && (err == nil || !strings.Contains(err.Error(), "chmod 600")) {
 		t.Errorf("group-readable: %v", err)
 	}
