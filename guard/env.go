@@ -25,16 +25,30 @@ const ListenTokenEnv = "ETDI_LISTEN_TOKEN"
 // A variable that carries the value of one removed (a configuration's
 // "X": "${ETDI_PASSWORD}") is removed too, when that value is at least
 // MinCredential bytes long: shorter ones cannot be told from ordinary
-// settings.
+// settings. A variable whose value holds a removed secret's (one named
+// in secret, or an ETDI_* password or token: "Bearer ${ETDI_PASSWORD}")
+// is removed as well.
 func ServerEnv(env, secret, keep []string) []string {
 	removed := func(name string) bool {
 		return removedEnv(name, secret) && (!inEnvList(name, keep) || sameEnvName(name, ListenTokenEnv))
 	}
 	values := map[string]bool{}
+	var inside []string // secrets' values, caught within another value too
 	for _, kv := range env {
 		if name, v, ok := strings.Cut(kv, "="); ok && name != "" && removed(name) && len(v) >= MinCredential {
 			values[v] = true
+			if secretName(name, secret) {
+				inside = append(inside, v)
+			}
 		}
+	}
+	carries := func(v string) bool {
+		for _, s := range inside {
+			if strings.Contains(v, s) {
+				return true
+			}
+		}
+		return false
 	}
 	out := make([]string, 0, len(env))
 	for _, kv := range env {
@@ -43,7 +57,7 @@ func ServerEnv(env, secret, keep []string) []string {
 			out = append(out, kv) // not a variable (Windows' "=C:=C:\" entries)
 			continue
 		}
-		if removed(name) || values[v] {
+		if removed(name) || values[v] || carries(v) {
 			continue
 		}
 		out = append(out, kv)
@@ -51,9 +65,21 @@ func ServerEnv(env, secret, keep []string) []string {
 	return out
 }
 
+// secretName reports whether the variable name holds a secret, so that a
+// value merely holding its value ("Bearer ${ETDI_PASSWORD}") is removed
+// too: one etdi read a secret from, or an ETDI_* password or token.
+func secretName(name string, secret []string) bool {
+	up := strings.ToUpper(name)
+	return inEnvList(name, secret) || strings.HasPrefix(up, "ETDI_") &&
+		(strings.Contains(up, "PASSWORD") || strings.Contains(up, "TOKEN") || strings.Contains(up, "SECRET"))
+}
+
 // removedEnv reports whether ServerEnv removes the variable name.
+// Any name Windows takes for an ETDI_* one is removed everywhere: it
+// upper-cases names to compare them, under which "ı" is "I".
 func removedEnv(name string, secret []string) bool {
-	return len(name) >= 5 && strings.EqualFold(name[:5], "ETDI_") || inEnvList(name, secret)
+	return len(name) >= 5 && strings.EqualFold(name[:5], "ETDI_") ||
+		strings.HasPrefix(strings.ToUpper(name), "ETDI_") || inEnvList(name, secret)
 }
 
 func inEnvList(name string, list []string) bool {
@@ -67,7 +93,7 @@ func inEnvList(name string, list []string) bool {
 
 func sameEnvName(a, b string) bool {
 	if runtime.GOOS == "windows" {
-		return strings.EqualFold(a, b)
+		return strings.EqualFold(a, b) || strings.ToUpper(a) == strings.ToUpper(b)
 	}
 	return a == b
 }

@@ -36,6 +36,21 @@ func TestServerEnv(t *testing.T) {
 	if want := []string{"N=1", "ETDI_PASSED=passed-on"}; !slices.Equal(got, want) {
 		t.Fatalf("values of removed variables:\n got %q\nwant %q", got, want)
 	}
+	// A value holding a secret's value (a configuration's "X": "Bearer
+	// ${ETDI_PASSWORD}") goes, kept or not; one holding another removed
+	// value (a path) stays.
+	got = ServerEnv([]string{"ETDI_PASSWORD=hunter22", "AUTH=Bearer hunter22", "KEPT=x-hunter22-y", "ETDI_LISTEN_TOKEN=tok-123456",
+		"U=http://h/?t=tok-123456", "IDP_SECRET=s3cr3t-value", "Y=pre s3cr3t-value", "ETDI_TRUST=/home/u", "PATH=/home/u/bin:/bin"},
+		[]string{"IDP_SECRET"}, []string{"KEPT"})
+	if want := []string{"PATH=/home/u/bin:/bin"}; !slices.Equal(got, want) {
+		t.Fatalf("values holding a secret:\n got %q\nwant %q", got, want)
+	}
+	// A name Windows takes for ETDI_PASSWORD (it upper-cases names, and
+	// "ı" is "I") is removed, on every system, with its value's copies.
+	got = ServerEnv([]string{"ETD\u0131_PASSWORD=hunter22", "eTdI_X=1", "X=hunter22", "ETD\u0130_Y=1"}, nil, nil)
+	if want := []string{"ETD\u0130_Y=1"}; !slices.Equal(got, want) {
+		t.Fatalf("names Windows reads as ETDI_*:\n got %q\nwant %q", got, want)
+	}
 	p := &trust.Policy{Providers: []trust.Provider{{ID: "a"}, {ID: "b", IDP: &trust.IDP{Introspection: &trust.Introspection{ClientSecretEnv: "IDP_SECRET"}}}}}
 	if got := SecretEnv(p); !slices.Equal(got, []string{"IDP_SECRET"}) {
 		t.Fatalf("SecretEnv: %q", got)
@@ -145,6 +160,20 @@ func TestReadListenToken(t *testing.T) {
 			t.Errorf("%s: read %q", name, tok)
 		} else if strings.Contains(err.Error(), "s3cret") {
 			t.Errorf("%s: the error shows the token: %v", name, err)
+		}
+	}
+	// A token written on Windows (CRLF) reads; a symbolic link is held to
+	// the mode of the file it names.
+	if tok, err := ReadListenToken(write("crlf", "s3cret-token-value \r\n", 0o600)); err != nil || tok != "s3cret-token-value" {
+		t.Errorf("CRLF: %q %v", tok, err)
+	}
+	if runtime.GOOS != "windows" {
+		link := filepath.Join(dir, "link")
+		if err := os.Symlink(bad["world-readable"], link); err != nil {
+			t.Fatal(err)
+		}
+		if tok, err := ReadListenToken(link); err == nil || !strings.Contains(err.Error(), "chmod 600") {
+			t.Errorf("a link to a world-readable file: %q %v", tok, err)
 		}
 	}
 	if _, err := ReadListenToken(bad["group-readable"]); runtime.GOOS != "windows" && (err == nil || !strings.Contains(err.Error(), "chmod 600")) {

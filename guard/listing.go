@@ -2,7 +2,6 @@ package guard
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
@@ -125,13 +124,15 @@ var ErrServedBinding = errors.New("the listing's \"served\" does not match the l
 // "binding": DIGEST}, and holds it to the listing: the binding is the
 // digest of what served it and of every entry the file lists (servedBinding).
 func (l *Listing) readServed(raw []byte) error {
-	var sv struct {
-		By      *string `json:"by"`
-		Binding *string `json:"binding"`
+	// Members are matched by their exact names: encoding/json would also
+	// take "BY" or "Binding" for them, so a file could show a person one
+	// by and have another recorded.
+	var members map[string]*string
+	var sv struct{ By, Binding *string }
+	if err := json.Unmarshal(raw, &members); err == nil && len(members) == 2 {
+		sv.By, sv.Binding = members["by"], members["binding"]
 	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&sv); err != nil || sv.By == nil || sv.Binding == nil {
+	if sv.By == nil || sv.Binding == nil {
 		return fmt.Errorf("served: want {\"by\": TEXT, \"binding\": DIGEST}")
 	}
 	if *sv.By == "" || len(*sv.By) > maxServed || !utf8.ValidString(*sv.By) {

@@ -143,6 +143,13 @@ func TestAttackPendingServedTampered(t *testing.T) {
 		"extra member":  `{"by":"npm x@1","binding":"` + servedBinding(l, "npm x@1") + `","trust":true}`,
 		"empty":         `{"by":"","binding":"` + servedBinding(l, "") + `"}`,
 		"too long":      `{"by":"` + strings.Repeat("x", maxServed+1) + `","binding":"` + servedBinding(l, strings.Repeat("x", maxServed+1)) + `"}`,
+		// encoding/json matches member names without case: a person
+		// reads one by, another would be recorded.
+		"BY beside by": `{"by":"npm x@1","BY":"npm evil@1","binding":"` + servedBinding(l, "npm evil@1") + `"}`,
+		"BY alone":     `{"BY":"npm x@1","binding":"` + servedBinding(l, "npm x@1") + `"}`,
+		"Binding":      `{"by":"npm x@1","Binding":"` + servedBinding(l, "npm x@1") + `"}`,
+		"null by":      `{"by":null,"binding":"` + servedBinding(l, "") + `"}`,
+		"duplicate by": `{"by":"npm x@1","by":"npm evil@1","binding":"` + servedBinding(l, "npm evil@1") + `"}`,
 	} {
 		edited := bytes.Replace(data, []byte(`"served": {`), []byte(`"served": `+bad+`, "x": {`), 1)
 		if _, err := ReadListing(edited); err == nil {

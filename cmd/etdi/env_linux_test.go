@@ -175,6 +175,10 @@ func TestServerEnvAndListenToken(t *testing.T) {
 		{[]string{"--listen-token-file", tokenFile}, []string{"ETDI_LISTEN_TOKEN=" + token}, 2, "not both"},
 		{[]string{"--pass-env", "ETDI_LISTEN_TOKEN"}, nil, 2, "never given to the server"},
 		{[]string{"--listen-token-file", tokenFile[:0] + "x"}, nil, 2, "goes with --listen"},
+		// Set empty (a host's "${UNSET}"): a token was meant, and none
+		// would be asked for.
+		{nil, []string{"ETDI_LISTEN_TOKEN="}, 2, "set but empty"},
+		{nil, []string{"ETDI_LISTEN_TOKEN= \t"}, 2, "set but empty"},
 	} {
 		args := append([]string{"run", "--trust", "trust.json", "--pins", "pins.db", "--name", "weather"}, c.args...)
 		if c.want != "goes with --listen" {

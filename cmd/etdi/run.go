@@ -352,6 +352,11 @@ func (e *env) listenToken(f *runFlags) (string, error) {
 	envTok, inEnv := e.lookupEnv(guard.ListenTokenEnv)
 	os.Unsetenv(guard.ListenTokenEnv)
 	if f.listenTokenFile == "" {
+		if inEnv && strings.TrimSpace(envTok) == "" {
+			// A token was meant (a host's "${UNSET}" expands to nothing):
+			// listening without one would let every local user in.
+			return "", usagef("$%s is set but empty: set it to the token (or give --listen-token-file FILE), or unset it to listen without one", guard.ListenTokenEnv)
+		}
 		return envTok, nil
 	}
 	if inEnv && envTok != "" {

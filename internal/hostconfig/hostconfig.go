@@ -25,6 +25,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 
@@ -634,6 +635,9 @@ func entry(name string, v *etdi.Value, host, file string, r *resolver) (Entry, e
 			return e, err
 		}
 		urls[key] = u
+		if u == "" && slices.Contains(m.urls, key) {
+			m.empty = append(m.empty, key)
+		}
 	}
 	typ, err := str("type")
 	if err != nil {

@@ -133,6 +133,9 @@ type members struct {
 	urls    []string // URL members present, in the entry's order
 	typ     string
 	hasType bool
+	// empty are the URL members present whose value is empty: a host
+	// that tests a member's value, not its presence, skips them.
+	empty []string
 }
 
 // decision is what the host makes of an entry.
@@ -161,6 +164,10 @@ func (l *Launch) decide(m members) decision {
 		} else {
 			d.ignored = append(d.ignored, u)
 		}
+	}
+	if len(m.empty) > 0 {
+		d.ambiguous = fmt.Sprintf("its %s is empty, and whether %s reads an empty %s as no URL is not established", m.empty[0], l.Name, m.empty[0])
+		return d
 	}
 	typed := ""
 	if m.hasType {
@@ -290,11 +297,10 @@ func (e *Entry) resolveProgram(l *Launch, project string, lookup func(string) (s
 		dir = project
 	}
 	e.Dir = dir
-	path, pathSet := "", false
-	for _, k := range e.EnvKeys {
-		if k == "PATH" || runtime.GOOS == "windows" && strings.EqualFold(k, "PATH") {
-			path, pathSet = e.Env[k], true
-		}
+	path, pathSet, twice := envPath(e.EnvKeys, e.Env, runtime.GOOS == "windows")
+	if twice != "" {
+		e.Unresolved = fmt.Sprintf("which program %s starts for %q is not established: the entry sets PATH twice (%s), and which one the host uses is not established", l.Name, e.Command, twice)
+		return
 	}
 	if !pathSet {
 		var ok bool
@@ -317,6 +323,23 @@ func (e *Entry) resolveProgram(l *Launch, project string, lookup func(string) (s
 		return
 	}
 	e.Program = prog
+}
+
+// envPath is the PATH an entry's env sets (keys: its names),
+// matched without case on Windows; twice names the members when it sets
+// it more than once with different values (PATH and Path on Windows).
+func envPath(keys []string, env map[string]string, windows bool) (path string, set bool, twice string) {
+	var names []string
+	for _, k := range keys {
+		if k == "PATH" || windows && strings.EqualFold(k, "PATH") {
+			if set && env[k] != path {
+				twice = strings.Join(append(names, k), ", ")
+			}
+			names = append(names, k)
+			path, set = env[k], true
+		}
+	}
+	return path, set, twice
 }
 
 // LookPath finds program name as a host's child_process.spawn does: a

@@ -156,6 +156,19 @@ func TestGeminiPrecedence(t *testing.T) {
 			}
 		}
 	}
+	// An empty URL member: Gemini CLI tests its value, so it starts the
+	// command or connects to the next URL instead.
+	for _, entry := range []string{`{"command": "node", "httpUrl": ""}`, `{"command": "node", "url": ""}`,
+		`{"httpUrl": "", "url": "http://127.0.0.1:1/u"}`} {
+		p := writeHost(t, t.TempDir(), gem, entry)
+		if e := loadHostEntry(t, p, Gemini, Options{Lookup: env(map[string]string{"PATH": "/usr/bin"})}); e.Ambiguous == "" || e.Transport != "" {
+			t.Errorf("%s: %+v", entry, e)
+		}
+		data, _ := os.ReadFile(p)
+		if res, err := Wrap(p, data, WrapOptions{Host: Gemini, Etdi: testEtdi}); err != nil || res.Outcomes[0].Status != StatusRefused || !strings.Contains(res.Outcomes[0].Reason, "is empty") {
+			t.Errorf("%s: wrap %+v %v", entry, res, err)
+		}
+	}
 	// A type Gemini CLI does not know, or one that contradicts httpUrl.
 	for _, entry := range []string{`{"type": "ws", "url": "http://127.0.0.1:1/u"}`, `{"type": "sse", "httpUrl": "http://127.0.0.1:1/h"}`} {
 		if e := loadHostEntry(t, writeHost(t, t.TempDir(), gem, entry), Gemini, Options{}); e.Ambiguous == "" {
@@ -546,6 +559,33 @@ func TestConfigBounded(t *testing.T) {
 			if _, err := Load("/dev/zero", ClaudeCode, Options{}); err == nil || !strings.Contains(err.Error(), "larger than") {
 				t.Errorf("/dev/zero: %v", err)
 			}
+		}
+	}
+}
+
+// An entry that sets PATH under two names the host takes for one (PATH
+// and Path on Windows) with different values: which one the host uses
+// is not established, so its program is not either.
+func TestEnvPathTwice(t *testing.T) {
+	vars := map[string]string{"PATH": "/nope", "Path": "/home/u/bin", "path": "/nope"}
+	if p, set, twice := envPath([]string{"PATH", "Path"}, vars, true); !set || twice == "" {
+		t.Errorf("windows PATH and Path: %q %v %q", p, set, twice)
+	}
+	if p, set, twice := envPath([]string{"PATH", "path"}, vars, true); !set || twice != "" || p != "/nope" {
+		t.Errorf("the same value twice: %q %v %q", p, set, twice)
+	}
+	// Elsewhere Path is another variable.
+	if p, set, twice := envPath([]string{"PATH", "Path"}, vars, false); !set || twice != "" || p != "/nope" {
+		t.Errorf("linux PATH and Path: %q %v %q", p, set, twice)
+	}
+	if _, set, _ := envPath([]string{"Path"}, vars, false); set {
+		t.Error("linux Path alone set PATH")
+	}
+	if runtime.GOOS == "windows" {
+		root := t.TempDir()
+		p := writeHost(t, root, hostTable[1], `{"command": "srv", "env": {"PATH": "C:\\nope", "Path": "C:\\other"}}`)
+		if e := loadHostEntry(t, p, ClaudeCode, Options{Cwd: filepath.Join(root, "repo"), Lookup: env(map[string]string{"PATH": `C:\Windows`})}); e.Unresolved == "" || e.Program != "" {
+			t.Errorf("%+v", e)
 		}
 	}
 }

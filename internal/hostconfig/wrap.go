@@ -434,6 +434,9 @@ func wrapJSONEntry(data []byte, name string, v *Node, host string, o WrapOptions
 	for _, mem := range v.Members {
 		if slices.Contains(anyURL, mem.Name) {
 			m.urls = append(m.urls, mem.Name)
+			if mem.Value.Kind == '"' && mem.Value.Str == "" {
+				m.empty = append(m.empty, mem.Name)
+			}
 		}
 	}
 	if t := v.Get("type"); t != nil {
