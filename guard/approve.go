@@ -208,17 +208,8 @@ func UnservedPins(o *Origin, opts Options) ([]string, error) {
 	if o.Served() == "" {
 		return nil, nil
 	}
-	var server string
-	switch {
-	case opts.Bundle != nil:
-		st := claimedStatement(opts.Bundle)
-		if st == nil {
-			return nil, nil
-		}
-		server = pin.SignedServerKey(st.Provider.ID, st.Server.Name)
-	case opts.Name != "" && pin.ValidateUnsignedName(opts.Name) == nil:
-		server = pin.UnsignedServerKey(opts.Name)
-	default:
+	server := pinnedServerKey(opts)
+	if server == "" {
 		return nil, nil
 	}
 	var out []string

@@ -171,19 +171,8 @@ func CheckPinnedOrigin(o *Origin, opts Options) ([]verify.Finding, error) {
 	if now == "" && o.Unresolved() == nil {
 		return nil, nil
 	}
-	var server string
-	switch {
-	case opts.Bundle != nil:
-		// The server the bundle claims; its signature is verified once the
-		// server lists its tools, and refusing to start trusts nothing.
-		st := claimedStatement(opts.Bundle)
-		if st == nil {
-			return nil, nil
-		}
-		server = pin.SignedServerKey(st.Provider.ID, st.Server.Name)
-	case opts.Name != "" && pin.ValidateUnsignedName(opts.Name) == nil:
-		server = pin.UnsignedServerKey(opts.Name)
-	default:
+	server := pinnedServerKey(opts)
+	if server == "" {
 		return nil, nil
 	}
 	shown := now
@@ -210,4 +199,20 @@ func CheckPinnedOrigin(o *Origin, opts Options) ([]verify.Finding, error) {
 		return nil, nil
 	}
 	return out, err
+}
+
+// pinnedServerKey is the pin key of the server opts name: the one its
+// bundle claims (the signature is verified once the server lists its
+// tools, and refusing to start trusts nothing), or opts.Name unsigned;
+// "" when they name none.
+func pinnedServerKey(opts Options) string {
+	switch {
+	case opts.Bundle != nil:
+		if st := claimedStatement(opts.Bundle); st != nil {
+			return pin.SignedServerKey(st.Provider.ID, st.Server.Name)
+		}
+	case opts.Name != "" && pin.ValidateUnsignedName(opts.Name) == nil:
+		return pin.UnsignedServerKey(opts.Name)
+	}
+	return ""
 }
