@@ -3,6 +3,7 @@ package mcpclient
 import (
 	"context"
 	"os"
+	"strings"
 	"testing"
 )
 
@@ -74,5 +75,49 @@ func TestServerIgnoringEOFTerminated(t *testing.T) {
 	}
 	if got := s.Exit(); got != "exit status 1" {
 		t.Fatalf("server exit %q, want exit status 1 (its SIGTERM trap)", got)
+	}
+}
+
+// What a stopping server writes is read only up to one message's worth:
+// one that goes on writing (here 80 MiB) has its stdout closed, and its
+// write fails rather than being read for the whole grace period.
+func TestStoppingServerOutputBounded(t *testing.T) {
+	argv, _, markFile, env := writeSh(t, "", `head -c 83886080 /dev/zero || { echo cut > "$MARKFILE"; exit 3; }
+echo all > "$MARKFILE"; exit 0`)
+	s, err := StartStdio(argv, env, "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	if b, err := os.ReadFile(markFile); err != nil || string(b) != "cut\n" {
+		t.Fatalf("mark file %q (%v): more than %d bytes were read from a stopping server", b, err, maxDrain)
+	}
+}
+
+// Once the server is being stopped, Read returns errStopped, not a
+// message it had read ahead before.
+func TestReadAfterCloseStopped(t *testing.T) {
+	dir := t.TempDir()
+	path := dir + "/server.sh"
+	script := `read -r line
+printf '{"jsonrpc":"2.0","method":"n1"}\n{"jsonrpc":"2.0","method":"n2"}\n'
+cat >/dev/null`
+	if err := os.WriteFile(path, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	s, err := StartStdio([]string{"/bin/sh", path}, nil, "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := s.Write(ctx, []byte(`{"jsonrpc":"2.0","method":"go"}`)); err != nil {
+		t.Fatal(err)
+	}
+	if m, err := s.Read(ctx); err != nil || !strings.Contains(string(m), "n1") {
+		t.Fatalf("first message %s %v", m, err)
+	}
+	s.Close()
+	if m, err := s.Read(ctx); err != errStopped {
+		t.Fatalf("Read after Close: %s %v, want %v", m, err, errStopped)
 	}
 }
