@@ -3,14 +3,20 @@ package guard
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // lockedBuffer collects a server's stderr, written by the copying
@@ -125,5 +131,43 @@ func TestGateServerEndsWithoutEPIPE(t *testing.T) {
 		if strings.Contains(got, "EPIPE") {
 			t.Fatalf("round %d: server-everything wrote EPIPE at the session's end:\n%s", round, got)
 		}
+	}
+}
+
+// A Streamable HTTP server (go-sdk, with an event store) that ends a tool
+// call's event stream before the answer, as a server behind a proxy
+// does: the host receives the answer through the gate, which resumed the
+// stream with Last-Event-ID.
+func TestGateResumesServerStream(t *testing.T) {
+	opts := gateOptions(t)
+	server := weatherServer("Get the weather.")
+	approveServer(t, server, opts.Options)
+	server.AddTool(&mcp.Tool{Name: "get_weather", Description: "Get the weather.",
+		InputSchema: json.RawMessage(`{"type":"object","properties":{"city":{"type":"string"}}}`)},
+		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			req.Extra.CloseSSEStream(mcp.CloseSSEStreamArgs{RetryAfter: 20 * time.Millisecond})
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "sunny after the stream ended"}}}, nil
+		})
+	srv := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server },
+		&mcp.StreamableHTTPOptions{EventStore: mcp.NewMemoryEventStore(nil)}))
+	defer srv.Close()
+	conn, err := StartServer(Server{URL: srv.URL}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := NewGate(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	host, hostEnd := pipePair()
+	done := make(chan error, 1)
+	go func() { done <- g.Run(context.Background(), hostEnd, conn) }()
+	defer func() { host.Close(); <-done }()
+	h := &benchHost{c: host}
+	h.ask(t, "initialize", `{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"h","version":"1"}}`)
+	host.Write(context.Background(), []byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`))
+	h.ask(t, "tools/list", `{}`)
+	if a := h.ask(t, "tools/call", `{"name":"get_weather","arguments":{}}`); !strings.Contains(string(a), "sunny after the stream ended") {
+		t.Fatalf("answer through the gate: %s", a)
 	}
 }
