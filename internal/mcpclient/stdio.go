@@ -68,8 +68,8 @@ type stdioConn struct {
 var errStopped = errors.New("the session is closed")
 
 // readLine returns the next non-empty line of a session's stdout, read by
-// the caller's goroutine: no hand-off per message. Closing stdout (close)
-// ends a read under way.
+// the caller's goroutine: no hand-off per message. Stopping the server
+// (close) ends a read under way: it returns errStopped.
 func (c *stdioConn) readLine() ([]byte, error) {
 	c.linesMu.Lock()
 	defer c.linesMu.Unlock()
