@@ -62,20 +62,31 @@ func FuzzDecodeMessage(f *testing.F) {
 }
 
 // FuzzNextEvent: whatever an event stream holds, reading it never panics,
-// never returns more data than was read, and stops at the budget.
+// never returns more data than was read, and stops at the budget; the id
+// it would send back to resume the stream is short visible ASCII, and
+// the wait before it at most maxRetry.
 func FuzzNextEvent(f *testing.F) {
 	f.Add([]byte("event: message\nid: 1\ndata: {\"a\":1}\n\n"), 100)
 	f.Add([]byte(": ping\n\ndata: a\ndata: b\r\n\r\nevent: other\ndata: x\n\ndata:c"), 20)
 	f.Add([]byte("data: "+strings.Repeat("x", 300)+"\n\n"), 64)
+	f.Add([]byte("event: prime\nid: s_1\nretry: 500\ndata:\n\nid: s_2\nretry: 99999999999999999999\ndata: {}\n\nid: \x00\n\nid: \xff\n\n"), 200)
 	f.Fuzz(func(t *testing.T, stream []byte, limit int) {
 		if limit < 0 || limit > 1<<20 {
 			return
 		}
 		b := newBudget(int64(limit))
-		lr := newLineReader(b.reader(bytes.NewReader(stream)))
+		es := &eventStream{lr: newLineReader(b.reader(bytes.NewReader(stream)))}
+		defer func() {
+			if len(es.lastID) > maxEventID || !visibleASCII(es.lastID) || (es.badID && es.lastID != "") {
+				t.Fatalf("last event id %q (bad %v)", es.lastID, es.badID)
+			}
+			if d := es.delay(); d < 0 || d > maxRetry {
+				t.Fatalf("reconnection time %v", d)
+			}
+		}()
 		total := 0
 		for i := 0; i < len(stream)+1; i++ {
-			data, err := nextEvent(lr)
+			data, err := es.next()
 			if err != nil {
 				if len(stream) <= limit && !errors.Is(err, io.EOF) {
 					t.Fatalf("within the budget, error %v", err)

@@ -18,7 +18,7 @@ import (
 // POST; the answer to a call comes back as a JSON body or in a
 // text/event-stream. etdi makes one call at a time and opens no
 // standalone stream, so the messages that may answer a call are those of
-// its own response.
+// its own response, or of the GETs that resume it when it ends first.
 //
 // It is written here rather than taken from the go-sdk
 // (mcp.StreamableClientTransport) because the SDK reads JSON and error
@@ -36,8 +36,11 @@ type httpConn struct {
 	protocol string // MCP-Protocol-Version, once initialized
 
 	body io.ReadCloser // the response being read, nil if none
-	sse  *lineReader   // nil for a JSON body
+	sse  *eventStream  // nil for a JSON body
 	read bool          // the JSON body was returned
+	// resumes counts the GETs that resumed the stream since its last
+	// message (maxResumes).
+	resumes int
 
 	answers chan []byte
 	quit    chan struct{}
@@ -180,7 +183,7 @@ func (c *httpConn) send(ctx context.Context, data []byte, call bool) error {
 	case "application/json":
 		c.body, c.sse, c.read = resp.Body, nil, false
 	case "text/event-stream":
-		c.body, c.sse = resp.Body, newLineReader(c.b.reader(resp.Body))
+		c.body, c.sse, c.resumes = resp.Body, &eventStream{lr: newLineReader(c.b.reader(resp.Body))}, 0
 	default:
 		resp.Body.Close()
 		return fmt.Errorf("the server answered with content type %q, want application/json or text/event-stream", clip(ct))
@@ -251,17 +254,53 @@ func (c *httpConn) recv(ctx context.Context) ([]byte, error) {
 		return data, nil
 	}
 	for {
-		data, err := nextEvent(c.sse)
+		data, err := c.sse.next()
 		if err != nil {
-			if errors.Is(err, io.EOF) {
-				return nil, errors.New("the server ended its event stream without the answer")
+			if errors.Is(err, ErrTooLarge) || ctx.Err() != nil {
+				return nil, readErr(ctx, err)
 			}
-			return nil, readErr(ctx, err)
+			// The stream ended, or broke, before the answer.
+			if err := c.resume(ctx, err); err != nil {
+				return nil, err
+			}
+			continue
 		}
 		if len(bytes.TrimSpace(data)) > 0 {
+			c.resumes = 0
 			return data, nil
 		}
 	}
+}
+
+// resume replaces a call's event stream that ended (why) before the
+// answer by the GET that resumes it, after the server's reconnection
+// time.
+func (c *httpConn) resume(ctx context.Context, why error) error {
+	ended := errStreamEnded
+	if !errors.Is(why, io.EOF) {
+		ended += " (" + clip(errText(why)) + ")"
+	}
+	if reason := c.sse.unresumable(); reason != "" {
+		return fmt.Errorf("%s, and %s", ended, reason)
+	}
+	if c.resumes >= maxResumes {
+		return fmt.Errorf("%s %d times in a row, resumed each time with Last-Event-ID; giving up", ended, maxResumes+1)
+	}
+	c.resumes++
+	c.body.Close()
+	if err := waitRetry(ctx, c.sse.delay()); err != nil {
+		return err
+	}
+	resp, err := resumeRequest(ctx, c.client, c.endpoint, c.setSession, c.sse.lastID)
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return fmt.Errorf("%s, and resuming it failed: %w", ended, err)
+	}
+	c.body = resp.Body
+	c.sse.lr = newLineReader(c.b.reader(resp.Body))
+	return nil
 }
 
 func readErr(ctx context.Context, err error) error {
@@ -274,23 +313,63 @@ func readErr(ctx context.Context, err error) error {
 	return fmt.Errorf("reading the response: %w", err)
 }
 
-// nextEvent reads one server-sent event (WHATWG HTML §9.2) and returns
-// its data: the "data" fields joined by newlines. Events named other than
-// "message" are skipped; so are comments, "id" and "retry". The lines come
-// from a budgeted reader, so an event is bounded while it is read.
-func nextEvent(lr *lineReader) ([]byte, error) {
+// Resuming a server's event stream (MCP Streamable HTTP, "Resumability
+// and redelivery"): when a stream that was to carry an answer ends or
+// breaks before it, etdi waits the server's reconnection time (its
+// "retry" field, at most maxRetry; defaultRetry without one) and asks
+// for the rest with a GET carrying the stream's last event id in
+// Last-Event-ID, at most maxResumes times in a row without a message.
+const (
+	// maxEventID bounds an event id etdi sends back; a longer one, or one
+	// that is not visible ASCII, makes the stream one that cannot be
+	// resumed.
+	maxEventID   = 1024
+	defaultRetry = time.Second
+	maxRetry     = 10 * time.Second
+	maxResumes   = 5
+)
+
+// eventStream reads server-sent events (WHATWG HTML §9.2) and remembers
+// what resuming the stream needs: the id of its last event and the
+// reconnection time the server set. An event's id and retry take effect
+// when the event ends (its empty line, or the end of the stream), so a
+// stream cut off inside an event is resumed from the one before.
+type eventStream struct {
+	lr     *lineReader
+	lastID string
+	// badID: the last id cannot be sent back (too long, not visible ASCII).
+	badID    bool
+	retry    time.Duration
+	hasRetry bool
+}
+
+// next returns the data of the next event: its "data" fields joined by
+// newlines. Events named other than "message" are skipped (their id
+// counts); so are comments. The lines come from a bounded reader, so an
+// event is bounded while it is read.
+func (e *eventStream) next() ([]byte, error) {
 	var data []byte
 	var has bool
 	event := ""
+	var id []byte
+	var hasID bool
+	end := func() {
+		if hasID {
+			e.setID(id)
+		}
+		hasID, id = false, nil
+	}
 	for {
-		line, err := lr.next()
+		line, err := e.lr.next()
 		if err != nil {
+			end()
 			if errors.Is(err, io.EOF) && has && (event == "" || event == "message") {
 				return data, nil
 			}
 			return nil, err
 		}
 		if len(line) == 0 {
+			end()
 			if has && (event == "" || event == "message") {
 				return data, nil
 			}
@@ -313,7 +392,109 @@ func nextEvent(lr *lineReader) ([]byte, error) {
 			has = true
 		case "event":
 			event = string(value)
+		case "id":
+			if bytes.IndexByte(value, 0) < 0 { // an id with NUL is ignored
+				id, hasID = value, true
+			}
+		case "retry":
+			e.setRetry(value)
 		}
+	}
+}
+
+// setID records the id of an event that ended; an empty one clears it.
+func (e *eventStream) setID(id []byte) {
+	if len(id) > maxEventID || !visibleASCII(string(id)) {
+		e.lastID, e.badID = "", true
+		return
+	}
+	e.lastID, e.badID = string(id), false
+}
+
+// setRetry takes a "retry" field of ASCII digits (milliseconds), at most
+// maxRetry; any other value is ignored.
+func (e *eventStream) setRetry(v []byte) {
+	if len(v) == 0 {
+		return
+	}
+	ms := 0
+	for _, c := range v {
+		if c < '0' || c > '9' {
+			return
+		}
+		if ms <= int(maxRetry/time.Millisecond) {
+			ms = ms*10 + int(c-'0')
+		}
+	}
+	e.retry, e.hasRetry = min(time.Duration(ms)*time.Millisecond, maxRetry), true
+}
+
+// delay is how long to wait before resuming the stream.
+func (e *eventStream) delay() time.Duration {
+	if e.hasRetry {
+		return e.retry
+	}
+	return defaultRetry
+}
+
+// unresumable says why the stream cannot be resumed, or "".
+func (e *eventStream) unresumable() string {
+	switch {
+	case e.badID:
+		return fmt.Sprintf("its last event id cannot be sent back to resume it (longer than %d bytes or not visible ASCII)", maxEventID)
+	case e.lastID == "":
+		return "it gave no event id to resume it from"
+	}
+	return ""
+}
+
+// resumeRequest asks for the rest of a stream after lastID: a GET with
+// Last-Event-ID (set adds the session's headers). It returns the new
+// stream, or why the server did not resume it.
+func resumeRequest(ctx context.Context, client *http.Client, endpoint string, set func(*http.Request), lastID string) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, endpoint, nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Accept", "text/event-stream")
+	set(req)
+	req.Header.Set("Last-Event-ID", lastID)
+	resp, err := client.Do(req)
+	if err != nil {
+		return nil, errors.New(errText(err))
+	}
+	ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	if resp.StatusCode == http.StatusOK && ct == "text/event-stream" {
+		return resp, nil
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode == http.StatusOK {
+		return nil, fmt.Errorf("the server answered the GET that resumes it with content type %q, want text/event-stream", clip(ct))
+	}
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+	msg := "the server did not resume it: HTTP status " + clip(resp.Status)
+	if resp.StatusCode == http.StatusMethodNotAllowed {
+		msg = "the server does not resume streams (HTTP 405 for GET)"
+	}
+	if b := strings.TrimSpace(string(body)); b != "" {
+		msg += fmt.Sprintf(": %q", clip(b))
+	}
+	return nil, errors.New(msg)
+}
+
+// errStreamEnded is the start of every error of a stream that ended
+// without the answer.
+const errStreamEnded = "the server ended its event stream without the answer"
+
+// waitRetry waits d, or until ctx ends.
+func waitRetry(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 }
 

@@ -235,33 +235,77 @@ func (s *HTTPSession) exchange(req *http.Request, m *message) error {
 		s.push(data)
 		return nil
 	case "text/event-stream":
-		if !s.events(resp.Body, m.id) {
-			return fail("the server ended its event stream without the answer")
+		if reason := s.answerStream(req.Context(), resp.Body, m.id); reason != "" {
+			return fail(reason)
 		}
 		return nil
 	}
 	return fail(fmt.Sprintf("content type %q, want application/json or text/event-stream", clip(ct)))
 }
 
-// events reads server-sent events from body and pushes each message; with
+// answerStream reads the event stream of the request id until its
+// answer; a stream that ends or breaks first is resumed (a GET with
+// Last-Event-ID after the server's reconnection time), at most
+// maxResumes times in a row without a message. It returns "" once the
+// answer came, else why it did not.
+func (s *HTTPSession) answerStream(ctx context.Context, body io.ReadCloser, id []byte) string {
+	es := &eventStream{}
+	for resumes := 0; ; resumes++ {
+		es.lr = newLineReader(body)
+		es.lr.max = MaxMessage
+		answered, msgs, err := s.events(es, id)
+		body.Close()
+		if answered {
+			return ""
+		}
+		if msgs > 0 {
+			resumes = 0
+		}
+		ended := errStreamEnded
+		switch {
+		case ctx.Err() != nil:
+			return ended
+		case errors.Is(err, ErrMessageTooLarge):
+			return ErrMessageTooLarge.Error()
+		case !errors.Is(err, io.EOF):
+			ended += " (" + errText(err) + ")"
+		}
+		if reason := es.unresumable(); reason != "" {
+			return ended + ", and " + reason
+		}
+		if resumes >= maxResumes {
+			return fmt.Sprintf("%s %d times in a row, resumed each time with Last-Event-ID; giving up", ended, maxResumes+1)
+		}
+		if waitRetry(ctx, es.delay()) != nil {
+			return ended
+		}
+		resp, err := resumeRequest(ctx, s.client, s.endpoint, s.setHeaders, es.lastID)
+		if err != nil {
+			return ended + ", and resuming it failed: " + err.Error()
+		}
+		body = resp.Body
+	}
+}
+
+// events reads server-sent events from es and pushes each message; with
 // id set, it stops after the answer to that request and reports whether
-// it came.
-func (s *HTTPSession) events(body io.Reader, id []byte) bool {
-	lr := newLineReader(body)
-	lr.max = MaxMessage
+// it came. It returns how many messages it pushed and the error that
+// ended the stream.
+func (s *HTTPSession) events(es *eventStream, id []byte) (answered bool, msgs int, err error) {
 	want := IDKey(id)
 	for {
-		data, err := nextEvent(lr)
+		data, err := es.next()
 		if err != nil {
-			return false
+			return false, msgs, err
 		}
 		if len(bytes.TrimSpace(data)) == 0 {
 			continue
 		}
 		s.push(data)
+		msgs++
 		if want != "" {
 			if m, err := decodeMessage(data); err == nil && !m.isRequest && IDKey(m.id) == want {
-				return true
+				return true, msgs, nil
 			}
 		}
 	}
@@ -269,10 +313,14 @@ func (s *HTTPSession) events(body io.Reader, id []byte) bool {
 
 // stream keeps the GET stream open while the session lasts: a server
 // that offers none (405) is left alone; one that ends it is asked again,
-// at most every 30 s.
+// with Last-Event-ID once the stream had an event id, after the server's
+// reconnection time (its "retry", at most maxRetry) or, without one, at
+// most every 30 s. A GET with Last-Event-ID that fails is asked again
+// without it.
 func (s *HTTPSession) stream() {
 	defer s.wg.Done()
 	wait := time.Second
+	es := &eventStream{}
 	for {
 		req, err := http.NewRequestWithContext(s.ctx, http.MethodGet, s.endpoint, nil)
 		if err != nil {
@@ -280,7 +328,12 @@ func (s *HTTPSession) stream() {
 		}
 		req.Header.Set("Accept", "text/event-stream")
 		s.setHeaders(req)
+		resuming := es.unresumable() == ""
+		if resuming {
+			req.Header.Set("Last-Event-ID", es.lastID)
+		}
 		resp, err := s.client.Do(req)
+		msgs := 0
 		if err == nil {
 			ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 			switch {
@@ -288,15 +341,32 @@ func (s *HTTPSession) stream() {
 				resp.Body.Close()
 				return
 			case resp.StatusCode == http.StatusOK && ct == "text/event-stream":
-				wait = time.Second
-				s.events(resp.Body, nil)
+				es.lr = newLineReader(resp.Body)
+				es.lr.max = MaxMessage
+				_, msgs, _ = s.events(es, nil)
+			default:
+				if resuming {
+					es.lastID = "" // the server does not know it: start afresh
+				}
 			}
 			resp.Body.Close()
+		}
+		// A stream that brought messages is asked again after the
+		// server's reconnection time; one that brought none, or failed,
+		// after no less, and at least twice as long as the last time.
+		next := wait
+		switch {
+		case msgs > 0 && es.hasRetry:
+			next, wait = es.retry, time.Second
+		case msgs > 0:
+			next, wait = time.Second, time.Second
+		case es.hasRetry:
+			next = max(wait, es.retry)
 		}
 		select {
 		case <-s.done:
 			return
-		case <-time.After(wait):
+		case <-time.After(next):
 		}
 		wait = min(2*wait, 30*time.Second)
 	}

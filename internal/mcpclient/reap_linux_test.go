@@ -19,7 +19,7 @@ import (
 // on the end of its stdin runs atEOF. A SIGTERM writes "term" to
 // $MARKFILE.
 const shServer = `
-trap 'echo term > "$MARKFILE"; exit 1' TERM
+trap 'echo term >> "$MARKFILE"; exit 1' TERM
 %START%
 while [ -n "$PIDFILE" ] && [ ! -s "$PIDFILE" ]; do sleep 0.01; done
 while IFS= read -r line; do

@@ -27,8 +27,9 @@ type Session interface {
 }
 
 // StdioSession is a server started over stdio for a session. It runs in
-// its own process group, which Close ends (stdin closed, then SIGTERM,
-// then SIGKILL) and reaps, as a fetch does.
+// its own process group, which Close ends (stdin closed and stdout read
+// to its end for a grace period, then SIGTERM, then SIGKILL) and reaps,
+// as a fetch does.
 type StdioSession struct {
 	c      *stdioConn
 	cancel context.CancelFunc

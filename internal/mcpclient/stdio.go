@@ -8,19 +8,25 @@ import (
 	"os"
 	"os/exec"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
-// Stopping a stdio server: after its stdin is closed it has stdinGrace to
-// exit; then its process group gets SIGTERM and termGrace to end; then
+// Stopping a stdio server: its stdin is closed and it has stdinGrace to
+// exit by itself, while what it still writes to stdout is read and
+// discarded (at most maxDrain bytes), so a last message does not fail with
+// EPIPE; then its process group gets SIGTERM and termGrace to end; then
 // SIGKILL, and killWait to be reaped. Together with lastWords they keep a
-// fetch within --timeout plus 3 s.
+// fetch within --timeout plus 4 s.
 const (
-	stdinGrace = 1 * time.Second
+	stdinGrace = 2 * time.Second
 	termGrace  = 1 * time.Second
 	killWait   = 500 * time.Millisecond
 	// lastWords is how long the end of a failed server's stderr is waited for.
 	lastWords = 200 * time.Millisecond
+	// maxDrain bounds what is read of stdout while the server stops: one
+	// message's worth. A server that writes more has its stdout closed.
+	maxDrain = MaxMessage
 )
 
 // stdioConn speaks newline-delimited JSON-RPC with a child process.
@@ -51,17 +57,31 @@ type stdioConn struct {
 	// lines reads stdout directly, in a session (readLine).
 	lines   *lineReader
 	linesMu sync.Mutex
+	// closing is set when close begins: readLine returns errStopped.
+	closing atomic.Bool
+	// drained is closed when the reading of stdout during close ended.
+	drained chan struct{}
 }
 
+// errStopped is what a session's Read returns once the server is being
+// stopped.
+var errStopped = errors.New("the session is closed")
+
 // readLine returns the next non-empty line of a session's stdout, read by
-// the caller's goroutine: no hand-off per message. Closing stdout (close)
-// ends a read under way.
+// the caller's goroutine: no hand-off per message. Stopping the server
+// (close) ends a read under way: it returns errStopped.
 func (c *stdioConn) readLine() ([]byte, error) {
 	c.linesMu.Lock()
 	defer c.linesMu.Unlock()
 	for {
+		if c.closing.Load() {
+			return nil, errStopped
+		}
 		line, err := c.lines.next()
 		if err != nil {
+			if c.closing.Load() {
+				return nil, errStopped
+			}
 			if errors.Is(err, io.EOF) || errors.Is(err, os.ErrClosed) {
 				return nil, errors.New("the server closed the connection (exited?)")
 			}
@@ -127,7 +147,7 @@ func startStdio(ctx context.Context, argv, env []string, dir string, b *budget, 
 	c := &stdioConn{cmd: cmd, tree: watch(cmd), stdin: inW, stdout: outR, stderr: errR, tail: &tail{max: 4096},
 		msgs: make(chan lineResult), quit: make(chan struct{}), reaped: make(chan struct{}),
 		errDone: make(chan struct{}), answers: make(chan []byte, maxPendingAnswers), ctx: ctx,
-		writing: make(chan struct{}, 1)}
+		writing: make(chan struct{}, 1), drained: make(chan struct{})}
 	go func() {
 		cmd.Wait()
 		close(c.reaped)
@@ -230,6 +250,32 @@ func (c *stdioConn) answer(data []byte) {
 	}
 }
 
+// drain stops the reading of stdout for messages and goes on reading it
+// in the background, discarding what comes, until its end, maxDrain bytes,
+// or stdout is closed: a server that answers or logs once more while it
+// stops is not met with EPIPE (Node.js prints a stack trace for it). Where
+// a pipe takes no read deadline (Windows), a read under way cannot be
+// ended otherwise, and stdout is closed at once.
+func (c *stdioConn) drain() {
+	c.closing.Store(true)
+	if err := c.stdout.SetReadDeadline(time.Unix(1, 0)); err != nil {
+		c.stdout.Close()
+		close(c.drained)
+		return
+	}
+	go func() {
+		defer close(c.drained)
+		// A session's reader, woken by the deadline, has left readLine.
+		c.linesMu.Lock()
+		defer c.linesMu.Unlock()
+		c.stdout.SetReadDeadline(time.Time{})
+		io.CopyN(io.Discard, c.stdout, maxDrain)
+		// The end, or more than a stopping server has to say: a write
+		// now fails.
+		c.stdout.Close()
+	}()
+}
+
 // close ends the server and its process group and reaps it, within
 // stdinGrace + termGrace + killWait + lastWords. It returns the end of
 // what the server wrote to stderr.
@@ -238,10 +284,10 @@ func (c *stdioConn) close() string {
 	// that left the group with setsid is ended by pid afterwards.
 	family := descendants(c.cmd.Process.Pid)
 	close(c.quit)
+	// The end of its input asks the server to exit (MCP's stdio shutdown);
+	// its output is still read meanwhile.
 	c.stdin.Close()
-	// Nothing more is read: a server blocked writing stdout gets EPIPE
-	// rather than waiting for the grace periods.
-	c.stdout.Close()
+	c.drain()
 	select {
 	case <-c.reaped:
 	case <-time.After(stdinGrace):
@@ -268,6 +314,10 @@ func (c *stdioConn) close() string {
 		// goroutine behind rather than hang.
 	}
 	c.tree.forget()
+	// A process that still holds stdout (one beyond every reach above)
+	// does not keep the drain going.
+	c.stdout.Close()
+	<-c.drained
 	select {
 	case <-c.errDone:
 	case <-time.After(lastWords):
