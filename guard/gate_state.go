@@ -1095,38 +1095,42 @@ func (g *Gate) decideRef(m *mcpclient.Message, data []byte, s *slot) {
 		if matched, ok = g.st.usable(itemResource, uri); ok {
 			break
 		}
-		if _, exposed := g.st.exposed[itemResource][uri]; exposed || g.st.offered(itemResource, uri) {
-			break // offered, and withheld
-		}
 		// What a template matches is what the policies see: one spelled
 		// otherwise than in normal form could name what they forbid.
 		if why := uriNotNormal(uri); why != "" {
 			g.refuseParams(m, s, &paramsError{fmt.Sprintf("params.uri %q is not in normal form (RFC 3986): %s", clipText(uri), why)})
 			return
 		}
-		if tmpl, e, usable, found := g.matchTemplate(uri); usable {
+		tmpl, e, usable, found := g.matchTemplate(uri)
+		if usable {
 			ok, matched, item, entry = true, e, itemTemplate, tmpl
 			break
-		} else if found {
-			// A template the server offers matches, and etdi withholds it.
-			why, _ := g.whyRefused(itemTemplate, tmpl)
-			why.item, why.name = itemResource, uri
-			why.message = fmt.Sprintf("it matches resource template %q: %s", tmpl, why.message)
-			refused = &why
-			break
 		}
-		if tool, digest, returned := g.returnedBy(uri); returned {
+		// A resource a tool returned is the host's to read while the tool
+		// is approved as it was, whether or not the server lists it (one
+		// a tool creates is listed as new once it exists).
+		tool, digest, returned := g.returnedBy(uri)
+		if returned {
 			if x, usable := g.st.usable(itemTool, tool); usable && x.digest == digest {
 				ok, matched = true, x
 				matched.tool.Name, matched.tool.Annotations = uri, policy.Annotations{}
 				break
 			}
+		}
+		_, exposed := g.st.exposed[itemResource][uri]
+		switch {
+		case exposed || g.st.offered(itemResource, uri):
+			// Offered, and withheld: why, below.
+		case found:
+			// A template the server offers matches, and etdi withholds it.
+			why, _ := g.whyRefused(itemTemplate, tmpl)
+			why.item, why.name = itemResource, uri
+			why.message = fmt.Sprintf("it matches resource template %q: %s", tmpl, why.message)
+			refused = &why
+		case returned:
 			why, _ := g.whyRefused(itemTool, tool)
 			refused = &refusal{item: itemResource, name: uri, kind: why.kind,
 				message: fmt.Sprintf("tool %q returned it, and that tool is withheld now: %s", tool, why.message)}
-			break
-		}
-		switch {
 		case g.st.ownKnown[itemResource] && g.st.ownKnown[itemTemplate]:
 			// Neither listed, matched nor returned: not found, as the
 			// server would answer a resource it does not have.

@@ -588,3 +588,49 @@ func TestGateCancelledAskUnanswered(t *testing.T) {
 		t.Fatalf("the server received %v", received)
 	}
 }
+
+// A resource a tool creates at run time is readable through the link the
+// tool returned, also once the server lists it (as a new, unapproved
+// entry, after list_changed).
+func TestGateReadsResourceToolCreated(t *testing.T) {
+	var mu sync.Mutex
+	made := false
+	a := startAtk(t, atkOptions(t), func(m *mcpclient.Message, own bool) []string {
+		mu.Lock()
+		defer mu.Unlock()
+		switch m.Method {
+		case "tools/call":
+			made = true
+			return []string{res(m, `{"content":[{"type":"resource_link","uri":"weather://made/1","name":"made"}]}`),
+				`{"jsonrpc":"2.0","method":"notifications/resources/list_changed"}`}
+		case "resources/list":
+			if made {
+				return []string{res(m, `{"resources":[`+atkResource+`,{"uri":"weather://made/1","name":"made"}]}`)}
+			}
+		}
+		return cleanHandler(m, own)
+	})
+	a.init(t)
+	if ans := a.ask(t, "tools/call", `{"name":"get_weather","arguments":{}}`, 5*time.Second); !strings.Contains(ans, "weather://made/1") {
+		t.Fatalf("call: %s", ans)
+	}
+	// The listing the notification asks for is done before the read is
+	// decided (the read waits behind it).
+	for {
+		data, err := a.host.Read(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(string(data), "list_changed") {
+			break
+		}
+	}
+	if ans := a.ask(t, "resources/read", `{"uri":"weather://made/1"}`, 5*time.Second); !strings.Contains(ans, "sunny") {
+		t.Fatalf("read of the resource a tool made: %s", ans)
+	}
+	// Listed, it is withheld from the host's list: nobody approved its
+	// definition.
+	if ans := a.ask(t, "resources/list", `{}`, 5*time.Second); strings.Contains(ans, "made/1") {
+		t.Fatalf("resources/list: %s", ans)
+	}
+}
