@@ -634,3 +634,48 @@ func TestGateReadsResourceToolCreated(t *testing.T) {
 		t.Fatalf("resources/list: %s", ans)
 	}
 }
+
+// A host must not cancel initialize: one that does is answered all the
+// same, and the gate's own listing is made, so the session works.
+func TestGateCancelledInitializeAnswered(t *testing.T) {
+	host := newHalfHost()
+	server, serverEnd := pipePair()
+	serveAtk(serverEnd, cleanHandler)
+	g, err := NewGate(atkOptions(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error)
+	go func() { g.Run(context.Background(), host, server); close(done) }()
+	host.send(t, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"h","version":"1"}}}`)
+	host.send(t, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}`)
+	host.next(t, answers("1"))
+	host.send(t, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"get_weather","arguments":{}}}`)
+	if m := host.next(t, answers("2")); m.Error {
+		t.Fatalf("call after a cancelled initialize: %s %s", m.ErrCode, m.ErrMsg)
+	}
+	endAndCollect(t, host, done)
+}
+
+// A server that offers no prompts or resources (no capability) offers
+// none of them: a request for one is unknown to it.
+func TestGateUnknownWithoutCapability(t *testing.T) {
+	h := func(m *mcpclient.Message, own bool) []string {
+		if m.Method == "initialize" {
+			return []string{res(m, `{"protocolVersion":"2025-06-18","capabilities":{"tools":{}},"serverInfo":{"name":"atk","version":"1"}}`)}
+		}
+		return cleanHandler(m, own)
+	}
+	opts := atkOptionsOf(t, h)
+	a := startAtk(t, opts, h)
+	a.init(t)
+	if code, _, _ := errorOf(t, a.ask(t, "prompts/get", `{"name":"weather_report"}`, 5*time.Second)); code != -32602 {
+		t.Fatalf("prompts/get of a server without prompts: %d", code)
+	}
+	if code, _, _ := errorOf(t, a.ask(t, "resources/read", `{"uri":"weather://cities"}`, 5*time.Second)); code != ResourceNotFoundCode {
+		t.Fatalf("resources/read of a server without resources: %d", code)
+	}
+	if received(a, "prompts/get weather_report") || received(a, "resources/read weather://cities") {
+		t.Fatalf("the server received %v", a.server.received())
+	}
+}
