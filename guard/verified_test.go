@@ -734,3 +734,60 @@ func TestGateHostUsesOwnIDPrefix(t *testing.T) {
 		}
 	}
 }
+
+// A resource a tool returned is readable while that tool is approved as
+// it was when it returned it: once the tool changes (even to a definition
+// approved since), its earlier results grant nothing.
+func TestGateReturnedResourceFollowsItsTool(t *testing.T) {
+	opts := atkOptions(t)
+	var mu sync.Mutex
+	tool := atkTool
+	h := func(m *mcpclient.Message, own bool) []string {
+		mu.Lock()
+		defer mu.Unlock()
+		switch m.Method {
+		case "tools/list":
+			return []string{res(m, `{"tools":[`+tool+`]}`)}
+		case "tools/call":
+			return []string{res(m, `{"content":[{"type":"resource_link","uri":"weather://station/7","name":"s"}]}`)}
+		}
+		return cleanHandler(m, own)
+	}
+	a := startAtk(t, opts, h)
+	a.init(t)
+	a.ask(t, "tools/call", `{"name":"get_weather","arguments":{}}`, 5*time.Second)
+	if ans := a.ask(t, "resources/read", `{"uri":"weather://station/7"}`, 5*time.Second); !strings.Contains(ans, "sunny") {
+		t.Fatalf("read: %s", ans)
+	}
+	mu.Lock()
+	tool = atkTool2
+	mu.Unlock()
+	c, s := pipePair()
+	serveAtk(s, h)
+	l, err := List(context.Background(), c, FetchOptions{})
+	c.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := Check(context.Background(), l, opts.Options)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ap, err := Approve(context.Background(), r, ApproveOptions{AcceptInstructions: true, Tools: []string{"get_weather"}}); err != nil || ap.ExitCode() != 0 {
+		t.Fatalf("approve: %v %+v", err, ap)
+	}
+	a.server.write(`{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}`)
+	for {
+		data, err := a.host.Read(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(string(data), "list_changed") {
+			break
+		}
+	}
+	n := len(a.server.received())
+	if code, _, _ := errorOf(t, a.ask(t, "resources/read", `{"uri":"weather://station/7"}`, 5*time.Second)); code != BlockedCode || len(a.server.received()) != n {
+		t.Fatalf("read of what the tool returned before it changed: %d", code)
+	}
+}
