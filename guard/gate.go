@@ -113,9 +113,15 @@ type GateOptions struct {
 //   - every tools/list, prompts/list, resources/list and
 //     resources/templates/list answer is checked, page by page, and loses
 //     every entry that is not approved and unchanged;
-//   - tools/call of a tool not in the last list the host received from the
-//     gate, or no longer approved, and prompts/get of such a prompt, are
-//     answered with BlockedCode and never reach the server;
+//   - tools/call, prompts/get, resources/read, resources/subscribe and
+//     completion/complete reach the server only for an entry approved and
+//     unchanged in the gate's own latest listing, or, one the host
+//     listed, still approved as the host received it, and for resources
+//     an approved tool returned in the session; anything else is answered
+//     by the gate: BlockedCode for what the server offers and etdi
+//     withholds, -32602 (a resource: ResourceNotFoundCode) for what it
+//     does not offer;
+//   - a request the host cancelled gets no answer;
 //   - on a list_changed notification the gate lists the server again
 //     before it relays the notification, and blocks what changed;
 //   - every member of a host's request it decides on is read strictly: a
