@@ -259,7 +259,9 @@ func TestRegressionHarnessHonestServer(t *testing.T) {
 	if ans := a.ask(t, "tools/call", `{"name":"get_weather","arguments":{"city":"x"}}`, 5*time.Second); !strings.Contains(ans, "sunny") {
 		t.Fatalf("call: %s", ans)
 	}
-	if ans := a.ask(t, "tools/call", `{"name":"delete_all"}`, 5*time.Second); !strings.Contains(ans, "-32090") {
+	// A tool the server does not offer: unknown, as the server would say,
+	// with etdi's reason.
+	if ans := a.ask(t, "tools/call", `{"name":"delete_all"}`, 5*time.Second); !strings.Contains(ans, `"code":-32602`) || !strings.Contains(ans, `"kind":"not_listed"`) {
 		t.Fatalf("unlisted call: %s", ans)
 	}
 }
@@ -413,8 +415,9 @@ func TestRegressionUnlistedPromptBlocked(t *testing.T) {
 	if ans := a.ask(t, "prompts/list", `{}`, 5*time.Second); strings.Contains(ans, "exfiltrate") || !strings.Contains(ans, "weather_report") {
 		t.Fatalf("prompts/list: %s", ans)
 	}
-	for _, name := range []string{"exfiltrate", "never_listed"} {
-		if ans := a.ask(t, "prompts/get", `{"name":"`+name+`"}`, 5*time.Second); !strings.Contains(ans, "-32090") {
+	// Offered and withheld: BlockedCode; not offered: unknown (-32602).
+	for name, code := range map[string]string{"exfiltrate": "-32090", "never_listed": "-32602"} {
+		if ans := a.ask(t, "prompts/get", `{"name":"`+name+`"}`, 5*time.Second); !strings.Contains(ans, `"code":`+code) {
 			t.Fatalf("prompts/get %s: %s", name, ans)
 		}
 	}

@@ -87,13 +87,16 @@ func ExampleTransport() {
 	}
 	res, _ := session.CallTool(ctx, &mcp.CallToolParams{Name: "get_weather"})
 	fmt.Println(res.Content[0].(*mcp.TextContent).Text)
+	// A tool the server does not offer is unknown, as the server would
+	// answer (-32602), with etdi's reason in data; one it offers that is
+	// not approved as it is now is refused with guard.BlockedCode.
 	_, err = session.CallTool(ctx, &mcp.CallToolParams{Name: "delete_everything"})
-	var blocked *jsonrpc.Error
-	if errors.As(err, &blocked) && blocked.Code == guard.BlockedCode {
-		fmt.Println("blocked:", string(blocked.Data) != "")
+	var unknown *jsonrpc.Error
+	if errors.As(err, &unknown) && unknown.Code == jsonrpc.CodeInvalidParams {
+		fmt.Println("unknown:", string(unknown.Data) != "")
 	}
 	// Output:
 	// tool get_weather
 	// sunny
-	// blocked: true
+	// unknown: true
 }

@@ -38,9 +38,21 @@ type Conn interface {
 // "message"}.
 const BlockedCode = -32090
 
-// NotListed is the kind named in the error of a call to a tool the host
-// never received from the gate.
+// ResourceNotFoundCode is the JSON-RPC error code of a resources/read or
+// resources/subscribe of a resource the server does not offer (MCP's
+// "Resource not found"), with BlockedCode's data and the URI.
+const ResourceNotFoundCode = -32002
+
+// NotListed is the kind named in the error of a request for an entry the
+// server does not offer in the gate's own latest listing (answered -32602,
+// a resource ResourceNotFoundCode), or for any entry while the gate has no
+// listing of the server (BlockedCode).
 const NotListed = "not_listed"
+
+// maxCancelled bounds the requests the host cancelled whose answers the
+// gate still waits for, to drop them: beyond it the oldest is forgotten
+// (its answer, if one comes, is dropped as one to nobody's request).
+const maxCancelled = 10_000
 
 // GateOptions configure a gate.
 type GateOptions struct {
@@ -101,9 +113,15 @@ type GateOptions struct {
 //   - every tools/list, prompts/list, resources/list and
 //     resources/templates/list answer is checked, page by page, and loses
 //     every entry that is not approved and unchanged;
-//   - tools/call of a tool not in the last list the host received from the
-//     gate, or no longer approved, and prompts/get of such a prompt, are
-//     answered with BlockedCode and never reach the server;
+//   - tools/call, prompts/get, resources/read, resources/subscribe and
+//     completion/complete reach the server only for an entry approved and
+//     unchanged in the gate's own latest listing, or, one the host
+//     listed, still approved as the host received it, and for resources
+//     an approved tool returned in the session; anything else is answered
+//     by the gate: BlockedCode for what the server offers and etdi
+//     withholds, -32602 (a resource: ResourceNotFoundCode) for what it
+//     does not offer;
+//   - a request the host cancelled gets no answer;
 //   - on a list_changed notification the gate lists the server again
 //     before it relays the notification, and blocks what changed;
 //   - every member of a host's request it decides on is read strictly: a
@@ -135,9 +153,14 @@ type Gate struct {
 	// prefix makes their ids unlike any host's.
 	own *ownRequests
 
-	// pending are the host's requests forwarded to the server, by id key.
-	pendMu  sync.Mutex
-	pending map[string]*hostRequest
+	// pending are the host's requests forwarded to the server, by id key;
+	// cancelled are the keys of those the host cancelled, oldest first
+	// (some may have been answered since).
+	pendMu    sync.Mutex
+	pending   map[string]*hostRequest
+	cancelled []string
+	// links are the resources tools returned in this session.
+	links links
 
 	audit *callAudit
 	st    gateState // owned by the jobs goroutine
@@ -210,6 +233,11 @@ type hostRequest struct {
 	first bool
 	// call is set for an audited tools/call.
 	call *callRecord
+	// tool and digest are the tool a tools/call calls, as the gate let it
+	// through: the resources its result names are remembered as its.
+	tool, digest string
+	// cancelled says the host cancelled the request: it gets no answer.
+	cancelled bool
 }
 
 // NewGate returns a gate; Run relays a session through it.
@@ -317,6 +345,12 @@ func (g *Gate) Run(ctx context.Context, host, server Conn) error {
 	g.jobs.close()
 	<-jobsDone
 	g.answerPending(why)
+	g.links.mu.Lock()
+	n := g.links.dropped
+	g.links.mu.Unlock()
+	if n > 0 {
+		g.logf("did not remember %d resources tools returned in this session beyond the first %d: the host could not read them", n, maxLinks)
+	}
 	g.toServer.close(nil)
 	g.toHost.close(nil)
 	flushed := time.After(2 * time.Second)
@@ -495,6 +529,9 @@ func (g *Gate) fromHost(m *mcpclient.Message, data []byte, s *slot) {
 			g.toServer.fill(s)
 			return
 		}
+		// Relayed to the server, which may stop; the host gets no answer
+		// for the request, whatever the server still sends.
+		g.cancelPending(key)
 	case "notifications/initialized":
 		// etdi sends it itself when the answer to initialize comes, before
 		// its own listing: the server receives exactly one, even from a
@@ -549,6 +586,11 @@ func (g *Gate) fromServerAnswer(m *mcpclient.Message, data []byte) {
 		g.logf("dropped an answer of the server to a request nobody sent (id %s)", clipText(string(m.ID)))
 		return
 	}
+	if req.cancelled {
+		g.audit.finish(req.call, m)
+		g.logf("dropped the server's answer to %s (id %s): the host cancelled it", clipText(req.method), clipText(string(m.ID)))
+		return
+	}
 	switch req.method {
 	case "initialize":
 		s := g.toHost.reserve()
@@ -558,6 +600,11 @@ func (g *Gate) fromServerAnswer(m *mcpclient.Message, data []byte) {
 		g.jobs.add(func() { g.filterPage(req, m, data, s) })
 	case "tools/call":
 		g.audit.finish(req.call, m)
+		if !m.Error {
+			// Before the host can read them: the resources the result
+			// names are the host's to read while the tool is approved.
+			g.rememberLinks(req.tool, req.digest, m.Result)
+		}
 		g.toHost.send(g.withoutEtdiMetaResult(m, data))
 	default:
 		g.toHost.send(g.withoutEtdiMetaResult(m, data))
@@ -660,6 +707,28 @@ func (g *Gate) hasPending(key string) bool {
 	return ok || asking
 }
 
+// cancelPending marks a request of the host waiting for the server as
+// cancelled: its answer is dropped, and the end of the session does not
+// answer it. initialize, which a host must not cancel, is answered.
+func (g *Gate) cancelPending(key string) {
+	g.pendMu.Lock()
+	defer g.pendMu.Unlock()
+	r := g.pending[key]
+	if r == nil || r.cancelled || r.method == "initialize" {
+		return
+	}
+	r.cancelled = true
+	g.cancelled = append(g.cancelled, key)
+	if len(g.cancelled) > maxCancelled {
+		old := g.cancelled[0]
+		g.cancelled = g.cancelled[1:]
+		if r := g.pending[old]; r != nil && r.cancelled {
+			delete(g.pending, old)
+			g.audit.finish(r.call, nil)
+		}
+	}
+}
+
 func (g *Gate) takePending(key string) *hostRequest {
 	g.pendMu.Lock()
 	defer g.pendMu.Unlock()
@@ -701,7 +770,9 @@ func (g *Gate) answerPending(why error) {
 	g.pendMu.Unlock()
 	for _, r := range reqs {
 		g.audit.finish(r.call, nil)
-		g.toHost.send(g.errorTo(r.id, -32000, msg, nil))
+		if !r.cancelled {
+			g.toHost.send(g.errorTo(r.id, -32000, msg, nil))
+		}
 	}
 	for _, w := range asking {
 		g.audit.blocked(w.server, w.name, w.e.digest, w.args, PolicyAsk, w.outcome(AnswerEnded))

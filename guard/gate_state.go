@@ -67,6 +67,9 @@ type refusal struct {
 // reads or writes it.
 type gateState struct {
 	initializedSent bool
+	// protocol is the protocol version the server's answer to initialize
+	// names.
+	protocol string
 	// host is what the host said of itself in initialize.
 	host hostSide
 	// server, provider, name and sequence are those of the last
@@ -84,6 +87,17 @@ type gateState struct {
 	// approved are the entries the gate last found approved and unchanged:
 	// digest by item kind and name.
 	approved map[string]map[string]string
+	// own are the entries of the gate's own latest listing of each item
+	// kind, by name: their digest, and, of those it found approved, what
+	// was observed and what the call-time policies know of them. A host
+	// may use an approved one it never listed (usable). ownKnown says the
+	// gate knows what the server offers of a kind (its own listing of it
+	// succeeded, or the server offers none): a name not in own is then
+	// one the server does not offer. ownFail is why the last listing of a
+	// kind failed.
+	own      map[string]map[string]exposure
+	ownKnown map[string]bool
+	ownFail  map[string]refusal
 	// why says why an entry is not approved.
 	why map[string]map[string]refusal
 	// stamp is the pin database's state when approved was last computed.
@@ -122,6 +136,46 @@ func (st *gateState) init() {
 		st.approved[item], st.why[item] = map[string]string{}, map[string]refusal{}
 	}
 	st.told = map[refusal]bool{}
+	st.own, st.ownKnown, st.ownFail = map[string]map[string]exposure{}, map[string]bool{}, map[string]refusal{}
+}
+
+// usable returns the entry of item kind item named name that a request
+// of the host uses, and whether it may: the one the host last received
+// from the gate, if it did, still approved as received (a host holding a
+// stale definition is refused); else the one of the gate's own latest
+// listing, approved and unchanged there. What the host was never shown it
+// cannot have been shown otherwise than etdi verified it, and what it
+// reaches is what the person approved.
+func (st *gateState) usable(item, name string) (exposure, bool) {
+	if e, ok := st.exposed[item][name]; ok {
+		return e, e.digest != "" && st.approved[item][name] == e.digest
+	}
+	e, ok := st.own[item][name]
+	return e, ok && e.digest != "" && st.approved[item][name] == e.digest
+}
+
+// resourceNotFound is the error code of a read of a resource the server
+// does not offer, as the session's protocol version gives it: -32002
+// (ResourceNotFoundCode) up to 2025-11-25, -32602 from 2026-07-28 on
+// (where clients accept -32002 too).
+func (st *gateState) resourceNotFound() int {
+	if v := st.protocol; len(v) == len("2026-07-28") && v >= "2026-07-28" {
+		return -32602
+	}
+	return ResourceNotFoundCode
+}
+
+// offered reports whether the server offers an entry in the gate's own
+// latest listing of its kind, approved or not.
+func (st *gateState) offered(item, name string) bool {
+	_, ok := st.own[item][name]
+	return ok
+}
+
+// unknown reports whether the gate knows the server does not offer an
+// entry: its own latest listing of the kind succeeded without it.
+func (st *gateState) unknown(item, name string) bool {
+	return st.ownKnown[item] && !st.offered(item, name)
 }
 
 // refuse records why an entry is not let through, to be told.
@@ -275,12 +329,20 @@ func (g *Gate) initialized(m *mcpclient.Message, data []byte, s *slot) {
 		return
 	}
 	g.st.initializedSent = true
+	g.st.protocol = l.ProtocolVersion
 	items := []string{itemTool}
 	if l.Offers.Prompts {
 		items = append(items, itemPrompt)
 	}
 	if l.Offers.Resources {
 		items = append(items, itemResource, itemTemplate)
+	}
+	// What the server does not offer, it offers none of.
+	for _, item := range []string{itemPrompt, itemResource, itemTemplate} {
+		if !slices.Contains(items, item) {
+			g.st.own[item], g.st.ownKnown[item] = map[string]exposure{}, true
+			delete(g.st.ownFail, item)
+		}
 	}
 	r := g.relist(items, l)
 	result := m.Result
@@ -344,7 +406,9 @@ func (g *Gate) relist(items []string, init *mcpclient.Listing) *Report {
 	if err != nil {
 		g.logf("could not list the server (%v): nothing it lists is let through", err)
 		for _, item := range items {
-			g.refuseAll(item, reason(nil, item, "", err))
+			why := reason(nil, item, "", err)
+			g.refuseAll(item, why)
+			g.st.own[item], g.st.ownKnown[item], g.st.ownFail[item] = map[string]exposure{}, false, why
 		}
 		return nil
 	}
@@ -364,12 +428,26 @@ func (g *Gate) relist(items []string, init *mcpclient.Listing) *Report {
 		g.logf("could not check the server's listing (%v): nothing it lists is let through", err)
 	}
 	withheld := err != nil || r.Blocked()
+	obs := observedIn(r)
 	for _, item := range items {
 		approved := map[string]string{}
+		own := map[string]exposure{}
 		for _, e := range entries(gl, item) {
+			x := exposure{digest: e.Digest.String()}
+			if _, twice := own[e.Name]; twice {
+				x.digest = "" // listed twice: neither is usable
+			}
+			own[e.Name] = x
 			if err == nil && r.AllowedItem(item, e.Name) {
 				approved[e.Name] = e.Digest.String()
 				delete(g.st.why[item], e.Name)
+				x.obs = obs[[2]string{item, e.Name}]
+				if g.opts.Policies != nil {
+					x.tool = policy.ToolOf(g.st.server, g.st.provider, x.obs) // once, not on every call
+				}
+				if own[e.Name].digest != "" {
+					own[e.Name] = x
+				}
 			} else {
 				why := reason(r, item, e.Name, err)
 				why.digest = e.Digest.String()
@@ -378,6 +456,8 @@ func (g *Gate) relist(items []string, init *mcpclient.Listing) *Report {
 			}
 		}
 		g.st.approved[item] = approved
+		g.st.own[item], g.st.ownKnown[item] = own, true
+		delete(g.st.ownFail, item)
 		if item == itemTool {
 			g.st.serverScopes = approvedScopes(r, approved)
 		}
@@ -652,18 +732,31 @@ func (g *Gate) rejudge() {
 	if g.st.server == "" {
 		return
 	}
+	// What the host received, and what it may use without having
+	// listed it (the gate's own listing): two observations when an entry
+	// is in both with other digests, as StillApproved answers by name.
 	o := &pin.Observation{Server: g.st.server, Provider: g.st.provider, Name: g.st.name, Sequence: g.st.sequence}
+	ownObs := *o
 	for _, item := range []string{itemTool, itemPrompt, itemResource, itemTemplate} {
 		for _, e := range g.st.exposed[item] {
 			if e.obs.Canonical != nil {
 				o.Tools = append(o.Tools, e.obs)
 			}
 		}
+		for name, e := range g.st.own[item] {
+			if e.obs.Canonical == nil {
+				continue // not approved: nothing to withdraw
+			}
+			if x, ok := g.st.exposed[item][name]; ok && x.digest == e.digest {
+				continue
+			}
+			ownObs.Tools = append(ownObs.Tools, e.obs)
+		}
 	}
-	if len(o.Tools) == 0 {
+	if len(o.Tools)+len(ownObs.Tools) == 0 {
 		return
 	}
-	var still map[string]verify.Kind
+	var still, stillOwn map[string]verify.Kind
 	err := withPins(g.opts.Options, true, func(s *pin.Store) error {
 		if s.Offline() != nil {
 			// An etcd store on its snapshot: what changed may not be
@@ -673,7 +766,10 @@ func (g *Gate) rejudge() {
 			g.st.recheckAt = time.Now().Add(offlineRecheck)
 		}
 		var err error
-		still, err = s.StillApproved(o)
+		if still, err = s.StillApproved(o); err != nil {
+			return err
+		}
+		stillOwn, err = s.StillApproved(&ownObs)
 		return err
 	})
 	if err != nil {
@@ -691,6 +787,14 @@ func (g *Gate) rejudge() {
 		}
 		g.st.refuse(refusal{item: t.Item, name: t.Name, kind: string(kind), digest: t.Digest.String(),
 			message: fmt.Sprintf("%s %q is no longer approved as the host received it (%s in the pin database)", pin.ItemWord(t.Item), t.Name, kind)})
+	}
+	for _, t := range ownObs.Tools {
+		kind := stillOwn[pin.StillApprovedKey(t.Item, t.Name)]
+		if kind == "" {
+			continue
+		}
+		g.st.refuse(refusal{item: t.Item, name: t.Name, kind: string(kind), digest: t.Digest.String(),
+			message: fmt.Sprintf("%s %q is no longer approved as etdi last listed it (%s in the pin database)", pin.ItemWord(t.Item), t.Name, kind)})
 	}
 }
 
@@ -723,9 +827,9 @@ func (g *Gate) decide(m *mcpclient.Message, data []byte, s *slot) {
 		return
 	}
 	g.rejudge()
-	e, exposed := g.st.exposed[item][name]
+	e, usable := g.st.usable(item, name)
 	args := p["arguments"]
-	if exposed && g.st.approved[item][name] == e.digest {
+	if usable {
 		if item == itemPrompt && g.opts.Policies != nil {
 			if !g.authorizeEntry(m, s, policy.ActionGet, itemPrompt, name, e, "", args) {
 				return
@@ -751,12 +855,38 @@ func (g *Gate) decide(m *mcpclient.Message, data []byte, s *slot) {
 		return
 	}
 	g.toServer.fill(s)
-	why, ok := g.st.why[item][name]
-	if !exposed && !ok {
-		why = refusal{item: item, name: name, kind: NotListed,
-			message: fmt.Sprintf("%s %q was not in the last list the host received from etdi", pin.ItemWord(item), name)}
+	why, code := g.whyRefused(item, name)
+	g.refuseCallCode(code, m, item, name, e.digest, args, why, policyOutcome{})
+}
+
+// whyRefused says why a request of the host for an entry of item kind
+// item named name is refused, and with which error code: one the server
+// does not offer in the gate's own latest listing is unknown to it
+// (-32602, a resource -32002: what the server itself would answer), one
+// it offers that etdi withholds, or any while etdi knows nothing of what
+// the server offers, is BlockedCode.
+func (g *Gate) whyRefused(item, name string) (refusal, int) {
+	if g.st.unknown(item, name) {
+		code := -32602
+		if item == itemResource {
+			code = g.st.resourceNotFound()
+		}
+		return refusal{item: item, name: name, kind: NotListed,
+			message: fmt.Sprintf("%s %q is not offered by the server in etdi's latest listing of it", pin.ItemWord(item), name)}, code
 	}
-	g.refuseCall(m, item, name, e.digest, args, why, policyOutcome{})
+	if why, ok := g.st.why[item][name]; ok {
+		return why, BlockedCode
+	}
+	if why, ok := g.st.ownFail[item]; ok {
+		why.name = name
+		return why, BlockedCode
+	}
+	if _, exposed := g.st.exposed[item][name]; exposed || g.st.offered(item, name) {
+		return refusal{item: item, name: name, kind: NotListed,
+			message: fmt.Sprintf("%s %q is not approved as etdi last listed it", pin.ItemWord(item), name)}, BlockedCode
+	}
+	return refusal{item: item, name: name, kind: NotListed,
+		message: fmt.Sprintf("%s %q is not one etdi listed from the server", pin.ItemWord(item), name)}, BlockedCode
 }
 
 // forward sends a call or prompts/get the gate allows to the server, in
@@ -764,6 +894,7 @@ func (g *Gate) decide(m *mcpclient.Message, data []byte, s *slot) {
 func (g *Gate) forward(m *mcpclient.Message, data []byte, s *slot, item, name string, e exposure, args []byte, po policyOutcome) {
 	req := &hostRequest{id: m.ID, method: m.Method}
 	if item == itemTool {
+		req.tool, req.digest = name, e.digest
 		req.call = g.audit.begin(g.st.server, name, e.digest, args, po)
 		if g.opts.Policies != nil {
 			g.session.Called(e.tool, time.Now())
@@ -780,6 +911,14 @@ func (g *Gate) forward(m *mcpclient.Message, data []byte, s *slot, item, name st
 // refuseCall answers a tools/call or prompts/get with BlockedCode, says so
 // in the log and records it.
 func (g *Gate) refuseCall(m *mcpclient.Message, item, name, digest string, args []byte, why refusal, po policyOutcome) {
+	g.refuseCallCode(BlockedCode, m, item, name, digest, args, why, po)
+}
+
+// refuseCallCode refuses a request of the host as refuseCall does, with
+// error code code: BlockedCode, -32602 (an unknown tool, prompt or
+// template) or ResourceNotFoundCode (an unknown resource; name is its
+// URI). The message a person reads and data carry etdi's reason alike.
+func (g *Gate) refuseCallCode(code int, m *mcpclient.Message, item, name, digest string, args []byte, why refusal, po policyOutcome) {
 	what := "tool"
 	switch item {
 	case itemPrompt:
@@ -810,9 +949,21 @@ func (g *Gate) refuseCall(m *mcpclient.Message, item, name, digest string, args 
 			detail["answer"] = po.answer
 		}
 	}
+	msg := fmt.Sprintf("etdi blocked %s of %s %q: %s (review it with: %s)", m.Method, what, name, why.kind, review)
+	switch {
+	case code != BlockedCode && item == itemResource:
+		// MCP's shape: the URI in data, beside etdi's reason.
+		detail["uri"] = g.secrets.String(clipText(name))
+		msg = fmt.Sprintf("Resource not found: %s (etdi: %s; review it with: %s)", name, why.message, review)
+	case code != BlockedCode:
+		what := what
+		if item == itemTemplate {
+			what = "resource template"
+		}
+		msg = fmt.Sprintf("Unknown %s: %s (etdi: %s; review it with: %s)", what, name, why.message, review)
+	}
 	data, _ := json.Marshal(detail)
-	g.toHost.send(g.errorTo(m.ID, BlockedCode,
-		fmt.Sprintf("etdi blocked %s of %s %q: %s (review it with: %s)", m.Method, what, name, why.kind, review), data))
+	g.toHost.send(g.errorTo(m.ID, code, msg, data))
 }
 
 // tellBlocked tells the host what the gate withheld since it last told
@@ -909,12 +1060,14 @@ func foldKey(s string) string {
 }
 
 // decideRef relays a resources/read or resources/subscribe of a resource
-// the host received from the gate (its URI listed, or matching a resource
-// template listed) and still approved, and a completion/complete of a
-// prompt or resource template the host received; anything else is
-// answered with BlockedCode. A resource may be read only as the host was
-// offered it: one withheld, or never listed (a link in a tool's result, a
-// guessed URI), is not.
+// that is approved and unchanged (usable: its URI listed, or matching a
+// listed resource template, as the host received it or in the gate's own
+// latest listing), or that a tool the host may call returned in this
+// session (a resource link or an embedded resource), and a
+// completion/complete of such a prompt or resource template. Anything else
+// is refused: an entry the server offers that etdi withholds with
+// BlockedCode, one it does not offer as the server would answer it
+// (-32602, a resource ResourceNotFoundCode).
 func (g *Gate) decideRef(m *mcpclient.Message, data []byte, s *slot) {
 	uri, prompt, argument, err := readRef(m)
 	if err != nil {
@@ -922,19 +1075,24 @@ func (g *Gate) decideRef(m *mcpclient.Message, data []byte, s *slot) {
 		return
 	}
 	g.rejudge()
-	ok := false
-	var matched exposure
-	item, entry := itemPrompt, prompt
+	var (
+		ok      bool
+		matched exposure
+		// item and entry name what is asked for (for the policies, a
+		// template the URI matched); refused says why it is refused.
+		item, entry = itemPrompt, prompt
+		refused     *refusal
+		code        = BlockedCode
+	)
 	switch {
 	case prompt != "":
-		e, exposed := g.st.exposed[itemPrompt][prompt]
-		ok, matched = exposed && g.st.approved[itemPrompt][prompt] == e.digest, e
+		matched, ok = g.st.usable(itemPrompt, prompt)
 	case uri != "" && m.Method == "completion/complete":
-		e, exposed := g.st.exposed[itemTemplate][uri]
-		ok, matched, item, entry = exposed && g.st.approved[itemTemplate][uri] == e.digest, e, itemTemplate, uri
+		item, entry = itemTemplate, uri
+		matched, ok = g.st.usable(itemTemplate, uri)
 	case uri != "":
-		if e, exposed := g.st.exposed[itemResource][uri]; exposed && g.st.approved[itemResource][uri] == e.digest {
-			ok, matched, item, entry = true, e, itemResource, uri
+		item, entry = itemResource, uri
+		if matched, ok = g.st.usable(itemResource, uri); ok {
 			break
 		}
 		// What a template matches is what the policies see: one spelled
@@ -943,19 +1101,51 @@ func (g *Gate) decideRef(m *mcpclient.Message, data []byte, s *slot) {
 			g.refuseParams(m, s, &paramsError{fmt.Sprintf("params.uri %q is not in normal form (RFC 3986): %s", clipText(uri), why)})
 			return
 		}
-		// The first template in name order that matches: the decision
-		// does not depend on the order of a map.
-		tmpls := make([]string, 0, len(g.st.exposed[itemTemplate]))
-		for tmpl := range g.st.exposed[itemTemplate] {
-			tmpls = append(tmpls, tmpl)
+		tmpl, e, usable, found := g.matchTemplate(uri)
+		if usable {
+			ok, matched, item, entry = true, e, itemTemplate, tmpl
+			break
 		}
-		slices.Sort(tmpls)
-		for _, tmpl := range tmpls {
-			e := g.st.exposed[itemTemplate][tmpl]
-			if g.st.approved[itemTemplate][tmpl] == e.digest && matchesTemplate(tmpl, uri) {
-				ok, matched, item, entry = true, e, itemTemplate, tmpl
+		// A resource a tool returned is the host's to read while the tool
+		// is approved as it was, whether or not the server lists it (one
+		// a tool creates is listed as new once it exists).
+		tool, digest, returned := g.returnedBy(uri)
+		if returned {
+			if x, usable := g.st.usable(itemTool, tool); usable && x.digest == digest {
+				ok, matched = true, x
+				matched.tool.Name, matched.tool.Annotations = uri, policy.Annotations{}
 				break
 			}
+		}
+		_, exposed := g.st.exposed[itemResource][uri]
+		switch {
+		case exposed || g.st.offered(itemResource, uri):
+			// Offered, and withheld: why, below.
+		case found:
+			// A template the server offers matches, and etdi withholds it.
+			why, _ := g.whyRefused(itemTemplate, tmpl)
+			why.item, why.name = itemResource, uri
+			why.message = fmt.Sprintf("it matches resource template %q: %s", tmpl, why.message)
+			refused = &why
+		case returned:
+			why, _ := g.whyRefused(itemTool, tool)
+			refused = &refusal{item: itemResource, name: uri, kind: why.kind,
+				message: fmt.Sprintf("tool %q returned it, and that tool is withheld now: %s", tool, why.message)}
+		case g.st.ownKnown[itemResource] && g.st.ownKnown[itemTemplate]:
+			// Neither listed, matched nor returned: not found, as the
+			// server would answer a resource it does not have.
+			refused, code = &refusal{item: itemResource, name: uri, kind: NotListed,
+				message: fmt.Sprintf("resource %q is not offered by the server in etdi's latest listing of it, matches no resource template of it, and no tool returned it in this session", uri)}, g.st.resourceNotFound()
+		case g.st.ownFail[itemResource].kind != "" || g.st.ownFail[itemTemplate].kind != "":
+			why := g.st.ownFail[itemResource]
+			if why.kind == "" {
+				why = g.st.ownFail[itemTemplate]
+			}
+			why.item, why.name = itemResource, uri
+			refused = &why
+		default:
+			refused = &refusal{item: itemResource, name: uri, kind: NotListed,
+				message: fmt.Sprintf("resource %q is not one etdi listed from the server", uri)}
 		}
 	}
 	if ok {
@@ -975,19 +1165,41 @@ func (g *Gate) decideRef(m *mcpclient.Message, data []byte, s *slot) {
 		return
 	}
 	g.toServer.fill(s)
-	what, name := "resource", uri
-	if prompt != "" {
-		what, name = "prompt", prompt
+	if refused == nil {
+		why, c := g.whyRefused(item, entry)
+		refused, code = &why, c
 	}
-	g.logf("blocked %s of %s %q: %s (review: %s)", m.Method, what, clipText(name), NotListed, g.review(NotListed))
-	if m.ID == nil {
-		return
+	g.refuseCallCode(code, m, refused.item, entry, matched.digest, nil, *refused, policyOutcome{})
+}
+
+// matchTemplate returns the first resource template, in name order (the
+// decision does not depend on the order of a map), of those the host
+// received and those of the gate's own latest listing, that uri matches
+// and that is usable; else the first that matches (found, not usable).
+func (g *Gate) matchTemplate(uri string) (tmpl string, e exposure, usable, found bool) {
+	names := make([]string, 0, len(g.st.exposed[itemTemplate])+len(g.st.own[itemTemplate]))
+	for name := range g.st.exposed[itemTemplate] {
+		names = append(names, name)
 	}
-	msg := fmt.Sprintf("%s %q is not one the host received from etdi as approved", what, clipText(name))
-	detail, _ := json.Marshal(map[string]string{"etdi": "blocked", "kind": NotListed, "server": g.st.server,
-		what: g.secrets.String(clipText(name)), "review": g.review(NotListed), "message": g.secrets.String(msg)})
-	g.toHost.send(g.errorTo(m.ID, BlockedCode,
-		fmt.Sprintf("etdi blocked %s of %s %q: %s (review it with: %s)", m.Method, what, name, NotListed, g.review(NotListed)), detail))
+	for name := range g.st.own[itemTemplate] {
+		if _, ok := g.st.exposed[itemTemplate][name]; !ok {
+			names = append(names, name)
+		}
+	}
+	slices.Sort(names)
+	first := ""
+	for _, name := range names {
+		if !matchesTemplate(name, uri) {
+			continue
+		}
+		if x, ok := g.st.usable(itemTemplate, name); ok {
+			return name, x, true, true
+		}
+		if first == "" {
+			first, found = name, true
+		}
+	}
+	return first, exposure{}, false, found
 }
 
 // readRef reads, strictly, what a resources/read, resources/subscribe or

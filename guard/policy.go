@@ -276,8 +276,8 @@ func (g *Gate) asked(w *askWait, answer string) {
 		return
 	}
 	g.rejudge()
-	now, exposed := g.st.exposed[itemTool][name]
-	if !exposed || now.digest != e.digest || g.st.approved[itemTool][name] != e.digest {
+	now, usable := g.st.usable(itemTool, name)
+	if !usable || now.digest != e.digest {
 		why, ok := g.st.why[itemTool][name]
 		if !ok {
 			why = refusal{item: itemTool, name: name, kind: NotListed,

@@ -54,10 +54,14 @@ what the host uses is what etdi verified (SPEC.md §25):
 - every tools/list, prompts/list, resources/list and
   resources/templates/list answer is verified and compared with the pins,
   page by page; what is not approved and unchanged is removed.
-- a tools/call (or prompts/get) of anything not in the last list the host
-  received from etdi, or no longer approved, is answered with JSON-RPC
-  error -32090 and never reaches the server; its data names the finding
-  kind and the command that reviews it.
+- a tools/call, prompts/get or resources/read goes through when what it
+  names is approved and unchanged in etdi's own latest listing, whether or
+  not the host listed it (a host that did must hold the approved
+  definition), and so does a read of a resource an approved tool
+  returned. Anything else never reaches the server: what the server
+  offers and etdi withholds is answered with JSON-RPC error -32090, a name
+  it does not offer with -32602 (a resource: -32002); the data names the
+  finding kind and the command that reviews it.
 - on notifications/tools/list_changed etdi lists the server again before
   it relays the notification, and blocks what changed.
 - what was withheld is told to the host (notifications/message, level

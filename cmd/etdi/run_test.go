@@ -62,13 +62,18 @@ type hostStep struct {
 }
 
 // blocked returns the finding kind of a call the gate refused with its
-// error, or "" if the step was not refused by the gate.
+// error, or "" if the step was not refused by the gate: -32090, or, for
+// what the server does not offer (not_listed), -32602 or -32002 (a
+// resource) as the server would answer.
 func (s hostStep) blocked(t *testing.T) string {
 	t.Helper()
-	if s.Error == nil || s.Error.Code != -32090 {
+	if s.Error == nil || s.Error.Code != -32090 && s.Error.Code != -32602 && s.Error.Code != -32002 {
 		return ""
 	}
 	var d struct{ Etdi, Kind, Review string }
+	if s.Error.Code != -32090 && json.Unmarshal(s.Error.Data, &d) == nil && d.Kind != "not_listed" {
+		return "" // the server's own error
+	}
 	if err := json.Unmarshal(s.Error.Data, &d); err != nil || d.Etdi != "blocked" || !strings.HasPrefix(d.Review, "etdi check") {
 		t.Fatalf("error data of a blocked call: %s (%v)", s.Error.Data, err)
 	}
@@ -311,9 +316,10 @@ func TestRunWithholds(t *testing.T) {
 		steps := `[{"op":"readResource","uri":"weather://cities"},{"op":"listResources"},{"op":"listResourceTemplates"},
 			{"op":"readResource","uri":"weather://cities"},{"op":"readResource","uri":"weather://city/Paris"},{"op":"readResource","uri":"file:///etc/passwd"}]`
 		tr := p.host(nil, steps, nil, p.gated([]string{"--bundle", "w.etdi.json"}, fixtureCmd("resources")...)...)
-		// Before the host received the list, and outside it: refused;
-		// a listed resource, or one of a listed template: read.
-		if tr.Steps[0].blocked(t) != "not_listed" || tr.Steps[5].blocked(t) != "not_listed" {
+		// Before the host received the list: read, as etdi's own
+		// listing verified it; outside it: not found (-32002), never
+		// relayed; a listed resource, or one of a listed template: read.
+		if !strings.Contains(string(tr.Steps[0].Result), "contents") || tr.Steps[5].blocked(t) != "not_listed" || tr.Steps[5].Error.Code != -32002 {
 			t.Fatalf("unlisted resources: %s", tr.raw)
 		}
 		if !strings.Contains(string(tr.Steps[3].Result), "contents") || !strings.Contains(string(tr.Steps[4].Result), "Paris") {
