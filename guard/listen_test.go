@@ -457,9 +457,32 @@ func TestListenHTTPStreams(t *testing.T) {
 	if resp == nil {
 		t.Fatal("no call stream")
 	}
+	// A later call: its progress goes to it, not to the oldest call.
+	later := request(t, ctx, h, sid, bothTypes, `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"ask","_meta":{"progressToken":5}}}`)
+	readFrom(t, s)
+	laterResp := recv(t, "the later call's stream", later)
+	if laterResp == nil {
+		t.Fatal("no later call stream")
+	}
+	defer laterResp.Body.Close()
+	s.mu.Lock()
+	armed := s.idle != nil
+	s.mu.Unlock()
+	if armed {
+		t.Fatal("the idle timer runs while calls are in flight")
+	}
+	write(t, s, `{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":5.0,"progress":1}}`)
 	write(t, s, `{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"p-1","progress":1}}`)
 	write(t, s, `{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}`)
 	write(t, s, `{"jsonrpc":"2.0","id":"s-1","method":"sampling/createMessage","params":{}}`)
+	write(t, s, `{"jsonrpc":"2.0","id":5,"result":{}}`)
+	laterNext := sseReader(laterResp.Body)
+	if _, data, err := laterNext(); err != nil || !strings.Contains(data, `"progressToken":5.0`) {
+		t.Fatalf("later call event 1: %q %v", data, err)
+	}
+	if _, data, err := laterNext(); err != nil || data != `{"jsonrpc":"2.0","id":5,"result":{}}` {
+		t.Fatalf("later call event 2: %q %v", data, err)
+	}
 	callNext := sseReader(resp.Body)
 	id1, data, err := callNext()
 	if err != nil || !strings.Contains(data, "notifications/progress") || id1 == "" {
@@ -505,6 +528,13 @@ func TestListenHTTPStreams(t *testing.T) {
 	}
 	if _, _, err := next(); err != io.EOF {
 		t.Fatalf("the resumed stream goes on after the answer: %v", err)
+	}
+	// Nothing in flight, but the GET stream is open: not idle.
+	s.mu.Lock()
+	armed = s.idle != nil || len(s.pending) != 0
+	s.mu.Unlock()
+	if armed {
+		t.Fatal("the idle timer runs while a stream is open")
 	}
 
 	// application/json only: the answer as JSON, its progress elsewhere.
@@ -668,9 +698,13 @@ func TestListenHTTPGate(t *testing.T) {
 	wantStatus(t, "foreign Origin starting a session", post(t, h, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}`, "Origin", "https://evil.example"), http.StatusForbidden)
 	wantStatus(t, "no session id", post(t, h, list), http.StatusBadRequest)
 	wantStatus(t, "wrong session id", post(t, h, list, "Mcp-Session-Id", "not-"+sid), http.StatusNotFound)
-	wantStatus(t, "batch", post(t, h, "["+list+"]", "Mcp-Session-Id", sid), http.StatusBadRequest)
+	resp := post(t, h, "["+list+"]", "Mcp-Session-Id", sid)
+	wantStatus(t, "batch", resp, http.StatusBadRequest)
+	if msg := errorMessage(t, resp); !strings.Contains(msg, "not a batch") {
+		t.Fatalf("batch: %q", msg)
+	}
 	wantStatus(t, "not JSON-RPC", post(t, h, `{"id":1,"method":"tools/list"}`, "Mcp-Session-Id", sid), http.StatusBadRequest)
-	resp := post(t, h, `{"jsonrpc":"2.0","id":"again","method":"initialize","params":{}}`, "Mcp-Session-Id", sid)
+	resp = post(t, h, `{"jsonrpc":"2.0","id":"again","method":"initialize","params":{}}`, "Mcp-Session-Id", sid)
 	wantStatus(t, "second initialize in a session", resp, http.StatusBadRequest)
 	if m := readMessage(t, resp); !m.Error || string(m.ID) != `"again"` {
 		t.Fatalf("second initialize: %+v", m)
@@ -900,4 +934,69 @@ func startHost(t *testing.T) *HTTPServer {
 	t.Helper()
 	h, _ := hookServer(t, HTTPOptions{})
 	return h
+}
+
+// A session that was ended gets 404 at once, even before its gate is
+// gone; a request in flight whose stream broke keeps the session from
+// expiring; an initialize without an id (a notification) starts nothing.
+func TestListenHTTPEndedSession(t *testing.T) {
+	hosts := make(chan *httpSession, 2)
+	release := make(chan struct{})
+	h, err := ListenHTTP("127.0.0.1:0", HTTPOptions{serve: func(ctx context.Context, host Conn) error {
+		hosts <- host.(*httpSession)
+		select { // the gate is slow to end: the session stays listed
+		case <-ctx.Done():
+		case <-release:
+		}
+		return nil
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	defer close(release)
+	wantStatus(t, "initialize as a notification", post(t, h, `{"jsonrpc":"2.0","method":"initialize","params":{}}`), http.StatusBadRequest)
+	if h.Sessions() != 0 {
+		t.Fatal("a notification started a session")
+	}
+	s, sid := initHook(t, h, hosts)
+
+	// A call whose stream broke is still in flight: no expiry.
+	ctx, cancel := context.WithCancel(listenCtx(t))
+	called := request(t, ctx, h, sid, bothTypes, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"x"}}`)
+	readFrom(t, s)
+	if resp := recv(t, "the call's stream", called); resp != nil {
+		resp.Body.Close()
+	}
+	cancel()
+	eventually(t, "the broken stream detached", func() bool {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return s.conns == 0
+	})
+	s.mu.Lock()
+	armed := s.idle != nil
+	s.mu.Unlock()
+	if armed {
+		t.Fatal("the idle timer runs while a call is in flight")
+	}
+
+	// Its id is taken until it is answered.
+	resp := post(t, h, `{"jsonrpc":"2.0","id":2.0,"method":"tools/list"}`, "Mcp-Session-Id", sid)
+	if m := readMessage(t, resp); !m.Error || !strings.Contains(m.ErrMsg, "already in use") {
+		t.Fatalf("a second request 2: %+v", m)
+	}
+
+	del, _ := http.NewRequest(http.MethodDelete, h.URL(), nil)
+	del.Header.Set("Mcp-Session-Id", sid)
+	resp, err = listenClient.Do(del)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	wantStatus(t, "the GET stream of the ended session", openGET(t, listenCtx(t), h, sid, ""), http.StatusNotFound)
+	if h.Sessions() != 1 {
+		t.Fatal("the session is no longer listed")
+	}
+	wantStatus(t, "a request of the ended session", post(t, h, `{"jsonrpc":"2.0","method":"notifications/initialized"}`, "Mcp-Session-Id", sid), http.StatusNotFound)
 }
