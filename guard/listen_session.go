@@ -565,9 +565,8 @@ func (s *httpSession) get(w http.ResponseWriter, r *http.Request) {
 		s.serveStream(w, r, s.standalone, from, false)
 		return
 	}
-	sid, num, ok := strings.Cut(last[0], "_")
-	n, err := strconv.Atoi(num)
-	if len(last) != 1 || !ok || err != nil || n < 0 {
+	sid, n, ok := parseEventID(last[0])
+	if len(last) != 1 || !ok {
 		httpError(w, http.StatusBadRequest, "Last-Event-ID is not an event id of this endpoint")
 		return
 	}
@@ -588,6 +587,16 @@ func (s *httpSession) get(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.serveStream(w, r, st, n+1, false)
+}
+
+// parseEventID reads an event id of ours, STREAM_N (N >= 0).
+func parseEventID(id string) (stream string, n int, ok bool) {
+	stream, num, ok := strings.Cut(id, "_")
+	if !ok || stream == "" || len(num) == 0 || len(num) > 9 || strings.Trim(num, "0123456789") != "" {
+		return "", 0, false
+	}
+	n, err := strconv.Atoi(num)
+	return stream, n, err == nil
 }
 
 // serveStream writes st to the response as text/event-stream, from event
