@@ -1,7 +1,12 @@
 package guard
 
 import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/etdi-dev/etdi/internal/mcpclient"
@@ -50,4 +55,62 @@ func FuzzListenStreamIDs(f *testing.F) {
 			}
 		}
 	})
+}
+
+// BenchmarkListenCall measures a request's round trip through the
+// --listen endpoint to a session that answers at once (no gate, no
+// server: the cost of the HTTP side), answered as application/json and
+// as an event stream.
+func BenchmarkListenCall(b *testing.B) {
+	for _, accept := range []string{"application/json", "application/json, text/event-stream"} {
+		name := "json"
+		if accept != "application/json" {
+			name = "sse"
+		}
+		b.Run(name, func(b *testing.B) {
+			h, err := ListenHTTP("127.0.0.1:0", HTTPOptions{serve: func(ctx context.Context, host Conn) error {
+				for {
+					data, err := host.Read(ctx)
+					if err != nil {
+						return nil
+					}
+					if m, err := mcpclient.Decode(data); err == nil && m.Request && m.ID != nil {
+						host.Write(ctx, mcpclient.EncodeResult(m.ID, []byte(`{"content":[{"type":"text","text":"sunny"}]}`)))
+					}
+				}
+			}})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer h.Close()
+			do := func(id int, sid string) *http.Response {
+				body := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"get_weather","arguments":{"city":"Berlin"}}}`, id)
+				if id == 0 {
+					body = `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{}}`
+				}
+				req, _ := http.NewRequest(http.MethodPost, h.URL(), strings.NewReader(body))
+				req.Header.Set("Content-Type", "application/json")
+				req.Header.Set("Accept", accept)
+				if sid != "" {
+					req.Header.Set("Mcp-Session-Id", sid)
+				}
+				resp, err := http.DefaultClient.Do(req)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, err := io.Copy(io.Discard, resp.Body); err != nil {
+					b.Fatal(err)
+				}
+				resp.Body.Close()
+				return resp
+			}
+			sid := do(0, "").Header.Get("Mcp-Session-Id")
+			b.ResetTimer()
+			for i := range b.N {
+				if resp := do(i+1, sid); resp.StatusCode != http.StatusOK {
+					b.Fatalf("HTTP %d", resp.StatusCode)
+				}
+			}
+		})
+	}
 }
