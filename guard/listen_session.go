@@ -154,10 +154,14 @@ func (s *httpSession) Write(ctx context.Context, msg []byte) error {
 			}
 			lines = s.appendLocked(st, msg, "")
 		}
+		if st != nil {
+			s.armIdleLocked() // the request is no longer in flight
+		}
 	} else {
+		// What the server sends is no sign of the host: it does not keep
+		// the session from expiring.
 		lines = s.appendLocked(s.routeLocked(m), msg, m.Method)
 	}
-	s.armIdleLocked()
 	s.mu.Unlock()
 	for _, l := range lines {
 		s.srv.logf("%s", l)

@@ -843,8 +843,22 @@ func TestListenHTTPQueueBound(t *testing.T) {
 	var logged []string
 	h, hosts := hookServer(t, HTTPOptions{Log: func(l string) { mu.Lock(); logged = append(logged, l); mu.Unlock() }})
 	s, sid := initHook(t, h, hosts)
+	eventually(t, "the initialize stream detached", func() bool {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return s.conns == 0
+	})
+	s.mu.Lock()
+	gen := s.idleGen
+	s.mu.Unlock()
 	for i := range maxHostQueue + 5 {
 		write(t, s, fmt.Sprintf(`{"jsonrpc":"2.0","method":"notifications/tools/list_changed","params":{"n":%d}}`, i))
+	}
+	s.mu.Lock()
+	regen := s.idleGen
+	s.mu.Unlock()
+	if regen != gen {
+		t.Fatal("the server's messages kept the session from expiring")
 	}
 	mu.Lock()
 	var drops []string
