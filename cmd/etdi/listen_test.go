@@ -390,3 +390,42 @@ func TestListenSessions(t *testing.T) {
 		t.Fatalf("log:\n%s", log)
 	}
 }
+
+// A host that never opens the GET stream (go-sdk's DisableStandaloneSSE)
+// gets the progress of its call to server-everything through etdi run
+// --listen, on the call's own event stream, and its answer.
+func TestListenEverythingProgress(t *testing.T) {
+	needNode(t)
+	p := newPinEnv(t)
+	p.ok("trust", "unsigned", "--policy", "trust.json", "warn")
+	server := []string{"--name", "everything", "--", "node", filepath.Join(nodeBinDir, "mcp-server-everything"), "stdio"}
+	if r := runEtdi(t, p.dir, nil, append([]string{"check", "--trust", "trust.json", "--pins", "pins.db", "--start-timeout", "30s", "--yes", "--name", "everything", "--server"}, server[2:]...)...); r.code != 0 {
+		t.Fatalf("check --yes: %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	l := startListen(t, p.dir, server...)
+	progress := make(chan float64, 8)
+	client := mcp.NewClient(&mcp.Implementation{Name: "test-host", Version: "1.0.0"}, &mcp.ClientOptions{
+		ProgressNotificationHandler: func(_ context.Context, r *mcp.ProgressNotificationClientRequest) { progress <- r.Params.Progress },
+	})
+	cs, err := client.Connect(l.ctx, &mcp.StreamableClientTransport{Endpoint: l.endpoint, DisableStandaloneSSE: true}, nil)
+	if err != nil {
+		t.Fatalf("connect: %v\n%s", err, l.logText())
+	}
+	defer cs.Close()
+	if _, err := cs.ListTools(l.ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	params := &mcp.CallToolParams{Name: "trigger-long-running-operation", Arguments: map[string]any{"duration": 0.2, "steps": 2}}
+	params.SetProgressToken("op-1")
+	res, err := cs.CallTool(l.ctx, params)
+	if err != nil || res.IsError {
+		t.Fatalf("call: %v %+v\n%s", err, res, l.logText())
+	}
+	for i := range 2 {
+		select {
+		case <-progress:
+		case <-l.ctx.Done():
+			t.Fatalf("%d progress notifications, want 2\n%s", i, l.logText())
+		}
+	}
+}
