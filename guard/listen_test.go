@@ -1014,3 +1014,78 @@ func TestListenHTTPEndedSession(t *testing.T) {
 	}
 	wantStatus(t, "a request of the ended session", post(t, h, `{"jsonrpc":"2.0","method":"notifications/initialized"}`, "Mcp-Session-Id", sid), http.StatusNotFound)
 }
+
+// With a Streamable HTTP server upstream (--url), every host session has
+// an upstream session of its own, ended with it.
+func TestListenHTTPUpstreamURL(t *testing.T) {
+	server := mcp.NewServer(&mcp.Implementation{Name: "remote", Version: "1.0.0"}, nil)
+	server.AddTool(&mcp.Tool{Name: "whoami", Description: "Name the upstream session.", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: req.Session.ID()}}}, nil
+		})
+	var mu sync.Mutex
+	deleted := map[string]bool{}
+	handler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, nil)
+	up := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodDelete {
+			mu.Lock()
+			deleted[r.Header.Get("Mcp-Session-Id")] = true
+			mu.Unlock()
+		}
+		handler.ServeHTTP(w, r)
+	})}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go up.Serve(ln)
+	t.Cleanup(func() { up.Close() })
+	remote := Server{URL: "http://" + ln.Addr().String() + "/mcp"}
+
+	ctx := listenCtx(t)
+	opts := gateOptions(t)
+	l, err := Fetch(ctx, remote, FetchOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := Check(ctx, l, opts.Options)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a, err := Approve(ctx, r, ApproveOptions{}); err != nil || a.ExitCode() != 0 {
+		t.Fatalf("approve: %v %+v", err, a)
+	}
+	h, err := ListenHTTP("127.0.0.1:0", HTTPOptions{Gate: opts, Upstream: func(context.Context) (Conn, error) { return StartServer(remote, nil) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { h.Close() })
+	upstream := func(cs *mcp.ClientSession) string {
+		t.Helper()
+		if _, err := cs.ListTools(ctx, nil); err != nil {
+			t.Fatal(err)
+		}
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "whoami"})
+		if err != nil || res.IsError {
+			t.Fatalf("whoami: %v %+v", err, res)
+		}
+		return res.Content[0].(*mcp.TextContent).Text
+	}
+	first, second := connect(t, h, nil, true), connect(t, h, nil, true)
+	up1, up2 := upstream(first), upstream(second)
+	if up1 == "" || up1 == up2 {
+		t.Fatalf("upstream sessions %q %q", up1, up2)
+	}
+	first.Close()
+	eventually(t, "the first upstream session ended", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return deleted[up1]
+	})
+	mu.Lock()
+	gone := deleted[up2]
+	mu.Unlock()
+	if gone || upstream(second) != up2 {
+		t.Fatal("ending the first session ended the second's upstream session")
+	}
+}
