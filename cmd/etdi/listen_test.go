@@ -429,3 +429,30 @@ func TestListenEverythingProgress(t *testing.T) {
 		}
 	}
 }
+
+// --max-sessions and --idle-timeout go with --listen and must be
+// positive (exit 2, nothing started).
+func TestListenFlags(t *testing.T) {
+	dir := t.TempDir()
+	if r := runEtdi(t, dir, nil, "trust", "unsigned", "--policy", "trust.json", "warn"); r.code != 0 {
+		t.Fatalf("trust unsigned: %d %s", r.code, r.stderr)
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--max-sessions", "4"}, "--max-sessions goes with --listen"},
+		{[]string{"--idle-timeout", "1m"}, "--idle-timeout goes with --listen"},
+		{[]string{"--listen", "127.0.0.1:0", "--max-sessions", "0"}, "--max-sessions is at least 1"},
+		{[]string{"--listen", "127.0.0.1:0", "--idle-timeout", "0s"}, "--idle-timeout more than 0"},
+	} {
+		args := append([]string{"run", "--trust", "trust.json", "--pins", "pins.db", "--name", "x"}, c.args...)
+		r := runEtdi(t, dir, nil, append(args, "--", "sh", "-c", "touch started")...)
+		if r.code != 2 || !strings.Contains(r.stderr, c.want) {
+			t.Fatalf("%v: exit %d\n%s", c.args, r.code, r.stderr)
+		}
+		if _, err := os.Stat(filepath.Join(dir, "started")); err == nil {
+			t.Fatalf("%v: the server was started", c.args)
+		}
+	}
+}
