@@ -1022,26 +1022,18 @@ func TestRegressionListenWebPage(t *testing.T) {
 	} else {
 		resp.Body.Close()
 	}
-	// A session id chosen by the client is not the session's.
-	answered := make(chan *http.Response, 1)
-	go func() {
-		r, _ := http.NewRequest(http.MethodPost, h.URL(), strings.NewReader(init))
-		r.Header.Set("Content-Type", "application/json")
-		r.Header.Set("Mcp-Session-Id", "chosen-by-the-page")
-		resp, err := listenClient.Do(r)
-		if err != nil {
-			resp = nil
-		}
-		answered <- resp
-	}()
-	if _, err := h.Read(listenCtx(t)); err != nil {
-		t.Fatal(err)
-	}
-	h.Write(listenCtx(t), []byte(`{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-06-18"}}`))
-	if resp := recv(t, "the answer to initialize", answered); resp == nil || resp.Header.Get("Mcp-Session-Id") == "chosen-by-the-page" {
-		t.Errorf("initialize with a chosen session id: %v", resp)
+	// A session id chosen by the client names no session: 404, and
+	// nothing starts.
+	r, _ := http.NewRequest(http.MethodPost, h.URL(), strings.NewReader(init))
+	r.Header.Set("Content-Type", "application/json")
+	r.Header.Set("Mcp-Session-Id", "chosen-by-the-page")
+	if resp, err := listenClient.Do(r); err != nil || resp.StatusCode != http.StatusNotFound || resp.Header.Get("Mcp-Session-Id") != "" {
+		t.Errorf("initialize with a chosen session id: %v %v", resp, err)
 	} else {
 		resp.Body.Close()
+	}
+	if h.Sessions() != 0 {
+		t.Errorf("%d sessions started", h.Sessions())
 	}
 }
 

@@ -29,86 +29,123 @@ import (
 // it takes HOST:PORT with HOST 127.0.0.1, ::1 or localhost only.
 var ErrListenAddr = errors.New("guard: listen on HOST:PORT with HOST 127.0.0.1, ::1 or localhost (loopback only)")
 
-// Bounds of the messages that wait for the host's GET stream: beyond
-// either, the oldest are dropped (a host need not open the stream, and a
-// server's notifications must not end its session nor fill the memory).
+// Defaults of HTTPOptions.
 const (
-	maxHostQueue      = 1000
-	maxHostQueueBytes = mcpclient.MaxMessage
+	DefaultMaxSessions = 16
+	DefaultIdleTimeout = 10 * time.Minute
 )
 
-// HTTPHost is the host's side of a session over Streamable HTTP (MCP
-// 2025-06-18 and 2025-11-25), served at /mcp on a loopback address:
-//
-//   - a POST carries one JSON-RPC message (at most mcpclient.MaxMessage
-//     bytes, no batch). A request is answered with the gate's answer to
-//     it, as application/json; a notification or response gets 202.
-//   - the answer to initialize sets Mcp-Session-Id; every later request
-//     must carry it (missing: 400, any other: 404). There is one session:
-//     a second initialize is refused. DELETE ends it.
-//   - what the gate sends that answers no POST (the server's requests and
-//     notifications) goes to the GET stream (text/event-stream); a new GET
-//     takes over from an open one. While none is open, the messages wait,
-//     at most 1,000 of them or 64 MiB; beyond that the oldest are dropped
-//     and Log is told.
-//   - against DNS rebinding, a request whose Host header is not a loopback
-//     name for this port, or that has an Origin whose host is not
-//     localhost, 127.0.0.1 or [::1], gets 403.
-//
-// Read returns the messages the host POSTed, then io.EOF once the host
-// ended the session; Write never blocks; Close ends the session and shuts
-// the listener down.
-type HTTPHost struct {
-	// Log, if not nil, receives a line (escaped for a terminal) when
-	// messages for the host were dropped. Set it before the session starts.
-	Log func(line string)
+// HTTPOptions configure ListenHTTP.
+type HTTPOptions struct {
+	// Gate are the options of every session's gate: each host session is
+	// relayed by a gate of its own (NewGate), with these options.
+	Gate GateOptions
+	// Upstream starts the server's side of one host session: a server
+	// process (StartServer with a command: one process per session), a
+	// Streamable HTTP session with a remote server. It is called once
+	// per session, when the host's initialize arrives; the gate closes
+	// what it returns when the session ends. An error is answered to the
+	// host's initialize (HTTP 500) as it is: mask secrets in it.
+	Upstream func(ctx context.Context) (Conn, error)
+	// MaxSessions bounds the sessions served at once (default
+	// DefaultMaxSessions): an initialize beyond it gets 503.
+	MaxSessions int
+	// IdleTimeout ends a session that has no request in flight, no open
+	// stream and received no request for this long (default
+	// DefaultIdleTimeout): its gate ends and its server with it.
+	IdleTimeout time.Duration
 	// Token, if set, must come with every request as "Authorization:
 	// Bearer <Token>" (else 401): other users of the machine reach a
-	// loopback port too. Set it before the session starts.
+	// loopback port too.
 	Token string
+	// Log, if not nil, receives the endpoint's own lines (sessions that
+	// start and end, messages dropped), escaped for a terminal. nil:
+	// Gate.Log.
+	Log func(line string)
 
+	// serve, in tests, replaces the gate and Upstream: it relays the
+	// session whose host side is host.
+	serve func(ctx context.Context, host Conn) error
+}
+
+// HTTPServer serves MCP's Streamable HTTP transport (2025-06-18 and
+// 2025-11-25) to hosts at /mcp on a loopback address, each host session
+// through a gate of its own (SPEC.md §25, --listen):
+//
+//   - a POST of initialize without Mcp-Session-Id starts a session: a new
+//     id, a new gate, and a new upstream session (Upstream: for a stdio
+//     server, a process of its own). At most MaxSessions run at once;
+//     beyond, 503. Every later request carries the id: missing 400,
+//     unknown (ended, expired, never given) 404, so that a host starts a
+//     new session. DELETE ends that session only.
+//   - a POST carries one JSON-RPC message (at most mcpclient.MaxMessage
+//     bytes, no batch). A notification or response gets 202. A request is
+//     answered as text/event-stream when the host accepts it, else as
+//     application/json: the event stream carries the messages related to
+//     that request (below) before its answer, and ends with the answer.
+//   - which stream a message of the gate's goes to: a
+//     notifications/progress whose progressToken a request in flight set
+//     goes to that request's stream; a list_changed or
+//     notifications/resources/updated goes to the GET stream; any other
+//     request or notification (sampling, elicitation, roots, logging)
+//     goes to the stream of the oldest request in flight whose event
+//     stream is connected, and to the GET stream when there is none. The
+//     GET stream (one per session: a new GET takes over) waits for its
+//     host while none is open.
+//   - every event has an id, STREAM_N, with STREAM random; a GET with
+//     Last-Event-ID of an event of this session's streams replays what
+//     followed it on that stream and goes on with it. Each session keeps
+//     at most 1,000 events per stream and 64 MiB in all; older events are
+//     forgotten (Log is told when one was never delivered), and a
+//     Last-Event-ID before what is kept gets 400.
+//   - a session with no request in flight, no stream open, and no request
+//     for IdleTimeout is ended.
+//   - against DNS rebinding, a request whose Host header is not a loopback
+//     name for this port, or that has an Origin whose host is not
+//     localhost, 127.0.0.1 or [::1], gets 403; with a Token, one without
+//     it 401.
+//
+// Close ends every session (their servers are ended) and the listener.
+type HTTPServer struct {
+	opts   HTTPOptions
 	srv    *http.Server
 	url    string
 	port   string
-	sid    string
-	in     chan []byte
-	ended  chan struct{} // DELETE, Close or a failed listener: Read returns
-	closed chan struct{} // Close: the waiting POSTs return
+	ctx    context.Context
+	cancel context.CancelFunc
 	served chan struct{} // Serve returned
+	runs   sync.WaitGroup
 	once   sync.Once
 
-	mu      sync.Mutex
-	err     error // why the session ended, if not the host
-	started bool  // initialize was received
-	pending map[string]chan []byte
-	queue   []queued
-	qbytes  int
-	dropped int
-	stream  *sseStream // the open GET stream, if any
-}
-
-type queued struct {
-	data   []byte
-	method string
-}
-
-// sseStream is one GET stream: stop is closed when another GET takes over
-// or the stream ends; wake tells it a message is queued.
-type sseStream struct {
-	stop chan struct{}
-	wake chan struct{}
+	mu       sync.Mutex
+	sessions map[string]*httpSession
+	count    int  // sessions started so far, to name them in the log
+	closing  bool // Close was called
+	err      error
 }
 
 // ListenHTTP listens on addr (HOST:PORT, HOST 127.0.0.1, ::1 or
 // localhost; port 0 picks a free one) and serves the MCP endpoint /mcp,
-// whose URL is URL().
-func ListenHTTP(addr string) (*HTTPHost, error) {
+// whose URL is URL(), until Close. o.Upstream is required.
+func ListenHTTP(addr string, o HTTPOptions) (*HTTPServer, error) {
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %q: %v", ErrListenAddr, addr, err)
 	}
 	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 || !loopbackName(host) {
 		return nil, fmt.Errorf("%w: %q", ErrListenAddr, addr)
+	}
+	if o.Upstream == nil && o.serve == nil {
+		return nil, errors.New("guard: ListenHTTP needs HTTPOptions.Upstream")
+	}
+	if o.MaxSessions <= 0 {
+		o.MaxSessions = DefaultMaxSessions
+	}
+	if o.IdleTimeout <= 0 {
+		o.IdleTimeout = DefaultIdleTimeout
+	}
+	if o.Log == nil {
+		o.Log = o.Gate.Log
 	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
@@ -119,21 +156,20 @@ func ListenHTTP(addr string) (*HTTPHost, error) {
 		ln.Close()
 		return nil, fmt.Errorf("%w: %q is %s", ErrListenAddr, addr, ln.Addr())
 	}
-	h := &HTTPHost{
-		port: strconv.Itoa(ta.Port), sid: rand.Text(),
-		in: make(chan []byte, 16), ended: make(chan struct{}), closed: make(chan struct{}), served: make(chan struct{}),
-		pending: map[string]chan []byte{},
-	}
-	h.url = "http://" + net.JoinHostPort(ta.IP.String(), h.port) + "/mcp"
-	h.srv = &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, MaxHeaderBytes: 64 << 10,
+	s := &HTTPServer{opts: o, port: strconv.Itoa(ta.Port), served: make(chan struct{}), sessions: map[string]*httpSession{}}
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	s.url = "http://" + net.JoinHostPort(ta.IP.String(), s.port) + "/mcp"
+	s.srv = &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second, MaxHeaderBytes: 64 << 10,
 		ErrorLog: log.New(io.Discard, "", 0)}
 	go func() {
-		defer close(h.served)
-		if err := h.srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
-			h.end(fmt.Errorf("serving the host: %w", err))
+		defer close(s.served)
+		if err := s.srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+			s.mu.Lock()
+			s.err = fmt.Errorf("serving hosts: %w", err)
+			s.mu.Unlock()
 		}
 	}()
-	return h, nil
+	return s, nil
 }
 
 func loopbackName(host string) bool {
@@ -145,128 +181,56 @@ func loopbackName(host string) bool {
 }
 
 // URL is the MCP endpoint, http://127.0.0.1:PORT/mcp.
-func (h *HTTPHost) URL() string { return h.url }
+func (s *HTTPServer) URL() string { return s.url }
 
-// Read returns the next message the host POSTed; io.EOF once the host
-// ended the session (DELETE) or it was closed.
-func (h *HTTPHost) Read(ctx context.Context) ([]byte, error) {
-	select {
-	case m := <-h.in:
-		return m, nil
-	default:
-	}
-	select {
-	case m := <-h.in:
-		return m, nil
-	case <-h.ended:
-		select { // what the host sent last comes first
-		case m := <-h.in:
-			return m, nil
-		default:
-		}
-		h.mu.Lock()
-		defer h.mu.Unlock()
-		if h.err != nil {
-			return nil, h.err
-		}
-		return nil, io.EOF
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
+// Sessions is the number of sessions open (their servers not yet ended).
+func (s *HTTPServer) Sessions() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.sessions)
 }
 
-// Write delivers msg to the host: an answer to the POST that waits for
-// it (dropped if that POST is gone), anything else to the GET stream. It
-// does not block.
-func (h *HTTPHost) Write(ctx context.Context, msg []byte) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	m, err := mcpclient.Decode(msg)
-	if err != nil {
-		return fmt.Errorf("not a JSON-RPC message: %w", err)
-	}
-	var logLine string
-	h.mu.Lock()
-	switch {
-	case !m.Request:
-		// An answer goes to its POST only: the GET stream carries none.
-		if ch, ok := h.pending[m.IDKey()]; ok {
-			delete(h.pending, m.IDKey())
-			ch <- msg // buffered: the POST may be gone
-		}
-	case isDone(h.ended):
-		// The session is over: nothing more reaches the host.
-	default:
-		h.queue = append(h.queue, queued{msg, m.Method})
-		h.qbytes += len(msg)
-		for len(h.queue) > maxHostQueue || h.qbytes > maxHostQueueBytes {
-			old := h.queue[0]
-			h.queue[0] = queued{}
-			h.queue = h.queue[1:]
-			h.qbytes -= len(old.data)
-			// One line for the first drop and every 1000th: a server that
-			// floods a host without a GET stream does not flood the log.
-			if h.dropped++; h.dropped == 1 || h.dropped%1000 == 0 {
-				logLine = fmt.Sprintf("etdi: dropped a message for the host (%s; %d so far): more than %d messages or %d bytes wait for its GET stream",
-					clipText(old.method), h.dropped, maxHostQueue, maxHostQueueBytes)
-			}
-		}
-		if h.stream != nil {
-			select {
-			case h.stream.wake <- struct{}{}:
-			default:
-			}
-		}
-	}
-	logf := h.Log
-	h.mu.Unlock()
-	if logLine != "" && logf != nil {
-		logf(termtext.Escape(logLine))
-	}
-	return nil
+// Done is closed when the listener stopped: after Close, or when it
+// failed (Err says why).
+func (s *HTTPServer) Done() <-chan struct{} { return s.served }
+
+// Err is why the listener stopped, nil after Close.
+func (s *HTTPServer) Err() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.err
 }
 
-// Close ends the session and shuts the listener down: answers still
-// being written get at most 1 s.
-func (h *HTTPHost) Close() error {
-	h.once.Do(func() {
-		h.end(nil)
-		close(h.closed)
+// Close ends every session, waits until each gate ended its server (a
+// process is reaped), and shuts the listener down: answers still being
+// written get at most 1 s.
+func (s *HTTPServer) Close() error {
+	s.once.Do(func() {
+		s.mu.Lock()
+		s.closing = true
+		s.mu.Unlock()
+		s.cancel()
+		s.runs.Wait()
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
-		if h.srv.Shutdown(ctx) != nil {
-			h.srv.Close()
+		if s.srv.Shutdown(ctx) != nil {
+			s.srv.Close()
 		}
-		<-h.served
+		<-s.served
 	})
 	return nil
 }
 
-// end ends the session (Read returns) for err, or because the host did.
-func (h *HTTPHost) end(err error) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if isDone(h.ended) {
-		return
-	}
-	h.err = err
-	close(h.ended)
-}
-
-func isDone(ch chan struct{}) bool {
-	select {
-	case <-ch:
-		return true
-	default:
-		return false
+func (s *HTTPServer) logf(format string, args ...any) {
+	if s.opts.Log != nil {
+		s.opts.Log(termtext.Escape(fmt.Sprintf("etdi: "+format, args...)))
 	}
 }
 
 // ServeHTTP serves the MCP endpoint.
-func (h *HTTPHost) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+func (s *HTTPServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch {
-	case !h.loopbackHost(r.Host):
+	case !s.loopbackHost(r.Host):
 		httpError(w, http.StatusForbidden, "the Host header must name the loopback address of this endpoint")
 		return
 	case !loopbackOrigin(r.Header):
@@ -275,19 +239,25 @@ func (h *HTTPHost) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case r.URL.Path != "/mcp":
 		httpError(w, http.StatusNotFound, "the MCP endpoint is /mcp")
 		return
-	case h.Token != "" && subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), []byte("Bearer "+h.Token)) != 1:
+	case s.opts.Token != "" && subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), []byte("Bearer "+s.opts.Token)) != 1:
 		w.Header().Set("WWW-Authenticate", "Bearer")
 		httpError(w, http.StatusUnauthorized, "this endpoint wants Authorization: Bearer and its token")
 		return
 	}
 	switch r.Method {
 	case http.MethodPost:
-		h.post(w, r)
+		s.post(w, r)
 	case http.MethodGet:
-		h.get(w, r)
+		if !acceptsEventStream(r.Header) {
+			httpError(w, http.StatusNotAcceptable, "the GET stream is text/event-stream")
+			return
+		}
+		if sess := s.session(w, r); sess != nil {
+			sess.get(w, r)
+		}
 	case http.MethodDelete:
-		if h.session(w, r) {
-			h.end(nil)
+		if sess := s.session(w, r); sess != nil {
+			sess.end("the host ended it")
 			w.WriteHeader(http.StatusNoContent)
 		}
 	default:
@@ -299,12 +269,12 @@ func (h *HTTPHost) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // loopbackHost reports whether a Host header names this endpoint by a
 // loopback name: a DNS name of an attacker's that resolves to 127.0.0.1
 // does not.
-func (h *HTTPHost) loopbackHost(hostport string) bool {
+func (s *HTTPServer) loopbackHost(hostport string) bool {
 	host, port, err := net.SplitHostPort(hostport)
 	if err != nil {
 		host, port = strings.TrimSuffix(strings.TrimPrefix(hostport, "["), "]"), ""
 	}
-	return loopbackName(host) && (port == "" || port == h.port)
+	return loopbackName(host) && (port == "" || port == s.port)
 }
 
 // loopbackOrigin reports whether a request has no Origin, or one of a
@@ -318,25 +288,27 @@ func loopbackOrigin(hd http.Header) bool {
 	return len(vs) == 1 && err == nil && (u.Scheme == "http" || u.Scheme == "https") && loopbackName(u.Hostname())
 }
 
-// session checks the Mcp-Session-Id of a request after initialize: it
-// answers a missing one with 400, any other than the session's with 404.
-func (h *HTTPHost) session(w http.ResponseWriter, r *http.Request) bool {
+// session is the open session a request names in Mcp-Session-Id: a
+// missing id is answered with 400, one of no open session with 404 (the
+// host starts a new session).
+func (s *HTTPServer) session(w http.ResponseWriter, r *http.Request) *httpSession {
 	sid := r.Header.Get("Mcp-Session-Id")
-	h.mu.Lock()
-	started := h.started
-	h.mu.Unlock()
-	switch {
-	case sid == "":
-		httpError(w, http.StatusBadRequest, "the Mcp-Session-Id header is missing")
-		return false
-	case !started || isDone(h.ended) || subtle.ConstantTimeCompare([]byte(sid), []byte(h.sid)) != 1:
-		httpError(w, http.StatusNotFound, "no such session")
-		return false
+	if sid == "" {
+		httpError(w, http.StatusBadRequest, "the Mcp-Session-Id header is missing: a session begins with initialize")
+		return nil
 	}
-	return true
+	s.mu.Lock()
+	sess := s.sessions[sid]
+	s.mu.Unlock()
+	if sess == nil || isDone(sess.ended) {
+		httpError(w, http.StatusNotFound, "no such session: it ended or expired; initialize starts a new one")
+		return nil
+	}
+	sess.seen()
+	return sess
 }
 
-func (h *HTTPHost) post(w http.ResponseWriter, r *http.Request) {
+func (s *HTTPServer) post(w http.ResponseWriter, r *http.Request) {
 	if ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); ct != "application/json" {
 		httpError(w, http.StatusUnsupportedMediaType, "a message is POSTed as application/json")
 		return
@@ -364,140 +336,111 @@ func (h *HTTPHost) post(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	request := m.Request && m.ID != nil
-	if request && m.Method == "initialize" {
-		h.mu.Lock()
-		again := h.started || isDone(h.ended)
-		h.started = true
-		h.mu.Unlock()
-		if again {
-			writeJSON(w, http.StatusBadRequest, mcpclient.EncodeError(m.ID, -32600, "etdi: the session is already initialized: etdi serves one session", nil))
-			return
-		}
-		w.Header().Set("Mcp-Session-Id", h.sid)
-	} else {
-		h.mu.Lock()
-		started := h.started
-		h.mu.Unlock()
-		// Before initialize (server/discover, which the gate answers with
-		// an error) there is no session to name yet.
-		if (started || r.Header.Get("Mcp-Session-Id") != "") && !h.session(w, r) {
-			return
-		}
-	}
-	if !request {
-		if !h.push(r, data) {
-			httpError(w, http.StatusNotFound, "the session ended")
-			return
-		}
-		w.WriteHeader(http.StatusAccepted)
-		return
-	}
-	key := m.IDKey()
-	ch := make(chan []byte, 1)
-	h.mu.Lock()
-	_, inUse := h.pending[key]
-	if !inUse {
-		h.pending[key] = ch
-	}
-	h.mu.Unlock()
-	if inUse {
-		writeJSON(w, http.StatusOK, mcpclient.EncodeError(m.ID, -32600, "etdi: request id "+clipText(string(m.ID))+" is already in use", nil))
-		return
-	}
-	if !h.push(r, data) {
-		h.mu.Lock()
-		delete(h.pending, key)
-		h.mu.Unlock()
-		httpError(w, http.StatusNotFound, "the session ended")
-		return
-	}
-	// The answer, when it comes, goes to ch whether or not this POST still
-	// waits: a host that left has the answer dropped.
-	select {
-	case msg := <-ch:
-		writeJSON(w, http.StatusOK, msg)
-	case <-r.Context().Done():
-	case <-h.closed:
-		select {
-		case msg := <-ch:
-			writeJSON(w, http.StatusOK, msg)
+	if r.Header.Get("Mcp-Session-Id") == "" {
+		switch {
+		case request && m.Method == "initialize":
+			s.start(w, r, m, data)
+		case request && (m.Method == "server/discover" || m.Method == "subscriptions/listen"):
+			// The stateless handshake of MCP 2026-07-28 has no initialize
+			// for a gate to check first: the host falls back to it.
+			writeJSON(w, http.StatusOK, mcpclient.EncodeError(m.ID, -32601, "etdi: "+m.Method+" is not relayed: a session through etdi begins with initialize", nil))
 		default:
-			httpError(w, http.StatusNotFound, "the session ended")
+			httpError(w, http.StatusBadRequest, "the Mcp-Session-Id header is missing: a session begins with initialize")
 		}
-	}
-}
-
-// push hands a POSTed message to Read.
-func (h *HTTPHost) push(r *http.Request, data []byte) bool {
-	if isDone(h.ended) {
-		return false
-	}
-	select {
-	case h.in <- data:
-		return true
-	case <-h.ended:
-	case <-r.Context().Done():
-	}
-	return false
-}
-
-// get serves the GET stream until the session ends, the host leaves or
-// another GET takes over.
-func (h *HTTPHost) get(w http.ResponseWriter, r *http.Request) {
-	if !acceptsEventStream(r.Header) {
-		httpError(w, http.StatusNotAcceptable, "the GET stream is text/event-stream")
 		return
 	}
-	if !h.session(w, r) {
+	sess := s.session(w, r)
+	if sess == nil {
 		return
 	}
-	s := &sseStream{stop: make(chan struct{}), wake: make(chan struct{}, 1)}
-	h.mu.Lock()
-	if h.stream != nil {
-		close(h.stream.stop)
+	if request && m.Method == "initialize" {
+		writeJSON(w, http.StatusBadRequest, mcpclient.EncodeError(m.ID, -32600, "etdi: this session is already initialized: an initialize without Mcp-Session-Id starts a new one", nil))
+		return
 	}
-	h.stream = s
-	h.mu.Unlock()
-	defer func() {
-		h.mu.Lock()
-		if h.stream == s {
-			close(s.stop)
-			h.stream = nil
+	sess.post(w, r, m, data)
+}
+
+// start starts a session for the host's initialize and relays it.
+func (s *HTTPServer) start(w http.ResponseWriter, r *http.Request, m *mcpclient.Message, data []byte) {
+	s.mu.Lock()
+	if s.closing {
+		s.mu.Unlock()
+		writeJSON(w, http.StatusServiceUnavailable, mcpclient.EncodeError(m.ID, -32000, "etdi: the endpoint is shutting down", nil))
+		return
+	}
+	if len(s.sessions) >= s.opts.MaxSessions {
+		n := len(s.sessions)
+		s.mu.Unlock()
+		s.logf("refused a new session: %d sessions are open, the most this endpoint serves at once", n)
+		w.Header().Set("Retry-After", "5")
+		writeJSON(w, http.StatusServiceUnavailable, mcpclient.EncodeError(m.ID, -32000,
+			fmt.Sprintf("etdi: %d sessions are open, the most this endpoint serves at once (its bound on sessions): end one (DELETE), or wait until an idle one expires (after %v)", n, s.opts.IdleTimeout), nil))
+		return
+	}
+	s.count++
+	sess := newHTTPSession(s, rand.Text(), s.count)
+	s.sessions[sess.id] = sess
+	s.runs.Add(1)
+	s.mu.Unlock()
+
+	run, err := s.relay(sess)
+	if err != nil {
+		s.remove(sess)
+		s.runs.Done()
+		s.logf("session %d: not started: %s", sess.n, clipText(err.Error()))
+		writeJSON(w, http.StatusInternalServerError, mcpclient.EncodeError(m.ID, -32603, "etdi: "+clipText(err.Error()), nil))
+		return
+	}
+	s.logf("session %d started (%d open)", sess.n, s.Sessions())
+	go func() {
+		defer s.runs.Done()
+		err := run()
+		sess.close()
+		s.remove(sess)
+		why := sess.why()
+		switch {
+		case err != nil && !errors.Is(err, context.Canceled):
+			why = err.Error()
+		case err != nil:
+			why = "etdi is ending"
 		}
-		h.mu.Unlock()
+		s.logf("session %d ended: %s", sess.n, clipText(why))
 	}()
-	w.Header().Set("Content-Type", "text/event-stream")
-	w.Header().Set("Cache-Control", "no-cache")
-	w.WriteHeader(http.StatusOK)
-	rc := http.NewResponseController(w)
-	if rc.Flush() != nil {
-		return
+	w.Header().Set("Mcp-Session-Id", sess.id)
+	sess.post(w, r, m, data)
+}
+
+// relay prepares the gate and the upstream session of sess; run relays
+// the session until it ends.
+func (s *HTTPServer) relay(sess *httpSession) (run func() error, err error) {
+	if s.opts.serve != nil {
+		return func() error { return s.opts.serve(s.ctx, sess) }, nil
 	}
-	for {
-		h.mu.Lock()
-		var next queued
-		if len(h.queue) > 0 && h.stream == s && !isDone(h.ended) {
-			next = h.queue[0]
-			h.queue[0] = queued{}
-			h.queue = h.queue[1:]
-			h.qbytes -= len(next.data)
-		}
-		h.mu.Unlock()
-		if next.data != nil {
-			if _, err := w.Write(sseEvent(next.data)); err != nil || rc.Flush() != nil {
-				return
-			}
-			continue
-		}
-		select {
-		case <-s.wake:
-		case <-s.stop:
-			return
-		case <-h.ended:
-			return
-		case <-r.Context().Done():
-			return
-		}
+	gate, err := NewGate(s.opts.Gate)
+	if err != nil {
+		return nil, err
+	}
+	up, err := s.opts.Upstream(s.ctx)
+	if err != nil {
+		return nil, fmt.Errorf("starting the server: %w", err)
+	}
+	return func() error { return gate.Run(s.ctx, sess, up) }, nil
+}
+
+func (s *HTTPServer) remove(sess *httpSession) {
+	s.mu.Lock()
+	if s.sessions[sess.id] == sess {
+		delete(s.sessions, sess.id)
+	}
+	s.mu.Unlock()
+}
+
+func isDone(ch chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
 	}
 }
 
@@ -513,19 +456,6 @@ func acceptsEventStream(hd http.Header) bool {
 		}
 	}
 	return false
-}
-
-// sseEvent is msg as one server-sent event: a data line for each of its
-// lines (a message may be pretty-printed JSON).
-func sseEvent(msg []byte) []byte {
-	out := make([]byte, 0, len(msg)+16)
-	msg = bytes.ReplaceAll(msg, []byte("\r\n"), []byte("\n"))
-	for line := range bytes.SplitSeq(msg, []byte("\n")) {
-		for part := range bytes.SplitSeq(line, []byte("\r")) {
-			out = append(append(append(out, "data: "...), part...), '\n')
-		}
-	}
-	return append(out, '\n')
 }
 
 func writeJSON(w http.ResponseWriter, status int, msg []byte) {

@@ -5,14 +5,21 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // listenWait bounds every wait of the --listen tests (etdi run, the host,
@@ -204,6 +211,252 @@ func TestListenNotLoopback(t *testing.T) {
 		}
 		if code := cmd.ProcessState.ExitCode(); code != 2 || !strings.Contains(stderr.String(), "loopback only") {
 			t.Fatalf("%s: exit %d (%v)\n%s", addr, code, ctx.Err(), stderr.String())
+		}
+	}
+}
+
+// listening is an etdi run --listen started by startListen.
+type listening struct {
+	cmd      *exec.Cmd
+	endpoint string
+	mu       sync.Mutex
+	log      strings.Builder
+	drained  chan struct{}
+	ctx      context.Context
+}
+
+// startListen starts etdi run --listen 127.0.0.1:0 with args (flags, then
+// the server) in dir and waits for its listening line.
+func startListen(t *testing.T, dir string, args ...string) *listening {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), listenWait)
+	t.Cleanup(cancel)
+	l := &listening{drained: make(chan struct{}), ctx: ctx}
+	l.cmd = boundedCommand(ctx, etdiBin, append([]string{"run", "--trust", "trust.json", "--pins", "pins.db", "--listen", "127.0.0.1:0"}, args...)...)
+	l.cmd.Dir = dir
+	l.cmd.Env = []string{"HOME=" + dir, "XDG_CONFIG_HOME=" + filepath.Join(dir, ".config"), "PATH=" + os.Getenv("PATH")}
+	stderr, err := l.cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	url := make(chan string, 1)
+	go func() {
+		defer close(l.drained)
+		defer close(url)
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			l.mu.Lock()
+			l.log.WriteString(sc.Text() + "\n")
+			l.mu.Unlock()
+			if u, ok := strings.CutPrefix(sc.Text(), "etdi: listening on "); ok {
+				url <- u
+			}
+		}
+	}()
+	t.Cleanup(func() { l.stop() })
+	select {
+	case l.endpoint = <-url:
+	case <-ctx.Done():
+	}
+	if !strings.HasPrefix(l.endpoint, "http://127.0.0.1:") {
+		l.stop()
+		t.Fatalf("no listening line:\n%s", l.logText())
+	}
+	return l
+}
+
+func (l *listening) logText() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.log.String()
+}
+
+// stop sends SIGTERM and waits for etdi's exit.
+func (l *listening) stop() error {
+	if l.cmd.ProcessState != nil {
+		return nil
+	}
+	l.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-l.drained:
+	case <-l.ctx.Done():
+	}
+	return l.cmd.Wait()
+}
+
+// children are the ids of the processes etdi started that still run.
+func (l *listening) children(t *testing.T) []int {
+	t.Helper()
+	tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", l.cmd.Process.Pid))
+	var pids []int
+	for _, f := range tasks {
+		b, _ := os.ReadFile(f)
+		for _, f := range strings.Fields(string(b)) {
+			if pid, err := strconv.Atoi(f); err == nil {
+				pids = append(pids, pid)
+			}
+		}
+	}
+	return pids
+}
+
+// eventually waits, within listenWait, until cond holds.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(listenWait); !cond(); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %v", what, listenWait)
+		}
+	}
+}
+
+// etdi run --listen serves two hosts at once, each with its own server
+// process; a third beyond --max-sessions gets 503; DELETE ends one
+// session and its process only; a session idle for --idle-timeout ends
+// and its process is reaped, and its id then gets 404; SIGTERM ends the
+// rest and exits 0.
+func TestListenSessions(t *testing.T) {
+	if _, err := os.Stat("/proc/self/task"); err != nil {
+		t.Skip("reads the processes etdi started from /proc")
+	}
+	p := newPinEnv(t)
+	p.ok("trust", "unsigned", "--policy", "trust.json", "warn")
+	bin := buildWeather(t, p.dir, "weather", "")
+	if r := runEtdi(t, p.dir, nil, "check", "--trust", "trust.json", "--pins", "pins.db", "--name", "weather", "--yes", "--server", "--", bin); r.code != 0 {
+		t.Fatalf("check --yes: %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	connect := func(l *listening) *mcp.ClientSession {
+		t.Helper()
+		client := mcp.NewClient(&mcp.Implementation{Name: "test-host", Version: "1.0.0"}, nil)
+		cs, err := client.Connect(l.ctx, &mcp.StreamableClientTransport{Endpoint: l.endpoint, DisableStandaloneSSE: true}, nil)
+		if err != nil {
+			t.Fatalf("connect: %v\n%s", err, l.logText())
+		}
+		t.Cleanup(func() { cs.Close() })
+		lt, err := cs.ListTools(l.ctx, nil)
+		if err != nil || len(lt.Tools) != 1 || lt.Tools[0].Name != "get_weather" {
+			t.Fatalf("list: %v %+v\n%s", err, lt, l.logText())
+		}
+		return cs
+	}
+
+	l := startListen(t, p.dir, "--max-sessions", "2", "--name", "weather", "--", bin)
+	first := connect(l)
+	second := connect(l)
+	pids := l.children(t)
+	if len(pids) != 2 || pids[0] == pids[1] {
+		t.Fatalf("server processes %v\n%s", pids, l.logText())
+	}
+	req, _ := http.NewRequestWithContext(l.ctx, http.MethodPost, l.endpoint, strings.NewReader(
+		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"third","version":"1"}}}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable || !bytes.Contains(body, []byte("2 sessions are open")) {
+		t.Fatalf("a third session: %d %s", resp.StatusCode, body)
+	}
+	if err := first.Close(); err != nil { // DELETE
+		t.Fatal(err)
+	}
+	eventually(t, "one server left after DELETE", func() bool { return len(l.children(t)) == 1 })
+	if _, err := second.ListTools(l.ctx, nil); err != nil {
+		t.Fatalf("the other session after DELETE: %v", err)
+	}
+	if err := l.stop(); err != nil {
+		t.Fatalf("etdi run: %v\n%s", err, l.logText())
+	}
+	for _, pid := range pids {
+		eventually(t, "the servers ended with etdi", func() bool {
+			proc, err := os.FindProcess(pid)
+			return err != nil || proc.Signal(syscall.Signal(0)) != nil
+		})
+	}
+
+	idle := startListen(t, p.dir, "--idle-timeout", "500ms", "--name", "weather", "--", bin)
+	cs := connect(idle)
+	eventually(t, "the idle session's server reaped", func() bool { return len(idle.children(t)) == 0 })
+	if _, err := cs.ListTools(idle.ctx, nil); !errors.Is(err, mcp.ErrSessionMissing) {
+		t.Fatalf("a request of the expired session: %v", err)
+	}
+	connect(idle) // a new session
+	if err := idle.stop(); err != nil {
+		t.Fatalf("etdi run: %v\n%s", err, idle.logText())
+	}
+	if log := idle.logText(); !strings.Contains(log, "session 1 ended: it expired (no request for 500ms)") {
+		t.Fatalf("log:\n%s", log)
+	}
+}
+
+// A host that never opens the GET stream (go-sdk's DisableStandaloneSSE)
+// gets the progress of its call to server-everything through etdi run
+// --listen, on the call's own event stream, and its answer.
+func TestListenEverythingProgress(t *testing.T) {
+	needNode(t)
+	p := newPinEnv(t)
+	p.ok("trust", "unsigned", "--policy", "trust.json", "warn")
+	server := []string{"--name", "everything", "--", "node", filepath.Join(nodeBinDir, "mcp-server-everything"), "stdio"}
+	if r := runEtdi(t, p.dir, nil, append([]string{"check", "--trust", "trust.json", "--pins", "pins.db", "--start-timeout", "30s", "--yes", "--name", "everything", "--server"}, server[2:]...)...); r.code != 0 {
+		t.Fatalf("check --yes: %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	l := startListen(t, p.dir, server...)
+	progress := make(chan float64, 8)
+	client := mcp.NewClient(&mcp.Implementation{Name: "test-host", Version: "1.0.0"}, &mcp.ClientOptions{
+		ProgressNotificationHandler: func(_ context.Context, r *mcp.ProgressNotificationClientRequest) { progress <- r.Params.Progress },
+	})
+	cs, err := client.Connect(l.ctx, &mcp.StreamableClientTransport{Endpoint: l.endpoint, DisableStandaloneSSE: true}, nil)
+	if err != nil {
+		t.Fatalf("connect: %v\n%s", err, l.logText())
+	}
+	defer cs.Close()
+	if _, err := cs.ListTools(l.ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	params := &mcp.CallToolParams{Name: "trigger-long-running-operation", Arguments: map[string]any{"duration": 0.2, "steps": 2}}
+	params.SetProgressToken("op-1")
+	res, err := cs.CallTool(l.ctx, params)
+	if err != nil || res.IsError {
+		t.Fatalf("call: %v %+v\n%s", err, res, l.logText())
+	}
+	for i := range 2 {
+		select {
+		case <-progress:
+		case <-l.ctx.Done():
+			t.Fatalf("%d progress notifications, want 2\n%s", i, l.logText())
+		}
+	}
+}
+
+// --max-sessions and --idle-timeout go with --listen and must be
+// positive (exit 2, nothing started).
+func TestListenFlags(t *testing.T) {
+	dir := t.TempDir()
+	if r := runEtdi(t, dir, nil, "trust", "unsigned", "--policy", "trust.json", "warn"); r.code != 0 {
+		t.Fatalf("trust unsigned: %d %s", r.code, r.stderr)
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--max-sessions", "4"}, "--max-sessions goes with --listen"},
+		{[]string{"--idle-timeout", "1m"}, "--idle-timeout goes with --listen"},
+		{[]string{"--listen", "127.0.0.1:0", "--max-sessions", "0"}, "--max-sessions is at least 1"},
+		{[]string{"--listen", "127.0.0.1:0", "--idle-timeout", "0s"}, "--idle-timeout more than 0"},
+	} {
+		args := append([]string{"run", "--trust", "trust.json", "--pins", "pins.db", "--name", "x"}, c.args...)
+		r := runEtdi(t, dir, nil, append(args, "--", "sh", "-c", "touch started")...)
+		if r.code != 2 || !strings.Contains(r.stderr, c.want) {
+			t.Fatalf("%v: exit %d\n%s", c.args, r.code, r.stderr)
+		}
+		if _, err := os.Stat(filepath.Join(dir, "started")); err == nil {
+			t.Fatalf("%v: the server was started", c.args)
 		}
 	}
 }

@@ -30,6 +30,8 @@ type runFlags struct {
 	listenTokenFile                   string
 	headers, headerEnv, passEnv       []string
 	timeout, askTimeout               time.Duration
+	idleTimeout                       time.Duration
+	maxSessions                       int
 	audit                             bool
 	cedar                             cedarFlags
 	lock                              lockFlags
@@ -85,18 +87,27 @@ tools/call in the history (tool, pinned digest, SHA-256 of the arguments,
 outcome, duration, the policies' decision and the person's answer; never
 the arguments or results).
 
---listen 127.0.0.1:PORT offers the session to a host that connects to a
-URL: Streamable HTTP at http://127.0.0.1:PORT/mcp instead of stdio (port
-0 picks a free port; etdi prints "etdi: listening on URL" on standard
-error). Only loopback addresses are accepted and requests from web pages
-of other origins are refused. Other users of the machine can reach a
-loopback port: with --listen-token-file FILE (a file only you can read,
-mode 0600) or ETDI_LISTEN_TOKEN set, every request must carry
-"Authorization: Bearer TOKEN" (put the header in the host's
-configuration). The token is never given to the server, nor put on a
-command line; prefer the file: a process of your user can read etdi's
-environment. There is one session: it, and etdi run, end when the host
-ends it (HTTP DELETE).
+--listen 127.0.0.1:PORT serves hosts that connect to a URL: Streamable
+HTTP at http://127.0.0.1:PORT/mcp instead of stdio (port 0 picks a free
+port; etdi prints "etdi: listening on URL" on standard error). Only
+loopback addresses are accepted and requests from web pages of other
+origins are refused. Other users of the machine can reach a loopback
+port: with --listen-token-file FILE (a file only you can read, mode 0600)
+or ETDI_LISTEN_TOKEN set, every request must carry "Authorization: Bearer
+TOKEN" (put the header in the host's configuration). The token is never
+given to the server, nor put on a command line; prefer the file: a
+process of your user can read etdi's environment.
+Every initialize starts a session of its own, with its own gate and its
+own server: a server process per session (-- CMD), or a session with the
+--url server. At most --max-sessions (default 16) run at once; beyond, an
+initialize gets HTTP 503. A session ends when the host ends it (HTTP
+DELETE), when its server ends, or after --idle-timeout (default 10m)
+without a request, a request in flight or an open stream; its server is
+then ended, and its id gets 404, so the host starts a new session. etdi
+run keeps listening until it is interrupted (SIGINT, SIGTERM): then it
+ends every session and exits 0. Progress, sampling and elicitation of a
+call go on the call's own event stream, so a host without the GET stream
+gets them; events can be resumed with Last-Event-ID (SPEC.md §25).
 
 The server is started without any ETDI_* variable and without the
 variables etdi read a secret from (--header-env, the trust policy's
@@ -111,7 +122,8 @@ cannot be combined with it. With --lock-key KEY an unsigned or tampered
 lockfile starts nothing (exit 10), nor one of a lower generation than a
 lockfile of that key accepted before (exit 11), nor an expired one (14).
 
-Exit codes: 0 when the host ended the session, 1 when the server ended it
+Exit codes: 0 when the host ended the session (with --listen: when etdi
+was interrupted), 1 when the server ended it
 or etdi could not start (an unreadable trust policy, a server that cannot
 be started), 2 usage, 10 a lockfile that does not verify, 11 an older
 lockfile generation, 14 an expired lockfile.`,
@@ -135,6 +147,8 @@ lockfile generation, 14 an expired lockfile.`,
 	fl.BoolVar(&f.audit, "audit-calls", false, "record every tools/call in the history (never the arguments or results)")
 	fl.StringVar(&f.listen, "listen", "", "offer Streamable HTTP towards the host at ADDR (loopback only) instead of stdio")
 	fl.StringVar(&f.listenTokenFile, "listen-token-file", "", "with --listen: the file (mode 0600) holding the token every request must carry as \"Authorization: Bearer TOKEN\" (or $ETDI_LISTEN_TOKEN)")
+	fl.IntVar(&f.maxSessions, "max-sessions", guard.DefaultMaxSessions, "with --listen: the most host sessions (each with its own server) served at once; beyond, HTTP 503")
+	fl.DurationVar(&f.idleTimeout, "idle-timeout", guard.DefaultIdleTimeout, "with --listen: end a session (and its server) after this long without a request, a request in flight or an open stream")
 	fl.StringArrayVar(&f.passEnv, "pass-env", nil, "pass this variable to the server although etdi would remove it (an ETDI_* variable or one etdi read a secret from; never ETDI_LISTEN_TOKEN; repeatable)")
 	f.cedar.register(fl)
 	fl.DurationVar(&f.askTimeout, "ask-timeout", 2*time.Minute, "how long a call a policy asks about waits for the person's answer before it is refused")
@@ -163,6 +177,14 @@ func (e *env) runGate(cmd *cobra.Command, f *runFlags, pf *pinFlags, args []stri
 	}
 	if f.listenTokenFile != "" && f.listen == "" {
 		return usagef("--listen-token-file goes with --listen")
+	}
+	for _, name := range []string{"max-sessions", "idle-timeout"} {
+		if cmd.Flags().Changed(name) && f.listen == "" {
+			return usagef("--%s goes with --listen", name)
+		}
+	}
+	if f.maxSessions < 1 || f.idleTimeout <= 0 {
+		return usagef("--max-sessions is at least 1 and --idle-timeout more than 0 (e.g. --max-sessions 4 --idle-timeout 30m)")
 	}
 	for _, name := range f.passEnv {
 		if name == "" || strings.Contains(name, "=") {
@@ -291,11 +313,14 @@ func (e *env) runGate(cmd *cobra.Command, f *runFlags, pf *pinFlags, args []stri
 		defer logMu.Unlock()
 		fmt.Fprintln(e.stderr, secrets.String(line))
 	}
+	if f.listen != "" {
+		return e.listenGate(f, opts, srv, &secrets, &logMu)
+	}
 	gate, err := guard.NewGate(opts)
 	if err != nil {
 		return err
 	}
-	host, err := e.hostConn(f, opts.Log)
+	host, err := e.hostConn()
 	if err != nil {
 		return err
 	}
@@ -318,33 +343,67 @@ func (e *env) runGate(cmd *cobra.Command, f *runFlags, pf *pinFlags, args []stri
 	return nil
 }
 
-// hostConn returns the host's side of the session: stdin and stdout, or
-// with --listen a Streamable HTTP endpoint on a loopback address.
-func (e *env) hostConn(f *runFlags, log func(string)) (guard.Conn, error) {
-	if f.listen == "" {
-		in, out := pollable(e.stdin), pollable(e.stdout)
-		return guard.StreamConn(in, out, func() error {
-			if c, ok := e.stdin.(io.Closer); ok && e.stdin != os.Stdin {
-				return c.Close()
-			}
-			return nil
-		}), nil
-	}
+// hostConn returns the host's side of the session: stdin and stdout.
+func (e *env) hostConn() (guard.Conn, error) {
+	in, out := pollable(e.stdin), pollable(e.stdout)
+	return guard.StreamConn(in, out, func() error {
+		if c, ok := e.stdin.(io.Closer); ok && e.stdin != os.Stdin {
+			return c.Close()
+		}
+		return nil
+	}), nil
+}
+
+// listenGate serves hosts over Streamable HTTP on a loopback address
+// (--listen), every session through its own gate and its own server,
+// until etdi is interrupted.
+func (e *env) listenGate(f *runFlags, opts guard.GateOptions, srv guard.Server, secrets *redact.Set, logMu *sync.Mutex) error {
 	tok, err := e.listenToken(f)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	h, err := guard.ListenHTTP(f.listen)
+	h, err := guard.ListenHTTP(f.listen, guard.HTTPOptions{
+		Gate: opts, Token: tok, MaxSessions: f.maxSessions, IdleTimeout: f.idleTimeout,
+		Upstream: func(context.Context) (guard.Conn, error) {
+			stderr := &lineEscaper{w: e.stderr, secrets: secrets, mu: logMu}
+			c, err := guard.StartServer(srv, stderr)
+			if err != nil {
+				return nil, secrets.Error(err)
+			}
+			return flushingConn{c, stderr}, nil
+		},
+	})
 	if errors.Is(err, guard.ErrListenAddr) {
-		return nil, usagef("--listen %q: want 127.0.0.1:PORT, [::1]:PORT or localhost:PORT (loopback only; port 0 picks one)", f.listen)
+		return usagef("--listen %q: want 127.0.0.1:PORT, [::1]:PORT or localhost:PORT (loopback only; port 0 picks one)", f.listen)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("--listen %s: %w", f.listen, err)
+		return fmt.Errorf("--listen %s: %w", f.listen, err)
 	}
-	h.Log = log
-	h.Token = tok
 	fmt.Fprintf(e.stderr, "etdi: listening on %s\n", h.URL())
-	return h, nil
+	ctx, stop := signal.NotifyContext(e.ctx, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	defer stop()
+	select {
+	case <-ctx.Done():
+	case <-h.Done():
+	}
+	h.Close()
+	if err := h.Err(); err != nil {
+		return secrets.Error(err)
+	}
+	return nil // interrupted: every session and its server were ended
+}
+
+// flushingConn writes the last line a server left unfinished on its
+// stderr when its session ends.
+type flushingConn struct {
+	guard.Conn
+	stderr *lineEscaper
+}
+
+func (c flushingConn) Close() error {
+	err := c.Conn.Close()
+	c.stderr.flush()
+	return err
 }
 
 // listenToken is the token of --listen: from --listen-token-file, or
