@@ -47,6 +47,10 @@ type checkReport struct {
 	// Ignored are members of the entry naming another server that the
 	// host ignores (Gemini CLI's command beside httpUrl or url).
 	Ignored []string `json:"ignored,omitempty"`
+	// Wrapped says the entry runs its server through the user's own etdi
+	// run, proven (SPEC.md §24): the server checked is the one behind it.
+	// Always present: false for everything else.
+	Wrapped bool `json:"wrapped"`
 	// Error is why the server could not be checked (exit 1).
 	Error    string `json:"error,omitempty"`
 	ExitCode int    `json:"exitCode"`
@@ -314,6 +318,7 @@ func (e *env) checkTarget(sf *serverFlags, pf *pinFlags, t *target, p *trust.Pol
 		return rep
 	}
 	if en := t.entry; en != nil {
+		rep.Wrapped = en.Wrapped
 		if en.Disabled {
 			rep.Disabled, rep.HostHonoursDisabled = true, string(en.HostHonoursDisabled)
 		}
