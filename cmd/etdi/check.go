@@ -111,6 +111,12 @@ tools/list _meta. With a verified bundle the server is known as
 entry name, or the program name), the policy's unsigned rule applies, and
 its tools are pinned by digest, so a changed definition is still caught.
 
+A live server is listed declaring the client capabilities of the host that
+will use it (SPEC.md §18.1: with --config, what the entry's host declares;
+otherwise none), as servers offer some tools only to clients with roots,
+sampling or elicitation; --capabilities roots,sampling,elicitation (or
+none) declares those instead.
+
 Every tool is compared with its pin: a tool never approved, or a higher
 version, needs approval (13); the same version with another definition or
 other permissions, changed server instructions, a lower version or an
