@@ -434,21 +434,16 @@ func (g *Gate) savePending(l *Listing, items []string, withheld bool) {
 		g.st.pendingKinds = map[string]bool{}
 	}
 	// Which kinds withhold something: an entry of this listing that is
-	// not approved as listed (or, when none is, all listed: the listing
-	// as a whole was not established).
-	found := false
+	// not approved as listed. A listing the caller withheld nothing of
+	// (or one that shows a credential, which is never saved) counts as
+	// withholding nothing.
 	for _, item := range items {
 		g.st.pendingKinds[item] = false
 		for _, e := range entries(l, item) {
-			if g.st.approved[item][e.Name] != e.Digest.String() {
-				g.st.pendingKinds[item], found = true, true
+			if withheld && g.st.approved[item][e.Name] != e.Digest.String() {
+				g.st.pendingKinds[item] = true
 				break
 			}
-		}
-	}
-	if withheld && !found {
-		for _, item := range items {
-			g.st.pendingKinds[item] = true
 		}
 	}
 	still := false

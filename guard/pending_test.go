@@ -204,3 +204,25 @@ func TestPendingRemovedWhenNothingWithheld(t *testing.T) {
 		t.Fatalf("nothing is withheld, and the saved listing is still there (%v)", err)
 	}
 }
+
+// A re-list of the tools replaces the tools of the saved listing: a tool
+// the server adds later is in the file the review command names.
+func TestPendingToolsListedAgain(t *testing.T) {
+	opts := atkOptions(t)
+	added := false
+	a := startAtk(t, opts, func(m *mcpclient.Message, own bool) []string {
+		if m.Method == "tools/list" && added {
+			return []string{res(m, `{"tools":[`+atkTool+`,`+atkExtra+`,{"name":"delete_reports","inputSchema":{"type":"object"}}]}`)}
+		}
+		return extraHandler(new(bool))(m, own)
+	})
+	a.init(t)
+	a.ask(t, "tools/list", `{}`, 10*time.Second)
+	path := reviewFile(t, a.reviewTold(t))
+	added = true
+	a.server.write(`{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}`)
+	a.waitNotice(t, "notifications/tools/list_changed")
+	if got := approveFile(t, opts.Options, path); strings.Join(got, " ") != "send_report delete_reports" {
+		t.Fatalf("the review approved %v", got)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -127,5 +128,52 @@ func TestCheckCapabilitiesUsage(t *testing.T) {
 		if r.code != exitUsage || !strings.Contains(r.stderr, "capabilit") {
 			t.Errorf("etdi %v: exit %d, want 2\n%s", args, r.code, r.stderr)
 		}
+	}
+}
+
+// The review command etdi run prints for a withheld tool still approves it
+// after the server's resources were listed again alone (a
+// notifications/resources/list_changed): the saved listing keeps the
+// tools. Approving from it lets the tool through in the next session.
+func TestRunReviewPendingAfterResourcesRelist(t *testing.T) {
+	p := liveEnv(t)
+	p.ok("trust", "unsigned", "--policy", "trust.json", "warn")
+	if r := p.liveCheck(nil, append([]string{"--yes", "--name", "weather", "--server", "--"}, fixtureCmd("relist")...)...); r.code != 0 {
+		t.Fatalf("approve: %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	gate := p.gated([]string{"--name", "weather"}, fixtureCmd("relist")...)
+	steps := `[{"op":"listTools"},{"op":"call","name":"get_weather","arguments":{"city":"A"}},
+		{"op":"waitFor","method":"notifications/resources/list_changed","timeoutMs":10000}]`
+	tr := p.host([]string{"FIXTURE_CHANGE=addtool", "FIXTURE_AFTER_CALL=resource"}, steps, nil, gate...)
+	if got := tr.Steps[0].names(t); slices.Contains(got, "delete_city") || tr.Steps[2].Error != nil {
+		t.Fatalf("the new tool reached the host, or the resources were not listed again: %v\n%s", got, tr.raw)
+	}
+	// The review command the host was told when the tool was withheld,
+	// before the resources were listed again.
+	review := ""
+	for _, n := range tr.Notifications {
+		var p struct {
+			Data struct{ Review string } `json:"data"`
+		}
+		if n.Method == "notifications/message" && json.Unmarshal(n.Params, &p) == nil && p.Data.Review != "" {
+			review = p.Data.Review
+			break
+		}
+	}
+	m := regexp.MustCompile(`^etdi check (.*?) --approve$`).FindStringSubmatch(review)
+	if m == nil || !strings.Contains(m[1], "--tools ") {
+		t.Fatalf("no review command with the saved listing told to the host: %q\n%s", review, tr.raw)
+	}
+	var args []string
+	for _, a := range strings.Fields(m[1]) {
+		args = append(args, strings.Trim(a, "'"))
+	}
+	r := runEtdi(t, t.TempDir(), nil, append(append([]string{"check"}, args...), "--yes")...)
+	if !strings.Contains(r.stdout, "approved unsigned:weather/delete_city ") {
+		t.Fatalf("the review command approved no delete_city: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	tr = p.host([]string{"FIXTURE_CHANGE=addtool"}, `[{"op":"listTools"}]`, nil, gate...)
+	if got := tr.Steps[0].names(t); !slices.Contains(got, "delete_city") {
+		t.Fatalf("after the review: %v\n%s", got, tr.Stderr)
 	}
 }
