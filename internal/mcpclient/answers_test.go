@@ -106,3 +106,16 @@ func TestListListsByteBudget(t *testing.T) {
 		t.Fatalf("after %d pages of %d MiB: %v", page, MaxFetchBytes/4>>20, err)
 	}
 }
+
+// Instructions that are not a string are refused: the gate compares them
+// with the approved text and a host shows them.
+func TestInitializeInstructionsKind(t *testing.T) {
+	for _, in := range []string{`5`, `null`, `{"text":"x"}`, `["x"]`} {
+		_, err := ParseInitialize([]byte(`{"protocolVersion":"2025-06-18","capabilities":{},"instructions":` + in + `}`))
+		wantErr(t, err, "instructions is a")
+	}
+	l, err := ParseInitialize([]byte(`{"protocolVersion":"2025-06-18","capabilities":{},"instructions":"Use x."}`))
+	if err != nil || l.Instructions == nil || *l.Instructions != "Use x." {
+		t.Fatalf("%+v %v", l, err)
+	}
+}
