@@ -114,6 +114,9 @@ type gateState struct {
 	// its listing without end would grow the history without end.
 	recorded     int
 	recordCapped bool
+	// pendingKinds says, by item kind, whether the gate's latest own
+	// listing of it withheld something (savePending).
+	pendingKinds map[string]bool
 	// serverScopes are the scopes of the server's tools the gate's own
 	// last listing found approved: what the call-time policies see of a
 	// prompt or resource of the server (SPEC.md §26).
@@ -463,7 +466,7 @@ func (g *Gate) relist(items []string, init *mcpclient.Listing) *Report {
 		}
 		g.blockChanged(item)
 	}
-	g.savePending(gl, withheld && len(CredentialFindings(gl, g.opts.Credentials)) == 0)
+	g.savePending(gl, items, withheld && len(CredentialFindings(gl, g.opts.Credentials)) == 0)
 	return r
 }
 
@@ -483,11 +486,19 @@ func approvedScopes(r *Report, approved map[string]string) []string {
 	return slices.Compact(out)
 }
 
-// savePending saves the gate's own listing for review when it withheld
-// something of it (and removes an earlier one when it did not): the
-// review command names it. A listing that shows a configured credential
-// is never saved (SPEC.md §21).
-func (g *Gate) savePending(l *Listing, withheld bool) {
+// savePending saves the gate's own listing for review while it withholds
+// something of it, and removes the file it saved once it withholds
+// nothing: the review command names the file. items are the item kinds
+// the listing l holds (the gate lists some kinds again alone, after their
+// list_changed); withheld says whether it withheld something of them.
+//
+// The file is one per server, of every kind: the kinds listed now replace
+// those in the file this session saved, and the kinds not listed now are
+// kept from it as they were (with the server's instructions), so that
+// listing resources again never drops the withheld tools the printed
+// review command is for (SPEC.md §25, "Pending review files"). A listing
+// that shows a configured credential is never saved (SPEC.md §21).
+func (g *Gate) savePending(l *Listing, items []string, withheld bool) {
 	if g.opts.ReadOnly {
 		return // nothing is written beside read-only pins
 	}
@@ -499,16 +510,47 @@ func (g *Gate) savePending(l *Listing, withheld bool) {
 	if abs, err := filepath.Abs(path); err == nil {
 		path = abs // the host's working directory is not the person's
 	}
-	if !withheld {
+	if g.st.pendingKinds == nil {
+		g.st.pendingKinds = map[string]bool{}
+	}
+	// Which kinds withhold something: an entry of this listing that is
+	// not approved as listed. A listing the caller withheld nothing of
+	// (or one that shows a credential, which is never saved) counts as
+	// withholding nothing.
+	for _, item := range items {
+		g.st.pendingKinds[item] = false
+		for _, e := range entries(l, item) {
+			if withheld && g.st.approved[item][e.Name] != e.Digest.String() {
+				g.st.pendingKinds[item] = true
+				break
+			}
+		}
+	}
+	still := false
+	for _, w := range g.st.pendingKinds {
+		still = still || w
+	}
+	if !still {
 		if g.saved == path {
 			os.Remove(path)
 			g.saved = ""
 		}
 		return
 	}
+	saved := *l
+	if g.saved == path {
+		merged, err := g.mergePending(path, l, items)
+		if err != nil {
+			g.logf("could not read the listing saved for review (%v): it is saved again with what was listed now", err)
+		} else {
+			saved = *merged
+		}
+	}
+	if len(CredentialFindings(&saved, g.opts.Credentials)) > 0 {
+		return
+	}
 	// What served the listing is saved with it: approving from the file
 	// records it in the pins, as approving the live server would.
-	saved := *l
 	saved.Served = g.opts.Origin.Served()
 	write, err := saved.Saver()
 	if err == nil {
@@ -521,6 +563,48 @@ func (g *Gate) savePending(l *Listing, withheld bool) {
 		return
 	}
 	g.saved = path
+}
+
+// mergePending is the listing to save for review when l lists only the
+// item kinds items: those from l, every other kind (and the server's
+// instructions, and the in-band bundle when the tools are not listed
+// now) from the file at path, which this session saved.
+func (g *Gate) mergePending(path string, l *Listing, items []string) (*Listing, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	old, err := ReadListing(data)
+	if err != nil {
+		return nil, err
+	}
+	out := *old
+	out.Listed = nil
+	if slices.Contains(items, itemTool) {
+		out.Tools, out.Metas, out.ToolMetas, out.Pages = l.Tools, l.Metas, l.ToolMetas, l.Pages
+	}
+	if l.Live {
+		out.Live, out.Instructions = true, l.Instructions
+		out.ServerName, out.ServerVersion, out.ProtocolVersion = l.ServerName, l.ServerVersion, l.ProtocolVersion
+	}
+	for _, item := range pin.Items {
+		if !slices.Contains(items, item) {
+			if slices.Contains(old.Listed, item) {
+				out.Listed = append(out.Listed, item)
+			}
+			continue
+		}
+		switch item {
+		case itemPrompt:
+			out.Prompts = l.Prompts
+		case itemResource:
+			out.Resources = l.Resources
+		case itemTemplate:
+			out.Templates = l.Templates
+		}
+		out.Listed = append(out.Listed, item)
+	}
+	return &out, nil
 }
 
 // safeFileName turns a server key into a file name: letters, digits, '.',

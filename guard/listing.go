@@ -209,10 +209,31 @@ type FetchOptions struct {
 	StartTimeout, Timeout time.Duration
 	// ClientVersion is the version etdi reports in clientInfo.
 	ClientVersion string
+	// Capabilities is the client capabilities object etdi declares at
+	// initialize: what the host that will use the server declares (the
+	// Capabilities of its row in the host table, or ParseCapabilities of
+	// the names it declares). Servers offer some tools only to clients
+	// with a capability (roots, sampling, elicitation), so approving a
+	// listing made without the host's capabilities leaves those tools
+	// unapproved. nil declares none. The server's requests during the
+	// listing are answered without a workspace, a model or a person: no
+	// roots, and an error for sampling and elicitation (SPEC.md §17).
+	Capabilities json.RawMessage
 	// Served, for FetchSave, is what serves the server (Origin.Served),
 	// resolved before it starts: it is saved with the listing, bound to
 	// it, so that approving from the file records it.
 	Served string
+}
+
+// CapabilityNames are the client capabilities ParseCapabilities knows.
+var CapabilityNames = mcpclient.CapabilityNames
+
+// ParseCapabilities turns a comma-separated list of CapabilityNames
+// ("roots,sampling,elicitation") into a capabilities object for
+// FetchOptions.Capabilities; "none" declares none. An unknown name, a
+// name twice or an empty list is an error.
+func ParseCapabilities(list string) (json.RawMessage, error) {
+	return mcpclient.ParseCapabilities(list)
 }
 
 // FetchError reports a server that could not be listed: the stage
@@ -224,7 +245,7 @@ type FetchError = mcpclient.ServerError
 // reaped). The fetch is bounded whatever the server does (SPEC.md §17,
 // "Fetch bounds").
 func Fetch(ctx context.Context, s Server, o FetchOptions) (*Listing, error) {
-	opts := mcpclient.Options{StartTimeout: o.StartTimeout, Timeout: o.Timeout, ClientVersion: o.ClientVersion}
+	opts := mcpclient.Options{StartTimeout: o.StartTimeout, Timeout: o.Timeout, ClientVersion: o.ClientVersion, Capabilities: o.Capabilities}
 	var l *mcpclient.Listing
 	var err error
 	switch {
@@ -261,7 +282,7 @@ func fromClient(l *mcpclient.Listing) *Listing {
 // one of a go-sdk connection): initialize, then every list, as Fetch does.
 // The connection is not closed.
 func List(ctx context.Context, c Conn, o FetchOptions) (*Listing, error) {
-	l, err := mcpclient.ListSession(ctx, c, mcpclient.Options{StartTimeout: o.StartTimeout, Timeout: o.Timeout, ClientVersion: o.ClientVersion})
+	l, err := mcpclient.ListSession(ctx, c, mcpclient.Options{StartTimeout: o.StartTimeout, Timeout: o.Timeout, ClientVersion: o.ClientVersion, Capabilities: o.Capabilities})
 	if err != nil {
 		return nil, err
 	}
@@ -409,7 +430,7 @@ func FetchSave(ctx context.Context, s Server, o FetchOptions, creds []Credential
 	// what the served binding covers (servedBinding).
 	skeleton := &Listing{Live: true}
 	var fs []verify.Finding
-	opts := mcpclient.Options{StartTimeout: o.StartTimeout, Timeout: o.Timeout, ClientVersion: o.ClientVersion,
+	opts := mcpclient.Options{StartTimeout: o.StartTimeout, Timeout: o.Timeout, ClientVersion: o.ClientVersion, Capabilities: o.Capabilities,
 		Entries: func(list etdi.List, entries []etdi.LiveTool) error {
 			if err := checkReadsBack(entries); err != nil {
 				return err

@@ -47,6 +47,10 @@ type checkReport struct {
 	// Ignored are members of the entry naming another server that the
 	// host ignores (Gemini CLI's command beside httpUrl or url).
 	Ignored []string `json:"ignored,omitempty"`
+	// Wrapped says the entry runs its server through the user's own etdi
+	// run, proven (SPEC.md §24): the server checked is the one behind it.
+	// Always present: false for everything else.
+	Wrapped bool `json:"wrapped"`
 	// Error is why the server could not be checked (exit 1).
 	Error    string `json:"error,omitempty"`
 	ExitCode int    `json:"exitCode"`
@@ -106,6 +110,12 @@ tools/list _meta. With a verified bundle the server is known as
 <provider>:<server>; without one as unsigned:<name> (--name, the config
 entry name, or the program name), the policy's unsigned rule applies, and
 its tools are pinned by digest, so a changed definition is still caught.
+
+A live server is listed declaring the client capabilities of the host that
+will use it (SPEC.md §18.1: with --config, what the entry's host declares;
+otherwise none), as servers offer some tools only to clients with roots,
+sampling or elicitation; --capabilities roots,sampling,elicitation (or
+none) declares those instead.
 
 Every tool is compared with its pin: a tool never approved, or a higher
 version, needs approval (13); the same version with another definition or
@@ -314,6 +324,7 @@ func (e *env) checkTarget(sf *serverFlags, pf *pinFlags, t *target, p *trust.Pol
 		return rep
 	}
 	if en := t.entry; en != nil {
+		rep.Wrapped = en.Wrapped
 		if en.Disabled {
 			rep.Disabled, rep.HostHonoursDisabled = true, string(en.HostHonoursDisabled)
 		}

@@ -89,7 +89,8 @@ func (e *env) fetchSave(f *serverFlags, t *target, w io.Writer) (*guard.Saved, e
 	// What the command runs is resolved before it starts, and saved with
 	// the listing: approving from the file records it.
 	served := t.secrets.String(guard.ResolveOrigin(e.ctx, t.server()).Served())
-	saved, fs, err := guard.FetchSave(e.ctx, t.server(), guard.FetchOptions{StartTimeout: f.startTimeout, Timeout: f.timeout, ClientVersion: readBuildInfo().Version, Served: served}, t.credentials, w)
+	saved, fs, err := guard.FetchSave(e.ctx, t.server(), guard.FetchOptions{StartTimeout: f.startTimeout, Timeout: f.timeout, ClientVersion: readBuildInfo().Version, Served: served,
+		Capabilities: f.capabilitiesOf(t)}, t.credentials, w)
 	if err != nil {
 		// The error may quote the server's stderr, a URL or a header.
 		var se *guard.FetchError

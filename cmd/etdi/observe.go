@@ -44,6 +44,9 @@ type serverFlags struct {
 	// gate is compared with (SPEC.md §24).
 	etdi, gatePins, gateLock string
 	gateCedar                []string
+	// capabilities is --capabilities: the client capabilities a listing
+	// declares (capabilitiesOf).
+	capabilities capabilitiesFlag
 }
 
 func (f *serverFlags) register(fs *pflag.FlagSet, e *env) {
@@ -72,6 +75,7 @@ func (f *serverFlags) registerLive(fs *pflag.FlagSet) {
 	fs.StringArrayVar(&f.headers, "header", nil, "HTTP header for --url, \"Name: value\" (repeatable)")
 	fs.DurationVar(&f.startTimeout, "start-timeout", 20*time.Second, "how long a server may take to answer initialize")
 	fs.DurationVar(&f.timeout, "timeout", 60*time.Second, "how long fetching one server's tools may take in all")
+	fs.Var(&f.capabilities, "capabilities", "the client capabilities to declare to the server, roots,sampling,elicitation or none (default: with --config, those the entry's host declares; otherwise none)")
 }
 
 // registerConfig registers --config and --name (which also names what is
@@ -133,6 +137,9 @@ func (e *env) targets(f *serverFlags, args []string, dash int) ([]target, error)
 		if on {
 			sources++
 		}
+	}
+	if f.capabilities.set && (f.tools != "" || sources == 0) {
+		return nil, usagef("--capabilities applies to a live server (--server, --url, --config), not to a saved listing or a bundle")
 	}
 	if sources == 0 && f.bundle != "" {
 		return []target{{label: f.bundle, name: f.name, location: f.bundle}}, nil
@@ -536,7 +543,8 @@ func (e *env) guardError(err error) error {
 // fetch lists a live server.
 func (e *env) fetch(f *serverFlags, t *target) (*guard.Listing, error) {
 	e.progress("checking %s", t.label)
-	l, err := guard.Fetch(e.ctx, t.server(), guard.FetchOptions{StartTimeout: f.startTimeout, Timeout: f.timeout, ClientVersion: readBuildInfo().Version})
+	l, err := guard.Fetch(e.ctx, t.server(), guard.FetchOptions{StartTimeout: f.startTimeout, Timeout: f.timeout, ClientVersion: readBuildInfo().Version,
+		Capabilities: f.capabilitiesOf(t)})
 	if err != nil {
 		// The error may quote the server's stderr, a URL or a header.
 		var se *guard.FetchError

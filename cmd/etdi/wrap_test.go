@@ -297,7 +297,9 @@ func TestCLICheckSeesThroughWrap(t *testing.T) {
   "echo": {"command": "`+echoServer(t)+`", "args": ["--flag"]},
   "remote": {"url": "`+url+`/remote", "headers": {"Authorization": "Bearer wrapped-header-5512"}}
 }}`, 0o600)
-	s.check(0, "--config", cfg, "--yes")
+	if got := strings.Join(parseGateReport(t, s.check(0, "--config", cfg, "--yes", "--json")).wrapped(), " "); got != "false false" {
+		t.Fatalf("entries not wrapped yet: wrapped %s", got)
+	}
 	if r := runEtdi(t, s.dir, []string{"ETDI_TRUST=" + filepath.Join(s.dir, "trust.json")}, "wrap", "--config", cfg); r.code != 0 || !strings.Contains(r.stdout, "2 wrapped") {
 		t.Fatalf("wrap: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
@@ -320,6 +322,9 @@ func TestCLICheckSeesThroughWrap(t *testing.T) {
 	if len(out.Servers) != 2 || !strings.HasPrefix(out.Servers[0].Target, "echo ") || !strings.HasPrefix(out.Servers[1].Target, "remote ") ||
 		len(out.Servers[0].Tools) == 0 || len(out.Servers[1].Tools) == 0 {
 		t.Fatalf("check of the wrapped file:\n%s", r.stdout)
+	}
+	if got := strings.Join(parseGateReport(t, r).wrapped(), " "); got != "true true" {
+		t.Fatalf("the wrapped entries: wrapped %s\n%s", got, r.stdout)
 	}
 }
 

@@ -21,7 +21,26 @@ type gateReport struct {
 			Name string `json:"name"`
 		} `json:"tools"`
 		ExitCode int `json:"exitCode"`
+		// Wrapped is a pointer: the member is always present.
+		Wrapped *bool `json:"wrapped"`
 	} `json:"servers"`
+}
+
+// wrapped lists the "wrapped" member of each server, "absent" where it is
+// missing.
+func (g gateReport) wrapped() []string {
+	var out []string
+	for _, s := range g.Servers {
+		switch {
+		case s.Wrapped == nil:
+			out = append(out, "absent")
+		case *s.Wrapped:
+			out = append(out, "true")
+		default:
+			out = append(out, "false")
+		}
+	}
+	return out
 }
 
 func parseGateReport(t *testing.T, r result) gateReport {
@@ -65,6 +84,9 @@ func TestCLIFakeWrapperScript(t *testing.T) {
 	fakes := out.findings("fake_wrapper")
 	if len(fakes) != 2 || !strings.Contains(fakes[0].Message, `"./tools/etdi" is named etdi, but it resolves to `+script) || !strings.Contains(fakes[1].Message, script) {
 		t.Fatalf("findings:\n%s", r.stdout)
+	}
+	if got := strings.Join(out.wrapped(), " "); got != "false false" {
+		t.Fatalf("entries that imitate etdi's gate are reported wrapped: %s\n%s", got, r.stdout)
 	}
 	for _, srv := range out.Servers[:1] {
 		if len(srv.Tools) == 0 || srv.ExitCode != 12 {

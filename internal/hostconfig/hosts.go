@@ -62,7 +62,25 @@ type Launch struct {
 	Expands string
 	// Source says where these facts were read, with versions.
 	Source string
+	// Capabilities is the client capabilities object the host declares at
+	// initialize, as it sends it: etdi check declares it when it lists
+	// the host's servers, so that it approves what the host is offered
+	// (servers offer some tools only to clients with roots, sampling or
+	// elicitation). CapabilitiesSource says where it was read; a host
+	// that could not be observed declares every capability the protocol
+	// gives a client with requests of the server (defaultCapabilities):
+	// approving a tool the host is never offered is harmless, leaving one
+	// it is offered unapproved withholds it.
+	Capabilities, CapabilitiesSource string
 }
+
+// defaultCapabilities are declared for a host whose own could not be
+// observed: every client capability of the MCP specification (2025-06-18,
+// "Client Features": roots, sampling, elicitation).
+const (
+	defaultCapabilities       = `{"roots":{},"sampling":{},"elicitation":{}}`
+	defaultCapabilitiesSource = "not observed: the client capabilities of the MCP specification 2025-06-18 (roots, sampling, elicitation)"
+)
 
 // The types most hosts know.
 var commonTypes = map[string]string{"stdio": "stdio", "http": "http", "streamable-http": "http", "streamableHttp": "http", "sse": "sse"}
@@ -73,48 +91,60 @@ var anyURL = []string{"url", "serverUrl", "httpUrl"}
 var Launches = []Launch{
 	{Host: ClaudeDesktop, Name: "Claude Desktop", URLKeys: anyURL, Types: commonTypes,
 		Both: "what Claude Desktop starts is not established", Disabled: `"disabled": true`, Honours: Unknown, Cwd: Unknown,
-		Expands: "not established", Source: "not established from its source (closed); the file's documented members are command, args, env"},
+		Expands: "not established", Source: "not established from its source (closed); the file's documented members are command, args, env",
+		Capabilities: defaultCapabilities, CapabilitiesSource: defaultCapabilitiesSource},
 	{Host: ClaudeCode, Name: "Claude Code", URLKeys: []string{"url"}, Types: map[string]string{"stdio": "stdio", "http": "http", "streamable-http": "http", "sse": "sse"},
 		Both: "Claude Code follows type (stdio when absent), which the repository chooses", Disabled: `"disabled": true`, Honours: No, Dir: "project", Cwd: Unknown,
-		Expands: "${VAR}, ${VAR:-default}",
-		Source:  "docs code.claude.com/docs/en/mcp (type stdio/sse/http, streamable-http an alias; ${VAR} expansion in .mcp.json); anthropics/claude-code issues 17756, 33958 (v2.1.74), 43865: entries with \"disabled\": true in .mcp.json and ~/.claude.json are started; @anthropic-ai/claude-code 2.1.197 claude mcp list: a command and url without type start the command, type http beside a command connects to url, disabled entries (.mcp.json, ~/.claude.json) are started, the program is found on the entry's env PATH and relative to the project folder"},
+		Expands:      "${VAR}, ${VAR:-default}",
+		Source:       "docs code.claude.com/docs/en/mcp (type stdio/sse/http, streamable-http an alias; ${VAR} expansion in .mcp.json); anthropics/claude-code issues 17756, 33958 (v2.1.74), 43865: entries with \"disabled\": true in .mcp.json and ~/.claude.json are started; @anthropic-ai/claude-code 2.1.197 claude mcp list: a command and url without type start the command, type http beside a command connects to url, disabled entries (.mcp.json, ~/.claude.json) are started, the program is found on the entry's env PATH and relative to the project folder",
+		Capabilities: `{"roots":{},"elicitation":{}}`, CapabilitiesSource: "@anthropic-ai/claude-code 2.1.197: the initialize of claude -p and of claude mcp list, seen by a stdio server that logs it"},
 	{Host: Cursor, Name: "Cursor", URLKeys: anyURL, Types: commonTypes,
 		Both: "what Cursor starts is not established", Disabled: `"disabled": true`, Honours: Unknown, Cwd: Unknown,
-		Expands: "${env:NAME}, ${userHome}, ${workspaceFolder} (documented)", Source: "not established from its source (closed)"},
+		Expands: "${env:NAME}, ${userHome}, ${workspaceFolder} (documented)", Source: "not established from its source (closed)",
+		Capabilities: defaultCapabilities, CapabilitiesSource: defaultCapabilitiesSource},
 	{Host: VSCode, Name: "VS Code", URLKeys: []string{"url"}, Types: map[string]string{"stdio": "stdio", "http": "http", "sse": "sse"},
 		Both: "VS Code connects to url in some versions and starts the command in others", Disabled: `"disabled": true`, Honours: No, Cwd: Unknown,
-		Expands: "${workspaceFolder}, ${userHome}, ${env:NAME}, ${input:ID}",
-		Source:  "microsoft/vscode src/vs/workbench/contrib/mcp/common/discovery/configMcpDiscovery.ts: at 9eab112 an entry with url is HTTP whatever its type or command; at 0404e19 type sse is SSE and every other entry stdio; neither reads disabled, enabled or cwd (cwd: undefined)"},
+		Expands:      "${workspaceFolder}, ${userHome}, ${env:NAME}, ${input:ID}",
+		Source:       "microsoft/vscode src/vs/workbench/contrib/mcp/common/discovery/configMcpDiscovery.ts: at 9eab112 an entry with url is HTTP whatever its type or command; at 0404e19 type sse is SSE and every other entry stdio; neither reads disabled, enabled or cwd (cwd: undefined)",
+		Capabilities: defaultCapabilities, CapabilitiesSource: defaultCapabilitiesSource},
 	{Host: Windsurf, Name: "Windsurf", URLKeys: anyURL, Types: commonTypes,
 		Both: "what Windsurf starts is not established", Disabled: `"disabled": true`, Honours: Unknown, Cwd: Unknown,
-		Expands: "not established", Source: "not established from its source (closed)"},
+		Expands: "not established", Source: "not established from its source (closed)",
+		Capabilities: defaultCapabilities, CapabilitiesSource: defaultCapabilitiesSource},
 	{Host: Gemini, Name: "Gemini CLI", URLKeys: []string{"httpUrl", "url"}, URLFirst: true, Types: map[string]string{"stdio": "stdio", "http": "http", "sse": "sse"},
 		Both: "Gemini CLI connects to httpUrl, else url, and never starts the command", Disabled: `"disabled": true`, Honours: No, Dir: "project", Cwd: Yes,
-		Expands: "$VAR, ${VAR}, ${VAR:-default} (the whole settings file)",
-		Source:  "google-gemini/gemini-cli 0.56.0-nightly.20260806 (5411f11): packages/core/src/tools/mcp-client.ts createTransport/createUrlTransport (httpUrl, then url with type http/sse, then command; spawn with cwd and env over the sanitized process environment); packages/core/src/config/config.ts MCPServerConfig has no disabled or enabled member; packages/cli/src/utils/envVarResolver.ts; @google/gemini-cli 0.61.0 gemini mcp list: a command beside httpUrl is listed as the URL (http) and not started, disabled and enabled are reported as unrecognized keys and the entries started, the program is found on the entry's env PATH and relative to the project folder"},
+		Expands:      "$VAR, ${VAR}, ${VAR:-default} (the whole settings file)",
+		Source:       "google-gemini/gemini-cli 0.56.0-nightly.20260806 (5411f11): packages/core/src/tools/mcp-client.ts createTransport/createUrlTransport (httpUrl, then url with type http/sse, then command; spawn with cwd and env over the sanitized process environment); packages/core/src/config/config.ts MCPServerConfig has no disabled or enabled member; packages/cli/src/utils/envVarResolver.ts; @google/gemini-cli 0.61.0 gemini mcp list: a command beside httpUrl is listed as the URL (http) and not started, disabled and enabled are reported as unrecognized keys and the entries started, the program is found on the entry's env PATH and relative to the project folder",
+		Capabilities: `{"roots":{"listChanged":true}}`, CapabilitiesSource: "@google/gemini-cli 0.61.0: the initialize of gemini -p, seen by a stdio server that logs it (gemini mcp list declares none, but only tests the connection); packages/core/src/tools/mcp-client.ts connectToMcpServer registers roots with listChanged"},
 	{Host: Zed, Name: "Zed", URLKeys: anyURL, Types: commonTypes,
 		Both: "what Zed starts is not established", Disabled: `"enabled": false`, Honours: Unknown, Cwd: Unknown,
-		Expands: "not established", Source: "not established from its source"},
+		Expands: "not established", Source: "not established from its source",
+		Capabilities: defaultCapabilities, CapabilitiesSource: defaultCapabilitiesSource},
 	{Host: Cline, Name: "Cline", URLKeys: anyURL, Types: map[string]string{"stdio": "stdio", "sse": "sse", "streamableHttp": "http"},
 		Both: "what Cline starts is not established", Disabled: `"disabled": true`, Honours: Yes, Cwd: Unknown,
-		Expands: "not established",
-		Source:  "cline/cline src/services/mcp/McpHub.ts: a server whose config has disabled set gets a placeholder connection and is not connected"},
+		Expands:      "not established",
+		Source:       "cline/cline src/services/mcp/McpHub.ts: a server whose config has disabled set gets a placeholder connection and is not connected",
+		Capabilities: defaultCapabilities, CapabilitiesSource: defaultCapabilitiesSource},
 	{Host: Kiro, Name: "Kiro", URLKeys: anyURL, Types: commonTypes,
 		Both: "what Kiro starts is not established", Disabled: `"disabled": true`, Honours: Yes, Cwd: Unknown,
-		Expands: "${VAR} (documented)", Source: "docs kiro.dev/docs/mcp/configuration (disabled, \"Disabling servers temporarily\")"},
+		Expands: "${VAR} (documented)", Source: "docs kiro.dev/docs/mcp/configuration (disabled, \"Disabling servers temporarily\")",
+		Capabilities: defaultCapabilities, CapabilitiesSource: defaultCapabilitiesSource},
 	{Host: AmazonQ, Name: "Amazon Q Developer", URLKeys: anyURL, Types: commonTypes,
 		Both: "what Amazon Q Developer starts is not established", Disabled: `"disabled": true`, Honours: Unknown, Cwd: Unknown,
-		Expands: "not established", Source: "not established from its source"},
+		Expands: "not established", Source: "not established from its source",
+		Capabilities: defaultCapabilities, CapabilitiesSource: defaultCapabilitiesSource},
 	{Host: Codex, Name: "Codex CLI", URLKeys: []string{"url"},
 		Both: "Codex CLI refuses the whole file (url is not supported for stdio)", Disabled: "enabled = false", Honours: Yes, Dir: "project", Cwd: Yes,
-		Expands: "none",
-		Source:  "openai/codex codex-rs config (mcp_types.rs / config_types.rs): command selects stdio and a url beside it is an error; enabled defaults to true and false keeps the server from starting; cwd and env apply to stdio; docs developers.openai.com/codex/mcp"},
+		Expands:      "none",
+		Source:       "openai/codex codex-rs config (mcp_types.rs / config_types.rs): command selects stdio and a url beside it is an error; enabled defaults to true and false keeps the server from starting; cwd and env apply to stdio; docs developers.openai.com/codex/mcp",
+		Capabilities: `{"experimental":{"codex/auth-change":{}},"elicitation":{"form":{},"url":{}}}`, CapabilitiesSource: "@openai/codex 0.169.0: the initialize of codex exec, seen by a stdio server that logs it"},
 }
 
 // unknownLaunch is the row of a file of no known host: nothing is
 // established.
 var unknownLaunch = Launch{Name: "the host", URLKeys: anyURL, Types: commonTypes, Both: "what the host starts is not established",
-	Honours: Unknown, Cwd: Unknown, Expands: "not established", Source: "no host known for the file"}
+	Honours: Unknown, Cwd: Unknown, Expands: "not established", Source: "no host known for the file",
+	Capabilities: defaultCapabilities, CapabilitiesSource: defaultCapabilitiesSource}
 
 // LaunchOf returns the row of host (the unknown host's for an id etdi does
 // not know).

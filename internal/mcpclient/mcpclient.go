@@ -36,6 +36,14 @@ type Options struct {
 	MaxPages int
 	// ClientVersion is reported in clientInfo.
 	ClientVersion string
+	// Capabilities is the client capabilities object declared at
+	// initialize (a JSON object, as a host sends it: {"roots": {},
+	// "elicitation": {}}); nil declares none ({}). Servers offer some
+	// tools only to clients that declare a capability, so a listing under
+	// a host's capabilities is what that host is offered. The server's
+	// requests during the listing are answered as Capabilities allows
+	// (answerRequest); see ValidCapabilities.
+	Capabilities json.RawMessage
 	// Entries, if set, receives the entries of every page of every list
 	// as the page is read, and the Listing keeps none of them (its Tools,
 	// Prompts, Resources and Templates stay empty): a caller that writes
@@ -182,10 +190,17 @@ func HTTP(ctx context.Context, url string, headers http.Header, opts Options) (*
 // list initializes and follows tools/list to its end. initialized, if not
 // nil, learns the negotiated protocol version.
 func list(ctx context.Context, conn conn, opts Options, initialized func(string)) (l *Listing, err error) {
-	c := &client{conn: conn}
+	caps := opts.Capabilities
+	if caps == nil {
+		caps = json.RawMessage(`{}`)
+	}
+	if err := ValidCapabilities(caps); err != nil {
+		return nil, &ServerError{Stage: "initialize", Err: err}
+	}
+	c := &client{conn: conn, caps: declared(caps)}
 	ictx, icancel := context.WithTimeout(ctx, opts.StartTimeout)
 	defer icancel()
-	params := fmt.Sprintf(`{"protocolVersion":%q,"capabilities":{},"clientInfo":{"name":"etdi","version":%q}}`, ProtocolVersion, opts.ClientVersion)
+	params := fmt.Sprintf(`{"protocolVersion":%q,"capabilities":%s,"clientInfo":{"name":"etdi","version":%q}}`, ProtocolVersion, caps, opts.ClientVersion)
 	res, err := c.call(ictx, "initialize", json.RawMessage(params))
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) {
@@ -387,6 +402,8 @@ type client struct {
 	nextID int64
 	// stray counts messages that were not the awaited answer.
 	stray int
+	// caps are the capabilities declared at initialize.
+	caps capabilitySet
 }
 
 func (c *client) notify(ctx context.Context, method string) error {
@@ -394,8 +411,9 @@ func (c *client) notify(ctx context.Context, method string) error {
 }
 
 // call sends a request and returns the raw result of its response. It
-// skips notifications, refuses server-to-client requests (etdi offers no
-// client capabilities) without waiting for the refusal to be written,
+// skips notifications, answers server-to-client requests as the declared
+// capabilities allow (answerRequest) without waiting for the answer to be
+// written,
 // gives up after MaxStrayMessages messages that are not its answer, and
 // rejects error responses.
 func (c *client) call(ctx context.Context, method string, params json.RawMessage) ([]byte, error) {
@@ -427,7 +445,7 @@ func (c *client) call(ctx context.Context, method string, params json.RawMessage
 			return nil, fmt.Errorf("the server sent more than %d messages that were not answers (requests, notifications); giving up", MaxStrayMessages)
 		}
 		if m.isRequest && m.id != nil && len(m.id) <= 256 {
-			c.conn.answer(encodeRefusal(m.id, m.method))
+			c.conn.answer(answerRequest(m.id, m.method, c.caps))
 		}
 	}
 }

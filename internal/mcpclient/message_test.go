@@ -13,6 +13,9 @@ func TestDecodeMessage(t *testing.T) {
 		// different tools.
 		{`{"jsonrpc":"2.0","id":1,"result":{"tools":[]},"result":{"tools":[{"name":"x"}]}}`, `duplicate member name "result"`},
 		{`{"jsonrpc":"2.0","id":1,"result":{},"\u0072esult":{}}`, `duplicate member name "result"`},
+		// A peer that matches names case-insensitively reads the other one.
+		{`{"jsonrpc":"2.0","id":1,"result":{},"Result":{"tools":[{"name":"x"}]}}`, `member "Result" of the message differs from "result" only in case`},
+		{`{"jsonrpc":"2.0","ID":2,"id":1,"result":{}}`, `member "ID" of the message differs from "id" only in case`},
 		{`{"id":1,"result":{}}`, `lacks "jsonrpc": "2.0"`},
 		{`{"jsonrpc":"1.0","id":1,"result":{}}`, `lacks "jsonrpc": "2.0"`},
 		{`{"jsonrpc":"2.0","id":true,"result":{}}`, "id is not a number or a string"},

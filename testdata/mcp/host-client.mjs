@@ -2,7 +2,7 @@
 // TypeScript SDK. It connects to one server, runs a script of steps and
 // prints what it received as one JSON object on stdout.
 //
-//   node host-client.mjs [--name CLIENTNAME] [--elicitation accept|decline|cancel|ignore|none]
+//   node host-client.mjs [--name CLIENTNAME] [--elicitation accept|decline|cancel|ignore|none] [--roots URI]
 //        [--timeout-ms MS] [--stderr capture|inherit] [--url URL]
 //        --script SCRIPT.json [-- COMMAND ARGS...]
 //
@@ -12,6 +12,8 @@
 //               requested boolean property with true and every other with
 //               the string "yes"); ignore never answers; none (default)
 //               declares no elicitation capability
+// --roots       declare the roots capability and answer every roots/list
+//               with the one root given (a file: URI)
 // --timeout-ms  bound on the whole run (default 30000): when it passes, the
 //               host closes the connection and prints what it has, with
 //               "exit" naming the timeout
@@ -84,6 +86,7 @@ import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import {
   ElicitRequestSchema,
+  ListRootsRequestSchema,
   ToolListChangedNotificationSchema,
   PromptListChangedNotificationSchema,
   ResourceListChangedNotificationSchema,
@@ -94,7 +97,7 @@ import {
 
 function usage(message) {
   process.stderr.write(`host-client: ${message}\n` +
-    "usage: node host-client.mjs [--name CLIENTNAME] [--elicitation accept|decline|cancel|ignore|none] " +
+    "usage: node host-client.mjs [--name CLIENTNAME] [--elicitation accept|decline|cancel|ignore|none] [--roots URI] " +
     "[--timeout-ms MS] [--stderr capture|inherit] [--url URL] --script SCRIPT.json [-- COMMAND ARGS...]\n");
   process.exit(2);
 }
@@ -113,6 +116,7 @@ const opts = { name: "test-host", elicitation: "none", timeoutMs: 30000, stderr:
     switch (flag) {
       case "--name": opts.name = value; break;
       case "--elicitation": opts.elicitation = value; break;
+      case "--roots": opts.roots = value; break;
       case "--timeout-ms": opts.timeoutMs = Number(value); break;
       case "--stderr": opts.stderr = value; break;
       case "--url": opts.url = value; break;
@@ -173,8 +177,9 @@ let wakeWaiters = () => {};
 
 const client = new Client(
   { name: opts.name, version: "1.0.0" },
-  { capabilities: opts.elicitation === "none" ? {} : { elicitation: {} } },
+  { capabilities: { ...(opts.elicitation === "none" ? {} : { elicitation: {} }), ...(opts.roots ? { roots: {} } : {}) } },
 );
+if (opts.roots) client.setRequestHandler(ListRootsRequestSchema, async () => ({ roots: [{ uri: opts.roots }] }));
 
 let transport;
 if (opts.url) {
