@@ -11,6 +11,8 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/etdi-dev/etdi"
+
 	"github.com/etdi-dev/etdi/verify"
 )
 
@@ -425,5 +427,118 @@ func TestPrevariantsDatabase(t *testing.T) {
 	auditClean(t, s)
 	if _, err := s.VerifyLog(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A definition that a later approval replaced, put back into the pin as
+// a variant with its own (genuine) record, is refused: the history says
+// it is no longer approved.
+func TestVariantResurrected(t *testing.T) {
+	s := openTestStore(t, Options{})
+	srv := UnsignedServerKey("time")
+	utc, tokyo := servedObs("time", npmTime, timeTool(t, "UTC")), servedObs("time", npmTime, timeTool(t, "Asia/Tokyo"))
+	mustApprove(t, s, utc)
+	old, _ := s.Get(srv, "get_current_time")
+	if _, _, err := s.Approve(tokyo, ApproveOptions{Tools: []string{"get_current_time"}, By: "x", Replace: true}); err != nil {
+		t.Fatal(err)
+	}
+	s = edit(t, s, func(tx *bolt.Tx) {
+		p := rawPin(t, tx, srv, "get_current_time")
+		p.Variants = []Variant{variantOf(old)}
+		putJSON(t, tx.Bucket(bPins), pinKey(srv, "get_current_time"), p)
+	})
+	var ue *UnjustifiedError
+	if _, err := s.Compare(utc); !errors.As(err, &ue) {
+		t.Fatalf("a replaced definition put back: %v", err)
+	}
+	if _, dis, err := s.Audit(); err != nil || len(dis) != 1 {
+		t.Fatalf("audit: %v %v", dis, err)
+	}
+}
+
+// A variant edited in place (other permissions, another definition kept)
+// is refused by every read and by audit verify.
+func TestVariantEdited(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		fn   func(v *Variant)
+	}{
+		{"permissions", func(v *Variant) { v.Permissions = append(v.Permissions, etdi.Permission{Scope: "files:write"}) }},
+		{"definition", func(v *Variant) { v.Definition = []byte(`{"name":"get_current_time","description":"x"}`) }},
+		{"served", func(v *Variant) { v.Served = "" }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := openTestStore(t, Options{})
+			srv := UnsignedServerKey("time")
+			utc, tokyo := servedObs("time", npmTime, timeTool(t, "UTC")), servedObs("time", npmTime, timeTool(t, "Asia/Tokyo"))
+			mustApprove(t, s, utc)
+			mustApprove(t, s, tokyo, "get_current_time")
+			s = edit(t, s, func(tx *bolt.Tx) {
+				p := rawPin(t, tx, srv, "get_current_time")
+				tc.fn(&p.Variants[0])
+				putJSON(t, tx.Bucket(bPins), pinKey(srv, "get_current_time"), p)
+			})
+			if _, dis, err := s.Audit(); err != nil || len(dis) != 1 {
+				t.Fatalf("audit: %v %v", dis, err)
+			}
+			if tc.name == "definition" {
+				return // kept to show differences: only audit verify reads it
+			}
+			var ue *UnjustifiedError
+			if _, err := s.Compare(utc); !errors.As(err, &ue) {
+				t.Fatalf("compare: %v", err)
+			}
+		})
+	}
+}
+
+// A variant matches only with the version it was approved at (by
+// precedence) and what served it.
+func TestVariantMatchesVersionAndServed(t *testing.T) {
+	s := openTestStore(t, Options{})
+	alt := strings.Replace(weatherDef, "Get the weather.", "Get the weather in Celsius.", 1)
+	mustApprove(t, s, obs("acme:weather", 1, tool(t, "get_weather", "1.1.0", weatherDef, keyA)))
+	mustApprove(t, s, obs("acme:weather", 1, tool(t, "get_weather", "1.1.0", alt, keyA)), "get_weather")
+	// The same digest under an older version is a downgrade, a newer a
+	// new version; build metadata alone is the same version.
+	expect(t, s, obs("acme:weather", 1, tool(t, "get_weather", "1.0.0", weatherDef, keyA)), "downgrade")
+	expect(t, s, obs("acme:weather", 1, tool(t, "get_weather", "1.2.0", weatherDef, keyA)), "new_version")
+	expect(t, s, obs("acme:weather", 1, tool(t, "get_weather", "1.1.0+build.7", weatherDef, keyA)))
+
+	u := servedObs("time", npmTime, timeTool(t, "UTC"))
+	mustApprove(t, s, u)
+	mustApprove(t, s, servedObs("time", npmTime, timeTool(t, "Asia/Tokyo")), "get_current_time")
+	other := strings.Replace(npmTime, "@2025.9.25", "@2025.9.26", 1)
+	c := expect(t, s, servedObs("time", other, timeTool(t, "UTC")), "rug_pull")
+	if f := findingOf(t, c, verify.RugPull); len(f.Fields) != 1 || f.Fields[0] != "served" {
+		t.Fatalf("%+v", f)
+	}
+	// Approving it replaces the variant of that digest only.
+	mustApprove(t, s, servedObs("time", other, timeTool(t, "UTC")), "get_current_time")
+	p, _ := s.Get(UnsignedServerKey("time"), "get_current_time")
+	if all := p.All(); len(all) != 2 || all[1].Served != other || all[0].Served != npmTime {
+		t.Fatalf("%+v", all)
+	}
+	auditClean(t, s)
+}
+
+// An approval under another name whose pin the history does not justify
+// (rolled back) is never shared: the comparison fails closed.
+func TestSharedArtifactRolledBack(t *testing.T) {
+	s := openTestStore(t, Options{})
+	srv := UnsignedServerKey("time")
+	utc := servedObs("time", npmTime, timeTool(t, "UTC"))
+	mustApprove(t, s, utc)
+	old, _ := s.Get(srv, "get_current_time")
+	if _, _, err := s.Approve(servedObs("time", npmTime, timeTool(t, "Asia/Tokyo")), ApproveOptions{Tools: []string{"get_current_time"}, By: "x", Replace: true}); err != nil {
+		t.Fatal(err)
+	}
+	s = edit(t, s, func(tx *bolt.Tx) { putJSON(t, tx.Bucket(bPins), pinKey(srv, "get_current_time"), old) })
+	var ue *UnjustifiedError
+	if _, err := s.Compare(servedObs("clock", npmTime, timeTool(t, "UTC"))); !errors.As(err, &ue) {
+		t.Fatalf("a rolled-back pin shared: %v", err)
+	}
+	if _, err := s.StillApproved(servedObs("clock", npmTime, timeTool(t, "UTC"))); !errors.As(err, &ue) {
+		t.Fatalf("StillApproved of a rolled-back pin shared: %v", err)
 	}
 }
