@@ -120,3 +120,44 @@ func TestSharedArtifactOwnRevocation(t *testing.T) {
 	}
 	expect(t, s, servedObs("clock", npmTime, timeTool(t, "UTC"), tool(t, "convert_time", "", `{"name":"convert_time"}`, Unsigned)), "revoked")
 }
+
+// A signed server's unsigned tool (a tool its bundle does not sign) is
+// judged under the signed server's key: never covered by an unsigned
+// server's approval, whatever serves both.
+func TestSharedArtifactNotForSignedKeys(t *testing.T) {
+	s := openTestStore(t, Options{})
+	mustApprove(t, s, servedObs("time", npmTime, timeTool(t, "UTC")))
+	o := obs("acme:time", 1, timeTool(t, "UTC"))
+	o.Served = npmTime
+	c, err := s.Compare(o)
+	if err != nil || c.Tools[0].Status == "ok" || c.Tools[0].ApprovedAs != "" {
+		t.Fatalf("%+v %v", c.Tools, err)
+	}
+	if still, err := s.StillApproved(o); err != nil || still[StillApprovedKey("", "get_current_time")] == "" {
+		t.Fatalf("%v %v", still, err)
+	}
+}
+
+// A revocation is about the item it names: a tool's revocation is not
+// about a prompt of the same name, nor one definition's about another.
+func TestRevocationAboutItem(t *testing.T) {
+	prompt := &Pin{Server: "unsigned:p", Item: ItemPrompt, Tool: "greet", Digest: "sha256:aa"}
+	tool := &Pin{Server: "unsigned:p", Tool: "greet", Digest: "sha256:aa"}
+	whole := Revocation{Server: "unsigned:p", Tool: "greet"}
+	if whole.About(prompt) || !whole.About(tool) || !whole.Revokes(tool) {
+		t.Fatal("a tool revocation")
+	}
+	def := Revocation{Server: "unsigned:p", Item: ItemPrompt, Tool: "greet", Digest: "sha256:aa"}
+	if !def.Revokes(prompt) || def.About(tool) || def.Scope() != "definition" {
+		t.Fatal("a definition revocation")
+	}
+	other := def
+	other.Digest = "sha256:bb"
+	if other.Revokes(prompt) {
+		t.Fatal("another definition's revocation revokes this one")
+	}
+	toolDef := Revocation{Server: "unsigned:p", Tool: "greet", Digest: "sha256:aa"}
+	if string(def.key()) == string(whole.key()) || string(toolDef.key()) == string(def.key()) {
+		t.Fatal("revocation keys meet")
+	}
+}
