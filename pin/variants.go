@@ -265,3 +265,17 @@ func sharedApproval(tx *kvTx, o *Observation, t *Observed, sc *shareCache) (stri
 	}
 	return "", nil
 }
+
+// ServedAccepts reports whether what serves a server now (Observation
+// Served, "" when unknown) is what served one of p's approved definitions
+// at approval, or one of them was approved without recording it: a
+// launch is refused before it starts only when none was approved served
+// by it.
+func (p *Pin) ServedAccepts(now string) bool {
+	for _, v := range p.All() {
+		if v.Served == "" || v.Served == now {
+			return true
+		}
+	}
+	return false
+}

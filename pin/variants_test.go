@@ -542,3 +542,16 @@ func TestSharedArtifactRolledBack(t *testing.T) {
 		t.Fatalf("StillApproved of a rolled-back pin shared: %v", err)
 	}
 }
+
+// A launch is accepted before it starts when one approved definition was
+// served by what it runs.
+func TestServedAcceptsVariants(t *testing.T) {
+	s := openTestStore(t, Options{})
+	other := strings.Replace(npmTime, "@2025.9.25", "@2025.9.26", 1)
+	mustApprove(t, s, servedObs("time", npmTime, timeTool(t, "UTC")))
+	mustApprove(t, s, servedObs("time", other, timeTool(t, "Asia/Tokyo")), "get_current_time")
+	p, _ := s.Get(UnsignedServerKey("time"), "get_current_time")
+	if !p.ServedAccepts(npmTime) || !p.ServedAccepts(other) || p.ServedAccepts("file x sha256:aa") || p.ServedAccepts("") {
+		t.Fatalf("%+v", p.All())
+	}
+}
