@@ -279,3 +279,15 @@ func (p *Pin) ServedAccepts(now string) bool {
 	}
 	return false
 }
+
+// Closest is the approved definition a definition of digest is shown
+// against: the one of that digest when it is approved, else the latest.
+func (p *Pin) Closest(digest string) Pin {
+	all := p.All()
+	for i := range all {
+		if all[i].Digest == digest {
+			return all[i]
+		}
+	}
+	return all[len(all)-1]
+}

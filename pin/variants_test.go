@@ -555,3 +555,19 @@ func TestServedAcceptsVariants(t *testing.T) {
 		t.Fatalf("%+v", p.All())
 	}
 }
+
+// A definition is shown against the approved one of its digest, else the
+// latest.
+func TestVariantClosest(t *testing.T) {
+	s := openTestStore(t, Options{})
+	utc, tokyo := servedObs("time", npmTime, timeTool(t, "UTC")), servedObs("time", npmTime, timeTool(t, "Asia/Tokyo"))
+	mustApprove(t, s, utc)
+	mustApprove(t, s, tokyo, "get_current_time")
+	p, _ := s.Get(UnsignedServerKey("time"), "get_current_time")
+	if d := utc.Tools[0].Digest.String(); p.Closest(d).Digest != d {
+		t.Fatal("the approved definition of the digest")
+	}
+	if p.Closest("sha256:00").Digest != tokyo.Tools[0].Digest.String() || len(p.Closest("sha256:00").Variants) != 0 {
+		t.Fatal("the latest")
+	}
+}
