@@ -571,3 +571,18 @@ func TestVariantClosest(t *testing.T) {
 		t.Fatal("the latest")
 	}
 }
+
+// A whole prompt is not revoked as if it were the tool of the same name
+// (only one of its definitions is, by digest): the tool stays approved.
+func TestRevokeItemIsNotTool(t *testing.T) {
+	s := openTestStore(t, Options{})
+	prompt := tool(t, "greet", "", `{"name":"greet","description":"Greet."}`, Unsigned)
+	prompt.Item = ItemPrompt
+	o := servedObs("p", npmTime, tool(t, "greet", "", `{"name":"greet"}`, Unsigned), prompt)
+	o.Listed = Items
+	mustApprove(t, s, o)
+	if err := s.Revoke(Revocation{Server: UnsignedServerKey("p"), Item: ItemPrompt, Tool: "greet", By: "x"}); err == nil {
+		t.Fatal("a whole prompt revoked")
+	}
+	expect(t, s, o)
+}
