@@ -17,6 +17,9 @@ type ApproveOptions struct {
 	Tools []string
 	// AcceptInstructions accepts changed server instructions.
 	AcceptInstructions bool
+	// Replace makes a changed definition replace the approved ones
+	// instead of being approved beside them (pin.ApproveOptions.Replace).
+	Replace bool
 	// Review, if set, sees the comparison as it stands once the database
 	// is open for approving, before anything is approved; if it returns
 	// false nothing is approved (ApproveResult.Withdrawn). A person who
@@ -95,7 +98,7 @@ func Approve(ctx context.Context, r *Report, opts ApproveOptions) (*ApproveResul
 		if err != nil {
 			return err
 		}
-		res.Approved, res.Refused, err = s.Approve(r.Observation, pin.ApproveOptions{Tools: opts.Tools, By: r.opts.By, AcceptInstructions: opts.AcceptInstructions})
+		res.Approved, res.Refused, err = s.Approve(r.Observation, pin.ApproveOptions{Tools: opts.Tools, By: r.opts.By, AcceptInstructions: opts.AcceptInstructions, Replace: opts.Replace})
 		if err != nil {
 			return err
 		}

@@ -186,7 +186,7 @@ func CheckPinnedOrigin(o *Origin, opts Options) ([]verify.Finding, error) {
 			return err
 		}
 		for _, p := range pins {
-			if p.Served == "" || p.Served == now {
+			if p.ServedAccepts(now) { // any approved variant (SPEC.md §14.1)
 				continue
 			}
 			out = append(out, verify.Finding{Kind: verify.RugPull, Severity: verify.Error, Server: server, Item: p.Item, Tool: p.Tool,

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/etdi-dev/etdi"
+	"github.com/etdi-dev/etdi/internal/termtext"
 	"github.com/etdi-dev/etdi/verify"
 )
 
@@ -23,6 +24,10 @@ type ApproveOptions struct {
 	Now   time.Time
 	// AcceptInstructions approves changed server instructions.
 	AcceptInstructions bool
+	// Replace makes the approval of a changed definition replace every
+	// definition approved before, instead of adding it beside them as
+	// another variant (SPEC.md §14.1).
+	Replace bool
 }
 
 // Approval is one tool Approve pinned.
@@ -30,6 +35,11 @@ type Approval struct {
 	Pin      Pin    `json:"pin"`
 	Kind     string `json:"kind"` // the finding it resolved, e.g. "new_tool"
 	Replaced string `json:"replaced,omitempty"`
+	// Variant says the definition was approved beside the ones approved
+	// before, which stay approved; Variants is how many definitions of
+	// the item are approved now (SPEC.md §14.1).
+	Variant  bool `json:"variant,omitempty"`
+	Variants int  `json:"variants,omitempty"`
 	// ServedBefore is what served the tool at its previous approval, when
 	// that differs from what serves it now (Pin.Served).
 	ServedBefore string `json:"servedBefore,omitempty"`
@@ -144,10 +154,35 @@ func (s *Store) Approve(o *Observation, opts ApproveOptions) ([]Approval, []Refu
 			}
 			rec := Record{Type: RecordApprove, Time: now, Server: o.Server, Tool: t.Name, Item: t.Item, Version: t.Version, Digest: p.Digest,
 				Signer: &p.Signer, Kind: string(f.Kind), By: opts.By, Permissions: p.Permissions, Served: p.Served}
-			a := Approval{Pin: p, Kind: string(f.Kind)}
-			if old != nil {
+			a := Approval{Pin: p, Kind: string(f.Kind), Variants: 1}
+			if old != nil && f.Kind == verify.RugPull && !opts.Replace {
+				// Another variant: beside the approved definitions, in
+				// place of the one of the same digest (whose permissions
+				// or server changed).
+				rec.Type, rec.Variant, a.Variant = RecordReapprove, true, true
+				for _, v := range old.All() {
+					if v.Digest == p.Digest {
+						rec.Replaced = strings.TrimSpace(v.Version + " " + v.Digest)
+						if v.Served != p.Served {
+							a.ServedBefore = v.Served
+						}
+						continue
+					}
+					p.Variants = append(p.Variants, variantOf(&v))
+				}
+				if len(p.Variants)+1 > MaxVariants {
+					refused = append(refused, Refusal{ref, string(f.Kind), fmt.Sprintf("%s %s/%s has %d approved definitions, the most etdi keeps; "+
+						"revoke one it no longer needs first (etdi pin list shows them; etdi pin revoke %s --digest DIGEST), or replace them all (etdi pin approve --replace --tool %s)",
+						ItemWord(t.Item), o.Server, ref, len(p.Variants), termtext.ShellQuote(o.Server+"/"+ref), termtext.ShellQuote(ref))})
+					continue
+				}
+				a.Replaced, a.Variants = rec.Replaced, len(p.Variants)+1
+			} else if old != nil {
 				rec.Type = RecordReapprove
 				rec.Replaced = strings.TrimSpace(old.Version + " " + old.Digest)
+				for _, v := range old.Variants {
+					rec.Replaced += ", " + strings.TrimSpace(v.Version+" "+v.Digest)
+				}
 				a.Replaced = rec.Replaced
 				if old.Served != p.Served {
 					a.ServedBefore = old.Served
@@ -160,6 +195,7 @@ func (s *Store) Approve(o *Observation, opts ApproveOptions) ([]Approval, []Refu
 				return err
 			}
 			a.Pin = p
+			a.Pin.Variants = nil // the approval, not what it kept
 			approved = append(approved, a)
 		}
 		if len(approved) > 0 && o.Sequence > info.MaxSequence {

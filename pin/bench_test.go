@@ -249,3 +249,48 @@ func BenchmarkAudit100k(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkCompareVariants16 compares one tool with a pin of 16 approved
+// definitions, matching the oldest (the last one looked at).
+func BenchmarkCompareVariants16(b *testing.B) {
+	s := benchStore(b)
+	zone := func(i int) *Observation { return servedObs("time", npmTime, timeTool(b, fmt.Sprintf("Etc/GMT+%d", i))) }
+	if _, _, err := s.Approve(zone(0), ApproveOptions{By: "bench"}); err != nil {
+		b.Fatal(err)
+	}
+	for i := 1; i < MaxVariants; i++ {
+		if _, _, err := s.Approve(zone(i), ApproveOptions{By: "bench", Tools: []string{"get_current_time"}}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	o := zone(0)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if c, err := s.Compare(o); err != nil || len(c.Findings) != 0 {
+			b.Fatal(err, c.Findings)
+		}
+	}
+}
+
+// BenchmarkCompareShared100 compares a 100-tool unsigned server whose
+// tools are approved under another configuration name of the same
+// artifact.
+func BenchmarkCompareShared100(b *testing.B) {
+	s := benchStore(b)
+	tools := observed(b, "tool", 100)
+	for i := range tools {
+		tools[i].Signer, tools[i].Version, tools[i].Permissions = Unsigned, "", nil
+	}
+	if _, _, err := s.Approve(servedObs("a", npmTime, tools...), ApproveOptions{By: "bench"}); err != nil {
+		b.Fatal(err)
+	}
+	o := servedObs("b", npmTime, tools...)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if c, err := s.Compare(o); err != nil || len(c.Findings) != 0 || c.Tools[0].ApprovedAs == "" {
+			b.Fatal(err, c.Findings)
+		}
+	}
+}

@@ -145,7 +145,8 @@ func revocationDisagrees(rec *Record, r *Revocation) string {
 	if rec.Type != RecordRevoke {
 		return fmt.Sprintf("the record is a %q, not a revocation", rec.Type)
 	}
-	if rec.Server != r.Server || rec.Tool != r.Tool || rec.Version != r.Version || rec.KeyID != r.KeyID {
+	if rec.Server != r.Server || rec.Tool != r.Tool || rec.Version != r.Version || rec.KeyID != r.KeyID ||
+		rec.Digest != r.Digest || (r.Digest != "" && rec.Item != r.Item) || (r.Digest == "" && r.Item != "") {
 		return "the record revokes something else"
 	}
 	return ""
@@ -167,6 +168,16 @@ func checkPinIn(tx *kvTx, p *Pin, decoded map[int64]*Record) error {
 		return &UnjustifiedError{"pin", p.Ref(), idx, msg}
 	}
 	return nil
+}
+
+// revocationOf is the revocation a revoke record records (its key
+// fields).
+func revocationOf(rec *Record) Revocation {
+	r := Revocation{Server: rec.Server, Tool: rec.Tool, Version: rec.Version, KeyID: rec.KeyID, Digest: rec.Digest}
+	if r.Digest != "" {
+		r.Item = rec.Item
+	}
+	return r
 }
 
 // checkRevocation checks r's binding inside tx.
@@ -209,6 +220,7 @@ func (d Disagreement) String() string {
 // findings, most of the history, are skipped without decoding.
 func checkLatest(tx *kvTx, server string) error {
 	latest := map[string]int64{}
+	live := map[string][]liveApproval{} // pin key -> approvals left (§14.1)
 	decoded := map[int64]*Record{}
 	quoted, _ := json.Marshal(server)
 	serverField := append([]byte(`,"server":`), quoted...)
@@ -230,10 +242,17 @@ func checkLatest(tx *kvTx, server string) error {
 		}
 		switch {
 		case rec.Type == RecordRevoke && (rec.Server == server || rec.KeyID != ""):
-			r := Revocation{Server: rec.Server, Tool: rec.Tool, Version: rec.Version, KeyID: rec.KeyID}
+			r := revocationOf(rec)
 			latest["r"+string(r.key())] = i - 1
+			if r.Digest != "" && r.KeyID == "" {
+				pk := string(pinKeyOf(rec.Server, rec.Item, rec.Tool))
+				if live[pk] = dropped(live[pk], r.Digest); len(live[pk]) == 0 {
+					delete(live, pk)
+				}
+			}
 		case (rec.Type == RecordApprove || rec.Type == RecordReapprove) && rec.Server == server && rec.Tool != "":
-			latest["p"+string(pinKeyOf(rec.Server, rec.Item, rec.Tool))] = i - 1
+			pk := string(pinKeyOf(rec.Server, rec.Item, rec.Tool))
+			live[pk] = approved(live[pk], i-1, rec.Digest, rec.Variant)
 		default:
 			continue
 		}
@@ -257,6 +276,7 @@ func checkLatest(tx *kvTx, server string) error {
 		}
 		return nil
 	}
+	seenPins := map[string]bool{}
 	prefix := []byte(server + "\x00")
 	c = tx.Bucket(bPins).Cursor()
 	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
@@ -267,11 +287,17 @@ func checkLatest(tx *kvTx, server string) error {
 		if string(p.key()) != string(k) {
 			return &UnjustifiedError{"pin", keyRef(k), p.Record, "the value is the pin of " + p.Ref()}
 		}
-		if err := checkPinIn(tx, &p, decoded); err != nil {
-			return err
+		if msg := variantShape(&p); msg != "" {
+			return &UnjustifiedError{"pin", keyRef(k), p.Record, msg}
 		}
-		if err := check("p"+string(k), "pin", k, p.Binding); err != nil {
-			return err
+		for _, v := range p.All() {
+			if err := checkPinIn(tx, &v, decoded); err != nil {
+				return err
+			}
+		}
+		seenPins[string(k)] = true
+		if msg := variantsDisagree(&p, live[string(k)]); msg != "" {
+			return &UnjustifiedError{"pin", keyRef(k), p.Record, msg}
 		}
 	}
 	rb := tx.Bucket(bRevoked)
@@ -294,6 +320,12 @@ func checkLatest(tx *kvTx, server string) error {
 			if err := check("r"+string(k), "revocation", k, r.Binding); err != nil {
 				return err
 			}
+		}
+	}
+	for k, l := range live {
+		if !seenPins[k] {
+			return &UnjustifiedError{"pin", keyRef([]byte(k)), l[len(l)-1].index,
+				"the history holds it, the database lost it (deleted)"}
 		}
 	}
 	for id, l := range latest {
@@ -326,6 +358,10 @@ func migrate3(tx *kvTx) error {
 		}
 		return leafOf(idx, st.recs[idx])
 	}
+	latest := make(map[string]int64, len(st.pins))
+	for k, live := range st.pins { // one each: schema 2 knew no variants
+		latest[k] = live[len(live)-1].index
+	}
 	pb := tx.Bucket(bPins)
 	type kv struct{ k, v []byte }
 	var puts []kv
@@ -334,7 +370,7 @@ func migrate3(tx *kvTx) error {
 		if err := json.Unmarshal(v, &p); err != nil {
 			return nil // stays damaged; every read refuses it
 		}
-		p.Binding = bind(string(k), st.pins)
+		p.Binding = bind(string(k), latest)
 		nv, err := json.Marshal(p)
 		puts = append(puts, kv{bytes.Clone(k), nv})
 		return err

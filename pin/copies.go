@@ -17,6 +17,8 @@ type copyCache struct {
 	o    *Observation
 	seen map[string]bool
 	pins *pinScan
+	// share is what sharedApproval checked during the comparison.
+	share shareCache
 }
 
 func newCopyCache(tx *kvTx, o *Observation) *copyCache {

@@ -19,13 +19,21 @@
 //	pins/
 //	    <server key> 0x00 <tool name>   JSON Pin: approved definition and
 //	                                    evidence; (schema 3) the index and
-//	                                    leaf hash of its approval record
+//	                                    leaf hash of its approval record;
+//	                                    "variants": the earlier approved
+//	                                    definitions kept beside it, each
+//	                                    bound to its own record (SPEC.md
+//	                                    §14.1; absent when there is one)
 //	    <server key> 0x00 0x01 <item> 0x00 <name>
 //	                                    (schema 5) JSON Pin of a prompt,
 //	                                    resource or resource template
 //	revoked/
 //	    <server key> "/" <tool> ["@" <version>]   JSON Revocation, bound to
 //	    "key:" <key id>                           its record like a pin
+//	    <server key> "/" <item key> 0x00 <digest> one approved definition
+//	                                              (the item key is what
+//	                                              follows the server's NUL
+//	                                              in its pin key)
 //	names/                     (schema 2) index for shadowing checks
 //	    <tool name>            JSON []string: server keys that pin the name
 //	skeletons/                 (schema 2; rebuilt in 3) index for look-alike names

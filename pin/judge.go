@@ -68,6 +68,10 @@ type ToolState struct {
 	// "changed" (differs from its pin), "blocked" (impersonation or
 	// revoked), "removed" (pinned, no longer offered).
 	Status string `json:"status"`
+	// ApprovedAs, with status "ok", names the server whose approval of
+	// the same definition from the same artifact covers the item, when it
+	// has no pin of its own (SPEC.md §14.2).
+	ApprovedAs string `json:"approvedAs,omitempty"`
 }
 
 // Comparison is the outcome of comparing an Observation with the pins.
@@ -149,6 +153,7 @@ func (s *Store) Record(o *Observation, by string, extra ...verify.Finding) (*Com
 // StillApprovedKey.
 func (s *Store) StillApproved(o *Observation) (map[string]verify.Kind, error) {
 	out := map[string]verify.Kind{}
+	sc := &shareCache{}
 	err := s.view(func(tx *kvTx) error {
 		info, err := serverInfo(tx, o.Server)
 		if err != nil {
@@ -166,30 +171,39 @@ func (s *Store) StillApproved(o *Observation) (map[string]verify.Kind, error) {
 				out[key] = verify.Impersonation
 				continue
 			}
-			if t.Item == ItemTool {
-				r, err := revokedBy(tx, o.Server, t)
-				if err != nil {
-					return err
-				}
-				if r != nil {
-					out[key] = verify.Revoked
-					continue
-				}
+			r, err := revokedBy(tx, o.Server, t)
+			if err != nil {
+				return err
+			}
+			if r != nil {
+				out[key] = verify.Revoked
+				continue
 			}
 			p, err := getItem(tx, o.Server, t.Item, t.Name)
 			if err != nil {
 				return err
 			}
-			added, removed := []etdi.Permission(nil), []etdi.Permission(nil)
-			if p != nil {
-				added, removed = PermissionDiff(p.Permissions, t.Permissions)
+			if p == nil {
+				shared, err := sharedApproval(tx, o, t, sc)
+				if err != nil {
+					return err
+				}
+				if shared != "" {
+					out[key] = ""
+				} else {
+					out[key] = verify.NewTool
+				}
+				continue
 			}
-			switch {
-			case p == nil:
-				out[key] = verify.NewTool
-			case p.Digest != t.Digest.String() || p.Version != t.Version || p.Signer != t.Signer || len(added)+len(removed) > 0 || servedChanged(p, o):
+			for i := range p.Variants {
+				v := p.Variants[i].pin()
+				if err := checkPin(tx, &v); err != nil {
+					return err
+				}
+			}
+			if v := matchingVariant(p, o, t); v == nil || (t.Item == ItemTool && v.Version != t.Version) {
 				out[key] = verify.RugPull
-			default:
+			} else {
 				out[key] = ""
 			}
 		}
@@ -306,7 +320,7 @@ func compare(tx *kvTx, o *Observation) (*Comparison, error) {
 		if t.Item == ItemTool {
 			st, fs, err = compareTool(tx, o, t, bySkeleton[confusable.Skeleton(t.Name)], copies)
 		} else {
-			st, fs, err = compareItem(tx, o, t)
+			st, fs, err = compareItem(tx, o, t, &copies.share)
 		}
 		if err != nil {
 			return nil, err
@@ -319,6 +333,9 @@ func compare(tx *kvTx, o *Observation) (*Comparison, error) {
 			p, err := readItem(tx, o.Server, t.Item, t.Name) // checked by checkLatest
 			if err != nil {
 				return nil, err
+			}
+			if p != nil {
+				p = matchingVariant(p, o, t)
 			}
 			if p != nil && p.Served == "" {
 				c.Unserved = append(c.Unserved, ItemRef(t.Item, t.Name))
@@ -364,14 +381,37 @@ func ItemWord(item string) string {
 
 // compareItem compares a prompt, resource or resource template with its
 // pin: they are pinned by digest (no version, permissions or signer).
-func compareItem(tx *kvTx, o *Observation, t *Observed) (ToolState, []verify.Finding, error) {
+func compareItem(tx *kvTx, o *Observation, t *Observed, sc *shareCache) (ToolState, []verify.Finding, error) {
 	st := ToolState{Item: t.Item, Name: t.Name, Digest: t.Digest.String(), Status: "ok"}
 	ref := o.Server + "/" + ItemRef(t.Item, t.Name)
 	f := verify.Finding{Severity: verify.Error, Server: o.Server, Item: t.Item, Tool: t.Name, Live: t.Digest.String()}
-	p, err := readItem(tx, o.Server, t.Item, t.Name) // checked by checkLatest
-	switch {
-	case err != nil:
+	r, err := revokedBy(tx, o.Server, t)
+	if err != nil {
 		return st, nil, err
+	}
+	if r != nil {
+		st.Status = "blocked"
+		f.Kind, f.Message = verify.Revoked, fmt.Sprintf("%s %s: the definition %s was revoked on %s by %s", ItemWord(t.Item), ref, r.Digest, r.At.Format(time.RFC3339), r.By)
+		return st, []verify.Finding{f}, nil
+	}
+	full, err := readItem(tx, o.Server, t.Item, t.Name) // checked by checkLatest
+	if err != nil {
+		return st, nil, err
+	}
+	if full == nil {
+		shared, err := sharedApproval(tx, o, t, sc)
+		if err != nil || shared != "" {
+			st.ApprovedAs = shared
+			return st, nil, err
+		}
+	}
+	p := full
+	if p != nil {
+		if p = matchingVariant(full, o, t); p == nil {
+			p = closestVariant(full, t)
+		}
+	}
+	switch {
 	case p == nil:
 		st.Status = "new"
 		f.Kind, f.Message = verify.NewTool, fmt.Sprintf("%s %s is not approved: approval required", ItemWord(t.Item), ref)
@@ -385,7 +425,8 @@ func compareItem(tx *kvTx, o *Observation, t *Observed) (ToolState, []verify.Fin
 				f.Fields = etdi.ChangedFields(f.Changes)
 			}
 		}
-		f.Message = fmt.Sprintf("%s %s: definition changed since approval (%s)", ItemWord(t.Item), ref, strings.Join(f.Fields, ", "))
+		f.Message = fmt.Sprintf("%s %s: definition changed since approval (%s)", ItemWord(t.Item), ref, strings.Join(f.Fields, ", ")) +
+			variantHint(full, t.Item, t.Name)
 		return st, []verify.Finding{f}, nil
 	}
 	return st, nil, nil
@@ -459,13 +500,25 @@ func compareTool(tx *kvTx, o *Observation, t *Observed, sameSkeleton []string, c
 		f.KeyID = r.KeyID
 		return st, []verify.Finding{f}, nil
 	}
-	p, err := readPin(tx, o.Server, t.Name) // checked by checkLatest
+	full, err := readPin(tx, o.Server, t.Name) // checked by checkLatest
 	if err != nil {
 		return st, nil, err
 	}
-	if p == nil {
+	if full == nil {
+		shared, err := sharedApproval(tx, o, t, &copies.share)
+		if err != nil || shared != "" {
+			st.ApprovedAs = shared
+			return st, nil, err
+		}
 		return compareNew(tx, o, t, sameSkeleton, st, with, ref, copies)
 	}
+	if matchingVariant(full, o, t) != nil {
+		return st, nil, nil // one of the approved definitions
+	}
+	// Compared with the approved definition it is closest to: the
+	// findings and the version logic are those of one pin.
+	p := closestVariant(full, t)
+	hint := variantHint(full, ItemTool, t.Name)
 	pinned := func(f verify.Finding) verify.Finding {
 		f.PinnedVersion, f.PinnedDigest, f.PinnedSigner = p.Version, p.Digest, p.Signer.String()
 		return f
@@ -518,12 +571,13 @@ func compareTool(tx *kvTx, o *Observation, t *Observed, sameSkeleton []string, c
 		} else {
 			f.Message = fmt.Sprintf("unsigned tool %s: definition changed since approval (%s)", ref, strings.Join(f.Fields, ", "))
 		}
+		f.Message += hint
 		return st, []verify.Finding{f}, nil
 	}
 	if added, removed := PermissionDiff(p.Permissions, t.Permissions); len(added)+len(removed) > 0 {
 		st.Status = "changed"
 		f := pinned(with(verify.RugPull, verify.Error,
-			fmt.Sprintf("tool %s: permissions changed since approval without a new version", ref)))
+			fmt.Sprintf("tool %s: permissions changed since approval without a new version", ref)+hint))
 		f.Fields = []string{"permissions"}
 		f.PermissionsAdded, f.PermissionsRemoved = added, removed
 		return st, []verify.Finding{f}, nil
@@ -535,7 +589,7 @@ func compareTool(tx *kvTx, o *Observation, t *Observed, sameSkeleton []string, c
 			now = "what cannot be resolved (" + o.Unresolved + ")"
 		}
 		f := pinned(with(verify.RugPull, verify.Error,
-			fmt.Sprintf("tool %s: the same definition is now served by %s; it was approved served by %s", ref, now, p.Served)))
+			fmt.Sprintf("tool %s: the same definition is now served by %s; it was approved served by %s", ref, now, p.Served)+hint))
 		f.Fields = []string{"served"}
 		f.Changes = []etdi.Change{{Path: "/served", Op: "changed", Old: p.Served, New: o.Served}}
 		return st, []verify.Finding{f}, nil

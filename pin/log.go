@@ -57,6 +57,10 @@ type Record struct {
 	// Served is what served the tool an approval approved (an artifact
 	// or an endpoint), when known.
 	Served string `json:"served,omitempty"`
+	// Variant says that an approval adds its definition beside the ones
+	// approved before (replacing only one of the same digest) instead of
+	// replacing them all (SPEC.md §14.1).
+	Variant bool `json:"variant,omitempty"`
 	// Arguments is the SHA-256 of a call's arguments in RFC 8785 form
 	// ("sha256:..."; "raw-sha256:..." of the bytes sent when they are not
 	// JSON of §2's profile); Outcome is "forwarded", "blocked" or "error";

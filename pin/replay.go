@@ -20,8 +20,8 @@ import (
 // replayed is the state the approve and revoke records imply: for each
 // pin key and revocation key, the latest record about it.
 type replayed struct {
-	pins    map[string]int64 // pinKey -> record
-	revoked map[string]int64 // Revocation.key -> record
+	pins    map[string][]liveApproval // pinKey -> approvals left, in order
+	revoked map[string]int64          // Revocation.key -> record
 	// recs are the stored records by index, valid for the transaction.
 	recs [][]byte
 	// stored are the stored hashes by stored hash index.
@@ -44,6 +44,12 @@ type brief struct {
 	ref string
 	// sum is the approvalSum of an approval.
 	sum [sha256.Size]byte
+	// digest is what an approval approves or a revocation of one
+	// variant revokes; variant says the approval adds a variant; pin is
+	// the pin key a revocation of one variant concerns.
+	digest  string
+	variant bool
+	pin     string
 }
 
 // approvalSum is the SHA-256 of what an approval approves, each field
@@ -277,16 +283,20 @@ func readHistory(hist *history, check bool) (*Tree, *replayed, error) {
 				case RecordApprove, RecordReapprove:
 					br.approval, br.ref = true, string(pinKeyOf(rec.Server, rec.Item, rec.Tool))
 					br.sum = approvalSum(rec.Server, rec.Item, rec.Tool, rec.Version, rec.Digest, rec.Signer, rec.Permissions, rec.Served)
+					br.digest, br.variant = rec.Digest, rec.Variant
 				case RecordRevoke:
-					r := Revocation{Server: rec.Server, Tool: rec.Tool, Version: rec.Version, KeyID: rec.KeyID}
+					r := revocationOf(&rec)
 					br.ref = string(r.key())
+					if r.Digest != "" && r.KeyID == "" {
+						br.digest, br.pin = r.Digest, string(pinKeyOf(rec.Server, rec.Item, rec.Tool))
+					}
 				}
 			}
 		}
 	})
 	<-done
 
-	st := &replayed{pins: make(map[string]int64, avail), revoked: map[string]int64{}, recs: recs, stored: hist.stored, briefs: briefs}
+	st := &replayed{pins: make(map[string][]liveApproval, avail), revoked: map[string]int64{}, recs: recs, stored: hist.stored, briefs: briefs}
 	var b64 [44]byte
 	for i := int64(0); i < avail; i++ {
 		if errs[i] != nil {
@@ -312,9 +322,14 @@ func readHistory(hist *history, check bool) (*Tree, *replayed, error) {
 		switch {
 		case !br.ok:
 		case br.approval:
-			st.pins[br.ref] = i
+			st.pins[br.ref] = approved(st.pins[br.ref], i, br.digest, br.variant)
 		default:
 			st.revoked[br.ref] = i
+			if br.pin != "" {
+				if st.pins[br.pin] = dropped(st.pins[br.pin], br.digest); len(st.pins[br.pin]) == 0 {
+					delete(st.pins, br.pin)
+				}
+			}
 		}
 	}
 	if !check {
@@ -435,7 +450,7 @@ type pinRead struct {
 	err    error  // decoding
 	other  bool   // the value is the pin of another key
 	skel   string // skeletonOf the tool
-	msg    string // how its history record fails to justify it
+	msg    string // how its history records fail to justify it
 	defMsg string // definitionDisagrees
 }
 
@@ -480,10 +495,25 @@ func checkPins(tx *kvTx, st *replayed, out chan<- []pinRead) {
 				if r.other = string(r.p.key()) != string(r.k); r.other {
 					continue
 				}
+				r.skel = skeletonOf(r.p.Tool)
+				if r.msg = variantShape(&r.p); r.msg != "" {
+					continue
+				}
 				r.defMsg = definitionDisagrees(&r.p)
 				r.p.Definition = nil
-				r.skel = skeletonOf(r.p.Tool)
 				r.msg = st.pinMsg(&r.p)
+				for j := range r.p.Variants {
+					v := r.p.Variants[j].pin()
+					r.p.Variants[j].Definition = nil
+					if r.defMsg == "" {
+						r.defMsg = definitionDisagrees(&v)
+					}
+					if r.msg == "" {
+						if r.msg = st.pinMsg(&v); r.msg != "" {
+							r.msg = fmt.Sprintf("its variant %s: %s", v.Digest, r.msg)
+						}
+					}
+				}
 			}
 		})
 		out <- batch
@@ -550,11 +580,11 @@ func verifyPins(tx *kvTx, st *replayed) []Disagreement {
 		for i := range batch {
 			r := &batch[i]
 			k, p := r.k, &r.p
-			want, ok := st.pins[string(k)]
+			live, ok := st.pins[string(k)]
+			want := int64(-1)
 			if ok {
 				delete(st.pins, string(k))
-			} else {
-				want = -1
+				want = live[len(live)-1].index
 			}
 			switch {
 			case r.err != nil:
@@ -579,11 +609,15 @@ func verifyPins(tx *kvTx, st *replayed) []Disagreement {
 				// The history approves this pin at p.Record, so it holds
 				// a latest approval of it.
 				add("pin", p.Ref(), want, fmt.Sprintf("it holds the approval of record %d, replaced by record %d", p.Record, want))
+			default:
+				if msg := variantsDisagree(p, live); msg != "" {
+					add("pin", p.Ref(), want, msg)
+				}
 			}
 		}
 	}
-	for k, idx := range st.pins {
-		add("pin", pinRef([]byte(k)), idx, "approved in the history, missing from the pins")
+	for k, live := range st.pins {
+		add("pin", pinRef([]byte(k)), live[len(live)-1].index, "approved in the history, missing from the pins")
 	}
 	tx.Bucket(bRevoked).ForEach(func(k, v []byte) error {
 		want, ok := st.revoked[string(k)]

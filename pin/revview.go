@@ -1,11 +1,14 @@
 package pin
 
 // Scope says what a revocation withdraws: "key" (every tool the key
-// signed), "version" (one version of a tool) or "tool" (every version).
+// signed), "version" (one version of a tool), "definition" (one approved
+// definition of an item) or "tool" (every version).
 func (r *Revocation) Scope() string {
 	switch {
 	case r.KeyID != "":
 		return "key"
+	case r.Digest != "":
+		return "definition"
 	case r.Version != "":
 		return "version"
 	}
@@ -17,6 +20,9 @@ func (r *Revocation) Scope() string {
 func (r *Revocation) Target() string {
 	if r.KeyID != "" {
 		return "key " + r.KeyID
+	}
+	if r.Digest != "" {
+		return r.Server + "/" + ItemRef(r.Item, r.Tool) + " " + r.Digest
 	}
 	t := r.Server + "/" + r.Tool
 	if r.Version != "" {
@@ -31,13 +37,16 @@ func (r *Revocation) About(p *Pin) bool {
 	if r.KeyID != "" {
 		return r.KeyID == SignerKeyID(p.Signer)
 	}
-	return r.Server == p.Server && r.Tool == p.Tool
+	return r.Server == p.Server && r.Tool == p.Tool && r.Item == p.Item
 }
 
 // Revokes reports whether r withdraws p as pinned: the whole tool, the
 // pinned version, or the key that signed it. A revocation of another
 // version of the tool is About p but does not revoke it.
 func (r *Revocation) Revokes(p *Pin) bool {
+	if r.Digest != "" {
+		return r.About(p) && r.Digest == p.Digest // a revoked variant leaves its pin
+	}
 	return r.About(p) && (r.KeyID != "" || r.Version == "" || r.Version == p.Version)
 }
 

@@ -52,21 +52,36 @@ func (s *Store) RecordServed(o *Observation, by string, now time.Time) ([]Approv
 			if err != nil {
 				return err
 			}
-			if old == nil || old.Served != "" || old.Digest != t.Digest.String() {
+			if old == nil {
 				continue
 			}
-			p := *old
+			// The approved definition it matches: with variants, that
+			// one is recorded again as a variant, the others stay.
+			m := matchingVariant(old, o, t)
+			if m == nil || m.Served != "" || m.Digest != t.Digest.String() {
+				continue
+			}
+			p := *m
 			p.Served, p.ApprovedBy, p.ApprovedAt = o.Served, by, now
 			rec := Record{Type: RecordReapprove, Time: now, Server: o.Server, Tool: p.Tool, Item: p.Item, Version: p.Version,
 				Digest: p.Digest, Signer: &p.Signer, Kind: ServedRecorded, By: by, Permissions: p.Permissions, Served: p.Served,
-				Replaced: strings.TrimSpace(old.Version + " " + old.Digest)}
+				Replaced: strings.TrimSpace(m.Version + " " + m.Digest), Variant: len(old.Variants) > 0}
 			if p.Binding, err = appendBound(tx, rec); err != nil {
 				return err
+			}
+			if rec.Variant {
+				for _, v := range old.All() {
+					if v.Digest != p.Digest {
+						p.Variants = append(p.Variants, variantOf(&v))
+					}
+				}
 			}
 			if err := putPin(tx, info, &p); err != nil {
 				return err
 			}
-			out = append(out, Approval{Pin: p, Kind: ServedRecorded, Replaced: rec.Replaced})
+			shown := p
+			shown.Variants = nil
+			out = append(out, Approval{Pin: shown, Kind: ServedRecorded, Replaced: rec.Replaced, Variant: rec.Variant, Variants: len(p.Variants) + 1})
 		}
 		return nil
 	})

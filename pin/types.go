@@ -83,6 +83,76 @@ type Pin struct {
 	Served string `json:"served,omitempty"`
 	// Binding names the history record that approved the pin (schema 3).
 	Binding
+	// Variants are the definitions approved earlier that stay approved
+	// beside this one, the latest approval, oldest first (SPEC.md §14.1):
+	// the same server configured with other arguments, in another host or
+	// time zone. Each is a whole pin bound to its own approval record and
+	// holds no variants of its own. Pins written before variants have
+	// none.
+	Variants []Variant `json:"variants,omitempty"`
+}
+
+// Variant is an approved definition kept beside a pin's latest one: the
+// members of a Pin but Variants.
+type Variant struct {
+	Server      string            `json:"server"`
+	Item        string            `json:"item,omitempty"`
+	Tool        string            `json:"tool"`
+	Version     string            `json:"version,omitempty"`
+	Digest      string            `json:"digest"`
+	Signer      Signer            `json:"signer"`
+	Provider    string            `json:"provider,omitempty"`
+	Permissions []etdi.Permission `json:"permissions"`
+	Definition  json.RawMessage   `json:"definition"`
+	ApprovedBy  string            `json:"approvedBy"`
+	ApprovedAt  time.Time         `json:"approvedAt"`
+	Sequence    uint64            `json:"sequence,omitempty"`
+	Served      string            `json:"served,omitempty"`
+	Binding
+}
+
+// pin is v as a pin without variants.
+func (v *Variant) pin() Pin {
+	return Pin{Server: v.Server, Item: v.Item, Tool: v.Tool, Version: v.Version, Digest: v.Digest, Signer: v.Signer,
+		Provider: v.Provider, Permissions: v.Permissions, Definition: v.Definition, ApprovedBy: v.ApprovedBy,
+		ApprovedAt: v.ApprovedAt, Sequence: v.Sequence, Served: v.Served, Binding: v.Binding}
+}
+
+// variantOf is p, without its variants, as a variant.
+func variantOf(p *Pin) Variant {
+	return Variant{Server: p.Server, Item: p.Item, Tool: p.Tool, Version: p.Version, Digest: p.Digest, Signer: p.Signer,
+		Provider: p.Provider, Permissions: p.Permissions, Definition: p.Definition, ApprovedBy: p.ApprovedBy,
+		ApprovedAt: p.ApprovedAt, Sequence: p.Sequence, Served: p.Served, Binding: p.Binding}
+}
+
+// variantsOf is ps as variants.
+func variantsOf(ps []Pin) []Variant {
+	if len(ps) == 0 {
+		return nil
+	}
+	out := make([]Variant, len(ps))
+	for i := range ps {
+		out[i] = variantOf(&ps[i])
+	}
+	return out
+}
+
+// MaxVariants bounds the approved definitions of one item (the pin and
+// its variants): an approval of one more is refused, naming the command
+// that revokes an old one.
+const MaxVariants = 16
+
+// All returns the approved definitions of the item in the order they were
+// approved: the variants, then the pin itself (the latest), each without
+// variants of its own.
+func (p *Pin) All() []Pin {
+	out := make([]Pin, 0, len(p.Variants)+1)
+	for i := range p.Variants {
+		out = append(out, p.Variants[i].pin())
+	}
+	latest := *p
+	latest.Variants = nil
+	return append(out, latest)
 }
 
 // Ref returns "server/tool" ("server/prompt:name" for other items).
@@ -107,15 +177,21 @@ type ServerInfo struct {
 }
 
 // Revocation withdraws an approval: of a tool (all versions), of one
-// version, or of every tool signed by a key.
+// version, of one approved definition (variant) of a tool or another
+// item, or of every tool signed by a key.
 type Revocation struct {
-	Server  string    `json:"server,omitempty"`
-	Tool    string    `json:"tool,omitempty"`
-	Version string    `json:"version,omitempty"`
-	KeyID   string    `json:"keyId,omitempty"`
-	By      string    `json:"by"`
-	At      time.Time `json:"at"`
-	Reason  string    `json:"reason,omitempty"`
+	Server string `json:"server,omitempty"`
+	// Item is the kind of item Tool names, with Digest only.
+	Item    string `json:"item,omitempty"`
+	Tool    string `json:"tool,omitempty"`
+	Version string `json:"version,omitempty"`
+	// Digest, when set, revokes only the approved definition with this
+	// digest: the item's other variants stay approved.
+	Digest string    `json:"digest,omitempty"`
+	KeyID  string    `json:"keyId,omitempty"`
+	By     string    `json:"by"`
+	At     time.Time `json:"at"`
+	Reason string    `json:"reason,omitempty"`
 	// Binding names the history record of the revocation (schema 3).
 	Binding
 }
@@ -123,6 +199,10 @@ type Revocation struct {
 func (r *Revocation) key() []byte {
 	if r.KeyID != "" {
 		return []byte("key:" + r.KeyID)
+	}
+	if r.Digest != "" {
+		// NUL cannot occur in an approved name or item kind.
+		return []byte(r.Server + "/" + itemKey(r.Item, r.Tool) + "\x00" + r.Digest)
 	}
 	k := r.Server + "/" + r.Tool
 	if r.Version != "" {

@@ -54,7 +54,7 @@ var kinds = map[Kind]kindInfo{
 	NewTool:             {ExitApproval, Error, Approvable, "A tool (or a prompt, resource or resource template, named by the finding's item) was never approved: approval required."},
 	NewVersion:          {ExitApproval, Error, Approvable, "A tool has a new version: approval required."},
 	NewSigner:           {ExitApproval, Error, Approvable, "A tool approved unsigned is now signed: approval required."},
-	RugPull:             {ExitRugPull, Error, ApprovableByName, "A tool's definition or permissions changed since approval without a new version (or a prompt, resource or resource template changed)."},
+	RugPull:             {ExitRugPull, Error, ApprovableByName, "A tool's definition or permissions changed since approval without a new version (or a prompt, resource or resource template changed): it equals none of the approved definitions; approving it by name adds it beside them."},
 	Downgrade:           {ExitRugPull, Error, ApprovableByName, "A tool version or bundle is older than the approved one."},
 	SignerChanged:       {ExitImpersonation, Error, ApprovableByName, "A tool is signed by someone other than the approved signer."},
 	Shadowing:           {ExitImpersonation, Error, ApprovableByName, "A tool name approved on another server appears on this one."},

@@ -74,6 +74,10 @@ the findings are printed and the exit code is that of etdi check (10-14).`,
 				if err != nil {
 					return err
 				}
+				if p != nil {
+					v := p.Closest(t.Digest.String()) // of several approved definitions (SPEC.md §14.1)
+					p = &v
+				}
 				if p == nil {
 					out = append(out, toolDiff{Tool: t.Name, Kind: "not pinned", Version: t.Version, Changes: []etdi.Change{},
 						Definition: json.RawMessage(t.Canonical), Permissions: t.Permissions})

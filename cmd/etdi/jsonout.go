@@ -37,4 +37,18 @@ type pinRow struct {
 	ApprovedAt  time.Time        `json:"approvedAt"`
 	Revoked     bool             `json:"revoked"`
 	Revocations []revocationView `json:"revocations"`
+	// Variants are the approved definitions of the item, oldest first,
+	// when there is more than one (SPEC.md §14.1); the pin's own members
+	// are the latest of them.
+	Variants []variantRow `json:"variants,omitempty"`
+}
+
+// variantRow is one approved definition of an item with several.
+type variantRow struct {
+	Version    string    `json:"version,omitempty"`
+	Digest     string    `json:"digest"`
+	ApprovedBy string    `json:"approvedBy"`
+	ApprovedAt time.Time `json:"approvedAt"`
+	Served     string    `json:"served,omitempty"`
+	Revoked    bool      `json:"revoked"`
 }

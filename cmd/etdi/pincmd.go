@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/etdi-dev/etdi"
 	"github.com/etdi-dev/etdi/guard"
@@ -24,7 +25,7 @@ func (e *env) pinApproveCmd() *cobra.Command {
 	var pf pinFlags
 	var cf cedarFlags
 	var tools []string
-	var asJSON, acceptInstructions bool
+	var asJSON, acceptInstructions, replace bool
 	cmd := &cobra.Command{
 		Use:   "approve (--tools FILE | --server -- CMD... | --url URL | --config FILE --name NAME | --bundle BUNDLE) [--tool NAME ...]",
 		Short: "Approve (pin) what a server offers after reviewing etdi check",
@@ -37,6 +38,14 @@ tool is named with --tool: that is a decision, recorded as a re-approval in
 the history. Revoked tools, a bundle that does not verify and a replayed
 older bundle are never approved. Prints what was approved, and why each
 refused tool was not.
+
+A changed definition of a tool (or prompt, resource, resource template)
+approved this way is added beside the definitions approved before, which
+stay approved (a variant: the same server configured with other
+arguments or in another host, SPEC.md §14.1); --replace replaces them all
+instead. An item keeps at most 16 approved definitions: beyond that the
+approval is refused until one is revoked (etdi pin revoke SERVER/ITEM
+--digest DIGEST).
 
 Exit codes: 0 when everything asked for is approved (the tools named with
 --tool, or without --tool every tool that needed approval); otherwise the
@@ -78,7 +87,7 @@ them under "calls".`,
 				return err
 			}
 			calls := guard.CallDecisions(r, set, "")
-			res, err := guard.Approve(e.ctx, r, guard.ApproveOptions{Tools: tools, AcceptInstructions: acceptInstructions,
+			res, err := guard.Approve(e.ctx, r, guard.ApproveOptions{Tools: tools, AcceptInstructions: acceptInstructions, Replace: replace,
 				Review: func(c *pin.Comparison) bool {
 					printSuspicious(e.stderr, c, tools)
 					if acceptInstructions {
@@ -112,7 +121,10 @@ them under "calls".`,
 			}
 			for _, a := range approved {
 				what, replacing := "approved", ""
-				if a.Replaced != "" {
+				switch {
+				case a.Variant:
+					what, replacing = "approved another variant of", fmt.Sprintf(" (%d approved definitions)", a.Variants)
+				case a.Replaced != "":
 					what, replacing = "re-approved", " (replacing "+a.Replaced+")"
 				}
 				label := pin.ItemRef(a.Pin.Item, a.Pin.Tool)
@@ -156,20 +168,29 @@ them under "calls".`,
 	cf.register(cmd.Flags())
 	cmd.Flags().StringArrayVar(&tools, "tool", nil, "approve only this tool (repeatable); required for changed definitions, downgrades, changed signers, shadowing and look-alike names")
 	cmd.Flags().BoolVar(&acceptInstructions, "accept-instructions", false, "accept changed server instructions")
+	cmd.Flags().BoolVar(&replace, "replace", false, "a changed definition named with --tool replaces every approved definition instead of being approved beside them as another variant")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print what was approved as JSON")
 	return cmd
 }
 
 func (e *env) pinRevokeCmd() *cobra.Command {
 	var pf pinFlags
-	var keyID, reason, policy string
+	var keyID, reason, policy, digest string
 	cmd := &cobra.Command{
-		Use:   "revoke SERVER/TOOL[@VERSION] | --key KEY_ID",
-		Short: "Revoke an approved tool, one of its versions, or every tool a key signed",
-		Long: `Revoke an approval. SERVER/TOOL revokes the tool in every version,
-SERVER/TOOL@VERSION one version, --key every tool signed by that key on
-every server. Revoked tools fail etdi check with exit 14 and cannot be
-approved again. The revocation is recorded in the history.
+		Use:   "revoke SERVER/TOOL[@VERSION] | SERVER/ITEM --digest DIGEST | --key KEY_ID",
+		Short: "Revoke an approved tool, one of its versions or approved definitions, or every tool a key signed",
+		Long: `Revoke an approval. SERVER/TOOL revokes the tool in every version and
+every approved definition, SERVER/TOOL@VERSION one version, --key every
+tool signed by that key on every server. Revoked tools fail etdi check
+with exit 14 and cannot be approved again. The revocation is recorded in
+the history.
+
+SERVER/ITEM --digest DIGEST revokes one approved definition of a tool,
+prompt, resource or resource template that has several (variants: the
+same server configured another way, SPEC.md §14.1; etdi pin list shows
+them): the others stay approved, and that definition fails etdi check
+with exit 14 from then on. The only approved definition of an item is
+revoked with the item itself.
 
 --key takes a full key id (sha256: and 64 hex digits), or a prefix of at
 least 16 hex digits of a key the pins were signed with or the trust policy
@@ -177,10 +198,14 @@ least 16 hex digits of a key the pins were signed with or the trust policy
 full id is accepted even when no pin uses it yet, so a key can be revoked
 before its tools are seen.`,
 		Example: `  etdi pin revoke acme:weather/get_weather@1.0.0 --reason "CVE-2026-1234"
+  etdi pin revoke unsigned:time/get_current_time --digest sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08
   etdi pin revoke --key sha256:1a2b3c4d5e6f7a8b --reason "key leaked"`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if (len(args) == 1) == (keyID != "") {
 				return usagef("give either SERVER/TOOL[@VERSION] or --key KEY_ID")
+			}
+			if digest != "" && keyID != "" {
+				return usagef("--digest revokes one approved definition of SERVER/TOOL; it does not go with --key")
 			}
 			return nil
 		},
@@ -192,11 +217,22 @@ before its tools are seen.`,
 					return &usageError{err}
 				}
 			}
+			if digest != "" {
+				if r.Version != "" {
+					return usagef("--digest names one approved definition: give SERVER/TOOL without @VERSION")
+				}
+				r.Digest = digest
+			}
 			s, err := pf.open(false)
 			if err != nil {
 				return err
 			}
 			defer s.Close()
+			if digest != "" {
+				if r.Item, r.Tool, err = itemOfRef(s, r.Server, r.Tool); err != nil {
+					return err
+				}
+			}
 			if keyID != "" {
 				if r.KeyID, err = resolveRevokeKey(s, keyID, policy, cmd.Flags().Changed("trust")); err != nil {
 					return err
@@ -207,6 +243,8 @@ before its tools are seen.`,
 			}
 			if keyID != "" {
 				say(e.stdout, "revoked every tool signed by key %s\n", r.KeyID)
+			} else if digest != "" {
+				say(e.stdout, "revoked the definition %s of %s; its other approved definitions stay approved\n", r.Digest, args[0])
 			} else {
 				say(e.stdout, "revoked %s\n", args[0])
 			}
@@ -218,7 +256,23 @@ before its tools are seen.`,
 	cmd.Flags().StringVar(&keyID, "key", "", "revoke every tool signed by this key: a full id (sha256:...) or a prefix of at least 16 hex digits")
 	cmd.Flags().StringVar(&policy, "trust", e.defaultTrust(), "trust policy whose key ids a --key prefix may name ($ETDI_TRUST)")
 	cmd.Flags().StringVar(&reason, "reason", "", "why, recorded in the history")
+	cmd.Flags().StringVar(&digest, "digest", "", "revoke only the approved definition with this digest (sha256:...), leaving the item's other variants approved")
 	return cmd
+}
+
+// itemOfRef tells the item kind of the part of a reference after the
+// server: a tool pinned under that name, else prompt:NAME, resource:URI or
+// resourceTemplate:URI as pin list shows them.
+func itemOfRef(s *pin.Store, server, ref string) (item, name string, err error) {
+	if p, err := s.Get(server, ref); err != nil || p != nil {
+		return pin.ItemTool, ref, err
+	}
+	for _, it := range pin.Items {
+		if n, ok := strings.CutPrefix(ref, it+":"); ok {
+			return it, n, nil
+		}
+	}
+	return pin.ItemTool, ref, nil
 }
 
 // servedText says what serves an approved tool when that changed with the

@@ -22,9 +22,14 @@ versions, or of the key that signed it: who, when and why). A pin marked
 REVOKED fails etdi check with exit 14. Revocations about no pin (a key
 revoked before any pin used it) follow the pins.
 
+An item with several approved definitions (variants: the same server
+configured another way, SPEC.md §14.1) is listed with the latest, and
+under it each earlier one still approved, with who approved it and when.
+
 --json prints {"schemaVersion": 1, "pins": [...]}: each pin with
-"revoked" (true when a revocation withdraws the pin as pinned) and
-"revocations" (schemas/pin-list.schema.json).`,
+"revoked" (true when a revocation withdraws the pin as pinned),
+"revocations", and "variants" (every approved definition, oldest first,
+when there are several) (schemas/pin-list.schema.json).`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			s, err := pf.open(true)
@@ -45,7 +50,7 @@ revoked before any pin used it) follow the pins.
 			for i := range pins {
 				p := &pins[i]
 				rv, revoked := revocationsAbout(revs, p, used)
-				rows = append(rows, pinRow{p.Ref(), p.Version, p.Digest, p.Signer.String(), p.ApprovedBy, p.ApprovedAt, revoked, rv})
+				rows = append(rows, pinRow{p.Ref(), p.Version, p.Digest, p.Signer.String(), p.ApprovedBy, p.ApprovedAt, revoked, rv, variantRows(p, revs)})
 			}
 			if asJSON {
 				return e.writeJSON(pinListOutput{jsonSchemaVersion, rows})
@@ -60,7 +65,13 @@ revoked before any pin used it) follow the pins.
 				if r.Revoked {
 					state = "  REVOKED"
 				}
+				if len(r.Variants) > 1 {
+					state += fmt.Sprintf("  (%d approved definitions)", len(r.Variants))
+				}
 				say(e.stdout, "%s  %s  sha256:%s  %s  approved by %s at %s%s\n", r.Ref, v, d.Short(), r.Signer, r.ApprovedBy, r.ApprovedAt.Format(time.RFC3339), state)
+				for _, vr := range r.Variants[:max(len(r.Variants)-1, 0)] {
+					say(e.stdout, "    %s\n", vr.line())
+				}
 				for _, rv := range r.Revocations {
 					say(e.stdout, "    %s\n", rv.line())
 				}
@@ -146,6 +157,12 @@ pin with "revoked" and "revocations".`,
 			for _, r := range rv {
 				say(e.stdout, "  %s\n", r.line())
 			}
+			if vs := variantRows(p, revs); len(vs) > 1 {
+				say(e.stdout, "  variants     %d approved definitions (this one is the latest):\n", len(vs))
+				for _, vr := range vs {
+					say(e.stdout, "    %s\n", vr.line())
+				}
+			}
 			say(e.stdout, "  definition\n")
 			describeTool(e.stdout, p.Definition, p.Permissions)
 			say(e.stdout, "  definition (JSON)\n")
@@ -229,6 +246,9 @@ func historyLine(r *pin.Record) string {
 	if r.Digest != "" {
 		parts = append(parts, r.Digest)
 	}
+	if r.Variant {
+		parts = append(parts, "as another variant")
+	}
 	if r.Replaced != "" {
 		parts = append(parts, "replacing "+r.Replaced)
 	}
@@ -252,4 +272,38 @@ func historyLine(r *pin.Record) string {
 		parts = append(parts, "- "+r.Message)
 	}
 	return strings.Join(parts, " ")
+}
+
+// variantRows lists the approved definitions of p, oldest first, when it
+// has more than one; nil otherwise.
+func variantRows(p *pin.Pin, revs []pin.Revocation) []variantRow {
+	if len(p.Variants) == 0 {
+		return nil
+	}
+	var out []variantRow
+	for _, v := range p.All() {
+		revoked := false
+		for i := range revs {
+			revoked = revoked || revs[i].Revokes(&v)
+		}
+		out = append(out, variantRow{Version: v.Version, Digest: v.Digest, ApprovedBy: v.ApprovedBy, ApprovedAt: v.ApprovedAt, Served: v.Served, Revoked: revoked})
+	}
+	return out
+}
+
+// line is the text of one approved definition for a person; say escapes
+// it.
+func (v variantRow) line() string {
+	s := "variant " + v.Digest
+	if v.Version != "" {
+		s += " " + v.Version
+	}
+	s += " approved by " + v.ApprovedBy + " at " + v.ApprovedAt.Format(time.RFC3339)
+	if v.Served != "" {
+		s += ", served by " + v.Served
+	}
+	if v.Revoked {
+		s += "  REVOKED"
+	}
+	return s
 }

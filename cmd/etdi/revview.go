@@ -8,11 +8,14 @@ import (
 
 // revocationView is one revocation as pin list and pin show print it.
 type revocationView struct {
-	// Scope is "tool", "version" or "key".
+	// Scope is "tool", "version", "definition" (one approved definition,
+	// by its digest) or "key".
 	Scope   string    `json:"scope"`
 	Server  string    `json:"server,omitempty"`
+	Item    string    `json:"item,omitempty"`
 	Tool    string    `json:"tool,omitempty"`
 	Version string    `json:"version,omitempty"`
+	Digest  string    `json:"digest,omitempty"`
 	KeyID   string    `json:"keyId,omitempty"`
 	By      string    `json:"by"`
 	At      time.Time `json:"at"`
@@ -23,7 +26,7 @@ type revocationView struct {
 }
 
 func viewRevocation(r *pin.Revocation, p *pin.Pin) revocationView {
-	return revocationView{Scope: r.Scope(), Server: r.Server, Tool: r.Tool, Version: r.Version, KeyID: r.KeyID,
+	return revocationView{Scope: r.Scope(), Server: r.Server, Item: r.Item, Tool: r.Tool, Version: r.Version, Digest: r.Digest, KeyID: r.KeyID,
 		By: r.By, At: r.At, Reason: r.Reason, RevokesPin: p != nil && r.Revokes(p)}
 }
 
@@ -35,6 +38,8 @@ func (v revocationView) line() string {
 		target = v.Server + "/" + v.Tool + " (every version)"
 	case "version":
 		target = v.Server + "/" + v.Tool + "@" + v.Version
+	case "definition":
+		target = v.Server + "/" + pin.ItemRef(v.Item, v.Tool) + " definition " + v.Digest
 	}
 	s := "revoked " + target + " by " + v.By + " at " + v.At.Format(time.RFC3339)
 	if v.Reason != "" {

@@ -55,6 +55,8 @@ func Export(s *pin.Store) (*File, error) {
 	}
 	f := &File{Servers: []Server{}, Pins: []Pin{}, Revocations: []Revocation{}}
 	pinned := map[string]bool{}
+	// Each item's latest approved definition: variants approved beside it
+	// (SPEC.md §14.1) stay in the database they were approved in.
 	for _, p := range pins {
 		def, err := etdi.Canonicalize(p.Definition)
 		if err != nil {
@@ -72,6 +74,12 @@ func Export(s *pin.Store) (*File, error) {
 			InstructionsKnown: info.InstructionsKnown, Instructions: info.Instructions})
 	}
 	for _, r := range revs {
+		if r.Digest != "" {
+			// A revoked variant: the lockfile holds the latest approved
+			// definition of each item only, never the revoked one; as a
+			// revocation of the whole tool it would say more.
+			continue
+		}
 		f.Revocations = append(f.Revocations, Revocation{Server: r.Server, Tool: r.Tool, Version: r.Version, KeyID: r.KeyID, Reason: r.Reason})
 	}
 	f.sort()
@@ -341,7 +349,9 @@ func approve(s *pin.Store, f *File, srv *Server, sequence uint64, served string,
 			}
 		}
 	}
-	approved, refused, err := s.Approve(o, pin.ApproveOptions{Tools: names, By: opts.By, Now: opts.Now, AcceptInstructions: accept})
+	// The lockfile's definition replaces the pin and every variant beside
+	// it: the lockfile says what is approved.
+	approved, refused, err := s.Approve(o, pin.ApproveOptions{Tools: names, By: opts.By, Now: opts.Now, AcceptInstructions: accept, Replace: true})
 	if err != nil {
 		return fmt.Errorf("importing %s: %w", srv.Key, err)
 	}

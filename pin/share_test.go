@@ -1,0 +1,163 @@
+package pin
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/etdi-dev/etdi/verify"
+)
+
+func TestArtifactIdentity(t *testing.T) {
+	for served, want := range map[string]bool{
+		npmTime: true,
+		"npm @modelcontextprotocol/server-everything@2025.9.25 sha512-AAAA==": true,
+		"pypi mcp-server-time@2025.9.25 sha256:aa":                            true,
+		"oci docker.io/mcp/time sha256:aa":                                    true,
+		"oci docker.io/mcp/time@latest sha256:aa":                             true,
+		"file server.py sha256:aa":                                            true,
+		"npm mcp-server-time sha512-AAAA==":                                   false, // no exact version
+		"npm @scope/pkg sha512-AAAA==":                                        false,
+		"npm mcp-server-time@ sha512-AAAA==":                                  false,
+		"npm mcp-server-time@1.0.0":                                           false, // no digest
+		"file mcp-server-time":                                                false, // a bare command name
+		"mcp-server-time":                                                     false,
+		"url https://mcp.example:443/mcp":                                     false, // an endpoint
+		"":                                                                    false,
+		"exe x sha256:aa":                                                     false,
+		"file x sha256:aa\x1b[2J":                                             false,
+	} {
+		if _, got := ArtifactIdentity(served); got != want {
+			t.Errorf("ArtifactIdentity(%q) = %v, want %v", served, got, want)
+		}
+	}
+}
+
+// The same package under two configuration names: approved once, the
+// second name offers the very definitions and is not asked again; a
+// definition that differs is reviewed as usual.
+func TestSharedArtifactApproval(t *testing.T) {
+	s := openTestStore(t, Options{})
+	mustApprove(t, s, servedObs("time", npmTime, timeTool(t, "UTC")))
+	other := servedObs("clock", npmTime, timeTool(t, "UTC"))
+	c := expect(t, s, other)
+	if len(c.Tools) != 1 || c.Tools[0].Status != "ok" || c.Tools[0].ApprovedAs != UnsignedServerKey("time") {
+		t.Fatalf("%+v", c.Tools)
+	}
+	if still, err := s.StillApproved(other); err != nil || still[StillApprovedKey("", "get_current_time")] != "" {
+		t.Fatalf("%v %v", still, err)
+	}
+	// Variants approved under the first name are shared too.
+	mustApprove(t, s, servedObs("time", npmTime, timeTool(t, "Asia/Tokyo")), "get_current_time")
+	expect(t, s, servedObs("clock", npmTime, timeTool(t, "Asia/Tokyo")))
+	// Another definition from the same artifact under the other name: as
+	// for any server offering an approved name with another definition.
+	expect(t, s, servedObs("clock", npmTime, timeTool(t, "America/Lima")), "shadowing")
+	// Approvals under the second name are its own; nothing was written
+	// for it by the comparisons.
+	if pins, err := s.ServerPins(UnsignedServerKey("clock")); err != nil || len(pins) != 0 {
+		t.Fatalf("%+v %v", pins, err)
+	}
+	auditClean(t, s)
+}
+
+// Nothing is shared without the same artifact exactly: another version,
+// a look-alike package, an unresolved launch, an endpoint, a pin approved
+// without what served it, a signed server, a revoked approval.
+func TestSharedArtifactRefused(t *testing.T) {
+	s := openTestStore(t, Options{})
+	mustApprove(t, s, servedObs("time", npmTime, timeTool(t, "UTC")))
+	unresolved := servedObs("clock", "", timeTool(t, "UTC"))
+	unresolved.Unresolved = "npx without a lockfile"
+	for name, o := range map[string]*Observation{
+		"another version": servedObs("clock", strings.Replace(npmTime, "@2025.9.25", "@2025.9.26", 1), timeTool(t, "UTC")),
+		"a look-alike":    servedObs("clock", strings.Replace(npmTime, "mcp-server-time", "mcp-server-tirne", 1), timeTool(t, "UTC")),
+		"another digest":  servedObs("clock", strings.Replace(npmTime, "AAAA==", "AAAB==", 1), timeTool(t, "UTC")),
+		"unresolved":      unresolved,
+		"unknown":         servedObs("clock", "", timeTool(t, "UTC")),
+		"an endpoint":     servedObs("clock", "url https://time.example:443/mcp", timeTool(t, "UTC")),
+	} {
+		c, err := s.Compare(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.Tools[0].Status == "ok" || c.Tools[0].ApprovedAs != "" || len(kinds(c, verify.Error)) == 0 {
+			t.Errorf("%s: shared %+v", name, c.Tools)
+		}
+		if still, err := s.StillApproved(o); err != nil || still[StillApprovedKey("", "get_current_time")] == "" {
+			t.Errorf("%s: StillApproved %v %v", name, still, err)
+		}
+	}
+	// Approved before etdi recorded what served it: not known to be the
+	// same artifact.
+	mustApprove(t, s, servedObs("old", "", timeTool(t, "Europe/Oslo")), "get_current_time")
+	expect(t, s, servedObs("clock", npmTime, timeTool(t, "Europe/Oslo")), "shadowing")
+	// Signed servers are keyed by provider: nothing is shared with or
+	// between them.
+	w := obs("acme:weather", 1, tool(t, "get_weather", "1.0.0", weatherDef, keyA))
+	w.Served = npmTime
+	mustApprove(t, s, w)
+	w2 := obs("other:weather", 1, tool(t, "get_weather", "1.0.0", weatherDef, keyA))
+	w2.Served = npmTime
+	if c, _ := s.Compare(w2); c.Tools[0].Status == "ok" {
+		t.Fatalf("signed: %+v", c.Tools)
+	}
+	// A revoked approval is not shared.
+	if err := s.Revoke(Revocation{Server: UnsignedServerKey("time"), Tool: "get_current_time", By: "x"}); err != nil {
+		t.Fatal(err)
+	}
+	if c, _ := s.Compare(servedObs("clock", npmTime, timeTool(t, "UTC"))); c.Tools[0].Status == "ok" {
+		t.Fatalf("revoked: %+v", c.Tools)
+	}
+}
+
+// The second name's own revocation applies whatever the first approved.
+func TestSharedArtifactOwnRevocation(t *testing.T) {
+	s := openTestStore(t, Options{})
+	mustApprove(t, s, servedObs("time", npmTime, timeTool(t, "UTC")))
+	mustApprove(t, s, servedObs("clock", npmTime, timeTool(t, "UTC"), tool(t, "convert_time", "", `{"name":"convert_time"}`, Unsigned)))
+	if err := s.Revoke(Revocation{Server: UnsignedServerKey("clock"), Tool: "convert_time", By: "x"}); err != nil {
+		t.Fatal(err)
+	}
+	expect(t, s, servedObs("clock", npmTime, timeTool(t, "UTC"), tool(t, "convert_time", "", `{"name":"convert_time"}`, Unsigned)), "revoked")
+}
+
+// A signed server's unsigned tool (a tool its bundle does not sign) is
+// judged under the signed server's key: never covered by an unsigned
+// server's approval, whatever serves both.
+func TestSharedArtifactNotForSignedKeys(t *testing.T) {
+	s := openTestStore(t, Options{})
+	mustApprove(t, s, servedObs("time", npmTime, timeTool(t, "UTC")))
+	o := obs("acme:time", 1, timeTool(t, "UTC"))
+	o.Served = npmTime
+	c, err := s.Compare(o)
+	if err != nil || c.Tools[0].Status == "ok" || c.Tools[0].ApprovedAs != "" {
+		t.Fatalf("%+v %v", c.Tools, err)
+	}
+	if still, err := s.StillApproved(o); err != nil || still[StillApprovedKey("", "get_current_time")] == "" {
+		t.Fatalf("%v %v", still, err)
+	}
+}
+
+// A revocation is about the item it names: a tool's revocation is not
+// about a prompt of the same name, nor one definition's about another.
+func TestRevocationAboutItem(t *testing.T) {
+	prompt := &Pin{Server: "unsigned:p", Item: ItemPrompt, Tool: "greet", Digest: "sha256:aa"}
+	tool := &Pin{Server: "unsigned:p", Tool: "greet", Digest: "sha256:aa"}
+	whole := Revocation{Server: "unsigned:p", Tool: "greet"}
+	if whole.About(prompt) || !whole.About(tool) || !whole.Revokes(tool) {
+		t.Fatal("a tool revocation")
+	}
+	def := Revocation{Server: "unsigned:p", Item: ItemPrompt, Tool: "greet", Digest: "sha256:aa"}
+	if !def.Revokes(prompt) || def.About(tool) || def.Scope() != "definition" {
+		t.Fatal("a definition revocation")
+	}
+	other := def
+	other.Digest = "sha256:bb"
+	if other.Revokes(prompt) {
+		t.Fatal("another definition's revocation revokes this one")
+	}
+	toolDef := Revocation{Server: "unsigned:p", Tool: "greet", Digest: "sha256:aa"}
+	if string(def.key()) == string(whole.key()) || string(toolDef.key()) == string(def.key()) {
+		t.Fatal("revocation keys meet")
+	}
+}
