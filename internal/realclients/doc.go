@@ -1,6 +1,7 @@
 // Package realclients holds etdi's tests with real MCP clients: the
 // official conformance suite's server scenarios against its reference
-// server, MCP Inspector's CLI, and Claude Code's and Gemini CLI's
+// server and its client scenarios (with MCP Inspector's CLI as the
+// client) against its test servers, MCP Inspector's CLI, and Claude Code's and Gemini CLI's
 // "mcp list", each run directly and through etdi run, with the same
 // result required both ways. The clients come from npm (testdata/clients,
 // installed with npm ci) and run on the Node.js 22 that folder installs.
