@@ -20,7 +20,6 @@ var inspectorCalls = [][]string{
 	{"--method", "tools/call", "--tool-name", "get-sum", "--tool-arg", "a=2", "b=3"},
 	{"--method", "tools/call", "--tool-name", "no-such-tool"},
 	{"--method", "prompts/get", "--prompt-name", "args-prompt", "--prompt-args", "city=Paris", "state=TX"},
-	{"--method", "resources/templates/list"},
 	{"--method", "resources/read", "--uri", "demo://resource/static/document/architecture.md"},
 	{"--method", "resources/read", "--uri", "demo://resource/dynamic/text/1"},
 	{"--method", "resources/read", "--uri", "demo://resource/no/such/thing"},
