@@ -48,7 +48,8 @@ type HTTPOptions struct {
 	// host's initialize (HTTP 500) as it is: mask secrets in it.
 	Upstream func(ctx context.Context) (Conn, error)
 	// MaxSessions bounds the sessions served at once (default
-	// DefaultMaxSessions): an initialize beyond it gets 503.
+	// DefaultMaxSessions): an initialize beyond it ends the session idle
+	// longest, or gets 503 when every session is busy.
 	MaxSessions int
 	// IdleTimeout ends a session that has no request in flight, no open
 	// stream and received no request for this long (default
@@ -75,7 +76,8 @@ type HTTPOptions struct {
 //   - a POST of initialize without Mcp-Session-Id starts a session: a new
 //     id, a new gate, and a new upstream session (Upstream: for a stdio
 //     server, a process of its own). At most MaxSessions run at once;
-//     beyond, 503. Every later request carries the id: missing 400,
+//     beyond, the session idle longest (nothing in flight, no stream
+//     open) is ended to make room, or, with none idle, 503. Every later request carries the id: missing 400,
 //     unknown (ended, expired, never given) 404, so that a host starts a
 //     new session. DELETE ends that session only.
 //   - a POST carries one JSON-RPC message (at most mcpclient.MaxMessage
@@ -368,6 +370,17 @@ func (s *HTTPServer) start(w http.ResponseWriter, r *http.Request, m *mcpclient.
 		writeJSON(w, http.StatusServiceUnavailable, mcpclient.EncodeError(m.ID, -32000, "etdi: the endpoint is shutting down", nil))
 		return
 	}
+	var evicted *httpSession
+	if len(s.sessions) >= s.opts.MaxSessions {
+		// Hosts often leave without a DELETE: the session idle longest
+		// (nothing in flight, no stream open) makes room, as its expiry
+		// would later. Only when every session is busy is the host
+		// refused.
+		evicted = s.longestIdleLocked()
+		if evicted != nil {
+			delete(s.sessions, evicted.id)
+		}
+	}
 	if len(s.sessions) >= s.opts.MaxSessions {
 		n := len(s.sessions)
 		s.mu.Unlock()
@@ -379,6 +392,9 @@ func (s *HTTPServer) start(w http.ResponseWriter, r *http.Request, m *mcpclient.
 	}
 	s.count++
 	sess := newHTTPSession(s, rand.Text(), s.count)
+	if evicted != nil {
+		evicted.end(fmt.Sprintf("it was the session idle longest when session %d needed room (the bound is %d sessions)", sess.n, s.opts.MaxSessions))
+	}
 	s.sessions[sess.id] = sess
 	s.runs.Add(1)
 	s.mu.Unlock()
@@ -425,6 +441,20 @@ func (s *HTTPServer) relay(sess *httpSession) (run func() error, err error) {
 		return nil, fmt.Errorf("starting the server: %w", err)
 	}
 	return func() error { return gate.Run(s.ctx, sess, up) }, nil
+}
+
+// longestIdleLocked is the open session idle longest, or nil when every
+// one has a request in flight or a stream open (under mu).
+func (s *HTTPServer) longestIdleLocked() *httpSession {
+	now := time.Now()
+	var best *httpSession
+	var bestFor time.Duration
+	for _, sess := range s.sessions {
+		if d, ok := sess.idleFor(now); ok && (best == nil || d > bestFor || (d == bestFor && sess.n < best.n)) {
+			best, bestFor = sess, d
+		}
+	}
+	return best
 }
 
 func (s *HTTPServer) remove(sess *httpSession) {

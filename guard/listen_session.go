@@ -53,6 +53,9 @@ type httpSession struct {
 	dropped    int
 	idleGen    int
 	idle       *time.Timer
+	// idleSince is when the session last became idle (nothing in flight,
+	// no stream open); zero while it is not.
+	idleSince time.Time
 }
 
 // eventStream is one stream of messages to the host: the GET stream, or
@@ -195,6 +198,17 @@ func (s *httpSession) end(why string) {
 		s.idle.Stop()
 	}
 	close(s.ended)
+}
+
+// idleFor is how long the session has been idle: nothing in flight, no
+// stream open (false while it is not).
+func (s *httpSession) idleFor(now time.Time) (time.Duration, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.idleSince.IsZero() || len(s.pending) > 0 || s.conns > 0 || isDone(s.ended) {
+		return 0, false
+	}
+	return now.Sub(s.idleSince), true
 }
 
 func (s *httpSession) why() string {
@@ -388,8 +402,10 @@ func (s *httpSession) armIdleLocked() {
 		s.idle = nil
 	}
 	if len(s.pending) > 0 || s.conns > 0 || isDone(s.ended) {
+		s.idleSince = time.Time{}
 		return
 	}
+	s.idleSince = time.Now()
 	gen, d := s.idleGen, s.srv.opts.IdleTimeout
 	s.idle = time.AfterFunc(d, func() {
 		s.mu.Lock()

@@ -1089,3 +1089,34 @@ func TestListenHTTPUpstreamURL(t *testing.T) {
 		t.Fatal("ending the first session ended the second's upstream session")
 	}
 }
+
+// Hosts often leave without a DELETE: at the bound, the session idle
+// longest (nothing in flight, no stream open) is ended to make room, its
+// server reaped and its id unknown from then on; a busy session is never
+// ended for another (TestListenHTTPSessions: with their GET streams open,
+// a third host is refused).
+func TestListenHTTPBoundEndsLongestIdle(t *testing.T) {
+	h := listenFixtureServer(t, HTTPOptions{MaxSessions: 2})
+	first := connect(t, h, nil, true)
+	pid1 := whoami(t, first)
+	second := connect(t, h, nil, true)
+	pid2 := whoami(t, second)
+	if whoami(t, second) != pid2 { // the second was used last
+		t.Fatal("second session's server changed")
+	}
+	sid1 := first.ID()
+
+	third := connect(t, h, nil, true)
+	pid3 := whoami(t, third)
+	if pid3 == pid1 || pid3 == pid2 {
+		t.Fatalf("third session's server %d", pid3)
+	}
+	eventually(t, "the longest idle session's server reaped", func() bool { return processGone(pid1) })
+	wantStatus(t, "the ended session", post(t, h, `{"jsonrpc":"2.0","id":"x","method":"tools/list"}`, "Mcp-Session-Id", sid1), http.StatusNotFound)
+	if processGone(pid2) || whoami(t, second) != pid2 {
+		t.Fatal("making room ended the session used more recently")
+	}
+	if h.Sessions() != 2 {
+		t.Fatalf("%d sessions open, want 2", h.Sessions())
+	}
+}

@@ -99,8 +99,9 @@ given to the server, nor put on a command line; prefer the file: a
 process of your user can read etdi's environment.
 Every initialize starts a session of its own, with its own gate and its
 own server: a server process per session (-- CMD), or a session with the
---url server. At most --max-sessions (default 16) run at once; beyond, an
-initialize gets HTTP 503. A session ends when the host ends it (HTTP
+--url server. At most --max-sessions (default 16) run at once; a new one
+then ends the session idle longest, or gets HTTP 503 when every one has a
+request in flight or a stream open. A session ends when the host ends it (HTTP
 DELETE), when its server ends, or after --idle-timeout (default 10m)
 without a request, a request in flight or an open stream; its server is
 then ended, and its id gets 404, so the host starts a new session. etdi
@@ -147,7 +148,7 @@ lockfile generation, 14 an expired lockfile.`,
 	fl.BoolVar(&f.audit, "audit-calls", false, "record every tools/call in the history (never the arguments or results)")
 	fl.StringVar(&f.listen, "listen", "", "offer Streamable HTTP towards the host at ADDR (loopback only) instead of stdio")
 	fl.StringVar(&f.listenTokenFile, "listen-token-file", "", "with --listen: the file (mode 0600) holding the token every request must carry as \"Authorization: Bearer TOKEN\" (or $ETDI_LISTEN_TOKEN)")
-	fl.IntVar(&f.maxSessions, "max-sessions", guard.DefaultMaxSessions, "with --listen: the most host sessions (each with its own server) served at once; beyond, HTTP 503")
+	fl.IntVar(&f.maxSessions, "max-sessions", guard.DefaultMaxSessions, "with --listen: the most host sessions (each with its own server) served at once; beyond, the longest idle one ends, or HTTP 503 when none is idle")
 	fl.DurationVar(&f.idleTimeout, "idle-timeout", guard.DefaultIdleTimeout, "with --listen: end a session (and its server) after this long without a request, a request in flight or an open stream")
 	fl.StringArrayVar(&f.passEnv, "pass-env", nil, "pass this variable to the server although etdi would remove it (an ETDI_* variable or one etdi read a secret from; never ETDI_LISTEN_TOKEN; repeatable)")
 	f.cedar.register(fl)
@@ -398,6 +399,15 @@ func (e *env) listenGate(f *runFlags, opts guard.GateOptions, srv guard.Server, 
 type flushingConn struct {
 	guard.Conn
 	stderr *lineEscaper
+}
+
+// SetProtocolVersion passes the negotiated version on to a server over
+// Streamable HTTP, which then sends it with every request and opens its
+// standalone stream (where a server's requests to the host may come).
+func (c flushingConn) SetProtocolVersion(v string) {
+	if s, ok := c.Conn.(interface{ SetProtocolVersion(string) }); ok {
+		s.SetProtocolVersion(v)
+	}
 }
 
 func (c flushingConn) Close() error {
