@@ -113,7 +113,12 @@ func (s *Store) Approve(o *Observation, opts ApproveOptions) ([]Approval, []Refu
 		if err != nil {
 			return err
 		}
-		if info == nil {
+		// first: the server has no record of its own yet. Its items may
+		// all be approved already under another name for the same artifact
+		// (SPEC §14.2): its approval is still its first, and shows its
+		// instructions.
+		first := info == nil
+		if first {
 			info = &ServerInfo{Key: o.Server, Provider: o.Provider, Name: o.Name}
 		}
 		done := map[string]bool{}
@@ -204,7 +209,7 @@ func (s *Store) Approve(o *Observation, opts ApproveOptions) ([]Approval, []Refu
 		// Record the instructions with an approval that saw them and found
 		// nothing to accept (a first approval shows them), or when new or
 		// changed ones were accepted.
-		if o.InstructionsKnown && ((!info.InstructionsKnown && !instructionsChanged && len(approved) > 0) || (instructionsChanged && opts.AcceptInstructions)) {
+		if o.InstructionsKnown && ((!info.InstructionsKnown && !instructionsChanged && (len(approved) > 0 || first)) || (instructionsChanged && opts.AcceptInstructions)) {
 			info.InstructionsKnown, info.Instructions = true, o.Instructions
 			if instructionsChanged {
 				sum := etdi.DigestString(strOr(o.Instructions, ""))

@@ -11,7 +11,8 @@ import (
 )
 
 // summaryEnv is a host configuration of four fixture servers under the
-// unsigned warn policy: "fine" approved, "fresh" never approved,
+// unsigned warn policy: "fine" approved, "fresh" never approved (another
+// artifact: approvals of the same script are shared across names),
 // "changed" approved and then changed through CHANGED_MODE, "broken"
 // unresolvable. The check of all four exits 11.
 func summaryEnv(t *testing.T) (*pinEnv, []string) {
@@ -19,8 +20,8 @@ func summaryEnv(t *testing.T) (*pinEnv, []string) {
 	p.ok("trust", "unsigned", "--policy", "trust.json", "warn")
 	cfg := map[string]any{"mcpServers": map[string]any{
 		"fine":    map[string]any{"command": "node", "args": []string{fixtureJS, "sum-fine"}},
-		"fresh":   map[string]any{"command": "node", "args": []string{fixtureJS, "sum-fresh"}},
-		"changed": map[string]any{"command": "node", "args": []string{fixtureJS, "sum-changed"}, "env": map[string]string{"FIXTURE_CHANGE": "${CHANGED_MODE:-}"}},
+		"fresh":   map[string]any{"command": "node", "args": []string{otherFixture(t, "fresh"), "sum-fresh"}},
+		"changed": map[string]any{"command": "node", "args": []string{otherFixture(t, "changed"), "sum-changed"}, "env": map[string]string{"FIXTURE_CHANGE": "${CHANGED_MODE:-}"}},
 		"broken":  map[string]any{"command": "node", "args": []string{fixtureJS, "${NOT_SET_ANYWHERE}"}},
 	}}
 	b, _ := json.Marshal(cfg)

@@ -162,6 +162,26 @@ func runEnv(t *testing.T) *pinEnv {
 // fixtureCmd starts the fixture server with a marker argument.
 func fixtureCmd(marker string) []string { return []string{"node", fixtureJS, marker} }
 
+// otherFixture is a copy of the fixture server that is another artifact
+// (its SHA-256 differs, and differs for each tag): it shares no approval
+// with fixtureJS or another copy under another name (SPEC §14.2).
+func otherFixture(t *testing.T, tag string) string {
+	t.Helper()
+	dir := t.TempDir()
+	src, err := os.ReadFile(fixtureJS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "server.mjs")
+	if err := os.WriteFile(path, append(src, "\n// another artifact: "+tag+"\n"...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(mcpDir, "node_modules"), filepath.Join(dir, "node_modules")); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
 const everyStep = `[{"op":"listTools"},{"op":"call","name":"get_weather","arguments":{"city":"Berlin"}},
  {"op":"call","name":"get_forecast","arguments":{"city":"Berlin","days":3}},{"op":"listPrompts"},
  {"op":"getPrompt","name":"weather_report","arguments":{"city":"Berlin"}},{"op":"listResources"},
@@ -354,8 +374,15 @@ func TestRunUnsignedRugPull(t *testing.T) {
 	if k := tr.Steps[1].blocked(t); k != "rug_pull" || strings.Contains(tr.raw, "IMPORTANT") {
 		t.Fatalf("unsigned rug pull: %q\n%s", k, tr.raw)
 	}
-	// Under another name the same server is a new server: nothing passes.
+	// Under another name the same artifact (the same script, by its
+	// SHA-256) shares the approvals of identical definitions (SPEC §14.2).
 	tr = p.host(nil, steps, nil, p.gated([]string{"--name", "other"}, fixtureCmd("u")...)...)
+	if len(tr.Steps[0].names(t)) != 2 || tr.Steps[1].Error != nil {
+		t.Fatalf("the approved artifact under another name: %s", tr.raw)
+	}
+	// Another script under another name is a new server, even with the
+	// same definitions: nothing passes.
+	tr = p.host(nil, steps, nil, p.gated([]string{"--name", "third"}, "node", otherFixture(t, "third"), "u")...)
 	if len(tr.Steps[0].names(t)) != 0 || tr.Steps[1].blocked(t) == "" {
 		t.Fatalf("a server never approved: %s", tr.raw)
 	}
