@@ -202,8 +202,8 @@ func RecordServed(ctx context.Context, r *Report) ([]pin.Approval, *pin.Comparis
 }
 
 // UnservedPins lists the pins of the server opts name (by its bundle's
-// claimed identity, or opts.Name) that were approved without recording
-// what served them, when o resolves what serves it now: a gate reports
+// claimed identity, or opts.Name) with an approved definition (any
+// variant) approved without recording what served it, when o resolves what serves it now: a gate reports
 // them (it cannot ask the person) and judges them by their definitions
 // alone, as before; etdi check records what serves them once the person
 // confirms (RecordServed).
@@ -219,8 +219,11 @@ func UnservedPins(o *Origin, opts Options) ([]string, error) {
 	err := withPins(opts, true, func(s *pin.Store) error {
 		pins, err := s.ServerPins(server)
 		for _, p := range pins {
-			if p.Served == "" {
-				out = append(out, p.Ref())
+			for _, v := range p.All() { // every approved variant (SPEC.md §14.1)
+				if v.Served == "" {
+					out = append(out, p.Ref())
+					break
+				}
 			}
 		}
 		return err

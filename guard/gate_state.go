@@ -819,7 +819,15 @@ func (g *Gate) rejudge() {
 	// What the host received, and what it may use without having
 	// listed it (the gate's own listing): two observations when an entry
 	// is in both with other digests, as StillApproved answers by name.
-	o := &pin.Observation{Server: g.st.server, Provider: g.st.provider, Name: g.st.name, Sequence: g.st.sequence}
+	// What serves the server too, as the listing was judged: an approval
+	// shared under another configuration name holds only for the same
+	// artifact (SPEC.md §14.2), and a variant only for what it was
+	// approved served by.
+	o := &pin.Observation{Server: g.st.server, Provider: g.st.provider, Name: g.st.name, Sequence: g.st.sequence,
+		Served: g.opts.Origin.Served()}
+	if err := g.opts.Origin.Unresolved(); err != nil {
+		o.Unresolved = err.Error()
+	}
 	ownObs := *o
 	for _, item := range []string{itemTool, itemPrompt, itemResource, itemTemplate} {
 		for _, e := range g.st.exposed[item] {

@@ -268,3 +268,34 @@ func FuzzReadListingServed(f *testing.F) {
 		}
 	})
 }
+
+// A definition approved without what served it stays unserved when the
+// server, configured another way, gets another definition approved
+// beside it (a variant, SPEC.md §14.1): etdi run still reports the pin,
+// whose earlier definition any program serving it passes as before.
+func TestUnservedVariantReported(t *testing.T) {
+	ctx := context.Background()
+	opts := gateOptions(t)
+	dir := filepath.Dir(opts.Pins)
+	approveServer(t, weatherServer("Get the weather."), opts.Options)
+	genuine := ResolveOrigin(ctx, Server{Command: []string{script(t, dir, "weather", "exec weather-server")}, Env: []string{}})
+	conn := connInMemory(t, weatherServer("Get the weather in Lima."))
+	defer conn.Close()
+	l, err := List(ctx, SDKConn(conn), FetchOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	check := opts.Options
+	check.Origin = genuine
+	r, err := Check(ctx, l, check)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ap, err := Approve(ctx, r, ApproveOptions{Tools: []string{"get_weather"}})
+	if err != nil || len(ap.Approved) != 1 || !ap.Approved[0].Variant || ap.Approved[0].Pin.Served != genuine.Served() {
+		t.Fatalf("approve the variant: %v %+v", err, ap)
+	}
+	if un, err := UnservedPins(genuine, opts.Options); err != nil || len(un) != 1 {
+		t.Fatalf("unserved pins with an unserved variant: %v %v", un, err)
+	}
+}

@@ -495,6 +495,9 @@ func compareTool(tx *kvTx, o *Observation, t *Observed, sameSkeleton []string, c
 			what = "its signing key " + r.KeyID
 		case r.Version != "":
 			what = "version " + r.Version
+		case r.Digest != "":
+			// One approved definition (SPEC.md §14.1): the others stay.
+			what = "the definition " + r.Digest
 		}
 		f := with(verify.Revoked, verify.Error, fmt.Sprintf("tool %s: %s was revoked on %s by %s", ref, what, r.At.Format(time.RFC3339), r.By))
 		f.KeyID = r.KeyID

@@ -586,3 +586,21 @@ func TestRevokeItemIsNotTool(t *testing.T) {
 	}
 	expect(t, s, o)
 }
+
+// A revoked definition of a tool is told as that definition, not as the
+// whole tool: the tool's other approved definitions stay approved, and
+// the person reading the finding must not think otherwise.
+func TestRevokedVariantMessage(t *testing.T) {
+	s := openTestStore(t, Options{})
+	utc, tokyo := servedObs("time", npmTime, timeTool(t, "UTC")), servedObs("time", npmTime, timeTool(t, "Asia/Tokyo"))
+	mustApprove(t, s, utc)
+	mustApprove(t, s, tokyo, "get_current_time")
+	d := utc.Tools[0].Digest.String()
+	if err := s.Revoke(Revocation{Server: UnsignedServerKey("time"), Tool: "get_current_time", Digest: d, By: "x"}); err != nil {
+		t.Fatal(err)
+	}
+	c := expect(t, s, utc, "revoked")
+	if len(c.Findings) != 1 || !strings.Contains(c.Findings[0].Message, "the definition "+d+" was revoked") {
+		t.Fatalf("%+v", c.Findings)
+	}
+}
