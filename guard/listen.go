@@ -67,6 +67,9 @@ type HTTPOptions struct {
 	// serve, in tests, replaces the gate and Upstream: it relays the
 	// session whose host side is host.
 	serve func(ctx context.Context, host Conn) error
+	// roomWait, in tests, is called when a new session waits for the
+	// server of the session ended to make room.
+	roomWait func()
 }
 
 // HTTPServer serves MCP's Streamable HTTP transport (2025-06-18 and
@@ -370,15 +373,27 @@ func (s *HTTPServer) start(w http.ResponseWriter, r *http.Request, m *mcpclient.
 		writeJSON(w, http.StatusServiceUnavailable, mcpclient.EncodeError(m.ID, -32000, "etdi: the endpoint is shutting down", nil))
 		return
 	}
-	var evicted *httpSession
 	if len(s.sessions) >= s.opts.MaxSessions {
 		// Hosts often leave without a DELETE: the session idle longest
 		// (nothing in flight, no stream open) makes room, as its expiry
-		// would later. Only when every session is busy is the host
-		// refused.
-		evicted = s.longestIdleLocked()
-		if evicted != nil {
-			delete(s.sessions, evicted.id)
+		// would later. It counts against the bound until its server has
+		// ended (a process may take its grace to exit), so that sessions
+		// started and ended in a row never run more servers than the
+		// bound. Only when every session is busy is the host refused.
+		if evicted := s.longestIdleLocked(); evicted != nil {
+			evicted.end(fmt.Sprintf("it was the session idle longest when a new session needed room (the bound is %d sessions)", s.opts.MaxSessions))
+			s.mu.Unlock()
+			if s.opts.roomWait != nil {
+				s.opts.roomWait()
+			}
+			select {
+			case <-evicted.gone:
+				s.start(w, r, m, data)
+			case <-r.Context().Done():
+			case <-s.ctx.Done():
+				writeJSON(w, http.StatusServiceUnavailable, mcpclient.EncodeError(m.ID, -32000, "etdi: the endpoint is shutting down", nil))
+			}
+			return
 		}
 	}
 	if len(s.sessions) >= s.opts.MaxSessions {
@@ -392,9 +407,6 @@ func (s *HTTPServer) start(w http.ResponseWriter, r *http.Request, m *mcpclient.
 	}
 	s.count++
 	sess := newHTTPSession(s, rand.Text(), s.count)
-	if evicted != nil {
-		evicted.end(fmt.Sprintf("it was the session idle longest when session %d needed room (the bound is %d sessions)", sess.n, s.opts.MaxSessions))
-	}
 	s.sessions[sess.id] = sess
 	s.runs.Add(1)
 	s.mu.Unlock()
@@ -402,6 +414,7 @@ func (s *HTTPServer) start(w http.ResponseWriter, r *http.Request, m *mcpclient.
 	run, err := s.relay(sess)
 	if err != nil {
 		s.remove(sess)
+		close(sess.gone)
 		s.runs.Done()
 		s.logf("session %d: not started: %s", sess.n, clipText(err.Error()))
 		writeJSON(w, http.StatusInternalServerError, mcpclient.EncodeError(m.ID, -32603, "etdi: "+clipText(err.Error()), nil))
@@ -413,6 +426,7 @@ func (s *HTTPServer) start(w http.ResponseWriter, r *http.Request, m *mcpclient.
 		err := run()
 		sess.close()
 		s.remove(sess)
+		close(sess.gone)
 		why := sess.why()
 		switch {
 		case err != nil && !errors.Is(err, context.Canceled):

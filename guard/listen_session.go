@@ -38,6 +38,7 @@ type httpSession struct {
 	in     chan []byte
 	ended  chan struct{} // DELETE, expiry, Close: Read returns
 	closed chan struct{} // the gate closed the host's side: streams finish
+	gone   chan struct{} // its run returned (its server ended): it no longer counts
 	cmu    sync.Once
 
 	mu         sync.Mutex
@@ -89,10 +90,11 @@ type storedEvent struct {
 type streamConn struct{ stop chan struct{} }
 
 func newHTTPSession(srv *HTTPServer, id string, n int) *httpSession {
-	s := &httpSession{srv: srv, id: id, n: n, in: make(chan []byte, 16), ended: make(chan struct{}), closed: make(chan struct{}),
+	s := &httpSession{srv: srv, id: id, n: n, in: make(chan []byte, 16), ended: make(chan struct{}), closed: make(chan struct{}), gone: make(chan struct{}),
 		pending: map[string]*eventStream{}, progress: map[string]*eventStream{}, streams: map[string]*eventStream{}}
 	s.standalone = s.newStream("", true)
-	s.armIdle()
+	// Its idle time starts when its initialize is posted: a session being
+	// started (its server starting) is never the one that makes room.
 	return s
 }
 

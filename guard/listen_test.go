@@ -1120,3 +1120,54 @@ func TestListenHTTPBoundEndsLongestIdle(t *testing.T) {
 		t.Fatalf("%d sessions open, want 2", h.Sessions())
 	}
 }
+
+// A session ended to make room counts against the bound until its
+// server has ended: hosts that start sessions in a row at the bound never
+// have more servers running than the bound (a stdio server may take its
+// grace to exit after its stdin closed).
+func TestListenHTTPBoundWaitsForEvictedServer(t *testing.T) {
+	release := make(chan struct{})
+	var once sync.Once
+	var mu sync.Mutex
+	live, most := 0, 0
+	hosts := make(chan *httpSession, 4)
+	o := HTTPOptions{MaxSessions: 1}
+	o.serve = func(ctx context.Context, host Conn) error {
+		s := host.(*httpSession)
+		mu.Lock()
+		live++
+		most = max(most, live)
+		mu.Unlock()
+		defer func() {
+			mu.Lock()
+			live--
+			mu.Unlock()
+		}()
+		hosts <- s
+		select {
+		case <-ctx.Done():
+		case <-s.ended:
+		}
+		<-release // a server slow to exit
+		s.Close()
+		return nil
+	}
+	o.roomWait = func() { once.Do(func() { close(release) }) }
+	h, err := ListenHTTP("127.0.0.1:0", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { h.Close() })
+	t.Cleanup(func() { once.Do(func() { close(release) }) })
+
+	first, _ := initHook(t, h, hosts)
+	second, _ := initHook(t, h, hosts)
+	if !isDone(first.ended) || isDone(second.ended) {
+		t.Fatal("the idle session did not make room")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if most != 1 {
+		t.Fatalf("%d servers ran at once, the bound is 1", most)
+	}
+}
