@@ -51,9 +51,10 @@ type HTTPOptions struct {
 	// DefaultMaxSessions): an initialize beyond it ends the session idle
 	// longest, or gets 503 when every session is busy.
 	MaxSessions int
-	// IdleTimeout ends a session that has no request in flight, no open
-	// stream and received no request for this long (default
-	// DefaultIdleTimeout): its gate ends and its server with it.
+	// IdleTimeout ends a session that has no open stream and received
+	// no request for this long (default DefaultIdleTimeout), even with
+	// requests in flight whose streams nobody reads: its gate ends and
+	// its server with it.
 	IdleTimeout time.Duration
 	// Token, if set, must come with every request as "Authorization:
 	// Bearer <Token>" (else 401): other users of the machine reach a
@@ -103,8 +104,8 @@ type HTTPOptions struct {
 //     at most 1,000 events per stream and 64 MiB in all; older events are
 //     forgotten (Log is told when one was never delivered), and a
 //     Last-Event-ID before what is kept gets 400.
-//   - a session with no request in flight, no stream open, and no request
-//     for IdleTimeout is ended.
+//   - a session with no stream open and no request for IdleTimeout is
+//     ended, even with requests in flight (their host left).
 //   - against DNS rebinding, a request whose Host header is not a loopback
 //     name for this port, or that has an Origin whose host is not
 //     localhost, 127.0.0.1 or [::1], gets 403; with a Token, one without

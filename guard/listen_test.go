@@ -952,7 +952,8 @@ func startHost(t *testing.T) *HTTPServer {
 
 // A session that was ended gets 404 at once, even before its gate is
 // gone; a request in flight whose stream broke keeps the session from
-// expiring; an initialize without an id (a notification) starts nothing.
+// being ended to make room, though not from expiring; an initialize
+// without an id (a notification) starts nothing.
 func TestListenHTTPEndedSession(t *testing.T) {
 	hosts := make(chan *httpSession, 2)
 	release := make(chan struct{})
@@ -975,7 +976,8 @@ func TestListenHTTPEndedSession(t *testing.T) {
 	}
 	s, sid := initHook(t, h, hosts)
 
-	// A call whose stream broke is still in flight: no expiry.
+	// A call whose stream broke is still in flight: it does not make
+	// room, but expires if its host does not come back.
 	ctx, cancel := context.WithCancel(listenCtx(t))
 	called := request(t, ctx, h, sid, bothTypes, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"x"}}`)
 	readFrom(t, s)
@@ -988,11 +990,14 @@ func TestListenHTTPEndedSession(t *testing.T) {
 		defer s.mu.Unlock()
 		return s.conns == 0
 	})
+	if _, idle := s.idleFor(time.Now()); idle {
+		t.Fatal("a session with a call in flight would make room")
+	}
 	s.mu.Lock()
 	armed := s.idle != nil
 	s.mu.Unlock()
-	if armed {
-		t.Fatal("the idle timer runs while a call is in flight")
+	if !armed {
+		t.Fatal("no expiry for a session whose host left during a call")
 	}
 
 	// Its id is taken until it is answered.
@@ -1170,4 +1175,25 @@ func TestListenHTTPBoundWaitsForEvictedServer(t *testing.T) {
 	if most != 1 {
 		t.Fatalf("%d servers ran at once, the bound is 1", most)
 	}
+}
+
+// A host that leaves during a call the server never answers (no
+// cancellation, no stream open) does not keep its session and server
+// forever: the session expires, as an idle one does.
+func TestListenHTTPLeftCallExpires(t *testing.T) {
+	h, hosts := hookServer(t, HTTPOptions{IdleTimeout: 200 * time.Millisecond})
+	s, sid := initHook(t, h, hosts)
+	ctx, cancel := context.WithCancel(listenCtx(t))
+	called := request(t, ctx, h, sid, bothTypes, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"never"}}`)
+	readFrom(t, s)
+	if resp := recv(t, "the call's stream", called); resp != nil {
+		resp.Body.Close()
+	}
+	cancel() // the host is gone; the server never answers
+	recv(t, "the session's end", s.ended)
+	if why := s.why(); !strings.Contains(why, "expired") || !strings.Contains(why, "1 requests were in flight") {
+		t.Fatalf("ended: %q", why)
+	}
+	eventually(t, "the session removed", func() bool { return h.Sessions() == 0 })
+	wantStatus(t, "the expired session", post(t, h, `{"jsonrpc":"2.0","method":"notifications/initialized"}`, "Mcp-Session-Id", sid), http.StatusNotFound)
 }
