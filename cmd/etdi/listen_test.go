@@ -314,7 +314,7 @@ func eventually(t *testing.T, what string, cond func() bool) {
 }
 
 // etdi run --listen serves two hosts at once, each with its own server
-// process; a third beyond --max-sessions gets 503; DELETE ends one
+// process; a third beyond --max-sessions gets 503 while both are busy; DELETE ends one
 // session and its process only; a session idle for --idle-timeout ends
 // and its process is reaped, and its id then gets 404; SIGTERM ends the
 // rest and exits 0.
@@ -349,6 +349,17 @@ func TestListenSessions(t *testing.T) {
 	pids := l.children(t)
 	if len(pids) != 2 || pids[0] == pids[1] {
 		t.Fatalf("server processes %v\n%s", pids, l.logText())
+	}
+	// Both sessions busy (a GET stream open): none makes room.
+	for _, cs := range []*mcp.ClientSession{first, second} {
+		get, _ := http.NewRequestWithContext(l.ctx, http.MethodGet, l.endpoint, nil)
+		get.Header.Set("Accept", "text/event-stream")
+		get.Header.Set("Mcp-Session-Id", cs.ID())
+		resp, err := http.DefaultClient.Do(get)
+		if err != nil || resp.StatusCode != http.StatusOK {
+			t.Fatalf("GET stream: %v %v", err, resp)
+		}
+		defer resp.Body.Close()
 	}
 	req, _ := http.NewRequestWithContext(l.ctx, http.MethodPost, l.endpoint, strings.NewReader(
 		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"third","version":"1"}}}`))
