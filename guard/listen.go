@@ -381,8 +381,15 @@ func (s *HTTPServer) start(w http.ResponseWriter, r *http.Request, m *mcpclient.
 		// ended (a process may take its grace to exit), so that sessions
 		// started and ended in a row never run more servers than the
 		// bound. Only when every session is busy is the host refused.
-		if evicted := s.longestIdleLocked(); evicted != nil {
+		evicted := s.longestIdleLocked()
+		if evicted != nil {
 			evicted.end(fmt.Sprintf("it was the session idle longest when a new session needed room (the bound is %d sessions)", s.opts.MaxSessions))
+		} else {
+			// A session already ending (DELETE, expiry) makes room too,
+			// once its server has ended.
+			evicted = s.endingLocked()
+		}
+		if evicted != nil {
 			s.mu.Unlock()
 			if s.opts.roomWait != nil {
 				s.opts.roomWait()
@@ -470,6 +477,17 @@ func (s *HTTPServer) longestIdleLocked() *httpSession {
 		}
 	}
 	return best
+}
+
+// endingLocked is a session that ended but whose server has not yet
+// ended, or nil (under mu).
+func (s *HTTPServer) endingLocked() *httpSession {
+	for _, sess := range s.sessions {
+		if isDone(sess.ended) {
+			return sess
+		}
+	}
+	return nil
 }
 
 func (s *HTTPServer) remove(sess *httpSession) {

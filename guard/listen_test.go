@@ -1197,3 +1197,47 @@ func TestListenHTTPLeftCallExpires(t *testing.T) {
 	eventually(t, "the session removed", func() bool { return h.Sessions() == 0 })
 	wantStatus(t, "the expired session", post(t, h, `{"jsonrpc":"2.0","method":"notifications/initialized"}`, "Mcp-Session-Id", sid), http.StatusNotFound)
 }
+
+// A host that ends its session (DELETE) and starts another at the bound
+// gets it once the ended session's server has ended, not 503.
+func TestListenHTTPBoundWaitsForDeletedServer(t *testing.T) {
+	release := make(chan struct{})
+	var once sync.Once
+	hosts := make(chan *httpSession, 4)
+	o := HTTPOptions{MaxSessions: 1}
+	o.serve = func(ctx context.Context, host Conn) error {
+		s := host.(*httpSession)
+		hosts <- s
+		select {
+		case <-ctx.Done():
+		case <-s.ended:
+		}
+		<-release // a server slow to exit
+		s.Close()
+		return nil
+	}
+	o.roomWait = func() { once.Do(func() { close(release) }) }
+	h, err := ListenHTTP("127.0.0.1:0", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { h.Close() })
+	t.Cleanup(func() { once.Do(func() { close(release) }) })
+
+	first, sid := initHook(t, h, hosts)
+	del, _ := http.NewRequest(http.MethodDelete, h.URL(), nil)
+	del.Header.Set("Mcp-Session-Id", sid)
+	resp, err := listenClient.Do(del)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	wantStatus(t, "DELETE", resp, http.StatusNoContent)
+	if h.Sessions() != 1 {
+		t.Fatal("the ended session no longer counts while its server runs")
+	}
+	second, _ := initHook(t, h, hosts)
+	if !isDone(first.ended) || isDone(second.ended) {
+		t.Fatal("sessions")
+	}
+}
