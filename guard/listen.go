@@ -48,8 +48,9 @@ type HTTPOptions struct {
 	// host's initialize (HTTP 500) as it is: mask secrets in it.
 	Upstream func(ctx context.Context) (Conn, error)
 	// MaxSessions bounds the sessions served at once (default
-	// DefaultMaxSessions): an initialize beyond it ends the session idle
-	// longest, or gets 503 when every session is busy.
+	// DefaultMaxSessions), counting a session until its server has
+	// ended: an initialize beyond it ends the session idle longest and
+	// waits for its server to end, or gets 503 when every session is busy.
 	MaxSessions int
 	// IdleTimeout ends a session that has no open stream and received
 	// no request for this long (default DefaultIdleTimeout), even with
@@ -81,7 +82,9 @@ type HTTPOptions struct {
 //     id, a new gate, and a new upstream session (Upstream: for a stdio
 //     server, a process of its own). At most MaxSessions run at once;
 //     beyond, the session idle longest (nothing in flight, no stream
-//     open) is ended to make room, or, with none idle, 503. Every later request carries the id: missing 400,
+//     open) is ended to make room, and the new one starts once its
+//     server ended (as for a session already ending), or, with none
+//     idle or ending, 503. Every later request carries the id: missing 400,
 //     unknown (ended, expired, never given) 404, so that a host starts a
 //     new session. DELETE ends that session only.
 //   - a POST carries one JSON-RPC message (at most mcpclient.MaxMessage
