@@ -1241,3 +1241,65 @@ func TestListenHTTPBoundWaitsForDeletedServer(t *testing.T) {
 		t.Fatal("sessions")
 	}
 }
+
+// Another local process (or a web page) that learned a session id cannot
+// end the session, read its GET stream or replay its events without the
+// token, nor from another origin with it: the session goes on.
+func TestListenHTTPTokenGuardsGETAndDELETE(t *testing.T) {
+	const tok = "s3cret-token-value"
+	h, hosts := hookServer(t, HTTPOptions{Token: tok})
+	req, _ := http.NewRequest(http.MethodPost, h.URL(), strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", bothTypes)
+	req.Header.Set("Authorization", "Bearer "+tok)
+	done := make(chan *http.Response, 1)
+	go func() {
+		resp, err := listenClient.Do(req)
+		if err != nil {
+			resp = nil
+		}
+		done <- resp
+	}()
+	s := recv(t, "the session", hosts)
+	readFrom(t, s)
+	write(t, s, `{"jsonrpc":"2.0","id":1,"result":{}}`)
+	resp := recv(t, "the answer", done)
+	if resp == nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("initialize: %v", resp)
+	}
+	id, _, err := sseReader(resp.Body)()
+	resp.Body.Close()
+	if err != nil || id == "" {
+		t.Fatalf("the answer's event: %q %v", id, err)
+	}
+	sid := resp.Header.Get("Mcp-Session-Id")
+	for _, tc := range []struct {
+		method, lastID, auth, origin string
+		status                       int
+	}{
+		{http.MethodDelete, "", "", "", http.StatusUnauthorized},
+		{http.MethodDelete, "", "Bearer wrong", "", http.StatusUnauthorized},
+		{http.MethodDelete, "", "Bearer " + tok, "https://evil.example", http.StatusForbidden},
+		{http.MethodGet, "", "", "", http.StatusUnauthorized},
+		{http.MethodGet, id, "", "", http.StatusUnauthorized},
+		{http.MethodGet, id, "Bearer " + tok, "https://evil.example", http.StatusForbidden},
+	} {
+		r, _ := http.NewRequest(tc.method, h.URL(), nil)
+		r.Header.Set("Accept", "text/event-stream")
+		r.Header.Set("Mcp-Session-Id", sid)
+		for k, v := range map[string]string{"Last-Event-ID": tc.lastID, "Authorization": tc.auth, "Origin": tc.origin} {
+			if v != "" {
+				r.Header.Set(k, v)
+			}
+		}
+		resp, err := listenClient.Do(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		wantStatus(t, fmt.Sprintf("%s %+v", tc.method, tc), resp, tc.status)
+	}
+	if isDone(s.ended) || h.Sessions() != 1 {
+		t.Fatal("a request without the token ended the session")
+	}
+}
