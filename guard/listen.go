@@ -48,12 +48,14 @@ type HTTPOptions struct {
 	// host's initialize (HTTP 500) as it is: mask secrets in it.
 	Upstream func(ctx context.Context) (Conn, error)
 	// MaxSessions bounds the sessions served at once (default
-	// DefaultMaxSessions): an initialize beyond it ends the session idle
-	// longest, or gets 503 when every session is busy.
+	// DefaultMaxSessions), counting a session until its server has
+	// ended: an initialize beyond it ends the session idle longest and
+	// waits for its server to end, or gets 503 when every session is busy.
 	MaxSessions int
-	// IdleTimeout ends a session that has no request in flight, no open
-	// stream and received no request for this long (default
-	// DefaultIdleTimeout): its gate ends and its server with it.
+	// IdleTimeout ends a session that has no open stream and received
+	// no request for this long (default DefaultIdleTimeout), even with
+	// requests in flight whose streams nobody reads: its gate ends and
+	// its server with it.
 	IdleTimeout time.Duration
 	// Token, if set, must come with every request as "Authorization:
 	// Bearer <Token>" (else 401): other users of the machine reach a
@@ -67,6 +69,9 @@ type HTTPOptions struct {
 	// serve, in tests, replaces the gate and Upstream: it relays the
 	// session whose host side is host.
 	serve func(ctx context.Context, host Conn) error
+	// roomWait, in tests, is called when a new session waits for the
+	// server of the session ended to make room.
+	roomWait func()
 }
 
 // HTTPServer serves MCP's Streamable HTTP transport (2025-06-18 and
@@ -77,7 +82,9 @@ type HTTPOptions struct {
 //     id, a new gate, and a new upstream session (Upstream: for a stdio
 //     server, a process of its own). At most MaxSessions run at once;
 //     beyond, the session idle longest (nothing in flight, no stream
-//     open) is ended to make room, or, with none idle, 503. Every later request carries the id: missing 400,
+//     open) is ended to make room, and the new one starts once its
+//     server ended (as for a session already ending), or, with none
+//     idle or ending, 503. Every later request carries the id: missing 400,
 //     unknown (ended, expired, never given) 404, so that a host starts a
 //     new session. DELETE ends that session only.
 //   - a POST carries one JSON-RPC message (at most mcpclient.MaxMessage
@@ -100,8 +107,8 @@ type HTTPOptions struct {
 //     at most 1,000 events per stream and 64 MiB in all; older events are
 //     forgotten (Log is told when one was never delivered), and a
 //     Last-Event-ID before what is kept gets 400.
-//   - a session with no request in flight, no stream open, and no request
-//     for IdleTimeout is ended.
+//   - a session with no stream open and no request for IdleTimeout is
+//     ended, even with requests in flight (their host left).
 //   - against DNS rebinding, a request whose Host header is not a loopback
 //     name for this port, or that has an Origin whose host is not
 //     localhost, 127.0.0.1 or [::1], gets 403; with a Token, one without
@@ -370,15 +377,34 @@ func (s *HTTPServer) start(w http.ResponseWriter, r *http.Request, m *mcpclient.
 		writeJSON(w, http.StatusServiceUnavailable, mcpclient.EncodeError(m.ID, -32000, "etdi: the endpoint is shutting down", nil))
 		return
 	}
-	var evicted *httpSession
 	if len(s.sessions) >= s.opts.MaxSessions {
 		// Hosts often leave without a DELETE: the session idle longest
 		// (nothing in flight, no stream open) makes room, as its expiry
-		// would later. Only when every session is busy is the host
-		// refused.
-		evicted = s.longestIdleLocked()
+		// would later. It counts against the bound until its server has
+		// ended (a process may take its grace to exit), so that sessions
+		// started and ended in a row never run more servers than the
+		// bound. Only when every session is busy is the host refused.
+		evicted := s.longestIdleLocked()
 		if evicted != nil {
-			delete(s.sessions, evicted.id)
+			evicted.end(fmt.Sprintf("it was the session idle longest when a new session needed room (the bound is %d sessions)", s.opts.MaxSessions))
+		} else {
+			// A session already ending (DELETE, expiry) makes room too,
+			// once its server has ended.
+			evicted = s.endingLocked()
+		}
+		if evicted != nil {
+			s.mu.Unlock()
+			if s.opts.roomWait != nil {
+				s.opts.roomWait()
+			}
+			select {
+			case <-evicted.gone:
+				s.start(w, r, m, data)
+			case <-r.Context().Done():
+			case <-s.ctx.Done():
+				writeJSON(w, http.StatusServiceUnavailable, mcpclient.EncodeError(m.ID, -32000, "etdi: the endpoint is shutting down", nil))
+			}
+			return
 		}
 	}
 	if len(s.sessions) >= s.opts.MaxSessions {
@@ -392,9 +418,6 @@ func (s *HTTPServer) start(w http.ResponseWriter, r *http.Request, m *mcpclient.
 	}
 	s.count++
 	sess := newHTTPSession(s, rand.Text(), s.count)
-	if evicted != nil {
-		evicted.end(fmt.Sprintf("it was the session idle longest when session %d needed room (the bound is %d sessions)", sess.n, s.opts.MaxSessions))
-	}
 	s.sessions[sess.id] = sess
 	s.runs.Add(1)
 	s.mu.Unlock()
@@ -402,6 +425,7 @@ func (s *HTTPServer) start(w http.ResponseWriter, r *http.Request, m *mcpclient.
 	run, err := s.relay(sess)
 	if err != nil {
 		s.remove(sess)
+		close(sess.gone)
 		s.runs.Done()
 		s.logf("session %d: not started: %s", sess.n, clipText(err.Error()))
 		writeJSON(w, http.StatusInternalServerError, mcpclient.EncodeError(m.ID, -32603, "etdi: "+clipText(err.Error()), nil))
@@ -413,6 +437,7 @@ func (s *HTTPServer) start(w http.ResponseWriter, r *http.Request, m *mcpclient.
 		err := run()
 		sess.close()
 		s.remove(sess)
+		close(sess.gone)
 		why := sess.why()
 		switch {
 		case err != nil && !errors.Is(err, context.Canceled):
@@ -455,6 +480,17 @@ func (s *HTTPServer) longestIdleLocked() *httpSession {
 		}
 	}
 	return best
+}
+
+// endingLocked is a session that ended but whose server has not yet
+// ended, or nil (under mu).
+func (s *HTTPServer) endingLocked() *httpSession {
+	for _, sess := range s.sessions {
+		if isDone(sess.ended) {
+			return sess
+		}
+	}
+	return nil
 }
 
 func (s *HTTPServer) remove(sess *httpSession) {

@@ -38,6 +38,7 @@ type httpSession struct {
 	in     chan []byte
 	ended  chan struct{} // DELETE, expiry, Close: Read returns
 	closed chan struct{} // the gate closed the host's side: streams finish
+	gone   chan struct{} // its run returned (its server ended): it no longer counts
 	cmu    sync.Once
 
 	mu         sync.Mutex
@@ -89,10 +90,11 @@ type storedEvent struct {
 type streamConn struct{ stop chan struct{} }
 
 func newHTTPSession(srv *HTTPServer, id string, n int) *httpSession {
-	s := &httpSession{srv: srv, id: id, n: n, in: make(chan []byte, 16), ended: make(chan struct{}), closed: make(chan struct{}),
+	s := &httpSession{srv: srv, id: id, n: n, in: make(chan []byte, 16), ended: make(chan struct{}), closed: make(chan struct{}), gone: make(chan struct{}),
 		pending: map[string]*eventStream{}, progress: map[string]*eventStream{}, streams: map[string]*eventStream{}}
 	s.standalone = s.newStream("", true)
-	s.armIdle()
+	// Its idle time starts when its initialize is posted: a session being
+	// started (its server starting) is never the one that makes room.
 	return s
 }
 
@@ -393,25 +395,35 @@ func (s *httpSession) armIdle() {
 	s.mu.Unlock()
 }
 
-// armIdleLocked (re)starts the idle timer when nothing is in flight and
-// no stream is open, and stops it otherwise.
+// armIdleLocked (re)starts the idle timer when no stream is open, and
+// stops it otherwise. A request in flight whose stream no connection
+// reads does not stop it: a host resumes a broken stream within seconds,
+// and one that left must not keep the session and its server forever
+// because the server never answers. Such a session is not idle for
+// making room (idleSince), only for expiry.
 func (s *httpSession) armIdleLocked() {
 	s.idleGen++
 	if s.idle != nil {
 		s.idle.Stop()
 		s.idle = nil
 	}
-	if len(s.pending) > 0 || s.conns > 0 || isDone(s.ended) {
-		s.idleSince = time.Time{}
+	s.idleSince = time.Time{}
+	if s.conns > 0 || isDone(s.ended) {
 		return
 	}
-	s.idleSince = time.Now()
+	if len(s.pending) == 0 {
+		s.idleSince = time.Now()
+	}
 	gen, d := s.idleGen, s.srv.opts.IdleTimeout
 	s.idle = time.AfterFunc(d, func() {
 		s.mu.Lock()
-		expired := gen == s.idleGen && len(s.pending) == 0 && s.conns == 0
+		expired, waiting := gen == s.idleGen && s.conns == 0, len(s.pending)
 		s.mu.Unlock()
-		if expired {
+		switch {
+		case !expired:
+		case waiting > 0:
+			s.end(fmt.Sprintf("it expired (no request and no stream open for %v; %d requests were in flight, their streams unread)", d, waiting))
+		default:
 			s.end(fmt.Sprintf("it expired (no request for %v)", d))
 		}
 	})

@@ -952,7 +952,8 @@ func startHost(t *testing.T) *HTTPServer {
 
 // A session that was ended gets 404 at once, even before its gate is
 // gone; a request in flight whose stream broke keeps the session from
-// expiring; an initialize without an id (a notification) starts nothing.
+// being ended to make room, though not from expiring; an initialize
+// without an id (a notification) starts nothing.
 func TestListenHTTPEndedSession(t *testing.T) {
 	hosts := make(chan *httpSession, 2)
 	release := make(chan struct{})
@@ -975,7 +976,8 @@ func TestListenHTTPEndedSession(t *testing.T) {
 	}
 	s, sid := initHook(t, h, hosts)
 
-	// A call whose stream broke is still in flight: no expiry.
+	// A call whose stream broke is still in flight: it does not make
+	// room, but expires if its host does not come back.
 	ctx, cancel := context.WithCancel(listenCtx(t))
 	called := request(t, ctx, h, sid, bothTypes, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"x"}}`)
 	readFrom(t, s)
@@ -988,11 +990,14 @@ func TestListenHTTPEndedSession(t *testing.T) {
 		defer s.mu.Unlock()
 		return s.conns == 0
 	})
+	if _, idle := s.idleFor(time.Now()); idle {
+		t.Fatal("a session with a call in flight would make room")
+	}
 	s.mu.Lock()
 	armed := s.idle != nil
 	s.mu.Unlock()
-	if armed {
-		t.Fatal("the idle timer runs while a call is in flight")
+	if !armed {
+		t.Fatal("no expiry for a session whose host left during a call")
 	}
 
 	// Its id is taken until it is answered.
@@ -1118,5 +1123,183 @@ func TestListenHTTPBoundEndsLongestIdle(t *testing.T) {
 	}
 	if h.Sessions() != 2 {
 		t.Fatalf("%d sessions open, want 2", h.Sessions())
+	}
+}
+
+// A session ended to make room counts against the bound until its
+// server has ended: hosts that start sessions in a row at the bound never
+// have more servers running than the bound (a stdio server may take its
+// grace to exit after its stdin closed).
+func TestListenHTTPBoundWaitsForEvictedServer(t *testing.T) {
+	release := make(chan struct{})
+	var once sync.Once
+	var mu sync.Mutex
+	live, most := 0, 0
+	hosts := make(chan *httpSession, 4)
+	o := HTTPOptions{MaxSessions: 1}
+	o.serve = func(ctx context.Context, host Conn) error {
+		s := host.(*httpSession)
+		mu.Lock()
+		live++
+		most = max(most, live)
+		mu.Unlock()
+		defer func() {
+			mu.Lock()
+			live--
+			mu.Unlock()
+		}()
+		hosts <- s
+		select {
+		case <-ctx.Done():
+		case <-s.ended:
+		}
+		<-release // a server slow to exit
+		s.Close()
+		return nil
+	}
+	o.roomWait = func() { once.Do(func() { close(release) }) }
+	h, err := ListenHTTP("127.0.0.1:0", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { h.Close() })
+	t.Cleanup(func() { once.Do(func() { close(release) }) })
+
+	first, _ := initHook(t, h, hosts)
+	second, _ := initHook(t, h, hosts)
+	if !isDone(first.ended) || isDone(second.ended) {
+		t.Fatal("the idle session did not make room")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if most != 1 {
+		t.Fatalf("%d servers ran at once, the bound is 1", most)
+	}
+}
+
+// A host that leaves during a call the server never answers (no
+// cancellation, no stream open) does not keep its session and server
+// forever: the session expires, as an idle one does.
+func TestListenHTTPLeftCallExpires(t *testing.T) {
+	h, hosts := hookServer(t, HTTPOptions{IdleTimeout: 200 * time.Millisecond})
+	s, sid := initHook(t, h, hosts)
+	ctx, cancel := context.WithCancel(listenCtx(t))
+	called := request(t, ctx, h, sid, bothTypes, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"never"}}`)
+	readFrom(t, s)
+	if resp := recv(t, "the call's stream", called); resp != nil {
+		resp.Body.Close()
+	}
+	cancel() // the host is gone; the server never answers
+	recv(t, "the session's end", s.ended)
+	if why := s.why(); !strings.Contains(why, "expired") || !strings.Contains(why, "1 requests were in flight") {
+		t.Fatalf("ended: %q", why)
+	}
+	eventually(t, "the session removed", func() bool { return h.Sessions() == 0 })
+	wantStatus(t, "the expired session", post(t, h, `{"jsonrpc":"2.0","method":"notifications/initialized"}`, "Mcp-Session-Id", sid), http.StatusNotFound)
+}
+
+// A host that ends its session (DELETE) and starts another at the bound
+// gets it once the ended session's server has ended, not 503.
+func TestListenHTTPBoundWaitsForDeletedServer(t *testing.T) {
+	release := make(chan struct{})
+	var once sync.Once
+	hosts := make(chan *httpSession, 4)
+	o := HTTPOptions{MaxSessions: 1}
+	o.serve = func(ctx context.Context, host Conn) error {
+		s := host.(*httpSession)
+		hosts <- s
+		select {
+		case <-ctx.Done():
+		case <-s.ended:
+		}
+		<-release // a server slow to exit
+		s.Close()
+		return nil
+	}
+	o.roomWait = func() { once.Do(func() { close(release) }) }
+	h, err := ListenHTTP("127.0.0.1:0", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { h.Close() })
+	t.Cleanup(func() { once.Do(func() { close(release) }) })
+
+	first, sid := initHook(t, h, hosts)
+	del, _ := http.NewRequest(http.MethodDelete, h.URL(), nil)
+	del.Header.Set("Mcp-Session-Id", sid)
+	resp, err := listenClient.Do(del)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	wantStatus(t, "DELETE", resp, http.StatusNoContent)
+	if h.Sessions() != 1 {
+		t.Fatal("the ended session no longer counts while its server runs")
+	}
+	second, _ := initHook(t, h, hosts)
+	if !isDone(first.ended) || isDone(second.ended) {
+		t.Fatal("sessions")
+	}
+}
+
+// Another local process (or a web page) that learned a session id cannot
+// end the session, read its GET stream or replay its events without the
+// token, nor from another origin with it: the session goes on.
+func TestListenHTTPTokenGuardsGETAndDELETE(t *testing.T) {
+	const tok = "s3cret-token-value"
+	h, hosts := hookServer(t, HTTPOptions{Token: tok})
+	req, _ := http.NewRequest(http.MethodPost, h.URL(), strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", bothTypes)
+	req.Header.Set("Authorization", "Bearer "+tok)
+	done := make(chan *http.Response, 1)
+	go func() {
+		resp, err := listenClient.Do(req)
+		if err != nil {
+			resp = nil
+		}
+		done <- resp
+	}()
+	s := recv(t, "the session", hosts)
+	readFrom(t, s)
+	write(t, s, `{"jsonrpc":"2.0","id":1,"result":{}}`)
+	resp := recv(t, "the answer", done)
+	if resp == nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("initialize: %v", resp)
+	}
+	id, _, err := sseReader(resp.Body)()
+	resp.Body.Close()
+	if err != nil || id == "" {
+		t.Fatalf("the answer's event: %q %v", id, err)
+	}
+	sid := resp.Header.Get("Mcp-Session-Id")
+	for _, tc := range []struct {
+		method, lastID, auth, origin string
+		status                       int
+	}{
+		{http.MethodDelete, "", "", "", http.StatusUnauthorized},
+		{http.MethodDelete, "", "Bearer wrong", "", http.StatusUnauthorized},
+		{http.MethodDelete, "", "Bearer " + tok, "https://evil.example", http.StatusForbidden},
+		{http.MethodGet, "", "", "", http.StatusUnauthorized},
+		{http.MethodGet, id, "", "", http.StatusUnauthorized},
+		{http.MethodGet, id, "Bearer " + tok, "https://evil.example", http.StatusForbidden},
+	} {
+		r, _ := http.NewRequest(tc.method, h.URL(), nil)
+		r.Header.Set("Accept", "text/event-stream")
+		r.Header.Set("Mcp-Session-Id", sid)
+		for k, v := range map[string]string{"Last-Event-ID": tc.lastID, "Authorization": tc.auth, "Origin": tc.origin} {
+			if v != "" {
+				r.Header.Set(k, v)
+			}
+		}
+		resp, err := listenClient.Do(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		wantStatus(t, fmt.Sprintf("%s %+v", tc.method, tc), resp, tc.status)
+	}
+	if isDone(s.ended) || h.Sessions() != 1 {
+		t.Fatal("a request without the token ended the session")
 	}
 }

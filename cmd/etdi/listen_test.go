@@ -315,7 +315,8 @@ func eventually(t *testing.T, what string, cond func() bool) {
 }
 
 // etdi run --listen serves two hosts at once, each with its own server
-// process; a third beyond --max-sessions ends the one idle longest; DELETE ends one
+// process; a third beyond --max-sessions gets 503 while both are busy,
+// and ends the one idle longest once they are not; DELETE ends one
 // session and its process only; a session idle for --idle-timeout ends
 // and its process is reaped, and its id then gets 404; SIGTERM ends the
 // rest and exits 0.
@@ -351,21 +352,53 @@ func TestListenSessions(t *testing.T) {
 	if len(pids) != 2 || pids[0] == pids[1] {
 		t.Fatalf("server processes %v\n%s", pids, l.logText())
 	}
-	req, _ := http.NewRequestWithContext(l.ctx, http.MethodPost, l.endpoint, strings.NewReader(
-		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"third","version":"1"}}}`))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
+	initialize := func() (*http.Response, []byte) {
+		t.Helper()
+		req, _ := http.NewRequestWithContext(l.ctx, http.MethodPost, l.endpoint, strings.NewReader(
+			`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"third","version":"1"}}}`))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		return resp, body
 	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	// At the bound, the session idle longest (the first: both are idle,
-	// neither has a GET stream) makes room: it ends with its server.
-	if resp.StatusCode != http.StatusOK || resp.Header.Get("Mcp-Session-Id") == "" {
-		t.Fatalf("a third session: %d %s", resp.StatusCode, body)
+	// Both sessions busy (a GET stream open): none makes room.
+	var streams []*http.Response
+	for _, cs := range []*mcp.ClientSession{first, second} {
+		get, _ := http.NewRequestWithContext(l.ctx, http.MethodGet, l.endpoint, nil)
+		get.Header.Set("Accept", "text/event-stream")
+		get.Header.Set("Mcp-Session-Id", cs.ID())
+		resp, err := http.DefaultClient.Do(get)
+		if err != nil || resp.StatusCode != http.StatusOK {
+			t.Fatalf("GET stream: %v %v", err, resp)
+		}
+		streams = append(streams, resp)
 	}
+	if resp, body := initialize(); resp.StatusCode != http.StatusServiceUnavailable || !bytes.Contains(body, []byte("2 sessions are open")) {
+		t.Fatalf("a third session while both are busy: %d %s", resp.StatusCode, body)
+	}
+	// Both idle again, the second used last: the first, idle longest,
+	// makes room for the third and ends with its server.
+	for _, resp := range streams {
+		resp.Body.Close()
+	}
+	eventually(t, "both sessions idle", func() bool {
+		if _, err := second.ListTools(l.ctx, nil); err != nil {
+			t.Fatal(err)
+		}
+		resp, body := initialize()
+		if resp.StatusCode == http.StatusOK && resp.Header.Get("Mcp-Session-Id") != "" {
+			return true
+		}
+		if resp.StatusCode != http.StatusServiceUnavailable {
+			t.Fatalf("a third session: %d %s", resp.StatusCode, body)
+		}
+		return false
+	})
 	eventually(t, "the first session's server reaped", func() bool {
 		return !slices.Contains(l.children(t), pids[0]) && len(l.children(t)) == 2
 	})

@@ -103,7 +103,7 @@ own server: a server process per session (-- CMD), or a session with the
 then ends the session idle longest, or gets HTTP 503 when every one has a
 request in flight or a stream open. A session ends when the host ends it (HTTP
 DELETE), when its server ends, or after --idle-timeout (default 10m)
-without a request, a request in flight or an open stream; its server is
+without a request or an open stream; its server is
 then ended, and its id gets 404, so the host starts a new session. etdi
 run keeps listening until it is interrupted (SIGINT, SIGTERM): then it
 ends every session and exits 0. Progress, sampling and elicitation of a
@@ -149,7 +149,7 @@ lockfile generation, 14 an expired lockfile.`,
 	fl.StringVar(&f.listen, "listen", "", "offer Streamable HTTP towards the host at ADDR (loopback only) instead of stdio")
 	fl.StringVar(&f.listenTokenFile, "listen-token-file", "", "with --listen: the file (mode 0600) holding the token every request must carry as \"Authorization: Bearer TOKEN\" (or $ETDI_LISTEN_TOKEN)")
 	fl.IntVar(&f.maxSessions, "max-sessions", guard.DefaultMaxSessions, "with --listen: the most host sessions (each with its own server) served at once; beyond, the longest idle one ends, or HTTP 503 when none is idle")
-	fl.DurationVar(&f.idleTimeout, "idle-timeout", guard.DefaultIdleTimeout, "with --listen: end a session (and its server) after this long without a request, a request in flight or an open stream")
+	fl.DurationVar(&f.idleTimeout, "idle-timeout", guard.DefaultIdleTimeout, "with --listen: end a session (and its server) after this long without a request or an open stream")
 	fl.StringArrayVar(&f.passEnv, "pass-env", nil, "pass this variable to the server although etdi would remove it (an ETDI_* variable or one etdi read a secret from; never ETDI_LISTEN_TOKEN; repeatable)")
 	f.cedar.register(fl)
 	fl.DurationVar(&f.askTimeout, "ask-timeout", 2*time.Minute, "how long a call a policy asks about waits for the person's answer before it is refused")

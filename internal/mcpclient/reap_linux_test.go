@@ -230,3 +230,32 @@ func TestOrphanSweepLeavesServerExit(t *testing.T) {
 		t.Fatalf("server exit %q, want signal: killed", got)
 	}
 }
+
+// A server that ignores the end of its stdin and, in its grace, starts a
+// process in a session of its own is still its parent when it is
+// stopped: that process ends with it, even while another server runs
+// (etdi run --listen), where no orphan sweep ends it.
+func TestSetsidInGraceEnded(t *testing.T) {
+	if !AdoptOrphans() {
+		t.Fatal("PR_SET_CHILD_SUBREAPER refused")
+	}
+	argv2, _, _, env2 := writeSh(t, "", "exit 0")
+	other, err := StartStdio(argv2, env2, "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+
+	argv, _, _, env := writeSh(t, "", `setsid sh -c 'echo $$ > "$EOFPID"; exec sleep 300' </dev/null >/dev/null 2>&1 &
+while :; do sleep 1; done`)
+	eofPID := filepath.Join(t.TempDir(), "eofpid")
+	s, err := StartStdio(argv, append(env, "EOFPID="+eofPID), "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	gone(t, readPIDWait(t, eofPID), "the process started in the grace")
+	if !running(other.c.cmd.Process.Pid) {
+		t.Fatal("stopping one server ended the other")
+	}
+}

@@ -291,6 +291,14 @@ func (c *stdioConn) close() string {
 	select {
 	case <-c.reaped:
 	case <-time.After(stdinGrace):
+		// A server that ignored the end of its input may have started
+		// more in its grace (a process in a session of its own): it is
+		// still their parent, so they are found now, before it is ended.
+		select {
+		case <-c.reaped: // its pid may be another's by now
+		default:
+			family = append(family, descendants(c.cmd.Process.Pid)...)
+		}
 	}
 	if groupAlive(c.cmd) {
 		terminateGroup(c.cmd)
