@@ -276,3 +276,39 @@ func TestAttackReadURITrailingSlash(t *testing.T) {
 		t.Errorf("file:///docs/ was not read: %s", ans)
 	}
 }
+
+// Attack: a forbid of one file sidestepped by a query or a fragment,
+// which a server reading files drops ("file:///etc/passwd?x",
+// "file:///etc/passwd#x"), or by the host "localhost", which names the
+// local machine in a file URI (RFC 8089). Breaks: a forbid of the read
+// action blocks the file however the URI spells it.
+func TestAttackReadURIQueryFragment(t *testing.T) {
+	a := startAtkPolicies(t, atkBaseline+`@id("no-passwd") forbid (principal, action == Etdi::Action::"read", resource) when { resource.uri == "file:///etc/passwd" };
+`, func(m *mcpclient.Message, own bool) []string {
+		if m.Method == "resources/templates/list" {
+			return []string{res(m, `{"resourceTemplates":[{"uriTemplate":"file:{+path}","name":"files"}]}`)}
+		}
+		return cleanHandler(m, own)
+	})
+	for _, uri := range []string{"file:///etc/passwd?x", "file:///etc/passwd#x", "file:///etc/passwd?", "file:///etc/passwd#",
+		"file:///etc/passwd/?x#y", "file://localhost/etc/passwd", "file://LocalHost/etc/passwd?x"} {
+		params, _ := json.Marshal(map[string]string{"uri": uri})
+		b := blockedData(t, a.ask(t, "resources/read", string(params), 5*time.Second))
+		if b.Kind != PolicyForbid || !slices.Equal(b.Policies, []string{"no-passwd"}) {
+			t.Errorf("%q: %+v", uri, b)
+		}
+	}
+	for _, got := range a.server.received() {
+		if strings.HasPrefix(got, "resources/read") {
+			t.Errorf("%s reached the server", got)
+		}
+	}
+	// Harmless: another file with a query, and a host that is not the
+	// local machine.
+	for _, uri := range []string{"file:///etc/hosts?x", "file://server/etc/passwd", "file:///docs/a#passwd"} {
+		params, _ := json.Marshal(map[string]string{"uri": uri})
+		if ans := a.ask(t, "resources/read", string(params), 5*time.Second); !strings.Contains(ans, "sunny") {
+			t.Errorf("%q was not read: %s", uri, ans)
+		}
+	}
+}

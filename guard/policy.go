@@ -3,6 +3,7 @@ package guard
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -147,9 +148,22 @@ func (g *Gate) authorizeEntry(m *mcpclient.Message, s *slot, action, item, name 
 	d := g.opts.Policies.Authorize(policy.Request{Host: g.st.host.name, Action: action, Tool: t, URI: uri, Context: ctx})
 	// A server that cleans the path reads "file:///etc/passwd/" as
 	// "file:///etc/passwd": what the policies refuse of either is refused.
-	if trimmed := strings.TrimRight(uri, "/"); action == policy.ActionRead && d.Effect == policy.Allow && trimmed != uri && !strings.HasSuffix(trimmed, ":") && !strings.HasSuffix(trimmed, ":/") {
+	if trimmed := trimSlashes(uri); action == policy.ActionRead && d.Effect == policy.Allow && trimmed != uri {
 		if d2 := g.opts.Policies.Authorize(policy.Request{Host: g.st.host.name, Action: action, Tool: t, URI: trimmed, Context: ctx}); d2.Effect != policy.Allow {
 			d = d2
+		}
+	}
+	// A server reading files drops the query and the fragment, and reads
+	// "file://localhost/etc/passwd" as "file:///etc/passwd": what a
+	// policy forbids (or asks about) of the file is refused however the
+	// URI names it. Only a policy that names the file refuses it: a read
+	// that no permit names in that spelling is decided as asked.
+	if action == policy.ActionRead && d.Effect == policy.Allow {
+		for _, u := range fileSpellings(uri) {
+			if d2 := g.opts.Policies.Authorize(policy.Request{Host: g.st.host.name, Action: action, Tool: t, URI: u, Context: ctx}); d2.Effect != policy.Allow && !d2.NoPermit() {
+				d = d2
+				break
+			}
 		}
 	}
 	if d.Effect == policy.Allow {
@@ -178,6 +192,47 @@ func (g *Gate) authorizeEntry(m *mcpclient.Message, s *slot, action, item, name 
 	}
 	g.refuseCall(m, item, shown, e.digest, args, r, po)
 	return false
+}
+
+// trimSlashes is uri without its trailing slashes, unless they are all
+// its path ("file:///", "x:/"): uri itself then.
+func trimSlashes(uri string) string {
+	trimmed := strings.TrimRight(uri, "/")
+	if trimmed == uri || strings.HasSuffix(trimmed, ":") || strings.HasSuffix(trimmed, ":/") {
+		return uri
+	}
+	return trimmed
+}
+
+// fileSpellings are the other URIs that name the resource uri names to a
+// server that reads files: without its fragment, without its query and
+// fragment, with a "localhost" host (RFC 8089) dropped, each also
+// without trailing slashes (trimSlashes); not uri itself, each once.
+func fileSpellings(uri string) []string {
+	var out []string
+	add := func(u string) {
+		for _, v := range []string{u, trimSlashes(u)} {
+			if v != uri && !slices.Contains(out, v) {
+				out = append(out, v)
+			}
+		}
+	}
+	bases := []string{uri}
+	if i := strings.IndexByte(uri, '#'); i >= 0 {
+		bases = append(bases, uri[:i])
+	}
+	if i := strings.IndexAny(uri, "?#"); i >= 0 {
+		bases = append(bases, uri[:i])
+	}
+	for _, b := range bases {
+		add(b)
+		if len(b) >= len("file://localhost") && strings.EqualFold(b[:len("file://localhost")], "file://localhost") {
+			if rest := b[len("file://localhost"):]; rest == "" || strings.IndexByte("/?#", rest[0]) >= 0 {
+				add("file://" + rest)
+			}
+		}
+	}
+	return out
 }
 
 // policyRefusal is the refusal of a call the policies did not allow.
