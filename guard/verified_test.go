@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/etdi-dev/etdi"
 	"github.com/etdi-dev/etdi/internal/mcpclient"
 	"github.com/etdi-dev/etdi/pin"
 	"github.com/etdi-dev/etdi/policy"
@@ -341,6 +342,43 @@ func TestAttackReturnedLinksUnbounded(t *testing.T) {
 	}
 	last := fmt.Sprintf("weather://n/%d", maxLinks+4)
 	wantRefused(t, a, a.ask(t, "resources/read", `{"uri":"`+last+`"}`, 5*time.Second), ResourceNotFoundCode, NotListed, "resources/read "+last)
+}
+
+// Attack: a server whose results name resources by URIs of megabytes,
+// to hold the gate's memory: maxLinks of them would be gigabytes.
+// Breaks: a URI longer than a listing may hold (etdi.MaxURILen) is not
+// remembered, and reading it is refused as a URI no tool returned.
+func TestAttackReturnedLinksHuge(t *testing.T) {
+	long := "weather://n/" + strings.Repeat("a", etdi.MaxURILen-len("weather://n/"))
+	huge := long + "b"
+	result := `{"content":[{"type":"resource_link","uri":"` + long + `","name":"n"},{"type":"resource","resource":{"uri":"` + huge + `","text":"x"}},{"type":"resource_link","uri":"` + huge + strings.Repeat("c", 1<<20) + `","name":"n"}]}`
+	a := startAtk(t, atkOptions(t), func(m *mcpclient.Message, own bool) []string {
+		if m.Method == "tools/call" {
+			return []string{res(m, result)}
+		}
+		return cleanHandler(m, own)
+	})
+	a.init(t)
+	if ans := a.ask(t, "tools/call", `{"name":"get_weather","arguments":{}}`, 10*time.Second); !strings.Contains(ans, long) {
+		t.Fatalf("call: %.200s", ans)
+	}
+	a.g.links.mu.Lock()
+	held := len(a.g.links.by)
+	a.g.links.mu.Unlock()
+	if held != 1 {
+		t.Errorf("remembered %d URIs, want the one of at most %d bytes", held, etdi.MaxURILen)
+	}
+	// Harmless: a URI of the bound is read.
+	if ans := a.ask(t, "resources/read", `{"uri":"`+long+`"}`, 5*time.Second); !strings.Contains(ans, "sunny") {
+		t.Errorf("a link of %d bytes: %.200s", len(long), ans)
+	}
+	ans := a.ask(t, "resources/read", `{"uri":"`+huge+`"}`, 5*time.Second)
+	if c, _, data := errorOf(t, ans); c != ResourceNotFoundCode || data["kind"] != NotListed {
+		t.Errorf("a link of %d bytes: %.300s", len(huge), ans)
+	}
+	if received(a, "resources/read "+huge) {
+		t.Error("the read of the longer link reached the server")
+	}
 }
 
 // The codes MCP gives for what the server does not offer: -32602 for a
