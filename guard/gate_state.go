@@ -1026,7 +1026,7 @@ func (g *Gate) refuseCallCode(code int, m *mcpclient.Message, item, name, digest
 	}
 	g.logf("blocked %s of %s %q: %s: %s (review: %s)", m.Method, what, clipText(name), why.kind, why.message, review)
 	detail := map[string]any{"etdi": "blocked", "kind": why.kind, "server": g.st.server,
-		what: g.secrets.String(clipText(name)), "review": g.secrets.String(review), "message": g.secrets.String(why.message)}
+		what: g.mask(clipText(g.secrets.String(name))), "review": g.mask(review), "message": g.mask(why.message)}
 	if po.decision != "" && (why.kind == PolicyForbid || why.kind == PolicyAsk) {
 		detail["policies"] = po.policies
 		if po.answer != "" {
@@ -1037,7 +1037,7 @@ func (g *Gate) refuseCallCode(code int, m *mcpclient.Message, item, name, digest
 	switch {
 	case code != BlockedCode && item == itemResource:
 		// MCP's shape: the URI in data, beside etdi's reason.
-		detail["uri"] = g.secrets.String(clipText(name))
+		detail["uri"] = g.mask(clipText(g.secrets.String(name)))
 		msg = fmt.Sprintf("Resource not found: %s (etdi: %s; review it with: %s)", name, why.message, review)
 	case code != BlockedCode:
 		what := what
@@ -1077,8 +1077,8 @@ func (g *Gate) tellBlocked() {
 	for i, r := range g.st.toTell {
 		g.logf("withheld %s %q: %s: %s", pin.ItemWord(r.item), clipText(r.name), r.kind, r.message)
 		if i < maxTold { // a listing of thousands is told by count beyond these
-			es = append(es, entry{r.item, g.secrets.String(clipText(r.name)), r.kind, g.secrets.String(r.message)})
-			names = append(names, pin.ItemRef(r.item, g.secrets.String(clipText(r.name))))
+			es = append(es, entry{r.item, g.mask(clipText(g.secrets.String(r.name))), r.kind, g.mask(r.message)})
+			names = append(names, pin.ItemRef(r.item, g.mask(clipText(g.secrets.String(r.name)))))
 		}
 	}
 	n := len(g.st.toTell)

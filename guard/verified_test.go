@@ -829,3 +829,36 @@ func TestGateReturnedResourceFollowsItsTool(t *testing.T) {
 		t.Fatalf("read of what the tool returned before it changed: %d", code)
 	}
 }
+
+// Attack: a server whose error quotes the credential it is configured
+// with where etdi shortens the text (past 512 bytes): the part before the
+// cut no longer matches the credential, and would reach the host and the
+// log unmasked. Breaks: the credential is masked before the text is
+// shortened.
+func TestAttackSecretAtClip(t *testing.T) {
+	secret := "sk-live-0123456789abcdefghijklmnopqrstuvwxyz"
+	for _, at := range []int{480, 500, 505, 511} {
+		errMsg := strings.Repeat("x", at) + secret + " is not valid"
+		h := func(m *mcpclient.Message, own bool) []string {
+			if m.Method == "tools/list" && own {
+				return []string{string(mcpclient.EncodeError(m.ID, -32603, errMsg, nil))}
+			}
+			return cleanHandler(m, own)
+		}
+		opts := atkOptions(t)
+		opts.Credentials = []Credential{{Where: "env API_KEY", Value: secret}}
+		a := startAtk(t, opts, h)
+		a.init(t)
+		ans := a.ask(t, "tools/call", `{"name":"get_weather","arguments":{}}`, 5*time.Second)
+		long := a.ask(t, "tools/call", `{"name":"`+errMsg+`","arguments":{}}`, 5*time.Second)
+		a.mu.Lock()
+		all := strings.Join(append(append(a.log, a.aside...), ans, long), "\n")
+		a.mu.Unlock()
+		if !strings.Contains(ans, `"error"`) {
+			t.Fatalf("call: %s", ans)
+		}
+		if strings.Contains(all, secret[:6]) {
+			t.Errorf("at %d: part of the credential was shown: %s", at, all)
+		}
+	}
+}
