@@ -318,12 +318,17 @@ func (g *Gate) asked(w *askWait, answer string) {
 		return // answerPending answers it, after every job
 	}
 	m, name, e, args := w.m, w.name, w.e, w.args
+	// The call waits by its id; the host may have cancelled it (withdraw)
+	// and used the id again for another call asked about now: this
+	// answer is about w alone.
 	g.pendMu.Lock()
-	_, waiting := g.asking[m.IDKey()]
-	delete(g.asking, m.IDKey())
+	waiting := g.asking[m.IDKey()] == w
+	if waiting {
+		delete(g.asking, m.IDKey())
+	}
 	g.pendMu.Unlock()
 	if !waiting {
-		return // the session ended and the call was answered
+		return // the session ended and the call was answered, or the host cancelled it
 	}
 	po := w.outcome(answer)
 	if answer != AnswerAccept {
