@@ -279,8 +279,9 @@ func TestAttackReadURITrailingSlash(t *testing.T) {
 
 // Attack: a forbid of one file sidestepped by a query or a fragment,
 // which a server reading files drops ("file:///etc/passwd?x",
-// "file:///etc/passwd#x"), or by the host "localhost", which names the
-// local machine in a file URI (RFC 8089). Breaks: a forbid of the read
+// "file:///etc/passwd#x"), by the host "localhost", which names the
+// local machine in a file URI, or by leaving the empty host out
+// ("file:/etc/passwd", RFC 8089). Breaks: a forbid of the read
 // action blocks the file however the URI spells it.
 func TestAttackReadURIQueryFragment(t *testing.T) {
 	a := startAtkPolicies(t, atkBaseline+`@id("no-passwd") forbid (principal, action == Etdi::Action::"read", resource) when { resource.uri == "file:///etc/passwd" };
@@ -291,7 +292,7 @@ func TestAttackReadURIQueryFragment(t *testing.T) {
 		return cleanHandler(m, own)
 	})
 	for _, uri := range []string{"file:///etc/passwd?x", "file:///etc/passwd#x", "file:///etc/passwd?", "file:///etc/passwd#",
-		"file:///etc/passwd/?x#y", "file://localhost/etc/passwd", "file://LocalHost/etc/passwd?x"} {
+		"file:///etc/passwd/?x#y", "file://localhost/etc/passwd", "file://LocalHost/etc/passwd?x", "file:/etc/passwd", "file:/etc/passwd#x"} {
 		params, _ := json.Marshal(map[string]string{"uri": uri})
 		b := blockedData(t, a.ask(t, "resources/read", string(params), 5*time.Second))
 		if b.Kind != PolicyForbid || !slices.Equal(b.Policies, []string{"no-passwd"}) {

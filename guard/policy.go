@@ -154,7 +154,8 @@ func (g *Gate) authorizeEntry(m *mcpclient.Message, s *slot, action, item, name 
 		}
 	}
 	// A server reading files drops the query and the fragment, and reads
-	// "file://localhost/etc/passwd" as "file:///etc/passwd": what a
+	// "file://localhost/etc/passwd" and "file:/etc/passwd" as
+	// "file:///etc/passwd": what a
 	// policy forbids (or asks about) of the file is refused however the
 	// URI names it. Only a policy that names the file refuses it: a read
 	// that no permit names in that spelling is decided as asked.
@@ -206,7 +207,8 @@ func trimSlashes(uri string) string {
 
 // fileSpellings are the other URIs that name the resource uri names to a
 // server that reads files: without its fragment, without its query and
-// fragment, with a "localhost" host (RFC 8089) dropped, each also
+// fragment, with a "localhost" host dropped, with the empty host a
+// "file:/" URI leaves out (RFC 8089), each also
 // without trailing slashes (trimSlashes); not uri itself, each once.
 func fileSpellings(uri string) []string {
 	var out []string
@@ -226,6 +228,9 @@ func fileSpellings(uri string) []string {
 	}
 	for _, b := range bases {
 		add(b)
+		if strings.HasPrefix(b, "file:/") && !strings.HasPrefix(b, "file://") {
+			add("file://" + b[len("file:"):]) // "file:/etc/passwd" (RFC 8089)
+		}
 		if len(b) >= len("file://localhost") && strings.EqualFold(b[:len("file://localhost")], "file://localhost") {
 			if rest := b[len("file://localhost"):]; rest == "" || strings.IndexByte("/?#", rest[0]) >= 0 {
 				add("file://" + rest)
