@@ -796,6 +796,9 @@ func (g *Gate) mask(s string) string {
 		return s
 	}
 	for _, c := range g.opts.Credentials {
+		if len(c.Value) <= redact.MinLen || !strings.Contains(s, c.Value[:redact.MinLen]) {
+			continue
+		}
 		for k := len(c.Value) - 1; k >= redact.MinLen; k-- {
 			s = strings.ReplaceAll(s, c.Value[:k]+"...", redact.Mask+"...")
 		}
