@@ -313,3 +313,22 @@ func TestAttackReadURIQueryFragment(t *testing.T) {
 		}
 	}
 }
+
+// Harmless: a read a permit allows by its whole URI is not refused
+// because no permit names it without its query: only a policy that
+// forbids or asks about the other spelling refuses it.
+func TestPolicyReadPermitWithQuery(t *testing.T) {
+	a := startAtkPolicies(t, atkBaseline+`@id("docs") permit (principal, action == Etdi::Action::"read", resource) when { resource.uri == "file:///docs/a?v=1" };
+`, func(m *mcpclient.Message, own bool) []string {
+		if m.Method == "resources/templates/list" {
+			return []string{res(m, `{"resourceTemplates":[{"uriTemplate":"file:{+path}","name":"files"}]}`)}
+		}
+		return cleanHandler(m, own)
+	})
+	if ans := a.ask(t, "resources/read", `{"uri":"file:///docs/a?v=1"}`, 5*time.Second); !strings.Contains(ans, "sunny") {
+		t.Errorf("the permitted read: %s", ans)
+	}
+	if ans := a.ask(t, "resources/read", `{"uri":"file:///docs/a?v=2"}`, 5*time.Second); strings.Contains(ans, "sunny") {
+		t.Errorf("a read no permit names: %s", ans)
+	}
+}
