@@ -280,7 +280,8 @@ func TestAttackReadURITrailingSlash(t *testing.T) {
 // Attack: a forbid of one file sidestepped by a query or a fragment,
 // which a server reading files drops ("file:///etc/passwd?x",
 // "file:///etc/passwd#x"), by the host "localhost", which names the
-// local machine in a file URI, or by leaving the empty host out
+// local machine in a file URI, or any host, which a server reading the
+// path alone ignores, or by leaving the empty host out
 // ("file:/etc/passwd", RFC 8089). Breaks: a forbid of the read
 // action blocks the file however the URI spells it.
 func TestAttackReadURIQueryFragment(t *testing.T) {
@@ -292,7 +293,7 @@ func TestAttackReadURIQueryFragment(t *testing.T) {
 		return cleanHandler(m, own)
 	})
 	for _, uri := range []string{"file:///etc/passwd?x", "file:///etc/passwd#x", "file:///etc/passwd?", "file:///etc/passwd#",
-		"file:///etc/passwd/?x#y", "file://localhost/etc/passwd", "file://LocalHost/etc/passwd?x", "file:/etc/passwd", "file:/etc/passwd#x"} {
+		"file:///etc/passwd/?x#y", "file://localhost/etc/passwd", "file://LocalHost/etc/passwd?x", "file:/etc/passwd", "file:/etc/passwd#x", "file://server/etc/passwd", "file://h.example/etc/passwd?x"} {
 		params, _ := json.Marshal(map[string]string{"uri": uri})
 		b := blockedData(t, a.ask(t, "resources/read", string(params), 5*time.Second))
 		if b.Kind != PolicyForbid || !slices.Equal(b.Policies, []string{"no-passwd"}) {
@@ -304,9 +305,9 @@ func TestAttackReadURIQueryFragment(t *testing.T) {
 			t.Errorf("%s reached the server", got)
 		}
 	}
-	// Harmless: another file with a query, and a host that is not the
-	// local machine.
-	for _, uri := range []string{"file:///etc/hosts?x", "file://server/etc/passwd", "file:///docs/a#passwd"} {
+	// Harmless: another file with a query, on another host, and one
+	// whose fragment names the forbidden one.
+	for _, uri := range []string{"file:///etc/hosts?x", "file://server/etc/hosts", "file:///docs/a#passwd", "file:///docs/a?/etc/passwd"} {
 		params, _ := json.Marshal(map[string]string{"uri": uri})
 		if ans := a.ask(t, "resources/read", string(params), 5*time.Second); !strings.Contains(ans, "sunny") {
 			t.Errorf("%q was not read: %s", uri, ans)

@@ -154,8 +154,8 @@ func (g *Gate) authorizeEntry(m *mcpclient.Message, s *slot, action, item, name 
 		}
 	}
 	// A server reading files drops the query and the fragment, and reads
-	// "file://localhost/etc/passwd" and "file:/etc/passwd" as
-	// "file:///etc/passwd": what a
+	// "file://localhost/etc/passwd" (or, reading the path alone, any
+	// host) and "file:/etc/passwd" as "file:///etc/passwd": what a
 	// policy forbids (or asks about) of the file is refused however the
 	// URI names it. Only a policy that names the file refuses it: a read
 	// that no permit names in that spelling is decided as asked.
@@ -207,7 +207,7 @@ func trimSlashes(uri string) string {
 
 // fileSpellings are the other URIs that name the resource uri names to a
 // server that reads files: without its fragment, without its query and
-// fragment, with a "localhost" host dropped, with the empty host a
+// fragment, with its host dropped, with the empty host a
 // "file:/" URI leaves out (RFC 8089), each also
 // without trailing slashes (trimSlashes); not uri itself, each once.
 func fileSpellings(uri string) []string {
@@ -231,9 +231,11 @@ func fileSpellings(uri string) []string {
 		if strings.HasPrefix(b, "file:/") && !strings.HasPrefix(b, "file://") {
 			add("file://" + b[len("file:"):]) // "file:/etc/passwd" (RFC 8089)
 		}
-		if len(b) >= len("file://localhost") && strings.EqualFold(b[:len("file://localhost")], "file://localhost") {
-			if rest := b[len("file://localhost"):]; rest == "" || strings.IndexByte("/?#", rest[0]) >= 0 {
-				add("file://" + rest)
+		// A host: "localhost" is this machine (RFC 8089), and a server
+		// that reads the URI's path alone ignores any other.
+		if rest, ok := strings.CutPrefix(b, "file://"); ok && rest != "" && rest[0] != '/' {
+			if i := strings.IndexAny(rest, "/?#"); i > 0 {
+				add("file://" + rest[i:])
 			}
 		}
 	}
