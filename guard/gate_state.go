@@ -53,6 +53,12 @@ type exposure struct {
 	obs    pin.Observed
 	// tool is what the call-time policies know of a tool (with policies).
 	tool policy.Tool
+	// approved says the gate's own listing found the entry approved (an
+	// entry of own): obs and tool are what it verified. The approval of
+	// the same digest on a page of the host's is not the own listing's.
+	approved bool
+	// refused is why the gate's own listing did not approve it.
+	refused refusal
 }
 
 // refusal says why an entry is not let through.
@@ -154,7 +160,7 @@ func (st *gateState) usable(item, name string) (exposure, bool) {
 		return e, e.digest != "" && st.approved[item][name] == e.digest
 	}
 	e, ok := st.own[item][name]
-	return e, ok && e.digest != "" && st.approved[item][name] == e.digest
+	return e, ok && e.approved && e.digest != "" && st.approved[item][name] == e.digest
 }
 
 // resourceNotFound is the error code of a read of a resource the server
@@ -444,7 +450,7 @@ func (g *Gate) relist(items []string, init *mcpclient.Listing) *Report {
 			if err == nil && r.AllowedItem(item, e.Name) {
 				approved[e.Name] = e.Digest.String()
 				delete(g.st.why[item], e.Name)
-				x.obs = obs[[2]string{item, e.Name}]
+				x.obs, x.approved = obs[[2]string{item, e.Name}], true
 				if g.opts.Policies != nil {
 					x.tool = policy.ToolOf(g.st.server, g.st.provider, x.obs) // once, not on every call
 				}
@@ -455,6 +461,10 @@ func (g *Gate) relist(items []string, init *mcpclient.Listing) *Report {
 				why := reason(r, item, e.Name, err)
 				why.digest = e.Digest.String()
 				g.st.refuse(why)
+				if x := own[e.Name]; x.digest != "" {
+					x.refused = why
+					own[e.Name] = x
+				}
 				withheld = true
 			}
 		}
@@ -964,6 +974,10 @@ func (g *Gate) whyRefused(item, name string) (refusal, int) {
 	if why, ok := g.st.ownFail[item]; ok {
 		why.name = name
 		return why, BlockedCode
+	}
+	if e, ok := g.st.own[item][name]; ok && !e.approved && e.refused.kind != "" {
+		// The host's listing approved it; the gate's own did not.
+		return e.refused, BlockedCode
 	}
 	if _, exposed := g.st.exposed[item][name]; exposed || g.st.offered(item, name) {
 		return refusal{item: item, name: name, kind: NotListed,

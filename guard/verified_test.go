@@ -22,6 +22,7 @@ import (
 	"github.com/etdi-dev/etdi/internal/mcpclient"
 	"github.com/etdi-dev/etdi/pin"
 	"github.com/etdi-dev/etdi/policy"
+	"github.com/etdi-dev/etdi/verify"
 )
 
 // errorOf decodes a JSON-RPC error answer: code, message, and data
@@ -860,5 +861,57 @@ func TestAttackSecretAtClip(t *testing.T) {
 		if strings.Contains(all, secret[:6]) {
 			t.Errorf("at %d: part of the credential was shown: %s", at, all)
 		}
+	}
+}
+
+// Attack: a server whose own listing for etdi is blocked as a whole (a
+// malformed in-band bundle beside it), while the host's listing approves
+// the same definition, which the host's next listing leaves out. The
+// tool is usable as the gate's own listing has it, which never said what
+// the policies know of it: a call was decided on a tool with no name.
+// Breaks: the call-time policies decide a call of a tool the host does
+// not hold on what etdi verified of that very definition.
+func TestPolicyAttackOwnListingBlockedNameless(t *testing.T) {
+	opts := atkOptions(t)
+	set, err := policy.Parse(policy.Source{Name: "test.cedar", Text: []byte(atkBaseline +
+		`@id("no-weather") forbid (principal, action == Etdi::Action::"call", resource) when { resource.name == "get_weather" };
+`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts.Policies = set
+	var mu sync.Mutex
+	hostLists := 0
+	a := startAtk(t, opts, func(m *mcpclient.Message, own bool) []string {
+		if m.Method != "tools/list" {
+			return cleanHandler(m, own)
+		}
+		if own {
+			return []string{res(m, `{"tools":[`+atkTool+`],"_meta":{"dev.etdi/bundle":"not a bundle"}}`)}
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if hostLists++; hostLists > 1 {
+			return []string{res(m, `{"tools":[]}`)}
+		}
+		return cleanHandler(m, own)
+	})
+	a.init(t)
+	if tools := sdkTools(t, a.ask(t, "tools/list", `{}`, 5*time.Second)); len(tools) != 1 {
+		t.Fatalf("the host's listing: %d tools", len(tools))
+	}
+	// The host holds it: the policies decide on what its listing verified.
+	ans := a.ask(t, "tools/call", `{"name":"get_weather","arguments":{}}`, 5*time.Second)
+	if b := blockedData(t, ans); b.Kind != PolicyForbid {
+		t.Errorf("call of the tool the host holds: %s", ans)
+	}
+	a.ask(t, "tools/list", `{}`, 5*time.Second)
+	// It does not: the gate's own listing withheld it, and says why.
+	ans = a.ask(t, "tools/call", `{"name":"get_weather","arguments":{}}`, 5*time.Second)
+	if b := blockedData(t, ans); b.Kind != string(verify.BundleInvalid) {
+		t.Errorf("call of the tool the host no longer holds: %s", ans)
+	}
+	if received(a, "tools/call get_weather") {
+		t.Error("the call the policies forbid reached the server")
 	}
 }
