@@ -293,7 +293,8 @@ func TestAttackReadURIQueryFragment(t *testing.T) {
 		return cleanHandler(m, own)
 	})
 	for _, uri := range []string{"file:///etc/passwd?x", "file:///etc/passwd#x", "file:///etc/passwd?", "file:///etc/passwd#",
-		"file:///etc/passwd/?x#y", "file://localhost/etc/passwd", "file://LocalHost/etc/passwd?x", "file:/etc/passwd", "file:/etc/passwd#x", "file://server/etc/passwd", "file://h.example/etc/passwd?x"} {
+		"file:///etc/passwd/?x#y", "file://localhost/etc/passwd", "file://LocalHost/etc/passwd?x", "file:/etc/passwd", "file:/etc/passwd#x", "file://server/etc/passwd", "file://h.example/etc/passwd?x",
+		"file:///etc%2Fpasswd", "file:///etc%2fpasswd?x", "file:///etc%5Cpasswd", "file://localhost/etc%2Fpasswd"} {
 		params, _ := json.Marshal(map[string]string{"uri": uri})
 		b := blockedData(t, a.ask(t, "resources/read", string(params), 5*time.Second))
 		if b.Kind != PolicyForbid || !slices.Equal(b.Policies, []string{"no-passwd"}) {

@@ -3,6 +3,7 @@ package guard
 import (
 	"encoding/json"
 	"fmt"
+	"net/url"
 	"slices"
 	"strings"
 	"time"
@@ -207,7 +208,8 @@ func trimSlashes(uri string) string {
 
 // fileSpellings are the other URIs that name the resource uri names to a
 // server that reads files: without its fragment, without its query and
-// fragment, with its host dropped, with the empty host a
+// fragment, each also percent-decoded (a backslash then a slash too),
+// each with its host dropped, with the empty host a
 // "file:/" URI leaves out (RFC 8089), each also
 // without trailing slashes (trimSlashes); not uri itself, each once.
 func fileSpellings(uri string) []string {
@@ -225,6 +227,16 @@ func fileSpellings(uri string) []string {
 	}
 	if i := strings.IndexAny(uri, "?#"); i >= 0 {
 		bases = append(bases, uri[:i])
+	}
+	// A server that decodes the path reads "file:///etc%2Fpasswd" as
+	// "/etc/passwd" (and, on Windows, "%5C" as a separator).
+	for _, b := range bases {
+		if d, err := url.PathUnescape(b); err == nil && d != b {
+			bases = append(bases, d)
+			if w := strings.ReplaceAll(d, "\\", "/"); w != d {
+				bases = append(bases, w)
+			}
+		}
 	}
 	for _, b := range bases {
 		add(b)
