@@ -276,3 +276,61 @@ func TestAttackReadURITrailingSlash(t *testing.T) {
 		t.Errorf("file:///docs/ was not read: %s", ans)
 	}
 }
+
+// Attack: a forbid of one file sidestepped by a query or a fragment,
+// which a server reading files drops ("file:///etc/passwd?x",
+// "file:///etc/passwd#x"), by the host "localhost", which names the
+// local machine in a file URI, or any host, which a server reading the
+// path alone ignores, or by leaving the empty host out
+// ("file:/etc/passwd", RFC 8089). Breaks: a forbid of the read
+// action blocks the file however the URI spells it.
+func TestAttackReadURIQueryFragment(t *testing.T) {
+	a := startAtkPolicies(t, atkBaseline+`@id("no-passwd") forbid (principal, action == Etdi::Action::"read", resource) when { resource.uri == "file:///etc/passwd" };
+`, func(m *mcpclient.Message, own bool) []string {
+		if m.Method == "resources/templates/list" {
+			return []string{res(m, `{"resourceTemplates":[{"uriTemplate":"file:{+path}","name":"files"}]}`)}
+		}
+		return cleanHandler(m, own)
+	})
+	for _, uri := range []string{"file:///etc/passwd?x", "file:///etc/passwd#x", "file:///etc/passwd?", "file:///etc/passwd#",
+		"file:///etc/passwd/?x#y", "file://localhost/etc/passwd", "file://LocalHost/etc/passwd?x", "file:/etc/passwd", "file:/etc/passwd#x", "file://server/etc/passwd", "file://h.example/etc/passwd?x",
+		"file:///etc%2Fpasswd", "file:///etc%2fpasswd?x", "file:///etc%5Cpasswd", "file://localhost/etc%2Fpasswd"} {
+		params, _ := json.Marshal(map[string]string{"uri": uri})
+		b := blockedData(t, a.ask(t, "resources/read", string(params), 5*time.Second))
+		if b.Kind != PolicyForbid || !slices.Equal(b.Policies, []string{"no-passwd"}) {
+			t.Errorf("%q: %+v", uri, b)
+		}
+	}
+	for _, got := range a.server.received() {
+		if strings.HasPrefix(got, "resources/read") {
+			t.Errorf("%s reached the server", got)
+		}
+	}
+	// Harmless: another file with a query, on another host, and one
+	// whose fragment names the forbidden one.
+	for _, uri := range []string{"file:///etc/hosts?x", "file://server/etc/hosts", "file:///docs/a#passwd", "file:///docs/a?/etc/passwd"} {
+		params, _ := json.Marshal(map[string]string{"uri": uri})
+		if ans := a.ask(t, "resources/read", string(params), 5*time.Second); !strings.Contains(ans, "sunny") {
+			t.Errorf("%q was not read: %s", uri, ans)
+		}
+	}
+}
+
+// Harmless: a read a permit allows by its whole URI is not refused
+// because no permit names it without its query: only a policy that
+// forbids or asks about the other spelling refuses it.
+func TestPolicyReadPermitWithQuery(t *testing.T) {
+	a := startAtkPolicies(t, atkBaseline+`@id("docs") permit (principal, action == Etdi::Action::"read", resource) when { resource.uri == "file:///docs/a?v=1" };
+`, func(m *mcpclient.Message, own bool) []string {
+		if m.Method == "resources/templates/list" {
+			return []string{res(m, `{"resourceTemplates":[{"uriTemplate":"file:{+path}","name":"files"}]}`)}
+		}
+		return cleanHandler(m, own)
+	})
+	if ans := a.ask(t, "resources/read", `{"uri":"file:///docs/a?v=1"}`, 5*time.Second); !strings.Contains(ans, "sunny") {
+		t.Errorf("the permitted read: %s", ans)
+	}
+	if ans := a.ask(t, "resources/read", `{"uri":"file:///docs/a?v=2"}`, 5*time.Second); strings.Contains(ans, "sunny") {
+		t.Errorf("a read no permit names: %s", ans)
+	}
+}

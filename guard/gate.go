@@ -287,7 +287,7 @@ func NewGate(opts GateOptions) (*Gate, error) {
 // errorTo is an error answer of the gate's own, its text clipped and with
 // configured secrets masked.
 func (g *Gate) errorTo(id []byte, code int, msg string, data []byte) []byte {
-	return mcpclient.EncodeError(id, code, g.secrets.String(clipText(msg)), data)
+	return mcpclient.EncodeError(id, code, g.mask(clipText(g.secrets.String(msg))), data)
 }
 
 // Run relays the session between host and server until one of them ends
@@ -783,8 +783,27 @@ func (g *Gate) answerPending(why error) {
 // logf writes one line to the host's log, escaped for a terminal.
 func (g *Gate) logf(format string, args ...any) {
 	if g.opts.Log != nil {
-		g.opts.Log(termtext.Escape(g.secrets.String(fmt.Sprintf("etdi: "+format, args...))))
+		g.opts.Log(termtext.Escape(g.mask(fmt.Sprintf("etdi: "+format, args...))))
 	}
+}
+
+// mask masks the configured secrets in s (secrets), and what clipText
+// left of one where it cut s or a text s quotes: the start of a secret
+// right before "..." no longer matches the whole secret.
+func (g *Gate) mask(s string) string {
+	s = g.secrets.String(s)
+	if !strings.Contains(s, "...") {
+		return s
+	}
+	for _, c := range g.opts.Credentials {
+		if len(c.Value) <= redact.MinLen || !strings.Contains(s, c.Value[:redact.MinLen]) {
+			continue
+		}
+		for k := len(c.Value) - 1; k >= redact.MinLen; k-- {
+			s = strings.ReplaceAll(s, c.Value[:k]+"...", redact.Mask+"...")
+		}
+	}
+	return s
 }
 
 // clipText shortens server text quoted in a message.

@@ -53,6 +53,12 @@ type exposure struct {
 	obs    pin.Observed
 	// tool is what the call-time policies know of a tool (with policies).
 	tool policy.Tool
+	// approved says the gate's own listing found the entry approved (an
+	// entry of own): obs and tool are what it verified. The approval of
+	// the same digest on a page of the host's is not the own listing's.
+	approved bool
+	// refused is why the gate's own listing did not approve it.
+	refused refusal
 }
 
 // refusal says why an entry is not let through.
@@ -154,7 +160,7 @@ func (st *gateState) usable(item, name string) (exposure, bool) {
 		return e, e.digest != "" && st.approved[item][name] == e.digest
 	}
 	e, ok := st.own[item][name]
-	return e, ok && e.digest != "" && st.approved[item][name] == e.digest
+	return e, ok && e.approved && e.digest != "" && st.approved[item][name] == e.digest
 }
 
 // resourceNotFound is the error code of a read of a resource the server
@@ -444,7 +450,7 @@ func (g *Gate) relist(items []string, init *mcpclient.Listing) *Report {
 			if err == nil && r.AllowedItem(item, e.Name) {
 				approved[e.Name] = e.Digest.String()
 				delete(g.st.why[item], e.Name)
-				x.obs = obs[[2]string{item, e.Name}]
+				x.obs, x.approved = obs[[2]string{item, e.Name}], true
 				if g.opts.Policies != nil {
 					x.tool = policy.ToolOf(g.st.server, g.st.provider, x.obs) // once, not on every call
 				}
@@ -455,6 +461,10 @@ func (g *Gate) relist(items []string, init *mcpclient.Listing) *Report {
 				why := reason(r, item, e.Name, err)
 				why.digest = e.Digest.String()
 				g.st.refuse(why)
+				if x := own[e.Name]; x.digest != "" {
+					x.refused = why
+					own[e.Name] = x
+				}
 				withheld = true
 			}
 		}
@@ -973,6 +983,10 @@ func (g *Gate) whyRefused(item, name string) (refusal, int) {
 		why.name = name
 		return why, BlockedCode
 	}
+	if e, ok := g.st.own[item][name]; ok && !e.approved && e.refused.kind != "" {
+		// The host's listing approved it; the gate's own did not.
+		return e.refused, BlockedCode
+	}
 	if _, exposed := g.st.exposed[item][name]; exposed || g.st.offered(item, name) {
 		return refusal{item: item, name: name, kind: NotListed,
 			message: fmt.Sprintf("%s %q is not approved as etdi last listed it", pin.ItemWord(item), name)}, BlockedCode
@@ -1034,7 +1048,7 @@ func (g *Gate) refuseCallCode(code int, m *mcpclient.Message, item, name, digest
 	}
 	g.logf("blocked %s of %s %q: %s: %s (review: %s)", m.Method, what, clipText(name), why.kind, why.message, review)
 	detail := map[string]any{"etdi": "blocked", "kind": why.kind, "server": g.st.server,
-		what: g.secrets.String(clipText(name)), "review": g.secrets.String(review), "message": g.secrets.String(why.message)}
+		what: g.mask(clipText(g.secrets.String(name))), "review": g.mask(review), "message": g.mask(why.message)}
 	if po.decision != "" && (why.kind == PolicyForbid || why.kind == PolicyAsk) {
 		detail["policies"] = po.policies
 		if po.answer != "" {
@@ -1045,7 +1059,7 @@ func (g *Gate) refuseCallCode(code int, m *mcpclient.Message, item, name, digest
 	switch {
 	case code != BlockedCode && item == itemResource:
 		// MCP's shape: the URI in data, beside etdi's reason.
-		detail["uri"] = g.secrets.String(clipText(name))
+		detail["uri"] = g.mask(clipText(g.secrets.String(name)))
 		msg = fmt.Sprintf("Resource not found: %s (etdi: %s; review it with: %s)", name, why.message, review)
 	case code != BlockedCode:
 		what := what
@@ -1085,8 +1099,8 @@ func (g *Gate) tellBlocked() {
 	for i, r := range g.st.toTell {
 		g.logf("withheld %s %q: %s: %s", pin.ItemWord(r.item), clipText(r.name), r.kind, r.message)
 		if i < maxTold { // a listing of thousands is told by count beyond these
-			es = append(es, entry{r.item, g.secrets.String(clipText(r.name)), r.kind, g.secrets.String(r.message)})
-			names = append(names, pin.ItemRef(r.item, g.secrets.String(clipText(r.name))))
+			es = append(es, entry{r.item, g.mask(clipText(g.secrets.String(r.name))), r.kind, g.mask(r.message)})
+			names = append(names, pin.ItemRef(r.item, g.mask(clipText(g.secrets.String(r.name)))))
 		}
 	}
 	n := len(g.st.toTell)

@@ -4,12 +4,13 @@ import (
 	"bytes"
 	"sync"
 
+	"github.com/etdi-dev/etdi"
 	"github.com/etdi-dev/etdi/internal/mcpclient"
 )
 
 // maxLinks bounds the resource URIs one session remembers from the
 // results of tool calls; beyond it, new ones are not remembered (and
-// counted).
+// counted). Each is at most etdi.MaxURILen bytes.
 const maxLinks = 10_000
 
 // links are the resources tools returned in this session (SPEC.md §25):
@@ -68,7 +69,9 @@ func (g *Gate) rememberLinks(tool, digest string, result []byte) {
 		default:
 			return nil
 		}
-		if uri, ok, err := strictString(raw, "uri"); err == nil && ok && uri != "" && uriNotNormal(uri) == "" {
+		// A URI longer than a listing may hold is not remembered: the
+		// bound on what the gate keeps is maxLinks of those.
+		if uri, ok, err := strictString(raw, "uri"); err == nil && ok && uri != "" && len(uri) <= etdi.MaxURILen && uriNotNormal(uri) == "" {
 			uris = append(uris, uri)
 		}
 		return nil

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/etdi-dev/etdi"
 )
 
 // FuzzRememberLinks feeds tool results a server chooses to the reading of
@@ -33,7 +35,7 @@ func FuzzRememberLinks(f *testing.F) {
 			t.Fatalf("%d remembered", len(g.links.by))
 		}
 		for uri, l := range g.links.by {
-			if why := uriNotNormal(uri); why != "" || uri == "" {
+			if why := uriNotNormal(uri); why != "" || uri == "" || len(uri) > etdi.MaxURILen {
 				t.Fatalf("remembered %q: %s", uri, why)
 			}
 			if l.tool != "tool" || l.digest != "sha256:x" {

@@ -3,6 +3,8 @@ package guard
 import (
 	"encoding/json"
 	"fmt"
+	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -147,9 +149,23 @@ func (g *Gate) authorizeEntry(m *mcpclient.Message, s *slot, action, item, name 
 	d := g.opts.Policies.Authorize(policy.Request{Host: g.st.host.name, Action: action, Tool: t, URI: uri, Context: ctx})
 	// A server that cleans the path reads "file:///etc/passwd/" as
 	// "file:///etc/passwd": what the policies refuse of either is refused.
-	if trimmed := strings.TrimRight(uri, "/"); action == policy.ActionRead && d.Effect == policy.Allow && trimmed != uri && !strings.HasSuffix(trimmed, ":") && !strings.HasSuffix(trimmed, ":/") {
+	if trimmed := trimSlashes(uri); action == policy.ActionRead && d.Effect == policy.Allow && trimmed != uri {
 		if d2 := g.opts.Policies.Authorize(policy.Request{Host: g.st.host.name, Action: action, Tool: t, URI: trimmed, Context: ctx}); d2.Effect != policy.Allow {
 			d = d2
+		}
+	}
+	// A server reading files drops the query and the fragment, and reads
+	// "file://localhost/etc/passwd" (or, reading the path alone, any
+	// host) and "file:/etc/passwd" as "file:///etc/passwd": what a
+	// policy forbids (or asks about) of the file is refused however the
+	// URI names it. Only a policy that names the file refuses it: a read
+	// that no permit names in that spelling is decided as asked.
+	if action == policy.ActionRead && d.Effect == policy.Allow {
+		for _, u := range fileSpellings(uri) {
+			if d2 := g.opts.Policies.Authorize(policy.Request{Host: g.st.host.name, Action: action, Tool: t, URI: u, Context: ctx}); d2.Effect != policy.Allow && !d2.NoPermit() {
+				d = d2
+				break
+			}
 		}
 	}
 	if d.Effect == policy.Allow {
@@ -178,6 +194,64 @@ func (g *Gate) authorizeEntry(m *mcpclient.Message, s *slot, action, item, name 
 	}
 	g.refuseCall(m, item, shown, e.digest, args, r, po)
 	return false
+}
+
+// trimSlashes is uri without its trailing slashes, unless they are all
+// its path ("file:///", "x:/"): uri itself then.
+func trimSlashes(uri string) string {
+	trimmed := strings.TrimRight(uri, "/")
+	if trimmed == uri || strings.HasSuffix(trimmed, ":") || strings.HasSuffix(trimmed, ":/") {
+		return uri
+	}
+	return trimmed
+}
+
+// fileSpellings are the other URIs that name the resource uri names to a
+// server that reads files: without its fragment, without its query and
+// fragment, each also percent-decoded (a backslash then a slash too),
+// each with its host dropped, with the empty host a
+// "file:/" URI leaves out (RFC 8089), each also
+// without trailing slashes (trimSlashes); not uri itself, each once.
+func fileSpellings(uri string) []string {
+	var out []string
+	add := func(u string) {
+		for _, v := range []string{u, trimSlashes(u)} {
+			if v != uri && !slices.Contains(out, v) {
+				out = append(out, v)
+			}
+		}
+	}
+	bases := []string{uri}
+	if i := strings.IndexByte(uri, '#'); i >= 0 {
+		bases = append(bases, uri[:i])
+	}
+	if i := strings.IndexAny(uri, "?#"); i >= 0 {
+		bases = append(bases, uri[:i])
+	}
+	// A server that decodes the path reads "file:///etc%2Fpasswd" as
+	// "/etc/passwd" (and, on Windows, "%5C" as a separator).
+	for _, b := range bases {
+		if d, err := url.PathUnescape(b); err == nil && d != b {
+			bases = append(bases, d)
+			if w := strings.ReplaceAll(d, "\\", "/"); w != d {
+				bases = append(bases, w)
+			}
+		}
+	}
+	for _, b := range bases {
+		add(b)
+		if strings.HasPrefix(b, "file:/") && !strings.HasPrefix(b, "file://") {
+			add("file://" + b[len("file:"):]) // "file:/etc/passwd" (RFC 8089)
+		}
+		// A host: "localhost" is this machine (RFC 8089), and a server
+		// that reads the URI's path alone ignores any other.
+		if rest, ok := strings.CutPrefix(b, "file://"); ok && rest != "" && rest[0] != '/' {
+			if i := strings.IndexAny(rest, "/?#"); i > 0 {
+				add("file://" + rest[i:])
+			}
+		}
+	}
+	return out
 }
 
 // policyRefusal is the refusal of a call the policies did not allow.
@@ -263,12 +337,17 @@ func (g *Gate) asked(w *askWait, answer string) {
 		return // answerPending answers it, after every job
 	}
 	m, name, e, args := w.m, w.name, w.e, w.args
+	// The call waits by its id; the host may have cancelled it (withdraw)
+	// and used the id again for another call asked about now: this
+	// answer is about w alone.
 	g.pendMu.Lock()
-	_, waiting := g.asking[m.IDKey()]
-	delete(g.asking, m.IDKey())
+	waiting := g.asking[m.IDKey()] == w
+	if waiting {
+		delete(g.asking, m.IDKey())
+	}
 	g.pendMu.Unlock()
 	if !waiting {
-		return // the session ended and the call was answered
+		return // the session ended and the call was answered, or the host cancelled it
 	}
 	po := w.outcome(answer)
 	if answer != AnswerAccept {

@@ -1496,3 +1496,43 @@ func TestPolicyAttackAskArgumentsLookalikeNames(t *testing.T) {
 		t.Fatalf("blocked data %+v", b)
 	}
 }
+
+// Attack: a call the host cancelled while the person was asked about it,
+// whose id the host then uses again for another call put to the person.
+// The answer to the first question (accepted just before the
+// cancellation, or the withdrawal itself) must act on the first call
+// alone: it is not forwarded, gets no answer, and the second call still
+// waits for its own answer. Breaks: the answer finds the call it is about
+// by identity, not by id.
+func TestPolicyAttackAskIDReused(t *testing.T) {
+	for _, answer := range []string{AnswerAccept, AnswerCancel} {
+		g, err := NewGate(atkOptions(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		g.ctx, g.toHost, g.toServer = context.Background(), newOutbox(), newOutbox()
+		call := func(args string) *askWait {
+			data := []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"get_weather","arguments":` + args + `}}`)
+			m, err := mcpclient.Decode(data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return &askWait{m: m, data: data, name: "get_weather", args: []byte(args),
+				d: policy.Decision{Effect: policy.Ask, Policies: []string{"ask"}}, withdrawn: make(chan struct{})}
+		}
+		first, second := call(`{"city":"old"}`), call(`{"city":"new"}`)
+		// The first was withdrawn (withdraw removed it); the second asks
+		// under the same id.
+		g.asking[first.m.IDKey()] = second
+		g.asked(first, answer)
+		if g.asking[first.m.IDKey()] != second {
+			t.Errorf("%s: the answer about the cancelled call took the question about the next one", answer)
+		}
+		if n := len(g.toServer.q); n != 0 {
+			t.Errorf("%s: %d messages went to the server", answer, n)
+		}
+		if n := len(g.toHost.q); n != 0 {
+			t.Errorf("%s: the host got %d answers to the id it uses for the next call", answer, n)
+		}
+	}
+}
