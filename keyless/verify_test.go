@@ -20,6 +20,9 @@ import (
 )
 
 // statement is the demo weather manifest as a signed statement's payload.
+// statementTime is when the statements of these tests were issued.
+var statementTime = time.Now().Truncate(time.Second)
+
 func statement(t *testing.T) []byte {
 	t.Helper()
 	data, err := os.ReadFile("../cmd/etdi/demodata/weather.manifest.json")
@@ -30,7 +33,10 @@ func statement(t *testing.T) []byte {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, payload, err := sign.Build(m, sign.Options{})
+	// One issue time for every statement of the test run: a statement
+	// made again to compare with a signed one is the same, whichever
+	// second it is made in.
+	_, payload, err := sign.Build(m, sign.Options{IssuedAt: statementTime})
 	if err != nil {
 		t.Fatal(err)
 	}
