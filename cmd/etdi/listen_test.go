@@ -316,7 +316,7 @@ func eventually(t *testing.T, what string, cond func() bool) {
 
 // etdi run --listen serves two hosts at once, each with its own server
 // process; a third beyond --max-sessions gets 503 while both are busy,
-// and ends the one idle longest once they are not; DELETE ends one
+// and ends an idle one once there is one; DELETE ends one
 // session and its process only; a session idle for --idle-timeout ends
 // and its process is reaped, and its id then gets 404; SIGTERM ends the
 // rest and exits 0.
@@ -347,9 +347,15 @@ func TestListenSessions(t *testing.T) {
 
 	l := startListen(t, p.dir, "--max-sessions", "2", "--name", "weather", "--", bin)
 	first := connect(l)
+	firstPID := l.children(t)
 	second := connect(l)
 	pids := l.children(t)
-	if len(pids) != 2 || pids[0] == pids[1] {
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("server processes at first %v, now %v; etdi's log:\n%s", pids, l.children(t), l.logText())
+		}
+	})
+	if len(pids) != 2 || pids[0] == pids[1] || len(firstPID) != 1 {
 		t.Fatalf("server processes %v\n%s", pids, l.logText())
 	}
 	initialize := func() (*http.Response, []byte) {
@@ -381,15 +387,11 @@ func TestListenSessions(t *testing.T) {
 	if resp, body := initialize(); resp.StatusCode != http.StatusServiceUnavailable || !bytes.Contains(body, []byte("2 sessions are open")) {
 		t.Fatalf("a third session while both are busy: %d %s", resp.StatusCode, body)
 	}
-	// Both idle again, the second used last: the first, idle longest,
-	// makes room for the third and ends with its server.
-	for _, resp := range streams {
-		resp.Body.Close()
-	}
-	eventually(t, "both sessions idle", func() bool {
-		if _, err := second.ListTools(l.ctx, nil); err != nil {
-			t.Fatal(err)
-		}
+	// The first idle again, the second still busy: the first makes room
+	// for the third once etdi has seen its stream end, and ends with its
+	// server.
+	streams[0].Body.Close()
+	eventually(t, "the first session idle", func() bool {
 		resp, body := initialize()
 		if resp.StatusCode == http.StatusOK && resp.Header.Get("Mcp-Session-Id") != "" {
 			return true
@@ -400,7 +402,7 @@ func TestListenSessions(t *testing.T) {
 		return false
 	})
 	eventually(t, "the first session's server reaped", func() bool {
-		return !slices.Contains(l.children(t), pids[0]) && len(l.children(t)) == 2
+		return !slices.Contains(l.children(t), firstPID[0]) && len(l.children(t)) == 2
 	})
 	if _, err := first.ListTools(l.ctx, nil); !errors.Is(err, mcp.ErrSessionMissing) {
 		t.Fatalf("a request of the session that made room: %v", err)
@@ -408,6 +410,7 @@ func TestListenSessions(t *testing.T) {
 	if _, err := second.ListTools(l.ctx, nil); err != nil {
 		t.Fatalf("the session used more recently: %v", err)
 	}
+	streams[1].Body.Close()
 	if err := second.Close(); err != nil { // DELETE
 		t.Fatal(err)
 	}
