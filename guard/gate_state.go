@@ -882,21 +882,20 @@ func (g *Gate) rejudge() {
 		}
 		return
 	}
-	for _, t := range o.Tools {
+	g.refuseWithdrawn(o.Tools, still, "the host received it")
+	g.refuseWithdrawn(ownObs.Tools, stillOwn, "etdi last listed it")
+}
+
+// refuseWithdrawn refuses the entries of tools that still (from
+// pin.StillApproved) says are no longer approved as they were seen.
+func (g *Gate) refuseWithdrawn(tools []pin.Observed, still map[string]verify.Kind, seen string) {
+	for _, t := range tools {
 		kind := still[pin.StillApprovedKey(t.Item, t.Name)]
 		if kind == "" {
 			continue
 		}
 		g.st.refuse(refusal{item: t.Item, name: t.Name, kind: string(kind), digest: t.Digest.String(),
-			message: fmt.Sprintf("%s %q is no longer approved as the host received it (%s in the pin database)", pin.ItemWord(t.Item), t.Name, kind)})
-	}
-	for _, t := range ownObs.Tools {
-		kind := stillOwn[pin.StillApprovedKey(t.Item, t.Name)]
-		if kind == "" {
-			continue
-		}
-		g.st.refuse(refusal{item: t.Item, name: t.Name, kind: string(kind), digest: t.Digest.String(),
-			message: fmt.Sprintf("%s %q is no longer approved as etdi last listed it (%s in the pin database)", pin.ItemWord(t.Item), t.Name, kind)})
+			message: fmt.Sprintf("%s %q is no longer approved as %s (%s in the pin database)", pin.ItemWord(t.Item), t.Name, seen, kind)})
 	}
 }
 
