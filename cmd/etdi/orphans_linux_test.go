@@ -106,3 +106,39 @@ func processGone(t *testing.T, pid int) {
 		t.Fatalf("process %d that the server detached outlived etdi", pid)
 	}
 }
+
+// A shell that runs etdi with exec hands etdi its background jobs as
+// children. They are not orphans of a server etdi started: they outlive
+// etdi check, and a detached process of the server still does not.
+func TestInheritedChildOutlivesEtdi(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "trust.json"), []byte(`{"version":1,"unsigned":"warn","providers":[]}`), 0o644)
+	pidFile := filepath.Join(dir, "pid")
+	os.WriteFile(filepath.Join(dir, "server.sh"), []byte(strings.ReplaceAll(orphanServer, "%PIDFILE%", pidFile)), 0o644)
+	script := `sleep 300 & echo $! > job; exec "$0" check --trust trust.json --pins pins.db --server -- sh server.sh`
+	cmd := exec.Command("sh", "-c", script, etdiBin)
+	cmd.Dir = dir
+	cmd.Env = []string{"HOME=" + dir, "XDG_CONFIG_HOME=" + filepath.Join(dir, ".config"), "PATH=" + os.Getenv("PATH")}
+	cmd.WaitDelay = 10 * time.Second
+	out, _ := cmd.CombinedOutput()
+	if code := cmd.ProcessState.ExitCode(); code != exitApproval {
+		t.Fatalf("exit %d\n%s", code, out)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "job"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	job, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	defer syscall.Kill(job, syscall.SIGKILL)
+	// The job is now init's (or a subreaper's) child: alive means not
+	// ended by etdi.
+	if err := syscall.Kill(job, 0); err != nil {
+		t.Fatalf("the shell's background job %d was ended with etdi: %v", job, err)
+	}
+	if stat, _ := os.ReadFile("/proc/" + strconv.Itoa(job) + "/stat"); strings.Contains(string(stat), ") Z ") {
+		t.Fatalf("the shell's background job %d was ended with etdi", job)
+	}
+	b, _ = os.ReadFile(pidFile)
+	orphan, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	processGone(t, orphan)
+}

@@ -26,6 +26,11 @@ var adopt struct {
 	on bool // this process is a child subreaper, set by AdoptOrphans
 	// live are the servers started and not yet stopped, by pid.
 	live map[int]bool
+	// inherited are the children this process already had when it became
+	// a subreaper (pid to start time): a shell that ran etdi with exec
+	// leaves its background jobs to it. They are nobody's orphans and are
+	// never ended.
+	inherited map[int]string
 }
 
 // AdoptOrphans makes this process the child subreaper of everything it
@@ -35,14 +40,23 @@ var adopt struct {
 // it once, before the first server starts, in a program whose only
 // children running beside a server are the servers it starts: stopping
 // the last running server ends every child of the program that is not a
-// server it started (etdi's own commands wait for the other programs they
-// run before starting a server). It reports whether the kernel took it.
+// server it started nor a child it already had when it called AdoptOrphans
+// (etdi's own commands wait for the other programs they run before
+// starting a server). It reports whether the kernel took it.
 func AdoptOrphans() bool {
 	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
 		return false
 	}
+	self := os.Getpid()
+	inherited := map[int]string{}
+	for pid, p := range scanProcs() {
+		if p.ppid == self {
+			inherited[pid] = p.start
+		}
+	}
 	adopt.Lock()
 	adopt.on = true
+	adopt.inherited = inherited
 	adopt.Unlock()
 	return true
 }
@@ -112,11 +126,15 @@ func (t *tree) strays(ps map[int]procInfo) []int {
 	for p := range adopt.live {
 		live[p] = true
 	}
+	inherited := adopt.inherited
 	adopt.Unlock()
 	var out []int
 	for pid, p := range ps {
 		if p.ppid != self || live[pid] {
 			continue
+		}
+		if start, ok := inherited[pid]; ok && start == p.start {
+			continue // a child etdi was given at its start, not an orphan
 		}
 		if p.pgid == t.pid || all {
 			out = append(out, pid)
