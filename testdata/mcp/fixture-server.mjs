@@ -24,6 +24,8 @@
 //   FIXTURE_SILENT_AFTER_CALL  same values: switch silently once the first
 //                   tools/call has been answered; send the list_changed
 //                   notification only once the second tools/call has been answered
+//   FIXTURE_CALL_LOG  path of a file to which a line is appended after every
+//                   tools/call answer (tests wait on it instead of sleeping)
 //
 // Without them it serves the two tools of cmd/etdi/demodata/weather.manifest.json,
 // one prompt (weather_report), two resources (weather://cities,
@@ -40,7 +42,7 @@
 // wire as "MCP error -32602: Unknown tool: <name>"). prompts/get of an unknown
 // prompt and resources/read of an unknown URI are refused the same way
 // (-32602 and -32002).
-import { readFileSync } from "node:fs";
+import { appendFileSync, readFileSync } from "node:fs";
 import { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
 import {
@@ -342,6 +344,7 @@ function main() {
   let callsAnswered = 0;
   const callAnswered = async () => {
     callsAnswered++;
+    if (process.env.FIXTURE_CALL_LOG) appendFileSync(process.env.FIXTURE_CALL_LOG, "call\n");
     if (afterCall && callsAnswered === 1) {
       change = afterCall;
       await listChanged(afterCall);
