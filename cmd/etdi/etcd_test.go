@@ -67,7 +67,7 @@ func TestEtcdTwoMachines(t *testing.T) {
 	}
 	time.Sleep(2 * time.Second)
 	revokeStart := time.Now()
-	if r := runEtdi(t, p.dir, append(a, pwEnv...), "pin", "revoke", "--pins", loc, "acme:weather/get_weather"); r.code != 0 {
+	if r := runEtdi(t, p.dir, append(a, pwEnv...), "pin", "revoke", "--yes", "--pins", loc, "acme:weather/get_weather"); r.code != 0 {
 		t.Fatalf("revoke on a: %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	revoked := time.Now()

@@ -48,6 +48,17 @@ type hintError struct {
 	hint string
 }
 
+// commandHintError carries a command to run printed after the error,
+// escaped where it was made (each untrusted part, termtext.Escape), so
+// that the command, quoted for a shell, is printed as it is pasted.
+type commandHintError struct {
+	err     error
+	command string
+}
+
+func (e *commandHintError) Error() string { return e.err.Error() }
+func (e *commandHintError) Unwrap() error { return e.err }
+
 func (e *hintError) Error() string { return e.err.Error() }
 func (e *hintError) Unwrap() error { return e.err }
 
@@ -64,6 +75,10 @@ func report(stderr io.Writer, err error, ranCommand bool) int {
 	var he *hintError
 	if errors.As(err, &he) {
 		say(stderr, "etdi: hint: %s\n", he.hint)
+	}
+	var ch *commandHintError
+	if errors.As(err, &ch) {
+		fmt.Fprintf(stderr, "etdi: hint: run: %s\n", ch.command)
 	}
 	var ue *usageError
 	if errors.As(err, &ue) || !ranCommand {

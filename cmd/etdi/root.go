@@ -30,6 +30,9 @@ type env struct {
 	ranCommand bool
 	// quiet (check --quiet) silences progress lines.
 	quiet bool
+	// args are the command line after "etdi", for commands that print
+	// it back (with a flag added).
+	args []string
 }
 
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
@@ -38,6 +41,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 }
 
 func (e *env) run(args []string) int {
+	e.args = args
 	root := e.newRoot()
 	root.SetArgs(args)
 	root.SetIn(e.stdin)
