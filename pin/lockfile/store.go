@@ -19,12 +19,18 @@ import (
 type UnjustifiedError struct{ Disagreements []pin.Disagreement }
 
 func (e *UnjustifiedError) Error() string {
+	sentence, lines := e.List()
+	return sentence + ":\n  " + strings.Join(lines, "\n  ")
+}
+
+// List returns the error's sentence and its items, for a program that
+// prints them one a line.
+func (e *UnjustifiedError) List() (string, []string) {
 	var lines []string
 	for _, d := range e.Disagreements {
 		lines = append(lines, d.String())
 	}
-	return fmt.Sprintf("%d pins, revocations or index entries disagree with the history; not exporting them:\n  %s",
-		len(lines), strings.Join(lines, "\n  "))
+	return fmt.Sprintf("%d pins, revocations or index entries disagree with the history; not exporting them", len(lines)), lines
 }
 
 // Export returns what s approved and revoked. It first replays the
@@ -130,11 +136,18 @@ type Conflict struct {
 type ConflictError struct{ Conflicts []Conflict }
 
 func (e *ConflictError) Error() string {
+	sentence, lines := e.List()
+	return sentence + ":\n  " + strings.Join(lines, "\n  ")
+}
+
+// List returns the error's sentence and its items, for a program that
+// prints them one a line.
+func (e *ConflictError) List() (string, []string) {
 	var lines []string
 	for _, c := range e.Conflicts {
 		lines = append(lines, fmt.Sprintf("%s: the database holds %s, the lockfile %s", c.Ref, c.Pinned, c.Locked))
 	}
-	return fmt.Sprintf("%d pins of the database differ from the lockfile; nothing imported:\n  %s", len(lines), strings.Join(lines, "\n  "))
+	return fmt.Sprintf("%d pins of the database differ from the lockfile; nothing imported", len(lines)), lines
 }
 
 // describe is what a conflict shows of a pin.
