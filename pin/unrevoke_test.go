@@ -189,6 +189,35 @@ func TestUnrevokeRefusals(t *testing.T) {
 	}
 }
 
+// TestUnrevokeRefusesAnEditedKeyRevocation: a key revocation (about no
+// server) whose who was edited outside etdi is not lifted, and check
+// refuses it: the author shown must be the history's.
+func TestUnrevokeRefusesAnEditedKeyRevocation(t *testing.T) {
+	s := openTemp(t)
+	id := "sha256:" + strings.Repeat("ef", 32)
+	o := obs("acme:weather", 1, tool(t, "get_weather", "1.0.0", weatherDef, Signer{Kind: "key", ID: id}))
+	mustApprove(t, s, o)
+	if err := s.Revoke(Revocation{KeyID: id, By: "sec", Reason: "leaked"}); err != nil {
+		t.Fatal(err)
+	}
+	key := []byte("key:" + id)
+	s = edit(t, s, func(tx *bolt.Tx) {
+		var r Revocation
+		json.Unmarshal(tx.Bucket(bRevoked).Get(key), &r)
+		r.By = "the-ciso"
+		v, _ := json.Marshal(r)
+		tx.Bucket(bRevoked).Put(key, v)
+	})
+	refused(t, s, o, "author, time or reason differ")
+	var ue *UnjustifiedError
+	if err := s.Unrevoke(Revocation{KeyID: id, By: "lead"}); !errors.As(err, &ue) {
+		t.Fatalf("unrevoke of an edited key revocation: %v", err)
+	}
+	if len(recordsOf(t, s, RecordUnrevoke)) != 0 {
+		t.Fatal("a refused unrevoke was recorded")
+	}
+}
+
 // TestUnrevokedRevocationRestoredIsRefused: after a revocation is lifted,
 // putting its old value back (a rollback by someone who can write the
 // database) is refused by check and named by audit, never a silent
@@ -216,5 +245,32 @@ func TestUnrevokedRevocationRestoredIsRefused(t *testing.T) {
 	}
 	if !slices.ContainsFunc(d, func(d Disagreement) bool { return d.What == "revocation" && d.Ref == string(key) }) {
 		t.Fatalf("audit does not name the restored revocation: %v", d)
+	}
+}
+
+// TestUnrevokeRefusesARolledBackRevocation: a revocation value put back
+// to an earlier revocation of the same tool (bound to its own, older
+// record) is refused when lifted: the latest record must be the one.
+func TestUnrevokeRefusesARolledBackRevocation(t *testing.T) {
+	srv := "acme:weather"
+	v1 := tool(t, "get_weather", "1.0.0", weatherDef, keyA)
+	s := openTemp(t)
+	mustApprove(t, s, obs(srv, 1, v1))
+	if err := s.Revoke(Revocation{Server: srv, Tool: "get_weather", By: "sec", Reason: "first"}); err != nil {
+		t.Fatal(err)
+	}
+	key := []byte(srv + "/get_weather")
+	var first []byte
+	s = edit(t, s, func(tx *bolt.Tx) { first = slices.Clone(tx.Bucket(bRevoked).Get(key)) })
+	if err := s.Unrevoke(Revocation{Server: srv, Tool: "get_weather", By: "lead"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Revoke(Revocation{Server: srv, Tool: "get_weather", By: "sec", Reason: "second"}); err != nil {
+		t.Fatal(err)
+	}
+	s = edit(t, s, func(tx *bolt.Tx) { tx.Bucket(bRevoked).Put(key, first) })
+	var ue *UnjustifiedError
+	if err := s.Unrevoke(Revocation{Server: srv, Tool: "get_weather", By: "lead"}); !errors.As(err, &ue) {
+		t.Fatalf("unrevoke of a rolled-back revocation: %v", err)
 	}
 }
