@@ -274,3 +274,45 @@ func TestUnrevokeRefusesARolledBackRevocation(t *testing.T) {
 		t.Fatalf("unrevoke of a rolled-back revocation: %v", err)
 	}
 }
+
+// TestStillApprovedFailsClosedOnAnEditedRevocation: the gate's recheck
+// reads revocations without replaying the history; a damaged, unbound or
+// misplaced revocation value is an error there, never "still approved".
+func TestStillApprovedFailsClosedOnAnEditedRevocation(t *testing.T) {
+	srv := "acme:weather"
+	v1 := tool(t, "get_weather", "1.0.0", weatherDef, keyA)
+	key := []byte(srv + "/get_weather")
+	for _, tc := range []struct {
+		name string
+		fn   func(tx *bolt.Tx)
+	}{
+		{"damaged", func(tx *bolt.Tx) { tx.Bucket(bRevoked).Put(key, []byte("{garbage")) }},
+		{"unbound", func(tx *bolt.Tx) {
+			var r Revocation
+			json.Unmarshal(tx.Bucket(bRevoked).Get(key), &r)
+			r.Binding = Binding{}
+			v, _ := json.Marshal(r)
+			tx.Bucket(bRevoked).Put(key, v)
+		}},
+		{"moved from another tool", func(tx *bolt.Tx) {
+			v := slices.Clone(tx.Bucket(bRevoked).Get([]byte(srv + "/get_forecast")))
+			tx.Bucket(bRevoked).Put(key, v)
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := openTemp(t)
+			f := tool(t, "get_forecast", "1.0.0", `{"name":"get_forecast"}`, keyA)
+			mustApprove(t, s, obs(srv, 1, v1, f))
+			if err := s.Revoke(Revocation{Server: srv, Tool: "get_weather", By: "sec"}); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Revoke(Revocation{Server: srv, Tool: "get_forecast", By: "sec"}); err != nil {
+				t.Fatal(err)
+			}
+			s = edit(t, s, tc.fn)
+			if still, err := s.StillApproved(obs(srv, 1, v1)); err == nil {
+				t.Fatalf("StillApproved read an edited revocation: %v", still)
+			}
+		})
+	}
+}
