@@ -150,6 +150,21 @@ func (e *ConflictError) List() (string, []string) {
 	return fmt.Sprintf("%d pins of the database differ from the lockfile; nothing imported", len(lines)), lines
 }
 
+// RefusedError lists the approvals of a lockfile the database refused,
+// each "SERVER/TOOL: why".
+type RefusedError struct{ Refused []string }
+
+func (e *RefusedError) Error() string {
+	sentence, lines := e.List()
+	return sentence + ":\n  " + strings.Join(lines, "\n  ")
+}
+
+// List returns the error's sentence and its items, for a program that
+// prints them one a line.
+func (e *RefusedError) List() (string, []string) {
+	return fmt.Sprintf("could not import %d approvals of the lockfile", len(e.Refused)), e.Refused
+}
+
 // describe is what a conflict shows of a pin.
 func describe(version, digest string, signer pin.Signer, perms []etdi.Permission, served string) string {
 	s := strings.TrimSpace(version + " " + digest)
@@ -392,7 +407,7 @@ func approve(s *pin.Store, f *File, srv *Server, sequence uint64, served string,
 		why = append(why, fmt.Sprintf("%s/%s: %s", srv.Key, n, reason))
 	}
 	if len(why) > 0 {
-		return fmt.Errorf("could not import %d approvals of the lockfile:\n  %s", len(why), strings.Join(why, "\n  "))
+		return &RefusedError{Refused: why}
 	}
 	if accept && !slices.Contains(res.Instructions, srv.Key) {
 		info, err := s.Server(srv.Key)
