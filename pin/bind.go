@@ -149,6 +149,10 @@ func revocationDisagrees(rec *Record, r *Revocation) string {
 		rec.Digest != r.Digest || (r.Digest != "" && rec.Item != r.Item) || (r.Digest == "" && r.Item != "") {
 		return "the record revokes something else"
 	}
+	// Who, when and why are shown with every finding of the revocation.
+	if rec.By != r.By || rec.Message != r.Reason || !rec.Time.Equal(r.At) {
+		return "its author, time or reason differ from the record's"
+	}
 	return ""
 }
 
@@ -250,6 +254,10 @@ func checkLatest(tx *kvTx, server string) error {
 					delete(live, pk)
 				}
 			}
+		case rec.Type == RecordUnrevoke && (rec.Server == server || rec.KeyID != ""):
+			r := revocationOf(rec)
+			delete(latest, "r"+string(r.key()))
+			continue
 		case (rec.Type == RecordApprove || rec.Type == RecordReapprove) && rec.Server == server && rec.Tool != "":
 			pk := string(pinKeyOf(rec.Server, rec.Item, rec.Tool))
 			live[pk] = approved(live[pk], i-1, rec.Digest, rec.Variant)

@@ -83,8 +83,8 @@ func unrecorded(tx *kvTx, server string, findings []verify.Finding) ([]verify.Fi
 					pending--
 				}
 			}
-		case RecordApprove, RecordReapprove, RecordRevoke:
-			keyRevoked := rec.Type == RecordRevoke && rec.KeyID != ""
+		case RecordApprove, RecordReapprove, RecordRevoke, RecordUnrevoke:
+			keyRevoked := (rec.Type == RecordRevoke || rec.Type == RecordUnrevoke) && rec.KeyID != ""
 			if rec.Server != server && !keyRevoked {
 				continue
 			}

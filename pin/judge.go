@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 	"unicode"
 
 	"github.com/etdi-dev/etdi"
@@ -391,7 +390,7 @@ func compareItem(tx *kvTx, o *Observation, t *Observed, sc *shareCache) (ToolSta
 	}
 	if r != nil {
 		st.Status = "blocked"
-		f.Kind, f.Message = verify.Revoked, fmt.Sprintf("%s %s: the definition %s was revoked on %s by %s", ItemWord(t.Item), ref, r.Digest, r.At.Format(time.RFC3339), r.By)
+		f.Kind, f.Message = verify.Revoked, fmt.Sprintf("%s %s: the definition %s", ItemWord(t.Item), ref, r.Digest)+revokedText(r)
 		return st, []verify.Finding{f}, nil
 	}
 	full, err := readItem(tx, o.Server, t.Item, t.Name) // checked by checkLatest
@@ -499,7 +498,7 @@ func compareTool(tx *kvTx, o *Observation, t *Observed, sameSkeleton []string, c
 			// One approved definition (SPEC.md §14.1): the others stay.
 			what = "the definition " + r.Digest
 		}
-		f := with(verify.Revoked, verify.Error, fmt.Sprintf("tool %s: %s was revoked on %s by %s", ref, what, r.At.Format(time.RFC3339), r.By))
+		f := with(verify.Revoked, verify.Error, fmt.Sprintf("tool %s: %s", ref, what)+revokedText(r))
 		f.KeyID = r.KeyID
 		return st, []verify.Finding{f}, nil
 	}

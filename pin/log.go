@@ -21,6 +21,7 @@ const (
 	RecordApprove   = "approve"   // first approval of a tool on a server
 	RecordReapprove = "reapprove" // approval replacing an earlier pin
 	RecordRevoke    = "revoke"    // a revocation
+	RecordUnrevoke  = "unrevoke"  // a revocation lifted
 	RecordFinding   = "finding"   // a finding detected by check
 	RecordCall      = "call"      // a tools/call through etdi run --audit-calls
 )

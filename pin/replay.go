@@ -50,6 +50,8 @@ type brief struct {
 	digest  string
 	variant bool
 	pin     string
+	// lifted says the record lifts the revocation ref (RecordUnrevoke).
+	lifted bool
 }
 
 // approvalSum is the SHA-256 of what an approval approves, each field
@@ -185,7 +187,7 @@ func replayable(rec *Record) bool {
 	switch rec.Type {
 	case RecordApprove, RecordReapprove:
 		return rec.Tool != ""
-	case RecordRevoke:
+	case RecordRevoke, RecordUnrevoke:
 		return true
 	}
 	return false
@@ -290,6 +292,9 @@ func readHistory(hist *history, check bool) (*Tree, *replayed, error) {
 					if r.Digest != "" && r.KeyID == "" {
 						br.digest, br.pin = r.Digest, string(pinKeyOf(rec.Server, rec.Item, rec.Tool))
 					}
+				case RecordUnrevoke:
+					r := revocationOf(&rec)
+					br.ref, br.lifted = string(r.key()), true
 				}
 			}
 		}
@@ -323,6 +328,8 @@ func readHistory(hist *history, check bool) (*Tree, *replayed, error) {
 		case !br.ok:
 		case br.approval:
 			st.pins[br.ref] = approved(st.pins[br.ref], i, br.digest, br.variant)
+		case br.lifted:
+			delete(st.revoked, br.ref)
 		default:
 			st.revoked[br.ref] = i
 			if br.pin != "" {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/etdi-dev/etdi"
 	"github.com/etdi-dev/etdi/internal/termtext"
@@ -66,6 +67,9 @@ func revokedBy(tx *kvTx, server string, t *Observed) (*Revocation, error) {
 // it, which stays approved: the definition revoked leaves the pin's
 // variants and is refused from then on (SPEC.md §14.1).
 func (s *Store) Revoke(r Revocation) error {
+	if err := checkReason(r.Reason); err != nil {
+		return err
+	}
 	if r.At.IsZero() {
 		r.At = time.Now().UTC()
 	}
@@ -170,5 +174,115 @@ func (s *Store) revokeVariant(r Revocation) error {
 			return err
 		}
 		return tx.Bucket(bRevoked).Put(r.key(), v)
+	})
+}
+
+// MaxReasonLen bounds the reason of a revocation or of lifting one, in
+// bytes: it is shown with every finding of what was revoked.
+const MaxReasonLen = 1024
+
+func checkReason(reason string) error {
+	if len(reason) > MaxReasonLen {
+		return fmt.Errorf("the reason is %d bytes long; at most %d are kept", len(reason), MaxReasonLen)
+	}
+	if !utf8.ValidString(reason) {
+		return errors.New("the reason is not valid UTF-8")
+	}
+	return nil
+}
+
+// revocationRef is how etdi pin revoke and etdi pin unrevoke name r:
+// SERVER/TOOL[@VERSION], SERVER/ITEM (with r.Digest), or "" for a key.
+func revocationRef(r *Revocation) string {
+	switch {
+	case r.KeyID != "":
+		return ""
+	case r.Digest != "":
+		return r.Server + "/" + ItemRef(r.Item, r.Tool)
+	case r.Version != "":
+		return r.Server + "/" + r.Tool + "@" + r.Version
+	}
+	return r.Server + "/" + r.Tool
+}
+
+// UnrevokeCommand is the command that lifts r, for a person to paste.
+func UnrevokeCommand(r *Revocation) string {
+	switch {
+	case r.KeyID != "":
+		return "etdi pin unrevoke --key " + r.KeyID
+	case r.Digest != "":
+		return "etdi pin unrevoke " + termtext.ShellQuote(revocationRef(r)) + " --digest " + r.Digest
+	}
+	return "etdi pin unrevoke " + termtext.ShellQuote(revocationRef(r))
+}
+
+// revokedText says of a revocation when, by whom and why it was made
+// and how it is lifted, after what it revoked: the text of the revoked
+// finding (SPEC.md §14). The reason, bounded when it was recorded, is
+// clipped again here (a database may hold any); like every name in a
+// finding it is escaped where it is shown.
+func revokedText(r *Revocation) string {
+	s := fmt.Sprintf(" was revoked on %s by %s", r.At.Format(time.RFC3339), r.By)
+	if r.Reason != "" {
+		reason := r.Reason
+		if len(reason) > MaxReasonLen {
+			reason = strings.ToValidUTF8(reason[:MaxReasonLen], "") + "..."
+		}
+		s += fmt.Sprintf(" (reason: %s)", reason)
+	}
+	return s + "; an approver lifts the revocation with: " + UnrevokeCommand(r)
+}
+
+// Unrevoke lifts the revocation r names (by its server, tool, version,
+// item and digest, or its key id) in one transaction with an unrevoke
+// record of the history that says who lifted it (r.By) and why
+// (r.Reason). What the revocation blocked is approved again as it was
+// approved before: the pins were kept. A definition revoked on its own
+// (r.Digest) had left its pin, so it needs approval again. Lifting a
+// revocation the history does not justify is refused (SPEC.md §14.2).
+func (s *Store) Unrevoke(r Revocation) error {
+	if r.By == "" {
+		return errors.New("lifting a revocation records who lifts it: give who")
+	}
+	if err := checkReason(r.Reason); err != nil {
+		return err
+	}
+	if r.At.IsZero() {
+		r.At = time.Now().UTC()
+	}
+	if r.Digest != "" {
+		d, err := etdi.ParseDigest(r.Digest)
+		if err != nil {
+			return fmt.Errorf("digest %q: want sha256:<64 hex digits>", r.Digest)
+		}
+		r.Digest = d.String()
+	} else {
+		r.Item = ""
+	}
+	return s.update(func(tx *kvTx) error {
+		v := tx.Bucket(bRevoked).Get(r.key())
+		if v == nil {
+			return fmt.Errorf("%s is not revoked (etdi pin list shows what is)", r.Target())
+		}
+		var old Revocation
+		if err := json.Unmarshal(v, &old); err != nil {
+			return damagedError("revocation", r.key(), err)
+		}
+		if string(old.key()) != string(r.key()) {
+			return &UnjustifiedError{"revocation", string(r.key()), old.Record, fmt.Sprintf("the value is the revocation of %q", old.key())}
+		}
+		if err := checkRevocation(tx, &old); err != nil {
+			return err
+		}
+		if old.Server != "" {
+			if err := checkLatest(tx, old.Server); err != nil {
+				return err
+			}
+		}
+		if _, err := appendBound(tx, Record{Type: RecordUnrevoke, Time: r.At, Server: old.Server, Item: old.Item, Tool: old.Tool,
+			Version: old.Version, KeyID: old.KeyID, Digest: old.Digest, Message: r.Reason, By: r.By}); err != nil {
+			return err
+		}
+		return tx.Bucket(bRevoked).Delete(r.key())
 	})
 }

@@ -149,7 +149,7 @@ Exit codes: 0 intact, 10 the history or the checkpoint does not verify
 					lines = append(lines, d.String())
 				}
 				rep.Intact = false
-				return fail(rep, fmt.Errorf("%d pins, revocations or index entries disagree with the history:\n  %s", n, strings.Join(lines, "\n  ")))
+				return fail(rep, &linesError{fmt.Errorf("%d pins, revocations or index entries disagree with the history", n), lines})
 			}
 			auto := false
 			if checkpoint == "" {

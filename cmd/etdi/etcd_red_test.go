@@ -45,7 +45,7 @@ func TestRedGateMissesRevocationAfterHostileKey(t *testing.T) {
 	if _, err := c.Client(t).Put(ctx, "team/red/log/records/"+strings.Repeat("x", 40<<10), "x"); err != nil {
 		t.Fatal(err)
 	}
-	if r := runEtdi(t, p.dir, append(a, pwEnv...), "pin", "revoke", "--pins", loc, "acme:weather/get_weather"); r.code != 0 {
+	if r := runEtdi(t, p.dir, append(a, pwEnv...), "pin", "revoke", "--yes", "--pins", loc, "acme:weather/get_weather"); r.code != 0 {
 		t.Fatalf("revoke on a: %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	revoked := time.Now()

@@ -73,7 +73,7 @@ func TestEtcdTwoMachines(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	revokeStart := time.Now()
-	if r := runEtdi(t, p.dir, append(a, pwEnv...), "pin", "revoke", "--pins", loc, "acme:weather/get_weather"); r.code != 0 {
+	if r := runEtdi(t, p.dir, append(a, pwEnv...), "pin", "revoke", "--yes", "--pins", loc, "acme:weather/get_weather"); r.code != 0 {
 		t.Fatalf("revoke on a: %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	revoked := time.Now()

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/etdi-dev/etdi/verify"
 )
@@ -48,8 +49,58 @@ type hintError struct {
 	hint string
 }
 
+// commandHintError carries a command to run printed after the error,
+// escaped where it was made (each untrusted part, termtext.Escape), so
+// that the command, quoted for a shell, is printed as it is pasted.
+type commandHintError struct {
+	err     error
+	command string
+}
+
+func (e *commandHintError) Error() string { return e.err.Error() }
+func (e *commandHintError) Unwrap() error { return e.err }
+
 func (e *hintError) Error() string { return e.err.Error() }
 func (e *hintError) Unwrap() error { return e.err }
+
+// listError is an error that is a sentence followed by a list (paths
+// searched, records that disagree): it is printed one item a line, each
+// escaped on its own, so that a newline inside an item cannot start a
+// line of its own.
+type listError interface {
+	error
+	List() (sentence string, items []string)
+}
+
+// linesError is a listError made here.
+type linesError struct {
+	err   error // the sentence; errors.Is sees it
+	items []string
+}
+
+func (e *linesError) Error() string {
+	return e.err.Error() + ":\n  " + strings.Join(e.items, "\n  ")
+}
+func (e *linesError) Unwrap() error            { return e.err }
+func (e *linesError) List() (string, []string) { return e.err.Error(), e.items }
+
+// sayError prints err after "etdi: error: ", escaped (termtext.Escape):
+// a listError, even wrapped, as its lines.
+func sayError(stderr io.Writer, err error) {
+	msg := err.Error()
+	var le listError
+	if errors.As(err, &le) {
+		if prefix, ok := strings.CutSuffix(msg, le.Error()); ok {
+			sentence, items := le.List()
+			say(stderr, "etdi: error: %s%s:\n", prefix, sentence)
+			for _, it := range items {
+				say(stderr, "  %s\n", it)
+			}
+			return
+		}
+	}
+	say(stderr, "etdi: error: %s\n", msg)
+}
 
 // report prints err and returns the process exit code.
 func report(stderr io.Writer, err error, ranCommand bool) int {
@@ -60,10 +111,14 @@ func report(stderr io.Writer, err error, ranCommand bool) int {
 	if errors.As(err, &ec) {
 		return ec.code
 	}
-	say(stderr, "etdi: error: %s\n", err)
+	sayError(stderr, err)
 	var he *hintError
 	if errors.As(err, &he) {
 		say(stderr, "etdi: hint: %s\n", he.hint)
+	}
+	var ch *commandHintError
+	if errors.As(err, &ch) {
+		fmt.Fprintf(stderr, "etdi: hint: run: %s\n", ch.command)
 	}
 	var ue *usageError
 	if errors.As(err, &ue) || !ranCommand {

@@ -66,7 +66,7 @@ func TestCLIPinsBoundToHistory(t *testing.T) {
 	p2 := newPinEnv(t)
 	p2.ok("trust", "unsigned", "--policy", "trust.json", "warn")
 	p2.ok(append([]string{"pin", "approve"}, append(pinArgs, "--name", "files", "--tools", "live-ok.json")...)...)
-	p2.ok("pin", "revoke", "--pins", "pins.db", "unsigned:files/get_weather")
+	p2.ok("pin", "revoke", "--yes", "--pins", "pins.db", "unsigned:files/get_weather")
 	p2.expect(14, "revoked", p2.check("", "live-ok.json", "--name", "files")...)
 	p2.editPins(func(tx *bolt.Tx) error {
 		return tx.Bucket([]byte("revoked")).Delete([]byte("unsigned:files/get_weather"))
@@ -139,12 +139,12 @@ func TestCLIExitPrecedence(t *testing.T) {
 		{"bad signature over revoked", func(p *pinEnv) {
 			p.ok("sign", "--key", "acme.key", "--out", "v1.etdi.json", "v1.manifest.json")
 			p.ok(append([]string{"pin", "approve"}, append(pinArgs, "--bundle", "v1.etdi.json")...)...)
-			p.ok("pin", "revoke", "--pins", "pins.db", "acme:weather/get_forecast")
+			p.ok("pin", "revoke", "--yes", "--pins", "pins.db", "acme:weather/get_forecast")
 		}, with(ok, extra), []string{"--bundle", "v1.etdi.json"}, 10, []string{"unsigned_tool", "revoked"}},
 		{"revoked over approval", func(p *pinEnv) {
 			p.ok("trust", "unsigned", "--policy", "trust.json", "warn")
 			p.ok(append([]string{"pin", "approve"}, append(pinArgs, "--name", "files", "--tools", "live-ok.json")...)...)
-			p.ok("pin", "revoke", "--pins", "pins.db", "unsigned:files/get_forecast")
+			p.ok("pin", "revoke", "--yes", "--pins", "pins.db", "unsigned:files/get_forecast")
 		}, with(ok, extra), []string{"--name", "files"}, 14, []string{"revoked", "new_tool"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

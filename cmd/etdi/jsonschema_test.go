@@ -413,7 +413,7 @@ func TestJSONOutputsMatchSchemas(t *testing.T) {
 	}
 
 	// pin list, with a revocation under a pin.
-	s.ok("pin", "revoke", "--pins", "pins.db", "--reason", "withdrawn upstream", "acme:weather/get_forecast@1.1.0")
+	s.ok("pin", "revoke", "--yes", "--pins", "pins.db", "--reason", "withdrawn upstream", "acme:weather/get_forecast@1.1.0")
 	out = add("pin-list.schema.json", 0, "pin", "list", "--pins", "pins.db", "--json")
 	if !strings.Contains(out, `"revocations": [
         {`) {

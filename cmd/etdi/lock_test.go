@@ -62,7 +62,7 @@ func (p *pinEnv) approveTeam(db string, oneByOne bool) {
 			p.ok(append(acme, "--tool", tool, "--by", "someone-else")...)
 		}
 	}
-	p.ok("pin", "revoke", "--pins", db, "unsigned:old/legacy", "--reason", "advisory 9")
+	p.ok("pin", "revoke", "--yes", "--pins", db, "unsigned:old/legacy", "--reason", "advisory 9")
 }
 
 // lockCheck is etdi check --lock with the trust policy, as --json.
@@ -490,7 +490,7 @@ func TestCLILockRollback(t *testing.T) {
 	// Revoked after the export: the new generation carries the
 	// revocation; the old lockfile no longer passes.
 	copyFile(t, filepath.Join(p.dir, "team.lock.json"), filepath.Join(p.dir, "old.lock.json"))
-	p.ok("pin", "revoke", "--pins", "team.db", "unsigned:files/read_file", "--reason", "exfiltrates")
+	p.ok("pin", "revoke", "--yes", "--pins", "team.db", "unsigned:files/read_file", "--reason", "exfiltrates")
 	p.expect(2, "not higher than the generation", "pin", "export", "--pins", "team.db", "--lock", "team.lock.json", "--sign", "--key", "audit.key",
 		"--generation", fmt.Sprint(first.Generation))
 	p.ok("pin", "export", "--pins", "team.db", "--lock", "team.lock.json", "--sign", "--key", "audit.key")
@@ -512,7 +512,7 @@ func TestCLILockRollback(t *testing.T) {
 	p.ok("pin", "export", "--pins", "team.db", "--lock", "other-a.lock.json", "--sign", "--key", "other.key", "--generation", "5")
 	p.expect(0, `"exitCode": 0`, check("other-a.lock.json", "other.pub")...)
 	// The same generation with other content is refused.
-	p.ok("pin", "revoke", "--pins", "team.db", "unsigned:files/list_dir")
+	p.ok("pin", "revoke", "--yes", "--pins", "team.db", "unsigned:files/list_dir")
 	p.ok("pin", "export", "--pins", "team.db", "--lock", "other-b.lock.json", "--sign", "--key", "other.key", "--generation", "5")
 	p.expect(11, "two signed lockfiles of one generation", check("other-b.lock.json", "other.pub")...)
 	p.expect(0, `"exitCode": 0`, check("other-a.lock.json", "other.pub")...)

@@ -31,6 +31,9 @@ func (e *env) listTools(sf *serverFlags, t *target) ([]etdi.LiveTool, string, er
 		}
 		tl, err := etdi.ParseToolsList(data)
 		if err != nil {
+			if uerr := notAListing(t.toolsFile, data); uerr != nil {
+				return nil, "", uerr
+			}
 			return nil, "", fmt.Errorf("%s: %w", t.toolsFile, err)
 		}
 		return tl.Tools, "", nil

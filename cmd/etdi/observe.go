@@ -157,6 +157,15 @@ func (e *env) targets(f *serverFlags, args []string, dash int) ([]target, error)
 	}
 	switch {
 	case f.tools != "":
+		if f.tools != "-" {
+			// A manifest or a bundle given for --tools is a mix-up, a
+			// usage error that says how to use the file (sniff.go).
+			if data, err := e.readInput(f.tools); err == nil {
+				if err := notAListing(f.tools, data); err != nil {
+					return nil, err
+				}
+			}
+		}
 		return []target{{label: f.tools, name: f.name, toolsFile: f.tools, location: f.tools}}, nil
 	case f.server:
 		t := target{label: strings.Join(redact.Args(f.argv), " "), name: f.name, argv: f.argv, env: os.Environ(), location: f.bundle}
@@ -211,7 +220,7 @@ func (e *env) targets(f *serverFlags, args []string, dash int) ([]target, error)
 			return nil, err
 		}
 		if len(files) == 0 {
-			return nil, &hintError{fmt.Errorf("%w; searched:\n  %s", hostconfig.ErrNoConfig, strings.Join(searched, "\n  ")), "give a file with --config PATH"}
+			return nil, &hintError{&linesError{fmt.Errorf("%w; searched", hostconfig.ErrNoConfig), searched}, "give a file with --config PATH"}
 		}
 		var skipped []string
 		for _, en := range es {
@@ -460,6 +469,9 @@ func (e *env) listing(f *serverFlags, t *target) (*guard.Listing, error) {
 		// A saved listing has the bound of a live one (SPEC.md §17).
 		l, err := guard.ReadListing(data)
 		if err != nil {
+			if uerr := notAListing(t.toolsFile, data); uerr != nil {
+				return nil, uerr
+			}
 			return nil, fmt.Errorf("%s: %w", t.toolsFile, err)
 		}
 		return l, nil

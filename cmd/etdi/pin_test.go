@@ -181,7 +181,7 @@ func TestCLIPinLifecycle(t *testing.T) {
 	p.expect(0, `"exitCode": 0`, p.check("", "reordered.json", "--name", "files")...)
 
 	// Revocation.
-	p.ok("pin", "revoke", "--pins", "pins.db", "acme:weather/get_weather@1.1.0", "--reason", "advisory 7")
+	p.ok("pin", "revoke", "--yes", "--pins", "pins.db", "acme:weather/get_weather@1.1.0", "--reason", "advisory 7")
 	p.expect(14, "revoked", p.check("v2.etdi.json", "")...)
 	// Removed tool: a note, not an error.
 	p.write("only-weather.json", `{"tools":[`+strings.SplitN(reordered, `,{"annotations"`, 2)[0][len(`{"tools":[`):]+`]}`)

@@ -1,11 +1,13 @@
 package main
 
 import (
+	"bufio"
 	"fmt"
 	"strings"
 
 	"github.com/etdi-dev/etdi"
 	"github.com/etdi-dev/etdi/guard"
+	"github.com/etdi-dev/etdi/internal/termtext"
 	"github.com/etdi-dev/etdi/pin"
 	"github.com/etdi-dev/etdi/verify"
 	"github.com/spf13/cobra"
@@ -16,7 +18,7 @@ func (e *env) pinCmd() *cobra.Command {
 		Use:   "pin",
 		Short: "Approve, list, show, revoke pinned tools, read their history, export and import a team lockfile",
 	}
-	cmd.AddCommand(e.pinApproveCmd(), e.pinListCmd(), e.pinShowCmd(), e.pinHistoryCmd(), e.pinRevokeCmd(), e.pinExportCmd(), e.pinImportCmd())
+	cmd.AddCommand(e.pinApproveCmd(), e.pinListCmd(), e.pinShowCmd(), e.pinHistoryCmd(), e.pinRevokeCmd(), e.pinUnrevokeCmd(), e.pinExportCmd(), e.pinImportCmd())
 	return cmd
 }
 
@@ -176,6 +178,7 @@ them under "calls".`,
 func (e *env) pinRevokeCmd() *cobra.Command {
 	var pf pinFlags
 	var keyID, reason, policy, digest string
+	var yes bool
 	cmd := &cobra.Command{
 		Use:   "revoke SERVER/TOOL[@VERSION] | SERVER/ITEM --digest DIGEST | --key KEY_ID",
 		Short: "Revoke an approved tool, one of its versions or approved definitions, or every tool a key signed",
@@ -196,9 +199,15 @@ revoked with the item itself.
 least 16 hex digits of a key the pins were signed with or the trust policy
 (--trust) lists. A prefix that matches several keys or none is an error; a
 full id is accepted even when no pin uses it yet, so a key can be revoked
-before its tools are seen.`,
+before its tools are seen.
+
+On a terminal etdi asks before it revokes; --yes does not ask. Without a
+terminal, --yes is required. --reason (at most 1024 bytes) is recorded in
+the history and shown, with who revoked and when, by every etdi check
+and etdi pin approve that meets the revocation, beside the command that
+lifts it (etdi pin unrevoke).`,
 		Example: `  etdi pin revoke acme:weather/get_weather@1.0.0 --reason "CVE-2026-1234"
-  etdi pin revoke unsigned:time/get_current_time --digest sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08
+  etdi pin revoke --yes unsigned:time/get_current_time --digest sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08
   etdi pin revoke --key sha256:1a2b3c4d5e6f7a8b --reason "key leaked"`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if (len(args) == 1) == (keyID != "") {
@@ -238,6 +247,9 @@ before its tools are seen.`,
 					return err
 				}
 			}
+			if err := e.confirmRevoke(&r, yes); err != nil {
+				return err
+			}
 			if err := s.Revoke(r); err != nil {
 				return err
 			}
@@ -248,15 +260,130 @@ before its tools are seen.`,
 			} else {
 				say(e.stdout, "revoked %s\n", args[0])
 			}
+			say(e.stdout, "lift it with: %s\n", pin.UnrevokeCommand(&r))
 			return nil
 		},
 	}
 	pf.register(cmd.Flags(), e)
 	pf.registerBy(cmd.Flags())
+	cmd.Flags().BoolVarP(&yes, "yes", "y", false, "revoke without asking (required when standard input is not a terminal)")
 	cmd.Flags().StringVar(&keyID, "key", "", "revoke every tool signed by this key: a full id (sha256:...) or a prefix of at least 16 hex digits")
 	cmd.Flags().StringVar(&policy, "trust", e.defaultTrust(), "trust policy whose key ids a --key prefix may name ($ETDI_TRUST)")
-	cmd.Flags().StringVar(&reason, "reason", "", "why, recorded in the history")
+	cmd.Flags().StringVar(&reason, "reason", "", "why, recorded in the history and shown with every finding of the revocation (at most 1024 bytes)")
 	cmd.Flags().StringVar(&digest, "digest", "", "revoke only the approved definition with this digest (sha256:...), leaving the item's other variants approved")
+	return cmd
+}
+
+// confirmRevoke asks on a terminal before r is revoked; without one it
+// refuses unless yes, naming the command with --yes.
+func (e *env) confirmRevoke(r *pin.Revocation, yes bool) error {
+	if yes {
+		return nil
+	}
+	what := r.Target()
+	if r.KeyID != "" {
+		what = "every tool signed by key " + r.KeyID
+	}
+	if !e.stdinIsTerminal() {
+		return &usageError{&commandHintError{fmt.Errorf("not revoking %s: standard input is not a terminal to confirm on, and --yes was not given", what),
+			commandWithYes(e.args)}}
+	}
+	say(e.stderr, "revoke %s? Every etdi check and etdi run refuses it (exit 14) until an approver lifts the revocation. [y/N]: ", what)
+	line, err := bufio.NewReader(e.stdin).ReadString('\n')
+	if err != nil && line == "" {
+		return fmt.Errorf("not revoking %s: no answer", what)
+	}
+	if a := strings.ToLower(strings.TrimSpace(line)); a != "y" && a != "yes" {
+		return fmt.Errorf("not revoked: %s (the answer was not y)", what)
+	}
+	return nil
+}
+
+// commandWithYes is the etdi command line that ran (args, after
+// "etdi") with --yes after "revoke": each argument escaped
+// (termtext.Escape) and shell-quoted, so that it can be pasted.
+func commandWithYes(args []string) string {
+	parts := []string{"etdi"}
+	added := false
+	for _, a := range args {
+		parts = append(parts, termtext.ShellQuote(termtext.Escape(a)))
+		if a == "revoke" && !added {
+			parts, added = append(parts, "--yes"), true
+		}
+	}
+	return strings.Join(parts, " ")
+}
+
+func (e *env) pinUnrevokeCmd() *cobra.Command {
+	var pf pinFlags
+	var keyID, reason, digest string
+	cmd := &cobra.Command{
+		Use:   "unrevoke SERVER/TOOL[@VERSION] | SERVER/ITEM --digest DIGEST | --key KEY_ID",
+		Short: "Lift a revocation (an approver's act, recorded in the history)",
+		Long: `Lift a revocation made with etdi pin revoke: name it as it was revoked
+(etdi check prints the exact command beside every revoked finding). Who
+lifts it (--by, default the current user) and why (--reason) are recorded
+in the history as an unrevoke record. With a store in etcd it needs the
+approver role, like approving.
+
+What the revocation blocked is approved again as it was approved before
+it: revoking kept the pins. A definition revoked on its own (--digest)
+left its pin when it was revoked, so it needs approval again (etdi pin
+approve ... --tool NAME). A tool that changed meanwhile is reported as
+changed, as any other.`,
+		Example: `  etdi pin unrevoke acme:weather/get_weather@1.0.0 --reason "fixed in 1.0.1, pinned again"
+  etdi pin unrevoke --key sha256:1a2b3c4d5e6f7a8b9c0d1e2f3a4b5c6d7e8f9a0b1c2d3e4f5a6b7c8d9e0f1a2b --reason "the key was not leaked"`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if (len(args) == 1) == (keyID != "") {
+				return usagef("give either SERVER/TOOL[@VERSION] or --key KEY_ID")
+			}
+			if digest != "" && keyID != "" {
+				return usagef("--digest names one revoked definition of SERVER/ITEM; it does not go with --key")
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			r := pin.Revocation{KeyID: keyID, By: pf.who(), Reason: reason}
+			if len(args) == 1 {
+				var err error
+				if r.Server, r.Tool, r.Version, err = pin.ParseRef(args[0]); err != nil {
+					return &usageError{err}
+				}
+			}
+			if digest != "" {
+				if r.Version != "" {
+					return usagef("--digest names one revoked definition: give SERVER/ITEM without @VERSION")
+				}
+				r.Digest = digest
+			}
+			s, err := pf.open(false)
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			if digest != "" {
+				if r.Item, r.Tool, err = itemOfRef(s, r.Server, r.Tool); err != nil {
+					return err
+				}
+			}
+			if err := s.Unrevoke(r); err != nil {
+				return err
+			}
+			if keyID != "" {
+				say(e.stdout, "lifted the revocation of key %s: the tools it signed are approved again as they were\n", r.KeyID)
+			} else if digest != "" {
+				say(e.stdout, "lifted the revocation of %s %s: approve it again to use it (etdi pin approve ... --tool NAME)\n", args[0], r.Digest)
+			} else {
+				say(e.stdout, "lifted the revocation of %s: it is approved again as it was\n", args[0])
+			}
+			return nil
+		},
+	}
+	pf.register(cmd.Flags(), e)
+	pf.registerBy(cmd.Flags())
+	cmd.Flags().StringVar(&keyID, "key", "", "lift the revocation of this key (its full id, sha256:...)")
+	cmd.Flags().StringVar(&reason, "reason", "", "why, recorded in the history (at most 1024 bytes)")
+	cmd.Flags().StringVar(&digest, "digest", "", "lift the revocation of the approved definition with this digest (sha256:...)")
 	return cmd
 }
 

@@ -95,7 +95,7 @@ func TestCLIPinApproveExitCodes(t *testing.T) {
 	}
 
 	// A revoked tool is never approved: 14, even when named.
-	p.ok("pin", "revoke", "--pins", "pins.db", "unsigned:files/get_alerts", "--reason", "noisy")
+	p.ok("pin", "revoke", "--yes", "--pins", "pins.db", "unsigned:files/get_alerts", "--reason", "noisy")
 	r = p.expect(14, "NOT approved get_alerts (revoked)", append([]string{"pin", "approve"}, append(pinArgs, append(files, "--tools", "rug-new.json", "--tool", "get_alerts")...)...)...)
 	out = p.approveJSON(14, append(files, "--tools", "rug-new.json")...)
 	if len(out.Refused) != 1 || out.Refused[0].Kind != "revoked" {
@@ -169,12 +169,12 @@ func TestCLIPinListShowRevocations(t *testing.T) {
 	p.expect(0, "revoked      no", "pin", "show", "--pins", "pins.db", "unsigned:files/get_weather")
 
 	before := time.Now().UTC().Add(-time.Second)
-	p.ok("pin", "revoke", "--pins", "pins.db", "unsigned:files/get_weather", "--by", "alice", "--reason", "advisory 7")
-	p.ok("pin", "revoke", "--pins", "pins.db", "acme:weather/get_forecast@0.9.0", "--by", "bob", "--reason", "old bug")
+	p.ok("pin", "revoke", "--yes", "--pins", "pins.db", "unsigned:files/get_weather", "--by", "alice", "--reason", "advisory 7")
+	p.ok("pin", "revoke", "--yes", "--pins", "pins.db", "acme:weather/get_forecast@0.9.0", "--by", "bob", "--reason", "old bug")
 	acme := p.keyID("acme.pub")
-	p.ok("pin", "revoke", "--pins", "pins.db", "--key", acme, "--by", "carol", "--reason", "key leaked")
+	p.ok("pin", "revoke", "--yes", "--pins", "pins.db", "--key", acme, "--by", "carol", "--reason", "key leaked")
 	unseen := "sha256:" + strings.Repeat("ab", 32)
-	p.ok("pin", "revoke", "--pins", "pins.db", "--key", unseen, "--by", "dave", "--reason", "pre-emptive")
+	p.ok("pin", "revoke", "--yes", "--pins", "pins.db", "--key", unseen, "--by", "dave", "--reason", "pre-emptive")
 
 	r = p.ok("pin", "list", "--pins", "pins.db")
 	for _, want := range []string{
@@ -267,7 +267,7 @@ func TestCLIPinListShowRevocations(t *testing.T) {
 
 	// A reason is untrusted text for a terminal: escaped in prose, exact
 	// in JSON.
-	p.ok("pin", "revoke", "--pins", "pins.db", "unsigned:files/get_forecast", "--reason", "bad\x1b[2Jtool")
+	p.ok("pin", "revoke", "--yes", "--pins", "pins.db", "unsigned:files/get_forecast", "--reason", "bad\x1b[2Jtool")
 	r = p.ok("pin", "show", "--pins", "pins.db", "unsigned:files/get_forecast")
 	if strings.Contains(r.stdout, "\x1b") || !strings.Contains(r.stdout, "bad") {
 		t.Fatalf("pin show printed a raw escape:\n%q", r.stdout)
@@ -285,7 +285,7 @@ func TestCLIPinRevokeKeyPrefix(t *testing.T) {
 	p.ok("sign", "--key", "acme.key", "--sequence", "100", "--out", "v1.etdi.json", "v1.manifest.json")
 	p.ok(append([]string{"pin", "approve"}, append(pinArgs, "--bundle", "v1.etdi.json")...)...)
 	acme, acme2 := p.keyID("acme.pub"), p.keyID("acme2.pub")
-	revoke := []string{"pin", "revoke", "--pins", "pins.db"}
+	revoke := []string{"pin", "revoke", "--yes", "--pins", "pins.db"}
 
 	// Too short, not hex, unknown prefix: clear errors, nothing recorded.
 	p.expect(1, "at least 16", append(revoke, "--key", acme[:7+15])...)
@@ -396,7 +396,7 @@ func TestIDPRevokeKeyPrefixOfDualSigner(t *testing.T) {
 	run(0, "approved", "pin", "approve", "--trust", "both.json", "--pins", "dual.db", "--bundle", "dual.etdi.json")
 	acme := p.keyID("acme.pub")
 	run(0, "key+idp "+acme, "pin", "list", "--pins", "dual.db")
-	run(0, "revoked every tool signed by key "+acme, "pin", "revoke", "--pins", "dual.db", "--key", acme[7:7+16])
+	run(0, "revoked every tool signed by key "+acme, "pin", "revoke", "--yes", "--pins", "dual.db", "--key", acme[7:7+16])
 	run(14, "revoked", "check", "--trust", "both.json", "--pins", "dual.db", "--bundle", "dual.etdi.json")
 	run(0, "revoked key "+acme, "pin", "show", "--pins", "dual.db", "acme:weather/get_weather")
 }

@@ -30,6 +30,9 @@ type env struct {
 	ranCommand bool
 	// quiet (check --quiet) silences progress lines.
 	quiet bool
+	// args are the command line after "etdi", for commands that print
+	// it back (with a flag added).
+	args []string
 }
 
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
@@ -38,6 +41,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 }
 
 func (e *env) run(args []string) int {
+	e.args = args
 	root := e.newRoot()
 	root.SetArgs(args)
 	root.SetIn(e.stdin)
@@ -76,7 +80,33 @@ Exit codes: 0 ok, 1 error, 2 usage, 10 missing or invalid signature,
 	root.Version = readBuildInfo().Version
 	root.SetVersionTemplate(readBuildInfo().String() + "\n")
 	root.AddCommand(e.versionCmd(), e.fetchCmd(), e.policyCmd(), e.keyCmd(), e.signCmd(), e.verifyCmd(), e.trustCmd(), e.checkCmd(), e.pinCmd(), e.diffCmd(), e.auditCmd(), e.manifestCmd(), e.digestCmd(), e.demoCmd(), e.wrapCmd(), e.unwrapCmd(), e.runCmd())
+	rejectUnknownSubcommands(root)
 	return root
+}
+
+// rejectUnknownSubcommands makes every command that only groups others
+// (etdi, etdi pin, ...) print its help when run alone and refuse an
+// unknown subcommand as a usage error (exit 2) that suggests the nearest
+// one: cobra would print the group's help and exit 0.
+func rejectUnknownSubcommands(c *cobra.Command) {
+	for _, sub := range c.Commands() {
+		rejectUnknownSubcommands(sub)
+	}
+	if !c.HasSubCommands() || c.Runnable() {
+		return
+	}
+	c.Args = cobra.ArbitraryArgs
+	c.SuggestionsMinimumDistance = 2
+	c.RunE = func(cmd *cobra.Command, args []string) error {
+		if len(args) == 0 {
+			return cmd.Help()
+		}
+		msg := fmt.Sprintf("unknown command %q for %q", args[0], cmd.CommandPath())
+		if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
+			msg += "; did you mean " + strings.Join(s, " or ") + "?"
+		}
+		return &usageError{fmt.Errorf("%s (the commands: %s --help)", msg, cmd.CommandPath())}
+	}
 }
 
 // exactArgs is cobra.ExactArgs returning a usage error.

@@ -37,3 +37,20 @@ func notABundle(path string, data []byte) error {
 	}
 	return &usageError{fmt.Errorf("%s is a tools/list result, not a bundle: pass it with --tools (etdi verify --tools %s BUNDLE), or check it with etdi check --tools %s", path, path, path)}
 }
+
+// notAListing tells a user who passed a manifest or a bundle where a
+// saved tools/list goes (--tools) how to use the file, as notABundle
+// does for verify; nil for anything else.
+func notAListing(path string, data []byte) error {
+	v, err := etdi.ParseJSON(data)
+	if err != nil || v.Kind != etdi.Object || v.Get("jsonrpc") != nil {
+		return nil
+	}
+	if v.Get("payloadType") != nil || v.Get("signatures") != nil || v.Get("dsseEnvelope") != nil {
+		return usagef("%s is a signed bundle, not a tools/list result: pass it with --bundle %s, and the server (--server, --url, --config) or its saved tools/list with --tools", path, path)
+	}
+	if tools := v.Get("tools"); tools != nil && tools.Kind == etdi.Array && v.Get("provider") != nil && v.Get("server") != nil {
+		return usagef("%s is a manifest, not a tools/list result: sign it (etdi sign --key KEY --out BUNDLE %s) and check the bundle with --bundle BUNDLE; --tools takes what a server lists (etdi fetch --out FILE --server -- CMD)", path, path)
+	}
+	return nil
+}

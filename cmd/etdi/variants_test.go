@@ -68,7 +68,7 @@ func TestPinApproveVariantsLive(t *testing.T) {
 		t.Fatalf("the same artifact under another name: %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	// Revoking the first definition leaves the second.
-	rv := p.run("pin", "revoke", "--pins", "pins.db", "unsigned:weather/get_forecast", "--digest", first)
+	rv := p.run("pin", "revoke", "--yes", "--pins", "pins.db", "unsigned:weather/get_forecast", "--digest", first)
 	if rv.code != 0 || !strings.Contains(rv.stdout, "other approved definitions stay approved") {
 		t.Fatalf("revoke --digest: %d\n%s%s", rv.code, rv.stdout, rv.stderr)
 	}

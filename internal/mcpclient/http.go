@@ -7,10 +7,12 @@ import (
 	"fmt"
 	"io"
 	"mime"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -144,7 +146,39 @@ func (c *httpConn) post(ctx context.Context, data []byte) (*http.Response, error
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	c.setSession(req)
-	return c.client.Do(req)
+	resp, err := c.client.Do(req)
+	if err != nil {
+		return nil, refused(req.URL, err)
+	}
+	return resp, nil
+}
+
+// RefusedError is a connection to an HTTP server refused: nothing
+// listens at the address. It names the scheme, host and port only (the
+// path and query of a URL may hold a token) and what to check.
+type RefusedError struct {
+	// Address is the URL's scheme, host and port.
+	Address string
+	Err     error
+}
+
+func (e *RefusedError) Error() string {
+	return fmt.Sprintf("connection refused by %s: nothing listens there; check that the server is running and listens at this host and port, and that the URL (--url, or the host configuration's url) is the server's", e.Address)
+}
+
+func (e *RefusedError) Unwrap() error { return e.Err }
+
+// refused returns err as a *RefusedError when the connection to u was
+// refused, else err.
+func refused(u *url.URL, err error) error {
+	if !errors.Is(err, syscall.ECONNREFUSED) {
+		return err
+	}
+	port := u.Port()
+	if port == "" {
+		port = map[string]string{"http": "80", "https": "443"}[u.Scheme]
+	}
+	return &RefusedError{Address: u.Scheme + "://" + net.JoinHostPort(u.Hostname(), port), Err: syscall.ECONNREFUSED}
 }
 
 // send posts a message. For a call, the response becomes what recv reads.

@@ -19,12 +19,18 @@ import (
 type UnjustifiedError struct{ Disagreements []pin.Disagreement }
 
 func (e *UnjustifiedError) Error() string {
+	sentence, lines := e.List()
+	return sentence + ":\n  " + strings.Join(lines, "\n  ")
+}
+
+// List returns the error's sentence and its items, for a program that
+// prints them one a line.
+func (e *UnjustifiedError) List() (string, []string) {
 	var lines []string
 	for _, d := range e.Disagreements {
 		lines = append(lines, d.String())
 	}
-	return fmt.Sprintf("%d pins, revocations or index entries disagree with the history; not exporting them:\n  %s",
-		len(lines), strings.Join(lines, "\n  "))
+	return fmt.Sprintf("%d pins, revocations or index entries disagree with the history; not exporting them", len(lines)), lines
 }
 
 // Export returns what s approved and revoked. It first replays the
@@ -130,11 +136,33 @@ type Conflict struct {
 type ConflictError struct{ Conflicts []Conflict }
 
 func (e *ConflictError) Error() string {
+	sentence, lines := e.List()
+	return sentence + ":\n  " + strings.Join(lines, "\n  ")
+}
+
+// List returns the error's sentence and its items, for a program that
+// prints them one a line.
+func (e *ConflictError) List() (string, []string) {
 	var lines []string
 	for _, c := range e.Conflicts {
 		lines = append(lines, fmt.Sprintf("%s: the database holds %s, the lockfile %s", c.Ref, c.Pinned, c.Locked))
 	}
-	return fmt.Sprintf("%d pins of the database differ from the lockfile; nothing imported:\n  %s", len(lines), strings.Join(lines, "\n  "))
+	return fmt.Sprintf("%d pins of the database differ from the lockfile; nothing imported", len(lines)), lines
+}
+
+// RefusedError lists the approvals of a lockfile the database refused,
+// each "SERVER/TOOL: why".
+type RefusedError struct{ Refused []string }
+
+func (e *RefusedError) Error() string {
+	sentence, lines := e.List()
+	return sentence + ":\n  " + strings.Join(lines, "\n  ")
+}
+
+// List returns the error's sentence and its items, for a program that
+// prints them one a line.
+func (e *RefusedError) List() (string, []string) {
+	return fmt.Sprintf("could not import %d approvals of the lockfile", len(e.Refused)), e.Refused
 }
 
 // describe is what a conflict shows of a pin.
@@ -379,7 +407,7 @@ func approve(s *pin.Store, f *File, srv *Server, sequence uint64, served string,
 		why = append(why, fmt.Sprintf("%s/%s: %s", srv.Key, n, reason))
 	}
 	if len(why) > 0 {
-		return fmt.Errorf("could not import %d approvals of the lockfile:\n  %s", len(why), strings.Join(why, "\n  "))
+		return &RefusedError{Refused: why}
 	}
 	if accept && !slices.Contains(res.Instructions, srv.Key) {
 		info, err := s.Server(srv.Key)
