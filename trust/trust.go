@@ -1094,7 +1094,7 @@ func (p *Policy) Marshal() ([]byte, error) {
 		jp.Roots = append(jp.Roots, r.JSON)
 	}
 	if src := p.SigstoreRootSource; src != nil && len(p.SigstoreRoots) > 0 {
-		jp.RootSrc = &jsonRootSource{src.Mirror, src.TUFRoot, src.Fetched.UTC().Format(time.RFC3339)}
+		jp.RootSrc = &jsonRootSource{src.Mirror, src.TUFRoot, src.Fetched.UTC().Format(time.RFC3339Nano)}
 	}
 	for _, prov := range p.Providers {
 		jv := jsonProvider{ID: prov.ID, Require: prov.Require}
