@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -205,8 +206,8 @@ func TestCheckMirror(t *testing.T) {
 			t.Errorf("%q accepted", bad)
 		}
 	}
-	if _, err := Fetch(context.Background(), Options{Mirror: "http://tuf.example", CacheDir: t.TempDir()}); err == nil {
-		t.Error("plain http mirror fetched")
+	if _, err := Fetch(context.Background(), Options{Mirror: "http://tuf.example", CacheDir: t.TempDir()}); err == nil || !strings.Contains(err.Error(), "fetched over https") {
+		t.Errorf("plain http mirror: %v", err)
 	}
 	if _, err := Fetch(context.Background(), Options{Mirror: "http://127.0.0.1:1"}); err == nil || !strings.Contains(err.Error(), "cache") {
 		t.Errorf("no cache directory: %v", err)
@@ -221,5 +222,46 @@ func TestFetcherBoundsDownloads(t *testing.T) {
 	_, err := fetch(t, repo, t.TempDir())
 	if err == nil || !strings.Contains(err.Error(), "larger than") {
 		t.Fatalf("oversized target: %v", err)
+	}
+}
+
+// recorder answers the repository's timestamp with a redirect to plain
+// http elsewhere and records every request it is asked to send.
+type recorder struct {
+	hosts []string
+}
+
+func (r *recorder) RoundTrip(req *http.Request) (*http.Response, error) {
+	r.hosts = append(r.hosts, req.URL.Host)
+	if strings.HasSuffix(req.URL.Path, "/timestamp.json") {
+		return &http.Response{StatusCode: http.StatusFound, Header: http.Header{"Location": {"http://tuf.example/timestamp.json"}},
+			Body: http.NoBody, Request: req}, nil
+	}
+	return http.DefaultTransport.RoundTrip(req)
+}
+
+// A mirror redirecting to plain http on another host is not followed.
+func TestFetchRefusesInsecureRedirect(t *testing.T) {
+	repo := tuftest.New(t, sigstoretest.New(t).TrustedRoot(t))
+	rec := &recorder{}
+	_, err := Fetch(context.Background(), Options{Mirror: repo.URL, Root: repo.Root, CacheDir: t.TempDir(), HTTPClient: &http.Client{Transport: rec}})
+	if err == nil || !strings.Contains(err.Error(), "redirect to http://tuf.example/timestamp.json refused") {
+		t.Fatalf("insecure redirect: %v", err)
+	}
+	for _, h := range rec.hosts {
+		if h == "tuf.example" {
+			t.Fatal("the redirect was followed")
+		}
+	}
+}
+
+// A TUF root larger than MaxRootSize is refused before anything is
+// fetched.
+func TestFetchRefusesHugeRoot(t *testing.T) {
+	repo := tuftest.New(t, sigstoretest.New(t).TrustedRoot(t))
+	before := repo.Requests
+	_, err := Fetch(context.Background(), Options{Mirror: repo.URL, Root: bytes.Repeat([]byte(" "), MaxRootSize+1), CacheDir: t.TempDir()})
+	if err == nil || !strings.Contains(err.Error(), "TUF root larger") || repo.Requests != before {
+		t.Fatalf("huge root: %v (requests %d)", err, repo.Requests-before)
 	}
 }
