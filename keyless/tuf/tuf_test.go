@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -263,5 +264,27 @@ func TestFetchRefusesHugeRoot(t *testing.T) {
 	_, err := Fetch(context.Background(), Options{Mirror: repo.URL, Root: bytes.Repeat([]byte(" "), MaxRootSize+1), CacheDir: t.TempDir()})
 	if err == nil || !strings.Contains(err.Error(), "TUF root larger") || repo.Requests != before {
 		t.Fatalf("huge root: %v (requests %d)", err, repo.Requests-before)
+	}
+}
+
+// unsized serves the timestamp with no length announced, larger than any
+// timestamp may be.
+type unsized struct{}
+
+func (unsized) RoundTrip(req *http.Request) (*http.Response, error) {
+	if strings.HasSuffix(req.URL.Path, "/timestamp.json") {
+		return &http.Response{StatusCode: http.StatusOK, ContentLength: -1, Header: http.Header{},
+			Body: io.NopCloser(bytes.NewReader(bytes.Repeat([]byte(" "), 1<<20))), Request: req}, nil
+	}
+	return http.DefaultTransport.RoundTrip(req)
+}
+
+// A file larger than its bound is refused while it is read, when the
+// mirror announces no length.
+func TestFetchBoundsUnsizedResponses(t *testing.T) {
+	repo := tuftest.New(t, sigstoretest.New(t).TrustedRoot(t))
+	_, err := Fetch(context.Background(), Options{Mirror: repo.URL, Root: repo.Root, CacheDir: t.TempDir(), HTTPClient: &http.Client{Transport: unsized{}}})
+	if err == nil || !strings.Contains(err.Error(), "larger than") {
+		t.Fatalf("unsized timestamp: %v", err)
 	}
 }
