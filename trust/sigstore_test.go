@@ -187,6 +187,7 @@ func TestSigstoreRootSource(t *testing.T) {
 		"short digest":   strings.Replace(good, "sha256:abab", "sha256:ab", 1),
 		"sha512":         strings.Replace(good, "sha256:", "sha512:", 1),
 		"bad time":       strings.Replace(good, "2026-11-26T01:02:03Z", "yesterday", 1),
+		"zero time":      strings.Replace(good, "2026-11-26T01:02:03Z", "0001-01-01T00:00:00Z", 1),
 		"unknown member": strings.Replace(good, `"fetched"`, `"by": "x", "fetched"`, 1),
 		"missing fetched": strings.Replace(good, `,
     "fetched": "2026-11-26T01:02:03Z"`, "", 1),
