@@ -144,3 +144,45 @@ func TestReleaseConfig(t *testing.T) {
 		}
 	}
 }
+
+// TestREADMESnippetsInstallEtdi: a README workflow snippet that runs etdi
+// in a run: step installs it in an earlier step (go install of
+// ./cmd/etdi from a checkout of etdi's source, with Go set up), or gets it
+// from the etdi action; a runner has no etdi of its own.
+func TestREADMESnippetsInstallEtdi(t *testing.T) {
+	readme := readFile(t, filepath.Join(repoRoot, "README.md"))
+	blocks := regexp.MustCompile("(?s)\n```yaml\n(.*?)\n```\n").FindAllStringSubmatch(readme, -1)
+	runs := 0
+	for _, b := range blocks {
+		var doc struct {
+			Steps []actionStep `yaml:"steps"`
+		}
+		if err := yaml.Unmarshal([]byte(b[1]), &doc); err != nil {
+			t.Fatalf("README YAML block: %v\n%s", err, b[1])
+		}
+		installed, src, goSetUp := false, false, false
+		for _, s := range doc.Steps {
+			switch {
+			case strings.HasPrefix(s.Uses, "actions/checkout@") && s.With["repository"] == "etdi-dev/etdi":
+				src = true
+			case strings.HasPrefix(s.Uses, "actions/setup-go@"):
+				goSetUp = true
+			case strings.HasPrefix(s.Uses, "etdi-dev/etdi@"):
+				installed = true
+			case regexp.MustCompile(`(^|&& )go install \./cmd/etdi$`).MatchString(strings.TrimSpace(s.Run)):
+				if !src || !goSetUp {
+					t.Errorf("README installs etdi without its source or Go:\n%s", b[1])
+				}
+				installed = true
+			case regexp.MustCompile(`(^|\n|&& )etdi `).MatchString(s.Run):
+				runs++
+				if !installed {
+					t.Errorf("README runs etdi before installing it:\n%s", b[1])
+				}
+			}
+		}
+	}
+	if runs < 2 {
+		t.Errorf("README shows %d run: steps of etdi", runs)
+	}
+}

@@ -109,6 +109,10 @@ type runner struct {
 	temp      string
 	workspace string
 	actionRef string // github.action_ref, from GITHUB_ACTION_REF in jobEnv
+	// contexts are further values of the workflow's contexts
+	// (github.ref_name, github.token, ...) when the runner runs a
+	// workflow's job rather than the action.
+	contexts map[string]string
 }
 
 // runAction runs action.yml with the given inputs, in workspace, with the
@@ -538,6 +542,9 @@ func (p *exprParser) unary() any {
 }
 
 func (p *runner) context(ref string) any {
+	if v, ok := p.contexts[ref]; ok {
+		return v
+	}
 	parts := strings.Split(ref, ".")
 	switch {
 	case len(parts) == 2 && parts[0] == "inputs":

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/etdi-dev/etdi/internal/sigstoretest"
+	"github.com/etdi-dev/etdi/internal/tuftest"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -211,6 +212,22 @@ func TestConsumerWorkflowChecksBaseBranch(t *testing.T) {
 	if res.Outputs["exit-code"] == "0" || res.Outputs["exit-code"] == "" || res.Failed != "Fail on etdi check findings" {
 		t.Fatalf("a pull request approving its own server passed: failed %q, outputs %v\n%s", res.Failed, res.Outputs, res.Log)
 	}
+
+	// The whole workflow as written (workflowrun_test.go), for a pull
+	// request from a fork: its Report step runs after the check, pass or
+	// fail.
+	fork := map[string]string{"github.event_name": "pull_request", "github.repository": "team/app",
+		"github.event.pull_request.head.repo.full_name": "someone/app", "github.event.pull_request.base.sha": strings.Repeat("b", 40),
+		"github.sha": strings.Repeat("c", 40)}
+	file := filepath.Join(repoRoot, "examples", "workflows", "consumer-check.yml")
+	wres := runWorkflow(t, file, workspace(t, mcpConfig(t, bundle, "")), workflowRun{contexts: fork})
+	if wres.Failed != "" || !strings.Contains(wres.Log, "etdi check exited 0 with 0 finding(s)") {
+		t.Fatalf("the workflow on an unchanged pull request: failed %q\n%s", wres.Failed, wres.Log)
+	}
+	wres = runWorkflow(t, file, ws, workflowRun{contexts: fork})
+	if !strings.HasPrefix(wres.Failed, "etdi: Check the configured MCP servers") || !regexp.MustCompile(`etdi check exited 1[0-9] with [1-9]`).MatchString(wres.Log) {
+		t.Fatalf("the workflow on the pull request approving its own server: failed %q\n%s", wres.Failed, wres.Log)
+	}
 }
 
 func mustJSON(s string) string {
@@ -218,9 +235,11 @@ func mustJSON(s string) string {
 	return string(b)
 }
 
-// The provider workflow's trust commands work as written against a
-// trusted root, and the client that runs them verifies the workflow's
-// bundle (TestActionKeyless signs one as the workflow does).
+// The provider workflow's trust commands work as written, the trusted
+// root fetched through TUF ('etdi trust sigstore-root --update' pointed at
+// a loopback TUF repository with --tuf-mirror and --tuf-root, the one
+// substitution), and the client that runs them verifies the workflow's
+// bundle (TestProviderWorkflowRuns signs one as the workflow does).
 func TestProviderWorkflowTrustCommands(t *testing.T) {
 	text := readFile(t, filepath.Join(repoRoot, "examples", "workflows", "provider-release.yml"))
 	// The comment's command, its continuation lines joined.
@@ -231,7 +250,12 @@ func TestProviderWorkflowTrustCommands(t *testing.T) {
 	}
 	ws := t.TempDir()
 	in := sigstoretest.New(t)
-	os.WriteFile(filepath.Join(ws, "trusted_root.json"), in.TrustedRoot(t), 0o644)
+	repo := tuftest.New(t, in.TrustedRoot(t))
+	tufRoot := repo.WriteRoot(t, t.TempDir(), "tuf-root.json")
+	if strings.Join(cmds[0], " ") != "etdi trust sigstore-root --update" {
+		t.Fatalf("the first command does not fetch the trusted root: %q", cmds[0])
+	}
+	cmds[0] = append(cmds[0], "--tuf-mirror", repo.URL, "--tuf-root", tufRoot)
 	for _, c := range cmds {
 		if out, code := etdiEnv(t, ws, c[1:]...); code != 0 {
 			t.Fatalf("%q: exit %d\n%s", c, code, out)

@@ -3,6 +3,7 @@ package trust
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -15,6 +16,9 @@ func FuzzParse(f *testing.F) {
 			f.Add(b)
 		}
 	}
+	// Where TUF-fetched roots came from.
+	f.Add([]byte(`{"version":1,"providers":[],"sigstoreTrustedRoots":[{}],"sigstoreTrustedRootSource":{"tufMirror":"https://tuf-repo-cdn.sigstore.dev","tufRoot":"sha256:` + strings.Repeat("0", 64) + `","fetched":"2026-11-26T00:00:00Z"}}`))
+	f.Add([]byte(`{"version":1,"providers":[],"sigstoreTrustedRootSource":{"tufMirror":"http://127.0.0.1:1","tufRoot":"sha256:","fetched":""}}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		p, err := Parse(data)
 		if err != nil {
@@ -30,6 +34,10 @@ func FuzzParse(f *testing.F) {
 		}
 		if len(q.Providers) != len(p.Providers) || q.Unsigned != p.Unsigned {
 			t.Fatal("policy changed in a round trip")
+		}
+		if ps, qs := p.SigstoreRootSource, q.SigstoreRootSource; (ps == nil) != (qs == nil) ||
+			ps != nil && (ps.Mirror != qs.Mirror || ps.TUFRoot != qs.TUFRoot || !ps.Fetched.Equal(qs.Fetched)) {
+			t.Fatalf("trusted root source changed in a round trip: %+v, %+v", ps, qs)
 		}
 		for i := range p.Providers {
 			if len(q.Providers[i].Keys) != len(p.Providers[i].Keys) {

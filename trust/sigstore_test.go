@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/etdi-dev/etdi/internal/sigstoretest"
 	"github.com/etdi-dev/etdi/trust"
@@ -147,4 +148,57 @@ func TestSigstorePolicy(t *testing.T) {
 		t.Fatalf("policy:\n%s", s)
 	}
 	_ = rootJSON
+}
+
+// Where the trusted roots were fetched from (TUF) is kept with them and
+// read back; a record that is malformed, names an insecure mirror, or
+// stands without trusted roots is refused when the policy is read.
+func TestSigstoreRootSource(t *testing.T) {
+	_, rs := rootsOf(t, 1)
+	p := &trust.Policy{Unsigned: trust.Block, SigstoreRoots: rs}
+	src := trust.SigstoreRootSource{Mirror: "https://tuf-repo-cdn.sigstore.dev", TUFRoot: "sha256:" + strings.Repeat("ab", 32),
+		Fetched: time.Date(2026, 11, 26, 1, 2, 3, 0, time.UTC)}
+	p.SigstoreRootSource = &src
+	data, err := p.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(data), `"sigstoreTrustedRootSource": {`) || !strings.Contains(string(data), `"fetched": "2026-11-26T01:02:03Z"`) {
+		t.Fatalf("policy:\n%s", data)
+	}
+	q, err := trust.Parse(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if q.SigstoreRootSource == nil || *q.SigstoreRootSource != src {
+		t.Fatalf("read back %+v", q.SigstoreRootSource)
+	}
+	good := `"sigstoreTrustedRootSource": {
+    "tufMirror": "https://tuf-repo-cdn.sigstore.dev",
+    "tufRoot": "sha256:` + strings.Repeat("ab", 32) + `",
+    "fetched": "2026-11-26T01:02:03Z"
+  }`
+	if !strings.Contains(string(data), good) {
+		t.Fatalf("layout changed:\n%s", data)
+	}
+	for name, bad := range map[string]string{
+		"http mirror":    strings.Replace(good, "https://tuf-repo-cdn", "http://tuf-repo-cdn", 1),
+		"user info":      strings.Replace(good, "https://tuf", "https://u:p@tuf", 1),
+		"short digest":   strings.Replace(good, "sha256:abab", "sha256:ab", 1),
+		"sha512":         strings.Replace(good, "sha256:", "sha512:", 1),
+		"bad time":       strings.Replace(good, "2026-11-26T01:02:03Z", "yesterday", 1),
+		"zero time":      strings.Replace(good, "2026-11-26T01:02:03Z", "0001-01-01T00:00:00Z", 1),
+		"unknown member": strings.Replace(good, `"fetched"`, `"by": "x", "fetched"`, 1),
+		"missing fetched": strings.Replace(good, `,
+    "fetched": "2026-11-26T01:02:03Z"`, "", 1),
+	} {
+		if _, err := trust.Parse([]byte(strings.Replace(string(data), good, bad, 1))); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+	// No trusted roots: the record stands for nothing.
+	noRoots := `{"version": 1, "providers": [], ` + good + `}`
+	if _, err := trust.Parse([]byte(noRoots)); err == nil {
+		t.Error("source without trusted roots accepted")
+	}
 }

@@ -76,7 +76,42 @@ type Policy struct {
 	// documents) that keyless signatures chain to (SPEC.md §27), kept in
 	// the policy so that verification works offline.
 	SigstoreRoots []SigstoreRoot
+	// SigstoreRootSource says where SigstoreRoots came from when they were
+	// fetched through TUF ('etdi trust sigstore-root --update'); nil when
+	// they were given as a file.
+	SigstoreRootSource *SigstoreRootSource
 }
+
+// SigstoreRootSource records the TUF repository a policy's Sigstore
+// trusted roots were fetched and verified from (SPEC.md §27.2). It is a
+// record for the person who reviews the policy: verification never reads it.
+type SigstoreRootSource struct {
+	// Mirror is the TUF repository's base URL.
+	Mirror string
+	// TUFRoot is "sha256:HEX" of the TUF root (root.json) the update
+	// started from: the one sigstore-go embeds for the public-good
+	// instance, or the file given with --tuf-root.
+	TUFRoot string
+	// Fetched is when the target was fetched and verified.
+	Fetched time.Time
+}
+
+// CheckSigstoreRootSource validates a source record.
+func CheckSigstoreRootSource(s SigstoreRootSource) error {
+	u, err := url.Parse(s.Mirror)
+	if err != nil || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" || !etdi.SecureURL(u) || len(s.Mirror) > 2048 {
+		return fmt.Errorf("TUF mirror %q is not an https URL (http only on a loopback address)", s.Mirror)
+	}
+	if !sha256Digest.MatchString(s.TUFRoot) {
+		return fmt.Errorf("TUF root digest %q is not sha256:HEX", s.TUFRoot)
+	}
+	if s.Fetched.IsZero() {
+		return errors.New("no fetch time")
+	}
+	return nil
+}
+
+var sha256Digest = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
 
 // SigstoreRoot is one Sigstore trusted root: its canonical JSON as kept
 // in the policy, and the material parsed from it.
@@ -431,7 +466,7 @@ func (p *Policy) AddSigstore(id string, s SigstoreIdentity) (added bool, err err
 		return false, err
 	}
 	if len(p.SigstoreRoots) == 0 {
-		return false, errors.New("the policy has no Sigstore trusted root: give one with --trusted-root FILE")
+		return false, errors.New("the policy has no Sigstore trusted root: fetch it with 'etdi trust sigstore-root --update' (or give one with --trusted-root FILE)")
 	}
 	prov := p.Provider(id)
 	if prov == nil {
@@ -606,7 +641,7 @@ func Parse(data []byte) (*Policy, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := o.Only("version", "unsigned", "artifacts", "providers", "cedar", "sigstoreTrustedRoots"); err != nil {
+	if err := o.Only("version", "unsigned", "artifacts", "providers", "cedar", "sigstoreTrustedRoots", "sigstoreTrustedRootSource"); err != nil {
 		return nil, err
 	}
 	ver, err := o.Field("version").Uint()
@@ -667,6 +702,14 @@ func Parse(data []byte) (*Policy, error) {
 				return nil, err
 			}
 			p.SigstoreRoots = append(p.SigstoreRoots, r)
+		}
+	}
+	if sf := o.Field("sigstoreTrustedRootSource"); sf.V != nil {
+		if p.SigstoreRootSource, err = parseSigstoreRootSource(sf); err != nil {
+			return nil, err
+		}
+		if len(p.SigstoreRoots) == 0 {
+			return nil, sf.Errorf("a source without sigstoreTrustedRoots")
 		}
 	}
 	pa, err := o.Field("providers").Array()
@@ -743,6 +786,34 @@ func Parse(data []byte) (*Policy, error) {
 		p.Providers = append(p.Providers, prov)
 	}
 	return p, nil
+}
+
+func parseSigstoreRootSource(f etdi.Field) (*SigstoreRootSource, error) {
+	o, err := f.Object()
+	if err != nil {
+		return nil, err
+	}
+	if err := o.Only("tufMirror", "tufRoot", "fetched"); err != nil {
+		return nil, err
+	}
+	var src SigstoreRootSource
+	if src.Mirror, err = o.Field("tufMirror").Str(); err != nil {
+		return nil, err
+	}
+	if src.TUFRoot, err = o.Field("tufRoot").Str(); err != nil {
+		return nil, err
+	}
+	ft, err := o.Field("fetched").Str()
+	if err != nil {
+		return nil, err
+	}
+	if src.Fetched, err = time.Parse(time.RFC3339, ft); err != nil {
+		return nil, o.Field("fetched").Errorf("not an RFC 3339 time")
+	}
+	if err := CheckSigstoreRootSource(src); err != nil {
+		return nil, f.Errorf("%v", err)
+	}
+	return &src, nil
 }
 
 func parseSigstoreIdentities(f etdi.Field) ([]SigstoreIdentity, error) {
@@ -1006,6 +1077,13 @@ type jsonPolicy struct {
 	Providers []jsonProvider    `json:"providers"`
 	Cedar     []string          `json:"cedar,omitempty"`
 	Roots     []json.RawMessage `json:"sigstoreTrustedRoots,omitempty"`
+	RootSrc   *jsonRootSource   `json:"sigstoreTrustedRootSource,omitempty"`
+}
+
+type jsonRootSource struct {
+	Mirror  string `json:"tufMirror"`
+	TUFRoot string `json:"tufRoot"`
+	Fetched string `json:"fetched"`
 }
 
 // Marshal returns the policy as indented JSON, providers and keys in the
@@ -1014,6 +1092,9 @@ func (p *Policy) Marshal() ([]byte, error) {
 	jp := jsonPolicy{Version: FormatVersion, Unsigned: p.Unsigned, Artifacts: p.Artifacts, Providers: []jsonProvider{}, Cedar: p.Cedar}
 	for _, r := range p.SigstoreRoots {
 		jp.Roots = append(jp.Roots, r.JSON)
+	}
+	if src := p.SigstoreRootSource; src != nil && len(p.SigstoreRoots) > 0 {
+		jp.RootSrc = &jsonRootSource{src.Mirror, src.TUFRoot, src.Fetched.UTC().Format(time.RFC3339Nano)}
 	}
 	for _, prov := range p.Providers {
 		jv := jsonProvider{ID: prov.ID, Require: prov.Require}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -12,6 +13,8 @@ import (
 
 	"github.com/etdi-dev/etdi"
 	"github.com/etdi-dev/etdi/idp"
+	"github.com/etdi-dev/etdi/internal/termtext"
+	"github.com/etdi-dev/etdi/keyless/tuf"
 	"github.com/etdi-dev/etdi/keys"
 	"github.com/etdi-dev/etdi/policy"
 	"github.com/etdi-dev/etdi/trust"
@@ -224,31 +227,68 @@ func (e *env) setSigstoreRoots(p *trust.Policy, file string) (string, error) {
 		return "", usagef("--trusted-root %s: %v", file, err)
 	}
 	p.SigstoreRoots = roots
+	p.SigstoreRootSource = nil // given by hand: no TUF source
 	return fmt.Sprintf("kept %d Sigstore trusted root(s) from %s in the policy", len(roots), file), nil
 }
 
 func (e *env) trustSigstoreRootCmd(policyPath *string) *cobra.Command {
-	return &cobra.Command{
-		Use:   "sigstore-root FILE",
-		Short: "Replace the Sigstore trusted roots kept in the policy (keyless verification)",
+	var update bool
+	var mirror, tufRoot string
+	cmd := &cobra.Command{
+		Use:   "sigstore-root (--update [--tuf-mirror URL --tuf-root FILE] | FILE)",
+		Short: "Fetch (TUF) or replace the Sigstore trusted roots kept in the policy (keyless verification)",
 		Long: `Replace the Sigstore trusted roots that keyless signatures are verified
-against (SPEC.md §27) with those of FILE: a trusted_root.json, a JSON array of
-them, or one per line as 'gh attestation trusted-root' prints them.
+against (SPEC.md §27).
+
+With --update, fetch Sigstore's trusted_root.json through TUF: the
+repository's metadata is verified from a TUF root (the public-good one
+built into etdi, or --tuf-root FILE for a private instance at --tuf-mirror
+URL), so a tampered file, expired metadata or a rollback to older metadata
+is refused. The policy records the mirror, the digest of the TUF root and
+the time of the fetch; the TUF metadata is kept in etdi's cache directory.
+Creates the policy file if needed.
+
+With FILE, take the roots from a trusted_root.json, a JSON array of them,
+or one per line as 'gh attestation trusted-root' prints them.
 
 The roots change when Sigstore rotates a certificate authority or a log key;
 a bundle signed after a rotation fails with signature_invalid until the
-policy holds the new root. Refresh from Sigstore's TUF repository with a
-TUF client you trust (sigstore-go, cosign, 'gh attestation trusted-root'),
-review the change like any trust change, then run this command.`,
-		Example: `  gh attestation trusted-root > trusted_root.jsonl
+policy holds the new root: run --update again, and review the change like
+any trust change.`,
+		Example: `  etdi trust sigstore-root --update
+  etdi trust sigstore-root --update --tuf-mirror https://tuf.internal.example --tuf-root tuf-root.json
+  gh attestation trusted-root > trusted_root.jsonl
   etdi trust sigstore-root --trust trust.json trusted_root.jsonl`,
-		Args: exactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			p, err := loadPolicy(*policyPath)
-			if err != nil {
-				return err
+		Args: func(cmd *cobra.Command, args []string) error {
+			if update {
+				if len(args) != 0 {
+					return usagef("--update fetches the trusted root: give no FILE")
+				}
+				return nil
 			}
-			msg, err := e.setSigstoreRoots(p, args[0])
+			if mirror != "" || tufRoot != "" {
+				return usagef("--tuf-mirror and --tuf-root need --update")
+			}
+			if len(args) != 1 {
+				return usagef("give a trusted root FILE, or --update to fetch it through TUF")
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var p *trust.Policy
+			var err error
+			var msg string
+			if update {
+				if p, err = loadOrNewPolicy(*policyPath); err != nil {
+					return err
+				}
+				msg, err = e.updateSigstoreRoots(p, mirror, tufRoot)
+			} else {
+				if p, err = loadPolicy(*policyPath); err != nil {
+					return err
+				}
+				msg, err = e.setSigstoreRoots(p, args[0])
+			}
 			if err != nil {
 				return err
 			}
@@ -259,6 +299,57 @@ review the change like any trust change, then run this command.`,
 			return nil
 		},
 	}
+	f := cmd.Flags()
+	f.BoolVar(&update, "update", false, "fetch the trusted root through TUF (Sigstore's public-good instance unless --tuf-mirror)")
+	f.StringVar(&mirror, "tuf-mirror", "", "the TUF repository of a private Sigstore instance (https; with --tuf-root)")
+	f.StringVar(&tufRoot, "tuf-root", "", "the TUF root (root.json) of that repository, obtained out of band")
+	return cmd
+}
+
+// updateSigstoreRoots fetches the trusted root through TUF and keeps it,
+// with where it came from, in the policy.
+func (e *env) updateSigstoreRoots(p *trust.Policy, mirror, rootFile string) (string, error) {
+	if rootFile != "" && mirror == "" {
+		return "", usagef("--tuf-root needs --tuf-mirror: the root of a private instance verifies that instance's repository")
+	}
+	var anchor []byte
+	if rootFile != "" {
+		data, err := e.readInput(rootFile)
+		if err != nil {
+			return "", err
+		}
+		anchor = data
+	}
+	if mirror != "" {
+		if err := tuf.CheckMirror(mirror); err != nil {
+			return "", usagef("--tuf-mirror: %v", err)
+		}
+	}
+	dir, err := os.UserCacheDir()
+	if err != nil {
+		return "", fmt.Errorf("no cache directory for the TUF metadata (set XDG_CACHE_HOME or HOME): %w", err)
+	}
+	res, err := tuf.Fetch(e.ctx, tuf.Options{Mirror: mirror, Root: anchor, CacheDir: filepath.Join(dir, "etdi", "tuf")})
+	if err != nil {
+		fix := "etdi trust sigstore-root --update"
+		if mirror != "" {
+			fix += " --tuf-mirror " + termtext.ShellQuote(mirror)
+		}
+		return "", &hintError{err, "check that the mirror is reachable and current, then run '" + fix + "' again; or give a trusted_root.json you verified: 'etdi trust sigstore-root FILE'"}
+	}
+	changed := len(p.SigstoreRoots) != len(res.Roots)
+	for i := 0; !changed && i < len(res.Roots); i++ {
+		changed = !bytes.Equal(p.SigstoreRoots[i].JSON, res.Roots[i].JSON)
+	}
+	p.SigstoreRoots = res.Roots
+	src := res.Source
+	p.SigstoreRootSource = &src
+	state := "unchanged"
+	if changed {
+		state = "replaced the previous roots"
+	}
+	return fmt.Sprintf("kept %d Sigstore trusted root(s) from TUF mirror %s in the policy (%s; TUF root %s, fetched %s)",
+		len(res.Roots), src.Mirror, state, src.TUFRoot, src.Fetched.Format(time.RFC3339)), nil
 }
 
 // idpFlags configure a provider's identity provider in the policy.
@@ -358,6 +449,14 @@ type trustList struct {
 	Cedar     []string            `json:"cedar,omitempty"`
 	// SigstoreRoots counts the Sigstore trusted roots kept in the policy.
 	SigstoreRoots int `json:"sigstoreTrustedRoots"`
+	// SigstoreRootSource says where they were fetched from through TUF.
+	SigstoreRootSource *trustListRootSource `json:"sigstoreTrustedRootSource,omitempty"`
+}
+
+type trustListRootSource struct {
+	Mirror  string `json:"tufMirror"`
+	TUFRoot string `json:"tufRoot"`
+	Fetched string `json:"fetched"`
 }
 
 func (e *env) trustListCmd(policyPath *string) *cobra.Command {
@@ -373,6 +472,9 @@ func (e *env) trustListCmd(policyPath *string) *cobra.Command {
 			}
 			l := trustList{Policy: *policyPath, Unsigned: p.Unsigned, Artifacts: p.ArtifactRule(), Providers: []trustListProvider{}, Cedar: p.Cedar,
 				SigstoreRoots: len(p.SigstoreRoots)}
+			if src := p.SigstoreRootSource; src != nil {
+				l.SigstoreRootSource = &trustListRootSource{src.Mirror, src.TUFRoot, src.Fetched.UTC().Format(time.RFC3339)}
+			}
 			for _, prov := range p.Providers {
 				lp := trustListProvider{ID: prov.ID, Require: prov.EffectiveRequire(), Keys: []trustListKey{}}
 				if d := prov.IDP; d != nil {
@@ -406,6 +508,9 @@ func (e *env) trustListCmd(policyPath *string) *cobra.Command {
 			}
 			if l.SigstoreRoots > 0 {
 				say(e.stdout, "Sigstore trusted roots: %d\n", l.SigstoreRoots)
+				if src := l.SigstoreRootSource; src != nil {
+					say(e.stdout, "  fetched through TUF from %s at %s (TUF root %s)\n", src.Mirror, src.Fetched, src.TUFRoot)
+				}
 			}
 			for _, lp := range l.Providers {
 				fmt.Fprintf(e.stdout, "provider %s (requires %s)\n", lp.ID, lp.Require)

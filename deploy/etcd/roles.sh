@@ -131,5 +131,11 @@ for m in "$@"; do
 done
 
 ctl auth enable
+# With auth on, etcd wants a user: root's client certificate, or, without
+# one, root's password (from the environment, never an argument).
+if [ -n "${ROOT_PASSWORD:-}" ] && [ -z "${ETCDCTL_USER:-}" ] && [ -z "${ETCDCTL_CERT:-}" ]; then
+	ETCDCTL_USER=root:$ROOT_PASSWORD
+	export ETCDCTL_USER
+fi
 ctl role get etdi-client
 ctl role get etdi-approver
