@@ -72,6 +72,9 @@ type ToolState struct {
 	// the same definition from the same artifact covers the item, when it
 	// has no pin of its own (SPEC.md §14.2).
 	ApprovedAs string `json:"approvedAs,omitempty"`
+	// Scopes, with status "ok", are the scopes the approval of the
+	// matching unsigned definition gave it (Pin.Scopes).
+	Scopes []string `json:"scopes,omitempty"`
 }
 
 // Comparison is the outcome of comparing an Observation with the pins.
@@ -515,8 +518,9 @@ func compareTool(tx *kvTx, o *Observation, t *Observed, sameSkeleton []string, c
 		}
 		return compareNew(tx, o, t, sameSkeleton, st, with, ref, copies)
 	}
-	if matchingVariant(full, o, t) != nil {
-		return st, nil, nil // one of the approved definitions
+	if m := matchingVariant(full, o, t); m != nil {
+		st.Scopes = m.Scopes // with the approved digest, never another's
+		return st, nil, nil  // one of the approved definitions
 	}
 	// Compared with the approved definition it is closest to: the
 	// findings and the version logic are those of one pin.
