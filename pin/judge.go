@@ -514,6 +514,16 @@ func compareTool(tx *kvTx, o *Observation, t *Observed, sameSkeleton []string, c
 		shared, err := sharedApproval(tx, o, t, &copies.share)
 		if err != nil || shared != "" {
 			st.ApprovedAs = shared
+			if err == nil {
+				// The scopes of the approval that covers it (checked by
+				// sharedApproval).
+				var sp *Pin
+				if sp, err = readItem(tx, shared, ItemTool, t.Name); sp != nil {
+					if m := matchingVariant(sp, o, t); m != nil {
+						st.Scopes = m.Scopes
+					}
+				}
+			}
 			return st, nil, err
 		}
 		return compareNew(tx, o, t, sameSkeleton, st, with, ref, copies)

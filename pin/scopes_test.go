@@ -172,3 +172,19 @@ func TestApproveScopesEdited(t *testing.T) {
 		t.Fatalf("compare: %v", err)
 	}
 }
+
+// The same server under a second name, covered by the approval of the
+// first (SPEC.md §14.2), has the scopes that approval gave.
+func TestApproveScopesShared(t *testing.T) {
+	s := openTestStore(t, Options{})
+	if _, _, err := s.Approve(filesObs(t, writeDef), ApproveOptions{By: "x", Scopes: map[string][]string{"write_file": {"files:write"}}}); err != nil {
+		t.Fatal(err)
+	}
+	second := filesObs(t, writeDef)
+	second.Server, second.Name = UnsignedServerKey("files2"), "files2"
+	c := expect(t, s, second)
+	i := slices.IndexFunc(c.Tools, func(st ToolState) bool { return st.Name == "write_file" })
+	if c.Tools[i].ApprovedAs != UnsignedServerKey("files") || !slices.Equal(c.Tools[i].Scopes, []string{"files:write"}) {
+		t.Fatalf("%+v", c.Tools[i])
+	}
+}
