@@ -47,7 +47,7 @@ func TestWarningsNone(t *testing.T) {
 			t.Errorf("%s: warnings %q", text, w)
 		}
 	}
-	for _, f := range []string{"ask-destructive.cedar", "exfiltration.cedar", "forbid-scope.cedar", "rate-limit.cedar"} {
+	for _, f := range []string{"ask-destructive.cedar", "exfiltration.cedar", "forbid-scope.cedar", "rate-limit.cedar", "reference-servers.cedar"} {
 		if w := loadExample(t, f).Warnings(); len(w) != 0 {
 			t.Errorf("%s: warnings %q", f, w)
 		}
