@@ -341,8 +341,9 @@ func rescope(tx *kvTx, info *ServerInfo, o *Observation, t *Observed, ss []strin
 		return nil, nil, err
 	}
 	if old == nil || old.Digest != t.Digest.String() || old.Signer != Unsigned {
-		return nil, &Refusal{t.Name, ScopesChanged, fmt.Sprintf("tool %s/%s matches an approval other than its pin's latest definition; "+
-			"its scopes are given with an approval of this definition under this name", o.Server, t.Name)}, nil
+		return nil, &Refusal{t.Name, ScopesChanged, fmt.Sprintf("tool %s/%s matches an earlier approved definition (a variant) or another server's approval, "+
+			"not its latest approved definition here; scopes are given to that one alone (revoke the variant, etdi pin revoke %s --digest %s, then approve it again with the scopes)",
+			o.Server, t.Name, termtext.ShellQuote(o.Server+"/"+t.Name), t.Digest)}, nil
 	}
 	if slices.Equal(old.Scopes, ss) {
 		return nil, nil, nil
@@ -350,7 +351,9 @@ func rescope(tx *kvTx, info *ServerInfo, o *Observation, t *Observed, ss []strin
 	p := *old
 	p.Scopes, p.ApprovedBy, p.ApprovedAt = ss, by, now
 	rec := Record{Type: RecordReapprove, Time: now, Server: o.Server, Tool: t.Name, Version: p.Version, Digest: p.Digest,
-		Signer: &p.Signer, Kind: ScopesChanged, By: by, Permissions: p.Permissions, Scopes: ss, Served: p.Served, Replaced: p.Digest}
+		Signer: &p.Signer, Kind: ScopesChanged, By: by, Permissions: p.Permissions, Scopes: ss, Served: p.Served, Replaced: p.Digest,
+		// The variants approved beside it stay (SPEC.md §14.1).
+		Variant: len(p.Variants) > 0}
 	if p.Binding, err = appendBound(tx, rec); err != nil {
 		return nil, nil, err
 	}

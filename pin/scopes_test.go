@@ -188,3 +188,32 @@ func TestApproveScopesShared(t *testing.T) {
 		t.Fatalf("%+v", c.Tools[i])
 	}
 }
+
+// Scopes given to the latest of several approved definitions keep the
+// others approved, with their own scopes.
+func TestApproveScopesOfVariant(t *testing.T) {
+	s := openTestStore(t, Options{})
+	v1 := filesObs(t, writeDef)
+	v2 := filesObs(t, strings.Replace(writeDef, "Create or", "Create, append to or", 1))
+	if _, _, err := s.Approve(v1, ApproveOptions{By: "x", Scopes: map[string][]string{"write_file": {"files:write"}}}); err != nil {
+		t.Fatal(err)
+	}
+	mustApprove(t, s, v2, "write_file")
+	a, r, err := s.Approve(v2, ApproveOptions{By: "x", Tools: []string{"write_file"}, Scopes: map[string][]string{"write_file": {"files:append"}}})
+	if err != nil || len(r) != 0 || len(a) != 1 || a[0].Kind != ScopesChanged || !slices.Equal(a[0].ScopesBefore, []string{"files:write"}) {
+		t.Fatalf("%+v %+v %v", a, r, err)
+	}
+	// The earlier definition matches a variant, not the latest: its
+	// scopes are given by approving it under this name again.
+	a, r, err = s.Approve(v1, ApproveOptions{By: "x", Tools: []string{"write_file"}, Scopes: map[string][]string{"write_file": {"files:none"}}})
+	if err != nil || len(a) != 0 || len(r) != 1 || r[0].Kind != ScopesChanged {
+		t.Fatalf("%+v %+v %v", a, r, err)
+	}
+	for o, want := range map[*Observation][]string{v1: {"files:write"}, v2: {"files:append"}} {
+		c := expect(t, s, o)
+		if i := slices.IndexFunc(c.Tools, func(st ToolState) bool { return st.Name == "write_file" }); !slices.Equal(c.Tools[i].Scopes, want) {
+			t.Fatalf("scopes %v, want %v", c.Tools[i].Scopes, want)
+		}
+	}
+	auditClean(t, s)
+}
