@@ -217,3 +217,22 @@ func TestApproveScopesOfVariant(t *testing.T) {
 	}
 	auditClean(t, s)
 }
+
+// A tool approved unsigned with scopes that becomes signed is approved
+// with its provider's permissions alone: the scopes given to the unsigned
+// definition do not follow it.
+func TestApproveScopesNotToSigned(t *testing.T) {
+	s := openTestStore(t, Options{})
+	srv := UnsignedServerKey("files")
+	if _, _, err := s.Approve(filesObs(t, writeDef), ApproveOptions{By: "x", Scopes: map[string][]string{"write_file": {"files:none"}}}); err != nil {
+		t.Fatal(err)
+	}
+	signed := &Observation{Server: srv, Name: "files", Served: npmTime, Tools: []Observed{tool(t, "read_file", "", readDef, Unsigned),
+		tool(t, "write_file", "1.0.0", writeDef, keyA, "files:write")}}
+	expect(t, s, signed, "new_signer")
+	a := mustApprove(t, s, signed, "write_file")
+	if len(a) != 1 || len(a[0].Pin.Scopes) != 0 || a[0].ScopesKept {
+		t.Fatalf("%+v", a)
+	}
+	auditClean(t, s)
+}

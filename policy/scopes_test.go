@@ -70,6 +70,7 @@ func TestParseScopesRefused(t *testing.T) {
 		"no slash":         {`{"etdiScopes":1,"tools":{"write_file":["x"]}}`, "is not SERVER/TOOL"},
 		"empty tool":       {`{"etdiScopes":1,"tools":{"files/":["x"]}}`, "is not SERVER/TOOL"},
 		"control in name":  {`{"etdiScopes":1,"tools":{"fi\u001bles/x":["x"]}}`, "control"},
+		"space in tool":    {`{"etdiScopes":1,"tools":{"files/write file":["x"]}}`, "space"},
 		"scopes not array": {`{"etdiScopes":1,"tools":{"a/b":"files:write"}}`, "array of strings"},
 		"scope not string": {`{"etdiScopes":1,"tools":{"a/b":[1]}}`, "array of strings"},
 		"scope with space": {`{"etdiScopes":1,"tools":{"a/b":["files write"]}}`, "printable ASCII"},
@@ -81,9 +82,10 @@ func TestParseScopesRefused(t *testing.T) {
 			t.Errorf("%s: %v, want %q", name, err, c.want)
 		}
 	}
-	big := make([]byte, MaxScopesFile+1)
-	if _, err := ParseScopes("big", big); err == nil {
-		t.Error("an overlay beyond the bound parsed")
+	// Valid JSON beyond the bound.
+	big := []byte(`{"etdiScopes":1,"tools":{},"comment":"` + strings.Repeat("x", MaxScopesFile) + `"}`)
+	if _, err := ParseScopes("big", big); err == nil || !strings.Contains(err.Error(), "larger than") {
+		t.Errorf("an overlay beyond the bound: %v", err)
 	}
 	path := filepath.Join(t.TempDir(), "big.json")
 	if err := os.WriteFile(path, big, 0o600); err != nil {

@@ -8,20 +8,23 @@ import (
 // A file of forbid rules alone validates, with a warning that every call
 // would be forbidden and what to add.
 func TestWarningsNoPermit(t *testing.T) {
-	for name, text := range map[string]string{
-		"only forbid": `@id("no-shell") forbid (principal, action == Etdi::Action::"call", resource) when { resource.scopes.contains("shell:*") };`,
-		"permit for reads only": `@id("reads") permit (principal, action == Etdi::Action::"read", resource);
-@id("no-shell") forbid (principal, action, resource) when { resource.scopes.contains("shell:*") };`,
-		"permit never holds": `@id("off") permit (principal, action == Etdi::Action::"call", resource) when { false };`,
-		"permit unless true": `@id("off") permit (principal, action, resource) unless { true };`,
+	for name, c := range map[string]struct{ text, why string }{
+		"only forbid": {`@id("no-shell") forbid (principal, action == Etdi::Action::"call", resource) when { resource.scopes.contains("shell:*") };`,
+			"no permit policy: every tool call"},
+		"permit for reads only": {`@id("reads") permit (principal, action == Etdi::Action::"read", resource);
+@id("no-shell") forbid (principal, action, resource) when { resource.scopes.contains("shell:*") };`, "the permits name only other actions"},
+		"permits for other actions": {`@id("reads") permit (principal, action in [Etdi::Action::"read", Etdi::Action::"get"], resource);`, "the permits name only other actions"},
+		"permit in other action": {`@id("reads") permit (principal, action in Etdi::Action::"read", resource);`, "the permits name only other actions"},
+		"permit never holds":     {`@id("off") permit (principal, action == Etdi::Action::"call", resource) when { false };`, "no permit can ever match (off)"},
+		"permit unless true":     {`@id("off") permit (principal, action, resource) unless { true };`, "no permit can ever match (off)"},
 	} {
-		s := mustParse(t, name, text)
+		s := mustParse(t, name, c.text)
 		w := s.Warnings()
 		last := ""
 		if len(w) > 0 {
 			last = w[len(w)-1]
 		}
-		if !strings.Contains(last, "every tool call would be forbidden") || !strings.Contains(last, Baseline) {
+		if !strings.Contains(last, c.why) || !strings.Contains(last, "every tool call would be forbidden") || !strings.Contains(last, Baseline) {
 			t.Errorf("%s: warnings %q", name, w)
 		}
 		if d := s.Authorize(Request{Tool: Tool{Server: "unsigned:x", Name: "y"}}); d.Effect != Forbid {
