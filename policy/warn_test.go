@@ -14,9 +14,9 @@ func TestWarningsNoPermit(t *testing.T) {
 		"permit for reads only": {`@id("reads") permit (principal, action == Etdi::Action::"read", resource);
 @id("no-shell") forbid (principal, action, resource) when { resource.scopes.contains("shell:*") };`, "the permits name only other actions"},
 		"permits for other actions": {`@id("reads") permit (principal, action in [Etdi::Action::"read", Etdi::Action::"get"], resource);`, "the permits name only other actions"},
-		"permit in other action": {`@id("reads") permit (principal, action in Etdi::Action::"read", resource);`, "the permits name only other actions"},
-		"permit never holds":     {`@id("off") permit (principal, action == Etdi::Action::"call", resource) when { false };`, "no permit can ever match (off)"},
-		"permit unless true":     {`@id("off") permit (principal, action, resource) unless { true };`, "no permit can ever match (off)"},
+		"permit in other action":    {`@id("reads") permit (principal, action in Etdi::Action::"read", resource);`, "the permits name only other actions"},
+		"permit never holds":        {`@id("off") permit (principal, action == Etdi::Action::"call", resource) when { false };`, "no permit can ever match (off)"},
+		"permit unless true":        {`@id("off") permit (principal, action, resource) unless { true };`, "no permit can ever match (off)"},
 	} {
 		s := mustParse(t, name, c.text)
 		w := s.Warnings()
