@@ -26,6 +26,10 @@ type ApproveOptions struct {
 	// decided on an earlier comparison withdraws when anything to decide
 	// differs now (another process approved or revoked meanwhile).
 	Review func(now *pin.Comparison) bool
+	// Scopes and ScopesAll give unsigned tools permission scopes
+	// (pin.ApproveOptions; policy.ApprovalScopes makes them).
+	Scopes    map[string][]string
+	ScopesAll []string
 }
 
 // ApproveResult is what Approve did.
@@ -98,7 +102,8 @@ func Approve(ctx context.Context, r *Report, opts ApproveOptions) (*ApproveResul
 		if err != nil {
 			return err
 		}
-		res.Approved, res.Refused, err = s.Approve(r.Observation, pin.ApproveOptions{Tools: opts.Tools, By: r.opts.By, AcceptInstructions: opts.AcceptInstructions, Replace: opts.Replace})
+		res.Approved, res.Refused, err = s.Approve(r.Observation, pin.ApproveOptions{Tools: opts.Tools, By: r.opts.By, AcceptInstructions: opts.AcceptInstructions, Replace: opts.Replace,
+			Scopes: opts.Scopes, ScopesAll: opts.ScopesAll})
 		if err != nil {
 			return err
 		}

@@ -334,3 +334,16 @@ func TestPolicyReadPermitWithQuery(t *testing.T) {
 		t.Errorf("a read no permit names: %s", ans)
 	}
 }
+
+// Attack: a permit that lets only directories be read (URIs ending in
+// "/") is sidestepped by a file's URI with a trailing slash, which a
+// server cleaning the path reads as the file. Breaks: the URI without
+// its trailing slashes must be permitted too.
+func TestAttackReadURITrailingSlashPermit(t *testing.T) {
+	a := startAtkPolicies(t, atkBaseline+`@id("dirs-only") permit (principal, action == Etdi::Action::"read", resource) when { resource.uri like "file:///*/" };
+`, atkWithTemplate)
+	b := blockedData(t, a.ask(t, "resources/read", `{"uri":"file:///etc/passwd/"}`, 5*time.Second))
+	if b.Kind != PolicyForbid || len(b.Policies) != 0 {
+		t.Fatalf("%+v", b)
+	}
+}

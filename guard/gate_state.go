@@ -437,7 +437,7 @@ func (g *Gate) relist(items []string, init *mcpclient.Listing) *Report {
 		g.logf("could not check the server's listing (%v): nothing it lists is let through", err)
 	}
 	withheld := err != nil || r.Blocked()
-	obs := observedIn(r)
+	obs, given := observedIn(r), givenScopes(r)
 	for _, item := range items {
 		approved := map[string]string{}
 		own := map[string]exposure{}
@@ -452,7 +452,7 @@ func (g *Gate) relist(items []string, init *mcpclient.Listing) *Report {
 				delete(g.st.why[item], e.Name)
 				x.obs, x.approved = obs[[2]string{item, e.Name}], true
 				if g.opts.Policies != nil {
-					x.tool = policy.ToolOf(g.st.server, g.st.provider, x.obs) // once, not on every call
+					x.tool = policy.ToolOfApproved(g.st.server, g.st.provider, x.obs, given[[2]string{item, e.Name}]) // once, not on every call
 				}
 				if own[e.Name].digest != "" {
 					own[e.Name] = x
@@ -481,15 +481,20 @@ func (g *Gate) relist(items []string, init *mcpclient.Listing) *Report {
 }
 
 // approvedScopes are the permission scopes of the approved tools r
-// observed, sorted, each once.
+// observed, with those their approvals gave unsigned ones, sorted, each
+// once.
 func approvedScopes(r *Report, approved map[string]string) []string {
 	var out []string
+	given := givenScopes(r)
 	for key, o := range observedIn(r) {
 		if key[0] != itemTool || approved[key[1]] == "" {
 			continue
 		}
 		for _, p := range o.Permissions {
 			out = append(out, p.Scope)
+		}
+		if o.Signer == pin.Unsigned {
+			out = append(out, given[key]...)
 		}
 	}
 	slices.Sort(out)
@@ -722,7 +727,7 @@ func (g *Gate) filterPage(req *hostRequest, m *mcpclient.Message, data []byte, s
 	}
 	keep := make([]bool, len(page.Tools))
 	all := true
-	obs := observedIn(r)
+	obs, given := observedIn(r), givenScopes(r)
 	for i, e := range page.Tools {
 		switch {
 		case g.st.seen[item][e.Name]:
@@ -734,7 +739,7 @@ func (g *Gate) filterPage(req *hostRequest, m *mcpclient.Message, data []byte, s
 			keep[i] = true
 			x := exposure{digest: e.Digest.String(), obs: obs[[2]string{item, e.Name}]}
 			if g.opts.Policies != nil {
-				x.tool = policy.ToolOf(g.st.server, g.st.provider, x.obs) // once, not on every call
+				x.tool = policy.ToolOfApproved(g.st.server, g.st.provider, x.obs, given[[2]string{item, e.Name}]) // once, not on every call
 			}
 			g.st.exposed[item][e.Name] = x
 			g.st.approved[item][e.Name] = e.Digest.String()

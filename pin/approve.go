@@ -28,6 +28,40 @@ type ApproveOptions struct {
 	// definition approved before, instead of adding it beside them as
 	// another variant (SPEC.md §14.1).
 	Replace bool
+	// Scopes gives permission scopes to the unsigned tools it names (by
+	// name): each approval of such a tool records them in its pin and its
+	// history record, and call-time policies see them as a signed tool's
+	// permissions (SPEC.md §14.3). A tool named here that is approved and
+	// unchanged is approved again when its scopes differ. Naming a tool
+	// the server does not offer, or a signed tool, is an error.
+	Scopes map[string][]string
+	// ScopesAll gives scopes to every tool this approval approves, as
+	// Scopes does; an error for a server with signed tools.
+	ScopesAll []string
+}
+
+// MaxScopes bounds the scopes given to one tool at approval.
+const MaxScopes = 64
+
+// ScopesChanged is the Approval.Kind (and the approval record's kind) of
+// an approved, unchanged tool approved again for its scopes.
+const ScopesChanged = "scopes_changed"
+
+// NormalizeScopes checks scopes given at approval (etdi.ValidateScope,
+// at most MaxScopes) and returns them sorted, each once.
+func NormalizeScopes(scopes []string) ([]string, error) {
+	out := slices.Clone(scopes)
+	for _, sc := range out {
+		if err := etdi.ValidateScope(sc); err != nil {
+			return nil, err
+		}
+	}
+	slices.Sort(out)
+	out = slices.Compact(out)
+	if len(out) > MaxScopes {
+		return nil, fmt.Errorf("%d scopes for one tool; etdi takes at most %d", len(out), MaxScopes)
+	}
+	return out, nil
 }
 
 // Approval is one tool Approve pinned.
@@ -43,6 +77,11 @@ type Approval struct {
 	// ServedBefore is what served the tool at its previous approval, when
 	// that differs from what serves it now (Pin.Served).
 	ServedBefore string `json:"servedBefore,omitempty"`
+	// ScopesKept says the approval of a changed definition kept the scopes
+	// (Pin.Scopes) of the definition approved before, none being given.
+	ScopesKept bool `json:"scopesKept,omitempty"`
+	// ScopesBefore are the scopes a ScopesChanged approval replaced.
+	ScopesBefore []string `json:"scopesBefore,omitempty"`
 }
 
 // Refusal is one tool Approve did not pin, and why.
@@ -79,6 +118,10 @@ func (s *Store) Approve(o *Observation, opts ApproveOptions) ([]Approval, []Refu
 		if !slices.ContainsFunc(o.Tools, func(t Observed) bool { return ItemRef(t.Item, t.Name) == n }) {
 			return nil, nil, fmt.Errorf("tool %q is not offered by %s", n, o.Server)
 		}
+	}
+	given, all, serr := givenScopes(o, opts)
+	if serr != nil {
+		return nil, nil, serr
 	}
 	var approved []Approval
 	var refused []Refusal
@@ -127,7 +170,23 @@ func (s *Store) Approve(o *Observation, opts ApproveOptions) ([]Approval, []Refu
 			t := &o.Tools[i]
 			ref := ItemRef(t.Item, t.Name)
 			f, needs := byTool[ref]
-			if !needs || (len(named) > 0 && !named[ref]) || done[ref] {
+			if (len(named) > 0 && !named[ref]) || done[ref] {
+				continue
+			}
+			if !needs {
+				if ss, ok := given[ref]; ok {
+					done[ref] = true
+					a, r, err := rescope(tx, info, o, t, ss, opts.By, now)
+					if err != nil {
+						return err
+					}
+					if a != nil {
+						approved = append(approved, *a)
+					}
+					if r != nil {
+						refused = append(refused, *r)
+					}
+				}
 				continue
 			}
 			done[ref] = true
@@ -157,9 +216,21 @@ func (s *Store) Approve(o *Observation, opts ApproveOptions) ([]Approval, []Refu
 			if p.Permissions == nil {
 				p.Permissions = []etdi.Permission{}
 			}
+			kept := false
+			if ss, ok := given[ref]; ok {
+				p.Scopes = ss
+			} else if all != nil && t.Item == ItemTool {
+				p.Scopes = all
+			} else if old != nil && t.Item == ItemTool && t.Signer == Unsigned {
+				// A changed definition keeps the scopes its approver gave
+				// the one approved before (of the same digest, else the
+				// latest): dropping them would lift every rule they meet.
+				p.Scopes = closestVariant(old, t).Scopes
+				kept = len(p.Scopes) > 0
+			}
 			rec := Record{Type: RecordApprove, Time: now, Server: o.Server, Tool: t.Name, Item: t.Item, Version: t.Version, Digest: p.Digest,
-				Signer: &p.Signer, Kind: string(f.Kind), By: opts.By, Permissions: p.Permissions, Served: p.Served}
-			a := Approval{Pin: p, Kind: string(f.Kind), Variants: 1}
+				Signer: &p.Signer, Kind: string(f.Kind), By: opts.By, Permissions: p.Permissions, Scopes: p.Scopes, Served: p.Served}
+			a := Approval{Pin: p, Kind: string(f.Kind), Variants: 1, ScopesKept: kept}
 			if old != nil && f.Kind == verify.RugPull && !opts.Replace {
 				// Another variant: beside the approved definitions, in
 				// place of the one of the same digest (whose permissions
@@ -225,6 +296,73 @@ func (s *Store) Approve(o *Observation, opts ApproveOptions) ([]Approval, []Refu
 		return nil, nil, err // the transaction was rolled back: nothing was approved
 	}
 	return approved, refused, nil
+}
+
+// givenScopes checks the scopes opts gives (Scopes, ScopesAll) against
+// what o offers: only unsigned tools the server offers take scopes.
+func givenScopes(o *Observation, opts ApproveOptions) (map[string][]string, []string, error) {
+	given := map[string][]string{}
+	for name, ss := range opts.Scopes {
+		i := slices.IndexFunc(o.Tools, func(t Observed) bool { return t.Item == ItemTool && t.Name == name })
+		if i < 0 {
+			return nil, nil, fmt.Errorf("scopes are given to tool %q, which %s does not offer (etdi check lists its tools)", name, o.Server)
+		}
+		if t := &o.Tools[i]; t.Signer != Unsigned {
+			return nil, nil, fmt.Errorf("tool %q of %s is signed by %s: its scopes are the permissions its provider signed, and cannot be given at approval", name, o.Server, t.Signer)
+		}
+		n, err := NormalizeScopes(ss)
+		if err != nil {
+			return nil, nil, fmt.Errorf("scopes of tool %q: %w", name, err)
+		}
+		given[name] = n
+	}
+	if len(opts.ScopesAll) == 0 {
+		return given, nil, nil
+	}
+	for i := range o.Tools {
+		if t := &o.Tools[i]; t.Item == ItemTool && t.Signer != Unsigned {
+			return nil, nil, fmt.Errorf("server %s is signed (tool %q by %s): its tools' scopes are the permissions its provider signed, and cannot be given at approval", o.Server, t.Name, t.Signer)
+		}
+	}
+	all, err := NormalizeScopes(opts.ScopesAll)
+	if err != nil {
+		return nil, nil, err
+	}
+	return given, all, nil
+}
+
+// rescope approves again, with scopes ss, an unsigned tool t that matches
+// its pin, when its scopes differ: the pin's latest definition alone (an
+// earlier variant, or a tool approved under another server's name, is
+// refused: approving it under its own name first makes it the latest).
+func rescope(tx *kvTx, info *ServerInfo, o *Observation, t *Observed, ss []string, by string, now time.Time) (*Approval, *Refusal, error) {
+	old, err := getItem(tx, o.Server, t.Item, t.Name)
+	if err != nil {
+		return nil, nil, err
+	}
+	if old == nil || old.Digest != t.Digest.String() || old.Signer != Unsigned {
+		return nil, &Refusal{t.Name, ScopesChanged, fmt.Sprintf("tool %s/%s matches an earlier approved definition (a variant) or another server's approval, "+
+			"not its latest approved definition here; scopes are given to that one alone (revoke the variant, etdi pin revoke %s --digest %s, then approve it again with the scopes)",
+			o.Server, t.Name, termtext.ShellQuote(o.Server+"/"+t.Name), t.Digest)}, nil
+	}
+	if slices.Equal(old.Scopes, ss) {
+		return nil, nil, nil
+	}
+	p := *old
+	p.Scopes, p.ApprovedBy, p.ApprovedAt = ss, by, now
+	rec := Record{Type: RecordReapprove, Time: now, Server: o.Server, Tool: t.Name, Version: p.Version, Digest: p.Digest,
+		Signer: &p.Signer, Kind: ScopesChanged, By: by, Permissions: p.Permissions, Scopes: ss, Served: p.Served, Replaced: p.Digest,
+		// The variants approved beside it stay (SPEC.md §14.1).
+		Variant: len(p.Variants) > 0}
+	if p.Binding, err = appendBound(tx, rec); err != nil {
+		return nil, nil, err
+	}
+	if err := putPin(tx, info, &p); err != nil {
+		return nil, nil, err
+	}
+	a := &Approval{Pin: p, Kind: ScopesChanged, Replaced: p.Digest, Variants: len(p.Variants) + 1, ScopesBefore: old.Scopes}
+	a.Pin.Variants = nil
+	return a, nil, nil
 }
 
 func putInfo(tx *kvTx, info *ServerInfo) error {

@@ -119,6 +119,8 @@ func pinDisagrees(rec *Record, p *Pin) string {
 		return fmt.Sprintf("the record approves another signer than %s", p.Signer)
 	case !samePermissions(rec.Permissions, p.Permissions):
 		return "the record approves other permissions"
+	case !slices.Equal(rec.Scopes, p.Scopes):
+		return "the record approves other scopes"
 	case rec.Served != p.Served:
 		return fmt.Sprintf("the record approves the tool served by %q, the pin holds %q", rec.Served, p.Served)
 	}

@@ -26,7 +26,7 @@ func FuzzParseSpoolEntry(f *testing.F) {
 		}
 		for _, r := range e.Records {
 			if r.Type != RecordFinding && r.Type != RecordCall || r.Index != 0 || r.Prev != "" || r.Machine != "" || r.User != "" ||
-				r.Signer != nil || r.KeyID != "" || len(r.Permissions) > 0 || r.Served != "" || r.Replaced != "" {
+				r.Signer != nil || r.KeyID != "" || len(r.Permissions) > 0 || len(r.Scopes) > 0 || r.Served != "" || r.Replaced != "" {
 				t.Fatalf("accepted a record a client may not write: %+v", r)
 			}
 		}

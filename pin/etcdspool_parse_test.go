@@ -32,6 +32,7 @@ func TestParseSpoolEntryRefuses(t *testing.T) {
 		"signer":              with(`"signer":{"kind":"none"}`),
 		"key id":              with(`"keyId":"sha256:00"`),
 		"permissions":         with(`"permissions":[{"scope":"net"}]`),
+		"scopes":              with(`"scopes":["files:write"]`),
 		"served":              with(`"served":"npm x@1"`),
 		"replaced":            with(`"replaced":"1 sha256:00"`),
 		"index":               with(`"index":3`),

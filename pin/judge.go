@@ -71,6 +71,9 @@ type ToolState struct {
 	// the same definition from the same artifact covers the item, when it
 	// has no pin of its own (SPEC.md §14.2).
 	ApprovedAs string `json:"approvedAs,omitempty"`
+	// Scopes, with status "ok", are the scopes the approval of the
+	// matching unsigned definition gave it (Pin.Scopes).
+	Scopes []string `json:"scopes,omitempty"`
 }
 
 // Comparison is the outcome of comparing an Observation with the pins.
@@ -510,12 +513,23 @@ func compareTool(tx *kvTx, o *Observation, t *Observed, sameSkeleton []string, c
 		shared, err := sharedApproval(tx, o, t, &copies.share)
 		if err != nil || shared != "" {
 			st.ApprovedAs = shared
+			if err == nil {
+				// The scopes of the approval that covers it (checked by
+				// sharedApproval).
+				var sp *Pin
+				if sp, err = readItem(tx, shared, ItemTool, t.Name); sp != nil {
+					if m := matchingVariant(sp, o, t); m != nil {
+						st.Scopes = m.Scopes
+					}
+				}
+			}
 			return st, nil, err
 		}
 		return compareNew(tx, o, t, sameSkeleton, st, with, ref, copies)
 	}
-	if matchingVariant(full, o, t) != nil {
-		return st, nil, nil // one of the approved definitions
+	if m := matchingVariant(full, o, t); m != nil {
+		st.Scopes = m.Scopes // with the approved digest, never another's
+		return st, nil, nil  // one of the approved definitions
 	}
 	// Compared with the approved definition it is closest to: the
 	// findings and the version logic are those of one pin.

@@ -53,6 +53,8 @@ type Record struct {
 	User    string `json:"user,omitempty"`
 	// Permissions granted by an approval.
 	Permissions []etdi.Permission `json:"permissions,omitempty"`
+	// Scopes given to an unsigned tool by its approval (Pin.Scopes).
+	Scopes []string `json:"scopes,omitempty"`
 	// Replaced is what a re-approval replaced: "version digest".
 	Replaced string `json:"replaced,omitempty"`
 	// Served is what served the tool an approval approved (an artifact

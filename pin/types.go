@@ -72,6 +72,11 @@ type Pin struct {
 	Signer      Signer            `json:"signer"`
 	Provider    string            `json:"provider,omitempty"`
 	Permissions []etdi.Permission `json:"permissions"`
+	// Scopes are the permission scopes the person who approved an unsigned
+	// tool gave it (SPEC.md §14.3): call-time policies see them as they see
+	// a signed tool's permissions. A signed tool has none (its provider's
+	// permissions are its scopes). Sorted, each once.
+	Scopes []string `json:"scopes,omitempty"`
 	// Definition is the canonical JSON of the approved definition, kept so
 	// that later differences can be shown field by field.
 	Definition json.RawMessage `json:"definition"`
@@ -103,6 +108,7 @@ type Variant struct {
 	Signer      Signer            `json:"signer"`
 	Provider    string            `json:"provider,omitempty"`
 	Permissions []etdi.Permission `json:"permissions"`
+	Scopes      []string          `json:"scopes,omitempty"`
 	Definition  json.RawMessage   `json:"definition"`
 	ApprovedBy  string            `json:"approvedBy"`
 	ApprovedAt  time.Time         `json:"approvedAt"`
@@ -114,14 +120,14 @@ type Variant struct {
 // pin is v as a pin without variants.
 func (v *Variant) pin() Pin {
 	return Pin{Server: v.Server, Item: v.Item, Tool: v.Tool, Version: v.Version, Digest: v.Digest, Signer: v.Signer,
-		Provider: v.Provider, Permissions: v.Permissions, Definition: v.Definition, ApprovedBy: v.ApprovedBy,
+		Provider: v.Provider, Permissions: v.Permissions, Scopes: v.Scopes, Definition: v.Definition, ApprovedBy: v.ApprovedBy,
 		ApprovedAt: v.ApprovedAt, Sequence: v.Sequence, Served: v.Served, Binding: v.Binding}
 }
 
 // variantOf is p, without its variants, as a variant.
 func variantOf(p *Pin) Variant {
 	return Variant{Server: p.Server, Item: p.Item, Tool: p.Tool, Version: p.Version, Digest: p.Digest, Signer: p.Signer,
-		Provider: p.Provider, Permissions: p.Permissions, Definition: p.Definition, ApprovedBy: p.ApprovedBy,
+		Provider: p.Provider, Permissions: p.Permissions, Scopes: p.Scopes, Definition: p.Definition, ApprovedBy: p.ApprovedBy,
 		ApprovedAt: p.ApprovedAt, Sequence: p.Sequence, Served: p.Served, Binding: p.Binding}
 }
 

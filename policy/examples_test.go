@@ -190,23 +190,81 @@ func TestExampleRateLimit(t *testing.T) {
 	checkDecision(t, "sixth write", d, Forbid, writes, nil)
 }
 
+// TestExamplesScopes checks that every scopes overlay of the examples
+// parses.
+func TestExamplesScopes(t *testing.T) {
+	matches, err := filepath.Glob(filepath.Join("..", "examples", "policies", "*.scopes.json"))
+	if err != nil || len(matches) == 0 {
+		t.Fatalf("overlays: %q %v", matches, err)
+	}
+	for _, m := range matches {
+		if _, err := LoadScopes(m); err != nil {
+			t.Error(err)
+		}
+	}
+}
+
 // TestExamplesDescribe checks what the examples declare of themselves.
 func TestExamplesDescribe(t *testing.T) {
 	for file, session := range map[string]bool{
 		"forbid-scope.cedar": false, "ask-destructive.cedar": false,
-		"exfiltration.cedar": true, "rate-limit.cedar": true,
+		"exfiltration.cedar": true, "rate-limit.cedar": true, "reference-servers.cedar": true,
 	} {
 		if got := loadExample(t, file).Session(); got != session {
 			t.Errorf("%s: Session() = %v, want %v", file, got, session)
 		}
 	}
-	// All four load together only if their ids are unique, which they are
+	// All five load together only if their ids are unique, which they are
 	// not: each has its baseline.
 	matches, err := filepath.Glob(filepath.Join("..", "examples", "policies", "*.cedar"))
-	if err != nil || len(matches) != 4 {
+	if err != nil || len(matches) != 5 {
 		t.Fatalf("examples: %q %v", matches, err)
 	}
 	if _, err := LoadFiles(matches...); err == nil {
 		t.Error("the examples loaded together despite sharing @id baseline")
+	}
+}
+
+// The starter policy for the reference servers, with the scopes its
+// overlay gives: reads pass, writes and deletes are asked about, the
+// environment is never read, nothing reaches the network after a read,
+// and an unsigned tool without scopes is asked about.
+func TestExampleReferenceServers(t *testing.T) {
+	ov, err := LoadScopes(filepath.Join("..", "examples", "policies", "reference-servers.scopes.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := ov.Servers(); len(got) != 5 || got[0] != "everything" || got[4] != "memory" {
+		t.Fatalf("servers %v", got)
+	}
+	scoped := func(server, name string) Tool {
+		ss, ok := ov.tools[server][name]
+		if !ok {
+			t.Fatalf("the overlay has no %s/%s", server, name)
+		}
+		return Tool{Server: "unsigned:" + server, Name: name, Scopes: ss}
+	}
+	askFiles := []string{"this tool creates, overwrites, edits or moves files"}
+	runExample(t, "reference-servers.cedar", []exampleCase{
+		{"read_file", scoped("filesystem", "read_file"), Context{}, Allow, baseline, nil},
+		{"write_file", scoped("filesystem", "write_file"), Context{}, Ask, []string{"ask-file-writes"}, askFiles},
+		{"move_file", scoped("filesystem", "move_file"), Context{}, Ask, []string{"ask-file-writes"}, askFiles},
+		{"read_graph", scoped("memory", "read_graph"), Context{}, Allow, baseline, nil},
+		{"create_entities", scoped("memory", "create_entities"), Context{}, Allow, baseline, nil},
+		{"delete_entities", scoped("memory", "delete_entities"), Context{}, Ask, []string{"ask-memory-deletes"}, []string{"this tool deletes from the knowledge graph"}},
+		{"git_status", scoped("git", "git_status"), Context{}, Allow, baseline, nil},
+		{"git_commit", scoped("git", "git_commit"), Context{}, Ask, []string{"ask-git-writes"},
+			[]string{"this tool changes the repository: it stages, commits, resets or switches branches"}},
+		{"get-env", scoped("everything", "get-env"), Context{}, Forbid, []string{"no-env"}, nil},
+		{"echo", scoped("everything", "echo"), Context{}, Allow, baseline, nil},
+		{"fetch first", scoped("fetch", "fetch"), Context{}, Allow, baseline, nil},
+		{"fetch after a file read", scoped("fetch", "fetch"), Context{SessionScopes: []string{"files:read"}}, Forbid, []string{"no-net-after-reads"}, nil},
+		{"fetch after git", scoped("fetch", "fetch"), Context{SessionScopes: []string{"git:read"}}, Forbid, []string{"no-net-after-reads"}, nil},
+		{"unsigned without scopes", Tool{Server: "unsigned:notes", Name: "add_note"}, Context{}, Ask, []string{"ask-unscoped-unsigned"},
+			[]string{"this tool is not signed and was given no scopes: nobody said what it does"}},
+		{"signed without scopes", signedTool, Context{}, Allow, baseline, nil},
+	})
+	if w := loadExample(t, "reference-servers.cedar").Warnings(); len(w) != 0 {
+		t.Fatalf("warnings %q", w)
 	}
 }

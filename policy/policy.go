@@ -111,6 +111,8 @@ type Set struct {
 	// Etdi::Action::"read", or action in [...]): for a get, read or
 	// complete they turn Cedar's default deny on (Authorize).
 	named map[string]bool
+	// warnings are those of Warnings.
+	warnings []string
 }
 
 // LoadFiles reads and validates policy files into one Set; @id must be
@@ -136,18 +138,20 @@ type Source struct {
 	Text []byte
 }
 
-func readBounded(path string) ([]byte, error) {
+func readBounded(path string) ([]byte, error) { return readBoundedLimit(path, MaxFileSize) }
+
+func readBoundedLimit(path string, max int64) ([]byte, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("policy: %w", err)
 	}
 	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, MaxFileSize+1))
+	data, err := io.ReadAll(io.LimitReader(f, max+1))
 	if err != nil {
 		return nil, fmt.Errorf("policy: reading %s: %w", path, err)
 	}
-	if len(data) > MaxFileSize {
-		return nil, fmt.Errorf("policy: %s is larger than %d bytes", path, MaxFileSize)
+	if int64(len(data)) > max {
+		return nil, fmt.Errorf("policy: %s is larger than %d bytes", path, max)
 	}
 	return data, nil
 }
@@ -163,6 +167,8 @@ func Parse(srcs ...Source) (*Set, error) {
 	s := &Set{permits: cedar.NewPolicySet(), forbids: cedar.NewPolicySet(), policies: map[cedar.PolicyID]*Policy{}}
 	var errs []error
 	where := map[string]string{}
+	var permitASTs []*cedarast.Policy
+	var permitIDs []string
 	for _, src := range srcs {
 		s.files = append(s.files, src.Name)
 		if len(src.Text) > MaxFileSize {
@@ -204,6 +210,7 @@ func Parse(srcs ...Source) (*Set, error) {
 			if p.Effect() == cedar.Permit {
 				s.permits.Add(id, p)
 				s.nameActions((*cedarast.Policy)(p.AST()).Action)
+				permitASTs, permitIDs = append(permitASTs, (*cedarast.Policy)(p.AST())), append(permitIDs, d.ID)
 			} else {
 				s.forbids.Add(id, p)
 			}
@@ -214,6 +221,7 @@ func Parse(srcs ...Source) (*Set, error) {
 		// read together in a terminal or a log.
 		return nil, errors.New("policy: " + strings.ReplaceAll(errors.Join(errs...).Error(), "\n", "; "))
 	}
+	s.warn(permitASTs, permitIDs)
 	return s, nil
 }
 

@@ -38,21 +38,34 @@ type Annotations struct {
 // ToolOf returns the Tool of a verified observation (a gate's listing) of
 // the server with that pin identity and provider.
 func ToolOf(server, provider string, o pin.Observed) Tool {
-	return tool(server, provider, o.Name, o.Version, o.Signer, o.Permissions, o.Canonical)
+	return tool(server, provider, o.Name, o.Version, o.Signer, o.Permissions, nil, o.Canonical)
 }
 
-// ToolOfPin returns the Tool of an approved pin.
+// ToolOfApproved is ToolOf with the scopes the approval of the matching
+// definition gave an unsigned tool (pin.ToolState.Scopes, SPEC.md §14.3):
+// the policies see them as they see a signed tool's permissions. A signed
+// tool's scopes are its provider's permissions alone: given scopes are
+// ignored.
+func ToolOfApproved(server, provider string, o pin.Observed, given []string) Tool {
+	return tool(server, provider, o.Name, o.Version, o.Signer, o.Permissions, given, o.Canonical)
+}
+
+// ToolOfPin returns the Tool of an approved pin, with the scopes its
+// approval gave it when unsigned.
 func ToolOfPin(p *pin.Pin) Tool {
-	return tool(p.Server, p.Provider, p.Tool, p.Version, p.Signer, p.Permissions, p.Definition)
+	return tool(p.Server, p.Provider, p.Tool, p.Version, p.Signer, p.Permissions, p.Scopes, p.Definition)
 }
 
-func tool(server, provider, name, version string, signer pin.Signer, perms []etdi.Permission, def []byte) Tool {
+func tool(server, provider, name, version string, signer pin.Signer, perms []etdi.Permission, given []string, def []byte) Tool {
 	t := Tool{Server: server, Name: name, Version: version, Signed: signer.Kind != "" && signer.Kind != pin.Unsigned.Kind}
 	if t.Signed {
 		t.Provider = provider
 	}
 	for _, p := range perms {
 		t.Scopes = append(t.Scopes, p.Scope)
+	}
+	if !t.Signed {
+		t.Scopes = append(t.Scopes, given...)
 	}
 	t.Annotations = AnnotationsOf(def)
 	return t

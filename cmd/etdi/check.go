@@ -516,6 +516,9 @@ func printCheck(w io.Writer, rep *checkReport) {
 	for _, t := range rep.Tools {
 		d, _ := etdi.ParseDigest(t.Digest)
 		status := map[string]string{"ok": "ok", "new": "APPROVAL REQUIRED", "changed": "CHANGED", "blocked": "BLOCKED", "removed": "removed"}[t.Status]
+		if len(t.Scopes) > 0 {
+			status += "; scopes: " + strings.Join(t.Scopes, ", ")
+		}
 		if c := callOf(rep.Calls, t); c != "" {
 			status += "; calls: " + c
 		}

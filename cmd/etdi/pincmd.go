@@ -9,6 +9,7 @@ import (
 	"github.com/etdi-dev/etdi/guard"
 	"github.com/etdi-dev/etdi/internal/termtext"
 	"github.com/etdi-dev/etdi/pin"
+	"github.com/etdi-dev/etdi/policy"
 	"github.com/etdi-dev/etdi/verify"
 	"github.com/spf13/cobra"
 )
@@ -26,10 +27,11 @@ func (e *env) pinApproveCmd() *cobra.Command {
 	var sf serverFlags
 	var pf pinFlags
 	var cf cedarFlags
-	var tools []string
+	var tools, scopeFlags []string
+	var scopesFile string
 	var asJSON, acceptInstructions, replace bool
 	cmd := &cobra.Command{
-		Use:   "approve (--tools FILE | --server -- CMD... | --url URL | --config FILE --name NAME | --bundle BUNDLE) [--tool NAME ...]",
+		Use:   "approve (--tools FILE | --server -- CMD... | --url URL | --config FILE --name NAME | --bundle BUNDLE) [--tool NAME ...] [--scope SCOPE ... | --scopes FILE]",
 		Short: "Approve (pin) what a server offers after reviewing etdi check",
 		Long: `Pin the tools of a server as approved, with the same inputs as etdi check.
 
@@ -62,9 +64,25 @@ an operational error, 2 a usage error. --json prints the same code as
 With call-time policies (--cedar FILE, or the trust policy's cedar member;
 SPEC.md §26) each approved tool's line says what they decide of its first
 call in a session (allow, ask or forbid, and which policy); --json has
-them under "calls".`,
+them under "calls".
+
+Scopes for unsigned tools (SPEC.md §14.3): --scope SCOPE (repeatable)
+gives the tools named with --tool, or without --tool every tool this
+approval approves, a permission scope that call-time policies read as
+they read a signed tool's permissions (resource.scopes). --scopes FILE
+gives each tool the scopes a reviewed overlay lists for it under
+"SERVER/TOOL" ({"etdiScopes": 1, "tools": {"files/write_file":
+["files:write"]}}; examples/policies/reference-servers.scopes.json). The
+scopes are recorded in the pin and its history record. A tool that is
+approved and unchanged is approved again when the scopes given differ
+from its pin's. A changed definition approved without scopes keeps those
+of the definition approved before, and says so. Scopes given to a signed
+tool, an overlay without an entry for this server, or one naming a tool
+the server does not offer, is an error and approves nothing.`,
 		Example: `  etdi pin approve --trust trust.json --pins pins.db --bundle weather.etdi.json --tools live.json
-  etdi pin approve --pins pins.db --name files --tools live.json --tool read_file`,
+  etdi pin approve --pins pins.db --name files --tools live.json --tool read_file
+  etdi pin approve --pins pins.db --name files --tools live.json --tool write_file --scope files:write
+  etdi pin approve --name filesystem --scopes reference-servers.scopes.json --server -- npx -y @modelcontextprotocol/server-filesystem ~/notes`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			raiseMemoryLimit()
 			r, err := e.observeOne(&sf, &pf, args, cmd.ArgsLenAtDash())
@@ -88,8 +106,18 @@ them under "calls".`,
 			if err != nil {
 				return err
 			}
-			calls := guard.CallDecisions(r, set, "")
+			var overlay *policy.ScopesOverlay
+			if scopesFile != "" {
+				if overlay, err = policy.LoadScopes(scopesFile); err != nil {
+					return err
+				}
+			}
+			given, all, err := policy.ApprovalScopes(r.Observation, overlay, tools, scopeFlags)
+			if err != nil {
+				return err
+			}
 			res, err := guard.Approve(e.ctx, r, guard.ApproveOptions{Tools: tools, AcceptInstructions: acceptInstructions, Replace: replace,
+				Scopes: given, ScopesAll: all,
 				Review: func(c *pin.Comparison) bool {
 					printSuspicious(e.stderr, c, tools)
 					if acceptInstructions {
@@ -102,6 +130,12 @@ them under "calls".`,
 			}
 			approved, refused := res.Approved, res.Refused
 			code := res.ExitCode()
+			// What the policies decide with the scopes just approved.
+			after := r
+			if res.Comparison != nil {
+				after = r.After(res.Comparison)
+			}
+			calls := guard.CallDecisions(after, set, "")
 			if asJSON {
 				if approved == nil {
 					approved = []pin.Approval{}
@@ -126,6 +160,8 @@ them under "calls".`,
 				switch {
 				case a.Variant:
 					what, replacing = "approved another variant of", fmt.Sprintf(" (%d approved definitions)", a.Variants)
+				case a.Kind == pin.ScopesChanged:
+					what, replacing = "gave new scopes to", ""
 				case a.Replaced != "":
 					what, replacing = "re-approved", " (replacing "+a.Replaced+")"
 				}
@@ -137,7 +173,7 @@ them under "calls".`,
 				if c := callOf(calls, pin.ToolState{Item: a.Pin.Item, Name: a.Pin.Tool}); c != "" {
 					call = ", calls: " + c
 				}
-				say(e.stdout, "%s %s/%s %s%s, signer %s, permissions: %s%s%s\n", what, a.Pin.Server, label, a.Pin.Digest, replacing, a.Pin.Signer, permList(a.Pin.Permissions), servedText(a), call)
+				say(e.stdout, "%s %s/%s %s%s, signer %s, permissions: %s%s%s%s\n", what, a.Pin.Server, label, a.Pin.Digest, replacing, a.Pin.Signer, permList(a.Pin.Permissions), scopesText(a), servedText(a), call)
 			}
 			for _, r := range refused {
 				if r.Tool == "" {
@@ -172,7 +208,30 @@ them under "calls".`,
 	cmd.Flags().BoolVar(&acceptInstructions, "accept-instructions", false, "accept changed server instructions")
 	cmd.Flags().BoolVar(&replace, "replace", false, "a changed definition named with --tool replaces every approved definition instead of being approved beside them as another variant")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print what was approved as JSON")
+	cmd.Flags().StringArrayVar(&scopeFlags, "scope", nil, "give unsigned tools this permission scope, for call-time policies (repeatable): the tools named with --tool, or every tool approved")
+	cmd.Flags().StringVar(&scopesFile, "scopes", "", `give unsigned tools the scopes a reviewed overlay file lists for them ({"etdiScopes": 1, "tools": {"SERVER/TOOL": ["SCOPE", ...]}})`)
 	return cmd
+}
+
+// scopesText describes the scopes an approval gave an unsigned tool.
+func scopesText(a pin.Approval) string {
+	switch {
+	case a.Kind == pin.ScopesChanged:
+		before := "none"
+		if len(a.ScopesBefore) > 0 {
+			before = strings.Join(a.ScopesBefore, ", ")
+		}
+		after := "none"
+		if len(a.Pin.Scopes) > 0 {
+			after = strings.Join(a.Pin.Scopes, ", ")
+		}
+		return fmt.Sprintf(", scopes: %s (were: %s)", after, before)
+	case len(a.Pin.Scopes) == 0:
+		return ""
+	case a.ScopesKept:
+		return ", scopes: " + strings.Join(a.Pin.Scopes, ", ") + " (kept from the definition approved before)"
+	}
+	return ", scopes: " + strings.Join(a.Pin.Scopes, ", ")
 }
 
 func (e *env) pinRevokeCmd() *cobra.Command {

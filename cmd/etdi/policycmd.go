@@ -112,7 +112,7 @@ func (e *env) policySchemaCmd() *cobra.Command {
 }
 
 func (e *env) policyValidateCmd() *cobra.Command {
-	var asJSON bool
+	var asJSON, strict bool
 	cmd := &cobra.Command{
 		Use:   "validate FILE...",
 		Short: "Validate Cedar policy files against etdi's schema and list their policies",
@@ -121,7 +121,13 @@ as etdi run does before it starts: a syntax error, an attribute the schema
 does not declare, an optional annotation read without "has", a policy
 without @id, an @id used twice, an @ask on a permit, or a file without a
 policy is an error (exit 1). Otherwise each policy is listed: its id,
-effect, @ask reason, and whether it reads the session (context).`,
+effect, @ask reason, and whether it reads the session (context).
+
+A valid set that would forbid every tool call is warned about, with the
+permit to add: no permit at all (forbid rules only take away), permits
+for other actions only, or permits whose conditions are always false
+(when { false }). The exit code stays 0 for a warning; with --strict a
+warning exits 1, for CI. --json lists the warnings under "warnings".`,
 		Example: `  etdi policy validate examples/policies/exfiltration.cedar`,
 		Args:    cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -129,11 +135,26 @@ effect, @ask reason, and whether it reads the session (context).`,
 			if err != nil {
 				return err
 			}
+			warnings := set.Warnings()
+			fail := func() error {
+				if strict && len(warnings) > 0 {
+					say(e.stderr, "etdi: %d warnings with --strict (exit 1)\n", len(warnings))
+					return &exitCodeError{exitError}
+				}
+				return nil
+			}
 			if asJSON {
-				return e.writeJSON(struct {
+				if warnings == nil {
+					warnings = []string{}
+				}
+				if err := e.writeJSON(struct {
 					Files    []string        `json:"files"`
 					Policies []policy.Policy `json:"policies"`
-				}{set.Files(), set.Policies()})
+					Warnings []string        `json:"warnings"`
+				}{set.Files(), set.Policies(), warnings}); err != nil {
+					return err
+				}
+				return fail()
 			}
 			for _, p := range set.Policies() {
 				line := fmt.Sprintf("%-7s %s", p.Effect, p.ID)
@@ -145,11 +166,19 @@ effect, @ask reason, and whether it reads the session (context).`,
 				}
 				say(e.stdout, "%s  %s\n", line, p.Position)
 			}
-			say(e.stdout, "OK: %d policies valid against etdi's schema\n", len(set.Policies()))
-			return nil
+			for _, w := range warnings {
+				say(e.stderr, "WARNING: %s\n", w)
+			}
+			if len(warnings) > 0 {
+				say(e.stdout, "OK with %d warnings: %d policies valid against etdi's schema\n", len(warnings), len(set.Policies()))
+			} else {
+				say(e.stdout, "OK: %d policies valid against etdi's schema\n", len(set.Policies()))
+			}
+			return fail()
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the policies as JSON")
+	cmd.Flags().BoolVar(&strict, "strict", false, "exit 1 when there is a warning (a set that would forbid every call)")
 	return cmd
 }
 
