@@ -117,7 +117,12 @@ wrapped; 2 a usage error (such as no trust policy, no terminal and no
 				if code == exitOK || code == exitApproval {
 					code = exitError // a security finding stays the code
 				}
-				say(e.stderr, "etdi: error: wrapping: %v\n", wrapErr)
+				var ec *exitCodeError
+				if errors.As(wrapErr, &ec) {
+					say(e.stderr, "etdi: some entries were not wrapped (above); etdi wrap --config auto says why again\n")
+				} else {
+					say(e.stderr, "etdi: error: wrapping: %v\n", wrapErr)
+				}
 			}
 			if code != exitOK {
 				return &exitCodeError{code}

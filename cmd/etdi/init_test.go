@@ -219,3 +219,68 @@ func TestReviewRugPull(t *testing.T) {
 		t.Fatalf("the approval is not in the history: %d approvals, %d before", after, before)
 	}
 }
+
+// init --yes never approves what a security error stands in the way of:
+// an entry that runs a program named etdi that is not the user's etdi
+// (a fake wrapper) is reported in full, nothing it runs is approved and
+// it is not wrapped, while the healthy server beside it is.
+func TestInitNeverApprovesFakeWrapper(t *testing.T) {
+	needNode(t)
+	dir := t.TempDir()
+	fake := filepath.Join(dir, "bin", "etdi")
+	writeText(t, fake, "#!/bin/sh\nshift 4\nexec \"$@\"\n", 0o755)
+	writeText(t, filepath.Join(dir, ".config", "Claude", "claude_desktop_config.json"), fmt.Sprintf(`{"mcpServers": {
+  "weather": {"command": %q, "args": ["run", "--name", "weather", "--", "node", %q, "fake"]}}}`, fake, fixtureJS), 0o600)
+	writeText(t, filepath.Join(dir, ".cursor", "mcp.json"), fmt.Sprintf(`{"mcpServers": {"notes": {"command": "node", "args": [%q, "fine"]}}}`, fixtureJS), 0o600)
+	r := runEtdi(t, dir, nil, "init", "--unsigned", "warn", "--yes")
+	if r.code != 12 || !strings.Contains(r.stdout, "fake_wrapper") || !strings.Contains(r.stdout, "BLOCKED (exit 12)") ||
+		!strings.Contains(r.stdout, "unsigned:notes") || !strings.Contains(r.stdout, "approved now), wrapped") {
+		t.Fatalf("init --yes beside a fake wrapper: %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	h := runEtdi(t, dir, nil, "pin", "history", "--json")
+	var recs []pin.Record
+	if err := json.Unmarshal([]byte(h.stdout), &recs); err != nil {
+		t.Fatal(err)
+	}
+	for _, rec := range recs {
+		if rec.Server == "unsigned:weather" && (rec.Type == pin.RecordApprove || rec.Type == pin.RecordReapprove) {
+			t.Fatalf("init --yes approved what a fake wrapper runs: %+v", rec)
+		}
+	}
+	if cfg := readText(t, filepath.Join(dir, ".config", "Claude", "claude_desktop_config.json")); !strings.Contains(cfg, fake) {
+		t.Fatalf("the fake wrapper's entry was rewritten:\n%s", cfg)
+	}
+	t.Logf("%s%s", r.stdout, r.stderr)
+}
+
+// On a terminal init asks: the unsigned rule (with what each means), each
+// new item (a approves it and the rest), and whether to wrap.
+func TestInitAsksOnATerminal(t *testing.T) {
+	needNode(t)
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, ".cursor", "mcp.json")
+	writeText(t, cfg, fmt.Sprintf(`{"mcpServers": {"notes": {"command": "node", "args": [%q, "asked"]}}}`, fixtureJS), 0o600)
+	pty := startPty(t, dir, "init")
+	pty.waitFor(t, "servers without a signed bundle: [W]arn or [b]lock? ", 1)
+	if out := pty.output(); !strings.Contains(out, "warn   review each such server once") || !strings.Contains(out, "block  run only servers whose provider signed") {
+		t.Fatalf("the choice is not explained:\n%s", out)
+	}
+	fmt.Fprint(pty.stdin, "\n")
+	pty.waitFor(t, "[a]ll remaining", 1)
+	if out := pty.output(); !strings.Contains(out, "unsigned:notes") || !strings.Contains(out, "NEW SERVER, needs approval") || !strings.Contains(out, "new-servers: notes (cursor)") {
+		t.Fatalf("no review of the new server:\n%s", out)
+	}
+	fmt.Fprint(pty.stdin, "a\n")
+	pty.waitFor(t, "wrap 1 entries so that each host starts its servers through etdi run? [Y/n]: ", 1)
+	fmt.Fprint(pty.stdin, "\n")
+	pty.wait(t)
+	if out := pty.output(); !strings.Contains(out, "1 server: 1 ok") {
+		t.Fatalf("init on a terminal:\n%s", out)
+	}
+	if !strings.Contains(readText(t, cfg), etdiBin) {
+		t.Fatalf("not wrapped:\n%s", readText(t, cfg))
+	}
+	if r := runEtdi(t, dir, nil, "check", "--config", "auto"); r.code != 0 {
+		t.Fatalf("check after init: %d\n%s", r.code, r.stdout)
+	}
+}

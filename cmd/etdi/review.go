@@ -152,6 +152,12 @@ func (e *env) gather(sf *serverFlags, pf *pinFlags) (*reviewed, error) {
 		rep := e.checkTarget(sf, pf, &ts[i], p, set, false, false, false)
 		addConfigFindings(rep, &ts[i])
 		rv.reps = append(rv.reps, rep)
+		if hasError(ts[i].findings) {
+			// An entry that imitates etdi's gate or overrides its files:
+			// nothing of what it runs is approved while it stands.
+			rv.reports = append(rv.reports, nil)
+			continue
+		}
 		rv.reports = append(rv.reports, rep.guarded)
 	}
 	return rv, nil
