@@ -290,3 +290,35 @@ func TestReviewCategoriesByKind(t *testing.T) {
 		t.Fatalf("a revoked server is pending: %s", refs(items))
 	}
 }
+
+// Instructions accepted alone are accepted with the server, so only when
+// every other approvable item of it was accepted too: accepting them
+// while declining a new tool approves nothing (the tool is not approved
+// with them), and accepting both approves both.
+func TestReviewInstructionsOnlyWithTheRest(t *testing.T) {
+	e := newReviewEnv(t)
+	first := e.check("notes", revNotes) // a saved listing: no instructions seen
+	e.apply([]*Report{first}, Pending([]*Report{first}))
+	l, err := ReadListing([]byte(`{"tools":[` + revNotes + `,` + revExtra + `]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := "Notes server. Use add_note to add a note."
+	l.Live, l.Instructions = true, &text
+	r, err := Check(e.ctx, l, Options{Policy: &trust.Policy{Unsigned: trust.Warn}, Pins: e.pins, Name: "notes", By: "tester"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	items := Pending([]*Report{r})
+	if got := refs(items); got != "new-tools:unsigned:notes/ new-tools:unsigned:notes/delete_note" || !items[0].Instructions() {
+		t.Fatalf("pending: %s %+v", got, items)
+	}
+	a := e.apply([]*Report{r}, items[:1])
+	if len(a[0].Result.Approved) != 0 || a[0].Result.InstructionsRecorded || len(a[0].Result.Refused) == 0 || a[0].After.ExitCode() != verify.ExitApproval {
+		t.Fatalf("instructions accepted without the new tool approved something: %+v", a[0].Result)
+	}
+	a = e.apply([]*Report{r}, items)
+	if len(a[0].Result.Approved) != 1 || !a[0].Result.InstructionsRecorded || a[0].After.ExitCode() != 0 {
+		t.Fatalf("instructions and the new tool: %+v exit %d", a[0].Result, a[0].After.ExitCode())
+	}
+}

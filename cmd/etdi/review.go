@@ -243,11 +243,11 @@ func itemText(it guard.ReviewItem) string {
 // walkReview asks about each item on a terminal.
 func (e *env) walkReview(in *bufio.Reader, rv *reviewed, items []guard.ReviewItem) ([]guard.ReviewItem, error) {
 	var accepted []guard.ReviewItem
-	all := false
+	all, eof := false, false
 	skipped := map[int]bool{}
 	for k, it := range items {
-		if skipped[it.Report] {
-			continue
+		if skipped[it.Report] || (eof && !(all && it.Bulk)) {
+			continue // skipped, or no answer can come: left pending
 		}
 		say(e.stderr, "\n[%d/%d] %s: %s %s\n", k+1, len(items), it.Category, rv.where(it.Report), itemText(it))
 		if len(it.Also) > 0 {
@@ -272,11 +272,14 @@ func (e *env) walkReview(in *bufio.Reader, rv *reviewed, items []guard.ReviewIte
 			say(e.stderr, "approve%s? [y]es, [N]o, [a]ll remaining, [s]kip the rest of this server, show the full [j]son, [q]uit: ", one)
 			line, err := in.ReadString('\n')
 			if err != nil && line == "" {
-				if errors.Is(err, io.EOF) {
-					say(e.stderr, "\n")
-					return accepted, nil
+				if !errors.Is(err, io.EOF) {
+					return nil, err
 				}
-				return nil, err
+				// The end of input answers no, to this and to whatever
+				// else would be asked.
+				say(e.stderr, "\n")
+				eof = true
+				break
 			}
 			switch a := strings.ToLower(strings.TrimSpace(line)); a {
 			case "y", "yes":
