@@ -134,7 +134,7 @@ func TestReviewRugPullNotBulk(t *testing.T) {
 		t.Fatalf("pending: %s", got)
 	}
 	pull := items[1]
-	if pull.Bulk || pull.Selected(BulkCategories()) || !slices.Contains(pull.Kinds, verify.RugPull) {
+	if pull.Bulk || pull.Selected(BulkCategories()) || pull.Selected(Categories()) || !slices.Contains(pull.Kinds, verify.RugPull) {
 		t.Fatalf("a rug pull approvable in bulk: %+v", pull)
 	}
 	if !slices.ContainsFunc(pull.Findings, func(f verify.Finding) bool { return f.Kind == verify.SuspiciousText }) {
@@ -274,6 +274,13 @@ func TestReviewCategoriesByKind(t *testing.T) {
 	if items[0].Selected([]Category{CategoryNewTools}) || !items[0].Selected([]Category{CategoryNewTools, CategoryCollisions}) {
 		t.Fatalf("a colliding new tool selected by new-tools alone, or not by both")
 	}
+	// An item with a finding approving never resolves is not pending,
+	// whatever else is found about it.
+	r2 := *r
+	r2.Findings = append([]verify.Finding{{Kind: verify.Revoked, Severity: verify.Error, Tool: "search_notes", Message: "revoked"}}, r.Findings...)
+	if items := Pending([]*Report{&r2}); len(items) != 0 {
+		t.Fatalf("a revoked tool is pending: %s", refs(items))
+	}
 	// An update of the whole server sorts after new tools and is
 	// approved in bulk by naming updates.
 	r.Findings = append(r.Findings, verify.Finding{Kind: "server_updated", Severity: verify.Error, Message: "new implementation"})
@@ -320,5 +327,17 @@ func TestReviewInstructionsOnlyWithTheRest(t *testing.T) {
 	a = e.apply([]*Report{r}, items)
 	if len(a[0].Result.Approved) != 1 || !a[0].Result.InstructionsRecorded || a[0].After.ExitCode() != 0 {
 		t.Fatalf("instructions and the new tool: %+v exit %d", a[0].Result, a[0].After.ExitCode())
+	}
+}
+
+// Every kind that falls into a category approved in bulk is one that
+// approving the server resolves: a kind that needs its tool named is
+// never approved by naming a category.
+func TestReviewBulkKindsApprovable(t *testing.T) {
+	for _, k := range verify.Kinds() {
+		c, ok := CategoryOf(verify.Finding{Kind: k, Severity: verify.Error})
+		if ok && categoryBulk(c) && k.Approval() != verify.Approvable {
+			t.Errorf("kind %s (approval %d) is in %s, approved in bulk", k, k.Approval(), c)
+		}
 	}
 }
