@@ -160,7 +160,8 @@ func TestReviewRugPull(t *testing.T) {
 	if r.code != 11 || strings.Contains(r.stdout, "approved ") || !strings.Contains(r.stdout, "pending changes: notes (cursor) tool get_weather") {
 		t.Fatalf("review --yes=new-tools,...: %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
-	if r := runEtdi(t, dir, nil, "review", "--yes"); r.code != 2 || !strings.Contains(r.stderr, "new-servers, new-tools, updates, collisions") {
+	if r := runEtdi(t, dir, nil, "review", "--yes"); r.code != 2 || !strings.Contains(r.stderr, "--yes needs the categories to approve") ||
+		!strings.Contains(r.stderr, "new-servers, new-tools, updates, collisions") {
 		t.Fatalf("bare --yes: %d\n%s", r.code, r.stderr)
 	}
 	if r := runEtdi(t, dir, nil, "review", "--yes=changes"); r.code != 2 || !strings.Contains(r.stderr, "never approved in bulk") {

@@ -53,6 +53,11 @@ func (e *env) newRoot() *cobra.Command {
 		Short: "Sign and verify MCP tool definitions (ETDI)",
 		Long: `etdi makes Model Context Protocol tools trustworthy.
 
+On a new machine, one command protects every host's MCP servers (trust
+policy, review, approval, wrapping); etdi review decides what changes later:
+  etdi init
+  etdi review
+
 A provider signs versioned tool manifests with a provider key:
   etdi key generate --out acme
   etdi sign --key acme.key --out weather.etdi.json weather.manifest.json
