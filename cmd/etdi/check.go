@@ -64,6 +64,9 @@ type checkReport struct {
 	session []string
 	// defs are the offered tools' definitions, for the prose report.
 	defs map[string]observedTool
+	// guarded is the server's report as compared with the pins (nil when
+	// it was not compared): what etdi review decides on.
+	guarded *guard.Report
 }
 
 // blockedUnsigned reports whether a server was blocked only because the
@@ -388,7 +391,7 @@ func (e *env) checkTarget(sf *serverFlags, pf *pinFlags, t *target, p *trust.Pol
 	if err != nil {
 		return fail(e.guardError(err))
 	}
-	rep.Server, rep.Tools = after.Server, after.Tools
+	rep.Server, rep.Tools, rep.guarded = after.Server, after.Tools, after
 	rep.Findings = append(keepSuspicious(r.Findings, after.Findings), movingTarget(t, r.Server)...)
 	rep.ExitCode = exitFor(rep.Findings)
 	return rep

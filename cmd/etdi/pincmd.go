@@ -51,6 +51,11 @@ instead. An item keeps at most 16 approved definitions: beyond that the
 approval is refused until one is revoked (etdi pin revoke SERVER/ITEM
 --digest DIGEST).
 
+With --config auto and no --name, every server of every host is
+reviewed as etdi review does: on a terminal each pending item is asked
+about; otherwise what is pending is listed (etdi review --yes=CATEGORIES
+approves in bulk).
+
 Exit codes: 0 when everything asked for is approved (the tools named with
 --tool, or without --tool every tool that needed approval); otherwise the
 code of the most severe refused finding (12 > 11 > 10 > 14 > 13): 11 for a
@@ -85,6 +90,13 @@ the server does not offer, is an error and approves nothing.`,
   etdi pin approve --name filesystem --scopes reference-servers.scopes.json --server -- npx -y @modelcontextprotocol/server-filesystem ~/notes`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			raiseMemoryLimit()
+			if sf.config == "auto" && sf.name == "" {
+				// Every server of every host: etdi review.
+				if len(tools) > 0 || replace || acceptInstructions {
+					return usagef("--config auto approves through etdi review, item by item; --tool, --replace and --accept-instructions name one server's items: add --name ENTRY")
+				}
+				return e.runReview(&sf, &pf, reviewOptions{asJSON: asJSON, interactive: !asJSON && e.stdinIsTerminal()})
+			}
 			r, err := e.observeOne(&sf, &pf, args, cmd.ArgsLenAtDash())
 			if err != nil {
 				return err

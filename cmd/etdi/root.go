@@ -57,6 +57,11 @@ func (e *env) newRoot() *cobra.Command {
 		Short: "Sign and verify MCP tool definitions (ETDI)",
 		Long: `etdi makes Model Context Protocol tools trustworthy.
 
+On a new machine, one command protects every host's MCP servers (trust
+policy, review, approval, wrapping); etdi review decides what changes later:
+  etdi init
+  etdi review
+
 A provider signs versioned tool manifests with a provider key:
   etdi key generate --out acme
   etdi sign --key acme.key --out weather.etdi.json weather.manifest.json
@@ -79,7 +84,7 @@ Exit codes: 0 ok, 1 error, 2 usage, 10 missing or invalid signature,
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err} })
 	root.Version = readBuildInfo().Version
 	root.SetVersionTemplate(readBuildInfo().String() + "\n")
-	root.AddCommand(e.versionCmd(), e.fetchCmd(), e.policyCmd(), e.keyCmd(), e.signCmd(), e.verifyCmd(), e.trustCmd(), e.checkCmd(), e.pinCmd(), e.diffCmd(), e.auditCmd(), e.manifestCmd(), e.digestCmd(), e.demoCmd(), e.wrapCmd(), e.unwrapCmd(), e.runCmd())
+	root.AddCommand(e.versionCmd(), e.fetchCmd(), e.policyCmd(), e.keyCmd(), e.signCmd(), e.verifyCmd(), e.trustCmd(), e.checkCmd(), e.pinCmd(), e.diffCmd(), e.auditCmd(), e.manifestCmd(), e.digestCmd(), e.demoCmd(), e.wrapCmd(), e.unwrapCmd(), e.runCmd(), e.initCmd(), e.reviewCmd())
 	rejectUnknownSubcommands(root)
 	return root
 }

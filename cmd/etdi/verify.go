@@ -1,8 +1,10 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -119,9 +121,12 @@ func (e *env) tokenVerifier(now time.Time) *idp.Verifier {
 
 func loadPolicy(path string) (*trust.Policy, error) {
 	p, err := trust.Load(path)
-	if err != nil {
+	if errors.Is(err, fs.ErrNotExist) {
 		return nil, &hintError{fmt.Errorf("trust policy: %w", err),
-			"create one with 'etdi trust add --trust " + path + " --provider ID --key KEY.pub'"}
+			"set etdi up with 'etdi init' (creates the policy, reviews and wraps every host's servers); or create the policy alone with 'etdi trust unsigned warn --trust " + path + "' for servers without a bundle, 'etdi trust add --trust " + path + " --provider ID --key KEY.pub' for a provider's key"}
+	}
+	if err != nil {
+		return nil, &hintError{fmt.Errorf("trust policy: %w", err), "repair " + path + ", or remove it and run 'etdi init'"}
 	}
 	return p, nil
 }

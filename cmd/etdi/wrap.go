@@ -275,7 +275,7 @@ func (e *env) wrapPreflight(f *wrapFlags) error {
 	}
 	if _, err := loadPolicy(policy); err != nil {
 		problems = append(problems, &hintError{fmt.Errorf("the wrapped servers could not start: %w", err),
-			"create the trust policy first: etdi trust add --provider ID --key KEY.pub, or etdi trust unsigned warn for servers without a bundle"})
+			"set etdi up with etdi init (creates the policy, reviews every server, then wraps); or create the policy first: etdi trust unsigned warn for servers without a bundle, etdi trust add --provider ID --key KEY.pub for a provider's key"})
 	}
 	if f.bundle != "" {
 		abs, err := filepath.Abs(f.bundle)

@@ -1,0 +1,49 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/etdi-dev/etdi/guard"
+)
+
+// The answers of a review on a terminal: a approves the rest of what may
+// be approved in bulk but still asks about a changed definition; s skips
+// the rest of a server; j shows and asks again; q and the end of input
+// stop, leaving the rest pending.
+func TestReviewAnswers(t *testing.T) {
+	rv := &reviewed{ts: []target{{name: "notes", label: "notes"}, {name: "wiki", label: "wiki"}}, reps: []*checkReport{{}, {}}}
+	items := []guard.ReviewItem{
+		{Report: 0, Server: "unsigned:notes", Tool: "a", Ref: "a", Category: guard.CategoryNewTools, Bulk: true},
+		{Report: 0, Server: "unsigned:notes", Tool: "b", Ref: "b", Category: guard.CategoryChanges},
+		{Report: 0, Server: "unsigned:notes", Tool: "c", Ref: "c", Category: guard.CategoryNewTools, Bulk: true},
+		{Report: 1, Server: "unsigned:wiki", Tool: "d", Ref: "d", Category: guard.CategoryNewTools, Bulk: true},
+		{Report: 1, Server: "unsigned:wiki", Tool: "e", Ref: "e", Category: guard.CategoryNewTools, Bulk: true},
+	}
+	for _, tc := range []struct{ in, want string }{
+		{"a\n", "a c d e"}, // b asked, and the input ends: not approved
+		{"a\nn\n", "a c d e"},
+		{"a\ny\n", "a b c d e"},
+		{"s\ny\nn\n", "d"},    // the rest of notes skipped
+		{"j\ny\nn\nq\n", "a"}, // j asks again; q stops
+		{"y\nyes\nY\n", "a b c"},
+		{"x\nn\n\nn\ny\n", "e"}, // an unknown answer is no
+	} {
+		var stderr bytes.Buffer
+		e := &env{ctx: context.Background(), stderr: &stderr}
+		got, err := e.walkReview(bufio.NewReader(strings.NewReader(tc.in)), rv, items)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, it := range got {
+			names = append(names, it.Tool)
+		}
+		if strings.Join(names, " ") != tc.want {
+			t.Errorf("answers %q approved %q, want %q\n%s", tc.in, strings.Join(names, " "), tc.want, stderr.String())
+		}
+	}
+}
