@@ -90,6 +90,11 @@ func TestCollisionRealServers(t *testing.T) {
 	if r := check("imitator", "--yes"); r.code != 12 {
 		t.Fatalf("--yes approved an imitation: %d\n%s", r.code, r.stdout)
 	}
+	unnamed := args[:len(args)-2] // without --tool search_nodes
+	if r := runEtdi(t, t.TempDir(), append(pwEnv, "PATH="+os.Getenv("PATH")), unnamed...); r.code != 12 ||
+		!strings.Contains(r.stdout, "NOT approved search_nodes (shadowing)") || !strings.Contains(r.stdout, "approve it by name: etdi "+strings.Join(args, " ")) {
+		t.Fatalf("pin approve without --tool: %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
 	if r := runEtdi(t, t.TempDir(), append(pwEnv, "PATH="+os.Getenv("PATH")), args...); r.code != 0 ||
 		!strings.Contains(r.stdout, "approved unsigned:imitator/search_nodes") {
 		t.Fatalf("printed command: %d\n%s%s", r.code, r.stdout, r.stderr)

@@ -147,6 +147,9 @@ them under "calls".`,
 					continue
 				}
 				say(e.stdout, "NOT approved %s (%s): %s\n", r.Tool, r.Kind, r.Reason)
+				if hint := approveHint(verify.Finding{Kind: verify.Kind(r.Kind), Tool: r.Tool}, e.approveCommandOf(&sf, &pf, args, cmd.ArgsLenAtDash())); hint != "" {
+					say(e.stdout, "    %s\n", hint)
+				}
 			}
 			instr := recordedInstructions(r, res)
 			if instr != nil {

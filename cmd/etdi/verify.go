@@ -350,3 +350,13 @@ func approveCommand(sf *serverFlags, pf *pinFlags, t *target) string {
 	}
 	return strings.Join(parts, " ")
 }
+
+// approveCommandOf is approveCommand of the one server the flags and
+// arguments select, "" when they select no one server.
+func (e *env) approveCommandOf(sf *serverFlags, pf *pinFlags, args []string, dash int) string {
+	ts, err := e.targets(sf, args, dash)
+	if err != nil || len(ts) != 1 {
+		return ""
+	}
+	return approveCommand(sf, pf, &ts[0])
+}
