@@ -1,8 +1,10 @@
 package pin
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
+	"unicode"
 
 	"github.com/etdi-dev/etdi/verify"
 )
@@ -172,4 +174,37 @@ func TestSharedArtifactNeedsVerified(t *testing.T) {
 	expect(t, s, other)
 	expect(t, s, servedObs("time", npmTime, timeTool(t, "UTC")))
 	auditClean(t, s)
+}
+
+// FuzzCollisionWhy reads two hostile descriptions as a name collision
+// does: never a panic, the very same definition is never a harmless
+// collision, and words hold only letters and digits.
+func FuzzCollisionWhy(f *testing.F) {
+	f.Add("Search the notes of the current notebook.", "Search for nodes in the knowledge graph based on a query", "notes")
+	f.Add("Search the notes of the current notebook.", "Sеarch thе notes of the current notebook. And more.", "notes")
+	f.Add("x", "use notes/search or mcp__notes__search", "notes")
+	f.Add("", "the оfficial one", "n\u200botes")
+	f.Fuzz(func(t *testing.T, theirs, ours, server string) {
+		if len(theirs)+len(ours) > 1<<16 {
+			return
+		}
+		def := func(d string) Observed {
+			b, _ := json.Marshal(map[string]string{"name": "search", "description": d})
+			return tool(t, "search", "", string(b), Unsigned)
+		}
+		th, ou := def(theirs), def(ours)
+		p := &Pin{Server: "unsigned:x" + server, Tool: "search", Digest: th.Digest.String(), Signer: Unsigned, Definition: th.Canonical}
+		o := &Observation{Server: UnsignedServerKey("other"), Tools: []Observed{ou}}
+		why := collisionWhy(o, &ou, p.Server, p, &pinScan{servers: map[string][]string{"search": {p.Server}}})
+		if theirs == ours && why == "" {
+			t.Fatal("the very definition is a harmless collision")
+		}
+		for _, w := range wordsOf(ours) {
+			for _, r := range w {
+				if !unicode.IsLetter(r) && !unicode.IsDigit(r) {
+					t.Fatalf("word %q", w)
+				}
+			}
+		}
+	})
 }
