@@ -127,6 +127,15 @@ func TestNameCollisionRefused(t *testing.T) {
 func TestNameCollisionHarmlessWords(t *testing.T) {
 	s := openTemp(t)
 	mustApprove(t, s, searchServer(t, "notes", notesSearch, tool(t, "add", "", `{"name":"add"}`, Unsigned)))
+	// A short description held in another is no copy of it.
+	mustApprove(t, s, &Observation{Server: UnsignedServerKey("wiki"), Name: "wiki", Tools: []Observed{tool(t, "find", "", `{"name":"find","description":"Find pages."}`, Unsigned)}})
+	c, err := s.Compare(&Observation{Server: UnsignedServerKey("books"), Name: "books", Tools: []Observed{tool(t, "find", "", `{"name":"find","description":"Find pages of a book."}`, Unsigned)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := kinds(c, verify.Error); len(got) != 1 || got[0] != "new_tool" {
+		t.Errorf("short description: %+v", c.Findings)
+	}
 	for _, def := range []string{
 		memorySearch,
 		`{"name":"search","description":"Search notes, memory and files; add a query."}`,
@@ -162,6 +171,10 @@ func TestSharedArtifactNeedsVerified(t *testing.T) {
 	other := servedObs("clock", npmTime, timeTool(t, "Asia/Tokyo"))
 	other.ServedVerified = false
 	expect(t, s, other, "new_tool")
+	// Another version of the package, verified: another server's tool
+	// of the same name, a collision.
+	newer := servedObs("clock", strings.Replace(npmTime, "@2025.9.25", "@2025.9.26", 1), timeTool(t, "Asia/Tokyo"))
+	findingOf(t, expect(t, s, newer, "new_tool"), verify.NameCollision)
 	// Verified, the changed definition is the tool's rug pull; approved
 	// by name, it is the second name's own, and the first name's pin is
 	// untouched.
@@ -207,4 +220,23 @@ func FuzzCollisionWhy(f *testing.F) {
 			}
 		}
 	})
+}
+
+// A signed server's approval is never the same artifact's under another
+// name, even for a tool its bundle does not sign, and shadowing of any
+// server outweighs a change of the same artifact's tool.
+func TestSharedArtifactSignedServer(t *testing.T) {
+	s := openTemp(t)
+	signed := obs("acme:time", 1, timeTool(t, "UTC"))
+	signed.Served, signed.ServedVerified = npmTime, true
+	mustApprove(t, s, signed)
+	clock := servedObs("clock", npmTime, timeTool(t, "Asia/Tokyo"))
+	c := expect(t, s, clock, "shadowing")
+	if f := findingOf(t, c, verify.Shadowing); !strings.Contains(f.Message, "acme:time") {
+		t.Fatalf("%+v", f)
+	}
+	// With the same artifact's approval under another unsigned name too:
+	// still shadowing.
+	mustApprove(t, s, servedObs("time", npmTime, timeTool(t, "UTC")), "get_current_time")
+	expect(t, s, clock, "shadowing")
 }
