@@ -11,15 +11,15 @@ import (
 // never a project's lockfile, a URL or an unresolved launch.
 func TestOriginVerified(t *testing.T) {
 	for from, want := range map[string]bool{
-		"file /usr/local/bin/server":                     true,
-		"npx cache /home/u/.npm/_npx/ab12":               true,
-		"image reference":                                true,
-		"docker image inspect":                           true,
-		"package-lock.json /work/repo":                   false,
-		"npm-shrinkwrap.json /work/repo":                 false,
-		"uv.lock /work/repo":                             false,
-		"":                                               false,
-		"files /x":                                       false,
+		"file /usr/local/bin/server":       true,
+		"npx cache /home/u/.npm/_npx/ab12": true,
+		"image reference":                  true,
+		"docker image inspect":             true,
+		"package-lock.json /work/repo":     false,
+		"npm-shrinkwrap.json /work/repo":   false,
+		"uv.lock /work/repo":               false,
+		"":                                 false,
+		"files /x":                         false,
 		"package-lock.json /work/file /x image inspect/": false,
 	} {
 		o := &Origin{launched: true, res: &artifact.Resolved{From: from}}
