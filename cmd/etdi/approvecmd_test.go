@@ -27,6 +27,7 @@ func TestApproveCommand(t *testing.T) {
 		want string
 	}{
 		"config":   {*sf, *pf, target{entry: &hostconfig.Entry{}, location: cfg, name: "it's"}, base + " --config '" + cfg + "' --name 'it'\\''s'"},
+		"relative": {*sf, *pf, target{entry: &hostconfig.Entry{}, location: "mcp.json", name: "x"}, base + " --config " + filepath.Join(wd, "mcp.json") + " --name x"},
 		"tools":    {serverFlags{policy: "trust.json", name: "files"}, *pf, target{toolsFile: "live.json"}, base + " --tools " + filepath.Join(wd, "live.json") + " --name files"},
 		"command":  {serverFlags{policy: "trust.json", name: "x"}, *pf, target{argv: []string{"node", "a b.js"}}, "cd " + wd + " && " + base + " --name x --server -- node 'a b.js'"},
 		"url":      {*sf, *pf, target{url: "https://mcp.example/mcp"}, base + " --url https://mcp.example/mcp"},
