@@ -107,6 +107,20 @@ func (o *Origin) Served() string {
 	return ""
 }
 
+// Verified reports whether etdi established what the command runs
+// itself (pin.Observation.ServedVerified): a file it hashed, an image by
+// its digest or from the local image store, a package of npm's own npx
+// cache; not a version and integrity a project's lockfile records, which
+// the repository writes whatever its node_modules holds.
+func (o *Origin) Verified() bool {
+	if o == nil || o.res == nil {
+		return false
+	}
+	from := o.res.From
+	return strings.HasPrefix(from, "file ") || strings.HasPrefix(from, "npx cache ") || from == "image reference" ||
+		strings.HasSuffix(from, " image inspect")
+}
+
 // verifyOrigin is the origin as package verify compares it.
 func (o *Origin) verifyOrigin() *verify.Origin {
 	if o == nil {

@@ -35,6 +35,13 @@ type Observation struct {
 	// its command runs or the endpoint it was reached at (ServedBy), empty
 	// when unknown. A pin approved with another is a rug pull.
 	Served string
+	// ServedVerified says etdi established Served itself: the digest of
+	// a file it hashed, an image of the local store, a package of the
+	// runner's own cache; not a version and integrity a project's
+	// lockfile claims (a repository can write one that names any
+	// package). Only a verified artifact shares approvals across
+	// configuration names (SPEC.md §14.2).
+	ServedVerified bool
 	// Unresolved, with Served empty, says why what a launched server runs
 	// could not be resolved: a pin that recorded what served it is then
 	// not judged by its definition alone (a replaced implementation made
@@ -614,14 +621,15 @@ func compareTool(tx *kvTx, o *Observation, t *Observed, sameSkeleton []string, c
 }
 
 func compareNew(tx *kvTx, o *Observation, t *Observed, sameSkeleton []string, st ToolState,
-
 	with func(verify.Kind, verify.Severity, string) verify.Finding, ref string, copies *copyCache) (ToolState, []verify.Finding, error) {
 	scan, err := copies.scan()
 	if err != nil {
 		return st, nil, err
 	}
 	servers := scan.servers[t.Name]
-	var others, copyOf []string
+	var others, copyOf, collides []string
+	var why []string
+	var sharedPin, sharedDef *Pin
 	for _, srv := range servers {
 		if srv == o.Server {
 			continue
@@ -643,14 +651,42 @@ func compareNew(tx *kvTx, o *Observation, t *Observed, sameSkeleton []string, st
 				continue
 			}
 		}
-		others = append(others, srv)
+		if p == nil {
+			others = append(others, srv)
+			continue
+		}
+		// The same artifact, verified, under a name without its own pin
+		// of the tool: its other definition is a change of the tool
+		// approved there (SPEC.md §14.2).
+		if v := sameArtifact(o, t, p); v != nil {
+			if sharedPin == nil {
+				sharedPin, sharedDef = p, v
+			}
+			continue
+		}
+		reason, err := collisionRefused(o, t, srv, p, copies)
+		if err != nil {
+			return st, nil, err
+		}
+		if reason != "" {
+			others = append(others, srv)
+			why = append(why, reason)
+			continue
+		}
+		collides = append(collides, srv)
 	}
 	if len(others) > 0 {
 		st.Status = "blocked"
-		f := with(verify.Shadowing, verify.Error, fmt.Sprintf("tool %s: the name %q is approved on %s; this server shadows it",
-			ref, t.Name, strings.Join(others, ", ")))
+		msg := fmt.Sprintf("tool %s: the name %q is approved on %s; this server shadows it", ref, t.Name, strings.Join(others, ", "))
+		if len(why) > 0 {
+			msg += " (" + strings.Join(why, "; ") + ")"
+		}
+		f := with(verify.Shadowing, verify.Error, msg)
 		f.Servers = others
 		return st, []verify.Finding{f}, nil
+	}
+	if sharedPin != nil {
+		return rugPullOfShared(o, t, sharedPin, sharedDef, st, with, ref)
 	}
 	var looks []string
 	alike := scan.skeletons[skeletonOf(t.Name)]
@@ -690,6 +726,13 @@ func compareNew(tx *kvTx, o *Observation, t *Observed, sameSkeleton []string, st
 		f.Permissions = []etdi.Permission{}
 	}
 	fs := []verify.Finding{f}
+	if len(collides) > 0 {
+		w := with(verify.NameCollision, verify.Warning, fmt.Sprintf("tool %s: the name %q is also approved on %s, another unsigned server; "+
+			"hosts keep each server's tools apart, and nothing in its definition names or imitates that tool: approve it as a new tool",
+			ref, t.Name, strings.Join(collides, ", ")))
+		w.Servers = collides
+		fs = append(fs, w)
+	}
 	if confusable.MixedScript(t.Name) || confusable.Invisible(t.Name) {
 		w := with(verify.MixedScript, verify.Warning, fmt.Sprintf("tool %s: the name %q mixes scripts (%s) or holds invisible characters",
 			ref, t.Name, strings.Join(confusable.Scripts(t.Name), ", ")))

@@ -49,9 +49,19 @@ func TestSharedArtifactApproval(t *testing.T) {
 	// Variants approved under the first name are shared too.
 	mustApprove(t, s, servedObs("time", npmTime, timeTool(t, "Asia/Tokyo")), "get_current_time")
 	expect(t, s, servedObs("clock", npmTime, timeTool(t, "Asia/Tokyo")))
-	// Another definition from the same artifact under the other name: as
-	// for any server offering an approved name with another definition.
-	expect(t, s, servedObs("clock", npmTime, timeTool(t, "America/Lima")), "shadowing")
+	// Another definition from the same artifact under the other name: a
+	// change of the tool approved there (a rug pull, exit 11), not
+	// another server's tool; approving it by name makes it the second
+	// name's own.
+	lima := servedObs("clock", npmTime, timeTool(t, "America/Lima"))
+	c = expect(t, s, lima, "rug_pull")
+	if f := findingOf(t, c, verify.RugPull); f.PinnedDigest == "" || len(f.Fields) == 0 || f.Servers[0] != UnsignedServerKey("time") ||
+		!strings.Contains(f.Message, "etdi pin approve --tool get_current_time") {
+		t.Fatalf("%+v", f)
+	}
+	if still, err := s.StillApproved(lima); err != nil || still[StillApprovedKey("", "get_current_time")] != verify.NewTool {
+		t.Fatalf("%v %v", still, err)
+	}
 	// Approvals under the second name are its own; nothing was written
 	// for it by the comparisons.
 	if pins, err := s.ServerPins(UnsignedServerKey("clock")); err != nil || len(pins) != 0 {
@@ -88,9 +98,10 @@ func TestSharedArtifactRefused(t *testing.T) {
 		}
 	}
 	// Approved before etdi recorded what served it: not known to be the
-	// same artifact.
+	// same artifact, so not shared; the same definition is a change of
+	// the tool approved for the artifact.
 	mustApprove(t, s, servedObs("old", "", timeTool(t, "Europe/Oslo")), "get_current_time")
-	expect(t, s, servedObs("clock", npmTime, timeTool(t, "Europe/Oslo")), "shadowing")
+	expect(t, s, servedObs("clock", npmTime, timeTool(t, "Europe/Oslo")), "rug_pull")
 	// Signed servers are keyed by provider: nothing is shared with or
 	// between them.
 	w := obs("acme:weather", 1, tool(t, "get_weather", "1.0.0", weatherDef, keyA))

@@ -212,9 +212,11 @@ type shareCache struct {
 // was approved served by that very artifact; the other server's pin is
 // checked against the history and must not be revoked there. Signed
 // servers are keyed by provider and never share; nothing is shared when
-// the artifact is unknown.
+// the artifact is unknown, or known only from what a project's lockfile
+// claims (Observation.ServedVerified): a repository can name any package
+// and integrity there, whatever its node_modules holds.
 func sharedApproval(tx *kvTx, o *Observation, t *Observed, sc *shareCache) (string, error) {
-	if !strings.HasPrefix(o.Server, "unsigned:") || t.Signer != Unsigned {
+	if !strings.HasPrefix(o.Server, "unsigned:") || t.Signer != Unsigned || !o.ServedVerified {
 		return "", nil
 	}
 	id, ok := ArtifactIdentity(o.Served)

@@ -25,7 +25,7 @@ func timeDef(tz string) string {
 const npmTime = "npm mcp-server-time@2025.9.25 sha512-AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=="
 
 func servedObs(name, served string, tools ...Observed) *Observation {
-	return &Observation{Server: UnsignedServerKey(name), Name: name, Served: served, Tools: tools}
+	return &Observation{Server: UnsignedServerKey(name), Name: name, Served: served, ServedVerified: served != "", Tools: tools}
 }
 
 func timeTool(t testing.TB, tz string) Observed {

@@ -58,6 +58,7 @@ var kinds = map[Kind]kindInfo{
 	Downgrade:           {ExitRugPull, Error, ApprovableByName, "A tool version or bundle is older than the approved one."},
 	SignerChanged:       {ExitImpersonation, Error, ApprovableByName, "A tool is signed by someone other than the approved signer."},
 	Shadowing:           {ExitImpersonation, Error, ApprovableByName, "A tool name approved on another server appears on this one."},
+	NameCollision:       {ExitApproval, Warning, Approvable, "A tool name approved on another unsigned server appears on this unsigned server, and neither names nor imitates the other's tool: hosts keep each server's tools apart, so it is approved as a new tool is (its new_tool finding sets exit 13 until then)."},
 	ConfusableName:      {ExitImpersonation, Error, ApprovableByName, "A tool name looks like an approved one."},
 	Revoked:             {ExitRevoked, Error, NotApprovable, "A tool, version or signing key was revoked."},
 	Removed:             {0, Info, NotApprovable, "An approved tool (or prompt, resource, resource template) is no longer offered."},
@@ -94,7 +95,9 @@ func Kinds() []Kind {
 func (k Kind) Known() bool { _, ok := kinds[k]; return ok }
 
 // ExitCode is the exit code an error finding of this kind sets: 10 to 14,
-// or 0 for kinds that are only ever warnings or information. A kind etdi
+// or 0 for kinds that are only ever warnings or information, but 13 for
+// name_collision, a warning that comes with the new_tool finding that
+// sets it. A kind etdi
 // does not know is 10: an unknown error never passes.
 func (k Kind) ExitCode() int {
 	if info, ok := kinds[k]; ok {

@@ -31,15 +31,21 @@ func TestKindVocabulary(t *testing.T) {
 			t.Errorf("%s: no description", k)
 		}
 		code, sev := k.ExitCode(), k.DefaultSeverity()
-		if (code != ExitOK) != (sev == Error) {
+		if (code != ExitOK) != (sev == Error) && k != NameCollision {
 			t.Errorf("%s: exit %d but default severity %s", k, code, sev)
 		}
-		if k.Approval() != NotApprovable && sev != Error {
+		if k.Approval() != NotApprovable && sev != Error && k != NameCollision {
 			t.Errorf("%s: approvable but not an error", k)
 		}
 		if k.AsksApproval() != (code == ExitApproval) {
 			t.Errorf("%s: asks approval %v, exit %d", k, k.AsksApproval(), code)
 		}
+	}
+	// name_collision is the one warning that is approved: it stands
+	// beside a new_tool finding (exit 13) that approving resolves.
+	if NameCollision.DefaultSeverity() != Warning || NameCollision.ExitCode() != ExitApproval || !NameCollision.AsksApproval() ||
+		ExitCode([]Finding{{Kind: NameCollision, Severity: Warning}}) != ExitOK {
+		t.Error("name_collision: a warning, approvable, exit 13 only through its new_tool finding")
 	}
 	if Kind("bogus").Known() || Kind("bogus").DefaultSeverity() != Error {
 		t.Error("an unknown kind must count as an error")

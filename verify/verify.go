@@ -69,6 +69,13 @@ const (
 	SignerChanged Kind = "signer_changed"
 	// Shadowing: a tool name approved on another server appears here.
 	Shadowing Kind = "shadowing"
+	// NameCollision: a tool name approved on another unsigned server
+	// appears on this unsigned server, neither side signed, the name not a
+	// look-alike, and nothing in the definition naming or imitating the
+	// other server's tool (warning): hosts keep the tools of each server
+	// apart, so two servers offering "search" is not impersonation. The
+	// tool is a new tool, approved as one.
+	NameCollision Kind = "name_collision"
 	// ConfusableName: a tool name that looks like an approved one.
 	ConfusableName Kind = "confusable_name"
 	// Revoked: the approved tool, version or signing key was revoked.

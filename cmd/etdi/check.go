@@ -62,6 +62,9 @@ type checkReport struct {
 	// session are the ids of the policies that read the session: Calls
 	// are the first call's, and later calls may be decided otherwise.
 	session []string
+	// approve is the etdi pin approve command of the server, as it must
+	// be typed (approveCommand).
+	approve string
 	// defs are the offered tools' definitions, for the prose report.
 	defs map[string]observedTool
 	// guarded is the server's report as compared with the pins (nil when
@@ -316,7 +319,8 @@ func combineExit(reps []*checkReport) int {
 
 // checkTarget checks one server; errors become the report's Error.
 func (e *env) checkTarget(sf *serverFlags, pf *pinFlags, t *target, p *trust.Policy, set *policy.Set, yes, interactive, acceptInstructions bool) *checkReport {
-	rep := &checkReport{Target: t.label, Tools: []pin.ToolState{}, Findings: []verify.Finding{}, location: t.location, line: t.line, name: t.name}
+	rep := &checkReport{Target: t.label, Tools: []pin.ToolState{}, Findings: []verify.Finding{}, location: t.location, line: t.line, name: t.name,
+		approve: approveCommand(sf, pf, t)}
 	fail := func(err error) *checkReport {
 		var ue *pin.UnjustifiedError
 		if errors.As(err, &ue) { // a pin database the history does not justify
@@ -530,7 +534,7 @@ func printCheck(w io.Writer, rep *checkReport) {
 	if len(rep.Calls) > 0 && len(rep.session) > 0 {
 		say(w, "  (calls: the first call of a session; %s read the session and may decide later calls otherwise)\n", strings.Join(rep.session, ", "))
 	}
-	printFindingsWith(w, rep.Findings, rep.defs)
+	printFindingsFor(w, rep.Findings, rep.defs, rep.approve)
 	for _, a := range rep.Approved {
 		say(w, "approved %s/%s %s%s\n", a.Pin.Server, toolLabel(pin.ToolState{Item: a.Pin.Item, Name: a.Pin.Tool, Version: a.Pin.Version}), a.Pin.Digest, servedText(a))
 	}

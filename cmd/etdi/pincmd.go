@@ -197,6 +197,9 @@ the server does not offer, is an error and approves nothing.`,
 					continue
 				}
 				say(e.stdout, "NOT approved %s (%s): %s\n", r.Tool, r.Kind, r.Reason)
+				if hint := approveHint(verify.Finding{Kind: verify.Kind(r.Kind), Tool: r.Tool}, e.approveCommandOf(&sf, &pf, args, cmd.ArgsLenAtDash())); hint != "" {
+					say(e.stdout, "    %s\n", hint)
+				}
 			}
 			instr := recordedInstructions(r, res)
 			if instr != nil {

@@ -357,7 +357,7 @@ const (
 )
 
 func securitySeverity(k verify.Kind) string {
-	if s, ok := exitSecuritySeverity[k.ExitCode()]; ok {
+	if s, ok := exitSecuritySeverity[k.ExitCode()]; ok && k.DefaultSeverity() == verify.Error {
 		return s
 	}
 	if k.DefaultSeverity() == verify.Warning {
@@ -375,6 +375,9 @@ var exitMeaning = map[int]string{
 }
 
 func exitSentence(k verify.Kind) string {
+	if code := k.ExitCode(); code != exitOK && k.DefaultSeverity() == verify.Warning {
+		return fmt.Sprintf("A warning: the tool's new_tool finding beside it fails etdi check with exit %d (%s) until the tool is approved.", code, exitMeaning[code])
+	}
 	if code := k.ExitCode(); code != exitOK {
 		return fmt.Sprintf("As an error it fails etdi check with exit %d (%s).", code, exitMeaning[code])
 	}

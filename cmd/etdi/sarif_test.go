@@ -438,6 +438,12 @@ func TestSARIFRules(t *testing.T) {
 			if r.DefaultConfiguration.Level != "error" || r.Properties.ExitCode != exitError || f < 4 {
 				t.Errorf("the error rule: %+v", r)
 			}
+		case kind.ExitCode() != exitOK && kind.DefaultSeverity() == verify.Warning:
+			// name_collision: a warning beside the new_tool finding that
+			// sets its exit code.
+			if r.DefaultConfiguration.Level != "warning" || f >= 4 || r.Properties.ExitCode != kind.ExitCode() {
+				t.Errorf("%s: a warning kind at level %s, severity %v, exit property %d", r.ID, r.DefaultConfiguration.Level, f, r.Properties.ExitCode)
+			}
 		case kind.ExitCode() != exitOK:
 			if r.DefaultConfiguration.Level != "error" || f < 4 || r.Properties.ExitCode != kind.ExitCode() {
 				t.Errorf("%s: an error kind (exit %d) at level %s, severity %v, exit property %d", r.ID, kind.ExitCode(), r.DefaultConfiguration.Level, f, r.Properties.ExitCode)

@@ -235,8 +235,20 @@ func printFindings(w io.Writer, findings []verify.Finding) { printFindingsWith(w
 // printFindingsWith prints findings; for a new tool whose definition is in
 // defs, everything approving it grants (describeTool).
 func printFindingsWith(w io.Writer, findings []verify.Finding, defs map[string]observedTool) {
+	printFindingsFor(w, findings, defs, "")
+}
+
+// printFindingsFor is printFindingsWith that, given approve (the etdi pin
+// approve command of the server checked, approveCommand), says under a
+// name collision, a shadowing, a look-alike name and a change from the
+// same artifact under another name the exact command that approves that
+// tool.
+func printFindingsFor(w io.Writer, findings []verify.Finding, defs map[string]observedTool, approve string) {
 	for _, f := range findings {
 		say(w, "%s: %s: %s\n", levelOf(f).Label, f.Kind, f.Message)
+		if hint := approveHint(f, approve); hint != "" {
+			say(w, "    %s\n", hint)
+		}
 		if f.Signed != "" && f.Live != "" {
 			say(w, "    signed %s\n    live   %s\n", f.Signed, f.Live)
 		}
@@ -268,4 +280,88 @@ func signerText(s *verify.Signer) string {
 		return fmt.Sprintf("keyless %s (issuer %s, logged at %s, entry %d)", ks.Identity, ks.Issuer, ks.SignedAt.Format(time.RFC3339), ks.LogIndex)
 	}
 	return fmt.Sprintf("key %s (%s)", keys.ShortID(s.KeyID), s.Algorithm)
+}
+
+// approveHint is the line under a finding about a tool name another
+// server has approved (or a change of the same artifact's tool under
+// another name) that says the exact command approving the tool, or "".
+func approveHint(f verify.Finding, approve string) string {
+	if approve == "" || f.Tool == "" {
+		return ""
+	}
+	cmd := approve + " --tool " + termtext.ShellQuote(pin.ItemRef(f.Item, f.Tool))
+	switch {
+	case f.Kind == verify.NameCollision:
+		return "approve it as a new tool: " + cmd
+	case f.Kind == verify.Shadowing || f.Kind == verify.ConfusableName:
+		return "if you know this server's tool is not posing as the other, approve it by name: " + cmd
+	case f.Kind == verify.RugPull && len(f.Servers) > 0:
+		return "if the change is expected, approve it by name: " + cmd
+	}
+	return ""
+}
+
+// approveCommand is the etdi pin approve command, as it must be typed in
+// any directory, that approves what etdi check found of t with the same
+// trust policy, pin store and inputs (add --tool NAME); "" when it cannot
+// be written out exactly: a lockfile is read-only, and a command line,
+// URL, header or VS Code input holding a secret is not printed.
+func approveCommand(sf *serverFlags, pf *pinFlags, t *target) string {
+	if pf.lock != "" || len(sf.inputs) > 0 || len(t.headers) > 0 {
+		return ""
+	}
+	q := termtext.ShellQuote
+	pins := pf.path
+	if !strings.Contains(pins, "://") {
+		pins = absPath(pins)
+	}
+	parts := []string{"etdi", "pin", "approve", "--trust", q(absPath(sf.policy)), "--pins", q(pins)}
+	if sf.bundle != "" {
+		parts = append(parts, "--bundle", q(absPath(sf.bundle)))
+	}
+	switch {
+	case t.entry != nil:
+		parts = append(parts, "--config", q(absPath(t.location)), "--name", q(t.name))
+	case t.toolsFile != "":
+		parts = append(parts, "--tools", q(absPath(t.toolsFile)))
+		if sf.name != "" {
+			parts = append(parts, "--name", q(sf.name))
+		}
+	case t.url != "":
+		if t.secrets.String(t.url) != t.url {
+			return ""
+		}
+		parts = append(parts, "--url", q(t.url))
+		if sf.name != "" {
+			parts = append(parts, "--name", q(sf.name))
+		}
+	case len(t.argv) > 0:
+		if sf.name != "" {
+			parts = append(parts, "--name", q(sf.name))
+		}
+		parts = append(parts, "--server", "--")
+		for _, a := range t.argv {
+			if t.secrets.String(a) != a {
+				return ""
+			}
+			parts = append(parts, q(a))
+		}
+		// The command line is read where check ran.
+		if wd, err := os.Getwd(); err == nil {
+			return "cd " + q(wd) + " && " + strings.Join(parts, " ")
+		}
+	default:
+		return ""
+	}
+	return strings.Join(parts, " ")
+}
+
+// approveCommandOf is approveCommand of the one server the flags and
+// arguments select, "" when they select no one server.
+func (e *env) approveCommandOf(sf *serverFlags, pf *pinFlags, args []string, dash int) string {
+	ts, err := e.targets(sf, args, dash)
+	if err != nil || len(ts) != 1 {
+		return ""
+	}
+	return approveCommand(sf, pf, &ts[0])
 }
