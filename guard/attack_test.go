@@ -902,11 +902,20 @@ func TestAttackPaddedListChangedHeldInMemory(t *testing.T) {
 	// the last is read once the server's pipe is empty.
 	for deadline := time.Now().Add(5 * time.Second); len(a.server.c.out) > 0 && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
 	}
-	time.Sleep(100 * time.Millisecond)
-	a.g.jobs.mu.Lock()
-	queued := len(a.g.jobs.q)
-	a.g.jobs.mu.Unlock()
-	held := int64(heap()) - int64(before)
+	// What the gate still decodes on a loaded machine is not held: what
+	// is held stays held until the listing is released, so the bound is
+	// judged on the least the gate held over a few seconds.
+	var held int64
+	var queued int
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		a.g.jobs.mu.Lock()
+		queued = len(a.g.jobs.q)
+		a.g.jobs.mu.Unlock()
+		held = int64(heap()) - int64(before)
+		if (held <= 256<<20 && queued <= 1) || time.Now().After(deadline) {
+			break
+		}
+	}
 	t.Logf("the gate holds %d MiB more, in %d jobs that wait", held>>20, queued)
 	release()
 	if held > 256<<20 || queued > 1 {
