@@ -286,4 +286,17 @@ func TestApprovedUnsignedToolNotRecordedEachCheck(t *testing.T) {
 	if got := findingRecords(t, s); got[len(got)-1] != "unsigned_tool" {
 		t.Fatalf("a blocking unsigned_tool was not recorded: %v", got)
 	}
+	// Another warning about an approved, unchanged tool is recorded.
+	mixed := verify.Finding{Kind: verify.MixedScript, Severity: verify.Warning, Server: srv, Tool: "add_note", Live: a.Digest.String(), Message: "tool \"add_note\" mixes scripts"}
+	check(o, []verify.Finding{mixed})
+	if got := findingRecords(t, s); got[len(got)-1] != "mixed_script add_note "+a.Digest.String() {
+		t.Fatalf("another warning about an approved tool was not recorded: %v", got)
+	}
+	// So is a tool's unsigned_tool error (a bundle that does not sign it,
+	// under block), though the tool is approved as observed.
+	toolErr := verify.Finding{Kind: verify.UnsignedTool, Severity: verify.Error, Server: srv, Tool: "add_note", Live: a.Digest.String(), Message: "tool \"add_note\" is not signed by the bundle (policy: block)"}
+	check(o, []verify.Finding{toolErr})
+	if got := findingRecords(t, s); got[len(got)-1] != "unsigned_tool add_note "+a.Digest.String() {
+		t.Fatalf("a tool's unsigned_tool error was not recorded: %v", got)
+	}
 }
