@@ -83,6 +83,17 @@ func TestCheckQuiet(t *testing.T) {
 	p, env := summaryEnv(t)
 	full := p.liveCheck(env, "--config", "mcp.json", "-v")
 	r := p.liveCheck(env, "--config", "mcp.json", "--quiet")
+	// By default: the server that needs nothing is one line, every other
+	// one in full; none of them is "ok" but fine.
+	def := p.liveCheck(env, "--config", "mcp.json")
+	for _, want := range []string{"\nok  fine (", "== fresh (", "APPROVAL REQUIRED: new_tool", "== changed (", "SECURITY ERROR: rug_pull", "== broken (", "ERROR: not checked"} {
+		if !strings.Contains("\n"+def.stdout, want) {
+			t.Errorf("the default report lacks %q:\n%s", want, def.stdout)
+		}
+	}
+	if strings.Count("\n"+def.stdout, "\nok  ") != 1 || strings.Contains(def.stdout, "== fine (") {
+		t.Errorf("the default report: one ok line, for fine, wanted:\n%s", def.stdout)
+	}
 	if r.code != 11 || r.code != full.code {
 		t.Fatalf("exit %d, without --quiet %d\n%s%s", r.code, full.code, r.stdout, r.stderr)
 	}
