@@ -232,3 +232,71 @@ func digestOf(name string) etdi.Digest {
 	d, _ := etdi.DigestJSON([]byte(`{"name":"` + name + `"}`))
 	return d
 }
+
+// An approved, unchanged unsigned tool's unsigned_tool warning is its
+// state, not an event: checks after the approval record nothing, however
+// many. A tool that needs a decision (new, or changed) still has its
+// warning recorded with its other findings, and an unsigned_tool error
+// (the policy blocks unsigned tools) is recorded as before.
+func TestApprovedUnsignedToolNotRecordedEachCheck(t *testing.T) {
+	s := openTemp(t)
+	srv := "unsigned:notes"
+	a := tool(t, "add_note", "", `{"name":"add_note"}`, Unsigned)
+	b := tool(t, "read_notes", "", `{"name":"read_notes"}`, Unsigned)
+	warn := func(ts ...Observed) []verify.Finding {
+		var out []verify.Finding
+		for _, x := range ts {
+			out = append(out, verify.Finding{Kind: verify.UnsignedTool, Severity: verify.Warning, Server: srv, Tool: x.Name,
+				Live: x.Digest.String(), Message: fmt.Sprintf("tool %q of %s is not signed (policy: warn); pinned by digest", x.Name, srv)})
+		}
+		return out
+	}
+	check := func(o *Observation, extra []verify.Finding) {
+		t.Helper()
+		if _, err := s.Check(o, "tester", extra...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	o := obs(srv, 0, a, b)
+	check(o, warn(a, b))
+	want := []string{"unsigned_tool add_note " + a.Digest.String(), "unsigned_tool read_notes " + b.Digest.String(),
+		"new_tool add_note " + a.Digest.String(), "new_tool read_notes " + b.Digest.String()}
+	if got := findingRecords(t, s); !slices.Equal(got, want) {
+		t.Fatalf("first check recorded %v, want %v", got, want)
+	}
+	mustApprove(t, s, o)
+	n := logLen(t, s)
+	for range 5 {
+		check(o, warn(a, b))
+	}
+	if got := logLen(t, s); got != n {
+		t.Fatalf("five checks of approved, unchanged unsigned tools grew the history from %d to %d records: %v", n, got, findingRecords(t, s)[len(want):])
+	}
+	// read_notes changes: its warning goes with its rug pull; add_note,
+	// unchanged, is still not recorded.
+	b2 := tool(t, "read_notes", "", `{"name":"read_notes","description":"changed"}`, Unsigned)
+	check(obs(srv, 0, a, b2), warn(a, b2))
+	got := findingRecords(t, s)[len(want):]
+	if !slices.Equal(got, []string{"unsigned_tool read_notes " + b2.Digest.String(), "rug_pull read_notes " + b2.Digest.String()}) {
+		t.Fatalf("after a change: %v", got)
+	}
+	// A blocking unsigned_tool error is a finding of the server: recorded.
+	blocked := verify.Finding{Kind: verify.UnsignedTool, Severity: verify.Error, Server: srv, Message: "server unsigned:notes has no bundle and the trust policy blocks unsigned tools"}
+	check(o, []verify.Finding{blocked})
+	if got := findingRecords(t, s); got[len(got)-1] != "unsigned_tool" {
+		t.Fatalf("a blocking unsigned_tool was not recorded: %v", got)
+	}
+	// Another warning about an approved, unchanged tool is recorded.
+	mixed := verify.Finding{Kind: verify.MixedScript, Severity: verify.Warning, Server: srv, Tool: "add_note", Live: a.Digest.String(), Message: "tool \"add_note\" mixes scripts"}
+	check(o, []verify.Finding{mixed})
+	if got := findingRecords(t, s); got[len(got)-1] != "mixed_script add_note "+a.Digest.String() {
+		t.Fatalf("another warning about an approved tool was not recorded: %v", got)
+	}
+	// So is a tool's unsigned_tool error (a bundle that does not sign it,
+	// under block), though the tool is approved as observed.
+	toolErr := verify.Finding{Kind: verify.UnsignedTool, Severity: verify.Error, Server: srv, Tool: "add_note", Live: a.Digest.String(), Message: "tool \"add_note\" is not signed by the bundle (policy: block)"}
+	check(o, []verify.Finding{toolErr})
+	if got := findingRecords(t, s); got[len(got)-1] != "unsigned_tool add_note "+a.Digest.String() {
+		t.Fatalf("a tool's unsigned_tool error was not recorded: %v", got)
+	}
+}

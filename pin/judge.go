@@ -243,8 +243,31 @@ func judge(tx *kvTx, o *Observation, extra []verify.Finding) (*Comparison, []ver
 	if err != nil {
 		return nil, nil, err
 	}
-	todo, err := unrecorded(tx, o.Server, append(slices.Clip(extra), c.Findings...))
+	todo, err := unrecorded(tx, o.Server, worthRecording(c, append(slices.Clip(extra), c.Findings...)))
 	return c, todo, err
+}
+
+// worthRecording drops from findings the unsigned_tool warnings of tools
+// approved as observed (status "ok"): that a tool the policy lets run
+// unsigned is unsigned is the server's standing state, recorded with its
+// approval (signer "unsigned"), not an event of each check (SPEC.md §16).
+// The warning of a tool that is new or changed is kept: it goes with the
+// decision that tool needs. Every other finding is kept.
+func worthRecording(c *Comparison, findings []verify.Finding) []verify.Finding {
+	ok := map[string]bool{}
+	for _, t := range c.Tools {
+		if t.Status == "ok" {
+			ok[itemKey(t.Item, t.Name)] = true
+		}
+	}
+	out := findings[:0:0]
+	for _, f := range findings {
+		if f.Kind == verify.UnsignedTool && f.Severity == verify.Warning && f.Tool != "" && ok[itemKey(f.Item, f.Tool)] {
+			continue
+		}
+		out = append(out, f)
+	}
+	return out
 }
 
 func recordFindings(tx *kvTx, o *Observation, findings []verify.Finding, by string) error {

@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"unicode/utf8"
 
 	"github.com/etdi-dev/etdi"
 	"github.com/etdi-dev/etdi/guard"
+	"github.com/etdi-dev/etdi/internal/colour"
 	"github.com/etdi-dev/etdi/internal/hostconfig"
 	"github.com/etdi-dev/etdi/internal/redact"
 	"github.com/etdi-dev/etdi/internal/termtext"
@@ -18,6 +20,7 @@ import (
 	"github.com/etdi-dev/etdi/trust"
 	"github.com/etdi-dev/etdi/verify"
 	"github.com/spf13/cobra"
+	"golang.org/x/term"
 )
 
 // checkReport is what etdi check found for one server, as prose or JSON.
@@ -100,8 +103,8 @@ func (e *env) checkCmd() *cobra.Command {
 	var pf pinFlags
 	var cf cedarFlags
 	var lf lockFlags
-	var asJSON, asSARIF, yes, interactive, acceptInstructions, quiet, exitZero bool
-	var sarifRoot string
+	var asJSON, asSARIF, yes, interactive, acceptInstructions, quiet, verbose, exitZero bool
+	var sarifRoot, colourFlag string
 	cmd := &cobra.Command{
 		Use:   "check (--tools FILE | --server -- CMD... | --url URL | --config FILE|auto | --bundle BUNDLE)",
 		Short: "Check a server's tools against the trust policy and the approved pins",
@@ -130,7 +133,8 @@ older bundle is a rug pull or downgrade (11); another signer, a name
 approved on another server or one that looks like an approved name is
 impersonation (12); a revoked tool, version or key is 14. Error and warning
 findings are appended to the history, each once until the next approval
-or revocation of its tool. A server that cannot be checked is
+or revocation of its tool; the unsigned_tool warning of a tool approved
+as observed never is (SPEC.md §16). A server that cannot be checked is
 an error (1) unless another server has a security finding.
 
 --yes approves what etdi pin approve would (new tools and versions) and
@@ -141,17 +145,27 @@ SPEC.md §26) each tool's line says what they decide of its first call in a
 session (allow, ask or forbid, and which policy), and so does --approve
 for each tool it asks about; --json has them under "calls".
 
+A server that needs nothing is one line: "ok", its name (host and
+file), who vouches for it (provider and signer, or "unsigned, allowed by
+policy"; its unsigned tools are said once, not a warning each) and how
+many tools it offers. A server that needs a decision or has a warning
+is shown in full: every tool with its digest and status, and every
+finding. -v (--verbose) shows every server in full. --quiet prints only
+errors: each server that is not ok under its heading, with its error or
+its error findings, and the summary line unless every server is ok; a
+run that exits 0 prints nothing. --json (with a "summary" member) and
+--sarif are unchanged by --quiet and -v. On a terminal the states are
+coloured, unless NO_COLOR is set; --color always or never decides.
+
 Checking more than one server ends with one summary line on standard
 error, e.g. "etdi: 3 servers: 1 ok, 1 needs approval, 1 blocked, 0 not
 checked": blocked is a security finding (exit 10, 11, 12 or 14), not
-checked an operational error (1). --quiet prints only problems: each
-server that is not ok under its heading, with its error or its error and
-warning findings, and the summary line unless every server is ok; a run
-that exits 0 prints nothing. --json (with a "summary" member) and --sarif
-are unchanged by --quiet.
+checked an operational error (1).
 
 --sarif prints SARIF 2.1.0 for GitHub code scanning (SPEC.md §19): one
-result per error or warning finding and per server not checked, each
+result per error or warning finding and per server not checked, the
+unsigned_tool warnings of a server as one result (so a server approved
+and unchanged has none, or that one when its tools are unsigned), each
 located at a file relative to the repository root (--sarif-root, default
 the working directory): the configuration file at the entry's line, the
 saved listing, the bundle, or for a live server without --bundle the trust
@@ -196,6 +210,15 @@ beside the user's configuration) exits 11, and an expired one 14.`,
 			}
 			if yes && interactive {
 				return usagef("--yes and --approve cannot be combined")
+			}
+			if quiet && verbose {
+				return usagef("--quiet and --verbose cannot be combined")
+			}
+			view := checkView{quiet: quiet, verbose: verbose}
+			if mode, err := colour.ParseMode(colourFlag); err != nil {
+				return usagef("%v", err)
+			} else {
+				view.paint = colour.New(colour.Enabled(mode, e.stdoutIsTerminal(), e.lookupEnv))
 			}
 			if lf.path != "" && yes {
 				return readOnlyLock("--yes")
@@ -250,7 +273,7 @@ beside the user's configuration) exits 11, and an expired one 14.`,
 					return err
 				}
 			default:
-				printChecks(e.stdout, out.Servers, quiet)
+				printChecks(e.stdout, out.Servers, view)
 			}
 			switch out.ExitCode {
 			case exitOK:
@@ -293,8 +316,16 @@ beside the user's configuration) exits 11, and an expired one 14.`,
 	cmd.Flags().BoolVar(&yes, "yes", false, "approve new tools and new versions without asking, and print what was approved")
 	cmd.Flags().BoolVar(&interactive, "approve", false, "on a terminal, show each new or changed tool and ask whether to approve it")
 	cmd.Flags().BoolVar(&acceptInstructions, "accept-instructions", false, "with --yes: also accept changed server instructions")
-	cmd.Flags().BoolVarP(&quiet, "quiet", "q", false, "print only the servers that are not ok, their error and warning findings, and the summary")
+	cmd.Flags().BoolVarP(&quiet, "quiet", "q", false, "print only the servers that are not ok, their errors, and the summary")
+	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "print every server in full: every tool with its digest and status, and every finding")
+	cmd.Flags().StringVar(&colourFlag, "color", "auto", "colour the report: auto (on a terminal, unless NO_COLOR is set), always or never")
 	return cmd
+}
+
+// stdoutIsTerminal reports whether standard output is a terminal.
+func (e *env) stdoutIsTerminal() bool {
+	f, ok := e.stdout.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
 }
 
 // combineExit is the exit code of several servers: the most severe
@@ -477,8 +508,8 @@ func hasError(fs []verify.Finding) bool {
 	return false
 }
 
-func printCheck(w io.Writer, rep *checkReport) {
-	say(w, "== %s\n", rep.Target)
+func printCheck(w io.Writer, rep *checkReport, p colour.Painter) {
+	say(w, p.Strong("==")+" %s\n", rep.Target)
 	switch {
 	case rep.Disabled && rep.HostHonoursDisabled == string(hostconfig.Yes):
 		say(w, "disabled in its file; the host does not start it: not checked\n")
@@ -495,7 +526,7 @@ func printCheck(w io.Writer, rep *checkReport) {
 		say(w, "the host ignores its %s; etdi checks what the host reaches\n", strings.Join(rep.Ignored, ", "))
 	}
 	if rep.Error != "" {
-		say(w, "ERROR: %s\n", rep.Error)
+		say(w, p.Bad("ERROR")+": %s\n", rep.Error)
 		printFindingsWith(w, rep.Findings, nil)
 		return
 	}
@@ -510,11 +541,14 @@ func printCheck(w io.Writer, rep *checkReport) {
 			}
 			say(w, "bundle %s verified: provider %s, %s\n", r.Source, r.Provider.ID, strings.Join(by, " and "))
 		} else {
-			say(w, "bundle %s NOT verified\n", r.Source)
+			say(w, "bundle %s "+p.Bad("NOT verified")+"\n", r.Source)
 		}
 	}
 	if rep.Server != "" {
 		say(w, "server %s\n", rep.Server)
+	}
+	if line := unsignedLine(rep); line != "" {
+		say(w, "%s\n", line)
 	}
 	width := 0
 	for _, t := range rep.Tools {
@@ -522,19 +556,29 @@ func printCheck(w io.Writer, rep *checkReport) {
 	}
 	for _, t := range rep.Tools {
 		d, _ := etdi.ParseDigest(t.Digest)
-		status := map[string]string{"ok": "ok", "new": "APPROVAL REQUIRED", "changed": "CHANGED", "blocked": "BLOCKED", "removed": "removed"}[t.Status]
+		status := map[string]string{"ok": p.Good("ok"), "new": p.Warn("APPROVAL REQUIRED"), "changed": p.Bad("CHANGED"), "blocked": p.Bad("BLOCKED"), "removed": "removed"}[t.Status]
+		// status holds etdi's own colour codes and goes in the format;
+		// scopes and calls are arguments, escaped as they are printed.
+		scopes := ""
 		if len(t.Scopes) > 0 {
-			status += "; scopes: " + strings.Join(t.Scopes, ", ")
+			scopes = "; scopes: " + strings.Join(t.Scopes, ", ")
 		}
+		call := ""
 		if c := callOf(rep.Calls, t); c != "" {
-			status += "; calls: " + c
+			call = "; calls: " + c
 		}
-		say(w, "  %-*s  sha256:%s  %s\n", width, toolLabel(t), d.Short(), status)
+		say(w, "  %-*s  sha256:%s  "+status+"%s%s\n", width, toolLabel(t), d.Short(), scopes, call)
 	}
 	if len(rep.Calls) > 0 && len(rep.session) > 0 {
 		say(w, "  (calls: the first call of a session; %s read the session and may decide later calls otherwise)\n", strings.Join(rep.session, ", "))
 	}
-	printFindingsFor(w, rep.Findings, rep.defs, rep.approve)
+	var findings []verify.Finding
+	for _, f := range rep.Findings {
+		if !unsignedState(f) { // said once, above
+			findings = append(findings, f)
+		}
+	}
+	printFindingsFor(w, findings, rep.defs, rep.approve)
 	for _, a := range rep.Approved {
 		say(w, "approved %s/%s %s%s\n", a.Pin.Server, toolLabel(pin.ToolState{Item: a.Pin.Item, Name: a.Pin.Tool, Version: a.Pin.Version}), a.Pin.Digest, servedText(a))
 	}

@@ -81,8 +81,19 @@ func TestCheckSummaryLine(t *testing.T) {
 // problems; a run where everything is ok prints nothing at all.
 func TestCheckQuiet(t *testing.T) {
 	p, env := summaryEnv(t)
-	full := p.liveCheck(env, "--config", "mcp.json")
+	full := p.liveCheck(env, "--config", "mcp.json", "-v")
 	r := p.liveCheck(env, "--config", "mcp.json", "--quiet")
+	// By default: the server that needs nothing is one line, every other
+	// one in full; none of them is "ok" but fine.
+	def := p.liveCheck(env, "--config", "mcp.json")
+	for _, want := range []string{"\nok  fine (", "== fresh (", "APPROVAL REQUIRED: new_tool", "== changed (", "SECURITY ERROR: rug_pull", "== broken (", "ERROR: not checked"} {
+		if !strings.Contains("\n"+def.stdout, want) {
+			t.Errorf("the default report lacks %q:\n%s", want, def.stdout)
+		}
+	}
+	if strings.Count("\n"+def.stdout, "\nok  ") != 1 || strings.Contains(def.stdout, "== fine (") {
+		t.Errorf("the default report: one ok line, for fine, wanted:\n%s", def.stdout)
+	}
 	if r.code != 11 || r.code != full.code {
 		t.Fatalf("exit %d, without --quiet %d\n%s%s", r.code, full.code, r.stdout, r.stderr)
 	}
@@ -92,7 +103,7 @@ func TestCheckQuiet(t *testing.T) {
 			t.Errorf("--quiet lacks %q:\n%s", want, r.stdout)
 		}
 	}
-	for _, not := range []string{"== fine (", "  ok\n", "server unsigned:", "warning: unsigned_tool: tool \"get_weather\" of unsigned:fine"} {
+	for _, not := range []string{"== fine (", "  ok\n", "server unsigned:", "unsigned, allowed by policy (warn)", "warning: suspicious_text"} {
 		if !strings.Contains(full.stdout, not) {
 			t.Errorf("the full report lacks %q, so the test proves nothing:\n%s", not, full.stdout)
 		}
@@ -109,7 +120,7 @@ func TestCheckQuiet(t *testing.T) {
 	if ok.code != 0 || ok.stdout != "" || ok.stderr != "" {
 		t.Errorf("clean --quiet run: exit %d\nstdout %q\nstderr %q", ok.code, ok.stdout, ok.stderr)
 	}
-	if r := p.liveCheck(nil, "--config", "ok.json"); !strings.Contains(r.stdout, "warning: unsigned_tool") || !strings.Contains(r.stderr, "2 servers: 2 ok") {
+	if r := p.liveCheck(nil, "--config", "ok.json"); !strings.Contains(r.stdout, "ok  fine (") || !strings.Contains(r.stdout, "unsigned, allowed by policy") || !strings.Contains(r.stderr, "2 servers: 2 ok") {
 		t.Errorf("clean run without --quiet: %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	// On a terminal, --quiet also silences the progress lines.

@@ -136,7 +136,7 @@ func TestLiveFixtureServer(t *testing.T) {
 
 	// The bundle carried in-band, per result or per tool, instead of --bundle.
 	for _, env := range []string{"FIXTURE_BUNDLE=" + filepath.Join(p.dir, "w.etdi.json"), "FIXTURE_TOOL_BUNDLE=" + filepath.Join(p.dir, "w.etdi.json")} {
-		r := p.liveCheck([]string{env}, fixture("m1")...)
+		r := p.liveCheck([]string{env}, append([]string{"-v"}, fixture("m1")...)...)
 		if r.code != 0 || !strings.Contains(r.stdout, "bundle in-band verified") {
 			t.Fatalf("%s: %d\n%s%s", env, r.code, r.stdout, r.stderr)
 		}

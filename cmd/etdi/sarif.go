@@ -178,6 +178,9 @@ func newSarifOptions(root, policy string) (sarifOptions, error) {
 // sarifLog turns a check into SARIF 2.1.0: one rule per finding kind and
 // the error rule, one result per error or warning finding and per server
 // that could not be checked, each located at a file and fingerprinted.
+// The unsigned_tool warnings of a server are one result (unsignedFinding),
+// so a server approved and unchanged has none, or only that one when the
+// policy lets its tools run unsigned.
 func sarifLog(out *checkOutput, o sarifOptions) *sarifDoc {
 	run := sarifRun{Results: []sarifResult{}}
 	run.Tool.Driver.Name = "etdi"
@@ -203,9 +206,15 @@ func sarifLog(out *checkOutput, o sarifOptions) *sarifDoc {
 				sarifErrorRule, reportIdentity(rep))
 			continue
 		}
+		if f := unsignedFinding(rep); f != nil {
+			rule := "etdi/" + string(f.Kind)
+			add(sarifResult{RuleID: rule, Level: levelOf(*f).SARIF, Message: sarifMessage{sarifText(f.Message)},
+				Locations: o.locations(rep, ""), Properties: f},
+				rule, reportIdentity(rep))
+		}
 		for i := range rep.Findings {
 			f := &rep.Findings[i]
-			if f.Severity == verify.Info {
+			if f.Severity == verify.Info || unsignedState(*f) {
 				continue
 			}
 			rule := "etdi/" + string(f.Kind)
@@ -215,6 +224,19 @@ func sarifLog(out *checkOutput, o sarifOptions) *sarifDoc {
 		}
 	}
 	return &sarifDoc{Schema: sarifSchema, Version: "2.1.0", Runs: []sarifRun{run}}
+}
+
+// unsignedFinding is the one unsigned_tool warning of a server whose
+// policy lets its unsigned tools run (warn), standing for the warning of
+// each tool: the server's state, one alert however many tools it has;
+// nil when it has none.
+func unsignedFinding(rep *checkReport) *verify.Finding {
+	line := unsignedLine(rep)
+	if line == "" {
+		return nil
+	}
+	return &verify.Finding{Kind: verify.UnsignedTool, Severity: verify.Warning, Server: rep.Server,
+		Message: fmt.Sprintf("%s: %s", rep.Server, line)}
 }
 
 // reportIdentity names the server of a report across runs: its identity
