@@ -62,16 +62,7 @@ func TestEtcdTwoMachines(t *testing.T) {
 	}()
 	// The revocation comes once the gate has passed a few calls, however
 	// long the gate took to start on a loaded machine.
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		if log, _ := os.ReadFile(callLog); bytes.Count(log, []byte("\n")) >= 3 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the gated server answered no calls")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	waitCalls(t, callLog, 3)
 	revokeStart := time.Now()
 	if r := runEtdi(t, p.dir, append(a, pwEnv...), "pin", "revoke", "--yes", "--pins", loc, "acme:weather/get_weather"); r.code != 0 {
 		t.Fatalf("revoke on a: %d\n%s%s", r.code, r.stdout, r.stderr)
@@ -222,17 +213,11 @@ func TestEtcdGateFailsClosedWhenStale(t *testing.T) {
 		steps = append(steps, `{"op":"call","name":"get_weather","arguments":{"city":"Berlin"}}`, `{"op":"sleep","ms":500}`)
 	}
 	done := make(chan *transcript, 1)
+	callLog := filepath.Join(p.dir, "etcd-stale.calls")
 	go func() {
-		done <- p.host(b, "["+strings.Join(steps, ",")+"]", nil, p.gated([]string{"--pins", loc, "--bundle", "w.etdi.json", "--max-stale", "8s"}, fixtureCmd("etcd-stale")...)...)
+		done <- p.host(append(b, "FIXTURE_CALL_LOG="+callLog), "["+strings.Join(steps, ",")+"]", nil, p.gated([]string{"--pins", loc, "--bundle", "w.etdi.json", "--max-stale", "8s"}, fixtureCmd("etcd-stale")...)...)
 	}()
-	deadline := time.Now().Add(30 * time.Second)
-	for !pgrepMarker("etcd-stale") {
-		if time.Now().After(deadline) {
-			t.Fatal("the gated server did not start")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	time.Sleep(2 * time.Second)
+	waitCalls(t, callLog, 2)
 	stopped := time.Now()
 	c.Stop()
 	tr := <-done
@@ -257,5 +242,22 @@ func TestEtcdGateFailsClosedWhenStale(t *testing.T) {
 	// last read it offline, plus the timeouts of trying etcd.
 	if before == 0 || firstBlocked.IsZero() || firstBlocked.Sub(stopped) > 20*time.Second {
 		t.Fatalf("%d calls before etcd stopped; first refused %s after it stopped:\n%s", before, firstBlocked.Sub(stopped), tr.raw)
+	}
+}
+
+// waitCalls waits until the fixture server's call log (FIXTURE_CALL_LOG)
+// holds n calls: the gate has started and passed them, however long that
+// took on a loaded machine.
+func waitCalls(t *testing.T, callLog string, n int) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		if log, _ := os.ReadFile(callLog); bytes.Count(log, []byte("\n")) >= n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the gated server answered fewer than %d calls", n)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }
