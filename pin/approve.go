@@ -89,7 +89,19 @@ func (s *Store) Approve(o *Observation, opts ApproveOptions) ([]Approval, []Refu
 			return err
 		}
 		instructionsChanged, instructionsKind := false, verify.InstructionsChanged
+		update := false
 		for _, f := range c.Findings {
+			if f.Kind == verify.ServerUpdated {
+				// Approved with the server as a whole, never by naming
+				// tools; the trust policy may block it.
+				switch {
+				case !f.AsksApproval():
+					refused = append(refused, Refusal{"", string(f.Kind), f.Message})
+				case len(named) == 0:
+					update = true
+				}
+				continue
+			}
 			if f.Kind.AboutInstructions() {
 				instructionsChanged, instructionsKind = true, f.Kind
 				if !opts.AcceptInstructions {
@@ -202,6 +214,13 @@ func (s *Store) Approve(o *Observation, opts ApproveOptions) ([]Approval, []Refu
 			a.Pin = p
 			a.Pin.Variants = nil // the approval, not what it kept
 			approved = append(approved, a)
+		}
+		if update && !first {
+			ups, err := approveUpdate(tx, o, c, info, opts.By, now)
+			if err != nil {
+				return err
+			}
+			approved = append(approved, ups...)
 		}
 		if len(approved) > 0 && o.Sequence > info.MaxSequence {
 			info.MaxSequence = o.Sequence
