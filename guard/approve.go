@@ -128,6 +128,9 @@ func sameText(a, b *string) bool { return (a == nil) == (b == nil) && (a == nil 
 func serverRefusals(c *pin.Comparison) []pin.Refusal {
 	var out []pin.Refusal
 	for _, f := range c.Findings {
+		if f.Kind == verify.ServerUpdated && f.AsksApproval() {
+			continue // approved with the server (pin.Store.Approve)
+		}
 		if f.Tool == "" && f.Severity == verify.Error && !f.Kind.AboutInstructions() {
 			out = append(out, pin.Refusal{Kind: string(f.Kind), Reason: f.Message + "; not approving anything"})
 		}
@@ -149,6 +152,12 @@ func stillRefused(c *pin.Comparison, named []string, refused []pin.Refusal) []pi
 		listed[r.Tool] = true
 	}
 	for _, f := range c.Findings {
+		if f.Kind == verify.ServerUpdated && f.Severity == verify.Error {
+			// Not approved by naming tools: the server's update stays to
+			// approve.
+			refused = append(refused, pin.Refusal{Kind: string(f.Kind), Reason: "still needs approval: " + f.Message})
+			continue
+		}
 		ref := pin.ItemRef(f.Item, f.Tool)
 		if f.Severity != verify.Error || f.Tool == "" || listed[ref] || (len(asked) > 0 && !asked[ref]) {
 			continue

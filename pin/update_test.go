@@ -221,3 +221,18 @@ func TestUnsignedUpdateNotOtherwise(t *testing.T) {
 func cmp2(t *testing.T) Observed {
 	return tool(t, "create_entities", "", "{\"description\":\"Tool create_entities.\",   \"name\":\"create_entities\"}", Unsigned)
 }
+
+// A signed server is not updated by its artifact: its bundle names what
+// serves it (SPEC.md §4.1), and a pin approved served by one version is a
+// rug pull when another serves it, as before.
+func TestSignedServedChangeNotUpdate(t *testing.T) {
+	s := openTemp(t)
+	o := obs("acme:memory", 1, tool(t, "read_graph", "1.0.0", `{"name":"read_graph"}`, keyA))
+	o.Served = memV1
+	mustApprove(t, s, o)
+	o.Served, o.OnUpdate = memV2, UpdateAllow
+	cmp := expect(t, s, o, "rug_pull")
+	if updFinding(cmp, verify.ServerUpdated) != nil || len(cmp.Updated) != 0 {
+		t.Fatalf("signed server updated: %+v", cmp.Findings)
+	}
+}
