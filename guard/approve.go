@@ -17,6 +17,8 @@ type ApproveOptions struct {
 	Tools []string
 	// AcceptInstructions accepts changed server instructions.
 	AcceptInstructions bool
+	// Update approves the server's update (pin.ApproveOptions.Update).
+	Update bool
 	// Replace makes a changed definition replace the approved ones
 	// instead of being approved beside them (pin.ApproveOptions.Replace).
 	Replace bool
@@ -98,7 +100,7 @@ func Approve(ctx context.Context, r *Report, opts ApproveOptions) (*ApproveResul
 		if err != nil {
 			return err
 		}
-		res.Approved, res.Refused, err = s.Approve(r.Observation, pin.ApproveOptions{Tools: opts.Tools, By: r.opts.By, AcceptInstructions: opts.AcceptInstructions, Replace: opts.Replace})
+		res.Approved, res.Refused, err = s.Approve(r.Observation, pin.ApproveOptions{Tools: opts.Tools, By: r.opts.By, AcceptInstructions: opts.AcceptInstructions, Replace: opts.Replace, Update: opts.Update})
 		if err != nil {
 			return err
 		}

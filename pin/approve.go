@@ -24,6 +24,11 @@ type ApproveOptions struct {
 	Now   time.Time
 	// AcceptInstructions approves changed server instructions.
 	AcceptInstructions bool
+	// Update approves the server's update (server_updated, unless the
+	// trust policy blocks it) beside the tools named; with none named, the
+	// update alone. Without it the update is approved only with the
+	// server as a whole (Tools empty).
+	Update bool
 	// Replace makes the approval of a changed definition replace every
 	// definition approved before, instead of adding it beside them as
 	// another variant (SPEC.md §14.1).
@@ -97,7 +102,7 @@ func (s *Store) Approve(o *Observation, opts ApproveOptions) ([]Approval, []Refu
 				switch {
 				case !f.AsksApproval():
 					refused = append(refused, Refusal{"", string(f.Kind), f.Message})
-				case len(named) == 0:
+				case len(named) == 0 || opts.Update:
 					update = true
 				}
 				continue
@@ -139,7 +144,7 @@ func (s *Store) Approve(o *Observation, opts ApproveOptions) ([]Approval, []Refu
 			t := &o.Tools[i]
 			ref := ItemRef(t.Item, t.Name)
 			f, needs := byTool[ref]
-			if !needs || (len(named) > 0 && !named[ref]) || done[ref] {
+			if !needs || (len(named) > 0 && !named[ref]) || done[ref] || (opts.Update && len(named) == 0) {
 				continue
 			}
 			done[ref] = true

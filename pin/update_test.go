@@ -236,3 +236,24 @@ func TestSignedServedChangeNotUpdate(t *testing.T) {
 		t.Fatalf("signed server updated: %+v", cmp.Findings)
 	}
 }
+
+// ApproveOptions.Update approves the update beside the tools named, and
+// alone when none is: a new tool offered with the update stays to decide.
+func TestApproveUpdateOption(t *testing.T) {
+	s := openTemp(t)
+	mustApprove(t, s, memory(t, memV1, "", false))
+	o := memory(t, memV2, UpdateAsk, false)
+	o.Tools = append(o.Tools, tool(t, "delete_all", "", `{"name":"delete_all"}`, Unsigned))
+	a, r, err := s.Approve(o, ApproveOptions{By: "tester", Update: true})
+	if err != nil || len(r) != 0 || len(a) != 3 || slices.ContainsFunc(a, func(ap Approval) bool { return ap.Kind != string(verify.ServerUpdated) }) {
+		t.Fatalf("the update alone: %+v %+v %v", a, r, err)
+	}
+	expect(t, s, o, "new_tool")
+	s = openTemp(t)
+	mustApprove(t, s, memory(t, memV1, "", false))
+	a, r, err = s.Approve(o, ApproveOptions{By: "tester", Update: true, Tools: []string{"delete_all"}})
+	if err != nil || len(r) != 0 || len(a) != 4 {
+		t.Fatalf("the update and a named tool: %+v %+v %v", a, r, err)
+	}
+	expect(t, s, o)
+}
