@@ -31,6 +31,12 @@ func rawJSON(s string) any { return stdjson.RawMessage(s) }
 // script (the same file, another SHA-256): it returns the options of the
 // server as approved with the rule rule, and the origin of the edit.
 func updatedNotes(t *testing.T, rule trust.UpdateRule) (GateOptions, *Origin) {
+	opts, _, v2 := updatedNotesFrom(t, rule)
+	return opts, v2
+}
+
+// updatedNotesFrom is updatedNotes with the origin approved.
+func updatedNotesFrom(t *testing.T, rule trust.UpdateRule) (GateOptions, *Origin, *Origin) {
 	t.Helper()
 	ctx := context.Background()
 	opts := gateOptions(t)
@@ -58,7 +64,7 @@ func updatedNotes(t *testing.T, rule trust.UpdateRule) (GateOptions, *Origin) {
 		t.Fatalf("served %q then %q", v1.Served(), v2.Served())
 	}
 	opts.Origin = v2
-	return opts, v2
+	return opts, v1, v2
 }
 
 // checkNotes checks notesServer(desc) as served by o.
@@ -98,10 +104,10 @@ func TestCheckPinnedOriginUpdate(t *testing.T) {
 		rule trust.UpdateRule
 		sev  verify.Severity
 	}{{"", verify.Warning}, {trust.UpdateAllow, verify.Warning}, {trust.UpdateBlock, verify.Error}} {
-		opts, v2 := updatedNotes(t, c.rule)
+		opts, v1, v2 := updatedNotesFrom(t, c.rule)
 		fs, err := CheckPinnedOrigin(v2, opts.Options)
 		if err != nil || len(fs) != 1 || fs[0].Kind != verify.ServerUpdated || fs[0].Severity != c.sev ||
-			fs[0].Served != v2.Served() || fs[0].PinnedServed == "" || !strings.Contains(fs[0].Message, "->") {
+			fs[0].Served != v2.Served() || fs[0].PinnedServed != v1.Served() || !strings.Contains(fs[0].Message, "->") {
 			t.Fatalf("%s: %v %+v", c.rule, err, fs)
 		}
 		if c.rule == trust.UpdateBlock && (fs[0].ExitCode() != verify.ExitRugPull || verify.ExitCode(fs) != verify.ExitRugPull) {
@@ -128,6 +134,15 @@ func TestCheckUnsignedUpdateRules(t *testing.T) {
 		}
 		if allowed := r.Allowed("add_note") && r.Allowed("search_notes"); allowed != (rule == trust.UpdateAllow) {
 			t.Fatalf("%s: allowed %v", rule, allowed)
+		}
+		if rule == trust.UpdateAsk {
+			// Naming tools does not approve the update: it is still to
+			// approve, and said so.
+			a, err := Approve(ctx, r, ApproveOptions{Tools: []string{"add_note"}})
+			if err != nil || len(a.Approved) != 0 || a.ExitCode() != verify.ExitApproval ||
+				len(a.Refused) != 1 || a.Refused[0].Kind != string(verify.ServerUpdated) {
+				t.Fatalf("named tools approved the update: %v %+v", err, a)
+			}
 		}
 		a, err := Approve(ctx, r, ApproveOptions{})
 		if rule == trust.UpdateBlock {
@@ -197,6 +212,30 @@ func TestGateUnsignedUpdate(t *testing.T) {
 		var we *jsonrpc.Error
 		if changed != errors.As(err, &we) {
 			t.Fatalf("changed %v: call of search_notes: %v", changed, err)
+		}
+		// The pins change (another tool approved elsewhere): the gate
+		// judges again, and the update still passes.
+		s, err := pin.Open(opts.Pins, pin.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		other := &pin.Observation{Server: pin.UnsignedServerKey("elsewhere"), Name: "elsewhere"}
+		conn := connInMemory(t, weatherServer("Get the weather."))
+		l, lerr := List(ctx, SDKConn(conn), FetchOptions{})
+		conn.Close()
+		if lerr != nil {
+			t.Fatal(lerr)
+		}
+		for _, lt := range l.Tools {
+			other.Tools = append(other.Tools, pin.Observed{Name: lt.Name, Digest: lt.Digest, Canonical: lt.Canonical, Signer: pin.Unsigned})
+		}
+		_, _, aerr := s.Approve(other, pin.ApproveOptions{By: "tester"})
+		s.Close()
+		if aerr != nil {
+			t.Fatal(aerr)
+		}
+		if res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "add_note"}); err != nil || res.IsError {
+			t.Fatalf("changed %v: call after the pins changed: %v %+v", changed, err, res)
 		}
 		found := false
 		for deadline := time.Now().Add(5 * time.Second); !found && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {

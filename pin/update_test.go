@@ -177,6 +177,10 @@ func TestUnsignedUpdateNotOtherwise(t *testing.T) {
 		{"url https://a.example:443/mcp", "url https://a.example:443/mcp2"},
 		{memV1, "url https://a.example:443/mcp"},
 		{"npm x sha512-a", "npm x sha512-b"}, // no version: not an exact identity
+		{memV1, memV1}, // the same: nothing was updated
+		{memV1, "npm @modelcontextprotocol/server-memory sha512-two"},
+		{"npm @modelcontextprotocol/server-memory sha512-one", memV2},
+		{memV1, "npm @modelcontextprotocol/server-memory@1.1.0\x1b[2K sha512-two"},
 	} {
 		if IsUpdate("unsigned:memory", c.was, c.now) {
 			t.Errorf("%q -> %q is an update", c.was, c.now)
@@ -234,6 +238,30 @@ func TestSignedServedChangeNotUpdate(t *testing.T) {
 	cmp := expect(t, s, o, "rug_pull")
 	if updFinding(cmp, verify.ServerUpdated) != nil || len(cmp.Updated) != 0 {
 		t.Fatalf("signed server updated: %+v", cmp.Findings)
+	}
+}
+
+// Approving an update rewrites only what was served by an earlier
+// version of the same artifact: not a pin of another package, and not a
+// revoked definition (it stays revoked, served by what it was).
+func TestApproveUpdateOnlyUpdated(t *testing.T) {
+	s := openTemp(t)
+	other := &Observation{Server: UnsignedServerKey("memory"), Name: "memory", Served: "npm other-server@1.0.0 sha512-x",
+		Tools: []Observed{tool(t, "legacy", "", `{"name":"legacy"}`, Unsigned)}}
+	mustApprove(t, s, other)
+	mustApprove(t, s, memory(t, memV1, "", false))
+	if err := s.Revoke(Revocation{Server: UnsignedServerKey("memory"), Tool: "read_graph", By: "tester"}); err != nil {
+		t.Fatal(err)
+	}
+	a, _, err := s.Approve(memory(t, memV2, UpdateAsk, false), ApproveOptions{By: "tester"})
+	if err != nil || len(a) != 2 {
+		t.Fatalf("approvals %+v %v", a, err)
+	}
+	for name, want := range map[string]string{"legacy": other.Served, "read_graph": memV1, "create_entities": memV2, "search_nodes": memV2} {
+		p, err := s.Get(UnsignedServerKey("memory"), name)
+		if err != nil || p == nil || p.Served != want {
+			t.Fatalf("%s: served %+v %v, want %q", name, p, err, want)
+		}
 	}
 }
 
