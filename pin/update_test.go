@@ -177,7 +177,7 @@ func TestUnsignedUpdateNotOtherwise(t *testing.T) {
 		{"url https://a.example:443/mcp", "url https://a.example:443/mcp2"},
 		{memV1, "url https://a.example:443/mcp"},
 		{"npm x sha512-a", "npm x sha512-b"}, // no version: not an exact identity
-		{memV1, memV1}, // the same: nothing was updated
+		{memV1, memV1},                       // the same: nothing was updated
 		{memV1, "npm @modelcontextprotocol/server-memory sha512-two"},
 		{"npm @modelcontextprotocol/server-memory sha512-one", memV2},
 		{memV1, "npm @modelcontextprotocol/server-memory@1.1.0\x1b[2K sha512-two"},
