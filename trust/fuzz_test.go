@@ -15,6 +15,8 @@ func FuzzParse(f *testing.F) {
 			f.Add(b)
 		}
 	}
+	f.Add([]byte(`{"version":1,"unsigned":{"rule":"warn","onUpdate":"allow"},"providers":[]}`))
+	f.Add([]byte(`{"version":1,"unsigned":{"rule":"block"},"providers":[]}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		p, err := Parse(data)
 		if err != nil {
@@ -28,7 +30,7 @@ func FuzzParse(f *testing.F) {
 		if err != nil {
 			t.Fatalf("marshalled policy does not parse: %v", err)
 		}
-		if len(q.Providers) != len(p.Providers) || q.Unsigned != p.Unsigned {
+		if len(q.Providers) != len(p.Providers) || q.Unsigned != p.Unsigned || q.OnUpdate() != p.OnUpdate() {
 			t.Fatal("policy changed in a round trip")
 		}
 		for i := range p.Providers {
