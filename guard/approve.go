@@ -17,6 +17,8 @@ type ApproveOptions struct {
 	Tools []string
 	// AcceptInstructions accepts changed server instructions.
 	AcceptInstructions bool
+	// Update approves the server's update (pin.ApproveOptions.Update).
+	Update bool
 	// Replace makes a changed definition replace the approved ones
 	// instead of being approved beside them (pin.ApproveOptions.Replace).
 	Replace bool
@@ -103,7 +105,7 @@ func Approve(ctx context.Context, r *Report, opts ApproveOptions) (*ApproveResul
 			return err
 		}
 		res.Approved, res.Refused, err = s.Approve(r.Observation, pin.ApproveOptions{Tools: opts.Tools, By: r.opts.By, AcceptInstructions: opts.AcceptInstructions, Replace: opts.Replace,
-			Scopes: opts.Scopes, ScopesAll: opts.ScopesAll})
+			Scopes: opts.Scopes, ScopesAll: opts.ScopesAll, Update: opts.Update})
 		if err != nil {
 			return err
 		}
@@ -133,6 +135,9 @@ func sameText(a, b *string) bool { return (a == nil) == (b == nil) && (a == nil 
 func serverRefusals(c *pin.Comparison) []pin.Refusal {
 	var out []pin.Refusal
 	for _, f := range c.Findings {
+		if f.Kind == verify.ServerUpdated && f.AsksApproval() {
+			continue // approved with the server (pin.Store.Approve)
+		}
 		if f.Tool == "" && f.Severity == verify.Error && !f.Kind.AboutInstructions() {
 			out = append(out, pin.Refusal{Kind: string(f.Kind), Reason: f.Message + "; not approving anything"})
 		}
@@ -154,6 +159,12 @@ func stillRefused(c *pin.Comparison, named []string, refused []pin.Refusal) []pi
 		listed[r.Tool] = true
 	}
 	for _, f := range c.Findings {
+		if f.Kind == verify.ServerUpdated && f.Severity == verify.Error {
+			// Not approved by naming tools: the server's update stays to
+			// approve.
+			refused = append(refused, pin.Refusal{Kind: string(f.Kind), Reason: "still needs approval: " + f.Message})
+			continue
+		}
 		ref := pin.ItemRef(f.Item, f.Tool)
 		if f.Severity != verify.Error || f.Tool == "" || listed[ref] || (len(asked) > 0 && !asked[ref]) {
 			continue

@@ -53,6 +53,9 @@ type Options struct {
 	// pins record what served each tool. nil for a listing of no server
 	// (a saved file), which checks neither.
 	Origin *Origin
+	// inGate: the listing is a gate's; under the update rule ask, an
+	// update of an unsigned server is relayed with a notice.
+	inGate bool
 }
 
 // NameError reports a server without a bundle that cannot be pinned
@@ -254,6 +257,7 @@ func Observe(ctx context.Context, l *Listing, opts Options) (*Report, error) {
 // templates, pinned by digest (bundles sign tools only).
 func (r *Report) setObservation(obs *pin.Observation) {
 	obs.Served, obs.ServedVerified = r.opts.Origin.Served(), r.opts.Origin.Verified()
+	obs.OnUpdate, obs.InGate = string(r.opts.Policy.OnUpdate()), r.opts.inGate
 	if err := r.opts.Origin.Unresolved(); err != nil {
 		obs.Unresolved = err.Error()
 	}

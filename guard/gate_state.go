@@ -115,6 +115,9 @@ type gateState struct {
 	// it was, so a host that lists again is not told again.
 	toTell []refusal
 	told   map[refusal]bool // without digest
+	// updateTold is the server_updated notice the host was told (what
+	// served the approved definitions -> what serves them now), once.
+	updateTold string
 	// recorded counts the findings this session appended to the history;
 	// at maxSessionRecords it stops (recordCapped): a server that changes
 	// its listing without end would grow the history without end.
@@ -231,6 +234,7 @@ func (g *Gate) pinStamp() pinStamp {
 // else the one the server carried last (an earlier page).
 func (g *Gate) check(l *Listing) (*Report, error) {
 	opts := g.opts.Options
+	opts.inGate = true
 	inband, err := etdi.InbandBundle(append(append([]*etdi.Value{}, l.Metas...), l.ToolMetas...))
 	if opts.Bundle == nil && inband == nil && err == nil && g.st.inband != nil {
 		opts.Bundle, opts.BundleSource = g.st.inband, "in-band"
@@ -437,6 +441,9 @@ func (g *Gate) relist(items []string, init *mcpclient.Listing) *Report {
 		g.logf("could not check the server's listing (%v): nothing it lists is let through", err)
 	}
 	withheld := err != nil || r.Blocked()
+	if err == nil {
+		g.tellUpdated(r)
+	}
 	obs, given := observedIn(r), givenScopes(r)
 	for _, item := range items {
 		approved := map[string]string{}
@@ -839,7 +846,7 @@ func (g *Gate) rejudge() {
 	// artifact (SPEC.md §14.2), and a variant only for what it was
 	// approved served by.
 	o := &pin.Observation{Server: g.st.server, Provider: g.st.provider, Name: g.st.name, Sequence: g.st.sequence,
-		Served: g.opts.Origin.Served(), ServedVerified: g.opts.Origin.Verified()}
+		Served: g.opts.Origin.Served(), ServedVerified: g.opts.Origin.Verified(), OnUpdate: string(g.opts.Policy.OnUpdate()), InGate: true}
 	if err := g.opts.Origin.Unresolved(); err != nil {
 		o.Unresolved = err.Error()
 	}
@@ -1119,6 +1126,33 @@ func (g *Gate) tellBlocked() {
 	params, _ := json.Marshal(map[string]any{"level": "warning", "logger": EtdiLogger,
 		"data": map[string]any{"message": msg, "server": g.st.server, "blocked": es, "review": g.review(kind)}})
 	g.toHost.send(mcpclient.EncodeRequest(nil, "notifications/message", params))
+}
+
+// tellUpdated tells the host, once a session, that the server was
+// updated and its approved definitions are relayed (a server_updated
+// warning: trust policy allow, or ask in a gate): one
+// notifications/message at level warning, and a line in the log.
+func (g *Gate) tellUpdated(r *Report) {
+	for _, f := range r.Findings {
+		if f.Kind != verify.ServerUpdated || f.Severity != verify.Warning {
+			continue
+		}
+		told := f.PinnedServed + " -> " + f.Served
+		if g.st.updateTold == told {
+			return
+		}
+		g.st.updateTold = told
+		msg := g.mask(g.secrets.String(f.Message))
+		if f.Rule != pin.UpdateAllow {
+			msg += " (to approve the update: " + g.review(string(verify.ServerUpdated)) + ")"
+		}
+		g.logf("%s", msg)
+		params, _ := json.Marshal(map[string]any{"level": "warning", "logger": EtdiLogger,
+			"data": map[string]any{"message": "etdi: " + msg, "server": g.st.server, "kind": string(verify.ServerUpdated),
+				"pinnedServed": g.mask(f.PinnedServed), "served": g.mask(f.Served)}})
+		g.toHost.send(mcpclient.EncodeRequest(nil, "notifications/message", params))
+		return
+	}
 }
 
 // maxTold bounds the entries one notification names.

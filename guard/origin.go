@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/etdi-dev/etdi"
@@ -179,7 +180,11 @@ func MovingTarget(argv []string) (bool, string) { return artifact.Moving(argv) }
 // implementation rather than relay it. It returns a rug_pull finding per
 // tool approved served by something else; none when the options carry a
 // bundle (its own binding speaks for it), name no server, or nothing is
-// known on either side.
+// known on either side. An unsigned server that runs an update of the
+// artifact that served its pins (pin.IsUpdate) is one server_updated
+// finding instead, decided by the trust policy's update rule: an error
+// under block (the server is not started), else a warning (the gate
+// starts it and judges its definitions at listing).
 func CheckPinnedOrigin(o *Origin, opts Options) ([]verify.Finding, error) {
 	now := o.Served()
 	if now == "" && o.Unresolved() == nil {
@@ -194,6 +199,7 @@ func CheckPinnedOrigin(o *Origin, opts Options) ([]verify.Finding, error) {
 		shown = "what cannot be resolved (" + o.Unresolved().Error() + ")"
 	}
 	var out []verify.Finding
+	var from, updated []string
 	err := withPins(opts, true, func(s *pin.Store) error {
 		pins, err := s.ServerPins(server)
 		if err != nil {
@@ -201,6 +207,13 @@ func CheckPinnedOrigin(o *Origin, opts Options) ([]verify.Finding, error) {
 		}
 		for _, p := range pins {
 			if p.ServedAccepts(now) { // any approved variant (SPEC.md §14.1)
+				continue
+			}
+			if was := updatedFrom(&p, server, now); was != "" {
+				updated = append(updated, pin.ItemRef(p.Item, p.Tool))
+				if !slices.Contains(from, was) {
+					from = append(from, was)
+				}
 				continue
 			}
 			out = append(out, verify.Finding{Kind: verify.RugPull, Severity: verify.Error, Server: server, Item: p.Item, Tool: p.Tool,
@@ -212,7 +225,39 @@ func CheckPinnedOrigin(o *Origin, opts Options) ([]verify.Finding, error) {
 	if errors.Is(err, errNoPins) {
 		return nil, nil
 	}
+	if len(updated) > 0 {
+		out = append(out, startUpdateFinding(server, from, now, len(updated), opts.Policy.OnUpdate()))
+	}
 	return out, err
+}
+
+// updatedFrom is what served one of p's approved definitions when what
+// the command runs now is an update of it (pin.IsUpdate), else "".
+func updatedFrom(p *pin.Pin, server, now string) string {
+	for _, v := range p.All() {
+		if v.Served != "" && pin.IsUpdate(server, v.Served, now) {
+			return v.Served
+		}
+	}
+	return ""
+}
+
+// startUpdateFinding is the server_updated finding of a server about to
+// be started: an error under the update rule block, else a warning (the
+// definitions are judged once the server lists them).
+func startUpdateFinding(server string, from []string, now string, n int, rule trust.UpdateRule) verify.Finding {
+	was := strings.Join(from, ", ")
+	f := verify.Finding{Kind: verify.ServerUpdated, Severity: verify.Warning, Server: server, Rule: string(rule),
+		PinnedServed: was, Served: now, Fields: []string{"served"},
+		Changes: []etdi.Change{{Path: "/served", Op: "changed", Old: was, New: now}}}
+	what := fmt.Sprintf("server %s was updated: %s -> %s (%d approved item(s))", server, was, now, n)
+	if rule == trust.UpdateBlock {
+		f.Severity = verify.Error
+		f.Message = what + "; the trust policy blocks updates of unsigned servers (its unsigned onUpdate rule is block: etdi trust unsigned --help)"
+		return f
+	}
+	f.Message = what + "; starting it: its definitions are relayed only if they are the approved ones (trust policy: " + string(rule) + ")"
+	return f
 }
 
 // pinnedServerKey is the pin key of the server opts name: the one its

@@ -24,6 +24,11 @@ type ApproveOptions struct {
 	Now   time.Time
 	// AcceptInstructions approves changed server instructions.
 	AcceptInstructions bool
+	// Update approves the server's update (server_updated, unless the
+	// trust policy blocks it) beside the tools named; with none named, the
+	// update alone. Without it the update is approved only with the
+	// server as a whole (Tools empty).
+	Update bool
 	// Replace makes the approval of a changed definition replace every
 	// definition approved before, instead of adding it beside them as
 	// another variant (SPEC.md §14.1).
@@ -132,7 +137,19 @@ func (s *Store) Approve(o *Observation, opts ApproveOptions) ([]Approval, []Refu
 			return err
 		}
 		instructionsChanged, instructionsKind := false, verify.InstructionsChanged
+		update := false
 		for _, f := range c.Findings {
+			if f.Kind == verify.ServerUpdated {
+				// Approved with the server as a whole, never by naming
+				// tools; the trust policy may block it.
+				switch {
+				case !f.AsksApproval():
+					refused = append(refused, Refusal{"", string(f.Kind), f.Message})
+				case len(named) == 0 || opts.Update:
+					update = true
+				}
+				continue
+			}
 			if f.Kind.AboutInstructions() {
 				instructionsChanged, instructionsKind = true, f.Kind
 				if !opts.AcceptInstructions {
@@ -187,6 +204,9 @@ func (s *Store) Approve(o *Observation, opts ApproveOptions) ([]Approval, []Refu
 						refused = append(refused, *r)
 					}
 				}
+				continue
+			}
+			if opts.Update && len(named) == 0 {
 				continue
 			}
 			done[ref] = true
@@ -273,6 +293,13 @@ func (s *Store) Approve(o *Observation, opts ApproveOptions) ([]Approval, []Refu
 			a.Pin = p
 			a.Pin.Variants = nil // the approval, not what it kept
 			approved = append(approved, a)
+		}
+		if update && !first {
+			ups, err := approveUpdate(tx, o, c, info, opts.By, now)
+			if err != nil {
+				return err
+			}
+			approved = append(approved, ups...)
 		}
 		if len(approved) > 0 && o.Sequence > info.MaxSequence {
 			info.MaxSequence = o.Sequence

@@ -47,7 +47,21 @@ type Observation struct {
 	// not judged by its definition alone (a replaced implementation made
 	// unresolvable must not pass as unknown).
 	Unresolved string
+	// OnUpdate is the trust policy's update rule for an unsigned server
+	// whose artifact changed under approved definitions (IsUpdate):
+	// UpdateAllow, UpdateAsk or UpdateBlock; empty is UpdateAsk.
+	OnUpdate string
+	// InGate says the comparison is a gate's: under UpdateAsk an update
+	// is relayed with a notice (a warning) rather than asked about.
+	InGate bool
 }
+
+// The update rules of Observation.OnUpdate (trust.UpdateRule).
+const (
+	UpdateAllow = "allow"
+	UpdateAsk   = "ask"
+	UpdateBlock = "block"
+)
 
 // Observed is one tool (or, with Item set, another item) as offered now.
 type Observed struct {
@@ -97,6 +111,11 @@ type Comparison struct {
 	// records it, once the person confirms; until then they are judged
 	// by their definitions alone.
 	Unserved []string `json:"-"`
+	// Updated are the items (ItemRef) whose definition is an approved
+	// one served by an earlier version of the artifact that serves it now
+	// (IsUpdate): the server_updated finding speaks for them, and
+	// approving the update records what serves them now.
+	Updated []string `json:"-"`
 }
 
 // Compare compares o with the pins, read-only.
@@ -212,6 +231,12 @@ func (s *Store) StillApproved(o *Observation) (map[string]verify.Kind, error) {
 			}
 			if v := matchingVariant(p, o, t); v == nil || (t.Item == ItemTool && v.Version != t.Version) {
 				out[key] = verify.RugPull
+				if u := updatedVariant(p, o, t); u != nil && (t.Item != ItemTool || u.Version == t.Version) {
+					out[key] = verify.ServerUpdated
+					if updateRule(o) == UpdateAllow {
+						out[key] = ""
+					}
+				}
 			} else {
 				out[key] = ""
 			}
@@ -321,6 +346,7 @@ func compare(tx *kvTx, o *Observation) (*Comparison, error) {
 		count[itemKey(t.Item, t.Name)]++
 	}
 	offered := map[string]bool{}
+	var updatedFrom []string // what served the updated items, each once
 	sus := newSuspicion(tx, o)
 	copies := newCopyCache(tx, o)
 	for i := range o.Tools {
@@ -349,6 +375,16 @@ func compare(tx *kvTx, o *Observation) (*Comparison, error) {
 		var st ToolState
 		var fs []verify.Finding
 		var err error
+		if was := updatedServed(tx, o, t); was != "" {
+			// The approved definition, from an update of what served it:
+			// one server_updated for the server speaks for it.
+			c.Tools = append(c.Tools, ToolState{Item: t.Item, Name: t.Name, Version: t.Version, Digest: t.Digest.String(), Status: "ok"})
+			c.Updated = append(c.Updated, ItemRef(t.Item, t.Name))
+			if !slices.Contains(updatedFrom, was) {
+				updatedFrom = append(updatedFrom, was)
+			}
+			continue
+		}
 		if t.Item == ItemTool {
 			st, fs, err = compareTool(tx, o, t, bySkeleton[confusable.Skeleton(t.Name)], copies)
 		} else {
@@ -373,6 +409,9 @@ func compare(tx *kvTx, o *Observation) (*Comparison, error) {
 				c.Unserved = append(c.Unserved, ItemRef(t.Item, t.Name))
 			}
 		}
+	}
+	if len(c.Updated) > 0 {
+		c.Findings = append(c.Findings, updateFinding(o, c.Updated, updatedFrom))
 	}
 	cur := tx.Bucket(bPins).Cursor()
 	prefix := []byte(o.Server + "\x00")
@@ -779,6 +818,122 @@ func hasControl(s string) bool {
 		}
 	}
 	return false
+}
+
+// IsUpdate reports whether an unsigned server whose approved definitions
+// were served by was, and are served by now, was updated rather than
+// replaced: both name an artifact exactly (ArtifactIdentity) of the same
+// type and name (the npm or PyPI package, the image, the file's path),
+// and they differ (another version or digest). Another package, another
+// file, an endpoint or an unresolved launch is not an update; a signed
+// server's artifacts are its bundle's to name (SPEC.md §4.1).
+func IsUpdate(server, was, now string) bool {
+	if !strings.HasPrefix(server, "unsigned:") || was == now {
+		return false
+	}
+	a, ok := ArtifactIdentity(was)
+	if !ok {
+		return false
+	}
+	b, ok := ArtifactIdentity(now)
+	if !ok {
+		return false
+	}
+	return artifactName(a) == artifactName(b)
+}
+
+// artifactName is the type and name of an artifact identity, without its
+// version (npm, pypi) or tag (oci) and its digest.
+func artifactName(id string) string {
+	typ, rest, _ := strings.Cut(id, " ")
+	name, _, _ := strings.Cut(rest, " ")
+	if typ != "file" {
+		if i := strings.LastIndexByte(name, '@'); i > 0 {
+			name = name[:i]
+		}
+	}
+	return typ + " " + name
+}
+
+// updatedVariant returns the approved definition of p that t matches in
+// every way but what served it, when what serves it now is an update of
+// that (IsUpdate); nil otherwise, and when t matches a definition
+// exactly.
+func updatedVariant(p *Pin, o *Observation, t *Observed) *Pin {
+	if o.Served == "" || matchingVariant(p, o, t) != nil {
+		return nil
+	}
+	for _, v := range p.All() {
+		if v.Served == "" || !IsUpdate(o.Server, v.Served, o.Served) {
+			continue
+		}
+		w := v
+		w.Served = o.Served
+		if matches(&w, o, t) {
+			return &v
+		}
+	}
+	return nil
+}
+
+// updatedServed returns what served t's approved definition when t is
+// that definition served by an update of it (updatedVariant), else "".
+// A revoked definition is never an update: compareTool reports it.
+func updatedServed(tx *kvTx, o *Observation, t *Observed) string {
+	if o.Served == "" || !strings.HasPrefix(o.Server, "unsigned:") {
+		return ""
+	}
+	p, err := readItem(tx, o.Server, t.Item, t.Name) // checked by checkLatest
+	if err != nil || p == nil {
+		return ""
+	}
+	v := updatedVariant(p, o, t)
+	if v == nil {
+		return ""
+	}
+	if r, err := revokedBy(tx, o.Server, t); err != nil || r != nil {
+		return ""
+	}
+	return v.Served
+}
+
+// updateRule is the update rule in effect for o: its OnUpdate, with ask
+// relayed as allow in a gate.
+func updateRule(o *Observation) string {
+	switch o.OnUpdate {
+	case UpdateAllow, UpdateBlock:
+		return o.OnUpdate
+	}
+	if o.InGate {
+		return UpdateAllow
+	}
+	return UpdateAsk
+}
+
+// updateFinding is the one server_updated finding of a server whose
+// items refs are their approved definitions served by an update of what
+// served them (from): an error under ask (approval required) and block
+// (exit 11), a warning under allow and in a gate under ask.
+func updateFinding(o *Observation, refs, from []string) verify.Finding {
+	rule := o.OnUpdate
+	if rule == "" {
+		rule = UpdateAsk
+	}
+	was := strings.Join(from, ", ")
+	f := verify.Finding{Kind: verify.ServerUpdated, Severity: verify.Error, Server: o.Server, Rule: rule,
+		PinnedServed: was, Served: o.Served, Fields: []string{"served"},
+		Changes: []etdi.Change{{Path: "/served", Op: "changed", Old: was, New: o.Served}}}
+	what := fmt.Sprintf("server %s was updated: %s -> %s; its %d approved definition(s) are unchanged", o.Server, was, o.Served, len(refs))
+	switch updateRule(o) {
+	case UpdateBlock:
+		f.Message = what + "; the trust policy blocks updates of unsigned servers (its unsigned onUpdate rule is block: etdi trust unsigned --help)"
+	case UpdateAllow:
+		f.Severity = verify.Warning
+		f.Message = what + "; accepted (trust policy: " + rule + "); approving the update records it"
+	default:
+		f.Message = what + "; approval required (trust policy: ask)"
+	}
+	return f
 }
 
 // servedChanged reports whether the pin was approved served by something

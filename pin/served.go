@@ -4,6 +4,8 @@ import (
 	"errors"
 	"strings"
 	"time"
+
+	"github.com/etdi-dev/etdi/verify"
 )
 
 // ServedRecorded is the kind of the history record that adds what served
@@ -87,6 +89,73 @@ func (s *Store) RecordServed(o *Observation, by string, now time.Time) ([]Approv
 	})
 	if err != nil {
 		return nil, err // rolled back: nothing was recorded
+	}
+	return out, nil
+}
+
+// approveUpdate records that what serves o now (o.Served) serves the
+// server's approved definitions, in place of the earlier version of the
+// same artifact (IsUpdate): for each item c found updated, the definition
+// it matches; for each item not offered now, its latest definition. Each
+// pin is bound to its own history record of kind server_updated, all in
+// the caller's transaction.
+func approveUpdate(tx *kvTx, o *Observation, c *Comparison, info *ServerInfo, by string, now time.Time) ([]Approval, error) {
+	updated := map[string]bool{}
+	for _, ref := range c.Updated {
+		updated[ref] = true
+	}
+	offered := map[string]*Observed{}
+	for i := range o.Tools {
+		offered[ItemRef(o.Tools[i].Item, o.Tools[i].Name)] = &o.Tools[i]
+	}
+	var pins []Pin
+	server := o.Server
+	if err := forEachPin(tx, &server, func(p *Pin) error { pins = append(pins, *p); return nil }); err != nil {
+		return nil, err
+	}
+	var out []Approval
+	for i := range pins {
+		old := &pins[i]
+		ref := ItemRef(old.Item, old.Tool)
+		var m *Pin
+		if t := offered[ref]; t != nil {
+			if !updated[ref] {
+				continue // new, changed or refused: judged on its own
+			}
+			if m = updatedVariant(old, o, t); m == nil {
+				continue
+			}
+		} else if old.Served != "" && IsUpdate(o.Server, old.Served, o.Served) {
+			latest := *old
+			latest.Variants = nil
+			m = &latest
+		} else {
+			continue
+		}
+		p := *m
+		p.Variants = nil
+		p.Served, p.ApprovedBy, p.ApprovedAt = o.Served, by, now
+		rec := Record{Type: RecordReapprove, Time: now, Server: o.Server, Tool: p.Tool, Item: p.Item, Version: p.Version,
+			Digest: p.Digest, Signer: &p.Signer, Kind: string(verify.ServerUpdated), By: by, Permissions: p.Permissions, Served: p.Served,
+			Replaced: strings.TrimSpace(m.Version + " " + m.Digest), Variant: len(old.Variants) > 0}
+		var err error
+		if p.Binding, err = appendBound(tx, rec); err != nil {
+			return nil, err
+		}
+		if rec.Variant {
+			for _, v := range old.All() {
+				if v.Digest != p.Digest {
+					p.Variants = append(p.Variants, variantOf(&v))
+				}
+			}
+		}
+		if err := putPin(tx, info, &p); err != nil {
+			return nil, err
+		}
+		shown := p
+		shown.Variants = nil
+		out = append(out, Approval{Pin: shown, Kind: string(verify.ServerUpdated), Replaced: rec.Replaced, Variant: rec.Variant,
+			Variants: len(p.Variants) + 1, ServedBefore: m.Served})
 	}
 	return out, nil
 }

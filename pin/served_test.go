@@ -13,8 +13,10 @@ import (
 // pull, signed or unsigned; approving it by name records the new one.
 // What is unknown on either side is not compared.
 func TestServedChange(t *testing.T) {
+	// Another package serving the same definitions: not an update of the
+	// one approved (update_test.go), for the unsigned server too.
 	const oldArt = "npm @acme/weather@1.2.0 sha512-old"
-	const newArt = "npm @acme/weather@1.3.0 sha512-new"
+	const newArt = "npm @evil/weather@1.3.0 sha512-new"
 	for _, c := range []struct {
 		name   string
 		server string

@@ -508,7 +508,11 @@ func TestVariantMatchesVersionAndServed(t *testing.T) {
 	u := servedObs("time", npmTime, timeTool(t, "UTC"))
 	mustApprove(t, s, u)
 	mustApprove(t, s, servedObs("time", npmTime, timeTool(t, "Asia/Tokyo")), "get_current_time")
-	other := strings.Replace(npmTime, "@2025.9.25", "@2025.9.26", 1)
+	// A new version of the same package is an update of the server
+	// (update_test.go); another package serving it is a rug pull.
+	newer := strings.Replace(npmTime, "@2025.9.25", "@2025.9.26", 1)
+	expect(t, s, servedObs("time", newer, timeTool(t, "UTC")), "server_updated")
+	other := strings.Replace(npmTime, "mcp-server-time@", "mcp-server-tyme@", 1)
 	c := expect(t, s, servedObs("time", other, timeTool(t, "UTC")), "rug_pull")
 	if f := findingOf(t, c, verify.RugPull); len(f.Fields) != 1 || f.Fields[0] != "served" {
 		t.Fatalf("%+v", f)

@@ -19,6 +19,8 @@ func FuzzParse(f *testing.F) {
 	// Where TUF-fetched roots came from.
 	f.Add([]byte(`{"version":1,"providers":[],"sigstoreTrustedRoots":[{}],"sigstoreTrustedRootSource":{"tufMirror":"https://tuf-repo-cdn.sigstore.dev","tufRoot":"sha256:` + strings.Repeat("0", 64) + `","fetched":"2026-11-26T00:00:00Z"}}`))
 	f.Add([]byte(`{"version":1,"providers":[],"sigstoreTrustedRootSource":{"tufMirror":"http://127.0.0.1:1","tufRoot":"sha256:","fetched":""}}`))
+	f.Add([]byte(`{"version":1,"unsigned":{"rule":"warn","onUpdate":"allow"},"providers":[]}`))
+	f.Add([]byte(`{"version":1,"unsigned":{"rule":"block"},"providers":[]}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		p, err := Parse(data)
 		if err != nil {
@@ -32,7 +34,7 @@ func FuzzParse(f *testing.F) {
 		if err != nil {
 			t.Fatalf("marshalled policy does not parse: %v", err)
 		}
-		if len(q.Providers) != len(p.Providers) || q.Unsigned != p.Unsigned {
+		if len(q.Providers) != len(p.Providers) || q.Unsigned != p.Unsigned || q.OnUpdate() != p.OnUpdate() {
 			t.Fatal("policy changed in a round trip")
 		}
 		if ps, qs := p.SigstoreRootSource, q.SigstoreRootSource; (ps == nil) != (qs == nil) ||

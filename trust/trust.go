@@ -40,6 +40,43 @@ const (
 	Block UnsignedRule = "block" // refused (exit 10); the default
 )
 
+// UpdateRule says what happens when what an unsigned server runs changes
+// (a new package version, an edited local file) and the definitions it
+// serves stay approved: the server_updated finding (SPEC.md §9).
+type UpdateRule string
+
+// The update rules.
+const (
+	// UpdateAsk: approval required at check (exit 13); the gate starts
+	// the server and relays the unchanged definitions with a notice. The
+	// default.
+	UpdateAsk UpdateRule = "ask"
+	// UpdateAllow: accepted everywhere with a notice; nothing is recorded
+	// until the update is approved.
+	UpdateAllow UpdateRule = "allow"
+	// UpdateBlock: an error at check (exit 11); the gate does not start
+	// the server.
+	UpdateBlock UpdateRule = "block"
+)
+
+// ParseUpdateRule parses "allow", "ask" or "block".
+func ParseUpdateRule(s string) (UpdateRule, error) {
+	switch r := UpdateRule(s); r {
+	case UpdateAllow, UpdateAsk, UpdateBlock:
+		return r, nil
+	}
+	return "", fmt.Errorf("update rule %q is not allow, ask or block", s)
+}
+
+// OnUpdate is the policy's update rule for unsigned servers: UpdateAsk
+// when the policy sets none.
+func (p *Policy) OnUpdate() UpdateRule {
+	if p == nil || p.UnsignedUpdate == "" {
+		return UpdateAsk
+	}
+	return p.UnsignedUpdate
+}
+
 // ArtifactRule says what happens when a bundle names the artifacts of a
 // stdio server and etdi cannot resolve what the command it is about to
 // start runs (SPEC.md §4.1).
@@ -64,6 +101,9 @@ func ParseArtifactRule(s string) (ArtifactRule, error) {
 // Policy is a parsed trust policy.
 type Policy struct {
 	Unsigned UnsignedRule
+	// UnsignedUpdate is the update rule of unsigned servers; empty means
+	// UpdateAsk (see OnUpdate).
+	UnsignedUpdate UpdateRule
 	// Artifacts is the rule for artifacts that cannot be resolved; empty
 	// means ArtifactsWarn.
 	Artifacts ArtifactRule
@@ -652,12 +692,8 @@ func Parse(data []byte) (*Policy, error) {
 		return nil, o.Field("version").Errorf("unsupported trust policy version %d (want %d)", ver, FormatVersion)
 	}
 	p := &Policy{Unsigned: Block}
-	if u, err := o.Field("unsigned").OptStr(); err != nil {
+	if err := parseUnsigned(o.Field("unsigned"), p); err != nil {
 		return nil, err
-	} else if u != "" {
-		if p.Unsigned, err = ParseUnsignedRule(u); err != nil {
-			return nil, o.Field("unsigned").Errorf("%v", err)
-		}
 	}
 	if a, err := o.Field("artifacts").OptStr(); err != nil {
 		return nil, err
@@ -1021,6 +1057,47 @@ func (p *Policy) SetIDP(id string, d *IDP, require string) error {
 	return nil
 }
 
+// parseUnsigned reads the policy's "unsigned" member: the rule as a
+// string ("warn"), or an object {"rule": "warn", "onUpdate": "ask"} that
+// also sets the update rule. Absent, unsigned tools are blocked.
+func parseUnsigned(f etdi.Field, p *Policy) error {
+	if f.V == nil {
+		return nil
+	}
+	if f.V.Kind != etdi.Object {
+		u, err := f.Str()
+		if err != nil {
+			return err
+		}
+		if p.Unsigned, err = ParseUnsignedRule(u); err != nil {
+			return f.Errorf("%v", err)
+		}
+		return nil
+	}
+	uo, err := f.Object()
+	if err != nil {
+		return err
+	}
+	if err := uo.Only("rule", "onUpdate"); err != nil {
+		return err
+	}
+	u, err := uo.Field("rule").Str()
+	if err != nil {
+		return err
+	}
+	if p.Unsigned, err = ParseUnsignedRule(u); err != nil {
+		return uo.Field("rule").Errorf("%v", err)
+	}
+	if up, err := uo.Field("onUpdate").OptStr(); err != nil {
+		return err
+	} else if up != "" {
+		if p.UnsignedUpdate, err = ParseUpdateRule(up); err != nil {
+			return uo.Field("onUpdate").Errorf("%v", err)
+		}
+	}
+	return nil
+}
+
 // ParseUnsignedRule parses "allow", "warn" or "block".
 func ParseUnsignedRule(s string) (UnsignedRule, error) {
 	switch r := UnsignedRule(s); r {
@@ -1070,9 +1147,14 @@ type jsonIntrospection struct {
 	ClientSecretEnv string `json:"clientSecretEnv"`
 }
 
+type jsonUnsigned struct {
+	Rule     UnsignedRule `json:"rule"`
+	OnUpdate UpdateRule   `json:"onUpdate"`
+}
+
 type jsonPolicy struct {
 	Version   int               `json:"version"`
-	Unsigned  UnsignedRule      `json:"unsigned"`
+	Unsigned  any               `json:"unsigned"`
 	Artifacts ArtifactRule      `json:"artifacts,omitempty"`
 	Providers []jsonProvider    `json:"providers"`
 	Cedar     []string          `json:"cedar,omitempty"`
@@ -1089,7 +1171,13 @@ type jsonRootSource struct {
 // Marshal returns the policy as indented JSON, providers and keys in the
 // order they were added.
 func (p *Policy) Marshal() ([]byte, error) {
-	jp := jsonPolicy{Version: FormatVersion, Unsigned: p.Unsigned, Artifacts: p.Artifacts, Providers: []jsonProvider{}, Cedar: p.Cedar}
+	var unsigned any = p.Unsigned
+	if p.UnsignedUpdate != "" {
+		// The object form only when it says more than the rule: a policy
+		// without an update rule reads in an etdi that knows none.
+		unsigned = jsonUnsigned{Rule: p.Unsigned, OnUpdate: p.UnsignedUpdate}
+	}
+	jp := jsonPolicy{Version: FormatVersion, Unsigned: unsigned, Artifacts: p.Artifacts, Providers: []jsonProvider{}, Cedar: p.Cedar}
 	for _, r := range p.SigstoreRoots {
 		jp.Roots = append(jp.Roots, r.JSON)
 	}

@@ -16,6 +16,13 @@ const (
 	ExitRevoked       = 14 // revoked or expired
 )
 
+// ServerUpdated: what an unsigned server runs changed (a new version of
+// its package, an edit of its file) while every definition it offers is
+// one approved, served by the earlier version of the same artifact. The
+// trust policy's update rule decides it (Finding.Rule): ask, an approval
+// required (exit 13); allow, a warning; block, an error of exit 11.
+const ServerUpdated Kind = "server_updated"
+
 // Approval says whether a finding can be resolved by approving the tool.
 type Approval int
 
@@ -79,6 +86,7 @@ var kinds = map[Kind]kindInfo{
 	// Another server than the one checked may be reached: blocked as an
 	// unresolved artifact is (SPEC.md §18).
 	AmbiguousEntry:    {ExitImpersonation, Error, NotApprovable, "A host configuration entry names a server its host does not read in one established way (a command and a URL, an unknown type, a type its members contradict): the entry is not checked, and wrap refuses it."},
+	ServerUpdated:     {ExitApproval, Error, Approvable, "What an unsigned server runs changed (a new package version, an edited file) and every definition it offers is still an approved one: the trust policy's update rule decides (ask: approval required; allow: a warning; block: an error of exit 11)."},
 	ProgramUnresolved: {ExitImpersonation, Error, NotApprovable, "The program of a host configuration entry cannot be found as its host finds it (the entry's env PATH, else the host's own, in the directory the host starts it in): the entry is not checked."},
 }
 
@@ -137,13 +145,32 @@ func ExitCode(findings []Finding) int {
 		if f.Severity != Error {
 			continue
 		}
-		c := f.Kind.ExitCode()
+		c := f.ExitCode()
 		if c == ExitOK {
 			c = ExitSignature // an error of a kind that is never one still fails
 		}
 		code = Worse(code, c)
 	}
 	return code
+}
+
+// ExitCode is the exit code the finding sets as an error: its kind's,
+// but a server_updated the trust policy blocks is 11.
+func (f *Finding) ExitCode() int {
+	if f.Kind == ServerUpdated && f.Rule == "block" {
+		return ExitRugPull
+	}
+	return f.Kind.ExitCode()
+}
+
+// AsksApproval reports whether approving resolves the finding as it
+// resolves a new tool: its kind asks for a decision, and the trust policy
+// did not block it.
+func (f *Finding) AsksApproval() bool {
+	if f.Kind == ServerUpdated && f.Rule == "block" {
+		return false
+	}
+	return f.Kind.AsksApproval()
 }
 
 // severityRank orders exit codes when several findings apply.

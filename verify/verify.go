@@ -176,6 +176,13 @@ type Finding struct {
 	// locate suspicious text.
 	Pointer string `json:"pointer,omitempty"`
 	Match   string `json:"match,omitempty"`
+	// PinnedServed and Served are what served the server's approved
+	// definitions and what serves them now (server_updated).
+	PinnedServed string `json:"pinnedServed,omitempty"`
+	Served       string `json:"served,omitempty"`
+	// Rule is the trust policy rule that decided the finding's severity
+	// and exit code (server_updated: allow, ask or block).
+	Rule string `json:"rule,omitempty"`
 }
 
 // Signer identifies who signed a verified bundle: a key, or a keyless

@@ -53,7 +53,8 @@ func (e *env) approveInteractively(r *guard.Report, calls []guard.CallDecision) 
 	c := r.Comparison
 	e.showInstructions(r.Observation, c)
 	for {
-		tools, accept, proceed, err := e.askApprovals(in, r.Server, c, defs)
+		update := false
+		tools, accept, proceed, err := e.askApprovals(in, r.Server, c, defs, &update)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -61,7 +62,7 @@ func (e *env) approveInteractively(r *guard.Report, calls []guard.CallDecision) 
 			return r.After(c), nil, nil
 		}
 		decided := decisions(c)
-		res, err := guard.Approve(e.ctx, r, guard.ApproveOptions{Tools: tools, AcceptInstructions: accept,
+		res, err := guard.Approve(e.ctx, r, guard.ApproveOptions{Tools: tools, AcceptInstructions: accept, Update: update,
 			Review: func(now *pin.Comparison) bool { return decisions(now) == decided }})
 		if err != nil {
 			return nil, nil, err
@@ -95,7 +96,7 @@ func decisions(c *pin.Comparison) string {
 // full definition as JSON and asks again. It returns the tools to
 // approve, whether to accept changed instructions, and whether anything
 // was chosen.
-func (e *env) askApprovals(in *bufio.Reader, server string, c *pin.Comparison, defs map[string]observedTool) ([]string, bool, bool, error) {
+func (e *env) askApprovals(in *bufio.Reader, server string, c *pin.Comparison, defs map[string]observedTool, update *bool) ([]string, bool, bool, error) {
 	var names []string
 	accept, all := false, false
 	asked := map[string]bool{}
@@ -107,6 +108,10 @@ func (e *env) askApprovals(in *bufio.Reader, server string, c *pin.Comparison, d
 		asked[ref+"\x00"+string(f.Kind)] = true
 		say(e.stderr, "\n")
 		printFindingsWith(e.stderr, []verify.Finding{f}, defs)
+		if f.Kind == verify.ServerUpdated && f.AsksApproval() {
+			*update = all || e.askUpdate(in, f)
+			continue
+		}
 		if f.Tool == "" && !f.Kind.AboutInstructions() {
 			continue // about the whole server: nothing to approve
 		}
@@ -140,7 +145,7 @@ func (e *env) askApprovals(in *bufio.Reader, server string, c *pin.Comparison, d
 			if err != nil && line == "" {
 				if errors.Is(err, io.EOF) {
 					say(e.stderr, "\n")
-					return names, accept, len(names) > 0 || accept, nil
+					return names, accept, len(names) > 0 || accept || *update, nil
 				}
 				return nil, false, false, err
 			}
@@ -165,7 +170,17 @@ func (e *env) askApprovals(in *bufio.Reader, server string, c *pin.Comparison, d
 			break
 		}
 	}
-	return names, accept, len(names) > 0 || accept, nil
+	return names, accept, len(names) > 0 || accept || *update, nil
+}
+
+// askUpdate asks whether to approve a server's update (server_updated):
+// what served its approved definitions and what serves them now are in
+// the finding shown above. No (the default) leaves it to decide.
+func (e *env) askUpdate(in *bufio.Reader, f verify.Finding) bool {
+	say(e.stderr, "approve the update of %s? [y]es, [N]o: ", f.Server)
+	line, _ := in.ReadString('\n')
+	a := strings.ToLower(strings.TrimSpace(line))
+	return a == "y" || a == "yes"
 }
 
 // showInstructions shows the server's instructions before a first

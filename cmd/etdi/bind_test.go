@@ -176,8 +176,10 @@ func TestBindEndpointHTTP(t *testing.T) {
 	}
 }
 
-// Unsigned servers: the same tools served by another binary are a rug
-// pull; re-approving by name shows both and records the new one.
+// Unsigned servers: the same tools served by another binary of the same
+// name are an update of the server (server_updated): approval required,
+// refused where the trust policy blocks updates; approving shows both and
+// records the new one.
 func TestBindUnsignedArtifactRugPull(t *testing.T) {
 	p := newPinEnv(t)
 	p.ok("trust", "unsigned", "--policy", "trust.json", "warn")
@@ -194,7 +196,17 @@ func TestBindUnsignedArtifactRugPull(t *testing.T) {
 		t.Fatalf("unchanged: %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	copyFile(t, other, run)
+	// The same file name with other contents is an update of the server:
+	// approval required by default, both files named.
 	r := p.liveCheck(nil, "--json", "--name", "weather", "--server", "--", run)
+	if r.code != 13 || !strings.Contains(r.stdout, `"server_updated"`) || strings.Contains(r.stdout, `"rug_pull"`) ||
+		!strings.Contains(r.stdout, fileSHA256(t, bin)) || !strings.Contains(r.stdout, fileSHA256(t, other)) {
+		t.Fatalf("another binary under the same tools: %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	// Where the trust policy blocks updates it is an error that --yes
+	// does not approve, and etdi run does not start it.
+	p.ok("trust", "unsigned", "--policy", "trust.json", "warn", "--on-update", "block")
+	r = p.liveCheck(nil, "--json", "--name", "weather", "--server", "--", run)
 	if r.code != 11 || !strings.Contains(r.stdout, `"/served"`) || !strings.Contains(r.stdout, fileSHA256(t, bin)) || !strings.Contains(r.stdout, fileSHA256(t, other)) {
 		t.Fatalf("another binary under the same tools: %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
@@ -209,9 +221,10 @@ func TestBindUnsignedArtifactRugPull(t *testing.T) {
 	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 11 || !strings.Contains(string(out), "not starting the server") || !strings.Contains(string(out), fileSHA256(t, other)) {
 		t.Fatalf("etdi run of the replaced binary: %v\n%s", err, out)
 	}
-	r = p.run("pin", "approve", "--trust", "trust.json", "--pins", "pins.db", "--name", "weather", "--tool", "get_weather", "--server", "--", run)
+	p.ok("trust", "unsigned", "--policy", "trust.json", "warn", "--on-update", "ask")
+	r = p.run("pin", "approve", "--trust", "trust.json", "--pins", "pins.db", "--name", "weather", "--server", "--", run)
 	if r.code != 0 || !strings.Contains(r.stdout+r.stderr, fileSHA256(t, other)) {
-		t.Fatalf("re-approval by name: %d\n%s%s", r.code, r.stdout, r.stderr)
+		t.Fatalf("approving the update: %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	if r := p.liveCheck(nil, "--name", "weather", "--server", "--", run); r.code != 0 {
 		t.Fatalf("after re-approval: %d\n%s%s", r.code, r.stdout, r.stderr)

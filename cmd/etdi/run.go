@@ -292,7 +292,7 @@ func (e *env) runGate(cmd *cobra.Command, f *runFlags, pf *pinFlags, args []stri
 	for _, fd := range append(pre, pinned...) {
 		say(e.stderr, "etdi: %s: %s: %s\n", string(fd.Severity), string(fd.Kind), secrets.String(fd.Message))
 		if fd.Severity == verify.Error {
-			code = verify.Worse(code, fd.Kind.ExitCode())
+			code = verify.Worse(code, fd.ExitCode())
 		}
 	}
 	if code != 0 {

@@ -58,7 +58,10 @@ func TestServedApprovedThroughGateReview(t *testing.T) {
 		t.Fatalf("the approved program through the gate: %v %v", lt, err)
 	}
 	cs.Close()
-	// Another program serving identical definitions is not started.
+	// Another program serving identical definitions is not started where
+	// the trust policy blocks updates (a replaced file of the same name
+	// is an update of the server otherwise: update_test.go).
+	p.ok("trust", "unsigned", "--policy", "trust.json", "warn", "--on-update", "block")
 	copyFile(t, other, run)
 	gate := exec.Command(etdiBin, p.gated([]string{"--name", "weather"}, run)[1:]...)
 	gate.Dir = p.dir
@@ -125,6 +128,7 @@ func TestServedUpgradeNeedsConfirmation(t *testing.T) {
 	if r := p.liveCheck(nil, "--name", "weather", "--server", "--", run); r.code != 0 || strings.Contains(r.stderr, "without recording") {
 		t.Fatalf("after recording: %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
+	p.ok("trust", "unsigned", "--policy", "trust.json", "warn", "--on-update", "block")
 	copyFile(t, other, run)
 	if r := p.liveCheck(nil, "--name", "weather", "--server", "--", run); r.code != 11 {
 		t.Fatalf("the swapped program after recording: %d\n%s%s", r.code, r.stdout, r.stderr)

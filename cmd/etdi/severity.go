@@ -27,7 +27,7 @@ func levelOf(f verify.Finding) findingLevel {
 	case verify.Info:
 		return findingLevel{verify.Info, "note", "note"}
 	}
-	if f.Kind.AsksApproval() {
+	if f.AsksApproval() {
 		return findingLevel{verify.Error, "APPROVAL REQUIRED", "error"}
 	}
 	return findingLevel{verify.Error, "SECURITY ERROR", "error"}

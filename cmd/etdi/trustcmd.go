@@ -444,6 +444,7 @@ type trustListSigstore struct {
 type trustList struct {
 	Policy    string              `json:"policy"`
 	Unsigned  trust.UnsignedRule  `json:"unsigned"`
+	OnUpdate  trust.UpdateRule    `json:"onUpdate"`
 	Artifacts trust.ArtifactRule  `json:"artifacts"`
 	Providers []trustListProvider `json:"providers"`
 	Cedar     []string            `json:"cedar,omitempty"`
@@ -470,7 +471,7 @@ func (e *env) trustListCmd(policyPath *string) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			l := trustList{Policy: *policyPath, Unsigned: p.Unsigned, Artifacts: p.ArtifactRule(), Providers: []trustListProvider{}, Cedar: p.Cedar,
+			l := trustList{Policy: *policyPath, Unsigned: p.Unsigned, OnUpdate: p.OnUpdate(), Artifacts: p.ArtifactRule(), Providers: []trustListProvider{}, Cedar: p.Cedar,
 				SigstoreRoots: len(p.SigstoreRoots)}
 			if src := p.SigstoreRootSource; src != nil {
 				l.SigstoreRootSource = &trustListRootSource{src.Mirror, src.TUFRoot, src.Fetched.UTC().Format(time.RFC3339)}
@@ -498,7 +499,7 @@ func (e *env) trustListCmd(policyPath *string) *cobra.Command {
 			if asJSON {
 				return e.writeJSON(l)
 			}
-			fmt.Fprintf(e.stdout, "policy %s: unsigned tools: %s", l.Policy, l.Unsigned)
+			fmt.Fprintf(e.stdout, "policy %s: unsigned tools: %s, server updates: %s", l.Policy, l.Unsigned, l.OnUpdate)
 			if p.Artifacts != "" {
 				fmt.Fprintf(e.stdout, ", unresolved artifacts: %s", p.Artifacts)
 			}
@@ -617,27 +618,45 @@ ignore a note.`,
 }
 
 func (e *env) trustUnsignedCmd(policyPath *string) *cobra.Command {
-	return &cobra.Command{
-		Use:   "unsigned allow|warn|block",
-		Short: "Set what happens to tools that no bundle signs",
-		Args:  exactArgs(1),
+	var onUpdate string
+	cmd := &cobra.Command{
+		Use:   "unsigned allow|warn|block [--on-update allow|ask|block]",
+		Short: "Set what happens to tools that no bundle signs, and to updates of their servers",
+		Long: `Set what happens to tools that no bundle signs (allow, warn or block), and
+with --on-update what happens when what such a server runs changes while
+its definitions stay approved (a new package version, an edited local
+file): ask (the default) asks for approval at check and relays the
+unchanged definitions in etdi run with a notice; allow accepts it with a
+notice; block refuses it (check exits 11, etdi run does not start it).`,
+		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			rule, err := trust.ParseUnsignedRule(args[0])
 			if err != nil {
 				return &usageError{err}
+			}
+			var up trust.UpdateRule
+			if cmd.Flags().Changed("on-update") {
+				if up, err = trust.ParseUpdateRule(onUpdate); err != nil {
+					return &usageError{err}
+				}
 			}
 			p, err := loadOrNewPolicy(*policyPath)
 			if err != nil {
 				return err
 			}
 			p.Unsigned = rule
+			if up != "" {
+				p.UnsignedUpdate = up
+			}
 			if err := p.Save(*policyPath); err != nil {
 				return err
 			}
-			fmt.Fprintf(e.stdout, "unsigned tools: %s\n", rule)
+			fmt.Fprintf(e.stdout, "unsigned tools: %s; server updates: %s\n", rule, p.OnUpdate())
 			return nil
 		},
 	}
+	cmd.Flags().StringVar(&onUpdate, "on-update", "", "what an update of an unsigned server's implementation with approved definitions needs: allow, ask or block (default ask)")
+	return cmd
 }
 
 func (e *env) trustCedarCmd(policyPath *string) *cobra.Command {
