@@ -115,8 +115,8 @@ func Preflight(o *Origin, opts GateOptions) ([]verify.Finding, *Refusal, error) 
 			approvable = true
 		case verify.ApprovableByName:
 			approvable = true
-			if f.Tool != "" && (f.Item == "" || f.Item == pin.ItemTool) && !slices.Contains(named, f.Tool) {
-				named = append(named, f.Tool)
+			if ref := pin.ItemRef(f.Item, f.Tool); f.Tool != "" && !slices.Contains(named, ref) {
+				named = append(named, ref) // etdi pin approve --tool names any item so
 			}
 		}
 	}
