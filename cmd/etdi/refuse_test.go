@@ -5,6 +5,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -157,5 +160,96 @@ func TestAttackRunRefusedNPMUpdateTellsHost(t *testing.T) {
 	tr = p2.host([]string{"HOME=" + p.dir}, `[{"op":"listTools"}]`, nil, gate...)
 	if strings.Contains(tr.Stderr, "rug_pull: tool ") {
 		t.Fatalf("after the approval command: %s", tr.Stderr)
+	}
+}
+
+// When the gate withholds a changed tool at start, the session goes on
+// with the approved, unchanged tools, and a real host receives a warning
+// naming what was withheld and the exact review command, which works
+// pasted into another directory.
+func TestRunWithheldAtStartTellsHost(t *testing.T) {
+	p := runEnv(t)
+	env := []string{"FIXTURE_CLOAK=1"}
+	steps := `[{"op":"listTools"},{"op":"call","name":"get_forecast","arguments":{"city":"Berlin"}}]`
+	tr := p.host(env, steps, nil, p.gated([]string{"--bundle", "w.etdi.json"}, fixtureCmd("cloak")...)...)
+	if got := tr.Steps[0].names(t); strings.Join(got, ",") != "get_forecast" || tr.Steps[1].Result == nil {
+		t.Fatalf("the approved tool: %s", tr.raw)
+	}
+	var review string
+	for _, n := range tr.Notifications {
+		var msg struct {
+			Level, Logger string
+			Data          struct {
+				Message, Review string
+				Blocked         []struct{ Name, Kind string }
+			}
+		}
+		json.Unmarshal(n.Params, &msg)
+		if n.Method == "notifications/message" && msg.Level == "warning" && msg.Logger == "etdi" &&
+			strings.Contains(msg.Data.Message, "get_weather") && strings.Contains(msg.Data.Message, msg.Data.Review) &&
+			len(msg.Data.Blocked) == 1 && msg.Data.Blocked[0].Kind == "definition_changed" {
+			review = msg.Data.Review
+		}
+	}
+	if review == "" || strings.Contains(review, "COMMAND") {
+		t.Fatalf("no warning with the review command: %s", tr.raw)
+	}
+	c := exec.Command("sh", "-c", strings.Replace(review, " --approve", "", 1))
+	c.Dir = t.TempDir()
+	c.Env = append(os.Environ(), "HOME="+p.dir, "PATH="+filepath.Dir(etdiBin)+string(os.PathListSeparator)+os.Getenv("PATH"))
+	out, _ := c.CombinedOutput()
+	if c.ProcessState.ExitCode() != 11 || !strings.Contains(string(out), "get_weather") {
+		t.Fatalf("the review command %q: %d\n%s", review, c.ProcessState.ExitCode(), out)
+	}
+}
+
+// exitCodesIn returns the exit codes a paragraph names: the numbers 0-2
+// and 10-14 standing alone (not section numbers or parts of others).
+func exitCodesIn(text string) []int {
+	seen := map[int]bool{}
+	for _, m := range regexp.MustCompile(`(?:^|[^0-9.§\-])(1[0-4]|[0-2])(?:[^0-9.]|\.(?:\s|$)|$)`).FindAllStringSubmatch(text, -1) {
+		n, _ := strconv.Atoi(m[1])
+		seen[n] = true
+	}
+	var out []int
+	for n := range seen {
+		out = append(out, n)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// paragraph is the text of doc from the line starting with anchor to the
+// next blank line.
+func paragraph(t *testing.T, doc, anchor string) string {
+	t.Helper()
+	i := strings.Index(doc, "\n"+anchor)
+	if i < 0 {
+		t.Fatalf("no paragraph %q", anchor)
+	}
+	rest := doc[i+1:]
+	if j := strings.Index(rest, "\n\n"); j >= 0 {
+		rest = rest[:j]
+	}
+	return rest
+}
+
+// Every exit code of etdi run is in its --help, the README and SPEC.md,
+// and none other.
+func TestRunExitCodesDocumented(t *testing.T) {
+	readme, _ := os.ReadFile("../../README.md")
+	spec, _ := os.ReadFile("../../SPEC.md")
+	help := runEtdi(t, t.TempDir(), nil, "run", "--help").stdout
+	help = help[:strings.Index(help, "Usage:")]
+	want := slices.Clone(runExitCodes)
+	slices.Sort(want)
+	for name, text := range map[string]string{
+		"--help": help[strings.Index(help, "Exit codes:"):],
+		"README": paragraph(t, string(readme), "`etdi run` exit codes:"),
+		"SPEC":   paragraph(t, string(spec), "**Exit codes** of `etdi run`:"),
+	} {
+		if got := exitCodesIn(text); !slices.Equal(got, want) {
+			t.Errorf("%s names exit codes %v, etdi run has %v:\n%s", name, got, want, text)
+		}
 	}
 }

@@ -25,6 +25,10 @@ import (
 	"github.com/spf13/cobra"
 )
 
+// runExitCodes are the exit codes of etdi run; its help, the README and
+// SPEC.md §25 name each of them.
+var runExitCodes = []int{0, 1, 2, verify.ExitSignature, verify.ExitRugPull, verify.ExitImpersonation, verify.ExitApproval, verify.ExitRevoked}
+
 // runFlags are the flags of etdi run.
 type runFlags struct {
 	policy, bundle, name, url, listen string
@@ -125,10 +129,17 @@ lockfile starts nothing (exit 10), nor one of a lower generation than a
 lockfile of that key accepted before (exit 11), nor an expired one (14).
 
 Exit codes: 0 when the host ended the session (with --listen: when etdi
-was interrupted), 1 when the server ended it
-or etdi could not start (an unreadable trust policy, a server that cannot
-be started), 2 usage, 10 a lockfile that does not verify, 11 an older
-lockfile generation, 14 an expired lockfile.`,
+was interrupted); 1 when the server ended it or etdi could not start (an
+unreadable trust policy or pin database, a server that cannot be
+started); 2 usage. When what would run is not what was approved, etdi
+does not start the server: it answers the host's session itself (no
+tools, a warning naming the exact review command) and, once the host
+leaves, exits with the finding's code: 10 a bundle or lockfile that does
+not verify, 11 a rug pull (another implementation of approved tools; an
+older lockfile generation), 12 impersonation (a bundle served by a server
+it was not made for), 13 approval required, 14 revoked or expired (an
+expired lockfile). A lockfile that does not verify stops etdi before any
+session.`,
 		Example: `  etdi run --name weather -- node server.js
   etdi run --name remote --url https://mcp.example.com/mcp --header-env Authorization=MCP_TOKEN
   etdi run --audit-calls --name files -- npx -y @modelcontextprotocol/server-filesystem@2026.8.31 ~/notes
