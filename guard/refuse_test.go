@@ -7,11 +7,15 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"errors"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/etdi-dev/etdi/internal/mcpclient"
 	"github.com/etdi-dev/etdi/verify"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // refusalHost drives ServeRefusal over a pipe, as a host over stdio.
@@ -216,5 +220,42 @@ func approveSaved(t *testing.T, path string, opts GateOptions) {
 	}
 	if a, err := Approve(context.Background(), r, ApproveOptions{}); err != nil || a.ExitCode() != 0 {
 		t.Fatalf("approve: %v %+v", err, a)
+	}
+}
+
+// Over --listen every host session of a refused server is answered by
+// etdi, with a real MCP client: its own serverInfo, no tools, the warning,
+// calls refused; the server is never started.
+func TestListenHTTPRefusal(t *testing.T) {
+	var started atomic.Int32
+	h, err := ListenHTTP("127.0.0.1:0", HTTPOptions{Refusal: testRefusal(),
+		Upstream: func(context.Context) (Conn, error) { started.Add(1); return nil, errors.New("not to be started") }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	warned := make(chan *mcp.LoggingMessageParams, 4)
+	for range 2 {
+		cs := connect(t, h, &mcp.ClientOptions{LoggingMessageHandler: func(_ context.Context, r *mcp.LoggingMessageRequest) { warned <- r.Params }}, false)
+		init := cs.InitializeResult()
+		if init.ServerInfo.Name != "etdi" || !strings.Contains(init.Instructions, "etdi did not start unsigned:notes") {
+			t.Fatalf("initialize: %+v", init)
+		}
+		lt, err := cs.ListTools(listenCtx(t), nil)
+		if err != nil || len(lt.Tools) != 0 {
+			t.Fatalf("tools: %v %+v", err, lt)
+		}
+		_, err = cs.CallTool(listenCtx(t), &mcp.CallToolParams{Name: "add_note"})
+		var we *jsonrpc.Error
+		if !errors.As(err, &we) || we.Code != BlockedCode || !strings.Contains(we.Message, "etdi check") {
+			t.Fatalf("call: %v", err)
+		}
+		if w := recv(t, "the warning", warned); w.Level != "warning" || w.Logger != EtdiLogger {
+			t.Fatalf("warning: %+v", w)
+		}
+		cs.Close()
+	}
+	if started.Load() != 0 {
+		t.Fatal("the refused server was started")
 	}
 }
