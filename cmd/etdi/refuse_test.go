@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // memoryProject is a project directory that runs the real
@@ -251,5 +254,41 @@ func TestRunExitCodesDocumented(t *testing.T) {
 		if got := exitCodesIn(text); !slices.Equal(got, want) {
 			t.Errorf("%s names exit codes %v, etdi run has %v:\n%s", name, got, want, text)
 		}
+	}
+}
+
+// With --listen, a replaced program is not started for any session: each
+// host session is answered by etdi, and etdi exits 11 when interrupted.
+func TestAttackListenRefusedReplacedProgram(t *testing.T) {
+	p := newPinEnv(t)
+	p.ok("trust", "unsigned", "--policy", "trust.json", "warn")
+	bin := buildWeather(t, p.dir, "weather", "")
+	other := buildWeather(t, p.dir, "weather-next", "next")
+	run := filepath.Join(p.dir, "bin", "weather")
+	os.MkdirAll(filepath.Dir(run), 0o755)
+	copyFile(t, bin, run)
+	if r := p.liveCheck(nil, "--yes", "--name", "weather", "--server", "--", run); r.code != 0 {
+		t.Fatalf("approve: %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	copyFile(t, other, run)
+	l := startListen(t, p.dir, "--name", "weather", "--", run)
+	client := mcp.NewClient(&mcp.Implementation{Name: "test-host", Version: "1.0.0"}, nil)
+	cs, err := client.Connect(l.ctx, &mcp.StreamableClientTransport{Endpoint: l.endpoint}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if init := cs.InitializeResult(); init.ServerInfo.Name != "etdi" || !strings.Contains(init.Instructions, "--name weather --approve --server -- ") {
+		t.Fatalf("initialize: %+v", init)
+	}
+	if lt, err := cs.ListTools(l.ctx, nil); err != nil || len(lt.Tools) != 0 {
+		t.Fatalf("tools: %v %+v", err, lt)
+	}
+	if kids := l.children(t); len(kids) != 0 {
+		t.Fatalf("etdi started %v", kids)
+	}
+	cs.Close()
+	var ee *exec.ExitError
+	if err := l.stop(); !errors.As(err, &ee) || ee.ExitCode() != 11 {
+		t.Fatalf("exit: %v\n%s", err, l.logText())
 	}
 }
