@@ -179,6 +179,15 @@ func TestAttackPreflightReplacedImplementation(t *testing.T) {
 		r.Approve != "etdi pin approve --pins "+opts.Pins+" --name weather --tool get_weather "+opts.ReviewTarget {
 		t.Fatalf("commands: %q / %q", r.Review, r.Approve)
 	}
+	// A configured credential is never shown, even where what runs names
+	// it (a program named after a token).
+	secret := "tok-" + strings.Repeat("Zq9", 8)
+	masked := ResolveOrigin(ctx, Server{Command: []string{script(t, dir, secret, "exec evil-server")}, Env: []string{}})
+	opts.Credentials = []Credential{{Where: "argv", Value: secret}}
+	if _, r, _ := Preflight(masked, opts); r == nil || strings.Contains(r.Message(), secret) || !strings.Contains(r.Message(), "get_weather") {
+		t.Fatalf("a credential in a finding: %+v", r)
+	}
+	opts.Credentials = nil
 	// Read-only pins (a team lockfile) approve nothing: no approval named.
 	opts.ReadOnly = true
 	if _, r, _ := Preflight(other, opts); r == nil || r.Approve != "" || strings.Contains(r.Review, "--approve") {
@@ -257,5 +266,20 @@ func TestListenHTTPRefusal(t *testing.T) {
 	}
 	if started.Load() != 0 {
 		t.Fatal("the refused server was started")
+	}
+}
+
+// What a refusal tells the host is bounded: each finding clipped, at most
+// maxRefusalShown of them, the rest counted; warnings are not listed.
+func TestRefusalMessageBounded(t *testing.T) {
+	r := testRefusal()
+	r.Findings = nil
+	for range 7 {
+		r.Findings = append(r.Findings, verify.Finding{Kind: verify.RugPull, Severity: verify.Error, Tool: "t", Message: strings.Repeat("x", 100_000)})
+	}
+	r.Findings = append(r.Findings, verify.Finding{Kind: verify.MixedScript, Severity: verify.Warning, Message: "a warning"})
+	msg := r.Message()
+	if len(msg) > 6*600+len(r.Review)+len(r.Approve) || !strings.Contains(msg, "And 2 more.") || strings.Contains(msg, "a warning") {
+		t.Fatalf("%d bytes: %.300s", len(msg), msg)
 	}
 }
