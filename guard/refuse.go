@@ -199,6 +199,10 @@ func ServeRefusal(ctx context.Context, host Conn, r *Refusal, log func(string)) 
 		var out []byte
 		switch m.Method {
 		case "notifications/initialized":
+			if m.ID != nil {
+				out = mcpclient.EncodeError(m.ID, -32600, "etdi: notifications/initialized is a notification, not a request", nil)
+				break
+			}
 			if told {
 				continue
 			}
