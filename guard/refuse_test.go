@@ -283,3 +283,25 @@ func TestRefusalMessageBounded(t *testing.T) {
 		t.Fatalf("%d bytes: %.300s", len(msg), msg)
 	}
 }
+
+// A server has a command or a URL: both is refused, nothing started.
+func TestStartServerCommandAndURL(t *testing.T) {
+	c, err := StartServer(Server{Command: []string{"true"}, URL: "http://127.0.0.1:1/mcp"}, nil)
+	if err == nil {
+		c.Close()
+		t.Fatal("a server with a command and a URL was started")
+	}
+}
+
+// The gate's own error answers never show a configured credential, even
+// one the host quotes back (a tool named with it).
+func TestGateErrorMasksCredential(t *testing.T) {
+	opts := gateOptions(t)
+	secret := "sk-" + strings.Repeat("Qw7", 8)
+	opts.Credentials = []Credential{{Where: "argv", Value: secret}}
+	cs, _ := gatedClient(t, weatherServer("Get the weather."), opts)
+	_, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "x" + secret})
+	if err == nil || strings.Contains(err.Error(), secret) {
+		t.Fatalf("the answer: %v", err)
+	}
+}
