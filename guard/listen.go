@@ -65,6 +65,10 @@ type HTTPOptions struct {
 	// start and end, messages dropped), escaped for a terminal. nil:
 	// Gate.Log.
 	Log func(line string)
+	// Refusal, if not nil, answers every host session itself
+	// (ServeRefusal): no gate, and Upstream is never called, so no server
+	// starts (Preflight refused it).
+	Refusal *Refusal
 
 	// serve, in tests, replaces the gate and Upstream: it relays the
 	// session whose host side is host.
@@ -144,7 +148,7 @@ func ListenHTTP(addr string, o HTTPOptions) (*HTTPServer, error) {
 	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 || !loopbackName(host) {
 		return nil, fmt.Errorf("%w: %q", ErrListenAddr, addr)
 	}
-	if o.Upstream == nil && o.serve == nil {
+	if o.Upstream == nil && o.serve == nil && o.Refusal == nil {
 		return nil, errors.New("guard: ListenHTTP needs HTTPOptions.Upstream")
 	}
 	if o.MaxSessions <= 0 {
@@ -456,6 +460,9 @@ func (s *HTTPServer) start(w http.ResponseWriter, r *http.Request, m *mcpclient.
 func (s *HTTPServer) relay(sess *httpSession) (run func() error, err error) {
 	if s.opts.serve != nil {
 		return func() error { return s.opts.serve(s.ctx, sess) }, nil
+	}
+	if s.opts.Refusal != nil {
+		return func() error { return ServeRefusal(s.ctx, sess, s.opts.Refusal, s.opts.Gate.Log) }, nil
 	}
 	gate, err := NewGate(s.opts.Gate)
 	if err != nil {

@@ -20,9 +20,14 @@ import (
 	"github.com/etdi-dev/etdi/internal/identity"
 	"github.com/etdi-dev/etdi/internal/redact"
 	"github.com/etdi-dev/etdi/internal/termtext"
+	"github.com/etdi-dev/etdi/pin"
 	"github.com/etdi-dev/etdi/verify"
 	"github.com/spf13/cobra"
 )
+
+// runExitCodes are the exit codes of etdi run; its help, the README and
+// SPEC.md §25 name each of them.
+var runExitCodes = []int{0, 1, 2, verify.ExitSignature, verify.ExitRugPull, verify.ExitImpersonation, verify.ExitApproval, verify.ExitRevoked}
 
 // runFlags are the flags of etdi run.
 type runFlags struct {
@@ -124,10 +129,17 @@ lockfile starts nothing (exit 10), nor one of a lower generation than a
 lockfile of that key accepted before (exit 11), nor an expired one (14).
 
 Exit codes: 0 when the host ended the session (with --listen: when etdi
-was interrupted), 1 when the server ended it
-or etdi could not start (an unreadable trust policy, a server that cannot
-be started), 2 usage, 10 a lockfile that does not verify, 11 an older
-lockfile generation, 14 an expired lockfile.`,
+was interrupted); 1 when the server ended it or etdi could not start (an
+unreadable trust policy or pin database, a server that cannot be
+started); 2 usage. When what would run is not what was approved, etdi
+does not start the server: it answers the host's session itself (no
+tools, a warning naming the exact review command) and, once the host
+leaves, exits with the finding's code: 10 a bundle or lockfile that does
+not verify, 11 a rug pull (another implementation of approved tools; an
+older lockfile generation), 12 impersonation (a bundle served by a server
+it was not made for), 13 approval required, 14 revoked or expired (an
+expired lockfile). A lockfile that does not verify stops etdi before any
+session.`,
 		Example: `  etdi run --name weather -- node server.js
   etdi run --name remote --url https://mcp.example.com/mcp --header-env Authorization=MCP_TOKEN
   etdi run --audit-calls --name files -- npx -y @modelcontextprotocol/server-filesystem@2026.8.31 ~/notes
@@ -281,29 +293,20 @@ func (e *env) runGate(cmd *cobra.Command, f *runFlags, pf *pinFlags, args []stri
 		srv.Env = guard.ServerEnv(srv.Env, srv.SecretEnv, srv.KeepEnv)
 	}
 	// What the command runs is resolved before it starts, and a server the
-	// out-of-band bundle was not made for is never started.
+	// out-of-band bundle was not made for, or an implementation other than
+	// the approved one, is never started: etdi answers the host itself.
 	opts.Origin = guard.ResolveOrigin(e.ctx, srv)
-	pre := guard.CheckOrigin(opts.Bundle, opts.Origin, p)
-	pinned, err := guard.CheckPinnedOrigin(opts.Origin, opts.Options)
+	opts.Review, opts.ReviewTarget = e.reviewCommand(cmd, name, argv, f.url, &secrets)
+	findings, refusal, err := guard.Preflight(opts.Origin, opts)
 	if err != nil {
 		return e.guardError(err) // fail closed: pins that cannot be read start nothing
 	}
-	code := 0
-	for _, fd := range append(pre, pinned...) {
+	for _, fd := range findings {
 		say(e.stderr, "etdi: %s: %s: %s\n", string(fd.Severity), string(fd.Kind), secrets.String(fd.Message))
-		if fd.Severity == verify.Error {
-			code = verify.Worse(code, fd.ExitCode())
-		}
 	}
-	if code != 0 {
-		review := "etdi check --name " + name + " --server -- COMMAND"
-		if f.url != "" {
-			review = "etdi check --name " + name + " --url URL"
-		}
-		say(e.stderr, "etdi: not starting the server (review: %s; approve a new implementation by naming its tools with etdi pin approve --tool)\n", secrets.String(review))
-		return &exitCodeError{code}
+	if refusal != nil {
+		return e.refuseSession(f, opts, refusal, &secrets)
 	}
-	opts.Review, opts.ReviewTarget = reviewCommand(cmd, name, argv, f.url, &secrets)
 	if unserved, err := guard.UnservedPins(opts.Origin, opts.Options); err == nil && len(unserved) > 0 {
 		say(e.stderr, "etdi: warning: %d pin(s) of %s were approved without recording what served them; another program serving the same definitions is not told apart until it is recorded: %s --yes %s\n",
 			len(unserved), secrets.String(name), opts.Review, opts.ReviewTarget)
@@ -315,7 +318,7 @@ func (e *env) runGate(cmd *cobra.Command, f *runFlags, pf *pinFlags, args []stri
 		fmt.Fprintln(e.stderr, secrets.String(line))
 	}
 	if f.listen != "" {
-		return e.listenGate(f, opts, srv, &secrets, &logMu)
+		return e.listenGate(f, opts, srv, &secrets, &logMu, nil)
 	}
 	gate, err := guard.NewGate(opts)
 	if err != nil {
@@ -344,6 +347,42 @@ func (e *env) runGate(cmd *cobra.Command, f *runFlags, pf *pinFlags, args []stri
 	return nil
 }
 
+// refuseSession answers the host's session itself when Preflight refused
+// to start the server (guard.ServeRefusal; with --listen, every session
+// until etdi is interrupted): the host sees etdi connected with a
+// message, no tools, and the review command; nothing of the server runs.
+// The exit code is the findings' once the host has left.
+func (e *env) refuseSession(f *runFlags, opts guard.GateOptions, r *guard.Refusal, secrets *redact.Set) error {
+	r.Version = readBuildInfo().Version
+	say(e.stderr, "etdi: not starting the server: what it would run is not what was approved; the host is told so and offered no tools (exit %d once it leaves)\n", r.Code)
+	say(e.stderr, "etdi: review: %s\n", secrets.String(r.Review))
+	if r.Approve != "" {
+		say(e.stderr, "etdi: approve the new implementation by naming its tools: %s\n", secrets.String(r.Approve))
+	}
+	var logMu sync.Mutex
+	opts.Log = func(line string) {
+		logMu.Lock()
+		defer logMu.Unlock()
+		fmt.Fprintln(e.stderr, secrets.String(line))
+	}
+	if f.listen != "" {
+		if err := e.listenGate(f, opts, guard.Server{}, secrets, &logMu, r); err != nil {
+			return err
+		}
+		return &exitCodeError{r.Code}
+	}
+	host, err := e.hostConn()
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(e.ctx, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	defer stop()
+	if err := guard.ServeRefusal(ctx, host, r, opts.Log); err != nil && !errors.Is(err, context.Canceled) {
+		say(e.stderr, "etdi: %s\n", secrets.String(err.Error()))
+	}
+	return &exitCodeError{r.Code}
+}
+
 // hostConn returns the host's side of the session: stdin and stdout.
 func (e *env) hostConn() (guard.Conn, error) {
 	in, out := pollable(e.stdin), pollable(e.stdout)
@@ -358,13 +397,13 @@ func (e *env) hostConn() (guard.Conn, error) {
 // listenGate serves hosts over Streamable HTTP on a loopback address
 // (--listen), every session through its own gate and its own server,
 // until etdi is interrupted.
-func (e *env) listenGate(f *runFlags, opts guard.GateOptions, srv guard.Server, secrets *redact.Set, logMu *sync.Mutex) error {
+func (e *env) listenGate(f *runFlags, opts guard.GateOptions, srv guard.Server, secrets *redact.Set, logMu *sync.Mutex, refusal *guard.Refusal) error {
 	tok, err := e.listenToken(f)
 	if err != nil {
 		return err
 	}
 	h, err := guard.ListenHTTP(f.listen, guard.HTTPOptions{
-		Gate: opts, Token: tok, MaxSessions: f.maxSessions, IdleTimeout: f.idleTimeout,
+		Gate: opts, Token: tok, MaxSessions: f.maxSessions, IdleTimeout: f.idleTimeout, Refusal: refusal,
 		Upstream: func(context.Context) (guard.Conn, error) {
 			stderr := &lineEscaper{w: e.stderr, secrets: secrets, mu: logMu}
 			c, err := guard.StartServer(srv, stderr)
@@ -443,31 +482,121 @@ func (e *env) listenToken(f *runFlags) (string, error) {
 }
 
 // reviewCommand is the etdi check command that reviews what the gate
-// blocks (its flags), and how it reaches the server, without secrets.
-func reviewCommand(cmd *cobra.Command, name string, argv []string, url string, secrets *redact.Set) (string, string) {
+// blocks (its flags), and how it reaches the server (the target), as one
+// exact command a person can paste into any directory: the files it names
+// are absolute, the trust policy and pin database etdi run took from
+// $ETDI_TRUST and $ETDI_PINS are named (the person's shell need not have
+// them), a command whose arguments name files of the host's working
+// directory is run there (cd DIR && ...), and every argument is
+// shell-quoted. Secrets are masked; when that leaves the target unusable
+// and the server is an entry etdi wrap wrapped, the target is that entry
+// (--config FILE) instead.
+func (e *env) reviewCommand(cmd *cobra.Command, name string, argv []string, url string, secrets *redact.Set) (string, string) {
 	parts := []string{"etdi check"}
-	for _, fl := range []string{"trust", "pins", "lock", "bundle"} {
-		if f := cmd.Flags().Lookup(fl); f != nil && f.Changed {
-			// The host's working directory is not the person's: the
-			// files are named wherever the command is run.
-			path := f.Value.String()
+	for _, fl := range []struct{ name, env string }{
+		{"trust", "ETDI_TRUST"}, {"pins", "ETDI_PINS"}, {"lock", ""}, {"bundle", ""},
+		{"etcd-cert", ""}, {"etcd-key", ""}, {"etcd-ca", ""}, {"etcd-snapshots", "ETDI_ETCD_SNAPSHOTS"},
+	} {
+		f := cmd.Flags().Lookup(fl.name)
+		if f == nil || f.Value.String() == "" {
+			continue
+		}
+		fromEnv := false
+		if fl.env != "" {
+			v, ok := e.lookupEnv(fl.env)
+			fromEnv = ok && v != ""
+		}
+		if !f.Changed && !fromEnv {
+			continue
+		}
+		// The host's working directory is not the person's: the files
+		// are named wherever the command is run.
+		path := f.Value.String()
+		if !pin.IsEtcd(path) && path != "-" {
 			if abs, err := filepath.Abs(path); err == nil {
 				path = abs
 			}
-			parts = append(parts, "--"+fl+" "+termtext.ShellQuote(path))
 		}
+		parts = append(parts, "--"+fl.name+" "+termtext.ShellQuote(path))
 	}
 	if name != "" {
 		parts = append(parts, "--name "+termtext.ShellQuote(name))
 	}
-	target := []string{"--url", termtext.ShellQuote(redact.URL(url))}
-	if url == "" {
+	var target []string
+	masked := false
+	if url != "" {
+		shown := redact.URL(url)
+		masked = shown != url || secrets.String(url) != url
+		target = []string{"--url", termtext.ShellQuote(shown)}
+	} else {
 		target = []string{"--server", "--"}
-		for _, a := range redact.Args(argv) {
+		for i, a := range redact.Args(argv) {
+			masked = masked || a != argv[i] || secrets.String(a) != a
 			target = append(target, termtext.ShellQuote(a))
 		}
 	}
-	return secrets.String(strings.Join(parts, " ")), secrets.String(strings.Join(target, " "))
+	if masked && name != "" {
+		if cfg := e.wrappedConfig(name); cfg != "" {
+			return secrets.String(strings.Join(parts, " ")), "--config " + termtext.ShellQuote(cfg)
+		}
+	}
+	review := strings.Join(parts, " ")
+	if url == "" && dirMatters(argv) {
+		if wd, err := os.Getwd(); err == nil {
+			review = "cd " + termtext.ShellQuote(wd) + " && " + review
+		}
+	}
+	return secrets.String(review), secrets.String(strings.Join(target, " "))
+}
+
+// dirMatters reports whether a server command depends on the working
+// directory it is started in: its program is a relative path, or an
+// argument names a file or directory relative to it.
+func dirMatters(argv []string) bool {
+	for i, a := range argv {
+		if strings.HasPrefix(a, "-") {
+			_, v, ok := strings.Cut(a, "=")
+			if !ok {
+				continue
+			}
+			a = v
+		}
+		if a == "" || filepath.IsAbs(a) {
+			continue
+		}
+		if i == 0 && !strings.ContainsAny(a, `/\`) {
+			continue // looked up on PATH
+		}
+		if a == "." || a == ".." || strings.ContainsAny(a, `/\`) {
+			return true
+		}
+		if _, err := os.Lstat(a); err == nil {
+			return true
+		}
+	}
+	return false
+}
+
+// wrappedConfig is the one host configuration file whose entry name etdi
+// wrap wrapped (as its records say), "" when there is none or more than
+// one.
+func (e *env) wrappedConfig(name string) string {
+	st, err := loadWrapState(e.wrapStatePath())
+	if err != nil {
+		return ""
+	}
+	found := ""
+	for file, recs := range st.Files {
+		for _, r := range recs {
+			if len(r.Path) > 0 && r.Path[len(r.Path)-1] == name {
+				if found != "" && found != file {
+					return ""
+				}
+				found = file
+			}
+		}
+	}
+	return found
 }
 
 // lineEscaper passes a server's stderr on to etdi's, line by line, with
