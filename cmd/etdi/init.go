@@ -110,7 +110,7 @@ wrapped; 2 a usage error (such as no trust policy, no terminal and no
 			}
 			say(e.stderr, "etdi: %s; %d pending\n", summarize(rv.reps), len(left))
 			if len(left) > 0 {
-				say(e.stderr, "etdi: hint: decide what is pending with etdi review (on a terminal), or etdi review --yes=%s for what you accept\n", categoryList(pendingCategories(left)))
+				fmt.Fprint(e.stderr, decideHint("decide what is pending", left))
 			}
 			code := combineExit(rv.reps)
 			if wrapErr != nil {

@@ -338,7 +338,7 @@ func (e *env) applyReview(rv *reviewed, items, accepted []guard.ReviewItem, o re
 	code := combineExit(rv.reps)
 	say(e.stderr, "etdi: review: %d approved, %d pending, %s\n", approved, len(left), summarize(rv.reps))
 	if len(left) > 0 {
-		say(e.stderr, "etdi: hint: decide the rest with etdi review on a terminal, or etdi review --yes=%s for what you accept\n", categoryList(pendingCategories(left)))
+		fmt.Fprint(e.stderr, decideHint("decide the rest", left))
 	}
 	if code != exitOK {
 		return &exitCodeError{code}
@@ -358,10 +358,22 @@ func pendingCategories(items []guard.ReviewItem) []guard.Category {
 			}
 		}
 	}
-	if len(out) == 0 {
-		out = guard.BulkCategories()[:2]
-	}
 	return out
+}
+
+// decideHint is the hint for what a review left pending: etdi review on a
+// terminal, and, when some of it may be approved in bulk, the exact
+// --yes=CATEGORIES that would (one argument, no spaces).
+func decideHint(lead string, left []guard.ReviewItem) string {
+	hint := "etdi: hint: " + lead + " with etdi review on a terminal"
+	if cs := pendingCategories(left); len(cs) > 0 {
+		s := make([]string, len(cs))
+		for i, c := range cs {
+			s[i] = string(c)
+		}
+		hint += ", or etdi review --yes=" + strings.Join(s, ",") + " for what you accept"
+	}
+	return hint + "\n"
 }
 
 // reviewJSON lists what is pending as JSON.
