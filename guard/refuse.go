@@ -43,7 +43,7 @@ const maxRefusalShown = 5
 
 // Message is the refusal as one text, for a person: what etdi did not
 // start and why (the first findings, escaped and clipped), and the
-// commands that review and approve it.
+// command that reviews it (never the one that approves it: see below).
 func (r *Refusal) Message() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "etdi did not start %s: what it would run is not what was approved (exit %d).", orUnknown(r.Server), r.Code)
@@ -60,10 +60,11 @@ func (r *Refusal) Message() string {
 	if n > maxRefusalShown {
 		fmt.Fprintf(&b, " And %d more.", n-maxRefusalShown)
 	}
+	// Only the review command: what the host is told may reach a model,
+	// and a model that can run commands must not be handed the one that
+	// approves without asking (etdi pin approve --tool). The person finds
+	// it on etdi's stderr and in the review.
 	fmt.Fprintf(&b, " Review it with: %s", r.Review)
-	if r.Approve != "" {
-		fmt.Fprintf(&b, " ; approve it by name with: %s", r.Approve)
-	}
 	return b.String()
 }
 
@@ -231,7 +232,7 @@ func ServeRefusal(ctx context.Context, host Conn, r *Refusal, log func(string)) 
 				log(termtext.Escape("etdi: refused " + clipText(m.Method) + " of the host: the server was not started (review: " + r.Review + ")"))
 			}
 			data, _ := json.Marshal(map[string]any{"etdi": "blocked", "kind": kind, "server": r.Server,
-				"review": r.Review, "approve": r.Approve, "message": msg})
+				"review": r.Review, "message": msg})
 			out = mcpclient.EncodeError(m.ID, BlockedCode, msg, data)
 		}
 		if err := host.Write(ctx, out); err != nil {
@@ -285,6 +286,6 @@ func refusalNotice(r *Refusal, msg string) []byte {
 		}
 	}
 	params, _ := json.Marshal(map[string]any{"level": "warning", "logger": EtdiLogger,
-		"data": map[string]any{"message": msg, "server": r.Server, "refused": es, "review": r.Review, "approve": r.Approve, "exitCode": r.Code}})
+		"data": map[string]any{"message": msg, "server": r.Server, "refused": es, "review": r.Review, "exitCode": r.Code}})
 	return mcpclient.EncodeRequest(nil, "notifications/message", params)
 }

@@ -68,7 +68,9 @@ func testRefusal() *Refusal {
 // A refused server's session is answered by etdi: initialize with etdi's
 // own serverInfo and instructions that say what happened, empty lists, a
 // warning after initialized, ping answered, every call refused naming the
-// review command; it lasts until the host leaves.
+// review command; it lasts until the host leaves. What the host is told
+// never holds the command that approves without asking (etdi pin approve):
+// a model reading it could run it.
 func TestServeRefusalSession(t *testing.T) {
 	r := testRefusal()
 	var logged []string
@@ -86,7 +88,7 @@ func TestServeRefusalSession(t *testing.T) {
 	}
 	if init.ProtocolVersion != "2025-03-26" || init.ServerInfo.Name != "etdi" || init.ServerInfo.Version != "v9.9.9" ||
 		!strings.Contains(init.Instructions, "did not start unsigned:notes") || !strings.Contains(init.Instructions, r.Review) ||
-		!strings.Contains(init.Instructions, r.Approve) || strings.Contains(init.Instructions, "\x1b") || init.Capabilities["tools"] == nil {
+		strings.Contains(init.Instructions, "pin approve") || strings.Contains(init.Instructions, "\x1b") || init.Capabilities["tools"] == nil {
 		t.Fatalf("initialize: %+v", init)
 	}
 	h.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
@@ -100,7 +102,7 @@ func TestServeRefusalSession(t *testing.T) {
 		}
 	}
 	if err := json.Unmarshal(m.Params, &note); err != nil || m.Method != "notifications/message" || note.Level != "warning" || note.Logger != EtdiLogger ||
-		note.Data.Review != r.Review || note.Data.Approve != r.Approve || note.Data.ExitCode != 11 ||
+		note.Data.Review != r.Review || note.Data.Approve != "" || strings.Contains(string(m.Params), "pin approve") || note.Data.ExitCode != 11 ||
 		len(note.Data.Refused) != 1 || note.Data.Refused[0].Name != "add_note" || note.Data.Refused[0].Kind != "rug_pull" {
 		t.Fatalf("the warning: %v %s %s", err, m.Method, m.Params)
 	}

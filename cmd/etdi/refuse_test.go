@@ -71,7 +71,8 @@ func memoryProject(t *testing.T, dir, marker string) (string, []string) {
 func strconvQuote(s string) string { b, _ := json.Marshal(s); return string(b) }
 
 // A real npm server whose package changed after approval (another
-// version and integrity in the lockfile, the same tools) is not started:
+// version and integrity in the lockfile, the same tools), under a trust
+// policy that blocks updates of unsigned servers, is not started:
 // the host gets etdi's own initialize, no tools, a warning naming the
 // exact review command, and every call refused; etdi exits 11 once the
 // host leaves. The review and approval commands, pasted into another
@@ -79,7 +80,7 @@ func strconvQuote(s string) string { b, _ := json.Marshal(s); return string(b) }
 func TestAttackRunRefusedNPMUpdateTellsHost(t *testing.T) {
 	needNode(t)
 	p := newPinEnv(t)
-	p.ok("trust", "unsigned", "--policy", "trust.json", "warn")
+	p.ok("trust", "unsigned", "--policy", "trust.json", "warn", "--on-update", "block")
 	marker := filepath.Join(p.dir, "started")
 	proj, server := memoryProject(t, p.dir, marker)
 	trustF, pinsF := filepath.Join(p.dir, "trust.json"), filepath.Join(p.dir, "pins.db")
@@ -117,7 +118,7 @@ func TestAttackRunRefusedNPMUpdateTellsHost(t *testing.T) {
 	if len(tr.Steps) != 4 || len(tr.Steps[0].names(t)) != 0 || tr.Steps[2].Error == nil || tr.Steps[2].Error.Code != -32090 || !strings.Contains(tr.Steps[2].Error.Message, "etdi check") {
 		t.Fatalf("steps: %s", tr.raw)
 	}
-	var review, approveCmd string
+	var review string
 	for _, n := range tr.Notifications {
 		var msg struct {
 			Level, Logger string
@@ -125,11 +126,17 @@ func TestAttackRunRefusedNPMUpdateTellsHost(t *testing.T) {
 		}
 		json.Unmarshal(n.Params, &msg)
 		if n.Method == "notifications/message" && msg.Level == "warning" && msg.Logger == "etdi" {
-			review, approveCmd = msg.Data.Review, msg.Data.Approve
+			review = msg.Data.Review
+			if msg.Data.Approve != "" {
+				t.Fatalf("the host was handed a command that approves without asking: %s", msg.Data.Approve)
+			}
 		}
 	}
-	if review == "" || approveCmd == "" || strings.Contains(review, "COMMAND") || !strings.Contains(*tr.Initialize.Instructions, review) {
+	if review == "" || strings.Contains(review, "COMMAND") || !strings.Contains(*tr.Initialize.Instructions, review) {
 		t.Fatalf("no warning with the review command: %s", tr.raw)
+	}
+	if strings.Contains(tr.raw, "pin approve") {
+		t.Fatalf("the host was handed etdi pin approve: %s", tr.raw)
 	}
 	if tr.ServerExit == nil || tr.ServerExit.Code == nil || *tr.ServerExit.Code != 11 {
 		t.Fatalf("etdi run's exit: %s", tr.raw)
@@ -137,8 +144,10 @@ func TestAttackRunRefusedNPMUpdateTellsHost(t *testing.T) {
 	if _, err := os.Stat(marker); err == nil {
 		t.Fatal("the changed server was started")
 	}
-	// Pasted into another directory: the review shows the rug pull (no
-	// terminal to approve on), the approval lets the new version through.
+	// Pasted into another directory: the review shows the update (no
+	// terminal to approve on). Once the person lets updates be asked
+	// about, the same command with --yes approves it, and the next session
+	// starts the new version.
 	sh := func(command string) result {
 		c := exec.Command("sh", "-c", command)
 		c.Dir = t.TempDir()
@@ -155,14 +164,17 @@ func TestAttackRunRefusedNPMUpdateTellsHost(t *testing.T) {
 	if r := sh(strings.Replace(review, " --approve", "", 1)); r.code != 11 || !strings.Contains(r.stdout, "2026.9.30") {
 		t.Fatalf("the review command %q: %d\n%s", review, r.code, r.stdout)
 	}
-	if r := sh(approveCmd); r.code != 0 {
-		t.Fatalf("the approval command %q: %d\n%s", approveCmd, r.code, r.stdout)
+	p.ok("trust", "unsigned", "--policy", "trust.json", "warn", "--on-update", "ask")
+	if r := sh(strings.Replace(review, " --approve", " --yes", 1)); r.code != 0 {
+		t.Fatalf("the review command with --yes: %d\n%s", r.code, r.stdout)
 	}
-	// The tools approved by name are no longer refused for what serves
-	// them.
 	tr = p2.host([]string{"HOME=" + p.dir}, `[{"op":"listTools"}]`, nil, gate...)
-	if strings.Contains(tr.Stderr, "rug_pull: tool ") {
-		t.Fatalf("after the approval command: %s", tr.Stderr)
+	json.Unmarshal(tr.Initialize.ServerInfo, &info)
+	if info.Name == "etdi" || len(tr.Steps) != 1 || len(tr.Steps[0].names(t)) == 0 || strings.Contains(tr.Stderr, "server_updated") {
+		t.Fatalf("after the approval: %s", tr.raw)
+	}
+	if _, err := os.Stat(marker); err != nil {
+		t.Fatalf("the approved new version was not started: %v", err)
 	}
 }
 
@@ -257,11 +269,12 @@ func TestRunExitCodesDocumented(t *testing.T) {
 	}
 }
 
-// With --listen, a replaced program is not started for any session: each
-// host session is answered by etdi, and etdi exits 11 when interrupted.
+// With --listen, a replaced program (under a trust policy that blocks
+// updates of unsigned servers) is not started for any session: each host
+// session is answered by etdi, and etdi exits 11 when interrupted.
 func TestAttackListenRefusedReplacedProgram(t *testing.T) {
 	p := newPinEnv(t)
-	p.ok("trust", "unsigned", "--policy", "trust.json", "warn")
+	p.ok("trust", "unsigned", "--policy", "trust.json", "warn", "--on-update", "block")
 	bin := buildWeather(t, p.dir, "weather", "")
 	other := buildWeather(t, p.dir, "weather-next", "next")
 	run := filepath.Join(p.dir, "bin", "weather")
