@@ -173,6 +173,35 @@ func TestApproveScopesEdited(t *testing.T) {
 	}
 }
 
+// The audit of the database finds scopes edited outside etdi (added, to
+// meet a rule that permits them) as the comparison does: its replay of
+// the history compares the scopes too.
+func TestAuditFindsEditedScopes(t *testing.T) {
+	s := openTestStore(t, Options{})
+	o := filesObs(t, writeDef)
+	if _, _, err := s.Approve(o, ApproveOptions{By: "x", Scopes: map[string][]string{"read_file": {"files:read"}}}); err != nil {
+		t.Fatal(err)
+	}
+	srv := UnsignedServerKey("files")
+	s = edit(t, s, func(tx *bolt.Tx) {
+		p := rawPin(t, tx, srv, "write_file")
+		p.Scopes = []string{"files:read"}
+		putJSON(t, tx.Bucket(bPins), pinKey(srv, "write_file"), p)
+	})
+	for _, audit := range []func() ([]Disagreement, error){
+		s.VerifyPins,
+		func() ([]Disagreement, error) { _, d, err := s.Audit(); return d, err },
+	} {
+		dis, err := audit()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(dis) != 1 || !strings.Contains(dis[0].Msg, "scopes") {
+			t.Fatalf("edited scopes not found: %v", dis)
+		}
+	}
+}
+
 // The same server under a second name, covered by the approval of the
 // first (SPEC.md §14.2), has the scopes that approval gave.
 func TestApproveScopesShared(t *testing.T) {
