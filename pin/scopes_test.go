@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -262,6 +263,52 @@ func TestApproveScopesNotToSigned(t *testing.T) {
 	a := mustApprove(t, s, signed, "write_file")
 	if len(a) != 1 || len(a[0].Pin.Scopes) != 0 || a[0].ScopesKept {
 		t.Fatalf("%+v", a)
+	}
+	auditClean(t, s)
+}
+
+// Approving an unsigned server's update (a new package version serving
+// the approved definitions) keeps the scopes its tools were given, and
+// records them: the store stays consistent with its history, and the
+// tools keep the scopes the rules read.
+func TestApproveUpdateKeepsScopes(t *testing.T) {
+	s := openTemp(t)
+	if _, _, err := s.Approve(memory(t, memV1, "", false), ApproveOptions{By: "x", Scopes: map[string][]string{"read_graph": {"memory:read"}}}); err != nil {
+		t.Fatal(err)
+	}
+	a, r, err := s.Approve(memory(t, memV2, UpdateAsk, false), ApproveOptions{By: "x"})
+	if err != nil || len(a) != 3 || len(r) != 0 {
+		t.Fatalf("update: %+v %+v %v", a, r, err)
+	}
+	c, err := s.Compare(memory(t, memV2, "", false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := slices.IndexFunc(c.Tools, func(st ToolState) bool { return st.Name == "read_graph" })
+	if i < 0 || c.Tools[i].Status != "ok" || !slices.Equal(c.Tools[i].Scopes, []string{"memory:read"}) {
+		t.Fatalf("after the update: %+v", c.Tools)
+	}
+	if rec := lastRecordOf(t, s, "read_graph"); !slices.Equal(rec.Scopes, []string{"memory:read"}) {
+		t.Fatalf("the update record has scopes %v", rec.Scopes)
+	}
+	auditClean(t, s)
+}
+
+// Recording what serves a scoped tool approved without it keeps and
+// records its scopes too.
+func TestRecordServedKeepsScopes(t *testing.T) {
+	s := openTemp(t)
+	if _, _, err := s.Approve(memory(t, "", "", false), ApproveOptions{By: "x", Scopes: map[string][]string{"read_graph": {"memory:read"}}}); err != nil {
+		t.Fatal(err)
+	}
+	if a, err := s.RecordServed(memory(t, memV1, "", false), "x", time.Time{}); err != nil || len(a) != 3 {
+		t.Fatalf("record served: %+v %v", a, err)
+	}
+	if rec := lastRecordOf(t, s, "read_graph"); rec.Served != memV1 || !slices.Equal(rec.Scopes, []string{"memory:read"}) {
+		t.Fatalf("the record: %+v", rec)
+	}
+	if _, err := s.Compare(memory(t, memV1, "", false)); err != nil {
+		t.Fatal(err)
 	}
 	auditClean(t, s)
 }
