@@ -95,6 +95,11 @@ the server does not offer, is an error and approves nothing.`,
 				if len(tools) > 0 || replace || acceptInstructions {
 					return usagef("--config auto approves through etdi review, item by item; --tool, --replace and --accept-instructions name one server's items: add --name ENTRY")
 				}
+				if len(scopeFlags) > 0 || scopesFile != "" {
+					// etdi review gives no scopes: approving without them
+					// would leave every rule that reads them unmet.
+					return usagef("--scope and --scopes give scopes at one server's approval: add --name ENTRY (etdi review, which --config auto runs, gives none)")
+				}
 				return e.runReview(&sf, &pf, reviewOptions{asJSON: asJSON, interactive: !asJSON && e.stdinIsTerminal()})
 			}
 			r, err := e.observeOne(&sf, &pf, args, cmd.ArgsLenAtDash())

@@ -189,3 +189,18 @@ func TestScopesChangedDefinition(t *testing.T) {
 		t.Fatalf("policy test: %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 }
+
+// pin approve --config auto approves through etdi review, which gives no
+// scopes: --scope and --scopes are refused there rather than dropped, so
+// that no tool is approved without the scopes the person gave it.
+func TestScopesNotDroppedByReview(t *testing.T) {
+	p := newPinEnv(t)
+	p.ok("trust", "unsigned", "--policy", "trust.json", "warn")
+	p.write("scopes.json", `{"etdiScopes":1,"tools":{"files/write_file":["files:write"]}}`)
+	for _, extra := range [][]string{{"--scope", "files:write"}, {"--scopes", "scopes.json"}} {
+		r := p.run(append([]string{"pin", "approve", "--trust", "trust.json", "--pins", "pins.db", "--config", "auto"}, extra...)...)
+		if r.code != exitUsage || !strings.Contains(r.stderr, "--scope") || !strings.Contains(r.stderr, "--name") {
+			t.Errorf("%v: exit %d\n%s%s", extra, r.code, r.stdout, r.stderr)
+		}
+	}
+}
