@@ -233,6 +233,14 @@ the server does not offer, is an error and approves nothing.`,
 	return cmd
 }
 
+// approvedLine is the line check --yes, check --approve and etdi review
+// print of one approval: what was approved, the scopes it gave or kept
+// (SPEC.md §14.3) and what serves it.
+func approvedLine(a pin.Approval) string {
+	return fmt.Sprintf("approved %s/%s %s%s%s", a.Pin.Server, toolLabel(pin.ToolState{Item: a.Pin.Item, Name: a.Pin.Tool, Version: a.Pin.Version}),
+		a.Pin.Digest, scopesText(a), servedText(a))
+}
+
 // scopesText describes the scopes an approval gave an unsigned tool.
 func scopesText(a pin.Approval) string {
 	switch {

@@ -1,12 +1,16 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/etdi-dev/etdi/internal/colour"
+	"github.com/etdi-dev/etdi/pin"
 )
 
 // etdiPath runs etdi in p's directory with PATH (for node).
@@ -202,5 +206,23 @@ func TestScopesNotDroppedByReview(t *testing.T) {
 		if r.code != exitUsage || !strings.Contains(r.stderr, "--scope") || !strings.Contains(r.stderr, "--name") {
 			t.Errorf("%v: exit %d\n%s%s", extra, r.code, r.stdout, r.stderr)
 		}
+	}
+}
+
+// An approval made by check --approve or etdi review says the scopes it
+// gave or kept, as pin approve does: a changed definition approved
+// there keeps the scopes of the one approved before (SPEC.md §14.3), and
+// a permit rule that reads them keeps matching it.
+func TestScopesKeptShownByEveryApproval(t *testing.T) {
+	a := pin.Approval{Pin: pin.Pin{Server: "unsigned:files", Tool: "read_file", Digest: "sha256:" + strings.Repeat("a", 64),
+		Signer: pin.Unsigned, Scopes: []string{"files:read"}}, Kind: "rug_pull", ScopesKept: true}
+	want := "scopes: files:read (kept from the definition approved before)"
+	var b bytes.Buffer
+	printCheck(&b, &checkReport{Target: "files", Server: "unsigned:files", Approved: []pin.Approval{a}}, colour.New(false))
+	if !strings.Contains(b.String(), want) {
+		t.Errorf("check --approve:\n%s", b.String())
+	}
+	if got := approvedLine(a); !strings.Contains(got, want) {
+		t.Errorf("review: %s", got)
 	}
 }
