@@ -312,3 +312,27 @@ func TestRecordServedKeepsScopes(t *testing.T) {
 	}
 	auditClean(t, s)
 }
+
+// Scopes are given to tools alone: a server offering a tool named
+// "prompt:x" beside a prompt x cannot have the scopes given to the tool
+// land on the prompt (and the tool left unapproved).
+func TestApproveScopesToolNotItemOfSameRef(t *testing.T) {
+	s := openTemp(t)
+	pr := tool(t, "x", "", `{"name":"x","description":"a prompt"}`, Unsigned)
+	pr.Item = ItemPrompt
+	o := &Observation{Server: UnsignedServerKey("c"), Name: "c", Tools: []Observed{
+		pr, tool(t, "prompt:x", "", `{"name":"prompt:x","description":"a tool"}`, Unsigned)}}
+	a, _, err := s.Approve(o, ApproveOptions{By: "x", Scopes: map[string][]string{"prompt:x": {"files:read"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ap := range a {
+		if ap.Pin.Item != ItemTool && len(ap.Pin.Scopes) > 0 {
+			t.Fatalf("the prompt got the tool's scopes: %+v", ap.Pin)
+		}
+	}
+	if p, err := s.Get(UnsignedServerKey("c"), "prompt:x"); err != nil || (p != nil && !slices.Equal(p.Scopes, []string{"files:read"})) {
+		t.Fatalf("the tool: %+v %v", p, err)
+	}
+	auditClean(t, s)
+}
