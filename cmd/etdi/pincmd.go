@@ -146,6 +146,12 @@ the server does not offer, is an error and approves nothing.`,
 				return e.guardError(err)
 			}
 			approved, refused := res.Approved, res.Refused
+			if len(scopeFlags) > 0 && len(tools) == 0 && len(approved) == 0 && len(refused) == 0 {
+				// Without --tool, --scope goes to what this approval
+				// approves: nothing, so no tool has the scopes asked for.
+				return usagef("--scope without --tool gives scopes to the tools this approval approves, and every tool of %s matches its pin already: "+
+					"no scope was given; name the tools, e.g. --tool NAME --scope %s", termtext.Escape(r.Server), termtext.ShellQuote(scopeFlags[0]))
+			}
 			code := res.ExitCode()
 			// What the policies decide with the scopes just approved.
 			after := r

@@ -226,3 +226,20 @@ func TestScopesKeptShownByEveryApproval(t *testing.T) {
 		t.Errorf("review: %s", got)
 	}
 }
+
+// --scope without --tool on a server whose tools all match their pins
+// gives nothing: said, exit 2, rather than "nothing to approve" and exit
+// 0 as if the scopes had been given.
+func TestScopesWithNothingApprovedSaid(t *testing.T) {
+	p := newPinEnv(t)
+	p.ok("trust", "unsigned", "--policy", "trust.json", "warn")
+	args := []string{"pin", "approve", "--trust", "trust.json", "--pins", "pins.db", "--name", "files", "--tools", "live-ok.json"}
+	p.ok(args...)
+	r := p.run(append(args, "--scope", "files:write")...)
+	if r.code != exitUsage || !strings.Contains(r.stderr, "no scope was given") || !strings.Contains(r.stderr, "--tool NAME --scope files:write") {
+		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if r := p.ok(append(args, "--tool", "get_weather", "--scope", "files:write")...); !strings.Contains(r.stdout, "gave new scopes to unsigned:files/get_weather") {
+		t.Fatalf("%s", r.stdout)
+	}
+}
