@@ -1186,3 +1186,36 @@ func TestRegressionRevokedToldWithoutApprove(t *testing.T) {
 		t.Fatalf("the host was not told: %q", a.aside)
 	}
 }
+
+// A revocation's reason is free text (a lockfile brings it from a
+// repository): what the host is told of a revoked tool, in the notice of
+// the listing and the refusal of a call, has its terminal controls
+// escaped, as every text etdi prints.
+func TestRegressionRevokedReasonEscapedForHost(t *testing.T) {
+	opts := atkOptions(t)
+	opts.Review = "etdi check"
+	if err := withPins(opts.Options, false, func(s *pin.Store) error {
+		return s.Revoke(pin.Revocation{Server: "unsigned:atk", Tool: "get_weather", By: "tester", Reason: "gone\x1b]8;;https://evil.example\x07 click\x1b[2J"})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	a := startAtk(t, opts, cleanHandler)
+	a.init(t)
+	a.ask(t, "tools/list", `{}`, 5*time.Second)
+	ans := a.ask(t, "tools/call", `{"name":"get_weather","arguments":{}}`, 5*time.Second)
+	a.ask(t, "ping", `{}`, 5*time.Second)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	told := false
+	for _, m := range append([]string{ans}, a.aside...) {
+		if strings.Contains(m, "get_weather") && strings.Contains(m, "gone") {
+			told = true
+			if strings.Contains(m, `\u001b`) || strings.Contains(m, `\u0007`) || strings.Contains(m, "\x1b") {
+				t.Errorf("a terminal control reached the host: %s", m)
+			}
+		}
+	}
+	if !told {
+		t.Fatalf("the reason was not told: %s %q", ans, a.aside)
+	}
+}

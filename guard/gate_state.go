@@ -1059,7 +1059,7 @@ func (g *Gate) refuseCallCode(code int, m *mcpclient.Message, item, name, digest
 	}
 	g.logf("blocked %s of %s %q: %s: %s (review: %s)", m.Method, what, clipText(name), why.kind, why.message, review)
 	detail := map[string]any{"etdi": "blocked", "kind": why.kind, "server": g.st.server,
-		what: g.mask(clipText(g.secrets.String(name))), "review": g.mask(review), "message": g.mask(why.message)}
+		what: g.mask(clipText(g.secrets.String(name))), "review": g.mask(review), "message": termtext.Escape(g.mask(why.message))}
 	if po.decision != "" && (why.kind == PolicyForbid || why.kind == PolicyAsk) {
 		detail["policies"] = po.policies
 		if po.answer != "" {
@@ -1071,13 +1071,13 @@ func (g *Gate) refuseCallCode(code int, m *mcpclient.Message, item, name, digest
 	case code != BlockedCode && item == itemResource:
 		// MCP's shape: the URI in data, beside etdi's reason.
 		detail["uri"] = g.mask(clipText(g.secrets.String(name)))
-		msg = fmt.Sprintf("Resource not found: %s (etdi: %s; review it with: %s)", name, why.message, review)
+		msg = fmt.Sprintf("Resource not found: %s (etdi: %s; review it with: %s)", name, termtext.Escape(why.message), review)
 	case code != BlockedCode:
 		what := what
 		if item == itemTemplate {
 			what = "resource template"
 		}
-		msg = fmt.Sprintf("Unknown %s: %s (etdi: %s; review it with: %s)", what, name, why.message, review)
+		msg = fmt.Sprintf("Unknown %s: %s (etdi: %s; review it with: %s)", what, name, termtext.Escape(why.message), review)
 	}
 	data, _ := json.Marshal(detail)
 	g.toHost.send(g.errorTo(m.ID, code, msg, data))
@@ -1110,7 +1110,9 @@ func (g *Gate) tellBlocked() {
 	for i, r := range g.st.toTell {
 		g.logf("withheld %s %q: %s: %s", pin.ItemWord(r.item), clipText(r.name), r.kind, r.message)
 		if i < maxTold { // a listing of thousands is told by count beyond these
-			es = append(es, entry{r.item, g.mask(clipText(g.secrets.String(r.name))), r.kind, g.mask(r.message)})
+			// The message may quote free text (a revocation's reason):
+			// escaped, as the log and the refusal session escape it.
+			es = append(es, entry{r.item, g.mask(clipText(g.secrets.String(r.name))), r.kind, termtext.Escape(g.mask(r.message))})
 			names = append(names, pin.ItemRef(r.item, g.mask(clipText(g.secrets.String(r.name)))))
 		}
 	}
@@ -1148,7 +1150,7 @@ func (g *Gate) tellUpdated(r *Report) {
 		}
 		g.logf("%s", msg)
 		params, _ := json.Marshal(map[string]any{"level": "warning", "logger": EtdiLogger,
-			"data": map[string]any{"message": "etdi: " + msg, "server": g.st.server, "kind": string(verify.ServerUpdated),
+			"data": map[string]any{"message": "etdi: " + termtext.Escape(msg), "server": g.st.server, "kind": string(verify.ServerUpdated),
 				"pinnedServed": g.mask(f.PinnedServed), "served": g.mask(f.Served)}})
 		g.toHost.send(mcpclient.EncodeRequest(nil, "notifications/message", params))
 		return

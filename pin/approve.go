@@ -190,8 +190,12 @@ func (s *Store) Approve(o *Observation, opts ApproveOptions) ([]Approval, []Refu
 			if (len(named) > 0 && !named[ref]) || done[ref] {
 				continue
 			}
+			// Scopes go to tools alone: given is keyed by tool name, which
+			// a tool named "prompt:x" shares with the ref of prompt x.
+			ss, scoped := given[ref]
+			scoped = scoped && t.Item == ItemTool
 			if !needs {
-				if ss, ok := given[ref]; ok {
+				if scoped {
 					done[ref] = true
 					a, r, err := rescope(tx, info, o, t, ss, opts.By, now)
 					if err != nil {
@@ -237,7 +241,7 @@ func (s *Store) Approve(o *Observation, opts ApproveOptions) ([]Approval, []Refu
 				p.Permissions = []etdi.Permission{}
 			}
 			kept := false
-			if ss, ok := given[ref]; ok {
+			if scoped {
 				p.Scopes = ss
 			} else if all != nil && t.Item == ItemTool {
 				p.Scopes = all

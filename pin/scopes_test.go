@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -173,6 +174,35 @@ func TestApproveScopesEdited(t *testing.T) {
 	}
 }
 
+// The audit of the database finds scopes edited outside etdi (added, to
+// meet a rule that permits them) as the comparison does: its replay of
+// the history compares the scopes too.
+func TestAuditFindsEditedScopes(t *testing.T) {
+	s := openTestStore(t, Options{})
+	o := filesObs(t, writeDef)
+	if _, _, err := s.Approve(o, ApproveOptions{By: "x", Scopes: map[string][]string{"read_file": {"files:read"}}}); err != nil {
+		t.Fatal(err)
+	}
+	srv := UnsignedServerKey("files")
+	s = edit(t, s, func(tx *bolt.Tx) {
+		p := rawPin(t, tx, srv, "write_file")
+		p.Scopes = []string{"files:read"}
+		putJSON(t, tx.Bucket(bPins), pinKey(srv, "write_file"), p)
+	})
+	for _, audit := range []func() ([]Disagreement, error){
+		s.VerifyPins,
+		func() ([]Disagreement, error) { _, d, err := s.Audit(); return d, err },
+	} {
+		dis, err := audit()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(dis) != 1 || !strings.Contains(dis[0].Msg, "scopes") {
+			t.Fatalf("edited scopes not found: %v", dis)
+		}
+	}
+}
+
 // The same server under a second name, covered by the approval of the
 // first (SPEC.md §14.2), has the scopes that approval gave.
 func TestApproveScopesShared(t *testing.T) {
@@ -233,6 +263,76 @@ func TestApproveScopesNotToSigned(t *testing.T) {
 	a := mustApprove(t, s, signed, "write_file")
 	if len(a) != 1 || len(a[0].Pin.Scopes) != 0 || a[0].ScopesKept {
 		t.Fatalf("%+v", a)
+	}
+	auditClean(t, s)
+}
+
+// Approving an unsigned server's update (a new package version serving
+// the approved definitions) keeps the scopes its tools were given, and
+// records them: the store stays consistent with its history, and the
+// tools keep the scopes the rules read.
+func TestApproveUpdateKeepsScopes(t *testing.T) {
+	s := openTemp(t)
+	if _, _, err := s.Approve(memory(t, memV1, "", false), ApproveOptions{By: "x", Scopes: map[string][]string{"read_graph": {"memory:read"}}}); err != nil {
+		t.Fatal(err)
+	}
+	a, r, err := s.Approve(memory(t, memV2, UpdateAsk, false), ApproveOptions{By: "x"})
+	if err != nil || len(a) != 3 || len(r) != 0 {
+		t.Fatalf("update: %+v %+v %v", a, r, err)
+	}
+	c, err := s.Compare(memory(t, memV2, "", false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := slices.IndexFunc(c.Tools, func(st ToolState) bool { return st.Name == "read_graph" })
+	if i < 0 || c.Tools[i].Status != "ok" || !slices.Equal(c.Tools[i].Scopes, []string{"memory:read"}) {
+		t.Fatalf("after the update: %+v", c.Tools)
+	}
+	if rec := lastRecordOf(t, s, "read_graph"); !slices.Equal(rec.Scopes, []string{"memory:read"}) {
+		t.Fatalf("the update record has scopes %v", rec.Scopes)
+	}
+	auditClean(t, s)
+}
+
+// Recording what serves a scoped tool approved without it keeps and
+// records its scopes too.
+func TestRecordServedKeepsScopes(t *testing.T) {
+	s := openTemp(t)
+	if _, _, err := s.Approve(memory(t, "", "", false), ApproveOptions{By: "x", Scopes: map[string][]string{"read_graph": {"memory:read"}}}); err != nil {
+		t.Fatal(err)
+	}
+	if a, err := s.RecordServed(memory(t, memV1, "", false), "x", time.Time{}); err != nil || len(a) != 3 {
+		t.Fatalf("record served: %+v %v", a, err)
+	}
+	if rec := lastRecordOf(t, s, "read_graph"); rec.Served != memV1 || !slices.Equal(rec.Scopes, []string{"memory:read"}) {
+		t.Fatalf("the record: %+v", rec)
+	}
+	if _, err := s.Compare(memory(t, memV1, "", false)); err != nil {
+		t.Fatal(err)
+	}
+	auditClean(t, s)
+}
+
+// Scopes are given to tools alone: a server offering a tool named
+// "prompt:x" beside a prompt x cannot have the scopes given to the tool
+// land on the prompt (and the tool left unapproved).
+func TestApproveScopesToolNotItemOfSameRef(t *testing.T) {
+	s := openTemp(t)
+	pr := tool(t, "x", "", `{"name":"x","description":"a prompt"}`, Unsigned)
+	pr.Item = ItemPrompt
+	o := &Observation{Server: UnsignedServerKey("c"), Name: "c", Tools: []Observed{
+		pr, tool(t, "prompt:x", "", `{"name":"prompt:x","description":"a tool"}`, Unsigned)}}
+	a, _, err := s.Approve(o, ApproveOptions{By: "x", Scopes: map[string][]string{"prompt:x": {"files:read"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ap := range a {
+		if ap.Pin.Item != ItemTool && len(ap.Pin.Scopes) > 0 {
+			t.Fatalf("the prompt got the tool's scopes: %+v", ap.Pin)
+		}
+	}
+	if p, err := s.Get(UnsignedServerKey("c"), "prompt:x"); err != nil || (p != nil && !slices.Equal(p.Scopes, []string{"files:read"})) {
+		t.Fatalf("the tool: %+v %v", p, err)
 	}
 	auditClean(t, s)
 }

@@ -66,7 +66,7 @@ func (s *Store) RecordServed(o *Observation, by string, now time.Time) ([]Approv
 			p := *m
 			p.Served, p.ApprovedBy, p.ApprovedAt = o.Served, by, now
 			rec := Record{Type: RecordReapprove, Time: now, Server: o.Server, Tool: p.Tool, Item: p.Item, Version: p.Version,
-				Digest: p.Digest, Signer: &p.Signer, Kind: ServedRecorded, By: by, Permissions: p.Permissions, Served: p.Served,
+				Digest: p.Digest, Signer: &p.Signer, Kind: ServedRecorded, By: by, Permissions: p.Permissions, Scopes: p.Scopes, Served: p.Served,
 				Replaced: strings.TrimSpace(m.Version + " " + m.Digest), Variant: len(old.Variants) > 0}
 			if p.Binding, err = appendBound(tx, rec); err != nil {
 				return err
@@ -136,7 +136,7 @@ func approveUpdate(tx *kvTx, o *Observation, c *Comparison, info *ServerInfo, by
 		p.Variants = nil
 		p.Served, p.ApprovedBy, p.ApprovedAt = o.Served, by, now
 		rec := Record{Type: RecordReapprove, Time: now, Server: o.Server, Tool: p.Tool, Item: p.Item, Version: p.Version,
-			Digest: p.Digest, Signer: &p.Signer, Kind: string(verify.ServerUpdated), By: by, Permissions: p.Permissions, Served: p.Served,
+			Digest: p.Digest, Signer: &p.Signer, Kind: string(verify.ServerUpdated), By: by, Permissions: p.Permissions, Scopes: p.Scopes, Served: p.Served,
 			Replaced: strings.TrimSpace(m.Version + " " + m.Digest), Variant: len(old.Variants) > 0}
 		var err error
 		if p.Binding, err = appendBound(tx, rec); err != nil {

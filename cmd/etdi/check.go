@@ -580,7 +580,7 @@ func printCheck(w io.Writer, rep *checkReport, p colour.Painter) {
 	}
 	printFindingsFor(w, findings, rep.defs, rep.approve)
 	for _, a := range rep.Approved {
-		say(w, "approved %s/%s %s%s\n", a.Pin.Server, toolLabel(pin.ToolState{Item: a.Pin.Item, Name: a.Pin.Tool, Version: a.Pin.Version}), a.Pin.Digest, servedText(a))
+		say(w, "%s\n", approvedLine(a))
 	}
 	if rep.InstructionsRecorded != nil {
 		say(w, "recorded the instructions of %s as approved:\n", rep.Server)

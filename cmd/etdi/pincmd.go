@@ -95,6 +95,11 @@ the server does not offer, is an error and approves nothing.`,
 				if len(tools) > 0 || replace || acceptInstructions {
 					return usagef("--config auto approves through etdi review, item by item; --tool, --replace and --accept-instructions name one server's items: add --name ENTRY")
 				}
+				if len(scopeFlags) > 0 || scopesFile != "" {
+					// etdi review gives no scopes: approving without them
+					// would leave every rule that reads them unmet.
+					return usagef("--scope and --scopes give scopes at one server's approval: add --name ENTRY (etdi review, which --config auto runs, gives none)")
+				}
 				return e.runReview(&sf, &pf, reviewOptions{asJSON: asJSON, interactive: !asJSON && e.stdinIsTerminal()})
 			}
 			r, err := e.observeOne(&sf, &pf, args, cmd.ArgsLenAtDash())
@@ -141,6 +146,12 @@ the server does not offer, is an error and approves nothing.`,
 				return e.guardError(err)
 			}
 			approved, refused := res.Approved, res.Refused
+			if len(scopeFlags) > 0 && len(tools) == 0 && len(approved) == 0 && len(refused) == 0 {
+				// Without --tool, --scope goes to what this approval
+				// approves: nothing, so no tool has the scopes asked for.
+				return usagef("--scope without --tool gives scopes to the tools this approval approves, and every tool of %s matches its pin already: "+
+					"no scope was given; name the tools, e.g. --tool NAME --scope %s", termtext.Escape(r.Server), termtext.ShellQuote(scopeFlags[0]))
+			}
 			code := res.ExitCode()
 			// What the policies decide with the scopes just approved.
 			after := r
@@ -226,6 +237,14 @@ the server does not offer, is an error and approves nothing.`,
 	cmd.Flags().StringArrayVar(&scopeFlags, "scope", nil, "give unsigned tools this permission scope, for call-time policies (repeatable): the tools named with --tool, or every tool approved")
 	cmd.Flags().StringVar(&scopesFile, "scopes", "", `give unsigned tools the scopes a reviewed overlay file lists for them ({"etdiScopes": 1, "tools": {"SERVER/TOOL": ["SCOPE", ...]}})`)
 	return cmd
+}
+
+// approvedLine is the line check --yes, check --approve and etdi review
+// print of one approval: what was approved, the scopes it gave or kept
+// (SPEC.md §14.3) and what serves it.
+func approvedLine(a pin.Approval) string {
+	return fmt.Sprintf("approved %s/%s %s%s%s", a.Pin.Server, toolLabel(pin.ToolState{Item: a.Pin.Item, Name: a.Pin.Tool, Version: a.Pin.Version}),
+		a.Pin.Digest, scopesText(a), servedText(a))
 }
 
 // scopesText describes the scopes an approval gave an unsigned tool.

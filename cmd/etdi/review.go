@@ -320,7 +320,7 @@ func (e *env) applyReview(rv *reviewed, items, accepted []guard.ReviewItem, o re
 		}
 		for _, p := range a.Result.Approved {
 			approved++
-			say(e.stdout, "approved %s/%s %s\n", p.Pin.Server, toolLabel(pin.ToolState{Item: p.Pin.Item, Name: p.Pin.Tool, Version: p.Pin.Version}), p.Pin.Digest)
+			say(e.stdout, "%s\n", approvedLine(p))
 		}
 		for _, r := range a.Result.Refused {
 			say(e.stdout, "NOT approved %s %s (%s): %s\n", rv.where(a.Report), r.Tool, r.Kind, r.Reason)

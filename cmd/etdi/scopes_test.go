@@ -1,12 +1,16 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/etdi-dev/etdi/internal/colour"
+	"github.com/etdi-dev/etdi/pin"
 )
 
 // etdiPath runs etdi in p's directory with PATH (for node).
@@ -187,5 +191,55 @@ func TestScopesChangedDefinition(t *testing.T) {
 	r = p.run("policy", "test", "--pins", "pins.db", "--cedar", "no-writes.cedar", "--tool", "unsigned:files/write_file", "--expect", "forbid")
 	if r.code != 0 || !strings.Contains(r.stdout, "forbid (no-writes)") {
 		t.Fatalf("policy test: %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}
+
+// pin approve --config auto approves through etdi review, which gives no
+// scopes: --scope and --scopes are refused there rather than dropped, so
+// that no tool is approved without the scopes the person gave it.
+func TestScopesNotDroppedByReview(t *testing.T) {
+	p := newPinEnv(t)
+	p.ok("trust", "unsigned", "--policy", "trust.json", "warn")
+	p.write("scopes.json", `{"etdiScopes":1,"tools":{"files/write_file":["files:write"]}}`)
+	for _, extra := range [][]string{{"--scope", "files:write"}, {"--scopes", "scopes.json"}} {
+		r := p.run(append([]string{"pin", "approve", "--trust", "trust.json", "--pins", "pins.db", "--config", "auto"}, extra...)...)
+		if r.code != exitUsage || !strings.Contains(r.stderr, "--scope") || !strings.Contains(r.stderr, "--name") {
+			t.Errorf("%v: exit %d\n%s%s", extra, r.code, r.stdout, r.stderr)
+		}
+	}
+}
+
+// An approval made by check --approve or etdi review says the scopes it
+// gave or kept, as pin approve does: a changed definition approved
+// there keeps the scopes of the one approved before (SPEC.md §14.3), and
+// a permit rule that reads them keeps matching it.
+func TestScopesKeptShownByEveryApproval(t *testing.T) {
+	a := pin.Approval{Pin: pin.Pin{Server: "unsigned:files", Tool: "read_file", Digest: "sha256:" + strings.Repeat("a", 64),
+		Signer: pin.Unsigned, Scopes: []string{"files:read"}}, Kind: "rug_pull", ScopesKept: true}
+	want := "scopes: files:read (kept from the definition approved before)"
+	var b bytes.Buffer
+	printCheck(&b, &checkReport{Target: "files", Server: "unsigned:files", Approved: []pin.Approval{a}}, colour.New(false))
+	if !strings.Contains(b.String(), want) {
+		t.Errorf("check --approve:\n%s", b.String())
+	}
+	if got := approvedLine(a); !strings.Contains(got, want) {
+		t.Errorf("review: %s", got)
+	}
+}
+
+// --scope without --tool on a server whose tools all match their pins
+// gives nothing: said, exit 2, rather than "nothing to approve" and exit
+// 0 as if the scopes had been given.
+func TestScopesWithNothingApprovedSaid(t *testing.T) {
+	p := newPinEnv(t)
+	p.ok("trust", "unsigned", "--policy", "trust.json", "warn")
+	args := []string{"pin", "approve", "--trust", "trust.json", "--pins", "pins.db", "--name", "files", "--tools", "live-ok.json"}
+	p.ok(args...)
+	r := p.run(append(args, "--scope", "files:write")...)
+	if r.code != exitUsage || !strings.Contains(r.stderr, "no scope was given") || !strings.Contains(r.stderr, "--tool NAME --scope files:write") {
+		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if r := p.ok(append(args, "--tool", "get_weather", "--scope", "files:write")...); !strings.Contains(r.stdout, "gave new scopes to unsigned:files/get_weather") {
+		t.Fatalf("%s", r.stdout)
 	}
 }

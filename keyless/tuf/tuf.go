@@ -173,7 +173,8 @@ func restrict(dir string) {
 }
 
 // fetcher downloads the repository's files, bounded, over the URL scheme
-// the mirror was checked for, following no redirect elsewhere.
+// the mirror was checked for, following redirects only to https (or, from
+// a loopback http mirror, to http on a loopback address).
 type fetcher struct {
 	ctx    context.Context
 	client *http.Client
@@ -192,8 +193,12 @@ func (f *fetcher) DownloadFile(rawURL string, maxLength int64, _ time.Duration) 
 		return nil, err
 	}
 	c := *f.client
+	https := strings.HasPrefix(f.mirror, "https:")
 	c.CheckRedirect = func(r *http.Request, via []*http.Request) error {
-		if !etdi.SecureURL(r.URL) || len(via) > 5 {
+		// An https mirror's files come over https: a redirect to plain
+		// http, even on a loopback address, would have etdi send requests
+		// to this machine's own services.
+		if !etdi.SecureURL(r.URL) || (https && r.URL.Scheme != "https") || len(via) > 5 {
 			return fmt.Errorf("redirect to %s refused", r.URL.Redacted())
 		}
 		return nil

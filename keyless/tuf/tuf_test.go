@@ -288,3 +288,44 @@ func TestFetchBoundsUnsizedResponses(t *testing.T) {
 		t.Fatalf("unsized timestamp: %v", err)
 	}
 }
+
+// downgrader serves the repository at https://tuf.test (through repo's
+// plain-http server) and answers its timestamp with a redirect to plain
+// http on a loopback address; it records every URL it is asked for.
+type downgrader struct {
+	repo string
+	urls []string
+}
+
+func (d *downgrader) RoundTrip(req *http.Request) (*http.Response, error) {
+	d.urls = append(d.urls, req.URL.String())
+	if req.URL.Scheme != "https" {
+		return nil, io.ErrUnexpectedEOF // never served
+	}
+	if strings.HasSuffix(req.URL.Path, "/timestamp.json") {
+		return &http.Response{StatusCode: http.StatusFound, Header: http.Header{"Location": {"http://127.0.0.1:2379/v3/kv/range"}},
+			Body: http.NoBody, Request: req}, nil
+	}
+	out := req.Clone(req.Context())
+	out.URL, _ = out.URL.Parse(d.repo + req.URL.Path)
+	out.Host = ""
+	return http.DefaultTransport.RoundTrip(out)
+}
+
+// An https mirror redirecting to plain http is not followed, on a
+// loopback address either: the files of an https mirror come over https,
+// and a mirror cannot make etdi send requests to this machine's own
+// services.
+func TestFetchRefusesRedirectToLoopbackHTTP(t *testing.T) {
+	repo := tuftest.New(t, sigstoretest.New(t).TrustedRoot(t))
+	d := &downgrader{repo: repo.URL}
+	_, err := Fetch(context.Background(), Options{Mirror: "https://tuf.test", Root: repo.Root, CacheDir: t.TempDir(), HTTPClient: &http.Client{Transport: d}})
+	if err == nil || !strings.Contains(err.Error(), "refused") {
+		t.Fatalf("redirect to loopback http: %v", err)
+	}
+	for _, u := range d.urls {
+		if strings.HasPrefix(u, "http://") {
+			t.Fatalf("the redirect was followed: %v", d.urls)
+		}
+	}
+}

@@ -93,6 +93,9 @@ type Pin struct {
 	Signer      pin.Signer
 	Provider    string
 	Permissions []etdi.Permission
+	// Scopes are the scopes the approver gave an unsigned tool
+	// (pin.Pin.Scopes), sorted, each once.
+	Scopes []string
 	// Sequence is the bundle sequence at approval (0 if unsigned).
 	Sequence uint64
 	// Served is what served the item at approval (pin.Pin.Served).
@@ -213,6 +216,13 @@ func (f *File) value(unsigned bool) (*etdi.Value, error) {
 			member("served", optStr(p.Served))}
 		if p.Sequence > 0 {
 			ms = append(ms, member("sequence", num(p.Sequence)))
+		}
+		if len(p.Scopes) > 0 {
+			scopes := &etdi.Value{Kind: etdi.Array}
+			for _, sc := range p.Scopes {
+				scopes.Elems = append(scopes.Elems, str(sc))
+			}
+			ms = append(ms, member("scopes", scopes))
 		}
 		pins.Elems = append(pins.Elems, object(compact(ms)...))
 	}
@@ -610,7 +620,7 @@ func parsePin(fd etdi.Field, servers map[string]*Server) (*Pin, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := o.Only("server", "item", "tool", "version", "digest", "signer", "provider", "permissions", "definition", "sequence", "served"); err != nil {
+	if err := o.Only("server", "item", "tool", "version", "digest", "signer", "provider", "permissions", "scopes", "definition", "sequence", "served"); err != nil {
 		return nil, err
 	}
 	var p Pin
@@ -662,6 +672,9 @@ func parsePin(fd etdi.Field, servers map[string]*Server) (*Pin, error) {
 			return nil, err
 		}
 	}
+	if p.Scopes, err = parseScopes(o.Field("scopes")); err != nil {
+		return nil, err
+	}
 	if p.Served, err = text(o, "served", false, maxText); err != nil {
 		return nil, err
 	}
@@ -673,6 +686,8 @@ func parsePin(fd etdi.Field, servers map[string]*Server) (*Pin, error) {
 		return nil, fd.Errorf("a signed tool has a version and an unsigned one has none")
 	case p.Signer == pin.Unsigned && len(p.Permissions) > 0:
 		return nil, o.Field("permissions").Errorf("an unsigned tool has no permissions")
+	case len(p.Scopes) > 0 && (p.Item != pin.ItemTool || p.Signer != pin.Unsigned):
+		return nil, o.Field("scopes").Errorf("only an unsigned tool has scopes given at approval")
 	}
 	def := o.Field("definition")
 	if _, err := def.Object(); err != nil {
@@ -725,6 +740,35 @@ func parseSigner(fd etdi.Field) (pin.Signer, error) {
 		return s, o.Field("id").Errorf("an unsigned signer has no id")
 	}
 	return s, nil
+}
+
+// parseScopes parses the scopes given to an unsigned tool at approval:
+// absent, or an array of valid scopes, sorted and each once, as pin
+// approval records them.
+func parseScopes(fd etdi.Field) ([]string, error) {
+	if fd.V == nil {
+		return nil, nil
+	}
+	a, err := fd.Array()
+	if err != nil {
+		return nil, err
+	}
+	var ss []string
+	for i := 0; i < a.Len(); i++ {
+		s, err := a.Elem(i).Str()
+		if err != nil {
+			return nil, err
+		}
+		ss = append(ss, s)
+	}
+	norm, err := pin.NormalizeScopes(ss)
+	if err != nil {
+		return nil, fd.Errorf("%v", err)
+	}
+	if len(norm) == 0 || !slices.Equal(norm, ss) {
+		return nil, fd.Errorf("the scopes are not a non-empty list, sorted, each once")
+	}
+	return norm, nil
 }
 
 func parsePermissions(fd etdi.Field) ([]etdi.Permission, error) {

@@ -69,7 +69,7 @@ func Export(s *pin.Store) (*File, error) {
 			return nil, fmt.Errorf("pin %s: definition: %w", p.Ref(), err)
 		}
 		f.Pins = append(f.Pins, Pin{Server: p.Server, Item: p.Item, Tool: p.Tool, Version: p.Version, Digest: p.Digest,
-			Signer: p.Signer, Provider: p.Provider, Permissions: p.Permissions, Sequence: p.Sequence, Served: p.Served, Definition: def})
+			Signer: p.Signer, Provider: p.Provider, Permissions: p.Permissions, Scopes: p.Scopes, Sequence: p.Sequence, Served: p.Served, Definition: def})
 		pinned[p.Server] = true
 	}
 	for _, info := range infos {
@@ -166,7 +166,7 @@ func (e *RefusedError) List() (string, []string) {
 }
 
 // describe is what a conflict shows of a pin.
-func describe(version, digest string, signer pin.Signer, perms []etdi.Permission, served string) string {
+func describe(version, digest string, signer pin.Signer, perms []etdi.Permission, given []string, served string) string {
 	s := strings.TrimSpace(version + " " + digest)
 	s += ", signer " + signer.String()
 	var scopes []string
@@ -174,6 +174,9 @@ func describe(version, digest string, signer pin.Signer, perms []etdi.Permission
 		scopes = append(scopes, q.Scope)
 	}
 	s += ", permissions [" + strings.Join(scopes, " ") + "]"
+	if len(given) > 0 {
+		s += ", scopes [" + strings.Join(given, " ") + "]"
+	}
 	if served != "" {
 		s += ", served by " + served
 	}
@@ -182,10 +185,12 @@ func describe(version, digest string, signer pin.Signer, perms []etdi.Permission
 
 // same reports whether the database's pin p approves what the lockfile's
 // l does: what a check compares (version, digest, signer, permissions,
-// what served it).
+// what served it) and the scopes given at approval (what the call-time
+// rules read).
 func same(p *pin.Pin, l *Pin) bool {
 	added, removed := etdi.PermissionDiff(p.Permissions, l.Permissions)
-	return p.Version == l.Version && p.Digest == l.Digest && p.Signer == l.Signer && len(added)+len(removed) == 0 && p.Served == l.Served
+	return p.Version == l.Version && p.Digest == l.Digest && p.Signer == l.Signer && len(added)+len(removed) == 0 && p.Served == l.Served &&
+		slices.Equal(p.Scopes, l.Scopes)
 }
 
 func sameInstructions(a, b *string) bool {
@@ -242,8 +247,8 @@ func Import(s *pin.Store, f *File, opts ImportOptions) (*Result, error) {
 			res.Unchanged++
 			continue
 		case !opts.Replace:
-			conflicts = append(conflicts, Conflict{Ref: l.Ref(), Pinned: describe(p.Version, p.Digest, p.Signer, p.Permissions, p.Served),
-				Locked: describe(l.Version, l.Digest, l.Signer, l.Permissions, l.Served)})
+			conflicts = append(conflicts, Conflict{Ref: l.Ref(), Pinned: describe(p.Version, p.Digest, p.Signer, p.Permissions, p.Scopes, p.Served),
+				Locked: describe(l.Version, l.Digest, l.Signer, l.Permissions, l.Scopes, l.Served)})
 			continue
 		}
 		todo[l.Server] = append(todo[l.Server], l)
@@ -361,9 +366,13 @@ func approve(s *pin.Store, f *File, srv *Server, sequence uint64, served string,
 	o := &pin.Observation{Server: srv.Key, Provider: srv.Provider, Name: srv.Name, Sequence: sequence, Served: served,
 		InstructionsKnown: srv.InstructionsKnown, Instructions: srv.Instructions}
 	var names []string
+	scopes := map[string][]string{} // each unsigned tool's, none included
 	for _, l := range batch {
 		names = append(names, pin.ItemRef(l.Item, l.Tool))
 		o.Tools = append(o.Tools, observed(l))
+		if l.Item == pin.ItemTool && l.Signer == pin.Unsigned {
+			scopes[l.Tool] = l.Scopes
+		}
 	}
 	if len(names) == 0 && !accept {
 		return nil
@@ -379,7 +388,7 @@ func approve(s *pin.Store, f *File, srv *Server, sequence uint64, served string,
 	}
 	// The lockfile's definition replaces the pin and every variant beside
 	// it: the lockfile says what is approved.
-	approved, refused, err := s.Approve(o, pin.ApproveOptions{Tools: names, By: opts.By, Now: opts.Now, AcceptInstructions: accept, Replace: true})
+	approved, refused, err := s.Approve(o, pin.ApproveOptions{Tools: names, By: opts.By, Now: opts.Now, AcceptInstructions: accept, Replace: true, Scopes: scopes})
 	if err != nil {
 		return fmt.Errorf("importing %s: %w", srv.Key, err)
 	}
