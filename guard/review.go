@@ -231,7 +231,8 @@ func fingerprint(f verify.Finding) string {
 // whose verification or whole server has an error that approving does
 // not resolve, has nothing pending: nothing of it can be approved. A
 // decision that several reports wait for alike (one server in several
-// hosts) is listed once.
+// hosts: the same findings, served by the same implementation) is listed
+// once.
 func Pending(reports []*Report) []ReviewItem {
 	var items []ReviewItem
 	seen := map[string]int{}
@@ -301,7 +302,14 @@ func Pending(reports []*Report) []ReviewItem {
 			if !asks || blocked {
 				continue // nothing to decide, or nothing approving resolves
 			}
-			key := it.Server + "\x01" + it.Ref + "\x01" + strings.Join(it.decided, "\x01")
+			// The same decision only when the same implementation serves
+			// it: an entry of the same name running another program is
+			// another decision, not "the same in" another host.
+			served := ""
+			if r.Observation != nil {
+				served = r.Observation.Served
+			}
+			key := it.Server + "\x01" + served + "\x01" + it.Ref + "\x01" + strings.Join(it.decided, "\x01")
 			if j, ok := seen[key]; ok {
 				items[j].Also = append(items[j].Also, i)
 				continue

@@ -341,3 +341,30 @@ func TestReviewBulkKindsApprovable(t *testing.T) {
 		}
 	}
 }
+
+// Two hosts' entries of one name whose programs differ are two
+// decisions, even with identical definitions: approving one must not be
+// shown as approving "the same" server in the other host, or the program
+// found first (another host's, a project's) becomes the approved
+// implementation of the one the person meant.
+func TestReviewSameNameOtherProgramNotOneDecision(t *testing.T) {
+	e := newReviewEnv(t)
+	mine := e.check("notes", revNotes, revSearch)
+	other := e.check("notes", revNotes, revSearch)
+	mine.Observation.Served = "file notes.mjs sha256:1111"
+	other.Observation.Served = "file notes.mjs sha256:2222"
+	items := Pending([]*Report{other, mine})
+	if len(items) != 4 {
+		t.Fatalf("pending: %s", refs(items))
+	}
+	for _, it := range items {
+		if len(it.Also) != 0 {
+			t.Fatalf("%s/%s of report %d is shown as the same decision as reports %v, served by another program", it.Server, it.Ref, it.Report, it.Also)
+		}
+	}
+	// Served alike: one decision.
+	other.Observation.Served = mine.Observation.Served
+	if items := Pending([]*Report{other, mine}); len(items) != 2 || !slices.Equal(items[0].Also, []int{1}) {
+		t.Fatalf("the same program in two hosts: %s", refs(items))
+	}
+}

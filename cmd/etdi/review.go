@@ -173,6 +173,9 @@ func (rv *reviewed) settle(applied []guard.Applied) {
 		rep.ExitCode = exitFor(rep.Findings)
 		if a.Result != nil {
 			rep.Approved = append(rep.Approved, a.Result.Approved...)
+			if text := recordedInstructions(a.After, a.Result); text != nil {
+				rep.InstructionsRecorded = text
+			}
 		}
 	}
 }
@@ -244,7 +247,7 @@ func itemText(it guard.ReviewItem) string {
 func (e *env) walkReview(in *bufio.Reader, rv *reviewed, items []guard.ReviewItem) ([]guard.ReviewItem, error) {
 	var accepted []guard.ReviewItem
 	all, eof := false, false
-	skipped := map[int]bool{}
+	skipped, shown := map[int]bool{}, map[int]bool{}
 	for k, it := range items {
 		if skipped[it.Report] || (eof && !(all && it.Bulk)) {
 			continue // skipped, or no answer can come: left pending
@@ -259,6 +262,16 @@ func (e *env) walkReview(in *bufio.Reader, rv *reviewed, items []guard.ReviewIte
 		}
 		defs := rv.reps[it.Report].defs
 		printFindingsWith(e.stderr, it.Findings, defs)
+		if it.Category == guard.CategoryNewServers && it.Report < len(rv.reports) && !shown[it.Report] {
+			r := rv.reports[it.Report]
+			if r != nil && r.Observation != nil && r.Comparison != nil {
+				// A new server's instructions are approved with it:
+				// shown, with any suspicious text, before anything of it
+				// is asked.
+				e.showInstructions(r.Observation, r.Comparison)
+			}
+			shown[it.Report] = true
+		}
 		if all && it.Bulk {
 			say(e.stderr, "approve: yes (all remaining)\n")
 			accepted = append(accepted, it)
@@ -321,6 +334,10 @@ func (e *env) applyReview(rv *reviewed, items, accepted []guard.ReviewItem, o re
 		for _, p := range a.Result.Approved {
 			approved++
 			say(e.stdout, "%s\n", approvedLine(p))
+		}
+		if text := rv.reps[a.Report].InstructionsRecorded; text != nil {
+			say(e.stdout, "recorded the instructions of %s as approved:\n", rv.reps[a.Report].Server)
+			sayBlock(e.stdout, "    ", *text)
 		}
 		for _, r := range a.Result.Refused {
 			say(e.stdout, "NOT approved %s %s (%s): %s\n", rv.where(a.Report), r.Tool, r.Kind, r.Reason)
