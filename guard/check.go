@@ -256,7 +256,7 @@ func Observe(ctx context.Context, l *Listing, opts Options) (*Report, error) {
 // server shows: its instructions, and its prompts, resources and resource
 // templates, pinned by digest (bundles sign tools only).
 func (r *Report) setObservation(obs *pin.Observation) {
-	obs.Served, obs.ServedVerified = r.opts.Origin.Served(), r.opts.Origin.Verified()
+	obs.Served, obs.ServedAt, obs.ServedVerified = r.opts.Origin.Served(), r.opts.Origin.ServedAt(), r.opts.Origin.Verified()
 	obs.OnUpdate, obs.InGate = string(r.opts.Policy.OnUpdate()), r.opts.inGate
 	if err := r.opts.Origin.Unresolved(); err != nil {
 		obs.Unresolved = err.Error()

@@ -108,6 +108,17 @@ func (o *Origin) Served() string {
 	return ""
 }
 
+// ServedAt is where the file Served names was found, for a file
+// artifact (whose Served names only its base name): pin.IsUpdate tells an
+// edit of the approved file from a file of the same name elsewhere by it.
+// Empty for any other artifact, a URL or an unresolved launch.
+func (o *Origin) ServedAt() string {
+	if o == nil || o.res == nil || o.res.Artifact.Type != artifact.TypeFile {
+		return ""
+	}
+	return strings.TrimPrefix(o.res.From, "file ")
+}
+
 // Verified reports whether etdi established what the command runs
 // itself (pin.Observation.ServedVerified): a file it hashed, an image by
 // its digest or from the local image store, a package of npm's own npx
@@ -209,7 +220,7 @@ func CheckPinnedOrigin(o *Origin, opts Options) ([]verify.Finding, error) {
 			if p.ServedAccepts(now) { // any approved variant (SPEC.md §14.1)
 				continue
 			}
-			if was := updatedFrom(&p, server, now); was != "" {
+			if was := updatedFrom(&p, server, now, o.ServedAt()); was != "" {
 				updated = append(updated, pin.ItemRef(p.Item, p.Tool))
 				if !slices.Contains(from, was) {
 					from = append(from, was)
@@ -233,9 +244,9 @@ func CheckPinnedOrigin(o *Origin, opts Options) ([]verify.Finding, error) {
 
 // updatedFrom is what served one of p's approved definitions when what
 // the command runs now is an update of it (pin.IsUpdate), else "".
-func updatedFrom(p *pin.Pin, server, now string) string {
+func updatedFrom(p *pin.Pin, server, now, nowAt string) string {
 	for _, v := range p.All() {
-		if v.Served != "" && pin.IsUpdate(server, v.Served, now) {
+		if v.Served != "" && pin.IsUpdate(server, v.Served, v.ServedAt, now, nowAt) {
 			return v.Served
 		}
 	}

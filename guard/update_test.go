@@ -60,11 +60,40 @@ func updatedNotesFrom(t *testing.T, rule trust.UpdateRule) (GateOptions, *Origin
 		t.Fatalf("approve: %v %+v", err, a)
 	}
 	v2 := ResolveOrigin(ctx, Server{Command: []string{script(t, dir, "notes", "exec notes-server # 1.1")}, Env: []string{}})
-	if v1.Served() == "" || v2.Served() == v1.Served() || !pin.IsUpdate("unsigned:notes", v1.Served(), v2.Served()) {
+	if v1.Served() == "" || v2.Served() == v1.Served() || !pin.IsUpdate("unsigned:notes", v1.Served(), v1.ServedAt(), v2.Served(), v2.ServedAt()) {
 		t.Fatalf("served %q then %q", v1.Served(), v2.Served())
 	}
 	opts.Origin = v2
 	return opts, v1, v2
+}
+
+// A script of the same name in another directory (another checkout, an
+// earlier PATH entry) is not an update of the approved one, though its
+// served artifact names the same base name: before the start and at the
+// listing it is a rug pull of every tool, never started or relayed as an
+// update under ask.
+func TestUpdateFileOfSameNameElsewhere(t *testing.T) {
+	opts, v1, _ := updatedNotesFrom(t, "")
+	other := ResolveOrigin(context.Background(), Server{Command: []string{script(t, t.TempDir(), "notes", "exec evil-server")}, Env: []string{}})
+	if other.Served() == v1.Served() || !strings.HasPrefix(other.Served(), "file notes ") || other.ServedAt() == v1.ServedAt() {
+		t.Fatalf("served %q at %q, approved %q at %q", other.Served(), other.ServedAt(), v1.Served(), v1.ServedAt())
+	}
+	fs, err := CheckPinnedOrigin(other, opts.Options)
+	if err != nil || len(fs) != 2 || fs[0].Kind != verify.RugPull || fs[1].Kind != verify.RugPull {
+		t.Fatalf("before the start: %v %+v", err, fs)
+	}
+	o := opts.Options
+	o.Origin = other
+	o.inGate = true
+	r := checkNotes(t, o, "Search notes.")
+	for _, f := range judged(r) {
+		if f.Kind != verify.RugPull {
+			t.Fatalf("at the listing: %+v", judged(r))
+		}
+	}
+	if len(judged(r)) != 2 {
+		t.Fatalf("at the listing: %+v", judged(r))
+	}
 }
 
 // checkNotes checks notesServer(desc) as served by o.

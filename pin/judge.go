@@ -35,6 +35,11 @@ type Observation struct {
 	// its command runs or the endpoint it was reached at (ServedBy), empty
 	// when unknown. A pin approved with another is a rug pull.
 	Served string
+	// ServedAt is where the file Served names was found, for a file
+	// artifact (whose Served names only its base name); empty otherwise
+	// or when unknown. A pin records it, and a file of the same name
+	// elsewhere is then not an update of the one approved (IsUpdate).
+	ServedAt string
 	// ServedVerified says etdi established Served itself: the digest of
 	// a file it hashed, an image of the local store, a package of the
 	// runner's own cache; not a version and integrity a project's
@@ -821,14 +826,20 @@ func hasControl(s string) bool {
 }
 
 // IsUpdate reports whether an unsigned server whose approved definitions
-// were served by was, and are served by now, was updated rather than
-// replaced: both name an artifact exactly (ArtifactIdentity) of the same
-// type and name (the npm or PyPI package, the image, the file's path),
-// and they differ (another version or digest). Another package, another
-// file, an endpoint or an unresolved launch is not an update; a signed
-// server's artifacts are its bundle's to name (SPEC.md §4.1).
-func IsUpdate(server, was, now string) bool {
+// were served by was (found at wasAt), and are served by now (found at
+// nowAt), was updated rather than replaced: both name an artifact exactly
+// (ArtifactIdentity) of the same type and name (the npm or PyPI package,
+// the image, the file), and they differ (another version or digest). A
+// file artifact names only its base name: it is the same file only when
+// both were found at the same path (Pin.ServedAt), known on both sides.
+// Another package, another file (of the same name elsewhere, or where it
+// was is unknown), an endpoint or an unresolved launch is not an update;
+// a signed server's artifacts are its bundle's to name (SPEC.md §4.1).
+func IsUpdate(server, was, wasAt, now, nowAt string) bool {
 	if !strings.HasPrefix(server, "unsigned:") || was == now {
+		return false
+	}
+	if strings.HasPrefix(was, "file ") && (wasAt == "" || wasAt != nowAt) {
 		return false
 	}
 	a, ok := ArtifactIdentity(was)
@@ -864,7 +875,7 @@ func updatedVariant(p *Pin, o *Observation, t *Observed) *Pin {
 		return nil
 	}
 	for _, v := range p.All() {
-		if v.Served == "" || !IsUpdate(o.Server, v.Served, o.Served) {
+		if v.Served == "" || !IsUpdate(o.Server, v.Served, v.ServedAt, o.Served, o.ServedAt) {
 			continue
 		}
 		w := v
