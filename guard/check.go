@@ -263,7 +263,7 @@ func (r *Report) setObservation(obs *pin.Observation) {
 	}
 	if r.opts.Origin == nil && r.Listing != nil {
 		// A saved listing says what served it (bound to its entries).
-		obs.Served = r.Listing.Served
+		obs.Served, obs.ServedAt = r.Listing.Served, r.Listing.ServedAt
 	}
 	if l := r.Listing; l != nil {
 		if l.Live {

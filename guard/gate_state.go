@@ -573,7 +573,7 @@ func (g *Gate) savePending(l *Listing, items []string, withheld bool) {
 	}
 	// What served the listing is saved with it: approving from the file
 	// records it in the pins, as approving the live server would.
-	saved.Served = g.opts.Origin.Served()
+	saved.Served, saved.ServedAt = g.opts.Origin.Served(), g.opts.Origin.ServedAt()
 	write, err := saved.Saver()
 	if err == nil {
 		if err = os.MkdirAll(filepath.Dir(path), 0o700); err == nil {

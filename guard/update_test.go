@@ -1,9 +1,11 @@
 package guard
 
 import (
+	"bytes"
 	"context"
 	stdjson "encoding/json"
 	"errors"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -278,5 +280,48 @@ func TestGateUnsignedUpdate(t *testing.T) {
 			t.Fatalf("changed %v: no update notice: %q", changed, notices)
 		}
 		cs.Close()
+	}
+}
+
+// A listing the gate saved for review says where the file that served it
+// was, bound with what served it: approving from it records the path, so
+// that a later edit of that file is an update and a file of the same name
+// elsewhere is not; an edited path no longer matches the binding.
+func TestSavedListingRecordsServedAt(t *testing.T) {
+	ctx := context.Background()
+	opts := gateOptions(t)
+	dir := filepath.Dir(opts.Pins)
+	path := script(t, dir, "weather", "exec weather-server # 1.0")
+	opts.Origin = ResolveOrigin(ctx, Server{Command: []string{path}, Env: []string{}})
+	saved, _ := pendingOf(t, opts)
+	data, err := os.ReadFile(saved)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := ReadListing(data)
+	if err != nil || l.ServedAt != opts.Origin.ServedAt() || l.ServedAt == "" {
+		t.Fatalf("the saved listing: %v, at %q", err, l.ServedAt)
+	}
+	at, _ := stdjson.Marshal(l.ServedAt)
+	if _, err := ReadListing(bytes.Replace(data, at, []byte(`"/tmp/evil/weather"`), 1)); !errors.Is(err, ErrServedBinding) {
+		t.Fatalf("an edited path: %v", err)
+	}
+	review := opts.Options
+	review.Origin = nil
+	r, err := Check(ctx, l, review)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := Approve(ctx, r, ApproveOptions{})
+	if err != nil || len(a.Approved) != 1 || a.Approved[0].Pin.ServedAt != l.ServedAt {
+		t.Fatalf("approve: %v %+v", err, a)
+	}
+	edited := ResolveOrigin(ctx, Server{Command: []string{script(t, dir, "weather", "exec weather-server # 1.1")}, Env: []string{}})
+	if fs, err := CheckPinnedOrigin(edited, opts.Options); err != nil || len(fs) != 1 || fs[0].Kind != verify.ServerUpdated {
+		t.Fatalf("the approved file edited: %v %+v", err, fs)
+	}
+	elsewhere := ResolveOrigin(ctx, Server{Command: []string{script(t, t.TempDir(), "weather", "exec weather-server # 1.1")}, Env: []string{}})
+	if fs, err := CheckPinnedOrigin(elsewhere, opts.Options); err != nil || len(fs) != 1 || fs[0].Kind != verify.RugPull {
+		t.Fatalf("a file of the same name elsewhere: %v %+v", err, fs)
 	}
 }
