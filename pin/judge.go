@@ -829,7 +829,10 @@ func hasControl(s string) bool {
 // were served by was (found at wasAt), and are served by now (found at
 // nowAt), was updated rather than replaced: both name an artifact exactly
 // (ArtifactIdentity) of the same type and name (the npm or PyPI package,
-// the image, the file), and they differ (another version or digest). A
+// the image, the file), and they differ (another version or digest); an
+// npm or PyPI package's version must not be older (semantic versions),
+// and an npm package's must be another one (npm never serves one version
+// with two contents). A
 // file artifact names only its base name: it is the same file only when
 // both were found at the same path (Pin.ServedAt), known on both sides.
 // Another package, another file (of the same name elsewhere, or where it
@@ -847,10 +850,28 @@ func IsUpdate(server, was, wasAt, now, nowAt string) bool {
 		return false
 	}
 	b, ok := ArtifactIdentity(now)
-	if !ok {
+	if !ok || artifactName(a) != artifactName(b) {
 		return false
 	}
-	return artifactName(a) == artifactName(b)
+	if typ, _, _ := strings.Cut(a, " "); typ == "npm" || typ == "pypi" {
+		va, vb := artifactVersion(a), artifactVersion(b)
+		if typ == "npm" && va == vb {
+			// The registry never serves one version with two contents:
+			// another registry's or a tampered package of that name.
+			return false
+		}
+		if c, err := etdi.CompareVersions(vb, va); err == nil && c < 0 {
+			return false // an older version: a downgrade, not an update
+		}
+	}
+	return true
+}
+
+// artifactVersion is the version of an npm or PyPI artifact identity.
+func artifactVersion(id string) string {
+	_, rest, _ := strings.Cut(id, " ")
+	name, _, _ := strings.Cut(rest, " ")
+	return name[strings.LastIndexByte(name, '@')+1:]
 }
 
 // artifactName is the type and name of an artifact identity, without its

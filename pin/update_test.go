@@ -137,8 +137,9 @@ func TestApproveUnsignedUpdate(t *testing.T) {
 			t.Fatalf("pin %s served by %q", p.Tool, p.Served)
 		}
 	}
-	// The older version again is an update too: asked about, not passed.
-	expect(t, s, memory(t, memV1, "", false), "server_updated")
+	// The older version again is a downgrade, not an update: each tool
+	// is asked about on its own, never passed as an update.
+	expect(t, s, memory(t, memV1, "", false), "rug_pull", "rug_pull", "rug_pull")
 }
 
 // An update in which one definition changed: that tool is a rug pull
@@ -185,6 +186,13 @@ func TestUnsignedUpdateNotOtherwise(t *testing.T) {
 		{memV1, "npm @modelcontextprotocol/server-memory sha512-two", "", ""},
 		{"npm @modelcontextprotocol/server-memory sha512-one", memV2, "", ""},
 		{memV1, "npm @modelcontextprotocol/server-memory@1.1.0\x1b[2K sha512-two", "", ""},
+		// Another content under the approved version: another
+		// registry's package of that name, or a tampered one.
+		{memV1, "npm @modelcontextprotocol/server-memory@1.0.0 sha512-two", "", ""},
+		// An older version: a downgrade, not an update.
+		{memV2, memV1, "", ""},
+		{"npm x@2.0.0 sha512-a", "npm x@2.0.0-rc.1 sha512-b", "", ""},
+		{"pypi mcp-server-fetch@2.0.0 sha256:aa", "pypi mcp-server-fetch@1.9.9 sha256:bb", "", ""},
 	} {
 		if IsUpdate("unsigned:memory", c.was, c.wasAt, c.now, c.nowAt) {
 			t.Errorf("%q -> %q is an update", c.was, c.now)
@@ -194,6 +202,10 @@ func TestUnsignedUpdateNotOtherwise(t *testing.T) {
 		{memV1, memV2, ""},
 		{"file server.js sha256:aa", "file server.js sha256:bb", "/opt/notes/server.js"},
 		{"oci ghcr.io/acme/mem@v1 sha256:aa", "oci ghcr.io/acme/mem@v2 sha256:bb", ""},
+		// PyPI: another file of the same version (another wheel), and
+		// versions that are not semantic ones.
+		{"pypi mcp-server-fetch@1.0.0 sha256:aa", "pypi mcp-server-fetch@1.0.0 sha256:bb", ""},
+		{"pypi mcp-server-fetch@2024.1 sha256:aa", "pypi mcp-server-fetch@2025.3 sha256:bb", ""},
 	} {
 		if !IsUpdate("unsigned:memory", c.was, c.at, c.now, c.at) {
 			t.Errorf("%q -> %q is not an update", c.was, c.now)
@@ -353,5 +365,36 @@ func TestUnsignedUpdateFileElsewhere(t *testing.T) {
 				t.Fatal(err, bad)
 			}
 		})
+	}
+}
+
+// An older version of the approved package serving the same definitions
+// is not presented as an update: each tool is a rug pull naming both
+// artifacts, and the gate withholds them under ask.
+func TestUnsignedDowngradeNotUpdate(t *testing.T) {
+	s := openTemp(t)
+	mustApprove(t, s, memory(t, memV2, "", false))
+	o := memory(t, memV1, UpdateAsk, false)
+	o.InGate = true
+	cmp, err := s.Compare(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if updFinding(cmp, verify.ServerUpdated) != nil || len(cmp.Findings) != 3 {
+		t.Fatalf("findings %+v", cmp.Findings)
+	}
+	for _, f := range cmp.Findings {
+		if f.Kind != verify.RugPull || !strings.Contains(f.Message, memV1) || !strings.Contains(f.Message, memV2) {
+			t.Fatalf("finding %+v", f)
+		}
+	}
+	still, err := s.StillApproved(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range still {
+		if v != verify.RugPull {
+			t.Fatalf("%s: %q", k, v)
+		}
 	}
 }
