@@ -795,7 +795,7 @@ func compareNew(tx *kvTx, o *Observation, t *Observed, sameSkeleton []string, st
 	fs := []verify.Finding{f}
 	if len(collides) > 0 {
 		w := with(verify.NameCollision, verify.Warning, fmt.Sprintf("tool %s: the name %q is also approved on %s, another unsigned server; "+
-			"hosts keep each server's tools apart, and nothing in its definition names or imitates that tool: approve it as a new tool",
+			"hosts keep each server's tools apart, and nothing in its definition or its server's instructions names or imitates that tool: approve it as a new tool",
 			ref, t.Name, strings.Join(collides, ", ")))
 		w.Servers = collides
 		fs = append(fs, w)
