@@ -128,9 +128,19 @@ func (o *Origin) Verified() bool {
 	if o == nil || o.res == nil {
 		return false
 	}
+	// Each by its artifact's type: a lockfile's From ends with the
+	// directory it was found in, which may be named anything, " image
+	// inspect" too.
 	from := o.res.From
-	return strings.HasPrefix(from, "file ") || strings.HasPrefix(from, "npx cache ") || from == "image reference" ||
-		strings.HasSuffix(from, " image inspect")
+	switch o.res.Artifact.Type {
+	case artifact.TypeFile:
+		return strings.HasPrefix(from, "file ")
+	case artifact.TypeNPM:
+		return strings.HasPrefix(from, "npx cache ")
+	case artifact.TypeOCI:
+		return from == "image reference" || strings.HasSuffix(from, " image inspect")
+	}
+	return false
 }
 
 // verifyOrigin is the origin as package verify compares it.
