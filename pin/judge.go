@@ -831,8 +831,8 @@ func hasControl(s string) bool {
 // (ArtifactIdentity) of the same type and name (the npm or PyPI package,
 // the image, the file), and they differ (another version or digest); an
 // npm or PyPI package's version must not be older (semantic versions),
-// and an npm package's must be another one (npm never serves one version
-// with two contents). A
+// and an npm package's must be a semantic version of another precedence
+// (npm never serves one version with two contents). A
 // file artifact names only its base name: it is the same file only when
 // both were found at the same path (Pin.ServedAt), known on both sides.
 // Another package, another file (of the same name elsewhere, or where it
@@ -854,13 +854,15 @@ func IsUpdate(server, was, wasAt, now, nowAt string) bool {
 		return false
 	}
 	if typ, _, _ := strings.Cut(a, " "); typ == "npm" || typ == "pypi" {
-		va, vb := artifactVersion(a), artifactVersion(b)
-		if typ == "npm" && va == vb {
-			// The registry never serves one version with two contents:
-			// another registry's or a tampered package of that name.
+		c, err := etdi.CompareVersions(artifactVersion(b), artifactVersion(a))
+		if typ == "npm" && (err != nil || c == 0) {
+			// npm's versions are semantic ones, and the registry never
+			// serves one version (build metadata aside, which it drops)
+			// with two contents: another registry's or a tampered
+			// package of that name.
 			return false
 		}
-		if c, err := etdi.CompareVersions(vb, va); err == nil && c < 0 {
+		if err == nil && c < 0 {
 			return false // an older version: a downgrade, not an update
 		}
 	}

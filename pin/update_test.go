@@ -192,6 +192,8 @@ func TestUnsignedUpdateNotOtherwise(t *testing.T) {
 		// An older version: a downgrade, not an update.
 		{memV2, memV1, "", ""},
 		{"npm x@2.0.0 sha512-a", "npm x@2.0.0-rc.1 sha512-b", "", ""},
+		{"npm x@1.0.0 sha512-a", "npm x@1.0.0+evil sha512-b", "", ""},
+		{"npm x@1.0.0 sha512-a", "npm x@1.1 sha512-b", "", ""},
 		{"pypi mcp-server-fetch@2.0.0 sha256:aa", "pypi mcp-server-fetch@1.9.9 sha256:bb", "", ""},
 	} {
 		if IsUpdate("unsigned:memory", c.was, c.wasAt, c.now, c.nowAt) {
