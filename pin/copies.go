@@ -143,7 +143,7 @@ func sameArtifact(o *Observation, t *Observed, p *Pin) *Pin {
 		if v.Digest == t.Digest.String() {
 			return nil
 		}
-		if v.Served == id && v.Signer == Unsigned {
+		if sameServed(&v, o, id) && v.Signer == Unsigned {
 			found = &v
 		}
 	}

@@ -242,7 +242,7 @@ func sharedApproval(tx *kvTx, o *Observation, t *Observed, sc *shareCache) (stri
 			continue
 		}
 		v := matchingVariant(p, o, t)
-		if v == nil || v.Served != id || v.Signer != Unsigned {
+		if v == nil || !sameServed(v, o, id) || v.Signer != Unsigned {
 			continue
 		}
 		if sc.checked == nil {
@@ -266,6 +266,18 @@ func sharedApproval(tx *kvTx, o *Observation, t *Observed, sc *shareCache) (stri
 		return srv, nil
 	}
 	return "", nil
+}
+
+// sameServed reports whether the approved definition v was served by
+// the artifact id that serves o now: the same identity, and for a file
+// artifact (named by its base name) the same file, found at the same path
+// (Pin.ServedAt): a copy of a file elsewhere (a launcher script that runs
+// what sits beside it) is not the file approved.
+func sameServed(v *Pin, o *Observation, id string) bool {
+	if v.Served != id {
+		return false
+	}
+	return !strings.HasPrefix(id, "file ") || (v.ServedAt != "" && v.ServedAt == o.ServedAt)
 }
 
 // ServedAccepts reports whether what serves a server now (Observation
