@@ -26,6 +26,10 @@ func TestArtifactIdentity(t *testing.T) {
 		"":                                                                    false,
 		"exe x sha256:aa":                                                     false,
 		"file x sha256:aa\x1b[2J":                                             false,
+		// C1 controls and bidirectional overrides, as a saved listing's
+		// served may hold: what a terminal shows is not what it says.
+		"pypi mcp-server-time@2025.9.26\u009b2K sha256:aa": false,
+		"file server\u202e.py sha256:aa":                   false,
 	} {
 		if _, got := ArtifactIdentity(served); got != want {
 			t.Errorf("ArtifactIdentity(%q) = %v, want %v", served, got, want)

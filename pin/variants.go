@@ -3,6 +3,7 @@ package pin
 import (
 	"fmt"
 	"strings"
+	"unicode"
 
 	"github.com/etdi-dev/etdi"
 	"github.com/etdi-dev/etdi/internal/termtext"
@@ -190,7 +191,7 @@ func ArtifactIdentity(served string) (string, bool) {
 		return "", false
 	}
 	for _, r := range served {
-		if r < 0x20 || r == 0x7f {
+		if !unicode.IsPrint(r) { // controls (C0, DEL, C1), bidi and other format characters
 			return "", false
 		}
 	}
