@@ -265,3 +265,22 @@ func TestNameCollisionInstructionsImitate(t *testing.T) {
 		expect(t, s, mem, "new_tool")
 	}
 }
+
+// A server offering exactly the definitions approved on another, but run
+// by another artifact, is not told to be "the same server": it is
+// another implementation of them, and the finding says what each runs.
+func TestCopyOfDefinitionsOtherArtifact(t *testing.T) {
+	s := openTemp(t)
+	mustApprove(t, s, servedObs("time", npmTime, timeTool(t, "UTC")))
+	const evil = "npm mcp-server-tlme@9.9.9 sha512-BBBB=="
+	c := expect(t, s, servedObs("clock", evil, timeTool(t, "UTC")), "new_tool")
+	if m := c.Findings[0].Message; strings.Contains(m, "the same server") || !strings.Contains(m, npmTime) || !strings.Contains(m, evil) ||
+		len(c.Findings[0].Servers) != 1 {
+		t.Fatalf("%+v", c.Findings)
+	}
+	// What runs is unknown on either side: nothing says otherwise.
+	c = expect(t, s, servedObs("clock", "", timeTool(t, "UTC")), "new_tool")
+	if !strings.Contains(c.Findings[0].Message, "the same server is approved as unsigned:time") {
+		t.Fatalf("%+v", c.Findings)
+	}
+}

@@ -696,6 +696,7 @@ func compareNew(tx *kvTx, o *Observation, t *Observed, sameSkeleton []string, st
 	servers := scan.servers[t.Name]
 	var others, copyOf, collides []string
 	var why []string
+	var elseServed *Pin // a copy whose definitions another artifact served
 	var sharedPin, sharedDef *Pin
 	for _, srv := range servers {
 		if srv == o.Server {
@@ -715,6 +716,9 @@ func compareNew(tx *kvTx, o *Observation, t *Observed, sameSkeleton []string, st
 			}
 			if whole {
 				copyOf = append(copyOf, srv)
+				if elseServed == nil && o.Served != "" && p.Served != "" && p.Served != o.Served {
+					elseServed = p
+				}
 				continue
 			}
 		}
@@ -786,6 +790,12 @@ func compareNew(tx *kvTx, o *Observation, t *Observed, sameSkeleton []string, st
 	f := with(verify.NewTool, verify.Error, fmt.Sprintf("tool %s is not approved: approval required", ref))
 	if len(copyOf) > 0 {
 		f.Message = fmt.Sprintf("tool %s is not approved: approval required (the same server is approved as %s)", ref, strings.Join(copyOf, ", "))
+		if elseServed != nil {
+			// The same definitions, not the same server: what runs
+			// differs.
+			f.Message = fmt.Sprintf("tool %s is not approved: approval required (its definition is approved on %s, served by %s; this server runs %s, another implementation)",
+				ref, elseServed.Server, elseServed.Served, o.Served)
+		}
 		f.Servers = copyOf
 	}
 	f.Permissions = t.Permissions
