@@ -109,12 +109,18 @@ func (o *Origin) Served() string {
 }
 
 // ServedAt is where the file Served names was found, for a file
-// artifact (whose Served names only its base name): pin.IsUpdate tells an
-// edit of the approved file from a file of the same name elsewhere by it.
-// Empty for any other artifact, a URL or an unresolved launch.
+// artifact (whose Served names only its base name): the path the launch
+// names it by, before symbolic links are followed (a link a package
+// manager repoints at each version stays the same file). pin.IsUpdate
+// tells an edit of the approved file from a file of the same name
+// elsewhere by it. Empty for any other artifact, a URL or an unresolved
+// launch.
 func (o *Origin) ServedAt() string {
 	if o == nil || o.res == nil || o.res.Artifact.Type != artifact.TypeFile {
 		return ""
+	}
+	if o.res.Path != "" {
+		return o.res.Path
 	}
 	return strings.TrimPrefix(o.res.From, "file ")
 }

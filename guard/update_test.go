@@ -325,3 +325,47 @@ func TestSavedListingRecordsServedAt(t *testing.T) {
 		t.Fatalf("a file of the same name elsewhere: %v %+v", err, fs)
 	}
 }
+
+// A program named through a symbolic link that a package manager
+// repoints at each new version (bin/notes -> ../1.1/notes) stays the same
+// file: an update, not a rug pull; a program of that name reached
+// through another link elsewhere is not.
+func TestUpdateThroughRepointedLink(t *testing.T) {
+	ctx := context.Background()
+	opts := gateOptions(t)
+	opts.Name = "notes"
+	dir := filepath.Dir(opts.Pins)
+	for _, d := range []string{"1.0", "1.1", "bin", "other"} {
+		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	v1 := script(t, filepath.Join(dir, "1.0"), "notes", "exec notes-server # 1.0")
+	v2 := script(t, filepath.Join(dir, "1.1"), "notes", "exec notes-server # 1.1")
+	link := filepath.Join(dir, "bin", "notes")
+	if err := os.Symlink(v1, link); err != nil {
+		t.Fatal(err)
+	}
+	approve := opts.Options
+	approve.Origin = ResolveOrigin(ctx, Server{Command: []string{link}, Env: []string{}})
+	r := checkNotes(t, approve, "Search notes.")
+	if a, err := Approve(ctx, r, ApproveOptions{}); err != nil || len(a.Approved) != 2 || a.Approved[0].Pin.ServedAt != link {
+		t.Fatalf("approve: %v %+v", err, a)
+	}
+	os.Remove(link)
+	if err := os.Symlink(v2, link); err != nil {
+		t.Fatal(err)
+	}
+	now := ResolveOrigin(ctx, Server{Command: []string{link}, Env: []string{}})
+	if fs, err := CheckPinnedOrigin(now, opts.Options); err != nil || len(fs) != 1 || fs[0].Kind != verify.ServerUpdated {
+		t.Fatalf("the link repointed: %v %+v", err, fs)
+	}
+	other := filepath.Join(dir, "other", "notes")
+	if err := os.Symlink(v2, other); err != nil {
+		t.Fatal(err)
+	}
+	elsewhere := ResolveOrigin(ctx, Server{Command: []string{other}, Env: []string{}})
+	if fs, err := CheckPinnedOrigin(elsewhere, opts.Options); err != nil || len(fs) != 2 || fs[0].Kind != verify.RugPull {
+		t.Fatalf("another link: %v %+v", err, fs)
+	}
+}
