@@ -791,9 +791,9 @@ func compareNew(tx *kvTx, o *Observation, t *Observed, sameSkeleton []string, st
 	if len(copyOf) > 0 {
 		f.Message = fmt.Sprintf("tool %s is not approved: approval required (the same server is approved as %s)", ref, strings.Join(copyOf, ", "))
 		if elseServed != nil {
-			// The same definitions, not the same server: what runs
-			// differs.
-			f.Message = fmt.Sprintf("tool %s is not approved: approval required (its definition is approved on %s, served by %s; this server runs %s, another implementation)",
+			// The same definitions, not known to be the same server:
+			// what serves them differs.
+			f.Message = fmt.Sprintf("tool %s is not approved: approval required (the same definitions are approved on %s, served by %s; this server is served by %s)",
 				ref, elseServed.Server, elseServed.Served, o.Served)
 		}
 		f.Servers = copyOf
