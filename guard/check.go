@@ -256,14 +256,14 @@ func Observe(ctx context.Context, l *Listing, opts Options) (*Report, error) {
 // server shows: its instructions, and its prompts, resources and resource
 // templates, pinned by digest (bundles sign tools only).
 func (r *Report) setObservation(obs *pin.Observation) {
-	obs.Served, obs.ServedVerified = r.opts.Origin.Served(), r.opts.Origin.Verified()
+	obs.Served, obs.ServedAt, obs.ServedVerified = r.opts.Origin.Served(), r.opts.Origin.ServedAt(), r.opts.Origin.Verified()
 	obs.OnUpdate, obs.InGate = string(r.opts.Policy.OnUpdate()), r.opts.inGate
 	if err := r.opts.Origin.Unresolved(); err != nil {
 		obs.Unresolved = err.Error()
 	}
 	if r.opts.Origin == nil && r.Listing != nil {
 		// A saved listing says what served it (bound to its entries).
-		obs.Served = r.Listing.Served
+		obs.Served, obs.ServedAt = r.Listing.Served, r.Listing.ServedAt
 	}
 	if l := r.Listing; l != nil {
 		if l.Live {

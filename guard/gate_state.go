@@ -573,7 +573,7 @@ func (g *Gate) savePending(l *Listing, items []string, withheld bool) {
 	}
 	// What served the listing is saved with it: approving from the file
 	// records it in the pins, as approving the live server would.
-	saved.Served = g.opts.Origin.Served()
+	saved.Served, saved.ServedAt = g.opts.Origin.Served(), g.opts.Origin.ServedAt()
 	write, err := saved.Saver()
 	if err == nil {
 		if err = os.MkdirAll(filepath.Dir(path), 0o700); err == nil {
@@ -846,7 +846,7 @@ func (g *Gate) rejudge() {
 	// artifact (SPEC.md §14.2), and a variant only for what it was
 	// approved served by.
 	o := &pin.Observation{Server: g.st.server, Provider: g.st.provider, Name: g.st.name, Sequence: g.st.sequence,
-		Served: g.opts.Origin.Served(), ServedVerified: g.opts.Origin.Verified(), OnUpdate: string(g.opts.Policy.OnUpdate()), InGate: true}
+		Served: g.opts.Origin.Served(), ServedAt: g.opts.Origin.ServedAt(), ServedVerified: g.opts.Origin.Verified(), OnUpdate: string(g.opts.Policy.OnUpdate()), InGate: true}
 	if err := g.opts.Origin.Unresolved(); err != nil {
 		o.Unresolved = err.Error()
 	}

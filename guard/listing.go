@@ -51,7 +51,9 @@ type Listing struct {
 	// of the launch it came from; "" when unknown). A saved listing
 	// carries it bound to its entries (SPEC.md §15): approving from the
 	// file records it in the pins, as approving the live server would.
-	Served string
+	// ServedAt is where the file Served names was found (Origin.ServedAt),
+	// saved and bound with it.
+	Served, ServedAt string
 }
 
 // items returns the entries of the lists other than tools, by item kind.
@@ -121,34 +123,48 @@ var ErrServedBinding = errors.New("the listing's \"served\" does not match the l
 	"the file was changed after it was saved; nothing in it is approved (save it again: etdi fetch --out FILE, or the review command etdi run names)")
 
 // readServed reads a saved listing's served member, {"by": TEXT,
-// "binding": DIGEST}, and holds it to the listing: the binding is the
-// digest of what served it and of every entry the file lists (servedBinding).
+// "binding": DIGEST} and, for a file artifact, "at": PATH, and holds it to
+// the listing: the binding is the digest of what served it (and where)
+// and of every entry the file lists (servedBinding).
 func (l *Listing) readServed(raw []byte) error {
 	// Members are matched by their exact names: encoding/json would also
 	// take "BY" or "Binding" for them, so a file could show a person one
 	// by and have another recorded.
 	var members map[string]*string
-	var sv struct{ By, Binding *string }
-	if err := json.Unmarshal(raw, &members); err == nil && len(members) == 2 {
-		sv.By, sv.Binding = members["by"], members["binding"]
+	var sv struct{ By, Binding, At *string }
+	if err := json.Unmarshal(raw, &members); err == nil && (len(members) == 2 || len(members) == 3) {
+		sv.By, sv.Binding, sv.At = members["by"], members["binding"], members["at"]
+		if len(members) == 3 && sv.At == nil {
+			sv.By = nil
+		}
 	}
 	if sv.By == nil || sv.Binding == nil {
-		return fmt.Errorf("served: want {\"by\": TEXT, \"binding\": DIGEST}")
+		return fmt.Errorf("served: want {\"by\": TEXT, \"binding\": DIGEST} (and \"at\": PATH)")
 	}
 	if *sv.By == "" || len(*sv.By) > maxServed || !utf8.ValidString(*sv.By) {
 		return fmt.Errorf("served: want a text of 1 to %d bytes", maxServed)
 	}
-	if *sv.Binding != servedBinding(l, *sv.By) {
+	at := ""
+	if sv.At != nil {
+		if at = *sv.At; at == "" || len(at) > maxServed || !utf8.ValidString(at) {
+			return fmt.Errorf("served: want an \"at\" of 1 to %d bytes", maxServed)
+		}
+	}
+	if *sv.Binding != servedBindingAt(l, *sv.By, at) {
 		return ErrServedBinding
 	}
-	l.Served = *sv.By
+	l.Served, l.ServedAt = *sv.By, at
 	return nil
 }
 
 // servedBinding binds what served a listing to every entry it lists (in
 // order, by digest), the lists it holds and its instructions: a change
 // to any of them, or to what served it, changes the binding.
-func servedBinding(l *Listing, served string) string {
+func servedBinding(l *Listing, served string) string { return servedBindingAt(l, served, "") }
+
+// servedBindingAt is servedBinding with where the file served was found
+// (Listing.ServedAt), when known.
+func servedBindingAt(l *Listing, served, at string) string {
 	h := sha256.New()
 	field := func(s string) {
 		var n [8]byte
@@ -158,6 +174,10 @@ func servedBinding(l *Listing, served string) string {
 	}
 	field("etdi served binding v1")
 	field(served)
+	if at != "" {
+		field("at")
+		field(at)
+	}
 	field(pin.ItemTool)
 	for _, e := range l.Tools {
 		field(e.Name)
@@ -221,8 +241,9 @@ type FetchOptions struct {
 	Capabilities json.RawMessage
 	// Served, for FetchSave, is what serves the server (Origin.Served),
 	// resolved before it starts: it is saved with the listing, bound to
-	// it, so that approving from the file records it.
-	Served string
+	// it, so that approving from the file records it; ServedAt is where
+	// the file it names was found (Origin.ServedAt).
+	Served, ServedAt string
 }
 
 // CapabilityNames are the client capabilities ParseCapabilities knows.
@@ -315,7 +336,7 @@ func (l *Listing) Saver() (func(io.Writer) error, error) {
 		for _, item := range l.Listed {
 			sw.list(savedMember[item], items[item])
 		}
-		return sw.finish(l.Live, l.Instructions, inband, l.Served, servedBinding(l, l.Served))
+		return sw.finish(l.Live, l.Instructions, inband, l.Served, l.ServedAt, servedBindingAt(l, l.Served, l.ServedAt))
 	}, nil
 }
 
@@ -368,7 +389,7 @@ func (sw *savedWriter) list(member string, entries []etdi.LiveTool) {
 // finish closes the last list, writes the instructions (for a live
 // server), the in-band bundle and what served the listing (served, with
 // its binding, when known), and flushes.
-func (sw *savedWriter) finish(live bool, instructions *string, inband []byte, served, binding string) error {
+func (sw *savedWriter) finish(live bool, instructions *string, inband []byte, served, at, binding string) error {
 	if !sw.open {
 		sw.begin(etdi.ListTools.Member)
 	}
@@ -381,7 +402,11 @@ func (sw *savedWriter) finish(live bool, instructions *string, inband []byte, se
 		fmt.Fprintf(sw.bw, ",\n\"_meta\": {%q: %s}", etdi.MetaBundleKey, inband)
 	}
 	if served != "" {
-		sv, _ := json.Marshal(map[string]string{"by": served, "binding": binding})
+		m := map[string]string{"by": served, "binding": binding}
+		if at != "" {
+			m["at"] = at
+		}
+		sv, _ := json.Marshal(m)
 		fmt.Fprintf(sw.bw, ",\n%q: %s", servedMember, sv)
 	}
 	sw.bw.WriteString("}\n")
@@ -502,7 +527,7 @@ func FetchSave(ctx context.Context, s Server, o FetchOptions, creds []Credential
 	binding := ""
 	if o.Served != "" {
 		skeleton.Instructions, skeleton.Listed = l.Instructions, fromClient(l).Listed
-		binding = servedBinding(skeleton, o.Served)
+		binding = servedBindingAt(skeleton, o.Served, o.ServedAt)
 	}
-	return saved, nil, sw.finish(true, l.Instructions, inband, o.Served, binding)
+	return saved, nil, sw.finish(true, l.Instructions, inband, o.Served, o.ServedAt, binding)
 }

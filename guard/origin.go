@@ -108,6 +108,23 @@ func (o *Origin) Served() string {
 	return ""
 }
 
+// ServedAt is where the file Served names was found, for a file
+// artifact (whose Served names only its base name): the path the launch
+// names it by, before symbolic links are followed (a link a package
+// manager repoints at each version stays the same file). pin.IsUpdate
+// tells an edit of the approved file from a file of the same name
+// elsewhere by it. Empty for any other artifact, a URL or an unresolved
+// launch.
+func (o *Origin) ServedAt() string {
+	if o == nil || o.res == nil || o.res.Artifact.Type != artifact.TypeFile {
+		return ""
+	}
+	if o.res.Path != "" {
+		return o.res.Path
+	}
+	return strings.TrimPrefix(o.res.From, "file ")
+}
+
 // Verified reports whether etdi established what the command runs
 // itself (pin.Observation.ServedVerified): a file it hashed, an image by
 // its digest or from the local image store, a package of npm's own npx
@@ -117,9 +134,19 @@ func (o *Origin) Verified() bool {
 	if o == nil || o.res == nil {
 		return false
 	}
+	// Each by its artifact's type: a lockfile's From ends with the
+	// directory it was found in, which may be named anything, " image
+	// inspect" too.
 	from := o.res.From
-	return strings.HasPrefix(from, "file ") || strings.HasPrefix(from, "npx cache ") || from == "image reference" ||
-		strings.HasSuffix(from, " image inspect")
+	switch o.res.Artifact.Type {
+	case artifact.TypeFile:
+		return strings.HasPrefix(from, "file ")
+	case artifact.TypeNPM:
+		return strings.HasPrefix(from, "npx cache ")
+	case artifact.TypeOCI:
+		return from == "image reference" || strings.HasSuffix(from, " image inspect")
+	}
+	return false
 }
 
 // verifyOrigin is the origin as package verify compares it.
@@ -209,7 +236,7 @@ func CheckPinnedOrigin(o *Origin, opts Options) ([]verify.Finding, error) {
 			if p.ServedAccepts(now) { // any approved variant (SPEC.md §14.1)
 				continue
 			}
-			if was := updatedFrom(&p, server, now); was != "" {
+			if was := updatedFrom(&p, server, now, o.ServedAt()); was != "" {
 				updated = append(updated, pin.ItemRef(p.Item, p.Tool))
 				if !slices.Contains(from, was) {
 					from = append(from, was)
@@ -233,9 +260,9 @@ func CheckPinnedOrigin(o *Origin, opts Options) ([]verify.Finding, error) {
 
 // updatedFrom is what served one of p's approved definitions when what
 // the command runs now is an update of it (pin.IsUpdate), else "".
-func updatedFrom(p *pin.Pin, server, now string) string {
+func updatedFrom(p *pin.Pin, server, now, nowAt string) string {
 	for _, v := range p.All() {
-		if v.Served != "" && pin.IsUpdate(server, v.Served, now) {
+		if v.Served != "" && pin.IsUpdate(server, v.Served, v.ServedAt, now, nowAt) {
 			return v.Served
 		}
 	}

@@ -1,9 +1,11 @@
 package guard
 
 import (
+	"bytes"
 	"context"
 	stdjson "encoding/json"
 	"errors"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -60,11 +62,40 @@ func updatedNotesFrom(t *testing.T, rule trust.UpdateRule) (GateOptions, *Origin
 		t.Fatalf("approve: %v %+v", err, a)
 	}
 	v2 := ResolveOrigin(ctx, Server{Command: []string{script(t, dir, "notes", "exec notes-server # 1.1")}, Env: []string{}})
-	if v1.Served() == "" || v2.Served() == v1.Served() || !pin.IsUpdate("unsigned:notes", v1.Served(), v2.Served()) {
+	if v1.Served() == "" || v2.Served() == v1.Served() || !pin.IsUpdate("unsigned:notes", v1.Served(), v1.ServedAt(), v2.Served(), v2.ServedAt()) {
 		t.Fatalf("served %q then %q", v1.Served(), v2.Served())
 	}
 	opts.Origin = v2
 	return opts, v1, v2
+}
+
+// A script of the same name in another directory (another checkout, an
+// earlier PATH entry) is not an update of the approved one, though its
+// served artifact names the same base name: before the start and at the
+// listing it is a rug pull of every tool, never started or relayed as an
+// update under ask.
+func TestUpdateFileOfSameNameElsewhere(t *testing.T) {
+	opts, v1, _ := updatedNotesFrom(t, "")
+	other := ResolveOrigin(context.Background(), Server{Command: []string{script(t, t.TempDir(), "notes", "exec evil-server")}, Env: []string{}})
+	if other.Served() == v1.Served() || !strings.HasPrefix(other.Served(), "file notes ") || other.ServedAt() == v1.ServedAt() {
+		t.Fatalf("served %q at %q, approved %q at %q", other.Served(), other.ServedAt(), v1.Served(), v1.ServedAt())
+	}
+	fs, err := CheckPinnedOrigin(other, opts.Options)
+	if err != nil || len(fs) != 2 || fs[0].Kind != verify.RugPull || fs[1].Kind != verify.RugPull {
+		t.Fatalf("before the start: %v %+v", err, fs)
+	}
+	o := opts.Options
+	o.Origin = other
+	o.inGate = true
+	r := checkNotes(t, o, "Search notes.")
+	for _, f := range judged(r) {
+		if f.Kind != verify.RugPull {
+			t.Fatalf("at the listing: %+v", judged(r))
+		}
+	}
+	if len(judged(r)) != 2 {
+		t.Fatalf("at the listing: %+v", judged(r))
+	}
 }
 
 // checkNotes checks notesServer(desc) as served by o.
@@ -249,5 +280,92 @@ func TestGateUnsignedUpdate(t *testing.T) {
 			t.Fatalf("changed %v: no update notice: %q", changed, notices)
 		}
 		cs.Close()
+	}
+}
+
+// A listing the gate saved for review says where the file that served it
+// was, bound with what served it: approving from it records the path, so
+// that a later edit of that file is an update and a file of the same name
+// elsewhere is not; an edited path no longer matches the binding.
+func TestSavedListingRecordsServedAt(t *testing.T) {
+	ctx := context.Background()
+	opts := gateOptions(t)
+	dir := filepath.Dir(opts.Pins)
+	path := script(t, dir, "weather", "exec weather-server # 1.0")
+	opts.Origin = ResolveOrigin(ctx, Server{Command: []string{path}, Env: []string{}})
+	saved, _ := pendingOf(t, opts)
+	data, err := os.ReadFile(saved)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := ReadListing(data)
+	if err != nil || l.ServedAt != opts.Origin.ServedAt() || l.ServedAt == "" {
+		t.Fatalf("the saved listing: %v, at %q", err, l.ServedAt)
+	}
+	at, _ := stdjson.Marshal(l.ServedAt)
+	if _, err := ReadListing(bytes.Replace(data, at, []byte(`"/tmp/evil/weather"`), 1)); !errors.Is(err, ErrServedBinding) {
+		t.Fatalf("an edited path: %v", err)
+	}
+	review := opts.Options
+	review.Origin = nil
+	r, err := Check(ctx, l, review)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := Approve(ctx, r, ApproveOptions{})
+	if err != nil || len(a.Approved) != 1 || a.Approved[0].Pin.ServedAt != l.ServedAt {
+		t.Fatalf("approve: %v %+v", err, a)
+	}
+	edited := ResolveOrigin(ctx, Server{Command: []string{script(t, dir, "weather", "exec weather-server # 1.1")}, Env: []string{}})
+	if fs, err := CheckPinnedOrigin(edited, opts.Options); err != nil || len(fs) != 1 || fs[0].Kind != verify.ServerUpdated {
+		t.Fatalf("the approved file edited: %v %+v", err, fs)
+	}
+	elsewhere := ResolveOrigin(ctx, Server{Command: []string{script(t, t.TempDir(), "weather", "exec weather-server # 1.1")}, Env: []string{}})
+	if fs, err := CheckPinnedOrigin(elsewhere, opts.Options); err != nil || len(fs) != 1 || fs[0].Kind != verify.RugPull {
+		t.Fatalf("a file of the same name elsewhere: %v %+v", err, fs)
+	}
+}
+
+// A program named through a symbolic link that a package manager
+// repoints at each new version (bin/notes -> ../1.1/notes) stays the same
+// file: an update, not a rug pull; a program of that name reached
+// through another link elsewhere is not.
+func TestUpdateThroughRepointedLink(t *testing.T) {
+	ctx := context.Background()
+	opts := gateOptions(t)
+	opts.Name = "notes"
+	dir := filepath.Dir(opts.Pins)
+	for _, d := range []string{"1.0", "1.1", "bin", "other"} {
+		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	v1 := script(t, filepath.Join(dir, "1.0"), "notes", "exec notes-server # 1.0")
+	v2 := script(t, filepath.Join(dir, "1.1"), "notes", "exec notes-server # 1.1")
+	link := filepath.Join(dir, "bin", "notes")
+	if err := os.Symlink(v1, link); err != nil {
+		t.Fatal(err)
+	}
+	approve := opts.Options
+	approve.Origin = ResolveOrigin(ctx, Server{Command: []string{link}, Env: []string{}})
+	r := checkNotes(t, approve, "Search notes.")
+	if a, err := Approve(ctx, r, ApproveOptions{}); err != nil || len(a.Approved) != 2 || a.Approved[0].Pin.ServedAt != link {
+		t.Fatalf("approve: %v %+v", err, a)
+	}
+	os.Remove(link)
+	if err := os.Symlink(v2, link); err != nil {
+		t.Fatal(err)
+	}
+	now := ResolveOrigin(ctx, Server{Command: []string{link}, Env: []string{}})
+	if fs, err := CheckPinnedOrigin(now, opts.Options); err != nil || len(fs) != 1 || fs[0].Kind != verify.ServerUpdated {
+		t.Fatalf("the link repointed: %v %+v", err, fs)
+	}
+	other := filepath.Join(dir, "other", "notes")
+	if err := os.Symlink(v2, other); err != nil {
+		t.Fatal(err)
+	}
+	elsewhere := ResolveOrigin(ctx, Server{Command: []string{other}, Env: []string{}})
+	if fs, err := CheckPinnedOrigin(elsewhere, opts.Options); err != nil || len(fs) != 2 || fs[0].Kind != verify.RugPull {
+		t.Fatalf("another link: %v %+v", err, fs)
 	}
 }

@@ -236,7 +236,7 @@ func (s *Store) Approve(o *Observation, opts ApproveOptions) ([]Approval, []Refu
 			// hold 64 MiB of them.
 			p := Pin{Server: o.Server, Item: t.Item, Tool: t.Name, Version: t.Version, Digest: t.Digest.String(), Signer: t.Signer,
 				Provider: o.Provider, Permissions: t.Permissions, Definition: json.RawMessage(t.Canonical),
-				ApprovedBy: opts.By, ApprovedAt: now, Sequence: o.Sequence, Served: o.Served}
+				ApprovedBy: opts.By, ApprovedAt: now, Sequence: o.Sequence, Served: o.Served, ServedAt: o.ServedAt}
 			if p.Permissions == nil {
 				p.Permissions = []etdi.Permission{}
 			}
@@ -253,7 +253,7 @@ func (s *Store) Approve(o *Observation, opts ApproveOptions) ([]Approval, []Refu
 				kept = len(p.Scopes) > 0
 			}
 			rec := Record{Type: RecordApprove, Time: now, Server: o.Server, Tool: t.Name, Item: t.Item, Version: t.Version, Digest: p.Digest,
-				Signer: &p.Signer, Kind: string(f.Kind), By: opts.By, Permissions: p.Permissions, Scopes: p.Scopes, Served: p.Served}
+				Signer: &p.Signer, Kind: string(f.Kind), By: opts.By, Permissions: p.Permissions, Scopes: p.Scopes, Served: p.Served, ServedAt: p.ServedAt}
 			a := Approval{Pin: p, Kind: string(f.Kind), Variants: 1, ScopesKept: kept}
 			if old != nil && f.Kind == verify.RugPull && !opts.Replace {
 				// Another variant: beside the approved definitions, in
@@ -382,7 +382,7 @@ func rescope(tx *kvTx, info *ServerInfo, o *Observation, t *Observed, ss []strin
 	p := *old
 	p.Scopes, p.ApprovedBy, p.ApprovedAt = ss, by, now
 	rec := Record{Type: RecordReapprove, Time: now, Server: o.Server, Tool: t.Name, Version: p.Version, Digest: p.Digest,
-		Signer: &p.Signer, Kind: ScopesChanged, By: by, Permissions: p.Permissions, Scopes: ss, Served: p.Served, Replaced: p.Digest,
+		Signer: &p.Signer, Kind: ScopesChanged, By: by, Permissions: p.Permissions, Scopes: ss, Served: p.Served, ServedAt: p.ServedAt, Replaced: p.Digest,
 		// The variants approved beside it stay (SPEC.md §14.1).
 		Variant: len(p.Variants) > 0}
 	if p.Binding, err = appendBound(tx, rec); err != nil {

@@ -123,6 +123,8 @@ func pinDisagrees(rec *Record, p *Pin) string {
 		return "the record approves other scopes"
 	case rec.Served != p.Served:
 		return fmt.Sprintf("the record approves the tool served by %q, the pin holds %q", rec.Served, p.Served)
+	case rec.ServedAt != p.ServedAt:
+		return fmt.Sprintf("the record approves the tool served from %q, the pin holds %q", rec.ServedAt, p.ServedAt)
 	}
 	return ""
 }

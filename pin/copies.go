@@ -143,7 +143,7 @@ func sameArtifact(o *Observation, t *Observed, p *Pin) *Pin {
 		if v.Digest == t.Digest.String() {
 			return nil
 		}
-		if v.Served == id && v.Signer == Unsigned {
+		if sameServed(&v, o, id) && v.Signer == Unsigned {
 			found = &v
 		}
 	}
@@ -220,6 +220,24 @@ func collisionWhy(o *Observation, t *Observed, srv string, p *Pin, scan *pinScan
 	if over {
 		return fmt.Sprintf("its definition holds more than %d KiB of text, more than etdi compares", maxCollisionText>>10)
 	}
+	if why := imitationWhy(text, "its description", "its definition", o, t, srv, p, scan); why != "" {
+		return why
+	}
+	// The server's instructions reach the model beside the tool.
+	if o.InstructionsKnown && o.Instructions != nil {
+		instr := *o.Instructions
+		if len(instr) > maxCollisionText {
+			return fmt.Sprintf("its instructions hold more than %d KiB of text, more than etdi compares", maxCollisionText>>10)
+		}
+		return imitationWhy(instr, "its server's instructions", "its instructions", o, t, srv, p, scan)
+	}
+	return ""
+}
+
+// imitationWhy says how text (a tool's definition, or its server's
+// instructions: what and whose name it in the reason) names or imitates
+// the tool of t's name approved on srv (pin p), or "".
+func imitationWhy(text, what, whose string, o *Observation, t *Observed, srv string, p *Pin, scan *pinScan) string {
 	words := " " + strings.Join(wordsOf(text), " ") + " "
 	letters := strings.ReplaceAll(words, " ", "")
 	// A copy of the other tool's description, or one with more after it.
@@ -228,7 +246,7 @@ func collisionWhy(o *Observation, t *Observed, srv string, p *Pin, scan *pinScan
 			if d := od.Get("description"); d != nil && d.Kind == etdi.String {
 				n := strings.Join(wordsOf(d.Str), "")
 				if len(n) >= 16 && strings.Contains(letters, n) {
-					return fmt.Sprintf("its description copies the description of %q on %s", t.Name, srv)
+					return fmt.Sprintf("%s copies the description of %q on %s", what, t.Name, srv)
 				}
 			}
 		}
@@ -239,7 +257,7 @@ func collisionWhy(o *Observation, t *Observed, srv string, p *Pin, scan *pinScan
 	if name != "" {
 		for _, pat := range []string{name + " " + tool, name + " server", name + " mcp", name + " s " + tool} {
 			if strings.Contains(words, " "+pat+" ") {
-				return fmt.Sprintf("its definition names %s's tool (%q)", srv, pat)
+				return fmt.Sprintf("%s names %s's tool (%q)", whose, srv, pat)
 			}
 		}
 	}
@@ -253,12 +271,15 @@ func collisionWhy(o *Observation, t *Observed, srv string, p *Pin, scan *pinScan
 			continue
 		}
 		if strings.Contains(words, " "+strings.Join(wordsOf(n), " ")+" ") {
-			return fmt.Sprintf("its definition names %q, a tool of %s", n, srv)
+			return fmt.Sprintf("%s names %q, a tool of %s", whose, n, srv)
 		}
 	}
 	for _, mark := range imitationMarks {
+		if whose == "its instructions" && (mark == "official" || mark == "genuine" || mark == "authentic") {
+			continue // how a server describes itself, not a claim on another's tool
+		}
 		if strings.Contains(words, " "+mark+" ") {
-			return fmt.Sprintf("its definition says %q, as a tool standing in for another does", mark)
+			return fmt.Sprintf("%s says %q, as a tool standing in for another does", whose, mark)
 		}
 	}
 	return ""

@@ -114,7 +114,7 @@ func parseSpoolEntry(data []byte) (*spoolEntry, error) {
 		switch {
 		case r.Index != 0 || r.Prev != "" || r.Machine != "" || r.User != "":
 			bad = "carries index, prev, machine or user"
-		case r.Signer != nil || r.KeyID != "" || len(r.Permissions) > 0 || len(r.Scopes) > 0 || r.Replaced != "" || r.Served != "":
+		case r.Signer != nil || r.KeyID != "" || len(r.Permissions) > 0 || len(r.Scopes) > 0 || r.Replaced != "" || r.Served != "" || r.ServedAt != "":
 			bad = "carries fields of an approval"
 		case e.Spool != "" && r.Type != RecordCall:
 			bad = fmt.Sprintf("a %q record in a spool of calls", r.Type)

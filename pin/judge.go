@@ -35,6 +35,11 @@ type Observation struct {
 	// its command runs or the endpoint it was reached at (ServedBy), empty
 	// when unknown. A pin approved with another is a rug pull.
 	Served string
+	// ServedAt is where the file Served names was found, for a file
+	// artifact (whose Served names only its base name); empty otherwise
+	// or when unknown. A pin records it, and a file of the same name
+	// elsewhere is then not an update of the one approved (IsUpdate).
+	ServedAt string
 	// ServedVerified says etdi established Served itself: the digest of
 	// a file it hashed, an image of the local store, a package of the
 	// runner's own cache; not a version and integrity a project's
@@ -691,6 +696,7 @@ func compareNew(tx *kvTx, o *Observation, t *Observed, sameSkeleton []string, st
 	servers := scan.servers[t.Name]
 	var others, copyOf, collides []string
 	var why []string
+	var elseServed *Pin // a copy whose definitions another artifact served
 	var sharedPin, sharedDef *Pin
 	for _, srv := range servers {
 		if srv == o.Server {
@@ -710,6 +716,9 @@ func compareNew(tx *kvTx, o *Observation, t *Observed, sameSkeleton []string, st
 			}
 			if whole {
 				copyOf = append(copyOf, srv)
+				if elseServed == nil && o.Served != "" && p.Served != "" && p.Served != o.Served {
+					elseServed = p
+				}
 				continue
 			}
 		}
@@ -781,6 +790,12 @@ func compareNew(tx *kvTx, o *Observation, t *Observed, sameSkeleton []string, st
 	f := with(verify.NewTool, verify.Error, fmt.Sprintf("tool %s is not approved: approval required", ref))
 	if len(copyOf) > 0 {
 		f.Message = fmt.Sprintf("tool %s is not approved: approval required (the same server is approved as %s)", ref, strings.Join(copyOf, ", "))
+		if elseServed != nil {
+			// The same definitions, not known to be the same server:
+			// what serves them differs.
+			f.Message = fmt.Sprintf("tool %s is not approved: approval required (the same definitions are approved on %s, served by %s; this server is served by %s)",
+				ref, elseServed.Server, elseServed.Served, o.Served)
+		}
 		f.Servers = copyOf
 	}
 	f.Permissions = t.Permissions
@@ -790,7 +805,7 @@ func compareNew(tx *kvTx, o *Observation, t *Observed, sameSkeleton []string, st
 	fs := []verify.Finding{f}
 	if len(collides) > 0 {
 		w := with(verify.NameCollision, verify.Warning, fmt.Sprintf("tool %s: the name %q is also approved on %s, another unsigned server; "+
-			"hosts keep each server's tools apart, and nothing in its definition names or imitates that tool: approve it as a new tool",
+			"hosts keep each server's tools apart, and nothing in its definition or its server's instructions names or imitates that tool: approve it as a new tool",
 			ref, t.Name, strings.Join(collides, ", ")))
 		w.Servers = collides
 		fs = append(fs, w)
@@ -821,14 +836,23 @@ func hasControl(s string) bool {
 }
 
 // IsUpdate reports whether an unsigned server whose approved definitions
-// were served by was, and are served by now, was updated rather than
-// replaced: both name an artifact exactly (ArtifactIdentity) of the same
-// type and name (the npm or PyPI package, the image, the file's path),
-// and they differ (another version or digest). Another package, another
-// file, an endpoint or an unresolved launch is not an update; a signed
-// server's artifacts are its bundle's to name (SPEC.md §4.1).
-func IsUpdate(server, was, now string) bool {
+// were served by was (found at wasAt), and are served by now (found at
+// nowAt), was updated rather than replaced: both name an artifact exactly
+// (ArtifactIdentity) of the same type and name (the npm or PyPI package,
+// the image, the file), and they differ (another version or digest); an
+// npm or PyPI package's version must not be older (semantic versions),
+// and an npm package's must be a semantic version of another precedence
+// (npm never serves one version with two contents). A
+// file artifact names only its base name: it is the same file only when
+// both were found at the same path (Pin.ServedAt), known on both sides.
+// Another package, another file (of the same name elsewhere, or where it
+// was is unknown), an endpoint or an unresolved launch is not an update;
+// a signed server's artifacts are its bundle's to name (SPEC.md §4.1).
+func IsUpdate(server, was, wasAt, now, nowAt string) bool {
 	if !strings.HasPrefix(server, "unsigned:") || was == now {
+		return false
+	}
+	if strings.HasPrefix(was, "file ") && (wasAt == "" || wasAt != nowAt) {
 		return false
 	}
 	a, ok := ArtifactIdentity(was)
@@ -836,10 +860,30 @@ func IsUpdate(server, was, now string) bool {
 		return false
 	}
 	b, ok := ArtifactIdentity(now)
-	if !ok {
+	if !ok || artifactName(a) != artifactName(b) {
 		return false
 	}
-	return artifactName(a) == artifactName(b)
+	if typ, _, _ := strings.Cut(a, " "); typ == "npm" || typ == "pypi" {
+		c, err := etdi.CompareVersions(artifactVersion(b), artifactVersion(a))
+		if typ == "npm" && (err != nil || c == 0) {
+			// npm's versions are semantic ones, and the registry never
+			// serves one version (build metadata aside, which it drops)
+			// with two contents: another registry's or a tampered
+			// package of that name.
+			return false
+		}
+		if err == nil && c < 0 {
+			return false // an older version: a downgrade, not an update
+		}
+	}
+	return true
+}
+
+// artifactVersion is the version of an npm or PyPI artifact identity.
+func artifactVersion(id string) string {
+	_, rest, _ := strings.Cut(id, " ")
+	name, _, _ := strings.Cut(rest, " ")
+	return name[strings.LastIndexByte(name, '@')+1:]
 }
 
 // artifactName is the type and name of an artifact identity, without its
@@ -864,7 +908,7 @@ func updatedVariant(p *Pin, o *Observation, t *Observed) *Pin {
 		return nil
 	}
 	for _, v := range p.All() {
-		if v.Served == "" || !IsUpdate(o.Server, v.Served, o.Served) {
+		if v.Served == "" || !IsUpdate(o.Server, v.Served, v.ServedAt, o.Served, o.ServedAt) {
 			continue
 		}
 		w := v

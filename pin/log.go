@@ -60,6 +60,9 @@ type Record struct {
 	// Served is what served the tool an approval approved (an artifact
 	// or an endpoint), when known.
 	Served string `json:"served,omitempty"`
+	// ServedAt is where the file that served it was, for a file artifact
+	// (Pin.ServedAt).
+	ServedAt string `json:"servedAt,omitempty"`
 	// Variant says that an approval adds its definition beside the ones
 	// approved before (replacing only one of the same digest) instead of
 	// replacing them all (SPEC.md §14.1).

@@ -58,7 +58,7 @@ type brief struct {
 // preceded by its length: two sums are equal exactly when pinDisagrees
 // finds nothing to say about a record that is an approval and a pin (or
 // SHA-256 has a collision, which the history's own hashes exclude too).
-func approvalSum(server, item, tool, version, digest string, signer *Signer, perms []etdi.Permission, scopes []string, served string) [sha256.Size]byte {
+func approvalSum(server, item, tool, version, digest string, signer *Signer, perms []etdi.Permission, scopes []string, served, servedAt string) [sha256.Size]byte {
 	var buf [256]byte
 	b := buf[:0]
 	field := func(s string) {
@@ -89,6 +89,10 @@ func approvalSum(server, item, tool, version, digest string, signer *Signer, per
 	}
 	if served != "" { // absent from approvals made before it was recorded
 		field(served)
+	}
+	if servedAt != "" { // absent from approvals made before it was recorded
+		b = append(b, 0xff)
+		field(servedAt)
 	}
 	return sha256.Sum256(b)
 }
@@ -289,7 +293,7 @@ func readHistory(hist *history, check bool) (*Tree, *replayed, error) {
 				switch rec.Type {
 				case RecordApprove, RecordReapprove:
 					br.approval, br.ref = true, string(pinKeyOf(rec.Server, rec.Item, rec.Tool))
-					br.sum = approvalSum(rec.Server, rec.Item, rec.Tool, rec.Version, rec.Digest, rec.Signer, rec.Permissions, rec.Scopes, rec.Served)
+					br.sum = approvalSum(rec.Server, rec.Item, rec.Tool, rec.Version, rec.Digest, rec.Signer, rec.Permissions, rec.Scopes, rec.Served, rec.ServedAt)
 					br.digest, br.variant = rec.Digest, rec.Variant
 				case RecordRevoke:
 					r := revocationOf(&rec)
@@ -432,7 +436,7 @@ func (st *replayed) pinMsg(p *Pin) string {
 	}
 	br := &st.briefs[p.Record]
 	if br.ok && br.index == p.Record && br.approval &&
-		br.sum == approvalSum(p.Server, p.Item, p.Tool, p.Version, p.Digest, &p.Signer, p.Permissions, p.Scopes, p.Served) {
+		br.sum == approvalSum(p.Server, p.Item, p.Tool, p.Version, p.Digest, &p.Signer, p.Permissions, p.Scopes, p.Served, p.ServedAt) {
 		return ""
 	}
 	// Something differs: decode the record to say what.

@@ -64,9 +64,9 @@ func (s *Store) RecordServed(o *Observation, by string, now time.Time) ([]Approv
 				continue
 			}
 			p := *m
-			p.Served, p.ApprovedBy, p.ApprovedAt = o.Served, by, now
+			p.Served, p.ServedAt, p.ApprovedBy, p.ApprovedAt = o.Served, o.ServedAt, by, now
 			rec := Record{Type: RecordReapprove, Time: now, Server: o.Server, Tool: p.Tool, Item: p.Item, Version: p.Version,
-				Digest: p.Digest, Signer: &p.Signer, Kind: ServedRecorded, By: by, Permissions: p.Permissions, Scopes: p.Scopes, Served: p.Served,
+				Digest: p.Digest, Signer: &p.Signer, Kind: ServedRecorded, By: by, Permissions: p.Permissions, Scopes: p.Scopes, Served: p.Served, ServedAt: p.ServedAt,
 				Replaced: strings.TrimSpace(m.Version + " " + m.Digest), Variant: len(old.Variants) > 0}
 			if p.Binding, err = appendBound(tx, rec); err != nil {
 				return err
@@ -125,7 +125,7 @@ func approveUpdate(tx *kvTx, o *Observation, c *Comparison, info *ServerInfo, by
 			if m = updatedVariant(old, o, t); m == nil {
 				continue
 			}
-		} else if old.Served != "" && IsUpdate(o.Server, old.Served, o.Served) {
+		} else if old.Served != "" && IsUpdate(o.Server, old.Served, old.ServedAt, o.Served, o.ServedAt) {
 			latest := *old
 			latest.Variants = nil
 			m = &latest
@@ -134,9 +134,9 @@ func approveUpdate(tx *kvTx, o *Observation, c *Comparison, info *ServerInfo, by
 		}
 		p := *m
 		p.Variants = nil
-		p.Served, p.ApprovedBy, p.ApprovedAt = o.Served, by, now
+		p.Served, p.ServedAt, p.ApprovedBy, p.ApprovedAt = o.Served, o.ServedAt, by, now
 		rec := Record{Type: RecordReapprove, Time: now, Server: o.Server, Tool: p.Tool, Item: p.Item, Version: p.Version,
-			Digest: p.Digest, Signer: &p.Signer, Kind: string(verify.ServerUpdated), By: by, Permissions: p.Permissions, Scopes: p.Scopes, Served: p.Served,
+			Digest: p.Digest, Signer: &p.Signer, Kind: string(verify.ServerUpdated), By: by, Permissions: p.Permissions, Scopes: p.Scopes, Served: p.Served, ServedAt: p.ServedAt,
 			Replaced: strings.TrimSpace(m.Version + " " + m.Digest), Variant: len(old.Variants) > 0}
 		var err error
 		if p.Binding, err = appendBound(tx, rec); err != nil {

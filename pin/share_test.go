@@ -1,6 +1,7 @@
 package pin
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -25,6 +26,10 @@ func TestArtifactIdentity(t *testing.T) {
 		"":                                                                    false,
 		"exe x sha256:aa":                                                     false,
 		"file x sha256:aa\x1b[2J":                                             false,
+		// C1 controls and bidirectional overrides, as a saved listing's
+		// served may hold: what a terminal shows is not what it says.
+		"pypi mcp-server-time@2025.9.26\u009b2K sha256:aa": false,
+		"file server\u202e.py sha256:aa":                   false,
 	} {
 		if _, got := ArtifactIdentity(served); got != want {
 			t.Errorf("ArtifactIdentity(%q) = %v, want %v", served, got, want)
@@ -200,4 +205,42 @@ func TestSharedArtifactFirstApprovalRecordsInstructions(t *testing.T) {
 	other.Instructions = &changed
 	expect(t, s, other, "instructions_changed")
 	auditClean(t, s)
+}
+
+// A file artifact names only its base name and content: the same file
+// content elsewhere (a launcher script that runs what sits beside it) is
+// not the file approved, and shares nothing; the same file, at the same
+// path, under another configuration name does.
+func TestSharedFileArtifactNeedsSamePath(t *testing.T) {
+	const served = "file start.sh sha256:aa"
+	s := openTestStore(t, Options{})
+	a := servedObs("notes", served, timeTool(t, "UTC"))
+	a.ServedAt = "/home/u/notes/start.sh"
+	mustApprove(t, s, a)
+	for at, shared := range map[string]bool{"/home/u/notes/start.sh": true, "/tmp/evil/start.sh": false, "": false} {
+		o := servedObs("clock", served, timeTool(t, "UTC"))
+		o.ServedAt = at
+		c, err := s.Compare(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := c.Tools[0].Status == "ok" && c.Tools[0].ApprovedAs != ""; got != shared {
+			t.Errorf("at %q: shared %v: %+v %+v", at, got, c.Tools, c.Findings)
+		}
+		still, err := s.StillApproved(o)
+		if err != nil || (still[StillApprovedKey("", "get_current_time")] == "") != shared {
+			t.Errorf("at %q: StillApproved %v %v", at, still, err)
+		}
+		// Another definition from a copy elsewhere is not a change of
+		// the approved tool either: it is judged as another server's.
+		lima := servedObs("clock", served, timeTool(t, "America/Lima"))
+		lima.ServedAt = at
+		c, err = s.Compare(lima)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rug := slices.Contains(kinds(c, verify.Error), string(verify.RugPull)); rug != shared {
+			t.Errorf("at %q: another definition: %+v", at, c.Findings)
+		}
+	}
 }

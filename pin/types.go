@@ -86,6 +86,11 @@ type Pin struct {
 	Sequence uint64 `json:"sequence,omitempty"`
 	// Served is what served the tool at approval (Observation.Served).
 	Served string `json:"served,omitempty"`
+	// ServedAt is where the file that served the tool at approval was
+	// (Observation.ServedAt), for a file artifact whose Served names only
+	// its base name: an edit of that file is an update, a file of the
+	// same name elsewhere is not (IsUpdate).
+	ServedAt string `json:"servedAt,omitempty"`
 	// Binding names the history record that approved the pin (schema 3).
 	Binding
 	// Variants are the definitions approved earlier that stay approved
@@ -114,6 +119,7 @@ type Variant struct {
 	ApprovedAt  time.Time         `json:"approvedAt"`
 	Sequence    uint64            `json:"sequence,omitempty"`
 	Served      string            `json:"served,omitempty"`
+	ServedAt    string            `json:"servedAt,omitempty"`
 	Binding
 }
 
@@ -121,14 +127,14 @@ type Variant struct {
 func (v *Variant) pin() Pin {
 	return Pin{Server: v.Server, Item: v.Item, Tool: v.Tool, Version: v.Version, Digest: v.Digest, Signer: v.Signer,
 		Provider: v.Provider, Permissions: v.Permissions, Scopes: v.Scopes, Definition: v.Definition, ApprovedBy: v.ApprovedBy,
-		ApprovedAt: v.ApprovedAt, Sequence: v.Sequence, Served: v.Served, Binding: v.Binding}
+		ApprovedAt: v.ApprovedAt, Sequence: v.Sequence, Served: v.Served, ServedAt: v.ServedAt, Binding: v.Binding}
 }
 
 // variantOf is p, without its variants, as a variant.
 func variantOf(p *Pin) Variant {
 	return Variant{Server: p.Server, Item: p.Item, Tool: p.Tool, Version: p.Version, Digest: p.Digest, Signer: p.Signer,
 		Provider: p.Provider, Permissions: p.Permissions, Scopes: p.Scopes, Definition: p.Definition, ApprovedBy: p.ApprovedBy,
-		ApprovedAt: p.ApprovedAt, Sequence: p.Sequence, Served: p.Served, Binding: p.Binding}
+		ApprovedAt: p.ApprovedAt, Sequence: p.Sequence, Served: p.Served, ServedAt: p.ServedAt, Binding: p.Binding}
 }
 
 // variantsOf is ps as variants.

@@ -137,8 +137,9 @@ func TestApproveUnsignedUpdate(t *testing.T) {
 			t.Fatalf("pin %s served by %q", p.Tool, p.Served)
 		}
 	}
-	// The older version again is an update too: asked about, not passed.
-	expect(t, s, memory(t, memV1, "", false), "server_updated")
+	// The older version again is a downgrade, not an update: each tool
+	// is asked about on its own, never passed as an update.
+	expect(t, s, memory(t, memV1, "", false), "rug_pull", "rug_pull", "rug_pull")
 }
 
 // An update in which one definition changed: that tool is a rug pull
@@ -169,32 +170,49 @@ func TestUnsignedUpdateWithChangedTool(t *testing.T) {
 // a revoked definition; the same definitions with keys reordered and
 // spaced otherwise are the same definitions.
 func TestUnsignedUpdateNotOtherwise(t *testing.T) {
-	for _, c := range []struct{ was, now string }{
-		{memV1, "npm @evil/server-memory@1.1.0 sha512-two"},
-		{memV1, "npm @modelcontextprotocol/server-memory-x@1.1.0 sha512-two"},
-		{memV1, "pypi @modelcontextprotocol/server-memory@1.1.0 sha256-two"},
-		{"file /opt/notes/server.js sha256:aa", "file /opt/other/server.js sha256:bb"},
-		{"url https://a.example:443/mcp", "url https://a.example:443/mcp2"},
-		{memV1, "url https://a.example:443/mcp"},
-		{"npm x sha512-a", "npm x sha512-b"}, // no version: not an exact identity
-		{memV1, memV1},                       // the same: nothing was updated
-		{memV1, "npm @modelcontextprotocol/server-memory sha512-two"},
-		{"npm @modelcontextprotocol/server-memory sha512-one", memV2},
-		{memV1, "npm @modelcontextprotocol/server-memory@1.1.0\x1b[2K sha512-two"},
+	for _, c := range []struct{ was, now, wasAt, nowAt string }{
+		{memV1, "npm @evil/server-memory@1.1.0 sha512-two", "", ""},
+		{memV1, "npm @modelcontextprotocol/server-memory-x@1.1.0 sha512-two", "", ""},
+		{memV1, "pypi @modelcontextprotocol/server-memory@1.1.0 sha256-two", "", ""},
+		{"file server.js sha256:aa", "file other.js sha256:bb", "/opt/notes/server.js", "/opt/notes/other.js"},
+		// The same base name elsewhere, or where it was unknown.
+		{"file server.js sha256:aa", "file server.js sha256:bb", "/opt/notes/server.js", "/tmp/evil/server.js"},
+		{"file server.js sha256:aa", "file server.js sha256:bb", "", "/opt/notes/server.js"},
+		{"file server.js sha256:aa", "file server.js sha256:bb", "", ""},
+		{"url https://a.example:443/mcp", "url https://a.example:443/mcp2", "", ""},
+		{memV1, "url https://a.example:443/mcp", "", ""},
+		{"npm x sha512-a", "npm x sha512-b", "", ""}, // no version: not an exact identity
+		{memV1, memV1, "", ""}, // the same: nothing was updated
+		{memV1, "npm @modelcontextprotocol/server-memory sha512-two", "", ""},
+		{"npm @modelcontextprotocol/server-memory sha512-one", memV2, "", ""},
+		{memV1, "npm @modelcontextprotocol/server-memory@1.1.0\x1b[2K sha512-two", "", ""},
+		// Another content under the approved version: another
+		// registry's package of that name, or a tampered one.
+		{memV1, "npm @modelcontextprotocol/server-memory@1.0.0 sha512-two", "", ""},
+		// An older version: a downgrade, not an update.
+		{memV2, memV1, "", ""},
+		{"npm x@2.0.0 sha512-a", "npm x@2.0.0-rc.1 sha512-b", "", ""},
+		{"npm x@1.0.0 sha512-a", "npm x@1.0.0+evil sha512-b", "", ""},
+		{"npm x@1.0.0 sha512-a", "npm x@1.1 sha512-b", "", ""},
+		{"pypi mcp-server-fetch@2.0.0 sha256:aa", "pypi mcp-server-fetch@1.9.9 sha256:bb", "", ""},
 	} {
-		if IsUpdate("unsigned:memory", c.was, c.now) {
+		if IsUpdate("unsigned:memory", c.was, c.wasAt, c.now, c.nowAt) {
 			t.Errorf("%q -> %q is an update", c.was, c.now)
 		}
 	}
-	for _, c := range []struct{ was, now string }{
-		{memV1, memV2},
-		{"file /opt/notes/server.js sha256:aa", "file /opt/notes/server.js sha256:bb"},
-		{"oci ghcr.io/acme/mem@v1 sha256:aa", "oci ghcr.io/acme/mem@v2 sha256:bb"},
+	for _, c := range []struct{ was, now, at string }{
+		{memV1, memV2, ""},
+		{"file server.js sha256:aa", "file server.js sha256:bb", "/opt/notes/server.js"},
+		{"oci ghcr.io/acme/mem@v1 sha256:aa", "oci ghcr.io/acme/mem@v2 sha256:bb", ""},
+		// PyPI: another file of the same version (another wheel), and
+		// versions that are not semantic ones.
+		{"pypi mcp-server-fetch@1.0.0 sha256:aa", "pypi mcp-server-fetch@1.0.0 sha256:bb", ""},
+		{"pypi mcp-server-fetch@2024.1 sha256:aa", "pypi mcp-server-fetch@2025.3 sha256:bb", ""},
 	} {
-		if !IsUpdate("unsigned:memory", c.was, c.now) {
+		if !IsUpdate("unsigned:memory", c.was, c.at, c.now, c.at) {
 			t.Errorf("%q -> %q is not an update", c.was, c.now)
 		}
-		if IsUpdate("acme:memory", c.was, c.now) {
+		if IsUpdate("acme:memory", c.was, c.at, c.now, c.at) {
 			t.Errorf("signed %q -> %q is an update", c.was, c.now)
 		}
 	}
@@ -284,4 +302,101 @@ func TestApproveUpdateOption(t *testing.T) {
 		t.Fatalf("the update and a named tool: %+v %+v %v", a, r, err)
 	}
 	expect(t, s, o)
+}
+
+// A file artifact is named by its base name alone: a file of the same
+// name in another directory (another checkout, a PATH entry earlier than
+// the approved one) is another implementation, a rug pull of every tool,
+// not an update of the approved file; an edit of the approved file is.
+func TestUnsignedUpdateFileElsewhere(t *testing.T) {
+	const (
+		was = "file server.js sha256:aa"
+		now = "file server.js sha256:bb"
+	)
+	for _, c := range []struct {
+		name        string
+		wasAt, at   string
+		wantUpdated bool
+	}{
+		{"same file edited", "/home/u/notes/server.js", "/home/u/notes/server.js", true},
+		{"same name elsewhere", "/home/u/notes/server.js", "/tmp/evil/server.js", false},
+		{"approved where unknown", "", "/tmp/evil/server.js", false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := openTemp(t)
+			a := memory(t, was, "", false)
+			a.ServedAt = c.wasAt
+			mustApprove(t, s, a)
+			o := memory(t, now, UpdateAsk, false)
+			o.ServedAt, o.InGate = c.at, true
+			cmp, err := s.Compare(o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			upd := updFinding(cmp, verify.ServerUpdated) != nil
+			rug := updFinding(cmp, verify.RugPull) != nil
+			if upd != c.wantUpdated || rug == c.wantUpdated {
+				t.Fatalf("updated %v, rug pull %v: %+v", upd, rug, cmp.Findings)
+			}
+			still, err := s.StillApproved(o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for k, v := range still {
+				if c.wantUpdated != (v == "") {
+					t.Fatalf("%s still approved: %q", k, v)
+				}
+			}
+			if !c.wantUpdated {
+				return
+			}
+			// Approving the update records where the file is now.
+			if _, _, err := s.Approve(o, ApproveOptions{By: "tester"}); err != nil {
+				t.Fatal(err)
+			}
+			pins, err := s.ServerPins(o.Server)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, p := range pins {
+				if p.Served != now || p.ServedAt != c.at {
+					t.Fatalf("pin %s served %q at %q", p.Tool, p.Served, p.ServedAt)
+				}
+			}
+			if _, bad, err := s.Audit(); err != nil || len(bad) > 0 {
+				t.Fatal(err, bad)
+			}
+		})
+	}
+}
+
+// An older version of the approved package serving the same definitions
+// is not presented as an update: each tool is a rug pull naming both
+// artifacts, and the gate withholds them under ask.
+func TestUnsignedDowngradeNotUpdate(t *testing.T) {
+	s := openTemp(t)
+	mustApprove(t, s, memory(t, memV2, "", false))
+	o := memory(t, memV1, UpdateAsk, false)
+	o.InGate = true
+	cmp, err := s.Compare(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if updFinding(cmp, verify.ServerUpdated) != nil || len(cmp.Findings) != 3 {
+		t.Fatalf("findings %+v", cmp.Findings)
+	}
+	for _, f := range cmp.Findings {
+		if f.Kind != verify.RugPull || !strings.Contains(f.Message, memV1) || !strings.Contains(f.Message, memV2) {
+			t.Fatalf("finding %+v", f)
+		}
+	}
+	still, err := s.StillApproved(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range still {
+		if v != verify.RugPull {
+			t.Fatalf("%s: %q", k, v)
+		}
+	}
 }

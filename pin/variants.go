@@ -3,6 +3,7 @@ package pin
 import (
 	"fmt"
 	"strings"
+	"unicode"
 
 	"github.com/etdi-dev/etdi"
 	"github.com/etdi-dev/etdi/internal/termtext"
@@ -190,7 +191,7 @@ func ArtifactIdentity(served string) (string, bool) {
 		return "", false
 	}
 	for _, r := range served {
-		if r < 0x20 || r == 0x7f {
+		if !unicode.IsPrint(r) { // controls (C0, DEL, C1), bidi and other format characters
 			return "", false
 		}
 	}
@@ -242,7 +243,7 @@ func sharedApproval(tx *kvTx, o *Observation, t *Observed, sc *shareCache) (stri
 			continue
 		}
 		v := matchingVariant(p, o, t)
-		if v == nil || v.Served != id || v.Signer != Unsigned {
+		if v == nil || !sameServed(v, o, id) || v.Signer != Unsigned {
 			continue
 		}
 		if sc.checked == nil {
@@ -266,6 +267,18 @@ func sharedApproval(tx *kvTx, o *Observation, t *Observed, sc *shareCache) (stri
 		return srv, nil
 	}
 	return "", nil
+}
+
+// sameServed reports whether the approved definition v was served by
+// the artifact id that serves o now: the same identity, and for a file
+// artifact (named by its base name) the same file, found at the same path
+// (Pin.ServedAt): a copy of a file elsewhere (a launcher script that runs
+// what sits beside it) is not the file approved.
+func sameServed(v *Pin, o *Observation, id string) bool {
+	if v.Served != id {
+		return false
+	}
+	return !strings.HasPrefix(id, "file ") || (v.ServedAt != "" && v.ServedAt == o.ServedAt)
 }
 
 // ServedAccepts reports whether what serves a server now (Observation

@@ -88,8 +88,9 @@ func (e *env) fetchSave(f *serverFlags, t *target, w io.Writer) (*guard.Saved, e
 	e.progress("checking %s", t.label)
 	// What the command runs is resolved before it starts, and saved with
 	// the listing: approving from the file records it.
-	served := t.secrets.String(guard.ResolveOrigin(e.ctx, t.server()).Served())
-	saved, fs, err := guard.FetchSave(e.ctx, t.server(), guard.FetchOptions{StartTimeout: f.startTimeout, Timeout: f.timeout, ClientVersion: readBuildInfo().Version, Served: served,
+	origin := guard.ResolveOrigin(e.ctx, t.server())
+	served, at := t.secrets.String(origin.Served()), t.secrets.String(origin.ServedAt())
+	saved, fs, err := guard.FetchSave(e.ctx, t.server(), guard.FetchOptions{StartTimeout: f.startTimeout, Timeout: f.timeout, ClientVersion: readBuildInfo().Version, Served: served, ServedAt: at,
 		Capabilities: f.capabilitiesOf(t)}, t.credentials, w)
 	if err != nil {
 		// The error may quote the server's stderr, a URL or a header.

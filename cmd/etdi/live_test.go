@@ -269,9 +269,10 @@ func TestLiveRealServers(t *testing.T) {
 		{"filesystem", []string{"--server", "--", "node", filepath.Join(nodeBinDir, "mcp-server-filesystem"), root}, nil, `"read_text_file"`, 13},
 		{"memory", []string{"--server", "--", "node", filepath.Join(nodeBinDir, "mcp-server-memory")}, []string{"MEMORY_FILE_PATH=" + filepath.Join(root, "memory.jsonl")}, `"create_entities"`, 13},
 		// The same server over HTTP offers the definitions approved for the
-		// stdio one: the same server under a second name, a new server to
-		// approve (13), not a shadow (12).
-		{"everything-http", []string{"--url", startHTTPEverything(t)}, nil, `the same server is approved as unsigned:everything`, 13},
+		// stdio one: a second name for the same definitions, a new server
+		// to approve (13), not a shadow (12); served by an endpoint, not
+		// the approved file, it is not claimed to be the same server.
+		{"everything-http", []string{"--url", startHTTPEverything(t)}, nil, `the same definitions are approved on unsigned:everything`, 13},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			args := append([]string{"--name", tc.name, "--json"}, tc.args...)

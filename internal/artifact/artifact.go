@@ -60,6 +60,10 @@ type Resolved struct {
 	// "package-lock.json /x/y", "npx cache /home/u/.npm/_npx/ab12",
 	// "docker image inspect", "file /usr/bin/x".
 	From string
+	// Path is, for a file, the absolute path the launch names it by
+	// (after the PATH lookup, before symbolic links are followed): what
+	// stays when a package manager repoints a link at a new version.
+	Path string
 }
 
 // digests is Digests, or Artifact.Digest alone.

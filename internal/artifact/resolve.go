@@ -320,7 +320,7 @@ func resolveFile(ctx context.Context, p *plan, env environ, dir string) (*Resolv
 	if err != nil {
 		return nil, "cannot hash " + shown(p.path) + ": " + err.Error()
 	}
-	return &Resolved{Artifact: Artifact{Type: TypeFile, Name: filepath.Base(real), Digest: d}, From: "file " + real}, ""
+	return &Resolved{Artifact: Artifact{Type: TypeFile, Name: filepath.Base(real), Digest: d}, From: "file " + real, Path: filepath.Clean(path)}, ""
 }
 
 // errf formats a reason.
