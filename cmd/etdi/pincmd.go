@@ -312,18 +312,9 @@ lifts it (etdi pin unrevoke).`,
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			r := pin.Revocation{KeyID: keyID, By: pf.who(), Reason: reason}
-			if len(args) == 1 {
-				var err error
-				if r.Server, r.Tool, r.Version, err = pin.ParseRef(args[0]); err != nil {
-					return &usageError{err}
-				}
-			}
-			if digest != "" {
-				if r.Version != "" {
-					return usagef("--digest names one approved definition: give SERVER/TOOL without @VERSION")
-				}
-				r.Digest = digest
+			r, err := revocationArgs(args, keyID, digest, reason, pf.who(), "approved")
+			if err != nil {
+				return err
 			}
 			s, err := pf.open(false)
 			if err != nil {
@@ -436,18 +427,9 @@ changed, as any other.`,
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			r := pin.Revocation{KeyID: keyID, By: pf.who(), Reason: reason}
-			if len(args) == 1 {
-				var err error
-				if r.Server, r.Tool, r.Version, err = pin.ParseRef(args[0]); err != nil {
-					return &usageError{err}
-				}
-			}
-			if digest != "" {
-				if r.Version != "" {
-					return usagef("--digest names one revoked definition: give SERVER/ITEM without @VERSION")
-				}
-				r.Digest = digest
+			r, err := revocationArgs(args, keyID, digest, reason, pf.who(), "revoked")
+			if err != nil {
+				return err
 			}
 			s, err := pf.open(false)
 			if err != nil {
@@ -505,4 +487,24 @@ func servedText(a pin.Approval) string {
 		return ""
 	}
 	return fmt.Sprintf(", served by %s (was %s)", a.Pin.Served, a.ServedBefore)
+}
+
+// revocationArgs is the revocation etdi pin revoke and unrevoke name: a
+// SERVER/TOOL[@VERSION] argument or --key, and with --digest one
+// definition (state: "approved" or "revoked"), which names no version.
+func revocationArgs(args []string, keyID, digest, reason, by, state string) (pin.Revocation, error) {
+	r := pin.Revocation{KeyID: keyID, By: by, Reason: reason}
+	if len(args) == 1 {
+		var err error
+		if r.Server, r.Tool, r.Version, err = pin.ParseRef(args[0]); err != nil {
+			return r, &usageError{err}
+		}
+	}
+	if digest != "" {
+		if r.Version != "" {
+			return r, usagef("--digest names one %s definition: give SERVER/TOOL without @VERSION", state)
+		}
+		r.Digest = digest
+	}
+	return r, nil
 }
