@@ -302,30 +302,17 @@ lifts it (etdi pin unrevoke).`,
 		Example: `  etdi pin revoke acme:weather/get_weather@1.0.0 --reason "CVE-2026-1234"
   etdi pin revoke --yes unsigned:time/get_current_time --digest sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08
   etdi pin revoke --key sha256:1a2b3c4d5e6f7a8b --reason "key leaked"`,
-		Args: func(cmd *cobra.Command, args []string) error {
-			if (len(args) == 1) == (keyID != "") {
-				return usagef("give either SERVER/TOOL[@VERSION] or --key KEY_ID")
-			}
-			if digest != "" && keyID != "" {
-				return usagef("--digest revokes one approved definition of SERVER/TOOL; it does not go with --key")
-			}
-			return nil
-		},
+		Args: revocationTarget(&keyID, &digest, "revokes one approved definition of SERVER/TOOL"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			r, err := revocationArgs(args, keyID, digest, reason, pf.who(), "approved")
 			if err != nil {
 				return err
 			}
-			s, err := pf.open(false)
+			s, err := openRevocation(&pf, &r)
 			if err != nil {
 				return err
 			}
 			defer s.Close()
-			if digest != "" {
-				if r.Item, r.Tool, err = itemOfRef(s, r.Server, r.Tool); err != nil {
-					return err
-				}
-			}
 			if keyID != "" {
 				if r.KeyID, err = resolveRevokeKey(s, keyID, policy, cmd.Flags().Changed("trust")); err != nil {
 					return err
@@ -417,30 +404,17 @@ approve ... --tool NAME). A tool that changed meanwhile is reported as
 changed, as any other.`,
 		Example: `  etdi pin unrevoke acme:weather/get_weather@1.0.0 --reason "fixed in 1.0.1, pinned again"
   etdi pin unrevoke --key sha256:1a2b3c4d5e6f7a8b9c0d1e2f3a4b5c6d7e8f9a0b1c2d3e4f5a6b7c8d9e0f1a2b --reason "the key was not leaked"`,
-		Args: func(cmd *cobra.Command, args []string) error {
-			if (len(args) == 1) == (keyID != "") {
-				return usagef("give either SERVER/TOOL[@VERSION] or --key KEY_ID")
-			}
-			if digest != "" && keyID != "" {
-				return usagef("--digest names one revoked definition of SERVER/ITEM; it does not go with --key")
-			}
-			return nil
-		},
+		Args: revocationTarget(&keyID, &digest, "names one revoked definition of SERVER/ITEM"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			r, err := revocationArgs(args, keyID, digest, reason, pf.who(), "revoked")
 			if err != nil {
 				return err
 			}
-			s, err := pf.open(false)
+			s, err := openRevocation(&pf, &r)
 			if err != nil {
 				return err
 			}
 			defer s.Close()
-			if digest != "" {
-				if r.Item, r.Tool, err = itemOfRef(s, r.Server, r.Tool); err != nil {
-					return err
-				}
-			}
 			if err := s.Unrevoke(r); err != nil {
 				return err
 			}
@@ -487,6 +461,37 @@ func servedText(a pin.Approval) string {
 		return ""
 	}
 	return fmt.Sprintf(", served by %s (was %s)", a.Pin.Served, a.ServedBefore)
+}
+
+// revocationTarget checks the arguments of etdi pin revoke and unrevoke:
+// a SERVER/TOOL[@VERSION] argument or --key, and --digest (what it does:
+// digestUse) only with the former.
+func revocationTarget(keyID, digest *string, digestUse string) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if (len(args) == 1) == (*keyID != "") {
+			return usagef("give either SERVER/TOOL[@VERSION] or --key KEY_ID")
+		}
+		if *digest != "" && *keyID != "" {
+			return usagef("--digest %s; it does not go with --key", digestUse)
+		}
+		return nil
+	}
+}
+
+// openRevocation opens the pin store for a revocation or its lifting and,
+// for one definition (--digest), tells the kind of item r names.
+func openRevocation(pf *pinFlags, r *pin.Revocation) (*pin.Store, error) {
+	s, err := pf.open(false)
+	if err != nil {
+		return nil, err
+	}
+	if r.Digest != "" {
+		if r.Item, r.Tool, err = itemOfRef(s, r.Server, r.Tool); err != nil {
+			s.Close()
+			return nil, err
+		}
+	}
+	return s, nil
 }
 
 // revocationArgs is the revocation etdi pin revoke and unrevoke name: a
