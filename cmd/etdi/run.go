@@ -312,11 +312,7 @@ func (e *env) runGate(cmd *cobra.Command, f *runFlags, pf *pinFlags, args []stri
 			len(unserved), secrets.String(name), opts.Review, opts.ReviewTarget)
 	}
 	var logMu sync.Mutex
-	opts.Log = func(line string) {
-		logMu.Lock()
-		defer logMu.Unlock()
-		fmt.Fprintln(e.stderr, secrets.String(line))
-	}
+	opts.Log = e.gateLog(&secrets, &logMu)
 	if f.listen != "" {
 		return e.listenGate(f, opts, srv, &secrets, &logMu, nil)
 	}
@@ -347,6 +343,16 @@ func (e *env) runGate(cmd *cobra.Command, f *runFlags, pf *pinFlags, args []stri
 	return nil
 }
 
+// gateLog writes the gate's lines to stderr, one at a time and with the
+// secrets etdi knows masked.
+func (e *env) gateLog(secrets *redact.Set, mu *sync.Mutex) func(string) {
+	return func(line string) {
+		mu.Lock()
+		defer mu.Unlock()
+		fmt.Fprintln(e.stderr, secrets.String(line))
+	}
+}
+
 // refuseSession answers the host's session itself when Preflight refused
 // to start the server (guard.ServeRefusal; with --listen, every session
 // until etdi is interrupted): the host sees etdi connected with a
@@ -360,11 +366,7 @@ func (e *env) refuseSession(f *runFlags, opts guard.GateOptions, r *guard.Refusa
 		say(e.stderr, "etdi: approve the new implementation by naming its tools: %s\n", secrets.String(r.Approve))
 	}
 	var logMu sync.Mutex
-	opts.Log = func(line string) {
-		logMu.Lock()
-		defer logMu.Unlock()
-		fmt.Fprintln(e.stderr, secrets.String(line))
-	}
+	opts.Log = e.gateLog(secrets, &logMu)
 	if f.listen != "" {
 		if err := e.listenGate(f, opts, guard.Server{}, secrets, &logMu, r); err != nil {
 			return err
