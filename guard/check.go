@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/etdi-dev/etdi"
+	"github.com/etdi-dev/etdi/finding"
 	"github.com/etdi-dev/etdi/pin"
 	"github.com/etdi-dev/etdi/trust"
 	"github.com/etdi-dev/etdi/verify"
@@ -80,8 +81,8 @@ type Report struct {
 	Verification *verify.Result `json:"verification,omitempty"`
 	// Tools is the state of each tool against the pins (empty when the
 	// tools were not compared: see Blocked).
-	Tools    []pin.ToolState  `json:"tools"`
-	Findings []verify.Finding `json:"findings"`
+	Tools    []pin.ToolState   `json:"tools"`
+	Findings []finding.Finding `json:"findings"`
 
 	// Observation is what the server offers as established by
 	// verification; nil when it could not be (Blocked).
@@ -105,7 +106,7 @@ type Report struct {
 
 // Observed returns the findings of verification (and of the unsigned
 // rule), without those of the comparison with the pins.
-func (r *Report) Observed() []verify.Finding { return r.Findings[:r.observed:r.observed] }
+func (r *Report) Observed() []finding.Finding { return r.Findings[:r.observed:r.observed] }
 
 // After returns a copy of r with comparison c, made later (after an
 // approval), in place of the one r was made with.
@@ -113,7 +114,7 @@ func (r *Report) After(c *pin.Comparison) *Report {
 	after := *r
 	after.verdicts = nil
 	after.Comparison, after.Tools = c, c.Tools
-	after.Findings = append(append([]verify.Finding{}, r.Observed()...), c.Findings...)
+	after.Findings = append(append([]finding.Finding{}, r.Observed()...), c.Findings...)
 	return &after
 }
 
@@ -124,9 +125,9 @@ func (r *Report) Blocked() bool { return r.Observation == nil }
 // ExitCode is the exit code of the report (SPEC.md §11): the most severe
 // error finding, and never 0 when the tools were not established.
 func (r *Report) ExitCode() int {
-	code := verify.ExitCode(r.Findings)
-	if code == verify.ExitOK && r.Blocked() {
-		code = verify.ExitSignature
+	code := finding.ExitCode(r.Findings)
+	if code == finding.ExitOK && r.Blocked() {
+		code = finding.ExitSignature
 	}
 	return code
 }
@@ -159,7 +160,7 @@ func (r *Report) allowed(item, tool string) bool {
 			r.verdicts[k] = !twice && t.Status == "ok" // listed twice, or not approved
 		}
 		for _, f := range r.Findings {
-			if f.Severity != verify.Error {
+			if f.Severity != finding.Error {
 				continue
 			}
 			if f.Tool == "" && !f.Kind.AboutInstructions() {
@@ -181,7 +182,7 @@ func (r *Report) allowed(item, tool string) bool {
 // an identity provider that cannot be reached) is an error, never a
 // finding.
 func Observe(ctx context.Context, l *Listing, opts Options) (*Report, error) {
-	r := &Report{Tools: []pin.ToolState{}, Findings: []verify.Finding{}, Listing: l, opts: opts}
+	r := &Report{Tools: []pin.ToolState{}, Findings: []finding.Finding{}, Listing: l, opts: opts}
 	if opts.Policy == nil {
 		return nil, errors.New("guard: no trust policy")
 	}
@@ -197,7 +198,7 @@ func Observe(ctx context.Context, l *Listing, opts Options) (*Report, error) {
 		}
 		var err error
 		if inband, err = etdi.InbandBundle(append(append([]*etdi.Value{}, l.Metas...), l.ToolMetas...)); err != nil {
-			r.Findings = append(r.Findings, verify.Finding{Kind: verify.BundleInvalid, Severity: verify.Error, Message: "in-band bundle: " + err.Error()})
+			r.Findings = append(r.Findings, finding.Finding{Kind: finding.BundleInvalid, Severity: finding.Error, Message: "in-band bundle: " + err.Error()})
 			return r, nil
 		}
 	}
@@ -293,7 +294,7 @@ func (r *Report) unsigned(l *Listing, name string, rule trust.UnsignedRule) erro
 		for _, t := range l.Tools {
 			names = append(names, t.Name)
 		}
-		r.Findings = append(r.Findings, verify.Finding{Kind: verify.UnsignedTool, Severity: verify.Error, Server: server,
+		r.Findings = append(r.Findings, finding.Finding{Kind: finding.UnsignedTool, Severity: finding.Error, Server: server,
 			Message: fmt.Sprintf("server %s has no bundle and the trust policy blocks unsigned tools (tools %s)", server, strings.Join(names, ", "))})
 		return nil
 	}
@@ -301,7 +302,7 @@ func (r *Report) unsigned(l *Listing, name string, rule trust.UnsignedRule) erro
 	for _, lt := range l.Tools {
 		obs.Tools = append(obs.Tools, pin.Observed{Name: lt.Name, Digest: lt.Digest, Canonical: lt.Canonical, Signer: pin.Unsigned})
 		if rule == trust.Warn {
-			r.Findings = append(r.Findings, verify.Finding{Kind: verify.UnsignedTool, Severity: verify.Warning, Server: server,
+			r.Findings = append(r.Findings, finding.Finding{Kind: finding.UnsignedTool, Severity: finding.Warning, Server: server,
 				Tool: lt.Name, Live: lt.Digest.String(), Message: fmt.Sprintf("tool %q of %s is not signed (policy: warn); pinned by digest", lt.Name, server)})
 		}
 	}
@@ -350,7 +351,7 @@ func (r *Report) compare(ctx context.Context) error {
 	}
 	r.observed = len(r.Findings)
 	var c *pin.Comparison
-	var todo []verify.Finding
+	var todo []finding.Finding
 	err := withPins(r.opts, true, func(s *pin.Store) error {
 		var err error
 		c, todo, err = s.Judge(r.Observation, r.Findings...)

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/etdi-dev/etdi/finding"
 	"github.com/etdi-dev/etdi/keyless"
 	"github.com/etdi-dev/etdi/pin"
 	"github.com/etdi-dev/etdi/trust"
@@ -86,11 +87,11 @@ func TestHandshakeDiscoverRefused(t *testing.T) {
 // allowed; an error about the whole server withholds every entry, one
 // about the instructions none.
 func TestReportDecisions(t *testing.T) {
-	blocked := &Report{Findings: []verify.Finding{{Kind: verify.UnsignedTool, Severity: verify.Warning}}}
-	if blocked.ExitCode() == verify.ExitOK || blocked.Allowed("x") || blocked.AllowedItem(pin.ItemPrompt, "x") {
+	blocked := &Report{Findings: []finding.Finding{{Kind: finding.UnsignedTool, Severity: finding.Warning}}}
+	if blocked.ExitCode() == finding.ExitOK || blocked.Allowed("x") || blocked.AllowedItem(pin.ItemPrompt, "x") {
 		t.Errorf("a blocked report: exit %d", blocked.ExitCode())
 	}
-	ok := func(fs ...verify.Finding) *Report {
+	ok := func(fs ...finding.Finding) *Report {
 		return &Report{Observation: &pin.Observation{}, Findings: fs, Tools: []pin.ToolState{
 			{Item: pin.ItemTool, Name: "a", Status: "ok"}, {Item: pin.ItemTool, Name: "twice", Status: "ok"},
 			{Item: pin.ItemTool, Name: "twice", Status: "ok"}, {Item: pin.ItemPrompt, Name: "p", Status: "ok"},
@@ -100,16 +101,16 @@ func TestReportDecisions(t *testing.T) {
 	if !r.Allowed("a") || !r.AllowedItem(pin.ItemPrompt, "p") || r.Allowed("twice") || r.Allowed("new") || r.AllowedItem(pin.ItemTool, "p") {
 		t.Errorf("verdicts: a %v p %v twice %v new %v", r.Allowed("a"), r.AllowedItem(pin.ItemPrompt, "p"), r.Allowed("twice"), r.Allowed("new"))
 	}
-	if r := ok(verify.Finding{Kind: verify.Revoked, Severity: verify.Error, Item: pin.ItemPrompt, Tool: "p"}); !r.Allowed("a") || r.AllowedItem(pin.ItemPrompt, "p") {
+	if r := ok(finding.Finding{Kind: finding.Revoked, Severity: finding.Error, Item: pin.ItemPrompt, Tool: "p"}); !r.Allowed("a") || r.AllowedItem(pin.ItemPrompt, "p") {
 		t.Error("an error about one entry")
 	}
-	if r := ok(verify.Finding{Kind: verify.Revoked, Severity: verify.Warning, Tool: "a"}); !r.Allowed("a") {
+	if r := ok(finding.Finding{Kind: finding.Revoked, Severity: finding.Warning, Tool: "a"}); !r.Allowed("a") {
 		t.Error("a warning withholds")
 	}
-	if r := ok(verify.Finding{Kind: verify.SignatureInvalid, Severity: verify.Error}); r.Allowed("a") || r.AllowedItem(pin.ItemPrompt, "p") {
+	if r := ok(finding.Finding{Kind: finding.SignatureInvalid, Severity: finding.Error}); r.Allowed("a") || r.AllowedItem(pin.ItemPrompt, "p") {
 		t.Error("an error about the whole server")
 	}
-	if r := ok(verify.Finding{Kind: verify.InstructionsChanged, Severity: verify.Error}); !r.Allowed("a") {
+	if r := ok(finding.Finding{Kind: finding.InstructionsChanged, Severity: finding.Error}); !r.Allowed("a") {
 		t.Error("changed instructions withhold the tools")
 	}
 }

@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/etdi-dev/etdi"
+	"github.com/etdi-dev/etdi/finding"
 	"github.com/etdi-dev/etdi/internal/termtext"
-	"github.com/etdi-dev/etdi/verify"
 )
 
 // ApproveOptions select what Approve approves.
@@ -136,10 +136,10 @@ func (s *Store) Approve(o *Observation, opts ApproveOptions) ([]Approval, []Refu
 		if err != nil {
 			return err
 		}
-		instructionsChanged, instructionsKind := false, verify.InstructionsChanged
+		instructionsChanged, instructionsKind := false, finding.InstructionsChanged
 		update := false
 		for _, f := range c.Findings {
-			if f.Kind == verify.ServerUpdated {
+			if f.Kind == finding.ServerUpdated {
 				// Approved with the server as a whole, never by naming
 				// tools; the trust policy may block it.
 				switch {
@@ -157,13 +157,13 @@ func (s *Store) Approve(o *Observation, opts ApproveOptions) ([]Approval, []Refu
 				}
 				continue
 			}
-			if f.Tool == "" && f.Severity == verify.Error {
+			if f.Tool == "" && f.Severity == finding.Error {
 				return errors.New(f.Message + "; not approving anything")
 			}
 		}
-		byTool := map[string]verify.Finding{} // by ItemRef
+		byTool := map[string]finding.Finding{} // by ItemRef
 		for _, f := range c.Findings {
-			if f.Severity == verify.Error && f.Tool != "" {
+			if f.Severity == finding.Error && f.Tool != "" {
 				if _, seen := byTool[ItemRef(f.Item, f.Tool)]; !seen {
 					byTool[ItemRef(f.Item, f.Tool)] = f
 				}
@@ -219,9 +219,9 @@ func (s *Store) Approve(o *Observation, opts ApproveOptions) ([]Approval, []Refu
 					"etdi approves at most that in one transaction (approve fewer tools at a time with --tool)", o.Server, MaxApprovalBytes>>20)
 			}
 			switch {
-			case f.Kind.Approval() == verify.Approvable:
-			case f.Kind.Approval() == verify.ApprovableByName && named[ref]:
-			case f.Kind.Approval() == verify.ApprovableByName:
+			case f.Kind.Approvability() == finding.Approvable:
+			case f.Kind.Approvability() == finding.ApprovableByName && named[ref]:
+			case f.Kind.Approvability() == finding.ApprovableByName:
 				refused = append(refused, Refusal{ref, string(f.Kind), f.Message + " (name it with --tool to approve it anyway)"})
 				continue
 			default:
@@ -255,7 +255,7 @@ func (s *Store) Approve(o *Observation, opts ApproveOptions) ([]Approval, []Refu
 			rec := Record{Type: RecordApprove, Time: now, Server: o.Server, Tool: t.Name, Item: t.Item, Version: t.Version, Digest: p.Digest,
 				Signer: &p.Signer, Kind: string(f.Kind), By: opts.By, Permissions: p.Permissions, Scopes: p.Scopes, Served: p.Served, ServedAt: p.ServedAt}
 			a := Approval{Pin: p, Kind: string(f.Kind), Variants: 1, ScopesKept: kept}
-			if old != nil && f.Kind == verify.RugPull && !opts.Replace {
+			if old != nil && f.Kind == finding.RugPull && !opts.Replace {
 				// Another variant: beside the approved definitions, in
 				// place of the one of the same digest (whose permissions
 				// or server changed).

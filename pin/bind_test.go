@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/etdi-dev/etdi"
-	"github.com/etdi-dev/etdi/verify"
+	"github.com/etdi-dev/etdi/finding"
 	bolt "go.etcd.io/bbolt"
 	"golang.org/x/mod/sumdb/note"
 	"golang.org/x/mod/sumdb/tlog"
@@ -436,7 +436,7 @@ func TestSameServerUnderTwoNames(t *testing.T) {
 	// a server that copies approved tools and changes or adds one shadows
 	// every one of them.
 	expect(t, s, obs(UnsignedServerKey("files-3"), 0, evil, ls), "shadowing", "shadowing")
-	if a, r, _ := s.Approve(obs(UnsignedServerKey("files-3"), 0, evil, ls), ApproveOptions{By: "x"}); len(r) != 2 || r[0].Kind != string(verify.Shadowing) || len(a) != 0 {
+	if a, r, _ := s.Approve(obs(UnsignedServerKey("files-3"), 0, evil, ls), ApproveOptions{By: "x"}); len(r) != 2 || r[0].Kind != string(finding.Shadowing) || len(a) != 0 {
 		t.Fatalf("shadowing approved unnamed: %v %v", a, r)
 	}
 	report := tool(t, "send_report", "", `{"name":"send_report"}`, Unsigned)

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/etdi-dev/etdi/finding"
 	"github.com/etdi-dev/etdi/internal/etcdtest"
-	"github.com/etdi-dev/etdi/verify"
 )
 
 // openOn opens the store at loc as a machine of its own: its own snapshot
@@ -147,7 +147,7 @@ func TestEtcdMachinesShare(t *testing.T) {
 		t.Fatal(err)
 	}
 	still, err := openOn(t, loc, "c", "", Options{ReadOnly: true}).StillApproved(o)
-	if err != nil || still[StillApprovedKey("", "get_weather")] != verify.Revoked {
+	if err != nil || still[StillApprovedKey("", "get_weather")] != finding.Revoked {
 		t.Fatalf("after a revoked: %v %v", still, err)
 	}
 }

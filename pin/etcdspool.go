@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/etdi-dev/etdi/verify"
+	"github.com/etdi-dev/etdi/finding"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -119,7 +119,7 @@ func parseSpoolEntry(data []byte) (*spoolEntry, error) {
 		case e.Spool != "" && r.Type != RecordCall:
 			bad = fmt.Sprintf("a %q record in a spool of calls", r.Type)
 		case r.Type == RecordFinding:
-			if r.Severity != string(verify.Error) && r.Severity != string(verify.Warning) {
+			if r.Severity != string(finding.Error) && r.Severity != string(finding.Warning) {
 				bad = fmt.Sprintf("a finding of severity %q", r.Severity)
 			}
 			if r.Arguments != "" || r.Outcome != "" || r.DurationMicros != 0 || r.Decision != "" || len(r.Policies) > 0 || r.Answer != "" {
@@ -284,7 +284,7 @@ func fold(tx *kvTx, pending []pendingEntry) error {
 		if len(msg) > 4096 {
 			msg = msg[:4096] + "…"
 		}
-		rec := Record{Type: RecordFinding, Kind: "spool_dropped", Severity: string(verify.Warning), Message: msg}
+		rec := Record{Type: RecordFinding, Kind: "spool_dropped", Severity: string(finding.Warning), Message: msg}
 		if _, err := appendBoundAs(tx, rec, m, ""); err != nil {
 			return err
 		}
@@ -427,7 +427,7 @@ func (s *Store) clientFallback(err error) bool {
 
 // recordSpooled is Record for a client: the findings the history and this
 // machine's waiting entries do not hold yet go to its spool.
-func (s *Store) recordSpooled(o *Observation, by string, extra []verify.Finding) (*Comparison, error) {
+func (s *Store) recordSpooled(o *Observation, by string, extra []finding.Finding) (*Comparison, error) {
 	c, todo, err := s.Judge(o, extra...)
 	if err != nil || len(todo) == 0 {
 		return c, err

@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 
-	"github.com/etdi-dev/etdi/verify"
+	"github.com/etdi-dev/etdi/finding"
 )
 
 // findingKey is what makes two findings the same finding in the history
@@ -17,7 +17,7 @@ type findingKey struct {
 	kind, severity, server, item, tool, version, digest, message string
 }
 
-func keyOfFinding(server string, f *verify.Finding) findingKey {
+func keyOfFinding(server string, f *finding.Finding) findingKey {
 	return findingKey{string(f.Kind), string(f.Severity), server, f.Item, f.Tool, f.Version, f.Live, f.Message}
 }
 
@@ -37,10 +37,10 @@ func keyOfRecord(r *Record) findingKey {
 // finding is settled, so the usual case, a finding recorded by the
 // previous check, costs a few records. Records about other servers are
 // skipped without decoding.
-func unrecorded(tx *kvTx, server string, findings []verify.Finding) ([]verify.Finding, error) {
+func unrecorded(tx *kvTx, server string, findings []finding.Finding) ([]finding.Finding, error) {
 	need := map[findingKey]int{}
 	for i := range findings {
-		if findings[i].Severity != verify.Info {
+		if findings[i].Severity != finding.Info {
 			need[keyOfFinding(server, &findings[i])]++
 		}
 	}
@@ -98,10 +98,10 @@ func unrecorded(tx *kvTx, server string, findings []verify.Finding) ([]verify.Fi
 			}
 		}
 	}
-	var out []verify.Finding
+	var out []finding.Finding
 	for i := range findings {
 		f := findings[i]
-		if f.Severity == verify.Info {
+		if f.Severity == finding.Info {
 			continue
 		}
 		k := keyOfFinding(server, &f)

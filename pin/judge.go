@@ -9,8 +9,8 @@ import (
 	"unicode"
 
 	"github.com/etdi-dev/etdi"
+	"github.com/etdi-dev/etdi/finding"
 	"github.com/etdi-dev/etdi/internal/confusable"
-	"github.com/etdi-dev/etdi/verify"
 )
 
 // Observation is what a server offers now, as established by verification
@@ -104,9 +104,9 @@ type ToolState struct {
 
 // Comparison is the outcome of comparing an Observation with the pins.
 type Comparison struct {
-	Server   string           `json:"server"`
-	Tools    []ToolState      `json:"tools"`
-	Findings []verify.Finding `json:"findings"`
+	Server   string            `json:"server"`
+	Tools    []ToolState       `json:"tools"`
+	Findings []finding.Finding `json:"findings"`
 	// Recorded is the number of findings Check or Record appended to the
 	// history.
 	Recorded int `json:"-"`
@@ -140,7 +140,7 @@ func (s *Store) Compare(o *Observation) (*Comparison, error) {
 // decision about its tool (unrecorded). When nothing is new it writes
 // nothing; otherwise the comparison is repeated in the write transaction
 // that records it.
-func (s *Store) Check(o *Observation, by string, extra ...verify.Finding) (*Comparison, error) {
+func (s *Store) Check(o *Observation, by string, extra ...finding.Finding) (*Comparison, error) {
 	c, todo, err := s.Judge(o, extra...)
 	if err != nil || len(todo) == 0 {
 		return c, err
@@ -152,13 +152,13 @@ func (s *Store) Check(o *Observation, by string, extra ...verify.Finding) (*Comp
 // and appends the findings the history does not hold yet. Judge first,
 // on a store opened read-only, and Record only when it has something to
 // append: a write holds the database exclusively.
-func (s *Store) Record(o *Observation, by string, extra ...verify.Finding) (*Comparison, error) {
+func (s *Store) Record(o *Observation, by string, extra ...finding.Finding) (*Comparison, error) {
 	if s.spooled() {
 		return s.recordSpooled(o, by, extra)
 	}
 	var c *Comparison
 	err := s.update(func(tx *kvTx) error {
-		var todo []verify.Finding
+		var todo []finding.Finding
 		var err error
 		if c, todo, err = judge(tx, o, extra); err != nil {
 			return err
@@ -184,8 +184,8 @@ func (s *Store) Record(o *Observation, by string, extra ...verify.Finding) (*Com
 // A gate uses it to withdraw approvals between full comparisons (which
 // it makes at every listing), never to grant one. The map is keyed by
 // StillApprovedKey.
-func (s *Store) StillApproved(o *Observation) (map[string]verify.Kind, error) {
-	out := map[string]verify.Kind{}
+func (s *Store) StillApproved(o *Observation) (map[string]finding.Kind, error) {
+	out := map[string]finding.Kind{}
 	sc := &shareCache{}
 	err := s.view(func(tx *kvTx) error {
 		info, err := serverInfo(tx, o.Server)
@@ -198,10 +198,10 @@ func (s *Store) StillApproved(o *Observation) (map[string]verify.Kind, error) {
 			key := itemKey(t.Item, t.Name)
 			switch {
 			case replayed:
-				out[key] = verify.Downgrade
+				out[key] = finding.Downgrade
 				continue
 			case hasControl(t.Name):
-				out[key] = verify.Impersonation
+				out[key] = finding.Impersonation
 				continue
 			}
 			r, err := revokedBy(tx, o.Server, t)
@@ -209,7 +209,7 @@ func (s *Store) StillApproved(o *Observation) (map[string]verify.Kind, error) {
 				return err
 			}
 			if r != nil {
-				out[key] = verify.Revoked
+				out[key] = finding.Revoked
 				continue
 			}
 			p, err := getItem(tx, o.Server, t.Item, t.Name)
@@ -224,7 +224,7 @@ func (s *Store) StillApproved(o *Observation) (map[string]verify.Kind, error) {
 				if shared != "" {
 					out[key] = ""
 				} else {
-					out[key] = verify.NewTool
+					out[key] = finding.NewTool
 				}
 				continue
 			}
@@ -235,9 +235,9 @@ func (s *Store) StillApproved(o *Observation) (map[string]verify.Kind, error) {
 				}
 			}
 			if v := matchingVariant(p, o, t); v == nil || (t.Item == ItemTool && v.Version != t.Version) {
-				out[key] = verify.RugPull
+				out[key] = finding.RugPull
 				if u := updatedVariant(p, o, t); u != nil && (t.Item != ItemTool || u.Version == t.Version) {
-					out[key] = verify.ServerUpdated
+					out[key] = finding.ServerUpdated
 					if updateRule(o) == UpdateAllow {
 						out[key] = ""
 					}
@@ -257,9 +257,9 @@ func StillApprovedKey(item, name string) string { return itemKey(item, name) }
 // Judge compares o with the pins, read-only, and returns with the
 // comparison the findings Check would append to the history (none when
 // Check would write nothing). A store opened read-only can judge.
-func (s *Store) Judge(o *Observation, extra ...verify.Finding) (*Comparison, []verify.Finding, error) {
+func (s *Store) Judge(o *Observation, extra ...finding.Finding) (*Comparison, []finding.Finding, error) {
 	var c *Comparison
-	var todo []verify.Finding
+	var todo []finding.Finding
 	err := s.view(func(tx *kvTx) error {
 		var err error
 		c, todo, err = judge(tx, o, extra)
@@ -268,7 +268,7 @@ func (s *Store) Judge(o *Observation, extra ...verify.Finding) (*Comparison, []v
 	return c, todo, err
 }
 
-func judge(tx *kvTx, o *Observation, extra []verify.Finding) (*Comparison, []verify.Finding, error) {
+func judge(tx *kvTx, o *Observation, extra []finding.Finding) (*Comparison, []finding.Finding, error) {
 	c, err := compare(tx, o)
 	if err != nil {
 		return nil, nil, err
@@ -283,7 +283,7 @@ func judge(tx *kvTx, o *Observation, extra []verify.Finding) (*Comparison, []ver
 // approval (signer "unsigned"), not an event of each check (SPEC.md §16).
 // The warning of a tool that is new or changed is kept: it goes with the
 // decision that tool needs. Every other finding is kept.
-func worthRecording(c *Comparison, findings []verify.Finding) []verify.Finding {
+func worthRecording(c *Comparison, findings []finding.Finding) []finding.Finding {
 	ok := map[string]bool{}
 	for _, t := range c.Tools {
 		if t.Status == "ok" {
@@ -292,7 +292,7 @@ func worthRecording(c *Comparison, findings []verify.Finding) []verify.Finding {
 	}
 	out := findings[:0:0]
 	for _, f := range findings {
-		if f.Kind == verify.UnsignedTool && f.Severity == verify.Warning && f.Tool != "" && ok[itemKey(f.Item, f.Tool)] {
+		if f.Kind == finding.UnsignedTool && f.Severity == finding.Warning && f.Tool != "" && ok[itemKey(f.Item, f.Tool)] {
 			continue
 		}
 		out = append(out, f)
@@ -300,9 +300,9 @@ func worthRecording(c *Comparison, findings []verify.Finding) []verify.Finding {
 	return out
 }
 
-func recordFindings(tx *kvTx, o *Observation, findings []verify.Finding, by string) error {
+func recordFindings(tx *kvTx, o *Observation, findings []finding.Finding, by string) error {
 	for _, f := range findings {
-		if f.Severity == verify.Info {
+		if f.Severity == finding.Info {
 			continue
 		}
 		if _, err := appendRecord(tx, findingRecord(o, &f, by)); err != nil {
@@ -312,13 +312,13 @@ func recordFindings(tx *kvTx, o *Observation, findings []verify.Finding, by stri
 	return nil
 }
 
-func findingRecord(o *Observation, f *verify.Finding, by string) Record {
+func findingRecord(o *Observation, f *finding.Finding, by string) Record {
 	return Record{Type: RecordFinding, Server: o.Server, Item: f.Item, Tool: f.Tool, Version: f.Version,
 		Digest: f.Live, Kind: string(f.Kind), Severity: string(f.Severity), Message: f.Message, By: by}
 }
 
 func compare(tx *kvTx, o *Observation) (*Comparison, error) {
-	c := &Comparison{Server: o.Server, Tools: []ToolState{}, Findings: []verify.Finding{}}
+	c := &Comparison{Server: o.Server, Tools: []ToolState{}, Findings: []finding.Finding{}}
 	// Every pin and revocation of the server against the history: bound
 	// to a record that says what it says, and not replaced since.
 	if err := checkLatest(tx, o.Server); err != nil {
@@ -333,7 +333,7 @@ func compare(tx *kvTx, o *Observation) (*Comparison, error) {
 		for _, t := range o.Tools {
 			names = append(names, t.Name)
 		}
-		c.Findings = append(c.Findings, verify.Finding{Kind: verify.Downgrade, Severity: verify.Error, Server: o.Server,
+		c.Findings = append(c.Findings, finding.Finding{Kind: finding.Downgrade, Severity: finding.Error, Server: o.Server,
 			Message: fmt.Sprintf("server %s: bundle sequence %d is lower than %d approved before: an older bundle is being replayed (tools %s)",
 				o.Server, o.Sequence, info.MaxSequence, strings.Join(names, ", "))})
 	}
@@ -357,15 +357,15 @@ func compare(tx *kvTx, o *Observation) (*Comparison, error) {
 	for i := range o.Tools {
 		t := &o.Tools[i]
 		key, what := itemKey(t.Item, t.Name), ItemWord(t.Item)
-		blocked := func(f verify.Finding) {
+		blocked := func(f finding.Finding) {
 			c.Tools = append(c.Tools, ToolState{Item: t.Item, Name: t.Name, Version: t.Version, Digest: t.Digest.String(), Status: "blocked"})
-			f.Kind, f.Severity, f.Server, f.Item, f.Tool = verify.Impersonation, verify.Error, o.Server, t.Item, t.Name
+			f.Kind, f.Severity, f.Server, f.Item, f.Tool = finding.Impersonation, finding.Error, o.Server, t.Item, t.Name
 			c.Findings = append(c.Findings, f)
 		}
 		if count[key] > 1 {
 			// One name twice: a client cannot tell which it calls.
 			if !offered[key] {
-				blocked(verify.Finding{Message: fmt.Sprintf("server %s lists %s %q %d times; a client cannot tell which one it uses", o.Server, what, t.Name, count[key])})
+				blocked(finding.Finding{Message: fmt.Sprintf("server %s lists %s %q %d times; a client cannot tell which one it uses", o.Server, what, t.Name, count[key])})
 			}
 			offered[key] = true
 			continue
@@ -373,12 +373,12 @@ func compare(tx *kvTx, o *Observation) (*Comparison, error) {
 		offered[key] = true
 		if hasControl(t.Name) {
 			// Control characters rewrite what a terminal or a log shows.
-			blocked(verify.Finding{Version: t.Version, Live: t.Digest.String(),
+			blocked(finding.Finding{Version: t.Version, Live: t.Digest.String(),
 				Message: fmt.Sprintf("server %s offers %s %q whose name holds control characters; it can pass for another name", o.Server, what, t.Name)})
 			continue
 		}
 		var st ToolState
-		var fs []verify.Finding
+		var fs []finding.Finding
 		var err error
 		if was := updatedServed(tx, o, t); was != "" {
 			// The approved definition, from an update of what served it:
@@ -432,7 +432,7 @@ func compare(tx *kvTx, o *Observation) (*Comparison, error) {
 			continue // not asked for: not known to be gone
 		}
 		c.Tools = append(c.Tools, ToolState{Item: p.Item, Name: p.Tool, Version: p.Version, Digest: p.Digest, Status: "removed"})
-		c.Findings = append(c.Findings, verify.Finding{Kind: verify.Removed, Severity: verify.Info, Server: o.Server,
+		c.Findings = append(c.Findings, finding.Finding{Kind: finding.Removed, Severity: finding.Info, Server: o.Server,
 			Item: p.Item, Tool: p.Tool, Version: p.Version, PinnedDigest: p.Digest,
 			Message: fmt.Sprintf("%s %q is approved on %s but no longer offered", ItemWord(p.Item), p.Tool, o.Server)})
 	}
@@ -457,18 +457,18 @@ func ItemWord(item string) string {
 
 // compareItem compares a prompt, resource or resource template with its
 // pin: they are pinned by digest (no version, permissions or signer).
-func compareItem(tx *kvTx, o *Observation, t *Observed, sc *shareCache) (ToolState, []verify.Finding, error) {
+func compareItem(tx *kvTx, o *Observation, t *Observed, sc *shareCache) (ToolState, []finding.Finding, error) {
 	st := ToolState{Item: t.Item, Name: t.Name, Digest: t.Digest.String(), Status: "ok"}
 	ref := o.Server + "/" + ItemRef(t.Item, t.Name)
-	f := verify.Finding{Severity: verify.Error, Server: o.Server, Item: t.Item, Tool: t.Name, Live: t.Digest.String()}
+	f := finding.Finding{Severity: finding.Error, Server: o.Server, Item: t.Item, Tool: t.Name, Live: t.Digest.String()}
 	r, err := revokedBy(tx, o.Server, t)
 	if err != nil {
 		return st, nil, err
 	}
 	if r != nil {
 		st.Status = "blocked"
-		f.Kind, f.Message = verify.Revoked, fmt.Sprintf("%s %s: the definition %s", ItemWord(t.Item), ref, r.Digest)+revokedText(r)
-		return st, []verify.Finding{f}, nil
+		f.Kind, f.Message = finding.Revoked, fmt.Sprintf("%s %s: the definition %s", ItemWord(t.Item), ref, r.Digest)+revokedText(r)
+		return st, []finding.Finding{f}, nil
 	}
 	full, err := readItem(tx, o.Server, t.Item, t.Name) // checked by checkLatest
 	if err != nil {
@@ -490,11 +490,11 @@ func compareItem(tx *kvTx, o *Observation, t *Observed, sc *shareCache) (ToolSta
 	switch {
 	case p == nil:
 		st.Status = "new"
-		f.Kind, f.Message = verify.NewTool, fmt.Sprintf("%s %s is not approved: approval required", ItemWord(t.Item), ref)
-		return st, []verify.Finding{f}, nil
+		f.Kind, f.Message = finding.NewTool, fmt.Sprintf("%s %s is not approved: approval required", ItemWord(t.Item), ref)
+		return st, []finding.Finding{f}, nil
 	case p.Digest != t.Digest.String():
 		st.Status = "changed"
-		f.Kind, f.PinnedDigest = verify.RugPull, p.Digest
+		f.Kind, f.PinnedDigest = finding.RugPull, p.Digest
 		if old, err := etdi.ParseJSON(p.Definition); err == nil {
 			if cur, err := etdi.ParseJSON(t.Canonical); err == nil {
 				f.Changes = etdi.Diff(old, cur)
@@ -503,7 +503,7 @@ func compareItem(tx *kvTx, o *Observation, t *Observed, sc *shareCache) (ToolSta
 		}
 		f.Message = fmt.Sprintf("%s %s: definition changed since approval (%s)", ItemWord(t.Item), ref, strings.Join(f.Fields, ", ")) +
 			variantHint(full, t.Item, t.Name)
-		return st, []verify.Finding{f}, nil
+		return st, []finding.Finding{f}, nil
 	}
 	return st, nil, nil
 }
@@ -518,7 +518,7 @@ func strOr(p *string, none string) string {
 // compareInstructions reports instructions that differ from those seen at
 // approval, when both are known, and instructions of an approved server
 // whose approval did not see them: the gate withholds both (SPEC.md §25).
-func compareInstructions(o *Observation, info *ServerInfo) *verify.Finding {
+func compareInstructions(o *Observation, info *ServerInfo) *finding.Finding {
 	if !o.InstructionsKnown || info == nil {
 		return nil
 	}
@@ -526,7 +526,7 @@ func compareInstructions(o *Observation, info *ServerInfo) *verify.Finding {
 		if o.Instructions == nil || *o.Instructions == "" {
 			return nil
 		}
-		return &verify.Finding{Kind: verify.NewInstructions, Severity: verify.Error, Server: o.Server,
+		return &finding.Finding{Kind: finding.NewInstructions, Severity: finding.Error, Server: o.Server,
 			Fields: []string{"instructions"}, Changes: []etdi.Change{{Path: "/instructions", Op: "added", New: *o.Instructions}},
 			Message: fmt.Sprintf("server %s: sends instructions that were never approved (its tools were approved without them)", o.Server)}
 	}
@@ -541,16 +541,16 @@ func compareInstructions(o *Observation, info *ServerInfo) *verify.Finding {
 	case o.Instructions == nil:
 		ch = etdi.Change{Path: "/instructions", Op: "removed", Old: old}
 	}
-	return &verify.Finding{Kind: verify.InstructionsChanged, Severity: verify.Error, Server: o.Server,
+	return &finding.Finding{Kind: finding.InstructionsChanged, Severity: finding.Error, Server: o.Server,
 		Fields: []string{"instructions"}, Changes: []etdi.Change{ch},
 		Message: fmt.Sprintf("server %s: instructions changed since approval", o.Server)}
 }
 
-func compareTool(tx *kvTx, o *Observation, t *Observed, sameSkeleton []string, copies *copyCache) (ToolState, []verify.Finding, error) {
+func compareTool(tx *kvTx, o *Observation, t *Observed, sameSkeleton []string, copies *copyCache) (ToolState, []finding.Finding, error) {
 	st := ToolState{Name: t.Name, Version: t.Version, Digest: t.Digest.String(), Status: "ok"}
-	base := verify.Finding{Server: o.Server, Tool: t.Name, Version: t.Version, Live: t.Digest.String(),
+	base := finding.Finding{Server: o.Server, Tool: t.Name, Version: t.Version, Live: t.Digest.String(),
 		CurrentSigner: t.Signer.String()}
-	with := func(k verify.Kind, sev verify.Severity, msg string) verify.Finding {
+	with := func(k finding.Kind, sev finding.Severity, msg string) finding.Finding {
 		f := base
 		f.Kind, f.Severity, f.Message = k, sev, msg
 		return f
@@ -575,9 +575,9 @@ func compareTool(tx *kvTx, o *Observation, t *Observed, sameSkeleton []string, c
 			// One approved definition (SPEC.md §14.1): the others stay.
 			what = "the definition " + r.Digest
 		}
-		f := with(verify.Revoked, verify.Error, fmt.Sprintf("tool %s: %s", ref, what)+revokedText(r))
+		f := with(finding.Revoked, finding.Error, fmt.Sprintf("tool %s: %s", ref, what)+revokedText(r))
 		f.KeyID = r.KeyID
-		return st, []verify.Finding{f}, nil
+		return st, []finding.Finding{f}, nil
 	}
 	full, err := readPin(tx, o.Server, t.Name) // checked by checkLatest
 	if err != nil {
@@ -609,11 +609,11 @@ func compareTool(tx *kvTx, o *Observation, t *Observed, sameSkeleton []string, c
 	// findings and the version logic are those of one pin.
 	p := closestVariant(full, t)
 	hint := variantHint(full, ItemTool, t.Name)
-	pinned := func(f verify.Finding) verify.Finding {
+	pinned := func(f finding.Finding) finding.Finding {
 		f.PinnedVersion, f.PinnedDigest, f.PinnedSigner = p.Version, p.Digest, p.Signer.String()
 		return f
 	}
-	diff := func(f verify.Finding) verify.Finding {
+	diff := func(f finding.Finding) finding.Finding {
 		if old, err := etdi.ParseJSON(p.Definition); err == nil {
 			if cur, err := etdi.ParseJSON(t.Canonical); err == nil {
 				f.Changes = etdi.Diff(old, cur)
@@ -626,11 +626,11 @@ func compareTool(tx *kvTx, o *Observation, t *Observed, sameSkeleton []string, c
 	if p.Signer != t.Signer {
 		if p.Signer.Kind == "none" {
 			st.Status = "new"
-			return st, []verify.Finding{pinned(diff(with(verify.NewSigner, verify.Error,
+			return st, []finding.Finding{pinned(diff(with(finding.NewSigner, finding.Error,
 				fmt.Sprintf("tool %s was approved unsigned and is now signed by %s: approval required", ref, t.Signer))))}, nil
 		}
 		st.Status = "blocked"
-		return st, []verify.Finding{pinned(with(verify.SignerChanged, verify.Error,
+		return st, []finding.Finding{pinned(with(finding.SignerChanged, finding.Error,
 			fmt.Sprintf("tool %s was approved from %s and is now offered by %s", ref, p.Signer, t.Signer)))}, nil
 	}
 	if t.Version != "" && p.Version != "" && t.Version != p.Version {
@@ -640,37 +640,37 @@ func compareTool(tx *kvTx, o *Observation, t *Observed, sameSkeleton []string, c
 		}
 		if c < 0 {
 			st.Status = "changed"
-			return st, []verify.Finding{pinned(diff(with(verify.Downgrade, verify.Error,
+			return st, []finding.Finding{pinned(diff(with(finding.Downgrade, finding.Error,
 				fmt.Sprintf("tool %s is older than the approved version %s", ref, p.Version))))}, nil
 		}
 		if c > 0 {
 			st.Status = "new"
-			f := pinned(diff(with(verify.NewVersion, verify.Error,
+			f := pinned(diff(with(finding.NewVersion, finding.Error,
 				fmt.Sprintf("tool %s is a new version (approved: %s): approval required", ref, p.Version))))
 			f.Permissions = t.Permissions
-			return st, []verify.Finding{f}, nil
+			return st, []finding.Finding{f}, nil
 		}
 		// Equal precedence, different build metadata: compared like the
 		// same version below.
 	}
 	if t.Digest.String() != p.Digest {
 		st.Status = "changed"
-		f := pinned(diff(with(verify.RugPull, verify.Error, "")))
+		f := pinned(diff(with(finding.RugPull, finding.Error, "")))
 		if t.Version != "" {
 			f.Message = fmt.Sprintf("tool %s: definition changed since approval without a new version (%s)", ref, strings.Join(f.Fields, ", "))
 		} else {
 			f.Message = fmt.Sprintf("unsigned tool %s: definition changed since approval (%s)", ref, strings.Join(f.Fields, ", "))
 		}
 		f.Message += hint
-		return st, []verify.Finding{f}, nil
+		return st, []finding.Finding{f}, nil
 	}
 	if added, removed := PermissionDiff(p.Permissions, t.Permissions); len(added)+len(removed) > 0 {
 		st.Status = "changed"
-		f := pinned(with(verify.RugPull, verify.Error,
+		f := pinned(with(finding.RugPull, finding.Error,
 			fmt.Sprintf("tool %s: permissions changed since approval without a new version", ref)+hint))
 		f.Fields = []string{"permissions"}
 		f.PermissionsAdded, f.PermissionsRemoved = added, removed
-		return st, []verify.Finding{f}, nil
+		return st, []finding.Finding{f}, nil
 	}
 	if servedChanged(p, o) {
 		st.Status = "changed"
@@ -678,17 +678,17 @@ func compareTool(tx *kvTx, o *Observation, t *Observed, sameSkeleton []string, c
 		if now == "" {
 			now = "what cannot be resolved (" + o.Unresolved + ")"
 		}
-		f := pinned(with(verify.RugPull, verify.Error,
+		f := pinned(with(finding.RugPull, finding.Error,
 			fmt.Sprintf("tool %s: the same definition is now served by %s; it was approved served by %s", ref, now, p.Served)+hint))
 		f.Fields = []string{"served"}
 		f.Changes = []etdi.Change{{Path: "/served", Op: "changed", Old: p.Served, New: o.Served}}
-		return st, []verify.Finding{f}, nil
+		return st, []finding.Finding{f}, nil
 	}
 	return st, nil, nil
 }
 
 func compareNew(tx *kvTx, o *Observation, t *Observed, sameSkeleton []string, st ToolState,
-	with func(verify.Kind, verify.Severity, string) verify.Finding, ref string, copies *copyCache) (ToolState, []verify.Finding, error) {
+	with func(finding.Kind, finding.Severity, string) finding.Finding, ref string, copies *copyCache) (ToolState, []finding.Finding, error) {
 	scan, err := copies.scan()
 	if err != nil {
 		return st, nil, err
@@ -752,9 +752,9 @@ func compareNew(tx *kvTx, o *Observation, t *Observed, sameSkeleton []string, st
 		if len(why) > 0 {
 			msg += " (" + strings.Join(why, "; ") + ")"
 		}
-		f := with(verify.Shadowing, verify.Error, msg)
+		f := with(finding.Shadowing, finding.Error, msg)
 		f.Servers = others
-		return st, []verify.Finding{f}, nil
+		return st, []finding.Finding{f}, nil
 	}
 	if sharedPin != nil {
 		return rugPullOfShared(o, t, sharedPin, sharedDef, st, with, ref)
@@ -773,7 +773,7 @@ func compareNew(tx *kvTx, o *Observation, t *Observed, sameSkeleton []string, st
 	}
 	if len(looks) > 0 {
 		st.Status = "blocked"
-		f := with(verify.ConfusableName, verify.Error, fmt.Sprintf("tool %s: the name %q looks like %q", ref, t.Name, looks[0]))
+		f := with(finding.ConfusableName, finding.Error, fmt.Sprintf("tool %s: the name %q looks like %q", ref, t.Name, looks[0]))
 		f.LooksLike = looks[0]
 		f.Scripts = confusable.Scripts(t.Name)
 		for _, n := range looks {
@@ -784,10 +784,10 @@ func compareNew(tx *kvTx, o *Observation, t *Observed, sameSkeleton []string, st
 				}
 			}
 		}
-		return st, []verify.Finding{f}, nil
+		return st, []finding.Finding{f}, nil
 	}
 	st.Status = "new"
-	f := with(verify.NewTool, verify.Error, fmt.Sprintf("tool %s is not approved: approval required", ref))
+	f := with(finding.NewTool, finding.Error, fmt.Sprintf("tool %s is not approved: approval required", ref))
 	if len(copyOf) > 0 {
 		f.Message = fmt.Sprintf("tool %s is not approved: approval required (the same server is approved as %s)", ref, strings.Join(copyOf, ", "))
 		if elseServed != nil {
@@ -802,16 +802,16 @@ func compareNew(tx *kvTx, o *Observation, t *Observed, sameSkeleton []string, st
 	if f.Permissions == nil {
 		f.Permissions = []etdi.Permission{}
 	}
-	fs := []verify.Finding{f}
+	fs := []finding.Finding{f}
 	if len(collides) > 0 {
-		w := with(verify.NameCollision, verify.Warning, fmt.Sprintf("tool %s: the name %q is also approved on %s, another unsigned server; "+
+		w := with(finding.NameCollision, finding.Warning, fmt.Sprintf("tool %s: the name %q is also approved on %s, another unsigned server; "+
 			"hosts keep each server's tools apart, and nothing in its definition or its server's instructions names or imitates that tool: approve it as a new tool",
 			ref, t.Name, strings.Join(collides, ", ")))
 		w.Servers = collides
 		fs = append(fs, w)
 	}
 	if confusable.MixedScript(t.Name) || confusable.Invisible(t.Name) {
-		w := with(verify.MixedScript, verify.Warning, fmt.Sprintf("tool %s: the name %q mixes scripts (%s) or holds invisible characters",
+		w := with(finding.MixedScript, finding.Warning, fmt.Sprintf("tool %s: the name %q mixes scripts (%s) or holds invisible characters",
 			ref, t.Name, strings.Join(confusable.Scripts(t.Name), ", ")))
 		w.Scripts = confusable.Scripts(t.Name)
 		fs = append(fs, w)
@@ -958,13 +958,13 @@ func updateRule(o *Observation) string {
 // items refs are their approved definitions served by an update of what
 // served them (from): an error under ask (approval required) and block
 // (exit 11), a warning under allow and in a gate under ask.
-func updateFinding(o *Observation, refs, from []string) verify.Finding {
+func updateFinding(o *Observation, refs, from []string) finding.Finding {
 	rule := o.OnUpdate
 	if rule == "" {
 		rule = UpdateAsk
 	}
 	was := strings.Join(from, ", ")
-	f := verify.Finding{Kind: verify.ServerUpdated, Severity: verify.Error, Server: o.Server, Rule: rule,
+	f := finding.Finding{Kind: finding.ServerUpdated, Severity: finding.Error, Server: o.Server, Rule: rule,
 		PinnedServed: was, Served: o.Served, Fields: []string{"served"},
 		Changes: []etdi.Change{{Path: "/served", Op: "changed", Old: was, New: o.Served}}}
 	what := fmt.Sprintf("server %s was updated: %s -> %s; its %d approved definition(s) are unchanged", o.Server, was, o.Served, len(refs))
@@ -972,7 +972,7 @@ func updateFinding(o *Observation, refs, from []string) verify.Finding {
 	case UpdateBlock:
 		f.Message = what + "; the trust policy blocks updates of unsigned servers (its unsigned onUpdate rule is block: etdi trust unsigned --help)"
 	case UpdateAllow:
-		f.Severity = verify.Warning
+		f.Severity = finding.Warning
 		f.Message = what + "; accepted (trust policy: " + rule + "); approving the update records it"
 	default:
 		f.Message = what + "; approval required (trust policy: ask)"

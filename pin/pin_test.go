@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/etdi-dev/etdi"
-	"github.com/etdi-dev/etdi/verify"
+	"github.com/etdi-dev/etdi/finding"
 	bolt "go.etcd.io/bbolt"
 	"golang.org/x/mod/sumdb/tlog"
 )
@@ -45,7 +45,7 @@ func obs(server string, seq uint64, tools ...Observed) *Observation {
 	return &Observation{Server: server, Provider: strings.Split(server, ":")[0], Name: server, Sequence: seq, Tools: tools}
 }
 
-func kinds(c *Comparison, sev verify.Severity) []string {
+func kinds(c *Comparison, sev finding.Severity) []string {
 	var out []string
 	for _, f := range c.Findings {
 		if f.Severity == sev {
@@ -73,7 +73,7 @@ func expect(t *testing.T, s *Store, o *Observation, want ...string) *Comparison 
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := kinds(c, verify.Error)
+	got := kinds(c, finding.Error)
 	if !slices.Equal(got, want) {
 		t.Fatalf("error kinds %v, want %v\n%+v", got, want, c.Findings)
 	}
@@ -164,7 +164,7 @@ func TestSignedLifecycle(t *testing.T) {
 	expect(t, s, obs(srv, 11, other), "signer_changed")
 	// Removed tool: reported, not an error.
 	c = expect(t, s, obs(srv, 11, tool(t, "get_forecast", "1.0.0", `{"name":"get_forecast"}`, keyA)), "new_tool")
-	if !slices.Contains(kinds(c, verify.Info), "removed") {
+	if !slices.Contains(kinds(c, finding.Info), "removed") {
 		t.Errorf("removed not reported: %+v", c.Findings)
 	}
 }
@@ -211,7 +211,7 @@ func TestImpersonationAcrossServers(t *testing.T) {
 	expect(t, s, obs(UnsignedServerKey("other"), 0, tool(t, "get_forecast", "", `{"name":"x"}`, Unsigned)), "new_tool")
 	// A mixed-script name with nothing to imitate: new, with a warning.
 	c = expect(t, s, obs(UnsignedServerKey("other"), 0, tool(t, "погода_tool", "", `{"name":"x"}`, Unsigned)), "new_tool")
-	if !slices.Contains(kinds(c, verify.Warning), "mixed_script") {
+	if !slices.Contains(kinds(c, finding.Warning), "mixed_script") {
 		t.Errorf("mixed script not warned: %+v", c.Findings)
 	}
 	// Explicitly approving the shadowing tool records the decision.

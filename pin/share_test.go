@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/etdi-dev/etdi/verify"
+	"github.com/etdi-dev/etdi/finding"
 )
 
 func TestArtifactIdentity(t *testing.T) {
@@ -60,11 +60,11 @@ func TestSharedArtifactApproval(t *testing.T) {
 	// name's own.
 	lima := servedObs("clock", npmTime, timeTool(t, "America/Lima"))
 	c = expect(t, s, lima, "rug_pull")
-	if f := findingOf(t, c, verify.RugPull); f.PinnedDigest == "" || len(f.Fields) == 0 || f.Servers[0] != UnsignedServerKey("time") ||
+	if f := findingOf(t, c, finding.RugPull); f.PinnedDigest == "" || len(f.Fields) == 0 || f.Servers[0] != UnsignedServerKey("time") ||
 		!strings.Contains(f.Message, "etdi pin approve --tool get_current_time") {
 		t.Fatalf("%+v", f)
 	}
-	if still, err := s.StillApproved(lima); err != nil || still[StillApprovedKey("", "get_current_time")] != verify.NewTool {
+	if still, err := s.StillApproved(lima); err != nil || still[StillApprovedKey("", "get_current_time")] != finding.NewTool {
 		t.Fatalf("%v %v", still, err)
 	}
 	// Approvals under the second name are its own; nothing was written
@@ -95,7 +95,7 @@ func TestSharedArtifactRefused(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if c.Tools[0].Status == "ok" || c.Tools[0].ApprovedAs != "" || len(kinds(c, verify.Error)) == 0 {
+		if c.Tools[0].Status == "ok" || c.Tools[0].ApprovedAs != "" || len(kinds(c, finding.Error)) == 0 {
 			t.Errorf("%s: shared %+v", name, c.Tools)
 		}
 		if still, err := s.StillApproved(o); err != nil || still[StillApprovedKey("", "get_current_time")] == "" {
@@ -239,7 +239,7 @@ func TestSharedFileArtifactNeedsSamePath(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if rug := slices.Contains(kinds(c, verify.Error), string(verify.RugPull)); rug != shared {
+		if rug := slices.Contains(kinds(c, finding.Error), string(finding.RugPull)); rug != shared {
 			t.Errorf("at %q: another definition: %+v", at, c.Findings)
 		}
 	}

@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/etdi-dev/etdi"
+	"github.com/etdi-dev/etdi/finding"
 	"github.com/etdi-dev/etdi/pin"
-	"github.com/etdi-dev/etdi/verify"
 	bolt "go.etcd.io/bbolt"
 	"golang.org/x/mod/sumdb/note"
 )
@@ -293,7 +293,7 @@ func TestImportRoundTrip(t *testing.T) {
 func kinds(c *pin.Comparison) []string {
 	var out []string
 	for _, f := range c.Findings {
-		if f.Severity == verify.Error {
+		if f.Severity == finding.Error {
 			out = append(out, string(f.Kind))
 		}
 	}
