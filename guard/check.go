@@ -123,13 +123,14 @@ func (r *Report) After(c *pin.Comparison) *Report {
 func (r *Report) Blocked() bool { return r.Observation == nil }
 
 // ExitCode is the exit code of the report (SPEC.md §11): the most severe
-// error finding, and never 0 when the tools were not established.
+// error finding ([finding.ExitCode]), and never 0 when the tools were not
+// established: a blocked report fails as an unverified bundle does
+// ([verify.Result.ExitCode]).
 func (r *Report) ExitCode() int {
-	code := finding.ExitCode(r.Findings)
-	if code == finding.ExitOK && r.Blocked() {
-		code = finding.ExitSignature
+	if r.Blocked() {
+		return (&verify.Result{Findings: r.Findings}).ExitCode()
 	}
-	return code
+	return finding.ExitCode(r.Findings)
 }
 
 // Allowed reports whether tool may reach the host: it is offered, matches

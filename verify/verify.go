@@ -74,14 +74,20 @@ type Result struct {
 	Statement *etdi.Statement `json:"-"`
 }
 
-// OK reports whether the result has no error findings.
-func (r *Result) OK() bool {
-	for _, f := range r.Findings {
-		if f.Severity == finding.Error {
-			return false
-		}
+// OK reports whether the result has no error findings and its signature
+// verified: its [Result.ExitCode] is 0.
+func (r *Result) OK() bool { return r.ExitCode() == finding.ExitOK }
+
+// ExitCode is the exit code of the result (SPEC.md §11): that of its error
+// findings ([finding.ExitCode]), and never 0 when the signature did not
+// verify ([finding.ExitSignature]): an unverified bundle never passes, with
+// or without a finding that says why.
+func (r *Result) ExitCode() int {
+	code := finding.ExitCode(r.Findings)
+	if code == finding.ExitOK && !r.Verified {
+		return finding.ExitSignature
 	}
-	return r.Verified
+	return code
 }
 
 func (r *Result) add(f finding.Finding) { r.Findings = append(r.Findings, f) }

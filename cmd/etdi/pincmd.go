@@ -113,7 +113,7 @@ the server does not offer, is an error and approves nothing.`,
 				}
 			}
 			if r.Blocked() {
-				return &exitCodeError{exitSignature}
+				return &exitCodeError{r.ExitCode()}
 			}
 			tp, err := loadPolicy(sf.policy)
 			if err != nil {

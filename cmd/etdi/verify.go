@@ -79,10 +79,7 @@ differs, 12 impersonation, 14 expired or key outside its window, 1 error.`,
 				return err // operational (exit 1); the bundle was not verified
 			}
 			r.Source = args[0]
-			code := exitFor(r.Findings)
-			if code == exitOK && !r.Verified {
-				code = exitSignature // never report an unverified bundle as ok
-			}
+			code := r.ExitCode()
 			headline := verifyHeadline(r, code, opts.Live != nil)
 			if asJSON {
 				if err := e.writeJSON(verifyOutput{jsonSchemaVersion, r, code == exitOK, headline, code}); err != nil {
