@@ -158,7 +158,7 @@ func (r *Report) allowed(item, tool string) bool {
 		for _, t := range r.Tools {
 			k := [2]string{t.Item, t.Name}
 			_, twice := r.verdicts[k]
-			r.verdicts[k] = !twice && t.Status == "ok" // listed twice, or not approved
+			r.verdicts[k] = !twice && t.Status == pin.StatusOK // listed twice, or not approved
 		}
 		for _, f := range r.Findings {
 			if f.Severity != finding.Error {
@@ -314,21 +314,21 @@ func (r *Report) unsigned(l *Listing, name string, rule trust.UnsignedRule) erro
 // SignerOf is the pin identity of whoever vouched for a verified bundle:
 // the key or the keyless signer's trust entry, the identity provider's
 // issuer and subject, or both.
-func SignerOf(r *verify.Result) pin.Signer {
+func SignerOf(r *verify.Result) pin.SignerID {
 	switch {
 	case r.Signer != nil && r.Signer.Sigstore != nil && r.Token != nil:
-		return pin.Signer{Kind: "sigstore+idp", ID: r.Signer.Trusted + " " + r.Token.Issuer + " " + r.Token.Subject}
+		return pin.SignerID{Kind: "sigstore+idp", ID: r.Signer.Trusted + " " + r.Token.Issuer + " " + r.Token.Subject}
 	case r.Signer != nil && r.Signer.Sigstore != nil:
 		// The trust entry, not the certificate's identity: an identity
 		// pattern matches a new identity (a new tag) at every release,
 		// and that is one signer, not a new one.
-		return pin.Signer{Kind: "sigstore", ID: r.Signer.Trusted}
+		return pin.SignerID{Kind: "sigstore", ID: r.Signer.Trusted}
 	case r.Signer != nil && r.Token != nil:
-		return pin.Signer{Kind: "key+idp", ID: r.Signer.KeyID + " " + r.Token.Issuer + " " + r.Token.Subject}
+		return pin.SignerID{Kind: "key+idp", ID: r.Signer.KeyID + " " + r.Token.Issuer + " " + r.Token.Subject}
 	case r.Token != nil:
-		return pin.Signer{Kind: "idp", ID: r.Token.Issuer + " " + r.Token.Subject}
+		return pin.SignerID{Kind: "idp", ID: r.Token.Issuer + " " + r.Token.Subject}
 	}
-	return pin.Signer{Kind: "key", ID: r.Signer.KeyID}
+	return pin.SignerID{Kind: "key", ID: r.Signer.KeyID}
 }
 
 // Check observes a listing (Observe) and compares what the server offers

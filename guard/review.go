@@ -244,11 +244,11 @@ func Pending(reports []*Report) []ReviewItem {
 		// from or misses a pin of its own.
 		newServer := false
 		for _, t := range r.Tools {
-			if t.Status == "ok" || t.Status == "changed" || t.Status == "removed" {
+			if t.Status == pin.StatusOK || t.Status == pin.StatusChanged || t.Status == pin.StatusRemoved {
 				newServer = false
 				break
 			}
-			newServer = newServer || t.Status == "new"
+			newServer = newServer || t.Status == pin.StatusNew
 		}
 		groups := map[string][]finding.Finding{}
 		var order []string

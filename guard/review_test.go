@@ -261,7 +261,7 @@ func TestReviewCategoriesByKind(t *testing.T) {
 	}
 	// A new tool that collides needs both categories named.
 	r := &Report{Server: "unsigned:wiki", Observation: &pin.Observation{Server: "unsigned:wiki"},
-		Tools: []pin.ToolState{{Name: "search", Status: "ok"}, {Name: "search_notes", Status: "new"}},
+		Tools: []pin.ToolState{{Name: "search", Status: pin.StatusOK}, {Name: "search_notes", Status: pin.StatusNew}},
 		Findings: []finding.Finding{
 			{Kind: finding.NewTool, Severity: finding.Error, Tool: "search_notes", Message: "new"},
 			{Kind: "name_collision", Severity: finding.Warning, Tool: "search_notes", Message: "also on unsigned:notes"},

@@ -20,19 +20,19 @@ import (
 // and a keyless signer is its trust entry, not the certificate's identity
 // of one release.
 func TestSignerOfKinds(t *testing.T) {
-	key := &verify.Signer{KeyID: "k1", Algorithm: "ed25519"}
-	sig := &verify.Signer{Algorithm: verify.Keyless, Trusted: "entry", Sigstore: &keyless.Signer{Issuer: "https://iss", Identity: "https://id/v1.2.3"}}
+	key := &verify.SignerIdentity{KeyID: "k1", Algorithm: "ed25519"}
+	sig := &verify.SignerIdentity{Algorithm: verify.Keyless, Trusted: "entry", Sigstore: &keyless.Signer{Issuer: "https://iss", Identity: "https://id/v1.2.3"}}
 	tok := &verify.TokenIdentity{Issuer: "https://idp", Subject: "ci"}
 	for _, c := range []struct {
 		name string
 		r    verify.Result
-		want pin.Signer
+		want pin.SignerID
 	}{
-		{"key", verify.Result{Signer: key}, pin.Signer{Kind: "key", ID: "k1"}},
-		{"key and token", verify.Result{Signer: key, Token: tok}, pin.Signer{Kind: "key+idp", ID: "k1 https://idp ci"}},
-		{"keyless", verify.Result{Signer: sig}, pin.Signer{Kind: "sigstore", ID: "entry"}},
-		{"keyless and token", verify.Result{Signer: sig, Token: tok}, pin.Signer{Kind: "sigstore+idp", ID: "entry https://idp ci"}},
-		{"token alone", verify.Result{Token: tok}, pin.Signer{Kind: "idp", ID: "https://idp ci"}},
+		{"key", verify.Result{Signer: key}, pin.SignerID{Kind: "key", ID: "k1"}},
+		{"key and token", verify.Result{Signer: key, Token: tok}, pin.SignerID{Kind: "key+idp", ID: "k1 https://idp ci"}},
+		{"keyless", verify.Result{Signer: sig}, pin.SignerID{Kind: "sigstore", ID: "entry"}},
+		{"keyless and token", verify.Result{Signer: sig, Token: tok}, pin.SignerID{Kind: "sigstore+idp", ID: "entry https://idp ci"}},
+		{"token alone", verify.Result{Token: tok}, pin.SignerID{Kind: "idp", ID: "https://idp ci"}},
 	} {
 		if got := SignerOf(&c.r); got != c.want {
 			t.Errorf("%s: SignerOf = %+v, want %+v", c.name, got, c.want)
@@ -93,9 +93,9 @@ func TestReportDecisions(t *testing.T) {
 	}
 	ok := func(fs ...finding.Finding) *Report {
 		return &Report{Observation: &pin.Observation{}, Findings: fs, Tools: []pin.ToolState{
-			{Item: pin.ItemTool, Name: "a", Status: "ok"}, {Item: pin.ItemTool, Name: "twice", Status: "ok"},
-			{Item: pin.ItemTool, Name: "twice", Status: "ok"}, {Item: pin.ItemPrompt, Name: "p", Status: "ok"},
-			{Item: pin.ItemTool, Name: "new", Status: "new"}}}
+			{Item: pin.ItemTool, Name: "a", Status: pin.StatusOK}, {Item: pin.ItemTool, Name: "twice", Status: pin.StatusOK},
+			{Item: pin.ItemTool, Name: "twice", Status: pin.StatusOK}, {Item: pin.ItemPrompt, Name: "p", Status: pin.StatusOK},
+			{Item: pin.ItemTool, Name: "new", Status: pin.StatusNew}}}
 	}
 	r := ok()
 	if !r.Allowed("a") || !r.AllowedItem(pin.ItemPrompt, "p") || r.Allowed("twice") || r.Allowed("new") || r.AllowedItem(pin.ItemTool, "p") {

@@ -30,7 +30,7 @@ func TestNameCollisionApprovedAsNewTool(t *testing.T) {
 	mem := searchServer(t, "memory", memorySearch)
 	c := expect(t, s, mem, "new_tool")
 	w := findingOf(t, c, finding.NameCollision)
-	if w.Severity != finding.Warning || len(w.Servers) != 1 || w.Servers[0] != UnsignedServerKey("notes") || c.Tools[0].Status != "new" {
+	if w.Severity != finding.Warning || len(w.Servers) != 1 || w.Servers[0] != UnsignedServerKey("notes") || c.Tools[0].Status != StatusNew {
 		t.Fatalf("%+v %+v", w, c.Tools)
 	}
 	if finding.ExitCode(c.Findings) != finding.ExitApproval {
@@ -42,7 +42,7 @@ func TestNameCollisionApprovedAsNewTool(t *testing.T) {
 		t.Fatalf("%+v", a)
 	}
 	c = expect(t, s, mem)
-	if len(c.Findings) != 0 || c.Tools[0].Status != "ok" {
+	if len(c.Findings) != 0 || c.Tools[0].Status != StatusOK {
 		t.Fatalf("after approval: %+v", c.Findings)
 	}
 	// Collisions on both sides of a third server; and a look-alike name

@@ -156,7 +156,7 @@ func sameArtifact(o *Observation, t *Observed, p *Pin) *Pin {
 // approving the tool by name under this name resolves.
 func rugPullOfShared(o *Observation, t *Observed, p, v *Pin, st ToolState,
 	with func(finding.Kind, finding.Severity, string) finding.Finding, ref string) (ToolState, []finding.Finding, error) {
-	st.Status = "changed"
+	st.Status = StatusChanged
 	f := with(finding.RugPull, finding.Error, "")
 	f.PinnedVersion, f.PinnedDigest, f.PinnedSigner = v.Version, v.Digest, v.Signer.String()
 	if old, err := etdi.ParseJSON(v.Definition); err == nil {

@@ -80,7 +80,7 @@ type Observed struct {
 	Digest      etdi.Digest
 	Canonical   []byte
 	Permissions []etdi.Permission
-	Signer      Signer
+	Signer      SignerID
 }
 
 // ToolState is the outcome for one tool (or other item).
@@ -89,18 +89,38 @@ type ToolState struct {
 	Name    string `json:"name"`
 	Version string `json:"version,omitempty"`
 	Digest  string `json:"digest"`
-	// Status: "ok" (matches its pin), "new" (approval required),
-	// "changed" (differs from its pin), "blocked" (impersonation or
-	// revoked), "removed" (pinned, no longer offered).
-	Status string `json:"status"`
-	// ApprovedAs, with status "ok", names the server whose approval of
+	// Status: [StatusOK] (matches its pin), [StatusNew] (approval
+	// required), [StatusChanged] (differs from its pin), [StatusBlocked]
+	// (impersonation or revoked), [StatusRemoved] (pinned, no longer
+	// offered).
+	Status ToolStatus `json:"status"`
+	// ApprovedAs, with [StatusOK], names the server whose approval of
 	// the same definition from the same artifact covers the item, when it
 	// has no pin of its own (SPEC.md §14.2).
 	ApprovedAs string `json:"approvedAs,omitempty"`
-	// Scopes, with status "ok", are the scopes the approval of the
+	// Scopes, with [StatusOK], are the scopes the approval of the
 	// matching unsigned definition gave it (Pin.Scopes).
 	Scopes []string `json:"scopes,omitempty"`
 }
+
+// ToolStatus is the status of an item compared with its pins
+// ([ToolState]). Its values appear in --json output.
+type ToolStatus string
+
+// Statuses of an item compared with its pins.
+const (
+	// StatusOK: the item matches its pin (or an approved definition).
+	StatusOK ToolStatus = "ok"
+	// StatusNew: the item was never approved, or has a new version:
+	// approval required.
+	StatusNew ToolStatus = "new"
+	// StatusChanged: the item differs from its pin.
+	StatusChanged ToolStatus = "changed"
+	// StatusBlocked: the item impersonates another or is revoked.
+	StatusBlocked ToolStatus = "blocked"
+	// StatusRemoved: the item is pinned and no longer offered.
+	StatusRemoved ToolStatus = "removed"
+)
 
 // Comparison is the outcome of comparing an Observation with the pins.
 type Comparison struct {
@@ -286,7 +306,7 @@ func judge(tx *kvTx, o *Observation, extra []finding.Finding) (*Comparison, []fi
 func worthRecording(c *Comparison, findings []finding.Finding) []finding.Finding {
 	ok := map[string]bool{}
 	for _, t := range c.Tools {
-		if t.Status == "ok" {
+		if t.Status == StatusOK {
 			ok[itemKey(t.Item, t.Name)] = true
 		}
 	}
@@ -358,7 +378,7 @@ func compare(tx *kvTx, o *Observation) (*Comparison, error) {
 		t := &o.Tools[i]
 		key, what := itemKey(t.Item, t.Name), ItemWord(t.Item)
 		blocked := func(f finding.Finding) {
-			c.Tools = append(c.Tools, ToolState{Item: t.Item, Name: t.Name, Version: t.Version, Digest: t.Digest.String(), Status: "blocked"})
+			c.Tools = append(c.Tools, ToolState{Item: t.Item, Name: t.Name, Version: t.Version, Digest: t.Digest.String(), Status: StatusBlocked})
 			f.Kind, f.Severity, f.Server, f.Item, f.Tool = finding.Impersonation, finding.Error, o.Server, t.Item, t.Name
 			c.Findings = append(c.Findings, f)
 		}
@@ -383,7 +403,7 @@ func compare(tx *kvTx, o *Observation) (*Comparison, error) {
 		if was := updatedServed(tx, o, t); was != "" {
 			// The approved definition, from an update of what served it:
 			// one server_updated for the server speaks for it.
-			c.Tools = append(c.Tools, ToolState{Item: t.Item, Name: t.Name, Version: t.Version, Digest: t.Digest.String(), Status: "ok"})
+			c.Tools = append(c.Tools, ToolState{Item: t.Item, Name: t.Name, Version: t.Version, Digest: t.Digest.String(), Status: StatusOK})
 			c.Updated = append(c.Updated, ItemRef(t.Item, t.Name))
 			if !slices.Contains(updatedFrom, was) {
 				updatedFrom = append(updatedFrom, was)
@@ -400,7 +420,7 @@ func compare(tx *kvTx, o *Observation) (*Comparison, error) {
 		}
 		c.Tools = append(c.Tools, st)
 		c.Findings = append(c.Findings, fs...)
-		if st.Status != "ok" { // what is about to be approved, not what was
+		if st.Status != StatusOK { // what is about to be approved, not what was
 			c.Findings = append(c.Findings, sus.findings(t)...)
 		} else if o.Served != "" {
 			p, err := readItem(tx, o.Server, t.Item, t.Name) // checked by checkLatest
@@ -431,7 +451,7 @@ func compare(tx *kvTx, o *Observation) (*Comparison, error) {
 		if p.Item != ItemTool && !slices.Contains(o.Listed, p.Item) {
 			continue // not asked for: not known to be gone
 		}
-		c.Tools = append(c.Tools, ToolState{Item: p.Item, Name: p.Tool, Version: p.Version, Digest: p.Digest, Status: "removed"})
+		c.Tools = append(c.Tools, ToolState{Item: p.Item, Name: p.Tool, Version: p.Version, Digest: p.Digest, Status: StatusRemoved})
 		c.Findings = append(c.Findings, finding.Finding{Kind: finding.Removed, Severity: finding.Info, Server: o.Server,
 			Item: p.Item, Tool: p.Tool, Version: p.Version, PinnedDigest: p.Digest,
 			Message: fmt.Sprintf("%s %q is approved on %s but no longer offered", ItemWord(p.Item), p.Tool, o.Server)})
@@ -458,7 +478,7 @@ func ItemWord(item string) string {
 // compareItem compares a prompt, resource or resource template with its
 // pin: they are pinned by digest (no version, permissions or signer).
 func compareItem(tx *kvTx, o *Observation, t *Observed, sc *shareCache) (ToolState, []finding.Finding, error) {
-	st := ToolState{Item: t.Item, Name: t.Name, Digest: t.Digest.String(), Status: "ok"}
+	st := ToolState{Item: t.Item, Name: t.Name, Digest: t.Digest.String(), Status: StatusOK}
 	ref := o.Server + "/" + ItemRef(t.Item, t.Name)
 	f := finding.Finding{Severity: finding.Error, Server: o.Server, Item: t.Item, Tool: t.Name, Live: t.Digest.String()}
 	r, err := revokedBy(tx, o.Server, t)
@@ -466,7 +486,7 @@ func compareItem(tx *kvTx, o *Observation, t *Observed, sc *shareCache) (ToolSta
 		return st, nil, err
 	}
 	if r != nil {
-		st.Status = "blocked"
+		st.Status = StatusBlocked
 		f.Kind, f.Message = finding.Revoked, fmt.Sprintf("%s %s: the definition %s", ItemWord(t.Item), ref, r.Digest)+revokedText(r)
 		return st, []finding.Finding{f}, nil
 	}
@@ -489,11 +509,11 @@ func compareItem(tx *kvTx, o *Observation, t *Observed, sc *shareCache) (ToolSta
 	}
 	switch {
 	case p == nil:
-		st.Status = "new"
+		st.Status = StatusNew
 		f.Kind, f.Message = finding.NewTool, fmt.Sprintf("%s %s is not approved: approval required", ItemWord(t.Item), ref)
 		return st, []finding.Finding{f}, nil
 	case p.Digest != t.Digest.String():
-		st.Status = "changed"
+		st.Status = StatusChanged
 		f.Kind, f.PinnedDigest = finding.RugPull, p.Digest
 		if old, err := etdi.ParseJSON(p.Definition); err == nil {
 			if cur, err := etdi.ParseJSON(t.Canonical); err == nil {
@@ -547,7 +567,7 @@ func compareInstructions(o *Observation, info *ServerInfo) *finding.Finding {
 }
 
 func compareTool(tx *kvTx, o *Observation, t *Observed, sameSkeleton []string, copies *copyCache) (ToolState, []finding.Finding, error) {
-	st := ToolState{Name: t.Name, Version: t.Version, Digest: t.Digest.String(), Status: "ok"}
+	st := ToolState{Name: t.Name, Version: t.Version, Digest: t.Digest.String(), Status: StatusOK}
 	base := finding.Finding{Server: o.Server, Tool: t.Name, Version: t.Version, Live: t.Digest.String(),
 		CurrentSigner: t.Signer.String()}
 	with := func(k finding.Kind, sev finding.Severity, msg string) finding.Finding {
@@ -564,7 +584,7 @@ func compareTool(tx *kvTx, o *Observation, t *Observed, sameSkeleton []string, c
 		return st, nil, err
 	}
 	if r != nil {
-		st.Status = "blocked"
+		st.Status = StatusBlocked
 		what := "the tool"
 		switch {
 		case r.KeyID != "":
@@ -625,11 +645,11 @@ func compareTool(tx *kvTx, o *Observation, t *Observed, sameSkeleton []string, c
 	}
 	if p.Signer != t.Signer {
 		if p.Signer.Kind == "none" {
-			st.Status = "new"
+			st.Status = StatusNew
 			return st, []finding.Finding{pinned(diff(with(finding.NewSigner, finding.Error,
 				fmt.Sprintf("tool %s was approved unsigned and is now signed by %s: approval required", ref, t.Signer))))}, nil
 		}
-		st.Status = "blocked"
+		st.Status = StatusBlocked
 		return st, []finding.Finding{pinned(with(finding.SignerChanged, finding.Error,
 			fmt.Sprintf("tool %s was approved from %s and is now offered by %s", ref, p.Signer, t.Signer)))}, nil
 	}
@@ -639,12 +659,12 @@ func compareTool(tx *kvTx, o *Observation, t *Observed, sameSkeleton []string, c
 			return st, nil, err
 		}
 		if c < 0 {
-			st.Status = "changed"
+			st.Status = StatusChanged
 			return st, []finding.Finding{pinned(diff(with(finding.Downgrade, finding.Error,
 				fmt.Sprintf("tool %s is older than the approved version %s", ref, p.Version))))}, nil
 		}
 		if c > 0 {
-			st.Status = "new"
+			st.Status = StatusNew
 			f := pinned(diff(with(finding.NewVersion, finding.Error,
 				fmt.Sprintf("tool %s is a new version (approved: %s): approval required", ref, p.Version))))
 			f.Permissions = t.Permissions
@@ -654,7 +674,7 @@ func compareTool(tx *kvTx, o *Observation, t *Observed, sameSkeleton []string, c
 		// same version below.
 	}
 	if t.Digest.String() != p.Digest {
-		st.Status = "changed"
+		st.Status = StatusChanged
 		f := pinned(diff(with(finding.RugPull, finding.Error, "")))
 		if t.Version != "" {
 			f.Message = fmt.Sprintf("tool %s: definition changed since approval without a new version (%s)", ref, strings.Join(f.Fields, ", "))
@@ -665,7 +685,7 @@ func compareTool(tx *kvTx, o *Observation, t *Observed, sameSkeleton []string, c
 		return st, []finding.Finding{f}, nil
 	}
 	if added, removed := PermissionDiff(p.Permissions, t.Permissions); len(added)+len(removed) > 0 {
-		st.Status = "changed"
+		st.Status = StatusChanged
 		f := pinned(with(finding.RugPull, finding.Error,
 			fmt.Sprintf("tool %s: permissions changed since approval without a new version", ref)+hint))
 		f.Fields = []string{"permissions"}
@@ -673,7 +693,7 @@ func compareTool(tx *kvTx, o *Observation, t *Observed, sameSkeleton []string, c
 		return st, []finding.Finding{f}, nil
 	}
 	if servedChanged(p, o) {
-		st.Status = "changed"
+		st.Status = StatusChanged
 		now := o.Served
 		if now == "" {
 			now = "what cannot be resolved (" + o.Unresolved + ")"
@@ -747,7 +767,7 @@ func compareNew(tx *kvTx, o *Observation, t *Observed, sameSkeleton []string, st
 		collides = append(collides, srv)
 	}
 	if len(others) > 0 {
-		st.Status = "blocked"
+		st.Status = StatusBlocked
 		msg := fmt.Sprintf("tool %s: the name %q is approved on %s; this server shadows it", ref, t.Name, strings.Join(others, ", "))
 		if len(why) > 0 {
 			msg += " (" + strings.Join(why, "; ") + ")"
@@ -772,7 +792,7 @@ func compareNew(tx *kvTx, o *Observation, t *Observed, sameSkeleton []string, st
 		}
 	}
 	if len(looks) > 0 {
-		st.Status = "blocked"
+		st.Status = StatusBlocked
 		f := with(finding.ConfusableName, finding.Error, fmt.Sprintf("tool %s: the name %q looks like %q", ref, t.Name, looks[0]))
 		f.LooksLike = looks[0]
 		f.Scripts = confusable.Scripts(t.Name)
@@ -786,7 +806,7 @@ func compareNew(tx *kvTx, o *Observation, t *Observed, sameSkeleton []string, st
 		}
 		return st, []finding.Finding{f}, nil
 	}
-	st.Status = "new"
+	st.Status = StatusNew
 	f := with(finding.NewTool, finding.Error, fmt.Sprintf("tool %s is not approved: approval required", ref))
 	if len(copyOf) > 0 {
 		f.Message = fmt.Sprintf("tool %s is not approved: approval required (the same server is approved as %s)", ref, strings.Join(copyOf, ", "))

@@ -40,7 +40,7 @@ type Record struct {
 	Item     string  `json:"item,omitempty"`
 	Version  string  `json:"version,omitempty"`
 	Digest   string  `json:"digest,omitempty"`
-	Signer   *Signer `json:"signer,omitempty"`
+	Signer   *SignerID `json:"signer,omitempty"`
 	KeyID    string  `json:"keyId,omitempty"`
 	Kind     string  `json:"kind,omitempty"`
 	Severity string  `json:"severity,omitempty"`

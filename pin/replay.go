@@ -58,7 +58,7 @@ type brief struct {
 // preceded by its length: two sums are equal exactly when pinDisagrees
 // finds nothing to say about a record that is an approval and a pin (or
 // SHA-256 has a collision, which the history's own hashes exclude too).
-func approvalSum(server, item, tool, version, digest string, signer *Signer, perms []etdi.Permission, scopes []string, served, servedAt string) [sha256.Size]byte {
+func approvalSum(server, item, tool, version, digest string, signer *SignerID, perms []etdi.Permission, scopes []string, served, servedAt string) [sha256.Size]byte {
 	var buf [256]byte
 	b := buf[:0]
 	field := func(s string) {

@@ -80,7 +80,7 @@ func TestUnsignedUpdateOneFinding(t *testing.T) {
 			if got := finding.ExitCode(cmp.Findings); got != c.exit {
 				t.Fatalf("exit %d, want %d", got, c.exit)
 			}
-			if len(cmp.Updated) != 3 || slices.ContainsFunc(cmp.Tools, func(st ToolState) bool { return st.Status != "ok" }) {
+			if len(cmp.Updated) != 3 || slices.ContainsFunc(cmp.Tools, func(st ToolState) bool { return st.Status != StatusOK }) {
 				t.Fatalf("updated %v, tools %+v", cmp.Updated, cmp.Tools)
 			}
 			still, err := s.StillApproved(o)

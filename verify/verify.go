@@ -23,9 +23,10 @@ import (
 	"github.com/etdi-dev/etdi/trust"
 )
 
-// Signer identifies who signed a verified bundle: a key, or a keyless
-// signer (Algorithm "sigstore", KeyID empty).
-type Signer struct {
+// SignerIdentity identifies who signed a verified bundle, as verification
+// established it: a key, or a keyless signer (Algorithm [Keyless], KeyID
+// empty). The pin store records it as a [github.com/etdi-dev/etdi/pin.SignerID].
+type SignerIdentity struct {
 	KeyID     string `json:"keyId,omitempty"`
 	Algorithm string `json:"algorithm"`
 	Provider  string `json:"provider"`
@@ -44,11 +45,32 @@ type ToolResult struct {
 	Version     string            `json:"version"`
 	Digest      string            `json:"digest"`
 	Permissions []etdi.Permission `json:"permissions"`
-	// Status is "unverified" when the signature check failed (the tool is
-	// only claimed), "signed" without live tools, and with them "ok",
-	// "changed" or "not_served".
-	Status string `json:"status"`
+	// Status is [StatusUnverified] when the signature check failed (the
+	// tool is only claimed), [StatusSigned] without live tools, and with
+	// them [StatusOK], [StatusChanged] or [StatusNotServed].
+	Status SignedStatus `json:"status"`
 }
+
+// SignedStatus is the status of a signed tool in a [Result] ([ToolResult]):
+// whether its signature verified and, with live tools, whether the server
+// serves it as signed. Its values appear in --json output.
+type SignedStatus string
+
+// Statuses of a signed tool.
+const (
+	// StatusUnverified: the signature check failed; the tool is only
+	// claimed.
+	StatusUnverified SignedStatus = "unverified"
+	// StatusSigned: the signature verified and no live tools were given.
+	StatusSigned SignedStatus = "signed"
+	// StatusOK: the server serves the tool as signed.
+	StatusOK SignedStatus = "ok"
+	// StatusChanged: the server serves another definition under the
+	// tool's name, or lists the name twice.
+	StatusChanged SignedStatus = "changed"
+	// StatusNotServed: the server does not list the signed tool.
+	StatusNotServed SignedStatus = "not_served"
+)
 
 // Result is the outcome of verifying one bundle. The CLI prints it as
 // prose or, with --json, encodes it as is.
@@ -56,13 +78,13 @@ type Result struct {
 	Source string `json:"source,omitempty"`
 	// Verified says the signature (and identity) verified; the bundle may
 	// still fail on other findings.
-	Verified bool          `json:"signatureVerified"`
-	Provider etdi.Provider `json:"provider"`
-	Server   etdi.Server   `json:"server"`
-	IssuedAt *time.Time    `json:"issuedAt,omitempty"`
-	Expires  *time.Time    `json:"expires,omitempty"`
-	Sequence uint64        `json:"sequence,omitempty"`
-	Signer   *Signer       `json:"signer,omitempty"`
+	Verified bool            `json:"signatureVerified"`
+	Provider etdi.Provider   `json:"provider"`
+	Server   etdi.Server     `json:"server"`
+	IssuedAt *time.Time      `json:"issuedAt,omitempty"`
+	Expires  *time.Time      `json:"expires,omitempty"`
+	Sequence uint64          `json:"sequence,omitempty"`
+	Signer   *SignerIdentity `json:"signer,omitempty"`
 	// Token is the identity provider's word, when a token was verified.
 	Token *TokenIdentity `json:"token,omitempty"`
 	Tools []ToolResult   `json:"tools"`
@@ -203,7 +225,7 @@ func Verify(data []byte, p *trust.Policy, opts Options) *Result {
 	r.Provider, r.Server = st.Provider, st.Server
 	for _, t := range st.Tools {
 		r.Tools = append(r.Tools, ToolResult{Name: t.Name, Version: t.Version, Digest: t.Digest.String(),
-			Permissions: nonNil(t.Permissions), Status: "unverified"})
+			Permissions: nonNil(t.Permissions), Status: StatusUnverified})
 	}
 	claims := claimedTools(st)
 	signer, token, ok := checkIdentity(r, b, kb, st, p, now, opts, claims)
@@ -211,7 +233,7 @@ func Verify(data []byte, p *trust.Policy, opts Options) *Result {
 		return r
 	}
 	for i := range r.Tools {
-		r.Tools[i].Status = "signed"
+		r.Tools[i].Status = StatusSigned
 	}
 	r.Verified = true
 	r.Signer = signer
@@ -307,13 +329,13 @@ func anyTrustedSigner(b *etdi.Bundle, p *trust.Policy) *match {
 // checkIdentity applies the provider's require rule to the key signature
 // and the identity provider token, recording the findings of whichever
 // fail when the rule is not met.
-func checkIdentity(r *Result, b *etdi.Bundle, kb *keyless.Bundle, st *etdi.Statement, p *trust.Policy, now time.Time, opts Options, claims string) (*Signer, *TokenIdentity, bool) {
+func checkIdentity(r *Result, b *etdi.Bundle, kb *keyless.Bundle, st *etdi.Statement, p *trust.Policy, now time.Time, opts Options, claims string) (*SignerIdentity, *TokenIdentity, bool) {
 	prov := p.Provider(st.Provider.ID)
 	require := trust.RequireKey
 	if prov != nil {
 		require = prov.EffectiveRequire()
 	}
-	var signer *Signer
+	var signer *SignerIdentity
 	var keyFinding *finding.Finding
 	if len(b.Envelope.Signatures) == 0 {
 		keyFinding = &finding.Finding{Kind: finding.SignatureMissing, Severity: finding.Error,
@@ -403,7 +425,7 @@ func checkToken(b *etdi.Bundle, st *etdi.Statement, p *trust.Policy, prov *trust
 // checkSignatures finds a signature by a key trusted for the claimed
 // provider and valid now. Failing that it returns the most telling
 // finding: impersonation, key outside its window, or invalid signature.
-func checkSignatures(b *etdi.Bundle, st *etdi.Statement, p *trust.Policy, now time.Time, claims string) (*Signer, *finding.Finding) {
+func checkSignatures(b *etdi.Bundle, st *etdi.Statement, p *trust.Policy, now time.Time, claims string) (*SignerIdentity, *finding.Finding) {
 	pae := b.Envelope.PAE()
 	claimed := st.Provider.ID
 	var windowErr error
@@ -418,7 +440,7 @@ func checkSignatures(b *etdi.Bundle, st *etdi.Statement, p *trust.Policy, now ti
 				windowErr, windowKey = err, k.ID
 				continue
 			}
-			return &Signer{KeyID: k.ID, Algorithm: keys.Algorithm(k.PublicKey), Provider: claimed}, nil
+			return &SignerIdentity{KeyID: k.ID, Algorithm: keys.Algorithm(k.PublicKey), Provider: claimed}, nil
 		}
 	}
 	if windowErr != nil {
@@ -482,7 +504,7 @@ func checkLive(r *Result, st *etdi.Statement, live *etdi.ToolsList, rule trust.U
 	for _, t := range live.Tools {
 		count[t.Name]++
 	}
-	status := map[string]string{}
+	status := map[string]SignedStatus{}
 	reported := map[string]bool{}
 	for _, lt := range live.Tools {
 		if count[lt.Name] > 1 {
@@ -491,7 +513,7 @@ func checkLive(r *Result, st *etdi.Statement, live *etdi.ToolsList, rule trust.U
 				r.add(finding.Finding{Kind: finding.Impersonation, Severity: finding.Error, Tool: lt.Name,
 					Message: fmt.Sprintf("server lists tool %q %d times; a client cannot tell which one it calls", lt.Name, count[lt.Name])})
 			}
-			status[lt.Name] = "changed"
+			status[lt.Name] = StatusChanged
 			continue
 		}
 		signed := st.Tool(lt.Name)
@@ -513,10 +535,10 @@ func checkLive(r *Result, st *etdi.Statement, live *etdi.ToolsList, rule trust.U
 			continue
 		}
 		if lt.Digest == signed.Digest {
-			status[lt.Name] = "ok"
+			status[lt.Name] = StatusOK
 			continue
 		}
-		status[lt.Name] = "changed"
+		status[lt.Name] = StatusChanged
 		changes := etdi.Diff(signed.Definition(), lt.Definition())
 		fields := etdi.ChangedFields(changes)
 		r.add(finding.Finding{Kind: finding.DefinitionChanged, Severity: finding.Error, Tool: lt.Name, Version: signed.Version,
@@ -530,7 +552,7 @@ func checkLive(r *Result, st *etdi.Statement, live *etdi.ToolsList, rule trust.U
 			t.Status = s
 			continue
 		}
-		t.Status = "not_served"
+		t.Status = StatusNotServed
 		r.add(finding.Finding{Kind: finding.NotServed, Severity: finding.Info, Tool: t.Name, Version: t.Version,
 			Message: fmt.Sprintf("tool %q@%s is signed but the server does not list it", t.Name, t.Version)})
 	}
@@ -602,7 +624,7 @@ func OriginFindings(st *etdi.Statement, p *trust.Policy, o *Origin, claims strin
 // trusted roots, then matches the certificate's identity with the keyless
 // signers trusted for the claimed provider. An identity trusted only for
 // other providers is impersonation, as a key of another provider is.
-func checkKeyless(kb *keyless.Bundle, st *etdi.Statement, p *trust.Policy, claims string) (*Signer, *finding.Finding) {
+func checkKeyless(kb *keyless.Bundle, st *etdi.Statement, p *trust.Policy, claims string) (*SignerIdentity, *finding.Finding) {
 	claimed := st.Provider.ID
 	ks, err := keyless.Verify(kb, p.SigstoreMaterial())
 	if err != nil {
@@ -612,7 +634,7 @@ func checkKeyless(kb *keyless.Bundle, st *etdi.Statement, p *trust.Policy, claim
 	if prov := p.Provider(claimed); prov != nil {
 		for _, id := range prov.Sigstore {
 			if id.Matches(ks.Issuer, ks.Identity, ks.Repository) {
-				return &Signer{Algorithm: Keyless, Provider: claimed, Sigstore: ks, Trusted: id.String()}, nil
+				return &SignerIdentity{Algorithm: Keyless, Provider: claimed, Sigstore: ks, Trusted: id.String()}, nil
 			}
 		}
 	}

@@ -557,7 +557,7 @@ func printCheck(w io.Writer, rep *checkReport, p colour.Painter) {
 	}
 	for _, t := range rep.Tools {
 		d, _ := etdi.ParseDigest(t.Digest)
-		status := map[string]string{"ok": p.Good("ok"), "new": p.Warn("APPROVAL REQUIRED"), "changed": p.Bad("CHANGED"), "blocked": p.Bad("BLOCKED"), "removed": "removed"}[t.Status]
+		status := map[pin.ToolStatus]string{pin.StatusOK: p.Good("ok"), pin.StatusNew: p.Warn("APPROVAL REQUIRED"), pin.StatusChanged: p.Bad("CHANGED"), pin.StatusBlocked: p.Bad("BLOCKED"), pin.StatusRemoved: "removed"}[t.Status]
 		// status holds etdi's own colour codes and goes in the format;
 		// scopes and calls are arguments, escaped as they are printed.
 		scopes := ""

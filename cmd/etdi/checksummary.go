@@ -120,7 +120,7 @@ func settled(rep *checkReport) bool {
 		}
 	}
 	for _, t := range rep.Tools {
-		if t.Status != "ok" { // a tool removed: a change, shown
+		if t.Status != pin.StatusOK { // a tool removed: a change, shown
 			return false
 		}
 	}
@@ -202,7 +202,7 @@ func unsignedLine(rep *checkReport) string {
 func itemCount(ts []pin.ToolState) string {
 	n := map[string]int{}
 	for _, t := range ts {
-		if t.Status != "removed" {
+		if t.Status != pin.StatusRemoved {
 			n[t.Item]++
 		}
 	}

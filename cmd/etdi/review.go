@@ -441,7 +441,7 @@ func printCompact(w io.Writer, rv *reviewed, wrapState bool) {
 		}
 		tools := 0
 		for _, s := range rep.Tools {
-			if s.Item == pin.ItemTool && s.Status != "removed" {
+			if s.Item == pin.ItemTool && s.Status != pin.StatusRemoved {
 				tools++
 			}
 		}
@@ -546,7 +546,7 @@ func serverState(rep *checkReport, wrapState bool) string {
 // newServer reports whether nothing of the server was approved yet.
 func newServer(rep *checkReport) bool {
 	for _, t := range rep.Tools {
-		if t.Status != "new" {
+		if t.Status != pin.StatusNew {
 			return false
 		}
 	}

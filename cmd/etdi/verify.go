@@ -218,8 +218,8 @@ func printResult(w io.Writer, r *verify.Result) {
 				perm = strings.Join(scopes, ", ")
 			}
 			status := ""
-			if t.Status != "signed" {
-				status = "  [" + t.Status + "]"
+			if t.Status != verify.StatusSigned {
+				status = "  [" + string(t.Status) + "]"
 			}
 			d, _ := etdi.ParseDigest(t.Digest)
 			say(w, "    %-*s  sha256:%s  %s%s\n", width, etdi.SubjectName(t.Name, t.Version), d.Short(), perm, status)
@@ -273,7 +273,7 @@ func printFindingsFor(w io.Writer, findings []finding.Finding, defs map[string]o
 
 // signerText names a verified signer for a person: the key, or the
 // keyless signer's identity and issuer, with when the log recorded it.
-func signerText(s *verify.Signer) string {
+func signerText(s *verify.SignerIdentity) string {
 	if ks := s.Sigstore; ks != nil {
 		return fmt.Sprintf("keyless %s (issuer %s, logged at %s, entry %d)", ks.Identity, ks.Issuer, ks.SignedAt.Format(time.RFC3339), ks.LogIndex)
 	}

@@ -31,12 +31,12 @@ func openStore(t *testing.T) *pin.Store {
 }
 
 var (
-	keyA = pin.Signer{Kind: "key", ID: "sha256:" + strings.Repeat("a", 64)}
-	keyB = pin.Signer{Kind: "key", ID: "sha256:" + strings.Repeat("b", 64)}
+	keyA = pin.SignerID{Kind: "key", ID: "sha256:" + strings.Repeat("a", 64)}
+	keyB = pin.SignerID{Kind: "key", ID: "sha256:" + strings.Repeat("b", 64)}
 )
 
 // item is one offered definition.
-func item(t testing.TB, kind, name, version, def string, signer pin.Signer, scopes ...string) pin.Observed {
+func item(t testing.TB, kind, name, version, def string, signer pin.SignerID, scopes ...string) pin.Observed {
 	t.Helper()
 	c, err := etdi.Canonicalize([]byte(def))
 	if err != nil {
