@@ -24,7 +24,7 @@ import (
 // and the next transaction of an approver validates them and appends them
 // to the history (fold). An entry that does not validate is dropped and
 // the drop is recorded in the history; it never stops the fold. The marks
-// of call-record spools (calls.go) are keys of the same bucket without a
+// of call-record spools (call_records.go) are keys of the same bucket without a
 // '/', written by approvers only.
 
 // Bounds of the spool entries of etcd stores.
@@ -53,7 +53,7 @@ type spoolEntry struct {
 	// User is the login name of the writer (Record.User).
 	User string `json:"user,omitempty"`
 	// Spool and Seq: the entry's call records end sequence number Seq
-	// of the call-record spool Spool (calls.go); End: that spool is done.
+	// of the call-record spool Spool (call_records.go); End: that spool is done.
 	Spool string `json:"spool,omitempty"`
 	Seq   uint64 `json:"seq,omitempty"`
 	End   bool   `json:"end,omitempty"`
