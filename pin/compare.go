@@ -348,14 +348,8 @@ func compare(tx *kvTx, o *Observation) (*Comparison, error) {
 	if err != nil {
 		return nil, err
 	}
-	if info != nil && o.Sequence > 0 && o.Sequence < info.MaxSequence {
-		var names []string
-		for _, t := range o.Tools {
-			names = append(names, t.Name)
-		}
-		c.Findings = append(c.Findings, finding.Finding{Kind: finding.Downgrade, Severity: finding.Error, Server: o.Server,
-			Message: fmt.Sprintf("server %s: bundle sequence %d is lower than %d approved before: an older bundle is being replayed (tools %s)",
-				o.Server, o.Sequence, info.MaxSequence, strings.Join(names, ", "))})
+	if f := replayedBundle(o, info); f != nil {
+		c.Findings = append(c.Findings, *f)
 	}
 	if f := compareInstructions(o, info); f != nil {
 		c.Findings = append(c.Findings, *f)
@@ -423,14 +417,11 @@ func compare(tx *kvTx, o *Observation) (*Comparison, error) {
 		if st.Status != StatusOK { // what is about to be approved, not what was
 			c.Findings = append(c.Findings, sus.findings(t)...)
 		} else if o.Served != "" {
-			p, err := readItem(tx, o.Server, t.Item, t.Name) // checked by checkLatest
+			unserved, err := approvedUnserved(tx, o, t)
 			if err != nil {
 				return nil, err
 			}
-			if p != nil {
-				p = matchingVariant(p, o, t)
-			}
-			if p != nil && p.Served == "" {
+			if unserved {
 				c.Unserved = append(c.Unserved, ItemRef(t.Item, t.Name))
 			}
 		}
@@ -438,6 +429,43 @@ func compare(tx *kvTx, o *Observation) (*Comparison, error) {
 	if len(c.Updated) > 0 {
 		c.Findings = append(c.Findings, updateFinding(o, c.Updated, updatedFrom))
 	}
+	if err := compareRemoved(tx, o, c, offered); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// replayedBundle is the downgrade finding of a bundle older (a lower
+// sequence) than one approved for the server before, or nil.
+func replayedBundle(o *Observation, info *ServerInfo) *finding.Finding {
+	if info == nil || o.Sequence == 0 || o.Sequence >= info.MaxSequence {
+		return nil
+	}
+	var names []string
+	for _, t := range o.Tools {
+		names = append(names, t.Name)
+	}
+	return &finding.Finding{Kind: finding.Downgrade, Severity: finding.Error, Server: o.Server,
+		Message: fmt.Sprintf("server %s: bundle sequence %d is lower than %d approved before: an older bundle is being replayed (tools %s)",
+			o.Server, o.Sequence, info.MaxSequence, strings.Join(names, ", "))}
+}
+
+// approvedUnserved reports whether the approved definition t matches was
+// approved without recording what served it (Comparison.Unserved).
+func approvedUnserved(tx *kvTx, o *Observation, t *Observed) (bool, error) {
+	p, err := readItem(tx, o.Server, t.Item, t.Name) // checked by checkLatest
+	if err != nil {
+		return false, err
+	}
+	if p != nil {
+		p = matchingVariant(p, o, t)
+	}
+	return p != nil && p.Served == "", nil
+}
+
+// compareRemoved adds to c the approved items of the server that o does
+// not offer (offered, by itemKey): removed, if o lists their kind.
+func compareRemoved(tx *kvTx, o *Observation, c *Comparison, offered map[string]bool) error {
 	cur := tx.Bucket(bPins).Cursor()
 	prefix := []byte(o.Server + "\x00")
 	for k, v := cur.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = cur.Next() {
@@ -446,7 +474,7 @@ func compare(tx *kvTx, o *Observation) (*Comparison, error) {
 		}
 		var p Pin
 		if err := json.Unmarshal(v, &p); err != nil {
-			return nil, damagedError("pin", k, err)
+			return damagedError("pin", k, err)
 		}
 		if p.Item != ItemTool && !slices.Contains(o.Listed, p.Item) {
 			continue // not asked for: not known to be gone
@@ -456,7 +484,7 @@ func compare(tx *kvTx, o *Observation) (*Comparison, error) {
 			Item: p.Item, Tool: p.Tool, Version: p.Version, PinnedDigest: p.Digest,
 			Message: fmt.Sprintf("%s %q is approved on %s but no longer offered", ItemWord(p.Item), p.Tool, o.Server)})
 	}
-	return c, nil
+	return nil
 }
 
 // itemKey is the part of a pin's key after the server and its NUL: it
@@ -566,6 +594,43 @@ func compareInstructions(o *Observation, info *ServerInfo) *finding.Finding {
 		Message: fmt.Sprintf("server %s: instructions changed since approval", o.Server)}
 }
 
+// revokedWhat names what revocation r of a tool withdraws: its signing
+// key, a version, one definition or the tool.
+func revokedWhat(r *Revocation) string {
+	switch {
+	case r.KeyID != "":
+		return "its signing key " + r.KeyID
+	case r.Version != "":
+		return "version " + r.Version
+	case r.Digest != "":
+		// One approved definition (SPEC.md §14.1): the others stay.
+		return "the definition " + r.Digest
+	}
+	return "the tool"
+}
+
+// approvedAs is the state of tool t, without a pin of its own, that the
+// approval of server shared covers (sharedApproval, whose error is err):
+// approved, with the scopes of that approval.
+func approvedAs(tx *kvTx, o *Observation, t *Observed, st ToolState, shared string, err error) (ToolState, []finding.Finding, error) {
+	st.ApprovedAs = shared
+	if err == nil {
+		// The scopes of the approval that covers it (checked by
+		// sharedApproval).
+		var sp *Pin
+		if sp, err = readItem(tx, shared, ItemTool, t.Name); sp != nil {
+			if m := matchingVariant(sp, o, t); m != nil {
+				st.Scopes = m.Scopes
+			}
+		}
+	}
+	return st, nil, err
+}
+
+// compareTool compares tool t of o with its pins: revoked, approved (its
+// own pin, or a shared approval), new, or changed (a new signer or
+// version, a downgrade, a rug pull of its definition, permissions or what
+// serves it).
 func compareTool(tx *kvTx, o *Observation, t *Observed, sameSkeleton []string, copies *copyCache) (ToolState, []finding.Finding, error) {
 	st := ToolState{Name: t.Name, Version: t.Version, Digest: t.Digest.String(), Status: StatusOK}
 	base := finding.Finding{Server: o.Server, Tool: t.Name, Version: t.Version, Live: t.Digest.String(),
@@ -585,17 +650,7 @@ func compareTool(tx *kvTx, o *Observation, t *Observed, sameSkeleton []string, c
 	}
 	if r != nil {
 		st.Status = StatusBlocked
-		what := "the tool"
-		switch {
-		case r.KeyID != "":
-			what = "its signing key " + r.KeyID
-		case r.Version != "":
-			what = "version " + r.Version
-		case r.Digest != "":
-			// One approved definition (SPEC.md §14.1): the others stay.
-			what = "the definition " + r.Digest
-		}
-		f := with(finding.Revoked, finding.Error, fmt.Sprintf("tool %s: %s", ref, what)+revokedText(r))
+		f := with(finding.Revoked, finding.Error, fmt.Sprintf("tool %s: %s", ref, revokedWhat(r))+revokedText(r))
 		f.KeyID = r.KeyID
 		return st, []finding.Finding{f}, nil
 	}
@@ -606,18 +661,7 @@ func compareTool(tx *kvTx, o *Observation, t *Observed, sameSkeleton []string, c
 	if full == nil {
 		shared, err := sharedApproval(tx, o, t, &copies.share)
 		if err != nil || shared != "" {
-			st.ApprovedAs = shared
-			if err == nil {
-				// The scopes of the approval that covers it (checked by
-				// sharedApproval).
-				var sp *Pin
-				if sp, err = readItem(tx, shared, ItemTool, t.Name); sp != nil {
-					if m := matchingVariant(sp, o, t); m != nil {
-						st.Scopes = m.Scopes
-					}
-				}
-			}
-			return st, nil, err
+			return approvedAs(tx, o, t, st, shared, err)
 		}
 		return compareNew(tx, o, t, sameSkeleton, st, with, ref, copies)
 	}
@@ -713,91 +757,30 @@ func compareNew(tx *kvTx, o *Observation, t *Observed, sameSkeleton []string, st
 	if err != nil {
 		return st, nil, err
 	}
-	servers := scan.servers[t.Name]
-	var others, copyOf, collides []string
-	var why []string
-	var elseServed *Pin // a copy whose definitions another artifact served
-	var sharedPin, sharedDef *Pin
-	for _, srv := range servers {
-		if srv == o.Server {
-			continue
-		}
-		p, err := getPin(tx, srv, t.Name)
-		if err != nil {
-			return st, nil, err
-		}
-		// The same server configured under another name offers the very
-		// definition approved there: a new server to approve, not a
-		// shadow. Anything else under an approved name shadows it.
-		if p != nil && p.Digest == t.Digest.String() && p.Signer == t.Signer && p.Version == t.Version {
-			whole, err := copies.wholeCopyOf(srv)
-			if err != nil {
-				return st, nil, err
-			}
-			if whole {
-				copyOf = append(copyOf, srv)
-				if elseServed == nil && o.Served != "" && p.Served != "" && p.Served != o.Served {
-					elseServed = p
-				}
-				continue
-			}
-		}
-		if p == nil {
-			others = append(others, srv)
-			continue
-		}
-		// The same artifact, verified, under a name without its own pin
-		// of the tool: its other definition is a change of the tool
-		// approved there (SPEC.md §14.2).
-		if v := sameArtifact(o, t, p); v != nil {
-			if sharedPin == nil {
-				sharedPin, sharedDef = p, v
-			}
-			continue
-		}
-		reason, err := collisionRefused(o, t, srv, p, copies)
-		if err != nil {
-			return st, nil, err
-		}
-		if reason != "" {
-			others = append(others, srv)
-			why = append(why, reason)
-			continue
-		}
-		collides = append(collides, srv)
+	n, err := nameElsewhere(tx, o, t, scan, copies)
+	if err != nil {
+		return st, nil, err
 	}
-	if len(others) > 0 {
+	if len(n.others) > 0 {
 		st.Status = StatusBlocked
-		msg := fmt.Sprintf("tool %s: the name %q is approved on %s; this server shadows it", ref, t.Name, strings.Join(others, ", "))
-		if len(why) > 0 {
-			msg += " (" + strings.Join(why, "; ") + ")"
+		msg := fmt.Sprintf("tool %s: the name %q is approved on %s; this server shadows it", ref, t.Name, strings.Join(n.others, ", "))
+		if len(n.why) > 0 {
+			msg += " (" + strings.Join(n.why, "; ") + ")"
 		}
 		f := with(finding.Shadowing, finding.Error, msg)
-		f.Servers = others
+		f.Servers = n.others
 		return st, []finding.Finding{f}, nil
 	}
-	if sharedPin != nil {
-		return rugPullOfShared(o, t, sharedPin, sharedDef, st, with, ref)
+	if n.sharedPin != nil {
+		return rugPullOfShared(o, t, n.sharedPin, n.sharedDef, st, with, ref)
 	}
-	var looks []string
-	alike := scan.skeletons[skeletonOf(t.Name)]
-	for _, n := range alike {
-		if n != t.Name {
-			looks = append(looks, n)
-		}
-	}
-	for _, n := range sameSkeleton {
-		if n != t.Name && !slices.Contains(looks, n) {
-			looks = append(looks, n)
-		}
-	}
-	if len(looks) > 0 {
+	if looks := looksLike(t.Name, scan, sameSkeleton); len(looks) > 0 {
 		st.Status = StatusBlocked
 		f := with(finding.ConfusableName, finding.Error, fmt.Sprintf("tool %s: the name %q looks like %q", ref, t.Name, looks[0]))
 		f.LooksLike = looks[0]
 		f.Scripts = confusable.Scripts(t.Name)
-		for _, n := range looks {
-			srvs := scan.servers[n]
+		for _, name := range looks {
+			srvs := scan.servers[name]
 			for _, srv := range srvs {
 				if !slices.Contains(f.Servers, srv) {
 					f.Servers = append(f.Servers, srv)
@@ -807,27 +790,122 @@ func compareNew(tx *kvTx, o *Observation, t *Observed, sameSkeleton []string, st
 		return st, []finding.Finding{f}, nil
 	}
 	st.Status = StatusNew
+	return st, newToolFindings(o, t, n, with, ref), nil
+}
+
+// elsewhere is what other servers approved under the name of a tool new
+// to its server.
+type elsewhere struct {
+	// others shadow it (why says why, when a collision was refused);
+	// copyOf are the same server under another name; collides are
+	// unsigned servers whose tool of the same name it neither names nor
+	// imitates.
+	others, why, copyOf, collides []string
+	// elseServed is a copy whose definitions another artifact served.
+	elseServed *Pin
+	// sharedPin is a pin of the same artifact under another name, and
+	// sharedDef its other definition (sameArtifact).
+	sharedPin, sharedDef *Pin
+}
+
+// nameElsewhere sorts the other servers that approved t's name (scan):
+// copies of this server, the same artifact under another name, collisions
+// a host keeps apart, and shadows.
+func nameElsewhere(tx *kvTx, o *Observation, t *Observed, scan *pinScan, copies *copyCache) (*elsewhere, error) {
+	n := &elsewhere{}
+	for _, srv := range scan.servers[t.Name] {
+		if srv == o.Server {
+			continue
+		}
+		p, err := getPin(tx, srv, t.Name)
+		if err != nil {
+			return nil, err
+		}
+		// The same server configured under another name offers the very
+		// definition approved there: a new server to approve, not a
+		// shadow. Anything else under an approved name shadows it.
+		if p != nil && p.Digest == t.Digest.String() && p.Signer == t.Signer && p.Version == t.Version {
+			whole, err := copies.wholeCopyOf(srv)
+			if err != nil {
+				return nil, err
+			}
+			if whole {
+				n.copyOf = append(n.copyOf, srv)
+				if n.elseServed == nil && o.Served != "" && p.Served != "" && p.Served != o.Served {
+					n.elseServed = p
+				}
+				continue
+			}
+		}
+		if p == nil {
+			n.others = append(n.others, srv)
+			continue
+		}
+		// The same artifact, verified, under a name without its own pin
+		// of the tool: its other definition is a change of the tool
+		// approved there (SPEC.md §14.2).
+		if v := sameArtifact(o, t, p); v != nil {
+			if n.sharedPin == nil {
+				n.sharedPin, n.sharedDef = p, v
+			}
+			continue
+		}
+		reason, err := collisionRefused(o, t, srv, p, copies)
+		if err != nil {
+			return nil, err
+		}
+		if reason != "" {
+			n.others = append(n.others, srv)
+			n.why = append(n.why, reason)
+			continue
+		}
+		n.collides = append(n.collides, srv)
+	}
+	return n, nil
+}
+
+// looksLike returns the approved names (scan) and the names of this
+// listing (sameSkeleton) that look like name and are not it.
+func looksLike(name string, scan *pinScan, sameSkeleton []string) []string {
+	var looks []string
+	for _, n := range scan.skeletons[skeletonOf(name)] {
+		if n != name {
+			looks = append(looks, n)
+		}
+	}
+	for _, n := range sameSkeleton {
+		if n != name && !slices.Contains(looks, n) {
+			looks = append(looks, n)
+		}
+	}
+	return looks
+}
+
+// newToolFindings are the findings of a tool new to its server that
+// nothing blocks: new_tool, naming the copies of the server (n), and the
+// warnings of a name collision or a name mixing scripts.
+func newToolFindings(o *Observation, t *Observed, n *elsewhere, with func(finding.Kind, finding.Severity, string) finding.Finding, ref string) []finding.Finding {
 	f := with(finding.NewTool, finding.Error, fmt.Sprintf("tool %s is not approved: approval required", ref))
-	if len(copyOf) > 0 {
-		f.Message = fmt.Sprintf("tool %s is not approved: approval required (the same server is approved as %s)", ref, strings.Join(copyOf, ", "))
-		if elseServed != nil {
+	if len(n.copyOf) > 0 {
+		f.Message = fmt.Sprintf("tool %s is not approved: approval required (the same server is approved as %s)", ref, strings.Join(n.copyOf, ", "))
+		if n.elseServed != nil {
 			// The same definitions, not known to be the same server:
 			// what serves them differs.
 			f.Message = fmt.Sprintf("tool %s is not approved: approval required (the same definitions are approved on %s, served by %s; this server is served by %s)",
-				ref, elseServed.Server, elseServed.Served, o.Served)
+				ref, n.elseServed.Server, n.elseServed.Served, o.Served)
 		}
-		f.Servers = copyOf
+		f.Servers = n.copyOf
 	}
 	f.Permissions = t.Permissions
 	if f.Permissions == nil {
 		f.Permissions = []etdi.Permission{}
 	}
 	fs := []finding.Finding{f}
-	if len(collides) > 0 {
+	if len(n.collides) > 0 {
 		w := with(finding.NameCollision, finding.Warning, fmt.Sprintf("tool %s: the name %q is also approved on %s, another unsigned server; "+
 			"hosts keep each server's tools apart, and nothing in its definition or its server's instructions names or imitates that tool: approve it as a new tool",
-			ref, t.Name, strings.Join(collides, ", ")))
-		w.Servers = collides
+			ref, t.Name, strings.Join(n.collides, ", ")))
+		w.Servers = n.collides
 		fs = append(fs, w)
 	}
 	if confusable.MixedScript(t.Name) || confusable.Invisible(t.Name) {
@@ -836,7 +914,7 @@ func compareNew(tx *kvTx, o *Observation, t *Observed, sameSkeleton []string, st
 		w.Scripts = confusable.Scripts(t.Name)
 		fs = append(fs, w)
 	}
-	return st, fs, nil
+	return fs
 }
 
 // PermissionDiff is etdi.PermissionDiff: the permissions in cur but not

@@ -96,47 +96,71 @@ func parseSpoolEntry(data []byte) (*spoolEntry, error) {
 	if dec.More() {
 		return nil, errors.New("data after the entry")
 	}
-	switch {
-	case e.V != 1:
-		return nil, fmt.Errorf("format %d, want 1", e.V)
-	case len(e.User) > 256 || hasControl(e.User):
-		return nil, errors.New("bad user name")
-	case len(e.Spool) > 256 || hasControl(e.Spool) || strings.Contains(e.Spool, "/"):
-		return nil, errors.New("bad spool id")
-	case e.Spool == "" && (e.Seq != 0 || e.End):
-		return nil, errors.New("a sequence number without a spool id")
-	case len(e.Records) == 0 && !e.End:
-		return nil, errors.New("no records")
+	if err := checkSpoolHeader(&e); err != nil {
+		return nil, err
 	}
 	for i := range e.Records {
-		r := &e.Records[i]
-		bad := ""
-		switch {
-		case r.Index != 0 || r.Prev != "" || r.Machine != "" || r.User != "":
-			bad = "carries index, prev, machine or user"
-		case r.Signer != nil || r.KeyID != "" || len(r.Permissions) > 0 || len(r.Scopes) > 0 || r.Replaced != "" || r.Served != "" || r.ServedAt != "":
-			bad = "carries fields of an approval"
-		case e.Spool != "" && r.Type != RecordCall:
-			bad = fmt.Sprintf("a %q record in a spool of calls", r.Type)
-		case r.Type == RecordFinding:
-			if r.Severity != string(finding.Error) && r.Severity != string(finding.Warning) {
-				bad = fmt.Sprintf("a finding of severity %q", r.Severity)
-			}
-			if r.Arguments != "" || r.Outcome != "" || r.DurationMicros != 0 || r.Decision != "" || len(r.Policies) > 0 || r.Answer != "" {
-				bad = "a finding with the fields of a call"
-			}
-		case r.Type == RecordCall:
-			if r.Kind != "" || r.Severity != "" {
-				bad = "a call with the fields of a finding"
-			}
-		default:
-			bad = fmt.Sprintf("a %q record: a client appends findings and calls only", r.Type)
-		}
-		if bad != "" {
+		if bad := spoolRecordProblem(&e, &e.Records[i]); bad != "" {
 			return nil, fmt.Errorf("record %d: %s", i, bad)
 		}
 	}
 	return &e, nil
+}
+
+// checkSpoolHeader refuses an entry of another format, with a bad user
+// name or spool id, a sequence number without a spool id, or no records.
+func checkSpoolHeader(e *spoolEntry) error {
+	switch {
+	case e.V != 1:
+		return fmt.Errorf("format %d, want 1", e.V)
+	case len(e.User) > 256 || hasControl(e.User):
+		return errors.New("bad user name")
+	case len(e.Spool) > 256 || hasControl(e.Spool) || strings.Contains(e.Spool, "/"):
+		return errors.New("bad spool id")
+	case e.Spool == "" && (e.Seq != 0 || e.End):
+		return errors.New("a sequence number without a spool id")
+	case len(e.Records) == 0 && !e.End:
+		return errors.New("no records")
+	}
+	return nil
+}
+
+// spoolRecordProblem says why record r of entry e is not one a client
+// may write, or "": a finding of error or warning severity, or a call in
+// a spool of calls, carrying neither the history's own fields nor those
+// of an approval.
+func spoolRecordProblem(e *spoolEntry, r *Record) string {
+	switch {
+	case r.Index != 0 || r.Prev != "" || r.Machine != "" || r.User != "":
+		return "carries index, prev, machine or user"
+	case r.Signer != nil || r.KeyID != "" || len(r.Permissions) > 0 || len(r.Scopes) > 0 || r.Replaced != "" || r.Served != "" || r.ServedAt != "":
+		return "carries fields of an approval"
+	case e.Spool != "" && r.Type != RecordCall:
+		return fmt.Sprintf("a %q record in a spool of calls", r.Type)
+	case r.Type == RecordFinding:
+		return findingRecordProblem(r)
+	case r.Type == RecordCall:
+		if r.Kind != "" || r.Severity != "" {
+			return "a call with the fields of a finding"
+		}
+		return ""
+	default:
+		return fmt.Sprintf("a %q record: a client appends findings and calls only", r.Type)
+	}
+}
+
+// findingRecordProblem says why finding record r is not one a client may
+// write (a severity other than error or warning, the fields of a call),
+// or "".
+func findingRecordProblem(r *Record) string {
+	bad := ""
+	if r.Severity != string(finding.Error) && r.Severity != string(finding.Warning) {
+		bad = fmt.Sprintf("a finding of severity %q", r.Severity)
+	}
+	if r.Arguments != "" || r.Outcome != "" || r.DurationMicros != 0 || r.Decision != "" || len(r.Policies) > 0 || r.Answer != "" {
+		bad = "a finding with the fields of a call"
+	}
+	return bad
 }
 
 // strictJSON refuses JSON that is not one value, or that has a duplicate
