@@ -1,7 +1,7 @@
 // Package verify checks etdi bundles against a trust policy and, when given
 // the tools a server really lists, checks each live tool against the signed
 // definition (SPEC.md §10). It never fails open: every problem is a
-// Finding with its evidence, and a Result is verified only when a key the
+// [finding.Finding] with its evidence, and a [Result] is verified only when a key the
 // policy trusts for the claimed provider signed the exact payload.
 package verify
 
@@ -163,7 +163,8 @@ type TokenVerifier interface {
 }
 
 // TokenError is a token that is not acceptable. Kind is the finding kind
-// it becomes: SignatureInvalid, Expired or Revoked. Issuer and Subject are
+// it becomes: [finding.SignatureInvalid], [finding.Expired] or
+// [finding.Revoked]. Issuer and Subject are
 // set when the token is valid but its subject is not trusted for the
 // provider (UntrustedSubject).
 type TokenError struct {
