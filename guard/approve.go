@@ -5,8 +5,8 @@ import (
 	"errors"
 	"time"
 
+	"github.com/etdi-dev/etdi/finding"
 	"github.com/etdi-dev/etdi/pin"
-	"github.com/etdi-dev/etdi/verify"
 )
 
 // ApproveOptions select what Approve approves.
@@ -55,14 +55,14 @@ type ApproveResult struct {
 // severe code of the refused findings (SPEC.md §15); a refusal of a kind
 // without a code is 13, approval required.
 func (a *ApproveResult) ExitCode() int {
-	code := verify.ExitOK
+	code := finding.ExitOK
 	for _, r := range a.Refused {
-		k := verify.Kind(r.Kind)
+		k := finding.Kind(r.Kind)
 		c := k.ExitCode()
-		if !k.Known() || c == verify.ExitOK {
-			c = verify.ExitApproval
+		if !k.Known() || c == finding.ExitOK {
+			c = finding.ExitApproval
 		}
-		code = verify.Worse(code, c)
+		code = finding.Worse(code, c)
 	}
 	return code
 }
@@ -135,10 +135,10 @@ func sameText(a, b *string) bool { return (a == nil) == (b == nil) && (a == nil 
 func serverRefusals(c *pin.Comparison) []pin.Refusal {
 	var out []pin.Refusal
 	for _, f := range c.Findings {
-		if f.Kind == verify.ServerUpdated && f.AsksApproval() {
+		if f.Kind == finding.ServerUpdated && f.AsksApproval() {
 			continue // approved with the server (pin.Store.Approve)
 		}
-		if f.Tool == "" && f.Severity == verify.Error && !f.Kind.AboutInstructions() {
+		if f.Tool == "" && f.Severity == finding.Error && !f.Kind.AboutInstructions() {
 			out = append(out, pin.Refusal{Kind: string(f.Kind), Reason: f.Message + "; not approving anything"})
 		}
 	}
@@ -159,14 +159,14 @@ func stillRefused(c *pin.Comparison, named []string, refused []pin.Refusal) []pi
 		listed[r.Tool] = true
 	}
 	for _, f := range c.Findings {
-		if f.Kind == verify.ServerUpdated && f.Severity == verify.Error {
+		if f.Kind == finding.ServerUpdated && f.Severity == finding.Error {
 			// Not approved by naming tools: the server's update stays to
 			// approve.
 			refused = append(refused, pin.Refusal{Kind: string(f.Kind), Reason: "still needs approval: " + f.Message})
 			continue
 		}
 		ref := pin.ItemRef(f.Item, f.Tool)
-		if f.Severity != verify.Error || f.Tool == "" || listed[ref] || (len(asked) > 0 && !asked[ref]) {
+		if f.Severity != finding.Error || f.Tool == "" || listed[ref] || (len(asked) > 0 && !asked[ref]) {
 			continue
 		}
 		listed[ref] = true

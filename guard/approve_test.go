@@ -9,11 +9,11 @@ import (
 	"testing"
 
 	"github.com/etdi-dev/etdi"
+	"github.com/etdi-dev/etdi/finding"
 	"github.com/etdi-dev/etdi/keys"
 	"github.com/etdi-dev/etdi/pin"
 	"github.com/etdi-dev/etdi/sign"
 	"github.com/etdi-dev/etdi/trust"
-	"github.com/etdi-dev/etdi/verify"
 )
 
 // bankListing is a listing of acme's bank server carrying a bundle of
@@ -62,7 +62,7 @@ func TestApproveDecisions(t *testing.T) {
 	// Withdrawn: the person's review says no.
 	opts.Policy = &trust.Policy{Unsigned: trust.Warn}
 	r, err = Check(ctx, l, opts)
-	if err != nil || r.ExitCode() != verify.ExitApproval {
+	if err != nil || r.ExitCode() != finding.ExitApproval {
 		t.Fatalf("check: %v %+v", err, r)
 	}
 	seen := false
@@ -70,7 +70,7 @@ func TestApproveDecisions(t *testing.T) {
 	if err != nil || !seen || !a.Withdrawn || len(a.Approved) != 0 {
 		t.Fatalf("withdrawn: %v %+v", err, a)
 	}
-	if r, _ := Check(ctx, l, opts); r.ExitCode() != verify.ExitApproval {
+	if r, _ := Check(ctx, l, opts); r.ExitCode() != finding.ExitApproval {
 		t.Fatalf("a withdrawn approval approved: %+v", r.Findings)
 	}
 
@@ -90,17 +90,17 @@ func TestApproveDecisions(t *testing.T) {
 		t.Fatalf("approve sequence 2: %v %+v", err, a)
 	}
 	r, err = Check(ctx, bankListing(t, priv, 1), opts)
-	if err != nil || r.ExitCode() != verify.ExitRugPull {
+	if err != nil || r.ExitCode() != finding.ExitRugPull {
 		t.Fatalf("check of sequence 1: %v %+v", err, r)
 	}
 	a, err = Approve(ctx, r, ApproveOptions{Tools: []string{"transfer_money"}})
-	if err != nil || len(a.Approved) != 0 || len(a.Refused) == 0 || a.ExitCode() != verify.ExitRugPull || !strings.Contains(a.Refused[0].Reason, "not approving anything") {
+	if err != nil || len(a.Approved) != 0 || len(a.Refused) == 0 || a.ExitCode() != finding.ExitRugPull || !strings.Contains(a.Refused[0].Reason, "not approving anything") {
 		t.Fatalf("approve of a replayed bundle: %v %+v", err, a)
 	}
 
 	// A refusal of a kind that has no code, or an unknown one, is 13.
-	for _, k := range []string{string(verify.Removed), "no_such_kind", ""} {
-		if c := (&ApproveResult{Refused: []pin.Refusal{{Kind: k}}}).ExitCode(); c != verify.ExitApproval {
+	for _, k := range []string{string(finding.Removed), "no_such_kind", ""} {
+		if c := (&ApproveResult{Refused: []pin.Refusal{{Kind: k}}}).ExitCode(); c != finding.ExitApproval {
 			t.Errorf("refused %q: exit %d", k, c)
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/etdi-dev/etdi"
+	"github.com/etdi-dev/etdi/finding"
 	"github.com/etdi-dev/etdi/pin"
 	"github.com/etdi-dev/etdi/trust"
 	"github.com/etdi-dev/etdi/verify"
@@ -80,8 +81,8 @@ type Report struct {
 	Verification *verify.Result `json:"verification,omitempty"`
 	// Tools is the state of each tool against the pins (empty when the
 	// tools were not compared: see Blocked).
-	Tools    []pin.ToolState  `json:"tools"`
-	Findings []verify.Finding `json:"findings"`
+	Tools    []pin.ToolState   `json:"tools"`
+	Findings []finding.Finding `json:"findings"`
 
 	// Observation is what the server offers as established by
 	// verification; nil when it could not be (Blocked).
@@ -105,7 +106,7 @@ type Report struct {
 
 // Observed returns the findings of verification (and of the unsigned
 // rule), without those of the comparison with the pins.
-func (r *Report) Observed() []verify.Finding { return r.Findings[:r.observed:r.observed] }
+func (r *Report) Observed() []finding.Finding { return r.Findings[:r.observed:r.observed] }
 
 // After returns a copy of r with comparison c, made later (after an
 // approval), in place of the one r was made with.
@@ -113,7 +114,7 @@ func (r *Report) After(c *pin.Comparison) *Report {
 	after := *r
 	after.verdicts = nil
 	after.Comparison, after.Tools = c, c.Tools
-	after.Findings = append(append([]verify.Finding{}, r.Observed()...), c.Findings...)
+	after.Findings = append(append([]finding.Finding{}, r.Observed()...), c.Findings...)
 	return &after
 }
 
@@ -122,13 +123,14 @@ func (r *Report) After(c *pin.Comparison) *Report {
 func (r *Report) Blocked() bool { return r.Observation == nil }
 
 // ExitCode is the exit code of the report (SPEC.md §11): the most severe
-// error finding, and never 0 when the tools were not established.
+// error finding ([finding.ExitCode]), and never 0 when the tools were not
+// established: a blocked report fails as an unverified bundle does
+// ([verify.Result.ExitCode]).
 func (r *Report) ExitCode() int {
-	code := verify.ExitCode(r.Findings)
-	if code == verify.ExitOK && r.Blocked() {
-		code = verify.ExitSignature
+	if r.Blocked() {
+		return (&verify.Result{Findings: r.Findings}).ExitCode()
 	}
-	return code
+	return finding.ExitCode(r.Findings)
 }
 
 // Allowed reports whether tool may reach the host: it is offered, matches
@@ -156,10 +158,10 @@ func (r *Report) allowed(item, tool string) bool {
 		for _, t := range r.Tools {
 			k := [2]string{t.Item, t.Name}
 			_, twice := r.verdicts[k]
-			r.verdicts[k] = !twice && t.Status == "ok" // listed twice, or not approved
+			r.verdicts[k] = !twice && t.Status == pin.StatusOK // listed twice, or not approved
 		}
 		for _, f := range r.Findings {
-			if f.Severity != verify.Error {
+			if f.Severity != finding.Error {
 				continue
 			}
 			if f.Tool == "" && !f.Kind.AboutInstructions() {
@@ -181,7 +183,7 @@ func (r *Report) allowed(item, tool string) bool {
 // an identity provider that cannot be reached) is an error, never a
 // finding.
 func Observe(ctx context.Context, l *Listing, opts Options) (*Report, error) {
-	r := &Report{Tools: []pin.ToolState{}, Findings: []verify.Finding{}, Listing: l, opts: opts}
+	r := &Report{Tools: []pin.ToolState{}, Findings: []finding.Finding{}, Listing: l, opts: opts}
 	if opts.Policy == nil {
 		return nil, errors.New("guard: no trust policy")
 	}
@@ -197,7 +199,7 @@ func Observe(ctx context.Context, l *Listing, opts Options) (*Report, error) {
 		}
 		var err error
 		if inband, err = etdi.InbandBundle(append(append([]*etdi.Value{}, l.Metas...), l.ToolMetas...)); err != nil {
-			r.Findings = append(r.Findings, verify.Finding{Kind: verify.BundleInvalid, Severity: verify.Error, Message: "in-band bundle: " + err.Error()})
+			r.Findings = append(r.Findings, finding.Finding{Kind: finding.BundleInvalid, Severity: finding.Error, Message: "in-band bundle: " + err.Error()})
 			return r, nil
 		}
 	}
@@ -293,7 +295,7 @@ func (r *Report) unsigned(l *Listing, name string, rule trust.UnsignedRule) erro
 		for _, t := range l.Tools {
 			names = append(names, t.Name)
 		}
-		r.Findings = append(r.Findings, verify.Finding{Kind: verify.UnsignedTool, Severity: verify.Error, Server: server,
+		r.Findings = append(r.Findings, finding.Finding{Kind: finding.UnsignedTool, Severity: finding.Error, Server: server,
 			Message: fmt.Sprintf("server %s has no bundle and the trust policy blocks unsigned tools (tools %s)", server, strings.Join(names, ", "))})
 		return nil
 	}
@@ -301,7 +303,7 @@ func (r *Report) unsigned(l *Listing, name string, rule trust.UnsignedRule) erro
 	for _, lt := range l.Tools {
 		obs.Tools = append(obs.Tools, pin.Observed{Name: lt.Name, Digest: lt.Digest, Canonical: lt.Canonical, Signer: pin.Unsigned})
 		if rule == trust.Warn {
-			r.Findings = append(r.Findings, verify.Finding{Kind: verify.UnsignedTool, Severity: verify.Warning, Server: server,
+			r.Findings = append(r.Findings, finding.Finding{Kind: finding.UnsignedTool, Severity: finding.Warning, Server: server,
 				Tool: lt.Name, Live: lt.Digest.String(), Message: fmt.Sprintf("tool %q of %s is not signed (policy: warn); pinned by digest", lt.Name, server)})
 		}
 	}
@@ -312,21 +314,21 @@ func (r *Report) unsigned(l *Listing, name string, rule trust.UnsignedRule) erro
 // SignerOf is the pin identity of whoever vouched for a verified bundle:
 // the key or the keyless signer's trust entry, the identity provider's
 // issuer and subject, or both.
-func SignerOf(r *verify.Result) pin.Signer {
+func SignerOf(r *verify.Result) pin.SignerID {
 	switch {
 	case r.Signer != nil && r.Signer.Sigstore != nil && r.Token != nil:
-		return pin.Signer{Kind: "sigstore+idp", ID: r.Signer.Trusted + " " + r.Token.Issuer + " " + r.Token.Subject}
+		return pin.SignerID{Kind: "sigstore+idp", ID: r.Signer.Trusted + " " + r.Token.Issuer + " " + r.Token.Subject}
 	case r.Signer != nil && r.Signer.Sigstore != nil:
 		// The trust entry, not the certificate's identity: an identity
 		// pattern matches a new identity (a new tag) at every release,
 		// and that is one signer, not a new one.
-		return pin.Signer{Kind: "sigstore", ID: r.Signer.Trusted}
+		return pin.SignerID{Kind: "sigstore", ID: r.Signer.Trusted}
 	case r.Signer != nil && r.Token != nil:
-		return pin.Signer{Kind: "key+idp", ID: r.Signer.KeyID + " " + r.Token.Issuer + " " + r.Token.Subject}
+		return pin.SignerID{Kind: "key+idp", ID: r.Signer.KeyID + " " + r.Token.Issuer + " " + r.Token.Subject}
 	case r.Token != nil:
-		return pin.Signer{Kind: "idp", ID: r.Token.Issuer + " " + r.Token.Subject}
+		return pin.SignerID{Kind: "idp", ID: r.Token.Issuer + " " + r.Token.Subject}
 	}
-	return pin.Signer{Kind: "key", ID: r.Signer.KeyID}
+	return pin.SignerID{Kind: "key", ID: r.Signer.KeyID}
 }
 
 // Check observes a listing (Observe) and compares what the server offers
@@ -350,7 +352,7 @@ func (r *Report) compare(ctx context.Context) error {
 	}
 	r.observed = len(r.Findings)
 	var c *pin.Comparison
-	var todo []verify.Finding
+	var todo []finding.Finding
 	err := withPins(r.opts, true, func(s *pin.Store) error {
 		var err error
 		c, todo, err = s.Judge(r.Observation, r.Findings...)

@@ -9,9 +9,9 @@ import (
 	"strings"
 
 	"github.com/etdi-dev/etdi"
+	"github.com/etdi-dev/etdi/finding"
 	"github.com/etdi-dev/etdi/internal/redact"
 	"github.com/etdi-dev/etdi/pin"
-	"github.com/etdi-dev/etdi/verify"
 )
 
 // MinCredential is the length under which a configured credential is not
@@ -190,7 +190,7 @@ func (s *credentialSearch) shown(text string) []string {
 // never the credential, which is masked in the tool's name too. A
 // definition that shows a configured credential is never compared,
 // approved, recorded or saved (SPEC.md §21).
-func CredentialFindings(l *Listing, creds []Credential) []verify.Finding {
+func CredentialFindings(l *Listing, creds []Credential) []finding.Finding {
 	if len(creds) == 0 || l == nil {
 		return nil
 	}
@@ -199,9 +199,9 @@ func CredentialFindings(l *Listing, creds []Credential) []verify.Finding {
 	for _, c := range creds {
 		mask.Add(c.Value)
 	}
-	var fs []verify.Finding
+	var fs []finding.Finding
 	add := func(item, tool, what string, where []string) {
-		fs = append(fs, verify.Finding{Kind: verify.SecretInDefinition, Severity: verify.Error, Item: item, Tool: tool,
+		fs = append(fs, finding.Finding{Kind: finding.SecretInDefinition, Severity: finding.Error, Item: item, Tool: tool,
 			Message: mask.String(fmt.Sprintf("%s shows the model a secret the server is configured with (%s): it is not compared, approved or recorded; take the secret out of what the server shows",
 				what, strings.Join(where, ", ")))})
 	}

@@ -9,8 +9,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/etdi-dev/etdi"
+	"github.com/etdi-dev/etdi/finding"
 	"github.com/etdi-dev/etdi/internal/redact"
-	"github.com/etdi-dev/etdi/verify"
 )
 
 // The credentials of a configuration: named like one, or looking like
@@ -75,7 +75,7 @@ func FuzzShownCredentials(f *testing.F) {
 			t.Fatalf("secret %q not found in %s / %q", secret, tl.Tools[0].Canonical, instr)
 		}
 		// etdi's own words may hold the secret ("secret_in_definition").
-		words := string(verify.SecretInDefinition) + " tool (in description, name, inputSchema) shows the model a secret the server is configured with (env API_KEY): it is not compared, approved or recorded; take the secret out of what the server shows the server's instructions the _meta of the server's tools/list" + redact.Mask
+		words := string(finding.SecretInDefinition) + " tool (in description, name, inputSchema) shows the model a secret the server is configured with (env API_KEY): it is not compared, approved or recorded; take the secret out of what the server shows the server's instructions the _meta of the server's tools/list" + redact.Mask
 		if strings.Contains(words, secret) {
 			return
 		}

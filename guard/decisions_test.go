@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/etdi-dev/etdi/finding"
 	"github.com/etdi-dev/etdi/internal/mcpclient"
 	"github.com/etdi-dev/etdi/pin"
-	"github.com/etdi-dev/etdi/verify"
 )
 
 // A bundle that expired, or that is not valid yet, lets nothing of its
@@ -33,7 +33,7 @@ func TestGateWithholdsExpiredBundle(t *testing.T) {
 			}
 			call := a.ask(t, "tools/call", `{"name":"transfer_money","arguments":{"to":"x","amount":1}}`, 5*time.Second)
 			b := blockedData(t, call)
-			if b.Kind != string(verify.Expired) || strings.Contains(b.Review, "--approve") {
+			if b.Kind != string(finding.Expired) || strings.Contains(b.Review, "--approve") {
 				t.Errorf("call: %s", call)
 			}
 			for _, got := range a.server.received() {
@@ -255,7 +255,7 @@ func TestInstructionsApprovedDecision(t *testing.T) {
 		t.Error("the instructions of a server whose listing was not established pass")
 	}
 	changed := &Report{Server: "unsigned:atk", Observation: est.Observation,
-		Findings: []verify.Finding{{Kind: verify.InstructionsChanged, Severity: verify.Warning}}}
+		Findings: []finding.Finding{{Kind: finding.InstructionsChanged, Severity: finding.Warning}}}
 	if g.instructionsApproved(changed, "Use get_weather.") {
 		t.Error("instructions with a finding about them pass")
 	}

@@ -12,7 +12,7 @@ import (
 	"testing"
 
 	"github.com/etdi-dev/etdi"
-	"github.com/etdi-dev/etdi/verify"
+	"github.com/etdi-dev/etdi/finding"
 )
 
 // listServer is a stdio server in sh that offers two pages of tools,
@@ -100,7 +100,7 @@ func TestFetchSaveCredentialShown(t *testing.T) {
 	if strings.Contains(written.String(), secret) {
 		t.Fatalf("the page that shows the credential was written:\n%s", written.String())
 	}
-	if len(fs) != 1 || fs[0].Kind != verify.SecretInDefinition || fs[0].Tool != "b" || strings.Contains(fs[0].Message, secret) {
+	if len(fs) != 1 || fs[0].Kind != finding.SecretInDefinition || fs[0].Tool != "b" || strings.Contains(fs[0].Message, secret) {
 		t.Fatalf("findings %+v", fs)
 	}
 	if saved == nil {

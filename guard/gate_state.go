@@ -15,12 +15,12 @@ import (
 	"unicode/utf8"
 
 	"github.com/etdi-dev/etdi"
+	"github.com/etdi-dev/etdi/finding"
 	"github.com/etdi-dev/etdi/internal/atomicfile"
 	"github.com/etdi-dev/etdi/internal/mcpclient"
 	"github.com/etdi-dev/etdi/internal/termtext"
 	"github.com/etdi-dev/etdi/pin"
 	"github.com/etdi-dev/etdi/policy"
-	"github.com/etdi-dev/etdi/verify"
 )
 
 // Item kinds, as pin names them.
@@ -272,16 +272,16 @@ func reason(r *Report, item, name string, err error) refusal {
 	out := refusal{item: item, name: name}
 	switch {
 	case err != nil:
-		out.kind, out.message = string(verify.BundleInvalid), "not checked: "+err.Error()
+		out.kind, out.message = string(finding.BundleInvalid), "not checked: "+err.Error()
 		return out
 	case r == nil:
-		out.kind, out.message = string(verify.BundleInvalid), "not checked"
+		out.kind, out.message = string(finding.BundleInvalid), "not checked"
 		return out
 	}
-	var server *verify.Finding
+	var server *finding.Finding
 	for i := range r.Findings {
 		f := &r.Findings[i]
-		if f.Severity != verify.Error {
+		if f.Severity != finding.Error {
 			continue
 		}
 		if f.Item == item && f.Tool == name {
@@ -296,7 +296,7 @@ func reason(r *Report, item, name string, err error) refusal {
 		out.kind, out.message = string(server.Kind), server.Message
 		return out
 	}
-	out.kind, out.message = string(verify.NewTool), fmt.Sprintf("%s %q is not approved", pin.ItemWord(item), name)
+	out.kind, out.message = string(finding.NewTool), fmt.Sprintf("%s %q is not approved", pin.ItemWord(item), name)
 	return out
 }
 
@@ -369,7 +369,7 @@ func (g *Gate) initialized(m *mcpclient.Message, data []byte, s *slot) {
 	}
 	if l.Instructions != nil && !g.instructionsApproved(r, *l.Instructions) {
 		result = mcpclient.WithoutMember(result, "instructions")
-		g.logf("withheld the server's instructions: they are not the approved ones (review: %s)", g.review(string(verify.InstructionsChanged)))
+		g.logf("withheld the server's instructions: they are not the approved ones (review: %s)", g.review(string(finding.InstructionsChanged)))
 	}
 	if out, ok := withoutEtdiMetaDeep(result); ok {
 		result = out
@@ -657,7 +657,7 @@ func safeFileName(s string) string {
 // bad signature, a tool no bundle signs: there is nothing to approve).
 func (g *Gate) review(kind string) string {
 	approve := " --approve"
-	if k := verify.Kind(kind); g.opts.ReadOnly || k.Known() && k.Approval() == verify.NotApprovable && !k.AboutInstructions() {
+	if k := finding.Kind(kind); g.opts.ReadOnly || k.Known() && k.Approvability() == finding.NotApprovable && !k.AboutInstructions() {
 		approve = ""
 	}
 	if g.saved != "" {
@@ -687,7 +687,7 @@ func (g *Gate) blockChanged(item string) {
 		}
 		why, ok := g.st.why[item][name]
 		if !ok {
-			why = refusal{item: item, name: name, kind: string(verify.Removed),
+			why = refusal{item: item, name: name, kind: string(finding.Removed),
 				message: fmt.Sprintf("%s %q is no longer offered as the host received it", pin.ItemWord(item), name)}
 		}
 		why.digest = e.digest
@@ -740,7 +740,7 @@ func (g *Gate) filterPage(req *hostRequest, m *mcpclient.Message, data []byte, s
 		case g.st.seen[item][e.Name]:
 			// On an earlier page too: the host cannot tell which it uses.
 			delete(g.st.exposed[item], e.Name)
-			g.st.refuse(refusal{item: item, name: e.Name, kind: string(verify.Impersonation), digest: e.Digest.String(),
+			g.st.refuse(refusal{item: item, name: e.Name, kind: string(finding.Impersonation), digest: e.Digest.String(),
 				message: fmt.Sprintf("%s %q is listed on two pages; a client cannot tell which one it uses", pin.ItemWord(item), e.Name)})
 		case err == nil && r.AllowedItem(item, e.Name):
 			keep[i] = true
@@ -870,7 +870,7 @@ func (g *Gate) rejudge() {
 	if len(o.Tools)+len(ownObs.Tools) == 0 {
 		return
 	}
-	var still, stillOwn map[string]verify.Kind
+	var still, stillOwn map[string]finding.Kind
 	err := withPins(g.opts.Options, true, func(s *pin.Store) error {
 		if s.Offline() != nil {
 			// An etcd store on its snapshot: what changed may not be
@@ -900,7 +900,7 @@ func (g *Gate) rejudge() {
 
 // refuseWithdrawn refuses the entries of tools that still (from
 // pin.StillApproved) says are no longer approved as they were seen.
-func (g *Gate) refuseWithdrawn(tools []pin.Observed, still map[string]verify.Kind, seen string) {
+func (g *Gate) refuseWithdrawn(tools []pin.Observed, still map[string]finding.Kind, seen string) {
 	for _, t := range tools {
 		kind := still[pin.StillApprovedKey(t.Item, t.Name)]
 		if kind == "" {
@@ -1102,8 +1102,8 @@ func (g *Gate) tellBlocked() {
 	// through; for revoked or unsigned items alone it is the check.
 	kind := ""
 	if !slices.ContainsFunc(g.st.toTell, func(r refusal) bool {
-		k := verify.Kind(r.kind)
-		return !k.Known() || k.Approval() != verify.NotApprovable || k.AboutInstructions()
+		k := finding.Kind(r.kind)
+		return !k.Known() || k.Approvability() != finding.NotApprovable || k.AboutInstructions()
 	}) {
 		kind = g.st.toTell[0].kind
 	}
@@ -1136,7 +1136,7 @@ func (g *Gate) tellBlocked() {
 // notifications/message at level warning, and a line in the log.
 func (g *Gate) tellUpdated(r *Report) {
 	for _, f := range r.Findings {
-		if f.Kind != verify.ServerUpdated || f.Severity != verify.Warning {
+		if f.Kind != finding.ServerUpdated || f.Severity != finding.Warning {
 			continue
 		}
 		told := f.PinnedServed + " -> " + f.Served
@@ -1146,11 +1146,11 @@ func (g *Gate) tellUpdated(r *Report) {
 		g.st.updateTold = told
 		msg := g.mask(g.secrets.String(f.Message))
 		if f.Rule != pin.UpdateAllow {
-			msg += " (to approve the update: " + g.review(string(verify.ServerUpdated)) + ")"
+			msg += " (to approve the update: " + g.review(string(finding.ServerUpdated)) + ")"
 		}
 		g.logf("%s", msg)
 		params, _ := json.Marshal(map[string]any{"level": "warning", "logger": EtdiLogger,
-			"data": map[string]any{"message": "etdi: " + termtext.Escape(msg), "server": g.st.server, "kind": string(verify.ServerUpdated),
+			"data": map[string]any{"message": "etdi: " + termtext.Escape(msg), "server": g.st.server, "kind": string(finding.ServerUpdated),
 				"pinnedServed": g.mask(f.PinnedServed), "served": g.mask(f.Served)}})
 		g.toHost.send(mcpclient.EncodeRequest(nil, "notifications/message", params))
 		return

@@ -16,9 +16,9 @@ import (
 	"unicode/utf8"
 
 	"github.com/etdi-dev/etdi"
+	"github.com/etdi-dev/etdi/finding"
 	"github.com/etdi-dev/etdi/internal/mcpclient"
 	"github.com/etdi-dev/etdi/pin"
-	"github.com/etdi-dev/etdi/verify"
 )
 
 // Listing is what a server offers, as received: every tool definition is
@@ -448,13 +448,13 @@ type Saved struct {
 // returned as findings (CredentialFindings); no page that shows one, and
 // nothing after it, is written. Then, or on an error, w holds an
 // unfinished document that the caller must discard.
-func FetchSave(ctx context.Context, s Server, o FetchOptions, creds []Credential, w io.Writer) (*Saved, []verify.Finding, error) {
+func FetchSave(ctx context.Context, s Server, o FetchOptions, creds []Credential, w io.Writer) (*Saved, []finding.Finding, error) {
 	sw := newSavedWriter(w)
 	saved := &Saved{Entries: map[string]int{}}
 	// skeleton keeps each entry's name and digest, not its definition:
 	// what the served binding covers (servedBinding).
 	skeleton := &Listing{Live: true}
-	var fs []verify.Finding
+	var fs []finding.Finding
 	opts := mcpclient.Options{StartTimeout: o.StartTimeout, Timeout: o.Timeout, ClientVersion: o.ClientVersion, Capabilities: o.Capabilities,
 		Entries: func(list etdi.List, entries []etdi.LiveTool) error {
 			if err := checkReadsBack(entries); err != nil {

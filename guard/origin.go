@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/etdi-dev/etdi"
+	"github.com/etdi-dev/etdi/finding"
 	"github.com/etdi-dev/etdi/internal/artifact"
 	"github.com/etdi-dev/etdi/internal/redact"
 	"github.com/etdi-dev/etdi/pin"
@@ -173,7 +174,7 @@ func (o *Origin) verifyOrigin() *verify.Origin {
 // returns the findings: an impersonation, or what the trust policy's
 // artifacts rule makes of an artifact that could not be resolved; none
 // when the bundle names neither or does not parse.
-func CheckOrigin(bundle []byte, o *Origin, p *trust.Policy) []verify.Finding {
+func CheckOrigin(bundle []byte, o *Origin, p *trust.Policy) []finding.Finding {
 	st := claimedStatement(bundle)
 	if st == nil || p == nil {
 		return nil
@@ -212,7 +213,7 @@ func MovingTarget(argv []string) (bool, string) { return artifact.Moving(argv) }
 // finding instead, decided by the trust policy's update rule: an error
 // under block (the server is not started), else a warning (the gate
 // starts it and judges its definitions at listing).
-func CheckPinnedOrigin(o *Origin, opts Options) ([]verify.Finding, error) {
+func CheckPinnedOrigin(o *Origin, opts Options) ([]finding.Finding, error) {
 	now := o.Served()
 	if now == "" && o.Unresolved() == nil {
 		return nil, nil
@@ -225,7 +226,7 @@ func CheckPinnedOrigin(o *Origin, opts Options) ([]verify.Finding, error) {
 	if now == "" {
 		shown = "what cannot be resolved (" + o.Unresolved().Error() + ")"
 	}
-	var out []verify.Finding
+	var out []finding.Finding
 	var from, updated []string
 	err := withPins(opts, true, func(s *pin.Store) error {
 		pins, err := s.ServerPins(server)
@@ -243,7 +244,7 @@ func CheckPinnedOrigin(o *Origin, opts Options) ([]verify.Finding, error) {
 				}
 				continue
 			}
-			out = append(out, verify.Finding{Kind: verify.RugPull, Severity: verify.Error, Server: server, Item: p.Item, Tool: p.Tool,
+			out = append(out, finding.Finding{Kind: finding.RugPull, Severity: finding.Error, Server: server, Item: p.Item, Tool: p.Tool,
 				Fields: []string{"served"}, Changes: []etdi.Change{{Path: "/served", Op: "changed", Old: p.Served, New: now}},
 				Message: fmt.Sprintf("%s %s was approved served by %s; the command now runs %s", pin.ItemWord(p.Item), pin.ItemRef(p.Item, p.Tool), p.Served, shown)})
 		}
@@ -272,14 +273,14 @@ func updatedFrom(p *pin.Pin, server, now, nowAt string) string {
 // startUpdateFinding is the server_updated finding of a server about to
 // be started: an error under the update rule block, else a warning (the
 // definitions are judged once the server lists them).
-func startUpdateFinding(server string, from []string, now string, n int, rule trust.UpdateRule) verify.Finding {
+func startUpdateFinding(server string, from []string, now string, n int, rule trust.UpdateRule) finding.Finding {
 	was := strings.Join(from, ", ")
-	f := verify.Finding{Kind: verify.ServerUpdated, Severity: verify.Warning, Server: server, Rule: string(rule),
+	f := finding.Finding{Kind: finding.ServerUpdated, Severity: finding.Warning, Server: server, Rule: string(rule),
 		PinnedServed: was, Served: now, Fields: []string{"served"},
 		Changes: []etdi.Change{{Path: "/served", Op: "changed", Old: was, New: now}}}
 	what := fmt.Sprintf("server %s was updated: %s -> %s (%d approved item(s))", server, was, now, n)
 	if rule == trust.UpdateBlock {
-		f.Severity = verify.Error
+		f.Severity = finding.Error
 		f.Message = what + "; the trust policy blocks updates of unsigned servers (its unsigned onUpdate rule is block: etdi trust unsigned --help)"
 		return f
 	}

@@ -529,7 +529,7 @@ func givenScopes(r *Report) map[[2]string][]string {
 		return m
 	}
 	for _, st := range r.Tools {
-		if st.Status == "ok" && len(st.Scopes) > 0 {
+		if st.Status == pin.StatusOK && len(st.Scopes) > 0 {
 			m[[2]string{st.Item, st.Name}] = st.Scopes
 		}
 	}

@@ -9,11 +9,11 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/etdi-dev/etdi/finding"
 	"github.com/etdi-dev/etdi/internal/mcpclient"
 	"github.com/etdi-dev/etdi/internal/redact"
 	"github.com/etdi-dev/etdi/internal/termtext"
 	"github.com/etdi-dev/etdi/pin"
-	"github.com/etdi-dev/etdi/verify"
 )
 
 // Refusal is etdi run's answer when what it would start is not what was
@@ -26,8 +26,8 @@ type Refusal struct {
 	Server string
 	// Findings are what Preflight found, every one of them; at least one
 	// is an error.
-	Findings []verify.Finding
-	// Code is the exit code of the findings (verify.ExitCode): etdi run
+	Findings []finding.Finding
+	// Code is the exit code of the findings (finding.ExitCode): etdi run
 	// exits with it once the host has left.
 	Code int
 	// Review is the exact command that shows the person what changed;
@@ -49,7 +49,7 @@ func (r *Refusal) Message() string {
 	fmt.Fprintf(&b, "etdi did not start %s: what it would run is not what was approved (exit %d).", orUnknown(r.Server), r.Code)
 	n := 0
 	for _, f := range r.Findings {
-		if f.Severity != verify.Error {
+		if f.Severity != finding.Error {
 			continue
 		}
 		if n++; n > maxRefusalShown {
@@ -79,7 +79,7 @@ func (r *Refusal) Message() string {
 // finding, and opts.ReviewTarget; Approve names the items to approve with
 // etdi pin approve. Secrets of opts.Credentials are masked in the
 // findings. An error (pins that cannot be read) starts nothing either.
-func Preflight(o *Origin, opts GateOptions) ([]verify.Finding, *Refusal, error) {
+func Preflight(o *Origin, opts GateOptions) ([]finding.Finding, *Refusal, error) {
 	findings := CheckOrigin(opts.Bundle, o, opts.Policy)
 	pinned, err := CheckPinnedOrigin(o, opts.Options)
 	if err != nil {
@@ -93,8 +93,8 @@ func Preflight(o *Origin, opts GateOptions) ([]verify.Finding, *Refusal, error) 
 	for i := range findings {
 		findings[i].Message = secrets.String(findings[i].Message)
 	}
-	code := verify.ExitCode(findings)
-	if code == verify.ExitOK {
+	code := finding.ExitCode(findings)
+	if code == finding.ExitOK {
 		return findings, nil, nil
 	}
 	server := pinnedServerKey(opts.Options)
@@ -108,13 +108,13 @@ func Preflight(o *Origin, opts GateOptions) ([]verify.Finding, *Refusal, error) 
 	var named []string
 	approvable := false
 	for _, f := range findings {
-		if f.Severity != verify.Error {
+		if f.Severity != finding.Error {
 			continue
 		}
-		switch f.Kind.Approval() {
-		case verify.Approvable:
+		switch f.Kind.Approvability() {
+		case finding.Approvable:
 			approvable = true
-		case verify.ApprovableByName:
+		case finding.ApprovableByName:
 			approvable = true
 			if ref := pin.ItemRef(f.Item, f.Tool); f.Tool != "" && !slices.Contains(named, ref) {
 				named = append(named, ref) // etdi pin approve --tool names any item so
@@ -170,7 +170,7 @@ func ServeRefusal(ctx context.Context, host Conn, r *Refusal, log func(string)) 
 	msg := r.Message()
 	kind := ""
 	for _, f := range r.Findings {
-		if f.Severity == verify.Error {
+		if f.Severity == finding.Error {
 			kind = string(f.Kind)
 			break
 		}
@@ -281,7 +281,7 @@ func refusalNotice(r *Refusal, msg string) []byte {
 	}
 	var es []entry
 	for _, f := range r.Findings {
-		if f.Severity == verify.Error && len(es) < maxTold {
+		if f.Severity == finding.Error && len(es) < maxTold {
 			es = append(es, entry{f.Item, clipText(f.Tool), string(f.Kind), clipText(f.Message)})
 		}
 	}

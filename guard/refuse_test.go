@@ -12,8 +12,8 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/etdi-dev/etdi/finding"
 	"github.com/etdi-dev/etdi/internal/mcpclient"
-	"github.com/etdi-dev/etdi/verify"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -58,8 +58,8 @@ func (h *refusalHost) next() *mcpclient.Message {
 }
 
 func testRefusal() *Refusal {
-	return &Refusal{Server: "unsigned:notes", Code: verify.ExitRugPull, Version: "v9.9.9",
-		Findings: []verify.Finding{{Kind: verify.RugPull, Severity: verify.Error, Tool: "add_note",
+	return &Refusal{Server: "unsigned:notes", Code: finding.ExitRugPull, Version: "v9.9.9",
+		Findings: []finding.Finding{{Kind: finding.RugPull, Severity: finding.Error, Tool: "add_note",
 			Message: "tool add_note was approved served by npm notes@1.0.0 sha512-A; the command now runs npm notes@1.0.1 sha512-B\x1b[2J"}},
 		Review:  "etdi check --pins /p/pins.db --name notes --approve --server -- npx -y notes@1.0.1",
 		Approve: "etdi pin approve --pins /p/pins.db --name notes --tool add_note --server -- npx -y notes@1.0.1"}
@@ -174,7 +174,7 @@ func TestAttackPreflightReplacedImplementation(t *testing.T) {
 		t.Fatalf("the approved program: %v %+v %+v", err, r, fs)
 	}
 	fs, r, err := Preflight(other, opts)
-	if err != nil || r == nil || len(fs) != 1 || r.Code != verify.ExitRugPull || r.Server != "unsigned:weather" {
+	if err != nil || r == nil || len(fs) != 1 || r.Code != finding.ExitRugPull || r.Server != "unsigned:weather" {
 		t.Fatalf("another program: %v %+v %+v", err, r, fs)
 	}
 	if r.Review != opts.Review+" --approve "+opts.ReviewTarget ||
@@ -277,9 +277,9 @@ func TestRefusalMessageBounded(t *testing.T) {
 	r := testRefusal()
 	r.Findings = nil
 	for range 7 {
-		r.Findings = append(r.Findings, verify.Finding{Kind: verify.RugPull, Severity: verify.Error, Tool: "t", Message: strings.Repeat("x", 100_000)})
+		r.Findings = append(r.Findings, finding.Finding{Kind: finding.RugPull, Severity: finding.Error, Tool: "t", Message: strings.Repeat("x", 100_000)})
 	}
-	r.Findings = append(r.Findings, verify.Finding{Kind: verify.MixedScript, Severity: verify.Warning, Message: "a warning"})
+	r.Findings = append(r.Findings, finding.Finding{Kind: finding.MixedScript, Severity: finding.Warning, Message: "a warning"})
 	msg := r.Message()
 	if len(msg) > 6*600+len(r.Review)+len(r.Approve) || !strings.Contains(msg, "And 2 more.") || strings.Contains(msg, "a warning") {
 		t.Fatalf("%d bytes: %.300s", len(msg), msg)

@@ -7,8 +7,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/etdi-dev/etdi/finding"
 	"github.com/etdi-dev/etdi/pin"
-	"github.com/etdi-dev/etdi/verify"
 )
 
 // Category groups the decisions a review asks for (SPEC.md §15.1): a
@@ -57,18 +57,18 @@ var categoryTable = map[Category]categoryInfo{
 // kindCategory is the category of each kind a review knows by name; the
 // kinds of updates and collisions are named by their strings, so that
 // the table holds them whichever package defines them.
-var kindCategory = map[verify.Kind]Category{
-	verify.NewTool:         CategoryNewTools,
-	verify.NewVersion:      CategoryNewTools,
-	verify.NewSigner:       CategoryNewTools,
-	verify.NewInstructions: CategoryNewTools,
-	verify.RugPull:         CategoryChanges,
-	verify.Downgrade:       CategoryChanges,
-	verify.SignerChanged:   CategoryImpersonation,
-	verify.Shadowing:       CategoryImpersonation,
-	verify.ConfusableName:  CategoryImpersonation,
-	"server_updated":       CategoryUpdates,
-	"name_collision":       CategoryCollisions,
+var kindCategory = map[finding.Kind]Category{
+	finding.NewTool:         CategoryNewTools,
+	finding.NewVersion:      CategoryNewTools,
+	finding.NewSigner:       CategoryNewTools,
+	finding.NewInstructions: CategoryNewTools,
+	finding.RugPull:         CategoryChanges,
+	finding.Downgrade:       CategoryChanges,
+	finding.SignerChanged:   CategoryImpersonation,
+	finding.Shadowing:       CategoryImpersonation,
+	finding.ConfusableName:  CategoryImpersonation,
+	"server_updated":        CategoryUpdates,
+	"name_collision":        CategoryCollisions,
 }
 
 // Categories lists the categories a review knows, in review order.
@@ -97,17 +97,17 @@ func BulkCategories() []Category {
 // decides about, and whether it is one. An error finding of any kind
 // that approving resolves is one: a kind the table above does not name
 // is its own category, named by the kind, approved in bulk only when
-// approving the server resolves it (verify.Approvable), never when the
+// approving the server resolves it (finding.Approvable), never when the
 // tool must be named. A warning is one only when its kind is named in
 // the table (a name collision is a warning on a new tool).
-func CategoryOf(f verify.Finding) (Category, bool) {
-	if c, ok := kindCategory[f.Kind]; ok && (f.Severity == verify.Error || f.Severity == verify.Warning) {
-		if f.Severity == verify.Warning && c != CategoryCollisions {
+func CategoryOf(f finding.Finding) (Category, bool) {
+	if c, ok := kindCategory[f.Kind]; ok && (f.Severity == finding.Error || f.Severity == finding.Warning) {
+		if f.Severity == finding.Warning && c != CategoryCollisions {
 			return "", false
 		}
 		return c, true
 	}
-	if f.Severity != verify.Error || f.Kind.Approval() == verify.NotApprovable {
+	if f.Severity != finding.Error || f.Kind.Approvability() == finding.NotApprovable {
 		return "", false
 	}
 	return Category(f.Kind), true
@@ -127,7 +127,7 @@ func categoryBulk(c Category) bool {
 	if info, ok := categoryTable[c]; ok {
 		return info.bulk
 	}
-	return verify.Kind(c).Approval() == verify.Approvable
+	return finding.Kind(c).Approvability() == finding.Approvable
 }
 
 // ParseCategories parses the categories a person names to approve in
@@ -142,7 +142,7 @@ func ParseCategories(s string) ([]Category, error) {
 			continue
 		}
 		_, known := categoryTable[c]
-		if !known && verify.Kind(c).Approval() == verify.NotApprovable {
+		if !known && finding.Kind(c).Approvability() == finding.NotApprovable {
 			return nil, fmt.Errorf("unknown category %q; the categories are %s", c, joinCategories(BulkCategories()))
 		}
 		if !categoryBulk(c) {
@@ -189,12 +189,12 @@ type ReviewItem struct {
 	Category   Category   `json:"category"`
 	Categories []Category `json:"categories"`
 	// Kinds are the kinds of the findings decided on.
-	Kinds []verify.Kind `json:"kinds"`
+	Kinds []finding.Kind `json:"kinds"`
 	// Bulk says whether naming its categories approves it (Selected).
 	Bulk bool `json:"bulk"`
 	// Findings are the error findings decided on and every warning about
 	// the item (suspicious text, a collision), for the person to see.
-	Findings []verify.Finding `json:"findings"`
+	Findings []finding.Finding `json:"findings"`
 	// decided are the fingerprints of the error findings decided on.
 	decided []string
 }
@@ -216,11 +216,11 @@ func (it *ReviewItem) Selected(cats []Category) bool {
 // Instructions reports whether the item is about the server's
 // instructions.
 func (it *ReviewItem) Instructions() bool {
-	return slices.ContainsFunc(it.Kinds, verify.Kind.AboutInstructions)
+	return slices.ContainsFunc(it.Kinds, finding.Kind.AboutInstructions)
 }
 
 // fingerprint identifies a finding as a person saw it.
-func fingerprint(f verify.Finding) string {
+func fingerprint(f finding.Finding) string {
 	return strings.Join([]string{string(f.Kind), string(f.Severity), f.Item, f.Tool, f.Version, f.Live, f.Signed, f.PinnedDigest, f.PinnedVersion, f.CurrentSigner, f.Message}, "\x00")
 }
 
@@ -244,13 +244,13 @@ func Pending(reports []*Report) []ReviewItem {
 		// from or misses a pin of its own.
 		newServer := false
 		for _, t := range r.Tools {
-			if t.Status == "ok" || t.Status == "changed" || t.Status == "removed" {
+			if t.Status == pin.StatusOK || t.Status == pin.StatusChanged || t.Status == pin.StatusRemoved {
 				newServer = false
 				break
 			}
-			newServer = newServer || t.Status == "new"
+			newServer = newServer || t.Status == pin.StatusNew
 		}
-		groups := map[string][]verify.Finding{}
+		groups := map[string][]finding.Finding{}
 		var order []string
 		for _, f := range r.Findings {
 			key := pin.ItemRef(f.Item, f.Tool)
@@ -272,12 +272,12 @@ func Pending(reports []*Report) []ReviewItem {
 			for _, f := range fs {
 				it.Findings = append(it.Findings, f)
 				c, ok := CategoryOf(f)
-				if f.Severity == verify.Error {
+				if f.Severity == finding.Error {
 					it.decided = append(it.decided, fingerprint(f))
 					switch {
 					case !ok:
 						blocked = true // revoked, or otherwise never approved
-					case f.Kind.Approval() != verify.Approvable:
+					case f.Kind.Approvability() != finding.Approvable:
 						it.Bulk = false // the item must be named: decided on its own
 					}
 					asks = asks || ok
@@ -336,12 +336,12 @@ func Pending(reports []*Report) []ReviewItem {
 // replayed older bundle, a revoked key) refuses everything.
 func approvable(r *Report) bool {
 	for _, f := range r.Observed() {
-		if f.Severity == verify.Error {
+		if f.Severity == finding.Error {
 			return false
 		}
 	}
 	for _, f := range r.Findings {
-		if f.Severity != verify.Error || f.Tool != "" || f.Kind.AboutInstructions() {
+		if f.Severity != finding.Error || f.Tool != "" || f.Kind.AboutInstructions() {
 			continue
 		}
 		if c, ok := CategoryOf(f); !ok || !categoryBulk(c) {
@@ -463,7 +463,7 @@ func applyReport(ctx context.Context, r *Report, its []ReviewItem) (*ApproveResu
 		// server (no tool named), which also approves every new tool and
 		// version: only when each of them was accepted too.
 		for _, f := range r.Findings {
-			if f.Severity == verify.Error && f.Kind.Approval() == verify.Approvable && (accept || !f.Kind.AboutInstructions()) && !decided[fingerprint(f)] {
+			if f.Severity == finding.Error && f.Kind.Approvability() == finding.Approvable && (accept || !f.Kind.AboutInstructions()) && !decided[fingerprint(f)] {
 				return &ApproveResult{Refused: []pin.Refusal{{Kind: string(f.Kind),
 					Reason: "a decision about the whole server is approved with every new item of it; approve them too, or use etdi pin approve"}}, Comparison: r.Comparison}, nil
 			}
@@ -473,12 +473,12 @@ func applyReport(ctx context.Context, r *Report, its []ReviewItem) (*ApproveResu
 	// approval would act on must be one they decided on.
 	review := func(now *pin.Comparison, all bool) bool {
 		for _, f := range now.Findings {
-			if f.Severity != verify.Error {
+			if f.Severity != finding.Error {
 				continue
 			}
 			acts := slices.Contains(names, pin.ItemRef(f.Item, f.Tool)) ||
 				(accept && f.Kind.AboutInstructions()) ||
-				(all && (accept || !f.Kind.AboutInstructions()) && (f.Kind.Approval() == verify.Approvable || f.Tool == ""))
+				(all && (accept || !f.Kind.AboutInstructions()) && (f.Kind.Approvability() == finding.Approvable || f.Tool == ""))
 			if acts && !decided[fingerprint(f)] {
 				return false
 			}
@@ -495,7 +495,7 @@ func applyReport(ctx context.Context, r *Report, its []ReviewItem) (*ApproveResu
 		var byName []string
 		for _, n := range names {
 			for _, f := range res.Comparison.Findings {
-				if pin.ItemRef(f.Item, f.Tool) == n && f.Severity == verify.Error {
+				if pin.ItemRef(f.Item, f.Tool) == n && f.Severity == finding.Error {
 					byName = append(byName, n)
 					break
 				}

@@ -7,9 +7,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/etdi-dev/etdi/finding"
 	"github.com/etdi-dev/etdi/pin"
 	"github.com/etdi-dev/etdi/trust"
-	"github.com/etdi-dev/etdi/verify"
 )
 
 const (
@@ -83,7 +83,7 @@ func TestReviewNewServers(t *testing.T) {
 		t.Fatalf("pending: %s", got)
 	}
 	for _, it := range items {
-		if !it.Bulk || !slices.Equal(it.Also, []int{1}) || !slices.Equal(it.Kinds, []verify.Kind{verify.NewTool}) {
+		if !it.Bulk || !slices.Equal(it.Also, []int{1}) || !slices.Equal(it.Kinds, []finding.Kind{finding.NewTool}) {
 			t.Fatalf("item %+v", it)
 		}
 	}
@@ -134,10 +134,10 @@ func TestReviewRugPullNotBulk(t *testing.T) {
 		t.Fatalf("pending: %s", got)
 	}
 	pull := items[1]
-	if pull.Bulk || pull.Selected(BulkCategories()) || pull.Selected(Categories()) || !slices.Contains(pull.Kinds, verify.RugPull) {
+	if pull.Bulk || pull.Selected(BulkCategories()) || pull.Selected(Categories()) || !slices.Contains(pull.Kinds, finding.RugPull) {
 		t.Fatalf("a rug pull approvable in bulk: %+v", pull)
 	}
-	if !slices.ContainsFunc(pull.Findings, func(f verify.Finding) bool { return f.Kind == verify.SuspiciousText }) {
+	if !slices.ContainsFunc(pull.Findings, func(f finding.Finding) bool { return f.Kind == finding.SuspiciousText }) {
 		t.Fatalf("the rug pull's item lacks its suspicious text: %+v", pull.Findings)
 	}
 	if _, err := ParseCategories("new-tools,changes"); err == nil || !strings.Contains(err.Error(), "never approved in bulk") {
@@ -156,7 +156,7 @@ func TestReviewRugPullNotBulk(t *testing.T) {
 	if len(a[0].Result.Approved) != 1 || a[0].Result.Approved[0].Pin.Tool != "delete_note" {
 		t.Fatalf("bulk approval: %+v", a[0].Result)
 	}
-	if a[0].After.ExitCode() != verify.ExitRugPull {
+	if a[0].After.ExitCode() != finding.ExitRugPull {
 		t.Fatalf("the rug pull was approved in bulk: exit %d", a[0].After.ExitCode())
 	}
 	left := Pending([]*Report{a[0].After})
@@ -180,11 +180,11 @@ func TestReviewShadowingNotBulk(t *testing.T) {
 	if got := refs(items); got != "new-servers:unsigned:wiki/edit_page impersonation:unsigned:wiki/search_notes" {
 		t.Fatalf("pending: %s", got)
 	}
-	if sh := items[1]; sh.Bulk || sh.Selected(BulkCategories()) || !slices.Contains(sh.Kinds, verify.Shadowing) {
+	if sh := items[1]; sh.Bulk || sh.Selected(BulkCategories()) || !slices.Contains(sh.Kinds, finding.Shadowing) {
 		t.Fatalf("shadowing: %+v", sh)
 	}
 	a := e.apply([]*Report{other}, selected(items, BulkCategories()...))
-	if len(a) != 1 || len(a[0].Result.Approved) != 1 || a[0].After.ExitCode() != verify.ExitImpersonation {
+	if len(a) != 1 || len(a[0].Result.Approved) != 1 || a[0].After.ExitCode() != finding.ExitImpersonation {
 		t.Fatalf("shadowing applied in bulk: %+v", a)
 	}
 }
@@ -239,21 +239,21 @@ func TestReviewWithdrawnAndBlocked(t *testing.T) {
 // warning never asks for a decision on its own.
 func TestReviewCategoriesByKind(t *testing.T) {
 	for _, tc := range []struct {
-		f    verify.Finding
+		f    finding.Finding
 		want Category
 		ok   bool
 	}{
-		{verify.Finding{Kind: verify.NewVersion, Severity: verify.Error}, CategoryNewTools, true},
-		{verify.Finding{Kind: verify.Downgrade, Severity: verify.Error}, CategoryChanges, true},
-		{verify.Finding{Kind: verify.ConfusableName, Severity: verify.Error}, CategoryImpersonation, true},
-		{verify.Finding{Kind: "server_updated", Severity: verify.Error}, CategoryUpdates, true},
-		{verify.Finding{Kind: "name_collision", Severity: verify.Warning}, CategoryCollisions, true},
-		{verify.Finding{Kind: verify.Revoked, Severity: verify.Error}, "", false},
-		{verify.Finding{Kind: verify.FakeWrapper, Severity: verify.Error}, "", false},
-		{verify.Finding{Kind: verify.DefinitionChanged, Severity: verify.Error}, "", false},
-		{verify.Finding{Kind: verify.SuspiciousText, Severity: verify.Warning}, "", false},
-		{verify.Finding{Kind: verify.UnsignedTool, Severity: verify.Warning}, "", false},
-		{verify.Finding{Kind: verify.RugPull, Severity: verify.Warning}, "", false},
+		{finding.Finding{Kind: finding.NewVersion, Severity: finding.Error}, CategoryNewTools, true},
+		{finding.Finding{Kind: finding.Downgrade, Severity: finding.Error}, CategoryChanges, true},
+		{finding.Finding{Kind: finding.ConfusableName, Severity: finding.Error}, CategoryImpersonation, true},
+		{finding.Finding{Kind: "server_updated", Severity: finding.Error}, CategoryUpdates, true},
+		{finding.Finding{Kind: "name_collision", Severity: finding.Warning}, CategoryCollisions, true},
+		{finding.Finding{Kind: finding.Revoked, Severity: finding.Error}, "", false},
+		{finding.Finding{Kind: finding.FakeWrapper, Severity: finding.Error}, "", false},
+		{finding.Finding{Kind: finding.DefinitionChanged, Severity: finding.Error}, "", false},
+		{finding.Finding{Kind: finding.SuspiciousText, Severity: finding.Warning}, "", false},
+		{finding.Finding{Kind: finding.UnsignedTool, Severity: finding.Warning}, "", false},
+		{finding.Finding{Kind: finding.RugPull, Severity: finding.Warning}, "", false},
 	} {
 		if c, ok := CategoryOf(tc.f); c != tc.want || ok != tc.ok {
 			t.Errorf("%s %s: %q %v, want %q %v", tc.f.Kind, tc.f.Severity, c, ok, tc.want, tc.ok)
@@ -261,10 +261,10 @@ func TestReviewCategoriesByKind(t *testing.T) {
 	}
 	// A new tool that collides needs both categories named.
 	r := &Report{Server: "unsigned:wiki", Observation: &pin.Observation{Server: "unsigned:wiki"},
-		Tools: []pin.ToolState{{Name: "search", Status: "ok"}, {Name: "search_notes", Status: "new"}},
-		Findings: []verify.Finding{
-			{Kind: verify.NewTool, Severity: verify.Error, Tool: "search_notes", Message: "new"},
-			{Kind: "name_collision", Severity: verify.Warning, Tool: "search_notes", Message: "also on unsigned:notes"},
+		Tools: []pin.ToolState{{Name: "search", Status: pin.StatusOK}, {Name: "search_notes", Status: pin.StatusNew}},
+		Findings: []finding.Finding{
+			{Kind: finding.NewTool, Severity: finding.Error, Tool: "search_notes", Message: "new"},
+			{Kind: "name_collision", Severity: finding.Warning, Tool: "search_notes", Message: "also on unsigned:notes"},
 		}}
 	r.Comparison = &pin.Comparison{Server: r.Server, Tools: r.Tools, Findings: r.Findings}
 	items := Pending([]*Report{r})
@@ -277,21 +277,21 @@ func TestReviewCategoriesByKind(t *testing.T) {
 	// An item with a finding approving never resolves is not pending,
 	// whatever else is found about it.
 	r2 := *r
-	r2.Findings = append([]verify.Finding{{Kind: verify.Revoked, Severity: verify.Error, Tool: "search_notes", Message: "revoked"}}, r.Findings...)
+	r2.Findings = append([]finding.Finding{{Kind: finding.Revoked, Severity: finding.Error, Tool: "search_notes", Message: "revoked"}}, r.Findings...)
 	if items := Pending([]*Report{&r2}); len(items) != 0 {
 		t.Fatalf("a revoked tool is pending: %s", refs(items))
 	}
 	// An update of the whole server sorts after new tools and is
 	// approved in bulk by naming updates.
-	r.Findings = append(r.Findings, verify.Finding{Kind: "server_updated", Severity: verify.Error, Message: "new implementation"})
+	r.Findings = append(r.Findings, finding.Finding{Kind: "server_updated", Severity: finding.Error, Message: "new implementation"})
 	r.Comparison.Findings = r.Findings
 	items = Pending([]*Report{r})
 	if got := refs(items); got != "updates:unsigned:wiki/ collisions:unsigned:wiki/search_notes" {
 		t.Fatalf("pending: %s", got)
 	}
 	// A server-level error that approving does not resolve blocks it.
-	r.Findings = append(r.Findings, verify.Finding{Kind: verify.Downgrade, Severity: verify.Error, Message: "older bundle"})
-	r.Findings = append(r.Findings, verify.Finding{Kind: verify.Revoked, Severity: verify.Error, Message: "key revoked"})
+	r.Findings = append(r.Findings, finding.Finding{Kind: finding.Downgrade, Severity: finding.Error, Message: "older bundle"})
+	r.Findings = append(r.Findings, finding.Finding{Kind: finding.Revoked, Severity: finding.Error, Message: "key revoked"})
 	r.Comparison.Findings = r.Findings
 	if items := Pending([]*Report{r}); len(items) != 0 {
 		t.Fatalf("a revoked server is pending: %s", refs(items))
@@ -321,7 +321,7 @@ func TestReviewInstructionsOnlyWithTheRest(t *testing.T) {
 		t.Fatalf("pending: %s %+v", got, items)
 	}
 	a := e.apply([]*Report{r}, items[:1])
-	if len(a[0].Result.Approved) != 0 || a[0].Result.InstructionsRecorded || len(a[0].Result.Refused) == 0 || a[0].After.ExitCode() != verify.ExitApproval {
+	if len(a[0].Result.Approved) != 0 || a[0].Result.InstructionsRecorded || len(a[0].Result.Refused) == 0 || a[0].After.ExitCode() != finding.ExitApproval {
 		t.Fatalf("instructions accepted without the new tool approved something: %+v", a[0].Result)
 	}
 	a = e.apply([]*Report{r}, items)
@@ -334,10 +334,10 @@ func TestReviewInstructionsOnlyWithTheRest(t *testing.T) {
 // approving the server resolves: a kind that needs its tool named is
 // never approved by naming a category.
 func TestReviewBulkKindsApprovable(t *testing.T) {
-	for _, k := range verify.Kinds() {
-		c, ok := CategoryOf(verify.Finding{Kind: k, Severity: verify.Error})
-		if ok && categoryBulk(c) && k.Approval() != verify.Approvable {
-			t.Errorf("kind %s (approval %d) is in %s, approved in bulk", k, k.Approval(), c)
+	for _, k := range finding.Kinds() {
+		c, ok := CategoryOf(finding.Finding{Kind: k, Severity: finding.Error})
+		if ok && categoryBulk(c) && k.Approvability() != finding.Approvable {
+			t.Errorf("kind %s (approval %d) is in %s, approved in bulk", k, k.Approvability(), c)
 		}
 	}
 }

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/etdi-dev/etdi/verify"
+	"github.com/etdi-dev/etdi/finding"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -73,7 +73,7 @@ func TestAttackPendingApprovalRecordsServed(t *testing.T) {
 	review := opts.Options
 	review.Origin = nil
 	r, err := Check(ctx, l, review)
-	if err != nil || r.ExitCode() != verify.ExitApproval {
+	if err != nil || r.ExitCode() != finding.ExitApproval {
 		t.Fatalf("review: %v %+v", err, r)
 	}
 	a, err := Approve(ctx, r, ApproveOptions{})
@@ -85,7 +85,7 @@ func TestAttackPendingApprovalRecordsServed(t *testing.T) {
 		t.Fatalf("the approved program: %v %+v", err, fs)
 	}
 	fs, err := CheckPinnedOrigin(other, opts.Options)
-	if err != nil || len(fs) != 1 || fs[0].Kind != verify.RugPull || fs[0].Kind.ExitCode() != verify.ExitRugPull {
+	if err != nil || len(fs) != 1 || fs[0].Kind != finding.RugPull || fs[0].Kind.ExitCode() != finding.ExitRugPull {
 		t.Fatalf("another program serving the same definitions: %v %+v", err, fs)
 	}
 	// A launch that cannot be resolved any more is not the approved one.
@@ -93,7 +93,7 @@ func TestAttackPendingApprovalRecordsServed(t *testing.T) {
 	if gone.Unresolved() == nil {
 		t.Fatalf("a missing program resolved: %q", gone.Served())
 	}
-	if fs, err := CheckPinnedOrigin(gone, opts.Options); err != nil || len(fs) != 1 || fs[0].Kind != verify.RugPull {
+	if fs, err := CheckPinnedOrigin(gone, opts.Options); err != nil || len(fs) != 1 || fs[0].Kind != finding.RugPull {
 		t.Fatalf("a launch no longer resolved: %v %+v", err, fs)
 	}
 	// And a gate that was handed it anyway withholds its tools.
@@ -206,7 +206,7 @@ func TestPinsWithoutServedUpgradedOnlyWhenAsked(t *testing.T) {
 	if r := live(genuine); r.ExitCode() != 0 || len(r.Unserved()) != 0 {
 		t.Fatalf("after recording: exit %d, unserved %v", r.ExitCode(), r.Unserved())
 	}
-	if r := live(other); r.ExitCode() != verify.ExitRugPull {
+	if r := live(other); r.ExitCode() != finding.ExitRugPull {
 		t.Fatalf("another program after recording: exit %d %+v", r.ExitCode(), r.Findings)
 	}
 	if un, err := UnservedPins(genuine, opts.Options); err != nil || len(un) != 0 {

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/etdi-dev/etdi/finding"
 	"github.com/etdi-dev/etdi/keyless"
 	"github.com/etdi-dev/etdi/pin"
 	"github.com/etdi-dev/etdi/trust"
@@ -19,19 +20,19 @@ import (
 // and a keyless signer is its trust entry, not the certificate's identity
 // of one release.
 func TestSignerOfKinds(t *testing.T) {
-	key := &verify.Signer{KeyID: "k1", Algorithm: "ed25519"}
-	sig := &verify.Signer{Algorithm: verify.Keyless, Trusted: "entry", Sigstore: &keyless.Signer{Issuer: "https://iss", Identity: "https://id/v1.2.3"}}
+	key := &verify.SignerIdentity{KeyID: "k1", Algorithm: "ed25519"}
+	sig := &verify.SignerIdentity{Algorithm: verify.Keyless, Trusted: "entry", Sigstore: &keyless.Signer{Issuer: "https://iss", Identity: "https://id/v1.2.3"}}
 	tok := &verify.TokenIdentity{Issuer: "https://idp", Subject: "ci"}
 	for _, c := range []struct {
 		name string
 		r    verify.Result
-		want pin.Signer
+		want pin.SignerID
 	}{
-		{"key", verify.Result{Signer: key}, pin.Signer{Kind: "key", ID: "k1"}},
-		{"key and token", verify.Result{Signer: key, Token: tok}, pin.Signer{Kind: "key+idp", ID: "k1 https://idp ci"}},
-		{"keyless", verify.Result{Signer: sig}, pin.Signer{Kind: "sigstore", ID: "entry"}},
-		{"keyless and token", verify.Result{Signer: sig, Token: tok}, pin.Signer{Kind: "sigstore+idp", ID: "entry https://idp ci"}},
-		{"token alone", verify.Result{Token: tok}, pin.Signer{Kind: "idp", ID: "https://idp ci"}},
+		{"key", verify.Result{Signer: key}, pin.SignerID{Kind: "key", ID: "k1"}},
+		{"key and token", verify.Result{Signer: key, Token: tok}, pin.SignerID{Kind: "key+idp", ID: "k1 https://idp ci"}},
+		{"keyless", verify.Result{Signer: sig}, pin.SignerID{Kind: "sigstore", ID: "entry"}},
+		{"keyless and token", verify.Result{Signer: sig, Token: tok}, pin.SignerID{Kind: "sigstore+idp", ID: "entry https://idp ci"}},
+		{"token alone", verify.Result{Token: tok}, pin.SignerID{Kind: "idp", ID: "https://idp ci"}},
 	} {
 		if got := SignerOf(&c.r); got != c.want {
 			t.Errorf("%s: SignerOf = %+v, want %+v", c.name, got, c.want)
@@ -86,30 +87,30 @@ func TestHandshakeDiscoverRefused(t *testing.T) {
 // allowed; an error about the whole server withholds every entry, one
 // about the instructions none.
 func TestReportDecisions(t *testing.T) {
-	blocked := &Report{Findings: []verify.Finding{{Kind: verify.UnsignedTool, Severity: verify.Warning}}}
-	if blocked.ExitCode() == verify.ExitOK || blocked.Allowed("x") || blocked.AllowedItem(pin.ItemPrompt, "x") {
+	blocked := &Report{Findings: []finding.Finding{{Kind: finding.UnsignedTool, Severity: finding.Warning}}}
+	if blocked.ExitCode() == finding.ExitOK || blocked.Allowed("x") || blocked.AllowedItem(pin.ItemPrompt, "x") {
 		t.Errorf("a blocked report: exit %d", blocked.ExitCode())
 	}
-	ok := func(fs ...verify.Finding) *Report {
+	ok := func(fs ...finding.Finding) *Report {
 		return &Report{Observation: &pin.Observation{}, Findings: fs, Tools: []pin.ToolState{
-			{Item: pin.ItemTool, Name: "a", Status: "ok"}, {Item: pin.ItemTool, Name: "twice", Status: "ok"},
-			{Item: pin.ItemTool, Name: "twice", Status: "ok"}, {Item: pin.ItemPrompt, Name: "p", Status: "ok"},
-			{Item: pin.ItemTool, Name: "new", Status: "new"}}}
+			{Item: pin.ItemTool, Name: "a", Status: pin.StatusOK}, {Item: pin.ItemTool, Name: "twice", Status: pin.StatusOK},
+			{Item: pin.ItemTool, Name: "twice", Status: pin.StatusOK}, {Item: pin.ItemPrompt, Name: "p", Status: pin.StatusOK},
+			{Item: pin.ItemTool, Name: "new", Status: pin.StatusNew}}}
 	}
 	r := ok()
 	if !r.Allowed("a") || !r.AllowedItem(pin.ItemPrompt, "p") || r.Allowed("twice") || r.Allowed("new") || r.AllowedItem(pin.ItemTool, "p") {
 		t.Errorf("verdicts: a %v p %v twice %v new %v", r.Allowed("a"), r.AllowedItem(pin.ItemPrompt, "p"), r.Allowed("twice"), r.Allowed("new"))
 	}
-	if r := ok(verify.Finding{Kind: verify.Revoked, Severity: verify.Error, Item: pin.ItemPrompt, Tool: "p"}); !r.Allowed("a") || r.AllowedItem(pin.ItemPrompt, "p") {
+	if r := ok(finding.Finding{Kind: finding.Revoked, Severity: finding.Error, Item: pin.ItemPrompt, Tool: "p"}); !r.Allowed("a") || r.AllowedItem(pin.ItemPrompt, "p") {
 		t.Error("an error about one entry")
 	}
-	if r := ok(verify.Finding{Kind: verify.Revoked, Severity: verify.Warning, Tool: "a"}); !r.Allowed("a") {
+	if r := ok(finding.Finding{Kind: finding.Revoked, Severity: finding.Warning, Tool: "a"}); !r.Allowed("a") {
 		t.Error("a warning withholds")
 	}
-	if r := ok(verify.Finding{Kind: verify.SignatureInvalid, Severity: verify.Error}); r.Allowed("a") || r.AllowedItem(pin.ItemPrompt, "p") {
+	if r := ok(finding.Finding{Kind: finding.SignatureInvalid, Severity: finding.Error}); r.Allowed("a") || r.AllowedItem(pin.ItemPrompt, "p") {
 		t.Error("an error about the whole server")
 	}
-	if r := ok(verify.Finding{Kind: verify.InstructionsChanged, Severity: verify.Error}); !r.Allowed("a") {
+	if r := ok(finding.Finding{Kind: finding.InstructionsChanged, Severity: finding.Error}); !r.Allowed("a") {
 		t.Error("changed instructions withhold the tools")
 	}
 }

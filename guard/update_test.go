@@ -12,9 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/etdi-dev/etdi/finding"
 	"github.com/etdi-dev/etdi/pin"
 	"github.com/etdi-dev/etdi/trust"
-	"github.com/etdi-dev/etdi/verify"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -81,7 +81,7 @@ func TestUpdateFileOfSameNameElsewhere(t *testing.T) {
 		t.Fatalf("served %q at %q, approved %q at %q", other.Served(), other.ServedAt(), v1.Served(), v1.ServedAt())
 	}
 	fs, err := CheckPinnedOrigin(other, opts.Options)
-	if err != nil || len(fs) != 2 || fs[0].Kind != verify.RugPull || fs[1].Kind != verify.RugPull {
+	if err != nil || len(fs) != 2 || fs[0].Kind != finding.RugPull || fs[1].Kind != finding.RugPull {
 		t.Fatalf("before the start: %v %+v", err, fs)
 	}
 	o := opts.Options
@@ -89,7 +89,7 @@ func TestUpdateFileOfSameNameElsewhere(t *testing.T) {
 	o.inGate = true
 	r := checkNotes(t, o, "Search notes.")
 	for _, f := range judged(r) {
-		if f.Kind != verify.RugPull {
+		if f.Kind != finding.RugPull {
 			t.Fatalf("at the listing: %+v", judged(r))
 		}
 	}
@@ -116,10 +116,10 @@ func checkNotes(t *testing.T, opts Options, desc string) *Report {
 }
 
 // judged are r's findings but the unsigned_tool warnings of the policy.
-func judged(r *Report) []verify.Finding {
-	var out []verify.Finding
+func judged(r *Report) []finding.Finding {
+	var out []finding.Finding
 	for _, f := range r.Findings {
-		if f.Kind != verify.UnsignedTool {
+		if f.Kind != finding.UnsignedTool {
 			out = append(out, f)
 		}
 	}
@@ -133,20 +133,20 @@ func judged(r *Report) []verify.Finding {
 func TestCheckPinnedOriginUpdate(t *testing.T) {
 	for _, c := range []struct {
 		rule trust.UpdateRule
-		sev  verify.Severity
-	}{{"", verify.Warning}, {trust.UpdateAllow, verify.Warning}, {trust.UpdateBlock, verify.Error}} {
+		sev  finding.Severity
+	}{{"", finding.Warning}, {trust.UpdateAllow, finding.Warning}, {trust.UpdateBlock, finding.Error}} {
 		opts, v1, v2 := updatedNotesFrom(t, c.rule)
 		fs, err := CheckPinnedOrigin(v2, opts.Options)
-		if err != nil || len(fs) != 1 || fs[0].Kind != verify.ServerUpdated || fs[0].Severity != c.sev ||
+		if err != nil || len(fs) != 1 || fs[0].Kind != finding.ServerUpdated || fs[0].Severity != c.sev ||
 			fs[0].Served != v2.Served() || fs[0].PinnedServed != v1.Served() || !strings.Contains(fs[0].Message, "->") {
 			t.Fatalf("%s: %v %+v", c.rule, err, fs)
 		}
-		if c.rule == trust.UpdateBlock && (fs[0].ExitCode() != verify.ExitRugPull || verify.ExitCode(fs) != verify.ExitRugPull) {
+		if c.rule == trust.UpdateBlock && (fs[0].ExitCode() != finding.ExitRugPull || finding.ExitCode(fs) != finding.ExitRugPull) {
 			t.Fatalf("block: exit %d", fs[0].ExitCode())
 		}
 		other := ResolveOrigin(context.Background(), Server{Command: []string{script(t, filepath.Dir(opts.Pins), "evil", "exec evil")}, Env: []string{}})
 		fs, err = CheckPinnedOrigin(other, opts.Options)
-		if err != nil || len(fs) != 2 || fs[0].Kind != verify.RugPull || fs[1].Kind != verify.RugPull {
+		if err != nil || len(fs) != 2 || fs[0].Kind != finding.RugPull || fs[1].Kind != finding.RugPull {
 			t.Fatalf("another file: %v %+v", err, fs)
 		}
 	}
@@ -160,7 +160,7 @@ func TestCheckUnsignedUpdateRules(t *testing.T) {
 	for rule, exit := range map[trust.UpdateRule]int{trust.UpdateAsk: 13, trust.UpdateAllow: 0, trust.UpdateBlock: 11} {
 		opts, v2 := updatedNotes(t, rule)
 		r := checkNotes(t, opts.Options, "Search notes.")
-		if fs := judged(r); r.ExitCode() != exit || len(fs) != 1 || fs[0].Kind != verify.ServerUpdated {
+		if fs := judged(r); r.ExitCode() != exit || len(fs) != 1 || fs[0].Kind != finding.ServerUpdated {
 			t.Fatalf("%s: exit %d %+v", rule, r.ExitCode(), r.Findings)
 		}
 		if allowed := r.Allowed("add_note") && r.Allowed("search_notes"); allowed != (rule == trust.UpdateAllow) {
@@ -170,14 +170,14 @@ func TestCheckUnsignedUpdateRules(t *testing.T) {
 			// Naming tools does not approve the update: it is still to
 			// approve, and said so.
 			a, err := Approve(ctx, r, ApproveOptions{Tools: []string{"add_note"}})
-			if err != nil || len(a.Approved) != 0 || a.ExitCode() != verify.ExitApproval ||
-				len(a.Refused) != 1 || a.Refused[0].Kind != string(verify.ServerUpdated) {
+			if err != nil || len(a.Approved) != 0 || a.ExitCode() != finding.ExitApproval ||
+				len(a.Refused) != 1 || a.Refused[0].Kind != string(finding.ServerUpdated) {
 				t.Fatalf("named tools approved the update: %v %+v", err, a)
 			}
 		}
 		a, err := Approve(ctx, r, ApproveOptions{})
 		if rule == trust.UpdateBlock {
-			if err != nil || len(a.Approved) != 0 || len(a.Refused) != 1 || a.Refused[0].Kind != string(verify.ServerUpdated) {
+			if err != nil || len(a.Approved) != 0 || len(a.Refused) != 1 || a.Refused[0].Kind != string(finding.ServerUpdated) {
 				t.Fatalf("block approved: %v %+v", err, a)
 			}
 			continue
@@ -317,11 +317,11 @@ func TestSavedListingRecordsServedAt(t *testing.T) {
 		t.Fatalf("approve: %v %+v", err, a)
 	}
 	edited := ResolveOrigin(ctx, Server{Command: []string{script(t, dir, "weather", "exec weather-server # 1.1")}, Env: []string{}})
-	if fs, err := CheckPinnedOrigin(edited, opts.Options); err != nil || len(fs) != 1 || fs[0].Kind != verify.ServerUpdated {
+	if fs, err := CheckPinnedOrigin(edited, opts.Options); err != nil || len(fs) != 1 || fs[0].Kind != finding.ServerUpdated {
 		t.Fatalf("the approved file edited: %v %+v", err, fs)
 	}
 	elsewhere := ResolveOrigin(ctx, Server{Command: []string{script(t, t.TempDir(), "weather", "exec weather-server # 1.1")}, Env: []string{}})
-	if fs, err := CheckPinnedOrigin(elsewhere, opts.Options); err != nil || len(fs) != 1 || fs[0].Kind != verify.RugPull {
+	if fs, err := CheckPinnedOrigin(elsewhere, opts.Options); err != nil || len(fs) != 1 || fs[0].Kind != finding.RugPull {
 		t.Fatalf("a file of the same name elsewhere: %v %+v", err, fs)
 	}
 }
@@ -357,7 +357,7 @@ func TestUpdateThroughRepointedLink(t *testing.T) {
 		t.Fatal(err)
 	}
 	now := ResolveOrigin(ctx, Server{Command: []string{link}, Env: []string{}})
-	if fs, err := CheckPinnedOrigin(now, opts.Options); err != nil || len(fs) != 1 || fs[0].Kind != verify.ServerUpdated {
+	if fs, err := CheckPinnedOrigin(now, opts.Options); err != nil || len(fs) != 1 || fs[0].Kind != finding.ServerUpdated {
 		t.Fatalf("the link repointed: %v %+v", err, fs)
 	}
 	other := filepath.Join(dir, "other", "notes")
@@ -365,7 +365,7 @@ func TestUpdateThroughRepointedLink(t *testing.T) {
 		t.Fatal(err)
 	}
 	elsewhere := ResolveOrigin(ctx, Server{Command: []string{other}, Env: []string{}})
-	if fs, err := CheckPinnedOrigin(elsewhere, opts.Options); err != nil || len(fs) != 2 || fs[0].Kind != verify.RugPull {
+	if fs, err := CheckPinnedOrigin(elsewhere, opts.Options); err != nil || len(fs) != 2 || fs[0].Kind != finding.RugPull {
 		t.Fatalf("another link: %v %+v", err, fs)
 	}
 }

@@ -19,10 +19,10 @@ import (
 	"time"
 
 	"github.com/etdi-dev/etdi"
+	"github.com/etdi-dev/etdi/finding"
 	"github.com/etdi-dev/etdi/internal/mcpclient"
 	"github.com/etdi-dev/etdi/pin"
 	"github.com/etdi-dev/etdi/policy"
-	"github.com/etdi-dev/etdi/verify"
 )
 
 // errorOf decodes a JSON-RPC error answer: code, message, and data
@@ -908,7 +908,7 @@ func TestPolicyAttackOwnListingBlockedNameless(t *testing.T) {
 	a.ask(t, "tools/list", `{}`, 5*time.Second)
 	// It does not: the gate's own listing withheld it, and says why.
 	ans = a.ask(t, "tools/call", `{"name":"get_weather","arguments":{}}`, 5*time.Second)
-	if b := blockedData(t, ans); b.Kind != string(verify.BundleInvalid) {
+	if b := blockedData(t, ans); b.Kind != string(finding.BundleInvalid) {
 		t.Errorf("call of the tool the host no longer holds: %s", ans)
 	}
 	if received(a, "tools/call get_weather") {

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/etdi-dev/etdi/verify"
+	"github.com/etdi-dev/etdi/finding"
 )
 
 // TestEmbeddedKeyHeadersRefused proves that a token which carries its own
@@ -47,11 +47,11 @@ func TestEmbeddedKeyHeadersRefused(t *testing.T) {
 	} {
 		t.Run(tc.name+" on a genuinely signed token", func(t *testing.T) {
 			tok := signToken(t, genuine, claims(s.URL, st, payload), map[string]any{tc.header: tc.value})
-			expectErr(t, newVerifier(), tok, cfg, st, payload, verify.SignatureInvalid, fmt.Sprintf("%q header", tc.header))
+			expectErr(t, newVerifier(), tok, cfg, st, payload, finding.SignatureInvalid, fmt.Sprintf("%q header", tc.header))
 		})
 		t.Run(tc.name+" naming the attacker's own key", func(t *testing.T) {
 			tok := signToken(t, testKey{"ec256", "ES256", attacker}, claims(s.URL, st, payload), map[string]any{tc.header: tc.value})
-			expectErr(t, newVerifier(), tok, cfg, st, payload, verify.SignatureInvalid, fmt.Sprintf("%q header", tc.header))
+			expectErr(t, newVerifier(), tok, cfg, st, payload, finding.SignatureInvalid, fmt.Sprintf("%q header", tc.header))
 		})
 	}
 }

@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/etdi-dev/etdi"
+	"github.com/etdi-dev/etdi/finding"
 	"github.com/etdi-dev/etdi/trust"
 	"github.com/etdi-dev/etdi/verify"
 	"github.com/golang-jwt/jwt/v5"
@@ -190,7 +191,7 @@ func newVerifier() *Verifier {
 
 // expectErr checks that the token is refused with the given finding kind
 // and a message containing want.
-func expectErr(t *testing.T, v *Verifier, token string, cfg *trust.IDP, st *etdi.Statement, payload []byte, kind verify.Kind, want string) *verify.TokenError {
+func expectErr(t *testing.T, v *Verifier, token string, cfg *trust.IDP, st *etdi.Statement, payload []byte, kind finding.Kind, want string) *verify.TokenError {
 	t.Helper()
 	id, err := v.VerifyToken(context.Background(), token, cfg, payload, st)
 	if err == nil {
@@ -232,7 +233,7 @@ func TestAttacks(t *testing.T) {
 	t.Run("alg none", func(t *testing.T) {
 		tok := jwt.NewWithClaims(jwt.SigningMethodNone, good())
 		str, _ := tok.SignedString(jwt.UnsafeAllowNoneSignatureType)
-		expectErr(t, newVerifier(), str, cfg, st, payload, verify.SignatureInvalid, "signing method none is invalid")
+		expectErr(t, newVerifier(), str, cfg, st, payload, finding.SignatureInvalid, "signing method none is invalid")
 	})
 	t.Run("HS256 with the RSA public key as secret", func(t *testing.T) {
 		der, _ := x509.MarshalPKIXPublicKey(rsaKey.Public())
@@ -240,7 +241,7 @@ func TestAttacks(t *testing.T) {
 		tok := jwt.NewWithClaims(jwt.SigningMethodHS256, good())
 		tok.Header["kid"] = "rsa"
 		str, _ := tok.SignedString(secret)
-		expectErr(t, newVerifier(), str, cfg, st, payload, verify.SignatureInvalid, "signing method HS256 is invalid")
+		expectErr(t, newVerifier(), str, cfg, st, payload, finding.SignatureInvalid, "signing method HS256 is invalid")
 	})
 	t.Run("unknown kid refreshes once", func(t *testing.T) {
 		clock := now
@@ -254,8 +255,8 @@ func TestAttacks(t *testing.T) {
 		before := s.fetches.Load()
 		stranger, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 		tok := signToken(t, testKey{"unknown", "ES256", stranger}, good(), nil)
-		expectErr(t, v, tok, cfg, st, payload, verify.SignatureInvalid, `kid "unknown" is not among the issuer's keys`)
-		expectErr(t, v, tok, cfg, st, payload, verify.SignatureInvalid, `kid "unknown" is not among the issuer's keys`)
+		expectErr(t, v, tok, cfg, st, payload, finding.SignatureInvalid, `kid "unknown" is not among the issuer's keys`)
+		expectErr(t, v, tok, cfg, st, payload, finding.SignatureInvalid, `kid "unknown" is not among the issuer's keys`)
 		if got := s.fetches.Load() - before; got != 1 {
 			t.Fatalf("%d JWKS fetches for an unknown kid, want exactly 1 (rate-limited refresh)", got)
 		}
@@ -268,13 +269,13 @@ func TestAttacks(t *testing.T) {
 		defer evil.Close()
 		for _, h := range []string{"jku", "x5u"} {
 			tok := signToken(t, testKey{"evil", "ES256", attacker}, good(), map[string]any{h: evil.URL})
-			expectErr(t, newVerifier(), tok, cfg, st, payload, verify.SignatureInvalid, fmt.Sprintf("%q header", h))
+			expectErr(t, newVerifier(), tok, cfg, st, payload, finding.SignatureInvalid, fmt.Sprintf("%q header", h))
 		}
 	})
 	t.Run("expired", func(t *testing.T) {
 		c := good()
 		c["exp"] = now.Add(-2 * Leeway).Unix()
-		expectErr(t, newVerifier(), signToken(t, ec, c, nil), cfg, st, payload, verify.Expired, "expired")
+		expectErr(t, newVerifier(), signToken(t, ec, c, nil), cfg, st, payload, finding.Expired, "expired")
 	})
 	t.Run("expired within leeway is accepted", func(t *testing.T) {
 		c := good()
@@ -286,44 +287,44 @@ func TestAttacks(t *testing.T) {
 	t.Run("missing exp", func(t *testing.T) {
 		c := good()
 		delete(c, "exp")
-		expectErr(t, newVerifier(), signToken(t, ec, c, nil), cfg, st, payload, verify.SignatureInvalid, "exp claim is required")
+		expectErr(t, newVerifier(), signToken(t, ec, c, nil), cfg, st, payload, finding.SignatureInvalid, "exp claim is required")
 	})
 	t.Run("not yet valid", func(t *testing.T) {
 		c := good()
 		c["nbf"] = now.Add(2 * Leeway).Unix()
-		expectErr(t, newVerifier(), signToken(t, ec, c, nil), cfg, st, payload, verify.Expired, "not valid yet")
+		expectErr(t, newVerifier(), signToken(t, ec, c, nil), cfg, st, payload, finding.Expired, "not valid yet")
 	})
 	t.Run("wrong issuer", func(t *testing.T) {
 		c := good()
 		c["iss"] = "https://evil.example"
-		expectErr(t, newVerifier(), signToken(t, ec, c, nil), cfg, st, payload, verify.SignatureInvalid, "invalid issuer")
+		expectErr(t, newVerifier(), signToken(t, ec, c, nil), cfg, st, payload, finding.SignatureInvalid, "invalid issuer")
 	})
 	t.Run("wrong audience", func(t *testing.T) {
 		c := good()
 		c["aud"] = "urn:other"
-		expectErr(t, newVerifier(), signToken(t, ec, c, nil), cfg, st, payload, verify.SignatureInvalid, "invalid audience")
+		expectErr(t, newVerifier(), signToken(t, ec, c, nil), cfg, st, payload, finding.SignatureInvalid, "invalid audience")
 	})
 	t.Run("missing binding", func(t *testing.T) {
 		c := good()
 		delete(c, "authorization_details")
-		expectErr(t, newVerifier(), signToken(t, ec, c, nil), cfg, st, payload, verify.SignatureInvalid, "no authorization_details")
+		expectErr(t, newVerifier(), signToken(t, ec, c, nil), cfg, st, payload, finding.SignatureInvalid, "no authorization_details")
 	})
 	t.Run("binding to another payload", func(t *testing.T) {
 		c := good()
 		c["authorization_details"] = []any{DetailFor(st, []byte("another payload"))}
-		expectErr(t, newVerifier(), signToken(t, ec, c, nil), cfg, st, payload, verify.SignatureInvalid, "bound to another statement")
+		expectErr(t, newVerifier(), signToken(t, ec, c, nil), cfg, st, payload, finding.SignatureInvalid, "bound to another statement")
 	})
 	t.Run("binding names another provider", func(t *testing.T) {
 		c := good()
 		d := DetailFor(st, payload)
 		d.Provider = "globex"
 		c["authorization_details"] = []any{d}
-		expectErr(t, newVerifier(), signToken(t, ec, c, nil), cfg, st, payload, verify.SignatureInvalid, "names provider globex")
+		expectErr(t, newVerifier(), signToken(t, ec, c, nil), cfg, st, payload, finding.SignatureInvalid, "names provider globex")
 	})
 	t.Run("scopes narrower than the permissions", func(t *testing.T) {
 		c := good()
 		c["scope"] = "net:fetch"
-		expectErr(t, newVerifier(), signToken(t, ec, c, nil), cfg, st, payload, verify.SignatureInvalid, "does not grant scope(s) geo:read")
+		expectErr(t, newVerifier(), signToken(t, ec, c, nil), cfg, st, payload, finding.SignatureInvalid, "does not grant scope(s) geo:read")
 	})
 	t.Run("scp array covers the scopes", func(t *testing.T) {
 		c := good()
@@ -336,7 +337,7 @@ func TestAttacks(t *testing.T) {
 	t.Run("subject not trusted", func(t *testing.T) {
 		c := good()
 		c["sub"] = "globex-ci"
-		te := expectErr(t, newVerifier(), signToken(t, ec, c, nil), cfg, st, payload, verify.SignatureInvalid, `subject "globex-ci"`)
+		te := expectErr(t, newVerifier(), signToken(t, ec, c, nil), cfg, st, payload, finding.SignatureInvalid, `subject "globex-ci"`)
 		if !te.UntrustedSubject || te.Subject != "globex-ci" {
 			t.Fatalf("untrusted subject not marked: %+v", te)
 		}
@@ -344,14 +345,14 @@ func TestAttacks(t *testing.T) {
 	t.Run("deny-lists", func(t *testing.T) {
 		c2 := *cfg
 		c2.DenyJTI = []string{"t-1"}
-		expectErr(t, newVerifier(), signToken(t, ec, good(), nil), &c2, st, payload, verify.Revoked, "deny-list")
+		expectErr(t, newVerifier(), signToken(t, ec, good(), nil), &c2, st, payload, finding.Revoked, "deny-list")
 		c3 := *cfg
 		c3.DenySubjects = []string{"acme-ci"}
-		expectErr(t, newVerifier(), signToken(t, ec, good(), nil), &c3, st, payload, verify.Revoked, "deny-list")
+		expectErr(t, newVerifier(), signToken(t, ec, good(), nil), &c3, st, payload, finding.Revoked, "deny-list")
 	})
 	t.Run("signature of another key with a known kid", func(t *testing.T) {
 		other, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-		expectErr(t, newVerifier(), signToken(t, testKey{"ec256", "ES256", other}, good(), nil), cfg, st, payload, verify.SignatureInvalid, "signature is invalid")
+		expectErr(t, newVerifier(), signToken(t, testKey{"ec256", "ES256", other}, good(), nil), cfg, st, payload, finding.SignatureInvalid, "signature is invalid")
 	})
 	t.Run("tampered claims", func(t *testing.T) {
 		tok := signToken(t, ec, good(), nil)
@@ -360,7 +361,7 @@ func TestAttacks(t *testing.T) {
 		c["scope"] = "net:fetch geo:read fs:write"
 		b, _ := json.Marshal(c)
 		parts[1] = base64.RawURLEncoding.EncodeToString(b)
-		expectErr(t, newVerifier(), strings.Join(parts, "."), cfg, st, payload, verify.SignatureInvalid, "signature is invalid")
+		expectErr(t, newVerifier(), strings.Join(parts, "."), cfg, st, payload, finding.SignatureInvalid, "signature is invalid")
 	})
 }
 
@@ -374,10 +375,10 @@ func TestIntrospection(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.active.Store(false)
-	expectErr(t, newVerifier(), tok, cfg, st, payload, verify.Revoked, "inactive")
+	expectErr(t, newVerifier(), tok, cfg, st, payload, finding.Revoked, "inactive")
 	s.active.Store(true)
 	s.inStatus = 500
-	expectErr(t, newVerifier(), tok, cfg, st, payload, verify.SignatureInvalid, "introspection failed")
+	expectErr(t, newVerifier(), tok, cfg, st, payload, finding.SignatureInvalid, "introspection failed")
 }
 
 func TestJWKSCacheAndOutage(t *testing.T) {
@@ -405,9 +406,9 @@ func TestJWKSCacheAndOutage(t *testing.T) {
 	c := claims(s.URL, st, payload)
 	c["iat"], c["exp"] = clock.Unix(), clock.Add(5*time.Minute).Unix()
 	tok2 := signToken(t, keysAll[0], c, nil)
-	expectErr(t, v, tok2, cfg, st, payload, verify.SignatureInvalid, "cannot get the issuer's keys")
+	expectErr(t, v, tok2, cfg, st, payload, finding.SignatureInvalid, "cannot get the issuer's keys")
 	// A fresh verifier without cache fails closed too.
-	expectErr(t, &Verifier{Now: func() time.Time { return clock }}, tok2, cfg, st, payload, verify.SignatureInvalid, "cannot get the issuer's keys")
+	expectErr(t, &Verifier{Now: func() time.Time { return clock }}, tok2, cfg, st, payload, finding.SignatureInvalid, "cannot get the issuer's keys")
 	// no-store: nothing is cached, every verification fetches.
 	s.down.Store(false)
 	s.cacheControl = "no-store"

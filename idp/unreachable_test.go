@@ -5,8 +5,8 @@ import (
 	"net"
 	"testing"
 
+	"github.com/etdi-dev/etdi/finding"
 	"github.com/etdi-dev/etdi/trust"
-	"github.com/etdi-dev/etdi/verify"
 )
 
 // An identity provider that cannot be reached fails closed, and says so:
@@ -27,7 +27,7 @@ func TestUnreachableProvider(t *testing.T) {
 		s := newIDP(t, keysAll...)
 		s.down.Store(true)
 		v := newVerifier()
-		expectErr(t, v, signToken(t, keysAll[0], claims(s.URL, st, payload), nil), config(s), st, payload, verify.SignatureInvalid, "could not reach the identity provider")
+		expectErr(t, v, signToken(t, keysAll[0], claims(s.URL, st, payload), nil), config(s), st, payload, finding.SignatureInvalid, "could not reach the identity provider")
 		unreachable(t, v)
 	})
 	t.Run("nothing listens", func(t *testing.T) {
@@ -39,7 +39,7 @@ func TestUnreachableProvider(t *testing.T) {
 		l.Close()
 		cfg := &trust.IDP{Issuer: addr, Audience: "urn:etdi", Subjects: []string{"acme-ci"}}
 		v := newVerifier()
-		expectErr(t, v, signToken(t, keysAll[0], claims(addr, st, payload), nil), cfg, st, payload, verify.SignatureInvalid, "could not reach the identity provider")
+		expectErr(t, v, signToken(t, keysAll[0], claims(addr, st, payload), nil), cfg, st, payload, finding.SignatureInvalid, "could not reach the identity provider")
 		unreachable(t, v)
 	})
 	t.Run("introspection down", func(t *testing.T) {
@@ -48,7 +48,7 @@ func TestUnreachableProvider(t *testing.T) {
 		cfg.Introspection = &trust.Introspection{Endpoint: s.URL + "/introspect", ClientID: "verifier", ClientSecretEnv: "INTROSPECTION_SECRET"}
 		s.inStatus = 503
 		v := newVerifier()
-		expectErr(t, v, signToken(t, keysAll[0], claims(s.URL, st, payload), nil), cfg, st, payload, verify.SignatureInvalid, "introspection failed")
+		expectErr(t, v, signToken(t, keysAll[0], claims(s.URL, st, payload), nil), cfg, st, payload, finding.SignatureInvalid, "introspection failed")
 		unreachable(t, v)
 	})
 	t.Run("reachable and refusing", func(t *testing.T) {
@@ -57,10 +57,10 @@ func TestUnreachableProvider(t *testing.T) {
 		v := newVerifier()
 		c := claims(s.URL, st, payload)
 		c["sub"] = "mallory"
-		expectErr(t, v, signToken(t, keysAll[0], c, nil), cfg, st, payload, verify.SignatureInvalid, "not trusted")
+		expectErr(t, v, signToken(t, keysAll[0], c, nil), cfg, st, payload, finding.SignatureInvalid, "not trusted")
 		cfg.Introspection = &trust.Introspection{Endpoint: s.URL + "/introspect", ClientID: "verifier", ClientSecretEnv: "INTROSPECTION_SECRET"}
 		s.inStatus = 400
-		expectErr(t, v, signToken(t, keysAll[0], claims(s.URL, st, payload), nil), cfg, st, payload, verify.SignatureInvalid, "introspection failed")
+		expectErr(t, v, signToken(t, keysAll[0], claims(s.URL, st, payload), nil), cfg, st, payload, finding.SignatureInvalid, "introspection failed")
 		if err := v.Unreachable(); err != nil {
 			t.Fatalf("a provider that answered is reported unreachable: %v", err)
 		}

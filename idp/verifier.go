@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/etdi-dev/etdi"
+	"github.com/etdi-dev/etdi/finding"
 	"github.com/etdi-dev/etdi/trust"
 	"github.com/etdi-dev/etdi/verify"
 	"github.com/golang-jwt/jwt/v5"
@@ -76,7 +77,7 @@ func (v *Verifier) client() *http.Client {
 	return &http.Client{Timeout: fetchTimeout}
 }
 
-func tokenErr(kind verify.Kind, format string, args ...any) *verify.TokenError {
+func tokenErr(kind finding.Kind, format string, args ...any) *verify.TokenError {
 	return &verify.TokenError{Kind: kind, Msg: fmt.Sprintf(format, args...)}
 }
 
@@ -84,7 +85,7 @@ func tokenErr(kind verify.Kind, format string, args ...any) *verify.TokenError {
 // exact payload of statement st.
 func (v *Verifier) VerifyToken(ctx context.Context, token string, cfg *trust.IDP, payload []byte, st *etdi.Statement) (*verify.TokenIdentity, error) {
 	if len(token) > 64<<10 {
-		return nil, tokenErr(verify.SignatureInvalid, "token longer than 64 KiB")
+		return nil, tokenErr(finding.SignatureInvalid, "token longer than 64 KiB")
 	}
 	var keyErr error
 	keyfunc := func(t *jwt.Token) (any, error) {
@@ -106,13 +107,13 @@ func (v *Verifier) VerifyToken(ctx context.Context, token string, cfg *trust.IDP
 	if _, err := p.ParseWithClaims(token, claims, keyfunc); err != nil {
 		switch {
 		case keyErr != nil:
-			return nil, tokenErr(verify.SignatureInvalid, "identity provider token: %v", keyErr)
+			return nil, tokenErr(finding.SignatureInvalid, "identity provider token: %v", keyErr)
 		case errors.Is(err, jwt.ErrTokenExpired):
-			return nil, tokenErr(verify.Expired, "identity provider token expired: %v", err)
+			return nil, tokenErr(finding.Expired, "identity provider token expired: %v", err)
 		case errors.Is(err, jwt.ErrTokenNotValidYet), errors.Is(err, jwt.ErrTokenUsedBeforeIssued):
-			return nil, tokenErr(verify.Expired, "identity provider token is not valid yet: %v", err)
+			return nil, tokenErr(finding.Expired, "identity provider token is not valid yet: %v", err)
 		}
-		return nil, tokenErr(verify.SignatureInvalid, "identity provider token: %v", err)
+		return nil, tokenErr(finding.SignatureInvalid, "identity provider token: %v", err)
 	}
 	id := &verify.TokenIdentity{Issuer: cfg.Issuer}
 	claim := cfg.SubjectClaim
@@ -121,24 +122,24 @@ func (v *Verifier) VerifyToken(ctx context.Context, token string, cfg *trust.IDP
 	}
 	id.Subject, _ = claims[claim].(string)
 	if id.Subject == "" {
-		return nil, tokenErr(verify.SignatureInvalid, "identity provider token has no %q claim", claim)
+		return nil, tokenErr(finding.SignatureInvalid, "identity provider token has no %q claim", claim)
 	}
 	id.JTI, _ = claims["jti"].(string)
 	if exp, err := claims.GetExpirationTime(); err == nil && exp != nil {
 		id.Expires = exp.Time
 	}
 	if slices.Contains(cfg.DenySubjects, id.Subject) {
-		return nil, tokenErr(verify.Revoked, "subject %q is on the trust policy's deny-list", id.Subject)
+		return nil, tokenErr(finding.Revoked, "subject %q is on the trust policy's deny-list", id.Subject)
 	}
 	if id.JTI != "" && slices.Contains(cfg.DenyJTI, id.JTI) {
-		return nil, tokenErr(verify.Revoked, "token %q is on the trust policy's deny-list", id.JTI)
+		return nil, tokenErr(finding.Revoked, "token %q is on the trust policy's deny-list", id.JTI)
 	}
 	if !slices.Contains(cfg.Subjects, id.Subject) {
-		return nil, &verify.TokenError{Kind: verify.SignatureInvalid, UntrustedSubject: true, Issuer: cfg.Issuer, Subject: id.Subject,
+		return nil, &verify.TokenError{Kind: finding.SignatureInvalid, UntrustedSubject: true, Issuer: cfg.Issuer, Subject: id.Subject,
 			Msg: fmt.Sprintf("subject %q of issuer %s is not trusted for provider %q", id.Subject, cfg.Issuer, st.Provider.ID)}
 	}
 	if err := checkBinding(claims["authorization_details"], payload, st); err != nil {
-		return nil, tokenErr(verify.SignatureInvalid, "identity provider token is not bound to this statement: %v", err)
+		return nil, tokenErr(finding.SignatureInvalid, "identity provider token is not bound to this statement: %v", err)
 	}
 	id.Scopes = tokenScopes(claims)
 	var missing []string
@@ -148,7 +149,7 @@ func (v *Verifier) VerifyToken(ctx context.Context, token string, cfg *trust.IDP
 		}
 	}
 	if len(missing) > 0 {
-		return nil, tokenErr(verify.SignatureInvalid, "identity provider token does not grant scope(s) %s that the statement declares", strings.Join(missing, ", "))
+		return nil, tokenErr(finding.SignatureInvalid, "identity provider token does not grant scope(s) %s that the statement declares", strings.Join(missing, ", "))
 	}
 	if cfg.Introspection != nil {
 		if err := v.introspect(ctx, cfg.Introspection, token); err != nil {
@@ -267,7 +268,7 @@ func (v *Verifier) fetchKeys(ctx context.Context, issuer string, old *CachedKeys
 // introspect asks the RFC 7662 endpoint whether the token is active.
 func (v *Verifier) introspect(ctx context.Context, in *trust.Introspection, token string) error {
 	if err := checkEndpoint("introspection endpoint", in.Endpoint); err != nil {
-		return tokenErr(verify.SignatureInvalid, "%v", err)
+		return tokenErr(finding.SignatureInvalid, "%v", err)
 	}
 	getenv := v.Getenv
 	if getenv == nil {
@@ -275,14 +276,14 @@ func (v *Verifier) introspect(ctx context.Context, in *trust.Introspection, toke
 	}
 	secret := getenv(in.ClientSecretEnv)
 	if secret == "" {
-		return tokenErr(verify.SignatureInvalid, "introspection: %s is not set", in.ClientSecretEnv)
+		return tokenErr(finding.SignatureInvalid, "introspection: %s is not set", in.ClientSecretEnv)
 	}
 	ctx, cancel := context.WithTimeout(ctx, fetchTimeout)
 	defer cancel()
 	form := url.Values{"token": {token}, "token_type_hint": {"access_token"}}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, in.Endpoint, strings.NewReader(form.Encode()))
 	if err != nil {
-		return tokenErr(verify.SignatureInvalid, "introspection: %v", err)
+		return tokenErr(finding.SignatureInvalid, "introspection: %v", err)
 	}
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	req.SetBasicAuth(url.QueryEscape(in.ClientID), url.QueryEscape(secret))
@@ -290,14 +291,14 @@ func (v *Verifier) introspect(ctx context.Context, in *trust.Introspection, toke
 	if err != nil {
 		ue := &UnreachableError{in.Endpoint, err}
 		v.noteUnreachable(ue)
-		return tokenErr(verify.SignatureInvalid, "introspection failed, refusing the token: %v", ue)
+		return tokenErr(finding.SignatureInvalid, "introspection failed, refusing the token: %v", ue)
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, maxDocument))
 	if unreachableStatus(resp.StatusCode) {
 		ue := &UnreachableError{in.Endpoint, fmt.Errorf("%s", resp.Status)}
 		v.noteUnreachable(ue)
-		return tokenErr(verify.SignatureInvalid, "introspection failed, refusing the token: %v", ue)
+		return tokenErr(finding.SignatureInvalid, "introspection failed, refusing the token: %v", ue)
 	}
 	if resp.StatusCode != http.StatusOK {
 		var e struct {
@@ -305,16 +306,16 @@ func (v *Verifier) introspect(ctx context.Context, in *trust.Introspection, toke
 			Description string `json:"error_description"`
 		}
 		json.Unmarshal(b, &e)
-		return tokenErr(verify.SignatureInvalid, "introspection failed (%s: %s %s), refusing the token", resp.Status, e.Error, e.Description)
+		return tokenErr(finding.SignatureInvalid, "introspection failed (%s: %s %s), refusing the token", resp.Status, e.Error, e.Description)
 	}
 	var r struct {
 		Active *bool `json:"active"`
 	}
 	if err := json.Unmarshal(b, &r); err != nil || r.Active == nil {
-		return tokenErr(verify.SignatureInvalid, "introspection answer without \"active\", refusing the token")
+		return tokenErr(finding.SignatureInvalid, "introspection answer without \"active\", refusing the token")
 	}
 	if !*r.Active {
-		return tokenErr(verify.Revoked, "the identity provider reports the token inactive (revoked or expired)")
+		return tokenErr(finding.Revoked, "the identity provider reports the token inactive (revoked or expired)")
 	}
 	return nil
 }

@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/etdi-dev/etdi"
+	"github.com/etdi-dev/etdi/finding"
 	"github.com/etdi-dev/etdi/internal/termtext"
-	"github.com/etdi-dev/etdi/verify"
 )
 
 // ApproveOptions select what Approve approves.
@@ -131,202 +131,287 @@ func (s *Store) Approve(o *Observation, opts ApproveOptions) ([]Approval, []Refu
 	var approved []Approval
 	var refused []Refusal
 	err := s.update(func(tx *kvTx) error {
-		approved, refused = nil, nil
-		c, err := compare(tx, o)
-		if err != nil {
-			return err
-		}
-		instructionsChanged, instructionsKind := false, verify.InstructionsChanged
-		update := false
-		for _, f := range c.Findings {
-			if f.Kind == verify.ServerUpdated {
-				// Approved with the server as a whole, never by naming
-				// tools; the trust policy may block it.
-				switch {
-				case !f.AsksApproval():
-					refused = append(refused, Refusal{"", string(f.Kind), f.Message})
-				case len(named) == 0 || opts.Update:
-					update = true
-				}
-				continue
-			}
-			if f.Kind.AboutInstructions() {
-				instructionsChanged, instructionsKind = true, f.Kind
-				if !opts.AcceptInstructions {
-					refused = append(refused, Refusal{"", string(f.Kind), f.Message + " (accept them with --accept-instructions)"})
-				}
-				continue
-			}
-			if f.Tool == "" && f.Severity == verify.Error {
-				return errors.New(f.Message + "; not approving anything")
-			}
-		}
-		byTool := map[string]verify.Finding{} // by ItemRef
-		for _, f := range c.Findings {
-			if f.Severity == verify.Error && f.Tool != "" {
-				if _, seen := byTool[ItemRef(f.Item, f.Tool)]; !seen {
-					byTool[ItemRef(f.Item, f.Tool)] = f
-				}
-			}
-		}
-		info, err := serverInfo(tx, o.Server)
-		if err != nil {
-			return err
-		}
-		// first: the server has no record of its own yet. Its items may
-		// all be approved already under another name for the same artifact
-		// (SPEC §14.2): its approval is still its first, and shows its
-		// instructions.
-		first := info == nil
-		if first {
-			info = &ServerInfo{Key: o.Server, Provider: o.Provider, Name: o.Name}
-		}
-		done := map[string]bool{}
-		size := 0
-		for i := range o.Tools {
-			t := &o.Tools[i]
-			ref := ItemRef(t.Item, t.Name)
-			f, needs := byTool[ref]
-			if (len(named) > 0 && !named[ref]) || done[ref] {
-				continue
-			}
-			// Scopes go to tools alone: given is keyed by tool name, which
-			// a tool named "prompt:x" shares with the ref of prompt x.
-			ss, scoped := given[ref]
-			scoped = scoped && t.Item == ItemTool
-			if !needs {
-				if scoped {
-					done[ref] = true
-					a, r, err := rescope(tx, info, o, t, ss, opts.By, now)
-					if err != nil {
-						return err
-					}
-					if a != nil {
-						approved = append(approved, *a)
-					}
-					if r != nil {
-						refused = append(refused, *r)
-					}
-				}
-				continue
-			}
-			if opts.Update && len(named) == 0 {
-				continue
-			}
-			done[ref] = true
-			if size += len(t.Canonical); size > MaxApprovalBytes {
-				return fmt.Errorf("server %s asks for more than %d MiB of tool definitions to be approved at once; "+
-					"etdi approves at most that in one transaction (approve fewer tools at a time with --tool)", o.Server, MaxApprovalBytes>>20)
-			}
-			switch {
-			case f.Kind.Approval() == verify.Approvable:
-			case f.Kind.Approval() == verify.ApprovableByName && named[ref]:
-			case f.Kind.Approval() == verify.ApprovableByName:
-				refused = append(refused, Refusal{ref, string(f.Kind), f.Message + " (name it with --tool to approve it anyway)"})
-				continue
-			default:
-				refused = append(refused, Refusal{ref, string(f.Kind), f.Message})
-				continue
-			}
-			old, err := getItem(tx, o.Server, t.Item, t.Name)
-			if err != nil {
-				return err
-			}
-			// The definition is shared with o, not copied: a listing may
-			// hold 64 MiB of them.
-			p := Pin{Server: o.Server, Item: t.Item, Tool: t.Name, Version: t.Version, Digest: t.Digest.String(), Signer: t.Signer,
-				Provider: o.Provider, Permissions: t.Permissions, Definition: json.RawMessage(t.Canonical),
-				ApprovedBy: opts.By, ApprovedAt: now, Sequence: o.Sequence, Served: o.Served, ServedAt: o.ServedAt}
-			if p.Permissions == nil {
-				p.Permissions = []etdi.Permission{}
-			}
-			kept := false
-			if scoped {
-				p.Scopes = ss
-			} else if all != nil && t.Item == ItemTool {
-				p.Scopes = all
-			} else if old != nil && t.Item == ItemTool && t.Signer == Unsigned {
-				// A changed definition keeps the scopes its approver gave
-				// the one approved before (of the same digest, else the
-				// latest): dropping them would lift every rule they meet.
-				p.Scopes = closestVariant(old, t).Scopes
-				kept = len(p.Scopes) > 0
-			}
-			rec := Record{Type: RecordApprove, Time: now, Server: o.Server, Tool: t.Name, Item: t.Item, Version: t.Version, Digest: p.Digest,
-				Signer: &p.Signer, Kind: string(f.Kind), By: opts.By, Permissions: p.Permissions, Scopes: p.Scopes, Served: p.Served, ServedAt: p.ServedAt}
-			a := Approval{Pin: p, Kind: string(f.Kind), Variants: 1, ScopesKept: kept}
-			if old != nil && f.Kind == verify.RugPull && !opts.Replace {
-				// Another variant: beside the approved definitions, in
-				// place of the one of the same digest (whose permissions
-				// or server changed).
-				rec.Type, rec.Variant, a.Variant = RecordReapprove, true, true
-				for _, v := range old.All() {
-					if v.Digest == p.Digest {
-						rec.Replaced = strings.TrimSpace(v.Version + " " + v.Digest)
-						if v.Served != p.Served {
-							a.ServedBefore = v.Served
-						}
-						continue
-					}
-					p.Variants = append(p.Variants, variantOf(&v))
-				}
-				if len(p.Variants)+1 > MaxVariants {
-					refused = append(refused, Refusal{ref, string(f.Kind), fmt.Sprintf("%s %s/%s has %d approved definitions, the most etdi keeps; "+
-						"revoke one it no longer needs first (etdi pin list shows them; etdi pin revoke %s --digest DIGEST), or replace them all (etdi pin approve --replace --tool %s)",
-						ItemWord(t.Item), o.Server, ref, len(p.Variants), termtext.ShellQuote(o.Server+"/"+ref), termtext.ShellQuote(ref))})
-					continue
-				}
-				a.Replaced, a.Variants = rec.Replaced, len(p.Variants)+1
-			} else if old != nil {
-				rec.Type = RecordReapprove
-				rec.Replaced = strings.TrimSpace(old.Version + " " + old.Digest)
-				for _, v := range old.Variants {
-					rec.Replaced += ", " + strings.TrimSpace(v.Version+" "+v.Digest)
-				}
-				a.Replaced = rec.Replaced
-				if old.Served != p.Served {
-					a.ServedBefore = old.Served
-				}
-			}
-			if p.Binding, err = appendBound(tx, rec); err != nil {
-				return err
-			}
-			if err := putPin(tx, info, &p); err != nil {
-				return err
-			}
-			a.Pin = p
-			a.Pin.Variants = nil // the approval, not what it kept
-			approved = append(approved, a)
-		}
-		if update && !first {
-			ups, err := approveUpdate(tx, o, c, info, opts.By, now)
-			if err != nil {
-				return err
-			}
-			approved = append(approved, ups...)
-		}
-		if len(approved) > 0 && o.Sequence > info.MaxSequence {
-			info.MaxSequence = o.Sequence
-		}
-		// Record the instructions with an approval that saw them and found
-		// nothing to accept (a first approval shows them), or when new or
-		// changed ones were accepted.
-		if o.InstructionsKnown && ((!info.InstructionsKnown && !instructionsChanged && (len(approved) > 0 || first)) || (instructionsChanged && opts.AcceptInstructions)) {
-			info.InstructionsKnown, info.Instructions = true, o.Instructions
-			if instructionsChanged {
-				sum := etdi.DigestString(strOr(o.Instructions, ""))
-				if _, err := appendRecord(tx, Record{Type: RecordReapprove, Time: now, Server: o.Server, Kind: string(instructionsKind),
-					Digest: sum.String(), By: opts.By, Message: "instructions accepted"}); err != nil {
-					return err
-				}
-			}
-		}
-		return putInfo(tx, info)
+		a := &approving{tx: tx, o: o, opts: opts, named: named, given: given, all: all, now: now}
+		err := a.run()
+		approved, refused = a.approved, a.refused
+		return err
 	})
 	if err != nil {
 		return nil, nil, err // the transaction was rolled back: nothing was approved
 	}
 	return approved, refused, nil
+}
+
+// approving is one run of [Store.Approve] in its transaction: what it was
+// asked, and what it approved and refused so far.
+type approving struct {
+	tx    *kvTx
+	o     *Observation
+	opts  ApproveOptions
+	named map[string]bool     // the ItemRefs opts.Tools names
+	given map[string][]string // scopes given by tool name
+	all   []string            // scopes given to every tool
+	now   time.Time
+
+	info     *ServerInfo
+	size     int // bytes of canonical definitions approved so far
+	approved []Approval
+	refused  []Refusal
+}
+
+// run approves what the comparison of a.o with the pins allows.
+func (a *approving) run() error {
+	tx, o, opts := a.tx, a.o, a.opts
+	c, err := compare(tx, o)
+	if err != nil {
+		return err
+	}
+	update, instructionsChanged, instructionsKind, err := a.serverFindings(c)
+	if err != nil {
+		return err
+	}
+	byTool := errorsByItem(c)
+	if a.info, err = serverInfo(tx, o.Server); err != nil {
+		return err
+	}
+	// first: the server has no record of its own yet. Its items may
+	// all be approved already under another name for the same artifact
+	// (SPEC §14.2): its approval is still its first, and shows its
+	// instructions.
+	first := a.info == nil
+	if first {
+		a.info = &ServerInfo{Key: o.Server, Provider: o.Provider, Name: o.Name}
+	}
+	done := map[string]bool{}
+	for i := range o.Tools {
+		if err := a.item(&o.Tools[i], byTool, done); err != nil {
+			return err
+		}
+	}
+	if update && !first {
+		ups, err := approveUpdate(tx, o, c, a.info, opts.By, a.now)
+		if err != nil {
+			return err
+		}
+		a.approved = append(a.approved, ups...)
+	}
+	if len(a.approved) > 0 && o.Sequence > a.info.MaxSequence {
+		a.info.MaxSequence = o.Sequence
+	}
+	if err := a.instructions(first, instructionsChanged, instructionsKind); err != nil {
+		return err
+	}
+	return putInfo(tx, a.info)
+}
+
+// serverFindings reads the findings about the server as a whole: whether
+// its update is approved with it, whether its instructions changed (and
+// how), and an error when another finding about the whole server forbids
+// approving anything. Refusals go to a.refused.
+func (a *approving) serverFindings(c *Comparison) (update, instructionsChanged bool, instructionsKind finding.Kind, err error) {
+	instructionsKind = finding.InstructionsChanged
+	for _, f := range c.Findings {
+		if f.Kind == finding.ServerUpdated {
+			// Approved with the server as a whole, never by naming
+			// tools; the trust policy may block it.
+			switch {
+			case !f.AsksApproval():
+				a.refused = append(a.refused, Refusal{"", string(f.Kind), f.Message})
+			case len(a.named) == 0 || a.opts.Update:
+				update = true
+			}
+			continue
+		}
+		if f.Kind.AboutInstructions() {
+			instructionsChanged, instructionsKind = true, f.Kind
+			if !a.opts.AcceptInstructions {
+				a.refused = append(a.refused, Refusal{"", string(f.Kind), f.Message + " (accept them with --accept-instructions)"})
+			}
+			continue
+		}
+		if f.Tool == "" && f.Severity == finding.Error {
+			return false, false, "", errors.New(f.Message + "; not approving anything")
+		}
+	}
+	return update, instructionsChanged, instructionsKind, nil
+}
+
+// errorsByItem returns the first error finding about each item of c, by
+// ItemRef.
+func errorsByItem(c *Comparison) map[string]finding.Finding {
+	byTool := map[string]finding.Finding{}
+	for _, f := range c.Findings {
+		if f.Severity == finding.Error && f.Tool != "" {
+			if _, seen := byTool[ItemRef(f.Item, f.Tool)]; !seen {
+				byTool[ItemRef(f.Item, f.Tool)] = f
+			}
+		}
+	}
+	return byTool
+}
+
+// item approves, rescopes or refuses one item of the observation, as its
+// error finding (byTool) and the options allow; done holds the items
+// already handled.
+func (a *approving) item(t *Observed, byTool map[string]finding.Finding, done map[string]bool) error {
+	ref := ItemRef(t.Item, t.Name)
+	f, needs := byTool[ref]
+	if (len(a.named) > 0 && !a.named[ref]) || done[ref] {
+		return nil
+	}
+	// Scopes go to tools alone: given is keyed by tool name, which
+	// a tool named "prompt:x" shares with the ref of prompt x.
+	ss, scoped := a.given[ref]
+	scoped = scoped && t.Item == ItemTool
+	if !needs {
+		if scoped {
+			done[ref] = true
+			return a.rescope(t, ss)
+		}
+		return nil
+	}
+	if a.opts.Update && len(a.named) == 0 {
+		return nil
+	}
+	done[ref] = true
+	if a.size += len(t.Canonical); a.size > MaxApprovalBytes {
+		return fmt.Errorf("server %s asks for more than %d MiB of tool definitions to be approved at once; "+
+			"etdi approves at most that in one transaction (approve fewer tools at a time with --tool)", a.o.Server, MaxApprovalBytes>>20)
+	}
+	switch {
+	case f.Kind.Approvability() == finding.Approvable:
+	case f.Kind.Approvability() == finding.ApprovableByName && a.named[ref]:
+	case f.Kind.Approvability() == finding.ApprovableByName:
+		a.refused = append(a.refused, Refusal{ref, string(f.Kind), f.Message + " (name it with --tool to approve it anyway)"})
+		return nil
+	default:
+		a.refused = append(a.refused, Refusal{ref, string(f.Kind), f.Message})
+		return nil
+	}
+	if scoped {
+		return a.pin(t, f, ss, true)
+	}
+	return a.pin(t, f, nil, false)
+}
+
+// rescope gives an approved tool the scopes ss (see rescope).
+func (a *approving) rescope(t *Observed, ss []string) error {
+	ap, r, err := rescope(a.tx, a.info, a.o, t, ss, a.opts.By, a.now)
+	if err != nil {
+		return err
+	}
+	if ap != nil {
+		a.approved = append(a.approved, *ap)
+	}
+	if r != nil {
+		a.refused = append(a.refused, *r)
+	}
+	return nil
+}
+
+// pin approves item t, whose error finding f is approvable: it writes
+// its pin and the history record of the approval. ss are the scopes given
+// to it when scoped.
+func (a *approving) pin(t *Observed, f finding.Finding, ss []string, scoped bool) error {
+	tx, o, opts, now := a.tx, a.o, a.opts, a.now
+	ref := ItemRef(t.Item, t.Name)
+	old, err := getItem(tx, o.Server, t.Item, t.Name)
+	if err != nil {
+		return err
+	}
+	// The definition is shared with o, not copied: a listing may
+	// hold 64 MiB of them.
+	p := Pin{Server: o.Server, Item: t.Item, Tool: t.Name, Version: t.Version, Digest: t.Digest.String(), Signer: t.Signer,
+		Provider: o.Provider, Permissions: t.Permissions, Definition: json.RawMessage(t.Canonical),
+		ApprovedBy: opts.By, ApprovedAt: now, Sequence: o.Sequence, Served: o.Served, ServedAt: o.ServedAt}
+	if p.Permissions == nil {
+		p.Permissions = []etdi.Permission{}
+	}
+	kept := false
+	if scoped {
+		p.Scopes = ss
+	} else if a.all != nil && t.Item == ItemTool {
+		p.Scopes = a.all
+	} else if old != nil && t.Item == ItemTool && t.Signer == Unsigned {
+		// A changed definition keeps the scopes its approver gave
+		// the one approved before (of the same digest, else the
+		// latest): dropping them would lift every rule they meet.
+		p.Scopes = closestVariant(old, t).Scopes
+		kept = len(p.Scopes) > 0
+	}
+	rec := Record{Type: RecordApprove, Time: now, Server: o.Server, Tool: t.Name, Item: t.Item, Version: t.Version, Digest: p.Digest,
+		Signer: &p.Signer, Kind: string(f.Kind), By: opts.By, Permissions: p.Permissions, Scopes: p.Scopes, Served: p.Served, ServedAt: p.ServedAt}
+	ap := Approval{Pin: p, Kind: string(f.Kind), Variants: 1, ScopesKept: kept}
+	if old != nil && f.Kind == finding.RugPull && !opts.Replace {
+		if !a.variant(t, ref, f, old, &p, &rec, &ap) {
+			return nil
+		}
+	} else if old != nil {
+		rec.Type = RecordReapprove
+		rec.Replaced = strings.TrimSpace(old.Version + " " + old.Digest)
+		for _, v := range old.Variants {
+			rec.Replaced += ", " + strings.TrimSpace(v.Version+" "+v.Digest)
+		}
+		ap.Replaced = rec.Replaced
+		if old.Served != p.Served {
+			ap.ServedBefore = old.Served
+		}
+	}
+	if p.Binding, err = appendBound(tx, rec); err != nil {
+		return err
+	}
+	if err := putPin(tx, a.info, &p); err != nil {
+		return err
+	}
+	ap.Pin = p
+	ap.Pin.Variants = nil // the approval, not what it kept
+	a.approved = append(a.approved, ap)
+	return nil
+}
+
+// variant makes p another variant of the approved item old: beside the
+// approved definitions, in place of the one of the same digest (whose
+// permissions or server changed). It reports false, with a refusal, when
+// old already holds the most variants etdi keeps.
+func (a *approving) variant(t *Observed, ref string, f finding.Finding, old, p *Pin, rec *Record, ap *Approval) bool {
+	rec.Type, rec.Variant, ap.Variant = RecordReapprove, true, true
+	for _, v := range old.All() {
+		if v.Digest == p.Digest {
+			rec.Replaced = strings.TrimSpace(v.Version + " " + v.Digest)
+			if v.Served != p.Served {
+				ap.ServedBefore = v.Served
+			}
+			continue
+		}
+		p.Variants = append(p.Variants, variantOf(&v))
+	}
+	if len(p.Variants)+1 > MaxVariants {
+		o := a.o
+		a.refused = append(a.refused, Refusal{ref, string(f.Kind), fmt.Sprintf("%s %s/%s has %d approved definitions, the most etdi keeps; "+
+			"revoke one it no longer needs first (etdi pin list shows them; etdi pin revoke %s --digest DIGEST), or replace them all (etdi pin approve --replace --tool %s)",
+			ItemWord(t.Item), o.Server, ref, len(p.Variants), termtext.ShellQuote(o.Server+"/"+ref), termtext.ShellQuote(ref))})
+		return false
+	}
+	ap.Replaced, ap.Variants = rec.Replaced, len(p.Variants)+1
+	return true
+}
+
+// instructions records the server's instructions with an approval that
+// saw them and found nothing to accept (a first approval shows them), or
+// when new or changed ones were accepted.
+func (a *approving) instructions(first, changed bool, kind finding.Kind) error {
+	o, info := a.o, a.info
+	if !o.InstructionsKnown || !((!info.InstructionsKnown && !changed && (len(a.approved) > 0 || first)) || (changed && a.opts.AcceptInstructions)) {
+		return nil
+	}
+	info.InstructionsKnown, info.Instructions = true, o.Instructions
+	if !changed {
+		return nil
+	}
+	sum := etdi.DigestString(strOr(o.Instructions, ""))
+	_, err := appendRecord(a.tx, Record{Type: RecordReapprove, Time: a.now, Server: o.Server, Kind: string(kind),
+		Digest: sum.String(), By: a.opts.By, Message: "instructions accepted"})
+	return err
 }
 
 // givenScopes checks the scopes opts gives (Scopes, ScopesAll) against

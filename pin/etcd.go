@@ -148,24 +148,34 @@ func ParseEtcd(loc string) (EtcdLocation, error) {
 		l.Endpoints = append(l.Endpoints, h)
 	}
 	for _, seg := range strings.Split(prefix, "/") {
-		if seg == "" || seg == "." || seg == ".." {
-			return EtcdLocation{}, fmt.Errorf("%q: prefix %q has an empty, '.' or '..' segment", loc, prefix)
-		}
-		// A store under another's prefix must not look like its
-		// buckets: etcd://.../etdi/pins would be pins of etcd://.../etdi.
-		for _, b := range etcdBuckets {
-			if name, _, _ := strings.Cut(b, "/"); seg == name {
-				return EtcdLocation{}, fmt.Errorf("%q: prefix segment %q is the name of a bucket of the store", loc, seg)
-			}
-		}
-		for _, r := range seg {
-			if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-') {
-				return EtcdLocation{}, fmt.Errorf("%q: prefix %q: only letters, digits, '.', '_', '-' and '/'", loc, prefix)
-			}
+		if err := checkPrefixSegment(loc, prefix, seg); err != nil {
+			return EtcdLocation{}, err
 		}
 	}
 	l.Prefix = prefix
 	return l, nil
+}
+
+// checkPrefixSegment refuses a segment seg of the prefix of etcd location
+// loc that is empty, "." or "..", the name of a bucket of the store, or
+// holds other than letters, digits, '.', '_' and '-'.
+func checkPrefixSegment(loc, prefix, seg string) error {
+	if seg == "" || seg == "." || seg == ".." {
+		return fmt.Errorf("%q: prefix %q has an empty, '.' or '..' segment", loc, prefix)
+	}
+	// A store under another's prefix must not look like its
+	// buckets: etcd://.../etdi/pins would be pins of etcd://.../etdi.
+	for _, b := range etcdBuckets {
+		if name, _, _ := strings.Cut(b, "/"); seg == name {
+			return fmt.Errorf("%q: prefix segment %q is the name of a bucket of the store", loc, seg)
+		}
+	}
+	for _, r := range seg {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-') {
+			return fmt.Errorf("%q: prefix %q: only letters, digits, '.', '_', '-' and '/'", loc, prefix)
+		}
+	}
+	return nil
 }
 
 // SnapshotPath returns the local snapshot file of an etcd store.

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/etdi-dev/etdi/finding"
 	"github.com/etdi-dev/etdi/internal/etcdtest"
-	"github.com/etdi-dev/etdi/verify"
 )
 
 // BenchmarkEtcdCheck100kPins is etdi check of a 100-tool server against
@@ -154,7 +154,7 @@ func BenchmarkEtcdRevocation50Gates(b *testing.B) {
 				}
 				still, err := s.StillApproved(o)
 				s.Close()
-				if err != nil || still[StillApprovedKey("", o.Tools[0].Name)] != verify.Revoked {
+				if err != nil || still[StillApprovedKey("", o.Tools[0].Name)] != finding.Revoked {
 					b.Error("not revoked", still, err)
 					return
 				}

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/etdi-dev/etdi/finding"
 	"github.com/etdi-dev/etdi/internal/etcdtest"
-	"github.com/etdi-dev/etdi/verify"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -97,7 +97,7 @@ func TestEtcdCompactedSnapshotReadAgain(t *testing.T) {
 	if now, _ := bob.Revision(); now < rev || now <= old {
 		t.Fatalf("revision %d, want at least %d", now, rev)
 	}
-	if still, err := bob.StillApproved(o); err != nil || still[StillApprovedKey("", "get_weather")] != verify.Revoked {
+	if still, err := bob.StillApproved(o); err != nil || still[StillApprovedKey("", "get_weather")] != finding.Revoked {
 		t.Fatalf("after the full read: %v %v", still, err)
 	}
 	if _, err := bob.VerifyLog(); err != nil {

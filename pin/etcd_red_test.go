@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/etdi-dev/etdi/finding"
 	"github.com/etdi-dev/etdi/internal/etcdtest"
-	"github.com/etdi-dev/etdi/verify"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"golang.org/x/mod/sumdb/tlog"
 )
@@ -68,7 +68,7 @@ func TestRedClientKeyFreezesRevocation(t *testing.T) {
 		t.Fatalf("etcd answers, yet the store opened offline: %v", s.Offline())
 	}
 	still, err := s.StillApproved(o)
-	if err != nil || still[StillApprovedKey("", "get_weather")] != verify.Revoked {
+	if err != nil || still[StillApprovedKey("", "get_weather")] != finding.Revoked {
 		t.Fatalf("the revocation did not reach bob: %v %v", still, err)
 	}
 }

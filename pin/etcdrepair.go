@@ -71,36 +71,11 @@ func RepairEtcdHistory(loc string, opts Options, apply bool) (*HistoryRepair, er
 		return nil, fmt.Errorf("pin store %s: meta/logSize is %d bytes, not 8: set it by hand (docs/etcd.md)", e.loc, len(sz.Kvs[0].Value))
 	}
 	rep := &HistoryRepair{Location: e.loc, Size: int64(binary.BigEndian.Uint64(sz.Kvs[0].Value))}
-	read := func(bucket string) (map[int64][]byte, []string, error) {
-		vals, odd := map[int64][]byte{}, []string(nil)
-		base := e.root + bucket + "/"
-		key, end := base, clientv3.GetPrefixRangeEnd(base)
-		for {
-			rctx, cancel := context.WithTimeout(ctx, eo.Timeout)
-			resp, err := cli.Get(rctx, key, clientv3.WithRange(end), clientv3.WithRev(rev), clientv3.WithLimit(fullSyncPage))
-			cancel()
-			if err != nil {
-				return nil, nil, e.writeError(err)
-			}
-			for _, kv := range resp.Kvs {
-				k := strings.TrimPrefix(string(kv.Key), base)
-				if len(k) != 8 {
-					odd = append(odd, string(kv.Key))
-					continue
-				}
-				vals[int64(binary.BigEndian.Uint64([]byte(k)))] = kv.Value
-			}
-			if !resp.More || len(resp.Kvs) == 0 {
-				return vals, odd, nil
-			}
-			key = string(resp.Kvs[len(resp.Kvs)-1].Key) + "\x00"
-		}
-	}
-	records, oddRecords, err := read("log/records")
+	records, oddRecords, err := e.readAt(ctx, "log/records", rev)
 	if err != nil {
 		return nil, err
 	}
-	hashes, oddHashes, err := read("log/hashes")
+	hashes, oddHashes, err := e.readAt(ctx, "log/hashes", rev)
 	if err != nil {
 		return nil, err
 	}
@@ -114,28 +89,7 @@ func RepairEtcdHistory(loc string, opts Options, apply bool) (*HistoryRepair, er
 	case err != nil:
 		return nil, err
 	}
-	keepHashes := tlog.StoredHashCount(rep.Valid)
-	var ops []clientv3.Op
-	for i := range records {
-		if i >= rep.Valid || i < 0 {
-			ops = append(ops, clientv3.OpDelete(e.root+"log/records/"+string(u64(uint64(i)))))
-			rep.Records++
-		}
-	}
-	for i := range hashes {
-		if i >= keepHashes || i < 0 {
-			ops = append(ops, clientv3.OpDelete(e.root+"log/hashes/"+string(u64(uint64(i)))))
-			rep.Hashes++
-		}
-	}
-	for _, k := range oddRecords {
-		ops = append(ops, clientv3.OpDelete(k))
-		rep.Records++
-	}
-	for _, k := range oddHashes {
-		ops = append(ops, clientv3.OpDelete(k))
-		rep.Hashes++
-	}
+	ops := repairOps(e.root, rep, records, hashes, oddRecords, oddHashes)
 	if rep.Valid == rep.Size && len(ops) == 0 {
 		return rep, nil
 	}
@@ -143,22 +97,8 @@ func RepairEtcdHistory(loc string, opts Options, apply bool) (*HistoryRepair, er
 		rep.Problem = "keys under log/ that no record of the history explains"
 	}
 	// Pins and revocations bound to what goes.
-	for _, b := range []string{"pins", "revoked"} {
-		rctx, cancel := context.WithTimeout(ctx, 4*eo.Timeout)
-		resp, err := cli.Get(rctx, e.root+b+"/", clientv3.WithPrefix(), clientv3.WithRev(rev))
-		cancel()
-		if err != nil {
-			return nil, e.writeError(err)
-		}
-		for _, kv := range resp.Kvs {
-			var bd struct {
-				Record *int64 `json:"record"`
-			}
-			if json.Unmarshal(kv.Value, &bd) == nil && bd.Record != nil && *bd.Record >= rep.Valid {
-				name := strings.TrimPrefix(string(kv.Key), e.root)
-				rep.Bound = append(rep.Bound, string(bytes.ReplaceAll([]byte(name), []byte{0}, []byte("/"))))
-			}
-		}
+	if rep.Bound, err = e.boundFrom(ctx, rev, rep.Valid); err != nil {
+		return nil, err
 	}
 	if !apply {
 		return rep, nil
@@ -178,3 +118,85 @@ func RepairEtcdHistory(loc string, opts Options, apply bool) (*HistoryRepair, er
 }
 
 var errNoStore = errors.New("no pin store")
+
+// readAt reads the values of bucket (log/records or log/hashes) at
+// revision rev, by index, and the keys under it that are not an index
+// (odd).
+func (e *etcdBackend) readAt(ctx context.Context, bucket string, rev int64) (map[int64][]byte, []string, error) {
+	vals, odd := map[int64][]byte{}, []string(nil)
+	base := e.root + bucket + "/"
+	key, end := base, clientv3.GetPrefixRangeEnd(base)
+	for {
+		rctx, cancel := context.WithTimeout(ctx, e.opts.Timeout)
+		resp, err := e.cli.Get(rctx, key, clientv3.WithRange(end), clientv3.WithRev(rev), clientv3.WithLimit(fullSyncPage))
+		cancel()
+		if err != nil {
+			return nil, nil, e.writeError(err)
+		}
+		for _, kv := range resp.Kvs {
+			k := strings.TrimPrefix(string(kv.Key), base)
+			if len(k) != 8 {
+				odd = append(odd, string(kv.Key))
+				continue
+			}
+			vals[int64(binary.BigEndian.Uint64([]byte(k)))] = kv.Value
+		}
+		if !resp.More || len(resp.Kvs) == 0 {
+			return vals, odd, nil
+		}
+		key = string(resp.Kvs[len(resp.Kvs)-1].Key) + "\x00"
+	}
+}
+
+// repairOps are the deletions that cut the history under root back to
+// rep.Valid records: the records and hashes beyond it and the keys under
+// log/ that are no index (odd). It counts them in rep.
+func repairOps(root string, rep *HistoryRepair, records, hashes map[int64][]byte, oddRecords, oddHashes []string) []clientv3.Op {
+	keepHashes := tlog.StoredHashCount(rep.Valid)
+	var ops []clientv3.Op
+	for i := range records {
+		if i >= rep.Valid || i < 0 {
+			ops = append(ops, clientv3.OpDelete(root+"log/records/"+string(u64(uint64(i)))))
+			rep.Records++
+		}
+	}
+	for i := range hashes {
+		if i >= keepHashes || i < 0 {
+			ops = append(ops, clientv3.OpDelete(root+"log/hashes/"+string(u64(uint64(i)))))
+			rep.Hashes++
+		}
+	}
+	for _, k := range oddRecords {
+		ops = append(ops, clientv3.OpDelete(k))
+		rep.Records++
+	}
+	for _, k := range oddHashes {
+		ops = append(ops, clientv3.OpDelete(k))
+		rep.Hashes++
+	}
+	return ops
+}
+
+// boundFrom names the pins and revocations, at revision rev, bound to a
+// history record at index valid or later.
+func (e *etcdBackend) boundFrom(ctx context.Context, rev, valid int64) ([]string, error) {
+	var bound []string
+	for _, b := range []string{"pins", "revoked"} {
+		rctx, cancel := context.WithTimeout(ctx, 4*e.opts.Timeout)
+		resp, err := e.cli.Get(rctx, e.root+b+"/", clientv3.WithPrefix(), clientv3.WithRev(rev))
+		cancel()
+		if err != nil {
+			return nil, e.writeError(err)
+		}
+		for _, kv := range resp.Kvs {
+			var bd struct {
+				Record *int64 `json:"record"`
+			}
+			if json.Unmarshal(kv.Value, &bd) == nil && bd.Record != nil && *bd.Record >= valid {
+				name := strings.TrimPrefix(string(kv.Key), e.root)
+				bound = append(bound, string(bytes.ReplaceAll([]byte(name), []byte{0}, []byte("/"))))
+			}
+		}
+	}
+	return bound, nil
+}

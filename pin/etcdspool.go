@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/etdi-dev/etdi/verify"
+	"github.com/etdi-dev/etdi/finding"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -24,7 +24,7 @@ import (
 // and the next transaction of an approver validates them and appends them
 // to the history (fold). An entry that does not validate is dropped and
 // the drop is recorded in the history; it never stops the fold. The marks
-// of call-record spools (calls.go) are keys of the same bucket without a
+// of call-record spools (call_records.go) are keys of the same bucket without a
 // '/', written by approvers only.
 
 // Bounds of the spool entries of etcd stores.
@@ -53,7 +53,7 @@ type spoolEntry struct {
 	// User is the login name of the writer (Record.User).
 	User string `json:"user,omitempty"`
 	// Spool and Seq: the entry's call records end sequence number Seq
-	// of the call-record spool Spool (calls.go); End: that spool is done.
+	// of the call-record spool Spool (call_records.go); End: that spool is done.
 	Spool string `json:"spool,omitempty"`
 	Seq   uint64 `json:"seq,omitempty"`
 	End   bool   `json:"end,omitempty"`
@@ -96,47 +96,71 @@ func parseSpoolEntry(data []byte) (*spoolEntry, error) {
 	if dec.More() {
 		return nil, errors.New("data after the entry")
 	}
-	switch {
-	case e.V != 1:
-		return nil, fmt.Errorf("format %d, want 1", e.V)
-	case len(e.User) > 256 || hasControl(e.User):
-		return nil, errors.New("bad user name")
-	case len(e.Spool) > 256 || hasControl(e.Spool) || strings.Contains(e.Spool, "/"):
-		return nil, errors.New("bad spool id")
-	case e.Spool == "" && (e.Seq != 0 || e.End):
-		return nil, errors.New("a sequence number without a spool id")
-	case len(e.Records) == 0 && !e.End:
-		return nil, errors.New("no records")
+	if err := checkSpoolHeader(&e); err != nil {
+		return nil, err
 	}
 	for i := range e.Records {
-		r := &e.Records[i]
-		bad := ""
-		switch {
-		case r.Index != 0 || r.Prev != "" || r.Machine != "" || r.User != "":
-			bad = "carries index, prev, machine or user"
-		case r.Signer != nil || r.KeyID != "" || len(r.Permissions) > 0 || len(r.Scopes) > 0 || r.Replaced != "" || r.Served != "" || r.ServedAt != "":
-			bad = "carries fields of an approval"
-		case e.Spool != "" && r.Type != RecordCall:
-			bad = fmt.Sprintf("a %q record in a spool of calls", r.Type)
-		case r.Type == RecordFinding:
-			if r.Severity != string(verify.Error) && r.Severity != string(verify.Warning) {
-				bad = fmt.Sprintf("a finding of severity %q", r.Severity)
-			}
-			if r.Arguments != "" || r.Outcome != "" || r.DurationMicros != 0 || r.Decision != "" || len(r.Policies) > 0 || r.Answer != "" {
-				bad = "a finding with the fields of a call"
-			}
-		case r.Type == RecordCall:
-			if r.Kind != "" || r.Severity != "" {
-				bad = "a call with the fields of a finding"
-			}
-		default:
-			bad = fmt.Sprintf("a %q record: a client appends findings and calls only", r.Type)
-		}
-		if bad != "" {
+		if bad := spoolRecordProblem(&e, &e.Records[i]); bad != "" {
 			return nil, fmt.Errorf("record %d: %s", i, bad)
 		}
 	}
 	return &e, nil
+}
+
+// checkSpoolHeader refuses an entry of another format, with a bad user
+// name or spool id, a sequence number without a spool id, or no records.
+func checkSpoolHeader(e *spoolEntry) error {
+	switch {
+	case e.V != 1:
+		return fmt.Errorf("format %d, want 1", e.V)
+	case len(e.User) > 256 || hasControl(e.User):
+		return errors.New("bad user name")
+	case len(e.Spool) > 256 || hasControl(e.Spool) || strings.Contains(e.Spool, "/"):
+		return errors.New("bad spool id")
+	case e.Spool == "" && (e.Seq != 0 || e.End):
+		return errors.New("a sequence number without a spool id")
+	case len(e.Records) == 0 && !e.End:
+		return errors.New("no records")
+	}
+	return nil
+}
+
+// spoolRecordProblem says why record r of entry e is not one a client
+// may write, or "": a finding of error or warning severity, or a call in
+// a spool of calls, carrying neither the history's own fields nor those
+// of an approval.
+func spoolRecordProblem(e *spoolEntry, r *Record) string {
+	switch {
+	case r.Index != 0 || r.Prev != "" || r.Machine != "" || r.User != "":
+		return "carries index, prev, machine or user"
+	case r.Signer != nil || r.KeyID != "" || len(r.Permissions) > 0 || len(r.Scopes) > 0 || r.Replaced != "" || r.Served != "" || r.ServedAt != "":
+		return "carries fields of an approval"
+	case e.Spool != "" && r.Type != RecordCall:
+		return fmt.Sprintf("a %q record in a spool of calls", r.Type)
+	case r.Type == RecordFinding:
+		return findingRecordProblem(r)
+	case r.Type == RecordCall:
+		if r.Kind != "" || r.Severity != "" {
+			return "a call with the fields of a finding"
+		}
+		return ""
+	default:
+		return fmt.Sprintf("a %q record: a client appends findings and calls only", r.Type)
+	}
+}
+
+// findingRecordProblem says why finding record r is not one a client may
+// write (a severity other than error or warning, the fields of a call),
+// or "".
+func findingRecordProblem(r *Record) string {
+	bad := ""
+	if r.Severity != string(finding.Error) && r.Severity != string(finding.Warning) {
+		bad = fmt.Sprintf("a finding of severity %q", r.Severity)
+	}
+	if r.Arguments != "" || r.Outcome != "" || r.DurationMicros != 0 || r.Decision != "" || len(r.Policies) > 0 || r.Answer != "" {
+		bad = "a finding with the fields of a call"
+	}
+	return bad
 }
 
 // strictJSON refuses JSON that is not one value, or that has a duplicate
@@ -284,7 +308,7 @@ func fold(tx *kvTx, pending []pendingEntry) error {
 		if len(msg) > 4096 {
 			msg = msg[:4096] + "…"
 		}
-		rec := Record{Type: RecordFinding, Kind: "spool_dropped", Severity: string(verify.Warning), Message: msg}
+		rec := Record{Type: RecordFinding, Kind: "spool_dropped", Severity: string(finding.Warning), Message: msg}
 		if _, err := appendBoundAs(tx, rec, m, ""); err != nil {
 			return err
 		}
@@ -427,7 +451,7 @@ func (s *Store) clientFallback(err error) bool {
 
 // recordSpooled is Record for a client: the findings the history and this
 // machine's waiting entries do not hold yet go to its spool.
-func (s *Store) recordSpooled(o *Observation, by string, extra []verify.Finding) (*Comparison, error) {
+func (s *Store) recordSpooled(o *Observation, by string, extra []finding.Finding) (*Comparison, error) {
 	c, todo, err := s.Judge(o, extra...)
 	if err != nil || len(todo) == 0 {
 		return c, err

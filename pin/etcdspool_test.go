@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/etdi-dev/etdi/finding"
 	"github.com/etdi-dev/etdi/internal/etcdtest"
-	"github.com/etdi-dev/etdi/verify"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"golang.org/x/mod/sumdb/tlog"
@@ -292,7 +292,7 @@ func TestEtcdSpools(t *testing.T) {
 		}
 		var g1, drops int
 		alice.Records(func(_ []byte, r *Record) error {
-			if r.Index >= before && r.Machine == "g1" && r.Kind == string(verify.NewTool) {
+			if r.Index >= before && r.Machine == "g1" && r.Kind == string(finding.NewTool) {
 				g1++
 			}
 			if r.Index >= before && r.Kind == "spool_dropped" && strings.Contains(r.Message, "more than 64 entries wait") {
@@ -385,7 +385,7 @@ func TestEtcdSpools(t *testing.T) {
 			t.Fatalf("revocation after the repair: %v", err)
 		}
 		gate = openOn(t, loc, "g1", gateSnap, as("gina", "gate-pw"))
-		if still, err := gate.StillApproved(o); err != nil || still[StillApprovedKey("", "get_weather")] != verify.Revoked {
+		if still, err := gate.StillApproved(o); err != nil || still[StillApprovedKey("", "get_weather")] != finding.Revoked {
 			t.Fatalf("gate after the repair: %v %v", still, err)
 		}
 		if _, err := gate.VerifyLog(); err != nil {

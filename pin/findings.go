@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 
-	"github.com/etdi-dev/etdi/verify"
+	"github.com/etdi-dev/etdi/finding"
 )
 
 // findingKey is what makes two findings the same finding in the history
@@ -17,7 +17,7 @@ type findingKey struct {
 	kind, severity, server, item, tool, version, digest, message string
 }
 
-func keyOfFinding(server string, f *verify.Finding) findingKey {
+func keyOfFinding(server string, f *finding.Finding) findingKey {
 	return findingKey{string(f.Kind), string(f.Severity), server, f.Item, f.Tool, f.Version, f.Live, f.Message}
 }
 
@@ -37,10 +37,10 @@ func keyOfRecord(r *Record) findingKey {
 // finding is settled, so the usual case, a finding recorded by the
 // previous check, costs a few records. Records about other servers are
 // skipped without decoding.
-func unrecorded(tx *kvTx, server string, findings []verify.Finding) ([]verify.Finding, error) {
+func unrecorded(tx *kvTx, server string, findings []finding.Finding) ([]finding.Finding, error) {
 	need := map[findingKey]int{}
 	for i := range findings {
-		if findings[i].Severity != verify.Info {
+		if findings[i].Severity != finding.Info {
 			need[keyOfFinding(server, &findings[i])]++
 		}
 	}
@@ -72,36 +72,12 @@ func unrecorded(tx *kvTx, server string, findings []verify.Finding) ([]verify.Fi
 		if err := json.Unmarshal(data, &rec); err != nil {
 			return nil, &LogError{i, "unreadable: " + err.Error()}
 		}
-		switch rec.Type {
-		case RecordFinding:
-			if rec.Server != server {
-				continue
-			}
-			k := keyOfRecord(&rec)
-			if n, ok := need[k]; ok && found[k] < n {
-				if found[k]++; found[k] == n {
-					pending--
-				}
-			}
-		case RecordApprove, RecordReapprove, RecordRevoke, RecordUnrevoke:
-			keyRevoked := (rec.Type == RecordRevoke || rec.Type == RecordUnrevoke) && rec.KeyID != ""
-			if rec.Server != server && !keyRevoked {
-				continue
-			}
-			// A decision about the tool, about the whole server, or a key
-			// revocation: what came before it is not the current state.
-			for k, n := range need {
-				if found[k] < n && (keyRevoked || rec.Tool == "" || k.tool == "" || (k.item == rec.Item && k.tool == rec.Tool)) {
-					need[k] = found[k]
-					pending--
-				}
-			}
-		}
+		pending -= settle(&rec, server, need, found)
 	}
-	var out []verify.Finding
+	var out []finding.Finding
 	for i := range findings {
 		f := findings[i]
-		if f.Severity == verify.Info {
+		if f.Severity == finding.Info {
 			continue
 		}
 		k := keyOfFinding(server, &f)
@@ -141,4 +117,39 @@ func mayConcern(data, serverField []byte) bool {
 		return bytes.HasPrefix(rest, serverField) && len(rest) > n && (rest[n] == ',' || rest[n] == '}')
 	}
 	return true
+}
+
+// settle counts record rec, read from the newest back, against the
+// findings about server still looked for: a finding record as one found
+// (found), a decision about the item, the whole server or a key as the end
+// of what is found of it (need drops to found). It returns how many keys
+// it settled.
+func settle(rec *Record, server string, need, found map[findingKey]int) int {
+	settled := 0
+	switch rec.Type {
+	case RecordFinding:
+		if rec.Server != server {
+			return 0
+		}
+		k := keyOfRecord(rec)
+		if n, ok := need[k]; ok && found[k] < n {
+			if found[k]++; found[k] == n {
+				settled++
+			}
+		}
+	case RecordApprove, RecordReapprove, RecordRevoke, RecordUnrevoke:
+		keyRevoked := (rec.Type == RecordRevoke || rec.Type == RecordUnrevoke) && rec.KeyID != ""
+		if rec.Server != server && !keyRevoked {
+			return 0
+		}
+		// A decision about the tool, about the whole server, or a key
+		// revocation: what came before it is not the current state.
+		for k, n := range need {
+			if found[k] < n && (keyRevoked || rec.Tool == "" || k.tool == "" || (k.item == rec.Item && k.tool == rec.Tool)) {
+				need[k] = found[k]
+				settled++
+			}
+		}
+	}
+	return settled
 }

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/etdi-dev/etdi"
-	"github.com/etdi-dev/etdi/verify"
+	"github.com/etdi-dev/etdi/finding"
 )
 
 // findingRecords lists the finding records as "kind tool digest".
@@ -140,7 +140,7 @@ func TestDifferentFindingsStillRecorded(t *testing.T) {
 func TestEqualFindingsCounted(t *testing.T) {
 	s := openTemp(t)
 	o := obs("unsigned:x", 0, tool(t, "t", "", `{"name":"t"}`, Unsigned))
-	w := verify.Finding{Kind: verify.UnsignedTool, Severity: verify.Warning, Tool: "t", Message: "tool t is not signed"}
+	w := finding.Finding{Kind: finding.UnsignedTool, Severity: finding.Warning, Tool: "t", Message: "tool t is not signed"}
 	if _, err := s.Check(o, "tester", w, w); err != nil {
 		t.Fatal(err)
 	}
@@ -168,9 +168,9 @@ func TestCheckRecordsExtraFindings(t *testing.T) {
 	srv := "acme:weather"
 	v1 := tool(t, "get_weather", "1.0.0", weatherDef, keyA)
 	mustApprove(t, s, obs(srv, 1, v1))
-	extra := []verify.Finding{
-		{Kind: verify.DefinitionChanged, Severity: verify.Error, Tool: "get_weather", Version: "1.0.0", Live: "sha256:" + strings.Repeat("1", 64), Message: "changed"},
-		{Kind: verify.NotServed, Severity: verify.Info, Tool: "gone", Message: "not served"},
+	extra := []finding.Finding{
+		{Kind: finding.DefinitionChanged, Severity: finding.Error, Tool: "get_weather", Version: "1.0.0", Live: "sha256:" + strings.Repeat("1", 64), Message: "changed"},
+		{Kind: finding.NotServed, Severity: finding.Info, Tool: "gone", Message: "not served"},
 	}
 	if _, err := s.Check(obs(srv, 1, v1), "tester", extra...); err != nil {
 		t.Fatal(err)
@@ -243,15 +243,15 @@ func TestApprovedUnsignedToolNotRecordedEachCheck(t *testing.T) {
 	srv := "unsigned:notes"
 	a := tool(t, "add_note", "", `{"name":"add_note"}`, Unsigned)
 	b := tool(t, "read_notes", "", `{"name":"read_notes"}`, Unsigned)
-	warn := func(ts ...Observed) []verify.Finding {
-		var out []verify.Finding
+	warn := func(ts ...Observed) []finding.Finding {
+		var out []finding.Finding
 		for _, x := range ts {
-			out = append(out, verify.Finding{Kind: verify.UnsignedTool, Severity: verify.Warning, Server: srv, Tool: x.Name,
+			out = append(out, finding.Finding{Kind: finding.UnsignedTool, Severity: finding.Warning, Server: srv, Tool: x.Name,
 				Live: x.Digest.String(), Message: fmt.Sprintf("tool %q of %s is not signed (policy: warn); pinned by digest", x.Name, srv)})
 		}
 		return out
 	}
-	check := func(o *Observation, extra []verify.Finding) {
+	check := func(o *Observation, extra []finding.Finding) {
 		t.Helper()
 		if _, err := s.Check(o, "tester", extra...); err != nil {
 			t.Fatal(err)
@@ -281,21 +281,21 @@ func TestApprovedUnsignedToolNotRecordedEachCheck(t *testing.T) {
 		t.Fatalf("after a change: %v", got)
 	}
 	// A blocking unsigned_tool error is a finding of the server: recorded.
-	blocked := verify.Finding{Kind: verify.UnsignedTool, Severity: verify.Error, Server: srv, Message: "server unsigned:notes has no bundle and the trust policy blocks unsigned tools"}
-	check(o, []verify.Finding{blocked})
+	blocked := finding.Finding{Kind: finding.UnsignedTool, Severity: finding.Error, Server: srv, Message: "server unsigned:notes has no bundle and the trust policy blocks unsigned tools"}
+	check(o, []finding.Finding{blocked})
 	if got := findingRecords(t, s); got[len(got)-1] != "unsigned_tool" {
 		t.Fatalf("a blocking unsigned_tool was not recorded: %v", got)
 	}
 	// Another warning about an approved, unchanged tool is recorded.
-	mixed := verify.Finding{Kind: verify.MixedScript, Severity: verify.Warning, Server: srv, Tool: "add_note", Live: a.Digest.String(), Message: "tool \"add_note\" mixes scripts"}
-	check(o, []verify.Finding{mixed})
+	mixed := finding.Finding{Kind: finding.MixedScript, Severity: finding.Warning, Server: srv, Tool: "add_note", Live: a.Digest.String(), Message: "tool \"add_note\" mixes scripts"}
+	check(o, []finding.Finding{mixed})
 	if got := findingRecords(t, s); got[len(got)-1] != "mixed_script add_note "+a.Digest.String() {
 		t.Fatalf("another warning about an approved tool was not recorded: %v", got)
 	}
 	// So is a tool's unsigned_tool error (a bundle that does not sign it,
 	// under block), though the tool is approved as observed.
-	toolErr := verify.Finding{Kind: verify.UnsignedTool, Severity: verify.Error, Server: srv, Tool: "add_note", Live: a.Digest.String(), Message: "tool \"add_note\" is not signed by the bundle (policy: block)"}
-	check(o, []verify.Finding{toolErr})
+	toolErr := finding.Finding{Kind: finding.UnsignedTool, Severity: finding.Error, Server: srv, Tool: "add_note", Live: a.Digest.String(), Message: "tool \"add_note\" is not signed by the bundle (policy: block)"}
+	check(o, []finding.Finding{toolErr})
 	if got := findingRecords(t, s); got[len(got)-1] != "unsigned_tool add_note "+a.Digest.String() {
 		t.Fatalf("a tool's unsigned_tool error was not recorded: %v", got)
 	}

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/etdi-dev/etdi/verify"
+	"github.com/etdi-dev/etdi/finding"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -24,7 +24,7 @@ const resourceDef = `{"uri":"weather://cities","name":"cities","mimeType":"text/
 func kindItems(c *Comparison) []string {
 	var out []string
 	for _, f := range c.Findings {
-		if f.Severity != verify.Error {
+		if f.Severity != finding.Error {
 			continue
 		}
 		if f.Item != ItemTool {
@@ -84,7 +84,7 @@ func TestItemsPinnedByDigest(t *testing.T) {
 	o3 := obs("acme:weather", 1, w)
 	c = expect(t, s, o3)
 	for _, f := range c.Findings {
-		if f.Kind == verify.Removed {
+		if f.Kind == finding.Removed {
 			t.Fatalf("prompts not listed, yet %s", f.Message)
 		}
 	}
@@ -92,7 +92,7 @@ func TestItemsPinnedByDigest(t *testing.T) {
 	c = expect(t, s, o3)
 	var removed []string
 	for _, f := range c.Findings {
-		if f.Kind == verify.Removed {
+		if f.Kind == finding.Removed {
 			removed = append(removed, f.Item+":"+f.Tool)
 		}
 	}

@@ -5,9 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/etdi-dev/etdi/finding"
 	bolt "go.etcd.io/bbolt"
-
-	"github.com/etdi-dev/etdi/verify"
 )
 
 // StillApproved withdraws a name with a control character as
@@ -20,7 +19,7 @@ func TestStillApprovedControlName(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if still[StillApprovedKey("", "get\x1bweather")] != verify.Impersonation || still[StillApprovedKey("", "get_weather")] != "" {
+	if still[StillApprovedKey("", "get\x1bweather")] != finding.Impersonation || still[StillApprovedKey("", "get_weather")] != "" {
 		t.Fatalf("%v", still)
 	}
 }
@@ -32,11 +31,11 @@ func TestStillApprovedSignerAndReplay(t *testing.T) {
 	mustApprove(t, s, obs("acme:weather", 5, tool(t, "get_weather", "1.0.0", weatherDef, keyA, "net")))
 	key := StillApprovedKey("", "get_weather")
 	still, err := s.StillApproved(obs("acme:weather", 5, tool(t, "get_weather", "1.0.0", weatherDef, keyB, "net")))
-	if err != nil || still[key] != verify.RugPull {
+	if err != nil || still[key] != finding.RugPull {
 		t.Fatalf("another signer: %v %v", still, err)
 	}
 	still, err = s.StillApproved(obs("acme:weather", 3, tool(t, "get_weather", "1.0.0", weatherDef, keyA, "net")))
-	if err != nil || still[key] != verify.Downgrade {
+	if err != nil || still[key] != finding.Downgrade {
 		t.Fatalf("an older bundle: %v %v", still, err)
 	}
 }

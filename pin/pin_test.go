@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/etdi-dev/etdi"
-	"github.com/etdi-dev/etdi/verify"
+	"github.com/etdi-dev/etdi/finding"
 	bolt "go.etcd.io/bbolt"
 	"golang.org/x/mod/sumdb/tlog"
 )
@@ -21,10 +21,10 @@ func openTemp(t *testing.T) *Store {
 	return openTestStore(t, Options{})
 }
 
-var keyA = Signer{Kind: "key", ID: "sha256:aaaa"}
-var keyB = Signer{Kind: "key", ID: "sha256:bbbb"}
+var keyA = SignerID{Kind: "key", ID: "sha256:aaaa"}
+var keyB = SignerID{Kind: "key", ID: "sha256:bbbb"}
 
-func tool(t testing.TB, name, version, def string, signer Signer, scopes ...string) Observed {
+func tool(t testing.TB, name, version, def string, signer SignerID, scopes ...string) Observed {
 	t.Helper()
 	v, err := etdi.ParseJSON([]byte(def))
 	if err != nil {
@@ -45,7 +45,7 @@ func obs(server string, seq uint64, tools ...Observed) *Observation {
 	return &Observation{Server: server, Provider: strings.Split(server, ":")[0], Name: server, Sequence: seq, Tools: tools}
 }
 
-func kinds(c *Comparison, sev verify.Severity) []string {
+func kinds(c *Comparison, sev finding.Severity) []string {
 	var out []string
 	for _, f := range c.Findings {
 		if f.Severity == sev {
@@ -73,7 +73,7 @@ func expect(t *testing.T, s *Store, o *Observation, want ...string) *Comparison 
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := kinds(c, verify.Error)
+	got := kinds(c, finding.Error)
 	if !slices.Equal(got, want) {
 		t.Fatalf("error kinds %v, want %v\n%+v", got, want, c.Findings)
 	}
@@ -164,7 +164,7 @@ func TestSignedLifecycle(t *testing.T) {
 	expect(t, s, obs(srv, 11, other), "signer_changed")
 	// Removed tool: reported, not an error.
 	c = expect(t, s, obs(srv, 11, tool(t, "get_forecast", "1.0.0", `{"name":"get_forecast"}`, keyA)), "new_tool")
-	if !slices.Contains(kinds(c, verify.Info), "removed") {
+	if !slices.Contains(kinds(c, finding.Info), "removed") {
 		t.Errorf("removed not reported: %+v", c.Findings)
 	}
 }
@@ -211,7 +211,7 @@ func TestImpersonationAcrossServers(t *testing.T) {
 	expect(t, s, obs(UnsignedServerKey("other"), 0, tool(t, "get_forecast", "", `{"name":"x"}`, Unsigned)), "new_tool")
 	// A mixed-script name with nothing to imitate: new, with a warning.
 	c = expect(t, s, obs(UnsignedServerKey("other"), 0, tool(t, "погода_tool", "", `{"name":"x"}`, Unsigned)), "new_tool")
-	if !slices.Contains(kinds(c, verify.Warning), "mixed_script") {
+	if !slices.Contains(kinds(c, finding.Warning), "mixed_script") {
 		t.Errorf("mixed script not warned: %+v", c.Findings)
 	}
 	// Explicitly approving the shadowing tool records the decision.
@@ -239,7 +239,7 @@ func TestRevocation(t *testing.T) {
 	if err := s.Revoke(Revocation{KeyID: "sha256:" + strings.Repeat("ab", 32), By: "sec"}); err != nil {
 		t.Fatal(err)
 	}
-	k := Signer{Kind: "key", ID: "sha256:" + strings.Repeat("ab", 32)}
+	k := SignerID{Kind: "key", ID: "sha256:" + strings.Repeat("ab", 32)}
 	f2 := f1
 	f2.Signer = k
 	if c := expect(t, s, obs("other:srv", 1, f2), "revoked"); c.Findings[0].KeyID == "" {
@@ -606,7 +606,7 @@ func TestDuplicateNamesUnsigned(t *testing.T) {
 	b := tool(t, "read_file", "", `{"name":"read_file","description":"Read a file and upload it."}`, Unsigned)
 	o := obs(srv, 0, a, b)
 	c := expect(t, s, o, "impersonation")
-	if len(c.Tools) != 1 || c.Tools[0].Status != "blocked" {
+	if len(c.Tools) != 1 || c.Tools[0].Status != StatusBlocked {
 		t.Fatalf("tool states %+v", c.Tools)
 	}
 	for _, names := range [][]string{nil, {"read_file"}} {

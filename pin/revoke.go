@@ -14,7 +14,7 @@ import (
 
 // SignerKeyID returns the provider key id in a signer, or "": the ID of
 // kind "key", the first field of kind "key+idp".
-func SignerKeyID(s Signer) string {
+func SignerKeyID(s SignerID) string {
 	switch s.Kind {
 	case "key":
 		return s.ID

@@ -55,7 +55,7 @@ func TestApproveScopesRecorded(t *testing.T) {
 	c := expect(t, s, o)
 	for _, st := range c.Tools {
 		want := map[string][]string{"read_file": {"files:read"}, "write_file": {"files:read", "files:write"}}[st.Name]
-		if st.Status != "ok" || !slices.Equal(st.Scopes, want) {
+		if st.Status != StatusOK || !slices.Equal(st.Scopes, want) {
 			t.Fatalf("state %+v", st)
 		}
 	}
@@ -285,7 +285,7 @@ func TestApproveUpdateKeepsScopes(t *testing.T) {
 		t.Fatal(err)
 	}
 	i := slices.IndexFunc(c.Tools, func(st ToolState) bool { return st.Name == "read_graph" })
-	if i < 0 || c.Tools[i].Status != "ok" || !slices.Equal(c.Tools[i].Scopes, []string{"memory:read"}) {
+	if i < 0 || c.Tools[i].Status != StatusOK || !slices.Equal(c.Tools[i].Scopes, []string{"memory:read"}) {
 		t.Fatalf("after the update: %+v", c.Tools)
 	}
 	if rec := lastRecordOf(t, s, "read_graph"); !slices.Equal(rec.Scopes, []string{"memory:read"}) {

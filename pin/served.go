@@ -5,7 +5,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/etdi-dev/etdi/verify"
+	"github.com/etdi-dev/etdi/finding"
 )
 
 // ServedRecorded is the kind of the history record that adds what served
@@ -136,7 +136,7 @@ func approveUpdate(tx *kvTx, o *Observation, c *Comparison, info *ServerInfo, by
 		p.Variants = nil
 		p.Served, p.ServedAt, p.ApprovedBy, p.ApprovedAt = o.Served, o.ServedAt, by, now
 		rec := Record{Type: RecordReapprove, Time: now, Server: o.Server, Tool: p.Tool, Item: p.Item, Version: p.Version,
-			Digest: p.Digest, Signer: &p.Signer, Kind: string(verify.ServerUpdated), By: by, Permissions: p.Permissions, Scopes: p.Scopes, Served: p.Served, ServedAt: p.ServedAt,
+			Digest: p.Digest, Signer: &p.Signer, Kind: string(finding.ServerUpdated), By: by, Permissions: p.Permissions, Scopes: p.Scopes, Served: p.Served, ServedAt: p.ServedAt,
 			Replaced: strings.TrimSpace(m.Version + " " + m.Digest), Variant: len(old.Variants) > 0}
 		var err error
 		if p.Binding, err = appendBound(tx, rec); err != nil {
@@ -154,7 +154,7 @@ func approveUpdate(tx *kvTx, o *Observation, c *Comparison, info *ServerInfo, by
 		}
 		shown := p
 		shown.Variants = nil
-		out = append(out, Approval{Pin: shown, Kind: string(verify.ServerUpdated), Replaced: rec.Replaced, Variant: rec.Variant,
+		out = append(out, Approval{Pin: shown, Kind: string(finding.ServerUpdated), Replaced: rec.Replaced, Variant: rec.Variant,
 			Variants: len(p.Variants) + 1, ServedBefore: m.Served})
 	}
 	return out, nil

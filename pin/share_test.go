@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/etdi-dev/etdi/verify"
+	"github.com/etdi-dev/etdi/finding"
 )
 
 func TestArtifactIdentity(t *testing.T) {
@@ -45,7 +45,7 @@ func TestSharedArtifactApproval(t *testing.T) {
 	mustApprove(t, s, servedObs("time", npmTime, timeTool(t, "UTC")))
 	other := servedObs("clock", npmTime, timeTool(t, "UTC"))
 	c := expect(t, s, other)
-	if len(c.Tools) != 1 || c.Tools[0].Status != "ok" || c.Tools[0].ApprovedAs != UnsignedServerKey("time") {
+	if len(c.Tools) != 1 || c.Tools[0].Status != StatusOK || c.Tools[0].ApprovedAs != UnsignedServerKey("time") {
 		t.Fatalf("%+v", c.Tools)
 	}
 	if still, err := s.StillApproved(other); err != nil || still[StillApprovedKey("", "get_current_time")] != "" {
@@ -60,11 +60,11 @@ func TestSharedArtifactApproval(t *testing.T) {
 	// name's own.
 	lima := servedObs("clock", npmTime, timeTool(t, "America/Lima"))
 	c = expect(t, s, lima, "rug_pull")
-	if f := findingOf(t, c, verify.RugPull); f.PinnedDigest == "" || len(f.Fields) == 0 || f.Servers[0] != UnsignedServerKey("time") ||
+	if f := findingOf(t, c, finding.RugPull); f.PinnedDigest == "" || len(f.Fields) == 0 || f.Servers[0] != UnsignedServerKey("time") ||
 		!strings.Contains(f.Message, "etdi pin approve --tool get_current_time") {
 		t.Fatalf("%+v", f)
 	}
-	if still, err := s.StillApproved(lima); err != nil || still[StillApprovedKey("", "get_current_time")] != verify.NewTool {
+	if still, err := s.StillApproved(lima); err != nil || still[StillApprovedKey("", "get_current_time")] != finding.NewTool {
 		t.Fatalf("%v %v", still, err)
 	}
 	// Approvals under the second name are its own; nothing was written
@@ -95,7 +95,7 @@ func TestSharedArtifactRefused(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if c.Tools[0].Status == "ok" || c.Tools[0].ApprovedAs != "" || len(kinds(c, verify.Error)) == 0 {
+		if c.Tools[0].Status == StatusOK || c.Tools[0].ApprovedAs != "" || len(kinds(c, finding.Error)) == 0 {
 			t.Errorf("%s: shared %+v", name, c.Tools)
 		}
 		if still, err := s.StillApproved(o); err != nil || still[StillApprovedKey("", "get_current_time")] == "" {
@@ -114,14 +114,14 @@ func TestSharedArtifactRefused(t *testing.T) {
 	mustApprove(t, s, w)
 	w2 := obs("other:weather", 1, tool(t, "get_weather", "1.0.0", weatherDef, keyA))
 	w2.Served = npmTime
-	if c, _ := s.Compare(w2); c.Tools[0].Status == "ok" {
+	if c, _ := s.Compare(w2); c.Tools[0].Status == StatusOK {
 		t.Fatalf("signed: %+v", c.Tools)
 	}
 	// A revoked approval is not shared.
 	if err := s.Revoke(Revocation{Server: UnsignedServerKey("time"), Tool: "get_current_time", By: "x"}); err != nil {
 		t.Fatal(err)
 	}
-	if c, _ := s.Compare(servedObs("clock", npmTime, timeTool(t, "UTC"))); c.Tools[0].Status == "ok" {
+	if c, _ := s.Compare(servedObs("clock", npmTime, timeTool(t, "UTC"))); c.Tools[0].Status == StatusOK {
 		t.Fatalf("revoked: %+v", c.Tools)
 	}
 }
@@ -146,7 +146,7 @@ func TestSharedArtifactNotForSignedKeys(t *testing.T) {
 	o := obs("acme:time", 1, timeTool(t, "UTC"))
 	o.Served = npmTime
 	c, err := s.Compare(o)
-	if err != nil || c.Tools[0].Status == "ok" || c.Tools[0].ApprovedAs != "" {
+	if err != nil || c.Tools[0].Status == StatusOK || c.Tools[0].ApprovedAs != "" {
 		t.Fatalf("%+v %v", c.Tools, err)
 	}
 	if still, err := s.StillApproved(o); err != nil || still[StillApprovedKey("", "get_current_time")] == "" {
@@ -224,7 +224,7 @@ func TestSharedFileArtifactNeedsSamePath(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := c.Tools[0].Status == "ok" && c.Tools[0].ApprovedAs != ""; got != shared {
+		if got := c.Tools[0].Status == StatusOK && c.Tools[0].ApprovedAs != ""; got != shared {
 			t.Errorf("at %q: shared %v: %+v %+v", at, got, c.Tools, c.Findings)
 		}
 		still, err := s.StillApproved(o)
@@ -239,7 +239,7 @@ func TestSharedFileArtifactNeedsSamePath(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if rug := slices.Contains(kinds(c, verify.Error), string(verify.RugPull)); rug != shared {
+		if rug := slices.Contains(kinds(c, finding.Error), string(finding.RugPull)); rug != shared {
 			t.Errorf("at %q: another definition: %+v", at, c.Findings)
 		}
 	}

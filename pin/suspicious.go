@@ -4,8 +4,8 @@ import (
 	"fmt"
 
 	"github.com/etdi-dev/etdi"
+	"github.com/etdi-dev/etdi/finding"
 	"github.com/etdi-dev/etdi/internal/suspect"
-	"github.com/etdi-dev/etdi/verify"
 )
 
 // suspicion scans the tools of one comparison for suspicious text
@@ -49,14 +49,14 @@ func (s *suspicion) isOther(word string) bool {
 
 // findings returns a suspicious_text warning for each piece of text in
 // t's definition that hides characters or addresses the model.
-func (s *suspicion) findings(t *Observed) []verify.Finding {
+func (s *suspicion) findings(t *Observed) []finding.Finding {
 	def, err := etdi.ParseJSON(t.Canonical)
 	if err != nil {
 		return nil
 	}
-	var fs []verify.Finding
+	var fs []finding.Finding
 	for _, m := range suspect.Scan(def, s.isOther) {
-		fs = append(fs, verify.Finding{Kind: verify.SuspiciousText, Severity: verify.Warning, Server: s.o.Server,
+		fs = append(fs, finding.Finding{Kind: finding.SuspiciousText, Severity: finding.Warning, Server: s.o.Server,
 			Item: t.Item, Tool: t.Name, Version: t.Version, Live: t.Digest.String(), Pointer: m.Pointer, Match: m.Text,
 			Message: fmt.Sprintf("%s %s: %s at %s", ItemWord(t.Item), t.Name, m.Reason, m.Pointer)})
 	}

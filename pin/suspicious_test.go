@@ -4,13 +4,13 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/etdi-dev/etdi/verify"
+	"github.com/etdi-dev/etdi/finding"
 )
 
-func suspicious(c *Comparison) []verify.Finding {
-	var out []verify.Finding
+func suspicious(c *Comparison) []finding.Finding {
+	var out []finding.Finding
 	for _, f := range c.Findings {
-		if f.Kind == verify.SuspiciousText {
+		if f.Kind == finding.SuspiciousText {
 			out = append(out, f)
 		}
 	}
@@ -36,7 +36,7 @@ func TestSuspiciousTextFindings(t *testing.T) {
 	type hit struct{ tool, pointer, match string }
 	var got []hit
 	for _, f := range suspicious(c) {
-		if f.Severity != verify.Warning {
+		if f.Severity != finding.Warning {
 			t.Errorf("suspicious_text severity %s, want warning", f.Severity)
 		}
 		got = append(got, hit{f.Tool, f.Pointer, f.Match})
@@ -68,7 +68,7 @@ func TestSuspiciousTextFindings(t *testing.T) {
 	}
 	n := 0
 	s.Records(func(_ []byte, r *Record) error {
-		if r.Kind == string(verify.SuspiciousText) {
+		if r.Kind == string(finding.SuspiciousText) {
 			n++
 		}
 		return nil

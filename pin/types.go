@@ -10,8 +10,11 @@ import (
 	"github.com/etdi-dev/etdi"
 )
 
-// Signer identifies who vouched for a tool: a provider key, or nobody.
-type Signer struct {
+// SignerID identifies who vouched for a tool, as a pin and the history
+// record it: a provider key, an identity provider's subject, or nobody
+// ([Unsigned]). Who signed a bundle, as verification established it, is
+// [github.com/etdi-dev/etdi/verify.SignerIdentity].
+type SignerID struct {
 	// Kind is "key" (a provider key), "idp" (an identity provider's
 	// issuer and subject) or "none" (an unsigned server).
 	Kind string `json:"kind"`
@@ -19,7 +22,7 @@ type Signer struct {
 	ID string `json:"id,omitempty"`
 }
 
-func (s Signer) String() string {
+func (s SignerID) String() string {
 	switch s.Kind {
 	case "none", "":
 		return "unsigned"
@@ -29,8 +32,8 @@ func (s Signer) String() string {
 	return s.Kind + " " + s.ID
 }
 
-// Unsigned is the Signer of tools without a signature.
-var Unsigned = Signer{Kind: "none"}
+// Unsigned is the [SignerID] of tools without a signature.
+var Unsigned = SignerID{Kind: "none"}
 
 // Item kinds: besides tools, a server lists prompts, resources and
 // resource templates, whose text reaches the model too (SPEC.md §15).
@@ -69,7 +72,7 @@ type Pin struct {
 	// tools have none.
 	Version     string            `json:"version,omitempty"`
 	Digest      string            `json:"digest"`
-	Signer      Signer            `json:"signer"`
+	Signer      SignerID          `json:"signer"`
 	Provider    string            `json:"provider,omitempty"`
 	Permissions []etdi.Permission `json:"permissions"`
 	// Scopes are the permission scopes the person who approved an unsigned
@@ -110,7 +113,7 @@ type Variant struct {
 	Tool        string            `json:"tool"`
 	Version     string            `json:"version,omitempty"`
 	Digest      string            `json:"digest"`
-	Signer      Signer            `json:"signer"`
+	Signer      SignerID          `json:"signer"`
 	Provider    string            `json:"provider,omitempty"`
 	Permissions []etdi.Permission `json:"permissions"`
 	Scopes      []string          `json:"scopes,omitempty"`

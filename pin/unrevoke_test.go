@@ -74,7 +74,7 @@ func TestUnrevokeLiftsARevocation(t *testing.T) {
 			s := openTemp(t)
 			o := obs(srv, 1, v1)
 			if tc.r.KeyID != "" {
-				o = obs(srv, 1, tool(t, "get_weather", "1.0.0", weatherDef, Signer{Kind: "key", ID: tc.r.KeyID}))
+				o = obs(srv, 1, tool(t, "get_weather", "1.0.0", weatherDef, SignerID{Kind: "key", ID: tc.r.KeyID}))
 			}
 			mustApprove(t, s, o)
 			r := tc.r
@@ -195,7 +195,7 @@ func TestUnrevokeRefusals(t *testing.T) {
 func TestUnrevokeRefusesAnEditedKeyRevocation(t *testing.T) {
 	s := openTemp(t)
 	id := "sha256:" + strings.Repeat("ef", 32)
-	o := obs("acme:weather", 1, tool(t, "get_weather", "1.0.0", weatherDef, Signer{Kind: "key", ID: id}))
+	o := obs("acme:weather", 1, tool(t, "get_weather", "1.0.0", weatherDef, SignerID{Kind: "key", ID: id}))
 	mustApprove(t, s, o)
 	if err := s.Revoke(Revocation{KeyID: id, By: "sec", Reason: "leaked"}); err != nil {
 		t.Fatal(err)

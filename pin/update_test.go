@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/etdi-dev/etdi/verify"
+	"github.com/etdi-dev/etdi/finding"
 )
 
 const (
@@ -29,7 +29,7 @@ func memory(t *testing.T, served, rule string, edit bool) *Observation {
 	return o
 }
 
-func updFinding(c *Comparison, k verify.Kind) *verify.Finding {
+func updFinding(c *Comparison, k finding.Kind) *finding.Finding {
 	for i := range c.Findings {
 		if c.Findings[i].Kind == k {
 			return &c.Findings[i]
@@ -45,16 +45,16 @@ func TestUnsignedUpdateOneFinding(t *testing.T) {
 	for _, c := range []struct {
 		rule     string
 		gate     bool
-		severity verify.Severity
+		severity finding.Severity
 		exit     int
-		still    verify.Kind
+		still    finding.Kind
 	}{
-		{"", false, verify.Error, verify.ExitApproval, verify.ServerUpdated},
-		{UpdateAsk, false, verify.Error, verify.ExitApproval, verify.ServerUpdated},
-		{UpdateAsk, true, verify.Warning, verify.ExitOK, ""},
-		{UpdateAllow, false, verify.Warning, verify.ExitOK, ""},
-		{UpdateBlock, false, verify.Error, verify.ExitRugPull, verify.ServerUpdated},
-		{UpdateBlock, true, verify.Error, verify.ExitRugPull, verify.ServerUpdated},
+		{"", false, finding.Error, finding.ExitApproval, finding.ServerUpdated},
+		{UpdateAsk, false, finding.Error, finding.ExitApproval, finding.ServerUpdated},
+		{UpdateAsk, true, finding.Warning, finding.ExitOK, ""},
+		{UpdateAllow, false, finding.Warning, finding.ExitOK, ""},
+		{UpdateBlock, false, finding.Error, finding.ExitRugPull, finding.ServerUpdated},
+		{UpdateBlock, true, finding.Error, finding.ExitRugPull, finding.ServerUpdated},
 	} {
 		t.Run(c.rule+map[bool]string{true: "-gate"}[c.gate], func(t *testing.T) {
 			s := openTemp(t)
@@ -73,14 +73,14 @@ func TestUnsignedUpdateOneFinding(t *testing.T) {
 			if want == "" {
 				want = UpdateAsk
 			}
-			if f.Kind != verify.ServerUpdated || f.Severity != c.severity || f.Tool != "" || f.Rule != want ||
+			if f.Kind != finding.ServerUpdated || f.Severity != c.severity || f.Tool != "" || f.Rule != want ||
 				f.PinnedServed != memV1 || f.Served != memV2 || !strings.Contains(f.Message, memV1+" -> "+memV2) {
 				t.Fatalf("finding %+v", f)
 			}
-			if got := verify.ExitCode(cmp.Findings); got != c.exit {
+			if got := finding.ExitCode(cmp.Findings); got != c.exit {
 				t.Fatalf("exit %d, want %d", got, c.exit)
 			}
-			if len(cmp.Updated) != 3 || slices.ContainsFunc(cmp.Tools, func(st ToolState) bool { return st.Status != "ok" }) {
+			if len(cmp.Updated) != 3 || slices.ContainsFunc(cmp.Tools, func(st ToolState) bool { return st.Status != StatusOK }) {
 				t.Fatalf("updated %v, tools %+v", cmp.Updated, cmp.Tools)
 			}
 			still, err := s.StillApproved(o)
@@ -108,7 +108,7 @@ func TestApproveUnsignedUpdate(t *testing.T) {
 	mustApprove(t, s, gone)
 
 	a, r, err := s.Approve(memory(t, memV2, UpdateBlock, false), ApproveOptions{By: "tester"})
-	if err != nil || len(a) != 0 || len(r) != 1 || r[0].Kind != string(verify.ServerUpdated) {
+	if err != nil || len(a) != 0 || len(r) != 1 || r[0].Kind != string(finding.ServerUpdated) {
 		t.Fatalf("approved under block: %+v %+v %v", a, r, err)
 	}
 	if a := mustApprove(t, s, memory(t, memV2, "", false), "read_graph"); len(a) != 0 {
@@ -120,7 +120,7 @@ func TestApproveUnsignedUpdate(t *testing.T) {
 		t.Fatalf("approvals %+v", a)
 	}
 	for _, ap := range a {
-		if ap.Kind != string(verify.ServerUpdated) || ap.Pin.Served != memV2 || ap.ServedBefore != memV1 {
+		if ap.Kind != string(finding.ServerUpdated) || ap.Pin.Served != memV2 || ap.ServedBefore != memV1 {
 			t.Fatalf("approval %+v", ap)
 		}
 	}
@@ -153,11 +153,11 @@ func TestUnsignedUpdateWithChangedTool(t *testing.T) {
 	if f := cmp.Findings[0]; f.Tool != "read_graph" {
 		t.Fatalf("rug pull of %q", f.Tool)
 	}
-	if f := updFinding(cmp, verify.ServerUpdated); f == nil || f.Severity != verify.Warning || !strings.Contains(f.Message, "2 approved") {
+	if f := updFinding(cmp, finding.ServerUpdated); f == nil || f.Severity != finding.Warning || !strings.Contains(f.Message, "2 approved") {
 		t.Fatalf("update %+v", f)
 	}
 	still, err := s.StillApproved(o)
-	if err != nil || still["read_graph"] != verify.RugPull || still["create_entities"] != "" || still["search_nodes"] != "" {
+	if err != nil || still["read_graph"] != finding.RugPull || still["create_entities"] != "" || still["search_nodes"] != "" {
 		t.Fatalf("StillApproved %v %v", still, err)
 	}
 	// At check (not a gate), both are reported.
@@ -235,7 +235,7 @@ func TestUnsignedUpdateNotOtherwise(t *testing.T) {
 		t.Fatal(err)
 	}
 	cmp = expect(t, s, memory(t, memV2, UpdateAllow, false), "revoked")
-	if f := updFinding(cmp, verify.ServerUpdated); f == nil || !strings.Contains(f.Message, "2 approved") {
+	if f := updFinding(cmp, finding.ServerUpdated); f == nil || !strings.Contains(f.Message, "2 approved") {
 		t.Fatalf("update %+v", f)
 	}
 }
@@ -254,7 +254,7 @@ func TestSignedServedChangeNotUpdate(t *testing.T) {
 	mustApprove(t, s, o)
 	o.Served, o.OnUpdate = memV2, UpdateAllow
 	cmp := expect(t, s, o, "rug_pull")
-	if updFinding(cmp, verify.ServerUpdated) != nil || len(cmp.Updated) != 0 {
+	if updFinding(cmp, finding.ServerUpdated) != nil || len(cmp.Updated) != 0 {
 		t.Fatalf("signed server updated: %+v", cmp.Findings)
 	}
 }
@@ -291,7 +291,7 @@ func TestApproveUpdateOption(t *testing.T) {
 	o := memory(t, memV2, UpdateAsk, false)
 	o.Tools = append(o.Tools, tool(t, "delete_all", "", `{"name":"delete_all"}`, Unsigned))
 	a, r, err := s.Approve(o, ApproveOptions{By: "tester", Update: true})
-	if err != nil || len(r) != 0 || len(a) != 3 || slices.ContainsFunc(a, func(ap Approval) bool { return ap.Kind != string(verify.ServerUpdated) }) {
+	if err != nil || len(r) != 0 || len(a) != 3 || slices.ContainsFunc(a, func(ap Approval) bool { return ap.Kind != string(finding.ServerUpdated) }) {
 		t.Fatalf("the update alone: %+v %+v %v", a, r, err)
 	}
 	expect(t, s, o, "new_tool")
@@ -333,8 +333,8 @@ func TestUnsignedUpdateFileElsewhere(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			upd := updFinding(cmp, verify.ServerUpdated) != nil
-			rug := updFinding(cmp, verify.RugPull) != nil
+			upd := updFinding(cmp, finding.ServerUpdated) != nil
+			rug := updFinding(cmp, finding.RugPull) != nil
 			if upd != c.wantUpdated || rug == c.wantUpdated {
 				t.Fatalf("updated %v, rug pull %v: %+v", upd, rug, cmp.Findings)
 			}
@@ -382,11 +382,11 @@ func TestUnsignedDowngradeNotUpdate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if updFinding(cmp, verify.ServerUpdated) != nil || len(cmp.Findings) != 3 {
+	if updFinding(cmp, finding.ServerUpdated) != nil || len(cmp.Findings) != 3 {
 		t.Fatalf("findings %+v", cmp.Findings)
 	}
 	for _, f := range cmp.Findings {
-		if f.Kind != verify.RugPull || !strings.Contains(f.Message, memV1) || !strings.Contains(f.Message, memV2) {
+		if f.Kind != finding.RugPull || !strings.Contains(f.Message, memV1) || !strings.Contains(f.Message, memV2) {
 			t.Fatalf("finding %+v", f)
 		}
 	}
@@ -395,7 +395,7 @@ func TestUnsignedDowngradeNotUpdate(t *testing.T) {
 		t.Fatal(err)
 	}
 	for k, v := range still {
-		if v != verify.RugPull {
+		if v != finding.RugPull {
 			t.Fatalf("%s: %q", k, v)
 		}
 	}

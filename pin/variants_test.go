@@ -12,8 +12,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/etdi-dev/etdi"
-
-	"github.com/etdi-dev/etdi/verify"
+	"github.com/etdi-dev/etdi/finding"
 )
 
 // timeDef is the description of mcp-server-time's get_current_time in
@@ -42,7 +41,7 @@ func auditClean(t *testing.T, s *Store) {
 	}
 }
 
-func findingOf(t *testing.T, c *Comparison, kind verify.Kind) verify.Finding {
+func findingOf(t *testing.T, c *Comparison, kind finding.Kind) finding.Finding {
 	t.Helper()
 	for _, f := range c.Findings {
 		if f.Kind == kind {
@@ -50,7 +49,7 @@ func findingOf(t *testing.T, c *Comparison, kind verify.Kind) verify.Finding {
 		}
 	}
 	t.Fatalf("no %s finding in %+v", kind, c.Findings)
-	return verify.Finding{}
+	return finding.Finding{}
 }
 
 // Two configurations of one server: the second definition is a change
@@ -60,7 +59,7 @@ func TestVariantsBothAccepted(t *testing.T) {
 	utc, local := servedObs("time", npmTime, timeTool(t, "UTC")), servedObs("time", npmTime, timeTool(t, "Europe/Paris"))
 	mustApprove(t, s, utc)
 	c := expect(t, s, local, "rug_pull")
-	f := findingOf(t, c, verify.RugPull)
+	f := findingOf(t, c, finding.RugPull)
 	if !strings.Contains(f.Message, "etdi pin approve --tool get_current_time") || !strings.Contains(f.Message, "another variant") {
 		t.Fatalf("the finding does not name the command that approves the variant: %s", f.Message)
 	}
@@ -90,16 +89,16 @@ func TestVariantThirdIsFinding(t *testing.T) {
 	mustApprove(t, s, servedObs("time", npmTime, timeTool(t, "Asia/Tokyo")), "get_current_time")
 	third := servedObs("time", npmTime, timeTool(t, "America/Lima"))
 	c := expect(t, s, third, "rug_pull")
-	f := findingOf(t, c, verify.RugPull)
+	f := findingOf(t, c, finding.RugPull)
 	if !strings.Contains(f.Message, "the 2 approved definitions") || !strings.Contains(f.Message, "etdi pin approve --tool get_current_time") {
 		t.Fatalf("message %q", f.Message)
 	}
-	if code := verify.ExitCode(c.Findings); code != verify.ExitRugPull {
-		t.Fatalf("exit %d, want %d", code, verify.ExitRugPull)
+	if code := finding.ExitCode(c.Findings); code != finding.ExitRugPull {
+		t.Fatalf("exit %d, want %d", code, finding.ExitRugPull)
 	}
 	// Approving without naming it approves nothing.
 	_, refused, err := s.Approve(third, ApproveOptions{By: "x"})
-	if err != nil || len(refused) != 1 || refused[0].Kind != string(verify.RugPull) {
+	if err != nil || len(refused) != 1 || refused[0].Kind != string(finding.RugPull) {
 		t.Fatalf("%+v %v", refused, err)
 	}
 	expect(t, s, third, "rug_pull")
@@ -196,7 +195,7 @@ func TestVariantBound(t *testing.T) {
 		mustApprove(t, s, zone(i), "get_current_time")
 	}
 	c := expect(t, s, zone(MaxVariants), "rug_pull")
-	if f := findingOf(t, c, verify.RugPull); !strings.Contains(f.Message, "etdi pin revoke unsigned:time/get_current_time --digest") {
+	if f := findingOf(t, c, finding.RugPull); !strings.Contains(f.Message, "etdi pin revoke unsigned:time/get_current_time --digest") {
 		t.Fatalf("message %q", f.Message)
 	}
 	a, r, err := s.Approve(zone(MaxVariants), ApproveOptions{Tools: []string{"get_current_time"}, By: "x"})
@@ -232,7 +231,7 @@ func TestRevokeVariant(t *testing.T) {
 	}
 	expect(t, s, utc, "revoked")
 	expect(t, s, tokyo)
-	if still, err := s.StillApproved(utc); err != nil || still[StillApprovedKey("", "get_current_time")] != verify.Revoked {
+	if still, err := s.StillApproved(utc); err != nil || still[StillApprovedKey("", "get_current_time")] != finding.Revoked {
 		t.Fatalf("%v %v", still, err)
 	}
 	if _, r, err := s.Approve(utc, ApproveOptions{Tools: []string{"get_current_time"}, By: "x"}); err != nil || len(r) != 1 || r[0].Kind != "revoked" {
@@ -344,7 +343,7 @@ func TestVariantsOfItems(t *testing.T) {
 	a.Listed, b.Listed = Items, Items
 	mustApprove(t, s, a)
 	c := expect(t, s, b, "rug_pull")
-	if f := findingOf(t, c, verify.RugPull); !strings.Contains(f.Message, "etdi pin approve --tool prompt:greet") {
+	if f := findingOf(t, c, finding.RugPull); !strings.Contains(f.Message, "etdi pin approve --tool prompt:greet") {
 		t.Fatalf("message %q", f.Message)
 	}
 	mustApprove(t, s, b, "prompt:greet")
@@ -514,7 +513,7 @@ func TestVariantMatchesVersionAndServed(t *testing.T) {
 	expect(t, s, servedObs("time", newer, timeTool(t, "UTC")), "server_updated")
 	other := strings.Replace(npmTime, "mcp-server-time@", "mcp-server-tyme@", 1)
 	c := expect(t, s, servedObs("time", other, timeTool(t, "UTC")), "rug_pull")
-	if f := findingOf(t, c, verify.RugPull); len(f.Fields) != 1 || f.Fields[0] != "served" {
+	if f := findingOf(t, c, finding.RugPull); len(f.Fields) != 1 || f.Fields[0] != "served" {
 		t.Fatalf("%+v", f)
 	}
 	// Approving it replaces the variant of that digest only.

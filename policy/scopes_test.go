@@ -21,7 +21,7 @@ const overlayText = `{
   }
 }`
 
-func observedTool(name string, signer pin.Signer) pin.Observed {
+func observedTool(name string, signer pin.SignerID) pin.Observed {
 	c := []byte(`{"name":"` + name + `"}`)
 	d, _ := etdi.DigestJSON(c)
 	return pin.Observed{Name: name, Digest: d, Canonical: c, Signer: signer}
@@ -149,7 +149,7 @@ func TestToolOfApproved(t *testing.T) {
 	if u.Signed || !slices.Equal(u.Scopes, []string{"files:write"}) {
 		t.Fatalf("%+v", u)
 	}
-	s := observedTool("write_file", pin.Signer{Kind: "key", ID: "sha256:aa"})
+	s := observedTool("write_file", pin.SignerID{Kind: "key", ID: "sha256:aa"})
 	s.Permissions = []etdi.Permission{{Scope: "files:read"}}
 	if st := ToolOfApproved("acme:files", "acme", s, []string{"files:none"}); !st.Signed || !slices.Equal(st.Scopes, []string{"files:read"}) {
 		t.Fatalf("a signed tool took given scopes: %+v", st)

@@ -56,7 +56,7 @@ func ToolOfPin(p *pin.Pin) Tool {
 	return tool(p.Server, p.Provider, p.Tool, p.Version, p.Signer, p.Permissions, p.Scopes, p.Definition)
 }
 
-func tool(server, provider, name, version string, signer pin.Signer, perms []etdi.Permission, given []string, def []byte) Tool {
+func tool(server, provider, name, version string, signer pin.SignerID, perms []etdi.Permission, given []string, def []byte) Tool {
 	t := Tool{Server: server, Name: name, Version: version, Signed: signer.Kind != "" && signer.Kind != pin.Unsigned.Kind}
 	if t.Signed {
 		t.Provider = provider

@@ -81,7 +81,7 @@ func TestAnnotationsOf(t *testing.T) {
 func TestToolOf(t *testing.T) {
 	def := []byte(`{"annotations":{"destructiveHint":true},"name":"rm"}`)
 	perms := []etdi.Permission{{Scope: "files:write"}, {Scope: "files:delete", Description: "deletes"}}
-	signed := ToolOf("acme:files", "acme", pin.Observed{Name: "rm", Version: "1.0.0", Canonical: def, Permissions: perms, Signer: pin.Signer{Kind: "key", ID: "k1"}})
+	signed := ToolOf("acme:files", "acme", pin.Observed{Name: "rm", Version: "1.0.0", Canonical: def, Permissions: perms, Signer: pin.SignerID{Kind: "key", ID: "k1"}})
 	want := Tool{Server: "acme:files", Name: "rm", Version: "1.0.0", Provider: "acme", Signed: true, Scopes: []string{"files:write", "files:delete"}}
 	if signed.Annotations.Destructive == nil || !*signed.Annotations.Destructive || signed.Annotations.ReadOnly != nil {
 		t.Errorf("ToolOf annotations: %+v", signed.Annotations)
@@ -91,14 +91,14 @@ func TestToolOf(t *testing.T) {
 		t.Errorf("ToolOf, signed:\n got %+v\nwant %+v", signed, want)
 	}
 
-	for _, signer := range []pin.Signer{pin.Unsigned, {}} {
+	for _, signer := range []pin.SignerID{pin.Unsigned, {}} {
 		p := &pin.Pin{Server: "unsigned:files", Tool: "rm", Provider: "someone", Signer: signer, Permissions: perms, Definition: def}
 		got := ToolOfPin(p)
 		if got.Signed || got.Provider != "" || got.Name != "rm" || got.Server != "unsigned:files" || !slices.Equal(got.Scopes, want.Scopes) {
 			t.Errorf("ToolOfPin, signer %+v: %+v", signer, got)
 		}
 	}
-	idp := ToolOfPin(&pin.Pin{Server: "acme:files", Tool: "rm", Version: "2.0.0", Provider: "acme", Signer: pin.Signer{Kind: "idp", ID: "https://issuer sub"}, Definition: def})
+	idp := ToolOfPin(&pin.Pin{Server: "acme:files", Tool: "rm", Version: "2.0.0", Provider: "acme", Signer: pin.SignerID{Kind: "idp", ID: "https://issuer sub"}, Definition: def})
 	if !idp.Signed || idp.Provider != "acme" || idp.Version != "2.0.0" || idp.Annotations.Destructive == nil {
 		t.Errorf("ToolOfPin, idp signer: %+v", idp)
 	}

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/etdi-dev/etdi/finding"
 	"github.com/etdi-dev/etdi/internal/testgen"
 	"github.com/etdi-dev/etdi/verify"
 )
@@ -36,7 +37,7 @@ func TestIssuedInTheFuture(t *testing.T) {
 			}
 			var future bool
 			for _, f := range r.Findings {
-				if f.Kind == verify.Expired && strings.Contains(f.Message, "issued in the future") {
+				if f.Kind == finding.Expired && strings.Contains(f.Message, "issued in the future") {
 					future = true
 				}
 			}

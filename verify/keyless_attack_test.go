@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/etdi-dev/etdi"
+	"github.com/etdi-dev/etdi/finding"
 	"github.com/etdi-dev/etdi/internal/sigstoretest"
 	"github.com/etdi-dev/etdi/keyless"
 	"github.com/etdi-dev/etdi/sign"
@@ -53,7 +54,7 @@ func TestAttackKeylessReusableWorkflowOfAnotherRepository(t *testing.T) {
 	// Without a repository, the reusable workflow verifies for nobody.
 	p := keylessPolicy(t, in, map[string][]trust.SigstoreIdentity{"acme": {githubSigner(shared)}})
 	for _, b := range [][]byte{ownBundle, evilBundle} {
-		wantKinds(t, verify.Verify(b, p, verify.Options{}), verify.SignatureInvalid)
+		wantKinds(t, verify.Verify(b, p, verify.Options{}), finding.SignatureInvalid)
 	}
 	// Naming acme/weather as the caller lets acme's release job sign, and
 	// still not the attacker's.
@@ -67,7 +68,7 @@ func TestAttackKeylessReusableWorkflowOfAnotherRepository(t *testing.T) {
 	if r.Verified {
 		t.Fatalf("a job of evil/tools calling acme's reusable workflow signs as acme: signer %+v", r.Signer.Sigstore)
 	}
-	wantKinds(t, r, verify.SignatureInvalid)
+	wantKinds(t, r, finding.SignatureInvalid)
 }
 
 // An identity pattern is documented as matched whole, as ^(?:pattern)$, but
@@ -114,7 +115,7 @@ func TestAttackKeylessLogNotInRoot(t *testing.T) {
 	}
 	p := keylessPolicy(t, in, map[string][]trust.SigstoreIdentity{"acme": {githubSigner(releaseIdentity)}})
 	p.SigstoreRoots = roots
-	wantKinds(t, verify.Verify(b, p, verify.Options{}), verify.SignatureInvalid)
+	wantKinds(t, verify.Verify(b, p, verify.Options{}), finding.SignatureInvalid)
 	// Control: with the instance's own root it verifies.
 	wantKinds(t, verify.Verify(b, keylessPolicy(t, in, map[string][]trust.SigstoreIdentity{"acme": {githubSigner(releaseIdentity)}}), verify.Options{}))
 }

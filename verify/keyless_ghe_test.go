@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/etdi-dev/etdi"
+	"github.com/etdi-dev/etdi/finding"
 	"github.com/etdi-dev/etdi/internal/sigstoretest"
 	"github.com/etdi-dev/etdi/trust"
 	"github.com/etdi-dev/etdi/verify"
@@ -38,14 +39,14 @@ func TestAttackKeylessEnterpriseReusableWorkflow(t *testing.T) {
 			entry := trust.SigstoreIdentity{Issuer: issuer, Identity: shared}
 			p := keylessPolicy(t, in, map[string][]trust.SigstoreIdentity{"acme": {entry}})
 			for _, b := range [][]byte{ownBundle, evilBundle} {
-				wantKinds(t, verify.Verify(b, p, verify.Options{}), verify.SignatureInvalid)
+				wantKinds(t, verify.Verify(b, p, verify.Options{}), finding.SignatureInvalid)
 			}
 			entry.Repository = "https://github.com/acme/weather"
 			p = keylessPolicy(t, in, map[string][]trust.SigstoreIdentity{"acme": {entry}})
 			if r := verify.Verify(ownBundle, p, verify.Options{}); !r.Verified {
 				t.Fatalf("acme's own release did not verify: %+v", r.Findings)
 			}
-			wantKinds(t, verify.Verify(evilBundle, p, verify.Options{}), verify.SignatureInvalid)
+			wantKinds(t, verify.Verify(evilBundle, p, verify.Options{}), finding.SignatureInvalid)
 
 			// The repository's own workflow, trusted by a pattern over its
 			// tags, verifies from its repository.
@@ -100,7 +101,7 @@ func TestKeylessWithIdentityProvider(t *testing.T) {
 				t.Errorf("the token verifier was asked %d times about a bundle without a token", tokens.calls)
 			}
 			if !c.verified {
-				wantKinds(t, r, verify.SignatureMissing)
+				wantKinds(t, r, finding.SignatureMissing)
 				if !strings.Contains(r.Findings[0].Message, "no identity provider token") {
 					t.Errorf("finding: %s", r.Findings[0].Message)
 				}

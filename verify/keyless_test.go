@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/etdi-dev/etdi"
+	"github.com/etdi-dev/etdi/finding"
 	"github.com/etdi-dev/etdi/internal/sigstoretest"
 	"github.com/etdi-dev/etdi/keyless"
 	"github.com/etdi-dev/etdi/keys"
@@ -84,17 +85,17 @@ func githubSigner(identity string) trust.SigstoreIdentity {
 	return trust.SigstoreIdentity{Issuer: sigstoretest.GitHubIssuer, Identity: identity}
 }
 
-func errorKinds(r *verify.Result) []verify.Kind {
-	var out []verify.Kind
+func errorKinds(r *verify.Result) []finding.Kind {
+	var out []finding.Kind
 	for _, f := range r.Findings {
-		if f.Severity == verify.Error {
+		if f.Severity == finding.Error {
 			out = append(out, f.Kind)
 		}
 	}
 	return out
 }
 
-func wantKinds(t *testing.T, r *verify.Result, want ...verify.Kind) {
+func wantKinds(t *testing.T, r *verify.Result, want ...finding.Kind) {
 	t.Helper()
 	got := errorKinds(r)
 	if len(got) != len(want) {
@@ -105,7 +106,7 @@ func wantKinds(t *testing.T, r *verify.Result, want ...verify.Kind) {
 			t.Fatalf("error kinds %v, want %v; findings %+v", got, want, r.Findings)
 		}
 	}
-	if len(want) > 0 && r.Verified && want[0] != verify.Expired {
+	if len(want) > 0 && r.Verified && want[0] != finding.Expired {
 		t.Fatalf("verified despite %v", want)
 	}
 }
@@ -156,7 +157,7 @@ func TestKeylessWrongIdentityOrIssuer(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			p := keylessPolicy(t, in, map[string][]trust.SigstoreIdentity{"acme": {id}})
 			r := verify.Verify(b, p, verify.Options{})
-			wantKinds(t, r, verify.SignatureInvalid)
+			wantKinds(t, r, finding.SignatureInvalid)
 			if !strings.Contains(r.Findings[0].Message, releaseIdentity) {
 				t.Errorf("finding does not name the signer: %s", r.Findings[0].Message)
 			}
@@ -168,7 +169,7 @@ func TestKeylessOtherRoot(t *testing.T) {
 	in, other := sigstoretest.New(t), sigstoretest.New(t)
 	b := signKeyless(t, in, nil)
 	p := keylessPolicy(t, other, map[string][]trust.SigstoreIdentity{"acme": {githubSigner(releaseIdentity)}})
-	wantKinds(t, verify.Verify(b, p, verify.Options{}), verify.SignatureInvalid)
+	wantKinds(t, verify.Verify(b, p, verify.Options{}), finding.SignatureInvalid)
 }
 
 // mutateBundle decodes a Sigstore bundle, lets f change it, and encodes it.
@@ -201,11 +202,11 @@ func TestKeylessTamperedPayload(t *testing.T) {
 		st.Expires = st.Expires.Add(365 * 24 * time.Hour)
 		env["payload"] = base64.StdEncoding.EncodeToString(st.Payload())
 	})
-	wantKinds(t, verify.Verify(tampered, p, verify.Options{}), verify.SignatureInvalid)
+	wantKinds(t, verify.Verify(tampered, p, verify.Options{}), finding.SignatureInvalid)
 	garbage := mutateBundle(t, b, func(m map[string]any) {
 		m["dsseEnvelope"].(map[string]any)["payload"] = base64.StdEncoding.EncodeToString([]byte(`{"not":"a statement"}`))
 	})
-	wantKinds(t, verify.Verify(garbage, p, verify.Options{}), verify.SignatureInvalid)
+	wantKinds(t, verify.Verify(garbage, p, verify.Options{}), finding.SignatureInvalid)
 }
 
 func TestKeylessMissingLogEntry(t *testing.T) {
@@ -242,13 +243,13 @@ func TestKeylessPromiseOnly(t *testing.T) {
 	promiseOnly := mutateBundle(t, b, func(m map[string]any) {
 		delete(m["verificationMaterial"].(map[string]any)["tlogEntries"].([]any)[0].(map[string]any), "inclusionProof")
 	})
-	wantKinds(t, verify.Verify(promiseOnly, p, verify.Options{}), verify.BundleInvalid)
+	wantKinds(t, verify.Verify(promiseOnly, p, verify.Options{}), finding.BundleInvalid)
 	// A promise that does not verify fails even with a good proof.
 	badPromise := mutateBundle(t, b, func(m map[string]any) {
 		e := m["verificationMaterial"].(map[string]any)["tlogEntries"].([]any)[0].(map[string]any)
 		e["integratedTime"] = "1700000000"
 	})
-	wantKinds(t, verify.Verify(badPromise, p, verify.Options{}), verify.SignatureInvalid)
+	wantKinds(t, verify.Verify(badPromise, p, verify.Options{}), finding.SignatureInvalid)
 }
 
 // A certificate is valid for minutes; the log's signed time must fall
@@ -259,7 +260,7 @@ func TestKeylessCertificateExpiredAtSignedTime(t *testing.T) {
 	b := signKeyless(t, in, nil)
 	p := keylessPolicy(t, in, map[string][]trust.SigstoreIdentity{"acme": {githubSigner(releaseIdentity)}})
 	r := verify.Verify(b, p, verify.Options{})
-	wantKinds(t, r, verify.SignatureInvalid)
+	wantKinds(t, r, finding.SignatureInvalid)
 	if !strings.Contains(r.Findings[0].Message, "certificate") {
 		t.Errorf("finding does not say the certificate: %s", r.Findings[0].Message)
 	}
@@ -274,7 +275,7 @@ func TestKeylessCertificateNotInCTLog(t *testing.T) {
 	in.WithCTLog = true
 	p := keylessPolicy(t, in, map[string][]trust.SigstoreIdentity{"acme": {githubSigner(releaseIdentity)}})
 	r := verify.Verify(b, p, verify.Options{})
-	wantKinds(t, r, verify.SignatureInvalid)
+	wantKinds(t, r, finding.SignatureInvalid)
 	if !strings.Contains(strings.ToLower(r.Findings[0].Message), "sct") && !strings.Contains(r.Findings[0].Message, "certificate timestamp") {
 		t.Errorf("finding does not name the missing timestamp: %s", r.Findings[0].Message)
 	}
@@ -290,7 +291,7 @@ func TestKeylessImpersonation(t *testing.T) {
 		"globex": {{Issuer: sigstoretest.GitHubIssuer, IdentityPattern: releasePattern}},
 	})
 	r := verify.Verify(b, p, verify.Options{})
-	wantKinds(t, r, verify.Impersonation)
+	wantKinds(t, r, finding.Impersonation)
 	if f := r.Findings[0]; len(f.TrustedFor) != 1 || f.TrustedFor[0] != "globex" {
 		t.Errorf("trusted for %v", f.TrustedFor)
 	}
@@ -329,7 +330,7 @@ func TestKeylessAndKeyInOnePolicy(t *testing.T) {
 	}
 	// The keyless signer of acme does not sign for globex.
 	_, payload, _ := sign.Build(m, sign.Options{})
-	wantKinds(t, verify.Verify(signKeyless(t, in, payload), p, verify.Options{}), verify.Impersonation)
+	wantKinds(t, verify.Verify(signKeyless(t, in, payload), p, verify.Options{}), finding.Impersonation)
 }
 
 // A statement serialized by another tool (other member order, spaces),
@@ -389,7 +390,7 @@ func TestKeylessBundleForm(t *testing.T) {
 		}),
 	} {
 		t.Run(name, func(t *testing.T) {
-			wantKinds(t, verify.Verify(bad, p, verify.Options{}), verify.BundleInvalid)
+			wantKinds(t, verify.Verify(bad, p, verify.Options{}), finding.BundleInvalid)
 		})
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/etdi-dev/etdi"
+	"github.com/etdi-dev/etdi/finding"
 	"github.com/etdi-dev/etdi/internal/vectors"
 	"github.com/etdi-dev/etdi/trust"
 	"github.com/etdi-dev/etdi/verify"
@@ -76,9 +77,9 @@ func runVector(t *testing.T, dir string) {
 	}
 	r := verify.Verify(read("bundle.etdi.json"), p, opts)
 	var kinds []string
-	var first *verify.Finding
+	var first *finding.Finding
 	for i, f := range r.Findings {
-		if f.Severity == verify.Error {
+		if f.Severity == finding.Error {
 			kinds = append(kinds, string(f.Kind))
 			if first == nil {
 				first = &r.Findings[i]
@@ -109,12 +110,12 @@ func runVector(t *testing.T, dir string) {
 	// Whenever the statement could be read, every error finding names a
 	// tool: by its Tool field or in its message.
 	for _, f := range r.Findings {
-		if f.Severity == verify.Error && len(r.Tools) > 0 && f.Tool == "" &&
+		if f.Severity == finding.Error && len(r.Tools) > 0 && f.Tool == "" &&
 			!strings.Contains(f.Message, etdi.SubjectName(r.Tools[0].Name, r.Tools[0].Version)) {
 			t.Errorf("%s finding names no tool: %s", f.Kind, f.Message)
 		}
 	}
-	if first != nil && first.Kind == verify.DefinitionChanged && len(first.Changes) == 0 {
+	if first != nil && first.Kind == finding.DefinitionChanged && len(first.Changes) == 0 {
 		t.Error("definition_changed without changes")
 	}
 }

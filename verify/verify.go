@@ -1,7 +1,7 @@
 // Package verify checks etdi bundles against a trust policy and, when given
 // the tools a server really lists, checks each live tool against the signed
 // definition (SPEC.md §10). It never fails open: every problem is a
-// Finding with its evidence, and a Result is verified only when a key the
+// [finding.Finding] with its evidence, and a [Result] is verified only when a key the
 // policy trusts for the claimed provider signed the exact payload.
 package verify
 
@@ -16,178 +16,17 @@ import (
 	"time"
 
 	"github.com/etdi-dev/etdi"
+	"github.com/etdi-dev/etdi/finding"
 	"github.com/etdi-dev/etdi/internal/redact"
 	"github.com/etdi-dev/etdi/keyless"
 	"github.com/etdi-dev/etdi/keys"
 	"github.com/etdi-dev/etdi/trust"
 )
 
-// Kind names a kind of finding. The CLI maps kinds to exit codes
-// (SPEC.md §11); the names are stable and appear in --json output.
-type Kind string
-
-// Finding kinds.
-const (
-	// BundleInvalid: the bundle or its payload is malformed, has the wrong
-	// payloadType, or contradicts itself (subject digest mismatch).
-	BundleInvalid Kind = "bundle_invalid"
-	// SignatureMissing: the envelope carries no signature.
-	SignatureMissing Kind = "signature_missing"
-	// SignatureInvalid: no signature verifies with a key the policy trusts
-	// for the claimed provider, and none with any other trusted key.
-	SignatureInvalid Kind = "signature_invalid"
-	// Impersonation: a key trusted only for another provider signed a
-	// bundle claiming this provider, or a server lists one tool name twice.
-	Impersonation Kind = "impersonation"
-	// DefinitionChanged: a live tool differs from the signed definition of
-	// the same name (a rug pull relative to the signed version).
-	DefinitionChanged Kind = "definition_changed"
-	// UnsignedTool: a live tool that the bundle does not sign.
-	UnsignedTool Kind = "unsigned_tool"
-	// Expired: the bundle is past its expiry or not yet issued.
-	Expired Kind = "expired"
-	// KeyNotValid: the signing key is outside its validity window.
-	KeyNotValid Kind = "key_not_valid"
-	// NotServed: a signed tool the live server does not list (information).
-	NotServed Kind = "not_served"
-
-	// The kinds below compare a server with the pin database.
-
-	// NewTool: a tool never approved on this server.
-	NewTool Kind = "new_tool"
-	// NewVersion: a higher version than the approved one, same signer.
-	NewVersion Kind = "new_version"
-	// NewSigner: a tool approved unsigned now comes with a signature.
-	NewSigner Kind = "new_signer"
-	// RugPull: the same version (or, unsigned, the same tool) with another
-	// definition or other permissions than approved.
-	RugPull Kind = "rug_pull"
-	// Downgrade: a lower version than approved, or an older bundle
-	// (lower sequence) than one approved before.
-	Downgrade Kind = "downgrade"
-	// SignerChanged: the signer differs from the approved signer.
-	SignerChanged Kind = "signer_changed"
-	// Shadowing: a tool name approved on another server appears here.
-	Shadowing Kind = "shadowing"
-	// NameCollision: a tool name approved on another unsigned server
-	// appears on this unsigned server, neither side signed, the name not a
-	// look-alike, and nothing in the definition naming or imitating the
-	// other server's tool (warning): hosts keep the tools of each server
-	// apart, so two servers offering "search" is not impersonation. The
-	// tool is a new tool, approved as one.
-	NameCollision Kind = "name_collision"
-	// ConfusableName: a tool name that looks like an approved one.
-	ConfusableName Kind = "confusable_name"
-	// Revoked: the approved tool, version or signing key was revoked.
-	Revoked Kind = "revoked"
-	// Removed: an approved tool the server no longer offers (information).
-	Removed Kind = "removed"
-	// MixedScript: a new tool name mixing scripts or holding invisible
-	// characters (warning).
-	MixedScript Kind = "mixed_script"
-	// InstructionsChanged: the server's instructions differ from the
-	// approved ones (they steer the model like a description does).
-	InstructionsChanged Kind = "instructions_changed"
-	// ArtifactUnresolved: a bundle names what its stdio server is made
-	// of, and what the command etdi starts runs could not be resolved;
-	// the trust policy's artifacts rule sets the severity.
-	ArtifactUnresolved Kind = "artifact_unresolved"
-	// MovingTarget: a command that runs whatever a registry serves today
-	// (a package without a fixed version, an image by a moving tag), so
-	// what was checked need not be what runs next (warning).
-	MovingTarget Kind = "moving_target"
-	// NewInstructions: a server whose tools were approved without its
-	// instructions (from a bundle or a saved listing) sends instructions
-	// that were never approved.
-	NewInstructions Kind = "new_instructions"
-	// FakeWrapper: a host configuration entry runs a program named etdi
-	// with "run", as a wrapped entry does, but the program is not the
-	// user's etdi: the host starts it without etdi's gate (SPEC.md §24).
-	FakeWrapper Kind = "fake_wrapper"
-	// GateOverride: a wrapped entry's etdi run uses a trust policy, pin
-	// store or lockfile other than the user's, so the gate judges the
-	// server by those (SPEC.md §24).
-	GateOverride Kind = "gate_override"
-	// AmbiguousEntry: a host configuration entry whose server is not
-	// established for its host (a command and a URL, an unknown type, a
-	// type its members contradict): what the host reaches may be another
-	// server than the one etdi would check.
-	AmbiguousEntry Kind = "ambiguous_entry"
-	// ProgramUnresolved: the program of a host configuration entry could
-	// not be found as the host finds it (the entry's env PATH, else the
-	// host's, in the directory the host starts it in).
-	ProgramUnresolved Kind = "program_unresolved"
-)
-
-// AboutInstructions reports whether the kind is about the server's
-// instructions, which --accept-instructions approves.
-func (k Kind) AboutInstructions() bool { return k == InstructionsChanged || k == NewInstructions }
-
-// Severity says whether a finding fails verification.
-type Severity string
-
-// Severities.
-const (
-	Error   Severity = "error"
-	Warning Severity = "warning"
-	Info    Severity = "info"
-)
-
-// Finding is one result of verification with its evidence.
-type Finding struct {
-	Kind     Kind     `json:"kind"`
-	Severity Severity `json:"severity"`
-	// Item is the kind of item Tool names when it is not a tool: "prompt",
-	// "resource" (Tool is its URI) or "resourceTemplate" (its URI
-	// template).
-	Item    string `json:"item,omitempty"`
-	Tool    string `json:"tool,omitempty"`
-	Version string `json:"version,omitempty"`
-	Message string `json:"message"`
-	// KeyID is the key concerned (signer or hint).
-	KeyID string `json:"keyId,omitempty"`
-	// TrustedFor lists the providers the signing key is trusted for, for
-	// impersonation findings.
-	TrustedFor []string `json:"trustedFor,omitempty"`
-	// Signed and Live are the definition digests compared.
-	Signed string `json:"signedDigest,omitempty"`
-	Live   string `json:"liveDigest,omitempty"`
-	// Fields lists the top-level fields that differ; Changes the details.
-	Fields  []string      `json:"fields,omitempty"`
-	Changes []etdi.Change `json:"changes,omitempty"`
-
-	// Evidence of pin comparisons.
-	Server        string `json:"server,omitempty"`
-	PinnedVersion string `json:"pinnedVersion,omitempty"`
-	PinnedDigest  string `json:"pinnedDigest,omitempty"`
-	PinnedSigner  string `json:"pinnedSigner,omitempty"`
-	CurrentSigner string `json:"currentSigner,omitempty"`
-	// Servers names the other servers involved (shadowing, look-alikes).
-	Servers []string `json:"servers,omitempty"`
-	// LooksLike is the approved name a confusable name imitates.
-	LooksLike string   `json:"looksLike,omitempty"`
-	Scripts   []string `json:"scripts,omitempty"`
-	// Permissions is what approving a new tool would grant; Added and
-	// Removed what approving a new version would change.
-	Permissions        []etdi.Permission `json:"permissions,omitempty"`
-	PermissionsAdded   []etdi.Permission `json:"permissionsAdded,omitempty"`
-	PermissionsRemoved []etdi.Permission `json:"permissionsRemoved,omitempty"`
-	// Pointer (an RFC 6901 JSON Pointer into the definition) and Match
-	// locate suspicious text.
-	Pointer string `json:"pointer,omitempty"`
-	Match   string `json:"match,omitempty"`
-	// PinnedServed and Served are what served the server's approved
-	// definitions and what serves them now (server_updated).
-	PinnedServed string `json:"pinnedServed,omitempty"`
-	Served       string `json:"served,omitempty"`
-	// Rule is the trust policy rule that decided the finding's severity
-	// and exit code (server_updated: allow, ask or block).
-	Rule string `json:"rule,omitempty"`
-}
-
-// Signer identifies who signed a verified bundle: a key, or a keyless
-// signer (Algorithm "sigstore", KeyID empty).
-type Signer struct {
+// SignerIdentity identifies who signed a verified bundle, as verification
+// established it: a key, or a keyless signer (Algorithm [Keyless], KeyID
+// empty). The pin store records it as a [github.com/etdi-dev/etdi/pin.SignerID].
+type SignerIdentity struct {
 	KeyID     string `json:"keyId,omitempty"`
 	Algorithm string `json:"algorithm"`
 	Provider  string `json:"provider"`
@@ -206,11 +45,32 @@ type ToolResult struct {
 	Version     string            `json:"version"`
 	Digest      string            `json:"digest"`
 	Permissions []etdi.Permission `json:"permissions"`
-	// Status is "unverified" when the signature check failed (the tool is
-	// only claimed), "signed" without live tools, and with them "ok",
-	// "changed" or "not_served".
-	Status string `json:"status"`
+	// Status is [StatusUnverified] when the signature check failed (the
+	// tool is only claimed), [StatusSigned] without live tools, and with
+	// them [StatusOK], [StatusChanged] or [StatusNotServed].
+	Status SignedStatus `json:"status"`
 }
+
+// SignedStatus is the status of a signed tool in a [Result] ([ToolResult]):
+// whether its signature verified and, with live tools, whether the server
+// serves it as signed. Its values appear in --json output.
+type SignedStatus string
+
+// Statuses of a signed tool.
+const (
+	// StatusUnverified: the signature check failed; the tool is only
+	// claimed.
+	StatusUnverified SignedStatus = "unverified"
+	// StatusSigned: the signature verified and no live tools were given.
+	StatusSigned SignedStatus = "signed"
+	// StatusOK: the server serves the tool as signed.
+	StatusOK SignedStatus = "ok"
+	// StatusChanged: the server serves another definition under the
+	// tool's name, or lists the name twice.
+	StatusChanged SignedStatus = "changed"
+	// StatusNotServed: the server does not list the signed tool.
+	StatusNotServed SignedStatus = "not_served"
+)
 
 // Result is the outcome of verifying one bundle. The CLI prints it as
 // prose or, with --json, encodes it as is.
@@ -218,35 +78,41 @@ type Result struct {
 	Source string `json:"source,omitempty"`
 	// Verified says the signature (and identity) verified; the bundle may
 	// still fail on other findings.
-	Verified bool          `json:"signatureVerified"`
-	Provider etdi.Provider `json:"provider"`
-	Server   etdi.Server   `json:"server"`
-	IssuedAt *time.Time    `json:"issuedAt,omitempty"`
-	Expires  *time.Time    `json:"expires,omitempty"`
-	Sequence uint64        `json:"sequence,omitempty"`
-	Signer   *Signer       `json:"signer,omitempty"`
+	Verified bool            `json:"signatureVerified"`
+	Provider etdi.Provider   `json:"provider"`
+	Server   etdi.Server     `json:"server"`
+	IssuedAt *time.Time      `json:"issuedAt,omitempty"`
+	Expires  *time.Time      `json:"expires,omitempty"`
+	Sequence uint64          `json:"sequence,omitempty"`
+	Signer   *SignerIdentity `json:"signer,omitempty"`
 	// Token is the identity provider's word, when a token was verified.
 	Token *TokenIdentity `json:"token,omitempty"`
 	Tools []ToolResult   `json:"tools"`
 	// Unsigned lists live tools that no signature covers.
-	Unsigned []string  `json:"unsigned,omitempty"`
-	Findings []Finding `json:"findings"`
+	Unsigned []string          `json:"unsigned,omitempty"`
+	Findings []finding.Finding `json:"findings"`
 
 	// Statement is the verified statement (nil unless Verified).
 	Statement *etdi.Statement `json:"-"`
 }
 
-// OK reports whether the result has no error findings.
-func (r *Result) OK() bool {
-	for _, f := range r.Findings {
-		if f.Severity == Error {
-			return false
-		}
+// OK reports whether the result has no error findings and its signature
+// verified: its [Result.ExitCode] is 0.
+func (r *Result) OK() bool { return r.ExitCode() == finding.ExitOK }
+
+// ExitCode is the exit code of the result (SPEC.md §11): that of its error
+// findings ([finding.ExitCode]), and never 0 when the signature did not
+// verify ([finding.ExitSignature]): an unverified bundle never passes, with
+// or without a finding that says why.
+func (r *Result) ExitCode() int {
+	code := finding.ExitCode(r.Findings)
+	if code == finding.ExitOK && !r.Verified {
+		return finding.ExitSignature
 	}
-	return r.Verified
+	return code
 }
 
-func (r *Result) add(f Finding) { r.Findings = append(r.Findings, f) }
+func (r *Result) add(f finding.Finding) { r.Findings = append(r.Findings, f) }
 
 // Options tune verification.
 type Options struct {
@@ -297,11 +163,12 @@ type TokenVerifier interface {
 }
 
 // TokenError is a token that is not acceptable. Kind is the finding kind
-// it becomes: SignatureInvalid, Expired or Revoked. Issuer and Subject are
+// it becomes: [finding.SignatureInvalid], [finding.Expired] or
+// [finding.Revoked]. Issuer and Subject are
 // set when the token is valid but its subject is not trusted for the
 // provider (UntrustedSubject).
 type TokenError struct {
-	Kind             Kind
+	Kind             finding.Kind
 	Msg              string
 	UntrustedSubject bool
 	Issuer, Subject  string
@@ -324,7 +191,7 @@ func Verify(data []byte, p *trust.Policy, opts Options) *Result {
 	if now.IsZero() {
 		now = time.Now()
 	}
-	r := &Result{Tools: []ToolResult{}, Findings: []Finding{}}
+	r := &Result{Tools: []ToolResult{}, Findings: []finding.Finding{}}
 	b, kb, err := ParseBundle(data)
 	if err != nil {
 		msg := "malformed bundle: " + err.Error()
@@ -332,7 +199,7 @@ func Verify(data []byte, p *trust.Policy, opts Options) *Result {
 		if errors.As(err, &pt) {
 			msg = "wrong payload type: " + err.Error()
 		}
-		r.add(Finding{Kind: BundleInvalid, Severity: Error, Message: msg})
+		r.add(finding.Finding{Kind: finding.BundleInvalid, Severity: finding.Error, Message: msg})
 		return r
 	}
 	st, err := etdi.ParseStatement(b.Envelope.Payload)
@@ -344,7 +211,7 @@ func Verify(data []byte, p *trust.Policy, opts Options) *Result {
 			return r
 		}
 		if m := anyTrustedSigner(b, p); m == nil {
-			r.add(Finding{Kind: SignatureInvalid, Severity: Error,
+			r.add(finding.Finding{Kind: finding.SignatureInvalid, Severity: finding.Error,
 				Message: "the payload does not verify with any trusted key (and it is not a valid statement: " + err.Error() + ")"})
 		} else {
 			msg := fmt.Sprintf("payload signed by key %s of provider %q is not a valid statement: %v", keys.ShortID(m.key.ID), m.provider, err)
@@ -352,14 +219,14 @@ func Verify(data []byte, p *trust.Policy, opts Options) *Result {
 			if errors.As(err, &dm) {
 				msg = fmt.Sprintf("statement signed by key %s of provider %q contradicts itself: %v", keys.ShortID(m.key.ID), m.provider, err)
 			}
-			r.add(Finding{Kind: BundleInvalid, Severity: Error, KeyID: m.key.ID, Message: msg})
+			r.add(finding.Finding{Kind: finding.BundleInvalid, Severity: finding.Error, KeyID: m.key.ID, Message: msg})
 		}
 		return r
 	}
 	r.Provider, r.Server = st.Provider, st.Server
 	for _, t := range st.Tools {
 		r.Tools = append(r.Tools, ToolResult{Name: t.Name, Version: t.Version, Digest: t.Digest.String(),
-			Permissions: nonNil(t.Permissions), Status: "unverified"})
+			Permissions: nonNil(t.Permissions), Status: StatusUnverified})
 	}
 	claims := claimedTools(st)
 	signer, token, ok := checkIdentity(r, b, kb, st, p, now, opts, claims)
@@ -367,7 +234,7 @@ func Verify(data []byte, p *trust.Policy, opts Options) *Result {
 		return r
 	}
 	for i := range r.Tools {
-		r.Tools[i].Status = "signed"
+		r.Tools[i].Status = StatusSigned
 	}
 	r.Verified = true
 	r.Signer = signer
@@ -377,11 +244,11 @@ func Verify(data []byte, p *trust.Policy, opts Options) *Result {
 	r.IssuedAt, r.Expires, r.Sequence = &issued, &expires, st.Sequence
 
 	if now.After(st.Expires) {
-		r.add(Finding{Kind: Expired, Severity: Error,
+		r.add(finding.Finding{Kind: finding.Expired, Severity: finding.Error,
 			Message: fmt.Sprintf("bundle (%s) expired at %s", claims, st.Expires.Format(time.RFC3339))})
 	}
 	if st.IssuedAt.After(now.Add(ClockSkew)) {
-		r.add(Finding{Kind: Expired, Severity: Error,
+		r.add(finding.Finding{Kind: finding.Expired, Severity: finding.Error,
 			Message: fmt.Sprintf("bundle (%s) is issued in the future (%s)", claims, st.IssuedAt.Format(time.RFC3339))})
 	}
 	if opts.Live != nil {
@@ -463,16 +330,16 @@ func anyTrustedSigner(b *etdi.Bundle, p *trust.Policy) *match {
 // checkIdentity applies the provider's require rule to the key signature
 // and the identity provider token, recording the findings of whichever
 // fail when the rule is not met.
-func checkIdentity(r *Result, b *etdi.Bundle, kb *keyless.Bundle, st *etdi.Statement, p *trust.Policy, now time.Time, opts Options, claims string) (*Signer, *TokenIdentity, bool) {
+func checkIdentity(r *Result, b *etdi.Bundle, kb *keyless.Bundle, st *etdi.Statement, p *trust.Policy, now time.Time, opts Options, claims string) (*SignerIdentity, *TokenIdentity, bool) {
 	prov := p.Provider(st.Provider.ID)
 	require := trust.RequireKey
 	if prov != nil {
 		require = prov.EffectiveRequire()
 	}
-	var signer *Signer
-	var keyFinding *Finding
+	var signer *SignerIdentity
+	var keyFinding *finding.Finding
 	if len(b.Envelope.Signatures) == 0 {
-		keyFinding = &Finding{Kind: SignatureMissing, Severity: Error,
+		keyFinding = &finding.Finding{Kind: finding.SignatureMissing, Severity: finding.Error,
 			Message: fmt.Sprintf("bundle for provider %q (%s) carries no signature", st.Provider.ID, claims)}
 	} else if kb != nil {
 		signer, keyFinding = checkKeyless(kb, st, p, claims)
@@ -480,25 +347,25 @@ func checkIdentity(r *Result, b *etdi.Bundle, kb *keyless.Bundle, st *etdi.State
 		signer, keyFinding = checkSignatures(b, st, p, now, claims)
 	}
 	var token *TokenIdentity
-	var tokenFinding *Finding
+	var tokenFinding *finding.Finding
 	if prov != nil && prov.IDP != nil && require != trust.RequireKey {
 		token, tokenFinding = checkToken(b, st, p, prov, opts, claims)
 	}
 	keyOK, tokenOK := keyFinding == nil, token != nil
 	var ok bool
-	var failed []*Finding
+	var failed []*finding.Finding
 	switch require {
 	case trust.RequireIDP:
-		ok, failed = tokenOK, []*Finding{tokenFinding}
+		ok, failed = tokenOK, []*finding.Finding{tokenFinding}
 		signer = nil
 	case trust.RequireBoth:
 		ok = keyOK && tokenOK
-		failed = []*Finding{keyFinding, tokenFinding}
+		failed = []*finding.Finding{keyFinding, tokenFinding}
 	case trust.RequireAny:
 		ok = keyOK || tokenOK
-		failed = []*Finding{keyFinding, tokenFinding}
+		failed = []*finding.Finding{keyFinding, tokenFinding}
 	default:
-		ok, failed = keyOK, []*Finding{keyFinding}
+		ok, failed = keyOK, []*finding.Finding{keyFinding}
 		token = nil
 	}
 	if !ok {
@@ -516,13 +383,13 @@ func checkIdentity(r *Result, b *etdi.Bundle, kb *keyless.Bundle, st *etdi.State
 }
 
 // checkToken verifies the bundle's identity provider token for prov.
-func checkToken(b *etdi.Bundle, st *etdi.Statement, p *trust.Policy, prov *trust.Provider, opts Options, claims string) (*TokenIdentity, *Finding) {
+func checkToken(b *etdi.Bundle, st *etdi.Statement, p *trust.Policy, prov *trust.Provider, opts Options, claims string) (*TokenIdentity, *finding.Finding) {
 	if b.IDPToken == "" {
-		return nil, &Finding{Kind: SignatureMissing, Severity: Error,
+		return nil, &finding.Finding{Kind: finding.SignatureMissing, Severity: finding.Error,
 			Message: fmt.Sprintf("bundle for provider %q (%s) carries no identity provider token", st.Provider.ID, claims)}
 	}
 	if opts.Tokens == nil {
-		return nil, &Finding{Kind: SignatureInvalid, Severity: Error,
+		return nil, &finding.Finding{Kind: finding.SignatureInvalid, Severity: finding.Error,
 			Message: fmt.Sprintf("bundle for provider %q (%s): no token verifier configured", st.Provider.ID, claims)}
 	}
 	ctx := opts.Context
@@ -535,9 +402,9 @@ func checkToken(b *etdi.Bundle, st *etdi.Statement, p *trust.Policy, prov *trust
 	}
 	var te *TokenError
 	if !errors.As(err, &te) {
-		te = &TokenError{Kind: SignatureInvalid, Msg: err.Error()}
+		te = &TokenError{Kind: finding.SignatureInvalid, Msg: err.Error()}
 	}
-	f := &Finding{Kind: te.Kind, Severity: Error,
+	f := &finding.Finding{Kind: te.Kind, Severity: finding.Error,
 		Message: fmt.Sprintf("bundle for provider %q (%s): %s", st.Provider.ID, claims, te.Msg)}
 	if te.UntrustedSubject {
 		var others []string
@@ -547,7 +414,7 @@ func checkToken(b *etdi.Bundle, st *etdi.Statement, p *trust.Policy, prov *trust
 			}
 		}
 		if len(others) > 0 {
-			f.Kind = Impersonation
+			f.Kind = finding.Impersonation
 			f.TrustedFor = others
 			f.Message = fmt.Sprintf("bundle claims provider %q (%s) but its token's subject %q is trusted only for %s",
 				st.Provider.ID, claims, te.Subject, quoteList(others))
@@ -559,7 +426,7 @@ func checkToken(b *etdi.Bundle, st *etdi.Statement, p *trust.Policy, prov *trust
 // checkSignatures finds a signature by a key trusted for the claimed
 // provider and valid now. Failing that it returns the most telling
 // finding: impersonation, key outside its window, or invalid signature.
-func checkSignatures(b *etdi.Bundle, st *etdi.Statement, p *trust.Policy, now time.Time, claims string) (*Signer, *Finding) {
+func checkSignatures(b *etdi.Bundle, st *etdi.Statement, p *trust.Policy, now time.Time, claims string) (*SignerIdentity, *finding.Finding) {
 	pae := b.Envelope.PAE()
 	claimed := st.Provider.ID
 	var windowErr error
@@ -574,11 +441,11 @@ func checkSignatures(b *etdi.Bundle, st *etdi.Statement, p *trust.Policy, now ti
 				windowErr, windowKey = err, k.ID
 				continue
 			}
-			return &Signer{KeyID: k.ID, Algorithm: keys.Algorithm(k.PublicKey), Provider: claimed}, nil
+			return &SignerIdentity{KeyID: k.ID, Algorithm: keys.Algorithm(k.PublicKey), Provider: claimed}, nil
 		}
 	}
 	if windowErr != nil {
-		return nil, &Finding{Kind: KeyNotValid, Severity: Error, KeyID: windowKey,
+		return nil, &finding.Finding{Kind: finding.KeyNotValid, Severity: finding.Error, KeyID: windowKey,
 			Message: fmt.Sprintf("bundle for provider %q (%s): the signing key is not acceptable now: %v", claimed, claims, windowErr)}
 	}
 	// No key of the claimed provider signed. Did a key of another provider?
@@ -600,7 +467,7 @@ func checkSignatures(b *etdi.Bundle, st *etdi.Statement, p *trust.Policy, now ti
 			provs = append(provs, m.provider)
 		}
 		sort.Strings(provs)
-		return nil, &Finding{Kind: Impersonation, Severity: Error, KeyID: others[0].key.ID, TrustedFor: provs,
+		return nil, &finding.Finding{Kind: finding.Impersonation, Severity: finding.Error, KeyID: others[0].key.ID, TrustedFor: provs,
 			Message: fmt.Sprintf("bundle claims provider %q (%s) but is signed by key %s, which is trusted only for %s",
 				claimed, claims, keys.ShortID(others[0].key.ID), quoteList(provs))}
 	}
@@ -618,7 +485,7 @@ func checkSignatures(b *etdi.Bundle, st *etdi.Statement, p *trust.Policy, now ti
 	if p.Provider(claimed) == nil {
 		msg = fmt.Sprintf("bundle for provider %q (%s): the provider is not in the trust policy and no trusted key signed the bundle%s", claimed, claims, hint)
 	}
-	f := &Finding{Kind: SignatureInvalid, Severity: Error, Message: msg}
+	f := &finding.Finding{Kind: finding.SignatureInvalid, Severity: finding.Error, Message: msg}
 	if len(b.Envelope.Signatures) > 0 {
 		f.KeyID = b.Envelope.Signatures[0].KeyID
 	}
@@ -638,44 +505,44 @@ func checkLive(r *Result, st *etdi.Statement, live *etdi.ToolsList, rule trust.U
 	for _, t := range live.Tools {
 		count[t.Name]++
 	}
-	status := map[string]string{}
+	status := map[string]SignedStatus{}
 	reported := map[string]bool{}
 	for _, lt := range live.Tools {
 		if count[lt.Name] > 1 {
 			if !reported[lt.Name] {
 				reported[lt.Name] = true
-				r.add(Finding{Kind: Impersonation, Severity: Error, Tool: lt.Name,
+				r.add(finding.Finding{Kind: finding.Impersonation, Severity: finding.Error, Tool: lt.Name,
 					Message: fmt.Sprintf("server lists tool %q %d times; a client cannot tell which one it calls", lt.Name, count[lt.Name])})
 			}
-			status[lt.Name] = "changed"
+			status[lt.Name] = StatusChanged
 			continue
 		}
 		signed := st.Tool(lt.Name)
 		if signed == nil {
 			r.Unsigned = append(r.Unsigned, lt.Name)
-			f := Finding{Kind: UnsignedTool, Tool: lt.Name, Live: lt.Digest.String()}
+			f := finding.Finding{Kind: finding.UnsignedTool, Tool: lt.Name, Live: lt.Digest.String()}
 			switch rule {
 			case trust.Allow:
-				f.Severity = Info
+				f.Severity = finding.Info
 				f.Message = fmt.Sprintf("tool %q is not signed by the bundle (allowed by policy)", lt.Name)
 			case trust.Warn:
-				f.Severity = Warning
+				f.Severity = finding.Warning
 				f.Message = fmt.Sprintf("tool %q is not signed by the bundle (policy: warn)", lt.Name)
 			default:
-				f.Severity = Error
+				f.Severity = finding.Error
 				f.Message = fmt.Sprintf("tool %q is not signed by the bundle (policy: block)", lt.Name)
 			}
 			r.add(f)
 			continue
 		}
 		if lt.Digest == signed.Digest {
-			status[lt.Name] = "ok"
+			status[lt.Name] = StatusOK
 			continue
 		}
-		status[lt.Name] = "changed"
+		status[lt.Name] = StatusChanged
 		changes := etdi.Diff(signed.Definition(), lt.Definition())
 		fields := etdi.ChangedFields(changes)
-		r.add(Finding{Kind: DefinitionChanged, Severity: Error, Tool: lt.Name, Version: signed.Version,
+		r.add(finding.Finding{Kind: finding.DefinitionChanged, Severity: finding.Error, Tool: lt.Name, Version: signed.Version,
 			Signed: signed.Digest.String(), Live: lt.Digest.String(), Fields: fields, Changes: changes,
 			Message: fmt.Sprintf("tool %q@%s: live definition differs from the signed one (%s)",
 				lt.Name, signed.Version, strings.Join(fields, ", "))})
@@ -686,8 +553,8 @@ func checkLive(r *Result, st *etdi.Statement, live *etdi.ToolsList, rule trust.U
 			t.Status = s
 			continue
 		}
-		t.Status = "not_served"
-		r.add(Finding{Kind: NotServed, Severity: Info, Tool: t.Name, Version: t.Version,
+		t.Status = StatusNotServed
+		r.add(finding.Finding{Kind: finding.NotServed, Severity: finding.Info, Tool: t.Name, Version: t.Version,
 			Message: fmt.Sprintf("tool %q@%s is signed but the server does not list it", t.Name, t.Version)})
 	}
 }
@@ -698,7 +565,7 @@ func checkOrigin(r *Result, st *etdi.Statement, p *trust.Policy, o *Origin, clai
 	ok := true
 	for _, f := range OriginFindings(st, p, o, claims) {
 		r.add(f)
-		ok = ok && f.Severity != Error
+		ok = ok && f.Severity != finding.Error
 	}
 	return ok
 }
@@ -710,7 +577,7 @@ func checkOrigin(r *Result, st *etdi.Statement, p *trust.Policy, o *Origin, clai
 // anyone can replay a bundle. An artifact that cannot be resolved is
 // what the policy's artifacts rule says. claims names the tools, for
 // messages ("" for the statement's own).
-func OriginFindings(st *etdi.Statement, p *trust.Policy, o *Origin, claims string) []Finding {
+func OriginFindings(st *etdi.Statement, p *trust.Policy, o *Origin, claims string) []finding.Finding {
 	srv := st.Server
 	if o == nil || !srv.Bound() {
 		return nil
@@ -718,8 +585,8 @@ func OriginFindings(st *etdi.Statement, p *trust.Policy, o *Origin, claims strin
 	if claims == "" {
 		claims = claimedTools(st)
 	}
-	imp := func(format string, a ...any) []Finding {
-		return []Finding{{Kind: Impersonation, Severity: Error, Message: fmt.Sprintf("bundle of %s/%s (%s): ", st.Provider.ID, srv.Name, claims) + fmt.Sprintf(format, a...)}}
+	imp := func(format string, a ...any) []finding.Finding {
+		return []finding.Finding{{Kind: finding.Impersonation, Severity: finding.Error, Message: fmt.Sprintf("bundle of %s/%s (%s): ", st.Provider.ID, srv.Name, claims) + fmt.Sprintf(format, a...)}}
 	}
 	switch {
 	case o.URL != "":
@@ -734,14 +601,14 @@ func OriginFindings(st *etdi.Statement, p *trust.Policy, o *Origin, claims strin
 			return imp("it is served only from %s, and these tools came from a command etdi started", strings.Join(srv.Endpoints, ", "))
 		}
 		if o.Unresolved != nil {
-			sev := Warning
+			sev := finding.Warning
 			switch p.ArtifactRule() {
 			case trust.ArtifactsRequire:
-				sev = Error
+				sev = finding.Error
 			case trust.ArtifactsIgnore:
-				sev = Info
+				sev = finding.Info
 			}
-			return []Finding{{Kind: ArtifactUnresolved, Severity: sev,
+			return []finding.Finding{{Kind: finding.ArtifactUnresolved, Severity: sev,
 				Message: fmt.Sprintf("bundle of %s/%s names its artifacts, and what the command runs could not be resolved (artifacts rule: %s): %v", st.Provider.ID, srv.Name, p.ArtifactRule(), o.Unresolved)}}
 		}
 		if o.Match == nil {
@@ -758,22 +625,22 @@ func OriginFindings(st *etdi.Statement, p *trust.Policy, o *Origin, claims strin
 // trusted roots, then matches the certificate's identity with the keyless
 // signers trusted for the claimed provider. An identity trusted only for
 // other providers is impersonation, as a key of another provider is.
-func checkKeyless(kb *keyless.Bundle, st *etdi.Statement, p *trust.Policy, claims string) (*Signer, *Finding) {
+func checkKeyless(kb *keyless.Bundle, st *etdi.Statement, p *trust.Policy, claims string) (*SignerIdentity, *finding.Finding) {
 	claimed := st.Provider.ID
 	ks, err := keyless.Verify(kb, p.SigstoreMaterial())
 	if err != nil {
-		return nil, &Finding{Kind: SignatureInvalid, Severity: Error,
+		return nil, &finding.Finding{Kind: finding.SignatureInvalid, Severity: finding.Error,
 			Message: fmt.Sprintf("bundle for provider %q (%s): the keyless signature does not verify: %v", claimed, claims, err)}
 	}
 	if prov := p.Provider(claimed); prov != nil {
 		for _, id := range prov.Sigstore {
 			if id.Matches(ks.Issuer, ks.Identity, ks.Repository) {
-				return &Signer{Algorithm: Keyless, Provider: claimed, Sigstore: ks, Trusted: id.String()}, nil
+				return &SignerIdentity{Algorithm: Keyless, Provider: claimed, Sigstore: ks, Trusted: id.String()}, nil
 			}
 		}
 	}
 	if others := keylessProviders(p, ks, claimed); len(others) > 0 {
-		return nil, &Finding{Kind: Impersonation, Severity: Error, TrustedFor: others,
+		return nil, &finding.Finding{Kind: finding.Impersonation, Severity: finding.Error, TrustedFor: others,
 			Message: fmt.Sprintf("bundle claims provider %q (%s) but is signed by %q (issuer %q), which is trusted only for %s",
 				claimed, claims, ks.Identity, ks.Issuer, quoteList(others))}
 	}
@@ -781,7 +648,7 @@ func checkKeyless(kb *keyless.Bundle, st *etdi.Statement, p *trust.Policy, claim
 	if p.Provider(claimed) == nil {
 		msg = fmt.Sprintf("bundle for provider %q (%s): the provider is not in the trust policy; it is signed by %q (issuer %q)", claimed, claims, ks.Identity, ks.Issuer)
 	}
-	return nil, &Finding{Kind: SignatureInvalid, Severity: Error, Message: msg}
+	return nil, &finding.Finding{Kind: finding.SignatureInvalid, Severity: finding.Error, Message: msg}
 }
 
 // keylessProviders lists the providers other than except that trust the
@@ -806,13 +673,13 @@ func keylessProviders(p *trust.Policy, ks *keyless.Signer, except string) []stri
 // keylessBadStatement is the finding for a keyless bundle whose payload is
 // not a valid statement: bundle_invalid when a trusted keyless signer made
 // it, else signature_invalid (as for keys, step 2 of SPEC.md §10).
-func keylessBadStatement(kb *keyless.Bundle, p *trust.Policy, stErr error) Finding {
+func keylessBadStatement(kb *keyless.Bundle, p *trust.Policy, stErr error) finding.Finding {
 	if ks, err := keyless.Verify(kb, p.SigstoreMaterial()); err == nil {
 		if provs := keylessProviders(p, ks, ""); len(provs) > 0 {
-			return Finding{Kind: BundleInvalid, Severity: Error,
+			return finding.Finding{Kind: finding.BundleInvalid, Severity: finding.Error,
 				Message: fmt.Sprintf("payload signed by %q (issuer %q), trusted for %s, is not a valid statement: %v", ks.Identity, ks.Issuer, quoteList(provs), stErr)}
 		}
 	}
-	return Finding{Kind: SignatureInvalid, Severity: Error,
+	return finding.Finding{Kind: finding.SignatureInvalid, Severity: finding.Error,
 		Message: "the payload is not signed by a trusted keyless signer (and it is not a valid statement: " + stErr.Error() + ")"}
 }

@@ -8,11 +8,11 @@ import (
 	"strings"
 
 	"github.com/etdi-dev/etdi"
+	"github.com/etdi-dev/etdi/finding"
 	"github.com/etdi-dev/etdi/guard"
 	"github.com/etdi-dev/etdi/internal/suspect"
 	"github.com/etdi-dev/etdi/pin"
 	"github.com/etdi-dev/etdi/policy"
-	"github.com/etdi-dev/etdi/verify"
 )
 
 // observedTool is what a person is shown of an offered tool (or prompt,
@@ -81,7 +81,7 @@ func (e *env) approveInteractively(r *guard.Report, calls []guard.CallDecision) 
 func decisions(c *pin.Comparison) string {
 	var ds []string
 	for _, f := range c.Findings {
-		if f.Severity == verify.Error || f.Kind == verify.SuspiciousText {
+		if f.Severity == finding.Error || f.Kind == finding.SuspiciousText {
 			ds = append(ds, strings.Join([]string{string(f.Kind), f.Tool, f.Live, f.PinnedDigest, f.Pointer, f.Message}, "\x00"))
 		}
 	}
@@ -102,13 +102,13 @@ func (e *env) askApprovals(in *bufio.Reader, server string, c *pin.Comparison, d
 	asked := map[string]bool{}
 	for _, f := range c.Findings {
 		ref := pin.ItemRef(f.Item, f.Tool)
-		if f.Severity != verify.Error || f.Kind == verify.Revoked || asked[ref+"\x00"+string(f.Kind)] {
+		if f.Severity != finding.Error || f.Kind == finding.Revoked || asked[ref+"\x00"+string(f.Kind)] {
 			continue
 		}
 		asked[ref+"\x00"+string(f.Kind)] = true
 		say(e.stderr, "\n")
-		printFindingsWith(e.stderr, []verify.Finding{f}, defs)
-		if f.Kind == verify.ServerUpdated && f.AsksApproval() {
+		printFindingsWith(e.stderr, []finding.Finding{f}, defs)
+		if f.Kind == finding.ServerUpdated && f.AsksApproval() {
 			*update = all || e.askUpdate(in, f)
 			continue
 		}
@@ -122,8 +122,8 @@ func (e *env) askApprovals(in *bufio.Reader, server string, c *pin.Comparison, d
 			}
 		}
 		for _, w := range c.Findings {
-			if w.Tool == f.Tool && w.Item == f.Item && w.Severity == verify.Warning && f.Tool != "" {
-				printFindings(e.stderr, []verify.Finding{w})
+			if w.Tool == f.Tool && w.Item == f.Item && w.Severity == finding.Warning && f.Tool != "" {
+				printFindings(e.stderr, []finding.Finding{w})
 			}
 		}
 		what := "approve " + pin.ItemWord(f.Item) + " " + f.Tool
@@ -176,7 +176,7 @@ func (e *env) askApprovals(in *bufio.Reader, server string, c *pin.Comparison, d
 // askUpdate asks whether to approve a server's update (server_updated):
 // what served its approved definitions and what serves them now are in
 // the finding shown above. No (the default) leaves it to decide.
-func (e *env) askUpdate(in *bufio.Reader, f verify.Finding) bool {
+func (e *env) askUpdate(in *bufio.Reader, f finding.Finding) bool {
 	say(e.stderr, "approve the update of %s? [y]es, [N]o: ", f.Server)
 	line, _ := in.ReadString('\n')
 	a := strings.ToLower(strings.TrimSpace(line))
@@ -190,7 +190,7 @@ func (e *env) showInstructions(o *pin.Observation, c *pin.Comparison) {
 		return
 	}
 	for _, f := range c.Findings {
-		if f.Kind == verify.NewTool {
+		if f.Kind == finding.NewTool {
 			say(e.stderr, "\nserver %s sends these instructions to the model; approving records them:\n", o.Server)
 			sayBlock(e.stderr, "    ", *o.Instructions)
 			v := &etdi.Value{Kind: etdi.Object, Members: []etdi.Member{{Name: "instructions", Value: &etdi.Value{Kind: etdi.String, Str: *o.Instructions}}}}
@@ -206,10 +206,10 @@ func (e *env) showInstructions(o *pin.Observation, c *pin.Comparison) {
 // suspicious_text warnings found before it that after no longer carries
 // (an approved tool is not scanned again): what was approved stays on
 // record in the report.
-func keepSuspicious(before, after []verify.Finding) []verify.Finding {
-	out := append([]verify.Finding{}, after...)
+func keepSuspicious(before, after []finding.Finding) []finding.Finding {
+	out := append([]finding.Finding{}, after...)
 	for _, f := range before {
-		if f.Kind == verify.SuspiciousText && !slices.ContainsFunc(after, func(g verify.Finding) bool {
+		if f.Kind == finding.SuspiciousText && !slices.ContainsFunc(after, func(g finding.Finding) bool {
 			return g.Kind == f.Kind && g.Tool == f.Tool && g.Pointer == f.Pointer && g.Match == f.Match
 		}) {
 			out = append(out, f)
@@ -222,8 +222,8 @@ func keepSuspicious(before, after []verify.Finding) []verify.Finding {
 // to be approved (all, or those named).
 func printSuspicious(w io.Writer, c *pin.Comparison, tools []string) {
 	for _, f := range c.Findings {
-		if f.Kind == verify.SuspiciousText && (len(tools) == 0 || slices.Contains(tools, f.Tool)) {
-			printFindings(w, []verify.Finding{f})
+		if f.Kind == finding.SuspiciousText && (len(tools) == 0 || slices.Contains(tools, f.Tool)) {
+			printFindings(w, []finding.Finding{f})
 		}
 	}
 }

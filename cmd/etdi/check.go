@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/etdi-dev/etdi"
+	"github.com/etdi-dev/etdi/finding"
 	"github.com/etdi-dev/etdi/guard"
 	"github.com/etdi-dev/etdi/internal/colour"
 	"github.com/etdi-dev/etdi/internal/hostconfig"
@@ -25,11 +26,11 @@ import (
 
 // checkReport is what etdi check found for one server, as prose or JSON.
 type checkReport struct {
-	Target       string           `json:"target"`
-	Server       string           `json:"server,omitempty"`
-	Verification *verify.Result   `json:"verification,omitempty"`
-	Tools        []pin.ToolState  `json:"tools"`
-	Findings     []verify.Finding `json:"findings"`
+	Target       string            `json:"target"`
+	Server       string            `json:"server,omitempty"`
+	Verification *verify.Result    `json:"verification,omitempty"`
+	Tools        []pin.ToolState   `json:"tools"`
+	Findings     []finding.Finding `json:"findings"`
 	// Approved lists what --yes or --approve approved.
 	Approved []pin.Approval `json:"approved,omitempty"`
 	// InstructionsRecorded are the server's instructions when --yes or
@@ -80,7 +81,7 @@ type checkReport struct {
 func blockedUnsigned(reps []*checkReport) bool {
 	for _, r := range reps {
 		for _, f := range r.Findings {
-			if f.Kind == verify.UnsignedTool && f.Severity == verify.Error {
+			if f.Kind == finding.UnsignedTool && f.Severity == finding.Error {
 				return true
 			}
 		}
@@ -350,7 +351,7 @@ func combineExit(reps []*checkReport) int {
 
 // checkTarget checks one server; errors become the report's Error.
 func (e *env) checkTarget(sf *serverFlags, pf *pinFlags, t *target, p *trust.Policy, set *policy.Set, yes, interactive, acceptInstructions bool) *checkReport {
-	rep := &checkReport{Target: t.label, Tools: []pin.ToolState{}, Findings: []verify.Finding{}, location: t.location, line: t.line, name: t.name,
+	rep := &checkReport{Target: t.label, Tools: []pin.ToolState{}, Findings: []finding.Finding{}, location: t.location, line: t.line, name: t.name,
 		approve: approveCommand(sf, pf, t)}
 	fail := func(err error) *checkReport {
 		var ue *pin.UnjustifiedError
@@ -436,19 +437,19 @@ func (e *env) checkTarget(sf *serverFlags, pf *pinFlags, t *target, p *trust.Pol
 // does not start: its server is ambiguous for its host, or its program
 // cannot be found as the host finds it (SPEC.md §18). Entry text is
 // redacted with secrets.
-func entryFinding(en *hostconfig.Entry, secrets *redact.Set) *verify.Finding {
+func entryFinding(en *hostconfig.Entry, secrets *redact.Set) *finding.Finding {
 	row := hostconfig.LaunchOf(en.Host)
 	switch {
 	case en.Ambiguous != "":
-		return &verify.Finding{Kind: verify.AmbiguousEntry, Severity: verify.Error, Server: en.Name,
+		return &finding.Finding{Kind: finding.AmbiguousEntry, Severity: finding.Error, Server: en.Name,
 			Message: secrets.String(fmt.Sprintf("%s:%d: entry %q is ambiguous for %s: %s; not checked. Keep either the command or the URL (and a type that agrees), then check again: etdi check --config %s --name %s",
 				en.File, en.Line, en.Name, row.Name, en.Ambiguous, en.File, en.Name))}
 	case en.Unresolved != "":
-		return &verify.Finding{Kind: verify.ProgramUnresolved, Severity: verify.Error, Server: en.Name,
+		return &finding.Finding{Kind: finding.ProgramUnresolved, Severity: finding.Error, Server: en.Name,
 			Message: secrets.String(fmt.Sprintf("%s:%d: entry %q: %s; not checked (etdi never looks it up on its own PATH). Give the program by its absolute path, or fix the entry's env PATH, then check again: etdi check --config %s --name %s",
 				en.File, en.Line, en.Name, en.Unresolved, en.File, en.Name))}
 	case en.Transport == "stdio" && en.Command != "" && en.Program == "" && len(en.Problems) == 0:
-		return &verify.Finding{Kind: verify.ProgramUnresolved, Severity: verify.Error, Server: en.Name,
+		return &finding.Finding{Kind: finding.ProgramUnresolved, Severity: finding.Error, Server: en.Name,
 			Message: secrets.String(fmt.Sprintf("%s:%d: entry %q: the program %q was not resolved; not checked", en.File, en.Line, en.Name, en.Command))}
 	}
 	return nil
@@ -491,7 +492,7 @@ func (e *env) recordServed(r *guard.Report, t *target, yes, interactive bool) ([
 func instructionsHint(reps []*checkReport) string {
 	for _, r := range reps {
 		for _, f := range r.Findings {
-			if f.Kind.AboutInstructions() && f.Severity == verify.Error {
+			if f.Kind.AboutInstructions() && f.Severity == finding.Error {
 				return " (the server's instructions: --accept-instructions)"
 			}
 		}
@@ -499,9 +500,9 @@ func instructionsHint(reps []*checkReport) string {
 	return ""
 }
 
-func hasError(fs []verify.Finding) bool {
+func hasError(fs []finding.Finding) bool {
 	for _, f := range fs {
-		if f.Severity == verify.Error {
+		if f.Severity == finding.Error {
 			return true
 		}
 	}
@@ -556,7 +557,7 @@ func printCheck(w io.Writer, rep *checkReport, p colour.Painter) {
 	}
 	for _, t := range rep.Tools {
 		d, _ := etdi.ParseDigest(t.Digest)
-		status := map[string]string{"ok": p.Good("ok"), "new": p.Warn("APPROVAL REQUIRED"), "changed": p.Bad("CHANGED"), "blocked": p.Bad("BLOCKED"), "removed": "removed"}[t.Status]
+		status := map[pin.ToolStatus]string{pin.StatusOK: p.Good("ok"), pin.StatusNew: p.Warn("APPROVAL REQUIRED"), pin.StatusChanged: p.Bad("CHANGED"), pin.StatusBlocked: p.Bad("BLOCKED"), pin.StatusRemoved: "removed"}[t.Status]
 		// status holds etdi's own colour codes and goes in the format;
 		// scopes and calls are arguments, escaped as they are printed.
 		scopes := ""
@@ -572,7 +573,7 @@ func printCheck(w io.Writer, rep *checkReport, p colour.Painter) {
 	if len(rep.Calls) > 0 && len(rep.session) > 0 {
 		say(w, "  (calls: the first call of a session; %s read the session and may decide later calls otherwise)\n", strings.Join(rep.session, ", "))
 	}
-	var findings []verify.Finding
+	var findings []finding.Finding
 	for _, f := range rep.Findings {
 		if !unsignedState(f) { // said once, above
 			findings = append(findings, f)
@@ -616,7 +617,7 @@ func recordedInstructions(r *guard.Report, res *guard.ApproveResult) *string {
 func printInstructionFindings(w io.Writer, c *pin.Comparison) {
 	for _, f := range c.Findings {
 		if f.Kind.AboutInstructions() {
-			printFindings(w, []verify.Finding{f})
+			printFindings(w, []finding.Finding{f})
 		}
 	}
 }

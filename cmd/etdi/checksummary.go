@@ -5,11 +5,11 @@ import (
 	"io"
 	"strings"
 
+	"github.com/etdi-dev/etdi/finding"
 	"github.com/etdi-dev/etdi/internal/colour"
 	"github.com/etdi-dev/etdi/internal/hostconfig"
 	"github.com/etdi-dev/etdi/pin"
 	"github.com/etdi-dev/etdi/policy"
-	"github.com/etdi-dev/etdi/verify"
 )
 
 // checkSummary counts the servers of one etdi check by outcome.
@@ -115,12 +115,12 @@ func settled(rep *checkReport) bool {
 		return false // checked although disabled: said in full
 	}
 	for _, f := range rep.Findings {
-		if f.Severity == verify.Error || (f.Severity == verify.Warning && !unsignedState(f)) {
+		if f.Severity == finding.Error || (f.Severity == finding.Warning && !unsignedState(f)) {
 			return false
 		}
 	}
 	for _, t := range rep.Tools {
-		if t.Status != "ok" { // a tool removed: a change, shown
+		if t.Status != pin.StatusOK { // a tool removed: a change, shown
 			return false
 		}
 	}
@@ -134,8 +134,8 @@ func settled(rep *checkReport) bool {
 
 // unsignedState reports whether f is an unsigned_tool warning: a tool the
 // policy lets run unsigned (warn), said once per server as its state.
-func unsignedState(f verify.Finding) bool {
-	return f.Kind == verify.UnsignedTool && f.Severity == verify.Warning && f.Tool != ""
+func unsignedState(f finding.Finding) bool {
+	return f.Kind == finding.UnsignedTool && f.Severity == finding.Warning && f.Tool != ""
 }
 
 // printSettled prints the one line of a server that needs nothing: its
@@ -202,7 +202,7 @@ func unsignedLine(rep *checkReport) string {
 func itemCount(ts []pin.ToolState) string {
 	n := map[string]int{}
 	for _, t := range ts {
-		if t.Status != "removed" {
+		if t.Status != pin.StatusRemoved {
 			n[t.Item]++
 		}
 	}
@@ -231,9 +231,9 @@ func printProblems(w io.Writer, rep *checkReport, p colour.Painter) {
 		say(w, p.Bad("ERROR")+": %s\n", rep.Error)
 		return
 	}
-	var problems []verify.Finding
+	var problems []finding.Finding
 	for _, f := range rep.Findings {
-		if f.Severity == verify.Error {
+		if f.Severity == finding.Error {
 			problems = append(problems, f)
 		}
 	}

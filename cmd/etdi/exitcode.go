@@ -6,26 +6,28 @@ import (
 	"io"
 	"strings"
 
-	"github.com/etdi-dev/etdi/verify"
+	"github.com/etdi-dev/etdi/finding"
 )
 
-// Exit codes (SPEC.md §11), from the one finding vocabulary in verify.
+// Exit codes (SPEC.md §11): those of findings come from the one finding
+// vocabulary ([finding.ExitCode]); 1 and 2 are the etdi command's own, set
+// by no library decision.
 const (
-	exitOK            = verify.ExitOK
-	exitError         = verify.ExitError
-	exitUsage         = verify.ExitUsage
-	exitSignature     = verify.ExitSignature
-	exitRugPull       = verify.ExitRugPull
-	exitImpersonation = verify.ExitImpersonation
-	exitApproval      = verify.ExitApproval
-	exitRevoked       = verify.ExitRevoked
+	exitOK            = finding.ExitOK
+	exitError         = 1 // operational error: bad file, I/O, bad input
+	exitUsage         = 2 // bad flags or arguments
+	exitSignature     = finding.ExitSignature
+	exitRugPull       = finding.ExitRugPull
+	exitImpersonation = finding.ExitImpersonation
+	exitApproval      = finding.ExitApproval
+	exitRevoked       = finding.ExitRevoked
 )
 
 // exitFor returns the exit code for a set of findings.
-func exitFor(findings []verify.Finding) int { return verify.ExitCode(findings) }
+func exitFor(findings []finding.Finding) int { return finding.ExitCode(findings) }
 
 // worse returns the more severe of two exit codes.
-func worse(a, b int) int { return verify.Worse(a, b) }
+func worse(a, b int) int { return finding.Worse(a, b) }
 
 // exitCodeError ends a command with a specific exit code after the command
 // has already reported why.

@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/etdi-dev/etdi/verify"
+	"github.com/etdi-dev/etdi/finding"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
@@ -337,7 +337,7 @@ func (w *schemaWalk) object(typ reflect.Type, node map[string]any, path string) 
 // The finding kinds of the schemas are etdi's kinds, no more, no fewer.
 func TestOutputSchemaFindingKinds(t *testing.T) {
 	var want []string
-	for _, k := range verify.Kinds() {
+	for _, k := range finding.Kinds() {
 		want = append(want, string(k))
 	}
 	sort.Strings(want)

@@ -14,8 +14,8 @@ import (
 
 	"time"
 
+	"github.com/etdi-dev/etdi/finding"
 	"github.com/etdi-dev/etdi/pin"
-	"github.com/etdi-dev/etdi/verify"
 )
 
 var (
@@ -392,7 +392,7 @@ func TestLiveSARIF(t *testing.T) {
 	if !found {
 		t.Fatalf("no rug_pull result located at acme:weather/get_weather:\n%.3000s", r.stdout)
 	}
-	for _, k := range verify.Kinds() {
+	for _, k := range finding.Kinds() {
 		if !rules["etdi/"+string(k)] || k.About() == "" {
 			t.Errorf("kind %s has no SARIF rule", k)
 		}

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/etdi-dev/etdi/finding"
 	"github.com/etdi-dev/etdi/guard"
 	"github.com/etdi-dev/etdi/internal/hostconfig"
 	"github.com/etdi-dev/etdi/internal/identity"
@@ -119,7 +120,7 @@ type target struct {
 	credentials []guard.Credential
 	// findings are those about the configuration entry itself (SPEC.md
 	// §24): reported whatever the check of the server finds.
-	findings []verify.Finding
+	findings []finding.Finding
 	// entry is the host configuration entry the target comes from, as
 	// its host reads it (SPEC.md §18).
 	entry *hostconfig.Entry
@@ -612,12 +613,12 @@ func (t *target) server() guard.Server {
 
 // movingTarget is the moving_target warning of a command that runs a
 // package without a fixed version or an image by a moving tag.
-func movingTarget(t *target, server string) []verify.Finding {
+func movingTarget(t *target, server string) []finding.Finding {
 	if t.toolsFile != "" || len(t.argv) == 0 {
 		return nil
 	}
 	if moving, what := guard.MovingTarget(t.argv); moving {
-		return []verify.Finding{{Kind: verify.MovingTarget, Severity: verify.Warning, Server: server, Message: t.secrets.String(what)}}
+		return []finding.Finding{{Kind: finding.MovingTarget, Severity: finding.Warning, Server: server, Message: t.secrets.String(what)}}
 	}
 	return nil
 }

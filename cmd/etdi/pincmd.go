@@ -6,11 +6,11 @@ import (
 	"strings"
 
 	"github.com/etdi-dev/etdi"
+	"github.com/etdi-dev/etdi/finding"
 	"github.com/etdi-dev/etdi/guard"
 	"github.com/etdi-dev/etdi/internal/termtext"
 	"github.com/etdi-dev/etdi/pin"
 	"github.com/etdi-dev/etdi/policy"
-	"github.com/etdi-dev/etdi/verify"
 	"github.com/spf13/cobra"
 )
 
@@ -107,13 +107,13 @@ the server does not offer, is an error and approves nothing.`,
 				return err
 			}
 			for _, f := range r.Findings {
-				if f.Severity == verify.Error {
-					printFindings(e.stderr, []verify.Finding{f})
+				if f.Severity == finding.Error {
+					printFindings(e.stderr, []finding.Finding{f})
 					return &exitCodeError{exitFor(r.Findings)}
 				}
 			}
 			if r.Blocked() {
-				return &exitCodeError{exitSignature}
+				return &exitCodeError{r.ExitCode()}
 			}
 			tp, err := loadPolicy(sf.policy)
 			if err != nil {
@@ -201,14 +201,14 @@ the server does not offer, is an error and approves nothing.`,
 			for _, r := range refused {
 				if r.Tool == "" {
 					what := "NOT approved"
-					if verify.Kind(r.Kind).AboutInstructions() {
+					if finding.Kind(r.Kind).AboutInstructions() {
 						what = "NOT accepted"
 					}
 					say(e.stdout, "%s (%s): %s\n", what, r.Kind, r.Reason)
 					continue
 				}
 				say(e.stdout, "NOT approved %s (%s): %s\n", r.Tool, r.Kind, r.Reason)
-				if hint := approveHint(verify.Finding{Kind: verify.Kind(r.Kind), Tool: r.Tool}, e.approveCommandOf(&sf, &pf, args, cmd.ArgsLenAtDash())); hint != "" {
+				if hint := approveHint(finding.Finding{Kind: finding.Kind(r.Kind), Tool: r.Tool}, e.approveCommandOf(&sf, &pf, args, cmd.ArgsLenAtDash())); hint != "" {
 					say(e.stdout, "    %s\n", hint)
 				}
 			}

@@ -9,10 +9,10 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/etdi-dev/etdi/finding"
 	"github.com/etdi-dev/etdi/guard"
 	"github.com/etdi-dev/etdi/internal/termtext"
 	"github.com/etdi-dev/etdi/pin"
-	"github.com/etdi-dev/etdi/verify"
 	"github.com/spf13/cobra"
 )
 
@@ -169,7 +169,7 @@ func (rv *reviewed) settle(applied []guard.Applied) {
 		rep, t := rv.reps[a.Report], &rv.ts[a.Report]
 		rv.reports[a.Report] = a.After
 		rep.guarded, rep.Tools = a.After, a.After.Tools
-		rep.Findings = append(append(append([]verify.Finding{}, t.findings...), a.After.Findings...), movingTarget(t, a.After.Server)...)
+		rep.Findings = append(append(append([]finding.Finding{}, t.findings...), a.After.Findings...), movingTarget(t, a.After.Server)...)
 		rep.ExitCode = exitFor(rep.Findings)
 		if a.Result != nil {
 			rep.Approved = append(rep.Approved, a.Result.Approved...)
@@ -441,7 +441,7 @@ func printCompact(w io.Writer, rv *reviewed, wrapState bool) {
 		}
 		tools := 0
 		for _, s := range rep.Tools {
-			if s.Item == pin.ItemTool && s.Status != "removed" {
+			if s.Item == pin.ItemTool && s.Status != pin.StatusRemoved {
 				tools++
 			}
 		}
@@ -466,9 +466,9 @@ func printCompact(w io.Writer, rv *reviewed, wrapState bool) {
 			say(w, "ERROR: %s\n", rep.Error)
 			continue
 		}
-		var errs []verify.Finding
+		var errs []finding.Finding
 		for _, f := range rep.Findings {
-			if f.Severity == verify.Error {
+			if f.Severity == finding.Error {
 				if _, ok := guard.CategoryOf(f); !ok {
 					errs = append(errs, f)
 				}
@@ -482,7 +482,7 @@ func printCompact(w io.Writer, rv *reviewed, wrapState bool) {
 // approval resolves.
 func blockedBy(rep *checkReport) bool {
 	for _, f := range rep.Findings {
-		if f.Severity == verify.Error {
+		if f.Severity == finding.Error {
 			if _, ok := guard.CategoryOf(f); !ok {
 				return true
 			}
@@ -517,7 +517,7 @@ func serverState(rep *checkReport, wrapState bool) string {
 	counts := map[string]int{}
 	var order []string
 	for _, f := range rep.Findings {
-		if f.Severity != verify.Error {
+		if f.Severity != finding.Error {
 			continue
 		}
 		what := string(f.Kind)
@@ -546,7 +546,7 @@ func serverState(rep *checkReport, wrapState bool) string {
 // newServer reports whether nothing of the server was approved yet.
 func newServer(rep *checkReport) bool {
 	for _, t := range rep.Tools {
-		if t.Status != "new" {
+		if t.Status != pin.StatusNew {
 			return false
 		}
 	}

@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/etdi-dev/etdi/finding"
 	"github.com/etdi-dev/etdi/guard"
 	"github.com/etdi-dev/etdi/internal/identity"
 	"github.com/etdi-dev/etdi/internal/redact"
@@ -27,7 +28,7 @@ import (
 
 // runExitCodes are the exit codes of etdi run; its help, the README and
 // SPEC.md §25 name each of them.
-var runExitCodes = []int{0, 1, 2, verify.ExitSignature, verify.ExitRugPull, verify.ExitImpersonation, verify.ExitApproval, verify.ExitRevoked}
+var runExitCodes = []int{0, 1, 2, finding.ExitSignature, finding.ExitRugPull, finding.ExitImpersonation, finding.ExitApproval, finding.ExitRevoked}
 
 // runFlags are the flags of etdi run.
 type runFlags struct {

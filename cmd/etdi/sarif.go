@@ -11,9 +11,9 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/etdi-dev/etdi/finding"
 	"github.com/etdi-dev/etdi/internal/termtext"
 	"github.com/etdi-dev/etdi/pin"
-	"github.com/etdi-dev/etdi/verify"
 	"golang.org/x/mod/module"
 	"golang.org/x/mod/semver"
 )
@@ -131,7 +131,7 @@ type sarifResult struct {
 	PartialFingerprints map[string]string `json:"partialFingerprints"`
 	// Properties is the finding with its evidence; nil for a server that
 	// could not be checked.
-	Properties *verify.Finding `json:"properties,omitempty"`
+	Properties *finding.Finding `json:"properties,omitempty"`
 }
 
 type sarifRun struct {
@@ -214,7 +214,7 @@ func sarifLog(out *checkOutput, o sarifOptions) *sarifDoc {
 		}
 		for i := range rep.Findings {
 			f := &rep.Findings[i]
-			if f.Severity == verify.Info || unsignedState(*f) {
+			if f.Severity == finding.Info || unsignedState(*f) {
 				continue
 			}
 			rule := "etdi/" + string(f.Kind)
@@ -230,12 +230,12 @@ func sarifLog(out *checkOutput, o sarifOptions) *sarifDoc {
 // policy lets its unsigned tools run (warn), standing for the warning of
 // each tool: the server's state, one alert however many tools it has;
 // nil when it has none.
-func unsignedFinding(rep *checkReport) *verify.Finding {
+func unsignedFinding(rep *checkReport) *finding.Finding {
 	line := unsignedLine(rep)
 	if line == "" {
 		return nil
 	}
-	return &verify.Finding{Kind: verify.UnsignedTool, Severity: verify.Warning, Server: rep.Server,
+	return &finding.Finding{Kind: finding.UnsignedTool, Severity: finding.Warning, Server: rep.Server,
 		Message: fmt.Sprintf("%s: %s", rep.Server, line)}
 }
 
@@ -331,19 +331,19 @@ func dirURI(abs string) string {
 // rule.
 func sarifRules() []sarifRule {
 	kinds := make([]string, 0)
-	for _, k := range verify.Kinds() {
+	for _, k := range finding.Kinds() {
 		kinds = append(kinds, string(k))
 	}
 	sort.Strings(kinds)
 	var rules []sarifRule
 	for _, k := range kinds {
-		kind := verify.Kind(k)
+		kind := finding.Kind(k)
 		code := kind.ExitCode()
 		full := kind.About() + " " + exitSentence(kind)
 		r := sarifRule{ID: "etdi/" + k, Name: k, ShortDescription: sarifMessage{sarifPlain(kind.About())}, FullDescription: sarifMessage{sarifPlain(full)},
 			HelpURI: specAnchorURL("finding-" + k)}
 		r.Help = ruleHelp(full, remedy(kind), r.HelpURI)
-		r.DefaultConfiguration.Level = levelOf(verify.Finding{Kind: kind, Severity: kind.DefaultSeverity()}).SARIF
+		r.DefaultConfiguration.Level = levelOf(finding.Finding{Kind: kind, Severity: kind.DefaultSeverity()}).SARIF
 		r.Properties = sarifRuleProperties{Tags: []string{"security", "mcp"}, SecuritySeverity: securitySeverity(kind)}
 		if code != exitOK {
 			r.Properties.ExitCode = code
@@ -378,11 +378,11 @@ const (
 	errorSecuritySeverity = "6.0"
 )
 
-func securitySeverity(k verify.Kind) string {
-	if s, ok := exitSecuritySeverity[k.ExitCode()]; ok && k.DefaultSeverity() == verify.Error {
+func securitySeverity(k finding.Kind) string {
+	if s, ok := exitSecuritySeverity[k.ExitCode()]; ok && k.DefaultSeverity() == finding.Error {
 		return s
 	}
-	if k.DefaultSeverity() == verify.Warning {
+	if k.DefaultSeverity() == finding.Warning {
 		return warningSecuritySeverity
 	}
 	return infoSecuritySeverity
@@ -396,25 +396,25 @@ var exitMeaning = map[int]string{
 	exitRevoked:       "revoked or expired",
 }
 
-func exitSentence(k verify.Kind) string {
-	if code := k.ExitCode(); code != exitOK && k.DefaultSeverity() == verify.Warning {
+func exitSentence(k finding.Kind) string {
+	if code := k.ExitCode(); code != exitOK && k.DefaultSeverity() == finding.Warning {
 		return fmt.Sprintf("A warning: the tool's new_tool finding beside it fails etdi check with exit %d (%s) until the tool is approved.", code, exitMeaning[code])
 	}
 	if code := k.ExitCode(); code != exitOK {
 		return fmt.Sprintf("As an error it fails etdi check with exit %d (%s).", code, exitMeaning[code])
 	}
-	if k.DefaultSeverity() == verify.Warning {
+	if k.DefaultSeverity() == finding.Warning {
 		return "A warning: it never changes the exit code."
 	}
 	return "Information: never a result."
 }
 
 // remedy says what to do about a finding of kind k.
-func remedy(k verify.Kind) string {
-	switch k.Approval() {
-	case verify.Approvable:
+func remedy(k finding.Kind) string {
+	switch k.Approvability() {
+	case finding.Approvable:
 		return "Review what the server now offers (etdi diff shows it); if you trust it, approve it: etdi check --approve, or etdi pin approve with the same inputs (changed instructions: --accept-instructions)."
-	case verify.ApprovableByName:
+	case finding.ApprovableByName:
 		return "Treat it as an attack until you know why it changed: etdi diff shows the difference. To accept it anyway, approve that tool by name: etdi pin approve --tool NAME."
 	}
 	switch k.ExitCode() {

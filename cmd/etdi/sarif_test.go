@@ -12,7 +12,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/etdi-dev/etdi/verify"
+	"github.com/etdi-dev/etdi/finding"
 )
 
 const sarifSchemaFile = "../../testdata/sarif/sarif-schema-2.1.0.json"
@@ -75,7 +75,7 @@ type sarifOutResult struct {
 		} `json:"logicalLocations"`
 	} `json:"locations"`
 	PartialFingerprints map[string]string `json:"partialFingerprints"`
-	Properties          *verify.Finding   `json:"properties"`
+	Properties          *finding.Finding  `json:"properties"`
 }
 
 func (r sarifOutResult) uri() string {
@@ -265,7 +265,7 @@ func TestSARIFLocationsAndSchema(t *testing.T) {
 			t.Errorf("%s located at %+v, want ci%%20dir/mcp.json line %d from %%SRCROOT%%", c.r.RuleID, *loc, c.line)
 		}
 	}
-	if nt.Level != "error" || un.Level != "warning" || er.Level != "error" || er.Properties != nil || nt.Properties == nil || nt.Properties.Kind != verify.NewTool {
+	if nt.Level != "error" || un.Level != "warning" || er.Level != "error" || er.Properties != nil || nt.Properties == nil || nt.Properties.Kind != finding.NewTool {
 		t.Errorf("levels or properties: new_tool %s %+v, unsigned_tool %s, error %s %+v", nt.Level, nt.Properties, un.Level, er.Level, er.Properties)
 	}
 
@@ -397,9 +397,9 @@ func TestSARIFFingerprints(t *testing.T) {
 	}
 
 	// Two findings no field tells apart are told apart by their order.
-	doc := sarifLog(&checkOutput{Servers: []*checkReport{{Target: "t", Server: "unsigned:x", Findings: []verify.Finding{
-		{Kind: verify.BundleInvalid, Severity: verify.Error, Message: "one"},
-		{Kind: verify.BundleInvalid, Severity: verify.Error, Message: "two"}}}}}, sarifOptions{root: "/", policy: "trust.json"})
+	doc := sarifLog(&checkOutput{Servers: []*checkReport{{Target: "t", Server: "unsigned:x", Findings: []finding.Finding{
+		{Kind: finding.BundleInvalid, Severity: finding.Error, Message: "one"},
+		{Kind: finding.BundleInvalid, Severity: finding.Error, Message: "two"}}}}}, sarifOptions{root: "/", policy: "trust.json"})
 	a, b := doc.Runs[0].Results[0].PartialFingerprints[sarifLineHash], doc.Runs[0].Results[1].PartialFingerprints[sarifLineHash]
 	if a == b || strings.TrimSuffix(a, ":1") != strings.TrimSuffix(b, ":2") {
 		t.Errorf("twin findings: %s and %s", a, b)
@@ -435,13 +435,13 @@ func TestSARIFRules(t *testing.T) {
 		if !ok || !strings.Contains(string(spec), `<a id="`+anchor+`"></a>`) {
 			t.Errorf("%s: helpUri %s is not an anchor of SPEC.md", r.ID, r.HelpURI)
 		}
-		kind := verify.Kind(strings.TrimPrefix(r.ID, "etdi/"))
+		kind := finding.Kind(strings.TrimPrefix(r.ID, "etdi/"))
 		switch {
 		case r.ID == sarifErrorRule:
 			if r.DefaultConfiguration.Level != "error" || r.Properties.ExitCode != exitError || f < 4 {
 				t.Errorf("the error rule: %+v", r)
 			}
-		case kind.ExitCode() != exitOK && kind.DefaultSeverity() == verify.Warning:
+		case kind.ExitCode() != exitOK && kind.DefaultSeverity() == finding.Warning:
 			// name_collision: a warning beside the new_tool finding that
 			// sets its exit code.
 			if r.DefaultConfiguration.Level != "warning" || f >= 4 || r.Properties.ExitCode != kind.ExitCode() {
@@ -460,13 +460,13 @@ func TestSARIFRules(t *testing.T) {
 	if _, ok := sev[sarifErrorRule]; !ok {
 		t.Error("the error rule is not declared")
 	}
-	for _, a := range verify.Kinds() {
+	for _, a := range finding.Kinds() {
 		if _, ok := sev["etdi/"+string(a)]; !ok {
 			t.Errorf("kind %s has no rule", a)
 		}
-		for _, b := range verify.Kinds() {
+		for _, b := range finding.Kinds() {
 			ca, cb := a.ExitCode(), b.ExitCode()
-			if ca != exitOK && cb != exitOK && ca != cb && verify.Worse(ca, cb) == ca && sev["etdi/"+string(a)] <= sev["etdi/"+string(b)] {
+			if ca != exitOK && cb != exitOK && ca != cb && finding.Worse(ca, cb) == ca && sev["etdi/"+string(a)] <= sev["etdi/"+string(b)] {
 				t.Errorf("%s (exit %d) is worse than %s (exit %d) but not more severe: %v <= %v", a, ca, b, cb, sev["etdi/"+string(a)], sev["etdi/"+string(b)])
 			}
 		}

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"github.com/etdi-dev/etdi/finding"
 	"github.com/etdi-dev/etdi/internal/termtext"
-	"github.com/etdi-dev/etdi/verify"
 )
 
 // hostileTexts are names and messages a server or a repository chooses,
@@ -76,7 +76,7 @@ func TestSARIFHostileText(t *testing.T) {
 	for _, h := range hostileTexts {
 		sarifSafe(t, sarifText(h), h)
 		out := &checkOutput{Servers: []*checkReport{
-			{Target: "entry " + h, Server: "unsigned:x", Findings: []verify.Finding{{Kind: verify.NewTool, Severity: verify.Error, Tool: h, Message: "tool " + h + " is new"}}},
+			{Target: "entry " + h, Server: "unsigned:x", Findings: []finding.Finding{{Kind: finding.NewTool, Severity: finding.Error, Tool: h, Message: "tool " + h + " is new"}}},
 			{Target: "entry " + h, Error: "did not start: " + h},
 		}}
 		doc := sarifLog(out, sarifOptions{root: "/", policy: "trust.json"})

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/etdi-dev/etdi/verify"
+	"github.com/etdi-dev/etdi/finding"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -83,7 +83,7 @@ func TestSecretInDefinitionBlocked(t *testing.T) {
 		t.Fatalf("%v\n%s", err, r.stdout)
 	}
 	fs := out.Servers[0].Findings
-	if len(fs) != 1 || fs[0].Kind != verify.SecretInDefinition || fs[0].Severity != verify.Error || fs[0].Tool != "echo_leak" ||
+	if len(fs) != 1 || fs[0].Kind != finding.SecretInDefinition || fs[0].Severity != finding.Error || fs[0].Tool != "echo_leak" ||
 		strings.Join(fs[0].Fields, ",") != "description" || !strings.Contains(fs[0].Message, "env API_KEY") {
 		t.Errorf("findings: %+v", fs)
 	}
@@ -144,11 +144,11 @@ func TestConfiguredValueNotCredentialNotFlagged(t *testing.T) {
 	s := newSecretEnv(t)
 	writeConfig(t, s.dir, "c.json", bin, nil, map[string]string{"LOG_LEVEL": "verbose-debugging", "ECHO_DESCRIPTION_FROM": "LOG_LEVEL", "ECHO_TOOL": "echo_leak"})
 	r := s.check(0, "--config", "c.json", "--yes", "--json")
-	if strings.Contains(r.stdout, string(verify.SecretInDefinition)) || !strings.Contains(r.stdout, `"approved"`) {
+	if strings.Contains(r.stdout, string(finding.SecretInDefinition)) || !strings.Contains(r.stdout, `"approved"`) {
 		t.Errorf("a harmless value was flagged:\n%s", r.stdout)
 	}
 	writeConfig(t, s.dir, "d.json", bin, nil, map[string]string{"API_KEY": "dev", "ECHO_DESCRIPTION_FROM": "API_KEY", "ECHO_TOOL": "echo_short"})
-	if r := s.check(0, "--config", "d.json", "--yes", "--json"); strings.Contains(r.stdout, string(verify.SecretInDefinition)) {
+	if r := s.check(0, "--config", "d.json", "--yes", "--json"); strings.Contains(r.stdout, string(finding.SecretInDefinition)) {
 		t.Errorf("a short value was flagged:\n%s", r.stdout)
 	}
 }

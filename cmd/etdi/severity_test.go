@@ -9,9 +9,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/etdi-dev/etdi/finding"
 	"github.com/etdi-dev/etdi/internal/termtext"
 	"github.com/etdi-dev/etdi/pin"
-	"github.com/etdi-dev/etdi/verify"
 )
 
 // severityEnv is an unsigned server (policy warn) whose approved
@@ -111,7 +111,7 @@ func TestFindingSeverityAgrees(t *testing.T) {
 	var kinds []string
 	aggregate := 0
 	for k, s := range all {
-		if k.kind == string(verify.UnsignedTool) {
+		if k.kind == string(finding.UnsignedTool) {
 			// Said once per server, as its state: each tool's warning
 			// is in --json (and, as these tools are new or changed, in
 			// the history), and prose and SARIF have one for the server.
@@ -139,7 +139,7 @@ func TestFindingSeverityAgrees(t *testing.T) {
 		if len(s.prose) != 1 || !slices.Contains(w.prose, s.prose[0]) {
 			t.Errorf("%s (%s): prose %v", k.kind, sev, s.prose)
 		}
-		if len(s.prose) == 1 && (s.prose[0] == "APPROVAL REQUIRED") != verify.Kind(k.kind).AsksApproval() {
+		if len(s.prose) == 1 && (s.prose[0] == "APPROVAL REQUIRED") != finding.Kind(k.kind).AsksApproval() {
 			t.Errorf("%s: prose %q", k.kind, s.prose[0])
 		}
 		if got := strings.Join(s.sarif, ","); got != w.sarif {
@@ -166,20 +166,20 @@ func TestFindingSeverityAgrees(t *testing.T) {
 // levelOf agrees with itself for every kind and severity, and an unknown
 // severity never shows as milder than an error.
 func TestLevelOfEveryKind(t *testing.T) {
-	for _, k := range verify.Kinds() {
-		for _, sev := range []verify.Severity{verify.Error, verify.Warning, verify.Info, "bogus"} {
-			l := levelOf(verify.Finding{Kind: k, Severity: sev})
-			want := map[verify.Severity]string{verify.Error: "error", verify.Warning: "warning", verify.Info: "note"}[l.Severity]
+	for _, k := range finding.Kinds() {
+		for _, sev := range []finding.Severity{finding.Error, finding.Warning, finding.Info, "bogus"} {
+			l := levelOf(finding.Finding{Kind: k, Severity: sev})
+			want := map[finding.Severity]string{finding.Error: "error", finding.Warning: "warning", finding.Info: "note"}[l.Severity]
 			if l.SARIF != want {
 				t.Errorf("%s/%s: SARIF %q for severity %q", k, sev, l.SARIF, l.Severity)
 			}
-			if sev == "bogus" && l.Severity != verify.Error {
+			if sev == "bogus" && l.Severity != finding.Error {
 				t.Errorf("%s: unknown severity shown as %q", k, l.Severity)
 			}
 			if sev != "bogus" && l.Severity != sev {
 				t.Errorf("%s/%s: shown as %q", k, sev, l.Severity)
 			}
-			if got := fmt.Sprint(l.Label == "APPROVAL REQUIRED"); got != fmt.Sprint(l.Severity == verify.Error && k.AsksApproval()) {
+			if got := fmt.Sprint(l.Label == "APPROVAL REQUIRED"); got != fmt.Sprint(l.Severity == finding.Error && k.AsksApproval()) {
 				t.Errorf("%s/%s: label %q", k, sev, l.Label)
 			}
 		}

@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/etdi-dev/etdi/verify"
+	"github.com/etdi-dev/etdi/finding"
 )
 
 // TestSpecExitCodes checks the finding table of SPEC.md §11 against
@@ -17,9 +17,9 @@ func TestSpecExitCodes(t *testing.T) {
 		t.Fatal(err)
 	}
 	rows := regexp.MustCompile("(?m)^\\| `([a-z_]+)` \\| (\\d+|—)").FindAllStringSubmatch(string(spec), -1)
-	seen := map[verify.Kind]bool{}
+	seen := map[finding.Kind]bool{}
 	for _, r := range rows {
-		k := verify.Kind(r[1])
+		k := finding.Kind(r[1])
 		seen[k] = true
 		want, ok := k.ExitCode(), k.Known()
 		if r[2] == "—" {
@@ -33,7 +33,7 @@ func TestSpecExitCodes(t *testing.T) {
 			t.Errorf("SPEC.md maps %s to %d; the CLI to %d", k, n, want)
 		}
 	}
-	for _, k := range verify.Kinds() {
+	for _, k := range finding.Kinds() {
 		if !seen[k] {
 			t.Errorf("finding kind %s is missing from SPEC.md §11", k)
 		}

@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/etdi-dev/etdi"
+	"github.com/etdi-dev/etdi/finding"
 	"github.com/etdi-dev/etdi/idp"
 	"github.com/etdi-dev/etdi/internal/termtext"
 	"github.com/etdi-dev/etdi/keys"
@@ -78,10 +79,7 @@ differs, 12 impersonation, 14 expired or key outside its window, 1 error.`,
 				return err // operational (exit 1); the bundle was not verified
 			}
 			r.Source = args[0]
-			code := exitFor(r.Findings)
-			if code == exitOK && !r.Verified {
-				code = exitSignature // never report an unverified bundle as ok
-			}
+			code := r.ExitCode()
 			headline := verifyHeadline(r, code, opts.Live != nil)
 			if asJSON {
 				if err := e.writeJSON(verifyOutput{jsonSchemaVersion, r, code == exitOK, headline, code}); err != nil {
@@ -147,7 +145,7 @@ func verifyHeadline(r *verify.Result, code int, live bool) string {
 	var what []string
 	seen := map[string]bool{}
 	for _, f := range r.Findings {
-		if f.Severity != verify.Error {
+		if f.Severity != finding.Error {
 			continue
 		}
 		phrase := failurePhrase(f.Kind)
@@ -159,19 +157,19 @@ func verifyHeadline(r *verify.Result, code int, live bool) string {
 	return fmt.Sprintf("FAILED %s (exit %d): signature verified, but %s", r.Source, code, strings.Join(what, "; "))
 }
 
-func failurePhrase(k verify.Kind) string {
+func failurePhrase(k finding.Kind) string {
 	switch k {
-	case verify.DefinitionChanged:
+	case finding.DefinitionChanged:
 		return "live tools differ from the signed definitions"
-	case verify.Expired:
+	case finding.Expired:
 		return "the bundle is expired or not yet valid"
-	case verify.KeyNotValid:
+	case finding.KeyNotValid:
 		return "the signing key is outside its validity window"
-	case verify.UnsignedTool:
+	case finding.UnsignedTool:
 		return "the server serves tools no signature covers"
-	case verify.NotServed:
+	case finding.NotServed:
 		return "signed tools are not served"
-	case verify.Impersonation:
+	case finding.Impersonation:
 		return "a tool is listed twice or impersonated"
 	}
 	return string(k)
@@ -220,8 +218,8 @@ func printResult(w io.Writer, r *verify.Result) {
 				perm = strings.Join(scopes, ", ")
 			}
 			status := ""
-			if t.Status != "signed" {
-				status = "  [" + t.Status + "]"
+			if t.Status != verify.StatusSigned {
+				status = "  [" + string(t.Status) + "]"
 			}
 			d, _ := etdi.ParseDigest(t.Digest)
 			say(w, "    %-*s  sha256:%s  %s%s\n", width, etdi.SubjectName(t.Name, t.Version), d.Short(), perm, status)
@@ -230,11 +228,11 @@ func printResult(w io.Writer, r *verify.Result) {
 	printFindings(w, r.Findings)
 }
 
-func printFindings(w io.Writer, findings []verify.Finding) { printFindingsWith(w, findings, nil) }
+func printFindings(w io.Writer, findings []finding.Finding) { printFindingsWith(w, findings, nil) }
 
 // printFindingsWith prints findings; for a new tool whose definition is in
 // defs, everything approving it grants (describeTool).
-func printFindingsWith(w io.Writer, findings []verify.Finding, defs map[string]observedTool) {
+func printFindingsWith(w io.Writer, findings []finding.Finding, defs map[string]observedTool) {
 	printFindingsFor(w, findings, defs, "")
 }
 
@@ -243,7 +241,7 @@ func printFindingsWith(w io.Writer, findings []verify.Finding, defs map[string]o
 // name collision, a shadowing, a look-alike name and a change from the
 // same artifact under another name the exact command that approves that
 // tool.
-func printFindingsFor(w io.Writer, findings []verify.Finding, defs map[string]observedTool, approve string) {
+func printFindingsFor(w io.Writer, findings []finding.Finding, defs map[string]observedTool, approve string) {
 	for _, f := range findings {
 		say(w, "%s: %s: %s\n", levelOf(f).Label, f.Kind, f.Message)
 		if hint := approveHint(f, approve); hint != "" {
@@ -252,10 +250,10 @@ func printFindingsFor(w io.Writer, findings []verify.Finding, defs map[string]ob
 		if f.Signed != "" && f.Live != "" {
 			say(w, "    signed %s\n    live   %s\n", f.Signed, f.Live)
 		}
-		if f.Kind == verify.NewTool {
+		if f.Kind == finding.NewTool {
 			say(w, "    approval grants: %s\n", permList(f.Permissions))
 		}
-		if d, ok := defs[pin.ItemRef(f.Item, f.Tool)]; ok && (f.Kind == verify.NewTool || f.Kind == verify.Shadowing || f.Kind == verify.ConfusableName) {
+		if d, ok := defs[pin.ItemRef(f.Item, f.Tool)]; ok && (f.Kind == finding.NewTool || f.Kind == finding.Shadowing || f.Kind == finding.ConfusableName) {
 			describeTool(w, d.canonical, d.permissions)
 		}
 		if f.Pointer != "" {
@@ -275,7 +273,7 @@ func printFindingsFor(w io.Writer, findings []verify.Finding, defs map[string]ob
 
 // signerText names a verified signer for a person: the key, or the
 // keyless signer's identity and issuer, with when the log recorded it.
-func signerText(s *verify.Signer) string {
+func signerText(s *verify.SignerIdentity) string {
 	if ks := s.Sigstore; ks != nil {
 		return fmt.Sprintf("keyless %s (issuer %s, logged at %s, entry %d)", ks.Identity, ks.Issuer, ks.SignedAt.Format(time.RFC3339), ks.LogIndex)
 	}
@@ -285,17 +283,17 @@ func signerText(s *verify.Signer) string {
 // approveHint is the line under a finding about a tool name another
 // server has approved (or a change of the same artifact's tool under
 // another name) that says the exact command approving the tool, or "".
-func approveHint(f verify.Finding, approve string) string {
+func approveHint(f finding.Finding, approve string) string {
 	if approve == "" || f.Tool == "" {
 		return ""
 	}
 	cmd := approve + " --tool " + termtext.ShellQuote(pin.ItemRef(f.Item, f.Tool))
 	switch {
-	case f.Kind == verify.NameCollision:
+	case f.Kind == finding.NameCollision:
 		return "approve it as a new tool: " + cmd
-	case f.Kind == verify.Shadowing || f.Kind == verify.ConfusableName:
+	case f.Kind == finding.Shadowing || f.Kind == finding.ConfusableName:
 		return "if you know this server's tool is not posing as the other, approve it by name: " + cmd
-	case f.Kind == verify.RugPull && len(f.Servers) > 0:
+	case f.Kind == finding.RugPull && len(f.Servers) > 0:
 		return "if the change is expected, approve it by name: " + cmd
 	}
 	return ""

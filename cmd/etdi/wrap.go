@@ -12,10 +12,10 @@ import (
 	"strings"
 
 	"github.com/etdi-dev/etdi"
+	"github.com/etdi-dev/etdi/finding"
 	"github.com/etdi-dev/etdi/internal/atomicfile"
 	"github.com/etdi-dev/etdi/internal/hostconfig"
 	"github.com/etdi-dev/etdi/internal/redact"
-	"github.com/etdi-dev/etdi/verify"
 	"github.com/spf13/cobra"
 )
 
@@ -567,10 +567,10 @@ func (e *env) configGate(f *serverFlags) (hostconfig.Gate, error) {
 // a program that imitates etdi's gate (fake_wrapper), and a gate that
 // judges by another trust policy, pin store or lockfile than the user's
 // (gate_override).
-func configFindings(en *hostconfig.Entry, secrets *redact.Set) []verify.Finding {
-	var out []verify.Finding
+func configFindings(en *hostconfig.Entry, secrets *redact.Set) []finding.Finding {
+	var out []finding.Finding
 	if en.Imitation != "" {
-		out = append(out, verify.Finding{Kind: verify.FakeWrapper, Severity: verify.Error, Server: en.Name,
+		out = append(out, finding.Finding{Kind: finding.FakeWrapper, Severity: finding.Error, Server: en.Name,
 			Message: secrets.String("the entry imitates etdi's gate: " + en.Imitation + "; its whole command is checked as the server. Remove the entry, or if the program is an etdi of yours, check with --etdi PATH")})
 	}
 	for _, o := range en.GateOverrides {
@@ -583,7 +583,7 @@ func configFindings(en *hostconfig.Entry, secrets *redact.Set) []verify.Finding 
 		if v, ok := strings.CutPrefix(o.Via, "env "); ok {
 			fix = "; to use yours: remove " + v + " from the entry's env in " + en.File
 		}
-		out = append(out, verify.Finding{Kind: verify.GateOverride, Severity: verify.Error, Server: en.Name, Message: o.String() + fix})
+		out = append(out, finding.Finding{Kind: finding.GateOverride, Severity: finding.Error, Server: en.Name, Message: o.String() + fix})
 	}
 	return out
 }
@@ -594,6 +594,6 @@ func addConfigFindings(rep *checkReport, t *target) {
 	if len(t.findings) == 0 {
 		return
 	}
-	rep.Findings = append(append([]verify.Finding(nil), t.findings...), rep.Findings...)
+	rep.Findings = append(append([]finding.Finding(nil), t.findings...), rep.Findings...)
 	rep.ExitCode = worse(rep.ExitCode, exitFor(t.findings))
 }

@@ -90,7 +90,7 @@ type Pin struct {
 	Tool        string
 	Version     string
 	Digest      string
-	Signer      pin.Signer
+	Signer      pin.SignerID
 	Provider    string
 	Permissions []etdi.Permission
 	// Scopes are the scopes the approver gave an unsigned tool
@@ -718,15 +718,15 @@ func count(v *etdi.Value) int {
 	return n
 }
 
-func parseSigner(fd etdi.Field) (pin.Signer, error) {
+func parseSigner(fd etdi.Field) (pin.SignerID, error) {
 	o, err := fd.Object()
 	if err != nil {
-		return pin.Signer{}, err
+		return pin.SignerID{}, err
 	}
 	if err := o.Only("kind", "id"); err != nil {
-		return pin.Signer{}, err
+		return pin.SignerID{}, err
 	}
-	var s pin.Signer
+	var s pin.SignerID
 	if s.Kind, err = text(o, "kind", true, maxText); err != nil {
 		return s, err
 	}

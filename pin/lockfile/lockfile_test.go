@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/etdi-dev/etdi"
+	"github.com/etdi-dev/etdi/finding"
 	"github.com/etdi-dev/etdi/pin"
-	"github.com/etdi-dev/etdi/verify"
 	bolt "go.etcd.io/bbolt"
 	"golang.org/x/mod/sumdb/note"
 )
@@ -31,12 +31,12 @@ func openStore(t *testing.T) *pin.Store {
 }
 
 var (
-	keyA = pin.Signer{Kind: "key", ID: "sha256:" + strings.Repeat("a", 64)}
-	keyB = pin.Signer{Kind: "key", ID: "sha256:" + strings.Repeat("b", 64)}
+	keyA = pin.SignerID{Kind: "key", ID: "sha256:" + strings.Repeat("a", 64)}
+	keyB = pin.SignerID{Kind: "key", ID: "sha256:" + strings.Repeat("b", 64)}
 )
 
 // item is one offered definition.
-func item(t testing.TB, kind, name, version, def string, signer pin.Signer, scopes ...string) pin.Observed {
+func item(t testing.TB, kind, name, version, def string, signer pin.SignerID, scopes ...string) pin.Observed {
 	t.Helper()
 	c, err := etdi.Canonicalize([]byte(def))
 	if err != nil {
@@ -293,7 +293,7 @@ func TestImportRoundTrip(t *testing.T) {
 func kinds(c *pin.Comparison) []string {
 	var out []string
 	for _, f := range c.Findings {
-		if f.Severity == verify.Error {
+		if f.Severity == finding.Error {
 			out = append(out, string(f.Kind))
 		}
 	}

@@ -166,7 +166,7 @@ func (e *RefusedError) List() (string, []string) {
 }
 
 // describe is what a conflict shows of a pin.
-func describe(version, digest string, signer pin.Signer, perms []etdi.Permission, given []string, served string) string {
+func describe(version, digest string, signer pin.SignerID, perms []etdi.Permission, given []string, served string) string {
 	s := strings.TrimSpace(version + " " + digest)
 	s += ", signer " + signer.String()
 	var scopes []string

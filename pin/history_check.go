@@ -58,7 +58,7 @@ type brief struct {
 // preceded by its length: two sums are equal exactly when pinDisagrees
 // finds nothing to say about a record that is an approval and a pin (or
 // SHA-256 has a collision, which the history's own hashes exclude too).
-func approvalSum(server, item, tool, version, digest string, signer *Signer, perms []etdi.Permission, scopes []string, served, servedAt string) [sha256.Size]byte {
+func approvalSum(server, item, tool, version, digest string, signer *SignerID, perms []etdi.Permission, scopes []string, served, servedAt string) [sha256.Size]byte {
 	var buf [256]byte
 	b := buf[:0]
 	field := func(s string) {
@@ -233,6 +233,73 @@ func readStored(tx *kvTx, check bool) *history {
 	return h
 }
 
+// head is the index and prev hash of a record, when checked; a prev of
+// another length than a base64 hash cannot match and is kept empty.
+type head struct {
+	index   int64
+	prev    [44]byte
+	prevLen int
+}
+
+// check refuses record i, of head hd, when it holds another index, when
+// its hashes (h) are wrong, or when its prev is not the tree hash of the
+// records before it. b64 is a buffer.
+func (hd *head) check(i int64, h *hashed, b64 *[44]byte) error {
+	if hd.index != i {
+		return &LogError{i, fmt.Sprintf("holds record %d (records were reordered)", hd.index)}
+	}
+	if h.fail == i && !h.late {
+		return h.err
+	}
+	base64.StdEncoding.Encode(b64[:], h.prevs[i][:])
+	if hd.prevLen != len(b64) || hd.prev != *b64 {
+		return &LogError{i, "was written after a different history (records before it were changed)"}
+	}
+	if h.fail == i {
+		return h.err
+	}
+	return nil
+}
+
+// briefOf is the brief of replayable record rec.
+func briefOf(rec *Record) brief {
+	br := brief{ok: true, index: rec.Index}
+	switch rec.Type {
+	case RecordApprove, RecordReapprove:
+		br.approval, br.ref = true, string(pinKeyOf(rec.Server, rec.Item, rec.Tool))
+		br.sum = approvalSum(rec.Server, rec.Item, rec.Tool, rec.Version, rec.Digest, rec.Signer, rec.Permissions, rec.Scopes, rec.Served, rec.ServedAt)
+		br.digest, br.variant = rec.Digest, rec.Variant
+	case RecordRevoke:
+		r := revocationOf(rec)
+		br.ref = string(r.key())
+		if r.Digest != "" && r.KeyID == "" {
+			br.digest, br.pin = r.Digest, string(pinKeyOf(rec.Server, rec.Item, rec.Tool))
+		}
+	case RecordUnrevoke:
+		r := revocationOf(rec)
+		br.ref, br.lifted = string(r.key()), true
+	}
+	return br
+}
+
+// apply replays the brief br of record i.
+func (st *replayed) apply(i int64, br *brief) {
+	switch {
+	case !br.ok:
+	case br.approval:
+		st.pins[br.ref] = approved(st.pins[br.ref], i, br.digest, br.variant)
+	case br.lifted:
+		delete(st.revoked, br.ref)
+	default:
+		st.revoked[br.ref] = i
+		if br.pin != "" {
+			if st.pins[br.pin] = dropped(st.pins[br.pin], br.digest); len(st.pins[br.pin]) == 0 {
+				delete(st.pins, br.pin)
+			}
+		}
+	}
+}
+
 // readHistory checks the history read by readStored and replays it. With
 // check, it verifies it like VerifyLog (hashing on one goroutine while the
 // others decode every record) and returns the tree; without, it only
@@ -255,13 +322,6 @@ func readHistory(hist *history, check bool) (*Tree, *replayed, error) {
 		close(done)
 	}
 
-	// The index and prev hash of every record, when checked; a prev of
-	// another length than a base64 hash cannot match and is kept empty.
-	type head struct {
-		index   int64
-		prev    [44]byte
-		prevLen int
-	}
 	var heads []head
 	if check {
 		heads = make([]head, avail)
@@ -288,23 +348,7 @@ func readHistory(hist *history, check bool) (*Tree, *replayed, error) {
 				}
 			}
 			if replayable(&rec) {
-				br := &briefs[i]
-				br.ok, br.index = true, rec.Index
-				switch rec.Type {
-				case RecordApprove, RecordReapprove:
-					br.approval, br.ref = true, string(pinKeyOf(rec.Server, rec.Item, rec.Tool))
-					br.sum = approvalSum(rec.Server, rec.Item, rec.Tool, rec.Version, rec.Digest, rec.Signer, rec.Permissions, rec.Scopes, rec.Served, rec.ServedAt)
-					br.digest, br.variant = rec.Digest, rec.Variant
-				case RecordRevoke:
-					r := revocationOf(&rec)
-					br.ref = string(r.key())
-					if r.Digest != "" && r.KeyID == "" {
-						br.digest, br.pin = r.Digest, string(pinKeyOf(rec.Server, rec.Item, rec.Tool))
-					}
-				case RecordUnrevoke:
-					r := revocationOf(&rec)
-					br.ref, br.lifted = string(r.key()), true
-				}
+				briefs[i] = briefOf(&rec)
 			}
 		}
 	})
@@ -317,36 +361,11 @@ func readHistory(hist *history, check bool) (*Tree, *replayed, error) {
 			return nil, nil, &LogError{i, "unreadable: " + errs[i].Error()}
 		}
 		if check {
-			hd := &heads[i]
-			if hd.index != i {
-				return nil, nil, &LogError{i, fmt.Sprintf("holds record %d (records were reordered)", hd.index)}
-			}
-			if h.fail == i && !h.late {
-				return nil, nil, h.err
-			}
-			base64.StdEncoding.Encode(b64[:], h.prevs[i][:])
-			if hd.prevLen != len(b64) || hd.prev != b64 {
-				return nil, nil, &LogError{i, "was written after a different history (records before it were changed)"}
-			}
-			if h.fail == i {
-				return nil, nil, h.err
+			if err := heads[i].check(i, h, &b64); err != nil {
+				return nil, nil, err
 			}
 		}
-		br := &briefs[i]
-		switch {
-		case !br.ok:
-		case br.approval:
-			st.pins[br.ref] = approved(st.pins[br.ref], i, br.digest, br.variant)
-		case br.lifted:
-			delete(st.revoked, br.ref)
-		default:
-			st.revoked[br.ref] = i
-			if br.pin != "" {
-				if st.pins[br.pin] = dropped(st.pins[br.pin], br.digest); len(st.pins[br.pin]) == 0 {
-					delete(st.pins, br.pin)
-				}
-			}
-		}
+		st.apply(i, &briefs[i])
 	}
 	if !check {
 		return nil, st, nil
@@ -635,6 +654,22 @@ func verifyPins(tx *kvTx, st *replayed) []Disagreement {
 	for k, live := range st.pins {
 		add("pin", pinRef([]byte(k)), live[len(live)-1].index, "approved in the history, missing from the pins")
 	}
+	verifyRevocations(tx, st, add)
+	verifyIndex(tx, bNames, names, "name", add)
+	verifyIndex(tx, bSkeletons, skels, "skeleton", add)
+	sort.SliceStable(out, func(i, j int) bool {
+		if out[i].What != out[j].What {
+			return out[i].What > out[j].What
+		}
+		return out[i].Ref < out[j].Ref
+	})
+	return out
+}
+
+// verifyRevocations compares the revocations with those the history
+// holds (st.revoked, whose entries it deletes as it sees them) and adds
+// each disagreement.
+func verifyRevocations(tx *kvTx, st *replayed, add func(what, ref string, rec int64, msg string)) {
 	tx.Bucket(bRevoked).ForEach(func(k, v []byte) error {
 		want, ok := st.revoked[string(k)]
 		if ok {
@@ -661,55 +696,49 @@ func verifyPins(tx *kvTx, st *replayed) []Disagreement {
 	for k, idx := range st.revoked {
 		add("revocation", k, idx, "revoked in the history, missing from the revocations")
 	}
-	// Entries of want are deleted as they are found: the ones left are
-	// missing from the index.
-	checkIndex := func(bucket []byte, want map[string][]string, what string) {
-		in := make(chan [][2][]byte)
-		go kvBatches(tx.Bucket(bucket), 4096, in)
-		for kvs := range in {
-			// Decode and compare on every CPU; each key is once in the
-			// bucket, so each value of want is sorted by one goroutine.
-			msgs := make([]string, len(kvs))
-			parallel(len(kvs), 512, func(lo, hi int) {
-				for i := lo; i < hi; i++ {
-					vals, ok := want[string(kvs[i][0])]
-					if !ok {
-						continue
-					}
-					var got []string
-					if v := kvs[i][1]; v != nil && json.Unmarshal(v, &got) != nil {
-						got = nil // damaged: getStrings returns nothing then
-					}
-					sort.Strings(vals)
-					if !slices.Equal(got, vals) {
-						msgs[i] = fmt.Sprintf("holds %q, the pins say %q", got, vals)
-					}
-				}
-			})
-			for i, kv := range kvs {
-				k := string(kv[0])
-				if _, ok := want[k]; !ok {
-					add("index", what+" "+k, -1, "no pin has it")
+}
+
+// verifyIndex compares the index bucket, of entries named what, with the
+// entries the pins say it holds (want) and adds each disagreement.
+// Entries of want are deleted as they are found: the ones left are
+// missing from the index.
+func verifyIndex(tx *kvTx, bucket []byte, want map[string][]string, what string, add func(what, ref string, rec int64, msg string)) {
+	in := make(chan [][2][]byte)
+	go kvBatches(tx.Bucket(bucket), 4096, in)
+	for kvs := range in {
+		// Decode and compare on every CPU; each key is once in the
+		// bucket, so each value of want is sorted by one goroutine.
+		msgs := make([]string, len(kvs))
+		parallel(len(kvs), 512, func(lo, hi int) {
+			for i := lo; i < hi; i++ {
+				vals, ok := want[string(kvs[i][0])]
+				if !ok {
 					continue
 				}
-				delete(want, k)
-				if msgs[i] != "" {
-					add("index", what+" "+k, -1, msgs[i])
+				var got []string
+				if v := kvs[i][1]; v != nil && json.Unmarshal(v, &got) != nil {
+					got = nil // damaged: getStrings returns nothing then
+				}
+				sort.Strings(vals)
+				if !slices.Equal(got, vals) {
+					msgs[i] = fmt.Sprintf("holds %q, the pins say %q", got, vals)
 				}
 			}
-		}
-		for k, vals := range want {
-			sort.Strings(vals)
-			add("index", what+" "+k, -1, fmt.Sprintf("holds %q, the pins say %q", []string(nil), vals))
+		})
+		for i, kv := range kvs {
+			k := string(kv[0])
+			if _, ok := want[k]; !ok {
+				add("index", what+" "+k, -1, "no pin has it")
+				continue
+			}
+			delete(want, k)
+			if msgs[i] != "" {
+				add("index", what+" "+k, -1, msgs[i])
+			}
 		}
 	}
-	checkIndex(bNames, names, "name")
-	checkIndex(bSkeletons, skels, "skeleton")
-	sort.SliceStable(out, func(i, j int) bool {
-		if out[i].What != out[j].What {
-			return out[i].What > out[j].What
-		}
-		return out[i].Ref < out[j].Ref
-	})
-	return out
+	for k, vals := range want {
+		sort.Strings(vals)
+		add("index", what+" "+k, -1, fmt.Sprintf("holds %q, the pins say %q", []string(nil), vals))
+	}
 }

@@ -9,9 +9,9 @@ import (
 	"unicode"
 
 	"github.com/etdi-dev/etdi"
+	"github.com/etdi-dev/etdi/finding"
 	"github.com/etdi-dev/etdi/internal/confusable"
 	"github.com/etdi-dev/etdi/internal/termtext"
-	"github.com/etdi-dev/etdi/verify"
 )
 
 // copyCache answers, once per server, whether the observation is a copy
@@ -155,9 +155,9 @@ func sameArtifact(o *Observation, t *Observed, p *Pin) *Pin {
 // it (sameArtifact): a rug pull of that tool, shown against v, which
 // approving the tool by name under this name resolves.
 func rugPullOfShared(o *Observation, t *Observed, p, v *Pin, st ToolState,
-	with func(verify.Kind, verify.Severity, string) verify.Finding, ref string) (ToolState, []verify.Finding, error) {
-	st.Status = "changed"
-	f := with(verify.RugPull, verify.Error, "")
+	with func(finding.Kind, finding.Severity, string) finding.Finding, ref string) (ToolState, []finding.Finding, error) {
+	st.Status = StatusChanged
+	f := with(finding.RugPull, finding.Error, "")
 	f.PinnedVersion, f.PinnedDigest, f.PinnedSigner = v.Version, v.Digest, v.Signer.String()
 	if old, err := etdi.ParseJSON(v.Definition); err == nil {
 		if cur, err := etdi.ParseJSON(t.Canonical); err == nil {
@@ -170,7 +170,7 @@ func rugPullOfShared(o *Observation, t *Observed, p, v *Pin, st ToolState,
 	f.Message = fmt.Sprintf("unsigned tool %s: definition differs from the one approved on %s, served by the same artifact %s (%s); "+
 		"it is the same package under another name: if the change is expected, approve it here by name: etdi pin approve --tool %s (with the inputs of this check)",
 		ref, p.Server, o.Served, strings.Join(f.Fields, ", "), termtext.ShellQuote(t.Name))
-	return st, []verify.Finding{f}, nil
+	return st, []finding.Finding{f}, nil
 }
 
 // maxCollisionText bounds the text of a definition compared for a name

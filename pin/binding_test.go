@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/etdi-dev/etdi"
-	"github.com/etdi-dev/etdi/verify"
+	"github.com/etdi-dev/etdi/finding"
 	bolt "go.etcd.io/bbolt"
 	"golang.org/x/mod/sumdb/note"
 	"golang.org/x/mod/sumdb/tlog"
@@ -263,7 +263,7 @@ func TestRevocationsBoundToHistory(t *testing.T) {
 		if err := s.Revoke(Revocation{KeyID: id, By: "sec"}); err != nil {
 			t.Fatal(err)
 		}
-		k := Signer{Kind: "key", ID: id}
+		k := SignerID{Kind: "key", ID: id}
 		f := tool(t, "get_forecast", "1.0.0", `{"name":"get_forecast"}`, k)
 		expect(t, s, obs("other:srv", 1, f), "revoked")
 		s = edit(t, s, func(tx *bolt.Tx) { tx.Bucket(bRevoked).Put([]byte("key:"+id), []byte("{")) })
@@ -274,7 +274,7 @@ func TestRevocationsBoundToHistory(t *testing.T) {
 func TestKeyRevocationCoversEverySignerKind(t *testing.T) {
 	s := openTemp(t)
 	id := "sha256:" + strings.Repeat("cd", 32)
-	both := Signer{Kind: "key+idp", ID: id + " https://idp.example acme-ci"}
+	both := SignerID{Kind: "key+idp", ID: id + " https://idp.example acme-ci"}
 	t1 := tool(t, "get_weather", "1.0.0", weatherDef, both)
 	mustApprove(t, s, obs("acme:weather", 1, t1))
 	expect(t, s, obs("acme:weather", 1, t1))
@@ -285,7 +285,7 @@ func TestKeyRevocationCoversEverySignerKind(t *testing.T) {
 	if c.Findings[0].KeyID != id {
 		t.Errorf("finding %+v", c.Findings[0])
 	}
-	if SignerKeyID(Signer{Kind: "idp", ID: id + " x"}) != "" || SignerKeyID(Unsigned) != "" {
+	if SignerKeyID(SignerID{Kind: "idp", ID: id + " x"}) != "" || SignerKeyID(Unsigned) != "" {
 		t.Error("a signer without a key has a key id")
 	}
 }
@@ -388,7 +388,7 @@ func TestControlCharacterNames(t *testing.T) {
 	for _, name := range []string{"get_weather\x1b[2K", "get\tweather", "get_weather\u0085", "a\x00b", "del\x7f"} {
 		o := obs(UnsignedServerKey("ctl"), 0, tool(t, name, "", `{"name":"x"}`, Unsigned))
 		c := expect(t, s, o, "impersonation")
-		if c.Tools[0].Status != "blocked" {
+		if c.Tools[0].Status != StatusBlocked {
 			t.Errorf("%q: %+v", name, c.Tools)
 		}
 		for _, names := range [][]string{nil, {name}} {
@@ -436,7 +436,7 @@ func TestSameServerUnderTwoNames(t *testing.T) {
 	// a server that copies approved tools and changes or adds one shadows
 	// every one of them.
 	expect(t, s, obs(UnsignedServerKey("files-3"), 0, evil, ls), "shadowing", "shadowing")
-	if a, r, _ := s.Approve(obs(UnsignedServerKey("files-3"), 0, evil, ls), ApproveOptions{By: "x"}); len(r) != 2 || r[0].Kind != string(verify.Shadowing) || len(a) != 0 {
+	if a, r, _ := s.Approve(obs(UnsignedServerKey("files-3"), 0, evil, ls), ApproveOptions{By: "x"}); len(r) != 2 || r[0].Kind != string(finding.Shadowing) || len(a) != 0 {
 		t.Fatalf("shadowing approved unnamed: %v %v", a, r)
 	}
 	report := tool(t, "send_report", "", `{"name":"send_report"}`, Unsigned)

@@ -227,14 +227,42 @@ func (d Disagreement) String() string {
 // holds but the database lost (deleted). Records about other servers and
 // findings, most of the history, are skipped without decoding.
 func checkLatest(tx *kvTx, server string) error {
-	latest := map[string]int64{}
-	live := map[string][]liveApproval{} // pin key -> approvals left (§14.1)
-	decoded := map[int64]*Record{}
-	quoted, _ := json.Marshal(server)
+	l := &latestCheck{tx: tx, server: server, seen: map[string]bool{}, seenPins: map[string]bool{}}
+	if err := l.replay(); err != nil {
+		return err
+	}
+	if err := l.pins(); err != nil {
+		return err
+	}
+	if err := l.revocations(); err != nil {
+		return err
+	}
+	return l.lost()
+}
+
+// latestCheck is one run of checkLatest: what the history says is latest
+// about the server, and what the database holds of it.
+type latestCheck struct {
+	tx     *kvTx
+	server string
+
+	latest  map[string]int64          // "r" + revocation key -> its latest record
+	live    map[string][]liveApproval // pin key -> approvals left (§14.1)
+	decoded map[int64]*Record         // the records decoded, by index
+
+	seen     map[string]bool // the ids of latest found in the database
+	seenPins map[string]bool // the pin keys found in the database
+}
+
+// replay reads the history's records about the server (and every key
+// revocation) into l.latest, l.live and l.decoded.
+func (l *latestCheck) replay() error {
+	l.latest, l.live, l.decoded = map[string]int64{}, map[string][]liveApproval{}, map[int64]*Record{}
+	quoted, _ := json.Marshal(l.server)
 	serverField := append([]byte(`,"server":`), quoted...)
 	serverField = append(serverField, ',')
-	n := logSize(tx)
-	c := tx.Bucket(bLog).Bucket(bRecords).Cursor()
+	n := logSize(l.tx)
+	c := l.tx.Bucket(bLog).Bucket(bRecords).Cursor()
 	i := int64(0)
 	for k, data := c.First(); k != nil && i < n; k, data = c.Next() {
 		if !bytes.Equal(k, u64(uint64(i))) {
@@ -248,49 +276,65 @@ func checkLatest(tx *kvTx, server string) error {
 		if err := json.Unmarshal(data, rec); err != nil {
 			return &LogError{i - 1, "unreadable: " + err.Error()}
 		}
-		switch {
-		case rec.Type == RecordRevoke && (rec.Server == server || rec.KeyID != ""):
-			r := revocationOf(rec)
-			latest["r"+string(r.key())] = i - 1
-			if r.Digest != "" && r.KeyID == "" {
-				pk := string(pinKeyOf(rec.Server, rec.Item, rec.Tool))
-				if live[pk] = dropped(live[pk], r.Digest); len(live[pk]) == 0 {
-					delete(live, pk)
-				}
-			}
-		case rec.Type == RecordUnrevoke && (rec.Server == server || rec.KeyID != ""):
-			r := revocationOf(rec)
-			delete(latest, "r"+string(r.key()))
-			continue
-		case (rec.Type == RecordApprove || rec.Type == RecordReapprove) && rec.Server == server && rec.Tool != "":
-			pk := string(pinKeyOf(rec.Server, rec.Item, rec.Tool))
-			live[pk] = approved(live[pk], i-1, rec.Digest, rec.Variant)
-		default:
-			continue
+		if l.apply(rec, i-1) {
+			l.decoded[i-1] = rec
 		}
-		decoded[i-1] = rec
 	}
 	if i < n {
 		return &LogError{i, "missing (deleted)"}
 	}
-	seen := map[string]bool{}
-	check := func(id string, what string, ref []byte, b Binding) error {
-		seen[id] = true
-		if l, ok := latest[id]; !ok || l != b.Record {
-			msg := "the history holds no record of it"
-			if ok {
-				msg = fmt.Sprintf("history record %d replaced it (rolled back)", l)
+	return nil
+}
+
+// apply replays record rec, of index i, and reports whether a pin or a
+// revocation may be bound to it.
+func (l *latestCheck) apply(rec *Record, i int64) bool {
+	server := l.server
+	switch {
+	case rec.Type == RecordRevoke && (rec.Server == server || rec.KeyID != ""):
+		r := revocationOf(rec)
+		l.latest["r"+string(r.key())] = i
+		if r.Digest != "" && r.KeyID == "" {
+			pk := string(pinKeyOf(rec.Server, rec.Item, rec.Tool))
+			if l.live[pk] = dropped(l.live[pk], r.Digest); len(l.live[pk]) == 0 {
+				delete(l.live, pk)
 			}
-			if what == "pin" {
-				return &UnjustifiedError{what, keyRef(ref), b.Record, msg}
-			}
-			return &UnjustifiedError{what, string(ref), b.Record, msg}
 		}
-		return nil
+		return true
+	case rec.Type == RecordUnrevoke && (rec.Server == server || rec.KeyID != ""):
+		r := revocationOf(rec)
+		delete(l.latest, "r"+string(r.key()))
+		return false
+	case (rec.Type == RecordApprove || rec.Type == RecordReapprove) && rec.Server == server && rec.Tool != "":
+		pk := string(pinKeyOf(rec.Server, rec.Item, rec.Tool))
+		l.live[pk] = approved(l.live[pk], i, rec.Digest, rec.Variant)
+		return true
 	}
-	seenPins := map[string]bool{}
-	prefix := []byte(server + "\x00")
-	c = tx.Bucket(bPins).Cursor()
+	return false
+}
+
+// check refuses a revocation (what, ref) bound to another record than the
+// latest about it (id).
+func (l *latestCheck) check(id string, what string, ref []byte, b Binding) error {
+	l.seen[id] = true
+	if last, ok := l.latest[id]; !ok || last != b.Record {
+		msg := "the history holds no record of it"
+		if ok {
+			msg = fmt.Sprintf("history record %d replaced it (rolled back)", last)
+		}
+		if what == "pin" {
+			return &UnjustifiedError{what, keyRef(ref), b.Record, msg}
+		}
+		return &UnjustifiedError{what, string(ref), b.Record, msg}
+	}
+	return nil
+}
+
+// pins checks each pin of the server against its records and against the
+// approvals the history leaves.
+func (l *latestCheck) pins() error {
+	prefix := []byte(l.server + "\x00")
+	c := l.tx.Bucket(bPins).Cursor()
 	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
 		var p Pin
 		if err := json.Unmarshal(v, &p); err != nil {
@@ -303,17 +347,23 @@ func checkLatest(tx *kvTx, server string) error {
 			return &UnjustifiedError{"pin", keyRef(k), p.Record, msg}
 		}
 		for _, v := range p.All() {
-			if err := checkPinIn(tx, &v, decoded); err != nil {
+			if err := checkPinIn(l.tx, &v, l.decoded); err != nil {
 				return err
 			}
 		}
-		seenPins[string(k)] = true
-		if msg := variantsDisagree(&p, live[string(k)]); msg != "" {
+		l.seenPins[string(k)] = true
+		if msg := variantsDisagree(&p, l.live[string(k)]); msg != "" {
 			return &UnjustifiedError{"pin", keyRef(k), p.Record, msg}
 		}
 	}
-	rb := tx.Bucket(bRevoked)
-	for _, pfx := range [][]byte{[]byte(server + "/"), []byte("key:")} {
+	return nil
+}
+
+// revocations checks each revocation of the server, and each key
+// revocation, against its record and the latest record about it.
+func (l *latestCheck) revocations() error {
+	rb := l.tx.Bucket(bRevoked)
+	for _, pfx := range [][]byte{[]byte(l.server + "/"), []byte("key:")} {
 		rc := rb.Cursor()
 		for k, v := rc.Seek(pfx); k != nil && bytes.HasPrefix(k, pfx); k, v = rc.Next() {
 			var r Revocation
@@ -326,27 +376,33 @@ func checkLatest(tx *kvTx, server string) error {
 			if string(r.key()) != string(k) {
 				return &UnjustifiedError{"revocation", string(k), r.Record, fmt.Sprintf("the value is the revocation of %q", r.key())}
 			}
-			if err := checkRevocationIn(tx, &r, decoded); err != nil {
+			if err := checkRevocationIn(l.tx, &r, l.decoded); err != nil {
 				return err
 			}
-			if err := check("r"+string(k), "revocation", k, r.Binding); err != nil {
+			if err := l.check("r"+string(k), "revocation", k, r.Binding); err != nil {
 				return err
 			}
 		}
 	}
-	for k, l := range live {
-		if !seenPins[k] {
-			return &UnjustifiedError{"pin", keyRef([]byte(k)), l[len(l)-1].index,
+	return nil
+}
+
+// lost refuses a pin or revocation the history holds and the database
+// lost (deleted).
+func (l *latestCheck) lost() error {
+	for k, ls := range l.live {
+		if !l.seenPins[k] {
+			return &UnjustifiedError{"pin", keyRef([]byte(k)), ls[len(ls)-1].index,
 				"the history holds it, the database lost it (deleted)"}
 		}
 	}
-	for id, l := range latest {
-		if !seen[id] {
+	for id, last := range l.latest {
+		if !l.seen[id] {
 			what := "pin"
 			if id[0] == 'r' {
 				what = "revocation"
 			}
-			return &UnjustifiedError{what, strings.Replace(id[1:], "\x00", "/", 1), l,
+			return &UnjustifiedError{what, strings.Replace(id[1:], "\x00", "/", 1), last,
 				"the history holds it, the database lost it (deleted)"}
 		}
 	}

@@ -37,15 +37,15 @@ type Record struct {
 	Tool   string    `json:"tool,omitempty"`
 	// Item is the kind of item Tool names, when it is not a tool
 	// (ItemPrompt, ItemResource, ItemTemplate).
-	Item     string  `json:"item,omitempty"`
-	Version  string  `json:"version,omitempty"`
-	Digest   string  `json:"digest,omitempty"`
-	Signer   *Signer `json:"signer,omitempty"`
-	KeyID    string  `json:"keyId,omitempty"`
-	Kind     string  `json:"kind,omitempty"`
-	Severity string  `json:"severity,omitempty"`
-	Message  string  `json:"message,omitempty"`
-	By       string  `json:"by,omitempty"`
+	Item     string    `json:"item,omitempty"`
+	Version  string    `json:"version,omitempty"`
+	Digest   string    `json:"digest,omitempty"`
+	Signer   *SignerID `json:"signer,omitempty"`
+	KeyID    string    `json:"keyId,omitempty"`
+	Kind     string    `json:"kind,omitempty"`
+	Severity string    `json:"severity,omitempty"`
+	Message  string    `json:"message,omitempty"`
+	By       string    `json:"by,omitempty"`
 	// Machine and User name who appended the record to a store shared
 	// through etcd: the host name and login name of the writer (SPEC.md
 	// §29.3). Records of a pin database file leave them out.

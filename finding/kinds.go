@@ -1,14 +1,14 @@
-package verify
+package finding
 
 // The finding vocabulary (SPEC.md §11): every kind knows its exit code,
 // the severity it usually has, whether and how it can be approved, and
 // what it means. verify, pin, guard and the CLI all read this one table.
 
-// Exit codes of etdi (SPEC.md §11). CI and launch gating depend on them.
+// Exit codes of the findings (SPEC.md §11). CI and launch gating depend on
+// them. The codes only the etdi command sets (1, an operational error; 2,
+// bad flags or arguments) are not a finding's and are not here.
 const (
 	ExitOK            = 0
-	ExitError         = 1  // operational error: bad file, I/O, bad input
-	ExitUsage         = 2  // bad flags or arguments
 	ExitSignature     = 10 // missing or invalid signature
 	ExitRugPull       = 11 // rug pull or downgrade
 	ExitImpersonation = 12 // impersonation
@@ -23,13 +23,14 @@ const (
 // required (exit 13); allow, a warning; block, an error of exit 11.
 const ServerUpdated Kind = "server_updated"
 
-// Approval says whether a finding can be resolved by approving the tool.
-type Approval int
+// Approvability says whether a [Finding] can be resolved by approving the
+// tool, and how: it is a column of the kind table ([Kind.Approvability]).
+type Approvability int
 
 const (
 	// NotApprovable: the finding is never approved away (revoked, a name
 	// listed twice, a bad signature, ...).
-	NotApprovable Approval = iota
+	NotApprovable Approvability = iota
 	// Approvable: approving the server's new tools and versions resolves
 	// it (new_tool, new_version, new_signer; new_instructions are
 	// accepted with --accept-instructions): it asks for a decision rather
@@ -44,7 +45,7 @@ const (
 type kindInfo struct {
 	exit     int
 	severity Severity
-	approval Approval
+	approval Approvability
 	about    string
 }
 
@@ -125,8 +126,8 @@ func (k Kind) DefaultSeverity() Severity {
 	return Error
 }
 
-// Approval says whether and how approving a tool resolves the kind.
-func (k Kind) Approval() Approval { return kinds[k].approval }
+// Approvability says whether and how approving a tool resolves the kind.
+func (k Kind) Approvability() Approvability { return kinds[k].approval }
 
 // AsksApproval reports whether the kind asks for a decision (new tool, new
 // version, new signer) rather than reporting an attack. Shown as

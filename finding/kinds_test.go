@@ -1,4 +1,4 @@
-package verify
+package finding
 
 import "testing"
 
@@ -34,7 +34,7 @@ func TestKindVocabulary(t *testing.T) {
 		if (code != ExitOK) != (sev == Error) && k != NameCollision {
 			t.Errorf("%s: exit %d but default severity %s", k, code, sev)
 		}
-		if k.Approval() != NotApprovable && sev != Error && k != NameCollision {
+		if k.Approvability() != NotApprovable && sev != Error && k != NameCollision {
 			t.Errorf("%s: approvable but not an error", k)
 		}
 		if k.AsksApproval() != (code == ExitApproval) {

@@ -9,8 +9,8 @@ import (
 	"unicode"
 
 	"github.com/etdi-dev/etdi"
+	"github.com/etdi-dev/etdi/finding"
 	"github.com/etdi-dev/etdi/internal/confusable"
-	"github.com/etdi-dev/etdi/verify"
 )
 
 // Observation is what a server offers now, as established by verification
@@ -80,7 +80,7 @@ type Observed struct {
 	Digest      etdi.Digest
 	Canonical   []byte
 	Permissions []etdi.Permission
-	Signer      Signer
+	Signer      SignerID
 }
 
 // ToolState is the outcome for one tool (or other item).
@@ -89,24 +89,44 @@ type ToolState struct {
 	Name    string `json:"name"`
 	Version string `json:"version,omitempty"`
 	Digest  string `json:"digest"`
-	// Status: "ok" (matches its pin), "new" (approval required),
-	// "changed" (differs from its pin), "blocked" (impersonation or
-	// revoked), "removed" (pinned, no longer offered).
-	Status string `json:"status"`
-	// ApprovedAs, with status "ok", names the server whose approval of
+	// Status: [StatusOK] (matches its pin), [StatusNew] (approval
+	// required), [StatusChanged] (differs from its pin), [StatusBlocked]
+	// (impersonation or revoked), [StatusRemoved] (pinned, no longer
+	// offered).
+	Status ToolStatus `json:"status"`
+	// ApprovedAs, with [StatusOK], names the server whose approval of
 	// the same definition from the same artifact covers the item, when it
 	// has no pin of its own (SPEC.md §14.2).
 	ApprovedAs string `json:"approvedAs,omitempty"`
-	// Scopes, with status "ok", are the scopes the approval of the
+	// Scopes, with [StatusOK], are the scopes the approval of the
 	// matching unsigned definition gave it (Pin.Scopes).
 	Scopes []string `json:"scopes,omitempty"`
 }
 
+// ToolStatus is the status of an item compared with its pins
+// ([ToolState]). Its values appear in --json output.
+type ToolStatus string
+
+// Statuses of an item compared with its pins.
+const (
+	// StatusOK: the item matches its pin (or an approved definition).
+	StatusOK ToolStatus = "ok"
+	// StatusNew: the item was never approved, or has a new version:
+	// approval required.
+	StatusNew ToolStatus = "new"
+	// StatusChanged: the item differs from its pin.
+	StatusChanged ToolStatus = "changed"
+	// StatusBlocked: the item impersonates another or is revoked.
+	StatusBlocked ToolStatus = "blocked"
+	// StatusRemoved: the item is pinned and no longer offered.
+	StatusRemoved ToolStatus = "removed"
+)
+
 // Comparison is the outcome of comparing an Observation with the pins.
 type Comparison struct {
-	Server   string           `json:"server"`
-	Tools    []ToolState      `json:"tools"`
-	Findings []verify.Finding `json:"findings"`
+	Server   string            `json:"server"`
+	Tools    []ToolState       `json:"tools"`
+	Findings []finding.Finding `json:"findings"`
 	// Recorded is the number of findings Check or Record appended to the
 	// history.
 	Recorded int `json:"-"`
@@ -140,7 +160,7 @@ func (s *Store) Compare(o *Observation) (*Comparison, error) {
 // decision about its tool (unrecorded). When nothing is new it writes
 // nothing; otherwise the comparison is repeated in the write transaction
 // that records it.
-func (s *Store) Check(o *Observation, by string, extra ...verify.Finding) (*Comparison, error) {
+func (s *Store) Check(o *Observation, by string, extra ...finding.Finding) (*Comparison, error) {
 	c, todo, err := s.Judge(o, extra...)
 	if err != nil || len(todo) == 0 {
 		return c, err
@@ -152,13 +172,13 @@ func (s *Store) Check(o *Observation, by string, extra ...verify.Finding) (*Comp
 // and appends the findings the history does not hold yet. Judge first,
 // on a store opened read-only, and Record only when it has something to
 // append: a write holds the database exclusively.
-func (s *Store) Record(o *Observation, by string, extra ...verify.Finding) (*Comparison, error) {
+func (s *Store) Record(o *Observation, by string, extra ...finding.Finding) (*Comparison, error) {
 	if s.spooled() {
 		return s.recordSpooled(o, by, extra)
 	}
 	var c *Comparison
 	err := s.update(func(tx *kvTx) error {
-		var todo []verify.Finding
+		var todo []finding.Finding
 		var err error
 		if c, todo, err = judge(tx, o, extra); err != nil {
 			return err
@@ -184,8 +204,8 @@ func (s *Store) Record(o *Observation, by string, extra ...verify.Finding) (*Com
 // A gate uses it to withdraw approvals between full comparisons (which
 // it makes at every listing), never to grant one. The map is keyed by
 // StillApprovedKey.
-func (s *Store) StillApproved(o *Observation) (map[string]verify.Kind, error) {
-	out := map[string]verify.Kind{}
+func (s *Store) StillApproved(o *Observation) (map[string]finding.Kind, error) {
+	out := map[string]finding.Kind{}
 	sc := &shareCache{}
 	err := s.view(func(tx *kvTx) error {
 		info, err := serverInfo(tx, o.Server)
@@ -198,10 +218,10 @@ func (s *Store) StillApproved(o *Observation) (map[string]verify.Kind, error) {
 			key := itemKey(t.Item, t.Name)
 			switch {
 			case replayed:
-				out[key] = verify.Downgrade
+				out[key] = finding.Downgrade
 				continue
 			case hasControl(t.Name):
-				out[key] = verify.Impersonation
+				out[key] = finding.Impersonation
 				continue
 			}
 			r, err := revokedBy(tx, o.Server, t)
@@ -209,7 +229,7 @@ func (s *Store) StillApproved(o *Observation) (map[string]verify.Kind, error) {
 				return err
 			}
 			if r != nil {
-				out[key] = verify.Revoked
+				out[key] = finding.Revoked
 				continue
 			}
 			p, err := getItem(tx, o.Server, t.Item, t.Name)
@@ -224,7 +244,7 @@ func (s *Store) StillApproved(o *Observation) (map[string]verify.Kind, error) {
 				if shared != "" {
 					out[key] = ""
 				} else {
-					out[key] = verify.NewTool
+					out[key] = finding.NewTool
 				}
 				continue
 			}
@@ -235,9 +255,9 @@ func (s *Store) StillApproved(o *Observation) (map[string]verify.Kind, error) {
 				}
 			}
 			if v := matchingVariant(p, o, t); v == nil || (t.Item == ItemTool && v.Version != t.Version) {
-				out[key] = verify.RugPull
+				out[key] = finding.RugPull
 				if u := updatedVariant(p, o, t); u != nil && (t.Item != ItemTool || u.Version == t.Version) {
-					out[key] = verify.ServerUpdated
+					out[key] = finding.ServerUpdated
 					if updateRule(o) == UpdateAllow {
 						out[key] = ""
 					}
@@ -257,9 +277,9 @@ func StillApprovedKey(item, name string) string { return itemKey(item, name) }
 // Judge compares o with the pins, read-only, and returns with the
 // comparison the findings Check would append to the history (none when
 // Check would write nothing). A store opened read-only can judge.
-func (s *Store) Judge(o *Observation, extra ...verify.Finding) (*Comparison, []verify.Finding, error) {
+func (s *Store) Judge(o *Observation, extra ...finding.Finding) (*Comparison, []finding.Finding, error) {
 	var c *Comparison
-	var todo []verify.Finding
+	var todo []finding.Finding
 	err := s.view(func(tx *kvTx) error {
 		var err error
 		c, todo, err = judge(tx, o, extra)
@@ -268,7 +288,7 @@ func (s *Store) Judge(o *Observation, extra ...verify.Finding) (*Comparison, []v
 	return c, todo, err
 }
 
-func judge(tx *kvTx, o *Observation, extra []verify.Finding) (*Comparison, []verify.Finding, error) {
+func judge(tx *kvTx, o *Observation, extra []finding.Finding) (*Comparison, []finding.Finding, error) {
 	c, err := compare(tx, o)
 	if err != nil {
 		return nil, nil, err
@@ -283,16 +303,16 @@ func judge(tx *kvTx, o *Observation, extra []verify.Finding) (*Comparison, []ver
 // approval (signer "unsigned"), not an event of each check (SPEC.md §16).
 // The warning of a tool that is new or changed is kept: it goes with the
 // decision that tool needs. Every other finding is kept.
-func worthRecording(c *Comparison, findings []verify.Finding) []verify.Finding {
+func worthRecording(c *Comparison, findings []finding.Finding) []finding.Finding {
 	ok := map[string]bool{}
 	for _, t := range c.Tools {
-		if t.Status == "ok" {
+		if t.Status == StatusOK {
 			ok[itemKey(t.Item, t.Name)] = true
 		}
 	}
 	out := findings[:0:0]
 	for _, f := range findings {
-		if f.Kind == verify.UnsignedTool && f.Severity == verify.Warning && f.Tool != "" && ok[itemKey(f.Item, f.Tool)] {
+		if f.Kind == finding.UnsignedTool && f.Severity == finding.Warning && f.Tool != "" && ok[itemKey(f.Item, f.Tool)] {
 			continue
 		}
 		out = append(out, f)
@@ -300,9 +320,9 @@ func worthRecording(c *Comparison, findings []verify.Finding) []verify.Finding {
 	return out
 }
 
-func recordFindings(tx *kvTx, o *Observation, findings []verify.Finding, by string) error {
+func recordFindings(tx *kvTx, o *Observation, findings []finding.Finding, by string) error {
 	for _, f := range findings {
-		if f.Severity == verify.Info {
+		if f.Severity == finding.Info {
 			continue
 		}
 		if _, err := appendRecord(tx, findingRecord(o, &f, by)); err != nil {
@@ -312,13 +332,13 @@ func recordFindings(tx *kvTx, o *Observation, findings []verify.Finding, by stri
 	return nil
 }
 
-func findingRecord(o *Observation, f *verify.Finding, by string) Record {
+func findingRecord(o *Observation, f *finding.Finding, by string) Record {
 	return Record{Type: RecordFinding, Server: o.Server, Item: f.Item, Tool: f.Tool, Version: f.Version,
 		Digest: f.Live, Kind: string(f.Kind), Severity: string(f.Severity), Message: f.Message, By: by}
 }
 
 func compare(tx *kvTx, o *Observation) (*Comparison, error) {
-	c := &Comparison{Server: o.Server, Tools: []ToolState{}, Findings: []verify.Finding{}}
+	c := &Comparison{Server: o.Server, Tools: []ToolState{}, Findings: []finding.Finding{}}
 	// Every pin and revocation of the server against the history: bound
 	// to a record that says what it says, and not replaced since.
 	if err := checkLatest(tx, o.Server); err != nil {
@@ -328,14 +348,8 @@ func compare(tx *kvTx, o *Observation) (*Comparison, error) {
 	if err != nil {
 		return nil, err
 	}
-	if info != nil && o.Sequence > 0 && o.Sequence < info.MaxSequence {
-		var names []string
-		for _, t := range o.Tools {
-			names = append(names, t.Name)
-		}
-		c.Findings = append(c.Findings, verify.Finding{Kind: verify.Downgrade, Severity: verify.Error, Server: o.Server,
-			Message: fmt.Sprintf("server %s: bundle sequence %d is lower than %d approved before: an older bundle is being replayed (tools %s)",
-				o.Server, o.Sequence, info.MaxSequence, strings.Join(names, ", "))})
+	if f := replayedBundle(o, info); f != nil {
+		c.Findings = append(c.Findings, *f)
 	}
 	if f := compareInstructions(o, info); f != nil {
 		c.Findings = append(c.Findings, *f)
@@ -357,15 +371,15 @@ func compare(tx *kvTx, o *Observation) (*Comparison, error) {
 	for i := range o.Tools {
 		t := &o.Tools[i]
 		key, what := itemKey(t.Item, t.Name), ItemWord(t.Item)
-		blocked := func(f verify.Finding) {
-			c.Tools = append(c.Tools, ToolState{Item: t.Item, Name: t.Name, Version: t.Version, Digest: t.Digest.String(), Status: "blocked"})
-			f.Kind, f.Severity, f.Server, f.Item, f.Tool = verify.Impersonation, verify.Error, o.Server, t.Item, t.Name
+		blocked := func(f finding.Finding) {
+			c.Tools = append(c.Tools, ToolState{Item: t.Item, Name: t.Name, Version: t.Version, Digest: t.Digest.String(), Status: StatusBlocked})
+			f.Kind, f.Severity, f.Server, f.Item, f.Tool = finding.Impersonation, finding.Error, o.Server, t.Item, t.Name
 			c.Findings = append(c.Findings, f)
 		}
 		if count[key] > 1 {
 			// One name twice: a client cannot tell which it calls.
 			if !offered[key] {
-				blocked(verify.Finding{Message: fmt.Sprintf("server %s lists %s %q %d times; a client cannot tell which one it uses", o.Server, what, t.Name, count[key])})
+				blocked(finding.Finding{Message: fmt.Sprintf("server %s lists %s %q %d times; a client cannot tell which one it uses", o.Server, what, t.Name, count[key])})
 			}
 			offered[key] = true
 			continue
@@ -373,17 +387,17 @@ func compare(tx *kvTx, o *Observation) (*Comparison, error) {
 		offered[key] = true
 		if hasControl(t.Name) {
 			// Control characters rewrite what a terminal or a log shows.
-			blocked(verify.Finding{Version: t.Version, Live: t.Digest.String(),
+			blocked(finding.Finding{Version: t.Version, Live: t.Digest.String(),
 				Message: fmt.Sprintf("server %s offers %s %q whose name holds control characters; it can pass for another name", o.Server, what, t.Name)})
 			continue
 		}
 		var st ToolState
-		var fs []verify.Finding
+		var fs []finding.Finding
 		var err error
 		if was := updatedServed(tx, o, t); was != "" {
 			// The approved definition, from an update of what served it:
 			// one server_updated for the server speaks for it.
-			c.Tools = append(c.Tools, ToolState{Item: t.Item, Name: t.Name, Version: t.Version, Digest: t.Digest.String(), Status: "ok"})
+			c.Tools = append(c.Tools, ToolState{Item: t.Item, Name: t.Name, Version: t.Version, Digest: t.Digest.String(), Status: StatusOK})
 			c.Updated = append(c.Updated, ItemRef(t.Item, t.Name))
 			if !slices.Contains(updatedFrom, was) {
 				updatedFrom = append(updatedFrom, was)
@@ -400,17 +414,14 @@ func compare(tx *kvTx, o *Observation) (*Comparison, error) {
 		}
 		c.Tools = append(c.Tools, st)
 		c.Findings = append(c.Findings, fs...)
-		if st.Status != "ok" { // what is about to be approved, not what was
+		if st.Status != StatusOK { // what is about to be approved, not what was
 			c.Findings = append(c.Findings, sus.findings(t)...)
 		} else if o.Served != "" {
-			p, err := readItem(tx, o.Server, t.Item, t.Name) // checked by checkLatest
+			unserved, err := approvedUnserved(tx, o, t)
 			if err != nil {
 				return nil, err
 			}
-			if p != nil {
-				p = matchingVariant(p, o, t)
-			}
-			if p != nil && p.Served == "" {
+			if unserved {
 				c.Unserved = append(c.Unserved, ItemRef(t.Item, t.Name))
 			}
 		}
@@ -418,6 +429,43 @@ func compare(tx *kvTx, o *Observation) (*Comparison, error) {
 	if len(c.Updated) > 0 {
 		c.Findings = append(c.Findings, updateFinding(o, c.Updated, updatedFrom))
 	}
+	if err := compareRemoved(tx, o, c, offered); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// replayedBundle is the downgrade finding of a bundle older (a lower
+// sequence) than one approved for the server before, or nil.
+func replayedBundle(o *Observation, info *ServerInfo) *finding.Finding {
+	if info == nil || o.Sequence == 0 || o.Sequence >= info.MaxSequence {
+		return nil
+	}
+	var names []string
+	for _, t := range o.Tools {
+		names = append(names, t.Name)
+	}
+	return &finding.Finding{Kind: finding.Downgrade, Severity: finding.Error, Server: o.Server,
+		Message: fmt.Sprintf("server %s: bundle sequence %d is lower than %d approved before: an older bundle is being replayed (tools %s)",
+			o.Server, o.Sequence, info.MaxSequence, strings.Join(names, ", "))}
+}
+
+// approvedUnserved reports whether the approved definition t matches was
+// approved without recording what served it (Comparison.Unserved).
+func approvedUnserved(tx *kvTx, o *Observation, t *Observed) (bool, error) {
+	p, err := readItem(tx, o.Server, t.Item, t.Name) // checked by checkLatest
+	if err != nil {
+		return false, err
+	}
+	if p != nil {
+		p = matchingVariant(p, o, t)
+	}
+	return p != nil && p.Served == "", nil
+}
+
+// compareRemoved adds to c the approved items of the server that o does
+// not offer (offered, by itemKey): removed, if o lists their kind.
+func compareRemoved(tx *kvTx, o *Observation, c *Comparison, offered map[string]bool) error {
 	cur := tx.Bucket(bPins).Cursor()
 	prefix := []byte(o.Server + "\x00")
 	for k, v := cur.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = cur.Next() {
@@ -426,17 +474,17 @@ func compare(tx *kvTx, o *Observation) (*Comparison, error) {
 		}
 		var p Pin
 		if err := json.Unmarshal(v, &p); err != nil {
-			return nil, damagedError("pin", k, err)
+			return damagedError("pin", k, err)
 		}
 		if p.Item != ItemTool && !slices.Contains(o.Listed, p.Item) {
 			continue // not asked for: not known to be gone
 		}
-		c.Tools = append(c.Tools, ToolState{Item: p.Item, Name: p.Tool, Version: p.Version, Digest: p.Digest, Status: "removed"})
-		c.Findings = append(c.Findings, verify.Finding{Kind: verify.Removed, Severity: verify.Info, Server: o.Server,
+		c.Tools = append(c.Tools, ToolState{Item: p.Item, Name: p.Tool, Version: p.Version, Digest: p.Digest, Status: StatusRemoved})
+		c.Findings = append(c.Findings, finding.Finding{Kind: finding.Removed, Severity: finding.Info, Server: o.Server,
 			Item: p.Item, Tool: p.Tool, Version: p.Version, PinnedDigest: p.Digest,
 			Message: fmt.Sprintf("%s %q is approved on %s but no longer offered", ItemWord(p.Item), p.Tool, o.Server)})
 	}
-	return c, nil
+	return nil
 }
 
 // itemKey is the part of a pin's key after the server and its NUL: it
@@ -457,18 +505,18 @@ func ItemWord(item string) string {
 
 // compareItem compares a prompt, resource or resource template with its
 // pin: they are pinned by digest (no version, permissions or signer).
-func compareItem(tx *kvTx, o *Observation, t *Observed, sc *shareCache) (ToolState, []verify.Finding, error) {
-	st := ToolState{Item: t.Item, Name: t.Name, Digest: t.Digest.String(), Status: "ok"}
+func compareItem(tx *kvTx, o *Observation, t *Observed, sc *shareCache) (ToolState, []finding.Finding, error) {
+	st := ToolState{Item: t.Item, Name: t.Name, Digest: t.Digest.String(), Status: StatusOK}
 	ref := o.Server + "/" + ItemRef(t.Item, t.Name)
-	f := verify.Finding{Severity: verify.Error, Server: o.Server, Item: t.Item, Tool: t.Name, Live: t.Digest.String()}
+	f := finding.Finding{Severity: finding.Error, Server: o.Server, Item: t.Item, Tool: t.Name, Live: t.Digest.String()}
 	r, err := revokedBy(tx, o.Server, t)
 	if err != nil {
 		return st, nil, err
 	}
 	if r != nil {
-		st.Status = "blocked"
-		f.Kind, f.Message = verify.Revoked, fmt.Sprintf("%s %s: the definition %s", ItemWord(t.Item), ref, r.Digest)+revokedText(r)
-		return st, []verify.Finding{f}, nil
+		st.Status = StatusBlocked
+		f.Kind, f.Message = finding.Revoked, fmt.Sprintf("%s %s: the definition %s", ItemWord(t.Item), ref, r.Digest)+revokedText(r)
+		return st, []finding.Finding{f}, nil
 	}
 	full, err := readItem(tx, o.Server, t.Item, t.Name) // checked by checkLatest
 	if err != nil {
@@ -489,12 +537,12 @@ func compareItem(tx *kvTx, o *Observation, t *Observed, sc *shareCache) (ToolSta
 	}
 	switch {
 	case p == nil:
-		st.Status = "new"
-		f.Kind, f.Message = verify.NewTool, fmt.Sprintf("%s %s is not approved: approval required", ItemWord(t.Item), ref)
-		return st, []verify.Finding{f}, nil
+		st.Status = StatusNew
+		f.Kind, f.Message = finding.NewTool, fmt.Sprintf("%s %s is not approved: approval required", ItemWord(t.Item), ref)
+		return st, []finding.Finding{f}, nil
 	case p.Digest != t.Digest.String():
-		st.Status = "changed"
-		f.Kind, f.PinnedDigest = verify.RugPull, p.Digest
+		st.Status = StatusChanged
+		f.Kind, f.PinnedDigest = finding.RugPull, p.Digest
 		if old, err := etdi.ParseJSON(p.Definition); err == nil {
 			if cur, err := etdi.ParseJSON(t.Canonical); err == nil {
 				f.Changes = etdi.Diff(old, cur)
@@ -503,7 +551,7 @@ func compareItem(tx *kvTx, o *Observation, t *Observed, sc *shareCache) (ToolSta
 		}
 		f.Message = fmt.Sprintf("%s %s: definition changed since approval (%s)", ItemWord(t.Item), ref, strings.Join(f.Fields, ", ")) +
 			variantHint(full, t.Item, t.Name)
-		return st, []verify.Finding{f}, nil
+		return st, []finding.Finding{f}, nil
 	}
 	return st, nil, nil
 }
@@ -518,7 +566,7 @@ func strOr(p *string, none string) string {
 // compareInstructions reports instructions that differ from those seen at
 // approval, when both are known, and instructions of an approved server
 // whose approval did not see them: the gate withholds both (SPEC.md §25).
-func compareInstructions(o *Observation, info *ServerInfo) *verify.Finding {
+func compareInstructions(o *Observation, info *ServerInfo) *finding.Finding {
 	if !o.InstructionsKnown || info == nil {
 		return nil
 	}
@@ -526,7 +574,7 @@ func compareInstructions(o *Observation, info *ServerInfo) *verify.Finding {
 		if o.Instructions == nil || *o.Instructions == "" {
 			return nil
 		}
-		return &verify.Finding{Kind: verify.NewInstructions, Severity: verify.Error, Server: o.Server,
+		return &finding.Finding{Kind: finding.NewInstructions, Severity: finding.Error, Server: o.Server,
 			Fields: []string{"instructions"}, Changes: []etdi.Change{{Path: "/instructions", Op: "added", New: *o.Instructions}},
 			Message: fmt.Sprintf("server %s: sends instructions that were never approved (its tools were approved without them)", o.Server)}
 	}
@@ -541,16 +589,53 @@ func compareInstructions(o *Observation, info *ServerInfo) *verify.Finding {
 	case o.Instructions == nil:
 		ch = etdi.Change{Path: "/instructions", Op: "removed", Old: old}
 	}
-	return &verify.Finding{Kind: verify.InstructionsChanged, Severity: verify.Error, Server: o.Server,
+	return &finding.Finding{Kind: finding.InstructionsChanged, Severity: finding.Error, Server: o.Server,
 		Fields: []string{"instructions"}, Changes: []etdi.Change{ch},
 		Message: fmt.Sprintf("server %s: instructions changed since approval", o.Server)}
 }
 
-func compareTool(tx *kvTx, o *Observation, t *Observed, sameSkeleton []string, copies *copyCache) (ToolState, []verify.Finding, error) {
-	st := ToolState{Name: t.Name, Version: t.Version, Digest: t.Digest.String(), Status: "ok"}
-	base := verify.Finding{Server: o.Server, Tool: t.Name, Version: t.Version, Live: t.Digest.String(),
+// revokedWhat names what revocation r of a tool withdraws: its signing
+// key, a version, one definition or the tool.
+func revokedWhat(r *Revocation) string {
+	switch {
+	case r.KeyID != "":
+		return "its signing key " + r.KeyID
+	case r.Version != "":
+		return "version " + r.Version
+	case r.Digest != "":
+		// One approved definition (SPEC.md §14.1): the others stay.
+		return "the definition " + r.Digest
+	}
+	return "the tool"
+}
+
+// approvedAs is the state of tool t, without a pin of its own, that the
+// approval of server shared covers (sharedApproval, whose error is err):
+// approved, with the scopes of that approval.
+func approvedAs(tx *kvTx, o *Observation, t *Observed, st ToolState, shared string, err error) (ToolState, []finding.Finding, error) {
+	st.ApprovedAs = shared
+	if err == nil {
+		// The scopes of the approval that covers it (checked by
+		// sharedApproval).
+		var sp *Pin
+		if sp, err = readItem(tx, shared, ItemTool, t.Name); sp != nil {
+			if m := matchingVariant(sp, o, t); m != nil {
+				st.Scopes = m.Scopes
+			}
+		}
+	}
+	return st, nil, err
+}
+
+// compareTool compares tool t of o with its pins: revoked, approved (its
+// own pin, or a shared approval), new, or changed (a new signer or
+// version, a downgrade, a rug pull of its definition, permissions or what
+// serves it).
+func compareTool(tx *kvTx, o *Observation, t *Observed, sameSkeleton []string, copies *copyCache) (ToolState, []finding.Finding, error) {
+	st := ToolState{Name: t.Name, Version: t.Version, Digest: t.Digest.String(), Status: StatusOK}
+	base := finding.Finding{Server: o.Server, Tool: t.Name, Version: t.Version, Live: t.Digest.String(),
 		CurrentSigner: t.Signer.String()}
-	with := func(k verify.Kind, sev verify.Severity, msg string) verify.Finding {
+	with := func(k finding.Kind, sev finding.Severity, msg string) finding.Finding {
 		f := base
 		f.Kind, f.Severity, f.Message = k, sev, msg
 		return f
@@ -564,20 +649,10 @@ func compareTool(tx *kvTx, o *Observation, t *Observed, sameSkeleton []string, c
 		return st, nil, err
 	}
 	if r != nil {
-		st.Status = "blocked"
-		what := "the tool"
-		switch {
-		case r.KeyID != "":
-			what = "its signing key " + r.KeyID
-		case r.Version != "":
-			what = "version " + r.Version
-		case r.Digest != "":
-			// One approved definition (SPEC.md §14.1): the others stay.
-			what = "the definition " + r.Digest
-		}
-		f := with(verify.Revoked, verify.Error, fmt.Sprintf("tool %s: %s", ref, what)+revokedText(r))
+		st.Status = StatusBlocked
+		f := with(finding.Revoked, finding.Error, fmt.Sprintf("tool %s: %s", ref, revokedWhat(r))+revokedText(r))
 		f.KeyID = r.KeyID
-		return st, []verify.Finding{f}, nil
+		return st, []finding.Finding{f}, nil
 	}
 	full, err := readPin(tx, o.Server, t.Name) // checked by checkLatest
 	if err != nil {
@@ -586,18 +661,7 @@ func compareTool(tx *kvTx, o *Observation, t *Observed, sameSkeleton []string, c
 	if full == nil {
 		shared, err := sharedApproval(tx, o, t, &copies.share)
 		if err != nil || shared != "" {
-			st.ApprovedAs = shared
-			if err == nil {
-				// The scopes of the approval that covers it (checked by
-				// sharedApproval).
-				var sp *Pin
-				if sp, err = readItem(tx, shared, ItemTool, t.Name); sp != nil {
-					if m := matchingVariant(sp, o, t); m != nil {
-						st.Scopes = m.Scopes
-					}
-				}
-			}
-			return st, nil, err
+			return approvedAs(tx, o, t, st, shared, err)
 		}
 		return compareNew(tx, o, t, sameSkeleton, st, with, ref, copies)
 	}
@@ -609,11 +673,11 @@ func compareTool(tx *kvTx, o *Observation, t *Observed, sameSkeleton []string, c
 	// findings and the version logic are those of one pin.
 	p := closestVariant(full, t)
 	hint := variantHint(full, ItemTool, t.Name)
-	pinned := func(f verify.Finding) verify.Finding {
+	pinned := func(f finding.Finding) finding.Finding {
 		f.PinnedVersion, f.PinnedDigest, f.PinnedSigner = p.Version, p.Digest, p.Signer.String()
 		return f
 	}
-	diff := func(f verify.Finding) verify.Finding {
+	diff := func(f finding.Finding) finding.Finding {
 		if old, err := etdi.ParseJSON(p.Definition); err == nil {
 			if cur, err := etdi.ParseJSON(t.Canonical); err == nil {
 				f.Changes = etdi.Diff(old, cur)
@@ -625,12 +689,12 @@ func compareTool(tx *kvTx, o *Observation, t *Observed, sameSkeleton []string, c
 	}
 	if p.Signer != t.Signer {
 		if p.Signer.Kind == "none" {
-			st.Status = "new"
-			return st, []verify.Finding{pinned(diff(with(verify.NewSigner, verify.Error,
+			st.Status = StatusNew
+			return st, []finding.Finding{pinned(diff(with(finding.NewSigner, finding.Error,
 				fmt.Sprintf("tool %s was approved unsigned and is now signed by %s: approval required", ref, t.Signer))))}, nil
 		}
-		st.Status = "blocked"
-		return st, []verify.Finding{pinned(with(verify.SignerChanged, verify.Error,
+		st.Status = StatusBlocked
+		return st, []finding.Finding{pinned(with(finding.SignerChanged, finding.Error,
 			fmt.Sprintf("tool %s was approved from %s and is now offered by %s", ref, p.Signer, t.Signer)))}, nil
 	}
 	if t.Version != "" && p.Version != "" && t.Version != p.Version {
@@ -639,72 +703,123 @@ func compareTool(tx *kvTx, o *Observation, t *Observed, sameSkeleton []string, c
 			return st, nil, err
 		}
 		if c < 0 {
-			st.Status = "changed"
-			return st, []verify.Finding{pinned(diff(with(verify.Downgrade, verify.Error,
+			st.Status = StatusChanged
+			return st, []finding.Finding{pinned(diff(with(finding.Downgrade, finding.Error,
 				fmt.Sprintf("tool %s is older than the approved version %s", ref, p.Version))))}, nil
 		}
 		if c > 0 {
-			st.Status = "new"
-			f := pinned(diff(with(verify.NewVersion, verify.Error,
+			st.Status = StatusNew
+			f := pinned(diff(with(finding.NewVersion, finding.Error,
 				fmt.Sprintf("tool %s is a new version (approved: %s): approval required", ref, p.Version))))
 			f.Permissions = t.Permissions
-			return st, []verify.Finding{f}, nil
+			return st, []finding.Finding{f}, nil
 		}
 		// Equal precedence, different build metadata: compared like the
 		// same version below.
 	}
 	if t.Digest.String() != p.Digest {
-		st.Status = "changed"
-		f := pinned(diff(with(verify.RugPull, verify.Error, "")))
+		st.Status = StatusChanged
+		f := pinned(diff(with(finding.RugPull, finding.Error, "")))
 		if t.Version != "" {
 			f.Message = fmt.Sprintf("tool %s: definition changed since approval without a new version (%s)", ref, strings.Join(f.Fields, ", "))
 		} else {
 			f.Message = fmt.Sprintf("unsigned tool %s: definition changed since approval (%s)", ref, strings.Join(f.Fields, ", "))
 		}
 		f.Message += hint
-		return st, []verify.Finding{f}, nil
+		return st, []finding.Finding{f}, nil
 	}
 	if added, removed := PermissionDiff(p.Permissions, t.Permissions); len(added)+len(removed) > 0 {
-		st.Status = "changed"
-		f := pinned(with(verify.RugPull, verify.Error,
+		st.Status = StatusChanged
+		f := pinned(with(finding.RugPull, finding.Error,
 			fmt.Sprintf("tool %s: permissions changed since approval without a new version", ref)+hint))
 		f.Fields = []string{"permissions"}
 		f.PermissionsAdded, f.PermissionsRemoved = added, removed
-		return st, []verify.Finding{f}, nil
+		return st, []finding.Finding{f}, nil
 	}
 	if servedChanged(p, o) {
-		st.Status = "changed"
+		st.Status = StatusChanged
 		now := o.Served
 		if now == "" {
 			now = "what cannot be resolved (" + o.Unresolved + ")"
 		}
-		f := pinned(with(verify.RugPull, verify.Error,
+		f := pinned(with(finding.RugPull, finding.Error,
 			fmt.Sprintf("tool %s: the same definition is now served by %s; it was approved served by %s", ref, now, p.Served)+hint))
 		f.Fields = []string{"served"}
 		f.Changes = []etdi.Change{{Path: "/served", Op: "changed", Old: p.Served, New: o.Served}}
-		return st, []verify.Finding{f}, nil
+		return st, []finding.Finding{f}, nil
 	}
 	return st, nil, nil
 }
 
 func compareNew(tx *kvTx, o *Observation, t *Observed, sameSkeleton []string, st ToolState,
-	with func(verify.Kind, verify.Severity, string) verify.Finding, ref string, copies *copyCache) (ToolState, []verify.Finding, error) {
+	with func(finding.Kind, finding.Severity, string) finding.Finding, ref string, copies *copyCache) (ToolState, []finding.Finding, error) {
 	scan, err := copies.scan()
 	if err != nil {
 		return st, nil, err
 	}
-	servers := scan.servers[t.Name]
-	var others, copyOf, collides []string
-	var why []string
-	var elseServed *Pin // a copy whose definitions another artifact served
-	var sharedPin, sharedDef *Pin
-	for _, srv := range servers {
+	n, err := nameElsewhere(tx, o, t, scan, copies)
+	if err != nil {
+		return st, nil, err
+	}
+	if len(n.others) > 0 {
+		st.Status = StatusBlocked
+		msg := fmt.Sprintf("tool %s: the name %q is approved on %s; this server shadows it", ref, t.Name, strings.Join(n.others, ", "))
+		if len(n.why) > 0 {
+			msg += " (" + strings.Join(n.why, "; ") + ")"
+		}
+		f := with(finding.Shadowing, finding.Error, msg)
+		f.Servers = n.others
+		return st, []finding.Finding{f}, nil
+	}
+	if n.sharedPin != nil {
+		return rugPullOfShared(o, t, n.sharedPin, n.sharedDef, st, with, ref)
+	}
+	if looks := looksLike(t.Name, scan, sameSkeleton); len(looks) > 0 {
+		st.Status = StatusBlocked
+		f := with(finding.ConfusableName, finding.Error, fmt.Sprintf("tool %s: the name %q looks like %q", ref, t.Name, looks[0]))
+		f.LooksLike = looks[0]
+		f.Scripts = confusable.Scripts(t.Name)
+		for _, name := range looks {
+			srvs := scan.servers[name]
+			for _, srv := range srvs {
+				if !slices.Contains(f.Servers, srv) {
+					f.Servers = append(f.Servers, srv)
+				}
+			}
+		}
+		return st, []finding.Finding{f}, nil
+	}
+	st.Status = StatusNew
+	return st, newToolFindings(o, t, n, with, ref), nil
+}
+
+// elsewhere is what other servers approved under the name of a tool new
+// to its server.
+type elsewhere struct {
+	// others shadow it (why says why, when a collision was refused);
+	// copyOf are the same server under another name; collides are
+	// unsigned servers whose tool of the same name it neither names nor
+	// imitates.
+	others, why, copyOf, collides []string
+	// elseServed is a copy whose definitions another artifact served.
+	elseServed *Pin
+	// sharedPin is a pin of the same artifact under another name, and
+	// sharedDef its other definition (sameArtifact).
+	sharedPin, sharedDef *Pin
+}
+
+// nameElsewhere sorts the other servers that approved t's name (scan):
+// copies of this server, the same artifact under another name, collisions
+// a host keeps apart, and shadows.
+func nameElsewhere(tx *kvTx, o *Observation, t *Observed, scan *pinScan, copies *copyCache) (*elsewhere, error) {
+	n := &elsewhere{}
+	for _, srv := range scan.servers[t.Name] {
 		if srv == o.Server {
 			continue
 		}
 		p, err := getPin(tx, srv, t.Name)
 		if err != nil {
-			return st, nil, err
+			return nil, err
 		}
 		// The same server configured under another name offers the very
 		// definition approved there: a new server to approve, not a
@@ -712,111 +827,94 @@ func compareNew(tx *kvTx, o *Observation, t *Observed, sameSkeleton []string, st
 		if p != nil && p.Digest == t.Digest.String() && p.Signer == t.Signer && p.Version == t.Version {
 			whole, err := copies.wholeCopyOf(srv)
 			if err != nil {
-				return st, nil, err
+				return nil, err
 			}
 			if whole {
-				copyOf = append(copyOf, srv)
-				if elseServed == nil && o.Served != "" && p.Served != "" && p.Served != o.Served {
-					elseServed = p
+				n.copyOf = append(n.copyOf, srv)
+				if n.elseServed == nil && o.Served != "" && p.Served != "" && p.Served != o.Served {
+					n.elseServed = p
 				}
 				continue
 			}
 		}
 		if p == nil {
-			others = append(others, srv)
+			n.others = append(n.others, srv)
 			continue
 		}
 		// The same artifact, verified, under a name without its own pin
 		// of the tool: its other definition is a change of the tool
 		// approved there (SPEC.md §14.2).
 		if v := sameArtifact(o, t, p); v != nil {
-			if sharedPin == nil {
-				sharedPin, sharedDef = p, v
+			if n.sharedPin == nil {
+				n.sharedPin, n.sharedDef = p, v
 			}
 			continue
 		}
 		reason, err := collisionRefused(o, t, srv, p, copies)
 		if err != nil {
-			return st, nil, err
+			return nil, err
 		}
 		if reason != "" {
-			others = append(others, srv)
-			why = append(why, reason)
+			n.others = append(n.others, srv)
+			n.why = append(n.why, reason)
 			continue
 		}
-		collides = append(collides, srv)
+		n.collides = append(n.collides, srv)
 	}
-	if len(others) > 0 {
-		st.Status = "blocked"
-		msg := fmt.Sprintf("tool %s: the name %q is approved on %s; this server shadows it", ref, t.Name, strings.Join(others, ", "))
-		if len(why) > 0 {
-			msg += " (" + strings.Join(why, "; ") + ")"
-		}
-		f := with(verify.Shadowing, verify.Error, msg)
-		f.Servers = others
-		return st, []verify.Finding{f}, nil
-	}
-	if sharedPin != nil {
-		return rugPullOfShared(o, t, sharedPin, sharedDef, st, with, ref)
-	}
+	return n, nil
+}
+
+// looksLike returns the approved names (scan) and the names of this
+// listing (sameSkeleton) that look like name and are not it.
+func looksLike(name string, scan *pinScan, sameSkeleton []string) []string {
 	var looks []string
-	alike := scan.skeletons[skeletonOf(t.Name)]
-	for _, n := range alike {
-		if n != t.Name {
+	for _, n := range scan.skeletons[skeletonOf(name)] {
+		if n != name {
 			looks = append(looks, n)
 		}
 	}
 	for _, n := range sameSkeleton {
-		if n != t.Name && !slices.Contains(looks, n) {
+		if n != name && !slices.Contains(looks, n) {
 			looks = append(looks, n)
 		}
 	}
-	if len(looks) > 0 {
-		st.Status = "blocked"
-		f := with(verify.ConfusableName, verify.Error, fmt.Sprintf("tool %s: the name %q looks like %q", ref, t.Name, looks[0]))
-		f.LooksLike = looks[0]
-		f.Scripts = confusable.Scripts(t.Name)
-		for _, n := range looks {
-			srvs := scan.servers[n]
-			for _, srv := range srvs {
-				if !slices.Contains(f.Servers, srv) {
-					f.Servers = append(f.Servers, srv)
-				}
-			}
-		}
-		return st, []verify.Finding{f}, nil
-	}
-	st.Status = "new"
-	f := with(verify.NewTool, verify.Error, fmt.Sprintf("tool %s is not approved: approval required", ref))
-	if len(copyOf) > 0 {
-		f.Message = fmt.Sprintf("tool %s is not approved: approval required (the same server is approved as %s)", ref, strings.Join(copyOf, ", "))
-		if elseServed != nil {
+	return looks
+}
+
+// newToolFindings are the findings of a tool new to its server that
+// nothing blocks: new_tool, naming the copies of the server (n), and the
+// warnings of a name collision or a name mixing scripts.
+func newToolFindings(o *Observation, t *Observed, n *elsewhere, with func(finding.Kind, finding.Severity, string) finding.Finding, ref string) []finding.Finding {
+	f := with(finding.NewTool, finding.Error, fmt.Sprintf("tool %s is not approved: approval required", ref))
+	if len(n.copyOf) > 0 {
+		f.Message = fmt.Sprintf("tool %s is not approved: approval required (the same server is approved as %s)", ref, strings.Join(n.copyOf, ", "))
+		if n.elseServed != nil {
 			// The same definitions, not known to be the same server:
 			// what serves them differs.
 			f.Message = fmt.Sprintf("tool %s is not approved: approval required (the same definitions are approved on %s, served by %s; this server is served by %s)",
-				ref, elseServed.Server, elseServed.Served, o.Served)
+				ref, n.elseServed.Server, n.elseServed.Served, o.Served)
 		}
-		f.Servers = copyOf
+		f.Servers = n.copyOf
 	}
 	f.Permissions = t.Permissions
 	if f.Permissions == nil {
 		f.Permissions = []etdi.Permission{}
 	}
-	fs := []verify.Finding{f}
-	if len(collides) > 0 {
-		w := with(verify.NameCollision, verify.Warning, fmt.Sprintf("tool %s: the name %q is also approved on %s, another unsigned server; "+
+	fs := []finding.Finding{f}
+	if len(n.collides) > 0 {
+		w := with(finding.NameCollision, finding.Warning, fmt.Sprintf("tool %s: the name %q is also approved on %s, another unsigned server; "+
 			"hosts keep each server's tools apart, and nothing in its definition or its server's instructions names or imitates that tool: approve it as a new tool",
-			ref, t.Name, strings.Join(collides, ", ")))
-		w.Servers = collides
+			ref, t.Name, strings.Join(n.collides, ", ")))
+		w.Servers = n.collides
 		fs = append(fs, w)
 	}
 	if confusable.MixedScript(t.Name) || confusable.Invisible(t.Name) {
-		w := with(verify.MixedScript, verify.Warning, fmt.Sprintf("tool %s: the name %q mixes scripts (%s) or holds invisible characters",
+		w := with(finding.MixedScript, finding.Warning, fmt.Sprintf("tool %s: the name %q mixes scripts (%s) or holds invisible characters",
 			ref, t.Name, strings.Join(confusable.Scripts(t.Name), ", ")))
 		w.Scripts = confusable.Scripts(t.Name)
 		fs = append(fs, w)
 	}
-	return st, fs, nil
+	return fs
 }
 
 // PermissionDiff is etdi.PermissionDiff: the permissions in cur but not
@@ -958,13 +1056,13 @@ func updateRule(o *Observation) string {
 // items refs are their approved definitions served by an update of what
 // served them (from): an error under ask (approval required) and block
 // (exit 11), a warning under allow and in a gate under ask.
-func updateFinding(o *Observation, refs, from []string) verify.Finding {
+func updateFinding(o *Observation, refs, from []string) finding.Finding {
 	rule := o.OnUpdate
 	if rule == "" {
 		rule = UpdateAsk
 	}
 	was := strings.Join(from, ", ")
-	f := verify.Finding{Kind: verify.ServerUpdated, Severity: verify.Error, Server: o.Server, Rule: rule,
+	f := finding.Finding{Kind: finding.ServerUpdated, Severity: finding.Error, Server: o.Server, Rule: rule,
 		PinnedServed: was, Served: o.Served, Fields: []string{"served"},
 		Changes: []etdi.Change{{Path: "/served", Op: "changed", Old: was, New: o.Served}}}
 	what := fmt.Sprintf("server %s was updated: %s -> %s; its %d approved definition(s) are unchanged", o.Server, was, o.Served, len(refs))
@@ -972,7 +1070,7 @@ func updateFinding(o *Observation, refs, from []string) verify.Finding {
 	case UpdateBlock:
 		f.Message = what + "; the trust policy blocks updates of unsigned servers (its unsigned onUpdate rule is block: etdi trust unsigned --help)"
 	case UpdateAllow:
-		f.Severity = verify.Warning
+		f.Severity = finding.Warning
 		f.Message = what + "; accepted (trust policy: " + rule + "); approving the update records it"
 	default:
 		f.Message = what + "; approval required (trust policy: ask)"
