@@ -83,8 +83,10 @@ var validator = func() *validate.Validator {
 	return validate.New(r, validate.WithStrict())
 }()
 
-// Policy describes one loaded policy.
-type Policy struct {
+// Rule describes one loaded Cedar policy of a [Set]: its @id, effect and
+// where it was written. (The trust policy, which keys and identities etdi
+// trusts, is a different thing: package trust.)
+type Rule struct {
 	// ID is the policy's @id annotation.
 	ID string `json:"id"`
 	// Effect is "permit" or "forbid".
@@ -104,7 +106,7 @@ type Set struct {
 	// permits and forbids are evaluated apart, so a decision knows both
 	// whether any permit matched and which forbids did.
 	permits, forbids *cedar.PolicySet
-	policies         map[cedar.PolicyID]*Policy
+	policies         map[cedar.PolicyID]*Rule
 	order            []string
 	files            []string
 	// named are the actions a permit names in its scope (action ==
@@ -164,7 +166,7 @@ func Parse(srcs ...Source) (*Set, error) {
 	if len(srcs) == 0 {
 		return nil, errors.New("policy: no policy file")
 	}
-	s := &Set{permits: cedar.NewPolicySet(), forbids: cedar.NewPolicySet(), policies: map[cedar.PolicyID]*Policy{}}
+	s := &Set{permits: cedar.NewPolicySet(), forbids: cedar.NewPolicySet(), policies: map[cedar.PolicyID]*Rule{}}
 	var errs []error
 	where := map[string]string{}
 	var permitASTs []*cedarast.Policy
@@ -226,9 +228,9 @@ func Parse(srcs ...Source) (*Set, error) {
 }
 
 // describe reads a policy's annotations and what it depends on.
-func describe(p *cedar.Policy) (*Policy, error) {
+func describe(p *cedar.Policy) (*Rule, error) {
 	pos := p.Position()
-	d := &Policy{Effect: "permit", Position: fmt.Sprintf("%s:%d:%d", pos.Filename, pos.Line, pos.Column)}
+	d := &Rule{Effect: "permit", Position: fmt.Sprintf("%s:%d:%d", pos.Filename, pos.Line, pos.Column)}
 	if p.Effect() == cedar.Forbid {
 		d.Effect = "forbid"
 	}
@@ -271,8 +273,8 @@ func clip(s string) string {
 }
 
 // Policies describes the Set's policies in the order they were loaded.
-func (s *Set) Policies() []Policy {
-	out := make([]Policy, 0, len(s.order))
+func (s *Set) Policies() []Rule {
+	out := make([]Rule, 0, len(s.order))
 	for _, id := range s.order {
 		out = append(out, *s.policies[cedar.PolicyID(id)])
 	}
