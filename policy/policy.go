@@ -23,6 +23,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/cedar-policy/cedar-go"
 	cedarast "github.com/cedar-policy/cedar-go/x/exp/ast"
@@ -67,10 +68,11 @@ const (
 
 // idPattern is what an @id may be: it names the policy in errors, in the
 // JSON-RPC error of a blocked call and in the history.
-var idPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:/-]{0,127}$`)
+var idPattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:/-]{0,127}$`) })
 
-// validator is the schema's strict validator, built once.
-var validator = func() *validate.Validator {
+// validator is the schema's strict validator, built once, when the first
+// policy is parsed (not when etdi starts).
+var validator = sync.OnceValue(func() *validate.Validator {
 	var s schema.Schema
 	s.SetFilename("etdi.cedarschema")
 	if err := s.UnmarshalCedar([]byte(Schema)); err != nil {
@@ -81,7 +83,7 @@ var validator = func() *validate.Validator {
 		panic("policy: etdi's schema does not resolve: " + err.Error())
 	}
 	return validate.New(r, validate.WithStrict())
-}()
+})
 
 // Rule describes one loaded Cedar policy of a [Set]: its @id, effect and
 // where it was written. (The trust policy, which keys and identities etdi
@@ -202,7 +204,7 @@ func Parse(srcs ...Source) (*Set, error) {
 				continue
 			}
 			where[d.ID] = d.Position
-			if err := validator.Policy(d.ID, (*cedarast.Policy)(p.AST())); err != nil {
+			if err := validator().Policy(d.ID, (*cedarast.Policy)(p.AST())); err != nil {
 				errs = append(errs, fmt.Errorf("%s: does not validate against etdi's schema: %w", d.Position, err))
 				continue
 			}
@@ -239,7 +241,7 @@ func describe(p *cedar.Policy) (*Rule, error) {
 	if !ok {
 		return nil, fmt.Errorf("%s: a policy needs an @id(\"...\") annotation: decisions, blocked calls and the history name it", d.Position)
 	}
-	if !idPattern.MatchString(string(id)) {
+	if !idPattern().MatchString(string(id)) {
 		return nil, fmt.Errorf("%s: @id %q is not 1-128 letters, digits and . _ : / - (beginning with a letter or digit)", d.Position, clip(string(id)))
 	}
 	d.ID = string(id)

@@ -18,6 +18,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 	"unicode"
 
@@ -142,7 +143,7 @@ func CheckSigstoreRootSource(s SigstoreRootSource) error {
 	if err != nil || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" || !etdi.SecureURL(u) || len(s.Mirror) > 2048 {
 		return fmt.Errorf("TUF mirror %q is not an https URL (http only on a loopback address)", s.Mirror)
 	}
-	if !sha256Digest.MatchString(s.TUFRoot) {
+	if !sha256Digest().MatchString(s.TUFRoot) {
 		return fmt.Errorf("TUF root digest %q is not sha256:HEX", s.TUFRoot)
 	}
 	if s.Fetched.IsZero() {
@@ -151,7 +152,7 @@ func CheckSigstoreRootSource(s SigstoreRootSource) error {
 	return nil
 }
 
-var sha256Digest = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
+var sha256Digest = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^sha256:[0-9a-f]{64}$`) })
 
 // SigstoreRoot is one Sigstore trusted root: its canonical JSON as kept
 // in the policy, and the material parsed from it.
@@ -372,13 +373,13 @@ func (s SigstoreIdentity) String() string {
 
 // repoURL matches the beginning of a GitHub identity: https://HOST/OWNER/REPO/,
 // each part non-empty.
-var repoURL = regexp.MustCompile(`^https://[^/@?#]+/[^/]+/[^/]+/`)
+var repoURL = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^https://[^/@?#]+/[^/]+/[^/]+/`) })
 
 // identityRepository is the repository URL a GitHub identity names
 // (https://HOST/OWNER/REPO of https://HOST/OWNER/REPO/.github/workflows/...),
 // "" when it names none.
 func identityRepository(id string) string {
-	m := repoURL.FindString(id)
+	m := repoURL().FindString(id)
 	return strings.TrimSuffix(m, "/")
 }
 
@@ -423,7 +424,7 @@ func CheckGitHubPattern(pattern string) error {
 		return fmt.Errorf("identity pattern: %v", err)
 	}
 	prefix, _ := re.LiteralPrefix()
-	if !repoURL.MatchString(prefix) {
+	if !repoURL().MatchString(prefix) {
 		return fmt.Errorf("identity pattern %q leaves the owner or the repository open: a GitHub identity pattern must begin with "+
 			"https://HOST/OWNER/REPO/ written literally (escape dots: https://github\\.com/acme/weather/\\.github/workflows/release\\.yml@refs/tags/v.*); "+
 			"trust several repositories with one entry each", pattern)

@@ -3,6 +3,7 @@ package artifact
 import (
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/etdi-dev/etdi/internal/cmdline"
 )
@@ -79,7 +80,7 @@ func progName(p string) string {
 	return b
 }
 
-var pythonRE = regexp.MustCompile(`^python(w|[0-9]+(\.[0-9]+)?)?$`)
+var pythonRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^python(w|[0-9]+(\.[0-9]+)?)?$`) })
 
 // wrappers run another program or a command string, which is not
 // followed: they are never taken for the server.
@@ -144,11 +145,11 @@ func parseAt(argv []string, depth int) plan {
 		if rest, ok := cmdline.Sub(args, denoFlags.Values, "run"); ok {
 			return script("deno run", rest, denoFlags)
 		}
-		if rest := cmdline.Skip(args, denoFlags); len(rest) > 0 && denoScriptRE.MatchString(rest[0]) {
+		if rest := cmdline.Skip(args, denoFlags); len(rest) > 0 && denoScriptRE().MatchString(rest[0]) {
 			return script("deno", args, denoFlags)
 		}
 		return fail("deno", "deno runs a subcommand or task here, not a script; run the script with deno run <file>")
-	case pythonRE.MatchString(prog) || prog == "py":
+	case pythonRE().MatchString(prog) || prog == "py":
 		return pythonScript(prog, args)
 	case prog == "sh" || prog == "bash" || prog == "dash" || prog == "zsh" || prog == "ksh":
 		return shellScript(prog, args)
@@ -236,7 +237,7 @@ var (
 		Stop: cmdline.Set("--eval", "-e")}
 )
 
-var denoScriptRE = regexp.MustCompile(`\.(ts|tsx|js|jsx|mjs|mts|cjs|cts)$`)
+var denoScriptRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\.(ts|tsx|js|jsx|mjs|mts|cjs|cts)$`) })
 
 // script is an interpreter running the script that follows its flags.
 func script(runner string, args []string, fs cmdline.FlagSpec) plan {
@@ -471,7 +472,9 @@ var (
 )
 
 // npmExactRE is one exact version (npm accepts a leading "=" or "v").
-var npmExactRE = regexp.MustCompile(`^[=v]?\s*([0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.-]+)?(\+[0-9A-Za-z.-]+)?)$`)
+var npmExactRE = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^[=v]?\s*([0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.-]+)?(\+[0-9A-Za-z.-]+)?)$`)
+})
 
 // npmSpec reads an npm package spec into p: name, name@version,
 // @scope/name@version, each with an optional "npm:" prefix. A git, URL,
@@ -490,12 +493,12 @@ func npmSpec(p *plan, spec string) {
 		return
 	}
 	name, version := cmdline.SplitNPM(strings.TrimPrefix(spec, "npm:"))
-	if len(name) > 214 || !npmNameRE.MatchString(name) || !cmdline.NPMVersion(version) {
+	if len(name) > 214 || !npmNameRE().MatchString(name) || !cmdline.NPMVersion(version) {
 		p.why = "the argument where the package belongs is not an npm package spec"
 		return
 	}
 	p.name, p.version = name, version
-	if m := npmExactRE.FindStringSubmatch(version); m != nil {
+	if m := npmExactRE().FindStringSubmatch(version); m != nil {
 		p.version, p.exact = m[1], true
 	}
 }
@@ -559,10 +562,12 @@ func pyRunner(runner string, args []string, fs cmdline.FlagSpec) plan {
 
 // pyReqRE is a requirement: name, extras, then an optional version
 // specifier.
-var pyReqRE = regexp.MustCompile(`^([A-Za-z0-9][A-Za-z0-9._-]*[A-Za-z0-9]|[A-Za-z0-9])\s*(\[[A-Za-z0-9._, -]*\])?\s*(.*)$`)
+var pyReqRE = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^([A-Za-z0-9][A-Za-z0-9._-]*[A-Za-z0-9]|[A-Za-z0-9])\s*(\[[A-Za-z0-9._, -]*\])?\s*(.*)$`)
+})
 
 // pyExactRE is one exact version of a requirement: ==X or ===X.
-var pyExactRE = regexp.MustCompile(`^===?\s*([A-Za-z0-9][A-Za-z0-9.+!_-]*)$`)
+var pyExactRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^===?\s*([A-Za-z0-9][A-Za-z0-9.+!_-]*)$`) })
 
 // pySpec reads a Python requirement into p: name, name==X, name[extra]==X,
 // and with at (uv's runners) name@X. A URL, a path or markers set p.why.
@@ -576,7 +581,7 @@ func pySpec(p *plan, spec string, at bool) {
 		p.why = "the package is a git or URL spec, which is not resolved; run an index version: <package>==<version>"
 		return
 	}
-	m := pyReqRE.FindStringSubmatch(strings.TrimSpace(spec))
+	m := pyReqRE().FindStringSubmatch(strings.TrimSpace(spec))
 	if m == nil {
 		p.why = "the argument where the package belongs is not a Python requirement"
 		return
@@ -595,7 +600,7 @@ func pySpec(p *plan, spec string, at bool) {
 		p.why = "the requirement has environment markers; run <package>==<version>"
 	case strings.ContainsAny(rest[:1], "=<>!~"):
 		p.version = rest
-		if v := pyExactRE.FindStringSubmatch(rest); v != nil && !strings.Contains(rest, "*") {
+		if v := pyExactRE().FindStringSubmatch(rest); v != nil && !strings.Contains(rest, "*") {
 			p.version, p.exact = v[1], true
 		}
 	default:
@@ -690,18 +695,18 @@ func parseRef(s string) (imageRef, string) {
 	name, digest, ok := cmdline.CutDigest(s)
 	if ok {
 		r.digest = digest
-		if !sha256RE.MatchString(r.digest) {
+		if !sha256RE().MatchString(r.digest) {
 			return r, "the image digest is not sha256:<64 lowercase hex digits>; pin the image by its sha256 digest"
 		}
 	}
 	name, tag, ok := cmdline.CutTag(name)
 	if ok {
 		r.tag = tag
-		if !tagRE.MatchString(r.tag) {
+		if !tagRE().MatchString(r.tag) {
 			return r, "the argument where the image belongs is not an image reference"
 		}
 	}
-	if len(name) > maxNameLen || !imageNameRE.MatchString(name) {
+	if len(name) > maxNameLen || !imageNameRE().MatchString(name) {
 		return r, "the argument where the image belongs is not an image reference"
 	}
 	r.name = name
@@ -799,7 +804,7 @@ var pyChangesInstall = cmdline.Set("--with", "-w", "--with-editable", "--with-re
 // pyName is the distribution name of a requirement: what precedes its
 // extras or version specifier.
 func pyName(req string) string {
-	if m := pyReqRE.FindStringSubmatch(req); m != nil {
+	if m := pyReqRE().FindStringSubmatch(req); m != nil {
 		return m[1]
 	}
 	return req

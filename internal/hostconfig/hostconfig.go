@@ -28,6 +28,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/etdi-dev/etdi"
 	"github.com/etdi-dev/etdi/internal/redact"
@@ -131,7 +132,7 @@ func (e *Entry) NotStarted() bool { return e.Disabled && e.HostHonoursDisabled =
 func (e *Entry) AddSecrets(s *redact.Set) {
 	for _, m := range []map[string]string{e.Env, e.Headers} {
 		for _, k := range sortedKeys(m) {
-			s.Add(varRE.Split(m[k], -1)...)
+			s.Add(varRE().Split(m[k], -1)...)
 		}
 	}
 	if e.URL != "" {
@@ -746,10 +747,10 @@ type resolver struct {
 	host, project string
 }
 
-var varRE = regexp.MustCompile(`\$\{([^}]*)\}`)
+var varRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\$\{([^}]*)\}`) })
 
 // geminiVarRE is Gemini CLI's: ${...} and the bare $NAME.
-var geminiVarRE = regexp.MustCompile(`\$(?:\w+|\{[^}]*\})`)
+var geminiVarRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\$(?:\w+|\{[^}]*\})`) })
 
 // expand resolves variables in s; unresolvable ones become problems and
 // stay as written. Gemini CLI also expands $NAME, leaving an unset one as
@@ -759,7 +760,7 @@ func (r *resolver) expand(s string, problems *[]string, where string) string {
 	if r.host == Gemini {
 		re = geminiVarRE
 	}
-	return re.ReplaceAllStringFunc(s, func(m string) string {
+	return re().ReplaceAllStringFunc(s, func(m string) string {
 		if !strings.HasPrefix(m, "${") {
 			if v, ok := lookupOrNil(r.lookup, m[1:]); ok {
 				return v

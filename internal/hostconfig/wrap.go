@@ -984,7 +984,7 @@ func unwrapCodexEntry(data []byte, start, end int, t map[string]any) ([]Edit, st
 		return nil, "its table holds a multi-line string, which etdi does not edit"
 	}
 	keys := map[string]tomlKey{}
-	for _, m := range codexKeyRE.FindAllSubmatchIndex(body, -1) {
+	for _, m := range codexKeyRE().FindAllSubmatchIndex(body, -1) {
 		k := string(body[m[2]:m[3]])
 		if _, dup := keys[k]; dup {
 			return nil, fmt.Sprintf("key %s appears twice", k)

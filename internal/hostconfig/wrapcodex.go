@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/BurntSushi/toml"
 )
@@ -28,7 +29,9 @@ func codexTableSpan(data []byte, name string) (start, end int, ok bool) {
 	return start, end, true
 }
 
-var codexKeyRE = regexp.MustCompile(`(?m)^[ \t]*(command|args|url|http_headers|env_http_headers|bearer_token_env_var)[ \t]*=[ \t]*`)
+var codexKeyRE = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?m)^[ \t]*(command|args|url|http_headers|env_http_headers|bearer_token_env_var)[ \t]*=[ \t]*`)
+})
 
 // tomlKey is one `key = value` line of a table: the key's start and the
 // value's span.
@@ -102,7 +105,7 @@ func wrapCodexEntry(data []byte, name string, t map[string]any, o WrapOptions) (
 		return no("its table holds a multi-line string, which etdi does not edit")
 	}
 	keys := map[string]tomlKey{}
-	for _, m := range codexKeyRE.FindAllSubmatchIndex(body, -1) {
+	for _, m := range codexKeyRE().FindAllSubmatchIndex(body, -1) {
 		k := string(body[m[2]:m[3]])
 		if _, dup := keys[k]; dup {
 			return no("key %s appears twice", k)

@@ -26,6 +26,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 
@@ -201,7 +202,9 @@ func runner(args []string, fs cmdline.FlagSpec, spec func(string) string) string
 	return spec(r.First)
 }
 
-var npmRE = regexp.MustCompile(`^(@[A-Za-z0-9~][A-Za-z0-9._~-]*/)?[A-Za-z0-9~][A-Za-z0-9._~-]*$`)
+var npmRE = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^(@[A-Za-z0-9~][A-Za-z0-9._~-]*/)?[A-Za-z0-9~][A-Za-z0-9._~-]*$`)
+})
 
 // npmName is the package of an npm spec, without its version:
 // "@scope/name@1.2.3" → "@scope/name", "npm:name@latest" → "name". A URL,
@@ -209,7 +212,7 @@ var npmRE = regexp.MustCompile(`^(@[A-Za-z0-9~][A-Za-z0-9._~-]*/)?[A-Za-z0-9~][A
 func npmName(spec string) string {
 	spec = strings.TrimPrefix(spec, "npm:")
 	spec = strings.TrimPrefix(spec, "jsr:")
-	if name, _ := cmdline.SplitNPM(spec); npmRE.MatchString(name) {
+	if name, _ := cmdline.SplitNPM(spec); npmRE().MatchString(name) {
 		return name
 	}
 	return lastSegment(spec)
@@ -224,7 +227,7 @@ func npmSpec(spec string) string {
 		return lastSegment(spec)
 	}
 	name, version := cmdline.SplitNPM(strings.TrimPrefix(strings.TrimPrefix(spec, "npm:"), "jsr:"))
-	if len(name) > 214 || !npmRE.MatchString(name) || !cmdline.NPMVersion(version) {
+	if len(name) > 214 || !npmRE().MatchString(name) || !cmdline.NPMVersion(version) {
 		return ""
 	}
 	return name
@@ -242,14 +245,16 @@ func explicitSource(spec string) bool {
 	return strings.Contains(spec, "://") || strings.HasSuffix(spec, ".tgz") || strings.HasSuffix(spec, ".whl") || strings.HasSuffix(spec, ".tar.gz")
 }
 
-var pyRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
+var pyRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`) })
 
 // pyDistRE is a valid Python distribution name (PEP 508).
-var pyDistRE = regexp.MustCompile(`^([A-Za-z0-9]|[A-Za-z0-9][A-Za-z0-9._-]*[A-Za-z0-9])$`)
+var pyDistRE = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^([A-Za-z0-9]|[A-Za-z0-9][A-Za-z0-9._-]*[A-Za-z0-9])$`)
+})
 
 // pyReqRestRE is what may follow the name in a requirement: extras, then a
 // version specifier or "@ URL", then markers.
-var pyReqRestRE = regexp.MustCompile(`^(\[[A-Za-z0-9._, -]*\])?\s*([=<>!~@;].*)?$`)
+var pyReqRestRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^(\[[A-Za-z0-9._, -]*\])?\s*([=<>!~@;].*)?$`) })
 
 // pySpec is pyName for an argument that parses as a Python requirement
 // (PEP 508) or a URL or path; "" for anything else.
@@ -261,7 +266,7 @@ func pySpec(spec string) string {
 	if i < 0 {
 		i = len(spec)
 	}
-	if i == 0 || !pyDistRE.MatchString(spec[:i]) || !pyReqRestRE.MatchString(spec[i:]) {
+	if i == 0 || !pyDistRE().MatchString(spec[:i]) || !pyReqRestRE().MatchString(spec[i:]) {
 		return ""
 	}
 	return spec[:i]
@@ -278,7 +283,7 @@ func pyName(spec string) string {
 	if i := strings.IndexAny(name, "=<>!~[@; "); i > 0 {
 		name = name[:i]
 	}
-	if pyRE.MatchString(name) {
+	if pyRE().MatchString(name) {
 		return name
 	}
 	return ""
@@ -317,13 +322,15 @@ func image(args []string) string {
 	return imageName(ref)
 }
 
-var imageRE = regexp.MustCompile(`^[a-z0-9]+([._-]+[a-z0-9]+)*(:[0-9]+)?(/[a-z0-9]+([._-]+[a-z0-9]+)*)*$`)
+var imageRE = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^[a-z0-9]+([._-]+[a-z0-9]+)*(:[0-9]+)?(/[a-z0-9]+([._-]+[a-z0-9]+)*)*$`)
+})
 
 // imageName is an image reference without tag or digest, if it is one.
 func imageName(ref string) string {
 	ref, _, _ = cmdline.CutDigest(ref)
 	ref, _, _ = cmdline.CutTag(ref)
-	if imageRE.MatchString(ref) {
+	if imageRE().MatchString(ref) {
 		return ref
 	}
 	return ""
@@ -431,15 +438,15 @@ func packageJSONName(path string) string {
 		return ""
 	}
 	n := v.Get("name")
-	if n == nil || n.Kind != etdi.String || len(n.Str) > 214 || !npmRE.MatchString(n.Str) {
+	if n == nil || n.Kind != etdi.String || len(n.Str) > 214 || !npmRE().MatchString(n.Str) {
 		return ""
 	}
 	return n.Str
 }
 
 var (
-	tomlSection = regexp.MustCompile(`^\s*\[([^\]]*)\]`)
-	tomlName    = regexp.MustCompile(`^\s*name\s*=\s*["']([^"']*)["']`)
+	tomlSection = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^\s*\[([^\]]*)\]`) })
+	tomlName    = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^\s*name\s*=\s*["']([^"']*)["']`) })
 )
 
 // pyprojectName is the [project] name of a pyproject.toml, or "".
@@ -450,11 +457,11 @@ func pyprojectName(path string) string {
 	}
 	in := false
 	for _, line := range strings.Split(string(b), "\n") {
-		if m := tomlSection.FindStringSubmatch(line); m != nil {
+		if m := tomlSection().FindStringSubmatch(line); m != nil {
 			in = strings.TrimSpace(m[1]) == "project"
 			continue
 		}
-		if m := tomlName.FindStringSubmatch(line); in && m != nil && pyRE.MatchString(m[1]) {
+		if m := tomlName().FindStringSubmatch(line); in && m != nil && pyRE().MatchString(m[1]) {
 			return m[1]
 		}
 	}
