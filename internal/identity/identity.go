@@ -80,21 +80,11 @@ func derive(prog string, args []string, dir string, depth int) string {
 	if depth > 4 {
 		return ""
 	}
-	again := func(rest []string) string {
-		if len(rest) == 0 {
-			return ""
-		}
-		p := progName(rest[0])
-		if n := derive(p, rest[1:], dir, depth+1); n != "" {
-			return n
-		}
-		return p
-	}
 	switch prog {
 	case "env":
 		// env [-i] [-u NAME] [NAME=VALUE...] PROGRAM ARGS...
 		rest := cmdline.Skip(args, cmdline.FlagSpec{Values: cmdline.Set("-u", "--unset", "-C", "--chdir", "-S", "--split-string"), Assignments: true})
-		return again(rest)
+		return deriveAgain(rest, dir, depth)
 	case "npx", "bunx", "pnpx":
 		return runner(args, cmdline.NPMFlags, npmSpec)
 	case "npm":
@@ -103,36 +93,11 @@ func derive(prog string, args []string, dir string, depth int) string {
 			return runner(rest, cmdline.NPMFlags, npmSpec)
 		}
 	case "pnpm", "yarn", "bun":
-		if rest, ok := cmdline.Sub(args, nil, "dlx", "x"); ok {
-			return runner(rest, cmdline.NPMFlags, npmSpec)
-		}
-		if prog == "bun" {
-			if rest, ok := cmdline.Sub(args, nil, "run"); ok {
-				return script(rest, dir, bunFlags)
-			}
-			return script(args, dir, bunFlags)
-		}
+		return derivePackageManager(prog, args, dir)
 	case "uvx":
 		return runner(args, cmdline.UVFlags, pySpec)
 	case "uv":
-		if rest, ok := cmdline.UVToolRun(args); ok {
-			return runner(rest, cmdline.UVFlags, pySpec)
-		}
-		if rest, ok := cmdline.Sub(args, cmdline.UVFlags.Values, "run"); ok {
-			// uv --directory DIR run script.py: the script is in DIR.
-			for i, a := range args {
-				if (a == "--directory" || a == "--project") && i+1 < len(args) {
-					d := args[i+1]
-					if !filepath.IsAbs(d) && dir != "" {
-						d = filepath.Join(dir, d)
-					}
-					dir = d
-				} else if v, ok := strings.CutPrefix(a, "--directory="); ok {
-					dir = v
-				}
-			}
-			return scriptOrProgram(cmdline.Skip(rest, cmdline.UVFlags), dir)
-		}
+		return deriveUV(args, dir)
 	case "pipx":
 		if rest, ok := cmdline.Sub(args, nil, "run"); ok {
 			return runner(rest, cmdline.PipxFlags, pySpec)
@@ -146,28 +111,93 @@ func derive(prog string, args []string, dir string, depth int) string {
 			return script(rest, dir, denoFlags)
 		}
 	case "python", "python3", "py":
-		for i := 0; i < len(args); i++ {
-			a := args[i]
-			switch {
-			case a == "-m" && i+1 < len(args):
-				return pyName(args[i+1])
-			case a == "-W" || a == "-X":
-				i++
-			case !strings.HasPrefix(a, "-") || a == "-c" || a == "-":
-				return script(args[i:], dir, cmdline.FlagSpec{Stop: cmdline.Set("-c", "-")})
-			}
-		}
-		return ""
+		return derivePython(args, dir)
 	case "java":
-		for i := 0; i < len(args); i++ {
-			switch a := args[i]; {
-			case a == "-jar" && i+1 < len(args):
-				return stem(args[i+1])
-			case a == "-cp" || a == "-classpath" || a == "--class-path" || a == "-p" || a == "--module-path":
-				i++
-			case !strings.HasPrefix(a, "-"):
-				return lastSegment(strings.ReplaceAll(a, ".", "/"))
+		return deriveJava(args)
+	}
+	return ""
+}
+
+// deriveAgain names what the command rest runs (a program that runs
+// another, such as env): what derive says of it, or else its program.
+func deriveAgain(rest []string, dir string, depth int) string {
+	if len(rest) == 0 {
+		return ""
+	}
+	p := progName(rest[0])
+	if n := derive(p, rest[1:], dir, depth+1); n != "" {
+		return n
+	}
+	return p
+}
+
+// derivePackageManager is derive of pnpm, yarn and bun: dlx or x runs a
+// package; bun (run) runs a script too.
+func derivePackageManager(prog string, args []string, dir string) string {
+	if rest, ok := cmdline.Sub(args, nil, "dlx", "x"); ok {
+		return runner(rest, cmdline.NPMFlags, npmSpec)
+	}
+	if prog != "bun" {
+		return ""
+	}
+	if rest, ok := cmdline.Sub(args, nil, "run"); ok {
+		return script(rest, dir, bunFlags)
+	}
+	return script(args, dir, bunFlags)
+}
+
+// deriveUV is derive of uv: uv tool run runs a package, uv run a script
+// or a program.
+func deriveUV(args []string, dir string) string {
+	if rest, ok := cmdline.UVToolRun(args); ok {
+		return runner(rest, cmdline.UVFlags, pySpec)
+	}
+	rest, ok := cmdline.Sub(args, cmdline.UVFlags.Values, "run")
+	if !ok {
+		return ""
+	}
+	// uv --directory DIR run script.py: the script is in DIR.
+	for i, a := range args {
+		if (a == "--directory" || a == "--project") && i+1 < len(args) {
+			d := args[i+1]
+			if !filepath.IsAbs(d) && dir != "" {
+				d = filepath.Join(dir, d)
 			}
+			dir = d
+		} else if v, ok := strings.CutPrefix(a, "--directory="); ok {
+			dir = v
+		}
+	}
+	return scriptOrProgram(cmdline.Skip(rest, cmdline.UVFlags), dir)
+}
+
+// derivePython is derive of python: -m names a module, else the script.
+func derivePython(args []string, dir string) string {
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "-m" && i+1 < len(args):
+			return pyName(args[i+1])
+		case a == "-W" || a == "-X":
+			i++
+		case !strings.HasPrefix(a, "-") || a == "-c" || a == "-":
+			return script(args[i:], dir, cmdline.FlagSpec{Stop: cmdline.Set("-c", "-")})
+		}
+	}
+	return ""
+}
+
+// deriveJava is derive of java: the jar's stem, or the main class's last
+// segment.
+func deriveJava(args []string) string {
+	for i := 0; i < len(args); i++ {
+		switch a := args[i]; {
+		case a == "-jar" && i+1 < len(args):
+			return stem(args[i+1])
+		case a == "-cp" || a == "-classpath" || a == "--class-path" || a == "-p" || a == "--module-path":
+			i++
+		case !strings.HasPrefix(a, "-"):
+			return lastSegment(strings.ReplaceAll(a, ".", "/"))
 		}
 	}
 	return ""
