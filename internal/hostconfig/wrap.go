@@ -414,10 +414,26 @@ func refuse(format string, a ...any) ([]Edit, string, string) {
 }
 
 func wrapJSONEntry(data []byte, name string, v *Node, host string, o WrapOptions) ([]Edit, string, string) {
-	etdiPath := o.Etdi
 	if v.Kind != '{' {
 		return refuse("the entry is not an object")
 	}
+	if edits, status, reason, done := wrapJSONRefusal(data, name, v, host, o); done {
+		return edits, status, reason
+	}
+	obj, cmdKey := v, "command"
+	if c := v.Get("command"); c != nil && c.Kind == '{' && host == Zed {
+		obj, cmdKey = c, "path"
+	}
+	if cmd := obj.Get(cmdKey); cmd != nil {
+		return wrapJSONCommand(data, name, cmd, cmdKey, obj.Get("args"), o)
+	}
+	return wrapJSONURL(data, name, v, host, o)
+}
+
+// wrapJSONRefusal decides, before anything is wrapped, whether the entry
+// v is left alone: turned off where the host honours it, ambiguous about
+// its server, or named with a placeholder. done says it decided.
+func wrapJSONRefusal(data []byte, name string, v *Node, host string, o WrapOptions) (edits []Edit, status, reason string, done bool) {
 	l := LaunchOf(host)
 	// Turned off: left alone where the host is known to honour it;
 	// wrapped like any other where the host may start it anyway.
@@ -428,7 +444,7 @@ func wrapJSONEntry(data []byte, name string, v *Node, host string, o WrapOptions
 		off = `"enabled": false`
 	}
 	if off != "" && l.DisabledFact(off) == Yes {
-		return nil, StatusDisabled, fmt.Sprintf("%s does not start it (%s)", l.Name, off)
+		return nil, StatusDisabled, fmt.Sprintf("%s does not start it (%s)", l.Name, off), true
 	}
 	m := members{command: v.Get("command") != nil}
 	for _, mem := range v.Members {
@@ -446,54 +462,58 @@ func wrapJSONEntry(data []byte, name string, v *Node, host string, o WrapOptions
 		}
 	}
 	if d := l.decide(m); d.ambiguous != "" {
-		return refuse("%s: entry %q is ambiguous for %s: %s; etdi checks and wraps only an entry whose server is established: keep either the command or the URL (and a type that agrees)", o.file, name, l.Name, d.ambiguous)
+		edits, status, reason = refuse("%s: entry %q is ambiguous for %s: %s; etdi checks and wraps only an entry whose server is established: keep either the command or the URL (and a type that agrees)", o.file, name, l.Name, d.ambiguous)
+		return edits, status, reason, true
 	} else if d.url != "" && m.command {
-		return refuse("%s: entry %q has a command and %s, and %s connects to %s and never starts the command: remove the command and its args (or the URL), then wrap it", o.file, name, d.url, l.Name, d.url)
+		edits, status, reason = refuse("%s: entry %q has a command and %s, and %s connects to %s and never starts the command: remove the command and its args (or the URL), then wrap it", o.file, name, d.url, l.Name, d.url)
+		return edits, status, reason, true
 	}
 	if strings.Contains(name, "${") {
-		return refuse("its name %q holds a ${...} placeholder, which the host would expand in the arguments", name)
+		edits, status, reason = refuse("its name %q holds a ${...} placeholder, which the host would expand in the arguments", name)
+		return edits, status, reason, true
 	}
-	obj, cmdKey := v, "command"
-	if c := v.Get("command"); c != nil && c.Kind == '{' && host == Zed {
-		obj, cmdKey = c, "path"
+	return nil, "", "", false
+}
+
+// wrapJSONCommand wraps an entry that starts the command cmd (the member
+// cmdKey) with args (nil when absent): etdi run's arguments go in front
+// of the server's own, which stay as written (comments included).
+func wrapJSONCommand(data []byte, name string, cmd *Node, cmdKey string, args *Node, o WrapOptions) ([]Edit, string, string) {
+	if cmd.Kind != '"' {
+		return refuse("%s is not a string", cmdKey)
 	}
-	cmd := obj.Get(cmdKey)
-	args := obj.Get("args")
-	if cmd != nil {
-		if cmd.Kind != '"' {
-			return refuse("%s is not a string", cmdKey)
+	var argTexts, argStrs []string
+	if args != nil {
+		if args.Kind != '[' {
+			return refuse("args is not an array")
 		}
-		var argTexts, argStrs []string
-		if args != nil {
-			if args.Kind != '[' {
-				return refuse("args is not an array")
+		for i, a := range args.Elems {
+			if a.Kind != '"' {
+				return refuse("args[%d] is not a string", i)
 			}
-			for i, a := range args.Elems {
-				if a.Kind != '"' {
-					return refuse("args[%d] is not a string", i)
-				}
-				argTexts = append(argTexts, text(data, a))
-				argStrs = append(argStrs, a.Str)
-			}
+			argTexts = append(argTexts, text(data, a))
+			argStrs = append(argStrs, a.Str)
 		}
-		if status, reason, ok := o.alreadyWrapped(name, cmd.Str, argStrs); ok {
-			return nil, status, reason
-		}
-		// etdi run's arguments go in front of the server's own, which
-		// stay as written (comments included).
-		head := runArgs(name, o) + `, "--", ` + text(data, cmd)
-		edits := []Edit{{cmd.Start, cmd.End, jsonString(etdiPath)}}
-		if args != nil {
-			if len(argTexts) > 0 {
-				head += sep(data, args.Start+1)
-			}
-			edits = append(edits, Edit{args.Start + 1, args.Start + 1, head})
-		} else {
-			edits = append(edits, Edit{cmd.End, cmd.End, `, "args": [` + head + "]"})
-		}
-		return edits, StatusWrapped, ""
 	}
-	// A remote server: etdi run reaches it with --url.
+	if status, reason, ok := o.alreadyWrapped(name, cmd.Str, argStrs); ok {
+		return nil, status, reason
+	}
+	head := runArgs(name, o) + `, "--", ` + text(data, cmd)
+	edits := []Edit{{cmd.Start, cmd.End, jsonString(o.Etdi)}}
+	if args != nil {
+		if len(argTexts) > 0 {
+			head += sep(data, args.Start+1)
+		}
+		edits = append(edits, Edit{args.Start + 1, args.Start + 1, head})
+	} else {
+		edits = append(edits, Edit{cmd.End, cmd.End, `, "args": [` + head + "]"})
+	}
+	return edits, StatusWrapped, ""
+}
+
+// wrapJSONURL wraps an entry of a remote server: etdi run reaches it
+// with --url, and its headers move to the environment of etdi run.
+func wrapJSONURL(data []byte, name string, v *Node, host string, o WrapOptions) ([]Edit, string, string) {
 	var urlMember *NodeMember
 	for _, key := range []string{"url", "serverUrl", "httpUrl"} {
 		if m := v.Member(key); m != nil {
@@ -524,37 +544,57 @@ func wrapJSONEntry(data []byte, name string, v *Node, host string, o WrapOptions
 		return refuse("Gemini CLI's url is the SSE transport, which etdi run does not speak; use httpUrl")
 	}
 	list := "[" + runArgs(name, o) + `, "--url", ` + text(data, urlMember.Value)
-	envText := ""
-	if h := v.Member("headers"); h != nil {
-		if h.Value.Kind != '{' {
-			return refuse("headers is not an object")
-		}
-		if len(h.Value.Members) > 0 && v.Get("env") != nil {
-			return refuse("it has both headers and env; etdi would have to merge them")
-		}
-		var members []string
-		for i, hm := range h.Value.Members {
-			if hm.Value.Kind != '"' {
-				return refuse("headers.%s is not a string", hm.Name)
-			}
-			if !isHeaderName(hm.Name) {
-				return refuse("header name %q is not a valid HTTP header name", hm.Name)
-			}
-			variable := fmt.Sprintf("ETDI_HEADER_%d", i+1)
-			list += `, "--header-env", ` + jsonString(hm.Name+"="+variable)
-			members = append(members, jsonString(variable)+": "+text(data, hm.Value))
-		}
-		if len(members) > 0 {
-			envText = `"env": {` + strings.Join(members, ", ") + "}"
-			edits = append(edits, Edit{h.NameStart, h.Value.End, envText})
-		}
+	headerArgs, headerEdit, status, reason := wrapJSONHeaders(data, v)
+	if status != "" {
+		return nil, status, reason
+	}
+	list += headerArgs
+	if headerEdit != nil {
+		edits = append(edits, *headerEdit)
 	}
 	list += "]"
-	edits = append(edits, Edit{urlMember.NameStart, urlMember.Value.End, `"command": ` + jsonString(etdiPath) + `, "args": ` + list})
+	edits = append(edits, Edit{urlMember.NameStart, urlMember.Value.End, `"command": ` + jsonString(o.Etdi) + `, "args": ` + list})
 	if v.Get("command") != nil || v.Get("args") != nil {
 		return refuse("it has args or command next to its URL")
 	}
 	return edits, StatusWrapped, ""
+}
+
+// wrapJSONHeaders turns the headers of a remote entry v into --header-env
+// arguments of etdi run (args) and the edit that replaces the headers
+// member with an env member holding their values (nil without headers);
+// a status is a refusal, with its reason.
+func wrapJSONHeaders(data []byte, v *Node) (args string, edit *Edit, status, reason string) {
+	h := v.Member("headers")
+	if h == nil {
+		return "", nil, "", ""
+	}
+	if h.Value.Kind != '{' {
+		_, status, reason = refuse("headers is not an object")
+		return "", nil, status, reason
+	}
+	if len(h.Value.Members) > 0 && v.Get("env") != nil {
+		_, status, reason = refuse("it has both headers and env; etdi would have to merge them")
+		return "", nil, status, reason
+	}
+	var members []string
+	for i, hm := range h.Value.Members {
+		if hm.Value.Kind != '"' {
+			_, status, reason = refuse("headers.%s is not a string", hm.Name)
+			return "", nil, status, reason
+		}
+		if !isHeaderName(hm.Name) {
+			_, status, reason = refuse("header name %q is not a valid HTTP header name", hm.Name)
+			return "", nil, status, reason
+		}
+		variable := fmt.Sprintf("ETDI_HEADER_%d", i+1)
+		args += `, "--header-env", ` + jsonString(hm.Name+"="+variable)
+		members = append(members, jsonString(variable)+": "+text(data, hm.Value))
+	}
+	if len(members) == 0 {
+		return args, nil, "", ""
+	}
+	return args, &Edit{h.NameStart, h.Value.End, `"env": {` + strings.Join(members, ", ") + "}"}, "", ""
 }
 
 // isHeaderName reports an RFC 9110 token.
