@@ -930,32 +930,17 @@ func unwrapJSONEntry(data []byte, v *Node, host string) ([]Edit, string) {
 	if obj != v {
 		return nil, "its --url is inside a command object"
 	}
-	// The headers etdi run sends, from the entry's env or the arguments.
-	var members []string
-	names := map[string]bool{}
+	return unwrapJSONURL(data, v, host, cmdM, argsM, s)
+}
+
+// unwrapJSONURL returns the edits that turn an entry wrapping a remote
+// server (etdi run --url) back into the server's URL and headers, or why
+// it cannot.
+func unwrapJSONURL(data []byte, v *Node, host string, cmdM, argsM *NodeMember, s runSpec) ([]Edit, string) {
 	envM := v.Member("env")
-	moved := map[string]bool{}
-	for _, h := range s.headerEnv {
-		var val *Node
-		if envM != nil && envM.Value.Kind == '{' {
-			val = envM.Value.Get(h[1])
-		}
-		if val == nil || val.Kind != '"' {
-			return nil, fmt.Sprintf("header %s comes from the environment variable %s, which the entry's env does not set, and a host configuration cannot name it for every host", h[0], h[1])
-		}
-		if names[strings.ToLower(h[0])] {
-			return nil, fmt.Sprintf("header %s is given twice", h[0])
-		}
-		members = append(members, jsonString(h[0])+": "+text(data, val))
-		names[strings.ToLower(h[0])] = true
-		moved[h[1]] = true
-	}
-	for _, h := range s.headers {
-		if names[strings.ToLower(h[0])] {
-			return nil, fmt.Sprintf("header %s is given twice", h[0])
-		}
-		names[strings.ToLower(h[0])] = true
-		members = append(members, jsonString(h[0])+": "+jsonString(h[1]))
+	members, moved, why := unwrapHeaders(data, envM, s)
+	if why != "" {
+		return nil, why
 	}
 	if len(members) > 0 && v.Get("headers") != nil {
 		return nil, "it has headers of its own besides those etdi run sends"
@@ -965,7 +950,7 @@ func unwrapJSONEntry(data []byte, v *Node, host string) ([]Edit, string) {
 			return nil, fmt.Sprintf("it has a %s besides its etdi run", k)
 		}
 	}
-	urlText := jsonString(urlKey(host)) + ": " + text(data, args.Elems[s.urlIndex])
+	urlText := jsonString(urlKey(host)) + ": " + text(data, argsM.Value.Elems[s.urlIndex])
 	headersText := ""
 	if len(members) > 0 {
 		headersText = `"headers": {` + strings.Join(members, ", ") + "}"
@@ -987,24 +972,60 @@ func unwrapJSONEntry(data []byte, v *Node, host string) ([]Edit, string) {
 	} else if headersText != "" {
 		urlText += ", " + headersText
 	}
-	ci, ai := memberIndex(v, cmdM), memberIndex(v, argsM)
-	switch {
-	case ai == ci+1:
-		edits = append(edits, Edit{cmdM.NameStart, argsM.Value.End, urlText})
-	case ci == ai+1:
-		edits = append(edits, Edit{argsM.NameStart, cmdM.Value.End, urlText})
-	default:
-		edits = append(edits, Edit{cmdM.NameStart, cmdM.Value.End, urlText})
-		if ai > 0 {
-			edits = append(edits, Edit{v.Members[ai-1].Value.End, argsM.Value.End, ""})
-		} else {
-			edits = append(edits, Edit{argsM.NameStart, v.Members[1].NameStart, ""})
-		}
-	}
+	edits = append(edits, replaceCommand(v, cmdM, argsM, urlText)...)
 	if t := v.Get("type"); t != nil && t.Kind == '"' && t.Str == "stdio" {
 		edits = append(edits, Edit{t.Start, t.End, `"http"`})
 	}
 	return edits, ""
+}
+
+// unwrapHeaders returns the headers etdi run sends, as members of a
+// headers object, from the entry's env (envM, nil when absent) or the
+// arguments, and the env variables they were read from; or why they
+// cannot be restored.
+func unwrapHeaders(data []byte, envM *NodeMember, s runSpec) (members []string, moved map[string]bool, why string) {
+	names := map[string]bool{}
+	moved = map[string]bool{}
+	for _, h := range s.headerEnv {
+		var val *Node
+		if envM != nil && envM.Value.Kind == '{' {
+			val = envM.Value.Get(h[1])
+		}
+		if val == nil || val.Kind != '"' {
+			return nil, nil, fmt.Sprintf("header %s comes from the environment variable %s, which the entry's env does not set, and a host configuration cannot name it for every host", h[0], h[1])
+		}
+		if names[strings.ToLower(h[0])] {
+			return nil, nil, fmt.Sprintf("header %s is given twice", h[0])
+		}
+		members = append(members, jsonString(h[0])+": "+text(data, val))
+		names[strings.ToLower(h[0])] = true
+		moved[h[1]] = true
+	}
+	for _, h := range s.headers {
+		if names[strings.ToLower(h[0])] {
+			return nil, nil, fmt.Sprintf("header %s is given twice", h[0])
+		}
+		names[strings.ToLower(h[0])] = true
+		members = append(members, jsonString(h[0])+": "+jsonString(h[1]))
+	}
+	return members, moved, ""
+}
+
+// replaceCommand returns the edits that replace the command and args
+// members of v with text, wherever they stand.
+func replaceCommand(v *Node, cmdM, argsM *NodeMember, text string) []Edit {
+	ci, ai := memberIndex(v, cmdM), memberIndex(v, argsM)
+	switch {
+	case ai == ci+1:
+		return []Edit{{cmdM.NameStart, argsM.Value.End, text}}
+	case ci == ai+1:
+		return []Edit{{argsM.NameStart, cmdM.Value.End, text}}
+	}
+	edits := []Edit{{cmdM.NameStart, cmdM.Value.End, text}}
+	if ai > 0 {
+		return append(edits, Edit{v.Members[ai-1].Value.End, argsM.Value.End, ""})
+	}
+	return append(edits, Edit{argsM.NameStart, v.Members[1].NameStart, ""})
 }
 
 func memberIndex(v *Node, m *NodeMember) int {
