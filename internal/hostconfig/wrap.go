@@ -713,9 +713,8 @@ func Unwrap(path string, data []byte, o UnwrapOptions) (*Result, error) {
 			recs[key(r.Path)] = r
 		}
 	}
-	res := &Result{}
-	var edits []Edit
-	unwrapped := map[string]bool{}
+	u := &unwrapping{data: data, host: o.Host, res: &Result{}, unwrapped: map[string]bool{}}
+	res := u.res
 	used := map[string]bool{}
 	for _, p := range places {
 		name := p.path[len(p.path)-1]
@@ -724,74 +723,9 @@ func Unwrap(path string, data []byte, o UnwrapOptions) (*Result, error) {
 		}
 		r, hasRec := recs[key(p.path)]
 		used[key(p.path)] = true
-		keep := func() {
-			if hasRec {
-				res.Records = append(res.Records, r)
-			}
-		}
-		es := seen[name]
-		if hasRec && p.ok {
-			cur := data[p.start:p.end]
-			if len(cur) == r.Prefix+len(r.Original)+r.Suffix && string(cur[r.Prefix:r.Prefix+len(r.Original)]) == r.Original {
-				res.Outcomes = append(res.Outcomes, Outcome{name, StatusNotWrapped, "it already has its original text"})
-				continue
-			}
-			// Exactly as wrap wrote it, and running the user's etdi: the
-			// original bytes, comments and all.
-			if len(es) == 1 && es[0].Wrapped && digest(cur) == r.WrappedSHA256 && r.Prefix+r.Suffix+len(r.Wrapped) == len(cur) {
-				edits = append(edits, Edit{p.start + r.Prefix, p.end - r.Suffix, r.Original})
-				res.Outcomes = append(res.Outcomes, Outcome{name, StatusUnwrapped, ""})
-				unwrapped[name] = true
-				continue
-			}
-		}
-		if len(es) != 1 {
-			if hasRec {
-				res.Outcomes = append(res.Outcomes, Outcome{name, StatusRefused, "etdi reads no single entry of this name (a disabled entry is not read); restore it by hand"})
-				keep()
-			}
-			continue
-		}
-		e := es[0]
-		switch {
-		case e.Imitation != "":
-			res.Outcomes = append(res.Outcomes, Outcome{name, StatusRefused, e.Imitation + "; etdi unwraps only entries that run your etdi (if that program is an etdi of yours, give it with --etdi)"})
-			keep()
-			continue
-		case !e.Wrapped:
-			if hasRec {
-				res.Outcomes = append(res.Outcomes, Outcome{name, StatusNotWrapped, "it no longer runs etdi run"})
-			}
-			continue
-		case runProblem(e) != "":
-			res.Outcomes = append(res.Outcomes, Outcome{name, StatusRefused, runProblem(e) + "; restore it by hand: the server is what follows -- (or --url) in its arguments"})
-			keep()
-			continue
-		}
-		var eds []Edit
-		var why string
-		if p.node != nil {
-			eds, why = unwrapJSONEntry(data, p.node, o.Host)
-		} else if p.ok {
-			eds, why = unwrapCodexEntry(data, p.start, p.end, p.table)
-		} else {
-			why = fmt.Sprintf("it is not written as one [mcp_servers.%s] table; etdi edits only that form", name)
-		}
-		if why != "" {
-			res.Outcomes = append(res.Outcomes, Outcome{name, StatusRefused, why + "; restore it by hand: the server is what follows -- (or --url) in its arguments"})
-			keep()
-			continue
-		}
-		edits = append(edits, eds...)
-		reason := ""
-		if hasRec && r.Server != "" && r.Server != serverDigest(e) {
-			// Someone changed what the gate starts after wrap: the user
-			// gets back another server than the one wrapped.
-			reason = "the server it starts changed since etdi wrap (its command, arguments, URL, headers or env are not those wrapped): restored as it runs now, not as it was; check it with etdi check --config before the host starts it"
-		}
-		res.Outcomes = append(res.Outcomes, Outcome{name, StatusUnwrapped, reason})
-		unwrapped[name] = true
+		u.entry(p, name, seen[name], r, hasRec)
 	}
+	edits, unwrapped := u.edits, u.unwrapped
 	for _, r := range o.Records {
 		if len(r.Path) == 0 || used[key(r.Path)] {
 			continue
@@ -815,6 +749,95 @@ func Unwrap(path string, data []byte, o UnwrapOptions) (*Result, error) {
 		}
 	}
 	return res, nil
+}
+
+// unwrapping is an Unwrap under way: the file's text, its host, and what
+// is decided so far.
+type unwrapping struct {
+	data      []byte
+	host      string
+	res       *Result
+	edits     []Edit
+	unwrapped map[string]bool // names of the entries restored
+}
+
+// entry unwraps the entry at p, named name, which Load reads as es; r is
+// its record from Wrap when hasRec. A record not used up is kept in the
+// result.
+func (u *unwrapping) entry(p place, name string, es []Entry, r Record, hasRec bool) {
+	keep := func() {
+		if hasRec {
+			u.res.Records = append(u.res.Records, r)
+		}
+	}
+	if hasRec && p.ok && u.fromRecord(p, name, es, r) {
+		return
+	}
+	if len(es) != 1 {
+		if hasRec {
+			u.res.Outcomes = append(u.res.Outcomes, Outcome{name, StatusRefused, "etdi reads no single entry of this name (a disabled entry is not read); restore it by hand"})
+			keep()
+		}
+		return
+	}
+	e := es[0]
+	switch {
+	case e.Imitation != "":
+		u.res.Outcomes = append(u.res.Outcomes, Outcome{name, StatusRefused, e.Imitation + "; etdi unwraps only entries that run your etdi (if that program is an etdi of yours, give it with --etdi)"})
+		keep()
+		return
+	case !e.Wrapped:
+		if hasRec {
+			u.res.Outcomes = append(u.res.Outcomes, Outcome{name, StatusNotWrapped, "it no longer runs etdi run"})
+		}
+		return
+	case runProblem(e) != "":
+		u.res.Outcomes = append(u.res.Outcomes, Outcome{name, StatusRefused, runProblem(e) + "; restore it by hand: the server is what follows -- (or --url) in its arguments"})
+		keep()
+		return
+	}
+	var eds []Edit
+	var why string
+	if p.node != nil {
+		eds, why = unwrapJSONEntry(u.data, p.node, u.host)
+	} else if p.ok {
+		eds, why = unwrapCodexEntry(u.data, p.start, p.end, p.table)
+	} else {
+		why = fmt.Sprintf("it is not written as one [mcp_servers.%s] table; etdi edits only that form", name)
+	}
+	if why != "" {
+		u.res.Outcomes = append(u.res.Outcomes, Outcome{name, StatusRefused, why + "; restore it by hand: the server is what follows -- (or --url) in its arguments"})
+		keep()
+		return
+	}
+	u.edits = append(u.edits, eds...)
+	reason := ""
+	if hasRec && r.Server != "" && r.Server != serverDigest(e) {
+		// Someone changed what the gate starts after wrap: the user
+		// gets back another server than the one wrapped.
+		reason = "the server it starts changed since etdi wrap (its command, arguments, URL, headers or env are not those wrapped): restored as it runs now, not as it was; check it with etdi check --config before the host starts it"
+	}
+	u.res.Outcomes = append(u.res.Outcomes, Outcome{name, StatusUnwrapped, reason})
+	u.unwrapped[name] = true
+}
+
+// fromRecord handles an entry Wrap recorded (r): one that already has
+// its original text, or is exactly as Wrap wrote it and runs the user's
+// etdi, which gets its original bytes back, comments and all. It says
+// whether it decided.
+func (u *unwrapping) fromRecord(p place, name string, es []Entry, r Record) bool {
+	cur := u.data[p.start:p.end]
+	if len(cur) == r.Prefix+len(r.Original)+r.Suffix && string(cur[r.Prefix:r.Prefix+len(r.Original)]) == r.Original {
+		u.res.Outcomes = append(u.res.Outcomes, Outcome{name, StatusNotWrapped, "it already has its original text"})
+		return true
+	}
+	if len(es) == 1 && es[0].Wrapped && digest(cur) == r.WrappedSHA256 && r.Prefix+r.Suffix+len(r.Wrapped) == len(cur) {
+		u.edits = append(u.edits, Edit{p.start + r.Prefix, p.end - r.Suffix, r.Original})
+		u.res.Outcomes = append(u.res.Outcomes, Outcome{name, StatusUnwrapped, ""})
+		u.unwrapped[name] = true
+		return true
+	}
+	return false
 }
 
 // entryPlaces returns the server entries of a file in the order Load
