@@ -135,25 +135,8 @@ func Wrap(path string, data []byte, o WrapOptions) (*Result, error) {
 	if o.Host == "" {
 		o.Host = GuessHost(path)
 	}
-	if strings.Contains(o.Etdi, "${") || strings.ContainsAny(o.Etdi, "\x00\n\r") || o.Etdi == "" {
-		return nil, fmt.Errorf("etdi program path %q cannot be written into a host configuration", o.Etdi)
-	}
-	if o.Bundle != "" && (o.Name == "" || !writablePath(o.Bundle)) {
-		return nil, fmt.Errorf("a bundle is given for one entry (a name), by an absolute path that a host configuration can hold: %q", o.Bundle)
-	}
-	for _, p := range []string{o.Trust, o.Pins} {
-		if p != "" && !writablePath(p) {
-			return nil, fmt.Errorf("the trust policy and pin database are given by absolute paths that a host configuration can hold: %q", p)
-		}
-	}
-	if !IsEtdiRun(o.Etdi, []string{"run"}) {
-		// An entry of another program that runs etdi is still wrapped
-		// (it is known by the file), but one named etdi is what a person
-		// reading the file recognizes.
-		return nil, fmt.Errorf("the etdi program %q is not named etdi (or etdi.exe); install or link it as etdi, or name one with --etdi", o.Etdi)
-	}
-	if fi, err := os.Stat(o.Etdi); err != nil || !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("the etdi program %q is not a file the host can start; give the etdi you run with --etdi PATH", o.Etdi)
+	if err := checkWrapOptions(o); err != nil {
+		return nil, err
 	}
 	o.Gate.Etdi = append(append([]string(nil), o.Gate.Etdi...), o.Etdi)
 	o.file = path
@@ -176,6 +159,61 @@ func Wrap(path string, data []byte, o WrapOptions) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	fileEdits, err := recordEdits(data, eds, o, res)
+	if err != nil {
+		return nil, err
+	}
+	res.Data, res.Changes, err = applyChanges(data, fileEdits)
+	if err != nil {
+		return nil, err
+	}
+	if len(eds) > 0 {
+		after, err := loadData(path, res.Data, o.Host, lo)
+		if err != nil {
+			return nil, fmt.Errorf("%s: the rewritten file would not read back (%v); nothing changed", path, err)
+		}
+		wrapped := map[string]bool{}
+		for _, ed := range eds {
+			wrapped[ed.path[len(ed.path)-1]] = true
+		}
+		if err := sameServers(before, after, wrapped); err != nil {
+			return nil, fmt.Errorf("%s: %v; nothing changed", path, err)
+		}
+	}
+	return res, nil
+}
+
+// checkWrapOptions refuses what Wrap cannot write into a host
+// configuration: an etdi program, bundle, trust policy or pin database
+// given by a path a host would read differently, or a program that is not
+// an etdi the host can start.
+func checkWrapOptions(o WrapOptions) error {
+	if strings.Contains(o.Etdi, "${") || strings.ContainsAny(o.Etdi, "\x00\n\r") || o.Etdi == "" {
+		return fmt.Errorf("etdi program path %q cannot be written into a host configuration", o.Etdi)
+	}
+	if o.Bundle != "" && (o.Name == "" || !writablePath(o.Bundle)) {
+		return fmt.Errorf("a bundle is given for one entry (a name), by an absolute path that a host configuration can hold: %q", o.Bundle)
+	}
+	for _, p := range []string{o.Trust, o.Pins} {
+		if p != "" && !writablePath(p) {
+			return fmt.Errorf("the trust policy and pin database are given by absolute paths that a host configuration can hold: %q", p)
+		}
+	}
+	if !IsEtdiRun(o.Etdi, []string{"run"}) {
+		// An entry of another program that runs etdi is still wrapped
+		// (it is known by the file), but one named etdi is what a person
+		// reading the file recognizes.
+		return fmt.Errorf("the etdi program %q is not named etdi (or etdi.exe); install or link it as etdi, or name one with --etdi", o.Etdi)
+	}
+	if fi, err := os.Stat(o.Etdi); err != nil || !fi.Mode().IsRegular() {
+		return fmt.Errorf("the etdi program %q is not a file the host can start; give the etdi you run with --etdi PATH", o.Etdi)
+	}
+	return nil
+}
+
+// recordEdits returns the edits of the file that wrap the entries eds,
+// each reduced to the bytes it changes, and adds a Record of each to res.
+func recordEdits(data []byte, eds []entryEdit, o WrapOptions, res *Result) ([]Edit, error) {
 	var fileEdits []Edit
 	for _, ed := range eds {
 		old := data[ed.start:ed.end]
@@ -199,24 +237,7 @@ func Wrap(path string, data []byte, o WrapOptions) (*Result, error) {
 		})
 		fileEdits = append(fileEdits, Edit{ed.start + p, ed.end - s, string(nu[p : len(nu)-s])})
 	}
-	res.Data, res.Changes, err = applyChanges(data, fileEdits)
-	if err != nil {
-		return nil, err
-	}
-	if len(eds) > 0 {
-		after, err := loadData(path, res.Data, o.Host, lo)
-		if err != nil {
-			return nil, fmt.Errorf("%s: the rewritten file would not read back (%v); nothing changed", path, err)
-		}
-		wrapped := map[string]bool{}
-		for _, ed := range eds {
-			wrapped[ed.path[len(ed.path)-1]] = true
-		}
-		if err := sameServers(before, after, wrapped); err != nil {
-			return nil, fmt.Errorf("%s: %v; nothing changed", path, err)
-		}
-	}
-	return res, nil
+	return fileEdits, nil
 }
 
 // sameServers checks that every entry of after starts what the entry at
