@@ -99,28 +99,55 @@ func parseAt(argv []string, depth int) plan {
 		return fail(progName(argv[0]), "the command line nests wrappers too deep")
 	}
 	prog, args := progName(argv[0]), argv[1:]
-	switch {
-	case prog == "env":
+	switch prog {
+	case "env":
 		return parseEnv(args, depth)
-	case prog == "npx" || prog == "bunx" || prog == "pnpx":
+	case "npx", "bunx", "pnpx":
 		p := npmRunner(prog, args)
 		p.prog = argv[0]
 		return p
-	case prog == "npm":
+	case "npm", "pnpm", "yarn", "bun":
+		return parsePackageManager(prog, argv[0], args)
+	case "uvx":
+		return pyRunner("uvx", args, uvFlags)
+	case "uv":
+		return parseUV(args)
+	case "pipx":
+		return parsePipx(args)
+	case "docker", "podman", "nerdctl":
+		return containerRun(prog, argv[0], args)
+	case "node", "nodejs", "tsx", "ts-node":
+		return script(prog, args, nodeFlags)
+	case "deno":
+		return parseDeno(args)
+	case "sh", "bash", "dash", "zsh", "ksh":
+		return shellScript(prog, args)
+	case "java":
+		return javaJar(args)
+	}
+	// No name above is a python or a wrapper.
+	switch {
+	case pythonRE().MatchString(prog) || prog == "py":
+		return pythonScript(prog, args)
+	case wrappers[prog]:
+		return fail(prog, prog+" runs another program or a command string; launch the server's program directly")
+	}
+	return plan{kind: TypeFile, runner: "program", path: argv[0], program: true}
+}
+
+// parsePackageManager reads npm exec, pnpm dlx, yarn dlx and bun x
+// (a package) and bun [run] (a script); prog0 is the program as written.
+func parsePackageManager(prog, prog0 string, args []string) plan {
+	switch prog {
+	case "npm":
 		if rest, ok := cmdline.Sub(args, nil, "exec", "x"); ok {
 			p := npmRunner("npm exec", rest)
-			p.prog = argv[0]
+			p.prog = prog0
 			return p
 		}
 		return fail("npm", "npm runs a package.json script or an npm command, not a named package; "+
 			"run the package with npx <package>@<version>, or the script with node")
-	case prog == "pnpm" || prog == "yarn":
-		if rest, ok := cmdline.Sub(args, nil, "dlx"); ok {
-			return npmRunner(prog+" dlx", rest)
-		}
-		return fail(prog, prog+" runs a package.json script or a "+prog+" command, not a named package; "+
-			"run the package with npx <package>@<version>, or the script with node")
-	case prog == "bun":
+	case "bun":
 		if rest, ok := cmdline.Sub(args, bunFlags.Values, "x"); ok {
 			return npmRunner("bun x", rest)
 		}
@@ -128,37 +155,31 @@ func parseAt(argv []string, depth int) plan {
 			return script("bun", rest, bunFlags)
 		}
 		return script("bun", args, bunFlags)
-	case prog == "uvx":
-		return pyRunner("uvx", args, uvFlags)
-	case prog == "uv":
-		return parseUV(args)
-	case prog == "pipx":
-		if rest, ok := cmdline.Sub(args, nil, "run"); ok {
-			return pyRunner("pipx run", rest, cmdline.PipxFlags)
-		}
-		return fail("pipx", "pipx runs an installed application here; run the package with pipx run --spec <package>==<version>")
-	case prog == "docker" || prog == "podman" || prog == "nerdctl":
-		return containerRun(prog, argv[0], args)
-	case prog == "node" || prog == "nodejs" || prog == "tsx" || prog == "ts-node":
-		return script(prog, args, nodeFlags)
-	case prog == "deno":
-		if rest, ok := cmdline.Sub(args, denoFlags.Values, "run"); ok {
-			return script("deno run", rest, denoFlags)
-		}
-		if rest := cmdline.Skip(args, denoFlags); len(rest) > 0 && denoScriptRE().MatchString(rest[0]) {
-			return script("deno", args, denoFlags)
-		}
-		return fail("deno", "deno runs a subcommand or task here, not a script; run the script with deno run <file>")
-	case pythonRE().MatchString(prog) || prog == "py":
-		return pythonScript(prog, args)
-	case prog == "sh" || prog == "bash" || prog == "dash" || prog == "zsh" || prog == "ksh":
-		return shellScript(prog, args)
-	case prog == "java":
-		return javaJar(args)
-	case wrappers[prog]:
-		return fail(prog, prog+" runs another program or a command string; launch the server's program directly")
 	}
-	return plan{kind: TypeFile, runner: "program", path: argv[0], program: true}
+	if rest, ok := cmdline.Sub(args, nil, "dlx"); ok {
+		return npmRunner(prog+" dlx", rest)
+	}
+	return fail(prog, prog+" runs a package.json script or a "+prog+" command, not a named package; "+
+		"run the package with npx <package>@<version>, or the script with node")
+}
+
+// parsePipx reads pipx run.
+func parsePipx(args []string) plan {
+	if rest, ok := cmdline.Sub(args, nil, "run"); ok {
+		return pyRunner("pipx run", rest, cmdline.PipxFlags)
+	}
+	return fail("pipx", "pipx runs an installed application here; run the package with pipx run --spec <package>==<version>")
+}
+
+// parseDeno reads deno run FILE, and deno FILE.
+func parseDeno(args []string) plan {
+	if rest, ok := cmdline.Sub(args, denoFlags.Values, "run"); ok {
+		return script("deno run", rest, denoFlags)
+	}
+	if rest := cmdline.Skip(args, denoFlags); len(rest) > 0 && denoScriptRE().MatchString(rest[0]) {
+		return script("deno", args, denoFlags)
+	}
+	return fail("deno", "deno runs a subcommand or task here, not a script; run the script with deno run <file>")
 }
 
 // parseEnv reads env [-i] [-u NAME] [-C DIR] [NAME=VALUE...] PROGRAM ARGS.
