@@ -189,6 +189,10 @@ func parseEnv(args []string, depth int) plan {
 loop:
 	for ; i < len(args); i++ {
 		a := args[i]
+		if op, ok := envAttached(a); ok {
+			ops = append(ops, op)
+			continue
+		}
 		switch {
 		case a == "--":
 			i++
@@ -205,14 +209,6 @@ loop:
 			} else {
 				ops = append(ops, envOp{chdir: args[i]})
 			}
-		case strings.HasPrefix(a, "--unset="):
-			ops = append(ops, envOp{unset: a[len("--unset="):]})
-		case strings.HasPrefix(a, "--chdir="):
-			ops = append(ops, envOp{chdir: a[len("--chdir="):]})
-		case strings.HasPrefix(a, "-u") && len(a) > 2:
-			ops = append(ops, envOp{unset: a[2:]})
-		case strings.HasPrefix(a, "-C") && len(a) > 2:
-			ops = append(ops, envOp{chdir: a[2:]})
 		case a == "-0" || a == "--null" || a == "-v" || a == "--debug":
 		case strings.HasPrefix(a, "-S") || strings.HasPrefix(a, "--split-string"):
 			return fail("env", "env -S splits a string into a command line; write the command line out")
@@ -233,6 +229,22 @@ loop:
 	p := parseAt(args[i:], depth+1)
 	p.env = append(ops, p.env...)
 	return p
+}
+
+// envAttached reads an env option with its value attached: --unset=NAME,
+// -uNAME, --chdir=DIR, -CDIR.
+func envAttached(a string) (envOp, bool) {
+	switch {
+	case strings.HasPrefix(a, "--unset="):
+		return envOp{unset: a[len("--unset="):]}, true
+	case strings.HasPrefix(a, "--chdir="):
+		return envOp{chdir: a[len("--chdir="):]}, true
+	case strings.HasPrefix(a, "-u") && len(a) > 2:
+		return envOp{unset: a[2:]}, true
+	case strings.HasPrefix(a, "-C") && len(a) > 2:
+		return envOp{chdir: a[2:]}, true
+	}
+	return envOp{}, false
 }
 
 // npmFlags are cmdline.NPMFlags with npx -c (--call) a stop flag: it runs
