@@ -386,44 +386,7 @@ func loadData(path string, data []byte, host string, o Options) ([]Entry, error)
 	if v.Kind != etdi.Object {
 		return nil, fmt.Errorf("%s: not a JSON object", path)
 	}
-	// Each server list with its path from the root, to find where its
-	// entries are written.
-	type list struct {
-		v    *etdi.Value
-		path []string
-	}
-	var servers []list
-	if s := v.Get("mcpServers"); s != nil {
-		servers = append(servers, list{s, []string{"mcpServers"}})
-	}
-	if s := v.Get("servers"); s != nil && (host == VSCode || host == "") {
-		servers = append(servers, list{s, []string{"servers"}})
-		if host == "" {
-			host = VSCode
-		}
-	}
-	// VS Code's settings.json keeps them under "mcp": {"servers": {...}}.
-	if m := v.Get("mcp"); m != nil && m.Kind == etdi.Object && (host == VSCode || host == "") {
-		if s := m.Get("servers"); s != nil {
-			servers = append(servers, list{s, []string{"mcp", "servers"}})
-			host = VSCode
-		}
-	}
-	// Zed calls them context servers.
-	if s := v.Get("context_servers"); s != nil && (host == Zed || host == "") {
-		servers = append(servers, list{s, []string{"context_servers"}})
-		host = Zed
-	}
-	// Claude Code keeps per-project servers under projects[<dir>].
-	if p := v.Get("projects"); p != nil && p.Kind == etdi.Object && o.Cwd != "" {
-		if abs, err := filepath.Abs(o.Cwd); err == nil {
-			if proj := p.Get(abs); proj != nil && proj.Kind == etdi.Object {
-				if s := proj.Get("mcpServers"); s != nil {
-					servers = append(servers, list{s, []string{"projects", abs, "mcpServers"}})
-				}
-			}
-		}
-	}
+	servers, host := jsonServerLists(v, host, o.Cwd)
 	// The same text with every value's span: an entry's line is where its
 	// member name is written, in the server list it was read from.
 	spans, _ := ParseJSONC(data)
@@ -432,36 +395,94 @@ func loadData(path string, data []byte, host string, o Options) ([]Entry, error)
 		workspace = filepath.Dir(filepath.Dir(path))
 	}
 	r := resolver{home: o.Home, workspace: workspace, lookup: o.Lookup, inputs: o.Inputs, gate: &o.Gate, host: host, project: ProjectDir(path, o.Cwd)}
-	row := LaunchOf(host)
 	var out []Entry
 	for _, l := range servers {
-		s := l.v
-		if s.Kind != etdi.Object {
-			return nil, fmt.Errorf("%s: the server list is a %s, not an object", path, s.Kind)
+		entries, err := loadList(path, data, spans, l, host, &r)
+		if err != nil {
+			return nil, err
 		}
-		var listNode *Node
-		if spans != nil {
-			listNode = nodeAt(spans, l.path)
+		out = append(out, entries...)
+	}
+	return out, nil
+}
+
+// serverList is a server list of a JSON configuration, with its path from
+// the root, to find where its entries are written.
+type serverList struct {
+	v    *etdi.Value
+	path []string
+}
+
+// jsonServerLists returns the server lists of the JSON configuration v
+// of host ("" when unknown) and the host they show it is; cwd is the
+// directory whose per-project servers Claude Code would start.
+func jsonServerLists(v *etdi.Value, host, cwd string) ([]serverList, string) {
+	var servers []serverList
+	if s := v.Get("mcpServers"); s != nil {
+		servers = append(servers, serverList{s, []string{"mcpServers"}})
+	}
+	if s := v.Get("servers"); s != nil && (host == VSCode || host == "") {
+		servers = append(servers, serverList{s, []string{"servers"}})
+		if host == "" {
+			host = VSCode
 		}
-		for _, m := range s.Members {
-			var e Entry
-			off := disabledBy(m.Value)
-			if off != "" && row.DisabledFact(off) == Yes {
-				// The host does not start it; neither does etdi.
-				e = Entry{Name: m.Name, Host: host, File: path}
-			} else {
-				var err error
-				if e, err = entry(m.Name, m.Value, host, path, &r); err != nil {
-					return nil, err
+	}
+	// VS Code's settings.json keeps them under "mcp": {"servers": {...}}.
+	if m := v.Get("mcp"); m != nil && m.Kind == etdi.Object && (host == VSCode || host == "") {
+		if s := m.Get("servers"); s != nil {
+			servers = append(servers, serverList{s, []string{"mcp", "servers"}})
+			host = VSCode
+		}
+	}
+	// Zed calls them context servers.
+	if s := v.Get("context_servers"); s != nil && (host == Zed || host == "") {
+		servers = append(servers, serverList{s, []string{"context_servers"}})
+		host = Zed
+	}
+	// Claude Code keeps per-project servers under projects[<dir>].
+	if p := v.Get("projects"); p != nil && p.Kind == etdi.Object && cwd != "" {
+		if abs, err := filepath.Abs(cwd); err == nil {
+			if proj := p.Get(abs); proj != nil && proj.Kind == etdi.Object {
+				if s := proj.Get("mcpServers"); s != nil {
+					servers = append(servers, serverList{s, []string{"projects", abs, "mcpServers"}})
 				}
 			}
-			if off != "" {
-				e.Disabled, e.HostHonoursDisabled = true, row.DisabledFact(off)
-			}
-			e.Line = entryLine(data, listNode, m.Name)
-			e.Launch = launchDigest(path, m.Name, etdi.AppendCanonical(nil, m.Value))
-			out = append(out, e)
 		}
+	}
+	return servers, host
+}
+
+// loadList reads the entries of the server list l of the file path
+// (data, and spans its values' spans, nil when unknown).
+func loadList(path string, data []byte, spans *Node, l serverList, host string, r *resolver) ([]Entry, error) {
+	s := l.v
+	if s.Kind != etdi.Object {
+		return nil, fmt.Errorf("%s: the server list is a %s, not an object", path, s.Kind)
+	}
+	var listNode *Node
+	if spans != nil {
+		listNode = nodeAt(spans, l.path)
+	}
+	row := LaunchOf(host)
+	var out []Entry
+	for _, m := range s.Members {
+		var e Entry
+		off := disabledBy(m.Value)
+		if off != "" && row.DisabledFact(off) == Yes {
+			// The host does not start it; neither does etdi.
+			e = Entry{Name: m.Name, Host: host, File: path}
+		} else {
+			var err error
+			if e, err = entry(m.Name, m.Value, host, path, r); err != nil {
+				return nil, err
+			}
+		}
+		if off != "" {
+			e.Disabled, e.HostHonoursDisabled = true, row.DisabledFact(off)
+		}
+		e.Line = entryLine(data, listNode, m.Name)
+		e.Launch = launchDigest(path, m.Name, etdi.AppendCanonical(nil, m.Value))
+		out = append(out, e)
 	}
 	return out, nil
 }
