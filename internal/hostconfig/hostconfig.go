@@ -606,24 +606,7 @@ func entry(name string, v *etdi.Value, host, file string, r *resolver) (Entry, e
 	if v.Kind != etdi.Object {
 		return e, fmt.Errorf("%s: server %q is a %s, not an object", file, name, v.Kind)
 	}
-	// Zed's older form nests the command: {"command": {"path", "args", "env"}}.
-	if c := v.Get("command"); c != nil && c.Kind == etdi.Object && host == Zed {
-		flat := &etdi.Value{Kind: etdi.Object}
-		for _, m := range v.Members {
-			if m.Name != "command" {
-				flat.Members = append(flat.Members, m)
-			}
-		}
-		for _, m := range c.Members {
-			switch m.Name {
-			case "path":
-				flat.Members = append(flat.Members, etdi.Member{Name: "command", Value: m.Value})
-			case "args", "env":
-				flat.Members = append(flat.Members, m)
-			}
-		}
-		v = flat
-	}
+	v = flattenZed(v, host)
 	str := func(key string) (string, error) {
 		f := v.Get(key)
 		if f == nil {
@@ -666,13 +649,54 @@ func entry(name string, v *etdi.Value, host, file string, r *resolver) (Entry, e
 		return e, err
 	}
 	m.typ, m.hasType = typ, v.Get("type") != nil
+	if err := readArgsEnvHeaders(&e, v, file, r); err != nil {
+		return e, err
+	}
+	l := LaunchOf(host)
+	e.apply(l.decide(m), urls)
+	if e.Transport == "stdio" {
+		e.lookThrough(r.lookup, r.gate, r.workspace, writtenOf(v))
+		e.wrappedTransport()
+		e.resolveProgram(l, r.project, r.lookup)
+	}
+	return e, nil
+}
+
+// flattenZed returns the entry v of host with Zed's older form, which
+// nests the command ({"command": {"path", "args", "env"}}), flattened.
+func flattenZed(v *etdi.Value, host string) *etdi.Value {
+	c := v.Get("command")
+	if c == nil || c.Kind != etdi.Object || host != Zed {
+		return v
+	}
+	flat := &etdi.Value{Kind: etdi.Object}
+	for _, m := range v.Members {
+		if m.Name != "command" {
+			flat.Members = append(flat.Members, m)
+		}
+	}
+	for _, m := range c.Members {
+		switch m.Name {
+		case "path":
+			flat.Members = append(flat.Members, etdi.Member{Name: "command", Value: m.Value})
+		case "args", "env":
+			flat.Members = append(flat.Members, m)
+		}
+	}
+	return flat
+}
+
+// readArgsEnvHeaders reads the args, env and headers of the entry v into
+// e, their variables expanded by r.
+func readArgsEnvHeaders(e *Entry, v *etdi.Value, file string, r *resolver) error {
+	name := e.Name
 	if a := v.Get("args"); a != nil {
 		if a.Kind != etdi.Array {
-			return e, fmt.Errorf("%s: server %q: args is a %s, not an array", file, name, a.Kind)
+			return fmt.Errorf("%s: server %q: args is a %s, not an array", file, name, a.Kind)
 		}
 		for i, x := range a.Elems {
 			if x.Kind != etdi.String {
-				return e, fmt.Errorf("%s: server %q: args[%d] is a %s, not a string", file, name, i, x.Kind)
+				return fmt.Errorf("%s: server %q: args[%d] is a %s, not a string", file, name, i, x.Kind)
 			}
 			e.Args = append(e.Args, r.expand(x.Str, &e.Problems, fmt.Sprintf("args[%d]", i)))
 		}
@@ -683,12 +707,12 @@ func entry(name string, v *etdi.Value, host, file string, r *resolver) (Entry, e
 			continue
 		}
 		if obj.Kind != etdi.Object {
-			return e, fmt.Errorf("%s: server %q: %s is a %s, not an object", file, name, key, obj.Kind)
+			return fmt.Errorf("%s: server %q: %s is a %s, not an object", file, name, key, obj.Kind)
 		}
 		m := map[string]string{}
 		for _, mem := range obj.Members {
 			if mem.Value.Kind != etdi.String {
-				return e, fmt.Errorf("%s: server %q: %s.%s is a %s, not a string", file, name, key, mem.Name, mem.Value.Kind)
+				return fmt.Errorf("%s: server %q: %s.%s is a %s, not a string", file, name, key, mem.Name, mem.Value.Kind)
 			}
 			m[mem.Name] = r.expand(mem.Value.Str, &e.Problems, key+"."+mem.Name)
 		}
@@ -698,14 +722,7 @@ func entry(name string, v *etdi.Value, host, file string, r *resolver) (Entry, e
 			e.Headers = m
 		}
 	}
-	l := LaunchOf(host)
-	e.apply(l.decide(m), urls)
-	if e.Transport == "stdio" {
-		e.lookThrough(r.lookup, r.gate, r.workspace, writtenOf(v))
-		e.wrappedTransport()
-		e.resolveProgram(l, r.project, r.lookup)
-	}
-	return e, nil
+	return nil
 }
 
 // wrappedTransport is the transport of the server behind a wrapped
