@@ -857,11 +857,6 @@ func isEnvName(s string) bool {
 func StripJSONC(data []byte) []byte {
 	out := make([]byte, len(data))
 	copy(out, data)
-	blank := func(i int) {
-		if out[i] != '\n' && out[i] != '\r' {
-			out[i] = ' '
-		}
-	}
 	inStr, esc := false, false
 	lastComma := -1 // offset of a comma that only blanks may follow so far
 	for i := 0; i < len(data); i++ {
@@ -882,25 +877,9 @@ func StripJSONC(data []byte) []byte {
 			inStr = true
 			lastComma = -1
 		case c == '/' && i+1 < len(data) && data[i+1] == '/':
-			for i < len(data) && data[i] != '\n' {
-				blank(i)
-				i++
-			}
+			i = blankLineComment(data, out, i)
 		case c == '/' && i+1 < len(data) && data[i+1] == '*':
-			blank(i)
-			blank(i + 1)
-			i += 2
-			for i < len(data) && !(data[i] == '*' && i+1 < len(data) && data[i+1] == '/') {
-				blank(i)
-				i++
-			}
-			if i < len(data) {
-				blank(i)
-				if i+1 < len(data) {
-					blank(i + 1)
-				}
-				i++
-			}
+			i = blankBlockComment(data, out, i)
 		case c == ',':
 			lastComma = i
 		case c == '}' || c == ']':
@@ -914,6 +893,44 @@ func StripJSONC(data []byte) []byte {
 		}
 	}
 	return out
+}
+
+// blankOut turns out[i] into a space unless it is a line break.
+func blankOut(out []byte, i int) {
+	if out[i] != '\n' && out[i] != '\r' {
+		out[i] = ' '
+	}
+}
+
+// blankLineComment blanks in out the // comment of data at i and returns
+// the offset of the line break that ends it (or len(data)).
+func blankLineComment(data, out []byte, i int) int {
+	for i < len(data) && data[i] != '\n' {
+		blankOut(out, i)
+		i++
+	}
+	return i
+}
+
+// blankBlockComment blanks in out the /* */ comment of data at i and
+// returns the offset of its last byte (or len(data) when it is not
+// closed).
+func blankBlockComment(data, out []byte, i int) int {
+	blankOut(out, i)
+	blankOut(out, i+1)
+	i += 2
+	for i < len(data) && !(data[i] == '*' && i+1 < len(data) && data[i+1] == '/') {
+		blankOut(out, i)
+		i++
+	}
+	if i < len(data) {
+		blankOut(out, i)
+		if i+1 < len(data) {
+			blankOut(out, i+1)
+		}
+		i++
+	}
+	return i
 }
 
 // ErrNoConfig is returned when no configuration file is found.
