@@ -118,6 +118,14 @@ func TestParseRejects(t *testing.T) {
 	if _, err := Parse(b); err == nil || !strings.Contains(err.Error(), "listed twice") {
 		t.Errorf("duplicate provider: %v", err)
 	}
+	// One key twice under a provider.
+	p3 := New()
+	p3.AddKey("acme", k)
+	p3.Providers[0].Keys = append(p3.Providers[0].Keys, p3.Providers[0].Keys[0])
+	b, _ = p3.Marshal()
+	if _, err := Parse(b); err == nil || !strings.Contains(err.Error(), "key "+keys.ShortID(id)+" listed twice") {
+		t.Errorf("duplicate key: %v", err)
+	}
 	// Absent unsigned rule means block.
 	q, err := Parse([]byte(`{"version":1,"providers":[]}`))
 	if err != nil || q.Unsigned != Block {
