@@ -3,6 +3,7 @@ package trust
 import (
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -125,6 +126,27 @@ func TestParseRejects(t *testing.T) {
 	b, _ = p3.Marshal()
 	if _, err := Parse(b); err == nil || !strings.Contains(err.Error(), "key "+keys.ShortID(id)+" listed twice") {
 		t.Errorf("duplicate key: %v", err)
+	}
+	// A provider that cannot be satisfied: no way to sign, or a required
+	// way it does not configure.
+	pemText, err := keys.MarshalPublicKey(k.PublicKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	idp := `"idp": {"issuer": "https://idp.example", "audience": "etdi", "subjects": ["acme-ci"]}`
+	for _, tc := range []struct{ prov, want string }{
+		{`{"id": "acme", "keys": []}`, `provider "acme" has no keys, no keyless signers and no identity provider`},
+		{`{"id": "acme", "require": "key", ` + idp + `}`, `provider "acme" requires a key signature but lists no keys`},
+		{`{"id": "acme", "require": "both", ` + idp + `}`, `provider "acme" requires a key signature but lists no keys`},
+		{`{"id": "acme", "require": "idp", "keys": [{"id": "` + id + `", "publicKey": ` + strconv.Quote(string(pemText)) + `}]}`, `provider "acme" requires an identity provider token but configures none`},
+	} {
+		doc := `{"version": 1, "providers": [` + tc.prov + `]}`
+		if _, err := Parse([]byte(doc)); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: error %v does not contain %q", doc, err, tc.want)
+		}
+	}
+	if _, err := Parse([]byte(`{"version": 1, "providers": [{"id": "acme", "require": "idp", ` + idp + `}]}`)); err != nil {
+		t.Errorf("a provider with only an identity provider: %v", err)
 	}
 	// Absent unsigned rule means block.
 	q, err := Parse([]byte(`{"version":1,"providers":[]}`))
