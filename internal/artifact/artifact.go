@@ -323,6 +323,21 @@ func Validate(a Artifact) error {
 	default:
 		return fmt.Errorf("artifact type %q is unknown (want npm, pypi, oci or file)", a.Type)
 	}
+	if err := validateName(a); err != nil {
+		return err
+	}
+	what := a.Type + " artifact " + fmt.Sprintf("%q", a.Name)
+	if err := validateTypedName(a, what); err != nil {
+		return err
+	}
+	if err := validateVersion(a, what); err != nil {
+		return err
+	}
+	return validateDigest(a, what)
+}
+
+// validateName checks what every artifact's name must be.
+func validateName(a Artifact) error {
 	switch {
 	case a.Name == "":
 		return fmt.Errorf("%s artifact: no name", a.Type)
@@ -331,7 +346,12 @@ func Validate(a Artifact) error {
 	case !printable(a.Name):
 		return fmt.Errorf("%s artifact %q: the name holds a control character or invalid UTF-8", a.Type, a.Name)
 	}
-	what := a.Type + " artifact " + fmt.Sprintf("%q", a.Name)
+	return nil
+}
+
+// validateTypedName checks the name of a as its type names things (what
+// names a in errors).
+func validateTypedName(a Artifact, what string) error {
 	switch a.Type {
 	case TypeNPM:
 		if len(a.Name) > 214 || !npmNameRE().MatchString(a.Name) {
@@ -350,6 +370,11 @@ func Validate(a Artifact) error {
 			return fmt.Errorf("%s: the name of a file artifact is its base name, without a directory", what)
 		}
 	}
+	return nil
+}
+
+// validateVersion checks the version of a (what names a in errors).
+func validateVersion(a Artifact, what string) error {
 	switch {
 	case a.Type == TypeFile && a.Version != "":
 		return fmt.Errorf("%s: a file artifact has no version", what)
@@ -360,6 +385,12 @@ func Validate(a Artifact) error {
 	case a.Type == TypeOCI && a.Version != "" && !tagRE().MatchString(a.Version):
 		return fmt.Errorf("%s: version %q is not an image tag", what, a.Version)
 	}
+	return nil
+}
+
+// validateDigest checks the digest of a: an SRI integrity string for npm,
+// sha256:HEX for the others (what names a in errors).
+func validateDigest(a Artifact, what string) error {
 	if a.Type == TypeNPM {
 		if !validSRI(a.Digest) {
 			return fmt.Errorf("%s: digest %q is not an integrity string (sha512-<base64>, as package-lock.json records it)", what, a.Digest)
