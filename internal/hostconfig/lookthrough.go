@@ -120,25 +120,18 @@ func programFiles(command, file, cwd, workspace string, env map[string]string, l
 	} else if strings.Contains(path, "${") {
 		return nil, "the PATH of its env is written with a placeholder, which hosts expand differently (some not at all)"
 	}
+	return searchPath(command, path, fromEnv, dir, cwd, workspace)
+}
+
+// searchPath returns the programs named command a host finds on path
+// (from the entry's env when fromEnv), as programFiles says, or why it
+// cannot tell.
+func searchPath(command, path string, fromEnv bool, dir, cwd, workspace string) ([]string, string) {
 	names := []string{command}
 	if goos == "windows" && filepath.Ext(command) == "" {
 		// As Node's hosts (libuv) try them: the name, then .com, then
 		// .exe; others try .cmd and .bat.
 		names = []string{command, command + ".com", command + ".exe", command + ".cmd", command + ".bat"}
-	}
-	// in returns the programs of those names in folder d.
-	in := func(d string) []string {
-		var out []string
-		for _, n := range names {
-			p := filepath.Join(d, n)
-			if networkPath(p) {
-				continue
-			}
-			if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && (goos == "windows" || fi.Mode().Perm()&0o111 != 0) {
-				out = append(out, p)
-			}
-		}
-		return out
 	}
 	// On Windows, Node's hosts look in the folder they start the program
 	// in before PATH: a program there (the repository's) is started
@@ -146,7 +139,7 @@ func programFiles(command, file, cwd, workspace string, env map[string]string, l
 	var here []string
 	if goos == "windows" {
 		for _, d := range relativeFiles(".", dir, cwd, workspace) {
-			here = append(here, in(d)...)
+			here = append(here, programsIn(d, names)...)
 		}
 	}
 	for _, d := range filepath.SplitList(path) {
@@ -156,7 +149,7 @@ func programFiles(command, file, cwd, workspace string, env map[string]string, l
 		if fromEnv && networkPath(d) {
 			return nil, fmt.Sprintf("the PATH of its env holds the network folder %q, which etdi does not open", d)
 		}
-		if found := in(d); len(found) > 0 {
+		if found := programsIn(d, names); len(found) > 0 {
 			return append(here, found...), ""
 		}
 	}
@@ -164,6 +157,21 @@ func programFiles(command, file, cwd, workspace string, env map[string]string, l
 		return here, ""
 	}
 	return nil, "it is not found on PATH"
+}
+
+// programsIn returns the programs of those names in folder d.
+func programsIn(d string, names []string) []string {
+	var out []string
+	for _, n := range names {
+		p := filepath.Join(d, n)
+		if networkPath(p) {
+			continue
+		}
+		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && (goos == "windows" || fi.Mode().Perm()&0o111 != 0) {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // relativeFiles returns relative path p from every folder the host may
