@@ -329,31 +329,8 @@ func parseRun(args []string) (runSpec, error) {
 			i++
 			val = args[i]
 		}
-		switch flag {
-		case "--bundle":
-			s.bundle = val
-		case "--url":
-			s.url, s.urlIndex = val, i
-		case "--trust":
-			s.trust, s.hasTrust = val, true
-		case "--pins":
-			s.pins, s.hasPins = val, true
-		case "--lock":
-			s.lock = val
-		case "--cedar":
-			s.cedar = append(s.cedar, val)
-		case "--header":
-			name, v, ok := strings.Cut(val, ":")
-			if !ok {
-				return s, fmt.Errorf("--header wants \"Name: value\"")
-			}
-			s.headers = append(s.headers, [2]string{strings.TrimSpace(name), strings.TrimSpace(v)})
-		case "--header-env":
-			name, variable, ok := strings.Cut(val, "=")
-			if !ok || name == "" || variable == "" {
-				return s, fmt.Errorf("--header-env %q: want Name=VARIABLE", val)
-			}
-			s.headerEnv = append(s.headerEnv, [2]string{name, variable})
+		if err := s.set(flag, val, i); err != nil {
+			return s, err
 		}
 	}
 	switch {
@@ -365,6 +342,37 @@ func parseRun(args []string) (runSpec, error) {
 		return s, fmt.Errorf("neither -- CMD nor --url")
 	}
 	return s, nil
+}
+
+// set records the value val of flag, the argument at index i.
+func (s *runSpec) set(flag, val string, i int) error {
+	switch flag {
+	case "--bundle":
+		s.bundle = val
+	case "--url":
+		s.url, s.urlIndex = val, i
+	case "--trust":
+		s.trust, s.hasTrust = val, true
+	case "--pins":
+		s.pins, s.hasPins = val, true
+	case "--lock":
+		s.lock = val
+	case "--cedar":
+		s.cedar = append(s.cedar, val)
+	case "--header":
+		name, v, ok := strings.Cut(val, ":")
+		if !ok {
+			return fmt.Errorf("--header wants \"Name: value\"")
+		}
+		s.headers = append(s.headers, [2]string{strings.TrimSpace(name), strings.TrimSpace(v)})
+	case "--header-env":
+		name, variable, ok := strings.Cut(val, "=")
+		if !ok || name == "" || variable == "" {
+			return fmt.Errorf("--header-env %q: want Name=VARIABLE", val)
+		}
+		s.headerEnv = append(s.headerEnv, [2]string{name, variable})
+	}
+	return nil
 }
 
 // lookThrough turns an entry that runs the user's etdi (g.Etdi) with
