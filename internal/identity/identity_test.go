@@ -274,3 +274,18 @@ func TestCommandForSecrets(t *testing.T) {
 		t.Errorf("CommandFor(%q) = %q, want weather-mcp", argv, got)
 	}
 }
+
+// TestCommandNestingBounded: programs that run programs are followed a
+// few levels deep, never further, however deep a command line nests them.
+func TestCommandNestingBounded(t *testing.T) {
+	if got := Command([]string{"env", "env", "node", "s.js"}, ""); got != "s" {
+		t.Errorf("two levels: %q", got)
+	}
+	var argv []string
+	for range 10 {
+		argv = append(argv, "env")
+	}
+	if got := Command(append(argv, "node", "s.js"), ""); got != "env" {
+		t.Errorf("ten levels: %q", got)
+	}
+}
