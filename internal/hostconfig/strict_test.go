@@ -66,3 +66,25 @@ func TestUnwrapRefusesHeaderTwice(t *testing.T) {
 		t.Errorf("%+v\n%s", o, un.Data)
 	}
 }
+
+// TestUnwrapRecordOnlyWhenUntouched: the original bytes Wrap recorded are
+// put back only over the very text Wrap wrote; an entry edited since,
+// even by as many bytes as it had, is restored from what it says now.
+func TestUnwrapRecordOnlyWhenUntouched(t *testing.T) {
+	orig := []byte(`{"mcpServers": {"a": {"command": "node", "args": ["a.js"]}}}`)
+	res, err := Wrap("/c/.mcp.json", orig, WrapOptions{Host: ClaudeCode, Etdi: testEtdi})
+	if err != nil {
+		t.Fatal(err)
+	}
+	edited := strings.Replace(string(res.Data), `"--", "node"`, `"--", "deno"`, 1)
+	if edited == string(res.Data) {
+		t.Fatal("the edit did not apply")
+	}
+	un, err := Unwrap("/c/.mcp.json", []byte(edited), UnwrapOptions{Host: ClaudeCode, Records: res.Records, Gate: testGate()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `{"mcpServers": {"a": {"command": "deno", "args": ["a.js"]}}}`; string(un.Data) != want {
+		t.Errorf("unwrapped\n%s\nwant\n%s", un.Data, want)
+	}
+}
