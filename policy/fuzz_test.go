@@ -42,9 +42,9 @@ func FuzzParse(f *testing.F) {
 		if len(ps) == 0 {
 			t.Fatal("a Set without policies")
 		}
-		ids := map[string]Policy{}
+		ids := map[string]Rule{}
 		for _, p := range ps {
-			if !idPattern.MatchString(p.ID) {
+			if !idPattern().MatchString(p.ID) {
 				t.Fatalf("policy id %q", p.ID)
 			}
 			if _, dup := ids[p.ID]; dup {

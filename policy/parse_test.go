@@ -165,7 +165,7 @@ forbid (principal, action, resource) when { context.callsThisMinute >= 30 };
 forbid (principal, action, resource) unless { resource.name like "get_*" };
 `
 	s := mustParse(t, "p.cedar", text)
-	want := []Policy{
+	want := []Rule{
 		{ID: "baseline", Effect: "permit", Position: "p.cedar:2:1"},
 		{ID: "ask.Destructive_1:x/y-z", Effect: "forbid", Ask: "may delete data", Position: "p.cedar:5:1"},
 		{ID: "rate", Effect: "forbid", Session: true, Position: "p.cedar:10:1"},

@@ -23,6 +23,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/cedar-policy/cedar-go"
 	cedarast "github.com/cedar-policy/cedar-go/x/exp/ast"
@@ -67,10 +68,11 @@ const (
 
 // idPattern is what an @id may be: it names the policy in errors, in the
 // JSON-RPC error of a blocked call and in the history.
-var idPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:/-]{0,127}$`)
+var idPattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:/-]{0,127}$`) })
 
-// validator is the schema's strict validator, built once.
-var validator = func() *validate.Validator {
+// validator is the schema's strict validator, built once, when the first
+// policy is parsed (not when etdi starts).
+var validator = sync.OnceValue(func() *validate.Validator {
 	var s schema.Schema
 	s.SetFilename("etdi.cedarschema")
 	if err := s.UnmarshalCedar([]byte(Schema)); err != nil {
@@ -81,10 +83,12 @@ var validator = func() *validate.Validator {
 		panic("policy: etdi's schema does not resolve: " + err.Error())
 	}
 	return validate.New(r, validate.WithStrict())
-}()
+})
 
-// Policy describes one loaded policy.
-type Policy struct {
+// Rule describes one loaded Cedar policy of a [Set]: its @id, effect and
+// where it was written. (The trust policy, which keys and identities etdi
+// trusts, is a different thing: package trust.)
+type Rule struct {
 	// ID is the policy's @id annotation.
 	ID string `json:"id"`
 	// Effect is "permit" or "forbid".
@@ -104,7 +108,7 @@ type Set struct {
 	// permits and forbids are evaluated apart, so a decision knows both
 	// whether any permit matched and which forbids did.
 	permits, forbids *cedar.PolicySet
-	policies         map[cedar.PolicyID]*Policy
+	policies         map[cedar.PolicyID]*Rule
 	order            []string
 	files            []string
 	// named are the actions a permit names in its scope (action ==
@@ -164,7 +168,7 @@ func Parse(srcs ...Source) (*Set, error) {
 	if len(srcs) == 0 {
 		return nil, errors.New("policy: no policy file")
 	}
-	s := &Set{permits: cedar.NewPolicySet(), forbids: cedar.NewPolicySet(), policies: map[cedar.PolicyID]*Policy{}}
+	s := &Set{permits: cedar.NewPolicySet(), forbids: cedar.NewPolicySet(), policies: map[cedar.PolicyID]*Rule{}}
 	var errs []error
 	where := map[string]string{}
 	var permitASTs []*cedarast.Policy
@@ -200,7 +204,7 @@ func Parse(srcs ...Source) (*Set, error) {
 				continue
 			}
 			where[d.ID] = d.Position
-			if err := validator.Policy(d.ID, (*cedarast.Policy)(p.AST())); err != nil {
+			if err := validator().Policy(d.ID, (*cedarast.Policy)(p.AST())); err != nil {
 				errs = append(errs, fmt.Errorf("%s: does not validate against etdi's schema: %w", d.Position, err))
 				continue
 			}
@@ -226,9 +230,9 @@ func Parse(srcs ...Source) (*Set, error) {
 }
 
 // describe reads a policy's annotations and what it depends on.
-func describe(p *cedar.Policy) (*Policy, error) {
+func describe(p *cedar.Policy) (*Rule, error) {
 	pos := p.Position()
-	d := &Policy{Effect: "permit", Position: fmt.Sprintf("%s:%d:%d", pos.Filename, pos.Line, pos.Column)}
+	d := &Rule{Effect: "permit", Position: fmt.Sprintf("%s:%d:%d", pos.Filename, pos.Line, pos.Column)}
 	if p.Effect() == cedar.Forbid {
 		d.Effect = "forbid"
 	}
@@ -237,7 +241,7 @@ func describe(p *cedar.Policy) (*Policy, error) {
 	if !ok {
 		return nil, fmt.Errorf("%s: a policy needs an @id(\"...\") annotation: decisions, blocked calls and the history name it", d.Position)
 	}
-	if !idPattern.MatchString(string(id)) {
+	if !idPattern().MatchString(string(id)) {
 		return nil, fmt.Errorf("%s: @id %q is not 1-128 letters, digits and . _ : / - (beginning with a letter or digit)", d.Position, clip(string(id)))
 	}
 	d.ID = string(id)
@@ -271,8 +275,8 @@ func clip(s string) string {
 }
 
 // Policies describes the Set's policies in the order they were loaded.
-func (s *Set) Policies() []Policy {
-	out := make([]Policy, 0, len(s.order))
+func (s *Set) Policies() []Rule {
+	out := make([]Rule, 0, len(s.order))
 	for _, id := range s.order {
 		out = append(out, *s.policies[cedar.PolicyID(id)])
 	}

@@ -92,30 +92,9 @@ func ParseScopes(name string, data []byte) (*ScopesOverlay, error) {
 	}
 	for _, m := range tools.Members {
 		key := termtext.Escape(clip(m.Name))
-		i := strings.LastIndexByte(m.Name, '/')
-		if i <= 0 || i == len(m.Name)-1 {
-			return nil, fail("%q is not SERVER/TOOL", key)
-		}
-		server, tool := m.Name[:i], m.Name[i+1:]
-		if err := pin.ValidateUnsignedName(server); err != nil {
-			return nil, fail("%q: %v", key, err)
-		}
-		if err := etdi.ValidateToolName(tool); err != nil {
-			return nil, fail("%q: %v", key, err)
-		}
-		if m.Value.Kind != etdi.Array {
-			return nil, fail("%q: the scopes must be an array of strings", key)
-		}
-		var ss []string
-		for _, e := range m.Value.Elems {
-			if e.Kind != etdi.String {
-				return nil, fail("%q: the scopes must be an array of strings", key)
-			}
-			ss = append(ss, e.Str)
-		}
-		norm, err := pin.NormalizeScopes(ss)
-		if err != nil {
-			return nil, fail("%q: %s", key, termtext.Escape(err.Error()))
+		server, tool, scopes, msg := parseScopesEntry(m)
+		if msg != "" {
+			return nil, fail("%q%s", key, msg)
 		}
 		if ov.tools[server] == nil {
 			ov.tools[server] = map[string][]string{}
@@ -123,9 +102,41 @@ func ParseScopes(name string, data []byte) (*ScopesOverlay, error) {
 		if _, dup := ov.tools[server][tool]; dup {
 			return nil, fail("%q is given twice", key)
 		}
-		ov.tools[server][tool] = norm
+		ov.tools[server][tool] = scopes
 	}
 	return ov, nil
+}
+
+// parseScopesEntry reads one "SERVER/TOOL": ["SCOPE", ...] member of an
+// overlay's tools, its scopes normalized; msg, when not empty, is what is
+// wrong with it, to follow the member's name.
+func parseScopesEntry(m etdi.Member) (server, tool string, scopes []string, msg string) {
+	i := strings.LastIndexByte(m.Name, '/')
+	if i <= 0 || i == len(m.Name)-1 {
+		return "", "", nil, " is not SERVER/TOOL"
+	}
+	server, tool = m.Name[:i], m.Name[i+1:]
+	if err := pin.ValidateUnsignedName(server); err != nil {
+		return "", "", nil, fmt.Sprintf(": %v", err)
+	}
+	if err := etdi.ValidateToolName(tool); err != nil {
+		return "", "", nil, fmt.Sprintf(": %v", err)
+	}
+	if m.Value.Kind != etdi.Array {
+		return "", "", nil, ": the scopes must be an array of strings"
+	}
+	var ss []string
+	for _, e := range m.Value.Elems {
+		if e.Kind != etdi.String {
+			return "", "", nil, ": the scopes must be an array of strings"
+		}
+		ss = append(ss, e.Str)
+	}
+	norm, err := pin.NormalizeScopes(ss)
+	if err != nil {
+		return "", "", nil, ": " + termtext.Escape(err.Error())
+	}
+	return server, tool, norm, ""
 }
 
 // Servers are the server names the overlay gives scopes to, sorted.

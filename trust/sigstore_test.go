@@ -143,6 +143,14 @@ func TestSigstorePolicy(t *testing.T) {
 			t.Errorf("%s: accepted", name)
 		}
 	}
+	// Keyless signers are trusted only through the policy's own roots.
+	noRoots := *back
+	noRoots.SigstoreRoots = nil
+	if b, err := noRoots.Marshal(); err != nil {
+		t.Fatal(err)
+	} else if _, err := trust.Parse(b); err == nil || !strings.Contains(err.Error(), "trusts keyless signers but the policy has no sigstoreTrustedRoots") {
+		t.Errorf("keyless signers without roots: %v\n%s", err, b)
+	}
 	// A provider with only keyless signers needs no keys.
 	if !strings.Contains(s, `"sigstore"`) || strings.Contains(s, `"keys"`) {
 		t.Fatalf("policy:\n%s", s)

@@ -18,6 +18,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 	"unicode"
 
@@ -142,7 +143,7 @@ func CheckSigstoreRootSource(s SigstoreRootSource) error {
 	if err != nil || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" || !etdi.SecureURL(u) || len(s.Mirror) > 2048 {
 		return fmt.Errorf("TUF mirror %q is not an https URL (http only on a loopback address)", s.Mirror)
 	}
-	if !sha256Digest.MatchString(s.TUFRoot) {
+	if !sha256Digest().MatchString(s.TUFRoot) {
 		return fmt.Errorf("TUF root digest %q is not sha256:HEX", s.TUFRoot)
 	}
 	if s.Fetched.IsZero() {
@@ -151,7 +152,7 @@ func CheckSigstoreRootSource(s SigstoreRootSource) error {
 	return nil
 }
 
-var sha256Digest = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
+var sha256Digest = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^sha256:[0-9a-f]{64}$`) })
 
 // SigstoreRoot is one Sigstore trusted root: its canonical JSON as kept
 // in the policy, and the material parsed from it.
@@ -372,13 +373,13 @@ func (s SigstoreIdentity) String() string {
 
 // repoURL matches the beginning of a GitHub identity: https://HOST/OWNER/REPO/,
 // each part non-empty.
-var repoURL = regexp.MustCompile(`^https://[^/@?#]+/[^/]+/[^/]+/`)
+var repoURL = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^https://[^/@?#]+/[^/]+/[^/]+/`) })
 
 // identityRepository is the repository URL a GitHub identity names
 // (https://HOST/OWNER/REPO of https://HOST/OWNER/REPO/.github/workflows/...),
 // "" when it names none.
 func identityRepository(id string) string {
-	m := repoURL.FindString(id)
+	m := repoURL().FindString(id)
 	return strings.TrimSuffix(m, "/")
 }
 
@@ -423,7 +424,7 @@ func CheckGitHubPattern(pattern string) error {
 		return fmt.Errorf("identity pattern: %v", err)
 	}
 	prefix, _ := re.LiteralPrefix()
-	if !repoURL.MatchString(prefix) {
+	if !repoURL().MatchString(prefix) {
 		return fmt.Errorf("identity pattern %q leaves the owner or the repository open: a GitHub identity pattern must begin with "+
 			"https://HOST/OWNER/REPO/ written literally (escape dots: https://github\\.com/acme/weather/\\.github/workflows/release\\.yml@refs/tags/v.*); "+
 			"trust several repositories with one entry each", pattern)
@@ -681,147 +682,245 @@ func Parse(data []byte) (*Policy, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := o.Only("version", "unsigned", "artifacts", "providers", "cedar", "sigstoreTrustedRoots", "sigstoreTrustedRootSource"); err != nil {
-		return nil, err
+	names := make([]string, len(policyMembers))
+	for i, m := range policyMembers {
+		names[i] = m.name
 	}
-	ver, err := o.Field("version").Uint()
-	if err != nil {
+	if err := o.Only(names...); err != nil {
 		return nil, err
-	}
-	if ver != FormatVersion {
-		return nil, o.Field("version").Errorf("unsupported trust policy version %d (want %d)", ver, FormatVersion)
 	}
 	p := &Policy{Unsigned: Block}
-	if err := parseUnsigned(o.Field("unsigned"), p); err != nil {
-		return nil, err
-	}
-	if a, err := o.Field("artifacts").OptStr(); err != nil {
-		return nil, err
-	} else if a != "" {
-		if p.Artifacts, err = ParseArtifactRule(a); err != nil {
-			return nil, o.Field("artifacts").Errorf("%v", err)
-		}
-	}
-	if cf := o.Field("cedar"); cf.V != nil {
-		ca, err := cf.Array()
-		if err != nil {
-			return nil, err
-		}
-		if ca.Len() > MaxCedarFiles {
-			return nil, ca.Errorf("more than %d policy files", MaxCedarFiles)
-		}
-		for i := 0; i < ca.Len(); i++ {
-			f, err := ca.Elem(i).Str()
-			if err != nil {
-				return nil, err
-			}
-			if f == "" || strings.ContainsRune(f, 0) || len(f) > 4096 {
-				return nil, ca.Elem(i).Errorf("not a file path")
-			}
-			if slices.Contains(p.Cedar, f) {
-				return nil, ca.Elem(i).Errorf("%q listed twice", f)
-			}
-			p.Cedar = append(p.Cedar, f)
-		}
-	}
-	if rf := o.Field("sigstoreTrustedRoots"); rf.V != nil {
-		ra, err := rf.Array()
-		if err != nil {
-			return nil, err
-		}
-		if ra.Len() == 0 || ra.Len() > MaxSigstoreRoots {
-			return nil, ra.Errorf("must hold 1 to %d trusted roots", MaxSigstoreRoots)
-		}
-		for i := 0; i < ra.Len(); i++ {
-			r, err := parseSigstoreRoot(ra.Elem(i))
-			if err != nil {
-				return nil, err
-			}
-			p.SigstoreRoots = append(p.SigstoreRoots, r)
-		}
-	}
-	if sf := o.Field("sigstoreTrustedRootSource"); sf.V != nil {
-		if p.SigstoreRootSource, err = parseSigstoreRootSource(sf); err != nil {
-			return nil, err
-		}
-		if len(p.SigstoreRoots) == 0 {
-			return nil, sf.Errorf("a source without sigstoreTrustedRoots")
-		}
-	}
-	pa, err := o.Field("providers").Array()
-	if err != nil {
-		return nil, err
-	}
-	for i := 0; i < pa.Len(); i++ {
-		po, err := pa.Elem(i).Object()
-		if err != nil {
-			return nil, err
-		}
-		if err := po.Only("id", "keys", "sigstore", "idp", "require"); err != nil {
-			return nil, err
-		}
-		var prov Provider
-		if prov.ID, err = po.Field("id").Str(); err != nil {
-			return nil, err
-		}
-		if err := etdi.ValidateProviderID(prov.ID); err != nil {
-			return nil, po.Field("id").Errorf("%v", err)
-		}
-		if p.Provider(prov.ID) != nil {
-			return nil, po.Field("id").Errorf("provider %q listed twice", prov.ID)
-		}
-		if idf := po.Field("idp"); idf.V != nil {
-			if prov.IDP, err = parseIDP(idf); err != nil {
-				return nil, err
-			}
-		}
-		if prov.Require, err = po.Field("require").OptStr(); err != nil {
-			return nil, err
-		}
-		switch prov.Require {
-		case "", RequireKey, RequireIDP, RequireBoth, RequireAny:
-		default:
-			return nil, po.Field("require").Errorf("%q is not key, idp, both or any", prov.Require)
-		}
-		if sf := po.Field("sigstore"); sf.V != nil {
-			if prov.Sigstore, err = parseSigstoreIdentities(sf); err != nil {
-				return nil, err
-			}
-			if len(p.SigstoreRoots) == 0 {
-				return nil, sf.Errorf("provider %q trusts keyless signers but the policy has no sigstoreTrustedRoots", prov.ID)
-			}
-		}
-		ka := etdi.ArrayField{Path: po.Field("keys").Path, V: &etdi.Value{Kind: etdi.Array}}
-		if kf := po.Field("keys"); kf.V != nil || (prov.IDP == nil && len(prov.Sigstore) == 0) {
-			if ka, err = kf.Array(); err != nil {
-				return nil, err
-			}
-		}
-		if ka.Len() == 0 && prov.IDP == nil && len(prov.Sigstore) == 0 {
-			return nil, ka.Errorf("provider %q has no keys, no keyless signers and no identity provider", prov.ID)
-		}
-		r := prov.EffectiveRequire()
-		if (r == RequireKey || r == RequireBoth) && ka.Len() == 0 && len(prov.Sigstore) == 0 {
-			return nil, po.Field("require").Errorf("provider %q requires a key signature but lists no keys", prov.ID)
-		}
-		if (r == RequireIDP || r == RequireBoth) && prov.IDP == nil {
-			return nil, po.Field("require").Errorf("provider %q requires an identity provider token but configures none", prov.ID)
-		}
-		for j := 0; j < ka.Len(); j++ {
-			k, err := parseKey(ka.Elem(j))
-			if err != nil {
-				return nil, err
-			}
-			for _, x := range prov.Keys {
-				if x.ID == k.ID {
-					return nil, ka.Elem(j).Errorf("key %s listed twice", keys.ShortID(k.ID))
+	for _, late := range []bool{false, true} {
+		for _, m := range policyMembers {
+			if m.late == late {
+				if err := m.read(o.Field(m.name), p); err != nil {
+					return nil, err
 				}
 			}
-			prov.Keys = append(prov.Keys, k)
+		}
+	}
+	return p, nil
+}
+
+// policyMember is one member of a trust policy document: its name, how
+// it is decoded into a Policy (an absent optional member leaves the
+// Policy as it is), and what it must agree with among the members
+// decoded before it.
+type policyMember struct {
+	name     string
+	decode   func(f etdi.Field, p *Policy) error
+	validate func(f etdi.Field, p *Policy) error // nil: nothing to agree with
+	// late members are read after all others, which they depend on.
+	late bool
+}
+
+// read decodes and validates the member f.
+func (m policyMember) read(f etdi.Field, p *Policy) error {
+	if err := m.decode(f, p); err != nil {
+		return err
+	}
+	if m.validate != nil {
+		return m.validate(f, p)
+	}
+	return nil
+}
+
+// policyMembers are the members of a trust policy document, in the order
+// they are read (late ones last) and named in the error about an unknown
+// member; the first member in error is the one reported.
+var policyMembers = []policyMember{
+	{name: "version", decode: decodeVersion},
+	{name: "unsigned", decode: parseUnsigned},
+	{name: "artifacts", decode: decodeArtifacts},
+	// Providers that trust keyless signers need sigstoreTrustedRoots.
+	{name: "providers", decode: decodeProviders, late: true},
+	{name: "cedar", decode: decodeCedar},
+	{name: "sigstoreTrustedRoots", decode: decodeSigstoreRoots},
+	// A source is the source of roots the policy holds.
+	{name: "sigstoreTrustedRootSource", decode: decodeSigstoreRootSource, validate: validateSigstoreRootSource},
+}
+
+func decodeVersion(f etdi.Field, _ *Policy) error {
+	ver, err := f.Uint()
+	if err != nil {
+		return err
+	}
+	if ver != FormatVersion {
+		return f.Errorf("unsupported trust policy version %d (want %d)", ver, FormatVersion)
+	}
+	return nil
+}
+
+func decodeArtifacts(f etdi.Field, p *Policy) error {
+	a, err := f.OptStr()
+	if err != nil || a == "" {
+		return err
+	}
+	if p.Artifacts, err = ParseArtifactRule(a); err != nil {
+		return f.Errorf("%v", err)
+	}
+	return nil
+}
+
+func decodeCedar(f etdi.Field, p *Policy) error {
+	if f.V == nil {
+		return nil
+	}
+	ca, err := f.Array()
+	if err != nil {
+		return err
+	}
+	if ca.Len() > MaxCedarFiles {
+		return ca.Errorf("more than %d policy files", MaxCedarFiles)
+	}
+	for i := 0; i < ca.Len(); i++ {
+		name, err := ca.Elem(i).Str()
+		if err != nil {
+			return err
+		}
+		if name == "" || strings.ContainsRune(name, 0) || len(name) > 4096 {
+			return ca.Elem(i).Errorf("not a file path")
+		}
+		if slices.Contains(p.Cedar, name) {
+			return ca.Elem(i).Errorf("%q listed twice", name)
+		}
+		p.Cedar = append(p.Cedar, name)
+	}
+	return nil
+}
+
+func decodeSigstoreRoots(f etdi.Field, p *Policy) error {
+	if f.V == nil {
+		return nil
+	}
+	ra, err := f.Array()
+	if err != nil {
+		return err
+	}
+	if ra.Len() == 0 || ra.Len() > MaxSigstoreRoots {
+		return ra.Errorf("must hold 1 to %d trusted roots", MaxSigstoreRoots)
+	}
+	for i := 0; i < ra.Len(); i++ {
+		r, err := parseSigstoreRoot(ra.Elem(i))
+		if err != nil {
+			return err
+		}
+		p.SigstoreRoots = append(p.SigstoreRoots, r)
+	}
+	return nil
+}
+
+func decodeSigstoreRootSource(f etdi.Field, p *Policy) (err error) {
+	if f.V != nil {
+		p.SigstoreRootSource, err = parseSigstoreRootSource(f)
+	}
+	return err
+}
+
+// validateSigstoreRootSource refuses a source of roots the policy does
+// not hold.
+func validateSigstoreRootSource(f etdi.Field, p *Policy) error {
+	if f.V != nil && len(p.SigstoreRoots) == 0 {
+		return f.Errorf("a source without sigstoreTrustedRoots")
+	}
+	return nil
+}
+
+func decodeProviders(f etdi.Field, p *Policy) error {
+	pa, err := f.Array()
+	if err != nil {
+		return err
+	}
+	for i := 0; i < pa.Len(); i++ {
+		prov, err := parseProvider(pa.Elem(i), p)
+		if err != nil {
+			return err
 		}
 		p.Providers = append(p.Providers, prov)
 	}
-	return p, nil
+	return nil
+}
+
+// parseProvider reads one provider of p's providers (p holds those
+// before it and the Sigstore roots).
+func parseProvider(f etdi.Field, p *Policy) (Provider, error) {
+	var prov Provider
+	po, err := f.Object()
+	if err != nil {
+		return prov, err
+	}
+	if err := po.Only("id", "keys", "sigstore", "idp", "require"); err != nil {
+		return prov, err
+	}
+	if prov.ID, err = po.Field("id").Str(); err != nil {
+		return prov, err
+	}
+	if err := etdi.ValidateProviderID(prov.ID); err != nil {
+		return prov, po.Field("id").Errorf("%v", err)
+	}
+	if p.Provider(prov.ID) != nil {
+		return prov, po.Field("id").Errorf("provider %q listed twice", prov.ID)
+	}
+	if idf := po.Field("idp"); idf.V != nil {
+		if prov.IDP, err = parseIDP(idf); err != nil {
+			return prov, err
+		}
+	}
+	if prov.Require, err = po.Field("require").OptStr(); err != nil {
+		return prov, err
+	}
+	switch prov.Require {
+	case "", RequireKey, RequireIDP, RequireBoth, RequireAny:
+	default:
+		return prov, po.Field("require").Errorf("%q is not key, idp, both or any", prov.Require)
+	}
+	if sf := po.Field("sigstore"); sf.V != nil {
+		if prov.Sigstore, err = parseSigstoreIdentities(sf); err != nil {
+			return prov, err
+		}
+		if len(p.SigstoreRoots) == 0 {
+			return prov, sf.Errorf("provider %q trusts keyless signers but the policy has no sigstoreTrustedRoots", prov.ID)
+		}
+	}
+	ka, err := providerKeys(po, &prov)
+	if err != nil {
+		return prov, err
+	}
+	for j := 0; j < ka.Len(); j++ {
+		k, err := parseKey(ka.Elem(j))
+		if err != nil {
+			return prov, err
+		}
+		if slices.ContainsFunc(prov.Keys, func(x Key) bool { return x.ID == k.ID }) {
+			return prov, ka.Elem(j).Errorf("key %s listed twice", keys.ShortID(k.ID))
+		}
+		prov.Keys = append(prov.Keys, k)
+	}
+	return prov, nil
+}
+
+// providerKeys returns the keys member of a provider whose other members
+// are read, after checking that the provider can be satisfied: it has
+// some way to sign, and what it requires is configured.
+func providerKeys(po etdi.ObjectField, prov *Provider) (etdi.ArrayField, error) {
+	ka := etdi.ArrayField{Path: po.Field("keys").Path, V: &etdi.Value{Kind: etdi.Array}}
+	if kf := po.Field("keys"); kf.V != nil || (prov.IDP == nil && len(prov.Sigstore) == 0) {
+		var err error
+		if ka, err = kf.Array(); err != nil {
+			return ka, err
+		}
+	}
+	if ka.Len() == 0 && prov.IDP == nil && len(prov.Sigstore) == 0 {
+		return ka, ka.Errorf("provider %q has no keys, no keyless signers and no identity provider", prov.ID)
+	}
+	r := prov.EffectiveRequire()
+	if (r == RequireKey || r == RequireBoth) && ka.Len() == 0 && len(prov.Sigstore) == 0 {
+		return ka, po.Field("require").Errorf("provider %q requires a key signature but lists no keys", prov.ID)
+	}
+	if (r == RequireIDP || r == RequireBoth) && prov.IDP == nil {
+		return ka, po.Field("require").Errorf("provider %q requires an identity provider token but configures none", prov.ID)
+	}
+	return ka, nil
 }
 
 func parseSigstoreRootSource(f etdi.Field) (*SigstoreRootSource, error) {

@@ -1,8 +1,10 @@
 package trust
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -118,6 +120,35 @@ func TestParseRejects(t *testing.T) {
 	if _, err := Parse(b); err == nil || !strings.Contains(err.Error(), "listed twice") {
 		t.Errorf("duplicate provider: %v", err)
 	}
+	// One key twice under a provider.
+	p3 := New()
+	p3.AddKey("acme", k)
+	p3.Providers[0].Keys = append(p3.Providers[0].Keys, p3.Providers[0].Keys[0])
+	b, _ = p3.Marshal()
+	if _, err := Parse(b); err == nil || !strings.Contains(err.Error(), "key "+keys.ShortID(id)+" listed twice") {
+		t.Errorf("duplicate key: %v", err)
+	}
+	// A provider that cannot be satisfied: no way to sign, or a required
+	// way it does not configure.
+	pemText, err := keys.MarshalPublicKey(k.PublicKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	idp := `"idp": {"issuer": "https://idp.example", "audience": "etdi", "subjects": ["acme-ci"]}`
+	for _, tc := range []struct{ prov, want string }{
+		{`{"id": "acme", "keys": []}`, `provider "acme" has no keys, no keyless signers and no identity provider`},
+		{`{"id": "acme", "require": "key", ` + idp + `}`, `provider "acme" requires a key signature but lists no keys`},
+		{`{"id": "acme", "require": "both", ` + idp + `}`, `provider "acme" requires a key signature but lists no keys`},
+		{`{"id": "acme", "require": "idp", "keys": [{"id": "` + id + `", "publicKey": ` + strconv.Quote(string(pemText)) + `}]}`, `provider "acme" requires an identity provider token but configures none`},
+	} {
+		doc := `{"version": 1, "providers": [` + tc.prov + `]}`
+		if _, err := Parse([]byte(doc)); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: error %v does not contain %q", doc, err, tc.want)
+		}
+	}
+	if _, err := Parse([]byte(`{"version": 1, "providers": [{"id": "acme", "require": "idp", ` + idp + `}]}`)); err != nil {
+		t.Errorf("a provider with only an identity provider: %v", err)
+	}
 	// Absent unsigned rule means block.
 	q, err := Parse([]byte(`{"version":1,"providers":[]}`))
 	if err != nil || q.Unsigned != Block {
@@ -170,5 +201,43 @@ func TestSaveKeepsOldFileOnFailure(t *testing.T) {
 	after, _ := os.ReadFile(path)
 	if os.Geteuid() != 0 && string(before) != string(after) {
 		t.Fatal("a failed save changed the policy file")
+	}
+}
+
+// TestParseBounds: every member is bounded and read strictly; the first
+// member in error is the one reported.
+func TestParseBounds(t *testing.T) {
+	files := func(n int) string {
+		var fs []string
+		for i := range n {
+			fs = append(fs, strconv.Quote(fmt.Sprintf("p%d.cedar", i)))
+		}
+		return "[" + strings.Join(fs, ",") + "]"
+	}
+	for _, tc := range []struct{ name, members, want string }{
+		{"cedar file twice", `"cedar": ["a.cedar", "a.cedar"]`, `"a.cedar" listed twice`},
+		{"too many cedar files", `"cedar": ` + files(MaxCedarFiles+1), fmt.Sprintf("more than %d policy files", MaxCedarFiles)},
+		{"empty cedar path", `"cedar": [""]`, "not a file path"},
+		{"NUL in cedar path", `"cedar": ["a\u0000b"]`, "not a file path"},
+		{"long cedar path", `"cedar": ["` + strings.Repeat("a", 4097) + `"]`, "not a file path"},
+		{"no trusted roots", `"sigstoreTrustedRoots": []`, fmt.Sprintf("must hold 1 to %d trusted roots", MaxSigstoreRoots)},
+		{"too many trusted roots", `"sigstoreTrustedRoots": [` + strings.Repeat(`{},`, MaxSigstoreRoots) + `{}]`, fmt.Sprintf("must hold 1 to %d trusted roots", MaxSigstoreRoots)},
+		{"version before cedar", `"version": 2, "cedar": [""]`, "unsupported trust policy version"},
+	} {
+		doc := `{"version": 1, "providers": [], ` + tc.members + `}`
+		if strings.Contains(tc.members, `"version"`) {
+			doc = `{"providers": [], ` + tc.members + `}`
+		}
+		if _, err := Parse([]byte(doc)); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: error %v does not contain %q", tc.name, err, tc.want)
+		}
+	}
+	// A policy is read whole, within 4 MiB.
+	big := `{"version": 1, "providers": [], "cedar": ["a.cedar"]}` + strings.Repeat(" ", 4<<20)
+	if _, err := Parse([]byte(big)); err == nil || !strings.Contains(err.Error(), "larger than 4 MiB") {
+		t.Errorf("a policy over 4 MiB: %v", err)
+	}
+	if _, err := Parse([]byte(big[:4<<20])); err != nil {
+		t.Errorf("a policy of 4 MiB: %v", err)
 	}
 }

@@ -148,9 +148,9 @@ warning exits 1, for CI. --json lists the warnings under "warnings".`,
 					warnings = []string{}
 				}
 				if err := e.writeJSON(struct {
-					Files    []string        `json:"files"`
-					Policies []policy.Policy `json:"policies"`
-					Warnings []string        `json:"warnings"`
+					Files    []string      `json:"files"`
+					Policies []policy.Rule `json:"policies"`
+					Warnings []string      `json:"warnings"`
 				}{set.Files(), set.Policies(), warnings}); err != nil {
 					return err
 				}

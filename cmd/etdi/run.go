@@ -325,6 +325,7 @@ func (e *env) runGate(cmd *cobra.Command, f *runFlags, pf *pinFlags, args []stri
 	if err != nil {
 		return err
 	}
+	host = settleAfterFirstAnswer(host)
 	stderr := &lineEscaper{w: e.stderr, secrets: &secrets, mu: &logMu}
 	server, err := guard.StartServer(srv, stderr)
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 
@@ -235,11 +236,11 @@ func sameVersion(typ, a, b string) bool {
 	return a == b
 }
 
-var pep503Run = regexp.MustCompile(`[-_.]+`)
+var pep503Run = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`[-_.]+`) })
 
 // pep503 normalizes a Python distribution name (PEP 503).
 func pep503(name string) string {
-	return pep503Run.ReplaceAllString(strings.ToLower(name), "-")
+	return pep503Run().ReplaceAllString(strings.ToLower(name), "-")
 }
 
 // pep440 is a version compared for equality the way PEP 440 "==" does
@@ -267,16 +268,22 @@ func pep440(v string) string {
 
 // Name and digest syntax.
 var (
-	npmNameRE = regexp.MustCompile(`^(@[A-Za-z0-9~-][A-Za-z0-9._~-]*/)?[A-Za-z0-9~-][A-Za-z0-9._~-]*$`)
-	pyNameRE  = regexp.MustCompile(`^([A-Za-z0-9]|[A-Za-z0-9][A-Za-z0-9._-]*[A-Za-z0-9])$`)
+	npmNameRE = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`^(@[A-Za-z0-9~-][A-Za-z0-9._~-]*/)?[A-Za-z0-9~-][A-Za-z0-9._~-]*$`)
+	})
+	pyNameRE = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`^([A-Za-z0-9]|[A-Za-z0-9][A-Za-z0-9._-]*[A-Za-z0-9])$`)
+	})
 	// An image name as the distribution reference grammar has it, without
 	// tag or digest: an optional registry host (with port), then path
 	// components.
-	imageNameRE = regexp.MustCompile(`^(([A-Za-z0-9]|[A-Za-z0-9][A-Za-z0-9-]*[A-Za-z0-9])(\.([A-Za-z0-9]|[A-Za-z0-9][A-Za-z0-9-]*[A-Za-z0-9]))*(:[0-9]+)?/)?` +
-		`[a-z0-9]+((\.|_|__|-+)[a-z0-9]+)*(/[a-z0-9]+((\.|_|__|-+)[a-z0-9]+)*)*$`)
-	tagRE    = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$`)
-	sha256RE = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
-	sriRE    = regexp.MustCompile(`^(sha256|sha384|sha512)-([A-Za-z0-9+/]+={0,2})$`)
+	imageNameRE = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`^(([A-Za-z0-9]|[A-Za-z0-9][A-Za-z0-9-]*[A-Za-z0-9])(\.([A-Za-z0-9]|[A-Za-z0-9][A-Za-z0-9-]*[A-Za-z0-9]))*(:[0-9]+)?/)?` +
+			`[a-z0-9]+((\.|_|__|-+)[a-z0-9]+)*(/[a-z0-9]+((\.|_|__|-+)[a-z0-9]+)*)*$`)
+	})
+	tagRE    = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$`) })
+	sha256RE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^sha256:[0-9a-f]{64}$`) })
+	sriRE    = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^(sha256|sha384|sha512)-([A-Za-z0-9+/]+={0,2})$`) })
 )
 
 // sriSize is the digest size of each SRI algorithm.
@@ -285,7 +292,7 @@ var sriSize = map[string]int{"sha256": 32, "sha384": 48, "sha512": 64}
 // validSRI reports whether s is one SRI hash of a SHA-2 algorithm with a
 // digest of the right size.
 func validSRI(s string) bool {
-	m := sriRE.FindStringSubmatch(s)
+	m := sriRE().FindStringSubmatch(s)
 	if m == nil {
 		return false
 	}
@@ -316,6 +323,21 @@ func Validate(a Artifact) error {
 	default:
 		return fmt.Errorf("artifact type %q is unknown (want npm, pypi, oci or file)", a.Type)
 	}
+	if err := validateName(a); err != nil {
+		return err
+	}
+	what := a.Type + " artifact " + fmt.Sprintf("%q", a.Name)
+	if err := validateTypedName(a, what); err != nil {
+		return err
+	}
+	if err := validateVersion(a, what); err != nil {
+		return err
+	}
+	return validateDigest(a, what)
+}
+
+// validateName checks what every artifact's name must be.
+func validateName(a Artifact) error {
 	switch {
 	case a.Name == "":
 		return fmt.Errorf("%s artifact: no name", a.Type)
@@ -324,18 +346,23 @@ func Validate(a Artifact) error {
 	case !printable(a.Name):
 		return fmt.Errorf("%s artifact %q: the name holds a control character or invalid UTF-8", a.Type, a.Name)
 	}
-	what := a.Type + " artifact " + fmt.Sprintf("%q", a.Name)
+	return nil
+}
+
+// validateTypedName checks the name of a as its type names things (what
+// names a in errors).
+func validateTypedName(a Artifact, what string) error {
 	switch a.Type {
 	case TypeNPM:
-		if len(a.Name) > 214 || !npmNameRE.MatchString(a.Name) {
+		if len(a.Name) > 214 || !npmNameRE().MatchString(a.Name) {
 			return fmt.Errorf("%s: not an npm package name (name or @scope/name)", what)
 		}
 	case TypePyPI:
-		if !pyNameRE.MatchString(a.Name) {
+		if !pyNameRE().MatchString(a.Name) {
 			return fmt.Errorf("%s: not a Python distribution name", what)
 		}
 	case TypeOCI:
-		if !imageNameRE.MatchString(a.Name) {
+		if !imageNameRE().MatchString(a.Name) {
 			return fmt.Errorf("%s: not an image name (write the tag in version and the digest in digest)", what)
 		}
 	case TypeFile:
@@ -343,6 +370,11 @@ func Validate(a Artifact) error {
 			return fmt.Errorf("%s: the name of a file artifact is its base name, without a directory", what)
 		}
 	}
+	return nil
+}
+
+// validateVersion checks the version of a (what names a in errors).
+func validateVersion(a Artifact, what string) error {
 	switch {
 	case a.Type == TypeFile && a.Version != "":
 		return fmt.Errorf("%s: a file artifact has no version", what)
@@ -350,14 +382,20 @@ func Validate(a Artifact) error {
 		return fmt.Errorf("%s: version longer than %d bytes", what, maxVersionLen)
 	case a.Version != "" && (!printable(a.Version) || strings.ContainsRune(a.Version, ' ')):
 		return fmt.Errorf("%s: the version holds a space, a control character or invalid UTF-8", what)
-	case a.Type == TypeOCI && a.Version != "" && !tagRE.MatchString(a.Version):
+	case a.Type == TypeOCI && a.Version != "" && !tagRE().MatchString(a.Version):
 		return fmt.Errorf("%s: version %q is not an image tag", what, a.Version)
 	}
+	return nil
+}
+
+// validateDigest checks the digest of a: an SRI integrity string for npm,
+// sha256:HEX for the others (what names a in errors).
+func validateDigest(a Artifact, what string) error {
 	if a.Type == TypeNPM {
 		if !validSRI(a.Digest) {
 			return fmt.Errorf("%s: digest %q is not an integrity string (sha512-<base64>, as package-lock.json records it)", what, a.Digest)
 		}
-	} else if !sha256RE.MatchString(a.Digest) {
+	} else if !sha256RE().MatchString(a.Digest) {
 		return fmt.Errorf("%s: digest %q is not sha256:<64 lowercase hex digits>", what, a.Digest)
 	}
 	return nil

@@ -161,30 +161,8 @@ func npmSettingWhy(where, key, value string) string {
 // decides the program npm exec starts: the variables that choose npm's
 // global prefix and (on Windows) its shell.
 func npmConfig(p *plan, env *environ, dir string) string {
-	for _, kv := range env.all() {
-		name, value, _ := strings.Cut(kv, "=")
-		if value == "" {
-			continue // npm skips empty values
-		}
-		if len(name) > len("npm_config_") && strings.EqualFold(name[:len("npm_config_")], "npm_config_") {
-			key := name[len("npm_config_"):]
-			if !strings.HasPrefix(key, "//") {
-				key = strings.ToLower(key[:1] + strings.ReplaceAll(key[1:], "_", "-"))
-			}
-			if why := npmSettingWhy("the environment variable "+shown(name), key, value); why != "" {
-				return why
-			}
-			continue
-		}
-		switch {
-		case sameEnvName(name, "PREFIX") || runtime.GOOS != "windows" && name == "DESTDIR":
-			return "the environment variable " + name + " is set: npm takes it as its global prefix, from which npx runs " +
-				"programs and reads its global configuration, so what runs may not be the package etdi resolves; " +
-				"start the server without it"
-		case runtime.GOOS == "windows" && strings.EqualFold(name, "ComSpec") && !isSystemCmd(value, env):
-			return "the environment variable ComSpec names another program than the system's cmd.exe: npm starts " +
-				"the package's program through it; start the server without it"
-		}
+	if why := npmEnvWhy(env); why != "" {
+		return why
 	}
 	if why := npmRuntime(p, env, dir); why != "" {
 		return why
@@ -211,21 +189,65 @@ func npmConfig(p *plan, env *environ, dir string) string {
 			return why
 		}
 	}
-	// The global prefix is that of the node npm runs on (npx and npm are
-	// "#!/usr/bin/env node" scripts): /usr for /usr/bin/node, the
-	// directory of node.exe on Windows. The builtin configuration is the
-	// npmrc file of npm's own package.
-	if node, nwhy := lookPath("node", env, dir); nwhy == "" {
-		if real, err := filepath.EvalSymlinks(node); err == nil {
-			prefix := filepath.Dir(real)
-			if runtime.GOOS != "windows" {
-				prefix = filepath.Dir(prefix)
+	if why := npmGlobalWhy(env, dir); why != "" {
+		return why
+	}
+	return npmBuiltinWhy(p, env, dir)
+}
+
+// npmEnvWhy checks the environment variables that configure npm
+// (npm_config_*) or choose its global prefix or (on Windows) its shell.
+func npmEnvWhy(env *environ) string {
+	for _, kv := range env.all() {
+		name, value, _ := strings.Cut(kv, "=")
+		if value == "" {
+			continue // npm skips empty values
+		}
+		if len(name) > len("npm_config_") && strings.EqualFold(name[:len("npm_config_")], "npm_config_") {
+			key := name[len("npm_config_"):]
+			if !strings.HasPrefix(key, "//") {
+				key = strings.ToLower(key[:1] + strings.ReplaceAll(key[1:], "_", "-"))
 			}
-			if why := npmrcWhy(filepath.Join(prefix, "etc", "npmrc"), "the global npmrc", env); why != "" {
+			if why := npmSettingWhy("the environment variable "+shown(name), key, value); why != "" {
 				return why
 			}
+			continue
+		}
+		switch {
+		case sameEnvName(name, "PREFIX") || runtime.GOOS != "windows" && name == "DESTDIR":
+			return "the environment variable " + name + " is set: npm takes it as its global prefix, from which npx runs " +
+				"programs and reads its global configuration, so what runs may not be the package etdi resolves; " +
+				"start the server without it"
+		case runtime.GOOS == "windows" && strings.EqualFold(name, "ComSpec") && !isSystemCmd(value, env):
+			return "the environment variable ComSpec names another program than the system's cmd.exe: npm starts " +
+				"the package's program through it; start the server without it"
 		}
 	}
+	return ""
+}
+
+// npmGlobalWhy checks the global npmrc. The global prefix is that of the
+// node npm runs on (npx and npm are "#!/usr/bin/env node" scripts): /usr
+// for /usr/bin/node, the directory of node.exe on Windows.
+func npmGlobalWhy(env *environ, dir string) string {
+	node, nwhy := lookPath("node", env, dir)
+	if nwhy != "" {
+		return ""
+	}
+	real, err := filepath.EvalSymlinks(node)
+	if err != nil {
+		return ""
+	}
+	prefix := filepath.Dir(real)
+	if runtime.GOOS != "windows" {
+		prefix = filepath.Dir(prefix)
+	}
+	return npmrcWhy(filepath.Join(prefix, "etc", "npmrc"), "the global npmrc", env)
+}
+
+// npmBuiltinWhy checks the builtin configuration of the npm that runs the
+// plan p: the npmrc file of npm's own package.
+func npmBuiltinWhy(p *plan, env *environ, dir string) string {
 	prog := "npx"
 	switch p.runner {
 	case "npm exec":
@@ -233,20 +255,24 @@ func npmConfig(p *plan, env *environ, dir string) string {
 	case "bunx", "bun x":
 		return ""
 	}
-	if runner, rwhy := lookPath(prog, env, dir); rwhy == "" {
-		if real, err := filepath.EvalSymlinks(runner); err == nil {
-			var builtin []string
-			if filepath.Base(filepath.Dir(real)) == "bin" {
-				builtin = append(builtin, filepath.Join(filepath.Dir(filepath.Dir(real)), "npmrc"))
-			}
-			if runtime.GOOS == "windows" {
-				builtin = append(builtin, filepath.Join(filepath.Dir(real), "node_modules", "npm", "npmrc"))
-			}
-			for _, b := range builtin {
-				if why := npmrcWhy(b, "npm's builtin npmrc", env); why != "" {
-					return why
-				}
-			}
+	runner, rwhy := lookPath(prog, env, dir)
+	if rwhy != "" {
+		return ""
+	}
+	real, err := filepath.EvalSymlinks(runner)
+	if err != nil {
+		return ""
+	}
+	var builtin []string
+	if filepath.Base(filepath.Dir(real)) == "bin" {
+		builtin = append(builtin, filepath.Join(filepath.Dir(filepath.Dir(real)), "npmrc"))
+	}
+	if runtime.GOOS == "windows" {
+		builtin = append(builtin, filepath.Join(filepath.Dir(real), "node_modules", "npm", "npmrc"))
+	}
+	for _, b := range builtin {
+		if why := npmrcWhy(b, "npm's builtin npmrc", env); why != "" {
+			return why
 		}
 	}
 	return ""

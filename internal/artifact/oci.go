@@ -54,7 +54,7 @@ func resolveOCI(ctx context.Context, p *plan, env environ, dir string) (*Resolve
 	var digests []string
 	for _, rd := range repoDigests {
 		repo, d, ok := strings.Cut(rd, "@")
-		if ok && imageNameRE.MatchString(repo) && canonicalImage(repo) == want && sha256RE.MatchString(d) && !slices.Contains(digests, d) {
+		if ok && imageNameRE().MatchString(repo) && canonicalImage(repo) == want && sha256RE().MatchString(d) && !slices.Contains(digests, d) {
 			digests = append(digests, d)
 		}
 	}

@@ -3,6 +3,7 @@ package artifact
 import (
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/etdi-dev/etdi/internal/cmdline"
 )
@@ -79,7 +80,7 @@ func progName(p string) string {
 	return b
 }
 
-var pythonRE = regexp.MustCompile(`^python(w|[0-9]+(\.[0-9]+)?)?$`)
+var pythonRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^python(w|[0-9]+(\.[0-9]+)?)?$`) })
 
 // wrappers run another program or a command string, which is not
 // followed: they are never taken for the server.
@@ -98,28 +99,55 @@ func parseAt(argv []string, depth int) plan {
 		return fail(progName(argv[0]), "the command line nests wrappers too deep")
 	}
 	prog, args := progName(argv[0]), argv[1:]
-	switch {
-	case prog == "env":
+	switch prog {
+	case "env":
 		return parseEnv(args, depth)
-	case prog == "npx" || prog == "bunx" || prog == "pnpx":
+	case "npx", "bunx", "pnpx":
 		p := npmRunner(prog, args)
 		p.prog = argv[0]
 		return p
-	case prog == "npm":
+	case "npm", "pnpm", "yarn", "bun":
+		return parsePackageManager(prog, argv[0], args)
+	case "uvx":
+		return pyRunner("uvx", args, uvFlags)
+	case "uv":
+		return parseUV(args)
+	case "pipx":
+		return parsePipx(args)
+	case "docker", "podman", "nerdctl":
+		return containerRun(prog, argv[0], args)
+	case "node", "nodejs", "tsx", "ts-node":
+		return script(prog, args, nodeFlags)
+	case "deno":
+		return parseDeno(args)
+	case "sh", "bash", "dash", "zsh", "ksh":
+		return shellScript(prog, args)
+	case "java":
+		return javaJar(args)
+	}
+	// No name above is a python or a wrapper.
+	switch {
+	case pythonRE().MatchString(prog) || prog == "py":
+		return pythonScript(prog, args)
+	case wrappers[prog]:
+		return fail(prog, prog+" runs another program or a command string; launch the server's program directly")
+	}
+	return plan{kind: TypeFile, runner: "program", path: argv[0], program: true}
+}
+
+// parsePackageManager reads npm exec, pnpm dlx, yarn dlx and bun x
+// (a package) and bun [run] (a script); prog0 is the program as written.
+func parsePackageManager(prog, prog0 string, args []string) plan {
+	switch prog {
+	case "npm":
 		if rest, ok := cmdline.Sub(args, nil, "exec", "x"); ok {
 			p := npmRunner("npm exec", rest)
-			p.prog = argv[0]
+			p.prog = prog0
 			return p
 		}
 		return fail("npm", "npm runs a package.json script or an npm command, not a named package; "+
 			"run the package with npx <package>@<version>, or the script with node")
-	case prog == "pnpm" || prog == "yarn":
-		if rest, ok := cmdline.Sub(args, nil, "dlx"); ok {
-			return npmRunner(prog+" dlx", rest)
-		}
-		return fail(prog, prog+" runs a package.json script or a "+prog+" command, not a named package; "+
-			"run the package with npx <package>@<version>, or the script with node")
-	case prog == "bun":
+	case "bun":
 		if rest, ok := cmdline.Sub(args, bunFlags.Values, "x"); ok {
 			return npmRunner("bun x", rest)
 		}
@@ -127,37 +155,31 @@ func parseAt(argv []string, depth int) plan {
 			return script("bun", rest, bunFlags)
 		}
 		return script("bun", args, bunFlags)
-	case prog == "uvx":
-		return pyRunner("uvx", args, uvFlags)
-	case prog == "uv":
-		return parseUV(args)
-	case prog == "pipx":
-		if rest, ok := cmdline.Sub(args, nil, "run"); ok {
-			return pyRunner("pipx run", rest, cmdline.PipxFlags)
-		}
-		return fail("pipx", "pipx runs an installed application here; run the package with pipx run --spec <package>==<version>")
-	case prog == "docker" || prog == "podman" || prog == "nerdctl":
-		return containerRun(prog, argv[0], args)
-	case prog == "node" || prog == "nodejs" || prog == "tsx" || prog == "ts-node":
-		return script(prog, args, nodeFlags)
-	case prog == "deno":
-		if rest, ok := cmdline.Sub(args, denoFlags.Values, "run"); ok {
-			return script("deno run", rest, denoFlags)
-		}
-		if rest := cmdline.Skip(args, denoFlags); len(rest) > 0 && denoScriptRE.MatchString(rest[0]) {
-			return script("deno", args, denoFlags)
-		}
-		return fail("deno", "deno runs a subcommand or task here, not a script; run the script with deno run <file>")
-	case pythonRE.MatchString(prog) || prog == "py":
-		return pythonScript(prog, args)
-	case prog == "sh" || prog == "bash" || prog == "dash" || prog == "zsh" || prog == "ksh":
-		return shellScript(prog, args)
-	case prog == "java":
-		return javaJar(args)
-	case wrappers[prog]:
-		return fail(prog, prog+" runs another program or a command string; launch the server's program directly")
 	}
-	return plan{kind: TypeFile, runner: "program", path: argv[0], program: true}
+	if rest, ok := cmdline.Sub(args, nil, "dlx"); ok {
+		return npmRunner(prog+" dlx", rest)
+	}
+	return fail(prog, prog+" runs a package.json script or a "+prog+" command, not a named package; "+
+		"run the package with npx <package>@<version>, or the script with node")
+}
+
+// parsePipx reads pipx run.
+func parsePipx(args []string) plan {
+	if rest, ok := cmdline.Sub(args, nil, "run"); ok {
+		return pyRunner("pipx run", rest, cmdline.PipxFlags)
+	}
+	return fail("pipx", "pipx runs an installed application here; run the package with pipx run --spec <package>==<version>")
+}
+
+// parseDeno reads deno run FILE, and deno FILE.
+func parseDeno(args []string) plan {
+	if rest, ok := cmdline.Sub(args, denoFlags.Values, "run"); ok {
+		return script("deno run", rest, denoFlags)
+	}
+	if rest := cmdline.Skip(args, denoFlags); len(rest) > 0 && denoScriptRE().MatchString(rest[0]) {
+		return script("deno", args, denoFlags)
+	}
+	return fail("deno", "deno runs a subcommand or task here, not a script; run the script with deno run <file>")
 }
 
 // parseEnv reads env [-i] [-u NAME] [-C DIR] [NAME=VALUE...] PROGRAM ARGS.
@@ -167,6 +189,10 @@ func parseEnv(args []string, depth int) plan {
 loop:
 	for ; i < len(args); i++ {
 		a := args[i]
+		if op, ok := envAttached(a); ok {
+			ops = append(ops, op)
+			continue
+		}
 		switch {
 		case a == "--":
 			i++
@@ -183,14 +209,6 @@ loop:
 			} else {
 				ops = append(ops, envOp{chdir: args[i]})
 			}
-		case strings.HasPrefix(a, "--unset="):
-			ops = append(ops, envOp{unset: a[len("--unset="):]})
-		case strings.HasPrefix(a, "--chdir="):
-			ops = append(ops, envOp{chdir: a[len("--chdir="):]})
-		case strings.HasPrefix(a, "-u") && len(a) > 2:
-			ops = append(ops, envOp{unset: a[2:]})
-		case strings.HasPrefix(a, "-C") && len(a) > 2:
-			ops = append(ops, envOp{chdir: a[2:]})
 		case a == "-0" || a == "--null" || a == "-v" || a == "--debug":
 		case strings.HasPrefix(a, "-S") || strings.HasPrefix(a, "--split-string"):
 			return fail("env", "env -S splits a string into a command line; write the command line out")
@@ -211,6 +229,22 @@ loop:
 	p := parseAt(args[i:], depth+1)
 	p.env = append(ops, p.env...)
 	return p
+}
+
+// envAttached reads an env option with its value attached: --unset=NAME,
+// -uNAME, --chdir=DIR, -CDIR.
+func envAttached(a string) (envOp, bool) {
+	switch {
+	case strings.HasPrefix(a, "--unset="):
+		return envOp{unset: a[len("--unset="):]}, true
+	case strings.HasPrefix(a, "--chdir="):
+		return envOp{chdir: a[len("--chdir="):]}, true
+	case strings.HasPrefix(a, "-u") && len(a) > 2:
+		return envOp{unset: a[2:]}, true
+	case strings.HasPrefix(a, "-C") && len(a) > 2:
+		return envOp{chdir: a[2:]}, true
+	}
+	return envOp{}, false
 }
 
 // npmFlags are cmdline.NPMFlags with npx -c (--call) a stop flag: it runs
@@ -236,7 +270,7 @@ var (
 		Stop: cmdline.Set("--eval", "-e")}
 )
 
-var denoScriptRE = regexp.MustCompile(`\.(ts|tsx|js|jsx|mjs|mts|cjs|cts)$`)
+var denoScriptRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\.(ts|tsx|js|jsx|mjs|mts|cjs|cts)$`) })
 
 // script is an interpreter running the script that follows its flags.
 func script(runner string, args []string, fs cmdline.FlagSpec) plan {
@@ -471,7 +505,9 @@ var (
 )
 
 // npmExactRE is one exact version (npm accepts a leading "=" or "v").
-var npmExactRE = regexp.MustCompile(`^[=v]?\s*([0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.-]+)?(\+[0-9A-Za-z.-]+)?)$`)
+var npmExactRE = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^[=v]?\s*([0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.-]+)?(\+[0-9A-Za-z.-]+)?)$`)
+})
 
 // npmSpec reads an npm package spec into p: name, name@version,
 // @scope/name@version, each with an optional "npm:" prefix. A git, URL,
@@ -490,12 +526,12 @@ func npmSpec(p *plan, spec string) {
 		return
 	}
 	name, version := cmdline.SplitNPM(strings.TrimPrefix(spec, "npm:"))
-	if len(name) > 214 || !npmNameRE.MatchString(name) || !cmdline.NPMVersion(version) {
+	if len(name) > 214 || !npmNameRE().MatchString(name) || !cmdline.NPMVersion(version) {
 		p.why = "the argument where the package belongs is not an npm package spec"
 		return
 	}
 	p.name, p.version = name, version
-	if m := npmExactRE.FindStringSubmatch(version); m != nil {
+	if m := npmExactRE().FindStringSubmatch(version); m != nil {
 		p.version, p.exact = m[1], true
 	}
 }
@@ -559,10 +595,12 @@ func pyRunner(runner string, args []string, fs cmdline.FlagSpec) plan {
 
 // pyReqRE is a requirement: name, extras, then an optional version
 // specifier.
-var pyReqRE = regexp.MustCompile(`^([A-Za-z0-9][A-Za-z0-9._-]*[A-Za-z0-9]|[A-Za-z0-9])\s*(\[[A-Za-z0-9._, -]*\])?\s*(.*)$`)
+var pyReqRE = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^([A-Za-z0-9][A-Za-z0-9._-]*[A-Za-z0-9]|[A-Za-z0-9])\s*(\[[A-Za-z0-9._, -]*\])?\s*(.*)$`)
+})
 
 // pyExactRE is one exact version of a requirement: ==X or ===X.
-var pyExactRE = regexp.MustCompile(`^===?\s*([A-Za-z0-9][A-Za-z0-9.+!_-]*)$`)
+var pyExactRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^===?\s*([A-Za-z0-9][A-Za-z0-9.+!_-]*)$`) })
 
 // pySpec reads a Python requirement into p: name, name==X, name[extra]==X,
 // and with at (uv's runners) name@X. A URL, a path or markers set p.why.
@@ -576,7 +614,7 @@ func pySpec(p *plan, spec string, at bool) {
 		p.why = "the package is a git or URL spec, which is not resolved; run an index version: <package>==<version>"
 		return
 	}
-	m := pyReqRE.FindStringSubmatch(strings.TrimSpace(spec))
+	m := pyReqRE().FindStringSubmatch(strings.TrimSpace(spec))
 	if m == nil {
 		p.why = "the argument where the package belongs is not a Python requirement"
 		return
@@ -595,7 +633,7 @@ func pySpec(p *plan, spec string, at bool) {
 		p.why = "the requirement has environment markers; run <package>==<version>"
 	case strings.ContainsAny(rest[:1], "=<>!~"):
 		p.version = rest
-		if v := pyExactRE.FindStringSubmatch(rest); v != nil && !strings.Contains(rest, "*") {
+		if v := pyExactRE().FindStringSubmatch(rest); v != nil && !strings.Contains(rest, "*") {
 			p.version, p.exact = v[1], true
 		}
 	default:
@@ -690,18 +728,18 @@ func parseRef(s string) (imageRef, string) {
 	name, digest, ok := cmdline.CutDigest(s)
 	if ok {
 		r.digest = digest
-		if !sha256RE.MatchString(r.digest) {
+		if !sha256RE().MatchString(r.digest) {
 			return r, "the image digest is not sha256:<64 lowercase hex digits>; pin the image by its sha256 digest"
 		}
 	}
 	name, tag, ok := cmdline.CutTag(name)
 	if ok {
 		r.tag = tag
-		if !tagRE.MatchString(r.tag) {
+		if !tagRE().MatchString(r.tag) {
 			return r, "the argument where the image belongs is not an image reference"
 		}
 	}
-	if len(name) > maxNameLen || !imageNameRE.MatchString(name) {
+	if len(name) > maxNameLen || !imageNameRE().MatchString(name) {
 		return r, "the argument where the image belongs is not an image reference"
 	}
 	r.name = name
@@ -799,7 +837,7 @@ var pyChangesInstall = cmdline.Set("--with", "-w", "--with-editable", "--with-re
 // pyName is the distribution name of a requirement: what precedes its
 // extras or version specifier.
 func pyName(req string) string {
-	if m := pyReqRE.FindStringSubmatch(req); m != nil {
+	if m := pyReqRE().FindStringSubmatch(req); m != nil {
 		return m[1]
 	}
 	return req

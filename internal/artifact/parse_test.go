@@ -110,6 +110,7 @@ func TestParseForms(t *testing.T) {
 		// Wrappers and programs
 		{[]string{"env", "API_KEY=" + token, "mcp-weather", "--verbose"}, "file program mcp-weather"},
 		{[]string{"env", "-i", "-u", "HOME", "PATH=/bin", "npx", "-y", "@acme/srv"}, "npm npx @acme/srv"},
+		{[]string{"env", "-uHOME", "--unset=PATH", "-C/srv", "--chdir=/srv", "npx", "-y", "@acme/srv"}, "npm npx @acme/srv"},
 		{[]string{"/usr/bin/env", "--", "node", "a.js"}, "file node a.js"},
 		{[]string{"env", "-S", "node a.js"}, "!"},
 		{[]string{"env", "-x", "node"}, "!"},

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // resolvePyPI finds the files of an exactly pinned Python package in the
@@ -181,7 +182,7 @@ func parseUVLock(b []byte) ([]uvPackage, error) {
 func appendHash(hs []string, v any) []string {
 	m, _ := v.(map[string]any)
 	h, _ := m["hash"].(string)
-	if sha256RE.MatchString(h) && !slices.Contains(hs, h) {
+	if sha256RE().MatchString(h) && !slices.Contains(hs, h) {
 		hs = append(hs, h)
 	}
 	return hs
@@ -346,7 +347,7 @@ func (t *toml) value(keep bool, depth int) (any, error) {
 	for j < len(t.s) && !strings.ContainsRune(",]}#\n\r\t", rune(t.s[j])) {
 		c := t.s[j]
 		if c == ' ' {
-			if !dateRE.MatchString(t.s[t.i:j]) || j+1 >= len(t.s) || t.s[j+1] < '0' || t.s[j+1] > '9' {
+			if !dateRE().MatchString(t.s[t.i:j]) || j+1 >= len(t.s) || t.s[j+1] < '0' || t.s[j+1] > '9' {
 				break
 			}
 		} else if c != '.' && c != ':' && c != '-' && c != '+' && c != '_' && !isAlnum(c) {
@@ -362,7 +363,7 @@ func (t *toml) value(keep bool, depth int) (any, error) {
 	return scalar(v), nil
 }
 
-var dateRE = regexp.MustCompile(`^[0-9]{4}-[0-9]{2}-[0-9]{2}$`)
+var dateRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[0-9]{4}-[0-9]{2}-[0-9]{2}$`) })
 
 // scalar is a number, boolean or date, as written.
 type scalar string

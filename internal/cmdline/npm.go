@@ -3,14 +3,15 @@ package cmdline
 import (
 	"regexp"
 	"strings"
+	"sync"
 )
 
 // npmVersionRE is what may follow a package name's '@': a version, a
 // range or a dist-tag.
-var npmVersionRE = regexp.MustCompile(`^[A-Za-z0-9._^~<>=*+|-]*$`)
+var npmVersionRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9._^~<>=*+|-]*$`) })
 
 // npmShorthandRE is a GitHub shorthand spec, user/repo[#ref].
-var npmShorthandRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9-]*/[A-Za-z0-9._-]+(#\S*)?$`)
+var npmShorthandRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9-]*/[A-Za-z0-9._-]+(#\S*)?$`) })
 
 // SplitNPM splits an npm package spec, name[@version] or
 // @scope/name[@version], at the '@' of its version: "@scope/name@1.2.3"
@@ -26,11 +27,11 @@ func SplitNPM(spec string) (name, version string) {
 // NPMVersion reports whether v can follow a package name's '@': a
 // version, a range or a dist-tag, or nothing.
 func NPMVersion(v string) bool {
-	return npmVersionRE.MatchString(v)
+	return npmVersionRE().MatchString(v)
 }
 
 // NPMShorthand reports whether spec is a GitHub shorthand spec,
 // user/repo[#ref], which npm fetches from GitHub.
 func NPMShorthand(spec string) bool {
-	return npmShorthandRE.MatchString(spec)
+	return npmShorthandRE().MatchString(spec)
 }

@@ -28,6 +28,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/etdi-dev/etdi"
 	"github.com/etdi-dev/etdi/internal/redact"
@@ -131,7 +132,7 @@ func (e *Entry) NotStarted() bool { return e.Disabled && e.HostHonoursDisabled =
 func (e *Entry) AddSecrets(s *redact.Set) {
 	for _, m := range []map[string]string{e.Env, e.Headers} {
 		for _, k := range sortedKeys(m) {
-			s.Add(varRE.Split(m[k], -1)...)
+			s.Add(varRE().Split(m[k], -1)...)
 		}
 	}
 	if e.URL != "" {
@@ -385,44 +386,7 @@ func loadData(path string, data []byte, host string, o Options) ([]Entry, error)
 	if v.Kind != etdi.Object {
 		return nil, fmt.Errorf("%s: not a JSON object", path)
 	}
-	// Each server list with its path from the root, to find where its
-	// entries are written.
-	type list struct {
-		v    *etdi.Value
-		path []string
-	}
-	var servers []list
-	if s := v.Get("mcpServers"); s != nil {
-		servers = append(servers, list{s, []string{"mcpServers"}})
-	}
-	if s := v.Get("servers"); s != nil && (host == VSCode || host == "") {
-		servers = append(servers, list{s, []string{"servers"}})
-		if host == "" {
-			host = VSCode
-		}
-	}
-	// VS Code's settings.json keeps them under "mcp": {"servers": {...}}.
-	if m := v.Get("mcp"); m != nil && m.Kind == etdi.Object && (host == VSCode || host == "") {
-		if s := m.Get("servers"); s != nil {
-			servers = append(servers, list{s, []string{"mcp", "servers"}})
-			host = VSCode
-		}
-	}
-	// Zed calls them context servers.
-	if s := v.Get("context_servers"); s != nil && (host == Zed || host == "") {
-		servers = append(servers, list{s, []string{"context_servers"}})
-		host = Zed
-	}
-	// Claude Code keeps per-project servers under projects[<dir>].
-	if p := v.Get("projects"); p != nil && p.Kind == etdi.Object && o.Cwd != "" {
-		if abs, err := filepath.Abs(o.Cwd); err == nil {
-			if proj := p.Get(abs); proj != nil && proj.Kind == etdi.Object {
-				if s := proj.Get("mcpServers"); s != nil {
-					servers = append(servers, list{s, []string{"projects", abs, "mcpServers"}})
-				}
-			}
-		}
-	}
+	servers, host := jsonServerLists(v, host, o.Cwd)
 	// The same text with every value's span: an entry's line is where its
 	// member name is written, in the server list it was read from.
 	spans, _ := ParseJSONC(data)
@@ -431,36 +395,94 @@ func loadData(path string, data []byte, host string, o Options) ([]Entry, error)
 		workspace = filepath.Dir(filepath.Dir(path))
 	}
 	r := resolver{home: o.Home, workspace: workspace, lookup: o.Lookup, inputs: o.Inputs, gate: &o.Gate, host: host, project: ProjectDir(path, o.Cwd)}
-	row := LaunchOf(host)
 	var out []Entry
 	for _, l := range servers {
-		s := l.v
-		if s.Kind != etdi.Object {
-			return nil, fmt.Errorf("%s: the server list is a %s, not an object", path, s.Kind)
+		entries, err := loadList(path, data, spans, l, host, &r)
+		if err != nil {
+			return nil, err
 		}
-		var listNode *Node
-		if spans != nil {
-			listNode = nodeAt(spans, l.path)
+		out = append(out, entries...)
+	}
+	return out, nil
+}
+
+// serverList is a server list of a JSON configuration, with its path from
+// the root, to find where its entries are written.
+type serverList struct {
+	v    *etdi.Value
+	path []string
+}
+
+// jsonServerLists returns the server lists of the JSON configuration v
+// of host ("" when unknown) and the host they show it is; cwd is the
+// directory whose per-project servers Claude Code would start.
+func jsonServerLists(v *etdi.Value, host, cwd string) ([]serverList, string) {
+	var servers []serverList
+	if s := v.Get("mcpServers"); s != nil {
+		servers = append(servers, serverList{s, []string{"mcpServers"}})
+	}
+	if s := v.Get("servers"); s != nil && (host == VSCode || host == "") {
+		servers = append(servers, serverList{s, []string{"servers"}})
+		if host == "" {
+			host = VSCode
 		}
-		for _, m := range s.Members {
-			var e Entry
-			off := disabledBy(m.Value)
-			if off != "" && row.DisabledFact(off) == Yes {
-				// The host does not start it; neither does etdi.
-				e = Entry{Name: m.Name, Host: host, File: path}
-			} else {
-				var err error
-				if e, err = entry(m.Name, m.Value, host, path, &r); err != nil {
-					return nil, err
+	}
+	// VS Code's settings.json keeps them under "mcp": {"servers": {...}}.
+	if m := v.Get("mcp"); m != nil && m.Kind == etdi.Object && (host == VSCode || host == "") {
+		if s := m.Get("servers"); s != nil {
+			servers = append(servers, serverList{s, []string{"mcp", "servers"}})
+			host = VSCode
+		}
+	}
+	// Zed calls them context servers.
+	if s := v.Get("context_servers"); s != nil && (host == Zed || host == "") {
+		servers = append(servers, serverList{s, []string{"context_servers"}})
+		host = Zed
+	}
+	// Claude Code keeps per-project servers under projects[<dir>].
+	if p := v.Get("projects"); p != nil && p.Kind == etdi.Object && cwd != "" {
+		if abs, err := filepath.Abs(cwd); err == nil {
+			if proj := p.Get(abs); proj != nil && proj.Kind == etdi.Object {
+				if s := proj.Get("mcpServers"); s != nil {
+					servers = append(servers, serverList{s, []string{"projects", abs, "mcpServers"}})
 				}
 			}
-			if off != "" {
-				e.Disabled, e.HostHonoursDisabled = true, row.DisabledFact(off)
-			}
-			e.Line = entryLine(data, listNode, m.Name)
-			e.Launch = launchDigest(path, m.Name, etdi.AppendCanonical(nil, m.Value))
-			out = append(out, e)
 		}
+	}
+	return servers, host
+}
+
+// loadList reads the entries of the server list l of the file path
+// (data, and spans its values' spans, nil when unknown).
+func loadList(path string, data []byte, spans *Node, l serverList, host string, r *resolver) ([]Entry, error) {
+	s := l.v
+	if s.Kind != etdi.Object {
+		return nil, fmt.Errorf("%s: the server list is a %s, not an object", path, s.Kind)
+	}
+	var listNode *Node
+	if spans != nil {
+		listNode = nodeAt(spans, l.path)
+	}
+	row := LaunchOf(host)
+	var out []Entry
+	for _, m := range s.Members {
+		var e Entry
+		off := disabledBy(m.Value)
+		if off != "" && row.DisabledFact(off) == Yes {
+			// The host does not start it; neither does etdi.
+			e = Entry{Name: m.Name, Host: host, File: path}
+		} else {
+			var err error
+			if e, err = entry(m.Name, m.Value, host, path, r); err != nil {
+				return nil, err
+			}
+		}
+		if off != "" {
+			e.Disabled, e.HostHonoursDisabled = true, row.DisabledFact(off)
+		}
+		e.Line = entryLine(data, listNode, m.Name)
+		e.Launch = launchDigest(path, m.Name, etdi.AppendCanonical(nil, m.Value))
+		out = append(out, e)
 	}
 	return out, nil
 }
@@ -584,24 +606,7 @@ func entry(name string, v *etdi.Value, host, file string, r *resolver) (Entry, e
 	if v.Kind != etdi.Object {
 		return e, fmt.Errorf("%s: server %q is a %s, not an object", file, name, v.Kind)
 	}
-	// Zed's older form nests the command: {"command": {"path", "args", "env"}}.
-	if c := v.Get("command"); c != nil && c.Kind == etdi.Object && host == Zed {
-		flat := &etdi.Value{Kind: etdi.Object}
-		for _, m := range v.Members {
-			if m.Name != "command" {
-				flat.Members = append(flat.Members, m)
-			}
-		}
-		for _, m := range c.Members {
-			switch m.Name {
-			case "path":
-				flat.Members = append(flat.Members, etdi.Member{Name: "command", Value: m.Value})
-			case "args", "env":
-				flat.Members = append(flat.Members, m)
-			}
-		}
-		v = flat
-	}
+	v = flattenZed(v, host)
 	str := func(key string) (string, error) {
 		f := v.Get(key)
 		if f == nil {
@@ -644,13 +649,54 @@ func entry(name string, v *etdi.Value, host, file string, r *resolver) (Entry, e
 		return e, err
 	}
 	m.typ, m.hasType = typ, v.Get("type") != nil
+	if err := readArgsEnvHeaders(&e, v, file, r); err != nil {
+		return e, err
+	}
+	l := LaunchOf(host)
+	e.apply(l.decide(m), urls)
+	if e.Transport == "stdio" {
+		e.lookThrough(r.lookup, r.gate, r.workspace, writtenOf(v))
+		e.wrappedTransport()
+		e.resolveProgram(l, r.project, r.lookup)
+	}
+	return e, nil
+}
+
+// flattenZed returns the entry v of host with Zed's older form, which
+// nests the command ({"command": {"path", "args", "env"}}), flattened.
+func flattenZed(v *etdi.Value, host string) *etdi.Value {
+	c := v.Get("command")
+	if c == nil || c.Kind != etdi.Object || host != Zed {
+		return v
+	}
+	flat := &etdi.Value{Kind: etdi.Object}
+	for _, m := range v.Members {
+		if m.Name != "command" {
+			flat.Members = append(flat.Members, m)
+		}
+	}
+	for _, m := range c.Members {
+		switch m.Name {
+		case "path":
+			flat.Members = append(flat.Members, etdi.Member{Name: "command", Value: m.Value})
+		case "args", "env":
+			flat.Members = append(flat.Members, m)
+		}
+	}
+	return flat
+}
+
+// readArgsEnvHeaders reads the args, env and headers of the entry v into
+// e, their variables expanded by r.
+func readArgsEnvHeaders(e *Entry, v *etdi.Value, file string, r *resolver) error {
+	name := e.Name
 	if a := v.Get("args"); a != nil {
 		if a.Kind != etdi.Array {
-			return e, fmt.Errorf("%s: server %q: args is a %s, not an array", file, name, a.Kind)
+			return fmt.Errorf("%s: server %q: args is a %s, not an array", file, name, a.Kind)
 		}
 		for i, x := range a.Elems {
 			if x.Kind != etdi.String {
-				return e, fmt.Errorf("%s: server %q: args[%d] is a %s, not a string", file, name, i, x.Kind)
+				return fmt.Errorf("%s: server %q: args[%d] is a %s, not a string", file, name, i, x.Kind)
 			}
 			e.Args = append(e.Args, r.expand(x.Str, &e.Problems, fmt.Sprintf("args[%d]", i)))
 		}
@@ -661,12 +707,12 @@ func entry(name string, v *etdi.Value, host, file string, r *resolver) (Entry, e
 			continue
 		}
 		if obj.Kind != etdi.Object {
-			return e, fmt.Errorf("%s: server %q: %s is a %s, not an object", file, name, key, obj.Kind)
+			return fmt.Errorf("%s: server %q: %s is a %s, not an object", file, name, key, obj.Kind)
 		}
 		m := map[string]string{}
 		for _, mem := range obj.Members {
 			if mem.Value.Kind != etdi.String {
-				return e, fmt.Errorf("%s: server %q: %s.%s is a %s, not a string", file, name, key, mem.Name, mem.Value.Kind)
+				return fmt.Errorf("%s: server %q: %s.%s is a %s, not a string", file, name, key, mem.Name, mem.Value.Kind)
 			}
 			m[mem.Name] = r.expand(mem.Value.Str, &e.Problems, key+"."+mem.Name)
 		}
@@ -676,14 +722,7 @@ func entry(name string, v *etdi.Value, host, file string, r *resolver) (Entry, e
 			e.Headers = m
 		}
 	}
-	l := LaunchOf(host)
-	e.apply(l.decide(m), urls)
-	if e.Transport == "stdio" {
-		e.lookThrough(r.lookup, r.gate, r.workspace, writtenOf(v))
-		e.wrappedTransport()
-		e.resolveProgram(l, r.project, r.lookup)
-	}
-	return e, nil
+	return nil
 }
 
 // wrappedTransport is the transport of the server behind a wrapped
@@ -746,10 +785,10 @@ type resolver struct {
 	host, project string
 }
 
-var varRE = regexp.MustCompile(`\$\{([^}]*)\}`)
+var varRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\$\{([^}]*)\}`) })
 
 // geminiVarRE is Gemini CLI's: ${...} and the bare $NAME.
-var geminiVarRE = regexp.MustCompile(`\$(?:\w+|\{[^}]*\})`)
+var geminiVarRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\$(?:\w+|\{[^}]*\})`) })
 
 // expand resolves variables in s; unresolvable ones become problems and
 // stay as written. Gemini CLI also expands $NAME, leaving an unset one as
@@ -759,7 +798,7 @@ func (r *resolver) expand(s string, problems *[]string, where string) string {
 	if r.host == Gemini {
 		re = geminiVarRE
 	}
-	return re.ReplaceAllStringFunc(s, func(m string) string {
+	return re().ReplaceAllStringFunc(s, func(m string) string {
 		if !strings.HasPrefix(m, "${") {
 			if v, ok := lookupOrNil(r.lookup, m[1:]); ok {
 				return v
@@ -818,11 +857,6 @@ func isEnvName(s string) bool {
 func StripJSONC(data []byte) []byte {
 	out := make([]byte, len(data))
 	copy(out, data)
-	blank := func(i int) {
-		if out[i] != '\n' && out[i] != '\r' {
-			out[i] = ' '
-		}
-	}
 	inStr, esc := false, false
 	lastComma := -1 // offset of a comma that only blanks may follow so far
 	for i := 0; i < len(data); i++ {
@@ -843,25 +877,9 @@ func StripJSONC(data []byte) []byte {
 			inStr = true
 			lastComma = -1
 		case c == '/' && i+1 < len(data) && data[i+1] == '/':
-			for i < len(data) && data[i] != '\n' {
-				blank(i)
-				i++
-			}
+			i = blankLineComment(data, out, i)
 		case c == '/' && i+1 < len(data) && data[i+1] == '*':
-			blank(i)
-			blank(i + 1)
-			i += 2
-			for i < len(data) && !(data[i] == '*' && i+1 < len(data) && data[i+1] == '/') {
-				blank(i)
-				i++
-			}
-			if i < len(data) {
-				blank(i)
-				if i+1 < len(data) {
-					blank(i + 1)
-				}
-				i++
-			}
+			i = blankBlockComment(data, out, i)
 		case c == ',':
 			lastComma = i
 		case c == '}' || c == ']':
@@ -875,6 +893,44 @@ func StripJSONC(data []byte) []byte {
 		}
 	}
 	return out
+}
+
+// blankOut turns out[i] into a space unless it is a line break.
+func blankOut(out []byte, i int) {
+	if out[i] != '\n' && out[i] != '\r' {
+		out[i] = ' '
+	}
+}
+
+// blankLineComment blanks in out the // comment of data at i and returns
+// the offset of the line break that ends it (or len(data)).
+func blankLineComment(data, out []byte, i int) int {
+	for i < len(data) && data[i] != '\n' {
+		blankOut(out, i)
+		i++
+	}
+	return i
+}
+
+// blankBlockComment blanks in out the /* */ comment of data at i and
+// returns the offset of its last byte (or len(data) when it is not
+// closed).
+func blankBlockComment(data, out []byte, i int) int {
+	blankOut(out, i)
+	blankOut(out, i+1)
+	i += 2
+	for i < len(data) && !(data[i] == '*' && i+1 < len(data) && data[i+1] == '/') {
+		blankOut(out, i)
+		i++
+	}
+	if i < len(data) {
+		blankOut(out, i)
+		if i+1 < len(data) {
+			blankOut(out, i+1)
+		}
+		i++
+	}
+	return i
 }
 
 // ErrNoConfig is returned when no configuration file is found.

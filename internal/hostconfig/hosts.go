@@ -217,37 +217,7 @@ func (l *Launch) decide(m members) decision {
 		return d
 	}
 	if len(urls) > 0 {
-		// In the host's order of precedence.
-		for _, k := range l.URLKeys {
-			for _, u := range urls {
-				if u == k && d.url == "" {
-					d.url = u
-				}
-			}
-		}
-		for _, u := range urls {
-			if u != d.url {
-				d.ignored = append(d.ignored, u)
-			}
-		}
-		if m.command {
-			d.ignored = append(d.ignored, "command")
-		}
-		d.transport = "http"
-		switch {
-		case typed == "stdio":
-			d.ambiguous = fmt.Sprintf("its type is %q, but it names a server by %s and no command", m.typ, d.url)
-			return d
-		case typed == "sse" && l.Host == Gemini && d.url == "httpUrl":
-			d.ambiguous = fmt.Sprintf("its type is %q, but %s is Streamable HTTP to %s", m.typ, d.url, l.Name)
-			return d
-		case typed == "sse":
-			d.transport = "sse"
-		case l.Host == Gemini && d.url == "url" && !m.hasType:
-			// Gemini CLI tries Streamable HTTP, then SSE; older versions
-			// speak SSE to url alone.
-			d.transport = "sse"
-		}
+		l.decideURL(&d, m, urls, typed)
 		return d
 	}
 	if m.command {
@@ -258,6 +228,41 @@ func (l *Launch) decide(m members) decision {
 		d.transport = "stdio"
 	}
 	return d
+}
+
+// decideURL completes d for an entry m that names a server by one of
+// urls (those host l reads): the URL it connects to, in the host's order
+// of precedence, the members it ignores, and the transport (typed is the
+// entry's type as the host reads it).
+func (l *Launch) decideURL(d *decision, m members, urls []string, typed string) {
+	for _, k := range l.URLKeys {
+		for _, u := range urls {
+			if u == k && d.url == "" {
+				d.url = u
+			}
+		}
+	}
+	for _, u := range urls {
+		if u != d.url {
+			d.ignored = append(d.ignored, u)
+		}
+	}
+	if m.command {
+		d.ignored = append(d.ignored, "command")
+	}
+	d.transport = "http"
+	switch {
+	case typed == "stdio":
+		d.ambiguous = fmt.Sprintf("its type is %q, but it names a server by %s and no command", m.typ, d.url)
+	case typed == "sse" && l.Host == Gemini && d.url == "httpUrl":
+		d.ambiguous = fmt.Sprintf("its type is %q, but %s is Streamable HTTP to %s", m.typ, d.url, l.Name)
+	case typed == "sse":
+		d.transport = "sse"
+	case l.Host == Gemini && d.url == "url" && !m.hasType:
+		// Gemini CLI tries Streamable HTTP, then SSE; older versions
+		// speak SSE to url alone.
+		d.transport = "sse"
+	}
 }
 
 // DisabledFact says whether the host keeps an entry from starting: Yes

@@ -120,25 +120,18 @@ func programFiles(command, file, cwd, workspace string, env map[string]string, l
 	} else if strings.Contains(path, "${") {
 		return nil, "the PATH of its env is written with a placeholder, which hosts expand differently (some not at all)"
 	}
+	return searchPath(command, path, fromEnv, dir, cwd, workspace)
+}
+
+// searchPath returns the programs named command a host finds on path
+// (from the entry's env when fromEnv), as programFiles says, or why it
+// cannot tell.
+func searchPath(command, path string, fromEnv bool, dir, cwd, workspace string) ([]string, string) {
 	names := []string{command}
 	if goos == "windows" && filepath.Ext(command) == "" {
 		// As Node's hosts (libuv) try them: the name, then .com, then
 		// .exe; others try .cmd and .bat.
 		names = []string{command, command + ".com", command + ".exe", command + ".cmd", command + ".bat"}
-	}
-	// in returns the programs of those names in folder d.
-	in := func(d string) []string {
-		var out []string
-		for _, n := range names {
-			p := filepath.Join(d, n)
-			if networkPath(p) {
-				continue
-			}
-			if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && (goos == "windows" || fi.Mode().Perm()&0o111 != 0) {
-				out = append(out, p)
-			}
-		}
-		return out
 	}
 	// On Windows, Node's hosts look in the folder they start the program
 	// in before PATH: a program there (the repository's) is started
@@ -146,7 +139,7 @@ func programFiles(command, file, cwd, workspace string, env map[string]string, l
 	var here []string
 	if goos == "windows" {
 		for _, d := range relativeFiles(".", dir, cwd, workspace) {
-			here = append(here, in(d)...)
+			here = append(here, programsIn(d, names)...)
 		}
 	}
 	for _, d := range filepath.SplitList(path) {
@@ -156,7 +149,7 @@ func programFiles(command, file, cwd, workspace string, env map[string]string, l
 		if fromEnv && networkPath(d) {
 			return nil, fmt.Sprintf("the PATH of its env holds the network folder %q, which etdi does not open", d)
 		}
-		if found := in(d); len(found) > 0 {
+		if found := programsIn(d, names); len(found) > 0 {
 			return append(here, found...), ""
 		}
 	}
@@ -164,6 +157,21 @@ func programFiles(command, file, cwd, workspace string, env map[string]string, l
 		return here, ""
 	}
 	return nil, "it is not found on PATH"
+}
+
+// programsIn returns the programs of those names in folder d.
+func programsIn(d string, names []string) []string {
+	var out []string
+	for _, n := range names {
+		p := filepath.Join(d, n)
+		if networkPath(p) {
+			continue
+		}
+		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && (goos == "windows" || fi.Mode().Perm()&0o111 != 0) {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // relativeFiles returns relative path p from every folder the host may
@@ -321,31 +329,8 @@ func parseRun(args []string) (runSpec, error) {
 			i++
 			val = args[i]
 		}
-		switch flag {
-		case "--bundle":
-			s.bundle = val
-		case "--url":
-			s.url, s.urlIndex = val, i
-		case "--trust":
-			s.trust, s.hasTrust = val, true
-		case "--pins":
-			s.pins, s.hasPins = val, true
-		case "--lock":
-			s.lock = val
-		case "--cedar":
-			s.cedar = append(s.cedar, val)
-		case "--header":
-			name, v, ok := strings.Cut(val, ":")
-			if !ok {
-				return s, fmt.Errorf("--header wants \"Name: value\"")
-			}
-			s.headers = append(s.headers, [2]string{strings.TrimSpace(name), strings.TrimSpace(v)})
-		case "--header-env":
-			name, variable, ok := strings.Cut(val, "=")
-			if !ok || name == "" || variable == "" {
-				return s, fmt.Errorf("--header-env %q: want Name=VARIABLE", val)
-			}
-			s.headerEnv = append(s.headerEnv, [2]string{name, variable})
+		if err := s.set(flag, val, i); err != nil {
+			return s, err
 		}
 	}
 	switch {
@@ -357,6 +342,37 @@ func parseRun(args []string) (runSpec, error) {
 		return s, fmt.Errorf("neither -- CMD nor --url")
 	}
 	return s, nil
+}
+
+// set records the value val of flag, the argument at index i.
+func (s *runSpec) set(flag, val string, i int) error {
+	switch flag {
+	case "--bundle":
+		s.bundle = val
+	case "--url":
+		s.url, s.urlIndex = val, i
+	case "--trust":
+		s.trust, s.hasTrust = val, true
+	case "--pins":
+		s.pins, s.hasPins = val, true
+	case "--lock":
+		s.lock = val
+	case "--cedar":
+		s.cedar = append(s.cedar, val)
+	case "--header":
+		name, v, ok := strings.Cut(val, ":")
+		if !ok {
+			return fmt.Errorf("--header wants \"Name: value\"")
+		}
+		s.headers = append(s.headers, [2]string{strings.TrimSpace(name), strings.TrimSpace(v)})
+	case "--header-env":
+		name, variable, ok := strings.Cut(val, "=")
+		if !ok || name == "" || variable == "" {
+			return fmt.Errorf("--header-env %q: want Name=VARIABLE", val)
+		}
+		s.headerEnv = append(s.headerEnv, [2]string{name, variable})
+	}
+	return nil
 }
 
 // lookThrough turns an entry that runs the user's etdi (g.Etdi) with

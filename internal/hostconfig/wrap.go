@@ -135,25 +135,8 @@ func Wrap(path string, data []byte, o WrapOptions) (*Result, error) {
 	if o.Host == "" {
 		o.Host = GuessHost(path)
 	}
-	if strings.Contains(o.Etdi, "${") || strings.ContainsAny(o.Etdi, "\x00\n\r") || o.Etdi == "" {
-		return nil, fmt.Errorf("etdi program path %q cannot be written into a host configuration", o.Etdi)
-	}
-	if o.Bundle != "" && (o.Name == "" || !writablePath(o.Bundle)) {
-		return nil, fmt.Errorf("a bundle is given for one entry (a name), by an absolute path that a host configuration can hold: %q", o.Bundle)
-	}
-	for _, p := range []string{o.Trust, o.Pins} {
-		if p != "" && !writablePath(p) {
-			return nil, fmt.Errorf("the trust policy and pin database are given by absolute paths that a host configuration can hold: %q", p)
-		}
-	}
-	if !IsEtdiRun(o.Etdi, []string{"run"}) {
-		// An entry of another program that runs etdi is still wrapped
-		// (it is known by the file), but one named etdi is what a person
-		// reading the file recognizes.
-		return nil, fmt.Errorf("the etdi program %q is not named etdi (or etdi.exe); install or link it as etdi, or name one with --etdi", o.Etdi)
-	}
-	if fi, err := os.Stat(o.Etdi); err != nil || !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("the etdi program %q is not a file the host can start; give the etdi you run with --etdi PATH", o.Etdi)
+	if err := checkWrapOptions(o); err != nil {
+		return nil, err
 	}
 	o.Gate.Etdi = append(append([]string(nil), o.Gate.Etdi...), o.Etdi)
 	o.file = path
@@ -176,6 +159,61 @@ func Wrap(path string, data []byte, o WrapOptions) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	fileEdits, err := recordEdits(data, eds, o, res)
+	if err != nil {
+		return nil, err
+	}
+	res.Data, res.Changes, err = applyChanges(data, fileEdits)
+	if err != nil {
+		return nil, err
+	}
+	if len(eds) > 0 {
+		after, err := loadData(path, res.Data, o.Host, lo)
+		if err != nil {
+			return nil, fmt.Errorf("%s: the rewritten file would not read back (%v); nothing changed", path, err)
+		}
+		wrapped := map[string]bool{}
+		for _, ed := range eds {
+			wrapped[ed.path[len(ed.path)-1]] = true
+		}
+		if err := sameServers(before, after, wrapped); err != nil {
+			return nil, fmt.Errorf("%s: %v; nothing changed", path, err)
+		}
+	}
+	return res, nil
+}
+
+// checkWrapOptions refuses what Wrap cannot write into a host
+// configuration: an etdi program, bundle, trust policy or pin database
+// given by a path a host would read differently, or a program that is not
+// an etdi the host can start.
+func checkWrapOptions(o WrapOptions) error {
+	if strings.Contains(o.Etdi, "${") || strings.ContainsAny(o.Etdi, "\x00\n\r") || o.Etdi == "" {
+		return fmt.Errorf("etdi program path %q cannot be written into a host configuration", o.Etdi)
+	}
+	if o.Bundle != "" && (o.Name == "" || !writablePath(o.Bundle)) {
+		return fmt.Errorf("a bundle is given for one entry (a name), by an absolute path that a host configuration can hold: %q", o.Bundle)
+	}
+	for _, p := range []string{o.Trust, o.Pins} {
+		if p != "" && !writablePath(p) {
+			return fmt.Errorf("the trust policy and pin database are given by absolute paths that a host configuration can hold: %q", p)
+		}
+	}
+	if !IsEtdiRun(o.Etdi, []string{"run"}) {
+		// An entry of another program that runs etdi is still wrapped
+		// (it is known by the file), but one named etdi is what a person
+		// reading the file recognizes.
+		return fmt.Errorf("the etdi program %q is not named etdi (or etdi.exe); install or link it as etdi, or name one with --etdi", o.Etdi)
+	}
+	if fi, err := os.Stat(o.Etdi); err != nil || !fi.Mode().IsRegular() {
+		return fmt.Errorf("the etdi program %q is not a file the host can start; give the etdi you run with --etdi PATH", o.Etdi)
+	}
+	return nil
+}
+
+// recordEdits returns the edits of the file that wrap the entries eds,
+// each reduced to the bytes it changes, and adds a Record of each to res.
+func recordEdits(data []byte, eds []entryEdit, o WrapOptions, res *Result) ([]Edit, error) {
 	var fileEdits []Edit
 	for _, ed := range eds {
 		old := data[ed.start:ed.end]
@@ -199,24 +237,7 @@ func Wrap(path string, data []byte, o WrapOptions) (*Result, error) {
 		})
 		fileEdits = append(fileEdits, Edit{ed.start + p, ed.end - s, string(nu[p : len(nu)-s])})
 	}
-	res.Data, res.Changes, err = applyChanges(data, fileEdits)
-	if err != nil {
-		return nil, err
-	}
-	if len(eds) > 0 {
-		after, err := loadData(path, res.Data, o.Host, lo)
-		if err != nil {
-			return nil, fmt.Errorf("%s: the rewritten file would not read back (%v); nothing changed", path, err)
-		}
-		wrapped := map[string]bool{}
-		for _, ed := range eds {
-			wrapped[ed.path[len(ed.path)-1]] = true
-		}
-		if err := sameServers(before, after, wrapped); err != nil {
-			return nil, fmt.Errorf("%s: %v; nothing changed", path, err)
-		}
-	}
-	return res, nil
+	return fileEdits, nil
 }
 
 // sameServers checks that every entry of after starts what the entry at
@@ -414,10 +435,26 @@ func refuse(format string, a ...any) ([]Edit, string, string) {
 }
 
 func wrapJSONEntry(data []byte, name string, v *Node, host string, o WrapOptions) ([]Edit, string, string) {
-	etdiPath := o.Etdi
 	if v.Kind != '{' {
 		return refuse("the entry is not an object")
 	}
+	if edits, status, reason, done := wrapJSONRefusal(data, name, v, host, o); done {
+		return edits, status, reason
+	}
+	obj, cmdKey := v, "command"
+	if c := v.Get("command"); c != nil && c.Kind == '{' && host == Zed {
+		obj, cmdKey = c, "path"
+	}
+	if cmd := obj.Get(cmdKey); cmd != nil {
+		return wrapJSONCommand(data, name, cmd, cmdKey, obj.Get("args"), o)
+	}
+	return wrapJSONURL(data, name, v, host, o)
+}
+
+// wrapJSONRefusal decides, before anything is wrapped, whether the entry
+// v is left alone: turned off where the host honours it, ambiguous about
+// its server, or named with a placeholder. done says it decided.
+func wrapJSONRefusal(data []byte, name string, v *Node, host string, o WrapOptions) (edits []Edit, status, reason string, done bool) {
 	l := LaunchOf(host)
 	// Turned off: left alone where the host is known to honour it;
 	// wrapped like any other where the host may start it anyway.
@@ -428,7 +465,7 @@ func wrapJSONEntry(data []byte, name string, v *Node, host string, o WrapOptions
 		off = `"enabled": false`
 	}
 	if off != "" && l.DisabledFact(off) == Yes {
-		return nil, StatusDisabled, fmt.Sprintf("%s does not start it (%s)", l.Name, off)
+		return nil, StatusDisabled, fmt.Sprintf("%s does not start it (%s)", l.Name, off), true
 	}
 	m := members{command: v.Get("command") != nil}
 	for _, mem := range v.Members {
@@ -446,54 +483,58 @@ func wrapJSONEntry(data []byte, name string, v *Node, host string, o WrapOptions
 		}
 	}
 	if d := l.decide(m); d.ambiguous != "" {
-		return refuse("%s: entry %q is ambiguous for %s: %s; etdi checks and wraps only an entry whose server is established: keep either the command or the URL (and a type that agrees)", o.file, name, l.Name, d.ambiguous)
+		edits, status, reason = refuse("%s: entry %q is ambiguous for %s: %s; etdi checks and wraps only an entry whose server is established: keep either the command or the URL (and a type that agrees)", o.file, name, l.Name, d.ambiguous)
+		return edits, status, reason, true
 	} else if d.url != "" && m.command {
-		return refuse("%s: entry %q has a command and %s, and %s connects to %s and never starts the command: remove the command and its args (or the URL), then wrap it", o.file, name, d.url, l.Name, d.url)
+		edits, status, reason = refuse("%s: entry %q has a command and %s, and %s connects to %s and never starts the command: remove the command and its args (or the URL), then wrap it", o.file, name, d.url, l.Name, d.url)
+		return edits, status, reason, true
 	}
 	if strings.Contains(name, "${") {
-		return refuse("its name %q holds a ${...} placeholder, which the host would expand in the arguments", name)
+		edits, status, reason = refuse("its name %q holds a ${...} placeholder, which the host would expand in the arguments", name)
+		return edits, status, reason, true
 	}
-	obj, cmdKey := v, "command"
-	if c := v.Get("command"); c != nil && c.Kind == '{' && host == Zed {
-		obj, cmdKey = c, "path"
+	return nil, "", "", false
+}
+
+// wrapJSONCommand wraps an entry that starts the command cmd (the member
+// cmdKey) with args (nil when absent): etdi run's arguments go in front
+// of the server's own, which stay as written (comments included).
+func wrapJSONCommand(data []byte, name string, cmd *Node, cmdKey string, args *Node, o WrapOptions) ([]Edit, string, string) {
+	if cmd.Kind != '"' {
+		return refuse("%s is not a string", cmdKey)
 	}
-	cmd := obj.Get(cmdKey)
-	args := obj.Get("args")
-	if cmd != nil {
-		if cmd.Kind != '"' {
-			return refuse("%s is not a string", cmdKey)
+	var argTexts, argStrs []string
+	if args != nil {
+		if args.Kind != '[' {
+			return refuse("args is not an array")
 		}
-		var argTexts, argStrs []string
-		if args != nil {
-			if args.Kind != '[' {
-				return refuse("args is not an array")
+		for i, a := range args.Elems {
+			if a.Kind != '"' {
+				return refuse("args[%d] is not a string", i)
 			}
-			for i, a := range args.Elems {
-				if a.Kind != '"' {
-					return refuse("args[%d] is not a string", i)
-				}
-				argTexts = append(argTexts, text(data, a))
-				argStrs = append(argStrs, a.Str)
-			}
+			argTexts = append(argTexts, text(data, a))
+			argStrs = append(argStrs, a.Str)
 		}
-		if status, reason, ok := o.alreadyWrapped(name, cmd.Str, argStrs); ok {
-			return nil, status, reason
-		}
-		// etdi run's arguments go in front of the server's own, which
-		// stay as written (comments included).
-		head := runArgs(name, o) + `, "--", ` + text(data, cmd)
-		edits := []Edit{{cmd.Start, cmd.End, jsonString(etdiPath)}}
-		if args != nil {
-			if len(argTexts) > 0 {
-				head += sep(data, args.Start+1)
-			}
-			edits = append(edits, Edit{args.Start + 1, args.Start + 1, head})
-		} else {
-			edits = append(edits, Edit{cmd.End, cmd.End, `, "args": [` + head + "]"})
-		}
-		return edits, StatusWrapped, ""
 	}
-	// A remote server: etdi run reaches it with --url.
+	if status, reason, ok := o.alreadyWrapped(name, cmd.Str, argStrs); ok {
+		return nil, status, reason
+	}
+	head := runArgs(name, o) + `, "--", ` + text(data, cmd)
+	edits := []Edit{{cmd.Start, cmd.End, jsonString(o.Etdi)}}
+	if args != nil {
+		if len(argTexts) > 0 {
+			head += sep(data, args.Start+1)
+		}
+		edits = append(edits, Edit{args.Start + 1, args.Start + 1, head})
+	} else {
+		edits = append(edits, Edit{cmd.End, cmd.End, `, "args": [` + head + "]"})
+	}
+	return edits, StatusWrapped, ""
+}
+
+// wrapJSONURL wraps an entry of a remote server: etdi run reaches it
+// with --url, and its headers move to the environment of etdi run.
+func wrapJSONURL(data []byte, name string, v *Node, host string, o WrapOptions) ([]Edit, string, string) {
 	var urlMember *NodeMember
 	for _, key := range []string{"url", "serverUrl", "httpUrl"} {
 		if m := v.Member(key); m != nil {
@@ -524,37 +565,57 @@ func wrapJSONEntry(data []byte, name string, v *Node, host string, o WrapOptions
 		return refuse("Gemini CLI's url is the SSE transport, which etdi run does not speak; use httpUrl")
 	}
 	list := "[" + runArgs(name, o) + `, "--url", ` + text(data, urlMember.Value)
-	envText := ""
-	if h := v.Member("headers"); h != nil {
-		if h.Value.Kind != '{' {
-			return refuse("headers is not an object")
-		}
-		if len(h.Value.Members) > 0 && v.Get("env") != nil {
-			return refuse("it has both headers and env; etdi would have to merge them")
-		}
-		var members []string
-		for i, hm := range h.Value.Members {
-			if hm.Value.Kind != '"' {
-				return refuse("headers.%s is not a string", hm.Name)
-			}
-			if !isHeaderName(hm.Name) {
-				return refuse("header name %q is not a valid HTTP header name", hm.Name)
-			}
-			variable := fmt.Sprintf("ETDI_HEADER_%d", i+1)
-			list += `, "--header-env", ` + jsonString(hm.Name+"="+variable)
-			members = append(members, jsonString(variable)+": "+text(data, hm.Value))
-		}
-		if len(members) > 0 {
-			envText = `"env": {` + strings.Join(members, ", ") + "}"
-			edits = append(edits, Edit{h.NameStart, h.Value.End, envText})
-		}
+	headerArgs, headerEdit, status, reason := wrapJSONHeaders(data, v)
+	if status != "" {
+		return nil, status, reason
+	}
+	list += headerArgs
+	if headerEdit != nil {
+		edits = append(edits, *headerEdit)
 	}
 	list += "]"
-	edits = append(edits, Edit{urlMember.NameStart, urlMember.Value.End, `"command": ` + jsonString(etdiPath) + `, "args": ` + list})
+	edits = append(edits, Edit{urlMember.NameStart, urlMember.Value.End, `"command": ` + jsonString(o.Etdi) + `, "args": ` + list})
 	if v.Get("command") != nil || v.Get("args") != nil {
 		return refuse("it has args or command next to its URL")
 	}
 	return edits, StatusWrapped, ""
+}
+
+// wrapJSONHeaders turns the headers of a remote entry v into --header-env
+// arguments of etdi run (args) and the edit that replaces the headers
+// member with an env member holding their values (nil without headers);
+// a status is a refusal, with its reason.
+func wrapJSONHeaders(data []byte, v *Node) (args string, edit *Edit, status, reason string) {
+	h := v.Member("headers")
+	if h == nil {
+		return "", nil, "", ""
+	}
+	if h.Value.Kind != '{' {
+		_, status, reason = refuse("headers is not an object")
+		return "", nil, status, reason
+	}
+	if len(h.Value.Members) > 0 && v.Get("env") != nil {
+		_, status, reason = refuse("it has both headers and env; etdi would have to merge them")
+		return "", nil, status, reason
+	}
+	var members []string
+	for i, hm := range h.Value.Members {
+		if hm.Value.Kind != '"' {
+			_, status, reason = refuse("headers.%s is not a string", hm.Name)
+			return "", nil, status, reason
+		}
+		if !isHeaderName(hm.Name) {
+			_, status, reason = refuse("header name %q is not a valid HTTP header name", hm.Name)
+			return "", nil, status, reason
+		}
+		variable := fmt.Sprintf("ETDI_HEADER_%d", i+1)
+		args += `, "--header-env", ` + jsonString(hm.Name+"="+variable)
+		members = append(members, jsonString(variable)+": "+text(data, hm.Value))
+	}
+	if len(members) == 0 {
+		return args, nil, "", ""
+	}
+	return args, &Edit{h.NameStart, h.Value.End, `"env": {` + strings.Join(members, ", ") + "}"}, "", ""
 }
 
 // isHeaderName reports an RFC 9110 token.
@@ -673,9 +734,8 @@ func Unwrap(path string, data []byte, o UnwrapOptions) (*Result, error) {
 			recs[key(r.Path)] = r
 		}
 	}
-	res := &Result{}
-	var edits []Edit
-	unwrapped := map[string]bool{}
+	u := &unwrapping{data: data, host: o.Host, res: &Result{}, unwrapped: map[string]bool{}}
+	res := u.res
 	used := map[string]bool{}
 	for _, p := range places {
 		name := p.path[len(p.path)-1]
@@ -684,74 +744,9 @@ func Unwrap(path string, data []byte, o UnwrapOptions) (*Result, error) {
 		}
 		r, hasRec := recs[key(p.path)]
 		used[key(p.path)] = true
-		keep := func() {
-			if hasRec {
-				res.Records = append(res.Records, r)
-			}
-		}
-		es := seen[name]
-		if hasRec && p.ok {
-			cur := data[p.start:p.end]
-			if len(cur) == r.Prefix+len(r.Original)+r.Suffix && string(cur[r.Prefix:r.Prefix+len(r.Original)]) == r.Original {
-				res.Outcomes = append(res.Outcomes, Outcome{name, StatusNotWrapped, "it already has its original text"})
-				continue
-			}
-			// Exactly as wrap wrote it, and running the user's etdi: the
-			// original bytes, comments and all.
-			if len(es) == 1 && es[0].Wrapped && digest(cur) == r.WrappedSHA256 && r.Prefix+r.Suffix+len(r.Wrapped) == len(cur) {
-				edits = append(edits, Edit{p.start + r.Prefix, p.end - r.Suffix, r.Original})
-				res.Outcomes = append(res.Outcomes, Outcome{name, StatusUnwrapped, ""})
-				unwrapped[name] = true
-				continue
-			}
-		}
-		if len(es) != 1 {
-			if hasRec {
-				res.Outcomes = append(res.Outcomes, Outcome{name, StatusRefused, "etdi reads no single entry of this name (a disabled entry is not read); restore it by hand"})
-				keep()
-			}
-			continue
-		}
-		e := es[0]
-		switch {
-		case e.Imitation != "":
-			res.Outcomes = append(res.Outcomes, Outcome{name, StatusRefused, e.Imitation + "; etdi unwraps only entries that run your etdi (if that program is an etdi of yours, give it with --etdi)"})
-			keep()
-			continue
-		case !e.Wrapped:
-			if hasRec {
-				res.Outcomes = append(res.Outcomes, Outcome{name, StatusNotWrapped, "it no longer runs etdi run"})
-			}
-			continue
-		case runProblem(e) != "":
-			res.Outcomes = append(res.Outcomes, Outcome{name, StatusRefused, runProblem(e) + "; restore it by hand: the server is what follows -- (or --url) in its arguments"})
-			keep()
-			continue
-		}
-		var eds []Edit
-		var why string
-		if p.node != nil {
-			eds, why = unwrapJSONEntry(data, p.node, o.Host)
-		} else if p.ok {
-			eds, why = unwrapCodexEntry(data, p.start, p.end, p.table)
-		} else {
-			why = fmt.Sprintf("it is not written as one [mcp_servers.%s] table; etdi edits only that form", name)
-		}
-		if why != "" {
-			res.Outcomes = append(res.Outcomes, Outcome{name, StatusRefused, why + "; restore it by hand: the server is what follows -- (or --url) in its arguments"})
-			keep()
-			continue
-		}
-		edits = append(edits, eds...)
-		reason := ""
-		if hasRec && r.Server != "" && r.Server != serverDigest(e) {
-			// Someone changed what the gate starts after wrap: the user
-			// gets back another server than the one wrapped.
-			reason = "the server it starts changed since etdi wrap (its command, arguments, URL, headers or env are not those wrapped): restored as it runs now, not as it was; check it with etdi check --config before the host starts it"
-		}
-		res.Outcomes = append(res.Outcomes, Outcome{name, StatusUnwrapped, reason})
-		unwrapped[name] = true
+		u.entry(p, name, seen[name], r, hasRec)
 	}
+	edits, unwrapped := u.edits, u.unwrapped
 	for _, r := range o.Records {
 		if len(r.Path) == 0 || used[key(r.Path)] {
 			continue
@@ -775,6 +770,95 @@ func Unwrap(path string, data []byte, o UnwrapOptions) (*Result, error) {
 		}
 	}
 	return res, nil
+}
+
+// unwrapping is an Unwrap under way: the file's text, its host, and what
+// is decided so far.
+type unwrapping struct {
+	data      []byte
+	host      string
+	res       *Result
+	edits     []Edit
+	unwrapped map[string]bool // names of the entries restored
+}
+
+// entry unwraps the entry at p, named name, which Load reads as es; r is
+// its record from Wrap when hasRec. A record not used up is kept in the
+// result.
+func (u *unwrapping) entry(p place, name string, es []Entry, r Record, hasRec bool) {
+	keep := func() {
+		if hasRec {
+			u.res.Records = append(u.res.Records, r)
+		}
+	}
+	if hasRec && p.ok && u.fromRecord(p, name, es, r) {
+		return
+	}
+	if len(es) != 1 {
+		if hasRec {
+			u.res.Outcomes = append(u.res.Outcomes, Outcome{name, StatusRefused, "etdi reads no single entry of this name (a disabled entry is not read); restore it by hand"})
+			keep()
+		}
+		return
+	}
+	e := es[0]
+	switch {
+	case e.Imitation != "":
+		u.res.Outcomes = append(u.res.Outcomes, Outcome{name, StatusRefused, e.Imitation + "; etdi unwraps only entries that run your etdi (if that program is an etdi of yours, give it with --etdi)"})
+		keep()
+		return
+	case !e.Wrapped:
+		if hasRec {
+			u.res.Outcomes = append(u.res.Outcomes, Outcome{name, StatusNotWrapped, "it no longer runs etdi run"})
+		}
+		return
+	case runProblem(e) != "":
+		u.res.Outcomes = append(u.res.Outcomes, Outcome{name, StatusRefused, runProblem(e) + "; restore it by hand: the server is what follows -- (or --url) in its arguments"})
+		keep()
+		return
+	}
+	var eds []Edit
+	var why string
+	if p.node != nil {
+		eds, why = unwrapJSONEntry(u.data, p.node, u.host)
+	} else if p.ok {
+		eds, why = unwrapCodexEntry(u.data, p.start, p.end, p.table)
+	} else {
+		why = fmt.Sprintf("it is not written as one [mcp_servers.%s] table; etdi edits only that form", name)
+	}
+	if why != "" {
+		u.res.Outcomes = append(u.res.Outcomes, Outcome{name, StatusRefused, why + "; restore it by hand: the server is what follows -- (or --url) in its arguments"})
+		keep()
+		return
+	}
+	u.edits = append(u.edits, eds...)
+	reason := ""
+	if hasRec && r.Server != "" && r.Server != serverDigest(e) {
+		// Someone changed what the gate starts after wrap: the user
+		// gets back another server than the one wrapped.
+		reason = "the server it starts changed since etdi wrap (its command, arguments, URL, headers or env are not those wrapped): restored as it runs now, not as it was; check it with etdi check --config before the host starts it"
+	}
+	u.res.Outcomes = append(u.res.Outcomes, Outcome{name, StatusUnwrapped, reason})
+	u.unwrapped[name] = true
+}
+
+// fromRecord handles an entry Wrap recorded (r): one that already has
+// its original text, or is exactly as Wrap wrote it and runs the user's
+// etdi, which gets its original bytes back, comments and all. It says
+// whether it decided.
+func (u *unwrapping) fromRecord(p place, name string, es []Entry, r Record) bool {
+	cur := u.data[p.start:p.end]
+	if len(cur) == r.Prefix+len(r.Original)+r.Suffix && string(cur[r.Prefix:r.Prefix+len(r.Original)]) == r.Original {
+		u.res.Outcomes = append(u.res.Outcomes, Outcome{name, StatusNotWrapped, "it already has its original text"})
+		return true
+	}
+	if len(es) == 1 && es[0].Wrapped && digest(cur) == r.WrappedSHA256 && r.Prefix+r.Suffix+len(r.Wrapped) == len(cur) {
+		u.edits = append(u.edits, Edit{p.start + r.Prefix, p.end - r.Suffix, r.Original})
+		u.res.Outcomes = append(u.res.Outcomes, Outcome{name, StatusUnwrapped, ""})
+		u.unwrapped[name] = true
+		return true
+	}
+	return false
 }
 
 // entryPlaces returns the server entries of a file in the order Load
@@ -890,32 +974,17 @@ func unwrapJSONEntry(data []byte, v *Node, host string) ([]Edit, string) {
 	if obj != v {
 		return nil, "its --url is inside a command object"
 	}
-	// The headers etdi run sends, from the entry's env or the arguments.
-	var members []string
-	names := map[string]bool{}
+	return unwrapJSONURL(data, v, host, cmdM, argsM, s)
+}
+
+// unwrapJSONURL returns the edits that turn an entry wrapping a remote
+// server (etdi run --url) back into the server's URL and headers, or why
+// it cannot.
+func unwrapJSONURL(data []byte, v *Node, host string, cmdM, argsM *NodeMember, s runSpec) ([]Edit, string) {
 	envM := v.Member("env")
-	moved := map[string]bool{}
-	for _, h := range s.headerEnv {
-		var val *Node
-		if envM != nil && envM.Value.Kind == '{' {
-			val = envM.Value.Get(h[1])
-		}
-		if val == nil || val.Kind != '"' {
-			return nil, fmt.Sprintf("header %s comes from the environment variable %s, which the entry's env does not set, and a host configuration cannot name it for every host", h[0], h[1])
-		}
-		if names[strings.ToLower(h[0])] {
-			return nil, fmt.Sprintf("header %s is given twice", h[0])
-		}
-		members = append(members, jsonString(h[0])+": "+text(data, val))
-		names[strings.ToLower(h[0])] = true
-		moved[h[1]] = true
-	}
-	for _, h := range s.headers {
-		if names[strings.ToLower(h[0])] {
-			return nil, fmt.Sprintf("header %s is given twice", h[0])
-		}
-		names[strings.ToLower(h[0])] = true
-		members = append(members, jsonString(h[0])+": "+jsonString(h[1]))
+	members, moved, why := unwrapHeaders(data, envM, s)
+	if why != "" {
+		return nil, why
 	}
 	if len(members) > 0 && v.Get("headers") != nil {
 		return nil, "it has headers of its own besides those etdi run sends"
@@ -925,7 +994,7 @@ func unwrapJSONEntry(data []byte, v *Node, host string) ([]Edit, string) {
 			return nil, fmt.Sprintf("it has a %s besides its etdi run", k)
 		}
 	}
-	urlText := jsonString(urlKey(host)) + ": " + text(data, args.Elems[s.urlIndex])
+	urlText := jsonString(urlKey(host)) + ": " + text(data, argsM.Value.Elems[s.urlIndex])
 	headersText := ""
 	if len(members) > 0 {
 		headersText = `"headers": {` + strings.Join(members, ", ") + "}"
@@ -947,24 +1016,60 @@ func unwrapJSONEntry(data []byte, v *Node, host string) ([]Edit, string) {
 	} else if headersText != "" {
 		urlText += ", " + headersText
 	}
-	ci, ai := memberIndex(v, cmdM), memberIndex(v, argsM)
-	switch {
-	case ai == ci+1:
-		edits = append(edits, Edit{cmdM.NameStart, argsM.Value.End, urlText})
-	case ci == ai+1:
-		edits = append(edits, Edit{argsM.NameStart, cmdM.Value.End, urlText})
-	default:
-		edits = append(edits, Edit{cmdM.NameStart, cmdM.Value.End, urlText})
-		if ai > 0 {
-			edits = append(edits, Edit{v.Members[ai-1].Value.End, argsM.Value.End, ""})
-		} else {
-			edits = append(edits, Edit{argsM.NameStart, v.Members[1].NameStart, ""})
-		}
-	}
+	edits = append(edits, replaceCommand(v, cmdM, argsM, urlText)...)
 	if t := v.Get("type"); t != nil && t.Kind == '"' && t.Str == "stdio" {
 		edits = append(edits, Edit{t.Start, t.End, `"http"`})
 	}
 	return edits, ""
+}
+
+// unwrapHeaders returns the headers etdi run sends, as members of a
+// headers object, from the entry's env (envM, nil when absent) or the
+// arguments, and the env variables they were read from; or why they
+// cannot be restored.
+func unwrapHeaders(data []byte, envM *NodeMember, s runSpec) (members []string, moved map[string]bool, why string) {
+	names := map[string]bool{}
+	moved = map[string]bool{}
+	for _, h := range s.headerEnv {
+		var val *Node
+		if envM != nil && envM.Value.Kind == '{' {
+			val = envM.Value.Get(h[1])
+		}
+		if val == nil || val.Kind != '"' {
+			return nil, nil, fmt.Sprintf("header %s comes from the environment variable %s, which the entry's env does not set, and a host configuration cannot name it for every host", h[0], h[1])
+		}
+		if names[strings.ToLower(h[0])] {
+			return nil, nil, fmt.Sprintf("header %s is given twice", h[0])
+		}
+		members = append(members, jsonString(h[0])+": "+text(data, val))
+		names[strings.ToLower(h[0])] = true
+		moved[h[1]] = true
+	}
+	for _, h := range s.headers {
+		if names[strings.ToLower(h[0])] {
+			return nil, nil, fmt.Sprintf("header %s is given twice", h[0])
+		}
+		names[strings.ToLower(h[0])] = true
+		members = append(members, jsonString(h[0])+": "+jsonString(h[1]))
+	}
+	return members, moved, ""
+}
+
+// replaceCommand returns the edits that replace the command and args
+// members of v with text, wherever they stand.
+func replaceCommand(v *Node, cmdM, argsM *NodeMember, text string) []Edit {
+	ci, ai := memberIndex(v, cmdM), memberIndex(v, argsM)
+	switch {
+	case ai == ci+1:
+		return []Edit{{cmdM.NameStart, argsM.Value.End, text}}
+	case ci == ai+1:
+		return []Edit{{argsM.NameStart, cmdM.Value.End, text}}
+	}
+	edits := []Edit{{cmdM.NameStart, cmdM.Value.End, text}}
+	if ai > 0 {
+		return append(edits, Edit{v.Members[ai-1].Value.End, argsM.Value.End, ""})
+	}
+	return append(edits, Edit{argsM.NameStart, v.Members[1].NameStart, ""})
 }
 
 func memberIndex(v *Node, m *NodeMember) int {
@@ -984,7 +1089,7 @@ func unwrapCodexEntry(data []byte, start, end int, t map[string]any) ([]Edit, st
 		return nil, "its table holds a multi-line string, which etdi does not edit"
 	}
 	keys := map[string]tomlKey{}
-	for _, m := range codexKeyRE.FindAllSubmatchIndex(body, -1) {
+	for _, m := range codexKeyRE().FindAllSubmatchIndex(body, -1) {
 		k := string(body[m[2]:m[3]])
 		if _, dup := keys[k]; dup {
 			return nil, fmt.Sprintf("key %s appears twice", k)

@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/BurntSushi/toml"
 )
@@ -28,7 +29,9 @@ func codexTableSpan(data []byte, name string) (start, end int, ok bool) {
 	return start, end, true
 }
 
-var codexKeyRE = regexp.MustCompile(`(?m)^[ \t]*(command|args|url|http_headers|env_http_headers|bearer_token_env_var)[ \t]*=[ \t]*`)
+var codexKeyRE = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?m)^[ \t]*(command|args|url|http_headers|env_http_headers|bearer_token_env_var)[ \t]*=[ \t]*`)
+})
 
 // tomlKey is one `key = value` line of a table: the key's start and the
 // value's span.
@@ -101,17 +104,9 @@ func wrapCodexEntry(data []byte, name string, t map[string]any, o WrapOptions) (
 	if bytes.Contains(body, []byte(`"""`)) || bytes.Contains(body, []byte(`'''`)) {
 		return no("its table holds a multi-line string, which etdi does not edit")
 	}
-	keys := map[string]tomlKey{}
-	for _, m := range codexKeyRE.FindAllSubmatchIndex(body, -1) {
-		k := string(body[m[2]:m[3]])
-		if _, dup := keys[k]; dup {
-			return no("key %s appears twice", k)
-		}
-		endv, elems, err := scanTOMLValue(body, m[1])
-		if err != nil {
-			return no("%s: %v", k, err)
-		}
-		keys[k] = tomlKey{start + m[0], start + m[1], start + endv, shift(elems, start)}
+	keys, why := codexKeys(body, start)
+	if why != "" {
+		return no("%s", why)
 	}
 	// Every key the decoder saw must be one found here.
 	for _, k := range []string{"command", "args", "url"} {
@@ -129,25 +124,7 @@ func wrapCodexEntry(data []byte, name string, t map[string]any, o WrapOptions) (
 		nl = "\r\n"
 	}
 	if c, ok := keys["command"]; ok {
-		head := runArgs(name, o) + `, "--", ` + string(data[c.start:c.end])
-		ed.edits = append(ed.edits, Edit{c.start, c.end, jsonString(etdiPath)})
-		if a, ok := keys["args"]; ok {
-			if len(a.elems) > 0 {
-				head += sep(data, a.start+1)
-			}
-			ed.edits = append(ed.edits, Edit{a.start + 1, a.start + 1, head})
-		} else {
-			list := "[" + head + "]"
-			// After the command's line, comment included.
-			eol := c.end
-			for eol < end && data[eol] != '\n' {
-				eol++
-			}
-			if eol > c.end && data[eol-1] == '\r' {
-				eol--
-			}
-			ed.edits = append(ed.edits, Edit{eol, eol, nl + "args = " + list})
-		}
+		ed.edits = wrapCodexCommand(data, name, c, keys, end, nl, o)
 		return ed, StatusWrapped, ""
 	}
 	u, ok := keys["url"]
@@ -165,6 +142,50 @@ func wrapCodexEntry(data []byte, name string, t map[string]any, o WrapOptions) (
 	list := "[" + runArgs(name, o) + `, "--url", ` + string(data[u.start:u.end]) + "]"
 	ed.edits = append(ed.edits, Edit{u.keyStart, u.end, "command = " + jsonString(etdiPath) + nl + "args = " + list})
 	return ed, StatusWrapped, ""
+}
+
+// codexKeys returns the keys etdi edits (codexKeyRE) of the table body
+// that starts at offset start of the file, with their spans in the file;
+// why, when not empty, says why the table cannot be edited.
+func codexKeys(body []byte, start int) (map[string]tomlKey, string) {
+	keys := map[string]tomlKey{}
+	for _, m := range codexKeyRE().FindAllSubmatchIndex(body, -1) {
+		k := string(body[m[2]:m[3]])
+		if _, dup := keys[k]; dup {
+			return nil, fmt.Sprintf("key %s appears twice", k)
+		}
+		endv, elems, err := scanTOMLValue(body, m[1])
+		if err != nil {
+			return nil, fmt.Sprintf("%s: %v", k, err)
+		}
+		keys[k] = tomlKey{start + m[0], start + m[1], start + endv, shift(elems, start)}
+	}
+	return keys, ""
+}
+
+// wrapCodexCommand returns the edits that make the command c of a table
+// (which ends at end, and whose lines end with nl) start etdi run: etdi
+// run's arguments go in front of the server's own, in its args or in an
+// args line added after the command's.
+func wrapCodexCommand(data []byte, name string, c tomlKey, keys map[string]tomlKey, end int, nl string, o WrapOptions) []Edit {
+	head := runArgs(name, o) + `, "--", ` + string(data[c.start:c.end])
+	edits := []Edit{{c.start, c.end, jsonString(o.Etdi)}}
+	if a, ok := keys["args"]; ok {
+		if len(a.elems) > 0 {
+			head += sep(data, a.start+1)
+		}
+		return append(edits, Edit{a.start + 1, a.start + 1, head})
+	}
+	list := "[" + head + "]"
+	// After the command's line, comment included.
+	eol := c.end
+	for eol < end && data[eol] != '\n' {
+		eol++
+	}
+	if eol > c.end && data[eol-1] == '\r' {
+		eol--
+	}
+	return append(edits, Edit{eol, eol, nl + "args = " + list})
 }
 
 func shift(spans [][2]int, by int) [][2]int {

@@ -26,6 +26,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 
@@ -79,21 +80,11 @@ func derive(prog string, args []string, dir string, depth int) string {
 	if depth > 4 {
 		return ""
 	}
-	again := func(rest []string) string {
-		if len(rest) == 0 {
-			return ""
-		}
-		p := progName(rest[0])
-		if n := derive(p, rest[1:], dir, depth+1); n != "" {
-			return n
-		}
-		return p
-	}
 	switch prog {
 	case "env":
 		// env [-i] [-u NAME] [NAME=VALUE...] PROGRAM ARGS...
 		rest := cmdline.Skip(args, cmdline.FlagSpec{Values: cmdline.Set("-u", "--unset", "-C", "--chdir", "-S", "--split-string"), Assignments: true})
-		return again(rest)
+		return deriveAgain(rest, dir, depth)
 	case "npx", "bunx", "pnpx":
 		return runner(args, cmdline.NPMFlags, npmSpec)
 	case "npm":
@@ -102,36 +93,11 @@ func derive(prog string, args []string, dir string, depth int) string {
 			return runner(rest, cmdline.NPMFlags, npmSpec)
 		}
 	case "pnpm", "yarn", "bun":
-		if rest, ok := cmdline.Sub(args, nil, "dlx", "x"); ok {
-			return runner(rest, cmdline.NPMFlags, npmSpec)
-		}
-		if prog == "bun" {
-			if rest, ok := cmdline.Sub(args, nil, "run"); ok {
-				return script(rest, dir, bunFlags)
-			}
-			return script(args, dir, bunFlags)
-		}
+		return derivePackageManager(prog, args, dir)
 	case "uvx":
 		return runner(args, cmdline.UVFlags, pySpec)
 	case "uv":
-		if rest, ok := cmdline.UVToolRun(args); ok {
-			return runner(rest, cmdline.UVFlags, pySpec)
-		}
-		if rest, ok := cmdline.Sub(args, cmdline.UVFlags.Values, "run"); ok {
-			// uv --directory DIR run script.py: the script is in DIR.
-			for i, a := range args {
-				if (a == "--directory" || a == "--project") && i+1 < len(args) {
-					d := args[i+1]
-					if !filepath.IsAbs(d) && dir != "" {
-						d = filepath.Join(dir, d)
-					}
-					dir = d
-				} else if v, ok := strings.CutPrefix(a, "--directory="); ok {
-					dir = v
-				}
-			}
-			return scriptOrProgram(cmdline.Skip(rest, cmdline.UVFlags), dir)
-		}
+		return deriveUV(args, dir)
 	case "pipx":
 		if rest, ok := cmdline.Sub(args, nil, "run"); ok {
 			return runner(rest, cmdline.PipxFlags, pySpec)
@@ -145,28 +111,93 @@ func derive(prog string, args []string, dir string, depth int) string {
 			return script(rest, dir, denoFlags)
 		}
 	case "python", "python3", "py":
-		for i := 0; i < len(args); i++ {
-			a := args[i]
-			switch {
-			case a == "-m" && i+1 < len(args):
-				return pyName(args[i+1])
-			case a == "-W" || a == "-X":
-				i++
-			case !strings.HasPrefix(a, "-") || a == "-c" || a == "-":
-				return script(args[i:], dir, cmdline.FlagSpec{Stop: cmdline.Set("-c", "-")})
-			}
-		}
-		return ""
+		return derivePython(args, dir)
 	case "java":
-		for i := 0; i < len(args); i++ {
-			switch a := args[i]; {
-			case a == "-jar" && i+1 < len(args):
-				return stem(args[i+1])
-			case a == "-cp" || a == "-classpath" || a == "--class-path" || a == "-p" || a == "--module-path":
-				i++
-			case !strings.HasPrefix(a, "-"):
-				return lastSegment(strings.ReplaceAll(a, ".", "/"))
+		return deriveJava(args)
+	}
+	return ""
+}
+
+// deriveAgain names what the command rest runs (a program that runs
+// another, such as env): what derive says of it, or else its program.
+func deriveAgain(rest []string, dir string, depth int) string {
+	if len(rest) == 0 {
+		return ""
+	}
+	p := progName(rest[0])
+	if n := derive(p, rest[1:], dir, depth+1); n != "" {
+		return n
+	}
+	return p
+}
+
+// derivePackageManager is derive of pnpm, yarn and bun: dlx or x runs a
+// package; bun (run) runs a script too.
+func derivePackageManager(prog string, args []string, dir string) string {
+	if rest, ok := cmdline.Sub(args, nil, "dlx", "x"); ok {
+		return runner(rest, cmdline.NPMFlags, npmSpec)
+	}
+	if prog != "bun" {
+		return ""
+	}
+	if rest, ok := cmdline.Sub(args, nil, "run"); ok {
+		return script(rest, dir, bunFlags)
+	}
+	return script(args, dir, bunFlags)
+}
+
+// deriveUV is derive of uv: uv tool run runs a package, uv run a script
+// or a program.
+func deriveUV(args []string, dir string) string {
+	if rest, ok := cmdline.UVToolRun(args); ok {
+		return runner(rest, cmdline.UVFlags, pySpec)
+	}
+	rest, ok := cmdline.Sub(args, cmdline.UVFlags.Values, "run")
+	if !ok {
+		return ""
+	}
+	// uv --directory DIR run script.py: the script is in DIR.
+	for i, a := range args {
+		if (a == "--directory" || a == "--project") && i+1 < len(args) {
+			d := args[i+1]
+			if !filepath.IsAbs(d) && dir != "" {
+				d = filepath.Join(dir, d)
 			}
+			dir = d
+		} else if v, ok := strings.CutPrefix(a, "--directory="); ok {
+			dir = v
+		}
+	}
+	return scriptOrProgram(cmdline.Skip(rest, cmdline.UVFlags), dir)
+}
+
+// derivePython is derive of python: -m names a module, else the script.
+func derivePython(args []string, dir string) string {
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "-m" && i+1 < len(args):
+			return pyName(args[i+1])
+		case a == "-W" || a == "-X":
+			i++
+		case !strings.HasPrefix(a, "-") || a == "-c" || a == "-":
+			return script(args[i:], dir, cmdline.FlagSpec{Stop: cmdline.Set("-c", "-")})
+		}
+	}
+	return ""
+}
+
+// deriveJava is derive of java: the jar's stem, or the main class's last
+// segment.
+func deriveJava(args []string) string {
+	for i := 0; i < len(args); i++ {
+		switch a := args[i]; {
+		case a == "-jar" && i+1 < len(args):
+			return stem(args[i+1])
+		case a == "-cp" || a == "-classpath" || a == "--class-path" || a == "-p" || a == "--module-path":
+			i++
+		case !strings.HasPrefix(a, "-"):
+			return lastSegment(strings.ReplaceAll(a, ".", "/"))
 		}
 	}
 	return ""
@@ -201,7 +232,9 @@ func runner(args []string, fs cmdline.FlagSpec, spec func(string) string) string
 	return spec(r.First)
 }
 
-var npmRE = regexp.MustCompile(`^(@[A-Za-z0-9~][A-Za-z0-9._~-]*/)?[A-Za-z0-9~][A-Za-z0-9._~-]*$`)
+var npmRE = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^(@[A-Za-z0-9~][A-Za-z0-9._~-]*/)?[A-Za-z0-9~][A-Za-z0-9._~-]*$`)
+})
 
 // npmName is the package of an npm spec, without its version:
 // "@scope/name@1.2.3" → "@scope/name", "npm:name@latest" → "name". A URL,
@@ -209,7 +242,7 @@ var npmRE = regexp.MustCompile(`^(@[A-Za-z0-9~][A-Za-z0-9._~-]*/)?[A-Za-z0-9~][A
 func npmName(spec string) string {
 	spec = strings.TrimPrefix(spec, "npm:")
 	spec = strings.TrimPrefix(spec, "jsr:")
-	if name, _ := cmdline.SplitNPM(spec); npmRE.MatchString(name) {
+	if name, _ := cmdline.SplitNPM(spec); npmRE().MatchString(name) {
 		return name
 	}
 	return lastSegment(spec)
@@ -224,7 +257,7 @@ func npmSpec(spec string) string {
 		return lastSegment(spec)
 	}
 	name, version := cmdline.SplitNPM(strings.TrimPrefix(strings.TrimPrefix(spec, "npm:"), "jsr:"))
-	if len(name) > 214 || !npmRE.MatchString(name) || !cmdline.NPMVersion(version) {
+	if len(name) > 214 || !npmRE().MatchString(name) || !cmdline.NPMVersion(version) {
 		return ""
 	}
 	return name
@@ -242,14 +275,16 @@ func explicitSource(spec string) bool {
 	return strings.Contains(spec, "://") || strings.HasSuffix(spec, ".tgz") || strings.HasSuffix(spec, ".whl") || strings.HasSuffix(spec, ".tar.gz")
 }
 
-var pyRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
+var pyRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`) })
 
 // pyDistRE is a valid Python distribution name (PEP 508).
-var pyDistRE = regexp.MustCompile(`^([A-Za-z0-9]|[A-Za-z0-9][A-Za-z0-9._-]*[A-Za-z0-9])$`)
+var pyDistRE = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^([A-Za-z0-9]|[A-Za-z0-9][A-Za-z0-9._-]*[A-Za-z0-9])$`)
+})
 
 // pyReqRestRE is what may follow the name in a requirement: extras, then a
 // version specifier or "@ URL", then markers.
-var pyReqRestRE = regexp.MustCompile(`^(\[[A-Za-z0-9._, -]*\])?\s*([=<>!~@;].*)?$`)
+var pyReqRestRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^(\[[A-Za-z0-9._, -]*\])?\s*([=<>!~@;].*)?$`) })
 
 // pySpec is pyName for an argument that parses as a Python requirement
 // (PEP 508) or a URL or path; "" for anything else.
@@ -261,7 +296,7 @@ func pySpec(spec string) string {
 	if i < 0 {
 		i = len(spec)
 	}
-	if i == 0 || !pyDistRE.MatchString(spec[:i]) || !pyReqRestRE.MatchString(spec[i:]) {
+	if i == 0 || !pyDistRE().MatchString(spec[:i]) || !pyReqRestRE().MatchString(spec[i:]) {
 		return ""
 	}
 	return spec[:i]
@@ -278,7 +313,7 @@ func pyName(spec string) string {
 	if i := strings.IndexAny(name, "=<>!~[@; "); i > 0 {
 		name = name[:i]
 	}
-	if pyRE.MatchString(name) {
+	if pyRE().MatchString(name) {
 		return name
 	}
 	return ""
@@ -317,13 +352,15 @@ func image(args []string) string {
 	return imageName(ref)
 }
 
-var imageRE = regexp.MustCompile(`^[a-z0-9]+([._-]+[a-z0-9]+)*(:[0-9]+)?(/[a-z0-9]+([._-]+[a-z0-9]+)*)*$`)
+var imageRE = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^[a-z0-9]+([._-]+[a-z0-9]+)*(:[0-9]+)?(/[a-z0-9]+([._-]+[a-z0-9]+)*)*$`)
+})
 
 // imageName is an image reference without tag or digest, if it is one.
 func imageName(ref string) string {
 	ref, _, _ = cmdline.CutDigest(ref)
 	ref, _, _ = cmdline.CutTag(ref)
-	if imageRE.MatchString(ref) {
+	if imageRE().MatchString(ref) {
 		return ref
 	}
 	return ""
@@ -431,15 +468,15 @@ func packageJSONName(path string) string {
 		return ""
 	}
 	n := v.Get("name")
-	if n == nil || n.Kind != etdi.String || len(n.Str) > 214 || !npmRE.MatchString(n.Str) {
+	if n == nil || n.Kind != etdi.String || len(n.Str) > 214 || !npmRE().MatchString(n.Str) {
 		return ""
 	}
 	return n.Str
 }
 
 var (
-	tomlSection = regexp.MustCompile(`^\s*\[([^\]]*)\]`)
-	tomlName    = regexp.MustCompile(`^\s*name\s*=\s*["']([^"']*)["']`)
+	tomlSection = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^\s*\[([^\]]*)\]`) })
+	tomlName    = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^\s*name\s*=\s*["']([^"']*)["']`) })
 )
 
 // pyprojectName is the [project] name of a pyproject.toml, or "".
@@ -450,11 +487,11 @@ func pyprojectName(path string) string {
 	}
 	in := false
 	for _, line := range strings.Split(string(b), "\n") {
-		if m := tomlSection.FindStringSubmatch(line); m != nil {
+		if m := tomlSection().FindStringSubmatch(line); m != nil {
 			in = strings.TrimSpace(m[1]) == "project"
 			continue
 		}
-		if m := tomlName.FindStringSubmatch(line); in && m != nil && pyRE.MatchString(m[1]) {
+		if m := tomlName().FindStringSubmatch(line); in && m != nil && pyRE().MatchString(m[1]) {
 			return m[1]
 		}
 	}

@@ -28,6 +28,10 @@ func TestCommand(t *testing.T) {
 		{[]string{"bunx", "--bun", "@scope/srv@^2"}, "@scope/srv"},
 		{[]string{"pnpm", "dlx", "@scope/srv"}, "@scope/srv"},
 		{[]string{"yarn", "dlx", "-p", "@scope/srv@1", "srv"}, "@scope/srv"},
+		{[]string{"pnpm", "server.js"}, "pnpm"},
+		{[]string{"yarn", "start"}, "yarn"},
+		{[]string{"bun", "server.ts"}, "server"},
+		{[]string{"bun", "run", "server.ts"}, "server"},
 		{[]string{"npm", "exec", "--", "@scope/srv@3"}, "@scope/srv"},
 		{[]string{"uvx", "mcp-server-fetch"}, "mcp-server-fetch"},
 		{[]string{"uvx", "mcp-server-git==0.6.2", "--repository", "/src"}, "mcp-server-git"},
@@ -272,5 +276,20 @@ func TestCommandForSecrets(t *testing.T) {
 	args.AddArgs(argv)
 	if got := CommandFor(argv, "", &args); got != "weather-mcp" {
 		t.Errorf("CommandFor(%q) = %q, want weather-mcp", argv, got)
+	}
+}
+
+// TestCommandNestingBounded: programs that run programs are followed a
+// few levels deep, never further, however deep a command line nests them.
+func TestCommandNestingBounded(t *testing.T) {
+	if got := Command([]string{"env", "env", "node", "s.js"}, ""); got != "s" {
+		t.Errorf("two levels: %q", got)
+	}
+	var argv []string
+	for range 10 {
+		argv = append(argv, "env")
+	}
+	if got := Command(append(argv, "node", "s.js"), ""); got != "env" {
+		t.Errorf("ten levels: %q", got)
 	}
 }

@@ -68,62 +68,90 @@ func decodeMessage(data []byte) (*message, error) {
 		vend := valueEnd(data, i)
 		val := data[i:vend]
 		i = vend
-		if seen[key] {
-			return nil, fmt.Errorf("duplicate member name %q in the message", clip(key))
+		if err := checkMemberName(key, seen); err != nil {
+			return nil, err
 		}
-		seen[key] = true
-		for _, name := range envelopeNames {
-			// "Result" beside "result": a peer that matches names
-			// case-insensitively (encoding/json) reads the one etdi did
-			// not check.
-			if key != name && strings.EqualFold(key, name) {
-				return nil, fmt.Errorf("member %q of the message differs from %q only in case", clip(key), name)
-			}
-		}
-		switch key {
-		case "jsonrpc":
-			version = string(val) == `"2.0"`
-		case "id":
-			switch val[0] {
-			case 'n':
-			case '"', '-', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
-				m.id = val
-			default:
-				return nil, fmt.Errorf("the message id is not a number or a string: %s", clip(string(val)))
-			}
-		case "method":
-			if err := json.Unmarshal(val, &m.method); err != nil {
-				return nil, fmt.Errorf("the message method: %w", err)
-			}
-			m.isRequest = true
-		case "params":
-			m.params = val
-		case "result":
-			m.result, hasResult = val, true
-		case "error":
-			// Whatever its shape, an error is an error: keep what can be shown.
-			var e struct {
-				Code    json.RawMessage `json:"code"`
-				Message json.RawMessage `json:"message"`
-			}
-			if json.Unmarshal(val, &e) != nil || json.Unmarshal(e.Message, &m.errMsg) != nil {
-				m.errMsg = string(val)
-			}
-			m.errCode, m.hasError = string(e.Code), true
+		if err := m.set(key, val, &version, &hasResult); err != nil {
+			return nil, err
 		}
 	}
+	if err := m.checkEnvelope(version, hasResult); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// checkMemberName refuses a member of the envelope seen before, or one
+// whose name differs from an envelope member's only in case, and adds it
+// to seen.
+func checkMemberName(key string, seen map[string]bool) error {
+	if seen[key] {
+		return fmt.Errorf("duplicate member name %q in the message", clip(key))
+	}
+	seen[key] = true
+	for _, name := range envelopeNames {
+		// "Result" beside "result": a peer that matches names
+		// case-insensitively (encoding/json) reads the one etdi did
+		// not check.
+		if key != name && strings.EqualFold(key, name) {
+			return fmt.Errorf("member %q of the message differs from %q only in case", clip(key), name)
+		}
+	}
+	return nil
+}
+
+// set reads the member key of the envelope, whose raw value is val;
+// version and hasResult record "jsonrpc": "2.0" and a result.
+func (m *message) set(key string, val []byte, version, hasResult *bool) error {
+	switch key {
+	case "jsonrpc":
+		*version = string(val) == `"2.0"`
+	case "id":
+		switch val[0] {
+		case 'n':
+		case '"', '-', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
+			m.id = val
+		default:
+			return fmt.Errorf("the message id is not a number or a string: %s", clip(string(val)))
+		}
+	case "method":
+		if err := json.Unmarshal(val, &m.method); err != nil {
+			return fmt.Errorf("the message method: %w", err)
+		}
+		m.isRequest = true
+	case "params":
+		m.params = val
+	case "result":
+		m.result, *hasResult = val, true
+	case "error":
+		// Whatever its shape, an error is an error: keep what can be shown.
+		var e struct {
+			Code    json.RawMessage `json:"code"`
+			Message json.RawMessage `json:"message"`
+		}
+		if json.Unmarshal(val, &e) != nil || json.Unmarshal(e.Message, &m.errMsg) != nil {
+			m.errMsg = string(val)
+		}
+		m.errCode, m.hasError = string(e.Code), true
+	}
+	return nil
+}
+
+// checkEnvelope checks the envelope as a whole: JSON-RPC 2.0, and either
+// a request or a response with an id and exactly one of result and error.
+func (m *message) checkEnvelope(version, hasResult bool) error {
 	if !version {
-		return nil, errors.New(`the message lacks "jsonrpc": "2.0"`)
+		return errors.New(`the message lacks "jsonrpc": "2.0"`)
 	}
 	switch {
 	case m.isRequest && (hasResult || m.hasError):
-		return nil, errors.New("the message is both a request and a response")
+		return errors.New("the message is both a request and a response")
 	case !m.isRequest && m.id == nil:
-		return nil, errors.New("the response has no id")
+		return errors.New("the response has no id")
 	case !m.isRequest && hasResult == m.hasError:
-		return nil, errors.New("the response must have exactly one of result and error")
+		return errors.New("the response must have exactly one of result and error")
 	}
-	return m, nil
+	return nil
 }
 
 // isID reports whether the message id is the number n.

@@ -22,6 +22,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // Mask replaces a secret in text.
@@ -352,12 +353,12 @@ var credentialPrefixes = []string{
 }
 
 var (
-	hexRun    = regexp.MustCompile(`[0-9a-fA-F]{32,}`)
-	tokenRun  = regexp.MustCompile(`[A-Za-z0-9+/_\-]{20,}`)
-	digitRE   = regexp.MustCompile(`[0-9]`)
-	upperRE   = regexp.MustCompile(`[A-Z]`)
-	lowerRE   = regexp.MustCompile(`[a-z]`)
-	longAlnum = regexp.MustCompile(`[A-Za-z0-9]{40,}`)
+	hexRun    = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`[0-9a-fA-F]{32,}`) })
+	tokenRun  = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`[A-Za-z0-9+/_\-]{20,}`) })
+	digitRE   = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`[0-9]`) })
+	upperRE   = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`[A-Z]`) })
+	lowerRE   = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`[a-z]`) })
+	longAlnum = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`[A-Za-z0-9]{40,}`) })
 )
 
 // LooksSecret reports whether s looks like a credential: it starts with
@@ -370,15 +371,15 @@ var (
 func LooksSecret(s string) bool {
 	for _, p := range credentialPrefixes {
 		// The random part of a token is long and, in practice, holds a digit.
-		if rest, ok := strings.CutPrefix(s, p); ok && len(rest) >= 16 && digitRE.MatchString(rest) {
+		if rest, ok := strings.CutPrefix(s, p); ok && len(rest) >= 16 && digitRE().MatchString(rest) {
 			return true
 		}
 	}
-	if hexRun.MatchString(s) || longAlnum.MatchString(s) {
+	if hexRun().MatchString(s) || longAlnum().MatchString(s) {
 		return true
 	}
-	for _, run := range tokenRun.FindAllString(s, -1) {
-		if digitRE.MatchString(run) && upperRE.MatchString(run) && lowerRE.MatchString(run) {
+	for _, run := range tokenRun().FindAllString(s, -1) {
+		if digitRE().MatchString(run) && upperRE().MatchString(run) && lowerRE().MatchString(run) {
 			return true
 		}
 	}

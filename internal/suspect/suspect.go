@@ -15,6 +15,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 
@@ -43,23 +44,31 @@ const MaxMatches = 32
 // its lower-case form holds one of their hints (and, if set, also one of
 // their second hints), which keeps scanning thousands of harmless
 // definitions cheap. A few words may stand between the key words.
-var rules = []struct {
+//
+// The expressions are compiled on the first scan, not when etdi starts:
+// most commands never scan.
+var rules = sync.OnceValue(func() []rule {
+	return []rule{
+		{"an instruction tag", []string{"<"}, nil, regexp.MustCompile(`(?i)<\s*/?\s*(important|system|instructions?|secret|hidden|admin|critical|prompt)(\s[^<>]{0,200})?\s*>`)},
+		{"an instruction to ignore other instructions", []string{"ignore", "disregard", "forget", "override"}, nil, regexp.MustCompile(`(?i)\b(ignore|disregard|forget|override)\s+([\w']+\s+){0,4}?(previous|prior|above|earlier|preceding|other|system)\s+([\w']+\s+){0,2}?(instructions?|prompts?|rules|directions|guidelines)\b`)},
+		{"an instruction to keep the user uninformed", []string{"user"}, []string{"not", "n't", "never", "without", "hide", "conceal", "keep"}, regexp.MustCompile(`(?i)\b((do\s+not|don'?t|never|must\s+not)\s+(tell|inform|mention\s+(this\s+|it\s+)?to|reveal\s+(this\s+|it\s+)?to|notify|alert|show|let)\s+the\s+user|without\s+(telling|informing|notifying|alerting|asking)\s+the\s+user|(hide|conceal|keep)\s+(this|it)\s+(from|secret\s+from)\s+the\s+user|the\s+user\s+(must|should)\s+not\s+(know|see|be\s+told))`)},
+		{pathRule, []string{"ssh", "id_", ".env", "credentials", ".netrc", ".npmrc", ".pgpass", ".docker", ".kube", "/etc/", ".cursor", "claude_desktop", ".gnupg", ".aws", ".azure", "gcloud", ".config/gh"}, nil,
+			regexp.MustCompile(`(?i)((~|\$home|\$\{home\}|%userprofile%)[/\\]\.(ssh|aws|azure|gnupg|kube|docker)\b|~/\.cursor/|\.config/(gcloud|gh)\b|claude_desktop_config\.json|\.gnupg\b|\.ssh/|\bid_(rsa|dsa|ecdsa|ed25519)\b|(^|[^\w.$])\.env\b|\.aws/(credentials|config)\b|\.azure/|\bcredentials\.(json|ya?ml|toml|txt|csv|db)\b|\.git-credentials|(^|[^\w])\.netrc\b|(^|[^\w])\.npmrc\b|\.pgpass\b|\.docker/config\.json|\.kube/config|/etc/(passwd|shadow)\b)`)},
+	}
+})
+
+// rule is one of rules.
+type rule struct {
 	reason string
 	hints  []string
 	hints2 []string
 	re     *regexp.Regexp
-}{
-	{"an instruction tag", []string{"<"}, nil, regexp.MustCompile(`(?i)<\s*/?\s*(important|system|instructions?|secret|hidden|admin|critical|prompt)(\s[^<>]{0,200})?\s*>`)},
-	{"an instruction to ignore other instructions", []string{"ignore", "disregard", "forget", "override"}, nil, regexp.MustCompile(`(?i)\b(ignore|disregard|forget|override)\s+([\w']+\s+){0,4}?(previous|prior|above|earlier|preceding|other|system)\s+([\w']+\s+){0,2}?(instructions?|prompts?|rules|directions|guidelines)\b`)},
-	{"an instruction to keep the user uninformed", []string{"user"}, []string{"not", "n't", "never", "without", "hide", "conceal", "keep"}, regexp.MustCompile(`(?i)\b((do\s+not|don'?t|never|must\s+not)\s+(tell|inform|mention\s+(this\s+|it\s+)?to|reveal\s+(this\s+|it\s+)?to|notify|alert|show|let)\s+the\s+user|without\s+(telling|informing|notifying|alerting|asking)\s+the\s+user|(hide|conceal|keep)\s+(this|it)\s+(from|secret\s+from)\s+the\s+user|the\s+user\s+(must|should)\s+not\s+(know|see|be\s+told))`)},
-	{pathRule, []string{"ssh", "id_", ".env", "credentials", ".netrc", ".npmrc", ".pgpass", ".docker", ".kube", "/etc/", ".cursor", "claude_desktop", ".gnupg", ".aws", ".azure", "gcloud", ".config/gh"}, nil,
-		regexp.MustCompile(`(?i)((~|\$home|\$\{home\}|%userprofile%)[/\\]\.(ssh|aws|azure|gnupg|kube|docker)\b|~/\.cursor/|\.config/(gcloud|gh)\b|claude_desktop_config\.json|\.gnupg\b|\.ssh/|\bid_(rsa|dsa|ecdsa|ed25519)\b|(^|[^\w.$])\.env\b|\.aws/(credentials|config)\b|\.azure/|\bcredentials\.(json|ya?ml|toml|txt|csv|db)\b|\.git-credentials|(^|[^\w])\.netrc\b|(^|[^\w])\.npmrc\b|\.pgpass\b|\.docker/config\.json|\.kube/config|/etc/(passwd|shadow)\b)`)},
 }
 
 const pathRule = "a path to secrets"
 
 // templateEnv follows a .env that names a template of one, not secrets.
-var templateEnv = regexp.MustCompile(`^\.(example|sample|template|dist|defaults?)\b`)
+var templateEnv = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^\.(example|sample|template|dist|defaults?)\b`) })
 
 // ScanBudget bounds the bytes of text (strings and member names) Scan
 // reads in one definition. Past it, Scan stops and says so with a match
@@ -160,12 +169,12 @@ func (s *scanner) text(ptr, str string) {
 	}
 	f := fold(str)
 	lower := strings.ToLower(f.text)
-	for _, r := range rules {
+	for _, r := range rules() {
 		if !containsAny(lower, r.hints) || (r.hints2 != nil && !containsAny(lower, r.hints2)) {
 			continue
 		}
 		for _, loc := range r.re.FindAllStringIndex(f.text, 4) {
-			if r.reason == pathRule && templateEnv.MatchString(f.text[loc[1]:]) {
+			if r.reason == pathRule && templateEnv().MatchString(f.text[loc[1]:]) {
 				continue // .env.example lists names, not secrets
 			}
 			s.add(Match{Pointer: ptr, Text: strings.TrimLeft(f.original(str, loc[0], loc[1]), " \t\n\"'`(/$"), Reason: r.reason})
