@@ -52,21 +52,21 @@ func (b *Bundle) Marshal() []byte {
 	for _, s := range b.Envelope.Signatures {
 		so := obj2()
 		if s.KeyID != "" {
-			so.Members = append(so.Members, Member{"keyid", str(s.KeyID)})
+			so.Members = append(so.Members, Member{Name: "keyid", Value: str(s.KeyID)})
 		}
-		so.Members = append(so.Members, Member{"sig", str(base64.StdEncoding.EncodeToString(s.Sig))})
+		so.Members = append(so.Members, Member{Name: "sig", Value: str(base64.StdEncoding.EncodeToString(s.Sig))})
 		sigs.Elems = append(sigs.Elems, so)
 	}
 	v := obj2(
-		Member{"mediaType", str(BundleMediaType)},
-		Member{"dsseEnvelope", obj2(
-			Member{"payloadType", str(b.Envelope.PayloadType)},
-			Member{"payload", str(base64.StdEncoding.EncodeToString(b.Envelope.Payload))},
-			Member{"signatures", sigs},
+		Member{Name: "mediaType", Value: str(BundleMediaType)},
+		Member{Name: "dsseEnvelope", Value: obj2(
+			Member{Name: "payloadType", Value: str(b.Envelope.PayloadType)},
+			Member{Name: "payload", Value: str(base64.StdEncoding.EncodeToString(b.Envelope.Payload))},
+			Member{Name: "signatures", Value: sigs},
 		)},
 	)
 	if b.IDPToken != "" {
-		v.Members = append(v.Members, Member{"idpToken", str(b.IDPToken)})
+		v.Members = append(v.Members, Member{Name: "idpToken", Value: str(b.IDPToken)})
 	}
 	out := AppendCanonical(nil, v)
 	return append(out, '\n')
@@ -83,7 +83,7 @@ func ParseBundle(data []byte) (*Bundle, error) {
 	if err != nil {
 		return nil, err
 	}
-	o, err := Field{"", v}.Object()
+	o, err := Root(v).Object()
 	if err != nil {
 		return nil, err
 	}

@@ -288,3 +288,42 @@ func appendIndent(b []byte, v *Value, prefix, indent string, depth int) []byte {
 	}
 	return AppendCanonical(b, v)
 }
+
+// Equal reports whether a and b are the same JSON value (RFC 8785 equal).
+func Equal(a, b *Value) bool {
+	if a.Kind != b.Kind {
+		return false
+	}
+	switch a.Kind {
+	case Null:
+		return true
+	case Bool:
+		return a.Bool == b.Bool
+	case Number:
+		return a.Num == b.Num
+	case String:
+		return a.Str == b.Str
+	case Array:
+		if len(a.Elems) != len(b.Elems) {
+			return false
+		}
+		for i := range a.Elems {
+			if !Equal(a.Elems[i], b.Elems[i]) {
+				return false
+			}
+		}
+		return true
+	case Object:
+		if len(a.Members) != len(b.Members) {
+			return false
+		}
+		for _, m := range a.Members {
+			o := b.Get(m.Name)
+			if o == nil || !Equal(m.Value, o) {
+				return false
+			}
+		}
+		return true
+	}
+	return false
+}

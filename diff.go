@@ -92,47 +92,6 @@ func unescapePointer(s string) string {
 	return strings.ReplaceAll(strings.ReplaceAll(s, "~1", "/"), "~0", "~")
 }
 
-func equal(a, b *Value) bool {
-	if a.Kind != b.Kind {
-		return false
-	}
-	switch a.Kind {
-	case Null:
-		return true
-	case Bool:
-		return a.Bool == b.Bool
-	case Number:
-		return a.Num == b.Num
-	case String:
-		return a.Str == b.Str
-	case Array:
-		if len(a.Elems) != len(b.Elems) {
-			return false
-		}
-		for i := range a.Elems {
-			if !equal(a.Elems[i], b.Elems[i]) {
-				return false
-			}
-		}
-		return true
-	case Object:
-		if len(a.Members) != len(b.Members) {
-			return false
-		}
-		for _, m := range a.Members {
-			o := b.Get(m.Name)
-			if o == nil || !equal(m.Value, o) {
-				return false
-			}
-		}
-		return true
-	}
-	return false
-}
-
-// Equal reports whether a and b are the same JSON value (RFC 8785 equal).
-func Equal(a, b *Value) bool { return equal(a, b) }
-
 func diff(out *[]Change, path string, a, b *Value) {
 	if len(*out) >= MaxChanges {
 		return
@@ -166,7 +125,7 @@ func diff(out *[]Change, path string, a, b *Value) {
 		}
 		return
 	}
-	if !equal(a, b) {
+	if !Equal(a, b) {
 		c := Change{Path: path, Op: "changed", Old: canonicalText(a), New: canonicalText(b)}
 		if a.Kind == String && b.Kind == String {
 			c.Text = TextDiff(a.Str, b.Str)

@@ -41,6 +41,9 @@ const (
 	MaxTools        = 20000    // tools in one manifest or tools/list result
 	MaxPermissions  = 256      // permissions of one tool
 	MaxNameLen      = 256      // bytes of a tool name
+	// MaxDefinitionNodes is the most JSON values one tool definition may
+	// hold. Real definitions hold tens to a few thousand.
+	MaxDefinitionNodes = 50_000
 )
 
 // Provider identifies who publishes and signs tools.
@@ -227,11 +230,11 @@ func ParseManifest(data []byte) (*Manifest, error) {
 		return nil, fmt.Errorf("manifest larger than %d bytes", MaxManifestSize)
 	}
 	tc := newToolsCollector("tools", false)
-	v, err := parseJSON(data, tc.hook("tools"))
+	v, err := ParseStream(data, tc.hook("tools"))
 	if err != nil {
 		return nil, err
 	}
-	o, err := Field{"", v}.Object()
+	o, err := Root(v).Object()
 	if err != nil {
 		return nil, err
 	}
@@ -322,8 +325,22 @@ func newToolsCollector(path string, inPredicate bool) *toolsCollector {
 	return &toolsCollector{path: path, inPredicate: inPredicate, seen: map[string]int{}}
 }
 
-func (c *toolsCollector) hook(path ...string) *streamHook {
-	return &streamHook{paths: [][]string{path}, fn: func(_, i int, v *Value) error { return c.add(i, v) }}
+func (c *toolsCollector) hook(path ...string) *Stream {
+	return definitions([][]string{path}, func(_, i int, v *Value) error { return c.add(i, v) })
+}
+
+// definitions streams the arrays at paths, whose elements are tool
+// definitions (or list entries digested like them): each may hold at most
+// MaxDefinitionNodes JSON values.
+func definitions(paths [][]string, each func(path, index int, v *Value) error) *Stream {
+	return &Stream{Paths: paths, Each: each, MaxElemNodes: MaxDefinitionNodes, ElemName: "the tool definition"}
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "..."
 }
 
 // finish checks the tools field itself once the document is parsed.
@@ -339,9 +356,9 @@ func (c *toolsCollector) finish(f Field) ([]Tool, error) {
 
 func (c *toolsCollector) add(i int, v *Value) error {
 	if i >= MaxTools {
-		return &FieldError{c.path, fmt.Sprintf("more than %d tools", MaxTools)}
+		return &FieldError{Path: c.path, Msg: fmt.Sprintf("more than %d tools", MaxTools)}
 	}
-	ef := Field{c.path + "[" + strconv.Itoa(i) + "]", v}
+	ef := Field{Path: c.path + "[" + strconv.Itoa(i) + "]", V: v}
 	o, err := ef.Object()
 	if err != nil {
 		return err

@@ -208,28 +208,28 @@ func parseArtifacts(f Field) ([]Artifact, error) {
 // ServerValue is the JSON value of a server object, as manifests and
 // statements write it.
 func ServerValue(s Server) *Value {
-	v := obj2(Member{"name", str(s.Name)})
+	v := obj2(Member{Name: "name", Value: str(s.Name)})
 	if s.Version != "" {
-		v.Members = append(v.Members, Member{"version", str(s.Version)})
+		v.Members = append(v.Members, Member{Name: "version", Value: str(s.Version)})
 	}
 	if len(s.Endpoints) > 0 {
 		es := &Value{Kind: Array}
 		for _, e := range s.Endpoints {
 			es.Elems = append(es.Elems, str(e))
 		}
-		v.Members = append(v.Members, Member{"endpoints", es})
+		v.Members = append(v.Members, Member{Name: "endpoints", Value: es})
 	}
 	if len(s.Artifacts) > 0 {
 		as := &Value{Kind: Array}
 		for _, a := range s.Artifacts {
-			o := obj2(Member{"type", str(a.Type)}, Member{"name", str(a.Name)})
+			o := obj2(Member{Name: "type", Value: str(a.Type)}, Member{Name: "name", Value: str(a.Name)})
 			if a.Version != "" {
-				o.Members = append(o.Members, Member{"version", str(a.Version)})
+				o.Members = append(o.Members, Member{Name: "version", Value: str(a.Version)})
 			}
-			o.Members = append(o.Members, Member{"digest", str(a.Digest)})
+			o.Members = append(o.Members, Member{Name: "digest", Value: str(a.Digest)})
 			as.Elems = append(as.Elems, o)
 		}
-		v.Members = append(v.Members, Member{"artifacts", as})
+		v.Members = append(v.Members, Member{Name: "artifacts", Value: as})
 	}
 	return v
 }

@@ -65,40 +65,40 @@ func (s *Statement) value() *Value {
 	tools := &Value{Kind: Array}
 	for _, t := range s.Tools {
 		subjects.Elems = append(subjects.Elems, obj2(
-			Member{"name", str(SubjectName(t.Name, t.Version))},
-			Member{"digest", obj2(Member{"sha256", str(t.Digest.Hex())})},
+			Member{Name: "name", Value: str(SubjectName(t.Name, t.Version))},
+			Member{Name: "digest", Value: obj2(Member{Name: "sha256", Value: str(t.Digest.Hex())})},
 		))
 		perms := &Value{Kind: Array, Elems: []*Value{}}
 		for _, p := range t.Permissions {
-			pm := obj2(Member{"scope", str(p.Scope)})
+			pm := obj2(Member{Name: "scope", Value: str(p.Scope)})
 			if p.Description != "" {
-				pm.Members = append(pm.Members, Member{"description", str(p.Description)})
+				pm.Members = append(pm.Members, Member{Name: "description", Value: str(p.Description)})
 			}
 			perms.Elems = append(perms.Elems, pm)
 		}
 		tools.Elems = append(tools.Elems, obj2(
-			Member{"name", str(t.Name)},
-			Member{"version", str(t.Version)},
-			Member{"permissions", perms},
-			Member{"definition", &Value{Kind: raw, Str: string(t.Canonical)}},
+			Member{Name: "name", Value: str(t.Name)},
+			Member{Name: "version", Value: str(t.Version)},
+			Member{Name: "permissions", Value: perms},
+			Member{Name: "definition", Value: RawValue(string(t.Canonical))},
 		))
 	}
-	provider := obj2(Member{"id", str(s.Provider.ID)})
+	provider := obj2(Member{Name: "id", Value: str(s.Provider.ID)})
 	if s.Provider.Name != "" {
-		provider.Members = append(provider.Members, Member{"name", str(s.Provider.Name)})
+		provider.Members = append(provider.Members, Member{Name: "name", Value: str(s.Provider.Name)})
 	}
 	server := ServerValue(s.Server)
 	return obj2(
-		Member{"_type", str(StatementType)},
-		Member{"subject", subjects},
-		Member{"predicateType", str(PredicateType)},
-		Member{"predicate", obj2(
-			Member{"provider", provider},
-			Member{"server", server},
-			Member{"tools", tools},
-			Member{"issuedAt", str(s.IssuedAt.Format(time.RFC3339))},
-			Member{"expires", str(s.Expires.Format(time.RFC3339))},
-			Member{"sequence", &Value{Kind: Number, Num: float64(s.Sequence)}},
+		Member{Name: "_type", Value: str(StatementType)},
+		Member{Name: "subject", Value: subjects},
+		Member{Name: "predicateType", Value: str(PredicateType)},
+		Member{Name: "predicate", Value: obj2(
+			Member{Name: "provider", Value: provider},
+			Member{Name: "server", Value: server},
+			Member{Name: "tools", Value: tools},
+			Member{Name: "issuedAt", Value: str(s.IssuedAt.Format(time.RFC3339))},
+			Member{Name: "expires", Value: str(s.Expires.Format(time.RFC3339))},
+			Member{Name: "sequence", Value: &Value{Kind: Number, Num: float64(s.Sequence)}},
 		)},
 	)
 }
@@ -109,11 +109,11 @@ func (s *Statement) value() *Value {
 // the digest recomputed from the tool's definition.
 func ParseStatement(payload []byte) (*Statement, error) {
 	tc := newToolsCollector("predicate.tools", true)
-	v, err := parseJSON(payload, tc.hook("predicate", "tools"))
+	v, err := ParseStream(payload, tc.hook("predicate", "tools"))
 	if err != nil {
 		return nil, err
 	}
-	o, err := Field{"", v}.Object()
+	o, err := Root(v).Object()
 	if err != nil {
 		return nil, err
 	}

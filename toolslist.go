@@ -135,41 +135,37 @@ func parseLists(data []byte, lists []List, before, limit int, resultOnly bool) (
 	}
 	entries := make([][]LiveTool, len(paths))
 	metas := make([][]*Value, len(paths))
-	hook := &streamHook{
-		paths:  paths,
-		before: before,
-		limit:  limit,
-		fn: func(which, i int, v *Value) error {
-			list := listOf(which)
-			if i >= MaxTools {
-				return &FieldError{prefixes[which], fmt.Sprintf("more than %d %s", MaxTools, list.Member)}
-			}
-			o, err := Field{prefixes[which] + "[" + strconv.Itoa(i) + "]", v}.Object()
-			if err != nil {
-				return err
-			}
-			name, err := o.Field(list.Key).Str()
-			if err != nil {
-				return err
-			}
-			if len(name) > list.MaxKey {
-				return o.Field(list.Key).Errorf("%s longer than %d bytes", list.Key, list.MaxKey)
-			}
-			c, d := canonicalDefinition(o.V)
-			entries[which] = append(entries[which], LiveTool{Name: strings.Clone(name), Canonical: c, Digest: d})
-			if m := o.V.Get("_meta"); m != nil && m.Kind == Object {
-				metas[which] = append(metas[which], m)
-			}
-			return nil
-		},
-	}
-	v, err := parseJSON(data, hook)
+	hook := definitions(paths, func(which, i int, v *Value) error {
+		list := listOf(which)
+		if i >= MaxTools {
+			return &FieldError{Path: prefixes[which], Msg: fmt.Sprintf("more than %d %s", MaxTools, list.Member)}
+		}
+		o, err := Field{Path: prefixes[which] + "[" + strconv.Itoa(i) + "]", V: v}.Object()
+		if err != nil {
+			return err
+		}
+		name, err := o.Field(list.Key).Str()
+		if err != nil {
+			return err
+		}
+		if len(name) > list.MaxKey {
+			return o.Field(list.Key).Errorf("%s longer than %d bytes", list.Key, list.MaxKey)
+		}
+		c, d := canonicalDefinition(o.V)
+		entries[which] = append(entries[which], LiveTool{Name: strings.Clone(name), Canonical: c, Digest: d})
+		if m := o.V.Get("_meta"); m != nil && m.Kind == Object {
+			metas[which] = append(metas[which], m)
+		}
+		return nil
+	})
+	hook.Before, hook.Limit, hook.Whole = before, limit, "the listing (all pages together)"
+	v, err := ParseStream(data, hook)
 	if err != nil {
 		return nil, err
 	}
 	out := make([]*ToolsList, len(lists))
 	if resultOnly {
-		o, err := (Field{"", v}).Object()
+		o, err := Root(v).Object()
 		if err != nil {
 			return nil, err
 		}
@@ -181,7 +177,7 @@ func parseLists(data []byte, lists []List, before, limit int, resultOnly bool) (
 		if _, err := o.Field(lists[0].Member).Array(); err != nil {
 			return nil, err
 		}
-		out[0] = &ToolsList{Tools: entries[1], ToolMetas: metas[1], Nodes: hook.nodes, NextCursor: o.V.Get("nextCursor")}
+		out[0] = &ToolsList{Tools: entries[1], ToolMetas: metas[1], Nodes: hook.Nodes, NextCursor: o.V.Get("nextCursor")}
 		if m := o.Field("_meta"); m.V != nil {
 			if _, err := m.Object(); err != nil {
 				return nil, err
@@ -191,15 +187,15 @@ func parseLists(data []byte, lists []List, before, limit int, resultOnly bool) (
 		return out, nil
 	}
 	if v.Kind != Object {
-		if _, err := (Field{"", v}).Array(); err != nil {
+		if _, err := Root(v).Array(); err != nil {
 			return nil, err
 		}
-		out[0] = &ToolsList{Tools: entries[0], ToolMetas: metas[0], Nodes: hook.nodes}
+		out[0] = &ToolsList{Tools: entries[0], ToolMetas: metas[0], Nodes: hook.Nodes}
 		return out, nil
 	}
-	f, shape := Field{"", v}, 1
+	f, shape := Root(v), 1
 	if r := v.Get("result"); r != nil && v.Get("jsonrpc") != nil {
-		f, shape = Field{"result", r}, 2
+		f, shape = Field{Path: "result", V: r}, 2
 	}
 	o, err := f.Object()
 	if err != nil {
@@ -221,7 +217,7 @@ func parseLists(data []byte, lists []List, before, limit int, resultOnly bool) (
 			return nil, err
 		}
 		which := 1 + 2*i + shape - 1
-		out[i] = &ToolsList{Tools: entries[which], ToolMetas: metas[which], Nodes: hook.nodes}
+		out[i] = &ToolsList{Tools: entries[which], ToolMetas: metas[which], Nodes: hook.Nodes}
 	}
 	out[0].Meta, out[0].NextCursor = meta, o.V.Get("nextCursor")
 	return out, nil
