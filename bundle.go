@@ -3,6 +3,8 @@ package etdi
 import (
 	"encoding/base64"
 	"fmt"
+
+	"github.com/etdi-dev/etdi/strictjson"
 )
 
 // MaxSignatures bounds the signatures of one envelope.
@@ -48,27 +50,27 @@ func PAE(payloadType string, payload []byte) []byte {
 
 // Marshal serializes the bundle as canonical JSON.
 func (b *Bundle) Marshal() []byte {
-	sigs := &Value{Kind: Array, Elems: []*Value{}}
+	sigs := &strictjson.Value{Kind: strictjson.Array, Elems: []*strictjson.Value{}}
 	for _, s := range b.Envelope.Signatures {
 		so := obj2()
 		if s.KeyID != "" {
-			so.Members = append(so.Members, Member{Name: "keyid", Value: str(s.KeyID)})
+			so.Members = append(so.Members, strictjson.Member{Name: "keyid", Value: str(s.KeyID)})
 		}
-		so.Members = append(so.Members, Member{Name: "sig", Value: str(base64.StdEncoding.EncodeToString(s.Sig))})
+		so.Members = append(so.Members, strictjson.Member{Name: "sig", Value: str(base64.StdEncoding.EncodeToString(s.Sig))})
 		sigs.Elems = append(sigs.Elems, so)
 	}
 	v := obj2(
-		Member{Name: "mediaType", Value: str(BundleMediaType)},
-		Member{Name: "dsseEnvelope", Value: obj2(
-			Member{Name: "payloadType", Value: str(b.Envelope.PayloadType)},
-			Member{Name: "payload", Value: str(base64.StdEncoding.EncodeToString(b.Envelope.Payload))},
-			Member{Name: "signatures", Value: sigs},
+		strictjson.Member{Name: "mediaType", Value: str(BundleMediaType)},
+		strictjson.Member{Name: "dsseEnvelope", Value: obj2(
+			strictjson.Member{Name: "payloadType", Value: str(b.Envelope.PayloadType)},
+			strictjson.Member{Name: "payload", Value: str(base64.StdEncoding.EncodeToString(b.Envelope.Payload))},
+			strictjson.Member{Name: "signatures", Value: sigs},
 		)},
 	)
 	if b.IDPToken != "" {
-		v.Members = append(v.Members, Member{Name: "idpToken", Value: str(b.IDPToken)})
+		v.Members = append(v.Members, strictjson.Member{Name: "idpToken", Value: str(b.IDPToken)})
 	}
-	out := AppendCanonical(nil, v)
+	out := strictjson.AppendCanonical(nil, v)
 	return append(out, '\n')
 }
 
@@ -79,11 +81,11 @@ func ParseBundle(data []byte) (*Bundle, error) {
 	if len(data) > MaxManifestSize {
 		return nil, fmt.Errorf("bundle larger than %d bytes", MaxManifestSize)
 	}
-	v, err := ParseJSON(data)
+	v, err := strictjson.Parse(data)
 	if err != nil {
 		return nil, err
 	}
-	o, err := Root(v).Object()
+	o, err := strictjson.Root(v).Object()
 	if err != nil {
 		return nil, err
 	}

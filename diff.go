@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/etdi-dev/etdi/strictjson"
 )
 
 // Change is one difference between two JSON values.
@@ -46,7 +48,7 @@ func (c Change) String() string {
 // of a, then members only in b. Arrays are compared element by element.
 // Values that are equal under RFC 8785 produce no change: key order and
 // whitespace never show up.
-func Diff(a, b *Value) []Change {
+func Diff(a, b *strictjson.Value) []Change {
 	var out []Change
 	diff(&out, "", a, b)
 	return out
@@ -76,8 +78,8 @@ func ChangedFields(changes []Change) []string {
 	return out
 }
 
-func canonicalText(v *Value) string {
-	b := AppendCanonical(nil, v)
+func canonicalText(v *strictjson.Value) string {
+	b := strictjson.AppendCanonical(nil, v)
 	if len(b) > MaxChangeText {
 		return string(b[:MaxChangeText]) + "..."
 	}
@@ -92,11 +94,11 @@ func unescapePointer(s string) string {
 	return strings.ReplaceAll(strings.ReplaceAll(s, "~1", "/"), "~0", "~")
 }
 
-func diff(out *[]Change, path string, a, b *Value) {
+func diff(out *[]Change, path string, a, b *strictjson.Value) {
 	if len(*out) >= MaxChanges {
 		return
 	}
-	if a.Kind == Object && b.Kind == Object {
+	if a.Kind == strictjson.Object && b.Kind == strictjson.Object {
 		for _, m := range a.Members {
 			p := path + "/" + escapePointer(m.Name)
 			if o := b.Get(m.Name); o == nil {
@@ -112,7 +114,7 @@ func diff(out *[]Change, path string, a, b *Value) {
 		}
 		return
 	}
-	if a.Kind == Array && b.Kind == Array {
+	if a.Kind == strictjson.Array && b.Kind == strictjson.Array {
 		n := min(len(a.Elems), len(b.Elems))
 		for i := 0; i < n; i++ {
 			diff(out, path+"/"+strconv.Itoa(i), a.Elems[i], b.Elems[i])
@@ -125,9 +127,9 @@ func diff(out *[]Change, path string, a, b *Value) {
 		}
 		return
 	}
-	if !Equal(a, b) {
+	if !strictjson.Equal(a, b) {
 		c := Change{Path: path, Op: "changed", Old: canonicalText(a), New: canonicalText(b)}
-		if a.Kind == String && b.Kind == String {
+		if a.Kind == strictjson.String && b.Kind == strictjson.String {
 			c.Text = TextDiff(a.Str, b.Str)
 		}
 		add(out, c)

@@ -6,6 +6,7 @@ import (
 	"log"
 
 	"github.com/etdi-dev/etdi"
+	"github.com/etdi-dev/etdi/strictjson"
 )
 
 // A manifest is what a provider writes and signs: who publishes the
@@ -61,7 +62,7 @@ func ExampleCanonicalize() {
   "description": "Daily forecast for up to 7 days.",
   "inputSchema": {"type": "object", "properties": {"days": {"type": "integer", "minimum": 1.0, "maximum": 7}}}
 }`)
-	canonical, err := etdi.Canonicalize(tool)
+	canonical, err := strictjson.Canonicalize(tool)
 	if err != nil {
 		log.Fatal(err)
 	}

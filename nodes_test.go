@@ -1,40 +1,16 @@
 package etdi_test
 
 import (
-	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/etdi-dev/etdi"
 	"github.com/etdi-dev/etdi/internal/testgen"
+	"github.com/etdi-dev/etdi/strictjson"
 )
 
 // zeros returns n zeros separated by commas: n JSON values in 2n-1 bytes.
 func zeros(n int) string { return strings.TrimSuffix(strings.Repeat("0,", n), ",") }
-
-// A document holds at most MaxNodes JSON values, whatever its bytes: the
-// parsed values cost about 50 times the bytes of "0,".
-func TestMaxNodes(t *testing.T) {
-	// The array itself is one value.
-	if _, err := etdi.ParseJSON([]byte("[" + zeros(etdi.MaxNodes-1) + "]")); err != nil {
-		t.Fatalf("%d values refused: %v", etdi.MaxNodes, err)
-	}
-	_, err := etdi.ParseJSON([]byte("[" + zeros(etdi.MaxNodes) + "]"))
-	want := fmt.Sprintf("invalid JSON at byte %d: more than 1000000 JSON values in the document", 2*(etdi.MaxNodes-1)+1)
-	if err == nil || err.Error() != want {
-		t.Fatalf("got %v, want %q", err, want)
-	}
-	// Members count as their values; the object itself is one.
-	var b strings.Builder
-	b.WriteString(`{"k":0`)
-	for i := 1; i < etdi.MaxNodes; i++ {
-		fmt.Fprintf(&b, `,"k%x":0`, i)
-	}
-	b.WriteString("}")
-	if _, err := etdi.ParseJSON([]byte(b.String())); err == nil || !strings.Contains(err.Error(), "more than 1000000 JSON values in the document") {
-		t.Fatalf("object of %d members: %v", etdi.MaxNodes, err)
-	}
-}
 
 // One tool definition holds at most MaxDefinitionNodes values, in a
 // tools/list, a manifest or a statement, and the error names the tool.
@@ -93,7 +69,7 @@ func TestToolsListPageBound(t *testing.T) {
 		t.Fatalf("1,001 values in all: %v", err)
 	}
 	// A limit above MaxNodes is MaxNodes, for one document.
-	if _, err := etdi.ParseToolsListPage([]byte("["+zeros(etdi.MaxNodes)+"]"), 0, 2*etdi.MaxNodes); err == nil {
+	if _, err := etdi.ParseToolsListPage([]byte("["+zeros(strictjson.MaxNodes)+"]"), 0, 2*strictjson.MaxNodes); err == nil {
 		t.Fatal("a page over MaxNodes accepted")
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/etdi-dev/etdi/internal/artifact"
+	"github.com/etdi-dev/etdi/strictjson"
 )
 
 // Artifact types (SPEC.md §4.1).
@@ -139,7 +140,7 @@ func (s *Server) Covers(rawURL string) bool {
 	return false
 }
 
-func parseEndpoints(f Field) ([]string, error) {
+func parseEndpoints(f strictjson.Field) ([]string, error) {
 	if f.V == nil {
 		return nil, nil
 	}
@@ -164,7 +165,7 @@ func parseEndpoints(f Field) ([]string, error) {
 	return out, nil
 }
 
-func parseArtifacts(f Field) ([]Artifact, error) {
+func parseArtifacts(f strictjson.Field) ([]Artifact, error) {
 	if f.V == nil {
 		return nil, nil
 	}
@@ -207,29 +208,29 @@ func parseArtifacts(f Field) ([]Artifact, error) {
 
 // ServerValue is the JSON value of a server object, as manifests and
 // statements write it.
-func ServerValue(s Server) *Value {
-	v := obj2(Member{Name: "name", Value: str(s.Name)})
+func ServerValue(s Server) *strictjson.Value {
+	v := obj2(strictjson.Member{Name: "name", Value: str(s.Name)})
 	if s.Version != "" {
-		v.Members = append(v.Members, Member{Name: "version", Value: str(s.Version)})
+		v.Members = append(v.Members, strictjson.Member{Name: "version", Value: str(s.Version)})
 	}
 	if len(s.Endpoints) > 0 {
-		es := &Value{Kind: Array}
+		es := &strictjson.Value{Kind: strictjson.Array}
 		for _, e := range s.Endpoints {
 			es.Elems = append(es.Elems, str(e))
 		}
-		v.Members = append(v.Members, Member{Name: "endpoints", Value: es})
+		v.Members = append(v.Members, strictjson.Member{Name: "endpoints", Value: es})
 	}
 	if len(s.Artifacts) > 0 {
-		as := &Value{Kind: Array}
+		as := &strictjson.Value{Kind: strictjson.Array}
 		for _, a := range s.Artifacts {
-			o := obj2(Member{Name: "type", Value: str(a.Type)}, Member{Name: "name", Value: str(a.Name)})
+			o := obj2(strictjson.Member{Name: "type", Value: str(a.Type)}, strictjson.Member{Name: "name", Value: str(a.Name)})
 			if a.Version != "" {
-				o.Members = append(o.Members, Member{Name: "version", Value: str(a.Version)})
+				o.Members = append(o.Members, strictjson.Member{Name: "version", Value: str(a.Version)})
 			}
-			o.Members = append(o.Members, Member{Name: "digest", Value: str(a.Digest)})
+			o.Members = append(o.Members, strictjson.Member{Name: "digest", Value: str(a.Digest)})
 			as.Elems = append(as.Elems, o)
 		}
-		v.Members = append(v.Members, Member{Name: "artifacts", Value: as})
+		v.Members = append(v.Members, strictjson.Member{Name: "artifacts", Value: as})
 	}
 	return v
 }

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/etdi-dev/etdi/strictjson"
 )
 
 // TestSpecExamples recomputes the values quoted in SPEC.md §13 from the
@@ -52,7 +54,7 @@ func TestSpecExamples(t *testing.T) {
 	for _, s := range []string{PayloadType, StatementType, PredicateType, BundleMediaType, MetaPrefix} {
 		mustContain("constant", s)
 	}
-	if !strings.Contains(string(spec), "9007199254740991") || MaxSafeInteger != 9007199254740991 {
+	if !strings.Contains(string(spec), "9007199254740991") || strictjson.MaxSafeInteger != 9007199254740991 {
 		t.Error("number limit differs")
 	}
 }

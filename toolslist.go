@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/etdi-dev/etdi/strictjson"
 )
 
 // LiveTool is one tool as a server lists it in tools/list.
@@ -16,19 +18,19 @@ type LiveTool struct {
 }
 
 // Definition parses the stored definition; used to show differences.
-func (t *LiveTool) Definition() *Value { return mustParseCanonical(t.Canonical) }
+func (t *LiveTool) Definition() *strictjson.Value { return mustParseCanonical(t.Canonical) }
 
 // ToolsList is a parsed tools/list result.
 type ToolsList struct {
 	Tools []LiveTool
 	// Meta is the result's _meta object, if any (may carry an in-band
 	// bundle).
-	Meta *Value
+	Meta *strictjson.Value
 	// ToolMetas are the _meta objects of the tools that have one, as
 	// received (they may carry an in-band bundle too).
-	ToolMetas []*Value
+	ToolMetas []*strictjson.Value
 	// NextCursor is the result's nextCursor member as received, or nil.
-	NextCursor *Value
+	NextCursor *strictjson.Value
 	// Nodes is the number of JSON values of the document (at most
 	// MaxNodes), so that a caller reading many pages can bound their sum.
 	Nodes int
@@ -112,8 +114,8 @@ func ParseListsPage(data []byte, lists []List, before, limit int) ([]*ToolsList,
 }
 
 func parseLists(data []byte, lists []List, before, limit int, resultOnly bool) ([]*ToolsList, error) {
-	if limit <= 0 || limit > MaxNodes {
-		limit, before = MaxNodes, 0
+	if limit <= 0 || limit > strictjson.MaxNodes {
+		limit, before = strictjson.MaxNodes, 0
 	}
 	if len(data) > MaxManifestSize {
 		return nil, fmt.Errorf("%s list larger than %d bytes", lists[0].Member, MaxManifestSize)
@@ -134,13 +136,13 @@ func parseLists(data []byte, lists []List, before, limit int, resultOnly bool) (
 		return lists[(which-1)/2]
 	}
 	entries := make([][]LiveTool, len(paths))
-	metas := make([][]*Value, len(paths))
-	hook := definitions(paths, func(which, i int, v *Value) error {
+	metas := make([][]*strictjson.Value, len(paths))
+	hook := definitions(paths, func(which, i int, v *strictjson.Value) error {
 		list := listOf(which)
 		if i >= MaxTools {
-			return &FieldError{Path: prefixes[which], Msg: fmt.Sprintf("more than %d %s", MaxTools, list.Member)}
+			return &strictjson.FieldError{Path: prefixes[which], Msg: fmt.Sprintf("more than %d %s", MaxTools, list.Member)}
 		}
-		o, err := Field{Path: prefixes[which] + "[" + strconv.Itoa(i) + "]", V: v}.Object()
+		o, err := strictjson.Field{Path: prefixes[which] + "[" + strconv.Itoa(i) + "]", V: v}.Object()
 		if err != nil {
 			return err
 		}
@@ -153,19 +155,19 @@ func parseLists(data []byte, lists []List, before, limit int, resultOnly bool) (
 		}
 		c, d := canonicalDefinition(o.V)
 		entries[which] = append(entries[which], LiveTool{Name: strings.Clone(name), Canonical: c, Digest: d})
-		if m := o.V.Get("_meta"); m != nil && m.Kind == Object {
+		if m := o.V.Get("_meta"); m != nil && m.Kind == strictjson.Object {
 			metas[which] = append(metas[which], m)
 		}
 		return nil
 	})
 	hook.Before, hook.Limit, hook.Whole = before, limit, "the listing (all pages together)"
-	v, err := ParseStream(data, hook)
+	v, err := strictjson.ParseStream(data, hook)
 	if err != nil {
 		return nil, err
 	}
 	out := make([]*ToolsList, len(lists))
 	if resultOnly {
-		o, err := Root(v).Object()
+		o, err := strictjson.Root(v).Object()
 		if err != nil {
 			return nil, err
 		}
@@ -186,22 +188,22 @@ func parseLists(data []byte, lists []List, before, limit int, resultOnly bool) (
 		}
 		return out, nil
 	}
-	if v.Kind != Object {
-		if _, err := Root(v).Array(); err != nil {
+	if v.Kind != strictjson.Object {
+		if _, err := strictjson.Root(v).Array(); err != nil {
 			return nil, err
 		}
 		out[0] = &ToolsList{Tools: entries[0], ToolMetas: metas[0], Nodes: hook.Nodes}
 		return out, nil
 	}
-	f, shape := Root(v), 1
+	f, shape := strictjson.Root(v), 1
 	if r := v.Get("result"); r != nil && v.Get("jsonrpc") != nil {
-		f, shape = Field{Path: "result", V: r}, 2
+		f, shape = strictjson.Field{Path: "result", V: r}, 2
 	}
 	o, err := f.Object()
 	if err != nil {
 		return nil, err
 	}
-	var meta *Value
+	var meta *strictjson.Value
 	if m := o.Field("_meta"); m.V != nil {
 		if _, err := m.Object(); err != nil {
 			return nil, err

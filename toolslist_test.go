@@ -3,6 +3,8 @@ package etdi
 import (
 	"strings"
 	"testing"
+
+	"github.com/etdi-dev/etdi/strictjson"
 )
 
 func TestParseToolsList(t *testing.T) {
@@ -56,18 +58,18 @@ func TestToolsListMetaAndCursor(t *testing.T) {
 }
 
 func TestInbandBundle(t *testing.T) {
-	parse := func(s string) *Value { return mustParse(t, s) }
-	b, err := InbandBundle([]*Value{parse(`{"x":1}`), parse(`{"dev.etdi/bundle":{"b":1,"a":2}}`), parse(`{"dev.etdi/bundle":{"a":2,"b":1}}`)})
+	parse := func(s string) *strictjson.Value { return mustParse(t, s) }
+	b, err := InbandBundle([]*strictjson.Value{parse(`{"x":1}`), parse(`{"dev.etdi/bundle":{"b":1,"a":2}}`), parse(`{"dev.etdi/bundle":{"a":2,"b":1}}`)})
 	if err != nil || string(b) != `{"a":2,"b":1}` {
 		t.Fatalf("same bundle twice: %s %v", b, err)
 	}
-	if b, err := InbandBundle([]*Value{parse(`{"x":1}`)}); b != nil || err != nil {
+	if b, err := InbandBundle([]*strictjson.Value{parse(`{"x":1}`)}); b != nil || err != nil {
 		t.Fatalf("no bundle: %s %v", b, err)
 	}
-	if _, err := InbandBundle([]*Value{parse(`{"dev.etdi/bundle":{"a":1}}`), parse(`{"dev.etdi/bundle":{"a":2}}`)}); err == nil {
+	if _, err := InbandBundle([]*strictjson.Value{parse(`{"dev.etdi/bundle":{"a":1}}`), parse(`{"dev.etdi/bundle":{"a":2}}`)}); err == nil {
 		t.Fatal("two different bundles accepted")
 	}
-	if _, err := InbandBundle([]*Value{parse(`{"dev.etdi/bundle":"text"}`)}); err == nil {
+	if _, err := InbandBundle([]*strictjson.Value{parse(`{"dev.etdi/bundle":"text"}`)}); err == nil {
 		t.Fatal("a string bundle accepted")
 	}
 }

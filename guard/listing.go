@@ -18,6 +18,7 @@ import (
 	"github.com/etdi-dev/etdi"
 	"github.com/etdi-dev/etdi/internal/mcpclient"
 	"github.com/etdi-dev/etdi/pin"
+	"github.com/etdi-dev/etdi/strictjson"
 	"github.com/etdi-dev/etdi/verify"
 )
 
@@ -30,7 +31,7 @@ type Listing struct {
 	// Metas are the _meta objects of the tools/list results, one per page
 	// that had one; ToolMetas those of the tools that have one. Either may
 	// carry an in-band bundle (SPEC.md §17).
-	Metas, ToolMetas []*etdi.Value
+	Metas, ToolMetas []*strictjson.Value
 	// Live says the listing comes from a running server, whose initialize
 	// answer was seen: then Instructions are known (nil if it sent none).
 	Live         bool
@@ -92,7 +93,7 @@ func ReadListing(data []byte) (*Listing, error) {
 		}
 	}
 	if tl.Meta != nil {
-		l.Metas = []*etdi.Value{tl.Meta}
+		l.Metas = []*strictjson.Value{tl.Meta}
 	}
 	for i, dst := range []*[]etdi.LiveTool{&l.Prompts, &l.Resources, &l.Templates} {
 		if p := pages[i+1]; p != nil {
@@ -325,7 +326,7 @@ func (l *Listing) Saver() (func(io.Writer) error, error) {
 			return nil, err
 		}
 	}
-	inband, err := etdi.InbandBundle(append(append([]*etdi.Value{}, l.Metas...), l.ToolMetas...))
+	inband, err := etdi.InbandBundle(append(append([]*strictjson.Value{}, l.Metas...), l.ToolMetas...))
 	if err != nil {
 		return nil, fmt.Errorf("in-band bundle: %w", err)
 	}
@@ -419,9 +420,9 @@ func (sw *savedWriter) finish(live bool, instructions *string, inband []byte, se
 func checkReadsBack(entries []etdi.LiveTool) error {
 	var buf []byte
 	for _, e := range entries {
-		v, err := etdi.ParseJSON(e.Canonical)
+		v, err := strictjson.Parse(e.Canonical)
 		if err == nil {
-			buf = etdi.AppendCanonical(buf[:0], etdi.StripMeta(v))
+			buf = strictjson.AppendCanonical(buf[:0], etdi.StripMeta(v))
 		}
 		if err != nil || sha256.Sum256(buf) != e.Digest {
 			return fmt.Errorf("%q does not read back with its digest (%v)", e.Name, err)
@@ -520,7 +521,7 @@ func FetchSave(ctx context.Context, s Server, o FetchOptions, creds []Credential
 	if fs = append(fs, CredentialFindings(rest, creds)...); len(fs) > 0 {
 		return saved, fs, nil
 	}
-	inband, err := etdi.InbandBundle(append(append([]*etdi.Value{}, l.Metas...), l.ToolMetas...))
+	inband, err := etdi.InbandBundle(append(append([]*strictjson.Value{}, l.Metas...), l.ToolMetas...))
 	if err != nil {
 		return nil, nil, fmt.Errorf("in-band bundle: %w", err)
 	}

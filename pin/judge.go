@@ -10,6 +10,7 @@ import (
 
 	"github.com/etdi-dev/etdi"
 	"github.com/etdi-dev/etdi/internal/confusable"
+	"github.com/etdi-dev/etdi/strictjson"
 	"github.com/etdi-dev/etdi/verify"
 )
 
@@ -495,8 +496,8 @@ func compareItem(tx *kvTx, o *Observation, t *Observed, sc *shareCache) (ToolSta
 	case p.Digest != t.Digest.String():
 		st.Status = "changed"
 		f.Kind, f.PinnedDigest = verify.RugPull, p.Digest
-		if old, err := etdi.ParseJSON(p.Definition); err == nil {
-			if cur, err := etdi.ParseJSON(t.Canonical); err == nil {
+		if old, err := strictjson.Parse(p.Definition); err == nil {
+			if cur, err := strictjson.Parse(t.Canonical); err == nil {
 				f.Changes = etdi.Diff(old, cur)
 				f.Fields = etdi.ChangedFields(f.Changes)
 			}
@@ -614,8 +615,8 @@ func compareTool(tx *kvTx, o *Observation, t *Observed, sameSkeleton []string, c
 		return f
 	}
 	diff := func(f verify.Finding) verify.Finding {
-		if old, err := etdi.ParseJSON(p.Definition); err == nil {
-			if cur, err := etdi.ParseJSON(t.Canonical); err == nil {
+		if old, err := strictjson.Parse(p.Definition); err == nil {
+			if cur, err := strictjson.Parse(t.Canonical); err == nil {
 				f.Changes = etdi.Diff(old, cur)
 				f.Fields = etdi.ChangedFields(f.Changes)
 			}

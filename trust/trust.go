@@ -24,6 +24,7 @@ import (
 	"github.com/etdi-dev/etdi"
 	"github.com/etdi-dev/etdi/internal/atomicfile"
 	"github.com/etdi-dev/etdi/keys"
+	"github.com/etdi-dev/etdi/strictjson"
 	"github.com/sigstore/sigstore-go/pkg/root"
 )
 
@@ -167,19 +168,19 @@ const MaxSigstoreRoots = 8
 // a JSON array of them, or one per line (as 'gh attestation
 // trusted-root' prints them).
 func ParseSigstoreRoots(data []byte) ([]SigstoreRoot, error) {
-	var docs []*etdi.Value
-	if v, err := etdi.ParseJSON(data); err == nil {
-		if v.Kind == etdi.Array {
+	var docs []*strictjson.Value
+	if v, err := strictjson.Parse(data); err == nil {
+		if v.Kind == strictjson.Array {
 			docs = v.Elems
 		} else {
-			docs = []*etdi.Value{v}
+			docs = []*strictjson.Value{v}
 		}
 	} else {
 		for i, line := range bytes.Split(data, []byte("\n")) {
 			if len(bytes.TrimSpace(line)) == 0 {
 				continue
 			}
-			v, lerr := etdi.ParseJSON(line)
+			v, lerr := strictjson.Parse(line)
 			if lerr != nil {
 				return nil, fmt.Errorf("line %d: %w", i+1, lerr)
 			}
@@ -194,7 +195,7 @@ func ParseSigstoreRoots(data []byte) ([]SigstoreRoot, error) {
 	}
 	var out []SigstoreRoot
 	for i, d := range docs {
-		r, err := parseSigstoreRoot(etdi.Field{Path: fmt.Sprintf("[%d]", i), V: d})
+		r, err := parseSigstoreRoot(strictjson.Field{Path: fmt.Sprintf("[%d]", i), V: d})
 		if err != nil {
 			return nil, err
 		}
@@ -203,11 +204,11 @@ func ParseSigstoreRoots(data []byte) ([]SigstoreRoot, error) {
 	return out, nil
 }
 
-func parseSigstoreRoot(f etdi.Field) (SigstoreRoot, error) {
+func parseSigstoreRoot(f strictjson.Field) (SigstoreRoot, error) {
 	if _, err := f.Object(); err != nil {
 		return SigstoreRoot{}, err
 	}
-	doc := etdi.AppendCanonical(nil, f.V)
+	doc := strictjson.AppendCanonical(nil, f.V)
 	tr, err := root.NewTrustedRootFromJSON(doc)
 	if err != nil {
 		return SigstoreRoot{}, f.Errorf("not a Sigstore trusted root: %v", err)
@@ -673,11 +674,11 @@ func Parse(data []byte) (*Policy, error) {
 	if len(data) > 4<<20 {
 		return nil, errors.New("trust policy larger than 4 MiB")
 	}
-	v, err := etdi.ParseJSON(data)
+	v, err := strictjson.Parse(data)
 	if err != nil {
 		return nil, err
 	}
-	o, err := etdi.Root(v).Object()
+	o, err := strictjson.Root(v).Object()
 	if err != nil {
 		return nil, err
 	}
@@ -791,7 +792,7 @@ func Parse(data []byte) (*Policy, error) {
 				return nil, sf.Errorf("provider %q trusts keyless signers but the policy has no sigstoreTrustedRoots", prov.ID)
 			}
 		}
-		ka := etdi.ArrayField{Path: po.Field("keys").Path, V: &etdi.Value{Kind: etdi.Array}}
+		ka := strictjson.ArrayField{Path: po.Field("keys").Path, V: &strictjson.Value{Kind: strictjson.Array}}
 		if kf := po.Field("keys"); kf.V != nil || (prov.IDP == nil && len(prov.Sigstore) == 0) {
 			if ka, err = kf.Array(); err != nil {
 				return nil, err
@@ -824,7 +825,7 @@ func Parse(data []byte) (*Policy, error) {
 	return p, nil
 }
 
-func parseSigstoreRootSource(f etdi.Field) (*SigstoreRootSource, error) {
+func parseSigstoreRootSource(f strictjson.Field) (*SigstoreRootSource, error) {
 	o, err := f.Object()
 	if err != nil {
 		return nil, err
@@ -852,7 +853,7 @@ func parseSigstoreRootSource(f etdi.Field) (*SigstoreRootSource, error) {
 	return &src, nil
 }
 
-func parseSigstoreIdentities(f etdi.Field) ([]SigstoreIdentity, error) {
+func parseSigstoreIdentities(f strictjson.Field) ([]SigstoreIdentity, error) {
 	a, err := f.Array()
 	if err != nil {
 		return nil, err
@@ -883,7 +884,7 @@ func parseSigstoreIdentities(f etdi.Field) ([]SigstoreIdentity, error) {
 			return nil, err
 		}
 		if g := o.Field("github"); g.V != nil {
-			if g.V.Kind != etdi.Bool || !g.V.Bool {
+			if g.V.Kind != strictjson.Bool || !g.V.Bool {
 				return nil, g.Errorf(`must be true (declares a GitHub Actions issuer), or absent`)
 			}
 			s.GitHub = true
@@ -899,7 +900,7 @@ func parseSigstoreIdentities(f etdi.Field) ([]SigstoreIdentity, error) {
 	return out, nil
 }
 
-func parseKey(f etdi.Field) (Key, error) {
+func parseKey(f strictjson.Field) (Key, error) {
 	var k Key
 	o, err := f.Object()
 	if err != nil {
@@ -937,7 +938,7 @@ func parseKey(f etdi.Field) (Key, error) {
 	return k, nil
 }
 
-func parseIDP(f etdi.Field) (*IDP, error) {
+func parseIDP(f strictjson.Field) (*IDP, error) {
 	o, err := f.Object()
 	if err != nil {
 		return nil, err
@@ -968,7 +969,7 @@ func parseIDP(f etdi.Field) (*IDP, error) {
 		if _, err := jf.Object(); err != nil {
 			return nil, err
 		}
-		d.JWKS = etdi.AppendCanonical(nil, jf.V)
+		d.JWKS = strictjson.AppendCanonical(nil, jf.V)
 	}
 	if inf := o.Field("introspection"); inf.V != nil {
 		io, err := inf.Object()
@@ -999,7 +1000,7 @@ func parseIDP(f etdi.Field) (*IDP, error) {
 	return d, nil
 }
 
-func stringList(f etdi.Field, required bool) ([]string, error) {
+func stringList(f strictjson.Field, required bool) ([]string, error) {
 	if f.V == nil && !required {
 		return nil, nil
 	}
@@ -1060,11 +1061,11 @@ func (p *Policy) SetIDP(id string, d *IDP, require string) error {
 // parseUnsigned reads the policy's "unsigned" member: the rule as a
 // string ("warn"), or an object {"rule": "warn", "onUpdate": "ask"} that
 // also sets the update rule. Absent, unsigned tools are blocked.
-func parseUnsigned(f etdi.Field, p *Policy) error {
+func parseUnsigned(f strictjson.Field, p *Policy) error {
 	if f.V == nil {
 		return nil
 	}
-	if f.V.Kind != etdi.Object {
+	if f.V.Kind != strictjson.Object {
 		u, err := f.Str()
 		if err != nil {
 			return err

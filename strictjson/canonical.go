@@ -1,4 +1,4 @@
-package etdi
+package strictjson
 
 import (
 	"math"
@@ -11,7 +11,7 @@ import (
 // Canonicalize parses data under the strict profile and returns its
 // RFC 8785 (JSON Canonicalization Scheme) serialization.
 func Canonicalize(data []byte) ([]byte, error) {
-	v, err := ParseJSON(data)
+	v, err := Parse(data)
 	if err != nil {
 		return nil, err
 	}

@@ -1,4 +1,4 @@
-package etdi
+package strictjson
 
 import (
 	"errors"
@@ -107,11 +107,11 @@ func (e *SyntaxError) Error() string {
 	return fmt.Sprintf("invalid JSON at byte %d: %s", e.Offset, e.Msg)
 }
 
-// ParseJSON parses data as a single JSON value under etdi's strict profile
+// Parse parses data as a single JSON value under etdi's strict profile
 // (SPEC.md §2): RFC 8259 syntax, UTF-8 only, no byte order mark, no
 // duplicate member names, no lone surrogate escapes, numbers finite and of
 // magnitude at most 2^53-1, nesting at most MaxDepth.
-func ParseJSON(data []byte) (*Value, error) {
+func Parse(data []byte) (*Value, error) {
 	return ParseStream(data, nil)
 }
 
@@ -142,7 +142,7 @@ type Stream struct {
 // arrayMarker stands for "inside an array" in the parser's path.
 const arrayMarker = "\x00[]"
 
-// ParseStream parses data as [ParseJSON] does, handing the elements of the
+// ParseStream parses data as [Parse] does, handing the elements of the
 // arrays s names to s.Each instead of storing them. A nil s streams
 // nothing.
 func ParseStream(data []byte, hook *Stream) (*Value, error) {
@@ -577,4 +577,11 @@ func (p *parser) number() (*Value, error) {
 		return nil, &SyntaxError{start, fmt.Sprintf("number %s is beyond ±2^53-1", truncate(lit, 40))}
 	}
 	return &Value{Kind: Number, Num: f}, nil
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "..."
 }
