@@ -2,6 +2,7 @@ package etdi
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -140,4 +141,21 @@ func add(out *[]Change, c Change) {
 	if len(*out) < MaxChanges {
 		*out = append(*out, c)
 	}
+}
+
+// PermissionDiff returns the permissions in cur but not old, and in old
+// but not cur (a changed description counts as removed and added). Order
+// does not count. This is how pins compare permissions (SPEC.md §15).
+func PermissionDiff(old, cur []Permission) (added, removed []Permission) {
+	for _, p := range cur {
+		if !slices.Contains(old, p) {
+			added = append(added, p)
+		}
+	}
+	for _, p := range old {
+		if !slices.Contains(cur, p) {
+			removed = append(removed, p)
+		}
+	}
+	return added, removed
 }

@@ -50,12 +50,12 @@ func BumpOf(old, cur Version) Bump {
 	return BumpNone
 }
 
-// Bumped returns the least version that raises v by b: the component b
+// bumped returns the least version that raises v by b: the component b
 // names plus one, the ones after it 0. After a pre-release any higher
 // version will do (SemVer 2.0.0 §9: a pre-release promises no
 // compatibility), and the least is v's own release, MAJOR.MINOR.PATCH.
 // For BumpNone it returns v.
-func (v Version) Bumped(b Bump) string {
+func bumped(v Version, b Bump) string {
 	switch {
 	case b == BumpNone:
 		return v.String()
@@ -69,30 +69,13 @@ func (v Version) Bumped(b Bump) string {
 	return fmt.Sprintf("%d.%d.%d", v.Major, v.Minor, v.Patch+1)
 }
 
-// Satisfies reports whether v raises old by at least b: cur is higher
+// satisfies reports whether v raises old by at least b: cur is higher
 // than old, and either old is a pre-release or BumpOf(old, v) >= b.
-func (v Version) Satisfies(old Version, b Bump) bool {
+func satisfies(v, old Version, b Bump) bool {
 	if v.Compare(old) <= 0 {
 		return false
 	}
 	return len(old.Pre) > 0 || BumpOf(old, v) >= b
-}
-
-// PermissionDiff returns the permissions in cur but not old, and in old
-// but not cur (a changed description counts as removed and added). Order
-// does not count. This is how pins compare permissions (SPEC.md §15).
-func PermissionDiff(old, cur []Permission) (added, removed []Permission) {
-	for _, p := range cur {
-		if !slices.Contains(old, p) {
-			added = append(added, p)
-		}
-	}
-	for _, p := range old {
-		if !slices.Contains(cur, p) {
-			removed = append(removed, p)
-		}
-	}
-	return added, removed
 }
 
 // ScopeDiff compares two permission lists by scope: the scopes only cur
@@ -301,7 +284,7 @@ func compareReleaseTool(p, t *Tool, served *Change) (ReleaseTool, error) {
 		rt.Status, rt.Refused = ReleaseDowngrade, true
 		rt.Message = fmt.Sprintf("version %s is lower than the previous release's %s: every client that pinned %s would refuse it as a downgrade", t.Version, p.Version, p.Version)
 		if rt.Required != BumpNone {
-			rt.Suggested = pv.Bumped(rt.Required)
+			rt.Suggested = bumped(pv, rt.Required)
 			rt.Message += fmt.Sprintf("; it %s, which calls for %s", what, bumpAdvice(rt.Required, rt.Suggested))
 		}
 	case rt.Required == BumpNone:
@@ -310,17 +293,17 @@ func compareReleaseTool(p, t *Tool, served *Change) (ReleaseTool, error) {
 			rt.Status, rt.Message = ReleaseBumped, "a higher version without a change"
 		}
 	case c == 0:
-		rt.Status, rt.Refused, rt.Suggested = ReleaseRugPull, true, pv.Bumped(rt.Required)
+		rt.Status, rt.Refused, rt.Suggested = ReleaseRugPull, true, bumped(pv, rt.Required)
 		rt.Message = fmt.Sprintf("%s under the same version %s: every client that pinned it would see a rug pull; this calls for %s",
 			what, p.Version, bumpAdvice(rt.Required, rt.Suggested))
-	case tv.Satisfies(pv, rt.Required):
+	case satisfies(tv, pv, rt.Required):
 		rt.Status = ReleaseBumped
 		rt.Message = fmt.Sprintf("%s: a %s bump (%s called for)", what, rt.Made, rt.Required)
 		if len(pv.Pre) > 0 {
 			rt.Message = fmt.Sprintf("%s: any higher version may follow the pre-release %s", what, p.Version)
 		}
 	default:
-		rt.Status, rt.Suggested = ReleaseBumpTooSmall, pv.Bumped(rt.Required)
+		rt.Status, rt.Suggested = ReleaseBumpTooSmall, bumped(pv, rt.Required)
 		rt.Message = fmt.Sprintf("%s: that calls for %s, not a %s bump (clients still see a new version and ask for approval)", what, bumpAdvice(rt.Required, rt.Suggested), rt.Made)
 	}
 	return rt, nil

@@ -48,8 +48,8 @@ func TestBumpOfAndBumped(t *testing.T) {
 		{"1.2.3", BumpNone, "1.2.3"},
 		{"2.0.0-rc.1", BumpMajor, "2.0.0"},
 	} {
-		if got := mustVersion(t, tc.v).Bumped(tc.b); got != tc.want {
-			t.Errorf("%s.Bumped(%s) = %s, want %s", tc.v, tc.b, got, tc.want)
+		if got := bumped(mustVersion(t, tc.v), tc.b); got != tc.want {
+			t.Errorf("bumped(%s, %s) = %s, want %s", tc.v, tc.b, got, tc.want)
 		}
 	}
 }
