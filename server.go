@@ -234,3 +234,22 @@ func ServerValue(s Server) *strictjson.Value {
 	}
 	return v
 }
+
+// ServedBy lists what a bound server is served by, as pins write it:
+// "TYPE NAME@VERSION DIGEST" and "url SCHEME://HOST:PORT/PATH".
+func (s *Server) ServedBy() []string {
+	var out []string
+	for _, a := range s.Artifacts {
+		n := a.Type + " " + a.Name
+		if a.Version != "" {
+			n += "@" + a.Version
+		}
+		out = append(out, n+" "+a.Digest)
+	}
+	for _, e := range s.Endpoints {
+		if ep, err := parseEndpoint(e); err == nil {
+			out = append(out, fmt.Sprintf("url %s://%s:%s%s", ep.scheme, ep.host, ep.port, strings.TrimSuffix(ep.path, "/")))
+		}
+	}
+	return out
+}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/etdi-dev/etdi"
 	"github.com/etdi-dev/etdi/internal/mcpclient"
+	"github.com/etdi-dev/etdi/release"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -48,5 +49,5 @@ func CheckServer(ctx context.Context, server *mcp.Server, manifest []byte) error
 	if err != nil {
 		return fmt.Errorf("inband: listing the server: %w", err)
 	}
-	return etdi.CheckServed(m, l.Tools)
+	return release.CheckServed(m, l.Tools)
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/etdi-dev/etdi/guard"
 	"github.com/etdi-dev/etdi/internal/redact"
 	"github.com/etdi-dev/etdi/internal/termtext"
+	"github.com/etdi-dev/etdi/release"
 	"github.com/etdi-dev/etdi/strictjson"
 	"github.com/spf13/cobra"
 )
@@ -99,21 +100,21 @@ drifts, 1 the manifest or the server could not be read, 2 usage.
 			if err != nil {
 				return err
 			}
-			results := etdi.CompareServed(m, tools)
-			summary := etdi.DriftSummary(results)
+			results := release.CompareServed(m, tools)
+			summary := release.DriftSummary(results)
 			code := exitOK
-			if etdi.CheckServed(m, tools) != nil {
+			if release.CheckServed(m, tools) != nil {
 				code = exitRugPull
 			}
 			if asJSON {
 				if err := e.writeJSON(struct {
-					SchemaVersion int               `json:"schemaVersion"`
-					Manifest      string            `json:"manifest"`
-					Server        string            `json:"server"`
-					OK            bool              `json:"ok"`
-					Summary       string            `json:"summary"`
-					Tools         []etdi.ServedTool `json:"tools"`
-					ExitCode      int               `json:"exitCode"`
+					SchemaVersion int                  `json:"schemaVersion"`
+					Manifest      string               `json:"manifest"`
+					Server        string               `json:"server"`
+					OK            bool                 `json:"ok"`
+					Summary       string               `json:"summary"`
+					Tools         []release.ServedTool `json:"tools"`
+					ExitCode      int                  `json:"exitCode"`
 				}{1, pos[0], t.label, code == exitOK, summary, results, code}); err != nil {
 					return err
 				}

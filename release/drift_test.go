@@ -1,18 +1,20 @@
-package etdi
+package release
 
 import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/etdi-dev/etdi"
 )
 
 const driftManifest = `{"provider": {"id": "acme"}, "server": {"name": "weather"}, "tools": [
   {"version": "1.0.0", "permissions": [], "definition": {"name": "get_weather", "description": "Get the weather.", "inputSchema": {"type": "object", "properties": {"city": {"type": "string"}}}}},
   {"version": "1.1.0", "permissions": [], "definition": {"name": "get_forecast", "inputSchema": {"type": "object"}}}]}`
 
-func servedTools(t *testing.T, list string) []LiveTool {
+func servedTools(t *testing.T, list string) []etdi.LiveTool {
 	t.Helper()
-	tl, err := ParseToolsList([]byte(list))
+	tl, err := etdi.ParseToolsList([]byte(list))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -20,7 +22,7 @@ func servedTools(t *testing.T, list string) []LiveTool {
 }
 
 func TestCompareServed(t *testing.T) {
-	m, err := ParseManifest([]byte(driftManifest))
+	m, err := etdi.ParseManifest([]byte(driftManifest))
 	if err != nil {
 		t.Fatal(err)
 	}
