@@ -88,7 +88,7 @@ func FuzzParseToolsList(f *testing.F) {
 	f.Add([]byte(`{"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"a"}]}}`))
 	f.Add([]byte(`{"tools":[{"name":"a","enum":[0,[0,{"b":[]}],0]}],"_meta":{"c":[0,0]}}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		tl, err := ParseToolsList(data)
+		tl, err := ParseList(data, ListOptions{})
 		if err != nil {
 			return
 		}
@@ -118,12 +118,12 @@ func countValues(v *strictjson.Value) int {
 	return n
 }
 
-// FuzzParseListsPage: whatever a saved listing or a server's page holds,
+// FuzzParseList: whatever a saved listing or a server's page holds,
 // parsing never panics; what it accepts is valid JSON, each list present
 // has exactly the entries encoding/json reads, each digest is that of the
-// entry's canonical form, and the tools of ParseToolsListPage are the
+// entry's canonical form, and the tools read as the only list are the
 // same.
-func FuzzParseListsPage(f *testing.F) {
+func FuzzParseList(f *testing.F) {
 	f.Add([]byte(`{"tools":[{"name":"a","description":"x"}],"prompts":[{"name":"p"}],"resources":[{"uri":"x://1","name":"one"}],"resourceTemplates":[{"uriTemplate":"x://{n}"}],"nextCursor":"2"}`))
 	f.Add([]byte(`{"jsonrpc":"2.0","id":1,"result":{"tools":[],"resources":[{"uri":"u"}]}}`))
 	f.Add([]byte(`[{"name":"a"}]`))
@@ -131,10 +131,11 @@ func FuzzParseListsPage(f *testing.F) {
 	addVectorSeeds(f, "tools.json")
 	lists := []List{ListTools, ListPrompts, ListResources, ListTemplates}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		pages, err := ParseListsPage(data, lists, 0, 0)
+		first, err := ParseList(data, ListOptions{Lists: lists})
 		if err != nil {
 			return
 		}
+		pages := append([]*ToolsList{first}, first.Others...)
 		if !json.Valid(data) {
 			t.Fatalf("accepted input encoding/json rejects: %q", data)
 		}
@@ -165,9 +166,9 @@ func FuzzParseListsPage(f *testing.F) {
 				}
 			}
 		}
-		tl, err := ParseToolsListPage(data, 0, 0)
+		tl, err := ParseList(data, ListOptions{})
 		if err != nil || len(tl.Tools) != len(pages[0].Tools) {
-			t.Fatalf("ParseToolsListPage disagrees: %v", err)
+			t.Fatalf("ParseList with one list disagrees: %v", err)
 		}
 	})
 }

@@ -24,7 +24,7 @@ func TestSpecExamples(t *testing.T) {
 		}
 	}
 	dir := "testdata/vectors/valid_ed25519/"
-	tl, err := ParseToolsList(mustRead(t, dir+"tools.json"))
+	tl, err := ParseList(mustRead(t, dir+"tools.json"), ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,7 +44,7 @@ func TestSpecExamples(t *testing.T) {
 	mustContain("payload start", string(p[:bytes.Index(p, []byte(`"tools":[`))+len(`"tools":[`)]))
 	mustContain("payload subjects", string(p[bytes.Index(p, []byte(`"subject":`)):]))
 
-	rug, err := ParseToolsList(mustRead(t, "testdata/vectors/rugpull_description_changed/tools.json"))
+	rug, err := ParseList(mustRead(t, "testdata/vectors/rugpull_description_changed/tools.json"), ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -34,15 +34,9 @@ type ToolsList struct {
 	// Nodes is the number of JSON values of the document (at most
 	// MaxNodes), so that a caller reading many pages can bound their sum.
 	Nodes int
-}
-
-// ParseToolsList parses a saved tools/list response (SPEC.md §8). Three
-// shapes are accepted: the result object {"tools": [...]}, a whole JSON-RPC
-// response {"jsonrpc": "2.0", "id": ..., "result": {"tools": [...]}}, or a
-// bare array of tool objects. Each tool must be an object with a string
-// name. Duplicate names are kept; package verify reports them.
-func ParseToolsList(data []byte) (*ToolsList, error) {
-	return ParseToolsListPage(data, 0, 0)
+	// Others are the further lists ListOptions.Lists asked for, in
+	// order; nil where the document lacks one.
+	Others []*ToolsList
 }
 
 // A List is one of the lists of a server whose entries reach the model
@@ -66,51 +60,54 @@ var (
 // resource template.
 const MaxURILen = 4096
 
-// ParseToolsListPage parses one page of a listing of several pages, as
-// ParseToolsList does, counting its JSON values against a bound of the
-// whole listing: before values were in earlier pages, and all pages
-// together may hold at most limit (at most MaxNodes; 0 means MaxNodes and
-// no earlier pages). The bound holds while the page is parsed.
-func ParseToolsListPage(data []byte, before, limit int) (*ToolsList, error) {
-	return ParseListPage(data, ListTools, before, limit)
+// ListOptions say how ParseList reads a listing. The zero value reads a
+// saved tools/list response.
+type ListOptions struct {
+	// Lists are the lists the document holds in one object, as etdi fetch
+	// saves a server: {"tools": [...], "prompts": [...], ...}. The first is
+	// required; the others are in ToolsList.Others, in order, nil when
+	// their member is absent. Empty means ListTools alone.
+	Lists []List
+	// Result reads the document as the result of one page as a server
+	// answers it (MCP): an object whose member Lists[0].Member is the
+	// array of entries, read exactly as a host reads it. No other shape is
+	// taken: a result that is a bare array, or that holds its entries
+	// under "result" as a saved JSON-RPC response does, would be read one
+	// way here and another way by the host. Any member whose name differs
+	// from Lists[0].Member only in case is refused: a decoder that matches
+	// names case-insensitively (encoding/json) would read it instead.
+	// Only the first list is read.
+	Result bool
+	// Before and Limit count the document as one page of a listing of
+	// several pages: Before JSON values were in earlier pages, and all
+	// pages together may hold at most Limit (at most MaxNodes; 0 means
+	// MaxNodes and no earlier pages). The bound holds while the page is
+	// parsed.
+	Before, Limit int
 }
 
-// ParseListPage parses one page of any List as ParseToolsListPage parses
-// a tools/list page: the entries are in ToolsList.Tools, each named by
-// its key (Name holds a resource's URI), canonical and digested like a
-// tool definition (SPEC.md §3).
-func ParseListPage(data []byte, list List, before, limit int) (*ToolsList, error) {
-	pages, err := ParseListsPage(data, []List{list}, before, limit)
+// ParseList parses a listing (SPEC.md §8, §17). Unless o.Result is set,
+// three shapes are accepted: the result object {"tools": [...]}, a whole
+// JSON-RPC response {"jsonrpc": "2.0", "id": ..., "result": {"tools":
+// [...]}}, or a bare array of entries (of the first list). Each entry must
+// be an object with a string key (List.Key: a tool's name, a resource's
+// URI); it is in ToolsList.Tools, canonical and digested like a tool
+// definition (SPEC.md §3). Duplicate keys are kept; package verify
+// reports them. The JSON values of the whole document count once against
+// the bound of o.Limit.
+func ParseList(data []byte, o ListOptions) (*ToolsList, error) {
+	lists := o.Lists
+	if len(lists) == 0 {
+		lists = []List{ListTools}
+	}
+	pages, err := parseLists(data, lists, o.Before, o.Limit, o.Result)
 	if err != nil {
 		return nil, err
 	}
-	return pages[0], nil
-}
-
-// ParseListResult parses the result of one page of a list as a server
-// answers it (MCP): an object whose member list.Member is the array of
-// entries, read exactly as a host reads it. Unlike ParseListPage it takes
-// no other shape: a result that is a bare array, or that holds its entries
-// under "result" as a saved JSON-RPC response does, would be read one way
-// here and another way by the host. Any member whose name differs from
-// list.Member only in case is refused: a decoder that matches names
-// case-insensitively (encoding/json) would read it instead.
-func ParseListResult(data []byte, list List, before, limit int) (*ToolsList, error) {
-	pages, err := parseLists(data, []List{list}, before, limit, true)
-	if err != nil {
-		return nil, err
+	if len(pages) > 1 {
+		pages[0].Others = pages[1:]
 	}
 	return pages[0], nil
-}
-
-// ParseListsPage parses a document holding several lists in one object,
-// as etdi fetch saves a server: {"tools": [...], "prompts": [...], ...}
-// (or the result of a JSON-RPC response; a bare array is the first
-// list). The first list is required; of the others, those whose member
-// is absent are nil. The JSON values of the whole document count once
-// against the bound, as ParseToolsListPage says.
-func ParseListsPage(data []byte, lists []List, before, limit int) ([]*ToolsList, error) {
-	return parseLists(data, lists, before, limit, false)
 }
 
 func parseLists(data []byte, lists []List, before, limit int, resultOnly bool) ([]*ToolsList, error) {

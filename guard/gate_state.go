@@ -705,7 +705,7 @@ func (g *Gate) filterPage(req *hostRequest, m *mcpclient.Message, data []byte, s
 		g.toHost.fill(s, data)
 		return
 	}
-	page, err := etdi.ParseListResult(m.Result, lm.list, 0, mcpclient.MaxFetchNodes)
+	page, err := etdi.ParseList(m.Result, etdi.ListOptions{Lists: []etdi.List{lm.list}, Result: true, Limit: mcpclient.MaxFetchNodes})
 	if err != nil {
 		g.logf("withheld the server's answer to %s: %v", req.method, err)
 		g.toHost.fill(s, g.errorTo(m.ID, -32603, "etdi: withheld the server's answer to "+req.method+": "+err.Error(), nil))

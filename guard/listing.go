@@ -75,11 +75,10 @@ var savedLists = []etdi.List{etdi.ListTools, etdi.ListPrompts, etdi.ListResource
 // says what served the listing (Listing.Served), and a file whose served
 // does not match its binding is refused (ErrServedBinding).
 func ReadListing(data []byte) (*Listing, error) {
-	pages, err := etdi.ParseListsPage(data, savedLists, 0, mcpclient.MaxFetchNodes)
+	tl, err := etdi.ParseList(data, etdi.ListOptions{Lists: savedLists, Limit: mcpclient.MaxFetchNodes})
 	if err != nil {
 		return nil, err
 	}
-	tl := pages[0]
 	l := &Listing{Tools: tl.Tools, ToolMetas: tl.ToolMetas, Pages: 1}
 	if mcpclient.Member(data, "result") == nil {
 		// A result object saved by etdi fetch or the gate holds the
@@ -96,7 +95,7 @@ func ReadListing(data []byte) (*Listing, error) {
 		l.Metas = []*strictjson.Value{tl.Meta}
 	}
 	for i, dst := range []*[]etdi.LiveTool{&l.Prompts, &l.Resources, &l.Templates} {
-		if p := pages[i+1]; p != nil {
+		if p := tl.Others[i]; p != nil {
 			*dst = p.Tools
 			l.Listed = append(l.Listed, pin.Items[i])
 		}

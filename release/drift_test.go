@@ -14,7 +14,7 @@ const driftManifest = `{"provider": {"id": "acme"}, "server": {"name": "weather"
 
 func servedTools(t *testing.T, list string) []etdi.LiveTool {
 	t.Helper()
-	tl, err := etdi.ParseToolsList([]byte(list))
+	tl, err := etdi.ParseList([]byte(list), etdi.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -31,7 +31,7 @@ func (e *env) listTools(sf *serverFlags, t *target) ([]etdi.LiveTool, string, er
 		if err != nil {
 			return nil, "", err
 		}
-		tl, err := etdi.ParseToolsList(data)
+		tl, err := etdi.ParseList(data, etdi.ListOptions{})
 		if err != nil {
 			if uerr := notAListing(t.toolsFile, data); uerr != nil {
 				return nil, "", uerr

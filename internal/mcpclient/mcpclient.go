@@ -321,7 +321,7 @@ func listPages(ctx context.Context, call Caller, list etdi.List, maxPages int, n
 			return nil, nil, nil, 0, fail(err)
 		}
 		pages++
-		page, err := etdi.ParseListResult(res, list, *nodes, MaxFetchNodes)
+		page, err := etdi.ParseList(res, etdi.ListOptions{Lists: []etdi.List{list}, Result: true, Before: *nodes, Limit: MaxFetchNodes})
 		if err != nil {
 			return nil, nil, nil, 0, fail(fmt.Errorf("page %d: %w", pages, err))
 		}
