@@ -17,7 +17,6 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/etdi-dev/etdi/internal/artifact"
 	"github.com/etdi-dev/etdi/strictjson"
 )
 
@@ -67,8 +66,21 @@ type Server struct {
 }
 
 // Artifact is one component of a stdio server: an npm or PyPI package, an
-// OCI image or a file (SPEC.md §4.1).
-type Artifact = artifact.Artifact
+// OCI image or a file (SPEC.md §4.1), as server.artifacts in a manifest or
+// statement names it. ValidateArtifact checks one.
+type Artifact struct {
+	// Type is ArtifactNPM, ArtifactPyPI, ArtifactOCI or ArtifactFile.
+	Type string `json:"type"`
+	// Name is the npm package, the Python distribution, the image without
+	// tag or digest, or the file's base name.
+	Name string `json:"name"`
+	// Version is the package version or the image tag; a file has none.
+	Version string `json:"version,omitempty"`
+	// Digest is the registry's integrity string (SRI) for npm, and
+	// "sha256:" and 64 lowercase hex digits otherwise: of one of the
+	// distribution's files, of the image manifest, of the file's content.
+	Digest string `json:"digest"`
+}
 
 // Bound reports whether the server names endpoints or artifacts.
 func (s *Server) Bound() bool { return len(s.Endpoints) > 0 || len(s.Artifacts) > 0 }

@@ -117,3 +117,42 @@ func isCloud(path string) bool {
 	}
 	return false
 }
+
+// TestModelDoesNoIO fails when the data model (the root package) or the
+// formats beside it (strictjson, release) depend on a package that runs
+// programs, resolves launches, opens a pin database or talks HTTP: the model is imported
+// by every other package of etdi and by Go hosts. internal/artifact, which
+// runs "docker image inspect" and reads lock files, imports the model for
+// Artifact; never the other way round.
+func TestModelDoesNoIO(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs go list")
+	}
+	forbidden := []string{
+		"github.com/etdi-dev/etdi/internal/artifact",
+		"os/exec",
+		"net/http",
+		"go.etcd.io/bbolt",
+	}
+	for _, pkg := range []string{".", "./strictjson", "./release"} {
+		for _, goos := range []string{"linux", "darwin", "windows"} {
+			cmd := exec.Command("go", "list", "-deps", "-f", "{{.ImportPath}}", pkg)
+			cmd.Env = append(os.Environ(), "GOOS="+goos, "GOFLAGS=-mod=readonly")
+			out, err := cmd.Output()
+			if err != nil {
+				t.Fatalf("GOOS=%s go list %s: %v", goos, pkg, err)
+			}
+			deps := strings.Fields(string(out))
+			if len(deps) < 3 {
+				t.Fatalf("GOOS=%s go list %s: %q", goos, pkg, out)
+			}
+			for _, d := range deps {
+				for _, f := range forbidden {
+					if d == f {
+						t.Errorf("GOOS=%s: %s depends on %s", goos, pkg, d)
+					}
+				}
+			}
+		}
+	}
+}
