@@ -34,13 +34,9 @@ type Signature struct {
 	Sig   []byte
 }
 
-// PAE returns the DSSE pre-authentication encoding of the envelope, the
-// bytes a signature covers: "DSSEv1" SP len(type) SP type SP len(body) SP body.
-func (e *Envelope) PAE() []byte {
-	return PAE(e.PayloadType, e.Payload)
-}
-
-// PAE is the DSSE v1 pre-authentication encoding.
+// PAE is the DSSE v1 pre-authentication encoding of an envelope's payload,
+// the bytes a signature covers: "DSSEv1" SP len(type) SP type SP len(body)
+// SP body.
 func PAE(payloadType string, payload []byte) []byte {
 	b := make([]byte, 0, len(payload)+len(payloadType)+32)
 	b = append(b, "DSSEv1 "...)

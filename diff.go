@@ -25,10 +25,10 @@ type Change struct {
 	Text string `json:"text,omitempty"`
 }
 
-// MaxChanges bounds the changes Diff reports; MaxChangeText bounds the
+// maxChanges bounds the changes Diff reports; MaxChangeText bounds the
 // text of each value.
 const (
-	MaxChanges    = 200
+	maxChanges    = 200
 	MaxChangeText = 4096
 )
 
@@ -96,7 +96,7 @@ func unescapePointer(s string) string {
 }
 
 func diff(out *[]Change, path string, a, b *strictjson.Value) {
-	if len(*out) >= MaxChanges {
+	if len(*out) >= maxChanges {
 		return
 	}
 	if a.Kind == strictjson.Object && b.Kind == strictjson.Object {
@@ -138,7 +138,7 @@ func diff(out *[]Change, path string, a, b *strictjson.Value) {
 }
 
 func add(out *[]Change, c Change) {
-	if len(*out) < MaxChanges {
+	if len(*out) < maxChanges {
 		*out = append(*out, c)
 	}
 }
