@@ -1,11 +1,13 @@
 // Package etdi defines the Enhanced Tool Definition Interface data model:
-// tool manifests, the canonical form and digest of an MCP tool definition,
-// the signed in-toto statement and the bundle that carries it.
+// tool manifests, the digest of an MCP tool definition, the listings a
+// server answers, the signed in-toto statement and the bundle that carries
+// it, and the differences between two definitions.
 //
-// The package does no I/O. Signing lives in package sign, verification in
-// package verify, the trust policy in package trust. Every format here is
-// specified byte-exactly in SPEC.md; the section numbers in the comments
-// refer to it.
+// The package does no I/O. Documents are read under the strict JSON
+// profile of package strictjson. Statements are signed in package sign and
+// verified in package verify against the trust policy of package trust;
+// package release compares a release with the previous one. Every format here is specified byte-exactly in
+// SPEC.md; the section numbers in the comments refer to it.
 package etdi
 
 import (
