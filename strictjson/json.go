@@ -456,52 +456,66 @@ func (p *parser) str() (string, error) {
 			p.pos++
 			continue
 		}
-		// Escape sequence.
-		if p.pos+1 >= len(p.data) {
-			return "", p.errf("unterminated escape")
-		}
-		e := p.data[p.pos+1]
-		p.pos += 2
-		switch e {
-		case '"', '\\', '/':
-			b.WriteByte(e)
-		case 'b':
-			b.WriteByte('\b')
-		case 'f':
-			b.WriteByte('\f')
-		case 'n':
-			b.WriteByte('\n')
-		case 'r':
-			b.WriteByte('\r')
-		case 't':
-			b.WriteByte('\t')
-		case 'u':
-			r, err := p.hex4()
-			if err != nil {
-				return "", err
-			}
-			if utf16.IsSurrogate(r) {
-				if r >= 0xDC00 {
-					return "", p.errf("lone low surrogate \\u%04x", r)
-				}
-				if p.pos+1 >= len(p.data) || p.data[p.pos] != '\\' || p.data[p.pos+1] != 'u' {
-					return "", p.errf("lone high surrogate \\u%04x", r)
-				}
-				p.pos += 2
-				r2, err := p.hex4()
-				if err != nil {
-					return "", err
-				}
-				if r2 < 0xDC00 || r2 > 0xDFFF {
-					return "", p.errf("high surrogate \\u%04x not followed by a low surrogate", r)
-				}
-				r = utf16.DecodeRune(r, r2)
-			}
-			b.WriteRune(r)
-		default:
-			return "", p.errf("invalid escape \\%c", e)
+		if err := p.escape(&b); err != nil {
+			return "", err
 		}
 	}
+}
+
+// escape reads the escape sequence at p.pos (a backslash) into b.
+func (p *parser) escape(b *strings.Builder) error {
+	if p.pos+1 >= len(p.data) {
+		return p.errf("unterminated escape")
+	}
+	e := p.data[p.pos+1]
+	p.pos += 2
+	switch e {
+	case '"', '\\', '/':
+		b.WriteByte(e)
+	case 'b':
+		b.WriteByte('\b')
+	case 'f':
+		b.WriteByte('\f')
+	case 'n':
+		b.WriteByte('\n')
+	case 'r':
+		b.WriteByte('\r')
+	case 't':
+		b.WriteByte('\t')
+	case 'u':
+		r, err := p.unicodeEscape()
+		if err != nil {
+			return err
+		}
+		b.WriteRune(r)
+	default:
+		return p.errf("invalid escape \\%c", e)
+	}
+	return nil
+}
+
+// unicodeEscape reads the four hex digits after `\u`, and the low
+// surrogate escape that must follow a high surrogate.
+func (p *parser) unicodeEscape() (rune, error) {
+	r, err := p.hex4()
+	if err != nil || !utf16.IsSurrogate(r) {
+		return r, err
+	}
+	if r >= 0xDC00 {
+		return 0, p.errf("lone low surrogate \\u%04x", r)
+	}
+	if p.pos+1 >= len(p.data) || p.data[p.pos] != '\\' || p.data[p.pos+1] != 'u' {
+		return 0, p.errf("lone high surrogate \\u%04x", r)
+	}
+	p.pos += 2
+	r2, err := p.hex4()
+	if err != nil {
+		return 0, err
+	}
+	if r2 < 0xDC00 || r2 > 0xDFFF {
+		return 0, p.errf("high surrogate \\u%04x not followed by a low surrogate", r)
+	}
+	return utf16.DecodeRune(r, r2), nil
 }
 
 func (p *parser) hex4() (rune, error) {
@@ -526,33 +540,27 @@ func (p *parser) hex4() (rune, error) {
 	return r, nil
 }
 
-func (p *parser) number() (*Value, error) {
-	start := p.pos
+// scanNumber advances over a number of the RFC 8259 grammar.
+func (p *parser) scanNumber() error {
 	d := p.data
 	if d[p.pos] == '-' {
 		p.pos++
 	}
 	if p.pos >= len(d) {
-		return nil, p.errf("invalid number")
+		return p.errf("invalid number")
 	}
 	switch {
 	case d[p.pos] == '0':
 		p.pos++
 	case d[p.pos] >= '1' && d[p.pos] <= '9':
-		for p.pos < len(d) && d[p.pos] >= '0' && d[p.pos] <= '9' {
-			p.pos++
-		}
+		p.digits()
 	default:
-		return nil, p.errf("invalid number")
+		return p.errf("invalid number")
 	}
 	if p.pos < len(d) && d[p.pos] == '.' {
 		p.pos++
-		digits := p.pos
-		for p.pos < len(d) && d[p.pos] >= '0' && d[p.pos] <= '9' {
-			p.pos++
-		}
-		if p.pos == digits {
-			return nil, p.errf("invalid number: no digits after '.'")
+		if p.digits() == 0 {
+			return p.errf("invalid number: no digits after '.'")
 		}
 	}
 	if p.pos < len(d) && (d[p.pos] == 'e' || d[p.pos] == 'E') {
@@ -560,14 +568,28 @@ func (p *parser) number() (*Value, error) {
 		if p.pos < len(d) && (d[p.pos] == '+' || d[p.pos] == '-') {
 			p.pos++
 		}
-		digits := p.pos
-		for p.pos < len(d) && d[p.pos] >= '0' && d[p.pos] <= '9' {
-			p.pos++
-		}
-		if p.pos == digits {
-			return nil, p.errf("invalid number: no digits in exponent")
+		if p.digits() == 0 {
+			return p.errf("invalid number: no digits in exponent")
 		}
 	}
+	return nil
+}
+
+// digits advances over decimal digits and returns how many.
+func (p *parser) digits() int {
+	start := p.pos
+	for p.pos < len(p.data) && p.data[p.pos] >= '0' && p.data[p.pos] <= '9' {
+		p.pos++
+	}
+	return p.pos - start
+}
+
+func (p *parser) number() (*Value, error) {
+	start := p.pos
+	if err := p.scanNumber(); err != nil {
+		return nil, err
+	}
+	d := p.data
 	lit := d[start:p.pos]
 	f, err := strconv.ParseFloat(lit, 64)
 	if err != nil && !errors.Is(err, strconv.ErrRange) {
