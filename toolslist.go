@@ -117,79 +117,114 @@ func parseLists(data []byte, lists []List, before, limit int, resultOnly bool) (
 	if len(data) > MaxManifestSize {
 		return nil, fmt.Errorf("%s list larger than %d bytes", lists[0].Member, MaxManifestSize)
 	}
-	// The entries arrays of the three shapes are streamed, one at a time:
-	// path 0 is the bare array, then for each list its member in a result
-	// object and in a response.
-	paths := [][]string{{}}
-	prefixes := []string{""}
-	for _, l := range lists {
-		paths = append(paths, []string{l.Member}, []string{"result", l.Member})
-		prefixes = append(prefixes, l.Member, "result."+l.Member)
-	}
-	listOf := func(which int) List {
-		if which == 0 {
-			return lists[0]
-		}
-		return lists[(which-1)/2]
-	}
-	entries := make([][]LiveTool, len(paths))
-	metas := make([][]*strictjson.Value, len(paths))
-	hook := definitions(paths, func(which, i int, v *strictjson.Value) error {
-		list := listOf(which)
-		if i >= MaxTools {
-			return &strictjson.FieldError{Path: prefixes[which], Msg: fmt.Sprintf("more than %d %s", MaxTools, list.Member)}
-		}
-		o, err := strictjson.Field{Path: prefixes[which] + "[" + strconv.Itoa(i) + "]", V: v}.Object()
-		if err != nil {
-			return err
-		}
-		name, err := o.Field(list.Key).Str()
-		if err != nil {
-			return err
-		}
-		if len(name) > list.MaxKey {
-			return o.Field(list.Key).Errorf("%s longer than %d bytes", list.Key, list.MaxKey)
-		}
-		c, d := canonicalDefinition(o.V)
-		entries[which] = append(entries[which], LiveTool{Name: strings.Clone(name), Canonical: c, Digest: d})
-		if m := o.V.Get("_meta"); m != nil && m.Kind == strictjson.Object {
-			metas[which] = append(metas[which], m)
-		}
-		return nil
-	})
+	ls := newListStream(lists)
+	hook := definitions(ls.paths, ls.add)
 	hook.Before, hook.Limit, hook.Whole = before, limit, "the listing (all pages together)"
 	v, err := strictjson.ParseStream(data, hook)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]*ToolsList, len(lists))
 	if resultOnly {
-		o, err := strictjson.Root(v).Object()
-		if err != nil {
-			return nil, err
-		}
-		for _, m := range o.V.Members {
-			if m.Name != lists[0].Member && strings.EqualFold(m.Name, lists[0].Member) {
-				return nil, fmt.Errorf("member %q of the result differs from %q only in case", m.Name, lists[0].Member)
-			}
-		}
-		if _, err := o.Field(lists[0].Member).Array(); err != nil {
-			return nil, err
-		}
-		out[0] = &ToolsList{Tools: entries[1], ToolMetas: metas[1], Nodes: hook.Nodes, NextCursor: o.V.Get("nextCursor")}
-		if m := o.Field("_meta"); m.V != nil {
-			if _, err := m.Object(); err != nil {
-				return nil, err
-			}
-			out[0].Meta = m.V
-		}
-		return out, nil
+		return ls.result(v, hook.Nodes)
 	}
+	return ls.saved(v, hook.Nodes)
+}
+
+// listStream collects the entries of the lists of one document as the
+// parser streams them. The entries arrays of the three shapes are
+// streamed, one at a time: path 0 is the bare array, then for each list
+// its member in a result object and in a response.
+type listStream struct {
+	lists    []List
+	paths    [][]string
+	prefixes []string
+	entries  [][]LiveTool
+	metas    [][]*strictjson.Value
+}
+
+func newListStream(lists []List) *listStream {
+	ls := &listStream{lists: lists, paths: [][]string{{}}, prefixes: []string{""}}
+	for _, l := range lists {
+		ls.paths = append(ls.paths, []string{l.Member}, []string{"result", l.Member})
+		ls.prefixes = append(ls.prefixes, l.Member, "result."+l.Member)
+	}
+	ls.entries = make([][]LiveTool, len(ls.paths))
+	ls.metas = make([][]*strictjson.Value, len(ls.paths))
+	return ls
+}
+
+// listOf returns the list whose entries path which streams.
+func (ls *listStream) listOf(which int) List {
+	if which == 0 {
+		return ls.lists[0]
+	}
+	return ls.lists[(which-1)/2]
+}
+
+// add takes entry i of the array at path which.
+func (ls *listStream) add(which, i int, v *strictjson.Value) error {
+	list := ls.listOf(which)
+	if i >= MaxTools {
+		return &strictjson.FieldError{Path: ls.prefixes[which], Msg: fmt.Sprintf("more than %d %s", MaxTools, list.Member)}
+	}
+	o, err := strictjson.Field{Path: ls.prefixes[which] + "[" + strconv.Itoa(i) + "]", V: v}.Object()
+	if err != nil {
+		return err
+	}
+	name, err := o.Field(list.Key).Str()
+	if err != nil {
+		return err
+	}
+	if len(name) > list.MaxKey {
+		return o.Field(list.Key).Errorf("%s longer than %d bytes", list.Key, list.MaxKey)
+	}
+	c, d := canonicalDefinition(o.V)
+	ls.entries[which] = append(ls.entries[which], LiveTool{Name: strings.Clone(name), Canonical: c, Digest: d})
+	if m := o.V.Get("_meta"); m != nil && m.Kind == strictjson.Object {
+		ls.metas[which] = append(ls.metas[which], m)
+	}
+	return nil
+}
+
+// page returns the entries streamed at path which.
+func (ls *listStream) page(which, nodes int) *ToolsList {
+	return &ToolsList{Tools: ls.entries[which], ToolMetas: ls.metas[which], Nodes: nodes}
+}
+
+// result reads v as ListOptions.Result says: the result object of a
+// server's page, its first list only.
+func (ls *listStream) result(v *strictjson.Value, nodes int) ([]*ToolsList, error) {
+	member := ls.lists[0].Member
+	o, err := strictjson.Root(v).Object()
+	if err != nil {
+		return nil, err
+	}
+	for _, m := range o.V.Members {
+		if m.Name != member && strings.EqualFold(m.Name, member) {
+			return nil, fmt.Errorf("member %q of the result differs from %q only in case", m.Name, member)
+		}
+	}
+	if _, err := o.Field(member).Array(); err != nil {
+		return nil, err
+	}
+	meta, err := optObject(o.Field("_meta"))
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*ToolsList, len(ls.lists))
+	out[0] = ls.page(1, nodes)
+	out[0].NextCursor, out[0].Meta = o.V.Get("nextCursor"), meta
+	return out, nil
+}
+
+// saved reads v in any of the three shapes of a saved listing.
+func (ls *listStream) saved(v *strictjson.Value, nodes int) ([]*ToolsList, error) {
+	out := make([]*ToolsList, len(ls.lists))
 	if v.Kind != strictjson.Object {
 		if _, err := strictjson.Root(v).Array(); err != nil {
 			return nil, err
 		}
-		out[0] = &ToolsList{Tools: entries[0], ToolMetas: metas[0], Nodes: hook.Nodes}
+		out[0] = ls.page(0, nodes)
 		return out, nil
 	}
 	f, shape := strictjson.Root(v), 1
@@ -200,14 +235,11 @@ func parseLists(data []byte, lists []List, before, limit int, resultOnly bool) (
 	if err != nil {
 		return nil, err
 	}
-	var meta *strictjson.Value
-	if m := o.Field("_meta"); m.V != nil {
-		if _, err := m.Object(); err != nil {
-			return nil, err
-		}
-		meta = m.V
+	meta, err := optObject(o.Field("_meta"))
+	if err != nil {
+		return nil, err
 	}
-	for i, l := range lists {
+	for i, l := range ls.lists {
 		member := o.Field(l.Member)
 		if member.V == nil && i > 0 {
 			continue
@@ -215,9 +247,20 @@ func parseLists(data []byte, lists []List, before, limit int, resultOnly bool) (
 		if _, err := member.Array(); err != nil {
 			return nil, err
 		}
-		which := 1 + 2*i + shape - 1
-		out[i] = &ToolsList{Tools: entries[which], ToolMetas: metas[which], Nodes: hook.Nodes}
+		out[i] = ls.page(1+2*i+shape-1, nodes)
 	}
 	out[0].Meta, out[0].NextCursor = meta, o.V.Get("nextCursor")
 	return out, nil
+}
+
+// optObject returns the value of an optional field that must be an
+// object when present.
+func optObject(f strictjson.Field) (*strictjson.Value, error) {
+	if f.V == nil {
+		return nil, nil
+	}
+	if _, err := f.Object(); err != nil {
+		return nil, err
+	}
+	return f.V, nil
 }
