@@ -54,6 +54,32 @@ func ValidateArtifact(a Artifact) error {
 	default:
 		return fmt.Errorf("artifact type %q is unknown (want npm, pypi, oci or file)", a.Type)
 	}
+	if err := validateArtifactName(a); err != nil {
+		return err
+	}
+	what := a.Type + " artifact " + fmt.Sprintf("%q", a.Name)
+	switch {
+	case a.Type == ArtifactFile && a.Version != "":
+		return fmt.Errorf("%s: a file artifact has no version", what)
+	case len(a.Version) > artifactsyntax.MaxVersionLen:
+		return fmt.Errorf("%s: version longer than %d bytes", what, artifactsyntax.MaxVersionLen)
+	case a.Version != "" && (!artifactsyntax.Printable(a.Version) || strings.ContainsRune(a.Version, ' ')):
+		return fmt.Errorf("%s: the version holds a space, a control character or invalid UTF-8", what)
+	case a.Type == ArtifactOCI && a.Version != "" && !artifactsyntax.Tag(a.Version):
+		return fmt.Errorf("%s: version %q is not an image tag", what, a.Version)
+	}
+	if a.Type == ArtifactNPM {
+		if !artifactsyntax.SRI(a.Digest) {
+			return fmt.Errorf("%s: digest %q is not an integrity string (sha512-<base64>, as package-lock.json records it)", what, a.Digest)
+		}
+	} else if !artifactsyntax.SHA256(a.Digest) {
+		return fmt.Errorf("%s: digest %q is not sha256:<64 lowercase hex digits>", what, a.Digest)
+	}
+	return nil
+}
+
+// validateArtifactName checks the name of an artifact of a known type.
+func validateArtifactName(a Artifact) error {
 	switch {
 	case a.Name == "":
 		return fmt.Errorf("%s artifact: no name", a.Type)
@@ -80,23 +106,6 @@ func ValidateArtifact(a Artifact) error {
 		if strings.ContainsAny(a.Name, `/\`) || a.Name == "." || a.Name == ".." {
 			return fmt.Errorf("%s: the name of a file artifact is its base name, without a directory", what)
 		}
-	}
-	switch {
-	case a.Type == ArtifactFile && a.Version != "":
-		return fmt.Errorf("%s: a file artifact has no version", what)
-	case len(a.Version) > artifactsyntax.MaxVersionLen:
-		return fmt.Errorf("%s: version longer than %d bytes", what, artifactsyntax.MaxVersionLen)
-	case a.Version != "" && (!artifactsyntax.Printable(a.Version) || strings.ContainsRune(a.Version, ' ')):
-		return fmt.Errorf("%s: the version holds a space, a control character or invalid UTF-8", what)
-	case a.Type == ArtifactOCI && a.Version != "" && !artifactsyntax.Tag(a.Version):
-		return fmt.Errorf("%s: version %q is not an image tag", what, a.Version)
-	}
-	if a.Type == ArtifactNPM {
-		if !artifactsyntax.SRI(a.Digest) {
-			return fmt.Errorf("%s: digest %q is not an integrity string (sha512-<base64>, as package-lock.json records it)", what, a.Digest)
-		}
-	} else if !artifactsyntax.SHA256(a.Digest) {
-		return fmt.Errorf("%s: digest %q is not sha256:<64 lowercase hex digits>", what, a.Digest)
 	}
 	return nil
 }
