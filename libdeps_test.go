@@ -37,45 +37,7 @@ func TestLibraryLinksNoCloudKMS(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs go list")
 	}
-	external := map[string][]string{} // import path -> files importing it
-	fset := token.NewFileSet()
-	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			name := d.Name()
-			if path != "." && (name == "testdata" || name == "node_modules" || strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_")) {
-				return filepath.SkipDir
-			}
-			if filepath.ToSlash(path) == "cmd/etdi" {
-				return filepath.SkipDir
-			}
-			if _, err := os.Stat(filepath.Join(path, "go.mod")); err == nil && path != "." {
-				return filepath.SkipDir // another module
-			}
-			return nil
-		}
-		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
-			return nil
-		}
-		f, err := parser.ParseFile(fset, path, nil, parser.ImportsOnly)
-		if err != nil {
-			return err
-		}
-		for _, imp := range f.Imports {
-			p, _ := strconv.Unquote(imp.Path.Value)
-			first, _, _ := strings.Cut(p, "/")
-			if !strings.Contains(first, ".") || p == "github.com/etdi-dev/etdi" || strings.HasPrefix(p, "github.com/etdi-dev/etdi/") {
-				continue // standard library or this module, whose files are read here too
-			}
-			external[p] = append(external[p], path)
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	external := libraryImports(t)
 	if len(external) == 0 {
 		t.Fatal("found no imports outside the standard library: the walk is broken")
 	}
@@ -155,4 +117,51 @@ func TestModelDoesNoIO(t *testing.T) {
 			}
 		}
 	}
+}
+
+// libraryImports returns the imports from outside the standard library
+// and this module of every library package (all but the etdi command),
+// read from the source of every file whatever its build constraint: import
+// path -> the files importing it.
+func libraryImports(t *testing.T) map[string][]string {
+	external := map[string][]string{} // import path -> files importing it
+	fset := token.NewFileSet()
+	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			name := d.Name()
+			if path != "." && (name == "testdata" || name == "node_modules" || strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_")) {
+				return filepath.SkipDir
+			}
+			if filepath.ToSlash(path) == "cmd/etdi" {
+				return filepath.SkipDir
+			}
+			if _, err := os.Stat(filepath.Join(path, "go.mod")); err == nil && path != "." {
+				return filepath.SkipDir // another module
+			}
+			return nil
+		}
+		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		f, err := parser.ParseFile(fset, path, nil, parser.ImportsOnly)
+		if err != nil {
+			return err
+		}
+		for _, imp := range f.Imports {
+			p, _ := strconv.Unquote(imp.Path.Value)
+			first, _, _ := strings.Cut(p, "/")
+			if !strings.Contains(first, ".") || p == "github.com/etdi-dev/etdi" || strings.HasPrefix(p, "github.com/etdi-dev/etdi/") {
+				continue // standard library or this module, whose files are read here too
+			}
+			external[p] = append(external[p], path)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return external
 }
