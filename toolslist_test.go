@@ -1,6 +1,7 @@
 package etdi
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 
@@ -143,5 +144,34 @@ func TestParseListOthers(t *testing.T) {
 	lists.Limit = tl.Nodes - 1
 	if _, err := ParseList([]byte(`{"tools":[{"name":"t"}],"prompts":[{"name":"p"},{"name":"q"}],"resourceTemplates":[]}`), lists); err == nil || !strings.Contains(err.Error(), "the listing (all pages together)") {
 		t.Fatalf("over the bound: %v", err)
+	}
+}
+
+// A listing holds at most MaxTools entries per list, in every shape.
+// Attack: a server that lists more is refused, not truncated.
+func TestParseListMaxTools(t *testing.T) {
+	entries := func(n int) string {
+		var b strings.Builder
+		for i := range n {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			b.WriteString(`{"name":"t` + strconv.Itoa(i) + `"}`)
+		}
+		return b.String()
+	}
+	at, over := entries(MaxTools), entries(MaxTools+1)
+	for _, o := range []ListOptions{{}, {Result: true}} {
+		if tl, err := ParseList([]byte(`{"tools":[`+at+`]}`), o); err != nil || len(tl.Tools) != MaxTools {
+			t.Fatalf("%+v: MaxTools entries refused: %v", o, err)
+		}
+		_, err := ParseList([]byte(`{"tools":[`+over+`]}`), o)
+		if err == nil || err.Error() != "tools: more than 20000 tools" {
+			t.Fatalf("%+v: MaxTools+1 entries: %v", o, err)
+		}
+	}
+	_, err := ParseList([]byte(`[`+over+`]`), ListOptions{})
+	if err == nil || err.Error() != "more than 20000 tools" {
+		t.Fatalf("a bare array of MaxTools+1: %v", err)
 	}
 }
