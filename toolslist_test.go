@@ -175,3 +175,17 @@ func TestParseListMaxTools(t *testing.T) {
 		t.Fatalf("a bare array of MaxTools+1: %v", err)
 	}
 }
+
+// A listing document larger than MaxManifestSize is refused before it is
+// parsed, whatever it holds.
+func TestParseListSize(t *testing.T) {
+	doc := []byte(`{"tools":[]}` + strings.Repeat(" ", MaxManifestSize-12))
+	if _, err := ParseList(doc, ListOptions{}); err != nil {
+		t.Fatalf("at the bound: %v", err)
+	}
+	doc = append(doc, ' ')
+	_, err := ParseList(doc, ListOptions{Result: true})
+	if err == nil || err.Error() != "tools list larger than 67108864 bytes" {
+		t.Fatalf("over the bound: %v", err)
+	}
+}
