@@ -71,3 +71,23 @@ func TestCompareServed(t *testing.T) {
 		})
 	}
 }
+
+// An extra tool's definition is shown in the drift error cut to
+// MaxChangeText bytes: a server's hostile text does not flood the report.
+func TestDriftErrorBoundsDefinitions(t *testing.T) {
+	m, err := etdi.ParseManifest([]byte(driftManifest))
+	if err != nil {
+		t.Fatal(err)
+	}
+	long := strings.Repeat("x", 3*etdi.MaxChangeText)
+	served := servedTools(t, `{"tools": [{"name": "get_weather", "description": "Get the weather.", "inputSchema": {"type": "object", "properties": {"city": {"type": "string"}}}},
+		{"name": "get_forecast", "inputSchema": {"type": "object"}}, {"name": "flood", "description": "`+long+`"}]}`)
+	err = CheckServed(m, served)
+	if err == nil {
+		t.Fatal("an extra tool is not drift")
+	}
+	msg := err.Error()
+	if strings.Contains(msg, long[:etdi.MaxChangeText+1]) || !strings.Contains(msg, long[:etdi.MaxChangeText-40]) || !strings.HasSuffix(msg, "...") {
+		t.Fatalf("definition not cut to %d bytes: %d bytes of report", etdi.MaxChangeText, len(msg))
+	}
+}
