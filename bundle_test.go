@@ -4,6 +4,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/etdi-dev/etdi/strictjson"
 )
 
 // validBundle is the bundle of a vector that verifies.
@@ -44,5 +46,30 @@ func TestParseBundleMaxSignatures(t *testing.T) {
 	b.Envelope.Signatures = append(b.Envelope.Signatures, sig)
 	if _, err := ParseBundle(b.Marshal()); err == nil || !strings.Contains(err.Error(), "more than 16 signatures") {
 		t.Fatalf("MaxSignatures+1: %v", err)
+	}
+}
+
+// Attack: a statement whose subjects disagree with its predicate, listing
+// a tool twice or signing another digest than its definition has, is
+// refused: a verifier that trusted the subjects would approve a
+// definition nobody signed.
+func TestParseStatementSubjects(t *testing.T) {
+	payload := validBundle(t).Envelope.Payload
+	if _, err := ParseStatement(payload); err != nil {
+		t.Fatal(err)
+	}
+	v := mustParse(t, string(payload))
+	subjects := v.Get("subject")
+	subjects.Elems = append(subjects.Elems, subjects.Elems[0])
+	_, err := ParseStatement(strictjson.AppendCanonical(nil, v))
+	if err == nil || !strings.Contains(err.Error(), "duplicate subject") {
+		t.Fatalf("a subject twice: %v", err)
+	}
+	subjects.Elems = subjects.Elems[:len(subjects.Elems)-1]
+	subjects.Elems[0].Get("digest").Get("sha256").Str = strings.Repeat("ab", 32)
+	_, err = ParseStatement(strictjson.AppendCanonical(nil, v))
+	var dm *DigestMismatchError
+	if !errors.As(err, &dm) {
+		t.Fatalf("another digest signed: %v", err)
 	}
 }
