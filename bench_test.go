@@ -20,16 +20,3 @@ func BenchmarkDigest(b *testing.B) {
 		}
 	}
 }
-
-// BenchmarkCanonicalizeLarge measures canonicalization of a 10,000-tool
-// tools/list (about 8 MB).
-func BenchmarkCanonicalizeLarge(b *testing.B) {
-	data := testgen.ToolsList(10000)
-	b.SetBytes(int64(len(data)))
-	b.ReportAllocs()
-	for i := 0; i < b.N; i++ {
-		if _, err := etdi.Canonicalize(data); err != nil {
-			b.Fatal(err)
-		}
-	}
-}

@@ -3,6 +3,8 @@ package etdi
 import (
 	"encoding/base64"
 	"fmt"
+
+	"github.com/etdi-dev/etdi/strictjson"
 )
 
 // MaxSignatures bounds the signatures of one envelope.
@@ -32,13 +34,9 @@ type Signature struct {
 	Sig   []byte
 }
 
-// PAE returns the DSSE pre-authentication encoding of the envelope, the
-// bytes a signature covers: "DSSEv1" SP len(type) SP type SP len(body) SP body.
-func (e *Envelope) PAE() []byte {
-	return PAE(e.PayloadType, e.Payload)
-}
-
-// PAE is the DSSE v1 pre-authentication encoding.
+// PAE is the DSSE v1 pre-authentication encoding of an envelope's payload,
+// the bytes a signature covers: "DSSEv1" SP len(type) SP type SP len(body)
+// SP body.
 func PAE(payloadType string, payload []byte) []byte {
 	b := make([]byte, 0, len(payload)+len(payloadType)+32)
 	b = append(b, "DSSEv1 "...)
@@ -48,27 +46,27 @@ func PAE(payloadType string, payload []byte) []byte {
 
 // Marshal serializes the bundle as canonical JSON.
 func (b *Bundle) Marshal() []byte {
-	sigs := &Value{Kind: Array, Elems: []*Value{}}
+	sigs := &strictjson.Value{Kind: strictjson.Array, Elems: []*strictjson.Value{}}
 	for _, s := range b.Envelope.Signatures {
 		so := obj2()
 		if s.KeyID != "" {
-			so.Members = append(so.Members, Member{"keyid", str(s.KeyID)})
+			so.Members = append(so.Members, strictjson.Member{Name: "keyid", Value: str(s.KeyID)})
 		}
-		so.Members = append(so.Members, Member{"sig", str(base64.StdEncoding.EncodeToString(s.Sig))})
+		so.Members = append(so.Members, strictjson.Member{Name: "sig", Value: str(base64.StdEncoding.EncodeToString(s.Sig))})
 		sigs.Elems = append(sigs.Elems, so)
 	}
 	v := obj2(
-		Member{"mediaType", str(BundleMediaType)},
-		Member{"dsseEnvelope", obj2(
-			Member{"payloadType", str(b.Envelope.PayloadType)},
-			Member{"payload", str(base64.StdEncoding.EncodeToString(b.Envelope.Payload))},
-			Member{"signatures", sigs},
+		strictjson.Member{Name: "mediaType", Value: str(BundleMediaType)},
+		strictjson.Member{Name: "dsseEnvelope", Value: obj2(
+			strictjson.Member{Name: "payloadType", Value: str(b.Envelope.PayloadType)},
+			strictjson.Member{Name: "payload", Value: str(base64.StdEncoding.EncodeToString(b.Envelope.Payload))},
+			strictjson.Member{Name: "signatures", Value: sigs},
 		)},
 	)
 	if b.IDPToken != "" {
-		v.Members = append(v.Members, Member{"idpToken", str(b.IDPToken)})
+		v.Members = append(v.Members, strictjson.Member{Name: "idpToken", Value: str(b.IDPToken)})
 	}
-	out := AppendCanonical(nil, v)
+	out := strictjson.AppendCanonical(nil, v)
 	return append(out, '\n')
 }
 
@@ -79,11 +77,11 @@ func ParseBundle(data []byte) (*Bundle, error) {
 	if len(data) > MaxManifestSize {
 		return nil, fmt.Errorf("bundle larger than %d bytes", MaxManifestSize)
 	}
-	v, err := ParseJSON(data)
+	v, err := strictjson.Parse(data)
 	if err != nil {
 		return nil, err
 	}
-	o, err := Field{"", v}.Object()
+	o, err := strictjson.Root(v).Object()
 	if err != nil {
 		return nil, err
 	}

@@ -2,8 +2,11 @@ package etdi
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/etdi-dev/etdi/strictjson"
 )
 
 // Change is one difference between two JSON values.
@@ -22,10 +25,10 @@ type Change struct {
 	Text string `json:"text,omitempty"`
 }
 
-// MaxChanges bounds the changes Diff reports; MaxChangeText bounds the
+// maxChanges bounds the changes Diff reports; MaxChangeText bounds the
 // text of each value.
 const (
-	MaxChanges    = 200
+	maxChanges    = 200
 	MaxChangeText = 4096
 )
 
@@ -46,7 +49,7 @@ func (c Change) String() string {
 // of a, then members only in b. Arrays are compared element by element.
 // Values that are equal under RFC 8785 produce no change: key order and
 // whitespace never show up.
-func Diff(a, b *Value) []Change {
+func Diff(a, b *strictjson.Value) []Change {
 	var out []Change
 	diff(&out, "", a, b)
 	return out
@@ -76,8 +79,8 @@ func ChangedFields(changes []Change) []string {
 	return out
 }
 
-func canonicalText(v *Value) string {
-	b := AppendCanonical(nil, v)
+func canonicalText(v *strictjson.Value) string {
+	b := strictjson.AppendCanonical(nil, v)
 	if len(b) > MaxChangeText {
 		return string(b[:MaxChangeText]) + "..."
 	}
@@ -92,52 +95,11 @@ func unescapePointer(s string) string {
 	return strings.ReplaceAll(strings.ReplaceAll(s, "~1", "/"), "~0", "~")
 }
 
-func equal(a, b *Value) bool {
-	if a.Kind != b.Kind {
-		return false
-	}
-	switch a.Kind {
-	case Null:
-		return true
-	case Bool:
-		return a.Bool == b.Bool
-	case Number:
-		return a.Num == b.Num
-	case String:
-		return a.Str == b.Str
-	case Array:
-		if len(a.Elems) != len(b.Elems) {
-			return false
-		}
-		for i := range a.Elems {
-			if !equal(a.Elems[i], b.Elems[i]) {
-				return false
-			}
-		}
-		return true
-	case Object:
-		if len(a.Members) != len(b.Members) {
-			return false
-		}
-		for _, m := range a.Members {
-			o := b.Get(m.Name)
-			if o == nil || !equal(m.Value, o) {
-				return false
-			}
-		}
-		return true
-	}
-	return false
-}
-
-// Equal reports whether a and b are the same JSON value (RFC 8785 equal).
-func Equal(a, b *Value) bool { return equal(a, b) }
-
-func diff(out *[]Change, path string, a, b *Value) {
-	if len(*out) >= MaxChanges {
+func diff(out *[]Change, path string, a, b *strictjson.Value) {
+	if len(*out) >= maxChanges {
 		return
 	}
-	if a.Kind == Object && b.Kind == Object {
+	if a.Kind == strictjson.Object && b.Kind == strictjson.Object {
 		for _, m := range a.Members {
 			p := path + "/" + escapePointer(m.Name)
 			if o := b.Get(m.Name); o == nil {
@@ -153,7 +115,7 @@ func diff(out *[]Change, path string, a, b *Value) {
 		}
 		return
 	}
-	if a.Kind == Array && b.Kind == Array {
+	if a.Kind == strictjson.Array && b.Kind == strictjson.Array {
 		n := min(len(a.Elems), len(b.Elems))
 		for i := 0; i < n; i++ {
 			diff(out, path+"/"+strconv.Itoa(i), a.Elems[i], b.Elems[i])
@@ -166,9 +128,9 @@ func diff(out *[]Change, path string, a, b *Value) {
 		}
 		return
 	}
-	if !equal(a, b) {
+	if !strictjson.Equal(a, b) {
 		c := Change{Path: path, Op: "changed", Old: canonicalText(a), New: canonicalText(b)}
-		if a.Kind == String && b.Kind == String {
+		if a.Kind == strictjson.String && b.Kind == strictjson.String {
 			c.Text = TextDiff(a.Str, b.Str)
 		}
 		add(out, c)
@@ -176,7 +138,24 @@ func diff(out *[]Change, path string, a, b *Value) {
 }
 
 func add(out *[]Change, c Change) {
-	if len(*out) < MaxChanges {
+	if len(*out) < maxChanges {
 		*out = append(*out, c)
 	}
+}
+
+// PermissionDiff returns the permissions in cur but not old, and in old
+// but not cur (a changed description counts as removed and added). Order
+// does not count. This is how pins compare permissions (SPEC.md §15).
+func PermissionDiff(old, cur []Permission) (added, removed []Permission) {
+	for _, p := range cur {
+		if !slices.Contains(old, p) {
+			added = append(added, p)
+		}
+	}
+	for _, p := range old {
+		if !slices.Contains(cur, p) {
+			removed = append(removed, p)
+		}
+	}
+	return added, removed
 }

@@ -4,11 +4,13 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/etdi-dev/etdi/strictjson"
 )
 
-func mustParse(t *testing.T, s string) *Value {
+func mustParse(t *testing.T, s string) *strictjson.Value {
 	t.Helper()
-	v, err := ParseJSON([]byte(s))
+	v, err := strictjson.Parse([]byte(s))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,11 +1,13 @@
 // Package etdi defines the Enhanced Tool Definition Interface data model:
-// tool manifests, the canonical form and digest of an MCP tool definition,
-// the signed in-toto statement and the bundle that carries it.
+// tool manifests, the digest of an MCP tool definition, the listings a
+// server answers, the signed in-toto statement and the bundle that carries
+// it, and the differences between two definitions.
 //
-// The package does no I/O. Signing lives in package sign, verification in
-// package verify, the trust policy in package trust. Every format here is
-// specified byte-exactly in SPEC.md; the section numbers in the comments
-// refer to it.
+// The package does no I/O. Documents are read under the strict JSON
+// profile of package strictjson. Statements are signed in package sign and
+// verified in package verify against the trust policy of package trust;
+// package release compares a release with the previous one. Every format here is specified byte-exactly in
+// SPEC.md; the section numbers in the comments refer to it.
 package etdi
 
 import (
@@ -17,7 +19,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/etdi-dev/etdi/internal/artifact"
+	"github.com/etdi-dev/etdi/strictjson"
 )
 
 // Media types and URIs of the signed format (SPEC.md §5, §6).
@@ -41,6 +43,9 @@ const (
 	MaxTools        = 20000    // tools in one manifest or tools/list result
 	MaxPermissions  = 256      // permissions of one tool
 	MaxNameLen      = 256      // bytes of a tool name
+	// MaxDefinitionNodes is the most JSON values one tool definition may
+	// hold. Real definitions hold tens to a few thousand.
+	MaxDefinitionNodes = 50_000
 )
 
 // Provider identifies who publishes and signs tools.
@@ -63,8 +68,21 @@ type Server struct {
 }
 
 // Artifact is one component of a stdio server: an npm or PyPI package, an
-// OCI image or a file (SPEC.md §4.1).
-type Artifact = artifact.Artifact
+// OCI image or a file (SPEC.md §4.1), as server.artifacts in a manifest or
+// statement names it. ValidateArtifact checks one.
+type Artifact struct {
+	// Type is ArtifactNPM, ArtifactPyPI, ArtifactOCI or ArtifactFile.
+	Type string `json:"type"`
+	// Name is the npm package, the Python distribution, the image without
+	// tag or digest, or the file's base name.
+	Name string `json:"name"`
+	// Version is the package version or the image tag; a file has none.
+	Version string `json:"version,omitempty"`
+	// Digest is the registry's integrity string (SRI) for npm, and
+	// "sha256:" and 64 lowercase hex digits otherwise: of one of the
+	// distribution's files, of the image manifest, of the file's content.
+	Digest string `json:"digest"`
+}
 
 // Bound reports whether the server names endpoints or artifacts.
 func (s *Server) Bound() bool { return len(s.Endpoints) > 0 || len(s.Artifacts) > 0 }
@@ -87,10 +105,10 @@ type Tool struct {
 }
 
 // Definition parses the stored definition; used to show differences.
-func (t *Tool) Definition() *Value { return mustParseCanonical(t.Canonical) }
+func (t *Tool) Definition() *strictjson.Value { return mustParseCanonical(t.Canonical) }
 
-func mustParseCanonical(b []byte) *Value {
-	v, err := ParseJSON(b)
+func mustParseCanonical(b []byte) *strictjson.Value {
+	v, err := strictjson.Parse(b)
 	if err != nil {
 		panic("etdi: stored canonical definition does not parse: " + err.Error())
 	}
@@ -146,15 +164,15 @@ func ParseDigest(s string) (Digest, error) {
 // whose name starts with MetaPrefix is removed, and _meta itself is removed
 // if that leaves it empty. def is not modified. Nothing else is touched
 // (SPEC.md §3).
-func StripMeta(def *Value) *Value {
-	if def == nil || def.Kind != Object {
+func StripMeta(def *strictjson.Value) *strictjson.Value {
+	if def == nil || def.Kind != strictjson.Object {
 		return def
 	}
 	meta := def.Get("_meta")
-	if meta == nil || meta.Kind != Object {
+	if meta == nil || meta.Kind != strictjson.Object {
 		return def
 	}
-	var kept []Member
+	var kept []strictjson.Member
 	removed := false
 	for _, m := range meta.Members {
 		if strings.HasPrefix(m.Name, MetaPrefix) {
@@ -166,13 +184,13 @@ func StripMeta(def *Value) *Value {
 	if !removed {
 		return def
 	}
-	out := &Value{Kind: Object, Members: make([]Member, 0, len(def.Members))}
+	out := &strictjson.Value{Kind: strictjson.Object, Members: make([]strictjson.Member, 0, len(def.Members))}
 	for _, m := range def.Members {
 		if m.Name == "_meta" {
 			if len(kept) == 0 {
 				continue
 			}
-			m = Member{Name: "_meta", Value: &Value{Kind: Object, Members: kept}}
+			m = strictjson.Member{Name: "_meta", Value: &strictjson.Value{Kind: strictjson.Object, Members: kept}}
 		}
 		out.Members = append(out.Members, m)
 	}
@@ -181,18 +199,18 @@ func StripMeta(def *Value) *Value {
 
 // DefinitionDigest is the SHA-256 of the RFC 8785 canonical form of an MCP
 // tool object after StripMeta (SPEC.md §3). Every other member counts.
-func DefinitionDigest(def *Value) Digest {
+func DefinitionDigest(def *strictjson.Value) Digest {
 	_, d := canonicalDefinition(def)
 	return d
 }
 
 // canonicalDefinition returns the canonical form of def after StripMeta,
 // and its digest.
-func canonicalDefinition(def *Value) ([]byte, Digest) {
+func canonicalDefinition(def *strictjson.Value) ([]byte, Digest) {
 	// Made in a scratch buffer and copied once at its size: appending to
 	// nil would allocate every doubling, and keep up to twice the size.
 	bp := canonicalScratch.Get().(*[]byte)
-	b := AppendCanonical((*bp)[:0], StripMeta(def))
+	b := strictjson.AppendCanonical((*bp)[:0], StripMeta(def))
 	c := bytes.Clone(b)
 	if cap(b) <= 1<<20 {
 		*bp = b
@@ -210,11 +228,11 @@ func DigestString(s string) Digest { return sha256.Sum256([]byte(s)) }
 // DigestJSON parses one MCP tool object under the strict profile and returns
 // its definition digest.
 func DigestJSON(data []byte) (Digest, error) {
-	v, err := ParseJSON(data)
+	v, err := strictjson.Parse(data)
 	if err != nil {
 		return Digest{}, err
 	}
-	if v.Kind != Object {
+	if v.Kind != strictjson.Object {
 		return Digest{}, fmt.Errorf("tool definition is a %s, not an object", v.Kind)
 	}
 	return DefinitionDigest(v), nil
@@ -227,11 +245,11 @@ func ParseManifest(data []byte) (*Manifest, error) {
 		return nil, fmt.Errorf("manifest larger than %d bytes", MaxManifestSize)
 	}
 	tc := newToolsCollector("tools", false)
-	v, err := parseJSON(data, tc.hook("tools"))
+	v, err := strictjson.ParseStream(data, tc.hook("tools"))
 	if err != nil {
 		return nil, err
 	}
-	o, err := Field{"", v}.Object()
+	o, err := strictjson.Root(v).Object()
 	if err != nil {
 		return nil, err
 	}
@@ -251,7 +269,7 @@ func ParseManifest(data []byte) (*Manifest, error) {
 	return m, nil
 }
 
-func parseProvider(f Field) (Provider, error) {
+func parseProvider(f strictjson.Field) (Provider, error) {
 	var p Provider
 	o, err := f.Object()
 	if err != nil {
@@ -275,7 +293,7 @@ func parseProvider(f Field) (Provider, error) {
 	return p, nil
 }
 
-func parseServer(f Field) (Server, error) {
+func parseServer(f strictjson.Field) (Server, error) {
 	var s Server
 	o, err := f.Object()
 	if err != nil {
@@ -322,12 +340,26 @@ func newToolsCollector(path string, inPredicate bool) *toolsCollector {
 	return &toolsCollector{path: path, inPredicate: inPredicate, seen: map[string]int{}}
 }
 
-func (c *toolsCollector) hook(path ...string) *streamHook {
-	return &streamHook{paths: [][]string{path}, fn: func(_, i int, v *Value) error { return c.add(i, v) }}
+func (c *toolsCollector) hook(path ...string) *strictjson.Stream {
+	return definitions([][]string{path}, func(_, i int, v *strictjson.Value) error { return c.add(i, v) })
+}
+
+// definitions streams the arrays at paths, whose elements are tool
+// definitions (or list entries digested like them): each may hold at most
+// MaxDefinitionNodes JSON values.
+func definitions(paths [][]string, each func(path, index int, v *strictjson.Value) error) *strictjson.Stream {
+	return &strictjson.Stream{Paths: paths, Each: each, MaxElemNodes: MaxDefinitionNodes, ElemName: "the tool definition"}
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "..."
 }
 
 // finish checks the tools field itself once the document is parsed.
-func (c *toolsCollector) finish(f Field) ([]Tool, error) {
+func (c *toolsCollector) finish(f strictjson.Field) ([]Tool, error) {
 	if _, err := f.Array(); err != nil {
 		return nil, err
 	}
@@ -337,11 +369,11 @@ func (c *toolsCollector) finish(f Field) ([]Tool, error) {
 	return c.tools, nil
 }
 
-func (c *toolsCollector) add(i int, v *Value) error {
+func (c *toolsCollector) add(i int, v *strictjson.Value) error {
 	if i >= MaxTools {
-		return &FieldError{c.path, fmt.Sprintf("more than %d tools", MaxTools)}
+		return &strictjson.FieldError{Path: c.path, Msg: fmt.Sprintf("more than %d tools", MaxTools)}
 	}
-	ef := Field{c.path + "[" + strconv.Itoa(i) + "]", v}
+	ef := strictjson.Field{Path: c.path + "[" + strconv.Itoa(i) + "]", V: v}
 	o, err := ef.Object()
 	if err != nil {
 		return err
@@ -394,7 +426,7 @@ func (c *toolsCollector) add(i int, v *Value) error {
 	return nil
 }
 
-func parsePermissions(f Field) ([]Permission, error) {
+func parsePermissions(f strictjson.Field) ([]Permission, error) {
 	a, err := f.Array()
 	if err != nil {
 		return nil, err

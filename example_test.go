@@ -6,6 +6,7 @@ import (
 	"log"
 
 	"github.com/etdi-dev/etdi"
+	"github.com/etdi-dev/etdi/strictjson"
 )
 
 // A manifest is what a provider writes and signs: who publishes the
@@ -61,7 +62,7 @@ func ExampleCanonicalize() {
   "description": "Daily forecast for up to 7 days.",
   "inputSchema": {"type": "object", "properties": {"days": {"type": "integer", "minimum": 1.0, "maximum": 7}}}
 }`)
-	canonical, err := etdi.Canonicalize(tool)
+	canonical, err := strictjson.Canonicalize(tool)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -112,13 +113,14 @@ func ExampleDigestJSON() {
 // A client parses what a server really lists, here a whole JSON-RPC
 // response to tools/list, and gets the definition digest of each live
 // tool, computed exactly as for a manifest.
-func ExampleParseToolsList() {
-	live, err := etdi.ParseToolsList([]byte(`{"jsonrpc": "2.0", "id": 2, "result": {"tools": [
+func ExampleParseList() {
+	live, err := etdi.ParseList([]byte(`{"jsonrpc": "2.0", "id": 2, "result": {"tools": [
   {"name": "get_weather", "description": "Get the current weather for a city.",
    "inputSchema": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}},
   {"name": "get_forecast", "description": "Daily forecast for up to 7 days.",
    "inputSchema": {"type": "object", "properties": {"days": {"type": "integer", "minimum": 1, "maximum": 7}}}}
-]}}`))
+]}}`), etdi.ListOptions{})
+
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -135,12 +137,13 @@ func ExampleParseToolsList() {
 // the digest (and _meta with it when nothing else remains), so carrying
 // a bundle does not change the definitions it signs.
 func ExampleLiveTool() {
-	live, err := etdi.ParseToolsList([]byte(`{"tools": [{
+	live, err := etdi.ParseList([]byte(`{"tools": [{
   "name": "get_forecast",
   "description": "Daily forecast for up to 7 days.",
   "inputSchema": {"type": "object", "properties": {"days": {"type": "integer", "minimum": 1, "maximum": 7}}},
   "_meta": {"dev.etdi/bundle": {"mediaType": "application/vnd.etdi.bundle.v1+json"}}
-}]}`))
+}]}`), etdi.ListOptions{})
+
 	if err != nil {
 		log.Fatal(err)
 	}

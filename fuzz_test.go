@@ -5,10 +5,11 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
-	"reflect"
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/etdi-dev/etdi/strictjson"
 )
 
 // addVectorSeeds adds every file named name under testdata/vectors.
@@ -19,43 +20,6 @@ func addVectorSeeds(f *testing.F, name string) {
 			f.Add(b)
 		}
 	}
-}
-
-// FuzzCanonicalize checks the strict parser and RFC 8785 encoder: whatever
-// is accepted is valid JSON for encoding/json too, its canonical form is a
-// fixed point, and the canonical form means the same as the input.
-func FuzzCanonicalize(f *testing.F) {
-	for _, s := range []string{`{"b":1,"a":[true,null,"x\u0000"]}`, `[1e-7,0.1,-0,123456789012]`, `"\ud83d\ude00"`, `{"\u20ac":1,"\r":2}`, `[[[[]]]]`} {
-		f.Add([]byte(s))
-	}
-	addVectorSeeds(f, "tools.json")
-	f.Fuzz(func(t *testing.T, data []byte) {
-		v, err := ParseJSON(data)
-		if err != nil {
-			return
-		}
-		if !json.Valid(data) {
-			t.Fatalf("accepted input that encoding/json rejects: %q", data)
-		}
-		canon := AppendCanonical(nil, v)
-		again, err := Canonicalize(canon)
-		if err != nil {
-			t.Fatalf("canonical form does not parse: %v\n%s", err, canon)
-		}
-		if !bytes.Equal(again, canon) {
-			t.Fatalf("canonical form is not a fixed point:\n%s\n%s", canon, again)
-		}
-		var a, b any
-		if err := json.Unmarshal(data, &a); err != nil {
-			t.Fatal(err)
-		}
-		if err := json.Unmarshal(canon, &b); err != nil {
-			t.Fatal(err)
-		}
-		if !reflect.DeepEqual(a, b) {
-			t.Fatalf("canonical form changes the value:\n%q\n%s", data, canon)
-		}
-	})
 }
 
 // FuzzParseManifest checks that a manifest that parses signs into a
@@ -124,13 +88,13 @@ func FuzzParseToolsList(f *testing.F) {
 	f.Add([]byte(`{"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"a"}]}}`))
 	f.Add([]byte(`{"tools":[{"name":"a","enum":[0,[0,{"b":[]}],0]}],"_meta":{"c":[0,0]}}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		tl, err := ParseToolsList(data)
+		tl, err := ParseList(data, ListOptions{})
 		if err != nil {
 			return
 		}
 		// Every tool is at least an object and its name; the count is the
 		// document's, as a full parse counts it.
-		if tl.Nodes < 2*len(tl.Tools) || tl.Nodes > MaxNodes || tl.Nodes != countValues(mustParse(t, string(data))) {
+		if tl.Nodes < 2*len(tl.Tools) || tl.Nodes > strictjson.MaxNodes || tl.Nodes != countValues(mustParse(t, string(data))) {
 			t.Fatalf("%d values counted for %d tools", tl.Nodes, len(tl.Tools))
 		}
 		for _, lt := range tl.Tools {
@@ -143,7 +107,7 @@ func FuzzParseToolsList(f *testing.F) {
 }
 
 // countValues counts the JSON values of v, v included.
-func countValues(v *Value) int {
+func countValues(v *strictjson.Value) int {
 	n := 1
 	for _, e := range v.Elems {
 		n += countValues(e)
@@ -154,12 +118,12 @@ func countValues(v *Value) int {
 	return n
 }
 
-// FuzzParseListsPage: whatever a saved listing or a server's page holds,
+// FuzzParseList: whatever a saved listing or a server's page holds,
 // parsing never panics; what it accepts is valid JSON, each list present
 // has exactly the entries encoding/json reads, each digest is that of the
-// entry's canonical form, and the tools of ParseToolsListPage are the
+// entry's canonical form, and the tools read as the only list are the
 // same.
-func FuzzParseListsPage(f *testing.F) {
+func FuzzParseList(f *testing.F) {
 	f.Add([]byte(`{"tools":[{"name":"a","description":"x"}],"prompts":[{"name":"p"}],"resources":[{"uri":"x://1","name":"one"}],"resourceTemplates":[{"uriTemplate":"x://{n}"}],"nextCursor":"2"}`))
 	f.Add([]byte(`{"jsonrpc":"2.0","id":1,"result":{"tools":[],"resources":[{"uri":"u"}]}}`))
 	f.Add([]byte(`[{"name":"a"}]`))
@@ -167,10 +131,11 @@ func FuzzParseListsPage(f *testing.F) {
 	addVectorSeeds(f, "tools.json")
 	lists := []List{ListTools, ListPrompts, ListResources, ListTemplates}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		pages, err := ParseListsPage(data, lists, 0, 0)
+		first, err := ParseList(data, ListOptions{Lists: lists})
 		if err != nil {
 			return
 		}
+		pages := append([]*ToolsList{first}, first.Others...)
 		if !json.Valid(data) {
 			t.Fatalf("accepted input encoding/json rejects: %q", data)
 		}
@@ -196,14 +161,14 @@ func FuzzParseListsPage(f *testing.F) {
 				continue
 			}
 			for _, e := range p.Tools {
-				if v, err := ParseJSON(e.Canonical); err != nil || DefinitionDigest(v) != e.Digest {
+				if v, err := strictjson.Parse(e.Canonical); err != nil || DefinitionDigest(v) != e.Digest {
 					t.Fatalf("entry %q does not read back with its digest", e.Name)
 				}
 			}
 		}
-		tl, err := ParseToolsListPage(data, 0, 0)
+		tl, err := ParseList(data, ListOptions{})
 		if err != nil || len(tl.Tools) != len(pages[0].Tools) {
-			t.Fatalf("ParseToolsListPage disagrees: %v", err)
+			t.Fatalf("ParseList with one list disagrees: %v", err)
 		}
 	})
 }

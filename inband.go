@@ -3,6 +3,8 @@ package etdi
 import (
 	"bytes"
 	"fmt"
+
+	"github.com/etdi-dev/etdi/strictjson"
 )
 
 // MetaBundleKey is the _meta key under which a server carries its etdi
@@ -14,7 +16,7 @@ const MetaBundleKey = MetaPrefix + "bundle"
 // _meta objects, serialized as JSON, or nil if none carries one. All
 // carriers must hold the same bundle (the same JSON value); different
 // bundles are an error, since a server must not offer two signed stories.
-func InbandBundle(metas []*Value) ([]byte, error) {
+func InbandBundle(metas []*strictjson.Value) ([]byte, error) {
 	var found []byte
 	count := 0
 	for _, m := range metas {
@@ -22,10 +24,10 @@ func InbandBundle(metas []*Value) ([]byte, error) {
 		if v == nil {
 			continue
 		}
-		if v.Kind != Object {
+		if v.Kind != strictjson.Object {
 			return nil, fmt.Errorf("_meta[%q] is a %s, not a bundle object", MetaBundleKey, v.Kind)
 		}
-		b := AppendCanonical(nil, v)
+		b := strictjson.AppendCanonical(nil, v)
 		count++
 		if found == nil {
 			found = b

@@ -37,45 +37,7 @@ func TestLibraryLinksNoCloudKMS(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs go list")
 	}
-	external := map[string][]string{} // import path -> files importing it
-	fset := token.NewFileSet()
-	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			name := d.Name()
-			if path != "." && (name == "testdata" || name == "node_modules" || strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_")) {
-				return filepath.SkipDir
-			}
-			if filepath.ToSlash(path) == "cmd/etdi" {
-				return filepath.SkipDir
-			}
-			if _, err := os.Stat(filepath.Join(path, "go.mod")); err == nil && path != "." {
-				return filepath.SkipDir // another module
-			}
-			return nil
-		}
-		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
-			return nil
-		}
-		f, err := parser.ParseFile(fset, path, nil, parser.ImportsOnly)
-		if err != nil {
-			return err
-		}
-		for _, imp := range f.Imports {
-			p, _ := strconv.Unquote(imp.Path.Value)
-			first, _, _ := strings.Cut(p, "/")
-			if !strings.Contains(first, ".") || p == "github.com/etdi-dev/etdi" || strings.HasPrefix(p, "github.com/etdi-dev/etdi/") {
-				continue // standard library or this module, whose files are read here too
-			}
-			external[p] = append(external[p], path)
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	external := libraryImports(t)
 	if len(external) == 0 {
 		t.Fatal("found no imports outside the standard library: the walk is broken")
 	}
@@ -116,4 +78,90 @@ func isCloud(path string) bool {
 		}
 	}
 	return false
+}
+
+// TestModelDoesNoIO fails when the data model (the root package) or the
+// formats beside it (strictjson, release) depend on a package that runs
+// programs, resolves launches, opens a pin database or talks HTTP: the model is imported
+// by every other package of etdi and by Go hosts. internal/artifact, which
+// runs "docker image inspect" and reads lock files, imports the model for
+// Artifact; never the other way round.
+func TestModelDoesNoIO(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs go list")
+	}
+	forbidden := []string{
+		"github.com/etdi-dev/etdi/internal/artifact",
+		"os/exec",
+		"net/http",
+		"go.etcd.io/bbolt",
+	}
+	for _, pkg := range []string{".", "./strictjson", "./release"} {
+		for _, goos := range []string{"linux", "darwin", "windows"} {
+			cmd := exec.Command("go", "list", "-deps", "-f", "{{.ImportPath}}", pkg)
+			cmd.Env = append(os.Environ(), "GOOS="+goos, "GOFLAGS=-mod=readonly")
+			out, err := cmd.Output()
+			if err != nil {
+				t.Fatalf("GOOS=%s go list %s: %v", goos, pkg, err)
+			}
+			deps := strings.Fields(string(out))
+			if len(deps) < 3 {
+				t.Fatalf("GOOS=%s go list %s: %q", goos, pkg, out)
+			}
+			for _, d := range deps {
+				for _, f := range forbidden {
+					if d == f {
+						t.Errorf("GOOS=%s: %s depends on %s", goos, pkg, d)
+					}
+				}
+			}
+		}
+	}
+}
+
+// libraryImports returns the imports from outside the standard library
+// and this module of every library package (all but the etdi command),
+// read from the source of every file whatever its build constraint: import
+// path -> the files importing it.
+func libraryImports(t *testing.T) map[string][]string {
+	external := map[string][]string{} // import path -> files importing it
+	fset := token.NewFileSet()
+	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			name := d.Name()
+			if path != "." && (name == "testdata" || name == "node_modules" || strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_")) {
+				return filepath.SkipDir
+			}
+			if filepath.ToSlash(path) == "cmd/etdi" {
+				return filepath.SkipDir
+			}
+			if _, err := os.Stat(filepath.Join(path, "go.mod")); err == nil && path != "." {
+				return filepath.SkipDir // another module
+			}
+			return nil
+		}
+		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		f, err := parser.ParseFile(fset, path, nil, parser.ImportsOnly)
+		if err != nil {
+			return err
+		}
+		for _, imp := range f.Imports {
+			p, _ := strconv.Unquote(imp.Path.Value)
+			first, _, _ := strings.Cut(p, "/")
+			if !strings.Contains(first, ".") || p == "github.com/etdi-dev/etdi" || strings.HasPrefix(p, "github.com/etdi-dev/etdi/") {
+				continue // standard library or this module, whose files are read here too
+			}
+			external[p] = append(external[p], path)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return external
 }

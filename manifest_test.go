@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/etdi-dev/etdi/strictjson"
 )
 
 const goodManifest = `{
@@ -98,7 +100,7 @@ func TestStatementRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	payload := st.Payload()
-	if c, err := Canonicalize(payload); err != nil || string(c) != string(payload) {
+	if c, err := strictjson.Canonicalize(payload); err != nil || string(c) != string(payload) {
 		t.Fatal("payload is not canonical JSON")
 	}
 	for _, want := range []string{`"_type":"https://in-toto.io/Statement/v1"`, `"predicateType":"https://etdi.dev/ToolManifest/v1"`,

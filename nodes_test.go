@@ -1,40 +1,16 @@
 package etdi_test
 
 import (
-	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/etdi-dev/etdi"
 	"github.com/etdi-dev/etdi/internal/testgen"
+	"github.com/etdi-dev/etdi/strictjson"
 )
 
 // zeros returns n zeros separated by commas: n JSON values in 2n-1 bytes.
 func zeros(n int) string { return strings.TrimSuffix(strings.Repeat("0,", n), ",") }
-
-// A document holds at most MaxNodes JSON values, whatever its bytes: the
-// parsed values cost about 50 times the bytes of "0,".
-func TestMaxNodes(t *testing.T) {
-	// The array itself is one value.
-	if _, err := etdi.ParseJSON([]byte("[" + zeros(etdi.MaxNodes-1) + "]")); err != nil {
-		t.Fatalf("%d values refused: %v", etdi.MaxNodes, err)
-	}
-	_, err := etdi.ParseJSON([]byte("[" + zeros(etdi.MaxNodes) + "]"))
-	want := fmt.Sprintf("invalid JSON at byte %d: more than 1000000 JSON values in the document", 2*(etdi.MaxNodes-1)+1)
-	if err == nil || err.Error() != want {
-		t.Fatalf("got %v, want %q", err, want)
-	}
-	// Members count as their values; the object itself is one.
-	var b strings.Builder
-	b.WriteString(`{"k":0`)
-	for i := 1; i < etdi.MaxNodes; i++ {
-		fmt.Fprintf(&b, `,"k%x":0`, i)
-	}
-	b.WriteString("}")
-	if _, err := etdi.ParseJSON([]byte(b.String())); err == nil || !strings.Contains(err.Error(), "more than 1000000 JSON values in the document") {
-		t.Fatalf("object of %d members: %v", etdi.MaxNodes, err)
-	}
-}
 
 // One tool definition holds at most MaxDefinitionNodes values, in a
 // tools/list, a manifest or a statement, and the error names the tool.
@@ -44,7 +20,7 @@ func TestMaxDefinitionNodes(t *testing.T) {
 	at := etdi.MaxDefinitionNodes - 3
 	small := `{"name":"s"}`
 	ok := `{"tools":[` + small + "," + tool(at) + `]}`
-	tl, err := etdi.ParseToolsList([]byte(ok))
+	tl, err := etdi.ParseList([]byte(ok), etdi.ListOptions{})
 	if err != nil {
 		t.Fatalf("a definition of %d values refused: %v", etdi.MaxDefinitionNodes, err)
 	}
@@ -56,7 +32,7 @@ func TestMaxDefinitionNodes(t *testing.T) {
 		"bare array": `[` + small + "," + tool(at+1) + `]`,
 		"jsonrpc":    `{"jsonrpc":"2.0","id":1,"result":{"tools":[` + small + "," + tool(at+1) + `]}}`,
 	} {
-		_, err := etdi.ParseToolsList([]byte(in))
+		_, err := etdi.ParseList([]byte(in), etdi.ListOptions{})
 		if err == nil || !strings.Contains(err.Error(), "more than 50000 JSON values in the tool definition at index 1") {
 			t.Fatalf("%s: %v", name, err)
 		}
@@ -72,7 +48,7 @@ func TestMaxDefinitionNodes(t *testing.T) {
 		t.Fatalf("manifest: %v", err)
 	}
 	// Values outside the tools array count only for the document.
-	if _, err := etdi.ParseToolsList([]byte(`{"tools":[],"_meta":{"x":[` + zeros(2*etdi.MaxDefinitionNodes) + `]}}`)); err != nil {
+	if _, err := etdi.ParseList([]byte(`{"tools":[],"_meta":{"x":[`+zeros(2*etdi.MaxDefinitionNodes)+`]}}`), etdi.ListOptions{}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -81,19 +57,19 @@ func TestMaxDefinitionNodes(t *testing.T) {
 // parsed.
 func TestToolsListPageBound(t *testing.T) {
 	page := []byte(`{"tools":[{"name":"a","enum":[` + zeros(96) + `]}]}`) // 2 + 3 + 96 = 101 values
-	tl, err := etdi.ParseToolsListPage(page, 0, 1000)
+	tl, err := etdi.ParseList(page, etdi.ListOptions{Limit: 1000})
 	if err != nil || tl.Nodes != 101 {
 		t.Fatalf("%v, %d values", err, tl.Nodes)
 	}
-	if _, err := etdi.ParseToolsListPage(page, 899, 1000); err != nil {
+	if _, err := etdi.ParseList(page, etdi.ListOptions{Before: 899, Limit: 1000}); err != nil {
 		t.Fatalf("1,000 values in all refused: %v", err)
 	}
-	_, err = etdi.ParseToolsListPage(page, 900, 1000)
+	_, err = etdi.ParseList(page, etdi.ListOptions{Before: 900, Limit: 1000})
 	if err == nil || !strings.Contains(err.Error(), "more than 1000 JSON values in the listing (all pages together)") {
 		t.Fatalf("1,001 values in all: %v", err)
 	}
 	// A limit above MaxNodes is MaxNodes, for one document.
-	if _, err := etdi.ParseToolsListPage([]byte("["+zeros(etdi.MaxNodes)+"]"), 0, 2*etdi.MaxNodes); err == nil {
+	if _, err := etdi.ParseList([]byte("["+zeros(strictjson.MaxNodes)+"]"), etdi.ListOptions{Limit: 2 * strictjson.MaxNodes}); err == nil {
 		t.Fatal("a page over MaxNodes accepted")
 	}
 }
@@ -101,7 +77,7 @@ func TestToolsListPageBound(t *testing.T) {
 // Realistic definitions are far under the bounds: MaxTools of them fit one
 // document, as a tools/list and as a manifest.
 func TestNodeBoundsHarmless(t *testing.T) {
-	tl, err := etdi.ParseToolsList(testgen.ToolsList(etdi.MaxTools))
+	tl, err := etdi.ParseList(testgen.ToolsList(etdi.MaxTools), etdi.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,12 +1,14 @@
 package etdi
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"net/url"
 	"strings"
 
-	"github.com/etdi-dev/etdi/internal/artifact"
+	"github.com/etdi-dev/etdi/internal/artifactsyntax"
+	"github.com/etdi-dev/etdi/strictjson"
 )
 
 // Artifact types (SPEC.md §4.1).
@@ -24,12 +26,89 @@ const (
 	maxEndpointLen = 2048
 )
 
-// ValidateArtifact checks one artifact as a manifest or statement writes
-// it (SPEC.md §4.1): a known type, a name of the type's ecosystem, and a
-// digest of the type's form: an npm integrity string ("sha512-" and
-// base64; sha384 and sha256 too), "sha256:" and 64 lowercase hex digits
-// for the others.
-func ValidateArtifact(a Artifact) error { return artifact.Validate(a) }
+// String names the artifact for messages: "npm @acme/weather@1.2.0
+// (sha512-…)", the digest cut to 24 characters.
+func (a Artifact) String() string {
+	s := a.Type + " " + a.Name
+	if a.Version != "" {
+		s += "@" + a.Version
+	}
+	d := a.Digest
+	if len(d) > 24 {
+		d = d[:24] + "…"
+	}
+	return s + " (" + d + ")"
+}
+
+// ValidateArtifact checks one artifact as written in a manifest or statement: a
+// known type, a name of 1 to 256 bytes of printable UTF-8 with the syntax
+// of the type's ecosystem (a base name without '/' for file), a version
+// of at most 128 printable bytes without spaces (none for file), and the
+// digest syntax of the type: an SRI integrity with one sha512, sha384 or
+// sha256 hash for npm, "sha256:" and 64 lowercase hex digits otherwise.
+func ValidateArtifact(a Artifact) error {
+	switch a.Type {
+	case ArtifactNPM, ArtifactPyPI, ArtifactOCI, ArtifactFile:
+	case "":
+		return errors.New("artifact: no type (want npm, pypi, oci or file)")
+	default:
+		return fmt.Errorf("artifact type %q is unknown (want npm, pypi, oci or file)", a.Type)
+	}
+	if err := validateArtifactName(a); err != nil {
+		return err
+	}
+	what := a.Type + " artifact " + fmt.Sprintf("%q", a.Name)
+	switch {
+	case a.Type == ArtifactFile && a.Version != "":
+		return fmt.Errorf("%s: a file artifact has no version", what)
+	case len(a.Version) > artifactsyntax.MaxVersionLen:
+		return fmt.Errorf("%s: version longer than %d bytes", what, artifactsyntax.MaxVersionLen)
+	case a.Version != "" && (!artifactsyntax.Printable(a.Version) || strings.ContainsRune(a.Version, ' ')):
+		return fmt.Errorf("%s: the version holds a space, a control character or invalid UTF-8", what)
+	case a.Type == ArtifactOCI && a.Version != "" && !artifactsyntax.Tag(a.Version):
+		return fmt.Errorf("%s: version %q is not an image tag", what, a.Version)
+	}
+	if a.Type == ArtifactNPM {
+		if !artifactsyntax.SRI(a.Digest) {
+			return fmt.Errorf("%s: digest %q is not an integrity string (sha512-<base64>, as package-lock.json records it)", what, a.Digest)
+		}
+	} else if !artifactsyntax.SHA256(a.Digest) {
+		return fmt.Errorf("%s: digest %q is not sha256:<64 lowercase hex digits>", what, a.Digest)
+	}
+	return nil
+}
+
+// validateArtifactName checks the name of an artifact of a known type.
+func validateArtifactName(a Artifact) error {
+	switch {
+	case a.Name == "":
+		return fmt.Errorf("%s artifact: no name", a.Type)
+	case len(a.Name) > artifactsyntax.MaxNameLen:
+		return fmt.Errorf("%s artifact: name longer than %d bytes", a.Type, artifactsyntax.MaxNameLen)
+	case !artifactsyntax.Printable(a.Name):
+		return fmt.Errorf("%s artifact %q: the name holds a control character or invalid UTF-8", a.Type, a.Name)
+	}
+	what := a.Type + " artifact " + fmt.Sprintf("%q", a.Name)
+	switch a.Type {
+	case ArtifactNPM:
+		if len(a.Name) > 214 || !artifactsyntax.NPMName(a.Name) {
+			return fmt.Errorf("%s: not an npm package name (name or @scope/name)", what)
+		}
+	case ArtifactPyPI:
+		if !artifactsyntax.PyPIName(a.Name) {
+			return fmt.Errorf("%s: not a Python distribution name", what)
+		}
+	case ArtifactOCI:
+		if !artifactsyntax.ImageName(a.Name) {
+			return fmt.Errorf("%s: not an image name (write the tag in version and the digest in digest)", what)
+		}
+	case ArtifactFile:
+		if strings.ContainsAny(a.Name, `/\`) || a.Name == "." || a.Name == ".." {
+			return fmt.Errorf("%s: the name of a file artifact is its base name, without a directory", what)
+		}
+	}
+	return nil
+}
 
 // ValidateEndpoint checks a URL prefix a server is served from: https (or
 // http to a loopback host), a host, no user information, query or
@@ -139,7 +218,7 @@ func (s *Server) Covers(rawURL string) bool {
 	return false
 }
 
-func parseEndpoints(f Field) ([]string, error) {
+func parseEndpoints(f strictjson.Field) ([]string, error) {
 	if f.V == nil {
 		return nil, nil
 	}
@@ -164,7 +243,7 @@ func parseEndpoints(f Field) ([]string, error) {
 	return out, nil
 }
 
-func parseArtifacts(f Field) ([]Artifact, error) {
+func parseArtifacts(f strictjson.Field) ([]Artifact, error) {
 	if f.V == nil {
 		return nil, nil
 	}
@@ -207,29 +286,48 @@ func parseArtifacts(f Field) ([]Artifact, error) {
 
 // ServerValue is the JSON value of a server object, as manifests and
 // statements write it.
-func ServerValue(s Server) *Value {
-	v := obj2(Member{"name", str(s.Name)})
+func ServerValue(s Server) *strictjson.Value {
+	v := obj2(strictjson.Member{Name: "name", Value: str(s.Name)})
 	if s.Version != "" {
-		v.Members = append(v.Members, Member{"version", str(s.Version)})
+		v.Members = append(v.Members, strictjson.Member{Name: "version", Value: str(s.Version)})
 	}
 	if len(s.Endpoints) > 0 {
-		es := &Value{Kind: Array}
+		es := &strictjson.Value{Kind: strictjson.Array}
 		for _, e := range s.Endpoints {
 			es.Elems = append(es.Elems, str(e))
 		}
-		v.Members = append(v.Members, Member{"endpoints", es})
+		v.Members = append(v.Members, strictjson.Member{Name: "endpoints", Value: es})
 	}
 	if len(s.Artifacts) > 0 {
-		as := &Value{Kind: Array}
+		as := &strictjson.Value{Kind: strictjson.Array}
 		for _, a := range s.Artifacts {
-			o := obj2(Member{"type", str(a.Type)}, Member{"name", str(a.Name)})
+			o := obj2(strictjson.Member{Name: "type", Value: str(a.Type)}, strictjson.Member{Name: "name", Value: str(a.Name)})
 			if a.Version != "" {
-				o.Members = append(o.Members, Member{"version", str(a.Version)})
+				o.Members = append(o.Members, strictjson.Member{Name: "version", Value: str(a.Version)})
 			}
-			o.Members = append(o.Members, Member{"digest", str(a.Digest)})
+			o.Members = append(o.Members, strictjson.Member{Name: "digest", Value: str(a.Digest)})
 			as.Elems = append(as.Elems, o)
 		}
-		v.Members = append(v.Members, Member{"artifacts", as})
+		v.Members = append(v.Members, strictjson.Member{Name: "artifacts", Value: as})
 	}
 	return v
+}
+
+// ServedBy lists what a bound server is served by, as pins write it:
+// "TYPE NAME@VERSION DIGEST" and "url SCHEME://HOST:PORT/PATH".
+func (s *Server) ServedBy() []string {
+	var out []string
+	for _, a := range s.Artifacts {
+		n := a.Type + " " + a.Name
+		if a.Version != "" {
+			n += "@" + a.Version
+		}
+		out = append(out, n+" "+a.Digest)
+	}
+	for _, e := range s.Endpoints {
+		if ep, err := parseEndpoint(e); err == nil {
+			out = append(out, fmt.Sprintf("url %s://%s:%s%s", ep.scheme, ep.host, ep.port, strings.TrimSuffix(ep.path, "/")))
+		}
+	}
+	return out
 }

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/etdi-dev/etdi/strictjson"
 )
 
 // TestSpecExamples recomputes the values quoted in SPEC.md §13 from the
@@ -22,7 +24,7 @@ func TestSpecExamples(t *testing.T) {
 		}
 	}
 	dir := "testdata/vectors/valid_ed25519/"
-	tl, err := ParseToolsList(mustRead(t, dir+"tools.json"))
+	tl, err := ParseList(mustRead(t, dir+"tools.json"), ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,7 +44,7 @@ func TestSpecExamples(t *testing.T) {
 	mustContain("payload start", string(p[:bytes.Index(p, []byte(`"tools":[`))+len(`"tools":[`)]))
 	mustContain("payload subjects", string(p[bytes.Index(p, []byte(`"subject":`)):]))
 
-	rug, err := ParseToolsList(mustRead(t, "testdata/vectors/rugpull_description_changed/tools.json"))
+	rug, err := ParseList(mustRead(t, "testdata/vectors/rugpull_description_changed/tools.json"), ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +54,7 @@ func TestSpecExamples(t *testing.T) {
 	for _, s := range []string{PayloadType, StatementType, PredicateType, BundleMediaType, MetaPrefix} {
 		mustContain("constant", s)
 	}
-	if !strings.Contains(string(spec), "9007199254740991") || MaxSafeInteger != 9007199254740991 {
+	if !strings.Contains(string(spec), "9007199254740991") || strictjson.MaxSafeInteger != 9007199254740991 {
 		t.Error("number limit differs")
 	}
 }

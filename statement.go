@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strconv"
 	"time"
+
+	"github.com/etdi-dev/etdi/strictjson"
 )
 
 // Statement is the signed content of a bundle: an in-toto Statement v1 whose
@@ -24,7 +26,7 @@ func NewStatement(m *Manifest, issuedAt, expires time.Time, sequence uint64) (*S
 	if !expires.After(issuedAt) {
 		return nil, fmt.Errorf("expiry %s is not after issue time %s", expires.Format(time.RFC3339), issuedAt.Format(time.RFC3339))
 	}
-	if sequence > MaxSafeInteger {
+	if sequence > strictjson.MaxSafeInteger {
 		return nil, fmt.Errorf("sequence %d is beyond 2^53-1", sequence)
 	}
 	return &Statement{
@@ -53,52 +55,54 @@ func SubjectName(name, version string) string { return name + "@" + version }
 // Payload returns the statement serialized as RFC 8785 canonical JSON, the
 // exact bytes that are signed.
 func (s *Statement) Payload() []byte {
-	return AppendCanonical(nil, s.value())
+	return strictjson.AppendCanonical(nil, s.value())
 }
 
-func str(s string) *Value { return &Value{Kind: String, Str: s} }
+func str(s string) *strictjson.Value { return &strictjson.Value{Kind: strictjson.String, Str: s} }
 
-func obj2(ms ...Member) *Value { return &Value{Kind: Object, Members: ms} }
+func obj2(ms ...strictjson.Member) *strictjson.Value {
+	return &strictjson.Value{Kind: strictjson.Object, Members: ms}
+}
 
-func (s *Statement) value() *Value {
-	subjects := &Value{Kind: Array}
-	tools := &Value{Kind: Array}
+func (s *Statement) value() *strictjson.Value {
+	subjects := &strictjson.Value{Kind: strictjson.Array}
+	tools := &strictjson.Value{Kind: strictjson.Array}
 	for _, t := range s.Tools {
 		subjects.Elems = append(subjects.Elems, obj2(
-			Member{"name", str(SubjectName(t.Name, t.Version))},
-			Member{"digest", obj2(Member{"sha256", str(t.Digest.Hex())})},
+			strictjson.Member{Name: "name", Value: str(SubjectName(t.Name, t.Version))},
+			strictjson.Member{Name: "digest", Value: obj2(strictjson.Member{Name: "sha256", Value: str(t.Digest.Hex())})},
 		))
-		perms := &Value{Kind: Array, Elems: []*Value{}}
+		perms := &strictjson.Value{Kind: strictjson.Array, Elems: []*strictjson.Value{}}
 		for _, p := range t.Permissions {
-			pm := obj2(Member{"scope", str(p.Scope)})
+			pm := obj2(strictjson.Member{Name: "scope", Value: str(p.Scope)})
 			if p.Description != "" {
-				pm.Members = append(pm.Members, Member{"description", str(p.Description)})
+				pm.Members = append(pm.Members, strictjson.Member{Name: "description", Value: str(p.Description)})
 			}
 			perms.Elems = append(perms.Elems, pm)
 		}
 		tools.Elems = append(tools.Elems, obj2(
-			Member{"name", str(t.Name)},
-			Member{"version", str(t.Version)},
-			Member{"permissions", perms},
-			Member{"definition", &Value{Kind: raw, Str: string(t.Canonical)}},
+			strictjson.Member{Name: "name", Value: str(t.Name)},
+			strictjson.Member{Name: "version", Value: str(t.Version)},
+			strictjson.Member{Name: "permissions", Value: perms},
+			strictjson.Member{Name: "definition", Value: strictjson.RawValue(string(t.Canonical))},
 		))
 	}
-	provider := obj2(Member{"id", str(s.Provider.ID)})
+	provider := obj2(strictjson.Member{Name: "id", Value: str(s.Provider.ID)})
 	if s.Provider.Name != "" {
-		provider.Members = append(provider.Members, Member{"name", str(s.Provider.Name)})
+		provider.Members = append(provider.Members, strictjson.Member{Name: "name", Value: str(s.Provider.Name)})
 	}
 	server := ServerValue(s.Server)
 	return obj2(
-		Member{"_type", str(StatementType)},
-		Member{"subject", subjects},
-		Member{"predicateType", str(PredicateType)},
-		Member{"predicate", obj2(
-			Member{"provider", provider},
-			Member{"server", server},
-			Member{"tools", tools},
-			Member{"issuedAt", str(s.IssuedAt.Format(time.RFC3339))},
-			Member{"expires", str(s.Expires.Format(time.RFC3339))},
-			Member{"sequence", &Value{Kind: Number, Num: float64(s.Sequence)}},
+		strictjson.Member{Name: "_type", Value: str(StatementType)},
+		strictjson.Member{Name: "subject", Value: subjects},
+		strictjson.Member{Name: "predicateType", Value: str(PredicateType)},
+		strictjson.Member{Name: "predicate", Value: obj2(
+			strictjson.Member{Name: "provider", Value: provider},
+			strictjson.Member{Name: "server", Value: server},
+			strictjson.Member{Name: "tools", Value: tools},
+			strictjson.Member{Name: "issuedAt", Value: str(s.IssuedAt.Format(time.RFC3339))},
+			strictjson.Member{Name: "expires", Value: str(s.Expires.Format(time.RFC3339))},
+			strictjson.Member{Name: "sequence", Value: &strictjson.Value{Kind: strictjson.Number, Num: float64(s.Sequence)}},
 		)},
 	)
 }
@@ -109,11 +113,11 @@ func (s *Statement) value() *Value {
 // the digest recomputed from the tool's definition.
 func ParseStatement(payload []byte) (*Statement, error) {
 	tc := newToolsCollector("predicate.tools", true)
-	v, err := parseJSON(payload, tc.hook("predicate", "tools"))
+	v, err := strictjson.ParseStream(payload, tc.hook("predicate", "tools"))
 	if err != nil {
 		return nil, err
 	}
-	o, err := Field{"", v}.Object()
+	o, err := strictjson.Root(v).Object()
 	if err != nil {
 		return nil, err
 	}
@@ -165,7 +169,7 @@ func ParseStatement(payload []byte) (*Statement, error) {
 	return s, nil
 }
 
-func checkSubjects(f Field, tools []Tool) error {
+func checkSubjects(f strictjson.Field, tools []Tool) error {
 	a, err := f.Array()
 	if err != nil {
 		return err

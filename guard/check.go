@@ -10,6 +10,7 @@ import (
 	"github.com/etdi-dev/etdi"
 	"github.com/etdi-dev/etdi/finding"
 	"github.com/etdi-dev/etdi/pin"
+	"github.com/etdi-dev/etdi/strictjson"
 	"github.com/etdi-dev/etdi/trust"
 	"github.com/etdi-dev/etdi/verify"
 )
@@ -198,7 +199,7 @@ func Observe(ctx context.Context, l *Listing, opts Options) (*Report, error) {
 			return r, nil
 		}
 		var err error
-		if inband, err = etdi.InbandBundle(append(append([]*etdi.Value{}, l.Metas...), l.ToolMetas...)); err != nil {
+		if inband, err = etdi.InbandBundle(append(append([]*strictjson.Value{}, l.Metas...), l.ToolMetas...)); err != nil {
 			r.Findings = append(r.Findings, finding.Finding{Kind: finding.BundleInvalid, Severity: finding.Error, Message: "in-band bundle: " + err.Error()})
 			return r, nil
 		}

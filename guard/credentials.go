@@ -12,6 +12,7 @@ import (
 	"github.com/etdi-dev/etdi/finding"
 	"github.com/etdi-dev/etdi/internal/redact"
 	"github.com/etdi-dev/etdi/pin"
+	"github.com/etdi-dev/etdi/strictjson"
 )
 
 // MinCredential is the length under which a configured credential is not
@@ -157,7 +158,7 @@ type credentialSearch struct {
 func newCredentialSearch(creds []Credential) *credentialSearch {
 	s := &credentialSearch{creds: creds, forms: make([][]string, len(creds))}
 	for i, c := range creds {
-		canon := string(etdi.AppendCanonical(nil, &etdi.Value{Kind: etdi.String, Str: c.Value}))
+		canon := string(strictjson.AppendCanonical(nil, &strictjson.Value{Kind: strictjson.String, Str: c.Value}))
 		forms := append(redact.Forms(c.Value), canon[1:len(canon)-1])
 		slices.Sort(forms)
 		s.forms[i] = slices.Compact(forms)
@@ -217,9 +218,9 @@ func CredentialFindings(l *Listing, creds []Credential) []finding.Finding {
 				name = redact.Mask
 			}
 			var fields []string
-			if v, err := etdi.ParseJSON(lt.Canonical); err == nil && v.Kind == etdi.Object {
+			if v, err := strictjson.Parse(lt.Canonical); err == nil && v.Kind == strictjson.Object {
 				for _, m := range v.Members {
-					if s.shown(m.Name) != nil || s.shown(string(etdi.AppendCanonical(nil, m.Value))) != nil {
+					if s.shown(m.Name) != nil || s.shown(string(strictjson.AppendCanonical(nil, m.Value))) != nil {
 						fields = append(fields, mask.String(m.Name))
 					}
 				}
@@ -233,8 +234,8 @@ func CredentialFindings(l *Listing, creds []Credential) []finding.Finding {
 			add("", "", "the server's instructions", where)
 		}
 	}
-	for _, m := range append(append([]*etdi.Value{}, l.Metas...), l.ToolMetas...) {
-		if where := s.shown(string(etdi.AppendCanonical(nil, m))); where != nil {
+	for _, m := range append(append([]*strictjson.Value{}, l.Metas...), l.ToolMetas...) {
+		if where := s.shown(string(strictjson.AppendCanonical(nil, m))); where != nil {
 			add("", "", "the _meta of the server's tools/list", where)
 			break
 		}

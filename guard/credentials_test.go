@@ -65,7 +65,7 @@ func FuzzShownCredentials(f *testing.F) {
 			return
 		}
 		b, _ := json.Marshal(map[string]any{"tools": []any{map[string]any{"name": name, "description": desc, "inputSchema": map[string]any{"type": "object"}}}})
-		tl, err := etdi.ParseToolsList(b)
+		tl, err := etdi.ParseList(b, etdi.ListOptions{})
 		if err != nil {
 			return
 		}
@@ -97,7 +97,7 @@ func BenchmarkShownCredentials(b *testing.B) {
 			"inputSchema": map[string]any{"type": "object", "properties": map[string]any{"path": map[string]any{"type": "string"}}}})
 	}
 	data, _ := json.Marshal(map[string]any{"tools": tools})
-	tl, err := etdi.ParseToolsList(data)
+	tl, err := etdi.ParseList(data, etdi.ListOptions{})
 	if err != nil {
 		b.Fatal(err)
 	}

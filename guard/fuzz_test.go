@@ -31,7 +31,7 @@ func FuzzGateServer(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	approved, err := etdi.ParseListResult([]byte(`{"tools":[`+atkTool+`]}`), etdi.ListTools, 0, 0)
+	approved, err := etdi.ParseList([]byte(`{"tools":[`+atkTool+`]}`), etdi.ListOptions{Result: true})
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -140,7 +140,7 @@ func FuzzGateServer(f *testing.F) {
 		// A call reached the server only if the server listed exactly the
 		// approved tool under its name.
 		served := false
-		if l, err := etdi.ParseListResult([]byte(listResult), etdi.ListTools, 0, 0); err == nil {
+		if l, err := etdi.ParseList([]byte(listResult), etdi.ListOptions{Result: true}); err == nil {
 			for _, tool := range l.Tools {
 				if tool.Name == "get_weather" {
 					served = tool.Digest == want
@@ -178,7 +178,7 @@ func checkShown(t *testing.T, m *mcpclient.Message, want etdi.Digest) {
 			if k != "tools" {
 				t.Fatalf("the host was shown a list under %q", k)
 			}
-			l, err := etdi.ParseListResult(m.Result, etdi.ListTools, 0, 0)
+			l, err := etdi.ParseList(m.Result, etdi.ListOptions{Result: true})
 			if err != nil {
 				t.Fatalf("the host was shown a list etdi cannot read: %v", err)
 			}

@@ -21,6 +21,7 @@ import (
 	"github.com/etdi-dev/etdi/internal/termtext"
 	"github.com/etdi-dev/etdi/pin"
 	"github.com/etdi-dev/etdi/policy"
+	"github.com/etdi-dev/etdi/strictjson"
 )
 
 // Item kinds, as pin names them.
@@ -235,7 +236,7 @@ func (g *Gate) pinStamp() pinStamp {
 func (g *Gate) check(l *Listing) (*Report, error) {
 	opts := g.opts.Options
 	opts.inGate = true
-	inband, err := etdi.InbandBundle(append(append([]*etdi.Value{}, l.Metas...), l.ToolMetas...))
+	inband, err := etdi.InbandBundle(append(append([]*strictjson.Value{}, l.Metas...), l.ToolMetas...))
 	if opts.Bundle == nil && inband == nil && err == nil && g.st.inband != nil {
 		opts.Bundle, opts.BundleSource = g.st.inband, "in-band"
 	}
@@ -704,7 +705,7 @@ func (g *Gate) filterPage(req *hostRequest, m *mcpclient.Message, data []byte, s
 		g.toHost.fill(s, data)
 		return
 	}
-	page, err := etdi.ParseListResult(m.Result, lm.list, 0, mcpclient.MaxFetchNodes)
+	page, err := etdi.ParseList(m.Result, etdi.ListOptions{Lists: []etdi.List{lm.list}, Result: true, Limit: mcpclient.MaxFetchNodes})
 	if err != nil {
 		g.logf("withheld the server's answer to %s: %v", req.method, err)
 		g.toHost.fill(s, g.errorTo(m.ID, -32603, "etdi: withheld the server's answer to "+req.method+": "+err.Error(), nil))
@@ -715,7 +716,7 @@ func (g *Gate) filterPage(req *hostRequest, m *mcpclient.Message, data []byte, s
 	case itemTool:
 		gl.Tools, gl.ToolMetas = page.Tools, page.ToolMetas
 		if page.Meta != nil {
-			gl.Metas = []*etdi.Value{page.Meta}
+			gl.Metas = []*strictjson.Value{page.Meta}
 		}
 	case itemPrompt:
 		gl.Prompts, gl.Listed = page.Tools, []string{itemPrompt}

@@ -19,6 +19,7 @@ import (
 	"github.com/etdi-dev/etdi/finding"
 	"github.com/etdi-dev/etdi/internal/mcpclient"
 	"github.com/etdi-dev/etdi/pin"
+	"github.com/etdi-dev/etdi/strictjson"
 )
 
 // Listing is what a server offers, as received: every tool definition is
@@ -30,7 +31,7 @@ type Listing struct {
 	// Metas are the _meta objects of the tools/list results, one per page
 	// that had one; ToolMetas those of the tools that have one. Either may
 	// carry an in-band bundle (SPEC.md §17).
-	Metas, ToolMetas []*etdi.Value
+	Metas, ToolMetas []*strictjson.Value
 	// Live says the listing comes from a running server, whose initialize
 	// answer was seen: then Instructions are known (nil if it sent none).
 	Live         bool
@@ -74,11 +75,10 @@ var savedLists = []etdi.List{etdi.ListTools, etdi.ListPrompts, etdi.ListResource
 // says what served the listing (Listing.Served), and a file whose served
 // does not match its binding is refused (ErrServedBinding).
 func ReadListing(data []byte) (*Listing, error) {
-	pages, err := etdi.ParseListsPage(data, savedLists, 0, mcpclient.MaxFetchNodes)
+	tl, err := etdi.ParseList(data, etdi.ListOptions{Lists: savedLists, Limit: mcpclient.MaxFetchNodes})
 	if err != nil {
 		return nil, err
 	}
-	tl := pages[0]
 	l := &Listing{Tools: tl.Tools, ToolMetas: tl.ToolMetas, Pages: 1}
 	if mcpclient.Member(data, "result") == nil {
 		// A result object saved by etdi fetch or the gate holds the
@@ -92,10 +92,10 @@ func ReadListing(data []byte) (*Listing, error) {
 		}
 	}
 	if tl.Meta != nil {
-		l.Metas = []*etdi.Value{tl.Meta}
+		l.Metas = []*strictjson.Value{tl.Meta}
 	}
 	for i, dst := range []*[]etdi.LiveTool{&l.Prompts, &l.Resources, &l.Templates} {
-		if p := pages[i+1]; p != nil {
+		if p := tl.Others[i]; p != nil {
 			*dst = p.Tools
 			l.Listed = append(l.Listed, pin.Items[i])
 		}
@@ -325,7 +325,7 @@ func (l *Listing) Saver() (func(io.Writer) error, error) {
 			return nil, err
 		}
 	}
-	inband, err := etdi.InbandBundle(append(append([]*etdi.Value{}, l.Metas...), l.ToolMetas...))
+	inband, err := etdi.InbandBundle(append(append([]*strictjson.Value{}, l.Metas...), l.ToolMetas...))
 	if err != nil {
 		return nil, fmt.Errorf("in-band bundle: %w", err)
 	}
@@ -419,9 +419,9 @@ func (sw *savedWriter) finish(live bool, instructions *string, inband []byte, se
 func checkReadsBack(entries []etdi.LiveTool) error {
 	var buf []byte
 	for _, e := range entries {
-		v, err := etdi.ParseJSON(e.Canonical)
+		v, err := strictjson.Parse(e.Canonical)
 		if err == nil {
-			buf = etdi.AppendCanonical(buf[:0], etdi.StripMeta(v))
+			buf = strictjson.AppendCanonical(buf[:0], etdi.StripMeta(v))
 		}
 		if err != nil || sha256.Sum256(buf) != e.Digest {
 			return fmt.Errorf("%q does not read back with its digest (%v)", e.Name, err)
@@ -520,7 +520,7 @@ func FetchSave(ctx context.Context, s Server, o FetchOptions, creds []Credential
 	if fs = append(fs, CredentialFindings(rest, creds)...); len(fs) > 0 {
 		return saved, fs, nil
 	}
-	inband, err := etdi.InbandBundle(append(append([]*etdi.Value{}, l.Metas...), l.ToolMetas...))
+	inband, err := etdi.InbandBundle(append(append([]*strictjson.Value{}, l.Metas...), l.ToolMetas...))
 	if err != nil {
 		return nil, nil, fmt.Errorf("in-band bundle: %w", err)
 	}

@@ -117,7 +117,7 @@ func (o *Origin) Served() string {
 // elsewhere by it. Empty for any other artifact, a URL or an unresolved
 // launch.
 func (o *Origin) ServedAt() string {
-	if o == nil || o.res == nil || o.res.Artifact.Type != artifact.TypeFile {
+	if o == nil || o.res == nil || o.res.Artifact.Type != etdi.ArtifactFile {
 		return ""
 	}
 	if o.res.Path != "" {
@@ -140,11 +140,11 @@ func (o *Origin) Verified() bool {
 	// inspect" too.
 	from := o.res.From
 	switch o.res.Artifact.Type {
-	case artifact.TypeFile:
+	case etdi.ArtifactFile:
 		return strings.HasPrefix(from, "file ")
-	case artifact.TypeNPM:
+	case etdi.ArtifactNPM:
 		return strings.HasPrefix(from, "npx cache ")
-	case artifact.TypeOCI:
+	case etdi.ArtifactOCI:
 		return from == "image reference" || strings.HasSuffix(from, " image inspect")
 	}
 	return false

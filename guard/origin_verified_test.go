@@ -3,6 +3,7 @@ package guard
 import (
 	"testing"
 
+	"github.com/etdi-dev/etdi"
 	"github.com/etdi-dev/etdi/internal/artifact"
 )
 
@@ -16,23 +17,23 @@ func TestOriginVerified(t *testing.T) {
 		typ, from string
 		want      bool
 	}{
-		{artifact.TypeFile, "file /usr/local/bin/server", true},
-		{artifact.TypeNPM, "npx cache /home/u/.npm/_npx/ab12", true},
-		{artifact.TypeOCI, "image reference", true},
-		{artifact.TypeOCI, "docker image inspect", true},
-		{artifact.TypeNPM, "package-lock.json /work/repo", false},
-		{artifact.TypeNPM, "npm-shrinkwrap.json /work/repo", false},
-		{artifact.TypePyPI, "uv.lock /work/repo", false},
-		{artifact.TypeNPM, "", false},
-		{artifact.TypeFile, "files /x", false},
-		{artifact.TypeNPM, "package-lock.json /work/file /x image inspect/", false},
-		{artifact.TypeNPM, "package-lock.json /work/demo image inspect", false},
-		{artifact.TypeNPM, ".package-lock.json /work/x image reference", false},
-		{artifact.TypePyPI, "uv.lock /work/demo image inspect", false},
-		{artifact.TypePyPI, "uv.lock /work/npx cache ", false},
-		{artifact.TypeNPM, "file /usr/local/bin/server", false},
+		{etdi.ArtifactFile, "file /usr/local/bin/server", true},
+		{etdi.ArtifactNPM, "npx cache /home/u/.npm/_npx/ab12", true},
+		{etdi.ArtifactOCI, "image reference", true},
+		{etdi.ArtifactOCI, "docker image inspect", true},
+		{etdi.ArtifactNPM, "package-lock.json /work/repo", false},
+		{etdi.ArtifactNPM, "npm-shrinkwrap.json /work/repo", false},
+		{etdi.ArtifactPyPI, "uv.lock /work/repo", false},
+		{etdi.ArtifactNPM, "", false},
+		{etdi.ArtifactFile, "files /x", false},
+		{etdi.ArtifactNPM, "package-lock.json /work/file /x image inspect/", false},
+		{etdi.ArtifactNPM, "package-lock.json /work/demo image inspect", false},
+		{etdi.ArtifactNPM, ".package-lock.json /work/x image reference", false},
+		{etdi.ArtifactPyPI, "uv.lock /work/demo image inspect", false},
+		{etdi.ArtifactPyPI, "uv.lock /work/npx cache ", false},
+		{etdi.ArtifactNPM, "file /usr/local/bin/server", false},
 	} {
-		o := &Origin{launched: true, res: &artifact.Resolved{Artifact: artifact.Artifact{Type: c.typ}, From: c.from}}
+		o := &Origin{launched: true, res: &artifact.Resolved{Artifact: etdi.Artifact{Type: c.typ}, From: c.from}}
 		if got := o.Verified(); got != c.want {
 			t.Errorf("%s %q: verified %v, want %v", c.typ, c.from, got, c.want)
 		}

@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/etdi-dev/etdi"
 	"github.com/etdi-dev/etdi/internal/mcpclient"
+	"github.com/etdi-dev/etdi/strictjson"
 )
 
 // paramsError says why the gate cannot read a host's params as strictly
@@ -56,11 +56,11 @@ func strictString(raw []byte, where string) (string, bool, error) {
 	if raw == nil {
 		return "", false, nil
 	}
-	v, err := etdi.ParseJSON(raw)
+	v, err := strictjson.Parse(raw)
 	if err != nil {
 		return "", false, &paramsError{where + ": " + err.Error()}
 	}
-	if v.Kind != etdi.String {
+	if v.Kind != strictjson.String {
 		return "", false, &paramsError{where + " is not a string"}
 	}
 	return v.Str, true, nil

@@ -7,6 +7,7 @@ import (
 
 	"github.com/etdi-dev/etdi"
 	"github.com/etdi-dev/etdi/internal/mcpclient"
+	"github.com/etdi-dev/etdi/strictjson"
 )
 
 // FuzzHostParams reads a request's params (the host's, or a server's log
@@ -72,14 +73,14 @@ func FuzzHostParams(f *testing.F) {
 		if out, _, err := serverElicitation(params); err == nil && !json.Valid(out) {
 			t.Errorf("relayed question %s is not JSON", out)
 		}
-		if v, err := etdi.ParseJSON(params); err == nil && v.Kind == etdi.Object {
+		if v, err := strictjson.Parse(params); err == nil && v.Kind == strictjson.Object {
 			out := withoutEtdiMeta(params, true)
-			w, err := etdi.ParseJSON(out)
+			w, err := strictjson.Parse(out)
 			if err != nil {
 				t.Fatalf("%s without etdi's _meta is %s: %v", params, out, err)
 			}
 			for _, m := range w.Members {
-				if !strings.EqualFold(m.Name, "_meta") || m.Value.Kind != etdi.Object {
+				if !strings.EqualFold(m.Name, "_meta") || m.Value.Kind != strictjson.Object {
 					continue
 				}
 				for _, mm := range m.Value.Members {

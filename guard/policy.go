@@ -8,12 +8,12 @@ import (
 	"strings"
 	"time"
 
-	"github.com/etdi-dev/etdi"
 	"github.com/etdi-dev/etdi/internal/confusable"
 	"github.com/etdi-dev/etdi/internal/mcpclient"
 	"github.com/etdi-dev/etdi/internal/termtext"
 	"github.com/etdi-dev/etdi/pin"
 	"github.com/etdi-dev/etdi/policy"
+	"github.com/etdi-dev/etdi/strictjson"
 )
 
 // Kinds of the calls the call-time policies refuse (SPEC.md §26), named in
@@ -485,14 +485,14 @@ func elicitation(t policy.Tool, d policy.Decision, summary string) []byte {
 // and "path", "dry_run" and "dry-run"): the person cannot tell from the
 // question which one the tool acts on.
 func lookalikeNames(args []byte) bool {
-	v, err := etdi.ParseJSON(args)
+	v, err := strictjson.Parse(args)
 	if err != nil {
 		return false // not shown whole anyway
 	}
-	var walk func(v *etdi.Value) bool
-	walk = func(v *etdi.Value) bool {
+	var walk func(v *strictjson.Value) bool
+	walk = func(v *strictjson.Value) bool {
 		switch v.Kind {
-		case etdi.Object:
+		case strictjson.Object:
 			seen := make(map[string]bool, len(v.Members))
 			for _, m := range v.Members {
 				k := confusable.Skeleton(foldKey(m.Name))
@@ -501,7 +501,7 @@ func lookalikeNames(args []byte) bool {
 				}
 				seen[k] = true
 			}
-		case etdi.Array:
+		case strictjson.Array:
 			for _, e := range v.Elems {
 				if walk(e) {
 					return true

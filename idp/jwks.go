@@ -24,6 +24,7 @@ import (
 
 	"github.com/etdi-dev/etdi"
 	"github.com/etdi-dev/etdi/internal/atomicfile"
+	"github.com/etdi-dev/etdi/strictjson"
 	"github.com/etdi-dev/etdi/trust"
 )
 
@@ -47,7 +48,7 @@ type KeySet struct {
 // and keys meant only for encryption are skipped; a set without one usable
 // signing key is an error.
 func ParseJWKS(data []byte) (*KeySet, error) {
-	if _, err := etdi.ParseJSON(data); err != nil { // strict: no duplicate keys
+	if _, err := strictjson.Parse(data); err != nil { // strict: no duplicate keys
 		return nil, fmt.Errorf("JWKS: %w", err)
 	}
 	var doc struct {
@@ -310,7 +311,7 @@ func Discover(ctx context.Context, client *http.Client, issuer string) (*Discove
 	if err != nil {
 		return nil, fmt.Errorf("OIDC discovery: %w", err)
 	}
-	if _, err := etdi.ParseJSON(b); err != nil {
+	if _, err := strictjson.Parse(b); err != nil {
 		return nil, fmt.Errorf("OIDC discovery: %w", err)
 	}
 	var d Discovery

@@ -6,6 +6,7 @@ import (
 
 	"github.com/etdi-dev/etdi"
 	"github.com/etdi-dev/etdi/internal/mcpclient"
+	"github.com/etdi-dev/etdi/release"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -13,7 +14,7 @@ import (
 // it (every tools/list page, each tool as the raw JSON the server sends),
 // and compares its tools with the definitions of manifest, the JSON of an
 // etdi manifest (SPEC.md §4). It returns nil when the server serves
-// exactly those definitions, and otherwise an *etdi.DriftError that names
+// exactly those definitions, and otherwise an *release.DriftError that names
 // every tool missing, extra, listed twice or served with another
 // definition, with the fields that differ (SPEC.md §28.3). Key order and
 // whitespace never count, nor does the bundle Attach adds.
@@ -48,5 +49,5 @@ func CheckServer(ctx context.Context, server *mcp.Server, manifest []byte) error
 	if err != nil {
 		return fmt.Errorf("inband: listing the server: %w", err)
 	}
-	return etdi.CheckServed(m, l.Tools)
+	return release.CheckServed(m, l.Tools)
 }

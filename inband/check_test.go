@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/etdi-dev/etdi"
 	"github.com/etdi-dev/etdi/inband"
+	"github.com/etdi-dev/etdi/release"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -80,29 +80,29 @@ func TestCheckServerDrifts(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		server *mcp.Server
-		want   map[string]etdi.ServedStatus
+		want   map[string]release.ServedStatus
 		lines  []string
 	}{
 		{"nested schema value", newServer(weatherTool, &nested),
-			map[string]etdi.ServedStatus{"get_forecast": etdi.ServedChanged},
+			map[string]release.ServedStatus{"get_forecast": release.ServedChanged},
 			[]string{"get_forecast@2.1.0: served with another definition (inputSchema)", "/inputSchema/properties/days/maximum changed: 7 -> 365"}},
 		{"annotations", newServer(weatherTool, &annotated),
-			map[string]etdi.ServedStatus{"get_forecast": etdi.ServedChanged},
+			map[string]release.ServedStatus{"get_forecast": release.ServedChanged},
 			[]string{"(annotations)", "/annotations/readOnlyHint changed: true -> false", `/annotations/title added: "Forecast"`}},
 		{"a tool missing", newServer(weatherTool),
-			map[string]etdi.ServedStatus{"get_forecast": etdi.ServedMissing},
+			map[string]release.ServedStatus{"get_forecast": release.ServedMissing},
 			[]string{"(1 missing)", "get_forecast@2.1.0: in the manifest, not served"}},
 		{"an extra tool", newServer(weatherTool, forecastTool, extra),
-			map[string]etdi.ServedStatus{"delete_city": etdi.ServedExtra},
+			map[string]release.ServedStatus{"delete_city": release.ServedExtra},
 			[]string{"(1 extra)", "delete_city: served, not in the manifest", `"description":"Deletes a city."`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := inband.CheckServer(ctx, tc.server, []byte(twoToolManifest))
-			var de *etdi.DriftError
+			var de *release.DriftError
 			if !errors.As(err, &de) {
-				t.Fatalf("want a *etdi.DriftError, got %v", err)
+				t.Fatalf("want a *release.DriftError, got %v", err)
 			}
-			got := map[string]etdi.ServedStatus{}
+			got := map[string]release.ServedStatus{}
 			for _, d := range de.Tools {
 				got[d.Name] = d.Status
 			}
@@ -125,7 +125,7 @@ func TestCheckServerDrifts(t *testing.T) {
 
 func TestCheckServerBadManifest(t *testing.T) {
 	err := inband.CheckServer(context.Background(), newServer(weatherTool), []byte(`{"provider": {"id": "acme"}}`))
-	var de *etdi.DriftError
+	var de *release.DriftError
 	if err == nil || errors.As(err, &de) || !strings.Contains(err.Error(), "inband: manifest: server: required field is missing") {
 		t.Fatalf("a manifest that does not parse: %v", err)
 	}
@@ -144,7 +144,7 @@ func TestCheckServerListingFails(t *testing.T) {
 		}
 	})
 	err := inband.CheckServer(context.Background(), s, []byte(twoToolManifest))
-	var de *etdi.DriftError
+	var de *release.DriftError
 	if err == nil || errors.As(err, &de) || !strings.Contains(err.Error(), "inband: listing the server") || !strings.Contains(err.Error(), "the tool registry is down") {
 		t.Fatalf("a server whose listing fails: %v", err)
 	}

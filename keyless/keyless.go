@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/etdi-dev/etdi"
+	"github.com/etdi-dev/etdi/strictjson"
 	sgbundle "github.com/sigstore/sigstore-go/pkg/bundle"
 	"github.com/sigstore/sigstore-go/pkg/fulcio/certificate"
 	"github.com/sigstore/sigstore-go/pkg/root"
@@ -65,7 +66,7 @@ func Parse(data []byte) (*Bundle, error) {
 	// The bundle's own JSON is checked by etdi's strict reader first:
 	// protobuf's JSON reader takes the last of two duplicate members,
 	// which would let two readers see two bundles.
-	if _, err := etdi.ParseJSON(data); err != nil {
+	if _, err := strictjson.Parse(data); err != nil {
 		return nil, err
 	}
 	var b sgbundle.Bundle

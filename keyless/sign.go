@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/etdi-dev/etdi"
+	"github.com/etdi-dev/etdi/strictjson"
 	"github.com/sigstore/sigstore-go/pkg/root"
 	"github.com/sigstore/sigstore-go/pkg/sign"
 	"google.golang.org/protobuf/encoding/protojson"
@@ -82,7 +83,7 @@ func Sign(ctx context.Context, payload []byte, opts SignOptions) ([]byte, error)
 	if err != nil {
 		return nil, err
 	}
-	out, err := etdi.Canonicalize(raw)
+	out, err := strictjson.Canonicalize(raw)
 	if err != nil {
 		return nil, err
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/etdi-dev/etdi"
 	"github.com/etdi-dev/etdi/internal/testgen"
+	"github.com/etdi-dev/etdi/strictjson"
 )
 
 // observed returns n realistic signed tools (about 700 bytes each) named
@@ -22,11 +23,11 @@ func observed(b testing.TB, prefix string, n int) []Observed {
 		def := testgen.Definition(i)
 		def["name"] = fmt.Sprintf("%s_%05d", prefix, i)
 		raw, _ := json.Marshal(def)
-		v, err := etdi.ParseJSON(raw)
+		v, err := strictjson.Parse(raw)
 		if err != nil {
 			b.Fatal(err)
 		}
-		c := etdi.AppendCanonical(nil, v)
+		c := strictjson.AppendCanonical(nil, v)
 		d, _ := etdi.DigestJSON(c)
 		out[i] = Observed{Name: def["name"].(string), Version: "1.0.0", Digest: d, Canonical: c,
 			Permissions: []etdi.Permission{{Scope: "inventory:read"}}, Signer: keyA}

@@ -11,6 +11,7 @@ import (
 	"github.com/etdi-dev/etdi"
 	"github.com/etdi-dev/etdi/finding"
 	"github.com/etdi-dev/etdi/internal/confusable"
+	"github.com/etdi-dev/etdi/strictjson"
 )
 
 // Observation is what a server offers now, as established by verification
@@ -543,8 +544,8 @@ func compareItem(tx *kvTx, o *Observation, t *Observed, sc *shareCache) (ToolSta
 	case p.Digest != t.Digest.String():
 		st.Status = StatusChanged
 		f.Kind, f.PinnedDigest = finding.RugPull, p.Digest
-		if old, err := etdi.ParseJSON(p.Definition); err == nil {
-			if cur, err := etdi.ParseJSON(t.Canonical); err == nil {
+		if old, err := strictjson.Parse(p.Definition); err == nil {
+			if cur, err := strictjson.Parse(t.Canonical); err == nil {
 				f.Changes = etdi.Diff(old, cur)
 				f.Fields = etdi.ChangedFields(f.Changes)
 			}
@@ -678,8 +679,8 @@ func compareTool(tx *kvTx, o *Observation, t *Observed, sameSkeleton []string, c
 		return f
 	}
 	diff := func(f finding.Finding) finding.Finding {
-		if old, err := etdi.ParseJSON(p.Definition); err == nil {
-			if cur, err := etdi.ParseJSON(t.Canonical); err == nil {
+		if old, err := strictjson.Parse(p.Definition); err == nil {
+			if cur, err := strictjson.Parse(t.Canonical); err == nil {
 				f.Changes = etdi.Diff(old, cur)
 				f.Fields = etdi.ChangedFields(f.Changes)
 			}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/etdi-dev/etdi"
 	"github.com/etdi-dev/etdi/pin"
+	"github.com/etdi-dev/etdi/strictjson"
 )
 
 // observe is one unsigned tool as a server offers it.
@@ -16,9 +17,9 @@ func observe(definition string) *pin.Observation {
 	if err != nil {
 		log.Fatal(err)
 	}
-	v, _ := etdi.ParseJSON([]byte(definition))
+	v, _ := strictjson.Parse([]byte(definition))
 	return &pin.Observation{Server: pin.UnsignedServerKey("files"), Name: "files", Tools: []pin.Observed{
-		{Name: "read_file", Digest: d, Canonical: etdi.AppendCanonical(nil, v), Signer: pin.Unsigned}}}
+		{Name: "read_file", Digest: d, Canonical: strictjson.AppendCanonical(nil, v), Signer: pin.Unsigned}}}
 }
 
 // A tool is approved once; the same definition later is ok (key order and

@@ -12,6 +12,7 @@ import (
 
 	"github.com/etdi-dev/etdi"
 	"github.com/etdi-dev/etdi/finding"
+	"github.com/etdi-dev/etdi/strictjson"
 	bolt "go.etcd.io/bbolt"
 	"golang.org/x/mod/sumdb/tlog"
 )
@@ -26,11 +27,11 @@ var keyB = SignerID{Kind: "key", ID: "sha256:bbbb"}
 
 func tool(t testing.TB, name, version, def string, signer SignerID, scopes ...string) Observed {
 	t.Helper()
-	v, err := etdi.ParseJSON([]byte(def))
+	v, err := strictjson.Parse([]byte(def))
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := etdi.AppendCanonical(nil, v)
+	c := strictjson.AppendCanonical(nil, v)
 	d, _ := etdi.DigestJSON(c)
 	var perms []etdi.Permission
 	for _, s := range scopes {

@@ -12,6 +12,7 @@ import (
 	"github.com/etdi-dev/etdi/finding"
 	"github.com/etdi-dev/etdi/internal/confusable"
 	"github.com/etdi-dev/etdi/internal/termtext"
+	"github.com/etdi-dev/etdi/strictjson"
 )
 
 // copyCache answers, once per server, whether the observation is a copy
@@ -159,8 +160,8 @@ func rugPullOfShared(o *Observation, t *Observed, p, v *Pin, st ToolState,
 	st.Status = StatusChanged
 	f := with(finding.RugPull, finding.Error, "")
 	f.PinnedVersion, f.PinnedDigest, f.PinnedSigner = v.Version, v.Digest, v.Signer.String()
-	if old, err := etdi.ParseJSON(v.Definition); err == nil {
-		if cur, err := etdi.ParseJSON(t.Canonical); err == nil {
+	if old, err := strictjson.Parse(v.Definition); err == nil {
+		if cur, err := strictjson.Parse(t.Canonical); err == nil {
 			f.Changes = etdi.Diff(old, cur)
 			f.Fields = etdi.ChangedFields(f.Changes)
 		}
@@ -212,7 +213,7 @@ func collisionWhy(o *Observation, t *Observed, srv string, p *Pin, scan *pinScan
 			return fmt.Sprintf("its definition is the very one approved on %s, and the rest of this server is not", srv)
 		}
 	}
-	def, err := etdi.ParseJSON(t.Canonical)
+	def, err := strictjson.Parse(t.Canonical)
 	if err != nil {
 		return "its definition cannot be read to compare"
 	}
@@ -242,8 +243,8 @@ func imitationWhy(text, what, whose string, o *Observation, t *Observed, srv str
 	letters := strings.ReplaceAll(words, " ", "")
 	// A copy of the other tool's description, or one with more after it.
 	for _, v := range p.All() {
-		if od, err := etdi.ParseJSON(v.Definition); err == nil {
-			if d := od.Get("description"); d != nil && d.Kind == etdi.String {
+		if od, err := strictjson.Parse(v.Definition); err == nil {
+			if d := od.Get("description"); d != nil && d.Kind == strictjson.String {
 				n := strings.Join(wordsOf(d.Str), "")
 				if len(n) >= 16 && strings.Contains(letters, n) {
 					return fmt.Sprintf("%s copies the description of %q on %s", what, t.Name, srv)
@@ -294,22 +295,22 @@ var imitationMarks = []string{"official", "genuine", "authentic", "the real", "t
 
 // definitionText is every string of a definition but its top-level name,
 // one per line, and whether it holds more than maxCollisionText bytes.
-func definitionText(def *etdi.Value) (string, bool) {
+func definitionText(def *strictjson.Value) (string, bool) {
 	var b strings.Builder
-	var walk func(v *etdi.Value, top bool)
-	walk = func(v *etdi.Value, top bool) {
+	var walk func(v *strictjson.Value, top bool)
+	walk = func(v *strictjson.Value, top bool) {
 		if b.Len() > maxCollisionText {
 			return
 		}
 		switch v.Kind {
-		case etdi.String:
+		case strictjson.String:
 			b.WriteString(v.Str)
 			b.WriteByte('\n')
-		case etdi.Array:
+		case strictjson.Array:
 			for _, e := range v.Elems {
 				walk(e, false)
 			}
-		case etdi.Object:
+		case strictjson.Object:
 			for _, m := range v.Members {
 				if top && m.Name == "name" {
 					continue

@@ -3,9 +3,9 @@ package pin
 import (
 	"fmt"
 
-	"github.com/etdi-dev/etdi"
 	"github.com/etdi-dev/etdi/finding"
 	"github.com/etdi-dev/etdi/internal/suspect"
+	"github.com/etdi-dev/etdi/strictjson"
 )
 
 // suspicion scans the tools of one comparison for suspicious text
@@ -50,7 +50,7 @@ func (s *suspicion) isOther(word string) bool {
 // findings returns a suspicious_text warning for each piece of text in
 // t's definition that hides characters or addresses the model.
 func (s *suspicion) findings(t *Observed) []finding.Finding {
-	def, err := etdi.ParseJSON(t.Canonical)
+	def, err := strictjson.Parse(t.Canonical)
 	if err != nil {
 		return nil
 	}

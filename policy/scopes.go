@@ -8,6 +8,7 @@ import (
 	"github.com/etdi-dev/etdi"
 	"github.com/etdi-dev/etdi/internal/termtext"
 	"github.com/etdi-dev/etdi/pin"
+	"github.com/etdi-dev/etdi/strictjson"
 )
 
 // ScopesFormat is the value of a scopes overlay's "etdiScopes" member.
@@ -58,15 +59,15 @@ func ParseScopes(name string, data []byte) (*ScopesOverlay, error) {
 	if len(data) > MaxScopesFile {
 		return nil, fail("larger than %d bytes", MaxScopesFile)
 	}
-	v, err := etdi.ParseJSON(data)
+	v, err := strictjson.Parse(data)
 	if err != nil {
 		return nil, fail("%v", err)
 	}
-	if v.Kind != etdi.Object {
+	if v.Kind != strictjson.Object {
 		return nil, fail(`not a JSON object; write {"etdiScopes": 1, "tools": {"SERVER/TOOL": ["SCOPE", ...]}}`)
 	}
 	ov := &ScopesOverlay{Name: name, tools: map[string]map[string][]string{}}
-	var format, tools *etdi.Value
+	var format, tools *strictjson.Value
 	for _, m := range v.Members {
 		switch m.Name {
 		case "etdiScopes":
@@ -74,17 +75,17 @@ func ParseScopes(name string, data []byte) (*ScopesOverlay, error) {
 		case "tools":
 			tools = m.Value
 		case "comment":
-			if m.Value.Kind != etdi.String {
+			if m.Value.Kind != strictjson.String {
 				return nil, fail(`"comment" is not a string`)
 			}
 		default:
 			return nil, fail("unknown member %q (known: etdiScopes, tools, comment)", termtext.Escape(clip(m.Name)))
 		}
 	}
-	if format == nil || format.Kind != etdi.Number || format.Num != ScopesFormat {
+	if format == nil || format.Kind != strictjson.Number || format.Num != ScopesFormat {
 		return nil, fail(`"etdiScopes" must be %d`, ScopesFormat)
 	}
-	if tools == nil || tools.Kind != etdi.Object {
+	if tools == nil || tools.Kind != strictjson.Object {
 		return nil, fail(`"tools" must be an object of "SERVER/TOOL": ["SCOPE", ...]`)
 	}
 	if len(tools.Members) > MaxScopesEntries {
@@ -110,7 +111,7 @@ func ParseScopes(name string, data []byte) (*ScopesOverlay, error) {
 // parseScopesEntry reads one "SERVER/TOOL": ["SCOPE", ...] member of an
 // overlay's tools, its scopes normalized; msg, when not empty, is what is
 // wrong with it, to follow the member's name.
-func parseScopesEntry(m etdi.Member) (server, tool string, scopes []string, msg string) {
+func parseScopesEntry(m strictjson.Member) (server, tool string, scopes []string, msg string) {
 	i := strings.LastIndexByte(m.Name, '/')
 	if i <= 0 || i == len(m.Name)-1 {
 		return "", "", nil, " is not SERVER/TOOL"
@@ -122,12 +123,12 @@ func parseScopesEntry(m etdi.Member) (server, tool string, scopes []string, msg 
 	if err := etdi.ValidateToolName(tool); err != nil {
 		return "", "", nil, fmt.Sprintf(": %v", err)
 	}
-	if m.Value.Kind != etdi.Array {
+	if m.Value.Kind != strictjson.Array {
 		return "", "", nil, ": the scopes must be an array of strings"
 	}
 	var ss []string
 	for _, e := range m.Value.Elems {
-		if e.Kind != etdi.String {
+		if e.Kind != strictjson.String {
 			return "", "", nil, ": the scopes must be an array of strings"
 		}
 		ss = append(ss, e.Str)

@@ -11,6 +11,7 @@ import (
 	"github.com/etdi-dev/etdi"
 	"github.com/etdi-dev/etdi/internal/termtext"
 	"github.com/etdi-dev/etdi/pin"
+	"github.com/etdi-dev/etdi/strictjson"
 )
 
 // Tool is what policies know of a tool: its definition as approved and
@@ -76,17 +77,17 @@ func tool(server, provider, name, version string, signer pin.SignerID, perms []e
 // none.
 func AnnotationsOf(def []byte) Annotations {
 	var a Annotations
-	v, err := etdi.ParseJSON(def)
-	if err != nil || v.Kind != etdi.Object {
+	v, err := strictjson.Parse(def)
+	if err != nil || v.Kind != strictjson.Object {
 		return a
 	}
 	ann := v.Get("annotations")
-	if ann == nil || ann.Kind != etdi.Object {
+	if ann == nil || ann.Kind != strictjson.Object {
 		return a
 	}
 	hint := func(name string) *bool {
 		h := ann.Get(name)
-		if h == nil || h.Kind != etdi.Bool {
+		if h == nil || h.Kind != strictjson.Bool {
 			return nil
 		}
 		b := h.Bool
@@ -105,8 +106,8 @@ func ArgumentsDigest(raw []byte) string {
 	if raw == nil {
 		raw = []byte("{}")
 	}
-	if v, err := etdi.ParseJSON(raw); err == nil {
-		return etdi.Digest(sha256.Sum256(etdi.AppendCanonical(nil, v))).String()
+	if v, err := strictjson.Parse(raw); err == nil {
+		return etdi.Digest(sha256.Sum256(strictjson.AppendCanonical(nil, v))).String()
 	}
 	sum := sha256.Sum256(raw)
 	return "raw-sha256:" + hex.EncodeToString(sum[:])
@@ -138,19 +139,19 @@ func ShowArguments(raw []byte) (summary string, whole bool) {
 	if len(raw) == 0 {
 		return "(no arguments)", true
 	}
-	v, err := etdi.ParseJSON(raw)
+	v, err := strictjson.Parse(raw)
 	if err != nil {
 		return fmt.Sprintf("(%d bytes that are not JSON)", len(raw)), false
 	}
-	if v.Kind != etdi.Object {
-		c := termtext.Escape(string(etdi.AppendCanonical(nil, v)))
+	if v.Kind != strictjson.Object {
+		c := termtext.Escape(string(strictjson.AppendCanonical(nil, v)))
 		return "(not an object) " + cut(c, summaryValue), len(c) <= summaryValue
 	}
 	if len(v.Members) == 0 {
 		return "(no arguments)", true
 	}
 	members := slices.Clone(v.Members)
-	slices.SortFunc(members, func(a, b etdi.Member) int { return strings.Compare(a.Name, b.Name) })
+	slices.SortFunc(members, func(a, b strictjson.Member) int { return strings.Compare(a.Name, b.Name) })
 	var b strings.Builder
 	whole = true
 	for i, m := range members {
@@ -162,8 +163,8 @@ func ShowArguments(raw []byte) (summary string, whole bool) {
 		// A string's quotes are escaped, so that it cannot show as more
 		// than one value (Escape writes every backslash as an escape).
 		val := `"` + strings.ReplaceAll(termtext.Escape(m.Value.Str), `"`, `\"`) + `"`
-		if m.Value.Kind != etdi.String {
-			val = termtext.Escape(string(etdi.AppendCanonical(nil, m.Value)))
+		if m.Value.Kind != strictjson.String {
+			val = termtext.Escape(string(strictjson.AppendCanonical(nil, m.Value)))
 		}
 		name := termtext.Escape(m.Name)
 		if len(name) > summaryValue || len(val) > summaryValue {

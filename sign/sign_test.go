@@ -12,6 +12,7 @@ import (
 	"github.com/etdi-dev/etdi"
 	"github.com/etdi-dev/etdi/keys"
 	"github.com/etdi-dev/etdi/sign"
+	"github.com/etdi-dev/etdi/strictjson"
 	ssldsse "github.com/secure-systems-lab/go-securesystemslib/dsse"
 	"github.com/sigstore/sigstore/pkg/signature"
 	"github.com/sigstore/sigstore/pkg/signature/dsse"
@@ -62,8 +63,8 @@ func TestSignInterop(t *testing.T) {
 			}
 			raw := b.Marshal()
 			// Extract the dsseEnvelope member as it is on disk.
-			v, _ := etdi.ParseJSON(raw)
-			envJSON := etdi.AppendCanonical(nil, v.Get("dsseEnvelope"))
+			v, _ := strictjson.Parse(raw)
+			envJSON := strictjson.AppendCanonical(nil, v.Get("dsseEnvelope"))
 			kv, _ := keys.Verifier(priv.Public())
 			if err := dsse.WrapVerifier(kv).VerifySignature(bytes.NewReader(envJSON), nil); err != nil {
 				t.Fatalf("sigstore dsse verifier: %v", err)
@@ -75,7 +76,7 @@ func TestSignInterop(t *testing.T) {
 			}
 			var env ssldsse.Envelope
 			env.PayloadType = b.Envelope.PayloadType
-			env.Payload = string(etdi.Root(v).V.Get("dsseEnvelope").Get("payload").Str)
+			env.Payload = string(strictjson.Root(v).V.Get("dsseEnvelope").Get("payload").Str)
 			env.Signatures = []ssldsse.Signature{{Sig: v.Get("dsseEnvelope").Get("signatures").Elems[0].Get("sig").Str}}
 			if _, err := ev.Verify(context.Background(), &env); err != nil {
 				t.Fatalf("securesystemslib verifier: %v", err)

@@ -25,6 +25,7 @@ import (
 	"github.com/etdi-dev/etdi"
 	"github.com/etdi-dev/etdi/internal/atomicfile"
 	"github.com/etdi-dev/etdi/keys"
+	"github.com/etdi-dev/etdi/strictjson"
 	"github.com/sigstore/sigstore-go/pkg/root"
 )
 
@@ -168,19 +169,19 @@ const MaxSigstoreRoots = 8
 // a JSON array of them, or one per line (as 'gh attestation
 // trusted-root' prints them).
 func ParseSigstoreRoots(data []byte) ([]SigstoreRoot, error) {
-	var docs []*etdi.Value
-	if v, err := etdi.ParseJSON(data); err == nil {
-		if v.Kind == etdi.Array {
+	var docs []*strictjson.Value
+	if v, err := strictjson.Parse(data); err == nil {
+		if v.Kind == strictjson.Array {
 			docs = v.Elems
 		} else {
-			docs = []*etdi.Value{v}
+			docs = []*strictjson.Value{v}
 		}
 	} else {
 		for i, line := range bytes.Split(data, []byte("\n")) {
 			if len(bytes.TrimSpace(line)) == 0 {
 				continue
 			}
-			v, lerr := etdi.ParseJSON(line)
+			v, lerr := strictjson.Parse(line)
 			if lerr != nil {
 				return nil, fmt.Errorf("line %d: %w", i+1, lerr)
 			}
@@ -195,7 +196,7 @@ func ParseSigstoreRoots(data []byte) ([]SigstoreRoot, error) {
 	}
 	var out []SigstoreRoot
 	for i, d := range docs {
-		r, err := parseSigstoreRoot(etdi.Field{Path: fmt.Sprintf("[%d]", i), V: d})
+		r, err := parseSigstoreRoot(strictjson.Field{Path: fmt.Sprintf("[%d]", i), V: d})
 		if err != nil {
 			return nil, err
 		}
@@ -204,11 +205,11 @@ func ParseSigstoreRoots(data []byte) ([]SigstoreRoot, error) {
 	return out, nil
 }
 
-func parseSigstoreRoot(f etdi.Field) (SigstoreRoot, error) {
+func parseSigstoreRoot(f strictjson.Field) (SigstoreRoot, error) {
 	if _, err := f.Object(); err != nil {
 		return SigstoreRoot{}, err
 	}
-	doc := etdi.AppendCanonical(nil, f.V)
+	doc := strictjson.AppendCanonical(nil, f.V)
 	tr, err := root.NewTrustedRootFromJSON(doc)
 	if err != nil {
 		return SigstoreRoot{}, f.Errorf("not a Sigstore trusted root: %v", err)
@@ -674,11 +675,11 @@ func Parse(data []byte) (*Policy, error) {
 	if len(data) > 4<<20 {
 		return nil, errors.New("trust policy larger than 4 MiB")
 	}
-	v, err := etdi.ParseJSON(data)
+	v, err := strictjson.Parse(data)
 	if err != nil {
 		return nil, err
 	}
-	o, err := etdi.Root(v).Object()
+	o, err := strictjson.Root(v).Object()
 	if err != nil {
 		return nil, err
 	}
@@ -708,14 +709,14 @@ func Parse(data []byte) (*Policy, error) {
 // decoded before it.
 type policyMember struct {
 	name     string
-	decode   func(f etdi.Field, p *Policy) error
-	validate func(f etdi.Field, p *Policy) error // nil: nothing to agree with
+	decode   func(f strictjson.Field, p *Policy) error
+	validate func(f strictjson.Field, p *Policy) error // nil: nothing to agree with
 	// late members are read after all others, which they depend on.
 	late bool
 }
 
 // read decodes and validates the member f.
-func (m policyMember) read(f etdi.Field, p *Policy) error {
+func (m policyMember) read(f strictjson.Field, p *Policy) error {
 	if err := m.decode(f, p); err != nil {
 		return err
 	}
@@ -740,7 +741,7 @@ var policyMembers = []policyMember{
 	{name: "sigstoreTrustedRootSource", decode: decodeSigstoreRootSource, validate: validateSigstoreRootSource},
 }
 
-func decodeVersion(f etdi.Field, _ *Policy) error {
+func decodeVersion(f strictjson.Field, _ *Policy) error {
 	ver, err := f.Uint()
 	if err != nil {
 		return err
@@ -751,7 +752,7 @@ func decodeVersion(f etdi.Field, _ *Policy) error {
 	return nil
 }
 
-func decodeArtifacts(f etdi.Field, p *Policy) error {
+func decodeArtifacts(f strictjson.Field, p *Policy) error {
 	a, err := f.OptStr()
 	if err != nil || a == "" {
 		return err
@@ -762,7 +763,7 @@ func decodeArtifacts(f etdi.Field, p *Policy) error {
 	return nil
 }
 
-func decodeCedar(f etdi.Field, p *Policy) error {
+func decodeCedar(f strictjson.Field, p *Policy) error {
 	if f.V == nil {
 		return nil
 	}
@@ -789,7 +790,7 @@ func decodeCedar(f etdi.Field, p *Policy) error {
 	return nil
 }
 
-func decodeSigstoreRoots(f etdi.Field, p *Policy) error {
+func decodeSigstoreRoots(f strictjson.Field, p *Policy) error {
 	if f.V == nil {
 		return nil
 	}
@@ -810,7 +811,7 @@ func decodeSigstoreRoots(f etdi.Field, p *Policy) error {
 	return nil
 }
 
-func decodeSigstoreRootSource(f etdi.Field, p *Policy) (err error) {
+func decodeSigstoreRootSource(f strictjson.Field, p *Policy) (err error) {
 	if f.V != nil {
 		p.SigstoreRootSource, err = parseSigstoreRootSource(f)
 	}
@@ -819,14 +820,14 @@ func decodeSigstoreRootSource(f etdi.Field, p *Policy) (err error) {
 
 // validateSigstoreRootSource refuses a source of roots the policy does
 // not hold.
-func validateSigstoreRootSource(f etdi.Field, p *Policy) error {
+func validateSigstoreRootSource(f strictjson.Field, p *Policy) error {
 	if f.V != nil && len(p.SigstoreRoots) == 0 {
 		return f.Errorf("a source without sigstoreTrustedRoots")
 	}
 	return nil
 }
 
-func decodeProviders(f etdi.Field, p *Policy) error {
+func decodeProviders(f strictjson.Field, p *Policy) error {
 	pa, err := f.Array()
 	if err != nil {
 		return err
@@ -843,7 +844,7 @@ func decodeProviders(f etdi.Field, p *Policy) error {
 
 // parseProvider reads one provider of p's providers (p holds those
 // before it and the Sigstore roots).
-func parseProvider(f etdi.Field, p *Policy) (Provider, error) {
+func parseProvider(f strictjson.Field, p *Policy) (Provider, error) {
 	var prov Provider
 	po, err := f.Object()
 	if err != nil {
@@ -902,8 +903,8 @@ func parseProvider(f etdi.Field, p *Policy) (Provider, error) {
 // providerKeys returns the keys member of a provider whose other members
 // are read, after checking that the provider can be satisfied: it has
 // some way to sign, and what it requires is configured.
-func providerKeys(po etdi.ObjectField, prov *Provider) (etdi.ArrayField, error) {
-	ka := etdi.ArrayField{Path: po.Field("keys").Path, V: &etdi.Value{Kind: etdi.Array}}
+func providerKeys(po strictjson.ObjectField, prov *Provider) (strictjson.ArrayField, error) {
+	ka := strictjson.ArrayField{Path: po.Field("keys").Path, V: &strictjson.Value{Kind: strictjson.Array}}
 	if kf := po.Field("keys"); kf.V != nil || (prov.IDP == nil && len(prov.Sigstore) == 0) {
 		var err error
 		if ka, err = kf.Array(); err != nil {
@@ -923,7 +924,7 @@ func providerKeys(po etdi.ObjectField, prov *Provider) (etdi.ArrayField, error) 
 	return ka, nil
 }
 
-func parseSigstoreRootSource(f etdi.Field) (*SigstoreRootSource, error) {
+func parseSigstoreRootSource(f strictjson.Field) (*SigstoreRootSource, error) {
 	o, err := f.Object()
 	if err != nil {
 		return nil, err
@@ -951,7 +952,7 @@ func parseSigstoreRootSource(f etdi.Field) (*SigstoreRootSource, error) {
 	return &src, nil
 }
 
-func parseSigstoreIdentities(f etdi.Field) ([]SigstoreIdentity, error) {
+func parseSigstoreIdentities(f strictjson.Field) ([]SigstoreIdentity, error) {
 	a, err := f.Array()
 	if err != nil {
 		return nil, err
@@ -982,7 +983,7 @@ func parseSigstoreIdentities(f etdi.Field) ([]SigstoreIdentity, error) {
 			return nil, err
 		}
 		if g := o.Field("github"); g.V != nil {
-			if g.V.Kind != etdi.Bool || !g.V.Bool {
+			if g.V.Kind != strictjson.Bool || !g.V.Bool {
 				return nil, g.Errorf(`must be true (declares a GitHub Actions issuer), or absent`)
 			}
 			s.GitHub = true
@@ -998,7 +999,7 @@ func parseSigstoreIdentities(f etdi.Field) ([]SigstoreIdentity, error) {
 	return out, nil
 }
 
-func parseKey(f etdi.Field) (Key, error) {
+func parseKey(f strictjson.Field) (Key, error) {
 	var k Key
 	o, err := f.Object()
 	if err != nil {
@@ -1036,7 +1037,7 @@ func parseKey(f etdi.Field) (Key, error) {
 	return k, nil
 }
 
-func parseIDP(f etdi.Field) (*IDP, error) {
+func parseIDP(f strictjson.Field) (*IDP, error) {
 	o, err := f.Object()
 	if err != nil {
 		return nil, err
@@ -1067,7 +1068,7 @@ func parseIDP(f etdi.Field) (*IDP, error) {
 		if _, err := jf.Object(); err != nil {
 			return nil, err
 		}
-		d.JWKS = etdi.AppendCanonical(nil, jf.V)
+		d.JWKS = strictjson.AppendCanonical(nil, jf.V)
 	}
 	if inf := o.Field("introspection"); inf.V != nil {
 		io, err := inf.Object()
@@ -1098,7 +1099,7 @@ func parseIDP(f etdi.Field) (*IDP, error) {
 	return d, nil
 }
 
-func stringList(f etdi.Field, required bool) ([]string, error) {
+func stringList(f strictjson.Field, required bool) ([]string, error) {
 	if f.V == nil && !required {
 		return nil, nil
 	}
@@ -1159,11 +1160,11 @@ func (p *Policy) SetIDP(id string, d *IDP, require string) error {
 // parseUnsigned reads the policy's "unsigned" member: the rule as a
 // string ("warn"), or an object {"rule": "warn", "onUpdate": "ask"} that
 // also sets the update rule. Absent, unsigned tools are blocked.
-func parseUnsigned(f etdi.Field, p *Policy) error {
+func parseUnsigned(f strictjson.Field, p *Policy) error {
 	if f.V == nil {
 		return nil
 	}
-	if f.V.Kind != etdi.Object {
+	if f.V.Kind != strictjson.Object {
 		u, err := f.Str()
 		if err != nil {
 			return err

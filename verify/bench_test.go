@@ -80,7 +80,7 @@ func BenchmarkVerifyLive(b *testing.B) {
 			b.ReportAllocs()
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
-				live, err := etdi.ParseToolsList(f.tools)
+				live, err := etdi.ParseList(f.tools, etdi.ListOptions{})
 				if err != nil {
 					b.Fatal(err)
 				}

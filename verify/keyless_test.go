@@ -16,6 +16,7 @@ import (
 	"github.com/etdi-dev/etdi/keyless"
 	"github.com/etdi-dev/etdi/keys"
 	"github.com/etdi-dev/etdi/sign"
+	"github.com/etdi-dev/etdi/strictjson"
 	"github.com/etdi-dev/etdi/trust"
 	"github.com/etdi-dev/etdi/verify"
 	"github.com/sigstore/sigstore/pkg/signature"
@@ -358,11 +359,11 @@ func TestKeylessBundleForm(t *testing.T) {
 	in := sigstoretest.New(t)
 	b := signKeyless(t, in, nil)
 	p := keylessPolicy(t, in, map[string][]trust.SigstoreIdentity{"acme": {githubSigner(releaseIdentity)}})
-	v, err := etdi.ParseJSON(b)
+	v, err := strictjson.Parse(b)
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantKinds(t, verify.Verify(etdi.AppendIndent(nil, v, "", "\t"), p, verify.Options{}))
+	wantKinds(t, verify.Verify(strictjson.AppendIndent(nil, v, "", "\t"), p, verify.Options{}))
 	wantKinds(t, verify.Verify(mutateBundle(t, b, func(map[string]any) {}), p, verify.Options{}))
 
 	dup := strings.Replace(string(b), `{"dsseEnvelope":`, `{"mediaType":"application/vnd.dev.sigstore.bundle.v0.3+json","dsseEnvelope":`, 1)

@@ -71,7 +71,7 @@ func runVector(t *testing.T, dir string) {
 	}
 	opts := verify.Options{Now: w.At}
 	if tb := read("tools.json"); tb != nil {
-		if opts.Live, err = etdi.ParseToolsList(tb); err != nil {
+		if opts.Live, err = etdi.ParseList(tb, etdi.ListOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}

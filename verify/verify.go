@@ -316,7 +316,7 @@ func verifies(b *etdi.Bundle, pae []byte, k *trust.Key) bool {
 // anyTrustedSigner returns a trusted key (of any provider) that signed the
 // envelope, or nil.
 func anyTrustedSigner(b *etdi.Bundle, p *trust.Policy) *match {
-	pae := b.Envelope.PAE()
+	pae := etdi.PAE(b.Envelope.PayloadType, b.Envelope.Payload)
 	for i := range p.Providers {
 		for j := range p.Providers[i].Keys {
 			if verifies(b, pae, &p.Providers[i].Keys[j]) {
@@ -427,7 +427,7 @@ func checkToken(b *etdi.Bundle, st *etdi.Statement, p *trust.Policy, prov *trust
 // provider and valid now. Failing that it returns the most telling
 // finding: impersonation, key outside its window, or invalid signature.
 func checkSignatures(b *etdi.Bundle, st *etdi.Statement, p *trust.Policy, now time.Time, claims string) (*SignerIdentity, *finding.Finding) {
-	pae := b.Envelope.PAE()
+	pae := etdi.PAE(b.Envelope.PayloadType, b.Envelope.Payload)
 	claimed := st.Provider.ID
 	var windowErr error
 	var windowKey string

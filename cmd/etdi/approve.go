@@ -13,6 +13,7 @@ import (
 	"github.com/etdi-dev/etdi/internal/suspect"
 	"github.com/etdi-dev/etdi/pin"
 	"github.com/etdi-dev/etdi/policy"
+	"github.com/etdi-dev/etdi/strictjson"
 )
 
 // observedTool is what a person is shown of an offered tool (or prompt,
@@ -193,7 +194,7 @@ func (e *env) showInstructions(o *pin.Observation, c *pin.Comparison) {
 		if f.Kind == finding.NewTool {
 			say(e.stderr, "\nserver %s sends these instructions to the model; approving records them:\n", o.Server)
 			sayBlock(e.stderr, "    ", *o.Instructions)
-			v := &etdi.Value{Kind: etdi.Object, Members: []etdi.Member{{Name: "instructions", Value: &etdi.Value{Kind: etdi.String, Str: *o.Instructions}}}}
+			v := &strictjson.Value{Kind: strictjson.Object, Members: []strictjson.Member{{Name: "instructions", Value: &strictjson.Value{Kind: strictjson.String, Str: *o.Instructions}}}}
 			for _, m := range suspect.Scan(v, nil) {
 				say(e.stderr, "warning: suspicious_text: server instructions: %s\n    at %s: %s\n", m.Reason, m.Pointer, m.Text)
 			}

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/etdi-dev/etdi"
+	"github.com/etdi-dev/etdi/strictjson"
 )
 
 // wideTool hides text where a shortened display would not show it: past
@@ -39,12 +39,12 @@ func describe(t *testing.T, tool map[string]any) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	v, err := etdi.ParseJSON(b)
+	v, err := strictjson.Parse(b)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var out bytes.Buffer
-	describeTool(&out, etdi.AppendCanonical(nil, v), nil)
+	describeTool(&out, strictjson.AppendCanonical(nil, v), nil)
 	return out.String()
 }
 

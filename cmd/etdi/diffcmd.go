@@ -7,6 +7,7 @@ import (
 
 	"github.com/etdi-dev/etdi"
 	"github.com/etdi-dev/etdi/pin"
+	"github.com/etdi-dev/etdi/strictjson"
 	"github.com/spf13/cobra"
 )
 
@@ -83,8 +84,8 @@ the findings are printed and the exit code is that of etdi check (10-14).`,
 						Definition: json.RawMessage(t.Canonical), Permissions: t.Permissions})
 					continue
 				}
-				old, err1 := etdi.ParseJSON(p.Definition)
-				cur, err2 := etdi.ParseJSON(t.Canonical)
+				old, err1 := strictjson.Parse(p.Definition)
+				cur, err2 := strictjson.Parse(t.Canonical)
 				if err1 != nil || err2 != nil {
 					return fmt.Errorf("tool %q: stored or current definition unreadable", t.Name)
 				}

@@ -33,7 +33,7 @@ or a manifest. Use - for standard input.`,
 					out = append(out, entry{t.Name, t.Version, t.Digest.String()})
 				}
 			} else {
-				tl, err := etdi.ParseToolsList(data)
+				tl, err := etdi.ParseList(data, etdi.ListOptions{})
 				if err != nil {
 					return fmt.Errorf("%s: neither a manifest (%v) nor a tools/list result (%v)", args[0], merr, err)
 				}

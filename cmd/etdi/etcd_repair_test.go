@@ -14,6 +14,7 @@ import (
 	"github.com/etdi-dev/etdi"
 	"github.com/etdi-dev/etdi/internal/etcdtest"
 	"github.com/etdi-dev/etdi/pin"
+	"github.com/etdi-dev/etdi/strictjson"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -119,11 +120,11 @@ func TestEtcdRepairSteps(t *testing.T) {
 
 // unsignedTool is an unsigned tool as check observes it.
 func unsignedTool(t *testing.T, name string) pin.Observed {
-	v, err := etdi.ParseJSON([]byte(`{"name":"` + name + `","description":"Tool ` + name + `."}`))
+	v, err := strictjson.Parse([]byte(`{"name":"` + name + `","description":"Tool ` + name + `."}`))
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := etdi.AppendCanonical(nil, v)
+	c := strictjson.AppendCanonical(nil, v)
 	d, _ := etdi.DigestJSON(c)
 	return pin.Observed{Name: name, Digest: d, Canonical: c, Signer: pin.Unsigned}
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/etdi-dev/etdi"
 	"github.com/etdi-dev/etdi/pin/lockfile"
+	"github.com/etdi-dev/etdi/strictjson"
 	"golang.org/x/mod/sumdb/note"
 )
 
@@ -303,12 +304,12 @@ func TestCLILockSigned(t *testing.T) {
 	}
 	// Key order and whitespace are not content, signed or not.
 	reformat := func(name, data string) {
-		v, err := etdi.ParseJSON([]byte(data))
+		v, err := strictjson.Parse([]byte(data))
 		if err != nil {
 			t.Fatal(err)
 		}
 		slices.Reverse(v.Members)
-		p.write(name, string(etdi.AppendIndent(nil, v, "", "\t")))
+		p.write(name, string(strictjson.AppendIndent(nil, v, "", "\t")))
 	}
 	reformat("signed2.lock.json", signed)
 	reformat("unsigned2.lock.json", readFile(t, p.dir, "unsigned.lock.json"))

@@ -9,6 +9,8 @@ import (
 	"github.com/etdi-dev/etdi/guard"
 	"github.com/etdi-dev/etdi/internal/redact"
 	"github.com/etdi-dev/etdi/internal/termtext"
+	"github.com/etdi-dev/etdi/release"
+	"github.com/etdi-dev/etdi/strictjson"
 	"github.com/spf13/cobra"
 )
 
@@ -29,7 +31,7 @@ func (e *env) listTools(sf *serverFlags, t *target) ([]etdi.LiveTool, string, er
 		if err != nil {
 			return nil, "", err
 		}
-		tl, err := etdi.ParseToolsList(data)
+		tl, err := etdi.ParseList(data, etdi.ListOptions{})
 		if err != nil {
 			if uerr := notAListing(t.toolsFile, data); uerr != nil {
 				return nil, "", uerr
@@ -98,21 +100,21 @@ drifts, 1 the manifest or the server could not be read, 2 usage.
 			if err != nil {
 				return err
 			}
-			results := etdi.CompareServed(m, tools)
-			summary := etdi.DriftSummary(results)
+			results := release.CompareServed(m, tools)
+			summary := release.DriftSummary(results)
 			code := exitOK
-			if etdi.CheckServed(m, tools) != nil {
+			if release.CheckServed(m, tools) != nil {
 				code = exitRugPull
 			}
 			if asJSON {
 				if err := e.writeJSON(struct {
-					SchemaVersion int               `json:"schemaVersion"`
-					Manifest      string            `json:"manifest"`
-					Server        string            `json:"server"`
-					OK            bool              `json:"ok"`
-					Summary       string            `json:"summary"`
-					Tools         []etdi.ServedTool `json:"tools"`
-					ExitCode      int               `json:"exitCode"`
+					SchemaVersion int                  `json:"schemaVersion"`
+					Manifest      string               `json:"manifest"`
+					Server        string               `json:"server"`
+					OK            bool                 `json:"ok"`
+					Summary       string               `json:"summary"`
+					Tools         []release.ServedTool `json:"tools"`
+					ExitCode      int                  `json:"exitCode"`
 				}{1, pos[0], t.label, code == exitOK, summary, results, code}); err != nil {
 					return err
 				}
@@ -215,10 +217,10 @@ the program or script. --no-bind leaves both out.`,
 			}
 			var b strings.Builder
 			b.WriteString("{\n  \"provider\": ")
-			b.Write(etdi.AppendCanonical(nil, &etdi.Value{Kind: etdi.Object, Members: providerMembers(provider, providerName)}))
+			b.Write(strictjson.AppendCanonical(nil, &strictjson.Value{Kind: strictjson.Object, Members: providerMembers(provider, providerName)}))
 			b.WriteString(",\n  \"server\": ")
 			bind.Name = name
-			b.Write(etdi.AppendCanonical(nil, etdi.ServerValue(bind)))
+			b.Write(strictjson.AppendCanonical(nil, etdi.ServerValue(bind)))
 			b.WriteString(",\n  \"tools\": [")
 			for i, lt := range tools {
 				if i > 0 {
@@ -226,7 +228,7 @@ the program or script. --no-bind leaves both out.`,
 				}
 				def := conventionalOrder(etdi.StripMeta(lt.Definition()))
 				fmt.Fprintf(&b, "\n    {\n      \"version\": %q,\n      \"permissions\": [],\n      \"definition\": ", toolVersion)
-				b.Write(etdi.AppendIndent(nil, def, "      ", "  "))
+				b.Write(strictjson.AppendIndent(nil, def, "      ", "  "))
 				b.WriteString("\n    }")
 			}
 			b.WriteString("\n  ]\n}\n")
@@ -250,10 +252,10 @@ the program or script. --no-bind leaves both out.`,
 	return cmd
 }
 
-func providerMembers(id, name string) []etdi.Member {
-	ms := []etdi.Member{{Name: "id", Value: &etdi.Value{Kind: etdi.String, Str: id}}}
+func providerMembers(id, name string) []strictjson.Member {
+	ms := []strictjson.Member{{Name: "id", Value: &strictjson.Value{Kind: strictjson.String, Str: id}}}
 	if name != "" {
-		ms = append(ms, etdi.Member{Name: "name", Value: &etdi.Value{Kind: etdi.String, Str: name}})
+		ms = append(ms, strictjson.Member{Name: "name", Value: &strictjson.Value{Kind: strictjson.String, Str: name}})
 	}
 	return ms
 }
@@ -264,11 +266,11 @@ var mcpOrder = []string{"name", "title", "description", "inputSchema", "outputSc
 // conventionalOrder puts a definition's top-level members in MCP's usual
 // order, the rest after them, for people reading the manifest. The value
 // (and so its digest) does not change.
-func conventionalOrder(v *etdi.Value) *etdi.Value {
-	out := &etdi.Value{Kind: etdi.Object}
+func conventionalOrder(v *strictjson.Value) *strictjson.Value {
+	out := &strictjson.Value{Kind: strictjson.Object}
 	for _, n := range mcpOrder {
 		if m := v.Get(n); m != nil {
-			out.Members = append(out.Members, etdi.Member{Name: n, Value: m})
+			out.Members = append(out.Members, strictjson.Member{Name: n, Value: m})
 		}
 	}
 	for _, m := range v.Members {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/etdi-dev/etdi"
 	"github.com/etdi-dev/etdi/internal/redact"
+	"github.com/etdi-dev/etdi/release"
 	"github.com/etdi-dev/etdi/verify"
 	"github.com/spf13/pflag"
 )
@@ -83,7 +84,7 @@ func sequenceAfter(prev *etdi.Statement, issued time.Time) uint64 {
 // its version, a lower version, a sequence that does not increase), 1
 // when it only drops a tool not named with --remove.
 func (f *previousFlags) guard(e *env, prev, next *etdi.Statement) error {
-	r, err := etdi.CompareRelease(prev, next, f.remove)
+	r, err := release.Compare(prev, next, f.remove)
 	if err != nil {
 		return usagef("--previous %s: %v", previousLabel(f.previous), err)
 	}
@@ -93,18 +94,18 @@ func (f *previousFlags) guard(e *env, prev, next *etdi.Statement) error {
 	for _, t := range r.Tools {
 		lead := "  "
 		switch {
-		case t.Refused && t.Status == etdi.ReleaseRemoved:
+		case t.Refused && t.Status == release.StatusRemoved:
 			lead = "NOT signed "
 			if code == exitOK {
 				code = exitError
 			}
 		case t.Refused:
 			lead, code = "NOT signed ", exitRugPull
-		case t.Status == etdi.ReleaseBumpTooSmall:
+		case t.Status == release.StatusBumpTooSmall:
 			lead = "warning: "
 		}
 		say(e.stderr, "%s%s %s -> %s (%s): %s\n", lead, t.Name, orDash(t.PreviousVersion), orDash(t.Version), string(t.Status), t.Message)
-		if t.Status == etdi.ReleaseUnchanged {
+		if t.Status == release.StatusUnchanged {
 			continue
 		}
 		sayChanges(e.stderr, "      ", t.Changes, t.PermissionsAdded, t.PermissionsRemoved)

@@ -13,6 +13,7 @@ import (
 	"github.com/etdi-dev/etdi/keyless"
 	"github.com/etdi-dev/etdi/keys"
 	"github.com/etdi-dev/etdi/sign"
+	"github.com/etdi-dev/etdi/strictjson"
 	"github.com/etdi-dev/etdi/trust"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -221,7 +222,7 @@ func (k *keylessFlags) register(fl *pflag.FlagSet) {
 // attest action, cosign attest-blob) needs to produce the statement etdi
 // would sign: the predicate, and the subjects in sha256sum's format.
 func (e *env) writeAttestInputs(dir string, st *etdi.Statement, payload []byte) error {
-	v, err := etdi.ParseJSON(payload)
+	v, err := strictjson.Parse(payload)
 	if err != nil {
 		return err
 	}
@@ -236,7 +237,7 @@ func (e *env) writeAttestInputs(dir string, st *etdi.Statement, payload []byte) 
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	if err := atomicfile.Write(filepath.Join(dir, "predicate.json"), append(etdi.AppendCanonical(nil, pred), '\n'), 0o644); err != nil {
+	if err := atomicfile.Write(filepath.Join(dir, "predicate.json"), append(strictjson.AppendCanonical(nil, pred), '\n'), 0o644); err != nil {
 		return err
 	}
 	if err := atomicfile.Write(filepath.Join(dir, "subjects.txt"), []byte(subjects.String()), 0o644); err != nil {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/etdi-dev/etdi"
 	"github.com/etdi-dev/etdi/internal/termtext"
+	"github.com/etdi-dev/etdi/strictjson"
 )
 
 // say is fmt.Fprintf for text a person reads: every string, error and
@@ -87,8 +88,8 @@ func sayChanges(w io.Writer, indent string, changes []etdi.Change, added, remove
 // with its type and description, the annotations, the other fields, and
 // the permissions approval grants.
 func describeTool(w io.Writer, canonical []byte, perms []etdi.Permission) {
-	def, err := etdi.ParseJSON(canonical)
-	if err != nil || def.Kind != etdi.Object {
+	def, err := strictjson.Parse(canonical)
+	if err != nil || def.Kind != strictjson.Object {
 		say(w, "    definition unreadable: %v\n", err)
 		return
 	}
@@ -96,7 +97,7 @@ func describeTool(w io.Writer, canonical []byte, perms []etdi.Permission) {
 	if v := def.Get("title"); v != nil {
 		say(w, "    title        %s\n", jsonText(v))
 	}
-	if v := def.Get("description"); v != nil && v.Kind == etdi.String {
+	if v := def.Get("description"); v != nil && v.Kind == strictjson.String {
 		say(w, "    description\n")
 		sayBlock(w, ind, v.Str)
 	} else if v != nil {
@@ -133,7 +134,7 @@ func describeTool(w io.Writer, canonical []byte, perms []etdi.Permission) {
 			say(w, "%sschema also: %s\n", ind, extra)
 		}
 	}
-	if v := def.Get("annotations"); v != nil && v.Kind == etdi.Object {
+	if v := def.Get("annotations"); v != nil && v.Kind == strictjson.Object {
 		var parts []string
 		for _, m := range v.Members {
 			parts = append(parts, m.Name+": "+jsonText(m.Value))
@@ -145,7 +146,7 @@ func describeTool(w io.Writer, canonical []byte, perms []etdi.Permission) {
 		case "name", "title", "description", "inputSchema", "outputSchema":
 			continue
 		case "annotations":
-			if m.Value.Kind == etdi.Object {
+			if m.Value.Kind == strictjson.Object {
 				continue
 			}
 		}
@@ -167,12 +168,12 @@ const (
 // jsonText is v as a person reads it: a string as is, anything else as
 // canonical JSON; past maxShownValue bytes, cut with a note of how many
 // bytes were not shown.
-func jsonText(v *etdi.Value) string {
+func jsonText(v *strictjson.Value) string {
 	var b []byte
-	if v.Kind == etdi.String {
+	if v.Kind == strictjson.String {
 		b = []byte(v.Str)
 	} else {
-		b = etdi.AppendCanonical(nil, v)
+		b = strictjson.AppendCanonical(nil, v)
 	}
 	if len(b) <= maxShownValue {
 		return string(b)
@@ -185,17 +186,17 @@ func jsonText(v *etdi.Value) string {
 }
 
 // countProps counts what schemaProps lists, without a limit.
-func countProps(schema *etdi.Value) int {
-	if schema == nil || schema.Kind != etdi.Object {
+func countProps(schema *strictjson.Value) int {
+	if schema == nil || schema.Kind != strictjson.Object {
 		return 0
 	}
 	n := 0
-	if props := schema.Get("properties"); props != nil && props.Kind == etdi.Object {
+	if props := schema.Get("properties"); props != nil && props.Kind == strictjson.Object {
 		for _, m := range props.Members {
 			n += 1 + countProps(m.Value)
 		}
 	}
-	if items := schema.Get("items"); items != nil && items.Kind == etdi.Object {
+	if items := schema.Get("items"); items != nil && items.Kind == strictjson.Object {
 		n += countProps(items)
 		if itemsExtra(items) {
 			n++
@@ -208,19 +209,19 @@ type schemaProp struct{ head, desc string }
 
 // schemaProps lists the properties of a JSON Schema, nested ones as
 // parent.child and array items as parent[].
-func schemaProps(out []schemaProp, prefix string, schema *etdi.Value) []schemaProp {
-	if schema == nil || schema.Kind != etdi.Object || len(out) > maxShownProps {
+func schemaProps(out []schemaProp, prefix string, schema *strictjson.Value) []schemaProp {
+	if schema == nil || schema.Kind != strictjson.Object || len(out) > maxShownProps {
 		return out
 	}
 	required := map[string]bool{}
-	if r := schema.Get("required"); r != nil && r.Kind == etdi.Array {
+	if r := schema.Get("required"); r != nil && r.Kind == strictjson.Array {
 		for _, e := range r.Elems {
-			if e.Kind == etdi.String {
+			if e.Kind == strictjson.String {
 				required[e.Str] = true
 			}
 		}
 	}
-	if props := schema.Get("properties"); props != nil && props.Kind == etdi.Object {
+	if props := schema.Get("properties"); props != nil && props.Kind == strictjson.Object {
 		for _, m := range props.Members {
 			name := prefix + m.Name
 			head := name + ": " + schemaType(m.Value)
@@ -235,7 +236,7 @@ func schemaProps(out []schemaProp, prefix string, schema *etdi.Value) []schemaPr
 			out = schemaProps(out, name+".", m.Value)
 		}
 	}
-	if items := schema.Get("items"); items != nil && items.Kind == etdi.Object {
+	if items := schema.Get("items"); items != nil && items.Kind == strictjson.Object {
 		// The members of items beside its properties (schemaType leaves
 		// items out of its parent's line) get a line of their own.
 		if itemsExtra(items) {
@@ -252,7 +253,7 @@ func schemaProps(out []schemaProp, prefix string, schema *etdi.Value) []schemaPr
 
 // itemsExtra reports whether an items schema listed through its
 // properties has members of its own to show.
-func itemsExtra(items *etdi.Value) bool {
+func itemsExtra(items *strictjson.Value) bool {
 	if items.Get("properties") == nil {
 		return false // shown whole on its parent's line
 	}
@@ -272,17 +273,17 @@ func itemsExtra(items *etdi.Value) bool {
 
 // requiredExtra reports whether a schema's required holds anything other
 // than names of its properties, which the "(required)" marks do not show.
-func requiredExtra(schema *etdi.Value) bool {
+func requiredExtra(schema *strictjson.Value) bool {
 	r := schema.Get("required")
 	if r == nil {
 		return false
 	}
-	if r.Kind != etdi.Array {
+	if r.Kind != strictjson.Array {
 		return true
 	}
 	props := schema.Get("properties")
 	for _, e := range r.Elems {
-		if e.Kind != etdi.String || props == nil || props.Kind != etdi.Object || props.Get(e.Str) == nil {
+		if e.Kind != strictjson.String || props == nil || props.Kind != strictjson.Object || props.Get(e.Str) == nil {
 			return true
 		}
 	}
@@ -291,8 +292,8 @@ func requiredExtra(schema *etdi.Value) bool {
 
 // schemaType describes a property's type: its type, enum, const, format,
 // default and bounds, as written.
-func schemaType(s *etdi.Value) string {
-	if s.Kind != etdi.Object {
+func schemaType(s *strictjson.Value) string {
+	if s.Kind != strictjson.Object {
 		return jsonText(s)
 	}
 	var parts []string
@@ -307,7 +308,7 @@ func schemaType(s *etdi.Value) string {
 		case "type", "description", "title":
 			continue
 		case "properties":
-			if m.Value.Kind == etdi.Object {
+			if m.Value.Kind == strictjson.Object {
 				continue
 			}
 		case "required":
@@ -315,7 +316,7 @@ func schemaType(s *etdi.Value) string {
 				continue
 			}
 		case "items":
-			if m.Value.Kind == etdi.Object && m.Value.Get("properties") != nil {
+			if m.Value.Kind == strictjson.Object && m.Value.Get("properties") != nil {
 				continue
 			}
 		}
@@ -333,19 +334,19 @@ func schemaType(s *etdi.Value) string {
 
 // schemaExtra shows the top-level schema members other than type,
 // properties and required (e.g. additionalProperties, $defs).
-func schemaExtra(s *etdi.Value) string {
-	if s.Kind != etdi.Object {
+func schemaExtra(s *strictjson.Value) string {
+	if s.Kind != strictjson.Object {
 		return jsonText(s)
 	}
 	var parts []string
 	for _, m := range s.Members {
 		switch m.Name {
 		case "type":
-			if m.Value.Kind == etdi.String && m.Value.Str == "object" {
+			if m.Value.Kind == strictjson.String && m.Value.Str == "object" {
 				continue
 			}
 		case "properties":
-			if m.Value.Kind == etdi.Object {
+			if m.Value.Kind == strictjson.Object {
 				continue
 			}
 		case "required":

@@ -11,12 +11,12 @@ import (
 	"strings"
 	"time"
 
-	"github.com/etdi-dev/etdi"
 	"github.com/etdi-dev/etdi/idp"
 	"github.com/etdi-dev/etdi/internal/termtext"
 	"github.com/etdi-dev/etdi/keyless/tuf"
 	"github.com/etdi-dev/etdi/keys"
 	"github.com/etdi-dev/etdi/policy"
+	"github.com/etdi-dev/etdi/strictjson"
 	"github.com/etdi-dev/etdi/trust"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -397,8 +397,8 @@ func (d *idpFlags) apply(p *trust.Policy, provider string, e *env) (string, erro
 		if _, err := idp.ParseJWKS(b); err != nil {
 			return "", fmt.Errorf("%s: %w", d.jwksFile, err)
 		}
-		v, _ := etdi.ParseJSON(b)
-		c.JWKS = etdi.AppendCanonical(nil, v)
+		v, _ := strictjson.Parse(b)
+		c.JWKS = strictjson.AppendCanonical(nil, v)
 	}
 	if d.inEndpoint != "" {
 		if d.inClientID == "" || d.inSecretEnv == "" {

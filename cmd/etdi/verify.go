@@ -70,7 +70,7 @@ differs, 12 impersonation, 14 expired or key outside its window, 1 error.`,
 				if err != nil {
 					return err
 				}
-				if opts.Live, err = etdi.ParseToolsList(td); err != nil {
+				if opts.Live, err = etdi.ParseList(td, etdi.ListOptions{}); err != nil {
 					return fmt.Errorf("%s: %w", toolsPath, err)
 				}
 			}

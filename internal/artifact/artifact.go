@@ -3,9 +3,7 @@ package artifact
 import (
 	"context"
 	"crypto/sha256"
-	"encoding/base64"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -13,43 +11,24 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"unicode"
-	"unicode/utf8"
 
+	"github.com/etdi-dev/etdi"
+	"github.com/etdi-dev/etdi/internal/artifactsyntax"
 	"github.com/etdi-dev/etdi/internal/redact"
-)
-
-// Artifact is one component of a stdio server, as server.artifacts in a
-// bundle names it (etdi.Artifact is this type).
-type Artifact struct {
-	Type    string `json:"type"`
-	Name    string `json:"name"`
-	Version string `json:"version,omitempty"`
-	Digest  string `json:"digest"`
-}
-
-// Artifact types.
-const (
-	TypeNPM  = "npm"  // Name: the package; Version; Digest: the registry's integrity (SRI)
-	TypePyPI = "pypi" // Name: the distribution; Version; Digest: sha256 of one of its files
-	TypeOCI  = "oci"  // Name: the image without tag or digest; Version: the tag; Digest: the manifest digest
-	TypeFile = "file" // Name: the file's base name; no Version; Digest: sha256 of its content
 )
 
 // Bounds on what is read.
 const (
-	maxLock       = 64 << 20 // package-lock.json, npm-shrinkwrap.json, uv.lock
-	maxSmall      = 1 << 20  // package.json, .npmrc, image inspect output
-	maxFile       = 2 << 30  // a program or script hashed
-	maxNameLen    = 256
-	maxVersionLen = 128
-	maxParents    = 64   // directories walked up looking for a lock
-	maxCacheDirs  = 4096 // npx cache entries looked at
+	maxLock      = 64 << 20 // package-lock.json, npm-shrinkwrap.json, uv.lock
+	maxSmall     = 1 << 20  // package.json, .npmrc, image inspect output
+	maxFile      = 2 << 30  // a program or script hashed
+	maxParents   = 64       // directories walked up looking for a lock
+	maxCacheDirs = 4096     // npx cache entries looked at
 )
 
 // Resolved is what a launch runs.
 type Resolved struct {
-	Artifact Artifact
+	Artifact etdi.Artifact
 	// Digests is every digest the artifact is known by, Artifact.Digest
 	// first; Match accepts any of them. uv.lock records one file per
 	// platform for a Python version (the sdist and each wheel), and uvx
@@ -95,8 +74,8 @@ func (e *UnresolvedError) Error() string {
 // MismatchError reports a launch that runs none of the artifacts a bundle
 // names.
 type MismatchError struct {
-	Got    Artifact   // what the launch runs
-	Signed []Artifact // what the bundle names
+	Got    etdi.Artifact   // what the launch runs
+	Signed []etdi.Artifact // what the bundle names
 	Reason string
 }
 
@@ -105,7 +84,7 @@ func (e *MismatchError) Error() string {
 }
 
 // describe names an artifact in a message: "npm @acme/weather 1.2.3".
-func describe(a Artifact) string {
+func describe(a etdi.Artifact) string {
 	s := a.Type + " " + a.Name
 	if a.Version != "" {
 		s += " " + a.Version
@@ -116,13 +95,13 @@ func describe(a Artifact) string {
 // noun is what an artifact of type t is, in a sentence.
 func noun(t string) string {
 	switch t {
-	case TypeNPM:
+	case etdi.ArtifactNPM:
 		return "an npm package"
-	case TypePyPI:
+	case etdi.ArtifactPyPI:
 		return "a PyPI distribution"
-	case TypeOCI:
+	case etdi.ArtifactOCI:
 		return "an image"
-	case TypeFile:
+	case etdi.ArtifactFile:
 		return "a file"
 	}
 	return "an artifact of type " + t
@@ -143,20 +122,20 @@ func noun(t string) string {
 //   - file: a digest among got's Digests; names are not compared.
 //
 // To match a bare Artifact, pass &Resolved{Artifact: a}.
-func Match(got *Resolved, signed []Artifact) error {
+func Match(got *Resolved, signed []etdi.Artifact) error {
 	g := got.Artifact
 	digests := got.digests()
-	var ofType, named, versioned []Artifact
+	var ofType, named, versioned []etdi.Artifact
 	for _, s := range signed {
 		if s.Type != g.Type {
 			continue
 		}
 		ofType = append(ofType, s)
-		if g.Type != TypeFile && !sameName(g.Type, s.Name, g.Name) {
+		if g.Type != etdi.ArtifactFile && !sameName(g.Type, s.Name, g.Name) {
 			continue
 		}
 		named = append(named, s)
-		if s.Version != "" && (g.Type == TypeNPM || g.Type == TypePyPI) && !sameVersion(g.Type, s.Version, g.Version) {
+		if s.Version != "" && (g.Type == etdi.ArtifactNPM || g.Type == etdi.ArtifactPyPI) && !sameVersion(g.Type, s.Version, g.Version) {
 			continue
 		}
 		versioned = append(versioned, s)
@@ -182,7 +161,7 @@ func Match(got *Resolved, signed []Artifact) error {
 		e.Reason = fmt.Sprintf("the bundle names %s; this launch runs version %s", list(named, false), orNone(g.Version))
 	default:
 		e.Reason = fmt.Sprintf("the bundle names %s; this launch runs %s", list(versioned, true), strings.Join(digests, " or "))
-		if g.Type == TypeNPM {
+		if g.Type == etdi.ArtifactNPM {
 			if sa, ga := sriAlg(versioned[0].Digest), sriAlg(digests[0]); sa != ga {
 				e.Reason = fmt.Sprintf("the bundle signs a %s integrity and the lock records %s (%s); sign the integrity the lock records",
 					orNone(sa), orNone(ga), digests[0])
@@ -194,7 +173,7 @@ func Match(got *Resolved, signed []Artifact) error {
 
 // list names up to three artifacts in a message, with their digests if
 // digests is set.
-func list(as []Artifact, digests bool) string {
+func list(as []etdi.Artifact, digests bool) string {
 	var parts []string
 	for i, a := range as {
 		if i == 3 {
@@ -220,9 +199,9 @@ func orNone(s string) string {
 // sameName compares names as the type's ecosystem does.
 func sameName(typ, a, b string) bool {
 	switch typ {
-	case TypePyPI:
+	case etdi.ArtifactPyPI:
 		return pep503(a) == pep503(b)
-	case TypeOCI:
+	case etdi.ArtifactOCI:
 		return canonicalImage(a) == canonicalImage(b)
 	}
 	return a == b
@@ -230,7 +209,7 @@ func sameName(typ, a, b string) bool {
 
 // sameVersion compares versions as the type's ecosystem does.
 func sameVersion(typ, a, b string) bool {
-	if typ == TypePyPI {
+	if typ == etdi.ArtifactPyPI {
 		return pep440(a) == pep440(b)
 	}
 	return a == b
@@ -266,40 +245,6 @@ func pep440(v string) string {
 	return strings.Join(segs, ".") + v[i:]
 }
 
-// Name and digest syntax.
-var (
-	npmNameRE = sync.OnceValue(func() *regexp.Regexp {
-		return regexp.MustCompile(`^(@[A-Za-z0-9~-][A-Za-z0-9._~-]*/)?[A-Za-z0-9~-][A-Za-z0-9._~-]*$`)
-	})
-	pyNameRE = sync.OnceValue(func() *regexp.Regexp {
-		return regexp.MustCompile(`^([A-Za-z0-9]|[A-Za-z0-9][A-Za-z0-9._-]*[A-Za-z0-9])$`)
-	})
-	// An image name as the distribution reference grammar has it, without
-	// tag or digest: an optional registry host (with port), then path
-	// components.
-	imageNameRE = sync.OnceValue(func() *regexp.Regexp {
-		return regexp.MustCompile(`^(([A-Za-z0-9]|[A-Za-z0-9][A-Za-z0-9-]*[A-Za-z0-9])(\.([A-Za-z0-9]|[A-Za-z0-9][A-Za-z0-9-]*[A-Za-z0-9]))*(:[0-9]+)?/)?` +
-			`[a-z0-9]+((\.|_|__|-+)[a-z0-9]+)*(/[a-z0-9]+((\.|_|__|-+)[a-z0-9]+)*)*$`)
-	})
-	tagRE    = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$`) })
-	sha256RE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^sha256:[0-9a-f]{64}$`) })
-	sriRE    = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^(sha256|sha384|sha512)-([A-Za-z0-9+/]+={0,2})$`) })
-)
-
-// sriSize is the digest size of each SRI algorithm.
-var sriSize = map[string]int{"sha256": 32, "sha384": 48, "sha512": 64}
-
-// validSRI reports whether s is one SRI hash of a SHA-2 algorithm with a
-// digest of the right size.
-func validSRI(s string) bool {
-	m := sriRE().FindStringSubmatch(s)
-	if m == nil {
-		return false
-	}
-	b, err := base64.StdEncoding.Strict().DecodeString(m[2])
-	return err == nil && len(b) == sriSize[m[1]]
-}
-
 // sriAlg is the algorithm of an SRI hash, or "".
 func sriAlg(s string) string {
 	alg, _, ok := strings.Cut(s, "-")
@@ -307,112 +252,6 @@ func sriAlg(s string) string {
 		return ""
 	}
 	return alg
-}
-
-// Validate checks one artifact as written in a manifest or statement: a
-// known type, a name of 1 to 256 bytes of printable UTF-8 with the syntax
-// of the type's ecosystem (a base name without '/' for file), a version
-// of at most 128 printable bytes without spaces (none for file), and the
-// digest syntax of the type: an SRI integrity with one sha512, sha384 or
-// sha256 hash for npm, "sha256:" and 64 lowercase hex digits otherwise.
-func Validate(a Artifact) error {
-	switch a.Type {
-	case TypeNPM, TypePyPI, TypeOCI, TypeFile:
-	case "":
-		return errors.New("artifact: no type (want npm, pypi, oci or file)")
-	default:
-		return fmt.Errorf("artifact type %q is unknown (want npm, pypi, oci or file)", a.Type)
-	}
-	if err := validateName(a); err != nil {
-		return err
-	}
-	what := a.Type + " artifact " + fmt.Sprintf("%q", a.Name)
-	if err := validateTypedName(a, what); err != nil {
-		return err
-	}
-	if err := validateVersion(a, what); err != nil {
-		return err
-	}
-	return validateDigest(a, what)
-}
-
-// validateName checks what every artifact's name must be.
-func validateName(a Artifact) error {
-	switch {
-	case a.Name == "":
-		return fmt.Errorf("%s artifact: no name", a.Type)
-	case len(a.Name) > maxNameLen:
-		return fmt.Errorf("%s artifact: name longer than %d bytes", a.Type, maxNameLen)
-	case !printable(a.Name):
-		return fmt.Errorf("%s artifact %q: the name holds a control character or invalid UTF-8", a.Type, a.Name)
-	}
-	return nil
-}
-
-// validateTypedName checks the name of a as its type names things (what
-// names a in errors).
-func validateTypedName(a Artifact, what string) error {
-	switch a.Type {
-	case TypeNPM:
-		if len(a.Name) > 214 || !npmNameRE().MatchString(a.Name) {
-			return fmt.Errorf("%s: not an npm package name (name or @scope/name)", what)
-		}
-	case TypePyPI:
-		if !pyNameRE().MatchString(a.Name) {
-			return fmt.Errorf("%s: not a Python distribution name", what)
-		}
-	case TypeOCI:
-		if !imageNameRE().MatchString(a.Name) {
-			return fmt.Errorf("%s: not an image name (write the tag in version and the digest in digest)", what)
-		}
-	case TypeFile:
-		if strings.ContainsAny(a.Name, `/\`) || a.Name == "." || a.Name == ".." {
-			return fmt.Errorf("%s: the name of a file artifact is its base name, without a directory", what)
-		}
-	}
-	return nil
-}
-
-// validateVersion checks the version of a (what names a in errors).
-func validateVersion(a Artifact, what string) error {
-	switch {
-	case a.Type == TypeFile && a.Version != "":
-		return fmt.Errorf("%s: a file artifact has no version", what)
-	case len(a.Version) > maxVersionLen:
-		return fmt.Errorf("%s: version longer than %d bytes", what, maxVersionLen)
-	case a.Version != "" && (!printable(a.Version) || strings.ContainsRune(a.Version, ' ')):
-		return fmt.Errorf("%s: the version holds a space, a control character or invalid UTF-8", what)
-	case a.Type == TypeOCI && a.Version != "" && !tagRE().MatchString(a.Version):
-		return fmt.Errorf("%s: version %q is not an image tag", what, a.Version)
-	}
-	return nil
-}
-
-// validateDigest checks the digest of a: an SRI integrity string for npm,
-// sha256:HEX for the others (what names a in errors).
-func validateDigest(a Artifact, what string) error {
-	if a.Type == TypeNPM {
-		if !validSRI(a.Digest) {
-			return fmt.Errorf("%s: digest %q is not an integrity string (sha512-<base64>, as package-lock.json records it)", what, a.Digest)
-		}
-	} else if !sha256RE().MatchString(a.Digest) {
-		return fmt.Errorf("%s: digest %q is not sha256:<64 lowercase hex digits>", what, a.Digest)
-	}
-	return nil
-}
-
-// printable reports whether s is valid UTF-8 without control or format
-// characters and without whitespace other than ' '.
-func printable(s string) bool {
-	if !utf8.ValidString(s) {
-		return false
-	}
-	for _, r := range s {
-		if !unicode.IsPrint(r) {
-			return false
-		}
-	}
-	return true
 }
 
 // FileDigest returns "sha256:<hex>" of the file at path, symbolic links
@@ -518,7 +357,7 @@ func conceal(argv []string, msg string) string {
 // shown is a name taken from a command line, safe to put in a message:
 // quoted, or a placeholder when it looks like a credential.
 func shown(s string) string {
-	if redact.LooksSecret(s) || !printable(s) || len(s) > 200 {
+	if redact.LooksSecret(s) || !artifactsyntax.Printable(s) || len(s) > 200 {
 		return "(an argument not shown)"
 	}
 	return s

@@ -9,6 +9,9 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+
+	"github.com/etdi-dev/etdi"
+	"github.com/etdi-dev/etdi/internal/artifactsyntax"
 )
 
 // The configuration a runner reads besides its command line can replace
@@ -24,14 +27,14 @@ import (
 // from each tool.
 func launchConfig(p *plan, env *environ, dir string) string {
 	switch p.kind {
-	case TypeNPM:
+	case etdi.ArtifactNPM:
 		if why := npmConfig(p, env, dir); why != "" {
 			return why
 		}
 		if p.runner == "bunx" || p.runner == "bun x" {
 			return bunConfig(env, dir)
 		}
-	case TypePyPI:
+	case etdi.ArtifactPyPI:
 		if why := pythonCAConfig(env); why != "" {
 			return why
 		}
@@ -39,9 +42,9 @@ func launchConfig(p *plan, env *environ, dir string) string {
 			return pipConfig(env)
 		}
 		return uvConfig(env, dir, false)
-	case TypeOCI:
+	case etdi.ArtifactOCI:
 		return containerConfig(p, env)
-	case TypeFile:
+	case etdi.ArtifactFile:
 		if p.runner == "uv run" {
 			if why := pythonCAConfig(env); why != "" {
 				return why
@@ -743,7 +746,7 @@ func setOf(s ...string) map[string]bool {
 // a fixed name, for a message: as it is when printable, else a
 // placeholder.
 func shownPath(p string) string {
-	if !printable(p) || len(p) > 4096 {
+	if !artifactsyntax.Printable(p) || len(p) > 4096 {
 		return "(a path not shown)"
 	}
 	return p

@@ -8,6 +8,8 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/etdi-dev/etdi"
 )
 
 // parseINI reads .npmrc as npm's ini package does.
@@ -72,7 +74,7 @@ func TestEnvReplace(t *testing.T) {
 
 // npmProject is a project whose lockfile and node_modules hold srv 1.0.0,
 // its bin linked as npm links it.
-func npmProject(t *testing.T) (proj, home string, want Artifact) {
+func npmProject(t *testing.T) (proj, home string, want etdi.Artifact) {
 	t.Helper()
 	root := t.TempDir()
 	proj, home = filepath.Join(root, "proj"), filepath.Join(root, "home")
@@ -94,7 +96,7 @@ func npmProject(t *testing.T) (proj, home string, want Artifact) {
 	if err := os.MkdirAll(home, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	return proj, home, Artifact{TypeNPM, "srv", "1.0.0", i}
+	return proj, home, etdi.Artifact{Type: etdi.ArtifactNPM, Name: "srv", Version: "1.0.0", Digest: i}
 }
 
 // npm settings from the environment and every .npmrc: harmless ones are
@@ -527,7 +529,7 @@ func TestPipConfig(t *testing.T) {
 func TestContainerConfig(t *testing.T) {
 	home := t.TempDir()
 	img := "ghcr.io/acme/weather@sha256:" + hexA
-	want := Artifact{TypeOCI, "ghcr.io/acme/weather", "", "sha256:" + hexA}
+	want := etdi.Artifact{Type: etdi.ArtifactOCI, Name: "ghcr.io/acme/weather", Version: "", Digest: "sha256:" + hexA}
 	env := []string{"PATH=", "HOME=" + home, "DOCKER_CLI_HINTS=false"}
 	resolved(t, Launch{Argv: []string{"docker", "run", "-i", img}, Env: env}, want, "image reference")
 	for _, v := range []string{"DOCKER_HOST=ssh://evil", "DOCKER_CONTEXT=evil", "DOCKER_CONFIG=/x", "DOCKER_TLS_VERIFY=1",

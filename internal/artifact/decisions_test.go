@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/etdi-dev/etdi"
 )
 
 // Decisions whose refusal a looser rule downstream would also refuse,
@@ -57,7 +59,7 @@ func TestResolveOwnReasons(t *testing.T) {
 	write(t, filepath.Join(proj, "package.json"), `{"name":"p"}`, 0o644)
 	write(t, filepath.Join(proj, "package-lock.json"), npmLockJSON(t, nil, map[string][2]string{"srv": {"1.0.0", i}}), 0o644)
 	write(t, filepath.Join(proj, "sub", "package-lock.json"), npmLockJSON(t, nil, map[string][2]string{"srv": {"9.9.9", sri("sha512", "other")}}), 0o644)
-	resolved(t, Launch{Argv: []string{"npx", "srv"}, Dir: filepath.Join(proj, "sub"), Env: env}, Artifact{TypeNPM, "srv", "1.0.0", i}, "package-lock.json "+proj)
+	resolved(t, Launch{Argv: []string{"npx", "srv"}, Dir: filepath.Join(proj, "sub"), Env: env}, etdi.Artifact{Type: etdi.ArtifactNPM, Name: "srv", Version: "1.0.0", Digest: i}, "package-lock.json "+proj)
 
 	// A directory joined from the command line into a message is
 	// concealed when it looks like a credential.

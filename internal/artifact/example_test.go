@@ -3,6 +3,7 @@ package artifact_test
 import (
 	"fmt"
 
+	"github.com/etdi-dev/etdi"
 	"github.com/etdi-dev/etdi/internal/artifact"
 )
 
@@ -15,9 +16,9 @@ func ExampleMoving() {
 }
 
 func ExampleMatch() {
-	got := &artifact.Resolved{Artifact: artifact.Artifact{Type: artifact.TypeFile, Name: "weather-server",
+	got := &artifact.Resolved{Artifact: etdi.Artifact{Type: etdi.ArtifactFile, Name: "weather-server",
 		Digest: "sha256:2d711642b726b04401627ca9fbac32f5c8530fb1903cc4db02258717921a4881"}}
-	signed := []artifact.Artifact{{Type: artifact.TypeOCI, Name: "ghcr.io/acme/weather",
+	signed := []etdi.Artifact{{Type: etdi.ArtifactOCI, Name: "ghcr.io/acme/weather",
 		Digest: "sha256:2d711642b726b04401627ca9fbac32f5c8530fb1903cc4db02258717921a4881"}}
 	fmt.Println(artifact.Match(got, signed))
 	// Output:

@@ -11,6 +11,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/etdi-dev/etdi"
 	"github.com/etdi-dev/etdi/internal/redact"
 )
 
@@ -82,7 +83,7 @@ func FuzzResolveArgv(f *testing.F) {
 		case r == nil:
 			t.Fatalf("Resolve(%q) = nil, nil", argv)
 		default:
-			if err := Validate(r.Artifact); err != nil {
+			if err := etdi.ValidateArtifact(r.Artifact); err != nil {
 				t.Fatalf("Resolve(%q) = %+v: %v", argv, r.Artifact, err)
 			}
 		}

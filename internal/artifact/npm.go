@@ -8,6 +8,9 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+
+	"github.com/etdi-dev/etdi"
+	"github.com/etdi-dev/etdi/internal/artifactsyntax"
 )
 
 // npmLock is what is read of a package-lock.json or npm-shrinkwrap.json.
@@ -167,7 +170,7 @@ func npmResolved(p *plan, e npmEntry, from string) (*Resolved, string, bool) {
 		return nil, errf("%s records no sha256, sha384 or sha512 integrity for %s %s; reinstall it with a current npm",
 			from, shown(name), shown(e.Version)), false
 	}
-	return &Resolved{Artifact: Artifact{Type: TypeNPM, Name: name, Version: e.Version, Digest: digests[0]}, Digests: digests, From: from}, "", false
+	return &Resolved{Artifact: etdi.Artifact{Type: etdi.ArtifactNPM, Name: name, Version: e.Version, Digest: digests[0]}, Digests: digests, From: from}, "", false
 }
 
 // sriHashes are the SHA-2 hashes of an integrity string, strongest first;
@@ -177,7 +180,7 @@ func sriHashes(integrity string) []string {
 	for _, alg := range []string{"sha512", "sha384", "sha256"} {
 		for _, h := range strings.Fields(integrity) {
 			h, _, _ = strings.Cut(h, "?")
-			if sriAlg(h) == alg && validSRI(h) && !slices.Contains(out, h) {
+			if sriAlg(h) == alg && artifactsyntax.SRI(h) && !slices.Contains(out, h) {
 				out = append(out, h)
 			}
 		}

@@ -24,6 +24,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/etdi-dev/etdi"
 )
 
 // npmWorld is a project whose package-lock.json and node_modules hold
@@ -130,7 +132,7 @@ func (w *npmWorld) with(vars ...string) []string {
 // package, and says which file or variable sets what.
 func TestRealNPMConfigSwapsProgram(t *testing.T) {
 	w := newNPMWorld(t)
-	genuine := Artifact{TypeNPM, "weather-mcp", "1.0.0", w.integrity}
+	genuine := etdi.Artifact{Type: etdi.ArtifactNPM, Name: "weather-mcp", Version: "1.0.0", Digest: w.integrity}
 	rc := filepath.Join(w.proj, ".npmrc")
 	shell := w.evil(t, filepath.Join(w.root, "evil.sh"))
 
@@ -324,7 +326,7 @@ func TestRealNPMRepositoryFilesSwapProgram(t *testing.T) {
 		})
 	}
 	// The untouched project still resolves.
-	resolved(t, Launch{Argv: argv, Dir: w.proj, Env: w.env}, Artifact{TypeNPM, "weather-mcp", "1.0.0", w.integrity}, "package-lock.json")
+	resolved(t, Launch{Argv: argv, Dir: w.proj, Env: w.env}, etdi.Artifact{Type: etdi.ArtifactNPM, Name: "weather-mcp", Version: "1.0.0", Digest: w.integrity}, "package-lock.json")
 }
 
 // registry serves weather-mcp 1.0.0 from the tarball tgz on 127.0.0.1,
@@ -365,7 +367,7 @@ func TestRealNPMPathSwapsProgram(t *testing.T) {
 	w := newNPMWorld(t)
 	argv := []string{"npx", "--no-install", "weather-mcp@1.0.0"}
 	sys := os.Getenv("PATH")
-	resolved(t, Launch{Argv: argv, Dir: w.proj, Env: w.env}, Artifact{TypeNPM, "weather-mcp", "1.0.0", w.integrity}, "package-lock.json")
+	resolved(t, Launch{Argv: argv, Dir: w.proj, Env: w.env}, etdi.Artifact{Type: etdi.ArtifactNPM, Name: "weather-mcp", Version: "1.0.0", Digest: w.integrity}, "package-lock.json")
 	evilDir := filepath.Join(w.root, "evilbin")
 	rest := w.env[1:] // w.env without its PATH
 	for _, prog := range []string{"node", "sh"} {
@@ -493,7 +495,7 @@ func TestRealNPMTrustedProxySwapsPackage(t *testing.T) {
 	// The system's own trust store is harmless.
 	write(t, rc, "https-proxy="+proxy.URL+"\ncafile=/etc/ssl/certs/ca-certificates.crt\n", 0o644)
 	defer os.Remove(rc)
-	resolved(t, Launch{Argv: yes, Dir: w.lockOnly, Env: w.env}, Artifact{TypeNPM, "weather-mcp", "1.0.0", w.integrity}, "package-lock.json")
+	resolved(t, Launch{Argv: yes, Dir: w.lockOnly, Env: w.env}, etdi.Artifact{Type: etdi.ArtifactNPM, Name: "weather-mcp", Version: "1.0.0", Digest: w.integrity}, "package-lock.json")
 }
 
 // oneConn is a listener that accepts one connection.

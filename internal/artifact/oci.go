@@ -10,6 +10,9 @@ import (
 	"strings"
 	"time"
 	"unicode"
+
+	"github.com/etdi-dev/etdi"
+	"github.com/etdi-dev/etdi/internal/artifactsyntax"
 )
 
 // inspectTimeout bounds docker image inspect when ctx has no deadline.
@@ -20,7 +23,7 @@ const inspectTimeout = 15 * time.Second
 func resolveOCI(ctx context.Context, p *plan, env environ, dir string) (*Resolved, string) {
 	r := p.ref
 	if r.digest != "" {
-		return &Resolved{Artifact: Artifact{Type: TypeOCI, Name: r.name, Version: r.tag, Digest: r.digest}, From: "image reference"}, ""
+		return &Resolved{Artifact: etdi.Artifact{Type: etdi.ArtifactOCI, Name: r.name, Version: r.tag, Digest: r.digest}, From: "image reference"}, ""
 	}
 	prog, why := lookPath(p.prog, &env, dir)
 	if why != "" {
@@ -54,7 +57,7 @@ func resolveOCI(ctx context.Context, p *plan, env environ, dir string) (*Resolve
 	var digests []string
 	for _, rd := range repoDigests {
 		repo, d, ok := strings.Cut(rd, "@")
-		if ok && imageNameRE().MatchString(repo) && canonicalImage(repo) == want && sha256RE().MatchString(d) && !slices.Contains(digests, d) {
+		if ok && artifactsyntax.ImageName(repo) && canonicalImage(repo) == want && artifactsyntax.SHA256(d) && !slices.Contains(digests, d) {
 			digests = append(digests, d)
 		}
 	}
@@ -62,7 +65,7 @@ func resolveOCI(ctx context.Context, p *plan, env environ, dir string) (*Resolve
 		return nil, errf("the local image %s has no registry digest for %s (built or loaded locally, or pushed elsewhere); "+
 			"pull it from the registry, or pin it by digest: %s@sha256:<digest>", r.String(), r.name, r.name)
 	}
-	return &Resolved{Artifact: Artifact{Type: TypeOCI, Name: r.name, Version: r.tag, Digest: digests[0]},
+	return &Resolved{Artifact: etdi.Artifact{Type: etdi.ArtifactOCI, Name: r.name, Version: r.tag, Digest: digests[0]},
 		Digests: digests, From: name + " image inspect"}, ""
 }
 

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/etdi-dev/etdi"
+	"github.com/etdi-dev/etdi/internal/artifactsyntax"
 	"github.com/etdi-dev/etdi/internal/cmdline"
 )
 
@@ -56,7 +58,7 @@ func (p *plan) what() string {
 	switch {
 	case p.name != "":
 		return p.runner + " " + shown(p.name)
-	case p.kind == TypeOCI && p.ref.name != "":
+	case p.kind == etdi.ArtifactOCI && p.ref.name != "":
 		return p.runner + " " + shown(p.ref.String())
 	case p.path != "" && p.program:
 		return "program " + shown(p.path)
@@ -132,7 +134,7 @@ func parseAt(argv []string, depth int) plan {
 	case wrappers[prog]:
 		return fail(prog, prog+" runs another program or a command string; launch the server's program directly")
 	}
-	return plan{kind: TypeFile, runner: "program", path: argv[0], program: true}
+	return plan{kind: etdi.ArtifactFile, runner: "program", path: argv[0], program: true}
 }
 
 // parsePackageManager reads npm exec, pnpm dlx, yarn dlx and bun x
@@ -301,7 +303,7 @@ func script(runner string, args []string, fs cmdline.FlagSpec) plan {
 	if len(rest) == 0 {
 		return fail(runner, runner+" runs code from its command line or standard input, not a file; put the code in a file")
 	}
-	return plan{kind: TypeFile, runner: runner, path: rest[0], unsafe: unsafe}
+	return plan{kind: etdi.ArtifactFile, runner: runner, path: rest[0], unsafe: unsafe}
 }
 
 // loadsCode are interpreter flags that run code besides the script.
@@ -327,7 +329,7 @@ func pythonScript(prog string, args []string) plan {
 			return fail(prog, prog+" reads its program from standard input; run a script file")
 		case a == "--":
 			if i+1 < len(args) {
-				return plan{kind: TypeFile, runner: prog, path: args[i+1]}
+				return plan{kind: etdi.ArtifactFile, runner: prog, path: args[i+1]}
 			}
 		case a == "--check-hash-based-pycs":
 			i++
@@ -349,7 +351,7 @@ func pythonScript(prog string, args []string) plan {
 				}
 			}
 		default:
-			return plan{kind: TypeFile, runner: prog, path: a}
+			return plan{kind: etdi.ArtifactFile, runner: prog, path: a}
 		}
 	}
 	return fail(prog, prog+" reads its program from standard input; run a script file")
@@ -362,7 +364,7 @@ func shellScript(prog string, args []string) plan {
 		switch {
 		case a == "--" || a == "-":
 			if i+1 < len(args) {
-				return plan{kind: TypeFile, runner: prog, path: args[i+1]}
+				return plan{kind: etdi.ArtifactFile, runner: prog, path: args[i+1]}
 			}
 			return fail(prog, prog+" reads commands from standard input; run a script file")
 		case a == "--rcfile" || a == "--init-file" || a == "-o" || a == "+o" || a == "-O" || a == "+O":
@@ -373,7 +375,7 @@ func shellScript(prog string, args []string) plan {
 				return fail(prog, prog+" -"+a[1:]+" runs commands from its command line or standard input; run a script file")
 			}
 		default:
-			return plan{kind: TypeFile, runner: prog, path: a}
+			return plan{kind: etdi.ArtifactFile, runner: prog, path: a}
 		}
 	}
 	return fail(prog, prog+" reads commands from standard input; run a script file")
@@ -385,7 +387,7 @@ func javaJar(args []string) plan {
 		switch a := args[i]; {
 		case a == "-jar":
 			if i+1 < len(args) {
-				return plan{kind: TypeFile, runner: "java -jar", path: args[i+1]}
+				return plan{kind: etdi.ArtifactFile, runner: "java -jar", path: args[i+1]}
 			}
 		case a == "-cp" || a == "-classpath" || a == "--class-path" || a == "-p" || a == "--module-path" ||
 			a == "--add-modules" || a == "--add-opens" || a == "--add-exports" || a == "--add-reads" || a == "--patch-module":
@@ -422,7 +424,7 @@ func parseUV(args []string) plan {
 		return fail("uv run", "uv run runs a project command, which is not resolved; run a script file (uv run server.py) "+
 			"or a package with uvx <package>==<version>")
 	}
-	p := plan{kind: TypeFile, runner: "uv run", path: s[0]}
+	p := plan{kind: etdi.ArtifactFile, runner: "uv run", path: s[0]}
 	p.env = ops
 	return p
 }
@@ -454,7 +456,7 @@ func npmRunner(runner string, args []string) plan {
 	}
 	r := cmdline.ReadRunner(args, npmFlags)
 	first := r.First
-	p := plan{kind: TypeNPM, runner: runner, cache: r.Cache, npx: runner == "npx" || runner == "npm exec"}
+	p := plan{kind: etdi.ArtifactNPM, runner: runner, cache: r.Cache, npx: runner == "npx" || runner == "npm exec"}
 	switch {
 	case len(r.Pkgs) > 1:
 		return fail(runner, runner+" installs several packages (--package more than once); run one package")
@@ -526,7 +528,7 @@ func npmSpec(p *plan, spec string) {
 		return
 	}
 	name, version := cmdline.SplitNPM(strings.TrimPrefix(spec, "npm:"))
-	if len(name) > 214 || !npmNameRE().MatchString(name) || !cmdline.NPMVersion(version) {
+	if len(name) > 214 || !artifactsyntax.NPMName(name) || !cmdline.NPMVersion(version) {
 		p.why = "the argument where the package belongs is not an npm package spec"
 		return
 	}
@@ -574,7 +576,7 @@ func pyRunner(runner string, args []string, fs cmdline.FlagSpec) plan {
 	}
 	r := cmdline.ReadRunner(args, fs)
 	first := r.First
-	p := plan{kind: TypePyPI, runner: runner}
+	p := plan{kind: etdi.ArtifactPyPI, runner: runner}
 	switch {
 	case len(r.Pkgs) > 1:
 		return fail(runner, runner+" names the package more than once")
@@ -645,7 +647,7 @@ func pySpec(p *plan, spec string, at bool) {
 // containerRun reads docker|podman|nerdctl [global options] [container]
 // run [options] IMAGE.
 func containerRun(prog, argv0 string, args []string) plan {
-	p := plan{kind: TypeOCI, runner: prog + " run", prog: argv0}
+	p := plan{kind: etdi.ArtifactOCI, runner: prog + " run", prog: argv0}
 	i, globals := cmdline.ContainerCommand(args)
 	switch {
 	case i >= len(args):
@@ -728,18 +730,18 @@ func parseRef(s string) (imageRef, string) {
 	name, digest, ok := cmdline.CutDigest(s)
 	if ok {
 		r.digest = digest
-		if !sha256RE().MatchString(r.digest) {
+		if !artifactsyntax.SHA256(r.digest) {
 			return r, "the image digest is not sha256:<64 lowercase hex digits>; pin the image by its sha256 digest"
 		}
 	}
 	name, tag, ok := cmdline.CutTag(name)
 	if ok {
 		r.tag = tag
-		if !tagRE().MatchString(r.tag) {
+		if !artifactsyntax.Tag(r.tag) {
 			return r, "the argument where the image belongs is not an image reference"
 		}
 	}
-	if len(name) > maxNameLen || !imageNameRE().MatchString(name) {
+	if len(name) > artifactsyntax.MaxNameLen || !artifactsyntax.ImageName(name) {
 		return r, "the argument where the image belongs is not an image reference"
 	}
 	r.name = name
@@ -780,9 +782,9 @@ func Moving(argv []string) (bool, string) {
 func moving(argv []string) (bool, string) {
 	p := parse(argv)
 	switch p.kind {
-	case TypeNPM, TypePyPI:
+	case etdi.ArtifactNPM, etdi.ArtifactPyPI:
 		pin := "<package>@<version>"
-		if p.kind == TypePyPI {
+		if p.kind == etdi.ArtifactPyPI {
 			pin = "<package>==<version>"
 		}
 		if p.name != "" {
@@ -798,7 +800,7 @@ func moving(argv []string) (bool, string) {
 		case !p.exact:
 			return true, p.runner + " runs " + shown(p.name) + " " + shown(p.version) + ", a range or tag the registry decides; pin it: " + pin
 		}
-	case TypeOCI:
+	case etdi.ArtifactOCI:
 		r := p.ref
 		if r.name != "" && r.digest == "" && (r.tag == "" || r.tag == "latest") {
 			what := shown(r.name) + " has no tag"

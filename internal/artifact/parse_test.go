@@ -3,6 +3,8 @@ package artifact
 import (
 	"strings"
 	"testing"
+
+	"github.com/etdi-dev/etdi"
 )
 
 const token = "ghp_R3alLook1ngT0kenValue0123456789abcd"
@@ -139,14 +141,14 @@ func summary(p *plan) string {
 	if p.why != "" {
 		s = "!"
 		if p.kind == "" || p.name == "" && p.ref.name == "" && p.path == "" {
-			if p.kind == TypeNPM || p.kind == TypePyPI {
+			if p.kind == etdi.ArtifactNPM || p.kind == etdi.ArtifactPyPI {
 				return s + p.kind + " " + p.runner
 			}
 			return s
 		}
 	}
 	switch p.kind {
-	case TypeNPM, TypePyPI:
+	case etdi.ArtifactNPM, etdi.ArtifactPyPI:
 		s += p.kind + " " + p.runner + " " + p.name
 		if p.version != "" {
 			s += " "
@@ -155,7 +157,7 @@ func summary(p *plan) string {
 			}
 			s += p.version
 		}
-	case TypeOCI:
+	case etdi.ArtifactOCI:
 		s += p.kind + " " + p.runner + " " + p.ref.name
 		if p.ref.tag != "" || p.ref.digest != "" {
 			s += " " + p.ref.tag
@@ -163,7 +165,7 @@ func summary(p *plan) string {
 		if p.ref.digest != "" {
 			s += " " + p.ref.digest
 		}
-	case TypeFile:
+	case etdi.ArtifactFile:
 		s += p.kind + " " + p.runner + " " + p.path
 	}
 	return s

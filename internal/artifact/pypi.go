@@ -9,6 +9,9 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/etdi-dev/etdi"
+	"github.com/etdi-dev/etdi/internal/artifactsyntax"
 )
 
 // resolvePyPI finds the files of an exactly pinned Python package in the
@@ -68,7 +71,7 @@ func resolvePyPI(p *plan, dir string) (*Resolved, string) {
 		return nil, errf("%s records no sha256 file hash for %s %s (a git, path or editable source); pin an index version",
 			lock, shown(k.name), shown(k.version))
 	}
-	return &Resolved{Artifact: Artifact{Type: TypePyPI, Name: k.name, Version: k.version, Digest: hashes[0]},
+	return &Resolved{Artifact: etdi.Artifact{Type: etdi.ArtifactPyPI, Name: k.name, Version: k.version, Digest: hashes[0]},
 		Digests: hashes, From: "uv.lock " + filepath.Dir(lock)}, ""
 }
 
@@ -182,7 +185,7 @@ func parseUVLock(b []byte) ([]uvPackage, error) {
 func appendHash(hs []string, v any) []string {
 	m, _ := v.(map[string]any)
 	h, _ := m["hash"].(string)
-	if sha256RE().MatchString(h) && !slices.Contains(hs, h) {
+	if artifactsyntax.SHA256(h) && !slices.Contains(hs, h) {
 		hs = append(hs, h)
 	}
 	return hs

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+
+	"github.com/etdi-dev/etdi"
 )
 
 // Launch is a command about to be started.
@@ -60,13 +62,13 @@ func Resolve(ctx context.Context, l Launch) (*Resolved, error) {
 		why string
 	)
 	switch p.kind {
-	case TypeNPM:
+	case etdi.ArtifactNPM:
 		r, why = resolveNPM(ctx, &p, env, dir)
-	case TypePyPI:
+	case etdi.ArtifactPyPI:
 		r, why = resolvePyPI(&p, dir)
-	case TypeOCI:
+	case etdi.ArtifactOCI:
 		r, why = resolveOCI(ctx, &p, env, dir)
-	case TypeFile:
+	case etdi.ArtifactFile:
 		r, why = resolveFile(ctx, &p, env, dir)
 	default:
 		why = "nothing to resolve"
@@ -76,7 +78,7 @@ func Resolve(ctx context.Context, l Launch) (*Resolved, error) {
 	}
 	// What a lockfile or image store says is checked as a signed artifact
 	// would be: a name or version no manifest could hold is no answer.
-	if err := Validate(r.Artifact); err != nil {
+	if err := etdi.ValidateArtifact(r.Artifact); err != nil {
 		return nil, fail(r.From + " gives an artifact no bundle can name: " + err.Error())
 	}
 	return r, nil
@@ -320,7 +322,7 @@ func resolveFile(ctx context.Context, p *plan, env environ, dir string) (*Resolv
 	if err != nil {
 		return nil, "cannot hash " + shown(p.path) + ": " + err.Error()
 	}
-	return &Resolved{Artifact: Artifact{Type: TypeFile, Name: filepath.Base(real), Digest: d}, From: "file " + real, Path: filepath.Clean(path)}, ""
+	return &Resolved{Artifact: etdi.Artifact{Type: etdi.ArtifactFile, Name: filepath.Base(real), Digest: d}, From: "file " + real, Path: filepath.Clean(path)}, ""
 }
 
 // errf formats a reason.

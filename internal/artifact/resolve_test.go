@@ -14,6 +14,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/etdi-dev/etdi"
 )
 
 // write creates a file and its directories.
@@ -89,7 +91,7 @@ func unresolved(t *testing.T, argv []string, r *Resolved, err error, want ...str
 	}
 }
 
-func resolved(t *testing.T, l Launch, want Artifact, from string) *Resolved {
+func resolved(t *testing.T, l Launch, want etdi.Artifact, from string) *Resolved {
 	t.Helper()
 	r, err := Resolve(context.Background(), l)
 	if err != nil {
@@ -102,7 +104,7 @@ func resolved(t *testing.T, l Launch, want Artifact, from string) *Resolved {
 	if !strings.Contains(r.From, from) {
 		t.Errorf("Resolve(%q) from %q, want it to say %q", l.Argv, r.From, from)
 	}
-	if err := Validate(r.Artifact); err != nil {
+	if err := etdi.ValidateArtifact(r.Artifact); err != nil {
 		t.Errorf("Resolve(%q) = %+v: %v", l.Argv, r.Artifact, err)
 	}
 	return r
@@ -141,22 +143,22 @@ func TestResolveNPM(t *testing.T) {
 	// The project's lockfile, from the project or below it.
 	for _, dir := range []string{proj, filepath.Join(proj, "sub", "deeper")} {
 		r := resolved(t, Launch{Argv: []string{"npx", "-y", "weather-mcp"}, Dir: dir, Env: env},
-			Artifact{TypeNPM, "weather-mcp", "1.2.3", i123}, "package-lock.json "+proj)
+			etdi.Artifact{Type: etdi.ArtifactNPM, Name: "weather-mcp", Version: "1.2.3", Digest: i123}, "package-lock.json "+proj)
 		if r != nil && (len(r.Digests) != 1 || r.Digests[0] != i123) {
 			t.Errorf("Digests = %q: the sha1 hash is kept", r.Digests)
 		}
 	}
 	resolved(t, Launch{Argv: []string{"npx", "--yes", "weather-mcp@1.2.3", "--port", "1"}, Dir: proj, Env: env},
-		Artifact{TypeNPM, "weather-mcp", "1.2.3", i123}, "package-lock.json")
+		etdi.Artifact{Type: etdi.ArtifactNPM, Name: "weather-mcp", Version: "1.2.3", Digest: i123}, "package-lock.json")
 	resolved(t, Launch{Argv: []string{"npm", "exec", "--package=npm:@acme/srv@3.0.0", "--", "srv"}, Dir: proj, Env: env},
-		Artifact{TypeNPM, "@acme/srv", "3.0.0", iScoped}, "package-lock.json")
+		etdi.Artifact{Type: etdi.ArtifactNPM, Name: "@acme/srv", Version: "3.0.0", Digest: iScoped}, "package-lock.json")
 	resolved(t, Launch{Argv: []string{"bunx", "@acme/srv"}, Dir: proj, Env: env},
-		Artifact{TypeNPM, "@acme/srv", "3.0.0", iScoped}, "package-lock.json")
+		etdi.Artifact{Type: etdi.ArtifactNPM, Name: "@acme/srv", Version: "3.0.0", Digest: iScoped}, "package-lock.json")
 	// Another exact version than the lockfile's: the npx cache.
 	resolved(t, Launch{Argv: []string{"npx", "-y", "weather-mcp@2.0.0"}, Dir: proj, Env: env},
-		Artifact{TypeNPM, "weather-mcp", "2.0.0", i200}, "npx cache "+filepath.Join(cache, "_npx", "aaaa1111aaaa1111"))
+		etdi.Artifact{Type: etdi.ArtifactNPM, Name: "weather-mcp", Version: "2.0.0", Digest: i200}, "npx cache "+filepath.Join(cache, "_npx", "aaaa1111aaaa1111"))
 	resolved(t, Launch{Argv: []string{"npx", "weather-mcp@2.1.0"}, Dir: elsewhere, Env: env},
-		Artifact{TypeNPM, "weather-mcp", "2.1.0", i210}, "bbbb2222bbbb2222")
+		etdi.Artifact{Type: etdi.ArtifactNPM, Name: "weather-mcp", Version: "2.1.0", Digest: i210}, "bbbb2222bbbb2222")
 	// Without a version, two cached versions: npx would ask the registry.
 	argv := []string{"npx", "-y", "weather-mcp"}
 	r, err := Resolve(context.Background(), Launch{Argv: argv, Dir: elsewhere, Env: env})
@@ -164,7 +166,7 @@ func TestResolveNPM(t *testing.T) {
 	// One cached version: that one. A dependency of another entry is not
 	// what npx runs.
 	resolved(t, Launch{Argv: []string{"npx", "solo"}, Dir: elsewhere, Env: env},
-		Artifact{TypeNPM, "solo", "0.1.0", sri("sha384", "solo")}, "dddd4444dddd4444")
+		etdi.Artifact{Type: etdi.ArtifactNPM, Name: "solo", Version: "0.1.0", Digest: sri("sha384", "solo")}, "dddd4444dddd4444")
 	for _, tc := range []struct {
 		argv []string
 		dir  string
@@ -187,7 +189,7 @@ func TestResolveNPM(t *testing.T) {
 	// another registry is not.
 	write(t, filepath.Join(home, ".npmrc"), "fund=false\nregistry=https://registry.npmjs.org/\n//registry.npmjs.org/:_authToken="+token+"\n", 0o600)
 	resolved(t, Launch{Argv: []string{"npx", "solo"}, Dir: elsewhere, Env: []string{"HOME=" + home}},
-		Artifact{TypeNPM, "solo", "0.1.0", sri("sha384", "solo")}, "npx cache "+cache)
+		etdi.Artifact{Type: etdi.ArtifactNPM, Name: "solo", Version: "0.1.0", Digest: sri("sha384", "solo")}, "npx cache "+cache)
 	write(t, filepath.Join(home, ".npmrc"), "fund=false\n; registry=https://nowhere\nregistry = https://r.example\n//r.example/:_authToken="+token+"\n", 0o600)
 	argv = []string{"npx", "solo"}
 	r, err = Resolve(context.Background(), Launch{Argv: argv, Dir: elsewhere, Env: []string{"HOME=" + home}})
@@ -233,16 +235,16 @@ func TestResolveNPMLockShapes(t *testing.T) {
 	v1 := t.TempDir()
 	write(t, filepath.Join(v1, "package-lock.json"), `{"lockfileVersion": 1, "dependencies": {"old-srv": {"version": "0.3.0", "integrity": "`+i+`",
 		"dependencies": {"nested": {"version": "1.0.0"}}}}}`, 0o644)
-	resolved(t, Launch{Argv: []string{"npx", "old-srv"}, Dir: v1, Env: env}, Artifact{TypeNPM, "old-srv", "0.3.0", i}, "package-lock.json")
+	resolved(t, Launch{Argv: []string{"npx", "old-srv"}, Dir: v1, Env: env}, etdi.Artifact{Type: etdi.ArtifactNPM, Name: "old-srv", Version: "0.3.0", Digest: i}, "package-lock.json")
 
 	shrink := t.TempDir()
 	write(t, filepath.Join(shrink, "package-lock.json"), npmLockJSON(t, nil, map[string][2]string{"srv": {"1.0.0", sri("sha512", "lock")}}), 0o644)
 	write(t, filepath.Join(shrink, "npm-shrinkwrap.json"), npmLockJSON(t, nil, map[string][2]string{"srv": {"1.0.1", i}}), 0o644)
-	resolved(t, Launch{Argv: []string{"npx", "srv"}, Dir: shrink, Env: env}, Artifact{TypeNPM, "srv", "1.0.1", i}, "npm-shrinkwrap.json "+shrink)
+	resolved(t, Launch{Argv: []string{"npx", "srv"}, Dir: shrink, Env: env}, etdi.Artifact{Type: etdi.ArtifactNPM, Name: "srv", Version: "1.0.1", Digest: i}, "npm-shrinkwrap.json "+shrink)
 
 	alias := t.TempDir()
 	write(t, filepath.Join(alias, "package-lock.json"), `{"lockfileVersion": 3, "packages": {"node_modules/short": {"name": "@acme/long-name", "version": "2.0.0", "integrity": "`+i+`"}}}`, 0o644)
-	resolved(t, Launch{Argv: []string{"npx", "short"}, Dir: alias, Env: env}, Artifact{TypeNPM, "@acme/long-name", "2.0.0", i}, "package-lock.json")
+	resolved(t, Launch{Argv: []string{"npx", "short"}, Dir: alias, Env: env}, etdi.Artifact{Type: etdi.ArtifactNPM, Name: "@acme/long-name", Version: "2.0.0", Digest: i}, "package-lock.json")
 
 	for _, tc := range []struct {
 		files map[string]string
@@ -289,8 +291,8 @@ func TestResolveNPMRealLock(t *testing.T) {
 	}
 	abs, _ := filepath.Abs(dir)
 	env := []string{"PATH=", "HOME=" + t.TempDir()}
-	resolved(t, Launch{Argv: []string{"npx", name}, Dir: dir, Env: env}, Artifact{TypeNPM, name, e.Version, e.Integrity}, "package-lock.json "+abs)
-	resolved(t, Launch{Argv: []string{"npx", "-y", name + "@" + e.Version, "stdio"}, Dir: dir, Env: env}, Artifact{TypeNPM, name, e.Version, e.Integrity}, "package-lock.json")
+	resolved(t, Launch{Argv: []string{"npx", name}, Dir: dir, Env: env}, etdi.Artifact{Type: etdi.ArtifactNPM, Name: name, Version: e.Version, Digest: e.Integrity}, "package-lock.json "+abs)
+	resolved(t, Launch{Argv: []string{"npx", "-y", name + "@" + e.Version, "stdio"}, Dir: dir, Env: env}, etdi.Artifact{Type: etdi.ArtifactNPM, Name: name, Version: e.Version, Digest: e.Integrity}, "package-lock.json")
 }
 
 const uvLock = `version = 1
@@ -394,7 +396,7 @@ func TestResolvePyPI(t *testing.T) {
 		t.Fatal(err)
 	}
 	env := []string{"PATH="}
-	fetch := Artifact{TypePyPI, "mcp-server-fetch", "0.6.2", sha("sdist")}
+	fetch := etdi.Artifact{Type: etdi.ArtifactPyPI, Name: "mcp-server-fetch", Version: "0.6.2", Digest: sha("sdist")}
 	for _, argv := range [][]string{
 		{"uvx", "mcp-server-fetch==0.6.2"},
 		{"uvx", "--from", "MCP_Server.Fetch[cli]==0.6.2.0", "mcp-server-fetch"},
@@ -406,7 +408,7 @@ func TestResolvePyPI(t *testing.T) {
 			t.Errorf("Resolve(%q).Digests = %q", argv, r.Digests)
 		}
 	}
-	r := resolved(t, Launch{Argv: []string{"uvx", "wheel-only==1.0"}, Dir: proj, Env: env}, Artifact{TypePyPI, "Wheel_Only", "1.0.0", sha("wheel3")}, "uv.lock")
+	r := resolved(t, Launch{Argv: []string{"uvx", "wheel-only==1.0"}, Dir: proj, Env: env}, etdi.Artifact{Type: etdi.ArtifactPyPI, Name: "Wheel_Only", Version: "1.0.0", Digest: sha("wheel3")}, "uv.lock")
 	if r != nil && len(r.Digests) != 2 {
 		t.Errorf("Digests = %q", r.Digests)
 	}
@@ -483,7 +485,7 @@ func TestResolveOCI(t *testing.T) {
 		{[]string{"docker", "run", "-i", "--rm", "ghcr.io/acme/weather@sha256:" + hexA}, ""},
 		{[]string{"docker", "--debug", "--log-level", "warn", "run", "ghcr.io/acme/weather:1.0@sha256:" + hexA}, "1.0"},
 	} {
-		resolved(t, Launch{Argv: tc.argv, Env: env}, Artifact{TypeOCI, "ghcr.io/acme/weather", tc.tag, "sha256:" + hexA}, "image reference")
+		resolved(t, Launch{Argv: tc.argv, Env: env}, etdi.Artifact{Type: etdi.ArtifactOCI, Name: "ghcr.io/acme/weather", Version: tc.tag, Digest: "sha256:" + hexA}, "image reference")
 	}
 	if c := calls(); c != "" {
 		t.Fatalf("docker was run for a digest-pinned image: %q", c)
@@ -491,11 +493,11 @@ func TestResolveOCI(t *testing.T) {
 
 	// Present: the digest of the entry for this repository.
 	resolved(t, Launch{Argv: []string{"docker", "run", "-i", "--rm", "-e", "TOKEN=" + token, "ghcr.io/acme/weather:1.0"}, Env: env},
-		Artifact{TypeOCI, "ghcr.io/acme/weather", "1.0", "sha256:" + hexA}, "docker image inspect")
+		etdi.Artifact{Type: etdi.ArtifactOCI, Name: "ghcr.io/acme/weather", Version: "1.0", Digest: "sha256:" + hexA}, "docker image inspect")
 	resolved(t, Launch{Argv: []string{"docker", "run", "ghcr.io/acme/weather"}, Env: env},
-		Artifact{TypeOCI, "ghcr.io/acme/weather", "", "sha256:" + hexA}, "docker image inspect")
+		etdi.Artifact{Type: etdi.ArtifactOCI, Name: "ghcr.io/acme/weather", Version: "", Digest: "sha256:" + hexA}, "docker image inspect")
 	r := resolved(t, Launch{Argv: []string{filepath.Join(bin, "docker"), "run", "alpine:3"}, Env: []string{"PATH="}},
-		Artifact{TypeOCI, "alpine", "3", "sha256:" + hexA}, "docker image inspect")
+		etdi.Artifact{Type: etdi.ArtifactOCI, Name: "alpine", Version: "3", Digest: "sha256:" + hexA}, "docker image inspect")
 	if r != nil && len(r.Digests) != 2 {
 		t.Errorf("Digests = %q, want both of alpine's", r.Digests)
 	}
@@ -550,18 +552,18 @@ func TestResolveFile(t *testing.T) {
 	progDigest := sha("#!/bin/sh\necho weather\n")
 	jsDigest := sha("console.log('hi')\n")
 	env := []string{"PATH=" + filepath.Join(dir, "nothing") + string(filepath.ListSeparator) + bin}
-	want := Artifact{TypeFile, "weather-server", "", progDigest}
+	want := etdi.Artifact{Type: etdi.ArtifactFile, Name: "weather-server", Version: "", Digest: progDigest}
 	resolved(t, Launch{Argv: []string{"weather-server", "--api-key", token}, Env: env}, want, "file "+filepath.Join(bin, "weather-server"))
 	resolved(t, Launch{Argv: []string{"./bin/weather-server"}, Dir: dir, Env: []string{"PATH="}}, want, "file")
 	resolved(t, Launch{Argv: []string{filepath.Join(bin, "weather-server")}, Env: []string{"PATH="}}, want, "file")
 	resolved(t, Launch{Argv: []string{"env", "PATH=" + bin, "weather-server"}, Env: []string{"PATH="}}, want, "file")
-	resolved(t, Launch{Argv: []string{"env", "-C", "srv", "node", "dist/index.js"}, Dir: dir, Env: env}, Artifact{TypeFile, "index.js", "", jsDigest}, "file")
+	resolved(t, Launch{Argv: []string{"env", "-C", "srv", "node", "dist/index.js"}, Dir: dir, Env: env}, etdi.Artifact{Type: etdi.ArtifactFile, Name: "index.js", Version: "", Digest: jsDigest}, "file")
 	resolved(t, Launch{Argv: []string{"node", "--enable-source-maps", "dist/index.js", "--token", token}, Dir: filepath.Join(dir, "srv"), Env: env},
-		Artifact{TypeFile, "index.js", "", jsDigest}, "file "+filepath.Join(dir, "srv", "dist", "index.js"))
+		etdi.Artifact{Type: etdi.ArtifactFile, Name: "index.js", Version: "", Digest: jsDigest}, "file "+filepath.Join(dir, "srv", "dist", "index.js"))
 	resolved(t, Launch{Argv: []string{"python3", "-u", "server.py"}, Dir: filepath.Join(dir, "srv"), Env: env},
-		Artifact{TypeFile, "server.py", "", sha("print('hi')\n")}, "file")
+		etdi.Artifact{Type: etdi.ArtifactFile, Name: "server.py", Version: "", Digest: sha("print('hi')\n")}, "file")
 	resolved(t, Launch{Argv: []string{"uv", "--directory", filepath.Join(dir, "srv"), "run", "server.py"}, Env: env},
-		Artifact{TypeFile, "server.py", "", sha("print('hi')\n")}, "file")
+		etdi.Artifact{Type: etdi.ArtifactFile, Name: "server.py", Version: "", Digest: sha("print('hi')\n")}, "file")
 
 	if runtime.GOOS != "windows" {
 		// A symbolic link is followed: the file is the one hashed.
@@ -572,7 +574,7 @@ func TestResolveFile(t *testing.T) {
 			t.Fatal(err)
 		}
 		resolved(t, Launch{Argv: []string{"./link"}, Dir: dir, Env: env}, want, "file "+filepath.Join(bin, "weather-server"))
-		resolved(t, Launch{Argv: []string{"node", filepath.Join(bin, "weather-js")}, Env: env}, Artifact{TypeFile, "index.js", "", jsDigest}, "file")
+		resolved(t, Launch{Argv: []string{"node", filepath.Join(bin, "weather-js")}, Env: env}, etdi.Artifact{Type: etdi.ArtifactFile, Name: "index.js", Version: "", Digest: jsDigest}, "file")
 		// A program in a relative PATH entry is not taken.
 		argv := []string{"weather-server"}
 		r, err := Resolve(context.Background(), Launch{Argv: argv, Dir: dir, Env: []string{"PATH=bin:" + bin}})

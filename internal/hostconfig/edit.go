@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"sort"
 
-	"github.com/etdi-dev/etdi"
+	"github.com/etdi-dev/etdi/strictjson"
 )
 
 // Node is a JSONC value (JSON with comments and trailing commas) with the
@@ -52,7 +52,7 @@ func (n *Node) Member(name string) *NodeMember {
 
 // ParseJSONC parses data as one JSONC value and records every value's
 // span. Comments (// and /* */) and trailing commas are accepted;
-// duplicate member names and nesting deeper than etdi.MaxDepth are not.
+// duplicate member names and nesting deeper than strictjson.MaxDepth are not.
 // Strings are decoded under etdi's JSON profile.
 func ParseJSONC(data []byte) (*Node, error) {
 	p := &jsoncParser{data: data}
@@ -118,7 +118,7 @@ type jsoncParser struct {
 }
 
 func (p *jsoncParser) errf(format string, args ...any) error {
-	return &etdi.SyntaxError{Offset: p.pos, Msg: fmt.Sprintf(format, args...)}
+	return &strictjson.SyntaxError{Offset: p.pos, Msg: fmt.Sprintf(format, args...)}
 }
 
 // space skips white space and comments.
@@ -158,8 +158,8 @@ func (p *jsoncParser) value(depth int) (*Node, error) {
 	}
 	switch c := p.data[p.pos]; {
 	case c == '{' || c == '[':
-		if depth+1 > etdi.MaxDepth {
-			return nil, p.errf("nesting deeper than %d", etdi.MaxDepth)
+		if depth+1 > strictjson.MaxDepth {
+			return nil, p.errf("nesting deeper than %d", strictjson.MaxDepth)
 		}
 		if c == '{' {
 			return p.object(depth + 1)
@@ -173,7 +173,7 @@ func (p *jsoncParser) value(depth int) (*Node, error) {
 			p.pos++
 		}
 		// The literal must be a JSON value of its own.
-		if _, err := etdi.ParseJSON(p.data[start:p.pos]); err != nil {
+		if _, err := strictjson.Parse(p.data[start:p.pos]); err != nil {
 			p.pos = start
 			return nil, p.errf("invalid number or literal")
 		}
@@ -205,8 +205,8 @@ func (p *jsoncParser) str() (*Node, error) {
 			break
 		}
 	}
-	v, err := etdi.ParseJSON(p.data[start:p.pos])
-	if err != nil || v.Kind != etdi.String {
+	v, err := strictjson.Parse(p.data[start:p.pos])
+	if err != nil || v.Kind != strictjson.String {
 		p.pos = start
 		return nil, p.errf("invalid string: %v", err)
 	}

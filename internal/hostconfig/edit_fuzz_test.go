@@ -6,12 +6,12 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/etdi-dev/etdi"
+	"github.com/etdi-dev/etdi/strictjson"
 )
 
 // FuzzJSONCSpans: on any input ParseJSONC never panics; replacing any
 // located member value with its own text is the identity; on valid JSON
-// every located member value parses to the value etdi.ParseJSON gives
+// every located member value parses to the value strictjson.Parse gives
 // that member, and on JSONC to the value Load reads (StripJSONC).
 func FuzzJSONCSpans(f *testing.F) {
 	paths, _ := filepath.Glob("testdata/wrap/*.json")
@@ -30,19 +30,19 @@ func FuzzJSONCSpans(f *testing.F) {
 		if err != nil {
 			return
 		}
-		want, werr := etdi.ParseJSON(StripJSONC(data))
+		want, werr := strictjson.Parse(StripJSONC(data))
 		if werr != nil {
 			// Only what etdi's profile refuses beyond syntax (unsafe
 			// numbers, lone surrogates, depth) may be refused there.
 			return
 		}
-		var walk func(n *Node, w *etdi.Value)
-		walk = func(n *Node, w *etdi.Value) {
-			got, err := etdi.ParseJSON(StripJSONC(data[n.Start:n.End]))
+		var walk func(n *Node, w *strictjson.Value)
+		walk = func(n *Node, w *strictjson.Value) {
+			got, err := strictjson.Parse(StripJSONC(data[n.Start:n.End]))
 			if err != nil {
 				t.Fatalf("span [%d,%d) %q does not parse: %v", n.Start, n.End, data[n.Start:n.End], err)
 			}
-			if !etdi.Equal(got, w) {
+			if !strictjson.Equal(got, w) {
 				t.Fatalf("span [%d,%d) %q is not the member's value", n.Start, n.End, data[n.Start:n.End])
 			}
 			same, err := ApplyEdits(data, []Edit{{n.Start, n.End, string(data[n.Start:n.End])}})

@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/etdi-dev/etdi"
+	"github.com/etdi-dev/etdi/strictjson"
 )
 
 // FuzzStripJSONC: on plain JSON (no comments, no trailing commas)
@@ -26,12 +26,12 @@ func FuzzStripJSONC(f *testing.F) {
 		if !bytes.Contains(data, []byte("/")) && !bytes.Contains(data, []byte(",")) && !bytes.Equal(out, data) {
 			t.Fatalf("changed JSON without comments or commas:\n%q\n%q", data, out)
 		}
-		if v, err := etdi.ParseJSON(data); err == nil {
-			w, err := etdi.ParseJSON(out)
+		if v, err := strictjson.Parse(data); err == nil {
+			w, err := strictjson.Parse(out)
 			if err != nil {
 				t.Fatalf("stripping broke valid JSON: %v\n%q\n%q", err, data, out)
 			}
-			if !etdi.Equal(v, w) {
+			if !strictjson.Equal(v, w) {
 				t.Fatalf("stripping changed a JSON value:\n%q\n%q", data, out)
 			}
 		}

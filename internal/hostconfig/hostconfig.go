@@ -30,8 +30,8 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/etdi-dev/etdi"
 	"github.com/etdi-dev/etdi/internal/redact"
+	"github.com/etdi-dev/etdi/strictjson"
 )
 
 // Hosts known to Discover, by id.
@@ -379,11 +379,11 @@ func loadData(path string, data []byte, host string, o Options) ([]Entry, error)
 	if host == Codex || strings.HasSuffix(path, ".toml") {
 		return loadCodex(path, data, o)
 	}
-	v, err := etdi.ParseJSON(StripJSONC(data))
+	v, err := strictjson.Parse(StripJSONC(data))
 	if err != nil {
 		return nil, positionError(path, data, err)
 	}
-	if v.Kind != etdi.Object {
+	if v.Kind != strictjson.Object {
 		return nil, fmt.Errorf("%s: not a JSON object", path)
 	}
 	servers, host := jsonServerLists(v, host, o.Cwd)
@@ -409,14 +409,14 @@ func loadData(path string, data []byte, host string, o Options) ([]Entry, error)
 // serverList is a server list of a JSON configuration, with its path from
 // the root, to find where its entries are written.
 type serverList struct {
-	v    *etdi.Value
+	v    *strictjson.Value
 	path []string
 }
 
 // jsonServerLists returns the server lists of the JSON configuration v
 // of host ("" when unknown) and the host they show it is; cwd is the
 // directory whose per-project servers Claude Code would start.
-func jsonServerLists(v *etdi.Value, host, cwd string) ([]serverList, string) {
+func jsonServerLists(v *strictjson.Value, host, cwd string) ([]serverList, string) {
 	var servers []serverList
 	if s := v.Get("mcpServers"); s != nil {
 		servers = append(servers, serverList{s, []string{"mcpServers"}})
@@ -428,7 +428,7 @@ func jsonServerLists(v *etdi.Value, host, cwd string) ([]serverList, string) {
 		}
 	}
 	// VS Code's settings.json keeps them under "mcp": {"servers": {...}}.
-	if m := v.Get("mcp"); m != nil && m.Kind == etdi.Object && (host == VSCode || host == "") {
+	if m := v.Get("mcp"); m != nil && m.Kind == strictjson.Object && (host == VSCode || host == "") {
 		if s := m.Get("servers"); s != nil {
 			servers = append(servers, serverList{s, []string{"mcp", "servers"}})
 			host = VSCode
@@ -440,9 +440,9 @@ func jsonServerLists(v *etdi.Value, host, cwd string) ([]serverList, string) {
 		host = Zed
 	}
 	// Claude Code keeps per-project servers under projects[<dir>].
-	if p := v.Get("projects"); p != nil && p.Kind == etdi.Object && cwd != "" {
+	if p := v.Get("projects"); p != nil && p.Kind == strictjson.Object && cwd != "" {
 		if abs, err := filepath.Abs(cwd); err == nil {
-			if proj := p.Get(abs); proj != nil && proj.Kind == etdi.Object {
+			if proj := p.Get(abs); proj != nil && proj.Kind == strictjson.Object {
 				if s := proj.Get("mcpServers"); s != nil {
 					servers = append(servers, serverList{s, []string{"projects", abs, "mcpServers"}})
 				}
@@ -456,7 +456,7 @@ func jsonServerLists(v *etdi.Value, host, cwd string) ([]serverList, string) {
 // (data, and spans its values' spans, nil when unknown).
 func loadList(path string, data []byte, spans *Node, l serverList, host string, r *resolver) ([]Entry, error) {
 	s := l.v
-	if s.Kind != etdi.Object {
+	if s.Kind != strictjson.Object {
 		return nil, fmt.Errorf("%s: the server list is a %s, not an object", path, s.Kind)
 	}
 	var listNode *Node
@@ -481,7 +481,7 @@ func loadList(path string, data []byte, spans *Node, l serverList, host string, 
 			e.Disabled, e.HostHonoursDisabled = true, row.DisabledFact(off)
 		}
 		e.Line = entryLine(data, listNode, m.Name)
-		e.Launch = launchDigest(path, m.Name, etdi.AppendCanonical(nil, m.Value))
+		e.Launch = launchDigest(path, m.Name, strictjson.AppendCanonical(nil, m.Value))
 		out = append(out, e)
 	}
 	return out, nil
@@ -506,14 +506,14 @@ func launchDigest(path, name string, entry []byte) string {
 // table names it (`"disabled": true`, as Cline and Kiro write, or
 // `"enabled": false`), or "" for an entry that is not turned off.
 // Whether the host honours it is the host table's to say.
-func disabledBy(v *etdi.Value) string {
-	if v.Kind != etdi.Object {
+func disabledBy(v *strictjson.Value) string {
+	if v.Kind != strictjson.Object {
 		return ""
 	}
-	if d := v.Get("disabled"); d != nil && d.Kind == etdi.Bool && d.Bool {
+	if d := v.Get("disabled"); d != nil && d.Kind == strictjson.Bool && d.Bool {
 		return `"disabled": true`
 	}
-	if en := v.Get("enabled"); en != nil && en.Kind == etdi.Bool && !en.Bool {
+	if en := v.Get("enabled"); en != nil && en.Kind == strictjson.Bool && !en.Bool {
 		return `"enabled": false`
 	}
 	return ""
@@ -550,7 +550,7 @@ func readLimited(path string) ([]byte, error) {
 // positionError turns a parse error's byte offset into the line and column
 // of the original file (StripJSONC keeps every offset in place).
 func positionError(path string, data []byte, err error) error {
-	var se *etdi.SyntaxError
+	var se *strictjson.SyntaxError
 	if !errors.As(err, &se) {
 		return fmt.Errorf("%s: %w", path, err)
 	}
@@ -601,9 +601,9 @@ func lineOfName(data []byte, name string) int {
 	return line
 }
 
-func entry(name string, v *etdi.Value, host, file string, r *resolver) (Entry, error) {
+func entry(name string, v *strictjson.Value, host, file string, r *resolver) (Entry, error) {
 	e := Entry{Name: name, Host: host, File: file}
-	if v.Kind != etdi.Object {
+	if v.Kind != strictjson.Object {
 		return e, fmt.Errorf("%s: server %q is a %s, not an object", file, name, v.Kind)
 	}
 	v = flattenZed(v, host)
@@ -612,7 +612,7 @@ func entry(name string, v *etdi.Value, host, file string, r *resolver) (Entry, e
 		if f == nil {
 			return "", nil
 		}
-		if f.Kind != etdi.String {
+		if f.Kind != strictjson.String {
 			return "", fmt.Errorf("%s: server %q: %s is a %s, not a string", file, name, key, f.Kind)
 		}
 		return r.expand(f.Str, &e.Problems, key), nil
@@ -664,12 +664,12 @@ func entry(name string, v *etdi.Value, host, file string, r *resolver) (Entry, e
 
 // flattenZed returns the entry v of host with Zed's older form, which
 // nests the command ({"command": {"path", "args", "env"}}), flattened.
-func flattenZed(v *etdi.Value, host string) *etdi.Value {
+func flattenZed(v *strictjson.Value, host string) *strictjson.Value {
 	c := v.Get("command")
-	if c == nil || c.Kind != etdi.Object || host != Zed {
+	if c == nil || c.Kind != strictjson.Object || host != Zed {
 		return v
 	}
-	flat := &etdi.Value{Kind: etdi.Object}
+	flat := &strictjson.Value{Kind: strictjson.Object}
 	for _, m := range v.Members {
 		if m.Name != "command" {
 			flat.Members = append(flat.Members, m)
@@ -678,7 +678,7 @@ func flattenZed(v *etdi.Value, host string) *etdi.Value {
 	for _, m := range c.Members {
 		switch m.Name {
 		case "path":
-			flat.Members = append(flat.Members, etdi.Member{Name: "command", Value: m.Value})
+			flat.Members = append(flat.Members, strictjson.Member{Name: "command", Value: m.Value})
 		case "args", "env":
 			flat.Members = append(flat.Members, m)
 		}
@@ -688,14 +688,14 @@ func flattenZed(v *etdi.Value, host string) *etdi.Value {
 
 // readArgsEnvHeaders reads the args, env and headers of the entry v into
 // e, their variables expanded by r.
-func readArgsEnvHeaders(e *Entry, v *etdi.Value, file string, r *resolver) error {
+func readArgsEnvHeaders(e *Entry, v *strictjson.Value, file string, r *resolver) error {
 	name := e.Name
 	if a := v.Get("args"); a != nil {
-		if a.Kind != etdi.Array {
+		if a.Kind != strictjson.Array {
 			return fmt.Errorf("%s: server %q: args is a %s, not an array", file, name, a.Kind)
 		}
 		for i, x := range a.Elems {
-			if x.Kind != etdi.String {
+			if x.Kind != strictjson.String {
 				return fmt.Errorf("%s: server %q: args[%d] is a %s, not a string", file, name, i, x.Kind)
 			}
 			e.Args = append(e.Args, r.expand(x.Str, &e.Problems, fmt.Sprintf("args[%d]", i)))
@@ -706,12 +706,12 @@ func readArgsEnvHeaders(e *Entry, v *etdi.Value, file string, r *resolver) error
 		if obj == nil {
 			continue
 		}
-		if obj.Kind != etdi.Object {
+		if obj.Kind != strictjson.Object {
 			return fmt.Errorf("%s: server %q: %s is a %s, not an object", file, name, key, obj.Kind)
 		}
 		m := map[string]string{}
 		for _, mem := range obj.Members {
-			if mem.Value.Kind != etdi.String {
+			if mem.Value.Kind != strictjson.String {
 				return fmt.Errorf("%s: server %q: %s.%s is a %s, not a string", file, name, key, mem.Name, mem.Value.Kind)
 			}
 			m[mem.Name] = r.expand(mem.Value.Str, &e.Problems, key+"."+mem.Name)

@@ -7,7 +7,7 @@ import (
 	"runtime"
 	"strings"
 
-	"github.com/etdi-dev/etdi"
+	"github.com/etdi-dev/etdi/strictjson"
 )
 
 // Gate says which etdi is the user's own (SPEC.md §24): the programs that
@@ -478,7 +478,7 @@ type written struct {
 
 // writtenOf returns the command, args and env of entry v (strings, as
 // entry has checked).
-func writtenOf(v *etdi.Value) *written {
+func writtenOf(v *strictjson.Value) *written {
 	w := &written{}
 	if c := v.Get("command"); c != nil {
 		w.command = c.Str

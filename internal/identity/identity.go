@@ -30,9 +30,9 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/etdi-dev/etdi"
 	"github.com/etdi-dev/etdi/internal/cmdline"
 	"github.com/etdi-dev/etdi/internal/redact"
+	"github.com/etdi-dev/etdi/strictjson"
 )
 
 // MaxLen is the longest name derived.
@@ -463,12 +463,12 @@ func packageJSONName(path string) string {
 	if b == nil {
 		return ""
 	}
-	v, err := etdi.ParseJSON(b)
-	if err != nil || v.Kind != etdi.Object {
+	v, err := strictjson.Parse(b)
+	if err != nil || v.Kind != strictjson.Object {
 		return ""
 	}
 	n := v.Get("name")
-	if n == nil || n.Kind != etdi.String || len(n.Str) > 214 || !npmRE().MatchString(n.Str) {
+	if n == nil || n.Kind != strictjson.String || len(n.Str) > 214 || !npmRE().MatchString(n.Str) {
 		return ""
 	}
 	return n.Str

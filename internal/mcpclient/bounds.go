@@ -21,7 +21,7 @@ const (
 	// than a file etdi would read.
 	MaxFetchBytes = etdi.MaxManifestSize
 	// MaxFetchNodes bounds the JSON values of all tools/list pages
-	// together (§2 bounds one document at etdi.MaxNodes): the parsed
+	// together (§2 bounds one document at strictjson.MaxNodes): the parsed
 	// values, not the bytes, are what cost memory and time after the
 	// fetch, when every definition is canonicalized, compared, scanned
 	// and printed. 250,000 is 20,000 tools of 12 values, or 2,500 of 100.

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/etdi-dev/etdi"
+	"github.com/etdi-dev/etdi/strictjson"
 )
 
 // MaxCapabilities bounds the client capabilities object a listing
@@ -67,15 +67,15 @@ func ValidCapabilities(caps []byte) error {
 	if len(caps) > MaxCapabilities {
 		return fmt.Errorf("the client capabilities are larger than %d bytes", MaxCapabilities)
 	}
-	v, err := etdi.ParseJSON(caps)
+	v, err := strictjson.Parse(caps)
 	if err != nil {
 		return fmt.Errorf("the client capabilities: %w", err)
 	}
-	if v.Kind != etdi.Object {
+	if v.Kind != strictjson.Object {
 		return fmt.Errorf("the client capabilities are a %s, not an object", v.Kind)
 	}
 	for _, m := range v.Members {
-		if m.Value.Kind != etdi.Object {
+		if m.Value.Kind != strictjson.Object {
 			return fmt.Errorf("the client capability %q is a %s, not an object", clip(m.Name), m.Value.Kind)
 		}
 	}

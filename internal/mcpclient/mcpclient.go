@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/etdi-dev/etdi"
+	"github.com/etdi-dev/etdi/strictjson"
 )
 
 // ProtocolVersion is the MCP revision etdi asks for.
@@ -79,10 +80,10 @@ type Listing struct {
 	Tools []etdi.LiveTool `json:"-"`
 	// Metas are the _meta objects of the tools/list results, one per page
 	// that had one (they may carry an in-band bundle).
-	Metas []*etdi.Value `json:"-"`
+	Metas []*strictjson.Value `json:"-"`
 	// ToolMetas are the _meta objects of tools that have one.
-	ToolMetas []*etdi.Value `json:"-"`
-	Pages     int           `json:"pages"`
+	ToolMetas []*strictjson.Value `json:"-"`
+	Pages     int                 `json:"pages"`
 	// Prompts, Resources and Templates are the entries of prompts/list,
 	// resources/list and resources/templates/list, listed when the
 	// server's capabilities offer prompts or resources (Offers).
@@ -301,7 +302,7 @@ func listLists(ctx context.Context, call Caller, lists []etdi.List, l *Listing, 
 
 // listPages follows one list to its end. With sink set, each page's
 // entries go to it, and only their count is kept.
-func listPages(ctx context.Context, call Caller, list etdi.List, maxPages int, nodes *int, sink func(etdi.List, []etdi.LiveTool) error) (items []etdi.LiveTool, metas, itemMetas []*etdi.Value, pages int, err error) {
+func listPages(ctx context.Context, call Caller, list etdi.List, maxPages int, nodes *int, sink func(etdi.List, []etdi.LiveTool) error) (items []etdi.LiveTool, metas, itemMetas []*strictjson.Value, pages int, err error) {
 	fail := func(err error) error { return &ServerError{Stage: list.Method, Err: err} }
 	seen := map[string]bool{}
 	cursor := ""
@@ -320,7 +321,7 @@ func listPages(ctx context.Context, call Caller, list etdi.List, maxPages int, n
 			return nil, nil, nil, 0, fail(err)
 		}
 		pages++
-		page, err := etdi.ParseListResult(res, list, *nodes, MaxFetchNodes)
+		page, err := etdi.ParseList(res, etdi.ListOptions{Lists: []etdi.List{list}, Result: true, Before: *nodes, Limit: MaxFetchNodes})
 		if err != nil {
 			return nil, nil, nil, 0, fail(fmt.Errorf("page %d: %w", pages, err))
 		}
@@ -340,10 +341,10 @@ func listPages(ctx context.Context, call Caller, list etdi.List, maxPages int, n
 		}
 		itemMetas = append(itemMetas, page.ToolMetas...)
 		next := page.NextCursor
-		if next == nil || next.Kind == etdi.Null || (next.Kind == etdi.String && next.Str == "") {
+		if next == nil || next.Kind == strictjson.Null || (next.Kind == strictjson.String && next.Str == "") {
 			return items, metas, itemMetas, pages, nil
 		}
-		if next.Kind != etdi.String {
+		if next.Kind != strictjson.String {
 			return nil, nil, nil, 0, fail(fmt.Errorf("page %d: nextCursor is a %s", pages, next.Kind))
 		}
 		if seen[next.Str] {
@@ -362,32 +363,32 @@ func ParseInitialize(res []byte) (*Listing, error) {
 }
 
 func parseInitialize(res []byte, l *Listing) error {
-	v, err := etdi.ParseJSON(res)
+	v, err := strictjson.Parse(res)
 	if err != nil {
 		return err
 	}
-	if v.Kind != etdi.Object {
+	if v.Kind != strictjson.Object {
 		return fmt.Errorf("result is a %s", v.Kind)
 	}
-	if pv := v.Get("protocolVersion"); pv != nil && pv.Kind == etdi.String && pv.Str != "" {
+	if pv := v.Get("protocolVersion"); pv != nil && pv.Kind == strictjson.String && pv.Str != "" {
 		l.ProtocolVersion = pv.Str
 	} else {
 		return errors.New("result has no protocolVersion")
 	}
-	if si := v.Get("serverInfo"); si != nil && si.Kind == etdi.Object {
-		if n := si.Get("name"); n != nil && n.Kind == etdi.String {
+	if si := v.Get("serverInfo"); si != nil && si.Kind == strictjson.Object {
+		if n := si.Get("name"); n != nil && n.Kind == strictjson.String {
 			l.ServerName = n.Str
 		}
-		if n := si.Get("version"); n != nil && n.Kind == etdi.String {
+		if n := si.Get("version"); n != nil && n.Kind == strictjson.String {
 			l.ServerVersion = n.Str
 		}
 	}
-	if caps := v.Get("capabilities"); caps != nil && caps.Kind == etdi.Object {
+	if caps := v.Get("capabilities"); caps != nil && caps.Kind == strictjson.Object {
 		l.Offers.Prompts = caps.Get("prompts") != nil
 		l.Offers.Resources = caps.Get("resources") != nil
 	}
 	if in := v.Get("instructions"); in != nil {
-		if in.Kind != etdi.String {
+		if in.Kind != strictjson.String {
 			return fmt.Errorf("instructions is a %s", in.Kind)
 		}
 		s := in.Str

@@ -19,9 +19,9 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/etdi-dev/etdi"
 	"github.com/etdi-dev/etdi/internal/confusable"
 	"github.com/etdi-dev/etdi/internal/termtext"
+	"github.com/etdi-dev/etdi/strictjson"
 	"golang.org/x/text/unicode/norm"
 )
 
@@ -94,9 +94,9 @@ func NewNames(names []string) Names {
 // its text is a match when it is a whole word: no letter, digit, '_' or
 // '-' right before or after it. The definition's own name never counts
 // (the same name on two servers is shadowing, reported elsewhere).
-func Scan(def *etdi.Value, others Names) []Match {
+func Scan(def *strictjson.Value, others Names) []Match {
 	s := &scanner{seen: map[string]bool{}, names: others, looked: map[string]bool{}, budget: ScanBudget}
-	if n := def.Get("name"); n != nil && n.Kind == etdi.String {
+	if n := def.Get("name"); n != nil && n.Kind == strictjson.String {
 		s.own = n.Str
 	}
 	s.value("", def)
@@ -122,15 +122,15 @@ func (s *scanner) add(m Match) {
 	s.out = append(s.out, m)
 }
 
-func (s *scanner) value(ptr string, v *etdi.Value) {
+func (s *scanner) value(ptr string, v *strictjson.Value) {
 	switch v.Kind {
-	case etdi.String:
+	case strictjson.String:
 		s.text(ptr, v.Str)
-	case etdi.Array:
+	case strictjson.Array:
 		for i, e := range v.Elems {
 			s.value(ptr+"/"+strconv.Itoa(i), e)
 		}
-	case etdi.Object:
+	case strictjson.Object:
 		for _, m := range v.Members {
 			p := ptr + "/" + escapePointer(m.Name)
 			s.text(p, m.Name)

@@ -13,6 +13,7 @@ import (
 	"github.com/etdi-dev/etdi"
 	"github.com/etdi-dev/etdi/internal/atomicfile"
 	"github.com/etdi-dev/etdi/internal/filelock"
+	"github.com/etdi-dev/etdi/strictjson"
 	"golang.org/x/mod/sumdb/note"
 )
 
@@ -197,11 +198,11 @@ func readState(path string) (map[string]accepted, error) {
 	if len(data) > maxStateBytes {
 		return nil, bad(fmt.Errorf("larger than %d bytes", maxStateBytes))
 	}
-	v, err := etdi.ParseJSON(data)
+	v, err := strictjson.Parse(data)
 	if err != nil {
 		return nil, bad(err)
 	}
-	root, err := etdi.Root(v).Object()
+	root, err := strictjson.Root(v).Object()
 	if err != nil {
 		return nil, bad(err)
 	}
@@ -212,11 +213,11 @@ func readState(path string) (map[string]accepted, error) {
 		return nil, bad(errors.New(`"etdiLockState" is not 1`))
 	}
 	keys := root.Field("keys")
-	if keys.V == nil || keys.V.Kind != etdi.Object {
+	if keys.V == nil || keys.V.Kind != strictjson.Object {
 		return nil, bad(errors.New(`"keys" is not an object`))
 	}
 	for _, m := range keys.V.Members {
-		o, err := (etdi.Field{Path: keys.Path + "." + m.Name, V: m.Value}).Object()
+		o, err := (strictjson.Field{Path: keys.Path + "." + m.Name, V: m.Value}).Object()
 		if err != nil {
 			return nil, bad(err)
 		}
@@ -244,13 +245,13 @@ func writeState(path string, state map[string]accepted) error {
 		names = append(names, k)
 	}
 	slices.Sort(names)
-	keys := &etdi.Value{Kind: etdi.Object}
+	keys := &strictjson.Value{Kind: strictjson.Object}
 	for _, k := range names {
 		a := state[k]
 		keys.Members = append(keys.Members, member(k, object(member("digest", str(a.Digest)), member("generation", num(a.Generation)))))
 	}
 	doc := object(member("etdiLockState", num(1)), member("keys", keys))
-	out := append(etdi.AppendIndent(nil, doc, "", "  "), '\n')
+	out := append(strictjson.AppendIndent(nil, doc, "", "  "), '\n')
 	return atomicfile.Write(path, out, 0o600)
 }
 

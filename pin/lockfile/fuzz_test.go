@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/etdi-dev/etdi"
+	"github.com/etdi-dev/etdi/strictjson"
 	"golang.org/x/mod/sumdb/note"
 )
 
@@ -68,8 +69,8 @@ func FuzzParse(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Add(data)
-	v, _ := etdi.ParseJSON(data)
-	f.Add(etdi.AppendCanonical(nil, v))
+	v, _ := strictjson.Parse(data)
+	f.Add(strictjson.AppendCanonical(nil, v))
 	for _, s := range []string{
 		`{"etdiLock":1,"servers":[],"pins":[],"revocations":[]}`,
 		`{"etdiLock":1,"servers":[],"pins":[],"revocations":[],"signature":"x\n\n— etdi-audit AAAA\n"}`,

@@ -25,6 +25,7 @@ import (
 
 	"github.com/etdi-dev/etdi"
 	"github.com/etdi-dev/etdi/pin"
+	"github.com/etdi-dev/etdi/strictjson"
 	"golang.org/x/mod/sumdb/note"
 )
 
@@ -159,66 +160,70 @@ func (f *File) sort() {
 	})
 }
 
-func str(s string) *etdi.Value { return &etdi.Value{Kind: etdi.String, Str: s} }
+func str(s string) *strictjson.Value { return &strictjson.Value{Kind: strictjson.String, Str: s} }
 
-func num(n uint64) *etdi.Value { return &etdi.Value{Kind: etdi.Number, Num: float64(n)} }
+func num(n uint64) *strictjson.Value {
+	return &strictjson.Value{Kind: strictjson.Number, Num: float64(n)}
+}
 
-func object(ms ...etdi.Member) *etdi.Value {
-	return &etdi.Value{Kind: etdi.Object, Members: ms}
+func object(ms ...strictjson.Member) *strictjson.Value {
+	return &strictjson.Value{Kind: strictjson.Object, Members: ms}
 }
 
 // member is a member of an object under construction; optional members
 // with a nil value are left out.
-func member(name string, v *etdi.Value) etdi.Member { return etdi.Member{Name: name, Value: v} }
+func member(name string, v *strictjson.Value) strictjson.Member {
+	return strictjson.Member{Name: name, Value: v}
+}
 
-func optStr(s string) *etdi.Value {
+func optStr(s string) *strictjson.Value {
 	if s == "" {
 		return nil
 	}
 	return str(s)
 }
 
-func compact(ms []etdi.Member) []etdi.Member {
-	return slices.DeleteFunc(ms, func(m etdi.Member) bool { return m.Value == nil })
+func compact(ms []strictjson.Member) []strictjson.Member {
+	return slices.DeleteFunc(ms, func(m strictjson.Member) bool { return m.Value == nil })
 }
 
 // value is the JSON document of f, without "signature" when unsigned is
 // set.
-func (f *File) value(unsigned bool) (*etdi.Value, error) {
+func (f *File) value(unsigned bool) (*strictjson.Value, error) {
 	g := *f
 	g.Servers, g.Pins, g.Revocations = slices.Clone(f.Servers), slices.Clone(f.Pins), slices.Clone(f.Revocations)
 	g.sort()
-	servers := &etdi.Value{Kind: etdi.Array, Elems: []*etdi.Value{}}
+	servers := &strictjson.Value{Kind: strictjson.Array, Elems: []*strictjson.Value{}}
 	for _, s := range g.Servers {
-		ms := []etdi.Member{member("server", str(s.Key)), member("name", str(s.Name)), member("provider", optStr(s.Provider))}
+		ms := []strictjson.Member{member("server", str(s.Key)), member("name", str(s.Name)), member("provider", optStr(s.Provider))}
 		if s.InstructionsKnown {
-			ms = append(ms, member("instructionsKnown", &etdi.Value{Kind: etdi.Bool, Bool: true}))
+			ms = append(ms, member("instructionsKnown", &strictjson.Value{Kind: strictjson.Bool, Bool: true}))
 			if s.Instructions != nil {
 				ms = append(ms, member("instructions", str(*s.Instructions)))
 			}
 		}
 		servers.Elems = append(servers.Elems, object(compact(ms)...))
 	}
-	pins := &etdi.Value{Kind: etdi.Array, Elems: []*etdi.Value{}}
+	pins := &strictjson.Value{Kind: strictjson.Array, Elems: []*strictjson.Value{}}
 	for _, p := range g.Pins {
-		def, err := etdi.ParseJSON(p.Definition)
+		def, err := strictjson.Parse(p.Definition)
 		if err != nil {
 			return nil, fmt.Errorf("pin %s: definition: %w", p.Ref(), err)
 		}
-		perms := &etdi.Value{Kind: etdi.Array, Elems: []*etdi.Value{}}
+		perms := &strictjson.Value{Kind: strictjson.Array, Elems: []*strictjson.Value{}}
 		for _, q := range p.Permissions {
-			perms.Elems = append(perms.Elems, object(compact([]etdi.Member{member("scope", str(q.Scope)), member("description", optStr(q.Description))})...))
+			perms.Elems = append(perms.Elems, object(compact([]strictjson.Member{member("scope", str(q.Scope)), member("description", optStr(q.Description))})...))
 		}
-		ms := []etdi.Member{member("server", str(p.Server)), member("item", optStr(p.Item)), member("tool", str(p.Tool)),
+		ms := []strictjson.Member{member("server", str(p.Server)), member("item", optStr(p.Item)), member("tool", str(p.Tool)),
 			member("version", optStr(p.Version)), member("digest", str(p.Digest)),
-			member("signer", object(compact([]etdi.Member{member("kind", str(p.Signer.Kind)), member("id", optStr(p.Signer.ID))})...)),
+			member("signer", object(compact([]strictjson.Member{member("kind", str(p.Signer.Kind)), member("id", optStr(p.Signer.ID))})...)),
 			member("provider", optStr(p.Provider)), member("permissions", perms), member("definition", def),
 			member("served", optStr(p.Served))}
 		if p.Sequence > 0 {
 			ms = append(ms, member("sequence", num(p.Sequence)))
 		}
 		if len(p.Scopes) > 0 {
-			scopes := &etdi.Value{Kind: etdi.Array}
+			scopes := &strictjson.Value{Kind: strictjson.Array}
 			for _, sc := range p.Scopes {
 				scopes.Elems = append(scopes.Elems, str(sc))
 			}
@@ -226,12 +231,12 @@ func (f *File) value(unsigned bool) (*etdi.Value, error) {
 		}
 		pins.Elems = append(pins.Elems, object(compact(ms)...))
 	}
-	revs := &etdi.Value{Kind: etdi.Array, Elems: []*etdi.Value{}}
+	revs := &strictjson.Value{Kind: strictjson.Array, Elems: []*strictjson.Value{}}
 	for _, r := range g.Revocations {
-		revs.Elems = append(revs.Elems, object(compact([]etdi.Member{member("keyId", optStr(r.KeyID)), member("server", optStr(r.Server)),
+		revs.Elems = append(revs.Elems, object(compact([]strictjson.Member{member("keyId", optStr(r.KeyID)), member("server", optStr(r.Server)),
 			member("tool", optStr(r.Tool)), member("version", optStr(r.Version)), member("reason", optStr(r.Reason))})...))
 	}
-	ms := []etdi.Member{member("etdiLock", num(Version)), member("servers", servers), member("pins", pins), member("revocations", revs)}
+	ms := []strictjson.Member{member("etdiLock", num(Version)), member("servers", servers), member("pins", pins), member("revocations", revs)}
 	if f.Generation > 0 {
 		ms = append(ms, member("generation", num(f.Generation)))
 	}
@@ -267,11 +272,11 @@ func (f *File) marshal(unsigned bool) ([]byte, error) {
 	}
 	// Sorted members: through the canonical form, whose parse keeps them
 	// in that order.
-	c, err := etdi.ParseJSON(etdi.AppendCanonical(nil, v))
+	c, err := strictjson.Parse(strictjson.AppendCanonical(nil, v))
 	if err != nil {
 		return nil, err
 	}
-	return append(etdi.AppendIndent(nil, c, "", "  "), '\n'), nil
+	return append(strictjson.AppendIndent(nil, c, "", "  "), '\n'), nil
 }
 
 // contentDigest is the SHA-256 of f's canonical form without its
@@ -417,11 +422,11 @@ func Parse(data []byte) (*File, error) {
 	if len(data) > MaxBytes {
 		return nil, fmt.Errorf("lockfile larger than %d bytes", MaxBytes)
 	}
-	v, err := etdi.ParseJSON(data)
+	v, err := strictjson.Parse(data)
 	if err != nil {
 		return nil, err
 	}
-	root, err := etdi.Root(v).Object()
+	root, err := strictjson.Root(v).Object()
 	if err != nil {
 		return nil, err
 	}
@@ -535,7 +540,7 @@ func Parse(data []byte) (*File, error) {
 
 // text reads a string member of at most max bytes without control
 // characters; required says it must be present and not empty.
-func text(o etdi.ObjectField, name string, required bool, max int) (string, error) {
+func text(o strictjson.ObjectField, name string, required bool, max int) (string, error) {
 	fd := o.Field(name)
 	s, err := fd.OptStr()
 	switch {
@@ -555,7 +560,7 @@ func text(o etdi.ObjectField, name string, required bool, max int) (string, erro
 	return strings.Clone(s), nil
 }
 
-func parseServer(fd etdi.Field) (*Server, error) {
+func parseServer(fd strictjson.Field) (*Server, error) {
 	o, err := fd.Object()
 	if err != nil {
 		return nil, err
@@ -583,7 +588,7 @@ func parseServer(fd etdi.Field) (*Server, error) {
 		return nil, o.Field("server").Errorf("%q is not the key of provider %q and name %q (%q)", s.Key, s.Provider, s.Name, want)
 	}
 	if k := o.Field("instructionsKnown"); k.V != nil {
-		if k.V.Kind != etdi.Bool {
+		if k.V.Kind != strictjson.Bool {
 			return nil, k.Errorf("must be a boolean")
 		}
 		s.InstructionsKnown = k.V.Bool
@@ -615,7 +620,7 @@ func nameMember(item string) string {
 
 var signerKinds = []string{"none", "key", "idp", "key+idp", "sigstore", "sigstore+idp"}
 
-func parsePin(fd etdi.Field, servers map[string]*Server) (*Pin, error) {
+func parsePin(fd strictjson.Field, servers map[string]*Server) (*Pin, error) {
 	o, err := fd.Object()
 	if err != nil {
 		return nil, err
@@ -697,17 +702,17 @@ func parsePin(fd etdi.Field, servers map[string]*Server) (*Pin, error) {
 		return nil, def.Errorf("more than %d JSON values", etdi.MaxDefinitionNodes)
 	}
 	name := def.V.Get(nameMember(p.Item))
-	if name == nil || name.Kind != etdi.String || name.Str != p.Tool {
+	if name == nil || name.Kind != strictjson.String || name.Str != p.Tool {
 		return nil, def.Errorf("%q of the definition is not %q", nameMember(p.Item), p.Tool)
 	}
-	p.Definition = etdi.AppendCanonical(nil, def.V)
+	p.Definition = strictjson.AppendCanonical(nil, def.V)
 	if got := etdi.Digest(sha256.Sum256(p.Definition)); got != d {
 		return nil, &VerifyError{fmt.Sprintf("%s: the definition of %s has digest %s, not the pinned %s: the definition or the digest was changed", def.Path, p.Ref(), got, p.Digest)}
 	}
 	return &p, nil
 }
 
-func count(v *etdi.Value) int {
+func count(v *strictjson.Value) int {
 	n := 1
 	for _, e := range v.Elems {
 		n += count(e)
@@ -718,7 +723,7 @@ func count(v *etdi.Value) int {
 	return n
 }
 
-func parseSigner(fd etdi.Field) (pin.SignerID, error) {
+func parseSigner(fd strictjson.Field) (pin.SignerID, error) {
 	o, err := fd.Object()
 	if err != nil {
 		return pin.SignerID{}, err
@@ -745,7 +750,7 @@ func parseSigner(fd etdi.Field) (pin.SignerID, error) {
 // parseScopes parses the scopes given to an unsigned tool at approval:
 // absent, or an array of valid scopes, sorted and each once, as pin
 // approval records them.
-func parseScopes(fd etdi.Field) ([]string, error) {
+func parseScopes(fd strictjson.Field) ([]string, error) {
 	if fd.V == nil {
 		return nil, nil
 	}
@@ -771,7 +776,7 @@ func parseScopes(fd etdi.Field) ([]string, error) {
 	return norm, nil
 }
 
-func parsePermissions(fd etdi.Field) ([]etdi.Permission, error) {
+func parsePermissions(fd strictjson.Field) ([]etdi.Permission, error) {
 	a, err := fd.Array()
 	if err != nil {
 		return nil, err
@@ -806,7 +811,7 @@ func parsePermissions(fd etdi.Field) ([]etdi.Permission, error) {
 	return out, nil
 }
 
-func parseRevocation(fd etdi.Field, pinned map[[3]string]bool) (*Revocation, error) {
+func parseRevocation(fd strictjson.Field, pinned map[[3]string]bool) (*Revocation, error) {
 	o, err := fd.Object()
 	if err != nil {
 		return nil, err

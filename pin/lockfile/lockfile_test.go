@@ -16,6 +16,7 @@ import (
 	"github.com/etdi-dev/etdi"
 	"github.com/etdi-dev/etdi/finding"
 	"github.com/etdi-dev/etdi/pin"
+	"github.com/etdi-dev/etdi/strictjson"
 	bolt "go.etcd.io/bbolt"
 	"golang.org/x/mod/sumdb/note"
 )
@@ -38,7 +39,7 @@ var (
 // item is one offered definition.
 func item(t testing.TB, kind, name, version, def string, signer pin.SignerID, scopes ...string) pin.Observed {
 	t.Helper()
-	c, err := etdi.Canonicalize([]byte(def))
+	c, err := strictjson.Canonicalize([]byte(def))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -502,9 +503,9 @@ func TestSignVerify(t *testing.T) {
 		t.Fatalf("with another key in the list: %v", err)
 	}
 	// Reformatted (compact, other member order): the same content.
-	v, _ := etdi.ParseJSON(signed)
+	v, _ := strictjson.Parse(signed)
 	slices.Reverse(v.Members)
-	if err := verifies(etdi.AppendCanonical(nil, v), verifier); err != nil {
+	if err := verifies(strictjson.AppendCanonical(nil, v), verifier); err != nil {
 		t.Fatalf("reformatted: %v", err)
 	}
 
@@ -591,9 +592,9 @@ func TestParseHarmless(t *testing.T) {
 	a := openStore(t)
 	team(t, a, "Get the weather.")
 	data := export(t, a)
-	v, _ := etdi.ParseJSON(data)
-	var shuffle func(v *etdi.Value)
-	shuffle = func(v *etdi.Value) {
+	v, _ := strictjson.Parse(data)
+	var shuffle func(v *strictjson.Value)
+	shuffle = func(v *strictjson.Value) {
 		slices.Reverse(v.Members)
 		for _, m := range v.Members {
 			shuffle(m.Value)
@@ -616,7 +617,7 @@ func TestParseHarmless(t *testing.T) {
 	if b, err := f.Marshal(); err != nil || !bytes.Equal(b, data) {
 		t.Fatalf("lists out of order marshal as other content: %v", err)
 	}
-	for _, form := range [][]byte{etdi.AppendCanonical(nil, v), etdi.AppendIndent(nil, v, "\t", "\t"), []byte(" \r\n" + string(etdi.AppendIndent(nil, v, "", "   ")) + "\n\n")} {
+	for _, form := range [][]byte{strictjson.AppendCanonical(nil, v), strictjson.AppendIndent(nil, v, "\t", "\t"), []byte(" \r\n" + string(strictjson.AppendIndent(nil, v, "", "   ")) + "\n\n")} {
 		f, err := Parse(form)
 		if err != nil {
 			t.Fatal(err)

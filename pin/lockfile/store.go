@@ -11,6 +11,7 @@ import (
 
 	"github.com/etdi-dev/etdi"
 	"github.com/etdi-dev/etdi/pin"
+	"github.com/etdi-dev/etdi/strictjson"
 )
 
 // UnjustifiedError reports a pin database whose pins or revocations the
@@ -64,7 +65,7 @@ func Export(s *pin.Store) (*File, error) {
 	// Each item's latest approved definition: variants approved beside it
 	// (SPEC.md §14.1) stay in the database they were approved in.
 	for _, p := range pins {
-		def, err := etdi.Canonicalize(p.Definition)
+		def, err := strictjson.Canonicalize(p.Definition)
 		if err != nil {
 			return nil, fmt.Errorf("pin %s: definition: %w", p.Ref(), err)
 		}

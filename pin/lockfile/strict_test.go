@@ -9,6 +9,7 @@ import (
 
 	"github.com/etdi-dev/etdi"
 	"github.com/etdi-dev/etdi/pin"
+	"github.com/etdi-dev/etdi/strictjson"
 	"golang.org/x/mod/sumdb/note"
 )
 
@@ -38,7 +39,7 @@ func entry(m map[string]any, list, key, value string) map[string]any {
 // withDigest sets a pin's definition and its digest.
 func withDigest(p map[string]any, def any) {
 	b, _ := json.Marshal(def)
-	c, err := etdi.Canonicalize(b)
+	c, err := strictjson.Canonicalize(b)
 	if err != nil {
 		panic(err)
 	}

@@ -1,4 +1,4 @@
-package etdi
+package strictjson
 
 import (
 	"strings"
@@ -43,7 +43,7 @@ func TestNestingDepthObjects(t *testing.T) {
 		{"objects and arrays one deeper", mixed(MaxDepth + 1), false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := ParseJSON([]byte(tc.in))
+			_, err := Parse([]byte(tc.in))
 			if tc.ok && err != nil {
 				t.Fatalf("refused: %v", err)
 			}

@@ -1,18 +1,20 @@
-package etdi
+package release
 
 import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/etdi-dev/etdi"
 )
 
 const driftManifest = `{"provider": {"id": "acme"}, "server": {"name": "weather"}, "tools": [
   {"version": "1.0.0", "permissions": [], "definition": {"name": "get_weather", "description": "Get the weather.", "inputSchema": {"type": "object", "properties": {"city": {"type": "string"}}}}},
   {"version": "1.1.0", "permissions": [], "definition": {"name": "get_forecast", "inputSchema": {"type": "object"}}}]}`
 
-func servedTools(t *testing.T, list string) []LiveTool {
+func servedTools(t *testing.T, list string) []etdi.LiveTool {
 	t.Helper()
-	tl, err := ParseToolsList([]byte(list))
+	tl, err := etdi.ParseList([]byte(list), etdi.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -20,7 +22,7 @@ func servedTools(t *testing.T, list string) []LiveTool {
 }
 
 func TestCompareServed(t *testing.T) {
-	m, err := ParseManifest([]byte(driftManifest))
+	m, err := etdi.ParseManifest([]byte(driftManifest))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,5 +69,25 @@ func TestCompareServed(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// An extra tool's definition is shown in the drift error cut to
+// MaxChangeText bytes: a server's hostile text does not flood the report.
+func TestDriftErrorBoundsDefinitions(t *testing.T) {
+	m, err := etdi.ParseManifest([]byte(driftManifest))
+	if err != nil {
+		t.Fatal(err)
+	}
+	long := strings.Repeat("x", 3*etdi.MaxChangeText)
+	served := servedTools(t, `{"tools": [{"name": "get_weather", "description": "Get the weather.", "inputSchema": {"type": "object", "properties": {"city": {"type": "string"}}}},
+		{"name": "get_forecast", "inputSchema": {"type": "object"}}, {"name": "flood", "description": "`+long+`"}]}`)
+	err = CheckServed(m, served)
+	if err == nil {
+		t.Fatal("an extra tool is not drift")
+	}
+	msg := err.Error()
+	if strings.Contains(msg, long[:etdi.MaxChangeText+1]) || !strings.Contains(msg, long[:etdi.MaxChangeText-40]) || !strings.HasSuffix(msg, "...") {
+		t.Fatalf("definition not cut to %d bytes: %d bytes of report", etdi.MaxChangeText, len(msg))
 	}
 }

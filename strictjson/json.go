@@ -1,4 +1,4 @@
-package etdi
+package strictjson
 
 import (
 	"errors"
@@ -22,9 +22,6 @@ const (
 	// parsed value costs about 100 bytes, far more than the 2 bytes of
 	// "0,", so the byte limits alone do not bound memory or time.
 	MaxNodes = 1_000_000
-	// MaxDefinitionNodes is the most JSON values one tool definition may
-	// hold. Real definitions hold tens to a few thousand.
-	MaxDefinitionNodes = 50_000
 )
 
 // Kind is the type of a JSON value.
@@ -60,6 +57,11 @@ func (k Kind) String() string {
 	}
 	return "invalid"
 }
+
+// RawValue returns a value that stands for JSON text already in canonical
+// form (RFC 8785): [AppendCanonical] copies it as it is, without parsing
+// it again. The caller vouches for the text.
+func RawValue(canonical string) *Value { return &Value{Kind: raw, Str: canonical} }
 
 // Value is a parsed JSON value. Objects keep their members in document
 // order; duplicate member names are rejected by the parser, so a name
@@ -105,34 +107,45 @@ func (e *SyntaxError) Error() string {
 	return fmt.Sprintf("invalid JSON at byte %d: %s", e.Offset, e.Msg)
 }
 
-// ParseJSON parses data as a single JSON value under etdi's strict profile
+// Parse parses data as a single JSON value under etdi's strict profile
 // (SPEC.md §2): RFC 8259 syntax, UTF-8 only, no byte order mark, no
 // duplicate member names, no lone surrogate escapes, numbers finite and of
 // magnitude at most 2^53-1, nesting at most MaxDepth.
-func ParseJSON(data []byte) (*Value, error) {
-	return parseJSON(data, nil)
+func Parse(data []byte) (*Value, error) {
+	return ParseStream(data, nil)
 }
 
-// streamHook receives the elements of the arrays at the given paths (lists
-// of member names from the root) one by one instead of storing them, so a
-// large list never exists as one tree. The array keeps no elements. Each
-// element is a tool definition: it may hold at most MaxDefinitionNodes
-// values.
-type streamHook struct {
-	paths [][]string
-	fn    func(which, index int, v *Value) error
-	// nodes is set to the number of values of the whole document.
-	nodes int
-	// before and limit, if limit is set, count the document as part of a
-	// larger whole (the pages of one listing): before values came earlier
-	// and the whole may hold at most limit.
-	before, limit int
+// A Stream makes [ParseStream] hand the elements of some arrays to a
+// function one by one instead of storing them, so a large list never exists
+// as one tree. A streamed array keeps no elements.
+type Stream struct {
+	// Paths are the streamed arrays, each a list of member names from the
+	// root (an empty path is a top-level array).
+	Paths [][]string
+	// Each receives every element of a streamed array: the index of its
+	// path in Paths and its index in the array. An error stops the parse.
+	Each func(path, index int, v *Value) error
+	// MaxElemNodes, if set, bounds the JSON values of one streamed
+	// element; ElemName names an element in the error ("the tool
+	// definition").
+	MaxElemNodes int
+	ElemName     string
+	// Before and Limit, if Limit is set, count the document as part of a
+	// larger whole named Whole: Before values came earlier and the whole
+	// may hold at most Limit.
+	Before, Limit int
+	Whole         string
+	// Nodes is set to the number of values of the document.
+	Nodes int
 }
 
 // arrayMarker stands for "inside an array" in the parser's path.
 const arrayMarker = "\x00[]"
 
-func parseJSON(data []byte, hook *streamHook) (*Value, error) {
+// ParseStream parses data as [Parse] does, handing the elements of the
+// arrays s names to s.Each instead of storing them. A nil s streams
+// nothing.
+func ParseStream(data []byte, hook *Stream) (*Value, error) {
 	if !utf8.Valid(data) {
 		off := 0
 		for off < len(data) {
@@ -146,8 +159,8 @@ func parseJSON(data []byte, hook *streamHook) (*Value, error) {
 	}
 	// One copy of the input; every unescaped string is a substring of it.
 	p := &parser{data: string(data), hook: hook, maxNodes: MaxNodes, scope: "the document"}
-	if hook != nil && hook.limit > 0 {
-		p.nodes, p.maxNodes, p.scope = hook.before, hook.limit, "the listing (all pages together)"
+	if hook != nil && hook.Limit > 0 {
+		p.nodes, p.maxNodes, p.scope = hook.Before, hook.Limit, hook.Whole
 	}
 	p.skipSpace()
 	v, err := p.value(0)
@@ -159,7 +172,7 @@ func parseJSON(data []byte, hook *streamHook) (*Value, error) {
 		return nil, p.errf("unexpected data after the top-level value")
 	}
 	if hook != nil {
-		hook.nodes = p.nodes - hook.before
+		hook.Nodes = p.nodes - hook.Before
 	}
 	return v, nil
 }
@@ -171,9 +184,9 @@ type parser struct {
 	// copied into an exactly sized slice when it closes.
 	members []Member
 	elems   []*Value
-	// path and hook implement streamHook.
+	// path and hook implement Stream.
 	path []string
-	hook *streamHook
+	hook *Stream
 	// nodes counts the values of the document; defNodes those of the
 	// streamed element being parsed, if inDef.
 	nodes, defNodes, defIndex int
@@ -189,7 +202,7 @@ func (p *parser) hookFor() int {
 	if p.hook == nil {
 		return -1
 	}
-	for i, hp := range p.hook.paths {
+	for i, hp := range p.hook.Paths {
 		if len(hp) != len(p.path) {
 			continue
 		}
@@ -231,10 +244,10 @@ func (p *parser) value(depth int) (*Value, error) {
 	if p.nodes > p.maxNodes {
 		return nil, p.errf("more than %d JSON values in %s", p.maxNodes, p.scope)
 	}
-	if p.inDef {
+	if p.inDef && p.hook.MaxElemNodes > 0 {
 		p.defNodes++
-		if p.defNodes > MaxDefinitionNodes {
-			return nil, p.errf("more than %d JSON values in the tool definition at index %d", MaxDefinitionNodes, p.defIndex)
+		if p.defNodes > p.hook.MaxElemNodes {
+			return nil, p.errf("more than %d JSON values in %s at index %d", p.hook.MaxElemNodes, p.hook.ElemName, p.defIndex)
 		}
 	}
 	switch c := p.data[p.pos]; {
@@ -381,7 +394,7 @@ func (p *parser) array(depth int) (*Value, error) {
 			return nil, err
 		}
 		if which >= 0 {
-			if err := p.hook.fn(which, index, elem); err != nil {
+			if err := p.hook.Each(which, index, elem); err != nil {
 				return nil, err
 			}
 		} else {
@@ -443,52 +456,66 @@ func (p *parser) str() (string, error) {
 			p.pos++
 			continue
 		}
-		// Escape sequence.
-		if p.pos+1 >= len(p.data) {
-			return "", p.errf("unterminated escape")
-		}
-		e := p.data[p.pos+1]
-		p.pos += 2
-		switch e {
-		case '"', '\\', '/':
-			b.WriteByte(e)
-		case 'b':
-			b.WriteByte('\b')
-		case 'f':
-			b.WriteByte('\f')
-		case 'n':
-			b.WriteByte('\n')
-		case 'r':
-			b.WriteByte('\r')
-		case 't':
-			b.WriteByte('\t')
-		case 'u':
-			r, err := p.hex4()
-			if err != nil {
-				return "", err
-			}
-			if utf16.IsSurrogate(r) {
-				if r >= 0xDC00 {
-					return "", p.errf("lone low surrogate \\u%04x", r)
-				}
-				if p.pos+1 >= len(p.data) || p.data[p.pos] != '\\' || p.data[p.pos+1] != 'u' {
-					return "", p.errf("lone high surrogate \\u%04x", r)
-				}
-				p.pos += 2
-				r2, err := p.hex4()
-				if err != nil {
-					return "", err
-				}
-				if r2 < 0xDC00 || r2 > 0xDFFF {
-					return "", p.errf("high surrogate \\u%04x not followed by a low surrogate", r)
-				}
-				r = utf16.DecodeRune(r, r2)
-			}
-			b.WriteRune(r)
-		default:
-			return "", p.errf("invalid escape \\%c", e)
+		if err := p.escape(&b); err != nil {
+			return "", err
 		}
 	}
+}
+
+// escape reads the escape sequence at p.pos (a backslash) into b.
+func (p *parser) escape(b *strings.Builder) error {
+	if p.pos+1 >= len(p.data) {
+		return p.errf("unterminated escape")
+	}
+	e := p.data[p.pos+1]
+	p.pos += 2
+	switch e {
+	case '"', '\\', '/':
+		b.WriteByte(e)
+	case 'b':
+		b.WriteByte('\b')
+	case 'f':
+		b.WriteByte('\f')
+	case 'n':
+		b.WriteByte('\n')
+	case 'r':
+		b.WriteByte('\r')
+	case 't':
+		b.WriteByte('\t')
+	case 'u':
+		r, err := p.unicodeEscape()
+		if err != nil {
+			return err
+		}
+		b.WriteRune(r)
+	default:
+		return p.errf("invalid escape \\%c", e)
+	}
+	return nil
+}
+
+// unicodeEscape reads the four hex digits after `\u`, and the low
+// surrogate escape that must follow a high surrogate.
+func (p *parser) unicodeEscape() (rune, error) {
+	r, err := p.hex4()
+	if err != nil || !utf16.IsSurrogate(r) {
+		return r, err
+	}
+	if r >= 0xDC00 {
+		return 0, p.errf("lone low surrogate \\u%04x", r)
+	}
+	if p.pos+1 >= len(p.data) || p.data[p.pos] != '\\' || p.data[p.pos+1] != 'u' {
+		return 0, p.errf("lone high surrogate \\u%04x", r)
+	}
+	p.pos += 2
+	r2, err := p.hex4()
+	if err != nil {
+		return 0, err
+	}
+	if r2 < 0xDC00 || r2 > 0xDFFF {
+		return 0, p.errf("high surrogate \\u%04x not followed by a low surrogate", r)
+	}
+	return utf16.DecodeRune(r, r2), nil
 }
 
 func (p *parser) hex4() (rune, error) {
@@ -513,33 +540,27 @@ func (p *parser) hex4() (rune, error) {
 	return r, nil
 }
 
-func (p *parser) number() (*Value, error) {
-	start := p.pos
+// scanNumber advances over a number of the RFC 8259 grammar.
+func (p *parser) scanNumber() error {
 	d := p.data
 	if d[p.pos] == '-' {
 		p.pos++
 	}
 	if p.pos >= len(d) {
-		return nil, p.errf("invalid number")
+		return p.errf("invalid number")
 	}
 	switch {
 	case d[p.pos] == '0':
 		p.pos++
 	case d[p.pos] >= '1' && d[p.pos] <= '9':
-		for p.pos < len(d) && d[p.pos] >= '0' && d[p.pos] <= '9' {
-			p.pos++
-		}
+		p.digits()
 	default:
-		return nil, p.errf("invalid number")
+		return p.errf("invalid number")
 	}
 	if p.pos < len(d) && d[p.pos] == '.' {
 		p.pos++
-		digits := p.pos
-		for p.pos < len(d) && d[p.pos] >= '0' && d[p.pos] <= '9' {
-			p.pos++
-		}
-		if p.pos == digits {
-			return nil, p.errf("invalid number: no digits after '.'")
+		if p.digits() == 0 {
+			return p.errf("invalid number: no digits after '.'")
 		}
 	}
 	if p.pos < len(d) && (d[p.pos] == 'e' || d[p.pos] == 'E') {
@@ -547,14 +568,28 @@ func (p *parser) number() (*Value, error) {
 		if p.pos < len(d) && (d[p.pos] == '+' || d[p.pos] == '-') {
 			p.pos++
 		}
-		digits := p.pos
-		for p.pos < len(d) && d[p.pos] >= '0' && d[p.pos] <= '9' {
-			p.pos++
-		}
-		if p.pos == digits {
-			return nil, p.errf("invalid number: no digits in exponent")
+		if p.digits() == 0 {
+			return p.errf("invalid number: no digits in exponent")
 		}
 	}
+	return nil
+}
+
+// digits advances over decimal digits and returns how many.
+func (p *parser) digits() int {
+	start := p.pos
+	for p.pos < len(p.data) && p.data[p.pos] >= '0' && p.data[p.pos] <= '9' {
+		p.pos++
+	}
+	return p.pos - start
+}
+
+func (p *parser) number() (*Value, error) {
+	start := p.pos
+	if err := p.scanNumber(); err != nil {
+		return nil, err
+	}
+	d := p.data
 	lit := d[start:p.pos]
 	f, err := strconv.ParseFloat(lit, 64)
 	if err != nil && !errors.Is(err, strconv.ErrRange) {

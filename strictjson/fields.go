@@ -1,4 +1,4 @@
-package etdi
+package strictjson
 
 import (
 	"fmt"

@@ -1,4 +1,4 @@
-package etdi
+package strictjson
 
 import (
 	"math"
@@ -11,7 +11,7 @@ import (
 // Canonicalize parses data under the strict profile and returns its
 // RFC 8785 (JSON Canonicalization Scheme) serialization.
 func Canonicalize(data []byte) ([]byte, error) {
-	v, err := ParseJSON(data)
+	v, err := Parse(data)
 	if err != nil {
 		return nil, err
 	}
@@ -287,4 +287,43 @@ func appendIndent(b []byte, v *Value, prefix, indent string, depth int) []byte {
 		return append(b, '}')
 	}
 	return AppendCanonical(b, v)
+}
+
+// Equal reports whether a and b are the same JSON value (RFC 8785 equal).
+func Equal(a, b *Value) bool {
+	if a.Kind != b.Kind {
+		return false
+	}
+	switch a.Kind {
+	case Null:
+		return true
+	case Bool:
+		return a.Bool == b.Bool
+	case Number:
+		return a.Num == b.Num
+	case String:
+		return a.Str == b.Str
+	case Array:
+		if len(a.Elems) != len(b.Elems) {
+			return false
+		}
+		for i := range a.Elems {
+			if !Equal(a.Elems[i], b.Elems[i]) {
+				return false
+			}
+		}
+		return true
+	case Object:
+		if len(a.Members) != len(b.Members) {
+			return false
+		}
+		for _, m := range a.Members {
+			o := b.Get(m.Name)
+			if o == nil || !Equal(m.Value, o) {
+				return false
+			}
+		}
+		return true
+	}
+	return false
 }

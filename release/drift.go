@@ -1,9 +1,11 @@
-package etdi
+package release
 
 import (
 	"encoding/json"
 	"fmt"
 	"strings"
+
+	"github.com/etdi-dev/etdi"
 )
 
 // ServedStatus says how a tool a server serves compares with the
@@ -29,8 +31,8 @@ type ServedTool struct {
 	ServedDigest   string `json:"servedDigest,omitempty"`
 	// Fields and Changes are the differences of a changed definition, the
 	// manifest's first (as Diff and ChangedFields report them).
-	Fields  []string `json:"fields,omitempty"`
-	Changes []Change `json:"changes,omitempty"`
+	Fields  []string      `json:"fields,omitempty"`
+	Changes []etdi.Change `json:"changes,omitempty"`
 	// Definition is the whole definition of a missing tool (the
 	// manifest's) or an extra one (as served), canonical.
 	Definition json.RawMessage `json:"definition,omitempty"`
@@ -41,7 +43,7 @@ type ServedTool struct {
 func (t *ServedTool) Summary() string {
 	ref := t.Name
 	if t.Version != "" {
-		ref = SubjectName(t.Name, t.Version)
+		ref = etdi.SubjectName(t.Name, t.Version)
 	}
 	switch t.Status {
 	case ServedMatch:
@@ -63,9 +65,9 @@ func (t *ServedTool) Summary() string {
 // then each served tool m lacks. Definitions are compared by digest (§3),
 // so key order, whitespace and escapes never count, nor does etdi's own
 // _meta material (an in-band bundle).
-func CompareServed(m *Manifest, served []LiveTool) []ServedTool {
+func CompareServed(m *etdi.Manifest, served []etdi.LiveTool) []ServedTool {
 	count := map[string]int{}
-	first := map[string]*LiveTool{}
+	first := map[string]*etdi.LiveTool{}
 	for i := range served {
 		if count[served[i].Name]++; count[served[i].Name] == 1 {
 			first[served[i].Name] = &served[i]
@@ -85,8 +87,8 @@ func CompareServed(m *Manifest, served []LiveTool) []ServedTool {
 			st.Status, st.ServedDigest = ServedMatch, lt.Digest.String()
 		default:
 			st.Status, st.ServedDigest = ServedChanged, lt.Digest.String()
-			st.Changes = Diff(t.Definition(), lt.Definition())
-			st.Fields = ChangedFields(st.Changes)
+			st.Changes = etdi.Diff(t.Definition(), lt.Definition())
+			st.Fields = etdi.ChangedFields(st.Changes)
 		}
 		out = append(out, st)
 	}
@@ -123,7 +125,7 @@ func (e *DriftError) Error() string {
 			b.WriteString("\n    " + c.String())
 		}
 		if t.Definition != nil {
-			b.WriteString("\n    " + truncate(string(t.Definition), MaxChangeText))
+			b.WriteString("\n    " + truncate(string(t.Definition), etdi.MaxChangeText))
 		}
 	}
 	return b.String()
@@ -153,7 +155,7 @@ func DriftSummary(ts []ServedTool) string {
 // CheckServed returns nil when a server serves exactly the definitions of
 // manifest m, and otherwise a *DriftError naming every tool that drifts
 // (SPEC.md §28.3).
-func CheckServed(m *Manifest, served []LiveTool) error {
+func CheckServed(m *etdi.Manifest, served []etdi.LiveTool) error {
 	var drift []ServedTool
 	for _, t := range CompareServed(m, served) {
 		if t.Status != ServedMatch {
@@ -164,4 +166,11 @@ func CheckServed(m *Manifest, served []LiveTool) error {
 		return nil
 	}
 	return &DriftError{Tools: drift}
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "..."
 }

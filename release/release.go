@@ -1,9 +1,11 @@
-package etdi
+package release
 
 import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/etdi-dev/etdi"
 )
 
 // Bump is how much a release raises a tool's version: the component of
@@ -34,7 +36,7 @@ func (b Bump) MarshalText() ([]byte, error) { return []byte(b.String()), nil }
 // BumpOf returns the component of MAJOR.MINOR.PATCH that grows from old to
 // cur: BumpNone when none does (the same version, a lower one, or one
 // that differs only in its pre-release or build).
-func BumpOf(old, cur Version) Bump {
+func BumpOf(old, cur etdi.Version) Bump {
 	switch {
 	case cur.Major != old.Major:
 		if cur.Major > old.Major {
@@ -50,12 +52,12 @@ func BumpOf(old, cur Version) Bump {
 	return BumpNone
 }
 
-// Bumped returns the least version that raises v by b: the component b
+// bumped returns the least version that raises v by b: the component b
 // names plus one, the ones after it 0. After a pre-release any higher
 // version will do (SemVer 2.0.0 §9: a pre-release promises no
 // compatibility), and the least is v's own release, MAJOR.MINOR.PATCH.
 // For BumpNone it returns v.
-func (v Version) Bumped(b Bump) string {
+func bumped(v etdi.Version, b Bump) string {
 	switch {
 	case b == BumpNone:
 		return v.String()
@@ -69,43 +71,26 @@ func (v Version) Bumped(b Bump) string {
 	return fmt.Sprintf("%d.%d.%d", v.Major, v.Minor, v.Patch+1)
 }
 
-// Satisfies reports whether v raises old by at least b: cur is higher
+// satisfies reports whether v raises old by at least b: cur is higher
 // than old, and either old is a pre-release or BumpOf(old, v) >= b.
-func (v Version) Satisfies(old Version, b Bump) bool {
+func satisfies(v, old etdi.Version, b Bump) bool {
 	if v.Compare(old) <= 0 {
 		return false
 	}
 	return len(old.Pre) > 0 || BumpOf(old, v) >= b
 }
 
-// PermissionDiff returns the permissions in cur but not old, and in old
-// but not cur (a changed description counts as removed and added). Order
-// does not count. This is how pins compare permissions (SPEC.md §15).
-func PermissionDiff(old, cur []Permission) (added, removed []Permission) {
-	for _, p := range cur {
-		if !slices.Contains(old, p) {
-			added = append(added, p)
-		}
-	}
-	for _, p := range old {
-		if !slices.Contains(cur, p) {
-			removed = append(removed, p)
-		}
-	}
-	return added, removed
-}
-
 // ScopeDiff compares two permission lists by scope: the scopes only cur
 // declares, the scopes only old declares, and the scopes both declare
 // with another description.
-func ScopeDiff(old, cur []Permission) (added, removed, described []string) {
-	find := func(ps []Permission, scope string) (Permission, bool) {
+func ScopeDiff(old, cur []etdi.Permission) (added, removed, described []string) {
+	find := func(ps []etdi.Permission, scope string) (etdi.Permission, bool) {
 		for _, p := range ps {
 			if p.Scope == scope {
 				return p, true
 			}
 		}
-		return Permission{}, false
+		return etdi.Permission{}, false
 	}
 	for _, p := range cur {
 		if o, ok := find(old, p.Scope); !ok {
@@ -129,7 +114,7 @@ func ScopeDiff(old, cur []Permission) (added, removed, described []string) {
 // permission's description, the definition, what serves it), BumpNone
 // when nothing changed. While old's major version is 0 (SemVer 2.0.0 §4,
 // initial development) a minor bump does for a major.
-func RequiredBump(old Version, oldPerms, curPerms []Permission, definitionChanged, servedChanged bool) Bump {
+func RequiredBump(old etdi.Version, oldPerms, curPerms []etdi.Permission, definitionChanged, servedChanged bool) Bump {
 	added, removed, described := ScopeDiff(oldPerms, curPerms)
 	b := BumpNone
 	switch {
@@ -146,37 +131,37 @@ func RequiredBump(old Version, oldPerms, curPerms []Permission, definitionChange
 	return b
 }
 
-// ReleaseStatus says how one tool changes from a previous release to the
+// Status says how one tool changes from a previous release to the
 // next (SPEC.md §28.1).
-type ReleaseStatus string
+type Status string
 
 // The statuses. RugPull, Downgrade and Removed (unless the removal was
 // meant) are refused; BumpTooSmall is signed with a warning.
 const (
-	ReleaseNew          ReleaseStatus = "new"            // not in the previous release
-	ReleaseUnchanged    ReleaseStatus = "unchanged"      // the same version, definition, permissions and server
-	ReleaseBumped       ReleaseStatus = "bumped"         // a higher version, raised as far as the changes call for
-	ReleaseBumpTooSmall ReleaseStatus = "bump_too_small" // a higher version, raised less than the changes call for
-	ReleaseRugPull      ReleaseStatus = "rug_pull"       // changed under the same version
-	ReleaseDowngrade    ReleaseStatus = "downgrade"      // a lower version
-	ReleaseRemoved      ReleaseStatus = "removed"        // in the previous release only
+	StatusNew          Status = "new"            // not in the previous release
+	StatusUnchanged    Status = "unchanged"      // the same version, definition, permissions and server
+	StatusBumped       Status = "bumped"         // a higher version, raised as far as the changes call for
+	StatusBumpTooSmall Status = "bump_too_small" // a higher version, raised less than the changes call for
+	StatusRugPull      Status = "rug_pull"       // changed under the same version
+	StatusDowngrade    Status = "downgrade"      // a lower version
+	StatusRemoved      Status = "removed"        // in the previous release only
 )
 
-// ReleaseTool is one tool of a release compared with the previous one.
-type ReleaseTool struct {
-	Name            string        `json:"name"`
-	Status          ReleaseStatus `json:"status"`
-	Refused         bool          `json:"refused"`
-	PreviousVersion string        `json:"previousVersion,omitempty"`
-	Version         string        `json:"version,omitempty"`
+// Tool is one tool of a release compared with the previous one.
+type Tool struct {
+	Name            string `json:"name"`
+	Status          Status `json:"status"`
+	Refused         bool   `json:"refused"`
+	PreviousVersion string `json:"previousVersion,omitempty"`
+	Version         string `json:"version,omitempty"`
 	// Fields are the top-level definition members that changed, then
 	// "permissions" and "served" when those did.
 	Fields []string `json:"fields,omitempty"`
 	// Changes are the definition's changes (as Diff reports them) and,
 	// when what serves the tools changed, one change of "/served".
-	Changes            []Change     `json:"changes,omitempty"`
-	PermissionsAdded   []Permission `json:"permissionsAdded,omitempty"`
-	PermissionsRemoved []Permission `json:"permissionsRemoved,omitempty"`
+	Changes            []etdi.Change     `json:"changes,omitempty"`
+	PermissionsAdded   []etdi.Permission `json:"permissionsAdded,omitempty"`
+	PermissionsRemoved []etdi.Permission `json:"permissionsRemoved,omitempty"`
 	// Required is the bump the changes call for (RequiredBump), Made the
 	// one the release makes (BumpOf), and Suggested the least version
 	// that makes Required, when the release's version does not.
@@ -187,23 +172,23 @@ type ReleaseTool struct {
 	Message string `json:"message"`
 }
 
-// Release is a release compared with the previous one of the same server
+// Report is a release compared with the previous one of the same server
 // (SPEC.md §28.1).
-type Release struct {
+type Report struct {
 	Provider         string `json:"provider"`
 	Server           string `json:"server"`
 	PreviousSequence uint64 `json:"previousSequence"`
 	Sequence         uint64 `json:"sequence"`
 	// SequenceRefused says the sequence does not increase; SequenceMessage
 	// says so.
-	SequenceRefused bool          `json:"sequenceRefused"`
-	SequenceMessage string        `json:"sequenceMessage,omitempty"`
-	Tools           []ReleaseTool `json:"tools"`
+	SequenceRefused bool   `json:"sequenceRefused"`
+	SequenceMessage string `json:"sequenceMessage,omitempty"`
+	Tools           []Tool `json:"tools"`
 }
 
 // Refused reports whether the release must not be signed: a tool is
 // refused, or the sequence does not increase.
-func (r *Release) Refused() bool {
+func (r *Report) Refused() bool {
 	if r.SequenceRefused {
 		return true
 	}
@@ -215,14 +200,14 @@ func (r *Release) Refused() bool {
 	return false
 }
 
-// CompareRelease compares the statement of a release, next, with the
+// Compare compares the statement of a release, next, with the
 // previous release's, prev, as a client that pinned prev would see next
 // (SPEC.md §28.1). remove names the tools next leaves out on purpose: their
 // removal is reported, not refused. It returns an error when prev and next
 // are not releases of one server (provider id and server name), when
 // remove names a tool that prev lacks or next keeps, or when a version is
 // not a semantic version (never so in a parsed statement).
-func CompareRelease(prev, next *Statement, remove []string) (*Release, error) {
+func Compare(prev, next *etdi.Statement, remove []string) (*Report, error) {
 	if prev.Provider.ID != next.Provider.ID || prev.Server.Name != next.Server.Name {
 		return nil, fmt.Errorf("the previous release is of provider %q, server %q, this one of provider %q, server %q: compare releases of one server",
 			prev.Provider.ID, prev.Server.Name, next.Provider.ID, next.Server.Name)
@@ -235,7 +220,7 @@ func CompareRelease(prev, next *Statement, remove []string) (*Release, error) {
 			return nil, fmt.Errorf("tool %q is to be removed, but the release still has it", n)
 		}
 	}
-	r := &Release{Provider: next.Provider.ID, Server: next.Server.Name, PreviousSequence: prev.Sequence, Sequence: next.Sequence, Tools: []ReleaseTool{}}
+	r := &Report{Provider: next.Provider.ID, Server: next.Server.Name, PreviousSequence: prev.Sequence, Sequence: next.Sequence, Tools: []Tool{}}
 	if next.Sequence <= prev.Sequence {
 		r.SequenceRefused = true
 		r.SequenceMessage = fmt.Sprintf("sequence %d does not increase on the previous release's %d (it must increase with every bundle of a server, and clients refuse a lower one as a downgrade): give a sequence above %d",
@@ -253,7 +238,7 @@ func CompareRelease(prev, next *Statement, remove []string) (*Release, error) {
 		if next.Tool(p.Name) != nil {
 			continue
 		}
-		t := ReleaseTool{Name: p.Name, Status: ReleaseRemoved, PreviousVersion: p.Version}
+		t := Tool{Name: p.Name, Status: StatusRemoved, PreviousVersion: p.Version}
 		if slices.Contains(remove, p.Name) {
 			t.Message = fmt.Sprintf("removed on purpose: clients that pinned %s@%s will find it gone", p.Name, p.Version)
 		} else {
@@ -265,27 +250,27 @@ func CompareRelease(prev, next *Statement, remove []string) (*Release, error) {
 	return r, nil
 }
 
-func compareReleaseTool(p, t *Tool, served *Change) (ReleaseTool, error) {
-	rt := ReleaseTool{Name: t.Name, Status: ReleaseNew, Version: t.Version}
+func compareReleaseTool(p, t *etdi.Tool, served *etdi.Change) (Tool, error) {
+	rt := Tool{Name: t.Name, Status: StatusNew, Version: t.Version}
 	if p == nil {
 		rt.Message = "new in this release"
 		return rt, nil
 	}
 	rt.PreviousVersion = p.Version
-	pv, err := ParseVersion(p.Version)
+	pv, err := etdi.ParseVersion(p.Version)
 	if err != nil {
 		return rt, fmt.Errorf("the previous release's tool %q: %v", p.Name, err)
 	}
-	tv, err := ParseVersion(t.Version)
+	tv, err := etdi.ParseVersion(t.Version)
 	if err != nil {
 		return rt, fmt.Errorf("tool %q: %v", t.Name, err)
 	}
 	defChanged := p.Digest != t.Digest
 	if defChanged {
-		rt.Changes = Diff(p.Definition(), t.Definition())
-		rt.Fields = ChangedFields(rt.Changes)
+		rt.Changes = etdi.Diff(p.Definition(), t.Definition())
+		rt.Fields = etdi.ChangedFields(rt.Changes)
 	}
-	rt.PermissionsAdded, rt.PermissionsRemoved = PermissionDiff(p.Permissions, t.Permissions)
+	rt.PermissionsAdded, rt.PermissionsRemoved = etdi.PermissionDiff(p.Permissions, t.Permissions)
 	if len(rt.PermissionsAdded)+len(rt.PermissionsRemoved) > 0 {
 		rt.Fields = append(rt.Fields, "permissions")
 	}
@@ -298,29 +283,29 @@ func compareReleaseTool(p, t *Tool, served *Change) (ReleaseTool, error) {
 	what := releaseChanges(&rt)
 	switch c := tv.Compare(pv); {
 	case c < 0:
-		rt.Status, rt.Refused = ReleaseDowngrade, true
+		rt.Status, rt.Refused = StatusDowngrade, true
 		rt.Message = fmt.Sprintf("version %s is lower than the previous release's %s: every client that pinned %s would refuse it as a downgrade", t.Version, p.Version, p.Version)
 		if rt.Required != BumpNone {
-			rt.Suggested = pv.Bumped(rt.Required)
+			rt.Suggested = bumped(pv, rt.Required)
 			rt.Message += fmt.Sprintf("; it %s, which calls for %s", what, bumpAdvice(rt.Required, rt.Suggested))
 		}
 	case rt.Required == BumpNone:
-		rt.Status, rt.Message = ReleaseUnchanged, "unchanged"
+		rt.Status, rt.Message = StatusUnchanged, "unchanged"
 		if c > 0 {
-			rt.Status, rt.Message = ReleaseBumped, "a higher version without a change"
+			rt.Status, rt.Message = StatusBumped, "a higher version without a change"
 		}
 	case c == 0:
-		rt.Status, rt.Refused, rt.Suggested = ReleaseRugPull, true, pv.Bumped(rt.Required)
+		rt.Status, rt.Refused, rt.Suggested = StatusRugPull, true, bumped(pv, rt.Required)
 		rt.Message = fmt.Sprintf("%s under the same version %s: every client that pinned it would see a rug pull; this calls for %s",
 			what, p.Version, bumpAdvice(rt.Required, rt.Suggested))
-	case tv.Satisfies(pv, rt.Required):
-		rt.Status = ReleaseBumped
+	case satisfies(tv, pv, rt.Required):
+		rt.Status = StatusBumped
 		rt.Message = fmt.Sprintf("%s: a %s bump (%s called for)", what, rt.Made, rt.Required)
 		if len(pv.Pre) > 0 {
 			rt.Message = fmt.Sprintf("%s: any higher version may follow the pre-release %s", what, p.Version)
 		}
 	default:
-		rt.Status, rt.Suggested = ReleaseBumpTooSmall, pv.Bumped(rt.Required)
+		rt.Status, rt.Suggested = StatusBumpTooSmall, bumped(pv, rt.Required)
 		rt.Message = fmt.Sprintf("%s: that calls for %s, not a %s bump (clients still see a new version and ask for approval)", what, bumpAdvice(rt.Required, rt.Suggested), rt.Made)
 	}
 	return rt, nil
@@ -333,7 +318,7 @@ func bumpAdvice(b Bump, version string) string {
 
 // releaseChanges says in a few words what changed: "the definition
 // (description), permissions (+net:write) and what serves it".
-func releaseChanges(t *ReleaseTool) string {
+func releaseChanges(t *Tool) string {
 	var parts []string
 	var defFields []string
 	for _, f := range t.Fields {
@@ -375,34 +360,15 @@ func releaseChanges(t *ReleaseTool) string {
 // (§4.1) and next names one that prev does not. A client's pin records
 // what served each tool (§15): a tool of the same version served by
 // something else is a rug pull to it.
-func servedChange(prev, next *Server) *Change {
+func servedChange(prev, next *etdi.Server) *etdi.Change {
 	if !prev.Bound() || !next.Bound() {
 		return nil
 	}
-	old, cur := servedBy(prev), servedBy(next)
+	old, cur := prev.ServedBy(), next.ServedBy()
 	for _, s := range cur {
 		if !slices.Contains(old, s) {
-			return &Change{Path: "/served", Op: "changed", Old: strings.Join(old, ", "), New: strings.Join(cur, ", ")}
+			return &etdi.Change{Path: "/served", Op: "changed", Old: strings.Join(old, ", "), New: strings.Join(cur, ", ")}
 		}
 	}
 	return nil
-}
-
-// servedBy lists what a bound server is served by, as pins write it:
-// "TYPE NAME@VERSION DIGEST" and "url SCHEME://HOST:PORT/PATH".
-func servedBy(s *Server) []string {
-	var out []string
-	for _, a := range s.Artifacts {
-		n := a.Type + " " + a.Name
-		if a.Version != "" {
-			n += "@" + a.Version
-		}
-		out = append(out, n+" "+a.Digest)
-	}
-	for _, e := range s.Endpoints {
-		if ep, err := parseEndpoint(e); err == nil {
-			out = append(out, fmt.Sprintf("url %s://%s:%s%s", ep.scheme, ep.host, ep.port, strings.TrimSuffix(ep.path, "/")))
-		}
-	}
-	return out
 }

@@ -1,4 +1,4 @@
-package etdi
+package strictjson
 
 import (
 	"math"
@@ -83,7 +83,7 @@ func TestCanonicalizeRFC8785(t *testing.T) {
 
 func TestAppendIndent(t *testing.T) {
 	in := `{"z":1,"a":{"y":[1,{"b":null}],"x":[]},"e":{}}`
-	v, err := ParseJSON([]byte(in))
+	v, err := Parse([]byte(in))
 	if err != nil {
 		t.Fatal(err)
 	}

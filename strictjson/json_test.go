@@ -1,4 +1,4 @@
-package etdi
+package strictjson
 
 import (
 	"errors"
@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-func TestParseJSONRejects(t *testing.T) {
+func TestParseRejects(t *testing.T) {
 	deep := strings.Repeat("[", MaxDepth+1) + strings.Repeat("]", MaxDepth+1)
 	for _, tc := range []struct {
 		name, in, want string
@@ -39,9 +39,9 @@ func TestParseJSONRejects(t *testing.T) {
 		{"truncated", `{"a":[1,2`, "unexpected end"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := ParseJSON([]byte(tc.in))
+			_, err := Parse([]byte(tc.in))
 			if err == nil {
-				t.Fatalf("ParseJSON(%q) succeeded", tc.in)
+				t.Fatalf("Parse(%q) succeeded", tc.in)
 			}
 			var se *SyntaxError
 			if !errors.As(err, &se) {
@@ -54,20 +54,20 @@ func TestParseJSONRejects(t *testing.T) {
 	}
 }
 
-func TestParseJSONAccepts(t *testing.T) {
+func TestParseAccepts(t *testing.T) {
 	for _, in := range []string{
 		`{}`, `[]`, `0`, `-0`, `"x"`, `null`, ` true `, `9007199254740991`, `-9007199254740991`,
 		`1.5e-300`, `{"a":{"b":[1,2,{"c":null}]}}`, `["\ud83d\ude00"]`, `["\u2028"]`,
 		strings.Repeat("[", MaxDepth) + strings.Repeat("]", MaxDepth),
 	} {
-		if _, err := ParseJSON([]byte(in)); err != nil {
-			t.Errorf("ParseJSON(%q): %v", in, err)
+		if _, err := Parse([]byte(in)); err != nil {
+			t.Errorf("Parse(%q): %v", in, err)
 		}
 	}
 }
 
 func TestSyntaxErrorOffset(t *testing.T) {
-	_, err := ParseJSON([]byte(`{"a":1,"a":2}`))
+	_, err := Parse([]byte(`{"a":1,"a":2}`))
 	var se *SyntaxError
 	if !errors.As(err, &se) || se.Offset != 7 {
 		t.Fatalf("offset of duplicate = %+v, want 7", err)
