@@ -1,4 +1,4 @@
-package guard
+package gate
 
 // Attack tests: a hostile server (or a hostile peer of --listen) against
 // the runtime gate. Each TestAttack... names the attack and the promise of
@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/etdi-dev/etdi"
+	"github.com/etdi-dev/etdi/guard"
 	"github.com/etdi-dev/etdi/internal/mcpclient"
 	"github.com/etdi-dev/etdi/keys"
 	"github.com/etdi-dev/etdi/pin"
@@ -124,22 +125,22 @@ func serveAtk(c *chanConn, h atkHandler) *atkServer {
 // atkOptions are the options of a gate for the unsigned server "atk",
 // whose clean listing (tools, the prompt, the resource, the
 // instructions) is approved.
-func atkOptions(t testing.TB) GateOptions {
+func atkOptions(t testing.TB) Options {
 	t.Helper()
-	opts := GateOptions{Options: Options{Policy: &trust.Policy{Unsigned: trust.Warn}, Pins: filepath.Join(t.TempDir(), "pins.db"),
+	opts := Options{Options: guard.Options{Policy: &trust.Policy{Unsigned: trust.Warn}, Pins: filepath.Join(t.TempDir(), "pins.db"),
 		Name: "atk", By: "tester"}, Timeout: 5 * time.Second, FlushEvery: 50 * time.Millisecond}
 	a, b := pipePair()
 	serveAtk(b, cleanHandler)
-	l, err := List(context.Background(), a, FetchOptions{})
+	l, err := guard.List(context.Background(), a, guard.FetchOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	a.Close()
-	r, err := Check(context.Background(), l, opts.Options)
+	r, err := guard.Check(context.Background(), l, opts.Options)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ap, err := Approve(context.Background(), r, ApproveOptions{AcceptInstructions: true}); err != nil || ap.ExitCode() != 0 {
+	if ap, err := guard.Approve(context.Background(), r, guard.ApproveOptions{AcceptInstructions: true}); err != nil || ap.ExitCode() != 0 {
 		t.Fatalf("approve: %v %+v", err, ap)
 	}
 	return opts
@@ -160,7 +161,7 @@ type atkGate struct {
 	aside []string
 }
 
-func startAtk(t *testing.T, opts GateOptions, h atkHandler) *atkGate {
+func startAtk(t *testing.T, opts Options, h atkHandler) *atkGate {
 	t.Helper()
 	a := &atkGate{done: make(chan error, 1)}
 	opts.Log = func(l string) { a.mu.Lock(); a.log = append(a.log, l); a.mu.Unlock() }
@@ -168,7 +169,7 @@ func startAtk(t *testing.T, opts GateOptions, h atkHandler) *atkGate {
 	server, serverEnd := pipePair()
 	a.host = host
 	a.server = serveAtk(serverEnd, h)
-	g, err := NewGate(opts)
+	g, err := New(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -350,7 +351,7 @@ func TestAttackHistoryGrowthUnbounded(t *testing.T) {
 	})
 	a.init(t)
 	size := func() (n, records int64) {
-		withPins(opts.Options, true, func(s *pin.Store) error {
+		opts.Options.WithPins(true, func(s *pin.Store) error {
 			return s.Records(func(data []byte, r *pin.Record) error { n += int64(len(data)); records++; return nil })
 		})
 		return n, records
@@ -504,7 +505,7 @@ func TestAttackCaseFoldedMembers(t *testing.T) {
 // tools/list and never answers it (no response headers). HTTPSession.Write
 // makes the POST with the session's context, not the caller's, and its
 // client has no timeout: the gate's own listing, bounded by
-// GateOptions.Timeout, waits for ever, and so does the host's initialize
+// Options.Timeout, waits for ever, and so does the host's initialize
 // (and, after a list_changed, every request of the host).
 // Breaks: the gate's own listing is bounded and fails closed.
 func TestAttackHTTPOwnListingHangs(t *testing.T) {
@@ -543,7 +544,7 @@ func TestAttackHTTPOwnListingHangs(t *testing.T) {
 		t.Fatal(err)
 	}
 	host, hostEnd := pipePair()
-	g, err := NewGate(opts)
+	g, err := New(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -577,13 +578,13 @@ func TestAttackDuplicateNameInCall(t *testing.T) {
 		})
 	ctx := context.Background()
 	conn := connInMemory(t, server)
-	g, err := NewGate(opts)
+	g, err := New(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	host, hostEnd := pipePair()
 	done := make(chan error, 1)
-	go func() { done <- g.Run(ctx, hostEnd, SDKConn(conn)) }()
+	go func() { done <- g.Run(ctx, hostEnd, guard.SDKConn(conn)) }()
 	defer func() { host.Close(); <-done }()
 	h := &benchHost{c: host}
 	h.ask(t, "initialize", `{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"h","version":"1"}}`)
@@ -603,7 +604,7 @@ const bankTool = `{"name":"transfer_money","description":"Transfer money from th
 // signedBank returns a policy that trusts provider acme, the in-band
 // bundle acme publishes for its server "bank", and pins in which both
 // acme:bank and the unsigned server "atk" (get_weather) are approved.
-func signedBank(t *testing.T) (GateOptions, string) {
+func signedBank(t *testing.T) (Options, string) {
 	t.Helper()
 	priv, err := keys.Generate("")
 	if err != nil {
@@ -629,15 +630,15 @@ func signedBank(t *testing.T) (GateOptions, string) {
 	}
 	opts.Policy = policy
 	bankList := `{"tools":[` + bankTool + `],"_meta":{"dev.etdi/bundle":` + string(b.Marshal()) + `}}`
-	l, err := ReadListing([]byte(bankList))
+	l, err := guard.ReadListing([]byte(bankList))
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := Check(context.Background(), l, opts.Options)
+	r, err := guard.Check(context.Background(), l, opts.Options)
 	if err != nil || r.Server != "acme:bank" {
 		t.Fatalf("bank: %v %+v", err, r)
 	}
-	if ap, err := Approve(context.Background(), r, ApproveOptions{}); err != nil || ap.ExitCode() != 0 {
+	if ap, err := guard.Approve(context.Background(), r, guard.ApproveOptions{}); err != nil || ap.ExitCode() != 0 {
 		t.Fatalf("approve bank: %v %+v", err, ap)
 	}
 	return opts, bankList
@@ -684,10 +685,10 @@ func killAudit(a *callAudit) {
 }
 
 // callRecords counts the call records in the history.
-func callRecords(t *testing.T, opts Options) int {
+func callRecords(t *testing.T, opts guard.Options) int {
 	t.Helper()
 	n := 0
-	if err := withPins(opts, true, func(s *pin.Store) error {
+	if err := opts.WithPins(true, func(s *pin.Store) error {
 		return s.Records(func(_ []byte, r *pin.Record) error {
 			if r.Type == pin.RecordCall {
 				n++
@@ -710,7 +711,7 @@ func callRecords(t *testing.T, opts Options) int {
 // its call records are lost. Breaks: every call is recorded exactly once
 // even across kill -9 (and the gate starts).
 func TestAttackAuditConcurrentStart(t *testing.T) {
-	opts := GateOptions{Options: Options{Policy: &trust.Policy{Unsigned: trust.Warn}, Pins: filepath.Join(t.TempDir(), "pins.db"),
+	opts := Options{Options: guard.Options{Policy: &trust.Policy{Unsigned: trust.Warn}, Pins: filepath.Join(t.TempDir(), "pins.db"),
 		Name: "atk", By: "tester"}, FlushEvery: time.Hour}
 	failed, lockless := 0, 0
 	var firstErr error
@@ -769,7 +770,7 @@ func fileExists(path string) bool {
 // removed as done. Breaks: every call is recorded exactly once even across
 // kill -9.
 func TestAttackAuditLongNameLosesRecords(t *testing.T) {
-	opts := GateOptions{Options: Options{Policy: &trust.Policy{Unsigned: trust.Warn}, Pins: filepath.Join(t.TempDir(), "pins.db"),
+	opts := Options{Options: guard.Options{Policy: &trust.Policy{Unsigned: trust.Warn}, Pins: filepath.Join(t.TempDir(), "pins.db"),
 		Name: "atk", By: "tester"}, FlushEvery: time.Hour}
 	a, err := startAudit(opts)
 	if err != nil {
@@ -1130,7 +1131,7 @@ func TestRegressionRevokedMidSession(t *testing.T) {
 	if ans := a.ask(t, "tools/call", `{"name":"get_weather","arguments":{}}`, 5*time.Second); !strings.Contains(ans, "sunny") {
 		t.Fatalf("approved call: %s", ans)
 	}
-	if err := withPins(opts.Options, false, func(s *pin.Store) error {
+	if err := opts.Options.WithPins(false, func(s *pin.Store) error {
 		return s.Revoke(pin.Revocation{Server: "unsigned:atk", Tool: "get_weather", By: "tester", Reason: "compromised"})
 	}); err != nil {
 		t.Fatal(err)
@@ -1160,7 +1161,7 @@ func TestRegressionRevokedMidSession(t *testing.T) {
 func TestRegressionRevokedToldWithoutApprove(t *testing.T) {
 	opts := atkOptions(t)
 	opts.Review = "etdi check"
-	if err := withPins(opts.Options, false, func(s *pin.Store) error {
+	if err := opts.Options.WithPins(false, func(s *pin.Store) error {
 		return s.Revoke(pin.Revocation{Server: "unsigned:atk", Tool: "get_weather", By: "tester", Reason: "compromised"})
 	}); err != nil {
 		t.Fatal(err)
@@ -1194,7 +1195,7 @@ func TestRegressionRevokedToldWithoutApprove(t *testing.T) {
 func TestRegressionRevokedReasonEscapedForHost(t *testing.T) {
 	opts := atkOptions(t)
 	opts.Review = "etdi check"
-	if err := withPins(opts.Options, false, func(s *pin.Store) error {
+	if err := opts.Options.WithPins(false, func(s *pin.Store) error {
 		return s.Revoke(pin.Revocation{Server: "unsigned:atk", Tool: "get_weather", By: "tester", Reason: "gone\x1b]8;;https://evil.example\x07 click\x1b[2J"})
 	}); err != nil {
 		t.Fatal(err)

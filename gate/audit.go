@@ -1,4 +1,4 @@
-package guard
+package gate
 
 import (
 	"bytes"
@@ -16,6 +16,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/etdi-dev/etdi"
+	"github.com/etdi-dev/etdi/guard"
 	"github.com/etdi-dev/etdi/internal/filelock"
 	"github.com/etdi-dev/etdi/internal/mcpclient"
 	"github.com/etdi-dev/etdi/pin"
@@ -43,7 +44,7 @@ const flushAt = 1024
 // and the next gate appends what it holds to the history, exactly once.
 // A nil *callAudit records nothing.
 type callAudit struct {
-	opts  Options
+	opts  guard.Options
 	dir   string
 	id    string
 	lock  *os.File
@@ -106,12 +107,12 @@ func spoolDir(pins string) string { return pins + ".calls" }
 
 // startAudit opens the gate's spool and appends to the history what
 // spools of gates that are gone left behind.
-func startAudit(opts GateOptions) (*callAudit, error) {
+func startAudit(opts Options) (*callAudit, error) {
 	var rnd [8]byte
 	if _, err := rand.Read(rnd[:]); err != nil {
 		return nil, err
 	}
-	a := &callAudit{opts: opts.Options, dir: spoolDir(localPins(opts.Options)), id: time.Now().UTC().Format("20060102T150405") + "-" + hex.EncodeToString(rnd[:]),
+	a := &callAudit{opts: opts.Options, dir: spoolDir(opts.Options.LocalPins()), id: time.Now().UTC().Format("20060102T150405") + "-" + hex.EncodeToString(rnd[:]),
 		every: opts.FlushEvery, kick: make(chan struct{}, 1), quit: make(chan struct{}), done: make(chan struct{})}
 	if err := os.MkdirAll(a.dir, 0o700); err != nil {
 		return nil, err
@@ -272,7 +273,7 @@ func (a *callAudit) flush() error {
 		recs[i] = s.Record
 	}
 	last := batch[len(batch)-1].Seq
-	err := withPins(a.opts, false, func(s *pin.Store) error {
+	err := a.opts.WithPins(false, func(s *pin.Store) error {
 		txid, err := s.AppendCalls(a.id, last, recs)
 		if err == nil {
 			a.ownTx(txid)
@@ -327,7 +328,7 @@ func (a *callAudit) stop() error {
 	}
 	if err == nil && left == 0 {
 		os.Remove(a.spoolPath())
-		if err := withPins(a.opts, false, func(s *pin.Store) error { return s.EndSpool(a.id) }); err == nil {
+		if err := a.opts.WithPins(false, func(s *pin.Store) error { return s.EndSpool(a.id) }); err == nil {
 			a.lock.Close()
 			os.Remove(filepath.Join(a.dir, a.id+".lock"))
 			return nil
@@ -345,7 +346,7 @@ func (a *callAudit) stop() error {
 
 // recoverSpools appends to the history the call records of spools whose
 // gate is gone (its lock is free), each exactly once, and removes them.
-func recoverSpools(opts Options, dir, own string) error {
+func recoverSpools(opts guard.Options, dir, own string) error {
 	locks, err := filepath.Glob(filepath.Join(dir, "*.lock"))
 	if err != nil {
 		return err
@@ -378,13 +379,13 @@ func recoverSpools(opts Options, dir, own string) error {
 
 // recoverSpool appends the records of one spool that its mark says are
 // not in the history yet. A line cut short by a kill is skipped.
-func recoverSpool(opts Options, dir, id string) error {
+func recoverSpool(opts guard.Options, dir, id string) error {
 	data, err := os.ReadFile(filepath.Join(dir, id+".jsonl"))
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return err
 	}
 	var mark uint64
-	if err := withPins(opts, false, func(s *pin.Store) error {
+	if err := opts.WithPins(false, func(s *pin.Store) error {
 		var err error
 		mark, err = s.SpoolMark(id)
 		return err
@@ -401,7 +402,7 @@ func recoverSpool(opts Options, dir, id string) error {
 		recs = append(recs, s.Record)
 		last = max(last, s.Seq)
 	}
-	return withPins(opts, false, func(s *pin.Store) error {
+	return opts.WithPins(false, func(s *pin.Store) error {
 		if len(recs) > 0 {
 			if _, err := s.AppendCalls(id, last, recs); err != nil {
 				return err

@@ -1,4 +1,4 @@
-package guard
+package gate
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/etdi-dev/etdi/guard"
 	"github.com/etdi-dev/etdi/internal/mcpclient"
 	"github.com/etdi-dev/etdi/policy"
 	"github.com/etdi-dev/etdi/trust"
@@ -152,26 +153,26 @@ func sessionWith(b testing.TB, n int, gated, audit bool, set *policy.Set) (*benc
 		h.ask(b, "initialize", `{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}`)
 		return h, func() { host.Close() }
 	}
-	opts := GateOptions{Options: Options{Policy: &trust.Policy{Unsigned: trust.Warn}, Pins: filepath.Join(b.TempDir(), "pins.db"),
+	opts := Options{Options: guard.Options{Policy: &trust.Policy{Unsigned: trust.Warn}, Pins: filepath.Join(b.TempDir(), "pins.db"),
 		Name: "fake", By: "bench"}, Timeout: time.Minute, AuditCalls: audit, Policies: set}
 	// Approve the fake server's tools first, over a connection of its own.
 	sa, sb := pipePair()
 	go fakeServer(sb, n)
-	l, err := List(context.Background(), sa, FetchOptions{})
+	l, err := guard.List(context.Background(), sa, guard.FetchOptions{})
 	if err != nil {
 		b.Fatal(err)
 	}
-	r, err := Check(context.Background(), l, opts.Options)
+	r, err := guard.Check(context.Background(), l, opts.Options)
 	if err != nil {
 		b.Fatal(err)
 	}
-	if a, err := Approve(context.Background(), r, ApproveOptions{}); err != nil || a.ExitCode() != 0 {
+	if a, err := guard.Approve(context.Background(), r, guard.ApproveOptions{}); err != nil || a.ExitCode() != 0 {
 		b.Fatalf("approve: %v", err)
 	}
 	sa.Close()
 	server, serverEnd := pipePair()
 	go fakeServer(serverEnd, n)
-	g, err := NewGate(opts)
+	g, err := New(opts)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package guard
+package gate
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/etdi-dev/etdi/guard"
 	"github.com/etdi-dev/etdi/internal/mcpclient"
 	"github.com/etdi-dev/etdi/trust"
 )
@@ -26,7 +27,7 @@ var (
 
 // everything is the command of the real server-everything from npm
 // (testdata/mcp, installed from its lockfile once per test run).
-func everything(t *testing.T) Server {
+func everything(t *testing.T) guard.Server {
 	t.Helper()
 	bin := filepath.Join(mcpFixtures, "node_modules", ".bin", "mcp-server-everything")
 	npmOnce.Do(func() {
@@ -42,10 +43,10 @@ func everything(t *testing.T) Server {
 	if npmErr != nil {
 		t.Fatal(npmErr)
 	}
-	return Server{Command: []string{"node", bin, "stdio"}}
+	return guard.Server{Command: []string{"node", bin, "stdio"}}
 }
 
-func listingNames(l *Listing) []string {
+func listingNames(l *guard.Listing) []string {
 	var out []string
 	for _, t := range l.Tools {
 		out = append(out, t.Name)
@@ -62,16 +63,16 @@ type hostSession struct {
 	log  func() []string
 }
 
-func gateSession(t *testing.T, opts GateOptions, s Server) *hostSession {
+func gateSession(t *testing.T, opts Options, s guard.Server) *hostSession {
 	t.Helper()
 	var mu sync.Mutex
 	var lines []string
 	opts.Log = func(l string) { mu.Lock(); lines = append(lines, l); mu.Unlock() }
-	g, err := NewGate(opts)
+	g, err := New(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	server, err := StartServer(s, io.Discard)
+	server, err := guard.StartServer(s, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -166,33 +167,33 @@ func (h *hostSession) withheld() []string {
 func TestCapabilitiesApproveWhatTheHostIsOffered(t *testing.T) {
 	srv := everything(t)
 	ctx := context.Background()
-	bare, err := Fetch(ctx, srv, FetchOptions{})
+	bare, err := guard.Fetch(ctx, srv, guard.FetchOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if slices.Contains(listingNames(bare), "get-roots-list") {
 		t.Fatalf("a listing without capabilities is offered get-roots-list: %v", listingNames(bare))
 	}
-	caps, err := ParseCapabilities("roots")
+	caps, err := guard.ParseCapabilities("roots")
 	if err != nil {
 		t.Fatal(err)
 	}
-	withRoots, err := Fetch(ctx, srv, FetchOptions{Capabilities: caps})
+	withRoots, err := guard.Fetch(ctx, srv, guard.FetchOptions{Capabilities: caps})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !slices.Contains(listingNames(withRoots), "get-roots-list") {
 		t.Fatalf("a listing that declares roots is not offered get-roots-list: %v", listingNames(withRoots))
 	}
-	approve := func(l *Listing) GateOptions {
+	approve := func(l *guard.Listing) Options {
 		t.Helper()
-		opts := GateOptions{Options: Options{Policy: &trust.Policy{Unsigned: trust.Warn}, Pins: filepath.Join(t.TempDir(), "pins.db"),
+		opts := Options{Options: guard.Options{Policy: &trust.Policy{Unsigned: trust.Warn}, Pins: filepath.Join(t.TempDir(), "pins.db"),
 			Name: "everything", By: "tester"}, Timeout: 20 * time.Second, FlushEvery: 50 * time.Millisecond}
-		r, err := Check(ctx, l, opts.Options)
+		r, err := guard.Check(ctx, l, opts.Options)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if ap, err := Approve(ctx, r, ApproveOptions{AcceptInstructions: true}); err != nil || ap.ExitCode() != 0 {
+		if ap, err := guard.Approve(ctx, r, guard.ApproveOptions{AcceptInstructions: true}); err != nil || ap.ExitCode() != 0 {
 			t.Fatalf("approve: %v %+v", err, ap)
 		}
 		return opts

@@ -1,4 +1,4 @@
-package guard
+package gate
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/etdi-dev/etdi"
+	"github.com/etdi-dev/etdi/guard"
 	"github.com/etdi-dev/etdi/internal/mcpclient"
 	"github.com/etdi-dev/etdi/pin"
 	"github.com/etdi-dev/etdi/policy"
@@ -35,22 +36,22 @@ func startAtkPolicies(t *testing.T, policies string, h atkHandler) *atkGate {
 }
 
 // atkOptionsOf is atkOptions with the listing of h approved.
-func atkOptionsOf(t testing.TB, h atkHandler) GateOptions {
+func atkOptionsOf(t testing.TB, h atkHandler) Options {
 	t.Helper()
-	opts := GateOptions{Options: Options{Policy: &trust.Policy{Unsigned: trust.Warn}, Pins: filepath.Join(t.TempDir(), "pins.db"),
+	opts := Options{Options: guard.Options{Policy: &trust.Policy{Unsigned: trust.Warn}, Pins: filepath.Join(t.TempDir(), "pins.db"),
 		Name: "atk", By: "tester"}, Timeout: 5 * time.Second, FlushEvery: 50 * time.Millisecond}
 	a, b := pipePair()
 	serveAtk(b, h)
-	l, err := List(context.Background(), a, FetchOptions{})
+	l, err := guard.List(context.Background(), a, guard.FetchOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	a.Close()
-	r, err := Check(context.Background(), l, opts.Options)
+	r, err := guard.Check(context.Background(), l, opts.Options)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ap, err := Approve(context.Background(), r, ApproveOptions{AcceptInstructions: true}); err != nil || ap.ExitCode() != 0 {
+	if ap, err := guard.Approve(context.Background(), r, guard.ApproveOptions{AcceptInstructions: true}); err != nil || ap.ExitCode() != 0 {
 		t.Fatalf("approve: %v %+v", err, ap)
 	}
 	return opts
@@ -177,7 +178,7 @@ func TestPolicyReadsCountForSession(t *testing.T) {
 // The scopes a prompt or resource shows the policies are those of the
 // server's approved tools.
 func TestApprovedScopes(t *testing.T) {
-	r := &Report{Observation: &pin.Observation{Tools: []pin.Observed{
+	r := &guard.Report{Observation: &pin.Observation{Tools: []pin.Observed{
 		{Item: itemTool, Name: "a", Permissions: permissions("net:fetch", "fs:read")},
 		{Item: itemTool, Name: "b", Permissions: permissions("fs:read")},
 		{Item: itemTool, Name: "withheld", Permissions: permissions("shell:exec")},

@@ -1,4 +1,4 @@
-package guard
+package gate
 
 import (
 	"context"
@@ -14,23 +14,13 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/etdi-dev/etdi/guard"
 	"github.com/etdi-dev/etdi/internal/mcpclient"
 	"github.com/etdi-dev/etdi/internal/redact"
 	"github.com/etdi-dev/etdi/internal/termtext"
 	"github.com/etdi-dev/etdi/pin"
 	"github.com/etdi-dev/etdi/policy"
 )
-
-// Conn carries the JSON-RPC messages of one side of a session, one
-// message per Read or Write: the host's side of etdi run (its stdin and
-// stdout), or the server's (a process over stdio, a Streamable HTTP
-// endpoint). Read and Write may be called concurrently; Close unblocks a
-// pending Read.
-type Conn interface {
-	Read(ctx context.Context) ([]byte, error)
-	Write(ctx context.Context, msg []byte) error
-	Close() error
-}
 
 // BlockedCode is the JSON-RPC error code of a call the gate refuses
 // (SPEC.md §25): an implementation-defined server error, with a data
@@ -54,11 +44,11 @@ const NotListed = "not_listed"
 // (its answer, if one comes, is dropped as one to nobody's request).
 const maxCancelled = 10_000
 
-// GateOptions configure a gate.
-type GateOptions struct {
+// Options configure a gate.
+type Options struct {
 	// Options are those of Check: the trust policy, the pin database, the
 	// bundle, the name of a server without one, its credentials.
-	Options
+	guard.Options
 	// Timeout bounds each listing the gate makes of the server on its own
 	// (default 60 s); StartTimeout is not used: the host waits for
 	// initialize as it would without the gate.
@@ -137,9 +127,9 @@ type GateOptions struct {
 // It fails closed: a listing it cannot read, verify or compare passes
 // nothing.
 type Gate struct {
-	opts   GateOptions
-	host   Conn
-	server Conn
+	opts   Options
+	host   guard.Conn
+	server guard.Conn
 
 	toHost, toServer *outbox
 	jobs             *jobs
@@ -240,8 +230,8 @@ type hostRequest struct {
 	cancelled bool
 }
 
-// NewGate returns a gate; Run relays a session through it.
-func NewGate(opts GateOptions) (*Gate, error) {
+// New returns a gate; Run relays a session through it.
+func New(opts Options) (*Gate, error) {
 	if opts.Policy == nil {
 		return nil, errors.New("guard: a gate needs a trust policy")
 	}
@@ -274,7 +264,7 @@ func NewGate(opts GateOptions) (*Gate, error) {
 		return nil, err
 	}
 	g := &Gate{opts: opts, own: newOwnRequests("etdi-" + hex.EncodeToString(rnd[:8]) + "-"), pending: map[string]*hostRequest{},
-		gone: make(chan struct{}), gen: pin.NewStamper(opts.Pins, opts.pinOptions(false)),
+		gone: make(chan struct{}), gen: pin.NewStamper(opts.Pins, opts.PinOptions(false)),
 		relists: map[string]*relistJob{}, asking: map[string]*askWait{},
 		hostOwn: newOwnRequests("etdi-ask-" + hex.EncodeToString(rnd[8:]) + "-")}
 	g.st.init()
@@ -294,7 +284,7 @@ func (g *Gate) errorTo(id []byte, code int, msg string, data []byte) []byte {
 // it or ctx is done, then closes both (a server process is always
 // reaped). It returns nil when the host ended the session, and why
 // otherwise.
-func (g *Gate) Run(ctx context.Context, host, server Conn) error {
+func (g *Gate) Run(ctx context.Context, host, server guard.Conn) error {
 	g.host, g.server = host, server
 	g.ctx, g.cancel = context.WithCancel(ctx)
 	defer g.cancel()
@@ -816,27 +806,4 @@ func clipText(s string) string {
 		cut = cut[:len(cut)-1]
 	}
 	return cut + "..."
-}
-
-// StartServer starts the server of a gate session: the command over
-// stdio in its own process group (what it writes to stderr is copied to
-// stderr if not nil), or a Streamable HTTP session with the URL. Closing
-// the Conn ends the server; a process is always reaped.
-func StartServer(s Server, stderr io.Writer) (Conn, error) {
-	switch {
-	case len(s.Command) > 0 && s.URL != "":
-		return nil, errors.New("guard: a server has a command or a URL, not both")
-	case len(s.Command) > 0:
-		return mcpclient.StartStdio(s.Command, s.serverEnv(), s.Dir, stderr)
-	case s.URL != "":
-		return mcpclient.DialHTTP(s.URL, s.Header)
-	}
-	return nil, errors.New("guard: a server needs a command or a URL")
-}
-
-// StreamConn is the host's side of a session over MCP's stdio transport:
-// messages are lines read from r and written to w (etdi run's stdin and
-// stdout); Close calls closer if not nil.
-func StreamConn(r io.Reader, w io.Writer, closer func() error) Conn {
-	return mcpclient.NewStreamConn(r, w, closer)
 }

@@ -1,4 +1,4 @@
-package guard
+package gate
 
 import (
 	"bytes"
@@ -21,6 +21,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/etdi-dev/etdi/guard"
 	"github.com/etdi-dev/etdi/internal/mcpclient"
 	"github.com/etdi-dev/etdi/internal/termtext"
 )
@@ -38,15 +39,15 @@ const (
 // HTTPOptions configure ListenHTTP.
 type HTTPOptions struct {
 	// Gate are the options of every session's gate: each host session is
-	// relayed by a gate of its own (NewGate), with these options.
-	Gate GateOptions
+	// relayed by a gate of its own (New), with these options.
+	Gate Options
 	// Upstream starts the server's side of one host session: a server
 	// process (StartServer with a command: one process per session), a
 	// Streamable HTTP session with a remote server. It is called once
 	// per session, when the host's initialize arrives; the gate closes
 	// what it returns when the session ends. An error is answered to the
 	// host's initialize (HTTP 500) as it is: mask secrets in it.
-	Upstream func(ctx context.Context) (Conn, error)
+	Upstream func(ctx context.Context) (guard.Conn, error)
 	// MaxSessions bounds the sessions served at once (default
 	// DefaultMaxSessions), counting a session until its server has
 	// ended: an initialize beyond it ends the session idle longest and
@@ -72,7 +73,7 @@ type HTTPOptions struct {
 
 	// serve, in tests, replaces the gate and Upstream: it relays the
 	// session whose host side is host.
-	serve func(ctx context.Context, host Conn) error
+	serve func(ctx context.Context, host guard.Conn) error
 	// roomWait, in tests, is called when a new session waits for the
 	// server of the session ended to make room.
 	roomWait func()
@@ -464,7 +465,7 @@ func (s *HTTPServer) relay(sess *httpSession) (run func() error, err error) {
 	if s.opts.Refusal != nil {
 		return func() error { return ServeRefusal(s.ctx, sess, s.opts.Refusal, s.opts.Gate.Log) }, nil
 	}
-	gate, err := NewGate(s.opts.Gate)
+	gate, err := New(s.opts.Gate)
 	if err != nil {
 		return nil, err
 	}

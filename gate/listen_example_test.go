@@ -1,4 +1,4 @@
-package guard_test
+package gate_test
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/signal"
 
+	"github.com/etdi-dev/etdi/gate"
 	"github.com/etdi-dev/etdi/guard"
 	"github.com/etdi-dev/etdi/trust"
 )
@@ -14,8 +15,8 @@ import (
 // host session gets a gate and a server process of its own.
 func ExampleListenHTTP() {
 	server := guard.Server{Command: []string{"weather-server"}}
-	h, err := guard.ListenHTTP("127.0.0.1:0", guard.HTTPOptions{
-		Gate: guard.GateOptions{Options: guard.Options{Policy: &trust.Policy{Unsigned: trust.Warn}, Pins: "pins.db", Name: "weather"}},
+	h, err := gate.ListenHTTP("127.0.0.1:0", gate.HTTPOptions{
+		Gate: gate.Options{Options: guard.Options{Policy: &trust.Policy{Unsigned: trust.Warn}, Pins: "pins.db", Name: "weather"}},
 		Upstream: func(context.Context) (guard.Conn, error) {
 			return guard.StartServer(server, os.Stderr)
 		},

@@ -1,4 +1,4 @@
-package guard
+package gate
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/etdi-dev/etdi/guard"
 	"github.com/etdi-dev/etdi/internal/mcpclient"
 )
 
@@ -68,7 +69,7 @@ func BenchmarkListenCall(b *testing.B) {
 			name = "sse"
 		}
 		b.Run(name, func(b *testing.B) {
-			h, err := ListenHTTP("127.0.0.1:0", HTTPOptions{serve: func(ctx context.Context, host Conn) error {
+			h, err := ListenHTTP("127.0.0.1:0", HTTPOptions{serve: func(ctx context.Context, host guard.Conn) error {
 				for {
 					data, err := host.Read(ctx)
 					if err != nil {

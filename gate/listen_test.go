@@ -1,4 +1,4 @@
-package guard
+package gate
 
 import (
 	"bufio"
@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/etdi-dev/etdi/guard"
 	"github.com/etdi-dev/etdi/internal/mcpclient"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -76,13 +77,13 @@ func listenFixture() *mcp.Server {
 }
 
 // fixtureCommand starts the test binary as listenFixture.
-func fixtureCommand(t *testing.T) Server {
+func fixtureCommand(t *testing.T) guard.Server {
 	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
-	return Server{Command: []string{exe}, Env: append(os.Environ(), listenFixtureEnv+"=1")}
+	return guard.Server{Command: []string{exe}, Env: append(os.Environ(), listenFixtureEnv+"=1")}
 }
 
 // listenFixtureServer approves the fixture and serves it, one process
@@ -92,19 +93,19 @@ func listenFixtureServer(t *testing.T, o HTTPOptions) *HTTPServer {
 	ctx := listenCtx(t)
 	opts := gateOptions(t)
 	srv := fixtureCommand(t)
-	l, err := Fetch(ctx, srv, FetchOptions{})
+	l, err := guard.Fetch(ctx, srv, guard.FetchOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := Check(ctx, l, opts.Options)
+	r, err := guard.Check(ctx, l, opts.Options)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if a, err := Approve(ctx, r, ApproveOptions{}); err != nil || a.ExitCode() != 0 {
+	if a, err := guard.Approve(ctx, r, guard.ApproveOptions{}); err != nil || a.ExitCode() != 0 {
 		t.Fatalf("approve: %v %+v", err, a)
 	}
 	o.Gate = opts
-	o.Upstream = func(context.Context) (Conn, error) { return StartServer(srv, nil) }
+	o.Upstream = func(context.Context) (guard.Conn, error) { return guard.StartServer(srv, nil) }
 	h, err := ListenHTTP("127.0.0.1:0", o)
 	if err != nil {
 		t.Fatal(err)
@@ -315,7 +316,7 @@ func sseReader(body io.Reader) func() (string, string, error) {
 func hookServer(t *testing.T, o HTTPOptions) (*HTTPServer, <-chan *httpSession) {
 	t.Helper()
 	hosts := make(chan *httpSession, 4)
-	o.serve = func(ctx context.Context, host Conn) error {
+	o.serve = func(ctx context.Context, host guard.Conn) error {
 		s := host.(*httpSession)
 		hosts <- s
 		select {
@@ -639,13 +640,13 @@ func TestListenHTTPGate(t *testing.T) {
 	opts := gateOptions(t)
 	server := weatherServer("Get the weather.")
 	approveServer(t, server, opts.Options)
-	h, err := ListenHTTP("127.0.0.1:0", HTTPOptions{Gate: opts, Upstream: func(ctx context.Context) (Conn, error) {
+	h, err := ListenHTTP("127.0.0.1:0", HTTPOptions{Gate: opts, Upstream: func(ctx context.Context) (guard.Conn, error) {
 		st, ct := mcp.NewInMemoryTransports()
 		if _, err := server.Connect(ctx, st, nil); err != nil {
 			return nil, err
 		}
 		c, err := ct.Connect(ctx)
-		return SDKConn(c), err
+		return guard.SDKConn(c), err
 	}})
 	if err != nil {
 		t.Fatal(err)
@@ -790,7 +791,7 @@ func TestListenHTTPTooLarge(t *testing.T) {
 
 // Only loopback addresses are served.
 func TestListenHTTPAddress(t *testing.T) {
-	up := func(context.Context) (Conn, error) { return nil, errors.New("no server") }
+	up := func(context.Context) (guard.Conn, error) { return nil, errors.New("no server") }
 	for _, addr := range []string{"0.0.0.0:0", ":0", "[::]:0", "192.0.2.1:0", "127.0.0.2:0", "example.com:80", "127.0.0.1", "127.0.0.1:http", "127.0.0.1:70000"} {
 		if h, err := ListenHTTP(addr, HTTPOptions{Upstream: up}); !errors.Is(err, ErrListenAddr) {
 			if h != nil {
@@ -818,7 +819,7 @@ func TestListenHTTPAddress(t *testing.T) {
 // A server that cannot be started is an error answer to initialize (500),
 // and no session.
 func TestListenHTTPUpstreamFails(t *testing.T) {
-	h, err := ListenHTTP("127.0.0.1:0", HTTPOptions{Gate: gateOptions(t), Upstream: func(context.Context) (Conn, error) {
+	h, err := ListenHTTP("127.0.0.1:0", HTTPOptions{Gate: gateOptions(t), Upstream: func(context.Context) (guard.Conn, error) {
 		return nil, errors.New("no such program")
 	}})
 	if err != nil {
@@ -957,7 +958,7 @@ func startHost(t *testing.T) *HTTPServer {
 func TestListenHTTPEndedSession(t *testing.T) {
 	hosts := make(chan *httpSession, 2)
 	release := make(chan struct{})
-	h, err := ListenHTTP("127.0.0.1:0", HTTPOptions{serve: func(ctx context.Context, host Conn) error {
+	h, err := ListenHTTP("127.0.0.1:0", HTTPOptions{serve: func(ctx context.Context, host guard.Conn) error {
 		hosts <- host.(*httpSession)
 		select { // the gate is slow to end: the session stays listed
 		case <-ctx.Done():
@@ -1045,22 +1046,22 @@ func TestListenHTTPUpstreamURL(t *testing.T) {
 	}
 	go up.Serve(ln)
 	t.Cleanup(func() { up.Close() })
-	remote := Server{URL: "http://" + ln.Addr().String() + "/mcp"}
+	remote := guard.Server{URL: "http://" + ln.Addr().String() + "/mcp"}
 
 	ctx := listenCtx(t)
 	opts := gateOptions(t)
-	l, err := Fetch(ctx, remote, FetchOptions{})
+	l, err := guard.Fetch(ctx, remote, guard.FetchOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := Check(ctx, l, opts.Options)
+	r, err := guard.Check(ctx, l, opts.Options)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if a, err := Approve(ctx, r, ApproveOptions{}); err != nil || a.ExitCode() != 0 {
+	if a, err := guard.Approve(ctx, r, guard.ApproveOptions{}); err != nil || a.ExitCode() != 0 {
 		t.Fatalf("approve: %v %+v", err, a)
 	}
-	h, err := ListenHTTP("127.0.0.1:0", HTTPOptions{Gate: opts, Upstream: func(context.Context) (Conn, error) { return StartServer(remote, nil) }})
+	h, err := ListenHTTP("127.0.0.1:0", HTTPOptions{Gate: opts, Upstream: func(context.Context) (guard.Conn, error) { return guard.StartServer(remote, nil) }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1137,7 +1138,7 @@ func TestListenHTTPBoundWaitsForEvictedServer(t *testing.T) {
 	live, most := 0, 0
 	hosts := make(chan *httpSession, 4)
 	o := HTTPOptions{MaxSessions: 1}
-	o.serve = func(ctx context.Context, host Conn) error {
+	o.serve = func(ctx context.Context, host guard.Conn) error {
 		s := host.(*httpSession)
 		mu.Lock()
 		live++
@@ -1205,7 +1206,7 @@ func TestListenHTTPBoundWaitsForDeletedServer(t *testing.T) {
 	var once sync.Once
 	hosts := make(chan *httpSession, 4)
 	o := HTTPOptions{MaxSessions: 1}
-	o.serve = func(ctx context.Context, host Conn) error {
+	o.serve = func(ctx context.Context, host guard.Conn) error {
 		s := host.(*httpSession)
 		hosts <- s
 		select {

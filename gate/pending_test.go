@@ -1,4 +1,4 @@
-package guard
+package gate
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/etdi-dev/etdi/guard"
 	"github.com/etdi-dev/etdi/internal/mcpclient"
 	"github.com/etdi-dev/etdi/pin"
 )
@@ -91,21 +92,21 @@ func reviewFile(t *testing.T, review string) string {
 // approveFile approves what the saved listing at path offers, as the
 // review command (etdi check --tools FILE --approve) does, and returns
 // the tools approved.
-func approveFile(t *testing.T, opts Options, path string) []string {
+func approveFile(t *testing.T, opts guard.Options, path string) []string {
 	t.Helper()
 	data, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := ReadListing(data)
+	l, err := guard.ReadListing(data)
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := Check(context.Background(), l, opts)
+	r, err := guard.Check(context.Background(), l, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ap, err := Approve(context.Background(), r, ApproveOptions{})
+	ap, err := guard.Approve(context.Background(), r, guard.ApproveOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,7 +158,7 @@ func TestPendingKeepsKindsNotListedAgain(t *testing.T) {
 			if err != nil {
 				t.Fatalf("the listing named by %q: %v", review, err)
 			}
-			l, err := ReadListing(data)
+			l, err := guard.ReadListing(data)
 			if err != nil || len(l.Tools) != 2 || !l.Live || l.Instructions == nil {
 				t.Fatalf("after the resources were listed again the saved listing has %d tools, live %v (%v):\n%s", len(l.Tools), l.Live, err, data)
 			}
@@ -190,7 +191,7 @@ func TestPendingRemovedWhenNothingWithheld(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the file went while a tool is withheld: %v", err)
 	}
-	l, err := ReadListing(data)
+	l, err := guard.ReadListing(data)
 	if err != nil || len(l.Tools) != 2 || len(l.Resources) != 1 {
 		t.Fatalf("saved: %d tools, %d resources (%v)", len(l.Tools), len(l.Resources), err)
 	}

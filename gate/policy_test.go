@@ -1,4 +1,4 @@
-package guard
+package gate
 
 // Tests of the call-time policies at the gate (SPEC.md §26): a real Gate
 // between a scripted host, whose every byte the test writes, and a go-sdk
@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/etdi-dev/etdi"
+	"github.com/etdi-dev/etdi/guard"
 	"github.com/etdi-dev/etdi/internal/mcpclient"
 	"github.com/etdi-dev/etdi/keys"
 	"github.com/etdi-dev/etdi/pin"
@@ -136,11 +137,11 @@ func newPolServer() *polServer {
 // signPolServer lists the server, has acme sign exactly what it lists
 // (with the scopes of polTools), and approves it; the options carry the
 // bundle out of band and the trust policy that trusts acme.
-func signPolServer(t *testing.T, p *polServer) (GateOptions, string) {
+func signPolServer(t *testing.T, p *polServer) (Options, string) {
 	t.Helper()
 	ctx := context.Background()
 	conn := connInMemory(t, p.s)
-	l, err := List(ctx, SDKConn(conn), FetchOptions{})
+	l, err := guard.List(ctx, guard.SDKConn(conn), guard.FetchOptions{})
 	conn.Close()
 	if err != nil {
 		t.Fatal(err)
@@ -178,13 +179,13 @@ func signPolServer(t *testing.T, p *polServer) (GateOptions, string) {
 	if _, err := tp.AddKey("acme", trust.Key{PublicKey: priv.Public()}); err != nil {
 		t.Fatal(err)
 	}
-	opts := GateOptions{Options: Options{Policy: tp, Pins: filepath.Join(t.TempDir(), "pins.db"), By: "tester",
+	opts := Options{Options: guard.Options{Policy: tp, Pins: filepath.Join(t.TempDir(), "pins.db"), By: "tester",
 		Bundle: b.Marshal(), BundleSource: "test"}, Timeout: 5 * time.Second, FlushEvery: 20 * time.Millisecond, AuditCalls: true}
-	r, err := Check(ctx, l, opts.Options)
+	r, err := guard.Check(ctx, l, opts.Options)
 	if err != nil || r.Server == "" {
 		t.Fatalf("check: %v %+v", err, r)
 	}
-	if ap, err := Approve(ctx, r, ApproveOptions{}); err != nil || ap.ExitCode() != 0 || len(ap.Approved) != len(polTools) {
+	if ap, err := guard.Approve(ctx, r, guard.ApproveOptions{}); err != nil || ap.ExitCode() != 0 || len(ap.Approved) != len(polTools) {
 		t.Fatalf("approve: %v %+v", err, ap)
 	}
 	return opts, r.Server
@@ -195,7 +196,7 @@ func signPolServer(t *testing.T, p *polServer) (GateOptions, string) {
 // write messages as the server (inject), whose answers it keeps instead
 // of handing them to the go-sdk server.
 type polWire struct {
-	inner Conn
+	inner guard.Conn
 	in    chan []byte
 	errc  chan struct{}
 	err   error
@@ -206,7 +207,7 @@ type polWire struct {
 	answers  [][]byte
 }
 
-func newPolWire(inner Conn) *polWire {
+func newPolWire(inner guard.Conn) *polWire {
 	w := &polWire{inner: inner, in: make(chan []byte, 64), errc: make(chan struct{}), injected: map[string]bool{}}
 	go func() {
 		for {
@@ -401,7 +402,7 @@ const acceptAllow = `{"action":"accept","content":{"allow":true}}`
 // polSession is a gate session of the tests.
 type polSession struct {
 	g      *Gate
-	opts   GateOptions
+	opts   Options
 	server string // the server's pin identity
 	srv    *polServer
 	ss     *mcp.ServerSession
@@ -455,8 +456,8 @@ func startPol(t *testing.T, cfg polConfig) *polSession {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ps.wire = newPolWire(SDKConn(conn))
-	g, err := NewGate(opts)
+	ps.wire = newPolWire(guard.SDKConn(conn))
+	g, err := New(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -514,7 +515,7 @@ func (ps *polSession) end(t *testing.T) {
 func (ps *polSession) records(t *testing.T) []pin.Record {
 	t.Helper()
 	var out []pin.Record
-	if err := withPins(ps.opts.Options, true, func(s *pin.Store) error {
+	if err := ps.opts.Options.WithPins(true, func(s *pin.Store) error {
 		return s.Records(func(_ []byte, r *pin.Record) error {
 			if r.Type == pin.RecordCall {
 				out = append(out, *r)
@@ -1506,7 +1507,7 @@ func TestPolicyAttackAskArgumentsLookalikeNames(t *testing.T) {
 // by identity, not by id.
 func TestPolicyAttackAskIDReused(t *testing.T) {
 	for _, answer := range []string{AnswerAccept, AnswerCancel} {
-		g, err := NewGate(atkOptions(t))
+		g, err := New(atkOptions(t))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,4 +1,4 @@
-package guard
+package gate
 
 import (
 	"context"
@@ -62,7 +62,7 @@ func TestTransportGateReadOnly(t *testing.T) {
 	}
 	opts := gateOptions(t)
 	opts.ReadOnly, opts.AuditCalls = true, true
-	if _, err := NewGate(opts); err == nil {
+	if _, err := New(opts); err == nil {
 		t.Fatal("a read-only gate that records calls")
 	}
 }

@@ -1,4 +1,4 @@
-package guard
+package gate
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/etdi-dev/etdi/guard"
 	"github.com/etdi-dev/etdi/internal/mcpclient"
 	"github.com/etdi-dev/etdi/internal/redact"
 	"github.com/etdi-dev/etdi/internal/termtext"
@@ -79,9 +80,9 @@ func (r *Refusal) Message() string {
 // finding, and opts.ReviewTarget; Approve names the items to approve with
 // etdi pin approve. Secrets of opts.Credentials are masked in the
 // findings. An error (pins that cannot be read) starts nothing either.
-func Preflight(o *Origin, opts GateOptions) ([]verify.Finding, *Refusal, error) {
-	findings := CheckOrigin(opts.Bundle, o, opts.Policy)
-	pinned, err := CheckPinnedOrigin(o, opts.Options)
+func Preflight(o *guard.Origin, opts Options) ([]verify.Finding, *Refusal, error) {
+	findings := guard.CheckOrigin(opts.Bundle, o, opts.Policy)
+	pinned, err := guard.CheckPinnedOrigin(o, opts.Options)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -97,7 +98,7 @@ func Preflight(o *Origin, opts GateOptions) ([]verify.Finding, *Refusal, error) 
 	if code == verify.ExitOK {
 		return findings, nil, nil
 	}
-	server := pinnedServerKey(opts.Options)
+	server := opts.Options.ServerKey()
 	if server == "" {
 		server = opts.Name
 	}
@@ -165,7 +166,7 @@ var refusalProtocols = []string{"2024-11-05", "2025-03-26", "2025-06-18", "2025-
 //     method) is refused with BlockedCode, naming the review command.
 //
 // Log, if not nil, gets a line for each request refused.
-func ServeRefusal(ctx context.Context, host Conn, r *Refusal, log func(string)) error {
+func ServeRefusal(ctx context.Context, host guard.Conn, r *Refusal, log func(string)) error {
 	defer host.Close()
 	msg := r.Message()
 	kind := ""

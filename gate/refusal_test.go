@@ -1,4 +1,4 @@
-package guard
+package gate
 
 import (
 	"bufio"
@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/etdi-dev/etdi/guard"
 	"github.com/etdi-dev/etdi/internal/mcpclient"
 	"github.com/etdi-dev/etdi/verify"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -30,7 +31,7 @@ func startRefusal(t *testing.T, r *Refusal, log func(string)) *refusalHost {
 	t.Helper()
 	hostIn, toEtdi := io.Pipe()
 	fromEtdi, hostOut := io.Pipe()
-	conn := StreamConn(hostIn, hostOut, func() error { hostOut.Close(); return nil })
+	conn := guard.StreamConn(hostIn, hostOut, func() error { hostOut.Close(); return nil })
 	h := &refusalHost{t: t, in: toEtdi, out: bufio.NewReader(fromEtdi), done: make(chan error, 1)}
 	go func() { h.done <- ServeRefusal(context.Background(), conn, r, log) }()
 	t.Cleanup(func() { toEtdi.Close(); fromEtdi.Close() })
@@ -164,8 +165,8 @@ func TestAttackPreflightReplacedImplementation(t *testing.T) {
 	ctx := context.Background()
 	opts := gateOptions(t)
 	dir := filepath.Dir(opts.Pins)
-	genuine := ResolveOrigin(ctx, Server{Command: []string{script(t, dir, "weather", "exec weather-server")}, Env: []string{}})
-	other := ResolveOrigin(ctx, Server{Command: []string{script(t, dir, "weather-evil", "exec evil-server")}, Env: []string{}})
+	genuine := guard.ResolveOrigin(ctx, guard.Server{Command: []string{script(t, dir, "weather", "exec weather-server")}, Env: []string{}})
+	other := guard.ResolveOrigin(ctx, guard.Server{Command: []string{script(t, dir, "weather-evil", "exec evil-server")}, Env: []string{}})
 	opts.Origin = genuine
 	path, _ := pendingOf(t, opts)
 	approveSaved(t, path, opts)
@@ -184,8 +185,8 @@ func TestAttackPreflightReplacedImplementation(t *testing.T) {
 	// A configured credential is never shown, even where what runs names
 	// it (a program named after a token).
 	secret := "tok-" + strings.Repeat("Zq9", 8)
-	masked := ResolveOrigin(ctx, Server{Command: []string{script(t, dir, secret, "exec evil-server")}, Env: []string{}})
-	opts.Credentials = []Credential{{Where: "argv", Value: secret}}
+	masked := guard.ResolveOrigin(ctx, guard.Server{Command: []string{script(t, dir, secret, "exec evil-server")}, Env: []string{}})
+	opts.Credentials = []guard.Credential{{Where: "argv", Value: secret}}
 	if _, r, _ := Preflight(masked, opts); r == nil || strings.Contains(r.Message(), secret) || !strings.Contains(r.Message(), "get_weather") {
 		t.Fatalf("a credential in a finding: %+v", r)
 	}
@@ -200,7 +201,7 @@ func TestAttackPreflightReplacedImplementation(t *testing.T) {
 // Nothing pinned refuses nothing; pins that cannot be read fail closed.
 func TestPreflightNothingPinned(t *testing.T) {
 	opts := gateOptions(t)
-	o := ResolveOrigin(context.Background(), Server{Command: []string{filepath.Join(t.TempDir(), "missing")}, Env: []string{}})
+	o := guard.ResolveOrigin(context.Background(), guard.Server{Command: []string{filepath.Join(t.TempDir(), "missing")}, Env: []string{}})
 	if fs, r, err := Preflight(o, opts); err != nil || r != nil || len(fs) != 0 {
 		t.Fatalf("nothing pinned: %v %+v %+v", err, r, fs)
 	}
@@ -213,23 +214,23 @@ func TestPreflightNothingPinned(t *testing.T) {
 
 // approveSaved approves the listing a gate saved for review, as its
 // review command does.
-func approveSaved(t *testing.T, path string, opts GateOptions) {
+func approveSaved(t *testing.T, path string, opts Options) {
 	t.Helper()
 	data, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := ReadListing(data)
+	l, err := guard.ReadListing(data)
 	if err != nil {
 		t.Fatal(err)
 	}
 	review := opts.Options
 	review.Origin = nil
-	r, err := Check(context.Background(), l, review)
+	r, err := guard.Check(context.Background(), l, review)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if a, err := Approve(context.Background(), r, ApproveOptions{}); err != nil || a.ExitCode() != 0 {
+	if a, err := guard.Approve(context.Background(), r, guard.ApproveOptions{}); err != nil || a.ExitCode() != 0 {
 		t.Fatalf("approve: %v %+v", err, a)
 	}
 }
@@ -240,7 +241,7 @@ func approveSaved(t *testing.T, path string, opts GateOptions) {
 func TestListenHTTPRefusal(t *testing.T) {
 	var started atomic.Int32
 	h, err := ListenHTTP("127.0.0.1:0", HTTPOptions{Refusal: testRefusal(),
-		Upstream: func(context.Context) (Conn, error) { started.Add(1); return nil, errors.New("not to be started") }})
+		Upstream: func(context.Context) (guard.Conn, error) { started.Add(1); return nil, errors.New("not to be started") }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -288,7 +289,7 @@ func TestRefusalMessageBounded(t *testing.T) {
 
 // A server has a command or a URL: both is refused, nothing started.
 func TestStartServerCommandAndURL(t *testing.T) {
-	c, err := StartServer(Server{Command: []string{"true"}, URL: "http://127.0.0.1:1/mcp"}, nil)
+	c, err := guard.StartServer(guard.Server{Command: []string{"true"}, URL: "http://127.0.0.1:1/mcp"}, nil)
 	if err == nil {
 		c.Close()
 		t.Fatal("a server with a command and a URL was started")
@@ -300,7 +301,7 @@ func TestStartServerCommandAndURL(t *testing.T) {
 func TestGateErrorMasksCredential(t *testing.T) {
 	opts := gateOptions(t)
 	secret := "sk-" + strings.Repeat("Qw7", 8)
-	opts.Credentials = []Credential{{Where: "argv", Value: secret}}
+	opts.Credentials = []guard.Credential{{Where: "argv", Value: secret}}
 	cs, _ := gatedClient(t, weatherServer("Get the weather."), opts)
 	_, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "x" + secret})
 	if err == nil || strings.Contains(err.Error(), secret) {

@@ -1,4 +1,4 @@
-package guard
+package gate
 
 // Scopes a person gives unsigned tools at approval (SPEC.md §14.3) reach
 // the call-time policies at the gate as a signed tool's permissions do.
@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/etdi-dev/etdi/guard"
 	"github.com/etdi-dev/etdi/policy"
 	"github.com/etdi-dev/etdi/trust"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -28,25 +29,25 @@ when { resource.scopes.contains("files:write") };
 
 // startUnsignedPol runs a gate before an unsigned server offering
 // read_file and write_file, approved with scopes.
-func startUnsignedPol(t *testing.T, scopes map[string][]string) (*polHost, *polServer, []CallDecision) {
+func startUnsignedPol(t *testing.T, scopes map[string][]string) (*polHost, *polServer, []guard.CallDecision) {
 	t.Helper()
 	srv := &polServer{s: mcp.NewServer(&mcp.Implementation{Name: "files", Version: "1.0.0"}, nil)}
 	srv.add(polTool{name: "read_file"}, "Read a file.")
 	srv.add(polTool{name: "write_file"}, "Create or overwrite a file.")
 	ctx := context.Background()
 	conn := connInMemory(t, srv.s)
-	l, err := List(ctx, SDKConn(conn), FetchOptions{})
+	l, err := guard.List(ctx, guard.SDKConn(conn), guard.FetchOptions{})
 	conn.Close()
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts := GateOptions{Options: Options{Policy: &trust.Policy{Unsigned: trust.Warn}, Pins: filepath.Join(t.TempDir(), "pins.db"),
+	opts := Options{Options: guard.Options{Policy: &trust.Policy{Unsigned: trust.Warn}, Pins: filepath.Join(t.TempDir(), "pins.db"),
 		By: "tester", Name: "files"}, Timeout: 5 * time.Second, FlushEvery: 20 * time.Millisecond}
-	r, err := Check(ctx, l, opts.Options)
+	r, err := guard.Check(ctx, l, opts.Options)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ap, err := Approve(ctx, r, ApproveOptions{Scopes: scopes})
+	ap, err := guard.Approve(ctx, r, guard.ApproveOptions{Scopes: scopes})
 	if err != nil || ap.ExitCode() != 0 {
 		t.Fatalf("approve: %v %+v", err, ap)
 	}
@@ -54,7 +55,7 @@ func startUnsignedPol(t *testing.T, scopes map[string][]string) (*polHost, *polS
 	if err != nil {
 		t.Fatal(err)
 	}
-	calls := CallDecisions(r.After(ap.Comparison), set, "")
+	calls := guard.CallDecisions(r.After(ap.Comparison), set, "")
 	opts.Policies = set
 	st, ct := mcp.NewInMemoryTransports()
 	ss, err := srv.s.Connect(ctx, st, nil)
@@ -65,14 +66,14 @@ func startUnsignedPol(t *testing.T, scopes map[string][]string) (*polHost, *polS
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, err := NewGate(opts)
+	g, err := New(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	hostC, hostEnd := pipePair()
 	h := newPolHost(hostC)
 	done := make(chan error, 1)
-	go func() { done <- g.Run(ctx, hostEnd, SDKConn(cc)) }()
+	go func() { done <- g.Run(ctx, hostEnd, guard.SDKConn(cc)) }()
 	t.Cleanup(func() {
 		hostC.Close()
 		ss.Close()
@@ -92,7 +93,7 @@ func startUnsignedPol(t *testing.T, scopes map[string][]string) (*polHost, *polS
 // given none, is called.
 func TestGateUnsignedScopes(t *testing.T) {
 	h, srv, calls := startUnsignedPol(t, map[string][]string{"write_file": {"files:write"}})
-	i := slices.IndexFunc(calls, func(c CallDecision) bool { return c.Tool == "write_file" })
+	i := slices.IndexFunc(calls, func(c guard.CallDecision) bool { return c.Tool == "write_file" })
 	if i < 0 || calls[i].Effect != policy.Forbid || !slices.Equal(calls[i].Policies, []string{"no-writes"}) {
 		t.Fatalf("call decisions %+v", calls)
 	}
@@ -128,17 +129,17 @@ func TestApproveScopesSignedRefused(t *testing.T) {
 	opts, _ := signPolServer(t, srv)
 	opts.Pins = filepath.Join(t.TempDir(), "fresh.db")
 	conn := connInMemory(t, srv.s)
-	l, err := List(ctx, SDKConn(conn), FetchOptions{})
+	l, err := guard.List(ctx, guard.SDKConn(conn), guard.FetchOptions{})
 	conn.Close()
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := Check(ctx, l, opts.Options)
+	r, err := guard.Check(ctx, l, opts.Options)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, ao := range []ApproveOptions{{Scopes: map[string][]string{"run_shell": {"shell:none"}}}, {ScopesAll: []string{"files:none"}}} {
-		ap, err := Approve(ctx, r, ao)
+	for _, ao := range []guard.ApproveOptions{{Scopes: map[string][]string{"run_shell": {"shell:none"}}}, {ScopesAll: []string{"files:none"}}} {
+		ap, err := guard.Approve(ctx, r, ao)
 		if err == nil || !strings.Contains(err.Error(), "signed") || (ap != nil && len(ap.Approved) != 0) {
 			out, _ := json.Marshal(ap)
 			t.Fatalf("%v %s", err, out)

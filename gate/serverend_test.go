@@ -1,4 +1,4 @@
-package guard
+package gate
 
 import (
 	"bytes"
@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/etdi-dev/etdi/guard"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -66,18 +67,18 @@ func TestGateServerEndsWithoutEPIPE(t *testing.T) {
 	argv := everythingCommand(t)
 	round := 0
 	{
-		g, err := NewGate(gateOptions(t))
+		g, err := New(gateOptions(t))
 		if err != nil {
 			t.Fatal(err)
 		}
 		stderr := &lockedBuffer{}
-		server, err := StartServer(Server{Command: argv}, stderr)
+		server, err := guard.StartServer(guard.Server{Command: argv}, stderr)
 		if err != nil {
 			t.Fatal(err)
 		}
 		hostIn, toGate := io.Pipe()
 		fromGate, hostOut := io.Pipe()
-		host := StreamConn(hostIn, hostOut, func() error { hostIn.Close(); return hostOut.Close() })
+		host := guard.StreamConn(hostIn, hostOut, func() error { hostIn.Close(); return hostOut.Close() })
 		done := make(chan error, 1)
 		go func() { done <- g.Run(context.Background(), host, server) }()
 		answers := make(chan string, 16)
@@ -151,11 +152,11 @@ func TestGateResumesServerStream(t *testing.T) {
 	srv := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server },
 		&mcp.StreamableHTTPOptions{EventStore: mcp.NewMemoryEventStore(nil)}))
 	defer srv.Close()
-	conn, err := StartServer(Server{URL: srv.URL}, nil)
+	conn, err := guard.StartServer(guard.Server{URL: srv.URL}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, err := NewGate(opts)
+	g, err := New(opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package guard
+package gate
 
 import (
 	"context"
@@ -15,6 +15,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/etdi-dev/etdi"
+	"github.com/etdi-dev/etdi/guard"
 	"github.com/etdi-dev/etdi/internal/atomicfile"
 	"github.com/etdi-dev/etdi/internal/mcpclient"
 	"github.com/etdi-dev/etdi/internal/termtext"
@@ -232,9 +233,9 @@ func (g *Gate) pinStamp() pinStamp {
 // check checks a listing the gate received, as etdi check would: with the
 // bundle given out of band, or the one the listing carries in-band, or
 // else the one the server carried last (an earlier page).
-func (g *Gate) check(l *Listing) (*Report, error) {
+func (g *Gate) check(l *guard.Listing) (*guard.Report, error) {
 	opts := g.opts.Options
-	opts.inGate = true
+	opts.InGate = true
 	inband, err := etdi.InbandBundle(append(append([]*etdi.Value{}, l.Metas...), l.ToolMetas...))
 	if opts.Bundle == nil && inband == nil && err == nil && g.st.inband != nil {
 		opts.Bundle, opts.BundleSource = g.st.inband, "in-band"
@@ -243,7 +244,7 @@ func (g *Gate) check(l *Listing) (*Report, error) {
 	if g.st.recorded >= maxSessionRecords {
 		opts.NoRecord = true
 	}
-	r, err := Check(g.ctx, l, opts)
+	r, err := guard.Check(g.ctx, l, opts)
 	if err != nil || r.Observation == nil {
 		return r, err
 	}
@@ -268,7 +269,7 @@ func (g *Gate) check(l *Listing) (*Report, error) {
 
 // reason is why r does not allow an entry: the error finding about it, or
 // about the whole server, or that it was not verified.
-func reason(r *Report, item, name string, err error) refusal {
+func reason(r *guard.Report, item, name string, err error) refusal {
 	out := refusal{item: item, name: name}
 	switch {
 	case err != nil:
@@ -301,7 +302,7 @@ func reason(r *Report, item, name string, err error) refusal {
 }
 
 // observedIn indexes what r observed, by item and name.
-func observedIn(r *Report) map[[2]string]pin.Observed {
+func observedIn(r *guard.Report) map[[2]string]pin.Observed {
 	m := map[[2]string]pin.Observed{}
 	if r != nil && r.Observation != nil {
 		for _, o := range r.Observation.Tools {
@@ -312,11 +313,11 @@ func observedIn(r *Report) map[[2]string]pin.Observed {
 }
 
 // entries returns the entries of l of an item kind.
-func entries(l *Listing, item string) []etdi.LiveTool {
+func entries(l *guard.Listing, item string) []etdi.LiveTool {
 	if item == itemTool {
 		return l.Tools
 	}
-	return l.items()[item]
+	return l.Items()[item]
 }
 
 // initialized handles the server's answer to the host's initialize: the
@@ -385,7 +386,7 @@ func (g *Gate) initialized(m *mcpclient.Message, data []byte, s *slot) {
 
 // instructionsApproved reports whether instructions are those approved
 // for the server r established: recorded at an approval, unchanged.
-func (g *Gate) instructionsApproved(r *Report, instructions string) bool {
+func (g *Gate) instructionsApproved(r *guard.Report, instructions string) bool {
 	if r == nil || r.Blocked() {
 		return false
 	}
@@ -395,7 +396,7 @@ func (g *Gate) instructionsApproved(r *Report, instructions string) bool {
 		}
 	}
 	var info *pin.ServerInfo
-	err := withPins(g.opts.Options, true, func(s *pin.Store) error {
+	err := g.opts.Options.WithPins(true, func(s *pin.Store) error {
 		var err error
 		info, err = s.Server(r.Server)
 		return err
@@ -407,7 +408,7 @@ func (g *Gate) instructionsApproved(r *Report, instructions string) bool {
 // requests, checks them, and makes what it found approved the gate's view
 // of them: what changed is blocked. init, at initialize, carries the
 // server's instructions to compare too.
-func (g *Gate) relist(items []string, init *mcpclient.Listing) *Report {
+func (g *Gate) relist(items []string, init *mcpclient.Listing) *guard.Report {
 	l := &mcpclient.Listing{}
 	var lists []etdi.List
 	for _, item := range items {
@@ -425,7 +426,7 @@ func (g *Gate) relist(items []string, init *mcpclient.Listing) *Report {
 		}
 		return nil
 	}
-	gl := &Listing{Tools: l.Tools, Metas: l.Metas, ToolMetas: l.ToolMetas, Pages: l.Pages,
+	gl := &guard.Listing{Tools: l.Tools, Metas: l.Metas, ToolMetas: l.ToolMetas, Pages: l.Pages,
 		Prompts: l.Prompts, Resources: l.Resources, Templates: l.Templates}
 	for _, item := range items {
 		if item != itemTool {
@@ -444,7 +445,7 @@ func (g *Gate) relist(items []string, init *mcpclient.Listing) *Report {
 	if err == nil {
 		g.tellUpdated(r)
 	}
-	obs, given := observedIn(r), givenScopes(r)
+	obs, given := observedIn(r), r.GivenScopes()
 	for _, item := range items {
 		approved := map[string]string{}
 		own := map[string]exposure{}
@@ -483,16 +484,16 @@ func (g *Gate) relist(items []string, init *mcpclient.Listing) *Report {
 		}
 		g.blockChanged(item)
 	}
-	g.savePending(gl, items, withheld && len(CredentialFindings(gl, g.opts.Credentials)) == 0)
+	g.savePending(gl, items, withheld && len(guard.CredentialFindings(gl, g.opts.Credentials)) == 0)
 	return r
 }
 
 // approvedScopes are the permission scopes of the approved tools r
 // observed, with those their approvals gave unsigned ones, sorted, each
 // once.
-func approvedScopes(r *Report, approved map[string]string) []string {
+func approvedScopes(r *guard.Report, approved map[string]string) []string {
 	var out []string
-	given := givenScopes(r)
+	given := r.GivenScopes()
 	for key, o := range observedIn(r) {
 		if key[0] != itemTool || approved[key[1]] == "" {
 			continue
@@ -520,7 +521,7 @@ func approvedScopes(r *Report, approved map[string]string) []string {
 // listing resources again never drops the withheld tools the printed
 // review command is for (SPEC.md §25, "Pending review files"). A listing
 // that shows a configured credential is never saved (SPEC.md §21).
-func (g *Gate) savePending(l *Listing, items []string, withheld bool) {
+func (g *Gate) savePending(l *guard.Listing, items []string, withheld bool) {
 	if g.opts.ReadOnly {
 		return // nothing is written beside read-only pins
 	}
@@ -528,7 +529,7 @@ func (g *Gate) savePending(l *Listing, items []string, withheld bool) {
 	if name == "" {
 		name = pin.UnsignedServerKey(g.opts.Name)
 	}
-	path := filepath.Join(filepath.Dir(localPins(g.opts.Options)), "pending", safeFileName(name)+".json")
+	path := filepath.Join(filepath.Dir(g.opts.Options.LocalPins()), "pending", safeFileName(name)+".json")
 	if abs, err := filepath.Abs(path); err == nil {
 		path = abs // the host's working directory is not the person's
 	}
@@ -568,7 +569,7 @@ func (g *Gate) savePending(l *Listing, items []string, withheld bool) {
 			saved = *merged
 		}
 	}
-	if len(CredentialFindings(&saved, g.opts.Credentials)) > 0 {
+	if len(guard.CredentialFindings(&saved, g.opts.Credentials)) > 0 {
 		return
 	}
 	// What served the listing is saved with it: approving from the file
@@ -591,12 +592,12 @@ func (g *Gate) savePending(l *Listing, items []string, withheld bool) {
 // item kinds items: those from l, every other kind (and the server's
 // instructions, and the in-band bundle when the tools are not listed
 // now) from the file at path, which this session saved.
-func (g *Gate) mergePending(path string, l *Listing, items []string) (*Listing, error) {
+func (g *Gate) mergePending(path string, l *guard.Listing, items []string) (*guard.Listing, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
-	old, err := ReadListing(data)
+	old, err := guard.ReadListing(data)
 	if err != nil {
 		return nil, err
 	}
@@ -710,7 +711,7 @@ func (g *Gate) filterPage(req *hostRequest, m *mcpclient.Message, data []byte, s
 		g.toHost.fill(s, g.errorTo(m.ID, -32603, "etdi: withheld the server's answer to "+req.method+": "+err.Error(), nil))
 		return
 	}
-	gl := &Listing{Pages: 1}
+	gl := &guard.Listing{Pages: 1}
 	switch lm.item {
 	case itemTool:
 		gl.Tools, gl.ToolMetas = page.Tools, page.ToolMetas
@@ -734,7 +735,7 @@ func (g *Gate) filterPage(req *hostRequest, m *mcpclient.Message, data []byte, s
 	}
 	keep := make([]bool, len(page.Tools))
 	all := true
-	obs, given := observedIn(r), givenScopes(r)
+	obs, given := observedIn(r), r.GivenScopes()
 	for i, e := range page.Tools {
 		switch {
 		case g.st.seen[item][e.Name]:
@@ -871,7 +872,7 @@ func (g *Gate) rejudge() {
 		return
 	}
 	var still, stillOwn map[string]verify.Kind
-	err := withPins(g.opts.Options, true, func(s *pin.Store) error {
+	err := g.opts.Options.WithPins(true, func(s *pin.Store) error {
 		if s.Offline() != nil {
 			// An etcd store on its snapshot: what changed may not be
 			// in it. Look again soon, whatever the stamp says, so that
@@ -1134,7 +1135,7 @@ func (g *Gate) tellBlocked() {
 // updated and its approved definitions are relayed (a server_updated
 // warning: trust policy allow, or ask in a gate): one
 // notifications/message at level warning, and a line in the log.
-func (g *Gate) tellUpdated(r *Report) {
+func (g *Gate) tellUpdated(r *guard.Report) {
 	for _, f := range r.Findings {
 		if f.Kind != verify.ServerUpdated || f.Severity != verify.Warning {
 			continue

@@ -1,4 +1,4 @@
-package guard
+package gate
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/etdi-dev/etdi/guard"
 	"github.com/etdi-dev/etdi/pin"
 )
 
@@ -21,7 +22,7 @@ func TestSharedApprovalSurvivesRejudge(t *testing.T) {
 	ctx := context.Background()
 	opts := atkOptions(t) // approves server atk, a third server
 	dir := filepath.Dir(opts.Pins)
-	opts.Origin = ResolveOrigin(ctx, Server{Command: []string{script(t, dir, "clock-server", "exec clock")}, Env: []string{}})
+	opts.Origin = guard.ResolveOrigin(ctx, guard.Server{Command: []string{script(t, dir, "clock-server", "exec clock")}, Env: []string{}})
 	if _, ok := pin.ArtifactIdentity(opts.Origin.Served()); !ok {
 		t.Fatalf("served %q (%v)", opts.Origin.Served(), opts.Origin.Unresolved())
 	}
@@ -30,16 +31,16 @@ func TestSharedApprovalSurvivesRejudge(t *testing.T) {
 	timeOpts.Name = "time"
 	a, b := pipePair()
 	serveAtk(b, cleanHandler)
-	l, err := List(ctx, a, FetchOptions{})
+	l, err := guard.List(ctx, a, guard.FetchOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	a.Close()
-	r, err := Check(ctx, l, timeOpts)
+	r, err := guard.Check(ctx, l, timeOpts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ap, err := Approve(ctx, r, ApproveOptions{AcceptInstructions: true}); err != nil || ap.ExitCode() != 0 {
+	if ap, err := guard.Approve(ctx, r, guard.ApproveOptions{AcceptInstructions: true}); err != nil || ap.ExitCode() != 0 {
 		t.Fatalf("approve: %v %+v", err, ap)
 	}
 	// Run under the name clock: shared, nothing to approve.
@@ -52,7 +53,7 @@ func TestSharedApprovalSurvivesRejudge(t *testing.T) {
 	if ans := g.ask(t, "tools/call", `{"name":"get_weather","arguments":{}}`, 5*time.Second); !strings.Contains(ans, "sunny") {
 		t.Fatalf("call of the shared tool: %s", ans)
 	}
-	if err := withPins(opts.Options, false, func(s *pin.Store) error {
+	if err := opts.Options.WithPins(false, func(s *pin.Store) error {
 		return s.Revoke(pin.Revocation{Server: "unsigned:atk", Tool: "get_weather", By: "tester", Reason: "another server"})
 	}); err != nil {
 		t.Fatal(err)
@@ -61,7 +62,7 @@ func TestSharedApprovalSurvivesRejudge(t *testing.T) {
 		t.Fatalf("call of the shared tool after an unrelated change: %s", ans)
 	}
 	// Revoking it under the name it was approved under withdraws it.
-	if err := withPins(opts.Options, false, func(s *pin.Store) error {
+	if err := opts.Options.WithPins(false, func(s *pin.Store) error {
 		return s.Revoke(pin.Revocation{Server: "unsigned:time", Tool: "get_weather", By: "tester", Reason: "compromised"})
 	}); err != nil {
 		t.Fatal(err)

@@ -1,4 +1,4 @@
-package guard
+package gate
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/etdi-dev/etdi"
+	"github.com/etdi-dev/etdi/guard"
 	"github.com/etdi-dev/etdi/internal/mcpclient"
 	"github.com/etdi-dev/etdi/keys"
 	"github.com/etdi-dev/etdi/policy"
@@ -88,7 +89,7 @@ func TestEntriesChangedMidSessionBlocked(t *testing.T) {
 func TestGateNeverSavesCredentialListing(t *testing.T) {
 	const secret = "sk-live-7f3a9c2e5b1d4f6a8c0e"
 	opts := atkOptions(t)
-	opts.Credentials = []Credential{{Where: "--header Authorization", Value: secret}}
+	opts.Credentials = []guard.Credential{{Where: "--header Authorization", Value: secret}}
 	a := startAtk(t, opts, func(m *mcpclient.Message, own bool) []string {
 		if m.Method == "tools/list" {
 			return []string{res(m, `{"tools":[{"name":"get_weather","description":"Use key `+secret+`.","inputSchema":{"type":"object"}}]}`)}
@@ -136,20 +137,20 @@ func TestEntryScopesAreServers(t *testing.T) {
 		}
 		return cleanHandler(m, own)
 	}
-	opts := GateOptions{Options: Options{Policy: tp, Pins: filepath.Join(t.TempDir(), "pins.db"), By: "tester"},
+	opts := Options{Options: guard.Options{Policy: tp, Pins: filepath.Join(t.TempDir(), "pins.db"), By: "tester"},
 		Timeout: 5 * time.Second, FlushEvery: 50 * time.Millisecond}
 	c, s := pipePair()
 	serveAtk(s, h)
-	l, err := List(context.Background(), c, FetchOptions{})
+	l, err := guard.List(context.Background(), c, guard.FetchOptions{})
 	c.Close()
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := Check(context.Background(), l, opts.Options)
+	r, err := guard.Check(context.Background(), l, opts.Options)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ap, err := Approve(context.Background(), r, ApproveOptions{AcceptInstructions: true}); err != nil || ap.ExitCode() != 0 {
+	if ap, err := guard.Approve(context.Background(), r, guard.ApproveOptions{AcceptInstructions: true}); err != nil || ap.ExitCode() != 0 {
 		t.Fatalf("approve: %v %+v", err, ap)
 	}
 	opts.Policies, err = policy.Parse(policy.Source{Name: "p.cedar", Text: []byte(`@id("baseline") permit (principal, action == Etdi::Action::"call", resource);

@@ -1,4 +1,4 @@
-package guard
+package gate
 
 import (
 	"context"
@@ -6,7 +6,7 @@ import (
 	"io"
 	"sync"
 
-	"github.com/etdi-dev/etdi/internal/mcpclient"
+	"github.com/etdi-dev/etdi/guard"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -16,8 +16,8 @@ import (
 // mcp.StreamableClientTransport, ...): the client session sees only what
 // the gate lets through, exactly as a host behind etdi run does.
 //
-//	t := &guard.Transport{Inner: &mcp.CommandTransport{Command: exec.Command("weather")},
-//		Options: guard.GateOptions{Options: guard.Options{Policy: policy, Pins: pins, Name: "weather"}}}
+//	t := &gate.Transport{Inner: &mcp.CommandTransport{Command: exec.Command("weather")},
+//		Options: gate.Options{Options: guard.Options{Policy: policy, Pins: pins, Name: "weather"}}}
 //	session, err := mcp.NewClient(impl, nil).Connect(ctx, t, nil)
 //
 // The gate digests the raw JSON of every result the server sends, as the
@@ -25,7 +25,7 @@ import (
 // round trip would drop fields the SDK does not know.
 type Transport struct {
 	Inner   mcp.Transport
-	Options GateOptions
+	Options Options
 	// Err, if not nil, receives why the gate's session ended (nil when the
 	// client closed it), once.
 	Err chan<- error
@@ -33,7 +33,7 @@ type Transport struct {
 
 // Connect connects Inner and returns the client's side of the gate.
 func (t *Transport) Connect(ctx context.Context) (mcp.Connection, error) {
-	gate, err := NewGate(t.Options)
+	gate, err := New(t.Options)
 	if err != nil {
 		return nil, err
 	}
@@ -43,7 +43,7 @@ func (t *Transport) Connect(ctx context.Context) (mcp.Connection, error) {
 	}
 	p := newPipe()
 	go func() {
-		err := gate.Run(context.Background(), p.gateSide(), SDKConn(inner))
+		err := gate.Run(context.Background(), p.gateSide(), guard.SDKConn(inner))
 		p.end(err)
 		if t.Err != nil {
 			t.Err <- err
@@ -132,7 +132,7 @@ func (p *pipe) Close() error {
 func (p *pipe) SessionID() string { return "" }
 
 // gateSide is the host's side as the gate sees it.
-func (p *pipe) gateSide() Conn { return hostEnd{p} }
+func (p *pipe) gateSide() guard.Conn { return hostEnd{p} }
 
 type hostEnd struct{ p *pipe }
 
@@ -162,6 +162,3 @@ func (h hostEnd) Close() error {
 	h.p.end(nil)
 	return nil
 }
-
-// SDKConn is a go-sdk connection as a Conn, for List or a Gate.
-func SDKConn(c mcp.Connection) Conn { return mcpclient.SDKSession(c) }

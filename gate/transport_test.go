@@ -1,4 +1,4 @@
-package guard
+package gate
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/etdi-dev/etdi/guard"
 	"github.com/etdi-dev/etdi/trust"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -28,9 +29,9 @@ func sunny(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, 
 }
 
 // gateOptions are those of an unsigned server "weather" pinned by digest.
-func gateOptions(t *testing.T) GateOptions {
+func gateOptions(t *testing.T) Options {
 	p := &trust.Policy{Unsigned: trust.Warn}
-	return GateOptions{Options: Options{Policy: p, Pins: filepath.Join(t.TempDir(), "pins.db"), Name: "weather", By: "tester"}, Timeout: 10 * time.Second}
+	return Options{Options: guard.Options{Policy: p, Pins: filepath.Join(t.TempDir(), "pins.db"), Name: "weather", By: "tester"}, Timeout: 10 * time.Second}
 }
 
 // serveInMemory connects server to an in-memory transport and returns
@@ -58,20 +59,20 @@ func connInMemory(t *testing.T, server *mcp.Server) mcp.Connection {
 
 // approveServer lists server over an in-memory connection and approves
 // everything it offers.
-func approveServer(t *testing.T, server *mcp.Server, opts Options) {
+func approveServer(t *testing.T, server *mcp.Server, opts guard.Options) {
 	t.Helper()
 	ctx := context.Background()
 	conn := connInMemory(t, server)
 	defer conn.Close()
-	l, err := List(ctx, SDKConn(conn), FetchOptions{})
+	l, err := guard.List(ctx, guard.SDKConn(conn), guard.FetchOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := Check(ctx, l, opts)
+	r, err := guard.Check(ctx, l, opts)
 	if err != nil || r.ExitCode() != 13 {
 		t.Fatalf("first check: %v exit %d %+v", err, r.ExitCode(), r.Findings)
 	}
-	a, err := Approve(ctx, r, ApproveOptions{})
+	a, err := guard.Approve(ctx, r, guard.ApproveOptions{})
 	if err != nil || a.ExitCode() != 0 || len(a.Approved) != 1 {
 		t.Fatalf("approve: %v %+v", err, a)
 	}
@@ -79,7 +80,7 @@ func approveServer(t *testing.T, server *mcp.Server, opts Options) {
 
 // gatedClient connects a go-sdk client to server through the gate; it
 // counts the list_changed notifications the client receives.
-func gatedClient(t *testing.T, server *mcp.Server, opts GateOptions) (*mcp.ClientSession, *counter) {
+func gatedClient(t *testing.T, server *mcp.Server, opts Options) (*mcp.ClientSession, *counter) {
 	t.Helper()
 	ctx := context.Background()
 	ct := serveInMemory(t, server)

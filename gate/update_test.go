@@ -1,4 +1,4 @@
-package guard
+package gate
 
 import (
 	"bytes"
@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/etdi-dev/etdi/guard"
 	"github.com/etdi-dev/etdi/pin"
 	"github.com/etdi-dev/etdi/trust"
 	"github.com/etdi-dev/etdi/verify"
@@ -32,36 +33,36 @@ func rawJSON(s string) any { return stdjson.RawMessage(s) }
 // updatedNotes approves notesServer served by a script, then edits the
 // script (the same file, another SHA-256): it returns the options of the
 // server as approved with the rule rule, and the origin of the edit.
-func updatedNotes(t *testing.T, rule trust.UpdateRule) (GateOptions, *Origin) {
+func updatedNotes(t *testing.T, rule trust.UpdateRule) (Options, *guard.Origin) {
 	opts, _, v2 := updatedNotesFrom(t, rule)
 	return opts, v2
 }
 
 // updatedNotesFrom is updatedNotes with the origin approved.
-func updatedNotesFrom(t *testing.T, rule trust.UpdateRule) (GateOptions, *Origin, *Origin) {
+func updatedNotesFrom(t *testing.T, rule trust.UpdateRule) (Options, *guard.Origin, *guard.Origin) {
 	t.Helper()
 	ctx := context.Background()
 	opts := gateOptions(t)
 	opts.Name = "notes"
 	opts.Policy.UnsignedUpdate = rule
 	dir := filepath.Dir(opts.Pins)
-	v1 := ResolveOrigin(ctx, Server{Command: []string{script(t, dir, "notes", "exec notes-server # 1.0")}, Env: []string{}})
+	v1 := guard.ResolveOrigin(ctx, guard.Server{Command: []string{script(t, dir, "notes", "exec notes-server # 1.0")}, Env: []string{}})
 	approve := opts.Options
 	approve.Origin = v1
 	conn := connInMemory(t, notesServer("Search notes."))
-	l, err := List(ctx, SDKConn(conn), FetchOptions{})
+	l, err := guard.List(ctx, guard.SDKConn(conn), guard.FetchOptions{})
 	conn.Close()
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := Check(ctx, l, approve)
+	r, err := guard.Check(ctx, l, approve)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if a, err := Approve(ctx, r, ApproveOptions{}); err != nil || len(a.Approved) != 2 {
+	if a, err := guard.Approve(ctx, r, guard.ApproveOptions{}); err != nil || len(a.Approved) != 2 {
 		t.Fatalf("approve: %v %+v", err, a)
 	}
-	v2 := ResolveOrigin(ctx, Server{Command: []string{script(t, dir, "notes", "exec notes-server # 1.1")}, Env: []string{}})
+	v2 := guard.ResolveOrigin(ctx, guard.Server{Command: []string{script(t, dir, "notes", "exec notes-server # 1.1")}, Env: []string{}})
 	if v1.Served() == "" || v2.Served() == v1.Served() || !pin.IsUpdate("unsigned:notes", v1.Served(), v1.ServedAt(), v2.Served(), v2.ServedAt()) {
 		t.Fatalf("served %q then %q", v1.Served(), v2.Served())
 	}
@@ -76,17 +77,17 @@ func updatedNotesFrom(t *testing.T, rule trust.UpdateRule) (GateOptions, *Origin
 // update under ask.
 func TestUpdateFileOfSameNameElsewhere(t *testing.T) {
 	opts, v1, _ := updatedNotesFrom(t, "")
-	other := ResolveOrigin(context.Background(), Server{Command: []string{script(t, t.TempDir(), "notes", "exec evil-server")}, Env: []string{}})
+	other := guard.ResolveOrigin(context.Background(), guard.Server{Command: []string{script(t, t.TempDir(), "notes", "exec evil-server")}, Env: []string{}})
 	if other.Served() == v1.Served() || !strings.HasPrefix(other.Served(), "file notes ") || other.ServedAt() == v1.ServedAt() {
 		t.Fatalf("served %q at %q, approved %q at %q", other.Served(), other.ServedAt(), v1.Served(), v1.ServedAt())
 	}
-	fs, err := CheckPinnedOrigin(other, opts.Options)
+	fs, err := guard.CheckPinnedOrigin(other, opts.Options)
 	if err != nil || len(fs) != 2 || fs[0].Kind != verify.RugPull || fs[1].Kind != verify.RugPull {
 		t.Fatalf("before the start: %v %+v", err, fs)
 	}
 	o := opts.Options
 	o.Origin = other
-	o.inGate = true
+	o.InGate = true
 	r := checkNotes(t, o, "Search notes.")
 	for _, f := range judged(r) {
 		if f.Kind != verify.RugPull {
@@ -99,16 +100,16 @@ func TestUpdateFileOfSameNameElsewhere(t *testing.T) {
 }
 
 // checkNotes checks notesServer(desc) as served by o.
-func checkNotes(t *testing.T, opts Options, desc string) *Report {
+func checkNotes(t *testing.T, opts guard.Options, desc string) *guard.Report {
 	t.Helper()
 	ctx := context.Background()
 	conn := connInMemory(t, notesServer(desc))
 	defer conn.Close()
-	l, err := List(ctx, SDKConn(conn), FetchOptions{})
+	l, err := guard.List(ctx, guard.SDKConn(conn), guard.FetchOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := Check(ctx, l, opts)
+	r, err := guard.Check(ctx, l, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,7 +117,7 @@ func checkNotes(t *testing.T, opts Options, desc string) *Report {
 }
 
 // judged are r's findings but the unsigned_tool warnings of the policy.
-func judged(r *Report) []verify.Finding {
+func judged(r *guard.Report) []verify.Finding {
 	var out []verify.Finding
 	for _, f := range r.Findings {
 		if f.Kind != verify.UnsignedTool {
@@ -136,7 +137,7 @@ func TestCheckPinnedOriginUpdate(t *testing.T) {
 		sev  verify.Severity
 	}{{"", verify.Warning}, {trust.UpdateAllow, verify.Warning}, {trust.UpdateBlock, verify.Error}} {
 		opts, v1, v2 := updatedNotesFrom(t, c.rule)
-		fs, err := CheckPinnedOrigin(v2, opts.Options)
+		fs, err := guard.CheckPinnedOrigin(v2, opts.Options)
 		if err != nil || len(fs) != 1 || fs[0].Kind != verify.ServerUpdated || fs[0].Severity != c.sev ||
 			fs[0].Served != v2.Served() || fs[0].PinnedServed != v1.Served() || !strings.Contains(fs[0].Message, "->") {
 			t.Fatalf("%s: %v %+v", c.rule, err, fs)
@@ -144,8 +145,8 @@ func TestCheckPinnedOriginUpdate(t *testing.T) {
 		if c.rule == trust.UpdateBlock && (fs[0].ExitCode() != verify.ExitRugPull || verify.ExitCode(fs) != verify.ExitRugPull) {
 			t.Fatalf("block: exit %d", fs[0].ExitCode())
 		}
-		other := ResolveOrigin(context.Background(), Server{Command: []string{script(t, filepath.Dir(opts.Pins), "evil", "exec evil")}, Env: []string{}})
-		fs, err = CheckPinnedOrigin(other, opts.Options)
+		other := guard.ResolveOrigin(context.Background(), guard.Server{Command: []string{script(t, filepath.Dir(opts.Pins), "evil", "exec evil")}, Env: []string{}})
+		fs, err = guard.CheckPinnedOrigin(other, opts.Options)
 		if err != nil || len(fs) != 2 || fs[0].Kind != verify.RugPull || fs[1].Kind != verify.RugPull {
 			t.Fatalf("another file: %v %+v", err, fs)
 		}
@@ -169,13 +170,13 @@ func TestCheckUnsignedUpdateRules(t *testing.T) {
 		if rule == trust.UpdateAsk {
 			// Naming tools does not approve the update: it is still to
 			// approve, and said so.
-			a, err := Approve(ctx, r, ApproveOptions{Tools: []string{"add_note"}})
+			a, err := guard.Approve(ctx, r, guard.ApproveOptions{Tools: []string{"add_note"}})
 			if err != nil || len(a.Approved) != 0 || a.ExitCode() != verify.ExitApproval ||
 				len(a.Refused) != 1 || a.Refused[0].Kind != string(verify.ServerUpdated) {
 				t.Fatalf("named tools approved the update: %v %+v", err, a)
 			}
 		}
-		a, err := Approve(ctx, r, ApproveOptions{})
+		a, err := guard.Approve(ctx, r, guard.ApproveOptions{})
 		if rule == trust.UpdateBlock {
 			if err != nil || len(a.Approved) != 0 || len(a.Refused) != 1 || a.Refused[0].Kind != string(verify.ServerUpdated) {
 				t.Fatalf("block approved: %v %+v", err, a)
@@ -188,7 +189,7 @@ func TestCheckUnsignedUpdateRules(t *testing.T) {
 		if r := checkNotes(t, opts.Options, "Search notes."); r.ExitCode() != 0 || len(judged(r)) != 0 {
 			t.Fatalf("%s after approval: %+v", rule, r.Findings)
 		}
-		if fs, err := CheckPinnedOrigin(v2, opts.Options); err != nil || len(fs) != 0 {
+		if fs, err := guard.CheckPinnedOrigin(v2, opts.Options); err != nil || len(fs) != 0 {
 			t.Fatalf("%s: start after approval %v %+v", rule, err, fs)
 		}
 	}
@@ -252,7 +253,7 @@ func TestGateUnsignedUpdate(t *testing.T) {
 		}
 		other := &pin.Observation{Server: pin.UnsignedServerKey("elsewhere"), Name: "elsewhere"}
 		conn := connInMemory(t, weatherServer("Get the weather."))
-		l, lerr := List(ctx, SDKConn(conn), FetchOptions{})
+		l, lerr := guard.List(ctx, guard.SDKConn(conn), guard.FetchOptions{})
 		conn.Close()
 		if lerr != nil {
 			t.Fatal(lerr)
@@ -292,36 +293,36 @@ func TestSavedListingRecordsServedAt(t *testing.T) {
 	opts := gateOptions(t)
 	dir := filepath.Dir(opts.Pins)
 	path := script(t, dir, "weather", "exec weather-server # 1.0")
-	opts.Origin = ResolveOrigin(ctx, Server{Command: []string{path}, Env: []string{}})
+	opts.Origin = guard.ResolveOrigin(ctx, guard.Server{Command: []string{path}, Env: []string{}})
 	saved, _ := pendingOf(t, opts)
 	data, err := os.ReadFile(saved)
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := ReadListing(data)
+	l, err := guard.ReadListing(data)
 	if err != nil || l.ServedAt != opts.Origin.ServedAt() || l.ServedAt == "" {
 		t.Fatalf("the saved listing: %v, at %q", err, l.ServedAt)
 	}
 	at, _ := stdjson.Marshal(l.ServedAt)
-	if _, err := ReadListing(bytes.Replace(data, at, []byte(`"/tmp/evil/weather"`), 1)); !errors.Is(err, ErrServedBinding) {
+	if _, err := guard.ReadListing(bytes.Replace(data, at, []byte(`"/tmp/evil/weather"`), 1)); !errors.Is(err, guard.ErrServedBinding) {
 		t.Fatalf("an edited path: %v", err)
 	}
 	review := opts.Options
 	review.Origin = nil
-	r, err := Check(ctx, l, review)
+	r, err := guard.Check(ctx, l, review)
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, err := Approve(ctx, r, ApproveOptions{})
+	a, err := guard.Approve(ctx, r, guard.ApproveOptions{})
 	if err != nil || len(a.Approved) != 1 || a.Approved[0].Pin.ServedAt != l.ServedAt {
 		t.Fatalf("approve: %v %+v", err, a)
 	}
-	edited := ResolveOrigin(ctx, Server{Command: []string{script(t, dir, "weather", "exec weather-server # 1.1")}, Env: []string{}})
-	if fs, err := CheckPinnedOrigin(edited, opts.Options); err != nil || len(fs) != 1 || fs[0].Kind != verify.ServerUpdated {
+	edited := guard.ResolveOrigin(ctx, guard.Server{Command: []string{script(t, dir, "weather", "exec weather-server # 1.1")}, Env: []string{}})
+	if fs, err := guard.CheckPinnedOrigin(edited, opts.Options); err != nil || len(fs) != 1 || fs[0].Kind != verify.ServerUpdated {
 		t.Fatalf("the approved file edited: %v %+v", err, fs)
 	}
-	elsewhere := ResolveOrigin(ctx, Server{Command: []string{script(t, t.TempDir(), "weather", "exec weather-server # 1.1")}, Env: []string{}})
-	if fs, err := CheckPinnedOrigin(elsewhere, opts.Options); err != nil || len(fs) != 1 || fs[0].Kind != verify.RugPull {
+	elsewhere := guard.ResolveOrigin(ctx, guard.Server{Command: []string{script(t, t.TempDir(), "weather", "exec weather-server # 1.1")}, Env: []string{}})
+	if fs, err := guard.CheckPinnedOrigin(elsewhere, opts.Options); err != nil || len(fs) != 1 || fs[0].Kind != verify.RugPull {
 		t.Fatalf("a file of the same name elsewhere: %v %+v", err, fs)
 	}
 }
@@ -347,25 +348,25 @@ func TestUpdateThroughRepointedLink(t *testing.T) {
 		t.Fatal(err)
 	}
 	approve := opts.Options
-	approve.Origin = ResolveOrigin(ctx, Server{Command: []string{link}, Env: []string{}})
+	approve.Origin = guard.ResolveOrigin(ctx, guard.Server{Command: []string{link}, Env: []string{}})
 	r := checkNotes(t, approve, "Search notes.")
-	if a, err := Approve(ctx, r, ApproveOptions{}); err != nil || len(a.Approved) != 2 || a.Approved[0].Pin.ServedAt != link {
+	if a, err := guard.Approve(ctx, r, guard.ApproveOptions{}); err != nil || len(a.Approved) != 2 || a.Approved[0].Pin.ServedAt != link {
 		t.Fatalf("approve: %v %+v", err, a)
 	}
 	os.Remove(link)
 	if err := os.Symlink(v2, link); err != nil {
 		t.Fatal(err)
 	}
-	now := ResolveOrigin(ctx, Server{Command: []string{link}, Env: []string{}})
-	if fs, err := CheckPinnedOrigin(now, opts.Options); err != nil || len(fs) != 1 || fs[0].Kind != verify.ServerUpdated {
+	now := guard.ResolveOrigin(ctx, guard.Server{Command: []string{link}, Env: []string{}})
+	if fs, err := guard.CheckPinnedOrigin(now, opts.Options); err != nil || len(fs) != 1 || fs[0].Kind != verify.ServerUpdated {
 		t.Fatalf("the link repointed: %v %+v", err, fs)
 	}
 	other := filepath.Join(dir, "other", "notes")
 	if err := os.Symlink(v2, other); err != nil {
 		t.Fatal(err)
 	}
-	elsewhere := ResolveOrigin(ctx, Server{Command: []string{other}, Env: []string{}})
-	if fs, err := CheckPinnedOrigin(elsewhere, opts.Options); err != nil || len(fs) != 2 || fs[0].Kind != verify.RugPull {
+	elsewhere := guard.ResolveOrigin(ctx, guard.Server{Command: []string{other}, Env: []string{}})
+	if fs, err := guard.CheckPinnedOrigin(elsewhere, opts.Options); err != nil || len(fs) != 2 || fs[0].Kind != verify.RugPull {
 		t.Fatalf("another link: %v %+v", err, fs)
 	}
 }

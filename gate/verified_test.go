@@ -1,4 +1,4 @@
-package guard
+package gate
 
 // A host's request is decided by what etdi verified in its own listing of
 // the server, not by what the host happened to list (SPEC.md §25): an
@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/etdi-dev/etdi"
+	"github.com/etdi-dev/etdi/guard"
 	"github.com/etdi-dev/etdi/internal/mcpclient"
 	"github.com/etdi-dev/etdi/pin"
 	"github.com/etdi-dev/etdi/policy"
@@ -135,16 +136,16 @@ func TestAttackStaleHostListing(t *testing.T) {
 	// Another process approves the new definition.
 	c, s := pipePair()
 	serveAtk(s, h)
-	l, err := List(context.Background(), c, FetchOptions{})
+	l, err := guard.List(context.Background(), c, guard.FetchOptions{})
 	c.Close()
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := Check(context.Background(), l, opts.Options)
+	r, err := guard.Check(context.Background(), l, opts.Options)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ap, err := Approve(context.Background(), r, ApproveOptions{AcceptInstructions: true, Tools: []string{"get_weather"}}); err != nil || ap.ExitCode() != 0 {
+	if ap, err := guard.Approve(context.Background(), r, guard.ApproveOptions{AcceptInstructions: true, Tools: []string{"get_weather"}}); err != nil || ap.ExitCode() != 0 {
 		t.Fatalf("approve: %v %+v", err, ap)
 	}
 	a.server.write(`{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}`)
@@ -181,7 +182,7 @@ func TestAttackRevokedNeverListed(t *testing.T) {
 	if ans := a.ask(t, "tools/call", `{"name":"get_weather","arguments":{}}`, 5*time.Second); !strings.Contains(ans, "sunny") {
 		t.Fatalf("approved call: %s", ans)
 	}
-	if err := withPins(opts.Options, false, func(s *pin.Store) error {
+	if err := opts.Options.WithPins(false, func(s *pin.Store) error {
 		return s.Revoke(pin.Revocation{Server: "unsigned:atk", Tool: "get_weather", By: "tester", Reason: "compromised"})
 	}); err != nil {
 		t.Fatal(err)
@@ -271,7 +272,7 @@ func TestGateReadsReturnedResources(t *testing.T) {
 		t.Fatalf("read of a URI not in normal form: %s", ans)
 	}
 	// Its tool revoked by another process, what it returned is withheld.
-	if err := withPins(opts.Options, false, func(s *pin.Store) error {
+	if err := opts.Options.WithPins(false, func(s *pin.Store) error {
 		return s.Revoke(pin.Revocation{Server: "unsigned:atk", Tool: "get_weather", By: "tester", Reason: "compromised"})
 	}); err != nil {
 		t.Fatal(err)
@@ -502,12 +503,12 @@ func answers(id string) func(m *mcpclient.Message) bool {
 
 // runHalf runs a gate between a halfHost and a scripted server, and
 // initializes the session.
-func runHalf(t *testing.T, opts GateOptions, handler atkHandler, capabilities string) (*halfHost, *atkServer, chan error) {
+func runHalf(t *testing.T, opts Options, handler atkHandler, capabilities string) (*halfHost, *atkServer, chan error) {
 	t.Helper()
 	host := newHalfHost()
 	server, serverEnd := pipePair()
 	s := serveAtk(serverEnd, handler)
-	g, err := NewGate(opts)
+	g, err := New(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -698,7 +699,7 @@ func TestGateCancelledInitializeAnswered(t *testing.T) {
 	host := newHalfHost()
 	server, serverEnd := pipePair()
 	serveAtk(serverEnd, h)
-	g, err := NewGate(opts)
+	g, err := New(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -803,16 +804,16 @@ func TestGateReturnedResourceFollowsItsTool(t *testing.T) {
 	mu.Unlock()
 	c, s := pipePair()
 	serveAtk(s, h)
-	l, err := List(context.Background(), c, FetchOptions{})
+	l, err := guard.List(context.Background(), c, guard.FetchOptions{})
 	c.Close()
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := Check(context.Background(), l, opts.Options)
+	r, err := guard.Check(context.Background(), l, opts.Options)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ap, err := Approve(context.Background(), r, ApproveOptions{AcceptInstructions: true, Tools: []string{"get_weather"}}); err != nil || ap.ExitCode() != 0 {
+	if ap, err := guard.Approve(context.Background(), r, guard.ApproveOptions{AcceptInstructions: true, Tools: []string{"get_weather"}}); err != nil || ap.ExitCode() != 0 {
 		t.Fatalf("approve: %v %+v", err, ap)
 	}
 	a.server.write(`{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}`)
@@ -847,7 +848,7 @@ func TestAttackSecretAtClip(t *testing.T) {
 			return cleanHandler(m, own)
 		}
 		opts := atkOptions(t)
-		opts.Credentials = []Credential{{Where: "env API_KEY", Value: secret}}
+		opts.Credentials = []guard.Credential{{Where: "env API_KEY", Value: secret}}
 		a := startAtk(t, opts, h)
 		a.init(t)
 		ans := a.ask(t, "tools/call", `{"name":"get_weather","arguments":{}}`, 5*time.Second)

@@ -16,6 +16,9 @@ import (
 	"github.com/etdi-dev/etdi/verify"
 )
 
+// bankTool is the tool of acme's bank server.
+const bankTool = `{"name":"transfer_money","description":"Transfer money from the user's account.","inputSchema":{"type":"object","properties":{"to":{"type":"string"},"amount":{"type":"number"}}}}`
+
 // bankListing is a listing of acme's bank server carrying a bundle of
 // sequence seq signed by priv.
 func bankListing(t *testing.T, priv crypto.Signer, seq uint64) *Listing {

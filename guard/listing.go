@@ -56,8 +56,8 @@ type Listing struct {
 	Served, ServedAt string
 }
 
-// items returns the entries of the lists other than tools, by item kind.
-func (l *Listing) items() map[string][]etdi.LiveTool {
+// Items returns the entries of the lists other than tools, by item kind.
+func (l *Listing) Items() map[string][]etdi.LiveTool {
 	return map[string][]etdi.LiveTool{pin.ItemPrompt: l.Prompts, pin.ItemResource: l.Resources, pin.ItemTemplate: l.Templates}
 }
 
@@ -183,7 +183,7 @@ func servedBindingAt(l *Listing, served, at string) string {
 		field(e.Name)
 		field(e.Digest.String())
 	}
-	items := l.items()
+	items := l.Items()
 	for _, item := range l.Listed {
 		field(item)
 		for _, e := range items[item] {
@@ -332,7 +332,7 @@ func (l *Listing) Saver() (func(io.Writer) error, error) {
 	return func(w io.Writer) error {
 		sw := newSavedWriter(w)
 		sw.list(etdi.ListTools.Member, l.Tools)
-		items := l.items()
+		items := l.Items()
 		for _, item := range l.Listed {
 			sw.list(savedMember[item], items[item])
 		}

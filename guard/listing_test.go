@@ -8,6 +8,9 @@ import (
 // A saved listing carries the server's instructions as the gate and etdi
 // fetch write them: a string, null when the server sent none, or nothing
 // when they are not known; they read back as they were.
+// atkTool is a tool of an unsigned test server.
+const atkTool = `{"name":"get_weather","description":"Get the weather.","inputSchema":{"type":"object","properties":{"city":{"type":"string"}}}}`
+
 func TestListingInstructions(t *testing.T) {
 	instr := "Use get_weather. <b>bold</b>"
 	tool := `{"tools":[` + atkTool + `]}`

@@ -217,7 +217,7 @@ func CheckPinnedOrigin(o *Origin, opts Options) ([]verify.Finding, error) {
 	if now == "" && o.Unresolved() == nil {
 		return nil, nil
 	}
-	server := pinnedServerKey(opts)
+	server := opts.ServerKey()
 	if server == "" {
 		return nil, nil
 	}
@@ -227,7 +227,7 @@ func CheckPinnedOrigin(o *Origin, opts Options) ([]verify.Finding, error) {
 	}
 	var out []verify.Finding
 	var from, updated []string
-	err := withPins(opts, true, func(s *pin.Store) error {
+	err := opts.WithPins(true, func(s *pin.Store) error {
 		pins, err := s.ServerPins(server)
 		if err != nil {
 			return err
@@ -287,11 +287,11 @@ func startUpdateFinding(server string, from []string, now string, n int, rule tr
 	return f
 }
 
-// pinnedServerKey is the pin key of the server opts name: the one its
-// bundle claims (the signature is verified once the server lists its
-// tools, and refusing to start trusts nothing), or opts.Name unsigned;
-// "" when they name none.
-func pinnedServerKey(opts Options) string {
+// ServerKey is the pin key of the server opts name: the one its bundle
+// claims (the signature is verified once the server lists its tools,
+// and refusing to start trusts nothing), or opts.Name unsigned; "" when
+// they name none.
+func (opts Options) ServerKey() string {
 	switch {
 	case opts.Bundle != nil:
 		if st := claimedStatement(opts.Bundle); st != nil {

@@ -419,7 +419,7 @@ func Apply(ctx context.Context, reports []*Report, accepted []ReviewItem) ([]App
 			continue
 		}
 		var c *pin.Comparison
-		err := withPins(r.opts, true, func(s *pin.Store) error {
+		err := r.opts.WithPins(true, func(s *pin.Store) error {
 			var err error
 			c, err = s.Compare(r.Observation)
 			return err
