@@ -166,7 +166,7 @@ func (a *callAudit) begin(server, tool, digest string, args []byte, p policyOutc
 		return nil
 	}
 	return &callRecord{start: time.Now(), rec: pin.Record{Type: pin.RecordCall, Server: server, Tool: recordedName(tool), Digest: digest,
-		Arguments: policy.ArgumentsDigest(args), By: a.opts.By, Decision: p.decision, Policies: p.policies, Answer: p.answer}}
+		Arguments: policy.ArgumentsDigest(args), By: a.opts.By, Decision: p.decision, Policies: p.policies, Answer: string(p.answer)}}
 }
 
 // finish records the answer to a call (m nil: none came, the session
@@ -194,7 +194,7 @@ func (a *callAudit) blocked(server, tool, digest string, args []byte, kind strin
 	}
 	a.add(pin.Record{Type: pin.RecordCall, Time: time.Now().UTC(), Server: server, Tool: recordedName(tool), Digest: digest,
 		Arguments: policy.ArgumentsDigest(args), Outcome: OutcomeBlocked, Kind: kind, By: a.opts.By,
-		Decision: p.decision, Policies: p.policies, Answer: p.answer})
+		Decision: p.decision, Policies: p.policies, Answer: string(p.answer)})
 }
 
 // add appends a record to the spool (one write) and to the batch.

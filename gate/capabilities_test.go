@@ -27,7 +27,7 @@ var (
 
 // everything is the command of the real server-everything from npm
 // (testdata/mcp, installed from its lockfile once per test run).
-func everything(t *testing.T) guard.Server {
+func everything(t *testing.T) guard.Launch {
 	t.Helper()
 	bin := filepath.Join(mcpFixtures, "node_modules", ".bin", "mcp-server-everything")
 	npmOnce.Do(func() {
@@ -43,7 +43,7 @@ func everything(t *testing.T) guard.Server {
 	if npmErr != nil {
 		t.Fatal(npmErr)
 	}
-	return guard.Server{Command: []string{"node", bin, "stdio"}}
+	return guard.Launch{Command: []string{"node", bin, "stdio"}}
 }
 
 func listingNames(l *guard.Listing) []string {
@@ -63,7 +63,7 @@ type hostSession struct {
 	log  func() []string
 }
 
-func gateSession(t *testing.T, opts Options, s guard.Server) *hostSession {
+func gateSession(t *testing.T, opts Options, s guard.Launch) *hostSession {
 	t.Helper()
 	var mu sync.Mutex
 	var lines []string

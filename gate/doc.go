@@ -17,9 +17,12 @@
 // when the server may not start at all (Preflight, ServeRefusal).
 //
 // Its files are named after what they hold: gate.go (the session relay),
-// session.go (what the host was shown), listing.go (the listing filter),
-// decide.go (the call decision), policy.go and ask.go (call-time policies
-// and the approval prompt), audit.go (the call-record spool), refusal.go,
+// requests.go (requests in flight), session.go (what the host was shown
+// and why the rest was withheld), filter.go (the listing filter),
+// decide.go (the call decision), policy.go and ask.go (call-time
+// policies and the approval prompt), notice.go (what the host is told),
+// pending.go (listings saved for review), audit.go (the call-record
+// spool), refusal.go (a session refused before the server starts),
 // listen.go and listen_session.go (Streamable HTTP), outbox.go (the
 // bounded queues).
 //

@@ -14,7 +14,7 @@ import (
 // A Go program offers a stdio server to hosts over Streamable HTTP: every
 // host session gets a gate and a server process of its own.
 func ExampleListenHTTP() {
-	server := guard.Server{Command: []string{"weather-server"}}
+	server := guard.Launch{Command: []string{"weather-server"}}
 	h, err := gate.ListenHTTP("127.0.0.1:0", gate.HTTPOptions{
 		Gate: gate.Options{Options: guard.Options{Policy: &trust.Policy{Unsigned: trust.Warn}, Pins: "pins.db", Name: "weather"}},
 		Upstream: func(context.Context) (guard.Conn, error) {

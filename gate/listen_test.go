@@ -77,13 +77,13 @@ func listenFixture() *mcp.Server {
 }
 
 // fixtureCommand starts the test binary as listenFixture.
-func fixtureCommand(t *testing.T) guard.Server {
+func fixtureCommand(t *testing.T) guard.Launch {
 	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
-	return guard.Server{Command: []string{exe}, Env: append(os.Environ(), listenFixtureEnv+"=1")}
+	return guard.Launch{Command: []string{exe}, Env: append(os.Environ(), listenFixtureEnv+"=1")}
 }
 
 // listenFixtureServer approves the fixture and serves it, one process
@@ -1046,7 +1046,7 @@ func TestListenHTTPUpstreamURL(t *testing.T) {
 	}
 	go up.Serve(ln)
 	t.Cleanup(func() { up.Close() })
-	remote := guard.Server{URL: "http://" + ln.Addr().String() + "/mcp"}
+	remote := guard.Launch{URL: "http://" + ln.Addr().String() + "/mcp"}
 
 	ctx := listenCtx(t)
 	opts := gateOptions(t)

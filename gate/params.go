@@ -3,6 +3,8 @@ package gate
 import (
 	"fmt"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/etdi-dev/etdi"
 	"github.com/etdi-dev/etdi/internal/mcpclient"
@@ -145,4 +147,42 @@ func unhex(c byte) byte {
 		return c - 'A' + 10
 	}
 	return 0xff
+}
+
+// hasTwice reports whether a name occurs twice, or two names that a JSON
+// decoder matching names case-insensitively (encoding/json, Unicode simple
+// folding) takes as one. It takes linear time: a message may hold
+// millions of names.
+func hasTwice(names []string) bool {
+	seen := make(map[string]struct{}, len(names))
+	for _, n := range names {
+		k := foldKey(n)
+		if _, ok := seen[k]; ok {
+			return true
+		}
+		seen[k] = struct{}{}
+	}
+	return false
+}
+
+// foldKey returns the same key for two strings exactly when
+// strings.EqualFold holds of them: each rune replaced by the least rune of
+// its Unicode simple folding orbit ("k", "K" and U+212A KELVIN SIGN all
+// become "K"), a byte that is not UTF-8 by U+FFFD, as EqualFold reads it.
+func foldKey(s string) string {
+	b := make([]byte, 0, len(s))
+	for _, r := range s {
+		switch {
+		case r >= 'a' && r <= 'z':
+			r -= 'a' - 'A'
+		case r >= utf8.RuneSelf:
+			least := r
+			for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
+				least = min(least, f)
+			}
+			r = least
+		}
+		b = utf8.AppendRune(b, r)
+	}
+	return string(b)
 }

@@ -580,11 +580,11 @@ func blockedData(t *testing.T, raw string) blocked {
 	return b
 }
 
-func (b blocked) answer() string {
+func (b blocked) answer() Answer {
 	if b.Answer == nil {
 		return "<none>"
 	}
-	return *b.Answer
+	return Answer(*b.Answer)
 }
 
 // wantResult checks that raw is a tool's result.
@@ -715,7 +715,7 @@ func TestPolicyAskAccept(t *testing.T) {
 	}
 	ps.end(t)
 	r := recordOf(t, ps.records(t), "delete_file", OutcomeForwarded)
-	if r.Decision != "ask" || !slices.Equal(r.Policies, []string{"ask-destructive"}) || r.Answer != AnswerAccept {
+	if r.Decision != "ask" || !slices.Equal(r.Policies, []string{"ask-destructive"}) || Answer(r.Answer) != AnswerAccept {
 		t.Fatalf("record %+v", r)
 	}
 }
@@ -727,7 +727,7 @@ func TestPolicyAskAnswers(t *testing.T) {
 	cases := []struct {
 		name, result string
 		error        bool
-		want         string
+		want         Answer
 	}{
 		{"decline", `{"action":"decline"}`, false, AnswerDecline},
 		{"cancel", `{"action":"cancel"}`, false, AnswerCancel},
@@ -775,7 +775,7 @@ func TestPolicyAskAnswers(t *testing.T) {
 	}
 	want := map[string]int{}
 	for _, c := range cases {
-		want[c.want]++
+		want[string(c.want)]++
 	}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("answers recorded %v, want %v", got, want)
@@ -806,7 +806,7 @@ func TestPolicyAskUnsupported(t *testing.T) {
 			}
 			ps.end(t)
 			r := recordOf(t, ps.records(t), "delete_file", OutcomeBlocked)
-			if r.Decision != "ask" || r.Answer != AnswerUnsupported {
+			if r.Decision != "ask" || Answer(r.Answer) != AnswerUnsupported {
 				t.Fatalf("record %+v", r)
 			}
 		})
@@ -854,7 +854,7 @@ func TestPolicyAskTimeout(t *testing.T) {
 	if len(ps.wire.callsTo()) != 0 {
 		t.Fatal("a call nobody accepted reached the server")
 	}
-	if r := recordOf(t, ps.records(t), "delete_file", OutcomeBlocked); r.Answer != AnswerTimeout || r.Decision != "ask" {
+	if r := recordOf(t, ps.records(t), "delete_file", OutcomeBlocked); Answer(r.Answer) != AnswerTimeout || r.Decision != "ask" {
 		t.Fatalf("record %+v", r)
 	}
 }
@@ -1000,7 +1000,7 @@ func TestPolicyAskRugPull(t *testing.T) {
 		t.Fatal("a changed tool was called")
 	}
 	r := recordOf(t, ps.records(t), "delete_file", OutcomeBlocked)
-	if r.Decision != "ask" || r.Answer != AnswerAccept || r.Kind != b.Kind {
+	if r.Decision != "ask" || Answer(r.Answer) != AnswerAccept || r.Kind != b.Kind {
 		t.Fatalf("record %+v (blocked as %s)", r, b.Kind)
 	}
 }
@@ -1026,7 +1026,7 @@ func TestPolicyAskSessionEnds(t *testing.T) {
 		t.Fatal("the gate did not end")
 	}
 	r := recordOf(t, ps.records(t), "delete_file", OutcomeBlocked)
-	if r.Decision != "ask" || r.Answer != AnswerEnded || r.Kind != PolicyAsk {
+	if r.Decision != "ask" || Answer(r.Answer) != AnswerEnded || r.Kind != PolicyAsk {
 		t.Fatalf("record %+v", r)
 	}
 }
@@ -1068,7 +1068,7 @@ func TestPolicyAskBusy(t *testing.T) {
 	ps.end(t)
 	busy := 0
 	for _, r := range ps.records(t) {
-		if r.Answer == AnswerBusy {
+		if Answer(r.Answer) == AnswerBusy {
 			busy++
 		}
 	}
@@ -1146,7 +1146,7 @@ when { resource.scopes.contains("net:fetch") };
 		t.Fatalf("the server ran %v", got)
 	}
 	r := recordOf(t, ps.records(t), "fetch_url", OutcomeBlocked)
-	if r.Decision != "forbid" || r.Answer != AnswerAccept {
+	if r.Decision != "forbid" || Answer(r.Answer) != AnswerAccept {
 		t.Fatalf("record %+v", r)
 	}
 }
@@ -1506,7 +1506,7 @@ func TestPolicyAttackAskArgumentsLookalikeNames(t *testing.T) {
 // waits for its own answer. Breaks: the answer finds the call it is about
 // by identity, not by id.
 func TestPolicyAttackAskIDReused(t *testing.T) {
-	for _, answer := range []string{AnswerAccept, AnswerCancel} {
+	for _, answer := range []Answer{AnswerAccept, AnswerCancel} {
 		g, err := New(atkOptions(t))
 		if err != nil {
 			t.Fatal(err)

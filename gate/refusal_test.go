@@ -165,8 +165,8 @@ func TestAttackPreflightReplacedImplementation(t *testing.T) {
 	ctx := context.Background()
 	opts := gateOptions(t)
 	dir := filepath.Dir(opts.Pins)
-	genuine := guard.ResolveOrigin(ctx, guard.Server{Command: []string{script(t, dir, "weather", "exec weather-server")}, Env: []string{}})
-	other := guard.ResolveOrigin(ctx, guard.Server{Command: []string{script(t, dir, "weather-evil", "exec evil-server")}, Env: []string{}})
+	genuine := guard.ResolveOrigin(ctx, guard.Launch{Command: []string{script(t, dir, "weather", "exec weather-server")}, Env: []string{}})
+	other := guard.ResolveOrigin(ctx, guard.Launch{Command: []string{script(t, dir, "weather-evil", "exec evil-server")}, Env: []string{}})
 	opts.Origin = genuine
 	path, _ := pendingOf(t, opts)
 	approveSaved(t, path, opts)
@@ -185,7 +185,7 @@ func TestAttackPreflightReplacedImplementation(t *testing.T) {
 	// A configured credential is never shown, even where what runs names
 	// it (a program named after a token).
 	secret := "tok-" + strings.Repeat("Zq9", 8)
-	masked := guard.ResolveOrigin(ctx, guard.Server{Command: []string{script(t, dir, secret, "exec evil-server")}, Env: []string{}})
+	masked := guard.ResolveOrigin(ctx, guard.Launch{Command: []string{script(t, dir, secret, "exec evil-server")}, Env: []string{}})
 	opts.Credentials = []guard.Credential{{Where: "argv", Value: secret}}
 	if _, r, _ := Preflight(masked, opts); r == nil || strings.Contains(r.Message(), secret) || !strings.Contains(r.Message(), "get_weather") {
 		t.Fatalf("a credential in a finding: %+v", r)
@@ -201,7 +201,7 @@ func TestAttackPreflightReplacedImplementation(t *testing.T) {
 // Nothing pinned refuses nothing; pins that cannot be read fail closed.
 func TestPreflightNothingPinned(t *testing.T) {
 	opts := gateOptions(t)
-	o := guard.ResolveOrigin(context.Background(), guard.Server{Command: []string{filepath.Join(t.TempDir(), "missing")}, Env: []string{}})
+	o := guard.ResolveOrigin(context.Background(), guard.Launch{Command: []string{filepath.Join(t.TempDir(), "missing")}, Env: []string{}})
 	if fs, r, err := Preflight(o, opts); err != nil || r != nil || len(fs) != 0 {
 		t.Fatalf("nothing pinned: %v %+v %+v", err, r, fs)
 	}
@@ -289,7 +289,7 @@ func TestRefusalMessageBounded(t *testing.T) {
 
 // A server has a command or a URL: both is refused, nothing started.
 func TestStartServerCommandAndURL(t *testing.T) {
-	c, err := guard.StartServer(guard.Server{Command: []string{"true"}, URL: "http://127.0.0.1:1/mcp"}, nil)
+	c, err := guard.StartServer(guard.Launch{Command: []string{"true"}, URL: "http://127.0.0.1:1/mcp"}, nil)
 	if err == nil {
 		c.Close()
 		t.Fatal("a server with a command and a URL was started")

@@ -55,8 +55,8 @@ func TestAttackPendingApprovalRecordsServed(t *testing.T) {
 	ctx := context.Background()
 	opts := gateOptions(t)
 	dir := filepath.Dir(opts.Pins)
-	genuine := guard.ResolveOrigin(ctx, guard.Server{Command: []string{script(t, dir, "weather", "exec weather-server")}, Env: []string{}})
-	other := guard.ResolveOrigin(ctx, guard.Server{Command: []string{script(t, dir, "weather-evil", "exec evil-server")}, Env: []string{}})
+	genuine := guard.ResolveOrigin(ctx, guard.Launch{Command: []string{script(t, dir, "weather", "exec weather-server")}, Env: []string{}})
+	other := guard.ResolveOrigin(ctx, guard.Launch{Command: []string{script(t, dir, "weather-evil", "exec evil-server")}, Env: []string{}})
 	if genuine.Served() == "" || other.Served() == "" || genuine.Served() == other.Served() {
 		t.Fatalf("served: %q %q (%v %v)", genuine.Served(), other.Served(), genuine.Unresolved(), other.Unresolved())
 	}
@@ -90,7 +90,7 @@ func TestAttackPendingApprovalRecordsServed(t *testing.T) {
 		t.Fatalf("another program serving the same definitions: %v %+v", err, fs)
 	}
 	// A launch that cannot be resolved any more is not the approved one.
-	gone := guard.ResolveOrigin(ctx, guard.Server{Command: []string{filepath.Join(dir, "no-such-program")}, Env: []string{}})
+	gone := guard.ResolveOrigin(ctx, guard.Launch{Command: []string{filepath.Join(dir, "no-such-program")}, Env: []string{}})
 	if gone.Unresolved() == nil {
 		t.Fatalf("a missing program resolved: %q", gone.Served())
 	}
@@ -111,8 +111,8 @@ func TestAttackPendingServedTampered(t *testing.T) {
 	ctx := context.Background()
 	opts := gateOptions(t)
 	dir := filepath.Dir(opts.Pins)
-	opts.Origin = guard.ResolveOrigin(ctx, guard.Server{Command: []string{script(t, dir, "weather", "exec weather-server")}, Env: []string{}})
-	other := guard.ResolveOrigin(ctx, guard.Server{Command: []string{script(t, dir, "weather-evil", "exec evil-server")}, Env: []string{}})
+	opts.Origin = guard.ResolveOrigin(ctx, guard.Launch{Command: []string{script(t, dir, "weather", "exec weather-server")}, Env: []string{}})
+	other := guard.ResolveOrigin(ctx, guard.Launch{Command: []string{script(t, dir, "weather-evil", "exec evil-server")}, Env: []string{}})
 	path, _ := pendingOf(t, opts)
 	data, _ := os.ReadFile(path)
 	served, _ := json.Marshal(opts.Origin.Served())

@@ -72,7 +72,7 @@ func TestGateServerEndsWithoutEPIPE(t *testing.T) {
 			t.Fatal(err)
 		}
 		stderr := &lockedBuffer{}
-		server, err := guard.StartServer(guard.Server{Command: argv}, stderr)
+		server, err := guard.StartServer(guard.Launch{Command: argv}, stderr)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -152,7 +152,7 @@ func TestGateResumesServerStream(t *testing.T) {
 	srv := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server },
 		&mcp.StreamableHTTPOptions{EventStore: mcp.NewMemoryEventStore(nil)}))
 	defer srv.Close()
-	conn, err := guard.StartServer(guard.Server{URL: srv.URL}, nil)
+	conn, err := guard.StartServer(guard.Launch{URL: srv.URL}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

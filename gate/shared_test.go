@@ -22,7 +22,7 @@ func TestSharedApprovalSurvivesRejudge(t *testing.T) {
 	ctx := context.Background()
 	opts := atkOptions(t) // approves server atk, a third server
 	dir := filepath.Dir(opts.Pins)
-	opts.Origin = guard.ResolveOrigin(ctx, guard.Server{Command: []string{script(t, dir, "clock-server", "exec clock")}, Env: []string{}})
+	opts.Origin = guard.ResolveOrigin(ctx, guard.Launch{Command: []string{script(t, dir, "clock-server", "exec clock")}, Env: []string{}})
 	if _, ok := pin.ArtifactIdentity(opts.Origin.Served()); !ok {
 		t.Fatalf("served %q (%v)", opts.Origin.Served(), opts.Origin.Unresolved())
 	}

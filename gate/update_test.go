@@ -46,7 +46,7 @@ func updatedNotesFrom(t *testing.T, rule trust.UpdateRule) (Options, *guard.Orig
 	opts.Name = "notes"
 	opts.Policy.UnsignedUpdate = rule
 	dir := filepath.Dir(opts.Pins)
-	v1 := guard.ResolveOrigin(ctx, guard.Server{Command: []string{script(t, dir, "notes", "exec notes-server # 1.0")}, Env: []string{}})
+	v1 := guard.ResolveOrigin(ctx, guard.Launch{Command: []string{script(t, dir, "notes", "exec notes-server # 1.0")}, Env: []string{}})
 	approve := opts.Options
 	approve.Origin = v1
 	conn := connInMemory(t, notesServer("Search notes."))
@@ -62,7 +62,7 @@ func updatedNotesFrom(t *testing.T, rule trust.UpdateRule) (Options, *guard.Orig
 	if a, err := guard.Approve(ctx, r, guard.ApproveOptions{}); err != nil || len(a.Approved) != 2 {
 		t.Fatalf("approve: %v %+v", err, a)
 	}
-	v2 := guard.ResolveOrigin(ctx, guard.Server{Command: []string{script(t, dir, "notes", "exec notes-server # 1.1")}, Env: []string{}})
+	v2 := guard.ResolveOrigin(ctx, guard.Launch{Command: []string{script(t, dir, "notes", "exec notes-server # 1.1")}, Env: []string{}})
 	if v1.Served() == "" || v2.Served() == v1.Served() || !pin.IsUpdate("unsigned:notes", v1.Served(), v1.ServedAt(), v2.Served(), v2.ServedAt()) {
 		t.Fatalf("served %q then %q", v1.Served(), v2.Served())
 	}
@@ -77,7 +77,7 @@ func updatedNotesFrom(t *testing.T, rule trust.UpdateRule) (Options, *guard.Orig
 // update under ask.
 func TestUpdateFileOfSameNameElsewhere(t *testing.T) {
 	opts, v1, _ := updatedNotesFrom(t, "")
-	other := guard.ResolveOrigin(context.Background(), guard.Server{Command: []string{script(t, t.TempDir(), "notes", "exec evil-server")}, Env: []string{}})
+	other := guard.ResolveOrigin(context.Background(), guard.Launch{Command: []string{script(t, t.TempDir(), "notes", "exec evil-server")}, Env: []string{}})
 	if other.Served() == v1.Served() || !strings.HasPrefix(other.Served(), "file notes ") || other.ServedAt() == v1.ServedAt() {
 		t.Fatalf("served %q at %q, approved %q at %q", other.Served(), other.ServedAt(), v1.Served(), v1.ServedAt())
 	}
@@ -145,7 +145,7 @@ func TestCheckPinnedOriginUpdate(t *testing.T) {
 		if c.rule == trust.UpdateBlock && (fs[0].ExitCode() != verify.ExitRugPull || verify.ExitCode(fs) != verify.ExitRugPull) {
 			t.Fatalf("block: exit %d", fs[0].ExitCode())
 		}
-		other := guard.ResolveOrigin(context.Background(), guard.Server{Command: []string{script(t, filepath.Dir(opts.Pins), "evil", "exec evil")}, Env: []string{}})
+		other := guard.ResolveOrigin(context.Background(), guard.Launch{Command: []string{script(t, filepath.Dir(opts.Pins), "evil", "exec evil")}, Env: []string{}})
 		fs, err = guard.CheckPinnedOrigin(other, opts.Options)
 		if err != nil || len(fs) != 2 || fs[0].Kind != verify.RugPull || fs[1].Kind != verify.RugPull {
 			t.Fatalf("another file: %v %+v", err, fs)
@@ -293,7 +293,7 @@ func TestSavedListingRecordsServedAt(t *testing.T) {
 	opts := gateOptions(t)
 	dir := filepath.Dir(opts.Pins)
 	path := script(t, dir, "weather", "exec weather-server # 1.0")
-	opts.Origin = guard.ResolveOrigin(ctx, guard.Server{Command: []string{path}, Env: []string{}})
+	opts.Origin = guard.ResolveOrigin(ctx, guard.Launch{Command: []string{path}, Env: []string{}})
 	saved, _ := pendingOf(t, opts)
 	data, err := os.ReadFile(saved)
 	if err != nil {
@@ -317,11 +317,11 @@ func TestSavedListingRecordsServedAt(t *testing.T) {
 	if err != nil || len(a.Approved) != 1 || a.Approved[0].Pin.ServedAt != l.ServedAt {
 		t.Fatalf("approve: %v %+v", err, a)
 	}
-	edited := guard.ResolveOrigin(ctx, guard.Server{Command: []string{script(t, dir, "weather", "exec weather-server # 1.1")}, Env: []string{}})
+	edited := guard.ResolveOrigin(ctx, guard.Launch{Command: []string{script(t, dir, "weather", "exec weather-server # 1.1")}, Env: []string{}})
 	if fs, err := guard.CheckPinnedOrigin(edited, opts.Options); err != nil || len(fs) != 1 || fs[0].Kind != verify.ServerUpdated {
 		t.Fatalf("the approved file edited: %v %+v", err, fs)
 	}
-	elsewhere := guard.ResolveOrigin(ctx, guard.Server{Command: []string{script(t, t.TempDir(), "weather", "exec weather-server # 1.1")}, Env: []string{}})
+	elsewhere := guard.ResolveOrigin(ctx, guard.Launch{Command: []string{script(t, t.TempDir(), "weather", "exec weather-server # 1.1")}, Env: []string{}})
 	if fs, err := guard.CheckPinnedOrigin(elsewhere, opts.Options); err != nil || len(fs) != 1 || fs[0].Kind != verify.RugPull {
 		t.Fatalf("a file of the same name elsewhere: %v %+v", err, fs)
 	}
@@ -348,7 +348,7 @@ func TestUpdateThroughRepointedLink(t *testing.T) {
 		t.Fatal(err)
 	}
 	approve := opts.Options
-	approve.Origin = guard.ResolveOrigin(ctx, guard.Server{Command: []string{link}, Env: []string{}})
+	approve.Origin = guard.ResolveOrigin(ctx, guard.Launch{Command: []string{link}, Env: []string{}})
 	r := checkNotes(t, approve, "Search notes.")
 	if a, err := guard.Approve(ctx, r, guard.ApproveOptions{}); err != nil || len(a.Approved) != 2 || a.Approved[0].Pin.ServedAt != link {
 		t.Fatalf("approve: %v %+v", err, a)
@@ -357,7 +357,7 @@ func TestUpdateThroughRepointedLink(t *testing.T) {
 	if err := os.Symlink(v2, link); err != nil {
 		t.Fatal(err)
 	}
-	now := guard.ResolveOrigin(ctx, guard.Server{Command: []string{link}, Env: []string{}})
+	now := guard.ResolveOrigin(ctx, guard.Launch{Command: []string{link}, Env: []string{}})
 	if fs, err := guard.CheckPinnedOrigin(now, opts.Options); err != nil || len(fs) != 1 || fs[0].Kind != verify.ServerUpdated {
 		t.Fatalf("the link repointed: %v %+v", err, fs)
 	}
@@ -365,7 +365,7 @@ func TestUpdateThroughRepointedLink(t *testing.T) {
 	if err := os.Symlink(v2, other); err != nil {
 		t.Fatal(err)
 	}
-	elsewhere := guard.ResolveOrigin(ctx, guard.Server{Command: []string{other}, Env: []string{}})
+	elsewhere := guard.ResolveOrigin(ctx, guard.Launch{Command: []string{other}, Env: []string{}})
 	if fs, err := guard.CheckPinnedOrigin(elsewhere, opts.Options); err != nil || len(fs) != 2 || fs[0].Kind != verify.RugPull {
 		t.Fatalf("another link: %v %+v", err, fs)
 	}

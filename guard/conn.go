@@ -24,7 +24,7 @@ type Conn interface {
 // stdio in its own process group (what it writes to stderr is copied to
 // stderr if not nil), or a Streamable HTTP session with the URL. Closing
 // the Conn ends the server; a process is always reaped.
-func StartServer(s Server, stderr io.Writer) (Conn, error) {
+func StartServer(s Launch, stderr io.Writer) (Conn, error) {
 	switch {
 	case len(s.Command) > 0 && s.URL != "":
 		return nil, errors.New("guard: a server has a command or a URL, not both")

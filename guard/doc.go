@@ -5,7 +5,7 @@
 // §15, §25). etdi check and etdi run are both built on it, so a Go MCP
 // host gets the same decisions in a few lines:
 //
-//	l, err := guard.Fetch(ctx, guard.Server{Command: []string{"weather"}}, guard.FetchOptions{})
+//	l, err := guard.Fetch(ctx, guard.Launch{Command: []string{"weather"}}, guard.FetchOptions{})
 //	...
 //	r, err := guard.Check(ctx, l, guard.Options{Policy: policy, Pins: "pins.db"})
 //	...

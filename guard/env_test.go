@@ -113,7 +113,7 @@ func TestServerEnvOfStartedServer(t *testing.T) {
 	out, argv := envDump(t)
 	t.Setenv("HOST_SET", "on purpose")
 	t.Setenv("IDP_KEPT", "configured")
-	c, err := StartServer(Server{Command: argv, SecretEnv: secret, KeepEnv: keep}, nil)
+	c, err := StartServer(Launch{Command: argv, SecretEnv: secret, KeepEnv: keep}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,6 +125,6 @@ func TestServerEnvOfStartedServer(t *testing.T) {
 	env := append(os.Environ(), "ETDI_TRUST=/x")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	Fetch(ctx, Server{Command: argv, Env: env, SecretEnv: secret, KeepEnv: keep}, FetchOptions{StartTimeout: 2 * time.Second, Timeout: 5 * time.Second})
+	Fetch(ctx, Launch{Command: argv, Env: env, SecretEnv: secret, KeepEnv: keep}, FetchOptions{StartTimeout: 2 * time.Second, Timeout: 5 * time.Second})
 	check("Fetch", readDump(t, out))
 }

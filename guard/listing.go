@@ -203,10 +203,10 @@ func servedBindingAt(l *Listing, served, at string) string {
 	return "sha256:" + hex.EncodeToString(h.Sum(nil))
 }
 
-// Server says how to reach a live server: a command started over stdio
+// Launch says how to reach a live server: a command started over stdio
 // (Command, with Env and Dir), or a Streamable HTTP endpoint (URL, with
 // Header sent to its origin only).
-type Server struct {
+type Launch struct {
 	Command []string
 	// Env is the environment of the command (etdi's own when nil). It is
 	// started without every ETDI_* variable and those named in SecretEnv,
@@ -265,7 +265,7 @@ type FetchError = mcpclient.ServerError
 // and stops the server again (a command's process group is always
 // reaped). The fetch is bounded whatever the server does (SPEC.md §17,
 // "Fetch bounds").
-func Fetch(ctx context.Context, s Server, o FetchOptions) (*Listing, error) {
+func Fetch(ctx context.Context, s Launch, o FetchOptions) (*Listing, error) {
 	opts := mcpclient.Options{StartTimeout: o.StartTimeout, Timeout: o.Timeout, ClientVersion: o.ClientVersion, Capabilities: o.Capabilities}
 	var l *mcpclient.Listing
 	var err error
@@ -448,7 +448,7 @@ type Saved struct {
 // returned as findings (CredentialFindings); no page that shows one, and
 // nothing after it, is written. Then, or on an error, w holds an
 // unfinished document that the caller must discard.
-func FetchSave(ctx context.Context, s Server, o FetchOptions, creds []Credential, w io.Writer) (*Saved, []verify.Finding, error) {
+func FetchSave(ctx context.Context, s Launch, o FetchOptions, creds []Credential, w io.Writer) (*Saved, []verify.Finding, error) {
 	sw := newSavedWriter(w)
 	saved := &Saved{Entries: map[string]int{}}
 	// skeleton keeps each entry's name and digest, not its definition:

@@ -37,7 +37,7 @@ type Origin struct {
 // runner's cache, an OCI image present locally, else the file the program
 // or script is). A command whose artifact cannot be resolved still gives
 // an Origin, which says why (Unresolved).
-func ResolveOrigin(ctx context.Context, s Server) *Origin {
+func ResolveOrigin(ctx context.Context, s Launch) *Origin {
 	if s.URL != "" {
 		return &Origin{url: s.URL}
 	}

@@ -130,8 +130,8 @@ func TestPinsWithoutServedUpgradedOnlyWhenAsked(t *testing.T) {
 	opts := weatherOptions(t)
 	dir := filepath.Dir(opts.Pins)
 	approveServer(t, weatherServer("Get the weather."), opts)
-	genuine := ResolveOrigin(ctx, Server{Command: []string{script(t, dir, "weather", "exec weather-server")}, Env: []string{}})
-	other := ResolveOrigin(ctx, Server{Command: []string{script(t, dir, "weather-evil", "exec evil-server")}, Env: []string{}})
+	genuine := ResolveOrigin(ctx, Launch{Command: []string{script(t, dir, "weather", "exec weather-server")}, Env: []string{}})
+	other := ResolveOrigin(ctx, Launch{Command: []string{script(t, dir, "weather-evil", "exec evil-server")}, Env: []string{}})
 	if un, err := UnservedPins(genuine, opts); err != nil || len(un) != 1 {
 		t.Fatalf("unserved pins before: %v %v", un, err)
 	}
@@ -196,7 +196,7 @@ func TestUnservedVariantReported(t *testing.T) {
 	opts := weatherOptions(t)
 	dir := filepath.Dir(opts.Pins)
 	approveServer(t, weatherServer("Get the weather."), opts)
-	genuine := ResolveOrigin(ctx, Server{Command: []string{script(t, dir, "weather", "exec weather-server")}, Env: []string{}})
+	genuine := ResolveOrigin(ctx, Launch{Command: []string{script(t, dir, "weather", "exec weather-server")}, Env: []string{}})
 	conn := connInMemory(t, weatherServer("Get the weather in Lima."))
 	defer conn.Close()
 	l, err := List(ctx, SDKConn(conn), FetchOptions{})

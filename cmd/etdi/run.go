@@ -217,7 +217,7 @@ func (e *env) runGate(cmd *cobra.Command, f *runFlags, pf *pinFlags, args []stri
 	}
 	defer remove()
 	var secrets redact.Set
-	srv := guard.Server{Command: argv, Env: os.Environ()}
+	srv := guard.Launch{Command: argv, Env: os.Environ()}
 	opts := gate.Options{Timeout: f.timeout, AuditCalls: f.audit}
 	if f.url != "" {
 		h := http.Header{}
@@ -239,7 +239,7 @@ func (e *env) runGate(cmd *cobra.Command, f *runFlags, pf *pinFlags, args []stri
 			}
 			h.Add(strings.TrimSpace(k), v)
 		}
-		srv = guard.Server{URL: f.url, Header: h}
+		srv = guard.Launch{URL: f.url, Header: h}
 		secrets.AddURL(f.url)
 		for _, vs := range h {
 			secrets.Add(vs...)
@@ -369,7 +369,7 @@ func (e *env) refuseSession(f *runFlags, opts gate.Options, r *gate.Refusal, sec
 	var logMu sync.Mutex
 	opts.Log = e.gateLog(secrets, &logMu)
 	if f.listen != "" {
-		if err := e.listenGate(f, opts, guard.Server{}, secrets, &logMu, r); err != nil {
+		if err := e.listenGate(f, opts, guard.Launch{}, secrets, &logMu, r); err != nil {
 			return err
 		}
 		return &exitCodeError{r.Code}
@@ -400,7 +400,7 @@ func (e *env) hostConn() (guard.Conn, error) {
 // listenGate serves hosts over Streamable HTTP on a loopback address
 // (--listen), every session through its own gate and its own server,
 // until etdi is interrupted.
-func (e *env) listenGate(f *runFlags, opts gate.Options, srv guard.Server, secrets *redact.Set, logMu *sync.Mutex, refusal *gate.Refusal) error {
+func (e *env) listenGate(f *runFlags, opts gate.Options, srv guard.Launch, secrets *redact.Set, logMu *sync.Mutex, refusal *gate.Refusal) error {
 	tok, err := e.listenToken(f)
 	if err != nil {
 		return err
