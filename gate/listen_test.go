@@ -466,10 +466,7 @@ func TestListenHTTPStreams(t *testing.T) {
 		t.Fatal("no later call stream")
 	}
 	defer laterResp.Body.Close()
-	s.mu.Lock()
-	armed := s.idle != nil
-	s.mu.Unlock()
-	if armed {
+	if idleArmed(s, false) {
 		t.Fatal("the idle timer runs while calls are in flight")
 	}
 	write(t, s, `{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":5.0,"progress":1}}`)
@@ -518,6 +515,31 @@ func TestListenHTTPStreams(t *testing.T) {
 		t.Fatalf("GET event 2: %q %v", data, err)
 	}
 	write(t, s, `{"jsonrpc":"2.0","id":2,"result":{"content":[]}}`)
+	wantReplayed(t, ctx, h, sid, id1, id2)
+	// Nothing in flight, but the GET stream is open: not idle.
+	if idleArmed(s, true) {
+		t.Fatal("the idle timer runs while a stream is open")
+	}
+
+	// application/json only: the answer as JSON, its progress elsewhere.
+	wantJSONAnswer(t, ctx, h, s, sid, getNext)
+
+	// Last-Event-ID that names nothing kept of this session.
+	wantUnknownLastEventID(t, ctx, h, hosts, sid, id1)
+}
+
+// idleArmed reports whether s's idle timer runs (or, pending, whether a
+// call is still in flight).
+func idleArmed(s *httpSession, pending bool) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.idle != nil || pending && len(s.pending) != 0
+}
+
+// wantReplayed: resuming after event id1 replays event id2 (a server
+// request) and the call's answer, then ends the stream.
+func wantReplayed(t *testing.T, ctx context.Context, h *HTTPServer, sid, id1, id2 string) {
+	t.Helper()
 	resumed := openGET(t, ctx, h, sid, id1)
 	wantStatus(t, "resuming the call", resumed, http.StatusOK)
 	next := sseReader(resumed.Body)
@@ -530,15 +552,12 @@ func TestListenHTTPStreams(t *testing.T) {
 	if _, _, err := next(); err != io.EOF {
 		t.Fatalf("the resumed stream goes on after the answer: %v", err)
 	}
-	// Nothing in flight, but the GET stream is open: not idle.
-	s.mu.Lock()
-	armed = s.idle != nil || len(s.pending) != 0
-	s.mu.Unlock()
-	if armed {
-		t.Fatal("the idle timer runs while a stream is open")
-	}
+}
 
-	// application/json only: the answer as JSON, its progress elsewhere.
+// wantJSONAnswer: a call that accepts application/json only gets its
+// answer as JSON, and its progress on the GET stream (getNext).
+func wantJSONAnswer(t *testing.T, ctx context.Context, h *HTTPServer, s *httpSession, sid string, getNext func() (string, string, error)) {
+	t.Helper()
 	jsonCall := request(t, ctx, h, sid, "application/json", `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"ask","_meta":{"progressToken":"p-3"}}}`)
 	readFrom(t, s)
 	write(t, s, `{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"p-3","progress":1}}`)
@@ -554,8 +573,12 @@ func TestListenHTTPStreams(t *testing.T) {
 	if _, data, err := getNext(); err != nil || !strings.Contains(data, `"p-3"`) {
 		t.Fatalf("GET event 3: %q %v", data, err)
 	}
+}
 
-	// Last-Event-ID that names nothing kept of this session.
+// wantUnknownLastEventID: a Last-Event-ID that names nothing kept of
+// session sid (id1 is an event of it) is refused.
+func wantUnknownLastEventID(t *testing.T, ctx context.Context, h *HTTPServer, hosts <-chan *httpSession, sid, id1 string) {
+	t.Helper()
 	other, otherSid := initHook(t, h, hosts)
 	_ = other
 	stream, _, _ := strings.Cut(id1, "_")
@@ -688,9 +711,38 @@ func TestListenHTTPGate(t *testing.T) {
 		t.Fatalf("changed tool: %v (kind %q)", err, k)
 	}
 
+	sid := cs.ID()
+	list := wantEndpointRefusals(t, h, sid)
+	// Accepted: the same request with the session's id (and a loopback
+	// Origin); a notification.
+	resp := post(t, h, list, "Mcp-Session-Id", sid, "Origin", "http://localhost:6274")
+	wantStatus(t, "tools/list", resp, http.StatusOK)
+	if m := readMessage(t, resp); m.Error || string(m.ID) != `"raw-1"` || resp.Header.Get("Content-Type") != "application/json" {
+		t.Fatalf("tools/list: %+v", m)
+	}
+	wantStatus(t, "notification", post(t, h, `{"jsonrpc":"2.0","method":"notifications/roots/list_changed"}`, "Mcp-Session-Id", sid), http.StatusAccepted)
+
+	// The client's Close sends DELETE: the session ends, the endpoint
+	// stays.
+	if err := cs.Close(); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the session ended", func() bool { return h.Sessions() == 0 })
+	wantStatus(t, "after DELETE", post(t, h, list, "Mcp-Session-Id", sid), http.StatusNotFound)
+	h.Close()
+	if _, err := listenClient.Post(h.URL(), "application/json", strings.NewReader(list)); err == nil {
+		t.Fatal("the listener is still open after Close")
+	}
+}
+
+// wantEndpointRefusals: what the endpoint h refuses in the open session
+// sid (a foreign Origin or Host, a missing or wrong session id, a batch,
+// not JSON-RPC, a second initialize; server/discover and a GET without a
+// session id). It returns the tools/list request it sent.
+func wantEndpointRefusals(t *testing.T, h *HTTPServer, sid string) string {
+	t.Helper()
 	// What the endpoint refuses, in an open session.
 	list := `{"jsonrpc":"2.0","id":"raw-1","method":"tools/list"}`
-	sid := cs.ID()
 	wantStatus(t, "foreign Origin", post(t, h, list, "Mcp-Session-Id", sid, "Origin", "https://evil.example"), http.StatusForbidden)
 	wantStatus(t, "Origin null", post(t, h, list, "Mcp-Session-Id", sid, "Origin", "null"), http.StatusForbidden)
 	_, port, _ := net.SplitHostPort(strings.TrimPrefix(strings.TrimSuffix(h.URL(), "/mcp"), "http://"))
@@ -722,26 +774,7 @@ func TestListenHTTPGate(t *testing.T) {
 		resp.Body.Close()
 		wantStatus(t, "GET without session id", resp, http.StatusBadRequest)
 	}
-	// Accepted: the same request with the session's id (and a loopback
-	// Origin); a notification.
-	resp = post(t, h, list, "Mcp-Session-Id", sid, "Origin", "http://localhost:6274")
-	wantStatus(t, "tools/list", resp, http.StatusOK)
-	if m := readMessage(t, resp); m.Error || string(m.ID) != `"raw-1"` || resp.Header.Get("Content-Type") != "application/json" {
-		t.Fatalf("tools/list: %+v", m)
-	}
-	wantStatus(t, "notification", post(t, h, `{"jsonrpc":"2.0","method":"notifications/roots/list_changed"}`, "Mcp-Session-Id", sid), http.StatusAccepted)
-
-	// The client's Close sends DELETE: the session ends, the endpoint
-	// stays.
-	if err := cs.Close(); err != nil {
-		t.Fatal(err)
-	}
-	eventually(t, "the session ended", func() bool { return h.Sessions() == 0 })
-	wantStatus(t, "after DELETE", post(t, h, list, "Mcp-Session-Id", sid), http.StatusNotFound)
-	h.Close()
-	if _, err := listenClient.Post(h.URL(), "application/json", strings.NewReader(list)); err == nil {
-		t.Fatal("the listener is still open after Close")
-	}
+	return list
 }
 
 // A POST larger than mcpclient.MaxMessage gets 413, whether it says so

@@ -33,80 +33,106 @@ func FuzzHostParams(f *testing.F) {
 		if !json.Valid(params) {
 			return // Decode refuses the message
 		}
-		// What encoding/json (case-insensitive, last wins) reads.
-		var loose struct {
-			Name, URI  string
-			ClientInfo struct{ Name string }
-			Ref        struct{ Type, Name, URI string }
-		}
-		looseOK := json.Unmarshal(params, &loose) == nil
-		if p, err := strictObject(params, "params", "name", "uri"); err == nil && looseOK {
-			if name, ok, err := strictString(p["name"], "name"); err == nil && ok && name != loose.Name {
-				t.Errorf("the gate read name %q, a case-insensitive peer %q", name, loose.Name)
-			}
-		}
-		for _, method := range []string{"resources/read", "completion/complete"} {
-			uri, prompt, _, err := readRef(&mcpclient.Message{Method: method, Params: params})
-			if err != nil || !looseOK {
-				continue
-			}
-			if method == "resources/read" && uri != loose.URI {
-				t.Errorf("the gate read uri %q, a case-insensitive peer %q", uri, loose.URI)
-			}
-			if method == "completion/complete" && (prompt != "" && prompt != loose.Ref.Name || uri != "" && uri != loose.Ref.URI) {
-				t.Errorf("the gate read ref %q %q, a case-insensitive peer %+v", prompt, uri, loose.Ref)
-			}
-		}
-		if h, err := readInitialize(params); err == nil && looseOK && h.name != loose.ClientInfo.Name {
-			t.Errorf("the gate read host %q, a case-insensitive peer %q", h.name, loose.ClientInfo.Name)
-		}
-		if out, why := serverLog(params); out != nil {
-			var p struct{ Logger *string }
-			if err := json.Unmarshal(out, &p); err != nil {
-				t.Fatalf("relayed log params %s (%s) do not parse: %v", out, why, err)
-			}
-			if p.Logger != nil && claimsEtdi(*p.Logger) {
-				t.Errorf("a server's log message reaches the host with logger %q", *p.Logger)
-			}
-		}
-		if out, _, err := serverElicitation(params); err == nil && !json.Valid(out) {
-			t.Errorf("relayed question %s is not JSON", out)
-		}
-		if v, err := etdi.ParseJSON(params); err == nil && v.Kind == etdi.Object {
-			out := withoutEtdiMeta(params, true)
-			w, err := etdi.ParseJSON(out)
-			if err != nil {
-				t.Fatalf("%s without etdi's _meta is %s: %v", params, out, err)
-			}
-			for _, m := range w.Members {
-				if !strings.EqualFold(m.Name, "_meta") || m.Value.Kind != etdi.Object {
-					continue
-				}
-				for _, mm := range m.Value.Members {
-					if len(mm.Name) >= len(etdi.MetaPrefix) && strings.EqualFold(mm.Name[:len(etdi.MetaPrefix)], etdi.MetaPrefix) {
-						t.Errorf("%s keeps %q", out, mm.Name)
-					}
-				}
-			}
-		}
+		checkReadAsPeers(t, params)
+		checkRelayed(t, params)
+		checkWithoutEtdiMeta(t, params)
 		if u := string(params); uriNotNormal(u) == "" && (strings.Contains(u, "/../") || strings.Contains(u, "/./") || strings.Contains(u, "\\")) {
 			t.Errorf("%q is taken for a URI in normal form", u)
 		}
-		if out, removed := withoutEtdiMetaDeep(params); !removed && string(out) != string(params) {
-			t.Errorf("%s was changed to %s with nothing removed", params, out)
-		} else if removed {
-			var v any
-			if err := json.Unmarshal(out, &v); err != nil {
-				t.Fatalf("%s without etdi's _meta is %s: %v", params, out, err)
+		checkWithoutEtdiMetaDeep(t, params)
+	})
+}
+
+// checkReadAsPeers: a name, URI or host name the gate reads of params is
+// the one a peer taking the last member, or matching names
+// case-insensitively, reads too.
+func checkReadAsPeers(t *testing.T, params []byte) {
+	// What encoding/json (case-insensitive, last wins) reads.
+	var loose struct {
+		Name, URI  string
+		ClientInfo struct{ Name string }
+		Ref        struct{ Type, Name, URI string }
+	}
+	looseOK := json.Unmarshal(params, &loose) == nil
+	if p, err := strictObject(params, "params", "name", "uri"); err == nil && looseOK {
+		if name, ok, err := strictString(p["name"], "name"); err == nil && ok && name != loose.Name {
+			t.Errorf("the gate read name %q, a case-insensitive peer %q", name, loose.Name)
+		}
+	}
+	for _, method := range []string{"resources/read", "completion/complete"} {
+		uri, prompt, _, err := readRef(&mcpclient.Message{Method: method, Params: params})
+		if err != nil || !looseOK {
+			continue
+		}
+		if method == "resources/read" && uri != loose.URI {
+			t.Errorf("the gate read uri %q, a case-insensitive peer %q", uri, loose.URI)
+		}
+		if method == "completion/complete" && (prompt != "" && prompt != loose.Ref.Name || uri != "" && uri != loose.Ref.URI) {
+			t.Errorf("the gate read ref %q %q, a case-insensitive peer %+v", prompt, uri, loose.Ref)
+		}
+	}
+	if h, err := readInitialize(params); err == nil && looseOK && h.name != loose.ClientInfo.Name {
+		t.Errorf("the gate read host %q, a case-insensitive peer %q", h.name, loose.ClientInfo.Name)
+	}
+}
+
+// checkRelayed: what the gate relays of a server's log message or
+// question is a JSON object, with no logger that claims etdi's.
+func checkRelayed(t *testing.T, params []byte) {
+	if out, why := serverLog(params); out != nil {
+		var p struct{ Logger *string }
+		if err := json.Unmarshal(out, &p); err != nil {
+			t.Fatalf("relayed log params %s (%s) do not parse: %v", out, why, err)
+		}
+		if p.Logger != nil && claimsEtdi(*p.Logger) {
+			t.Errorf("a server's log message reaches the host with logger %q", *p.Logger)
+		}
+	}
+	if out, _, err := serverElicitation(params); err == nil && !json.Valid(out) {
+		t.Errorf("relayed question %s is not JSON", out)
+	}
+}
+
+// checkWithoutEtdiMeta: params without etdi's _meta (top level, names
+// folded) is JSON with no dev.etdi/ member left in its _meta.
+func checkWithoutEtdiMeta(t *testing.T, params []byte) {
+	if v, err := etdi.ParseJSON(params); err == nil && v.Kind == etdi.Object {
+		out := withoutEtdiMeta(params, true)
+		w, err := etdi.ParseJSON(out)
+		if err != nil {
+			t.Fatalf("%s without etdi's _meta is %s: %v", params, out, err)
+		}
+		for _, m := range w.Members {
+			if !strings.EqualFold(m.Name, "_meta") || m.Value.Kind != etdi.Object {
+				continue
 			}
-			if n := etdiMetaLeft(v, false); n != "" {
-				t.Errorf("%s keeps %q", out, n)
-			}
-			if _, again := withoutEtdiMetaDeep(out); again {
-				t.Errorf("%s: a second pass removes more", out)
+			for _, mm := range m.Value.Members {
+				if len(mm.Name) >= len(etdi.MetaPrefix) && strings.EqualFold(mm.Name[:len(etdi.MetaPrefix)], etdi.MetaPrefix) {
+					t.Errorf("%s keeps %q", out, mm.Name)
+				}
 			}
 		}
-	})
+	}
+}
+
+// checkWithoutEtdiMetaDeep: removing etdi's _meta at any depth changes
+// nothing when nothing is removed, leaves JSON without any, and a second
+// pass removes nothing more.
+func checkWithoutEtdiMetaDeep(t *testing.T, params []byte) {
+	if out, removed := withoutEtdiMetaDeep(params); !removed && string(out) != string(params) {
+		t.Errorf("%s was changed to %s with nothing removed", params, out)
+	} else if removed {
+		var v any
+		if err := json.Unmarshal(out, &v); err != nil {
+			t.Fatalf("%s without etdi's _meta is %s: %v", params, out, err)
+		}
+		if n := etdiMetaLeft(v, false); n != "" {
+			t.Errorf("%s keeps %q", out, n)
+		}
+		if _, again := withoutEtdiMetaDeep(out); again {
+			t.Errorf("%s: a second pass removes more", out)
+		}
+	}
 }
 
 // etdiMetaLeft is a member of a _meta in v (inMeta: v is one) named

@@ -76,6 +76,29 @@ func TestServeRefusalSession(t *testing.T) {
 	r := testRefusal()
 	var logged []string
 	h := startRefusal(t, r, func(l string) { logged = append(logged, l) })
+	wantRefusalInitialize(t, h, r)
+	wantRefusalWarning(t, h, r)
+	wantRefusedRequests(t, h, r)
+	// A second initialized tells nothing more; notifications get no answer.
+	h.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	h.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":8}}`)
+	h.send(`not json`)
+	if line, err := h.out.ReadString('\n'); err != nil || !strings.Contains(line, `"id":null,"error":{"code":-32700`) {
+		t.Fatalf("not JSON: %q %v", line, err)
+	}
+	h.in.Close()
+	if err := <-h.done; err != nil {
+		t.Fatalf("the host left: %v", err)
+	}
+	if len(logged) != 4 || !strings.Contains(logged[0], "refused tools/call") {
+		t.Fatalf("log: %q", logged)
+	}
+}
+
+// wantRefusalInitialize: the refusal answers initialize as a server
+// named etdi whose instructions say what was refused and how to review it.
+func wantRefusalInitialize(t *testing.T, h *refusalHost, r *Refusal) {
+	t.Helper()
 	h.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-03-26","capabilities":{},"clientInfo":{"name":"host","version":"1"}}}`)
 	m := h.next()
 	var init struct {
@@ -92,8 +115,14 @@ func TestServeRefusalSession(t *testing.T) {
 		strings.Contains(init.Instructions, "pin approve") || strings.Contains(init.Instructions, "\x1b") || init.Capabilities["tools"] == nil {
 		t.Fatalf("initialize: %+v", init)
 	}
+}
+
+// wantRefusalWarning: once initialized, the host is warned by etdi's
+// logger of what was refused, with the review command.
+func wantRefusalWarning(t *testing.T, h *refusalHost, r *Refusal) {
+	t.Helper()
 	h.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
-	m = h.next()
+	m := h.next()
 	var note struct {
 		Level, Logger string
 		Data          struct {
@@ -107,13 +136,19 @@ func TestServeRefusalSession(t *testing.T) {
 		len(note.Data.Refused) != 1 || note.Data.Refused[0].Name != "add_note" || note.Data.Refused[0].Kind != "rug_pull" {
 		t.Fatalf("the warning: %v %s %s", err, m.Method, m.Params)
 	}
+}
+
+// wantRefusedRequests: ping and the lists are answered (empty), every
+// other request is refused with BlockedCode and the review command.
+func wantRefusedRequests(t *testing.T, h *refusalHost, r *Refusal) {
+	t.Helper()
 	h.send(`{"jsonrpc":"2.0","id":"p","method":"ping"}`)
-	if m = h.next(); m.IDKey() != "s:p" || m.Error || string(m.Result) != "{}" {
+	if m := h.next(); m.IDKey() != "s:p" || m.Error || string(m.Result) != "{}" {
 		t.Fatalf("ping: %+v", m)
 	}
 	for method, list := range refusalLists {
 		h.send(`{"jsonrpc":"2.0","id":7,"method":"` + method + `"}`)
-		if m = h.next(); m.Error || string(m.Result) != list {
+		if m := h.next(); m.Error || string(m.Result) != list {
 			t.Fatalf("%s: %s", method, m.Result)
 		}
 	}
@@ -124,26 +159,12 @@ func TestServeRefusalSession(t *testing.T) {
 		`{"jsonrpc":"2.0","id":8,"method":"anything/else"}`,
 	} {
 		h.send(req)
-		m = h.next()
+		m := h.next()
 		var data struct{ Etdi, Kind, Review string }
 		json.Unmarshal(m.Result, &data)
 		if !m.Error || m.ErrCode != "-32090" || !strings.Contains(m.ErrMsg, r.Review) {
 			t.Fatalf("%s: %+v", req, m)
 		}
-	}
-	// A second initialized tells nothing more; notifications get no answer.
-	h.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
-	h.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":8}}`)
-	h.send(`not json`)
-	if line, err := h.out.ReadString('\n'); err != nil || !strings.Contains(line, `"id":null,"error":{"code":-32700`) {
-		t.Fatalf("not JSON: %q %v", line, err)
-	}
-	h.in.Close()
-	if err := <-h.done; err != nil {
-		t.Fatalf("the host left: %v", err)
-	}
-	if len(logged) != 4 || !strings.Contains(logged[0], "refused tools/call") {
-		t.Fatalf("log: %q", logged)
 	}
 }
 
