@@ -60,18 +60,7 @@ func FuzzGateServer(f *testing.F) {
 		if err := os.WriteFile(o.Pins, db, 0o600); err != nil {
 			t.Fatal(err)
 		}
-		a := startAtk(t, o, func(m *mcpclient.Message, own bool) []string {
-			id := string(m.ID)
-			switch m.Method {
-			case "initialize":
-				return []string{`{"jsonrpc":"2.0","id":` + id + `,"result":` + initResult + `}`}
-			case "tools/list":
-				return []string{`{"jsonrpc":"2.0","id":` + id + `,"result":` + listResult + `}`}
-			case "tools/call":
-				return []string{strings.ReplaceAll(callAnswer, "$ID", id), extra}
-			}
-			return cleanHandler(m, own)
-		})
+		a := startAtk(t, o, fuzzServer(initResult, listResult, callAnswer, extra))
 
 		// The host: each step waits a little for its answer, as a host
 		// that gives up on a silent server goes on.
@@ -96,32 +85,7 @@ func FuzzGateServer(f *testing.F) {
 		// The server goes: what is still unanswered is answered. (An
 		// answer that came while the host waited for another is aside.)
 		a.server.c.Close()
-		a.mu.Lock()
-		for _, s := range a.aside {
-			if m, err := mcpclient.Decode([]byte(s)); err == nil && !m.Request {
-				if _, ok := ids[string(m.ID)]; ok {
-					ids[string(m.ID)] = true
-				}
-			}
-		}
-		a.mu.Unlock()
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		for id, answered := range ids {
-			for !answered {
-				data, err := a.host.Read(ctx)
-				if err != nil {
-					t.Fatalf("request %s of the host was never answered after the server ended (%v); shown %q; server got %q", id, err, shown, a.server.received())
-				}
-				shown = append(shown, string(data))
-				if m, err := mcpclient.Decode(data); err == nil && !m.Request {
-					if _, ok := ids[string(m.ID)]; ok {
-						ids[string(m.ID)] = true
-					}
-				}
-				answered = ids[id]
-			}
-		}
+		shown = answeredAll(t, a, ids, shown)
 		a.mu.Lock()
 		shown = append(shown, a.aside...)
 		a.mu.Unlock()
@@ -139,23 +103,81 @@ func FuzzGateServer(f *testing.F) {
 
 		// A call reached the server only if the server listed exactly the
 		// approved tool under its name.
-		served := false
-		if l, err := etdi.ParseListResult([]byte(listResult), etdi.ListTools, 0, 0); err == nil {
-			for _, tool := range l.Tools {
-				if tool.Name == "get_weather" {
-					served = tool.Digest == want
-					if !served {
-						break
-					}
-				}
-			}
-		}
+		served := listsApproved(listResult, want)
 		for _, got := range a.server.received() {
 			if strings.HasPrefix(got, "tools/call") && !served {
 				t.Fatalf("a call reached the server although its listing was not the approved one: %s", got)
 			}
 		}
 	})
+}
+
+// fuzzServer is a server that answers initialize, tools/list and
+// tools/call with what the fuzzer chose (extra after the call's answer).
+func fuzzServer(initResult, listResult, callAnswer, extra string) atkHandler {
+	return func(m *mcpclient.Message, own bool) []string {
+		id := string(m.ID)
+		switch m.Method {
+		case "initialize":
+			return []string{`{"jsonrpc":"2.0","id":` + id + `,"result":` + initResult + `}`}
+		case "tools/list":
+			return []string{`{"jsonrpc":"2.0","id":` + id + `,"result":` + listResult + `}`}
+		case "tools/call":
+			return []string{strings.ReplaceAll(callAnswer, "$ID", id), extra}
+		}
+		return cleanHandler(m, own)
+	}
+}
+
+// answeredAll waits until every request of the host in ids is answered,
+// once the server went (an answer that came while the host waited for
+// another is aside), and returns shown with what the host received.
+func answeredAll(t *testing.T, a *atkGate, ids map[string]bool, shown []string) []string {
+	t.Helper()
+	a.mu.Lock()
+	for _, s := range a.aside {
+		if m, err := mcpclient.Decode([]byte(s)); err == nil && !m.Request {
+			if _, ok := ids[string(m.ID)]; ok {
+				ids[string(m.ID)] = true
+			}
+		}
+	}
+	a.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for id, answered := range ids {
+		for !answered {
+			data, err := a.host.Read(ctx)
+			if err != nil {
+				t.Fatalf("request %s of the host was never answered after the server ended (%v); shown %q; server got %q", id, err, shown, a.server.received())
+			}
+			shown = append(shown, string(data))
+			if m, err := mcpclient.Decode(data); err == nil && !m.Request {
+				if _, ok := ids[string(m.ID)]; ok {
+					ids[string(m.ID)] = true
+				}
+			}
+			answered = ids[id]
+		}
+	}
+	return shown
+}
+
+// listsApproved reports whether listResult lists exactly the approved
+// tool (digest want) under its name.
+func listsApproved(listResult string, want etdi.Digest) bool {
+	served := false
+	if l, err := etdi.ParseListResult([]byte(listResult), etdi.ListTools, 0, 0); err == nil {
+		for _, tool := range l.Tools {
+			if tool.Name == "get_weather" {
+				served = tool.Digest == want
+				if !served {
+					break
+				}
+			}
+		}
+	}
+	return served
 }
 
 // checkShown asserts that a result the host received shows nothing but
