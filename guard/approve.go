@@ -87,7 +87,7 @@ func Approve(ctx context.Context, r *Report, opts ApproveOptions) (*ApproveResul
 		return nil, err
 	}
 	res := &ApproveResult{}
-	err := withPins(r.opts, false, func(s *pin.Store) error {
+	err := r.opts.WithPins(false, func(s *pin.Store) error {
 		c, err := s.Compare(r.Observation)
 		if err != nil {
 			return err
@@ -203,7 +203,7 @@ func RecordServed(ctx context.Context, r *Report) ([]pin.Approval, *pin.Comparis
 	}
 	var recorded []pin.Approval
 	var c *pin.Comparison
-	err := withPins(r.opts, false, func(s *pin.Store) error {
+	err := r.opts.WithPins(false, func(s *pin.Store) error {
 		var err error
 		if recorded, err = s.RecordServed(r.Observation, r.opts.By, time.Time{}); err != nil {
 			return err
@@ -227,12 +227,12 @@ func UnservedPins(o *Origin, opts Options) ([]string, error) {
 	if o.Served() == "" {
 		return nil, nil
 	}
-	server := pinnedServerKey(opts)
+	server := opts.ServerKey()
 	if server == "" {
 		return nil, nil
 	}
 	var out []string
-	err := withPins(opts, true, func(s *pin.Store) error {
+	err := opts.WithPins(true, func(s *pin.Store) error {
 		pins, err := s.ServerPins(server)
 		for _, p := range pins {
 			for _, v := range p.All() { // every approved variant (SPEC.md §14.1)

@@ -16,6 +16,9 @@ import (
 	"github.com/etdi-dev/etdi/trust"
 )
 
+// bankTool is the tool of acme's bank server.
+const bankTool = `{"name":"transfer_money","description":"Transfer money from the user's account.","inputSchema":{"type":"object","properties":{"to":{"type":"string"},"amount":{"type":"number"}}}}`
+
 // bankListing is a listing of acme's bank server carrying a bundle of
 // sequence seq signed by priv.
 func bankListing(t *testing.T, priv crypto.Signer, seq uint64) *Listing {
@@ -74,7 +77,13 @@ func TestApproveDecisions(t *testing.T) {
 		t.Fatalf("a withdrawn approval approved: %+v", r.Findings)
 	}
 
-	// An older bundle replayed: nothing approved, exit 11.
+	wantReplayRefused(t, ctx, opts)
+}
+
+// wantReplayRefused: of a server replaying an older bundle, nothing is
+// approved, with exit 11.
+func wantReplayRefused(t *testing.T, ctx context.Context, opts Options) {
+	t.Helper()
 	priv, err := keys.Generate("")
 	if err != nil {
 		t.Fatal(err)
@@ -82,7 +91,7 @@ func TestApproveDecisions(t *testing.T) {
 	if _, err := opts.Policy.AddKey("acme", trust.Key{PublicKey: priv.Public()}); err != nil {
 		t.Fatal(err)
 	}
-	r, err = Check(ctx, bankListing(t, priv, 2), opts)
+	r, err := Check(ctx, bankListing(t, priv, 2), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,12 +102,15 @@ func TestApproveDecisions(t *testing.T) {
 	if err != nil || r.ExitCode() != finding.ExitRugPull {
 		t.Fatalf("check of sequence 1: %v %+v", err, r)
 	}
-	a, err = Approve(ctx, r, ApproveOptions{Tools: []string{"transfer_money"}})
+	a, err := Approve(ctx, r, ApproveOptions{Tools: []string{"transfer_money"}})
 	if err != nil || len(a.Approved) != 0 || len(a.Refused) == 0 || a.ExitCode() != finding.ExitRugPull || !strings.Contains(a.Refused[0].Reason, "not approving anything") {
 		t.Fatalf("approve of a replayed bundle: %v %+v", err, a)
 	}
 
-	// A refusal of a kind that has no code, or an unknown one, is 13.
+}
+
+// A refusal of a kind that has no code, or an unknown one, is 13.
+func TestApproveResultExitCode(t *testing.T) {
 	for _, k := range []string{string(finding.Removed), "no_such_kind", ""} {
 		if c := (&ApproveResult{Refused: []pin.Refusal{{Kind: k}}}).ExitCode(); c != finding.ExitApproval {
 			t.Errorf("refused %q: exit %d", k, c)

@@ -55,9 +55,10 @@ type Options struct {
 	// pins record what served each tool. nil for a listing of no server
 	// (a saved file), which checks neither.
 	Origin *Origin
-	// inGate: the listing is a gate's; under the update rule ask, an
-	// update of an unsigned server is relayed with a notice.
-	inGate bool
+	// InGate says the listing is a gate's (package gate sets it): under
+	// the update rule ask, an update of an unsigned server is relayed
+	// with a notice.
+	InGate bool
 }
 
 // NameError reports a server without a bundle that cannot be pinned
@@ -260,7 +261,7 @@ func Observe(ctx context.Context, l *Listing, opts Options) (*Report, error) {
 // templates, pinned by digest (bundles sign tools only).
 func (r *Report) setObservation(obs *pin.Observation) {
 	obs.Served, obs.ServedAt, obs.ServedVerified = r.opts.Origin.Served(), r.opts.Origin.ServedAt(), r.opts.Origin.Verified()
-	obs.OnUpdate, obs.InGate = string(r.opts.Policy.OnUpdate()), r.opts.inGate
+	obs.OnUpdate, obs.InGate = string(r.opts.Policy.OnUpdate()), r.opts.InGate
 	if err := r.opts.Origin.Unresolved(); err != nil {
 		obs.Unresolved = err.Error()
 	}
@@ -272,7 +273,7 @@ func (r *Report) setObservation(obs *pin.Observation) {
 		if l.Live {
 			obs.InstructionsKnown, obs.Instructions = true, l.Instructions
 		}
-		items := l.items()
+		items := l.Items()
 		for _, item := range l.Listed {
 			obs.Listed = append(obs.Listed, item)
 			for _, lt := range items[item] {
@@ -354,14 +355,14 @@ func (r *Report) compare(ctx context.Context) error {
 	r.observed = len(r.Findings)
 	var c *pin.Comparison
 	var todo []finding.Finding
-	err := withPins(r.opts, true, func(s *pin.Store) error {
+	err := r.opts.WithPins(true, func(s *pin.Store) error {
 		var err error
 		c, todo, err = s.Judge(r.Observation, r.Findings...)
 		return err
 	})
 	if errors.Is(err, errNoPins) || (err == nil && len(todo) > 0 && !r.opts.NoRecord) {
 		var recorded *pin.Comparison
-		err = withPins(r.opts, false, func(s *pin.Store) error {
+		err = r.opts.WithPins(false, func(s *pin.Store) error {
 			var err error
 			recorded, err = s.Record(r.Observation, r.opts.By, r.Findings...)
 			return err

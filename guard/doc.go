@@ -5,16 +5,16 @@
 // §15, §25). etdi check and etdi run are both built on it, so a Go MCP
 // host gets the same decisions in a few lines:
 //
-//	l, err := guard.Fetch(ctx, guard.Server{Command: []string{"weather"}}, guard.FetchOptions{})
+//	l, err := guard.Fetch(ctx, guard.Launch{Command: []string{"weather"}}, guard.FetchOptions{})
 //	...
 //	r, err := guard.Check(ctx, l, guard.Options{Policy: policy, Pins: "pins.db"})
 //	...
 //	if r.ExitCode() != 0 { ... } // SPEC.md §11: 13 needs approval, 11 a rug pull, ...
 //	ok := r.Allowed("get_weather")
 //
-// or puts the runtime gate between its go-sdk client and the server
-// (Transport), so that the host only ever sees approved, unchanged tools
-// and cannot call anything else.
+// Package gate is the runtime gate built on it (etdi run): it puts the
+// check between a host and a server for a whole session, so that the host
+// only ever sees approved, unchanged tools and cannot call anything else.
 //
 // Everything a server sends is hostile: listings are parsed under the
 // bounds of SPEC.md §2 and §17, a definition that shows a configured

@@ -116,7 +116,7 @@ func SecretEnv(p *trust.Policy) []string {
 
 // serverEnv is the environment s is started with: its Env (etdi's own
 // when nil) under ServerEnv's rule.
-func (s Server) serverEnv() []string {
+func (s Launch) serverEnv() []string {
 	env := s.Env
 	if env == nil {
 		env = os.Environ()

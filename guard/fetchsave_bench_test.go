@@ -29,7 +29,7 @@ func BenchmarkFetchSave(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	s := Server{Command: []string{exe}, Env: append(os.Environ(), hostile.Env+"="+hostile.ManyBigTools)}
+	s := Launch{Command: []string{exe}, Env: append(os.Environ(), hostile.Env+"="+hostile.ManyBigTools)}
 	for _, tc := range []struct {
 		name string
 		save func() error

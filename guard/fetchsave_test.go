@@ -33,19 +33,19 @@ const listServer = `while IFS= read -r line; do
 done
 `
 
-func listServerCmd(t *testing.T, desc string, instr ...string) Server {
+func listServerCmd(t *testing.T, desc string, instr ...string) Launch {
 	return listServerWith(t, "%DESC%", desc, "%INSTR%", strings.Join(instr, ""))
 }
 
 // listServerWith starts listServer with its placeholders replaced as
 // oldnew says (those not named are left empty).
-func listServerWith(t *testing.T, oldnew ...string) Server {
+func listServerWith(t *testing.T, oldnew ...string) Launch {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "server.sh")
 	if err := os.WriteFile(path, []byte(strings.NewReplacer(append(oldnew, "%DESC%", "", "%INSTR%", "", "%PDESC%", "")...).Replace(listServer)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	return Server{Command: []string{"/bin/sh", path}}
+	return Launch{Command: []string{"/bin/sh", path}}
 }
 
 // FetchSave writes, page by page, exactly what Fetch and Saver write of

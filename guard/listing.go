@@ -57,8 +57,8 @@ type Listing struct {
 	Served, ServedAt string
 }
 
-// items returns the entries of the lists other than tools, by item kind.
-func (l *Listing) items() map[string][]etdi.LiveTool {
+// Items returns the entries of the lists other than tools, by item kind.
+func (l *Listing) Items() map[string][]etdi.LiveTool {
 	return map[string][]etdi.LiveTool{pin.ItemPrompt: l.Prompts, pin.ItemResource: l.Resources, pin.ItemTemplate: l.Templates}
 }
 
@@ -183,7 +183,7 @@ func servedBindingAt(l *Listing, served, at string) string {
 		field(e.Name)
 		field(e.Digest.String())
 	}
-	items := l.items()
+	items := l.Items()
 	for _, item := range l.Listed {
 		field(item)
 		for _, e := range items[item] {
@@ -203,10 +203,10 @@ func servedBindingAt(l *Listing, served, at string) string {
 	return "sha256:" + hex.EncodeToString(h.Sum(nil))
 }
 
-// Server says how to reach a live server: a command started over stdio
+// Launch says how to reach a live server: a command started over stdio
 // (Command, with Env and Dir), or a Streamable HTTP endpoint (URL, with
 // Header sent to its origin only).
-type Server struct {
+type Launch struct {
 	Command []string
 	// Env is the environment of the command (etdi's own when nil). It is
 	// started without every ETDI_* variable and those named in SecretEnv,
@@ -265,7 +265,7 @@ type FetchError = mcpclient.ServerError
 // and stops the server again (a command's process group is always
 // reaped). The fetch is bounded whatever the server does (SPEC.md §17,
 // "Fetch bounds").
-func Fetch(ctx context.Context, s Server, o FetchOptions) (*Listing, error) {
+func Fetch(ctx context.Context, s Launch, o FetchOptions) (*Listing, error) {
 	opts := mcpclient.Options{StartTimeout: o.StartTimeout, Timeout: o.Timeout, ClientVersion: o.ClientVersion, Capabilities: o.Capabilities}
 	var l *mcpclient.Listing
 	var err error
@@ -332,7 +332,7 @@ func (l *Listing) Saver() (func(io.Writer) error, error) {
 	return func(w io.Writer) error {
 		sw := newSavedWriter(w)
 		sw.list(etdi.ListTools.Member, l.Tools)
-		items := l.items()
+		items := l.Items()
 		for _, item := range l.Listed {
 			sw.list(savedMember[item], items[item])
 		}
@@ -448,7 +448,7 @@ type Saved struct {
 // returned as findings (CredentialFindings); no page that shows one, and
 // nothing after it, is written. Then, or on an error, w holds an
 // unfinished document that the caller must discard.
-func FetchSave(ctx context.Context, s Server, o FetchOptions, creds []Credential, w io.Writer) (*Saved, []finding.Finding, error) {
+func FetchSave(ctx context.Context, s Launch, o FetchOptions, creds []Credential, w io.Writer) (*Saved, []finding.Finding, error) {
 	sw := newSavedWriter(w)
 	saved := &Saved{Entries: map[string]int{}}
 	// skeleton keeps each entry's name and digest, not its definition:

@@ -38,7 +38,7 @@ type Origin struct {
 // runner's cache, an OCI image present locally, else the file the program
 // or script is). A command whose artifact cannot be resolved still gives
 // an Origin, which says why (Unresolved).
-func ResolveOrigin(ctx context.Context, s Server) *Origin {
+func ResolveOrigin(ctx context.Context, s Launch) *Origin {
 	if s.URL != "" {
 		return &Origin{url: s.URL}
 	}
@@ -218,7 +218,7 @@ func CheckPinnedOrigin(o *Origin, opts Options) ([]finding.Finding, error) {
 	if now == "" && o.Unresolved() == nil {
 		return nil, nil
 	}
-	server := pinnedServerKey(opts)
+	server := opts.ServerKey()
 	if server == "" {
 		return nil, nil
 	}
@@ -228,7 +228,7 @@ func CheckPinnedOrigin(o *Origin, opts Options) ([]finding.Finding, error) {
 	}
 	var out []finding.Finding
 	var from, updated []string
-	err := withPins(opts, true, func(s *pin.Store) error {
+	err := opts.WithPins(true, func(s *pin.Store) error {
 		pins, err := s.ServerPins(server)
 		if err != nil {
 			return err
@@ -288,11 +288,11 @@ func startUpdateFinding(server string, from []string, now string, n int, rule tr
 	return f
 }
 
-// pinnedServerKey is the pin key of the server opts name: the one its
-// bundle claims (the signature is verified once the server lists its
-// tools, and refusing to start trusts nothing), or opts.Name unsigned;
-// "" when they name none.
-func pinnedServerKey(opts Options) string {
+// ServerKey is the pin key of the server opts name: the one its bundle
+// claims (the signature is verified once the server lists its tools,
+// and refusing to start trusts nothing), or opts.Name unsigned; "" when
+// they name none.
+func (opts Options) ServerKey() string {
 	switch {
 	case opts.Bundle != nil:
 		if st := claimedStatement(opts.Bundle); st != nil {

@@ -19,11 +19,11 @@ func BenchmarkResolveOrigin(b *testing.B) {
 	mcp, _ := filepath.Abs("../testdata/mcp")
 	for _, c := range []struct {
 		name string
-		s    Server
+		s    Launch
 		size int64
 	}{
-		{"file", Server{Command: []string{exe}, Env: []string{}}, fi.Size()},
-		{"npm", Server{Command: []string{"npx", "--no-install", "@modelcontextprotocol/server-memory"}, Dir: mcp, Env: []string{"HOME=" + b.TempDir()}}, 0},
+		{"file", Launch{Command: []string{exe}, Env: []string{}}, fi.Size()},
+		{"npm", Launch{Command: []string{"npx", "--no-install", "@modelcontextprotocol/server-memory"}, Dir: mcp, Env: []string{"HOME=" + b.TempDir()}}, 0},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			if c.size > 0 {

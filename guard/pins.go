@@ -11,11 +11,11 @@ import (
 // errNoPins says that the pin database does not exist yet.
 var errNoPins = errors.New("no pin database")
 
-// withPins opens the pin database for fn and closes it right after: a
-// gate that runs for hours never holds it. readOnly takes a shared lock
-// (other readers proceed), and fails with errNoPins when there is no
+// WithPins opens the pin database opts.Pins for fn and closes it right
+// after: a gate that runs for hours never holds it. readOnly takes a
+// shared lock (other readers proceed), and fails when there is no
 // database yet; otherwise the database is created if needed.
-func withPins(opts Options, readOnly bool, fn func(s *pin.Store) error) error {
+func (opts Options) WithPins(readOnly bool, fn func(s *pin.Store) error) error {
 	if opts.Pins == "" {
 		return errors.New("guard: no pin database given")
 	}
@@ -24,7 +24,7 @@ func withPins(opts Options, readOnly bool, fn func(s *pin.Store) error) error {
 			return errNoPins
 		}
 	}
-	s, err := pin.Open(opts.Pins, opts.pinOptions(readOnly))
+	s, err := pin.Open(opts.Pins, opts.PinOptions(readOnly))
 	if readOnly && pin.IsEtcd(opts.Pins) && errors.Is(err, os.ErrNotExist) {
 		return errNoPins
 	}
@@ -38,15 +38,15 @@ func withPins(opts Options, readOnly bool, fn func(s *pin.Store) error) error {
 	return err
 }
 
-// pinOptions are the options to open opts.Pins with.
-func (opts Options) pinOptions(readOnly bool) pin.Options {
+// PinOptions are the options to open opts.Pins with.
+func (opts Options) PinOptions(readOnly bool) pin.Options {
 	return pin.Options{LockTimeout: opts.LockTimeout, ReadOnly: readOnly, Etcd: opts.Etcd}
 }
 
-// localPins is the file of the pin store on this machine, beside which
+// LocalPins is the file of the pin store on this machine, beside which
 // the gate keeps its files: the database, or an etcd store's snapshot.
-func localPins(opts Options) string {
-	f, err := pin.LocalFile(opts.Pins, opts.pinOptions(false))
+func (opts Options) LocalPins() string {
+	f, err := pin.LocalFile(opts.Pins, opts.PinOptions(false))
 	if err != nil {
 		return opts.Pins
 	}

@@ -240,66 +240,11 @@ func Pending(reports []*Report) []ReviewItem {
 		if r == nil || r.Blocked() || r.Comparison == nil || !approvable(r) {
 			continue
 		}
-		// A new server: something is new and nothing matches, differs
-		// from or misses a pin of its own.
-		newServer := false
-		for _, t := range r.Tools {
-			if t.Status == pin.StatusOK || t.Status == pin.StatusChanged || t.Status == pin.StatusRemoved {
-				newServer = false
-				break
-			}
-			newServer = newServer || t.Status == pin.StatusNew
-		}
-		groups := map[string][]finding.Finding{}
-		var order []string
-		for _, f := range r.Findings {
-			key := pin.ItemRef(f.Item, f.Tool)
-			if f.Kind.AboutInstructions() {
-				key = "\x00instructions"
-			}
-			if _, ok := groups[key]; !ok {
-				order = append(order, key)
-			}
-			groups[key] = append(groups[key], f)
-		}
+		newServer := isNewServer(r)
+		order, groups := findingGroups(r)
 		for _, key := range order {
-			fs := groups[key]
-			it := &ReviewItem{Report: i, Server: r.Server, Item: fs[0].Item, Tool: fs[0].Tool, Ref: pin.ItemRef(fs[0].Item, fs[0].Tool), Bulk: true}
-			if key == "\x00instructions" {
-				it.Item, it.Tool, it.Ref = "", "", ""
-			}
-			asks, blocked := false, false
-			for _, f := range fs {
-				it.Findings = append(it.Findings, f)
-				c, ok := CategoryOf(f)
-				if f.Severity == finding.Error {
-					it.decided = append(it.decided, fingerprint(f))
-					switch {
-					case !ok:
-						blocked = true // revoked, or otherwise never approved
-					case f.Kind.Approvability() != finding.Approvable:
-						it.Bulk = false // the item must be named: decided on its own
-					}
-					asks = asks || ok
-				}
-				if !ok {
-					continue
-				}
-				if newServer && c == CategoryNewTools {
-					c = CategoryNewServers
-				}
-				if !slices.Contains(it.Kinds, f.Kind) {
-					it.Kinds = append(it.Kinds, f.Kind)
-				}
-				if !slices.Contains(it.Categories, c) {
-					it.Categories = append(it.Categories, c)
-				}
-				if it.Category == "" || categoryRank(c) > categoryRank(it.Category) {
-					it.Category = c
-				}
-				it.Bulk = it.Bulk && categoryBulk(c)
-			}
-			if !asks || blocked {
+			it, ok := reviewItem(i, r, key, groups[key], newServer)
+			if !ok {
 				continue // nothing to decide, or nothing approving resolves
 			}
 			// The same decision only when the same implementation serves
@@ -328,6 +273,90 @@ func Pending(reports []*Report) []ReviewItem {
 		return strings.Compare(a.Ref, b.Ref)
 	})
 	return items
+}
+
+// instructionsKey is the group of r's findings about its instructions.
+const instructionsKey = "\x00instructions"
+
+// isNewServer reports whether r is of a new server: something is new and
+// nothing matches, differs from or misses a pin of its own.
+func isNewServer(r *Report) bool {
+	newServer := false
+	for _, t := range r.Tools {
+		if t.Status == pin.StatusOK || t.Status == pin.StatusChanged || t.Status == pin.StatusRemoved {
+			return false
+		}
+		newServer = newServer || t.Status == pin.StatusNew
+	}
+	return newServer
+}
+
+// findingGroups groups r's findings by the entry they are about (those
+// about the instructions under instructionsKey), in the order of their
+// first finding.
+func findingGroups(r *Report) ([]string, map[string][]finding.Finding) {
+	groups := map[string][]finding.Finding{}
+	var order []string
+	for _, f := range r.Findings {
+		key := pin.ItemRef(f.Item, f.Tool)
+		if f.Kind.AboutInstructions() {
+			key = instructionsKey
+		}
+		if _, ok := groups[key]; !ok {
+			order = append(order, key)
+		}
+		groups[key] = append(groups[key], f)
+	}
+	return order, groups
+}
+
+// reviewItem is the decision the findings fs of report i (r) about one
+// entry (key) wait for; false when none of them asks for a decision, or
+// one of them is an error that approving does not resolve.
+func reviewItem(i int, r *Report, key string, fs []finding.Finding, newServer bool) (*ReviewItem, bool) {
+	it := &ReviewItem{Report: i, Server: r.Server, Item: fs[0].Item, Tool: fs[0].Tool, Ref: pin.ItemRef(fs[0].Item, fs[0].Tool), Bulk: true}
+	if key == instructionsKey {
+		it.Item, it.Tool, it.Ref = "", "", ""
+	}
+	asks, blocked := false, false
+	for _, f := range fs {
+		it.Findings = append(it.Findings, f)
+		c, ok := CategoryOf(f)
+		if f.Severity == finding.Error {
+			it.decided = append(it.decided, fingerprint(f))
+			switch {
+			case !ok:
+				blocked = true // revoked, or otherwise never approved
+			case f.Kind.Approvability() != finding.Approvable:
+				it.Bulk = false // the item must be named: decided on its own
+			}
+			asks = asks || ok
+		}
+		if !ok {
+			continue
+		}
+		if newServer && c == CategoryNewTools {
+			c = CategoryNewServers
+		}
+		it.addCategory(f.Kind, c)
+	}
+	return it, asks && !blocked
+}
+
+// addCategory adds a finding of kind k and category c to it: its kinds,
+// its categories, the highest-ranked category and whether it may be
+// approved in bulk.
+func (it *ReviewItem) addCategory(k finding.Kind, c Category) {
+	if !slices.Contains(it.Kinds, k) {
+		it.Kinds = append(it.Kinds, k)
+	}
+	if !slices.Contains(it.Categories, c) {
+		it.Categories = append(it.Categories, c)
+	}
+	if it.Category == "" || categoryRank(c) > categoryRank(it.Category) {
+		it.Category = c
+	}
+	it.Bulk = it.Bulk && categoryBulk(c)
 }
 
 // approvable reports whether anything of r can be approved: its
@@ -419,7 +448,7 @@ func Apply(ctx context.Context, reports []*Report, accepted []ReviewItem) ([]App
 			continue
 		}
 		var c *pin.Comparison
-		err := withPins(r.opts, true, func(s *pin.Store) error {
+		err := r.opts.WithPins(true, func(s *pin.Store) error {
 			var err error
 			c, err = s.Compare(r.Observation)
 			return err
@@ -437,76 +466,25 @@ func Apply(ctx context.Context, reports []*Report, accepted []ReviewItem) ([]App
 
 // applyReport approves the accepted items of one report.
 func applyReport(ctx context.Context, r *Report, its []ReviewItem) (*ApproveResult, error) {
-	decided := map[string]bool{}
-	var names []string
-	accept, server := false, false
-	for _, it := range its {
-		for _, d := range it.decided {
-			decided[d] = true
+	d := decisionsOf(its)
+	if d.server {
+		if refused := d.unaccepted(r); refused != nil {
+			return refused, nil
 		}
-		switch {
-		case it.Instructions():
-			accept = true
-		case it.Tool == "":
-			server = true
-		default:
-			names = append(names, it.Ref)
-		}
-	}
-	if len(names) == 0 && accept {
-		// Instructions alone are accepted with the server (no tool
-		// named), as a decision about the whole server is.
-		server = true
-	}
-	if server {
-		// A decision about the whole server is approved by approving the
-		// server (no tool named), which also approves every new tool and
-		// version: only when each of them was accepted too.
-		for _, f := range r.Findings {
-			if f.Severity == finding.Error && f.Kind.Approvability() == finding.Approvable && (accept || !f.Kind.AboutInstructions()) && !decided[fingerprint(f)] {
-				return &ApproveResult{Refused: []pin.Refusal{{Kind: string(f.Kind),
-					Reason: "a decision about the whole server is approved with every new item of it; approve them too, or use etdi pin approve"}}, Comparison: r.Comparison}, nil
-			}
-		}
-	}
-	// review: approve only what the person saw; any error finding the
-	// approval would act on must be one they decided on.
-	review := func(now *pin.Comparison, all bool) bool {
-		for _, f := range now.Findings {
-			if f.Severity != finding.Error {
-				continue
-			}
-			acts := slices.Contains(names, pin.ItemRef(f.Item, f.Tool)) ||
-				(accept && f.Kind.AboutInstructions()) ||
-				(all && (accept || !f.Kind.AboutInstructions()) && (f.Kind.Approvability() == finding.Approvable || f.Tool == ""))
-			if acts && !decided[fingerprint(f)] {
-				return false
-			}
-		}
-		return true
 	}
 	var total *ApproveResult
-	if server {
-		res, err := Approve(ctx, r, ApproveOptions{AcceptInstructions: accept, Review: func(now *pin.Comparison) bool { return review(now, true) }})
+	if d.server {
+		res, err := Approve(ctx, r, ApproveOptions{AcceptInstructions: d.accept, Review: func(now *pin.Comparison) bool { return d.reviewed(now, true) }})
 		if err != nil || res.Withdrawn {
 			return res, err
 		}
 		total = res
-		var byName []string
-		for _, n := range names {
-			for _, f := range res.Comparison.Findings {
-				if pin.ItemRef(f.Item, f.Tool) == n && f.Severity == finding.Error {
-					byName = append(byName, n)
-					break
-				}
-			}
-		}
-		if names = byName; len(names) == 0 {
+		if d.names = stillNamed(d.names, res.Comparison); len(d.names) == 0 {
 			return total, nil
 		}
-		accept = false
+		d.accept = false
 	}
-	res, err := Approve(ctx, r, ApproveOptions{Tools: names, AcceptInstructions: accept, Review: func(now *pin.Comparison) bool { return review(now, false) }})
+	res, err := Approve(ctx, r, ApproveOptions{Tools: d.names, AcceptInstructions: d.accept, Review: func(now *pin.Comparison) bool { return d.reviewed(now, false) }})
 	if err != nil || total == nil {
 		return res, err
 	}
@@ -515,4 +493,85 @@ func applyReport(ctx context.Context, r *Report, its []ReviewItem) (*ApproveResu
 	total.Comparison, total.Withdrawn = res.Comparison, res.Withdrawn
 	total.InstructionsRecorded = total.InstructionsRecorded || res.InstructionsRecorded
 	return total, nil
+}
+
+// reviewDecisions are what the person accepted of one report: the
+// findings they decided on (by fingerprint), the entries they named,
+// whether they accepted its instructions, and whether they decided about
+// the whole server.
+type reviewDecisions struct {
+	decided        map[string]bool
+	names          []string
+	accept, server bool
+}
+
+// decisionsOf collects what the accepted items its decide.
+func decisionsOf(its []ReviewItem) *reviewDecisions {
+	d := &reviewDecisions{decided: map[string]bool{}}
+	for _, it := range its {
+		for _, f := range it.decided {
+			d.decided[f] = true
+		}
+		switch {
+		case it.Instructions():
+			d.accept = true
+		case it.Tool == "":
+			d.server = true
+		default:
+			d.names = append(d.names, it.Ref)
+		}
+	}
+	if len(d.names) == 0 && d.accept {
+		// Instructions alone are accepted with the server (no tool
+		// named), as a decision about the whole server is.
+		d.server = true
+	}
+	return d
+}
+
+// unaccepted refuses a decision about the whole server, which is
+// approved by approving the server (no tool named) and so also approves
+// every new tool and version, unless each of them was accepted too; nil
+// when they were.
+func (d *reviewDecisions) unaccepted(r *Report) *ApproveResult {
+	for _, f := range r.Findings {
+		if f.Severity == finding.Error && f.Kind.Approvability() == finding.Approvable && (d.accept || !f.Kind.AboutInstructions()) && !d.decided[fingerprint(f)] {
+			return &ApproveResult{Refused: []pin.Refusal{{Kind: string(f.Kind),
+				Reason: "a decision about the whole server is approved with every new item of it; approve them too, or use etdi pin approve"}}, Comparison: r.Comparison}
+		}
+	}
+	return nil
+}
+
+// reviewed approves only what the person saw: every error finding of now
+// the approval would act on (all: approving the whole server) must be one
+// they decided on.
+func (d *reviewDecisions) reviewed(now *pin.Comparison, all bool) bool {
+	for _, f := range now.Findings {
+		if f.Severity != finding.Error {
+			continue
+		}
+		acts := slices.Contains(d.names, pin.ItemRef(f.Item, f.Tool)) ||
+			(d.accept && f.Kind.AboutInstructions()) ||
+			(all && (d.accept || !f.Kind.AboutInstructions()) && (f.Kind.Approvability() == finding.Approvable || f.Tool == ""))
+		if acts && !d.decided[fingerprint(f)] {
+			return false
+		}
+	}
+	return true
+}
+
+// stillNamed are the entries of names that c still has an error finding
+// about: what approving the whole server left to approve by name.
+func stillNamed(names []string, c *pin.Comparison) []string {
+	var byName []string
+	for _, n := range names {
+		for _, f := range c.Findings {
+			if pin.ItemRef(f.Item, f.Tool) == n && f.Severity == finding.Error {
+				byName = append(byName, n)
+				break
+			}
+		}
+	}
+	return byName
 }

@@ -11,221 +11,9 @@ import (
 	"testing"
 
 	"github.com/etdi-dev/etdi/finding"
-	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/etdi-dev/etdi/trust"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
-
-// script writes an executable shell script: what a launch of it serves
-// is the file, by its SHA-256.
-func script(t *testing.T, dir, name, body string) string {
-	t.Helper()
-	path := filepath.Join(dir, name)
-	if err := os.WriteFile(path, []byte("#!/bin/sh\n"+body+"\n"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	return path
-}
-
-// pendingOf runs a gate with origin in front of a server that offers a
-// tool never approved, and returns the listing the gate saved for review
-// and the review command it named.
-func pendingOf(t *testing.T, opts GateOptions) (string, string) {
-	t.Helper()
-	cs, _ := gatedClient(t, weatherServer("Get the weather."), opts)
-	_, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "get_weather"})
-	var we *jsonrpc.Error
-	if !errors.As(err, &we) {
-		t.Fatalf("a tool never approved was called: %v", err)
-	}
-	var data struct{ Review string }
-	json.Unmarshal(we.Data, &data)
-	cs.Close()
-	saved, _ := filepath.Glob(filepath.Join(filepath.Dir(opts.Pins), "pending", "*.json"))
-	if len(saved) != 1 || !strings.Contains(data.Review, "--tools "+saved[0]) {
-		t.Fatalf("saved %v, review %q", saved, data.Review)
-	}
-	return saved[0], data.Review
-}
-
-// Approving through the gate's own review command (a saved listing)
-// records what served the listing: another program serving the same
-// definitions is refused before it starts and by the gate.
-func TestAttackPendingApprovalRecordsServed(t *testing.T) {
-	ctx := context.Background()
-	opts := gateOptions(t)
-	dir := filepath.Dir(opts.Pins)
-	genuine := ResolveOrigin(ctx, Server{Command: []string{script(t, dir, "weather", "exec weather-server")}, Env: []string{}})
-	other := ResolveOrigin(ctx, Server{Command: []string{script(t, dir, "weather-evil", "exec evil-server")}, Env: []string{}})
-	if genuine.Served() == "" || other.Served() == "" || genuine.Served() == other.Served() {
-		t.Fatalf("served: %q %q (%v %v)", genuine.Served(), other.Served(), genuine.Unresolved(), other.Unresolved())
-	}
-	opts.Origin = genuine
-	path, _ := pendingOf(t, opts)
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := ReadListing(data)
-	if err != nil || l.Served != genuine.Served() {
-		t.Fatalf("the saved listing: %v, served %q", err, l.Served)
-	}
-	// The review: the saved listing, no live server.
-	review := opts.Options
-	review.Origin = nil
-	r, err := Check(ctx, l, review)
-	if err != nil || r.ExitCode() != finding.ExitApproval {
-		t.Fatalf("review: %v %+v", err, r)
-	}
-	a, err := Approve(ctx, r, ApproveOptions{})
-	if err != nil || a.ExitCode() != 0 || len(a.Approved) != 1 || a.Approved[0].Pin.Served != genuine.Served() {
-		t.Fatalf("approve: %v %+v", err, a)
-	}
-	// The genuine program starts; another under the same definitions not.
-	if fs, err := CheckPinnedOrigin(genuine, opts.Options); err != nil || len(fs) != 0 {
-		t.Fatalf("the approved program: %v %+v", err, fs)
-	}
-	fs, err := CheckPinnedOrigin(other, opts.Options)
-	if err != nil || len(fs) != 1 || fs[0].Kind != finding.RugPull || fs[0].Kind.ExitCode() != finding.ExitRugPull {
-		t.Fatalf("another program serving the same definitions: %v %+v", err, fs)
-	}
-	// A launch that cannot be resolved any more is not the approved one.
-	gone := ResolveOrigin(ctx, Server{Command: []string{filepath.Join(dir, "no-such-program")}, Env: []string{}})
-	if gone.Unresolved() == nil {
-		t.Fatalf("a missing program resolved: %q", gone.Served())
-	}
-	if fs, err := CheckPinnedOrigin(gone, opts.Options); err != nil || len(fs) != 1 || fs[0].Kind != finding.RugPull {
-		t.Fatalf("a launch no longer resolved: %v %+v", err, fs)
-	}
-	// And a gate that was handed it anyway withholds its tools.
-	opts.Origin = other
-	cs, _ := gatedClient(t, weatherServer("Get the weather."), opts)
-	if lt, err := cs.ListTools(ctx, nil); err != nil || len(lt.Tools) != 0 {
-		t.Fatalf("the swapped program's tools reached the host: %v %+v", err, lt)
-	}
-}
-
-// A saved listing whose served was edited, or whose entries were, no
-// longer matches its binding: it is refused, nothing in it approved.
-func TestAttackPendingServedTampered(t *testing.T) {
-	ctx := context.Background()
-	opts := gateOptions(t)
-	dir := filepath.Dir(opts.Pins)
-	opts.Origin = ResolveOrigin(ctx, Server{Command: []string{script(t, dir, "weather", "exec weather-server")}, Env: []string{}})
-	other := ResolveOrigin(ctx, Server{Command: []string{script(t, dir, "weather-evil", "exec evil-server")}, Env: []string{}})
-	path, _ := pendingOf(t, opts)
-	data, _ := os.ReadFile(path)
-	served, _ := json.Marshal(opts.Origin.Served())
-	if !bytes.Contains(data, served) {
-		t.Fatalf("the saved listing does not say what served it:\n%s", data)
-	}
-	evil, _ := json.Marshal(other.Served())
-	for name, edited := range map[string][]byte{
-		"served":       bytes.Replace(data, served, evil, 1),
-		"definition":   bytes.Replace(data, []byte("Get the weather."), []byte("Get the weather!"), 1),
-		"binding":      bytes.Replace(data, []byte(`"binding":"sha256:`), []byte(`"binding":"sha256:0`), 1),
-		"instructions": bytes.Replace(data, []byte("Use get_weather."), []byte("Use get_weather!"), 1),
-	} {
-		if bytes.Equal(edited, data) {
-			t.Fatalf("%s: nothing edited", name)
-		}
-		if _, err := ReadListing(edited); !errors.Is(err, ErrServedBinding) {
-			t.Errorf("%s edited: %v", name, err)
-		}
-	}
-	// Malformed, each with the binding it would need.
-	l, err := ReadListing(data)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for name, bad := range map[string]string{
-		"not an object": `"npm x@1"`,
-		"no binding":    `{"by":"npm x@1"}`,
-		"extra member":  `{"by":"npm x@1","binding":"` + servedBinding(l, "npm x@1") + `","trust":true}`,
-		"empty":         `{"by":"","binding":"` + servedBinding(l, "") + `"}`,
-		"too long":      `{"by":"` + strings.Repeat("x", maxServed+1) + `","binding":"` + servedBinding(l, strings.Repeat("x", maxServed+1)) + `"}`,
-		// encoding/json matches member names without case: a person
-		// reads one by, another would be recorded.
-		"BY beside by": `{"by":"npm x@1","BY":"npm evil@1","binding":"` + servedBinding(l, "npm evil@1") + `"}`,
-		"BY alone":     `{"BY":"npm x@1","binding":"` + servedBinding(l, "npm x@1") + `"}`,
-		"Binding":      `{"by":"npm x@1","Binding":"` + servedBinding(l, "npm x@1") + `"}`,
-		"null by":      `{"by":null,"binding":"` + servedBinding(l, "") + `"}`,
-		"duplicate by": `{"by":"npm x@1","by":"npm evil@1","binding":"` + servedBinding(l, "npm evil@1") + `"}`,
-	} {
-		edited := bytes.Replace(data, []byte(`"served": {`), []byte(`"served": `+bad+`, "x": {`), 1)
-		if _, err := ReadListing(edited); err == nil {
-			t.Errorf("served %s: read", name)
-		}
-	}
-	// The listing as saved reads back, with what served it.
-	if l, err := ReadListing(data); err != nil || l.Served != opts.Origin.Served() {
-		t.Fatalf("as saved: %v", err)
-	}
-}
-
-// A listing without a server (a file written by hand or by an older
-// etdi) still reads and approves, recording no served; the next check of
-// the live server reports it and records it only when asked to.
-func TestPinsWithoutServedUpgradedOnlyWhenAsked(t *testing.T) {
-	ctx := context.Background()
-	opts := gateOptions(t)
-	dir := filepath.Dir(opts.Pins)
-	approveServer(t, weatherServer("Get the weather."), opts.Options)
-	genuine := ResolveOrigin(ctx, Server{Command: []string{script(t, dir, "weather", "exec weather-server")}, Env: []string{}})
-	other := ResolveOrigin(ctx, Server{Command: []string{script(t, dir, "weather-evil", "exec evil-server")}, Env: []string{}})
-	if un, err := UnservedPins(genuine, opts.Options); err != nil || len(un) != 1 {
-		t.Fatalf("unserved pins before: %v %v", un, err)
-	}
-	live := func(o *Origin) *Report {
-		t.Helper()
-		conn := connInMemory(t, weatherServer("Get the weather."))
-		defer conn.Close()
-		l, err := List(ctx, SDKConn(conn), FetchOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		check := opts.Options
-		check.Origin = o
-		r, err := Check(ctx, l, check)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return r
-	}
-	// Reported, nothing weakened and nothing changed without a yes.
-	r := live(genuine)
-	if r.ExitCode() != 0 || len(r.Unserved()) != 1 || r.Unserved()[0] != "get_weather" {
-		t.Fatalf("check of the live server: exit %d, unserved %v", r.ExitCode(), r.Unserved())
-	}
-	if r := live(genuine); len(r.Unserved()) != 1 {
-		t.Fatalf("recorded without being asked: %v", r.Unserved())
-	}
-	recorded, c, err := RecordServed(ctx, r)
-	if err != nil || len(recorded) != 1 || recorded[0].Pin.Served != genuine.Served() || len(c.Unserved) != 0 {
-		t.Fatalf("record served: %v %+v", err, recorded)
-	}
-	if r := live(genuine); r.ExitCode() != 0 || len(r.Unserved()) != 0 {
-		t.Fatalf("after recording: exit %d, unserved %v", r.ExitCode(), r.Unserved())
-	}
-	if r := live(other); r.ExitCode() != finding.ExitRugPull {
-		t.Fatalf("another program after recording: exit %d %+v", r.ExitCode(), r.Findings)
-	}
-	if un, err := UnservedPins(genuine, opts.Options); err != nil || len(un) != 0 {
-		t.Fatalf("unserved pins after: %v %v", un, err)
-	}
-	// Nothing to record for a server of unknown origin, read-only pins,
-	// or a server whose verification failed.
-	if _, _, err := RecordServed(ctx, &Report{opts: opts.Options}); !errors.Is(err, ErrBlocked) {
-		t.Fatalf("recorded for a blocked report: %v", err)
-	}
-	if _, _, err := RecordServed(ctx, live(nil)); err == nil {
-		t.Fatal("recorded an unknown served")
-	}
-	ro := live(genuine)
-	ro.opts.NoRecord = true
-	if _, _, err := RecordServed(ctx, ro); err == nil {
-		t.Fatal("recorded into read-only pins")
-	}
-}
 
 // FuzzReadListingServed: a saved listing's served member is read under
 // its binding or refused, never half: what ReadListing returns with a
@@ -269,23 +57,153 @@ func FuzzReadListingServed(f *testing.F) {
 	})
 }
 
+// script writes an executable shell script: what a launch of it serves
+// is the file, by its SHA-256.
+func script(t *testing.T, dir, name, body string) string {
+	t.Helper()
+	path := filepath.Join(dir, name)
+	if err := os.WriteFile(path, []byte("#!/bin/sh\n"+body+"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// weatherServer is a go-sdk server of one tool, get_weather.
+func weatherServer(description string) *mcp.Server {
+	s := mcp.NewServer(&mcp.Implementation{Name: "go-weather", Version: "1.0.0"}, &mcp.ServerOptions{Instructions: "Use get_weather."})
+	s.AddTool(&mcp.Tool{Name: "get_weather", Description: description,
+		InputSchema: json.RawMessage(`{"type":"object","properties":{"city":{"type":"string"}}}`)},
+		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "sunny"}}}, nil
+		})
+	return s
+}
+
+// weatherOptions are those of an unsigned server "weather" pinned by digest.
+func weatherOptions(t *testing.T) Options {
+	return Options{Policy: &trust.Policy{Unsigned: trust.Warn}, Pins: filepath.Join(t.TempDir(), "pins.db"), Name: "weather", By: "tester"}
+}
+
+// connInMemory connects server to an in-memory transport and returns the
+// client's end, connected (the server's session ends with the test).
+func connInMemory(t *testing.T, server *mcp.Server) mcp.Connection {
+	t.Helper()
+	st, ct := mcp.NewInMemoryTransports()
+	ss, err := server.Connect(context.Background(), st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ss.Close() })
+	conn, err := ct.Connect(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return conn
+}
+
+// approveServer lists server over an in-memory connection and approves
+// everything it offers.
+func approveServer(t *testing.T, server *mcp.Server, opts Options) {
+	t.Helper()
+	ctx := context.Background()
+	conn := connInMemory(t, server)
+	defer conn.Close()
+	l, err := List(ctx, SDKConn(conn), FetchOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := Check(ctx, l, opts)
+	if err != nil || r.ExitCode() != 13 {
+		t.Fatalf("first check: %v exit %d %+v", err, r.ExitCode(), r.Findings)
+	}
+	a, err := Approve(ctx, r, ApproveOptions{})
+	if err != nil || a.ExitCode() != 0 || len(a.Approved) != 1 {
+		t.Fatalf("approve: %v %+v", err, a)
+	}
+}
+
+// A listing without a server (a file written by hand or by an older
+// etdi) still reads and approves, recording no served; the next check of
+// the live server reports it and records it only when asked to.
+func TestPinsWithoutServedUpgradedOnlyWhenAsked(t *testing.T) {
+	ctx := context.Background()
+	opts := weatherOptions(t)
+	dir := filepath.Dir(opts.Pins)
+	approveServer(t, weatherServer("Get the weather."), opts)
+	genuine := ResolveOrigin(ctx, Launch{Command: []string{script(t, dir, "weather", "exec weather-server")}, Env: []string{}})
+	other := ResolveOrigin(ctx, Launch{Command: []string{script(t, dir, "weather-evil", "exec evil-server")}, Env: []string{}})
+	if un, err := UnservedPins(genuine, opts); err != nil || len(un) != 1 {
+		t.Fatalf("unserved pins before: %v %v", un, err)
+	}
+	live := func(o *Origin) *Report {
+		t.Helper()
+		conn := connInMemory(t, weatherServer("Get the weather."))
+		defer conn.Close()
+		l, err := List(ctx, SDKConn(conn), FetchOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		check := opts
+		check.Origin = o
+		r, err := Check(ctx, l, check)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	// Reported, nothing weakened and nothing changed without a yes.
+	r := live(genuine)
+	if r.ExitCode() != 0 || len(r.Unserved()) != 1 || r.Unserved()[0] != "get_weather" {
+		t.Fatalf("check of the live server: exit %d, unserved %v", r.ExitCode(), r.Unserved())
+	}
+	if r := live(genuine); len(r.Unserved()) != 1 {
+		t.Fatalf("recorded without being asked: %v", r.Unserved())
+	}
+	recorded, c, err := RecordServed(ctx, r)
+	if err != nil || len(recorded) != 1 || recorded[0].Pin.Served != genuine.Served() || len(c.Unserved) != 0 {
+		t.Fatalf("record served: %v %+v", err, recorded)
+	}
+	if r := live(genuine); r.ExitCode() != 0 || len(r.Unserved()) != 0 {
+		t.Fatalf("after recording: exit %d, unserved %v", r.ExitCode(), r.Unserved())
+	}
+	if r := live(other); r.ExitCode() != finding.ExitRugPull {
+		t.Fatalf("another program after recording: exit %d %+v", r.ExitCode(), r.Findings)
+	}
+	if un, err := UnservedPins(genuine, opts); err != nil || len(un) != 0 {
+		t.Fatalf("unserved pins after: %v %v", un, err)
+	}
+	// Nothing to record for a server of unknown origin, read-only pins,
+	// or a server whose verification failed.
+	if _, _, err := RecordServed(ctx, &Report{opts: opts}); !errors.Is(err, ErrBlocked) {
+		t.Fatalf("recorded for a blocked report: %v", err)
+	}
+	if _, _, err := RecordServed(ctx, live(nil)); err == nil {
+		t.Fatal("recorded an unknown served")
+	}
+	ro := live(genuine)
+	ro.opts.NoRecord = true
+	if _, _, err := RecordServed(ctx, ro); err == nil {
+		t.Fatal("recorded into read-only pins")
+	}
+}
+
 // A definition approved without what served it stays unserved when the
 // server, configured another way, gets another definition approved
 // beside it (a variant, SPEC.md §14.1): etdi run still reports the pin,
 // whose earlier definition any program serving it passes as before.
 func TestUnservedVariantReported(t *testing.T) {
 	ctx := context.Background()
-	opts := gateOptions(t)
+	opts := weatherOptions(t)
 	dir := filepath.Dir(opts.Pins)
-	approveServer(t, weatherServer("Get the weather."), opts.Options)
-	genuine := ResolveOrigin(ctx, Server{Command: []string{script(t, dir, "weather", "exec weather-server")}, Env: []string{}})
+	approveServer(t, weatherServer("Get the weather."), opts)
+	genuine := ResolveOrigin(ctx, Launch{Command: []string{script(t, dir, "weather", "exec weather-server")}, Env: []string{}})
 	conn := connInMemory(t, weatherServer("Get the weather in Lima."))
 	defer conn.Close()
 	l, err := List(ctx, SDKConn(conn), FetchOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	check := opts.Options
+	check := opts
 	check.Origin = genuine
 	r, err := Check(ctx, l, check)
 	if err != nil {
@@ -295,7 +213,51 @@ func TestUnservedVariantReported(t *testing.T) {
 	if err != nil || len(ap.Approved) != 1 || !ap.Approved[0].Variant || ap.Approved[0].Pin.Served != genuine.Served() {
 		t.Fatalf("approve the variant: %v %+v", err, ap)
 	}
-	if un, err := UnservedPins(genuine, opts.Options); err != nil || len(un) != 1 {
+	if un, err := UnservedPins(genuine, opts); err != nil || len(un) != 1 {
 		t.Fatalf("unserved pins with an unserved variant: %v %v", un, err)
+	}
+}
+
+// A saved listing whose served member is malformed, each with the binding
+// it would need, is refused.
+func TestReadListingServedMalformed(t *testing.T) {
+	l, err := ReadListing([]byte(`{"tools":[` + atkTool + `],"instructions":"Use get_weather."}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Live, l.Served = true, "file /usr/bin/weather sha256:"+strings.Repeat("ab", 32)
+	save, err := l.Saver()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	if err := save(&b); err != nil {
+		t.Fatal(err)
+	}
+	data := b.Bytes()
+	if !bytes.Contains(data, []byte(`"served": {`)) {
+		t.Fatalf("no served member:\n%s", data)
+	}
+	if l, err = ReadListing(data); err != nil || l.Served == "" {
+		t.Fatalf("as saved: %v", err)
+	}
+	for name, bad := range map[string]string{
+		"not an object": `"npm x@1"`,
+		"no binding":    `{"by":"npm x@1"}`,
+		"extra member":  `{"by":"npm x@1","binding":"` + servedBinding(l, "npm x@1") + `","trust":true}`,
+		"empty":         `{"by":"","binding":"` + servedBinding(l, "") + `"}`,
+		"too long":      `{"by":"` + strings.Repeat("x", maxServed+1) + `","binding":"` + servedBinding(l, strings.Repeat("x", maxServed+1)) + `"}`,
+		// encoding/json matches member names without case: a person
+		// reads one by, another would be recorded.
+		"BY beside by": `{"by":"npm x@1","BY":"npm evil@1","binding":"` + servedBinding(l, "npm evil@1") + `"}`,
+		"BY alone":     `{"BY":"npm x@1","binding":"` + servedBinding(l, "npm x@1") + `"}`,
+		"Binding":      `{"by":"npm x@1","Binding":"` + servedBinding(l, "npm x@1") + `"}`,
+		"null by":      `{"by":null,"binding":"` + servedBinding(l, "") + `"}`,
+		"duplicate by": `{"by":"npm x@1","by":"npm evil@1","binding":"` + servedBinding(l, "npm evil@1") + `"}`,
+	} {
+		edited := bytes.Replace(data, []byte(`"served": {`), []byte(`"served": `+bad+`, "x": {`), 1)
+		if _, err := ReadListing(edited); err == nil {
+			t.Errorf("served %s: read", name)
+		}
 	}
 }

@@ -3,9 +3,7 @@ package guard
 import (
 	"context"
 	"errors"
-	"strings"
 	"testing"
-	"time"
 
 	"github.com/etdi-dev/etdi/finding"
 	"github.com/etdi-dev/etdi/keyless"
@@ -67,21 +65,6 @@ func TestObserveRecordsOrigin(t *testing.T) {
 	}
 }
 
-// The stateless handshake of MCP 2026-07-28 has no initialize for the gate
-// to check first: server/discover and subscriptions/listen are answered
-// -32601 and never reach the server.
-func TestHandshakeDiscoverRefused(t *testing.T) {
-	a := startAtk(t, atkOptions(t), cleanHandler)
-	for _, method := range []string{"server/discover", "subscriptions/listen"} {
-		if ans := a.ask(t, method, `{}`, 5*time.Second); !strings.Contains(ans, `"code":-32601`) || !strings.Contains(ans, "begins with initialize") {
-			t.Errorf("%s: %s", method, ans)
-		}
-	}
-	if got := a.server.received(); len(got) != 0 {
-		t.Errorf("the server received %v", got)
-	}
-}
-
 // A report whose server could not be established allows nothing and
 // never exits 0, whatever its findings; an entry listed twice is never
 // allowed; an error about the whole server withholds every entry, one
@@ -112,33 +95,5 @@ func TestReportDecisions(t *testing.T) {
 	}
 	if r := ok(finding.Finding{Kind: finding.InstructionsChanged, Severity: finding.Error}); !r.Allowed("a") {
 		t.Error("changed instructions withhold the tools")
-	}
-}
-
-// A live tool of a signed server that the bundle does not sign is
-// observed unsigned: its pin, and what the call-time policies see of it
-// (signed, annotations), never borrow the bundle's signer.
-func TestObserveUnsignedToolOfSignedServer(t *testing.T) {
-	opts, bankList := signedBank(t)
-	extra := `{"name":"extra","description":"Not in the bundle.","annotations":{"readOnlyHint":true},"inputSchema":{"type":"object"}}`
-	l, err := ReadListing([]byte(strings.Replace(bankList, `"tools":[`, `"tools":[`+extra+`,`, 1)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := Observe(context.Background(), l, opts.Options)
-	if err != nil || r.Observation == nil {
-		t.Fatalf("observe: %v %+v", err, r)
-	}
-	for _, o := range r.Observation.Tools {
-		switch o.Name {
-		case "extra":
-			if o.Signer != pin.Unsigned || o.Version != "" {
-				t.Errorf("the unsigned tool is observed as %+v", o.Signer)
-			}
-		case "transfer_money":
-			if o.Signer.Kind != "key" {
-				t.Errorf("the signed tool is observed as %+v", o.Signer)
-			}
-		}
 	}
 }

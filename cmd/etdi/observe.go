@@ -603,12 +603,12 @@ func auditKeyPaths(pins, key string) (string, string) {
 	return key, strings.TrimSuffix(key, ".key") + ".pub"
 }
 
-// server is the guard.Server of a live target.
-func (t *target) server() guard.Server {
+// server is the guard.Launch of a live target.
+func (t *target) server() guard.Launch {
 	if len(t.argv) == 0 {
-		return guard.Server{URL: t.url, Header: t.headers}
+		return guard.Launch{URL: t.url, Header: t.headers}
 	}
-	return guard.Server{Command: t.argv, Env: guard.ServerEnv(t.env, t.secretEnv, t.keepEnv), SecretEnv: t.secretEnv, KeepEnv: t.keepEnv, Dir: t.dir}
+	return guard.Launch{Command: t.argv, Env: guard.ServerEnv(t.env, t.secretEnv, t.keepEnv), SecretEnv: t.secretEnv, KeepEnv: t.keepEnv, Dir: t.dir}
 }
 
 // movingTarget is the moving_target warning of a command that runs a

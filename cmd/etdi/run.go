@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/etdi-dev/etdi/finding"
+	"github.com/etdi-dev/etdi/gate"
 	"github.com/etdi-dev/etdi/guard"
 	"github.com/etdi-dev/etdi/internal/identity"
 	"github.com/etdi-dev/etdi/internal/redact"
@@ -161,8 +162,8 @@ session.`,
 	fl.BoolVar(&f.audit, "audit-calls", false, "record every tools/call in the history (never the arguments or results)")
 	fl.StringVar(&f.listen, "listen", "", "offer Streamable HTTP towards the host at ADDR (loopback only) instead of stdio")
 	fl.StringVar(&f.listenTokenFile, "listen-token-file", "", "with --listen: the file (mode 0600) holding the token every request must carry as \"Authorization: Bearer TOKEN\" (or $ETDI_LISTEN_TOKEN)")
-	fl.IntVar(&f.maxSessions, "max-sessions", guard.DefaultMaxSessions, "with --listen: the most host sessions (each with its own server) served at once; beyond, the longest idle one ends, or HTTP 503 when none is idle")
-	fl.DurationVar(&f.idleTimeout, "idle-timeout", guard.DefaultIdleTimeout, "with --listen: end a session (and its server) after this long without a request or an open stream")
+	fl.IntVar(&f.maxSessions, "max-sessions", gate.DefaultMaxSessions, "with --listen: the most host sessions (each with its own server) served at once; beyond, the longest idle one ends, or HTTP 503 when none is idle")
+	fl.DurationVar(&f.idleTimeout, "idle-timeout", gate.DefaultIdleTimeout, "with --listen: end a session (and its server) after this long without a request or an open stream")
 	fl.StringArrayVar(&f.passEnv, "pass-env", nil, "pass this variable to the server although etdi would remove it (an ETDI_* variable or one etdi read a secret from; never ETDI_LISTEN_TOKEN; repeatable)")
 	f.cedar.register(fl)
 	fl.DurationVar(&f.askTimeout, "ask-timeout", 2*time.Minute, "how long a call a policy asks about waits for the person's answer before it is refused")
@@ -217,8 +218,8 @@ func (e *env) runGate(cmd *cobra.Command, f *runFlags, pf *pinFlags, args []stri
 	}
 	defer remove()
 	var secrets redact.Set
-	srv := guard.Server{Command: argv, Env: os.Environ()}
-	opts := guard.GateOptions{Timeout: f.timeout, AuditCalls: f.audit}
+	srv := guard.Launch{Command: argv, Env: os.Environ()}
+	opts := gate.Options{Timeout: f.timeout, AuditCalls: f.audit}
 	if f.url != "" {
 		h := http.Header{}
 		for i, kv := range f.headers {
@@ -239,7 +240,7 @@ func (e *env) runGate(cmd *cobra.Command, f *runFlags, pf *pinFlags, args []stri
 			}
 			h.Add(strings.TrimSpace(k), v)
 		}
-		srv = guard.Server{URL: f.url, Header: h}
+		srv = guard.Launch{URL: f.url, Header: h}
 		secrets.AddURL(f.url)
 		for _, vs := range h {
 			secrets.Add(vs...)
@@ -298,7 +299,7 @@ func (e *env) runGate(cmd *cobra.Command, f *runFlags, pf *pinFlags, args []stri
 	// the approved one, is never started: etdi answers the host itself.
 	opts.Origin = guard.ResolveOrigin(e.ctx, srv)
 	opts.Review, opts.ReviewTarget = e.reviewCommand(cmd, name, argv, f.url, &secrets)
-	findings, refusal, err := guard.Preflight(opts.Origin, opts)
+	findings, refusal, err := gate.Preflight(opts.Origin, opts)
 	if err != nil {
 		return e.guardError(err) // fail closed: pins that cannot be read start nothing
 	}
@@ -317,7 +318,7 @@ func (e *env) runGate(cmd *cobra.Command, f *runFlags, pf *pinFlags, args []stri
 	if f.listen != "" {
 		return e.listenGate(f, opts, srv, &secrets, &logMu, nil)
 	}
-	gate, err := guard.NewGate(opts)
+	gate, err := gate.New(opts)
 	if err != nil {
 		return err
 	}
@@ -356,11 +357,11 @@ func (e *env) gateLog(secrets *redact.Set, mu *sync.Mutex) func(string) {
 }
 
 // refuseSession answers the host's session itself when Preflight refused
-// to start the server (guard.ServeRefusal; with --listen, every session
+// to start the server (gate.ServeRefusal; with --listen, every session
 // until etdi is interrupted): the host sees etdi connected with a
 // message, no tools, and the review command; nothing of the server runs.
 // The exit code is the findings' once the host has left.
-func (e *env) refuseSession(f *runFlags, opts guard.GateOptions, r *guard.Refusal, secrets *redact.Set) error {
+func (e *env) refuseSession(f *runFlags, opts gate.Options, r *gate.Refusal, secrets *redact.Set) error {
 	r.Version = readBuildInfo().Version
 	say(e.stderr, "etdi: not starting the server: what it would run is not what was approved; the host is told so and offered no tools (exit %d once it leaves)\n", r.Code)
 	say(e.stderr, "etdi: review: %s\n", secrets.String(r.Review))
@@ -370,7 +371,7 @@ func (e *env) refuseSession(f *runFlags, opts guard.GateOptions, r *guard.Refusa
 	var logMu sync.Mutex
 	opts.Log = e.gateLog(secrets, &logMu)
 	if f.listen != "" {
-		if err := e.listenGate(f, opts, guard.Server{}, secrets, &logMu, r); err != nil {
+		if err := e.listenGate(f, opts, guard.Launch{}, secrets, &logMu, r); err != nil {
 			return err
 		}
 		return &exitCodeError{r.Code}
@@ -381,7 +382,7 @@ func (e *env) refuseSession(f *runFlags, opts guard.GateOptions, r *guard.Refusa
 	}
 	ctx, stop := signal.NotifyContext(e.ctx, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
-	if err := guard.ServeRefusal(ctx, host, r, opts.Log); err != nil && !errors.Is(err, context.Canceled) {
+	if err := gate.ServeRefusal(ctx, host, r, opts.Log); err != nil && !errors.Is(err, context.Canceled) {
 		say(e.stderr, "etdi: %s\n", secrets.String(err.Error()))
 	}
 	return &exitCodeError{r.Code}
@@ -401,12 +402,12 @@ func (e *env) hostConn() (guard.Conn, error) {
 // listenGate serves hosts over Streamable HTTP on a loopback address
 // (--listen), every session through its own gate and its own server,
 // until etdi is interrupted.
-func (e *env) listenGate(f *runFlags, opts guard.GateOptions, srv guard.Server, secrets *redact.Set, logMu *sync.Mutex, refusal *guard.Refusal) error {
+func (e *env) listenGate(f *runFlags, opts gate.Options, srv guard.Launch, secrets *redact.Set, logMu *sync.Mutex, refusal *gate.Refusal) error {
 	tok, err := e.listenToken(f)
 	if err != nil {
 		return err
 	}
-	h, err := guard.ListenHTTP(f.listen, guard.HTTPOptions{
+	h, err := gate.ListenHTTP(f.listen, gate.HTTPOptions{
 		Gate: opts, Token: tok, MaxSessions: f.maxSessions, IdleTimeout: f.idleTimeout, Refusal: refusal,
 		Upstream: func(context.Context) (guard.Conn, error) {
 			stderr := &lineEscaper{w: e.stderr, secrets: secrets, mu: logMu}
@@ -417,7 +418,7 @@ func (e *env) listenGate(f *runFlags, opts guard.GateOptions, srv guard.Server, 
 			return flushingConn{c, stderr}, nil
 		},
 	})
-	if errors.Is(err, guard.ErrListenAddr) {
+	if errors.Is(err, gate.ErrListenAddr) {
 		return usagef("--listen %q: want 127.0.0.1:PORT, [::1]:PORT or localhost:PORT (loopback only; port 0 picks one)", f.listen)
 	}
 	if err != nil {
@@ -478,7 +479,7 @@ func (e *env) listenToken(f *runFlags) (string, error) {
 	if inEnv && envTok != "" {
 		return "", usagef("give the --listen token once: --listen-token-file or $%s, not both", guard.ListenTokenEnv)
 	}
-	tok, err := guard.ReadListenToken(f.listenTokenFile)
+	tok, err := gate.ReadListenToken(f.listenTokenFile)
 	if err != nil {
 		return "", fmt.Errorf("--listen-token-file: %w", err)
 	}
