@@ -145,7 +145,8 @@ const arrayMarker = "\x00[]"
 // ParseStream parses data as [Parse] does, handing the elements of the
 // arrays s names to s.Each instead of storing them. A nil s streams
 // nothing.
-func ParseStream(data []byte, hook *Stream) (*Value, error) {
+func ParseStream(data []byte, s *Stream) (*Value, error) {
+	hook := s
 	if !utf8.Valid(data) {
 		off := 0
 		for off < len(data) {
