@@ -271,7 +271,7 @@ func (k *Keyless) sign(ctx context.Context, r *Result) error {
 		return fmt.Errorf("keyless signing: %w", err)
 	}
 	r.Bundle, r.Sigstore = body, true
-	r.KeylessIdentity, r.KeylessIssuer, _ = keyless.SignerOf(body)
+	r.KeylessIdentity, r.KeylessIssuer, _ = keyless.IdentityOf(body)
 	return nil
 }
 
