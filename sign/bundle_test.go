@@ -139,6 +139,12 @@ func TestBundleKMS(t *testing.T) {
 	if _, err := sign.Bundle(context.Background(), manifest(t), &sign.Key{Ref: "testkms://other"}, sign.BundleOptions{}); err == nil || !strings.Contains(err.Error(), "no key") {
 		t.Fatalf("unknown KMS key: %v", err)
 	}
+	// A key of a refused algorithm signs nothing.
+	p224, _ := ecdsa.GenerateKey(elliptic.P224(), rand.Reader)
+	s224, _ := signature.LoadECDSASigner(p224, crypto.SHA256)
+	if _, err := sign.Bundle(context.Background(), manifest(t), &sign.KeyPair{Signer: s224, Public: p224.Public()}, sign.BundleOptions{}); err == nil || !strings.Contains(err.Error(), "P-224") {
+		t.Fatalf("P-224 key: %v", err)
+	}
 }
 
 // edited parses the test manifest after replacing old with new in its
@@ -371,8 +377,16 @@ func TestBundleIDPToken(t *testing.T) {
 	if strings.Contains(err.Error(), bad.ClientSecret) {
 		t.Fatalf("wrong secret in the error: %v", err)
 	}
-	if _, err := sign.Bundle(ctx, manifest(t), &sign.Keyless{}, sign.BundleOptions{IDP: tok("urn:etdi", "")}); err == nil {
-		t.Fatal("a token beside a keyless signature")
+	// A token goes beside a key's signature only.
+	for _, s := range []sign.Signer{&sign.Keyless{}, &sign.IDPToken{Token: token}} {
+		if _, err := sign.Bundle(ctx, manifest(t), s, sign.BundleOptions{Options: opts.Options, IDP: &sign.IDPToken{Token: token}}); err == nil || !strings.Contains(err.Error(), "beside a key's signature") {
+			t.Fatalf("a token beside %T: %v", s, err)
+		}
+	}
+	// A token given is used as is, even with an issuer: none is requested.
+	given := &sign.IDPToken{Token: token, Issuer: issuer, ClientID: "acme-ci", ClientSecret: "wrong-secret-6a1f"}
+	if _, err := sign.Bundle(ctx, manifest(t), given, opts); err != nil {
+		t.Fatalf("given token with an issuer: %v", err)
 	}
 }
 
