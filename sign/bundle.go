@@ -98,7 +98,7 @@ type Result struct {
 	// Release is the comparison with BundleOptions.Previous; nil without.
 	Release *etdi.Release
 	// Bundle is the file to publish: an etdi bundle, or a Sigstore bundle
-	// when Sigstore is set. Prepare leaves it nil.
+	// when Sigstore is set. Prepare leaves it nil, Sign sets it.
 	Bundle   []byte
 	Sigstore bool
 	// KeyID is the id of the key that signed, if one did.
@@ -153,39 +153,54 @@ func (e *PreviousError) Unwrap() error { return e.Err }
 // (and opts.IDP's token beside a key). It is the one way etdi signs; the
 // etdi command's sign only maps its flags onto it.
 func Bundle(ctx context.Context, m *etdi.Manifest, signer Signer, opts BundleOptions) (*Result, error) {
-	if signer == nil {
-		return nil, errors.New("no signer")
-	}
-	if opts.IDP != nil {
-		switch signer.(type) {
-		case *Key, *KeyPair:
-		default:
-			return nil, errors.New("an identity provider token goes beside a key's signature only")
-		}
-	}
 	r, err := Prepare(m, opts)
 	if err != nil {
 		return nil, err
 	}
-	r.envelope = etdi.Bundle{Envelope: etdi.Envelope{PayloadType: etdi.PayloadType, Payload: r.Payload, Signatures: []etdi.Signature{}}}
-	if err := signer.sign(ctx, r); err != nil {
+	if err := r.Sign(ctx, signer, opts.IDP); err != nil {
 		return nil, err
 	}
-	if opts.IDP != nil {
-		if err := opts.IDP.sign(ctx, r); err != nil {
-			return nil, err
+	return r, nil
+}
+
+// Sign signs a prepared statement with signer, and with token beside a
+// key's signature when token is set, and sets r.Bundle: the second half
+// of [Bundle], for a caller that has more to do between the comparison
+// with the previous release and the signing.
+func (r *Result) Sign(ctx context.Context, signer Signer, token *IDPToken) error {
+	if signer == nil {
+		return errors.New("no signer")
+	}
+	if r.Bundle != nil {
+		return errors.New("the statement is signed already")
+	}
+	if token != nil {
+		switch signer.(type) {
+		case *Key, *KeyPair:
+		default:
+			return errors.New("an identity provider token goes beside a key's signature only")
+		}
+	}
+	r.envelope = etdi.Bundle{Envelope: etdi.Envelope{PayloadType: etdi.PayloadType, Payload: r.Payload, Signatures: []etdi.Signature{}}}
+	if err := signer.sign(ctx, r); err != nil {
+		return err
+	}
+	if token != nil {
+		if err := token.sign(ctx, r); err != nil {
+			return err
 		}
 	}
 	if !r.Sigstore {
 		r.Bundle = r.envelope.Marshal()
 	}
-	return r, nil
+	return nil
 }
 
 // Prepare does what Bundle does before it signs: it builds the statement
-// and compares it with opts.Previous. Its result has no bundle; it is for
-// tools that sign the statement elsewhere ([Result.AttestInputs]) or ask
-// an identity provider for a token bound to it ([Result.Binding]).
+// and compares it with opts.Previous. Its result has no bundle until
+// [Result.Sign]; it also tells tools that sign the statement elsewhere
+// what to sign ([Result.AttestInputs]), and an identity provider what to
+// bind a token to ([Result.Binding]).
 func Prepare(m *etdi.Manifest, opts BundleOptions) (*Result, error) {
 	if opts.Previous == nil && len(opts.Remove) > 0 {
 		return nil, errors.New("Remove needs Previous")

@@ -114,6 +114,18 @@ func TestBundleKey(t *testing.T) {
 	if _, err := sign.Bundle(ctx, manifest(t), nil, sign.BundleOptions{}); err == nil {
 		t.Fatal("no signer: signed")
 	}
+	// Prepare, then Sign: the same bundle, signed once.
+	p, err := sign.Prepare(manifest(t), sign.BundleOptions{Options: sign.Options{IssuedAt: issued}})
+	if err != nil || p.Bundle != nil {
+		t.Fatalf("Prepare: %v", err)
+	}
+	if err := p.Sign(ctx, &sign.Key{Ref: testKey, Password: password(testPassword, nil)}, nil); err != nil {
+		t.Fatal(err)
+	}
+	checkSigned(t, p.Bundle, pub)
+	if err := p.Sign(ctx, &sign.Key{Ref: testKey, Password: password(testPassword, nil)}, nil); err == nil {
+		t.Fatal("signed twice")
+	}
 }
 
 // A KMS key signs through the registered resolver (a test double holding

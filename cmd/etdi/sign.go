@@ -110,23 +110,24 @@ func (e *env) signCmd() *cobra.Command {
 			}
 			opts.Remove = sf.prev.remove
 			opts.Compared = func(r *etdi.Release) { sf.prev.report(e, r) }
-			if sf.idp.printBinding || sf.keyless.attestDir != "" {
-				r, err := sign.Prepare(m, opts)
-				if err != nil {
-					return sf.prev.refused(e, err)
-				}
-				if sf.idp.printBinding {
-					return e.writeJSON(r.Binding())
-				}
+			// sign.Bundle in two halves: the comparison with --previous
+			// comes before anything the signer flags name is read.
+			r, err := sign.Prepare(m, opts)
+			if err != nil {
+				return sf.prev.refused(e, err)
+			}
+			if sf.idp.printBinding {
+				return e.writeJSON(r.Binding())
+			}
+			if sf.keyless.attestDir != "" {
 				return e.writeAttestInputs(sf.keyless.attestDir, r)
 			}
 			signer, err := sf.signer(e, &opts)
 			if err != nil {
 				return err
 			}
-			r, err := sign.Bundle(e.ctx, m, signer, opts)
-			if err != nil {
-				return sf.prev.refused(e, err)
+			if err := r.Sign(e.ctx, signer, opts.IDP); err != nil {
+				return err
 			}
 			return e.writeSigned(sf.out, r, m)
 		},
