@@ -101,14 +101,8 @@ the server does not offer, is an error and approves nothing.`,
 			if err != nil {
 				return err
 			}
-			for _, f := range r.Findings {
-				if f.Severity == verify.Error {
-					printFindings(e.stderr, []verify.Finding{f})
-					return &exitCodeError{exitFor(r.Findings)}
-				}
-			}
-			if r.Blocked() {
-				return &exitCodeError{exitSignature}
+			if err := e.approvable(r); err != nil {
+				return err
 			}
 			tp, err := loadPolicy(sf.policy)
 			if err != nil {
@@ -171,6 +165,21 @@ the server does not offer, is an error and approves nothing.`,
 	cmd.Flags().StringArrayVar(&scopeFlags, "scope", nil, "give unsigned tools this permission scope, for call-time policies (repeatable): the tools named with --tool, or every tool approved")
 	cmd.Flags().StringVar(&scopesFile, "scopes", "", `give unsigned tools the scopes a reviewed overlay file lists for them ({"etdiScopes": 1, "tools": {"SERVER/TOOL": ["SCOPE", ...]}})`)
 	return cmd
+}
+
+// approvable refuses to approve what was observed with an error finding
+// (printed, with its exit code) or a blocked server (exit 10).
+func (e *env) approvable(r *guard.Report) error {
+	for _, f := range r.Findings {
+		if f.Severity == verify.Error {
+			printFindings(e.stderr, []verify.Finding{f})
+			return &exitCodeError{exitFor(r.Findings)}
+		}
+	}
+	if r.Blocked() {
+		return &exitCodeError{exitSignature}
+	}
+	return nil
 }
 
 // approveAutoUsage is the usage error of --config auto with flags that
