@@ -19,7 +19,7 @@ import (
 // of one release.
 func TestSignerOfKinds(t *testing.T) {
 	key := &verify.SignerIdentity{KeyID: "k1", Algorithm: "ed25519"}
-	sig := &verify.SignerIdentity{Algorithm: verify.Keyless, Trusted: "entry", Sigstore: &keyless.Signer{Issuer: "https://iss", Identity: "https://id/v1.2.3"}}
+	sig := &verify.SignerIdentity{Algorithm: verify.Keyless, Trusted: "entry", Sigstore: &keyless.Identity{Issuer: "https://iss", Identity: "https://id/v1.2.3"}}
 	tok := &verify.TokenIdentity{Issuer: "https://idp", Subject: "ci"}
 	for _, c := range []struct {
 		name string

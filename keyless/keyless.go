@@ -102,10 +102,10 @@ func Parse(data []byte) (*Bundle, error) {
 	return out, nil
 }
 
-// Signer is who a verified keyless signature says signed: the identity in
-// the certificate and the OIDC issuer that vouched for it, with what the
+// Identity is who a verified keyless signature says signed: the identity
+// in the certificate and the OIDC issuer that vouched for it, with what the
 // certificate says of the CI run, and when the signature was made.
-type Signer struct {
+type Identity struct {
 	Issuer   string `json:"issuer"`
 	Identity string `json:"identity"`
 	// Repository, Ref and Workflow are the certificate's source repository,
@@ -130,7 +130,7 @@ type Signer struct {
 // transparency logs; and the DSSE signature verifies with the
 // certificate's key. It returns who signed; whether that identity may
 // sign for a provider is for the caller to decide.
-func Verify(b *Bundle, tm root.TrustedMaterial) (*Signer, error) {
+func Verify(b *Bundle, tm root.TrustedMaterial) (*Identity, error) {
 	if tm == nil {
 		return nil, errors.New("no Sigstore trusted root")
 	}
@@ -153,7 +153,7 @@ func Verify(b *Bundle, tm root.TrustedMaterial) (*Signer, error) {
 		return nil, errors.New("the bundle was not signed with a certificate")
 	}
 	c := res.Signature.Certificate
-	s := &Signer{Issuer: c.Extensions.Issuer, Identity: c.SubjectAlternativeName,
+	s := &Identity{Issuer: c.Extensions.Issuer, Identity: c.SubjectAlternativeName,
 		Repository: c.Extensions.SourceRepositoryURI, Ref: c.Extensions.SourceRepositoryRef, Workflow: c.Extensions.BuildConfigURI}
 	for _, ts := range res.VerifiedTimestamps {
 		if s.SignedAt.IsZero() || ts.Timestamp.Before(s.SignedAt) {
@@ -169,10 +169,10 @@ func Verify(b *Bundle, tm root.TrustedMaterial) (*Signer, error) {
 	return s, nil
 }
 
-// SignerOf reads, without verifying anything, the identity and issuer that
+// IdentityOf reads, without verifying anything, the identity and issuer that
 // a Sigstore bundle's certificate names: for messages to the signer who
 // just made it, never for a decision.
-func SignerOf(data []byte) (identity, issuer string, err error) {
+func IdentityOf(data []byte) (identity, issuer string, err error) {
 	b, err := Parse(data)
 	if err != nil {
 		return "", "", err

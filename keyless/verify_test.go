@@ -99,8 +99,8 @@ func TestVerifySigner(t *testing.T) {
 	if !bytes.Equal(kb.Envelope.Payload, statement(t)) || len(kb.Envelope.Signatures) != 1 {
 		t.Errorf("envelope %+v", kb.Envelope)
 	}
-	if id, iss, err := keyless.SignerOf(b); err != nil || id != want || iss != sigstoretest.GitHubIssuer {
-		t.Errorf("SignerOf: %q %q %v", id, iss, err)
+	if id, iss, err := keyless.IdentityOf(b); err != nil || id != want || iss != sigstoretest.GitHubIssuer {
+		t.Errorf("IdentityOf: %q %q %v", id, iss, err)
 	}
 	// Without a trusted root nothing verifies.
 	if _, err := keyless.Verify(kb, nil); err == nil {

@@ -1,6 +1,8 @@
 // Package keys handles provider key pairs: generation, the encrypted
 // private key file format (the cosign/sigstore one), public key files, key
-// ids and the fixed set of signature algorithms etdi accepts (SPEC.md §7).
+// ids, the fixed set of signature algorithms etdi accepts (SPEC.md §7), and
+// the references that name a signing key: a key file, env://NAME or a KMS
+// URI ([LoadSigner], [RegisterKMS]).
 //
 // Accepted: Ed25519 (default), ECDSA P-256 with SHA-256, ECDSA P-384 with
 // SHA-384, RSA-PSS with SHA-256 and keys of at least 2048 bits. Everything

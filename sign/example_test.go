@@ -64,3 +64,35 @@ func ExampleSign() {
 	// valid until 2027-01-01 sequence 1
 	// get_weather@1.0.0 0e1f9f5d833a
 }
+
+// A provider signs a release with its key file, refusing one that the
+// clients of the previous release would take for a rug pull (here the
+// previous release is the same manifest with a lower sequence, so the
+// release is accepted and every tool is unchanged).
+func ExampleBundle() {
+	m, err := etdi.ParseManifest([]byte(weatherManifest))
+	if err != nil {
+		log.Fatal(err)
+	}
+	prev, _, err := sign.Build(m, sign.Options{IssuedAt: time.Date(2025, 6, 1, 0, 0, 0, 0, time.UTC), Sequence: 1})
+	if err != nil {
+		log.Fatal(err)
+	}
+	key := &sign.Key{Ref: "../testdata/keys/acme-ed25519.key",
+		Password: func() ([]byte, error) { return []byte("etdi-test-vectors-only"), nil }}
+	r, err := sign.Bundle(context.Background(), m, key, sign.BundleOptions{
+		Options:  sign.Options{IssuedAt: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)},
+		Previous: prev,
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	// r.Bundle is the file to publish.
+	fmt.Println("signed by", r.By(), "sequence", r.Statement.Sequence)
+	for _, t := range r.Release.Tools {
+		fmt.Println(t.Name, t.Status)
+	}
+	// Output:
+	// signed by key sha256:b414df262aa29158 sequence 1767225600
+	// get_weather unchanged
+}

@@ -1,6 +1,9 @@
-// Package sign builds and signs etdi statements: a manifest becomes an
-// in-toto statement inside a DSSE envelope, signed with a provider key
-// (SPEC.md §5, §6).
+// Package sign makes bundles: a manifest becomes an in-toto statement
+// inside a DSSE envelope (SPEC.md §5, §6), signed by one [Signer]: a
+// provider key ([Key], [KeyPair]), an identity provider token bound to the
+// statement ([IDPToken]) or a keyless Sigstore certificate ([Keyless]).
+// [Bundle] does it all, after checking the release against the previous
+// one (SPEC.md §28.1); [Build], [SignPayload] and [Sign] are its steps.
 package sign
 
 import (

@@ -32,8 +32,8 @@ type SignerIdentity struct {
 	Provider  string `json:"provider"`
 	// Sigstore is the keyless signer the certificate names, and Trusted
 	// the trust policy entry it matched (trust.SigstoreIdentity.String).
-	Sigstore *keyless.Signer `json:"sigstore,omitempty"`
-	Trusted  string          `json:"trusted,omitempty"`
+	Sigstore *keyless.Identity `json:"sigstore,omitempty"`
+	Trusted  string            `json:"trusted,omitempty"`
 }
 
 // Keyless is the Algorithm of a keyless signer.
@@ -653,7 +653,7 @@ func checkKeyless(kb *keyless.Bundle, st *etdi.Statement, p *trust.Policy, claim
 
 // keylessProviders lists the providers other than except that trust the
 // keyless signer ks, sorted.
-func keylessProviders(p *trust.Policy, ks *keyless.Signer, except string) []string {
+func keylessProviders(p *trust.Policy, ks *keyless.Identity, except string) []string {
 	var out []string
 	for _, prov := range p.Providers {
 		if prov.ID == except {

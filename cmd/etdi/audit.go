@@ -95,36 +95,13 @@ Exit codes: 0 intact, 10 the history or the checkpoint does not verify
   etdi audit verify --checkpoint checkpoints/2026-11-01.txt`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			type report struct {
-				Intact     bool   `json:"intact"`
-				Records    int64  `json:"records"`
-				Root       string `json:"root,omitempty"`
-				Checkpoint *int64 `json:"checkpointRecords,omitempty"`
-				// Signed is how many records a signed checkpoint covers
-				// (0: none); Proves says what the result proves.
-				Signed int64  `json:"signedRecords"`
-				Proves string `json:"proves,omitempty"`
-				Error  string `json:"error,omitempty"`
-				// Disagreements are pins, revocations and index entries
-				// the history does not justify.
-				Disagreements []pin.Disagreement `json:"disagreements,omitempty"`
-				ExitCode      int                `json:"exitCode"`
-			}
-			fail := func(rep report, err error) error {
-				rep.Error, rep.ExitCode = err.Error(), exitSignature
-				if asJSON {
-					e.writeJSON(rep)
-				} else {
-					say(e.stdout, "SECURITY ERROR: history: %s\n", err)
-				}
-				return &exitCodeError{exitSignature}
-			}
+			fail := func(rep auditReport, err error) error { return e.auditFail(rep, err, asJSON) }
 			// Every page first, in a child process, whatever the schema.
 			if _, err := os.Stat(pf.path); err == nil {
 				if err := checkFileIsolated(pf.path); err != nil {
 					var ce *pin.CorruptError
 					if errors.As(err, &ce) {
-						return fail(report{}, err)
+						return fail(auditReport{}, err)
 					}
 					return err
 				}
@@ -132,7 +109,7 @@ Exit codes: 0 intact, 10 the history or the checkpoint does not verify
 			s, err := pf.open(true)
 			var ce *pin.CorruptError
 			if errors.As(err, &ce) {
-				return fail(report{}, err)
+				return fail(auditReport{}, err)
 			}
 			if err != nil {
 				return err
@@ -140,9 +117,9 @@ Exit codes: 0 intact, 10 the history or the checkpoint does not verify
 			defer s.Close()
 			tree, disagreements, err := s.Audit()
 			if err != nil {
-				return fail(report{}, err)
+				return fail(auditReport{}, err)
 			}
-			rep := report{Intact: true, Records: tree.Size, Root: base64.StdEncoding.EncodeToString(tree.Hash[:]), Disagreements: disagreements}
+			rep := auditReport{Intact: true, Records: tree.Size, Root: base64.StdEncoding.EncodeToString(tree.Hash[:]), Disagreements: disagreements}
 			if n := len(rep.Disagreements); n > 0 {
 				var lines []string
 				for _, d := range rep.Disagreements {
@@ -159,30 +136,17 @@ Exit codes: 0 intact, 10 the history or the checkpoint does not verify
 				}
 			}
 			if checkpoint != "" {
-				msg, err := os.ReadFile(checkpoint)
-				if err != nil {
-					return err
-				}
 				_, pub := auditKeyPaths(pf.local(), keyPath)
-				vb, err := os.ReadFile(pub)
-				if err != nil {
-					return &hintError{fmt.Errorf("audit verifier key: %w", err), "give the verifier key kept with the checkpoint with --key"}
-				}
-				v, err := pin.ParseVerifierKey(string(vb))
+				size, bad, err := checkAuditCheckpoint(s, tree, checkpoint, pub)
 				if err != nil {
 					return err
 				}
-				c, err := pin.OpenCheckpoint(msg, v)
-				if err != nil {
+				if bad != nil {
 					rep.Intact = false
-					return fail(rep, err)
+					return fail(rep, bad)
 				}
-				if err := s.CheckConsistency(tree, c); err != nil {
-					rep.Intact = false
-					return fail(rep, err)
-				}
-				rep.Checkpoint = &c.Size
-				rep.Signed = c.Size
+				rep.Checkpoint = &size
+				rep.Signed = size
 			}
 			rep.Proves = proves(rep.Records, rep.Signed, auto)
 			if asJSON {
@@ -201,6 +165,61 @@ Exit codes: 0 intact, 10 the history or the checkpoint does not verify
 	cmd.Flags().StringVar(&keyPath, "key", "", "the verifier key (audit.pub) kept with the checkpoint, or the audit key whose .pub is beside it (default: audit.pub beside the pin database)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
 	return cmd
+}
+
+// auditReport is what audit verify finds, as --json prints it.
+type auditReport struct {
+	Intact     bool   `json:"intact"`
+	Records    int64  `json:"records"`
+	Root       string `json:"root,omitempty"`
+	Checkpoint *int64 `json:"checkpointRecords,omitempty"`
+	// Signed is how many records a signed checkpoint covers
+	// (0: none); Proves says what the result proves.
+	Signed int64  `json:"signedRecords"`
+	Proves string `json:"proves,omitempty"`
+	Error  string `json:"error,omitempty"`
+	// Disagreements are pins, revocations and index entries
+	// the history does not justify.
+	Disagreements []pin.Disagreement `json:"disagreements,omitempty"`
+	ExitCode      int                `json:"exitCode"`
+}
+
+// auditFail reports a history that does not verify (exit 10).
+func (e *env) auditFail(rep auditReport, err error, asJSON bool) error {
+	rep.Error, rep.ExitCode = err.Error(), exitSignature
+	if asJSON {
+		e.writeJSON(rep)
+	} else {
+		say(e.stdout, "SECURITY ERROR: history: %s\n", err)
+	}
+	return &exitCodeError{exitSignature}
+}
+
+// checkAuditCheckpoint checks the checkpoint file's signature with the
+// verifier key file pub and proves that the history (tree) extends it. It
+// returns the records the checkpoint covers, or in bad why it does not
+// verify; err is an error reading the files or the key.
+func checkAuditCheckpoint(s *pin.Store, tree *pin.Tree, checkpoint, pub string) (size int64, bad, err error) {
+	msg, err := os.ReadFile(checkpoint)
+	if err != nil {
+		return 0, nil, err
+	}
+	vb, err := os.ReadFile(pub)
+	if err != nil {
+		return 0, nil, &hintError{fmt.Errorf("audit verifier key: %w", err), "give the verifier key kept with the checkpoint with --key"}
+	}
+	v, err := pin.ParseVerifierKey(string(vb))
+	if err != nil {
+		return 0, nil, err
+	}
+	c, err := pin.OpenCheckpoint(msg, v)
+	if err != nil {
+		return 0, err, nil
+	}
+	if err := s.CheckConsistency(tree, c); err != nil {
+		return 0, err, nil
+	}
+	return c.Size, nil, nil
 }
 
 // proves says what a verified history of n records proves when a signed

@@ -240,38 +240,12 @@ Exit codes: 0 written, 10 the history does not justify the database,
 				return usagef("--generation and --expires apply to --sign: an unsigned lockfile carries neither")
 			}
 			now := time.Now().UTC().Truncate(time.Second)
-			expiry := now.Add(90 * 24 * time.Hour)
-			if expires != "" {
-				if d, derr := parseValidity(expires); derr == nil {
-					if d < time.Second {
-						return usagef("--expires %q must be at least a second", expires)
-					}
-					expiry = now.Add(d)
-				} else if t, terr := time.Parse(time.RFC3339, expires); terr == nil && t.After(now) {
-					expiry = t.UTC().Truncate(time.Second)
-				} else {
-					return usagef("--expires %q: want days (90d), a duration (2160h) or an RFC 3339 time in the future", expires)
-				}
+			expiry, err := lockExpiry(expires, now)
+			if err != nil {
+				return err
 			}
-			if generation > lockfile.MaxGeneration {
-				return usagef("--generation %d: at most %d", generation, uint64(lockfile.MaxGeneration))
-			}
-			// The lockfile FILE replaces, whose generation the new one
-			// must exceed.
-			var previous *lockfile.File
-			if sign && lock != "-" {
-				if data, err := os.ReadFile(lock); err == nil {
-					if previous, err = lockfile.Parse(data); err != nil {
-						say(e.stderr, "etdi: warning: the lockfile %s being replaced does not read (%v); its generation is not known\n", lock, err)
-						previous = nil
-					}
-				}
-			}
-			switch {
-			case generation == 0:
-				generation = lockfile.NextGeneration(previous, now)
-			case previous != nil && generation <= previous.Generation:
-				return usagef("--generation %d is not higher than the generation %d of %s: a check that accepted that one refuses this one", generation, previous.Generation, lock)
+			if generation, err = e.lockGeneration(lock, sign, generation, now); err != nil {
+				return err
 			}
 			s, err := pf.open(true)
 			if err != nil {
@@ -325,6 +299,52 @@ Exit codes: 0 written, 10 the history does not justify the database,
 	cmd.Flags().Uint64Var(&generation, "generation", 0, "with --sign: the lockfile's generation, higher than the one it replaces (default: one more, at least the time in Unix seconds)")
 	cmd.Flags().StringVar(&expires, "expires", "", "with --sign: validity, days (90d), a duration (2160h) or an RFC 3339 time (default 90d)")
 	return cmd
+}
+
+// lockExpiry is the expiry of a signed lockfile exported at now: --expires
+// as days, a duration or an RFC 3339 time in the future; 90 days when
+// empty.
+func lockExpiry(expires string, now time.Time) (time.Time, error) {
+	if expires == "" {
+		return now.Add(90 * 24 * time.Hour), nil
+	}
+	if d, derr := parseValidity(expires); derr == nil {
+		if d < time.Second {
+			return time.Time{}, usagef("--expires %q must be at least a second", expires)
+		}
+		return now.Add(d), nil
+	}
+	if t, terr := time.Parse(time.RFC3339, expires); terr == nil && t.After(now) {
+		return t.UTC().Truncate(time.Second), nil
+	}
+	return time.Time{}, usagef("--expires %q: want days (90d), a duration (2160h) or an RFC 3339 time in the future", expires)
+}
+
+// lockGeneration is the generation of the lockfile written to lock:
+// generation when given (at most lockfile.MaxGeneration, and higher than
+// that of the signed lockfile it replaces), else the next one after it.
+func (e *env) lockGeneration(lock string, sign bool, generation uint64, now time.Time) (uint64, error) {
+	if generation > lockfile.MaxGeneration {
+		return 0, usagef("--generation %d: at most %d", generation, uint64(lockfile.MaxGeneration))
+	}
+	// The lockfile FILE replaces, whose generation the new one must
+	// exceed.
+	var previous *lockfile.File
+	if sign && lock != "-" {
+		if data, err := os.ReadFile(lock); err == nil {
+			if previous, err = lockfile.Parse(data); err != nil {
+				say(e.stderr, "etdi: warning: the lockfile %s being replaced does not read (%v); its generation is not known\n", lock, err)
+				previous = nil
+			}
+		}
+	}
+	switch {
+	case generation == 0:
+		generation = lockfile.NextGeneration(previous, now)
+	case previous != nil && generation <= previous.Generation:
+		return 0, usagef("--generation %d is not higher than the generation %d of %s: a check that accepted that one refuses this one", generation, previous.Generation, lock)
+	}
+	return generation, nil
 }
 
 func (e *env) pinImportCmd() *cobra.Command {

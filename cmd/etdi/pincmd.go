@@ -92,13 +92,8 @@ the server does not offer, is an error and approves nothing.`,
 			raiseMemoryLimit()
 			if sf.config == "auto" && sf.name == "" {
 				// Every server of every host: etdi review.
-				if len(tools) > 0 || replace || acceptInstructions {
-					return usagef("--config auto approves through etdi review, item by item; --tool, --replace and --accept-instructions name one server's items: add --name ENTRY")
-				}
-				if len(scopeFlags) > 0 || scopesFile != "" {
-					// etdi review gives no scopes: approving without them
-					// would leave every rule that reads them unmet.
-					return usagef("--scope and --scopes give scopes at one server's approval: add --name ENTRY (etdi review, which --config auto runs, gives none)")
+				if len(tools) > 0 || replace || acceptInstructions || len(scopeFlags) > 0 || scopesFile != "" {
+					return approveAutoUsage(len(tools) > 0 || replace || acceptInstructions)
 				}
 				return e.runReview(&sf, &pf, reviewOptions{asJSON: asJSON, interactive: !asJSON && e.stdinIsTerminal()})
 			}
@@ -106,14 +101,8 @@ the server does not offer, is an error and approves nothing.`,
 			if err != nil {
 				return err
 			}
-			for _, f := range r.Findings {
-				if f.Severity == finding.Error {
-					printFindings(e.stderr, []finding.Finding{f})
-					return &exitCodeError{exitFor(r.Findings)}
-				}
-			}
-			if r.Blocked() {
-				return &exitCodeError{r.ExitCode()}
+			if err := e.approvable(r); err != nil {
+				return err
 			}
 			tp, err := loadPolicy(sf.policy)
 			if err != nil {
@@ -123,13 +112,7 @@ the server does not offer, is an error and approves nothing.`,
 			if err != nil {
 				return err
 			}
-			var overlay *policy.ScopesOverlay
-			if scopesFile != "" {
-				if overlay, err = policy.LoadScopes(scopesFile); err != nil {
-					return err
-				}
-			}
-			given, all, err := policy.ApprovalScopes(r.Observation, overlay, tools, scopeFlags)
+			given, all, err := approvalScopes(r, scopesFile, tools, scopeFlags)
 			if err != nil {
 				return err
 			}
@@ -160,69 +143,14 @@ the server does not offer, is an error and approves nothing.`,
 			}
 			calls := guard.CallDecisions(after, set, "")
 			if asJSON {
-				if approved == nil {
-					approved = []pin.Approval{}
-				}
-				if refused == nil {
-					refused = []pin.Refusal{}
-				}
-				if err := e.writeJSON(struct {
-					Server               string               `json:"server"`
-					Approved             []pin.Approval       `json:"approved"`
-					Refused              []pin.Refusal        `json:"refused"`
-					InstructionsRecorded *string              `json:"instructionsRecorded,omitempty"`
-					Calls                []guard.CallDecision `json:"calls,omitempty"`
-					ExitCode             int                  `json:"exitCode"`
-				}{r.Server, approved, refused, recordedInstructions(r, res), calls, code}); err != nil {
+				if err := e.writeApprovalJSON(r, res, calls, code); err != nil {
 					return err
 				}
 				return exitWith(code)
 			}
-			for _, a := range approved {
-				what, replacing := "approved", ""
-				switch {
-				case a.Variant:
-					what, replacing = "approved another variant of", fmt.Sprintf(" (%d approved definitions)", a.Variants)
-				case a.Kind == pin.ScopesChanged:
-					what, replacing = "gave new scopes to", ""
-				case a.Replaced != "":
-					what, replacing = "re-approved", " (replacing "+a.Replaced+")"
-				}
-				label := pin.ItemRef(a.Pin.Item, a.Pin.Tool)
-				if a.Pin.Version != "" {
-					label = etdi.SubjectName(a.Pin.Tool, a.Pin.Version)
-				}
-				call := ""
-				if c := callOf(calls, pin.ToolState{Item: a.Pin.Item, Name: a.Pin.Tool}); c != "" {
-					call = ", calls: " + c
-				}
-				say(e.stdout, "%s %s/%s %s%s, signer %s, permissions: %s%s%s%s\n", what, a.Pin.Server, label, a.Pin.Digest, replacing, a.Pin.Signer, permList(a.Pin.Permissions), scopesText(a), servedText(a), call)
-			}
-			for _, r := range refused {
-				if r.Tool == "" {
-					what := "NOT approved"
-					if finding.Kind(r.Kind).AboutInstructions() {
-						what = "NOT accepted"
-					}
-					say(e.stdout, "%s (%s): %s\n", what, r.Kind, r.Reason)
-					continue
-				}
-				say(e.stdout, "NOT approved %s (%s): %s\n", r.Tool, r.Kind, r.Reason)
-				if hint := approveHint(finding.Finding{Kind: finding.Kind(r.Kind), Tool: r.Tool}, e.approveCommandOf(&sf, &pf, args, cmd.ArgsLenAtDash())); hint != "" {
-					say(e.stdout, "    %s\n", hint)
-				}
-			}
-			instr := recordedInstructions(r, res)
-			if instr != nil {
-				say(e.stdout, "recorded the instructions of %s as approved:\n", r.Server)
-				sayBlock(e.stdout, "    ", *instr)
-			}
-			if len(approved) == 0 && len(refused) == 0 && instr == nil {
-				say(e.stdout, "nothing to approve: every tool of %s matches its pin\n", r.Server)
-			}
-			if code != exitOK {
-				say(e.stderr, "etdi: not everything asked for was approved: %d refused (exit %d)\n", len(refused), code)
-			}
+			e.sayApproved(approved, calls)
+			e.sayRefused(refused, func() string { return e.approveCommandOf(&sf, &pf, args, cmd.ArgsLenAtDash()) })
+			e.sayApprovalEnd(r, res, code)
 			return exitWith(code)
 		},
 	}
@@ -237,6 +165,125 @@ the server does not offer, is an error and approves nothing.`,
 	cmd.Flags().StringArrayVar(&scopeFlags, "scope", nil, "give unsigned tools this permission scope, for call-time policies (repeatable): the tools named with --tool, or every tool approved")
 	cmd.Flags().StringVar(&scopesFile, "scopes", "", `give unsigned tools the scopes a reviewed overlay file lists for them ({"etdiScopes": 1, "tools": {"SERVER/TOOL": ["SCOPE", ...]}})`)
 	return cmd
+}
+
+// approvable refuses to approve what was observed with an error finding
+// (printed, with its exit code) or a blocked server (exit 10).
+func (e *env) approvable(r *guard.Report) error {
+	for _, f := range r.Findings {
+		if f.Severity == finding.Error {
+			printFindings(e.stderr, []finding.Finding{f})
+			return &exitCodeError{exitFor(r.Findings)}
+		}
+	}
+	if r.Blocked() {
+		return &exitCodeError{r.ExitCode()}
+	}
+	return nil
+}
+
+// approveAutoUsage is the usage error of --config auto with flags that
+// name one server's items (items) or give scopes.
+func approveAutoUsage(items bool) error {
+	if items {
+		return usagef("--config auto approves through etdi review, item by item; --tool, --replace and --accept-instructions name one server's items: add --name ENTRY")
+	}
+	// etdi review gives no scopes: approving without them would leave
+	// every rule that reads them unmet.
+	return usagef("--scope and --scopes give scopes at one server's approval: add --name ENTRY (etdi review, which --config auto runs, gives none)")
+}
+
+// approvalScopes reads the scopes an approval gives unsigned tools:
+// --scope for the tools named (or all), and the overlay file --scopes.
+func approvalScopes(r *guard.Report, scopesFile string, tools, scopeFlags []string) (map[string][]string, []string, error) {
+	var overlay *policy.ScopesOverlay
+	if scopesFile != "" {
+		var err error
+		if overlay, err = policy.LoadScopes(scopesFile); err != nil {
+			return nil, nil, err
+		}
+	}
+	return policy.ApprovalScopes(r.Observation, overlay, tools, scopeFlags)
+}
+
+// writeApprovalJSON prints pin approve --json.
+func (e *env) writeApprovalJSON(r *guard.Report, res *guard.ApproveResult, calls []guard.CallDecision, code int) error {
+	approved, refused := res.Approved, res.Refused
+	if approved == nil {
+		approved = []pin.Approval{}
+	}
+	if refused == nil {
+		refused = []pin.Refusal{}
+	}
+	return e.writeJSON(struct {
+		Server               string               `json:"server"`
+		Approved             []pin.Approval       `json:"approved"`
+		Refused              []pin.Refusal        `json:"refused"`
+		InstructionsRecorded *string              `json:"instructionsRecorded,omitempty"`
+		Calls                []guard.CallDecision `json:"calls,omitempty"`
+		ExitCode             int                  `json:"exitCode"`
+	}{r.Server, approved, refused, recordedInstructions(r, res), calls, code})
+}
+
+// sayApproved prints one line per approval: what was approved, its
+// digest, signer, permissions and scopes, and what the call-time policies
+// decide of its first call.
+func (e *env) sayApproved(approved []pin.Approval, calls []guard.CallDecision) {
+	for _, a := range approved {
+		what, replacing := "approved", ""
+		switch {
+		case a.Variant:
+			what, replacing = "approved another variant of", fmt.Sprintf(" (%d approved definitions)", a.Variants)
+		case a.Kind == pin.ScopesChanged:
+			what, replacing = "gave new scopes to", ""
+		case a.Replaced != "":
+			what, replacing = "re-approved", " (replacing "+a.Replaced+")"
+		}
+		label := pin.ItemRef(a.Pin.Item, a.Pin.Tool)
+		if a.Pin.Version != "" {
+			label = etdi.SubjectName(a.Pin.Tool, a.Pin.Version)
+		}
+		call := ""
+		if c := callOf(calls, pin.ToolState{Item: a.Pin.Item, Name: a.Pin.Tool}); c != "" {
+			call = ", calls: " + c
+		}
+		say(e.stdout, "%s %s/%s %s%s, signer %s, permissions: %s%s%s%s\n", what, a.Pin.Server, label, a.Pin.Digest, replacing, a.Pin.Signer, permList(a.Pin.Permissions), scopesText(a), servedText(a), call)
+	}
+}
+
+// sayApprovalEnd prints the instructions an approval recorded, that there
+// was nothing to approve, or that something was refused (code).
+func (e *env) sayApprovalEnd(r *guard.Report, res *guard.ApproveResult, code int) {
+	instr := recordedInstructions(r, res)
+	if instr != nil {
+		say(e.stdout, "recorded the instructions of %s as approved:\n", r.Server)
+		sayBlock(e.stdout, "    ", *instr)
+	}
+	if len(res.Approved) == 0 && len(res.Refused) == 0 && instr == nil {
+		say(e.stdout, "nothing to approve: every tool of %s matches its pin\n", r.Server)
+	}
+	if code != exitOK {
+		say(e.stderr, "etdi: not everything asked for was approved: %d refused (exit %d)\n", len(res.Refused), code)
+	}
+}
+
+// sayRefused prints one line per refusal, with the command that approves
+// a refused tool (approveCommand gives the approval's own command).
+func (e *env) sayRefused(refused []pin.Refusal, approveCommand func() string) {
+	for _, r := range refused {
+		if r.Tool == "" {
+			what := "NOT approved"
+			if finding.Kind(r.Kind).AboutInstructions() {
+				what = "NOT accepted"
+			}
+			say(e.stdout, "%s (%s): %s\n", what, r.Kind, r.Reason)
+			continue
+		}
+		say(e.stdout, "NOT approved %s (%s): %s\n", r.Tool, r.Kind, r.Reason)
+		if hint := approveHint(finding.Finding{Kind: finding.Kind(r.Kind), Tool: r.Tool}, approveCommand()); hint != "" {
+			say(e.stdout, "    %s\n", hint)
+		}
+	}
 }
 
 // approvedLine is the line check --yes, check --approve and etdi review

@@ -13,6 +13,7 @@ import (
 	"github.com/etdi-dev/etdi"
 	"github.com/etdi-dev/etdi/internal/redact"
 	"github.com/etdi-dev/etdi/release"
+	"github.com/etdi-dev/etdi/sign"
 	"github.com/etdi-dev/etdi/verify"
 	"github.com/spf13/pflag"
 )
@@ -71,36 +72,16 @@ func (f *previousFlags) load(e *env) (*etdi.Statement, error) {
 	return st, nil
 }
 
-// sequenceAfter is the sequence sign uses by default with --previous: the
-// issue time in Unix seconds, or one more than the previous release's
-// when that is higher.
-func sequenceAfter(prev *etdi.Statement, issued time.Time) uint64 {
-	return max(uint64(max(issued.Unix(), 0)), prev.Sequence+1)
-}
-
-// guard compares the release with the previous one, prints the comparison
-// tool by tool, and returns an error when the release is refused: exit 11
-// when clients would see a rug pull or downgrade (a tool changed under
-// its version, a lower version, a sequence that does not increase), 1
-// when it only drops a tool not named with --remove.
-func (f *previousFlags) guard(e *env, prev, next *etdi.Statement) error {
-	r, err := release.Compare(prev, next, f.remove)
-	if err != nil {
-		return usagef("--previous %s: %v", previousLabel(f.previous), err)
-	}
+// report prints the comparison of the release with the previous one,
+// tool by tool, before anything is signed.
+func (f *previousFlags) report(e *env, r *release.Report) {
 	say(e.stderr, "etdi: compared with the previous release %s (provider %s, server %s, sequence %d; its signature was not verified)\n",
 		previousLabel(f.previous), r.Provider, r.Server, r.PreviousSequence)
-	code := exitOK
 	for _, t := range r.Tools {
 		lead := "  "
 		switch {
-		case t.Refused && t.Status == release.StatusRemoved:
-			lead = "NOT signed "
-			if code == exitOK {
-				code = exitError
-			}
 		case t.Refused:
-			lead, code = "NOT signed ", exitRugPull
+			lead = "NOT signed "
 		case t.Status == release.StatusBumpTooSmall:
 			lead = "warning: "
 		}
@@ -111,16 +92,31 @@ func (f *previousFlags) guard(e *env, prev, next *etdi.Statement) error {
 		sayChanges(e.stderr, "      ", t.Changes, t.PermissionsAdded, t.PermissionsRemoved)
 	}
 	if r.SequenceRefused {
-		code = exitRugPull
 		say(e.stderr, "NOT signed (sequence): %s\n", r.SequenceMessage)
 	} else {
 		say(e.stderr, "  sequence %d -> %d\n", r.PreviousSequence, r.Sequence)
 	}
-	if code == exitOK {
-		return nil
+}
+
+// refused maps sign's errors about the previous release to the command's:
+// a release that cannot be compared is a usage error; a refused one exits
+// 11 when clients would see a rug pull or downgrade (a tool changed under
+// its version, a lower version, a sequence that does not increase), 1
+// when it only drops a tool not named with --remove. Other errors pass.
+func (f *previousFlags) refused(e *env, err error) error {
+	var pe *sign.PreviousError
+	if errors.As(err, &pe) {
+		return usagef("--previous %s: %v", previousLabel(f.previous), pe.Err)
+	}
+	var re *sign.RefusedError
+	if !errors.As(err, &re) {
+		return err
 	}
 	say(e.stderr, "etdi: not signed: the release is refused (SPEC.md §28.1); nothing was written\n")
-	return &exitCodeError{code}
+	if re.RugPull() {
+		return &exitCodeError{exitRugPull}
+	}
+	return &exitCodeError{exitError}
 }
 
 // previousLabel names --previous in messages: a URL without its secrets.

@@ -8,27 +8,17 @@ import (
 	"time"
 
 	"github.com/etdi-dev/etdi"
-	"github.com/etdi-dev/etdi/idp"
 	"github.com/etdi-dev/etdi/internal/atomicfile"
 	"github.com/etdi-dev/etdi/keyless"
-	"github.com/etdi-dev/etdi/keys"
+	"github.com/etdi-dev/etdi/release"
 	"github.com/etdi-dev/etdi/sign"
-	"github.com/etdi-dev/etdi/strictjson"
 	"github.com/etdi-dev/etdi/trust"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
 
-func (e *env) signCmd() *cobra.Command {
-	var keyRef, out, expires, issuedAt string
-	var sequence uint64
-	var f idpSignFlags
-	var kf keylessFlags
-	var pf previousFlags
-	cmd := &cobra.Command{
-		Use:   "sign (--key KEY | --keyless | --idp-issuer URL ... | --idp-token-file FILE) [--previous OLD_BUNDLE] --out BUNDLE MANIFEST",
-		Short: "Sign a tool manifest into a bundle",
-		Long: `Sign a tool manifest (SPEC.md §4) into a bundle (SPEC.md §6): a DSSE
+// signLong is sign's help text.
+const signLong = `Sign a tool manifest (SPEC.md §4) into a bundle (SPEC.md §6): a DSSE
 envelope around an in-toto statement naming every tool as <name>@<version>
 with the SHA-256 of its canonical definition.
 
@@ -80,8 +70,9 @@ warning, not a refusal. The previous bundle is parsed strictly, but its
 signature is not verified against a trust policy: it only tells etdi what
 clients may have pinned, so give the one you published. With --previous the
 default sequence is the previous one plus one, when that is higher than the
-issue time.`,
-		Example: `  etdi sign --key acme.key --out weather.etdi.json weather.manifest.json
+issue time.`
+
+const signExample = `  etdi sign --key acme.key --out weather.etdi.json weather.manifest.json
   etdi sign --key acme.key --previous weather-1.2.0.etdi.json --out weather.etdi.json weather.manifest.json
   etdi sign --key env://ETDI_KEY --previous https://releases.acme.example/weather/1.2.0/weather.etdi.json \
             --remove get_alerts --out weather.etdi.json weather.manifest.json
@@ -89,44 +80,23 @@ issue time.`,
             --audience urn:etdi --out weather.etdi.json weather.manifest.json
   etdi sign --key env://ETDI_KEY --expires 30d --out - weather.manifest.json
   etdi sign --keyless --out weather.sigstore.json weather.manifest.json
-  etdi sign --attest-inputs attest/ weather.manifest.json`,
-		Args: exactArgs(1),
+  etdi sign --attest-inputs attest/ weather.manifest.json`
+
+func (e *env) signCmd() *cobra.Command {
+	var sf signFlags
+	cmd := &cobra.Command{
+		Use:     "sign (--key KEY | --keyless | --idp-issuer URL ... | --idp-token-file FILE) [--previous OLD_BUNDLE] --out BUNDLE MANIFEST",
+		Short:   "Sign a tool manifest into a bundle",
+		Long:    signLong,
+		Example: signExample,
+		Args:    exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if out == "" && !f.printBinding && kf.attestDir == "" {
-				return usagef("--out is required")
-			}
-			if keyRef == "" && !f.used() && !f.printBinding && !kf.on && kf.attestDir == "" {
-				return usagef("give --key, --keyless, --idp-issuer or --idp-token-file")
-			}
-			if err := kf.check(keyRef != "" || f.used() || f.printBinding); err != nil {
+			if err := sf.check(); err != nil {
 				return err
 			}
-			if f.issuer != "" && f.tokenFile != "" {
-				return usagef("--idp-issuer and --idp-token-file cannot be combined")
-			}
-			if f.issuer != "" && (f.clientID == "" || f.secretEnv == "" || f.audience == "") {
-				return usagef("--idp-issuer needs --client-id, --client-secret-env and --audience")
-			}
-			if (f.tokenFile != "" || f.printBinding) && issuedAt == "" {
-				return usagef("--idp-token-file and --print-binding need a fixed --issued-at (and --sequence), so the statement the token is bound to is the one signed")
-			}
-			opts := sign.Options{Sequence: sequence}
-			var err error
-			if opts.IssuedAt, err = parseTimeFlag("issued-at", issuedAt); err != nil {
+			opts, err := sf.options(cmd.Flags().Changed("sequence"))
+			if err != nil {
 				return err
-			}
-			if opts.IssuedAt.IsZero() {
-				opts.IssuedAt = time.Now()
-			}
-			if expires != "" {
-				if d, derr := parseValidity(expires); derr == nil {
-					if d <= 0 {
-						return usagef("--expires %q must be positive", expires)
-					}
-					opts.Expires = opts.IssuedAt.Add(d)
-				} else if opts.Expires, err = parseTimeFlag("expires", expires); err != nil {
-					return usagef("--expires %q: want days (30d), a duration (720h) or an RFC 3339 time", expires)
-				}
 			}
 			data, err := e.readInput(args[0])
 			if err != nil {
@@ -136,71 +106,129 @@ issue time.`,
 			if err != nil {
 				return fmt.Errorf("%s: %w", args[0], err)
 			}
-			prev, err := pf.load(e)
+			if opts.Previous, err = sf.prev.load(e); err != nil {
+				return err
+			}
+			opts.Remove = sf.prev.remove
+			opts.Compared = func(r *release.Report) { sf.prev.report(e, r) }
+			// sign.Bundle in two halves: the comparison with --previous
+			// comes before anything the signer flags name is read.
+			r, err := sign.Prepare(m, opts)
+			if err != nil {
+				return sf.prev.refused(e, err)
+			}
+			if sf.idp.printBinding {
+				return e.writeJSON(r.Binding())
+			}
+			if sf.keyless.attestDir != "" {
+				return e.writeAttestInputs(sf.keyless.attestDir, r)
+			}
+			signer, err := sf.signer(e, &opts)
 			if err != nil {
 				return err
 			}
-			if prev != nil && !cmd.Flags().Changed("sequence") {
-				opts.Sequence = sequenceAfter(prev, opts.IssuedAt)
-			}
-			st, payload, err := sign.Build(m, opts)
-			if err != nil {
+			if err := r.Sign(e.ctx, signer, opts.IDP); err != nil {
 				return err
 			}
-			if prev != nil {
-				if err := pf.guard(e, prev, st); err != nil {
-					return err
-				}
-			}
-			if f.printBinding {
-				return e.writeJSON(struct {
-					AuthorizationDetails []idp.Detail `json:"authorization_details"`
-					Scope                string       `json:"scope"`
-					PayloadDigest        string       `json:"payloadDigest"`
-				}{[]idp.Detail{idp.DetailFor(st, payload)}, strings.Join(idp.Scopes(st), " "), idp.PayloadDigest(payload)})
-			}
-			if kf.attestDir != "" {
-				return e.writeAttestInputs(kf.attestDir, st, payload)
-			}
-			if kf.on {
-				return e.signKeyless(&kf, m, payload, out)
-			}
-			b := &etdi.Bundle{Envelope: etdi.Envelope{PayloadType: etdi.PayloadType, Payload: payload, Signatures: []etdi.Signature{}}}
-			var who []string
-			if keyRef != "" {
-				signer, pub, err := keys.LoadSigner(e.ctx, keyRef, func() ([]byte, error) { return e.password(false) })
-				if err != nil {
-					return err
-				}
-				sig, err := sign.SignPayload(payload, signer, pub)
-				if err != nil {
-					return err
-				}
-				b.Envelope.Signatures = append(b.Envelope.Signatures, sig)
-				id, _ := keys.ID(pub)
-				who = append(who, "key "+keys.ShortID(id))
-			}
-			if f.used() {
-				token, err := e.idpToken(&f, st, payload)
-				if err != nil {
-					return err
-				}
-				b.IDPToken = token
-				who = append(who, "a token of "+f.issuerOr())
-			}
-			return e.writeSigned(out, b.Marshal(), m, strings.Join(who, " and "), "")
+			return e.writeSigned(sf.out, r, m)
 		},
 	}
-	fl := cmd.Flags()
-	fl.StringVar(&keyRef, "key", "", "private key: file, env://VAR or KMS URI")
-	fl.StringVar(&out, "out", "", "bundle file to write, or - for standard output (required)")
-	fl.StringVar(&expires, "expires", "", "validity: days (30d), a duration (720h) or an RFC 3339 time (default 180d)")
-	fl.StringVar(&issuedAt, "issued-at", "", "issue time, RFC 3339 (default now; for reproducible builds)")
-	fl.Uint64Var(&sequence, "sequence", 0, "bundle sequence number (default: issue time in Unix seconds)")
-	f.register(fl)
-	kf.register(fl)
-	pf.register(fl)
+	sf.register(cmd.Flags())
 	return cmd
+}
+
+// signFlags are sign's flags: which signer, the statement's times, and
+// the previous release.
+type signFlags struct {
+	keyRef, out, expires, issuedAt string
+	sequence                       uint64
+	idp                            idpSignFlags
+	keyless                        keylessFlags
+	prev                           previousFlags
+}
+
+func (f *signFlags) register(fl *pflag.FlagSet) {
+	fl.StringVar(&f.keyRef, "key", "", "private key: file, env://VAR or KMS URI")
+	fl.StringVar(&f.out, "out", "", "bundle file to write, or - for standard output (required)")
+	fl.StringVar(&f.expires, "expires", "", "validity: days (30d), a duration (720h) or an RFC 3339 time (default 180d)")
+	fl.StringVar(&f.issuedAt, "issued-at", "", "issue time, RFC 3339 (default now; for reproducible builds)")
+	fl.Uint64Var(&f.sequence, "sequence", 0, "bundle sequence number (default: issue time in Unix seconds)")
+	f.idp.register(fl)
+	f.keyless.register(fl)
+	f.prev.register(fl)
+}
+
+// check refuses flags that are missing or do not go together.
+func (f *signFlags) check() error {
+	idpf, kf := &f.idp, &f.keyless
+	if f.out == "" && !idpf.printBinding && kf.attestDir == "" {
+		return usagef("--out is required")
+	}
+	if f.keyRef == "" && !idpf.used() && !idpf.printBinding && !kf.on && kf.attestDir == "" {
+		return usagef("give --key, --keyless, --idp-issuer or --idp-token-file")
+	}
+	if err := kf.check(f.keyRef != "" || idpf.used() || idpf.printBinding); err != nil {
+		return err
+	}
+	if idpf.issuer != "" && idpf.tokenFile != "" {
+		return usagef("--idp-issuer and --idp-token-file cannot be combined")
+	}
+	if idpf.issuer != "" && (idpf.clientID == "" || idpf.secretEnv == "" || idpf.audience == "") {
+		return usagef("--idp-issuer needs --client-id, --client-secret-env and --audience")
+	}
+	if (idpf.tokenFile != "" || idpf.printBinding) && f.issuedAt == "" {
+		return usagef("--idp-token-file and --print-binding need a fixed --issued-at (and --sequence), so the statement the token is bound to is the one signed")
+	}
+	return nil
+}
+
+// options maps the statement's flags: --issued-at, --expires and
+// --sequence (sequenceSet when given, even as 0).
+func (f *signFlags) options(sequenceSet bool) (sign.BundleOptions, error) {
+	opts := sign.BundleOptions{Options: sign.Options{Sequence: f.sequence}}
+	var err error
+	if opts.IssuedAt, err = parseTimeFlag("issued-at", f.issuedAt); err != nil {
+		return opts, err
+	}
+	if opts.IssuedAt.IsZero() {
+		opts.IssuedAt = time.Now()
+	}
+	if sequenceSet && f.sequence == 0 {
+		// --sequence 0 asks for the issue time, also with --previous.
+		opts.Sequence = uint64(opts.IssuedAt.Unix())
+	}
+	if f.expires == "" {
+		return opts, nil
+	}
+	if d, derr := parseValidity(f.expires); derr == nil {
+		if d <= 0 {
+			return opts, usagef("--expires %q must be positive", f.expires)
+		}
+		opts.Expires = opts.IssuedAt.Add(d)
+	} else if opts.Expires, err = parseTimeFlag("expires", f.expires); err != nil {
+		return opts, usagef("--expires %q: want days (30d), a duration (720h) or an RFC 3339 time", f.expires)
+	}
+	return opts, nil
+}
+
+// signer maps the signer flags: --keyless, or --key and the identity
+// provider flags (opts.IDP when both).
+func (f *signFlags) signer(e *env, opts *sign.BundleOptions) (sign.Signer, error) {
+	if f.keyless.on {
+		return e.keylessSigner(&f.keyless)
+	}
+	var tok *sign.IDPToken
+	if f.idp.used() {
+		var err error
+		if tok, err = e.idpToken(&f.idp); err != nil {
+			return nil, err
+		}
+	}
+	if f.keyRef == "" {
+		return tok, nil
+	}
+	opts.IDP = tok
+	return &sign.Key{Ref: f.keyRef, Password: func() ([]byte, error) { return e.password(false) }}, nil
 }
 
 // keylessFlags are sign's Sigstore flags (SPEC.md §27).
@@ -221,26 +249,18 @@ func (k *keylessFlags) register(fl *pflag.FlagSet) {
 // writeAttestInputs writes what a generic attestation tool (GitHub's
 // attest action, cosign attest-blob) needs to produce the statement etdi
 // would sign: the predicate, and the subjects in sha256sum's format.
-func (e *env) writeAttestInputs(dir string, st *etdi.Statement, payload []byte) error {
-	v, err := strictjson.Parse(payload)
+func (e *env) writeAttestInputs(dir string, r *sign.Result) error {
+	pred, subjects, err := r.AttestInputs()
 	if err != nil {
 		return err
-	}
-	pred := v.Get("predicate")
-	if pred == nil {
-		return fmt.Errorf("statement without a predicate")
-	}
-	var subjects strings.Builder
-	for _, t := range st.Tools {
-		fmt.Fprintf(&subjects, "%s  %s\n", t.Digest.Hex(), etdi.SubjectName(t.Name, t.Version))
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	if err := atomicfile.Write(filepath.Join(dir, "predicate.json"), append(strictjson.AppendCanonical(nil, pred), '\n'), 0o644); err != nil {
+	if err := atomicfile.Write(filepath.Join(dir, "predicate.json"), pred, 0o644); err != nil {
 		return err
 	}
-	if err := atomicfile.Write(filepath.Join(dir, "subjects.txt"), []byte(subjects.String()), 0o644); err != nil {
+	if err := atomicfile.Write(filepath.Join(dir, "subjects.txt"), subjects, 0o644); err != nil {
 		return err
 	}
 	say(e.stderr, "etdi: wrote %s and %s (predicate type %s)\n", filepath.Join(dir, "predicate.json"), filepath.Join(dir, "subjects.txt"), etdi.PredicateType)
@@ -265,61 +285,51 @@ func (k *keylessFlags) check(otherSigner bool) error {
 	return nil
 }
 
-// signKeyless signs payload with Sigstore and writes the Sigstore bundle.
-func (e *env) signKeyless(k *keylessFlags, m *etdi.Manifest, payload []byte, out string) error {
-	opts := keyless.SignOptions{FulcioURL: k.fulcio, RekorURL: k.rekor}
+// keylessSigner maps the --keyless flags: the services, checked here, and
+// the trusted root that verifies the bundle before it is written.
+func (e *env) keylessSigner(k *keylessFlags) (*sign.Keyless, error) {
 	for _, u := range []string{k.fulcio, k.rekor} {
 		if err := keyless.CheckServiceURL(u); err != nil {
-			return usagef("%v", err)
+			return nil, usagef("%v", err)
 		}
 	}
+	s := &sign.Keyless{Options: keyless.SignOptions{FulcioURL: k.fulcio, RekorURL: k.rekor}, IdentityToken: k.token,
+		Getenv: func(name string) string { v, _ := e.lookupEnv(name); return v }}
 	if k.trustedRootFile != "" {
 		data, err := e.readInput(k.trustedRootFile)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		roots, err := trust.ParseSigstoreRoots(data)
 		if err != nil {
-			return usagef("--trusted-root %s: %v", k.trustedRootFile, err)
+			return nil, usagef("--trusted-root %s: %v", k.trustedRootFile, err)
 		}
 		p := &trust.Policy{SigstoreRoots: roots}
-		opts.TrustedRoot = p.SigstoreMaterial()
+		s.Options.TrustedRoot = p.SigstoreMaterial()
 	}
-	var err error
-	opts.IDToken, err = keyless.IdentityToken(e.ctx, k.token, func(name string) string {
-		v, _ := e.lookupEnv(name)
-		return v
-	})
-	if err != nil {
-		return err
-	}
-	body, err := keyless.Sign(e.ctx, payload, opts)
-	if err != nil {
-		return fmt.Errorf("keyless signing: %w", err)
-	}
-	who := "a keyless certificate"
-	if id, iss, err := keyless.SignerOf(body); err == nil {
-		who = fmt.Sprintf("a keyless certificate for %s (issuer %s)", id, iss)
-	}
-	return e.writeSigned(out, body, m, who, " (Sigstore bundle)")
+	return s, nil
 }
 
 // writeSigned writes a signed bundle to out (standard output for "-") and
 // says on standard error who signed which tools.
-func (e *env) writeSigned(out string, body []byte, m *etdi.Manifest, who, kind string) error {
+func (e *env) writeSigned(out string, r *sign.Result, m *etdi.Manifest) error {
 	if out == "-" {
-		_, err := e.stdout.Write(body)
+		_, err := e.stdout.Write(r.Bundle)
 		return err
 	}
-	if err := atomicfile.Write(out, body, 0o644); err != nil {
+	if err := atomicfile.Write(out, r.Bundle, 0o644); err != nil {
 		return err
 	}
 	var names []string
 	for _, t := range m.Tools {
 		names = append(names, etdi.SubjectName(t.Name, t.Version))
 	}
+	kind := ""
+	if r.Sigstore {
+		kind = " (Sigstore bundle)"
+	}
 	say(e.stderr, "etdi: signed %d tool(s) for provider %q with %s: %s\netdi: wrote %s%s\n",
-		len(m.Tools), m.Provider.ID, who, strings.Join(names, ", "), out, kind)
+		len(m.Tools), m.Provider.ID, r.By(), strings.Join(names, ", "), out, kind)
 	return nil
 }
 
@@ -341,39 +351,23 @@ func (f *idpSignFlags) register(fl *pflag.FlagSet) {
 
 func (f *idpSignFlags) used() bool { return f.issuer != "" || f.tokenFile != "" }
 
-func (f *idpSignFlags) issuerOr() string {
-	if f.issuer != "" {
-		return f.issuer
-	}
-	return "the identity provider"
-}
-
-// idpToken gets (or reads) the token and checks, without trusting it, that
-// it is bound to this payload, so a wrong token fails here.
-func (e *env) idpToken(f *idpSignFlags, st *etdi.Statement, payload []byte) (string, error) {
-	var token string
+// idpToken maps the identity provider flags: the token of
+// --idp-token-file, or what requests one from --idp-issuer.
+func (e *env) idpToken(f *idpSignFlags) (*sign.IDPToken, error) {
 	if f.tokenFile != "" {
 		b, err := e.readInput(f.tokenFile)
 		if err != nil {
-			return "", err
+			return nil, err
 		}
-		token = strings.TrimSpace(string(b))
-	} else {
-		secret, ok := e.lookupEnv(f.secretEnv)
-		if !ok || secret == "" {
-			return "", fmt.Errorf("%s is not set", f.secretEnv)
-		}
-		resource := f.resource
-		if resource == "" {
-			resource = f.audience
-		}
-		var err error
-		if token, err = idp.RequestToken(e.ctx, nil, f.issuer, f.clientID, secret, resource, st, payload); err != nil {
-			return "", err
-		}
+		return &sign.IDPToken{Token: strings.TrimSpace(string(b))}, nil
 	}
-	if err := idp.CheckUnverifiedBinding(token, payload); err != nil {
-		return "", fmt.Errorf("the identity provider token does not fit this statement: %w", err)
+	secret, ok := e.lookupEnv(f.secretEnv)
+	if !ok || secret == "" {
+		return nil, fmt.Errorf("%s is not set", f.secretEnv)
 	}
-	return token, nil
+	resource := f.resource
+	if resource == "" {
+		resource = f.audience
+	}
+	return &sign.IDPToken{Issuer: f.issuer, ClientID: f.clientID, ClientSecret: secret, Resource: resource}, nil
 }
