@@ -145,7 +145,7 @@ func TestCLIBlockedUnsignedHint(t *testing.T) {
 // gives the same digests as checking the server.
 func TestCLIFetch(t *testing.T) {
 	p := liveEnv(t)
-	r := runEtdi(t, p.dir, nil, append([]string{"fetch", "--out", "saved.json", "--start-timeout", "5s"}, fixture("fetch-m")...)...)
+	r := runEtdi(t, p.dir, nil, append([]string{"fetch", "--out", "saved.json", "--start-timeout", "2m"}, fixture("fetch-m")...)...)
 	if r.code != 0 || !strings.Contains(r.stderr, "wrote 2 tool(s)") {
 		t.Fatalf("fetch: %d\n%s%s", r.code, r.stdout, r.stderr)
 	}

@@ -80,9 +80,10 @@ func fixture(marker string) []string {
 // liveCheck runs etdi check on the fixture with environment env.
 func (p *pinEnv) liveCheck(env []string, extra ...string) result {
 	p.t.Helper()
-	// Node.js may take seconds to start on a loaded machine: the start
-	// timeout is generous; the hang case sets its own.
-	args := append([]string{"check", "--trust", "trust.json", "--pins", "pins.db", "--start-timeout", "15s", "--timeout", "30s"}, extra...)
+	// Node.js may take many seconds to start on a loaded machine: the
+	// deadlines are ones no loaded machine reaches; a test of a deadline
+	// sets its own after these.
+	args := append([]string{"check", "--trust", "trust.json", "--pins", "pins.db", "--start-timeout", "2m", "--timeout", "5m"}, extra...)
 	return runEtdi(p.t, p.dir, append(env, "PATH="+os.Getenv("PATH")), args...)
 }
 
@@ -165,20 +166,17 @@ func TestLiveFixtureFailures(t *testing.T) {
 		t.Run(tc.mode, func(t *testing.T) {
 			// Unique to this run: another test run on the machine has its own.
 			marker := fmt.Sprintf("marker-%s-%d-%d", tc.mode, os.Getpid(), time.Now().UnixNano())
-			start := time.Now()
+			// Each failure is told by its own error, not by the
+			// deadline: a server that hangs by the start deadline's
+			// ("no answer within 3s"), the others by what they sent
+			// before any deadline.
 			extra := append([]string{"--bundle", "w.etdi.json"}, fixture(marker)...)
-			if tc.mode == "truncated" {
-				extra = append([]string{"--timeout", "4s"}, extra...)
-			}
 			if tc.mode == "hang" {
 				extra = append([]string{"--start-timeout", "3s"}, extra...)
 			}
 			r := p.liveCheck([]string{"FIXTURE_MODE=" + tc.mode}, extra...)
 			if r.code != 1 || !strings.Contains(r.stdout+r.stderr, tc.want) {
 				t.Fatalf("exit %d, output lacks %q:\n%s%s", r.code, tc.want, r.stdout, r.stderr)
-			}
-			if d := time.Since(start); d > 25*time.Second {
-				t.Fatalf("took %v", d)
 			}
 			// The server process was reaped, not left running.
 			if out, _ := exec.Command("pgrep", "-f", marker).Output(); len(strings.TrimSpace(string(out))) > 0 {

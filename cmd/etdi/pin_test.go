@@ -36,12 +36,52 @@ func newPinEnv(t *testing.T) *pinEnv {
 		b, _ := os.ReadFile("demodata/" + f)
 		p.write(f, string(b))
 	}
-	for _, k := range []string{"acme", "acme2", "evil"} {
-		p.ok("key", "generate", "--out", k)
+	pinKeys.once.Do(func() { pinKeys.dir, pinKeys.err = makePinKeys(t) })
+	if pinKeys.err != nil {
+		t.Fatal(pinKeys.err)
 	}
-	p.ok("trust", "add", "--policy", "trust.json", "--provider", "acme", "--key", "acme.pub", "--key", "acme2.pub")
-	p.ok("trust", "add", "--policy", "trust.json", "--provider", "evil", "--key", "evil.pub")
+	for _, name := range pinKeyFiles {
+		src := filepath.Join(pinKeys.dir, name)
+		b, err := os.ReadFile(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fi, _ := os.Stat(src)
+		if err := os.WriteFile(filepath.Join(p.dir, name), b, fi.Mode().Perm()); err != nil {
+			t.Fatal(err)
+		}
+	}
 	return p
+}
+
+// pinKeys holds the keys and trust policy every pinEnv starts with:
+// acme (keys acme and acme2) and evil (key evil) trusted, unsigned tools
+// blocked. They are made once per test run with etdi itself and copied:
+// every key generated costs a scrypt derivation.
+var pinKeys struct {
+	once sync.Once
+	dir  string
+	err  error
+}
+
+var pinKeyFiles = []string{"acme.key", "acme.pub", "acme2.key", "acme2.pub", "evil.key", "evil.pub", "trust.json"}
+
+func makePinKeys(t *testing.T) (string, error) {
+	dir, err := os.MkdirTemp(filepath.Dir(etdiBin), "pinkeys-")
+	if err != nil {
+		return "", err
+	}
+	p := &pinEnv{t, dir}
+	for _, args := range [][]string{
+		{"key", "generate", "--out", "acme"}, {"key", "generate", "--out", "acme2"}, {"key", "generate", "--out", "evil"},
+		{"trust", "add", "--policy", "trust.json", "--provider", "acme", "--key", "acme.pub", "--key", "acme2.pub"},
+		{"trust", "add", "--policy", "trust.json", "--provider", "evil", "--key", "evil.pub"},
+	} {
+		if r := p.run(args...); r.code != 0 {
+			return "", fmt.Errorf("etdi %v: exit %d\n%s%s", args, r.code, r.stdout, r.stderr)
+		}
+	}
+	return dir, nil
 }
 
 func (p *pinEnv) write(name, content string) {
