@@ -5,11 +5,11 @@ import (
 	"testing"
 
 	"github.com/etdi-dev/etdi"
+	"github.com/etdi-dev/etdi/finding"
 	"github.com/etdi-dev/etdi/internal/testgen"
 	"github.com/etdi-dev/etdi/keys"
 	"github.com/etdi-dev/etdi/sign"
 	"github.com/etdi-dev/etdi/trust"
-	"github.com/etdi-dev/etdi/verify"
 )
 
 // endpointBundle is a one-tool bundle of acme/inventory bound to the
@@ -52,7 +52,7 @@ func TestCheckOriginRefusesAnotherServer(t *testing.T) {
 		"a command started": {launched: true},
 	} {
 		fs := CheckOrigin(bundle, o, p)
-		if len(fs) != 1 || fs[0].Kind != verify.Impersonation || fs[0].Severity != verify.Error ||
+		if len(fs) != 1 || fs[0].Kind != finding.Impersonation || fs[0].Severity != finding.Error ||
 			!strings.Contains(fs[0].Message, "served only from https://mcp.acme.example/inventory") {
 			t.Errorf("%s: findings %+v, want one impersonation naming the bundle's endpoint", name, fs)
 		}

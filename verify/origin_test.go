@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/etdi-dev/etdi"
+	"github.com/etdi-dev/etdi/finding"
 	"github.com/etdi-dev/etdi/trust"
 )
 
@@ -22,7 +23,7 @@ var weatherArtifacts = []etdi.Artifact{{Type: "npm", Name: "@acme/weather", Vers
 
 // only returns the one finding of fs, failing unless there is exactly one
 // of the kind and severity.
-func only(t *testing.T, fs []Finding, kind Kind, sev Severity) Finding {
+func only(t *testing.T, fs []finding.Finding, kind finding.Kind, sev finding.Severity) finding.Finding {
 	t.Helper()
 	if len(fs) != 1 || fs[0].Kind != kind || fs[0].Severity != sev {
 		t.Fatalf("findings %+v, want one %s %s", fs, sev, kind)
@@ -36,7 +37,7 @@ func only(t *testing.T, fs []Finding, kind Kind, sev Severity) Finding {
 func TestOriginURLOutsideEndpoints(t *testing.T) {
 	st := boundStatement([]string{"https://mcp.acme.example/weather"}, nil)
 	p := &trust.Policy{}
-	f := only(t, OriginFindings(st, p, &Origin{URL: "https://evil.example/weather"}, ""), Impersonation, Error)
+	f := only(t, OriginFindings(st, p, &Origin{URL: "https://evil.example/weather"}, ""), finding.Impersonation, finding.Error)
 	if !strings.Contains(f.Message, "served only from https://mcp.acme.example/weather") || !strings.Contains(f.Message, "evil.example") {
 		t.Errorf("message does not name where the bundle is served and where the tools came from: %s", f.Message)
 	}
@@ -53,13 +54,13 @@ func TestOriginURLOutsideEndpoints(t *testing.T) {
 func TestOriginWrongTransport(t *testing.T) {
 	p := &trust.Policy{}
 	stdio := boundStatement(nil, weatherArtifacts)
-	f := only(t, OriginFindings(stdio, p, &Origin{URL: "https://mcp.acme.example/weather"}, ""), Impersonation, Error)
+	f := only(t, OriginFindings(stdio, p, &Origin{URL: "https://mcp.acme.example/weather"}, ""), finding.Impersonation, finding.Error)
 	if !strings.Contains(f.Message, "bound to a stdio server's artifacts") {
 		t.Errorf("message: %s", f.Message)
 	}
 	http := boundStatement([]string{"https://mcp.acme.example/weather"}, nil)
 	matched := func([]etdi.Artifact) error { return nil }
-	f = only(t, OriginFindings(http, p, &Origin{Launched: true, Match: matched}, ""), Impersonation, Error)
+	f = only(t, OriginFindings(http, p, &Origin{Launched: true, Match: matched}, ""), finding.Impersonation, finding.Error)
 	if !strings.Contains(f.Message, "came from a command etdi started") {
 		t.Errorf("message: %s", f.Message)
 	}
@@ -77,11 +78,11 @@ func TestOriginLaunchedArtifacts(t *testing.T) {
 		got = signed
 		return errors.New("the command runs @evil/weather@1.0.0")
 	}
-	f := only(t, OriginFindings(st, p, &Origin{Launched: true, Match: other}, ""), Impersonation, Error)
+	f := only(t, OriginFindings(st, p, &Origin{Launched: true, Match: other}, ""), finding.Impersonation, finding.Error)
 	if !strings.Contains(f.Message, "@evil/weather") || len(got) != 1 || got[0] != weatherArtifacts[0] {
 		t.Errorf("the matcher saw %+v; message: %s", got, f.Message)
 	}
-	only(t, OriginFindings(st, p, &Origin{Launched: true}, ""), Impersonation, Error)
+	only(t, OriginFindings(st, p, &Origin{Launched: true}, ""), finding.Impersonation, finding.Error)
 	same := func([]etdi.Artifact) error { return nil }
 	if fs := OriginFindings(st, p, &Origin{Launched: true, Match: same}, ""); len(fs) != 0 {
 		t.Errorf("the command runs the bundle's artifact: %+v", fs)
@@ -96,10 +97,10 @@ func TestOriginUnresolvedFollowsArtifactsRule(t *testing.T) {
 	matchCalled := false
 	o := &Origin{Launched: true, Unresolved: errors.New("npx: no package.json"),
 		Match: func([]etdi.Artifact) error { matchCalled = true; return nil }}
-	for rule, sev := range map[trust.ArtifactRule]Severity{
-		trust.ArtifactsRequire: Error, trust.ArtifactsWarn: Warning, "": Warning, trust.ArtifactsIgnore: Info,
+	for rule, sev := range map[trust.ArtifactRule]finding.Severity{
+		trust.ArtifactsRequire: finding.Error, trust.ArtifactsWarn: finding.Warning, "": finding.Warning, trust.ArtifactsIgnore: finding.Info,
 	} {
-		f := only(t, OriginFindings(st, &trust.Policy{Artifacts: rule}, o, ""), ArtifactUnresolved, sev)
+		f := only(t, OriginFindings(st, &trust.Policy{Artifacts: rule}, o, ""), finding.ArtifactUnresolved, sev)
 		if !strings.Contains(f.Message, "no package.json") {
 			t.Errorf("rule %q: message does not say why: %s", rule, f.Message)
 		}

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/etdi-dev/etdi"
+	"github.com/etdi-dev/etdi/finding"
 	"github.com/etdi-dev/etdi/trust"
 )
 
@@ -47,11 +48,11 @@ func TestTokenMissingOrUnverifiable(t *testing.T) {
 	p, acme := tokenPolicy()
 	st := tokenStatement()
 	id, f := checkToken(&etdi.Bundle{}, st, p, acme, Options{Tokens: &tokenVerifier{id: &TokenIdentity{Subject: "acme-ci"}}}, "tools x")
-	if id != nil || f == nil || f.Kind != SignatureMissing || f.Severity != Error {
+	if id != nil || f == nil || f.Kind != finding.SignatureMissing || f.Severity != finding.Error {
 		t.Errorf("no token: %+v %+v", id, f)
 	}
 	id, f = checkToken(&etdi.Bundle{IDPToken: "eyJ.x.y"}, st, p, acme, Options{}, "tools x")
-	if id != nil || f == nil || f.Kind != SignatureInvalid || f.Severity != Error || !strings.Contains(f.Message, "no token verifier") {
+	if id != nil || f == nil || f.Kind != finding.SignatureInvalid || f.Severity != finding.Error || !strings.Contains(f.Message, "no token verifier") {
 		t.Errorf("no verifier: %+v %+v", id, f)
 	}
 }
@@ -63,14 +64,14 @@ func TestTokenRefused(t *testing.T) {
 	st := tokenStatement()
 	for _, tc := range []struct {
 		err  error
-		kind Kind
+		kind finding.Kind
 	}{
-		{&TokenError{Kind: Expired, Msg: "token expired"}, Expired},
-		{&TokenError{Kind: Revoked, Msg: "jti revoked"}, Revoked},
-		{errors.New("signature does not verify"), SignatureInvalid},
+		{&TokenError{Kind: finding.Expired, Msg: "token expired"}, finding.Expired},
+		{&TokenError{Kind: finding.Revoked, Msg: "jti revoked"}, finding.Revoked},
+		{errors.New("signature does not verify"), finding.SignatureInvalid},
 	} {
 		id, f := checkToken(&etdi.Bundle{IDPToken: "eyJ.x.y"}, st, p, acme, Options{Tokens: &tokenVerifier{err: tc.err}}, "tools x")
-		if id != nil || f == nil || f.Kind != tc.kind || f.Severity != Error || !strings.Contains(f.Message, tc.err.Error()) {
+		if id != nil || f == nil || f.Kind != tc.kind || f.Severity != finding.Error || !strings.Contains(f.Message, tc.err.Error()) {
 			t.Errorf("%v: %+v %+v, want an error of kind %s", tc.err, id, f, tc.kind)
 		}
 	}
@@ -82,20 +83,20 @@ func TestTokenRefused(t *testing.T) {
 func TestTokenSubjectOfAnotherProvider(t *testing.T) {
 	p, acme := tokenPolicy()
 	st := tokenStatement()
-	other := &TokenError{Kind: SignatureInvalid, Msg: "subject not trusted", UntrustedSubject: true, Issuer: "https://idp.example", Subject: "globex-ci"}
+	other := &TokenError{Kind: finding.SignatureInvalid, Msg: "subject not trusted", UntrustedSubject: true, Issuer: "https://idp.example", Subject: "globex-ci"}
 	_, f := checkToken(&etdi.Bundle{IDPToken: "eyJ.x.y"}, st, p, acme, Options{Tokens: &tokenVerifier{err: other}}, "tools x")
-	if f == nil || f.Kind != Impersonation || !slices.Equal(f.TrustedFor, []string{"globex"}) || !strings.Contains(f.Message, `"globex-ci"`) {
+	if f == nil || f.Kind != finding.Impersonation || !slices.Equal(f.TrustedFor, []string{"globex"}) || !strings.Contains(f.Message, `"globex-ci"`) {
 		t.Errorf("subject of globex claiming acme: %+v", f)
 	}
-	nobody := &TokenError{Kind: SignatureInvalid, Msg: "subject not trusted", UntrustedSubject: true, Issuer: "https://idp.example", Subject: "mallory"}
+	nobody := &TokenError{Kind: finding.SignatureInvalid, Msg: "subject not trusted", UntrustedSubject: true, Issuer: "https://idp.example", Subject: "mallory"}
 	_, f = checkToken(&etdi.Bundle{IDPToken: "eyJ.x.y"}, st, p, acme, Options{Tokens: &tokenVerifier{err: nobody}}, "tools x")
-	if f == nil || f.Kind != SignatureInvalid || len(f.TrustedFor) != 0 {
+	if f == nil || f.Kind != finding.SignatureInvalid || len(f.TrustedFor) != 0 {
 		t.Errorf("subject trusted for nobody: %+v", f)
 	}
 	// The same subject from another issuer is not globex's.
-	elsewhere := &TokenError{Kind: SignatureInvalid, Msg: "subject not trusted", UntrustedSubject: true, Issuer: "https://evil.example", Subject: "globex-ci"}
+	elsewhere := &TokenError{Kind: finding.SignatureInvalid, Msg: "subject not trusted", UntrustedSubject: true, Issuer: "https://evil.example", Subject: "globex-ci"}
 	_, f = checkToken(&etdi.Bundle{IDPToken: "eyJ.x.y"}, st, p, acme, Options{Tokens: &tokenVerifier{err: elsewhere}}, "tools x")
-	if f == nil || f.Kind != SignatureInvalid {
+	if f == nil || f.Kind != finding.SignatureInvalid {
 		t.Errorf("globex's subject from another issuer: %+v", f)
 	}
 }
