@@ -252,7 +252,7 @@ func Pending(reports []*Report) []ReviewItem {
 		}
 		groups := map[string][]verify.Finding{}
 		var order []string
-		for _, f := range r.Findings {
+		for _, f := range r.Findings[:len(r.Findings)-len(r.command)] { // the command's are no item's
 			key := pin.ItemRef(f.Item, f.Tool)
 			if f.Kind.AboutInstructions() {
 				key = "\x00instructions"

@@ -385,7 +385,7 @@ func (e *env) checkTarget(sf *serverFlags, pf *pinFlags, t *target, p *trust.Pol
 	}
 	rep.Verification = r.Verification
 	if r.Blocked() {
-		rep.Findings = append(append(rep.Findings, r.Findings...), movingTarget(t, r.Server)...)
+		rep.Findings = append(rep.Findings, r.Findings...)
 		rep.ExitCode = r.ExitCode()
 		return rep
 	}
@@ -427,7 +427,7 @@ func (e *env) checkTarget(sf *serverFlags, pf *pinFlags, t *target, p *trust.Pol
 		return fail(e.guardError(err))
 	}
 	rep.Server, rep.Tools, rep.guarded = after.Server, after.Tools, after
-	rep.Findings = append(keepSuspicious(r.Findings, after.Findings), movingTarget(t, r.Server)...)
+	rep.Findings = after.Since(r)
 	rep.ExitCode = exitFor(rep.Findings)
 	return rep
 }

@@ -14,7 +14,6 @@ import (
 
 	"github.com/etdi-dev/etdi/guard"
 	"github.com/etdi-dev/etdi/internal/hostconfig"
-	"github.com/etdi-dev/etdi/internal/identity"
 	"github.com/etdi-dev/etdi/internal/redact"
 	"github.com/etdi-dev/etdi/pin"
 	"github.com/etdi-dev/etdi/trust"
@@ -87,8 +86,11 @@ func (f *serverFlags) registerConfig(fs *pflag.FlagSet) {
 	fs.BoolVar(&f.project, "project", false, "with --config auto: also start the servers of project-scoped files in the working directory (.mcp.json, .vscode/mcp.json, ...)")
 }
 
-// target is one server to check.
+// target is one server to check: its description (guard.ServerSpec,
+// nil for a saved listing or a bundle checked alone), as the commands
+// read it, and where its findings point.
 type target struct {
+	spec *guard.ServerSpec
 	// label describes the server in output.
 	label string
 	// name is the identity of the server if it has no bundle.
@@ -168,34 +170,16 @@ func (e *env) targets(f *serverFlags, args []string, dash int) ([]target, error)
 		}
 		return []target{{label: f.tools, name: f.name, toolsFile: f.tools, location: f.tools}}, nil
 	case f.server:
-		t := target{label: strings.Join(redact.Args(f.argv), " "), name: f.name, argv: f.argv, env: os.Environ(), location: f.bundle}
-		t.secrets.AddArgs(f.argv)
-		if t.name == "" {
-			t.name = identity.CommandFor(f.argv, "", &t.secrets)
-		}
-		t.credentials = guard.CommandCredentials(f.argv)
+		t := targetOf(guard.Describe(f.argv, "", nil, f.name, os.Environ(), false))
+		t.location = f.bundle
 		return []target{t}, nil
 	case f.url != "":
-		h := http.Header{}
-		for i, kv := range f.headers {
-			k, v, ok := strings.Cut(kv, ":")
-			if !ok || strings.TrimSpace(k) == "" {
-				// Not quoted: a malformed header may be all secret.
-				return nil, usagef("--header #%d (%d bytes, not shown): want \"Name: value\"", i+1, len(kv))
-			}
-			h.Add(strings.TrimSpace(k), strings.TrimSpace(v))
+		h, err := parseHeaders(f.headers)
+		if err != nil {
+			return nil, err
 		}
-		t := target{label: redact.URL(f.url), name: f.name, url: f.url, headers: h, location: f.bundle}
-		t.secrets.AddURL(f.url)
-		for _, vs := range h {
-			t.secrets.Add(vs...)
-		}
-		if t.name == "" {
-			if t.name = identity.URL(f.url); t.secrets.Holds(t.name) {
-				t.name = ""
-			}
-		}
-		t.credentials = guard.URLCredentials(f.url, h)
+		t := targetOf(guard.Describe(nil, f.url, h, f.name, nil, false))
+		t.location = f.bundle
 		return []target{t}, nil
 	}
 	// --config
@@ -258,47 +242,8 @@ func (e *env) targets(f *serverFlags, args []string, dash int) ([]target, error)
 		if f.name != "" && en.Name != f.name {
 			continue
 		}
-		label := fmt.Sprintf("%s (%s, %s)", en.Name, en.Host, en.File)
-		if en.Host == "" { // a file of no known host
-			label = fmt.Sprintf("%s (%s)", en.Name, en.File)
-		}
-		t := target{label: label, name: en.Name, location: en.File, line: en.Line,
-			problems: en.Problems, url: en.URL, dir: en.Cwd, project: en.Project, launch: en.Launch, bundle: en.Bundle}
-		t.entry = &en
-		if en.Dir != "" {
-			t.dir = en.Dir // where the host starts it
-		}
-		if t.bundle != "" && !filepath.IsAbs(t.bundle) && t.dir != "" {
-			t.bundle = filepath.Join(t.dir, t.bundle)
-		}
-		en.AddSecrets(&t.secrets)
-		t.credentials = credentialsOfEntry(&en)
-		if en.Command != "" && en.Program != "" && en.Ambiguous == "" && !en.NotStarted() {
-			// The program the host starts, found as the host finds it,
-			// never on etdi's own PATH.
-			t.argv = append([]string{en.Program}, en.Args...)
-			t.env = os.Environ()
-			for _, k := range en.EnvKeys {
-				t.env = append(t.env, k+"="+en.Env[k])
-				// Set to etdi's own value (an expansion of it), a variable is
-				// not set for the server on purpose: it would pass on what
-				// etdi read (guard.ServerEnv removes it then).
-				if own, ok := e.lookupEnv(k); !ok || own != en.Env[k] {
-					t.keepEnv = append(t.keepEnv, k)
-				}
-			}
-		}
-		if en.Ambiguous != "" || en.NotStarted() {
-			t.url, t.launch = "", ""
-		}
-		if len(en.Headers) > 0 {
-			t.headers = http.Header{}
-			for k, v := range en.Headers {
-				t.headers.Set(k, v)
-			}
-		}
-		t.problems = redactAll(&t.secrets, t.problems)
-		t.findings = configFindings(&en, &t.secrets)
+		t := targetOf(guard.DescribeEntry(&en, e.lookupEnv, os.Environ()))
+		t.location, t.line, t.project = en.File, en.Line, en.Project
 		ts = append(ts, t)
 	}
 	if len(ts) == 0 {
@@ -313,13 +258,15 @@ func (e *env) targets(f *serverFlags, args []string, dash int) ([]target, error)
 	return ts, nil
 }
 
-// redactAll redacts each string of ss.
-func redactAll(secrets *redact.Set, ss []string) []string {
-	out := make([]string, len(ss))
-	for i, x := range ss {
-		out[i] = secrets.String(x)
+// parseHeaders parses --header "Name: value" flags.
+func parseHeaders(kvs []string) (http.Header, error) {
+	h, err := guard.ParseHeaders(kvs)
+	var he *guard.HeaderError
+	if errors.As(err, &he) {
+		// Not quoted: a malformed header may be all secret.
+		return nil, usagef("--header #%d (%d bytes, not shown): want \"Name: value\"", he.Index+1, he.Len)
 	}
-	return out
+	return h, err
 }
 
 // pinFlags locate the pin database: a file, or a store in etcd.
@@ -489,7 +436,7 @@ func (e *env) guardOptions(f *serverFlags, pf *pinFlags, t *target, p *trust.Pol
 	if err != nil {
 		return guard.Options{}, err
 	}
-	opts := guard.Options{Policy: p, Name: t.name, Now: now, Credentials: t.credentials,
+	opts := guard.Options{Policy: p, Name: t.name, Now: now, Credentials: t.credentials, Spec: t.spec,
 		Tokens: func() verify.TokenVerifier { return e.tokenVerifier(now) }}
 	if bundle := cmp.Or(f.bundle, t.bundle); bundle != "" {
 		data, err := e.readInput(bundle)
@@ -518,6 +465,9 @@ func (e *env) observe(f *serverFlags, pf *pinFlags, t *target, p *trust.Policy, 
 		return nil, err
 	}
 	t.secretEnv = guard.SecretEnv(p)
+	if t.spec != nil {
+		t.spec.SecretEnv = t.secretEnv
+	}
 	if t.toolsFile == "" && (len(t.argv) > 0 || t.url != "") {
 		// What the command runs is resolved before it is started.
 		opts.Origin = guard.ResolveOrigin(e.ctx, t.server())
@@ -602,22 +552,15 @@ func auditKeyPaths(pins, key string) (string, string) {
 	return key, strings.TrimSuffix(key, ".key") + ".pub"
 }
 
-// server is the guard.Server of a live target.
-func (t *target) server() guard.Server {
-	if len(t.argv) == 0 {
-		return guard.Server{URL: t.url, Header: t.headers}
-	}
-	return guard.Server{Command: t.argv, Env: guard.ServerEnv(t.env, t.secretEnv, t.keepEnv), SecretEnv: t.secretEnv, KeepEnv: t.keepEnv, Dir: t.dir}
+// targetOf is the target of a server's description.
+func targetOf(s *guard.ServerSpec) target {
+	return target{spec: s, label: s.Label, name: s.Name, argv: s.Command, env: s.Env, dir: s.Dir, url: s.URL, headers: s.Header,
+		problems: s.Problems, bundle: s.Bundle, launch: s.Launch, secrets: s.Secrets, credentials: s.Credentials,
+		findings: s.Findings, entry: s.Entry, keepEnv: s.KeepEnv}
 }
 
-// movingTarget is the moving_target warning of a command that runs a
-// package without a fixed version or an image by a moving tag.
-func movingTarget(t *target, server string) []verify.Finding {
-	if t.toolsFile != "" || len(t.argv) == 0 {
-		return nil
-	}
-	if moving, what := guard.MovingTarget(t.argv); moving {
-		return []verify.Finding{{Kind: verify.MovingTarget, Severity: verify.Warning, Server: server, Message: t.secrets.String(what)}}
-	}
-	return nil
+// server is the guard.Server of a live target.
+func (t *target) server() guard.Server {
+	s := guard.ServerSpec{Command: t.argv, Env: t.env, SecretEnv: t.secretEnv, KeepEnv: t.keepEnv, Dir: t.dir, URL: t.url, Header: t.headers}
+	return s.Server()
 }

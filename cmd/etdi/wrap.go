@@ -14,7 +14,6 @@ import (
 	"github.com/etdi-dev/etdi"
 	"github.com/etdi-dev/etdi/internal/atomicfile"
 	"github.com/etdi-dev/etdi/internal/hostconfig"
-	"github.com/etdi-dev/etdi/internal/redact"
 	"github.com/etdi-dev/etdi/verify"
 	"github.com/spf13/cobra"
 )
@@ -561,31 +560,6 @@ func (e *env) configGate(f *serverFlags) (hostconfig.Gate, error) {
 		}
 	}
 	return g, err
-}
-
-// configFindings are the findings about how an entry runs its server:
-// a program that imitates etdi's gate (fake_wrapper), and a gate that
-// judges by another trust policy, pin store or lockfile than the user's
-// (gate_override).
-func configFindings(en *hostconfig.Entry, secrets *redact.Set) []verify.Finding {
-	var out []verify.Finding
-	if en.Imitation != "" {
-		out = append(out, verify.Finding{Kind: verify.FakeWrapper, Severity: verify.Error, Server: en.Name,
-			Message: secrets.String("the entry imitates etdi's gate: " + en.Imitation + "; its whole command is checked as the server. Remove the entry, or if the program is an etdi of yours, check with --etdi PATH")})
-	}
-	for _, o := range en.GateOverrides {
-		// The files are shown as named (the point of the finding); only
-		// a URL's credentials are not.
-		if strings.Contains(o.Entry, "://") {
-			o.Entry = secrets.String(redact.URL(o.Entry))
-		}
-		fix := "; to use yours: etdi unwrap --config " + en.File + " --name " + en.Name + ", then etdi wrap again"
-		if v, ok := strings.CutPrefix(o.Via, "env "); ok {
-			fix = "; to use yours: remove " + v + " from the entry's env in " + en.File
-		}
-		out = append(out, verify.Finding{Kind: verify.GateOverride, Severity: verify.Error, Server: en.Name, Message: o.String() + fix})
-	}
-	return out
 }
 
 // addConfigFindings puts the entry's configuration findings into its
