@@ -182,60 +182,15 @@ func (e *env) targets(f *serverFlags, args []string, dash int) ([]target, error)
 		t.location = f.bundle
 		return []target{t}, nil
 	}
-	// --config
-	home, _ := os.UserHomeDir()
-	cwd, _ := os.Getwd()
-	o := hostconfig.Options{Home: home, Cwd: cwd, Lookup: e.lookupEnv, Inputs: map[string]string{}}
-	var err error
-	if o.Gate, err = e.configGate(f); err != nil {
+	return e.configTargets(f)
+}
+
+// configTargets are the servers of --config: every entry of the file (or
+// of every file found, with auto), or the one --name selects.
+func (e *env) configTargets(f *serverFlags) ([]target, error) {
+	entries, err := e.configEntries(f)
+	if err != nil {
 		return nil, err
-	}
-	for _, kv := range f.inputs {
-		id, v, ok := strings.Cut(kv, "=")
-		if !ok || id == "" {
-			return nil, usagef("--input wants ID=VALUE (the value is not shown here)")
-		}
-		o.Inputs[id] = v
-	}
-	var entries []hostconfig.Entry
-	if f.config == "auto" {
-		es, files, searched, err := hostconfig.Discover(runtime.GOOS, o)
-		if err != nil {
-			return nil, err
-		}
-		if len(files) == 0 {
-			return nil, &hintError{&linesError{fmt.Errorf("%w; searched", hostconfig.ErrNoConfig), searched}, "give a file with --config PATH"}
-		}
-		var skipped []string
-		for _, en := range es {
-			if en.Project && !f.project && !en.NotStarted() {
-				ok := false
-				if f.launchApproved != nil && en.Launch != "" {
-					var err error
-					if ok, err = f.launchApproved(en.Launch); err != nil {
-						return nil, err
-					}
-				}
-				if !ok {
-					skipped = append(skipped, fmt.Sprintf("%s (%s)", en.Name, en.File))
-					continue
-				}
-			}
-			entries = append(entries, en)
-		}
-		if len(skipped) > 0 {
-			say(e.stderr, "etdi: not starting %d server(s) of project-scoped files, which the repository wrote: %s\n"+
-				"etdi: hint: review them, then pass --project to check them too\n", len(skipped), strings.Join(skipped, ", "))
-		}
-		if len(entries) == 0 {
-			return nil, &hintError{fmt.Errorf("no server to check in %s", strings.Join(files, ", ")), "pass --project to check the servers of project-scoped files"}
-		}
-	} else {
-		es, err := hostconfig.Load(f.config, "", o)
-		if err != nil {
-			return nil, err
-		}
-		entries = es
 	}
 	var ts []target
 	for _, en := range entries {
@@ -256,6 +211,62 @@ func (e *env) targets(f *serverFlags, args []string, dash int) ([]target, error)
 		return nil, usagef("--bundle applies to one server; select it with --name")
 	}
 	return ts, nil
+}
+
+// configEntries reads the entries of --config as their hosts read them:
+// the file's, or with auto those of every file found, but the entries of
+// project-scoped files whose launch was not approved, unless --project.
+func (e *env) configEntries(f *serverFlags) ([]hostconfig.Entry, error) {
+	home, _ := os.UserHomeDir()
+	cwd, _ := os.Getwd()
+	o := hostconfig.Options{Home: home, Cwd: cwd, Lookup: e.lookupEnv, Inputs: map[string]string{}}
+	var err error
+	if o.Gate, err = e.configGate(f); err != nil {
+		return nil, err
+	}
+	for _, kv := range f.inputs {
+		id, v, ok := strings.Cut(kv, "=")
+		if !ok || id == "" {
+			return nil, usagef("--input wants ID=VALUE (the value is not shown here)")
+		}
+		o.Inputs[id] = v
+	}
+	if f.config != "auto" {
+		return hostconfig.Load(f.config, "", o)
+	}
+	es, files, searched, err := hostconfig.Discover(runtime.GOOS, o)
+	if err != nil {
+		return nil, err
+	}
+	if len(files) == 0 {
+		return nil, &hintError{&linesError{fmt.Errorf("%w; searched", hostconfig.ErrNoConfig), searched}, "give a file with --config PATH"}
+	}
+	var entries []hostconfig.Entry
+	var skipped []string
+	for _, en := range es {
+		if en.Project && !f.project && !en.NotStarted() {
+			ok := false
+			if f.launchApproved != nil && en.Launch != "" {
+				var err error
+				if ok, err = f.launchApproved(en.Launch); err != nil {
+					return nil, err
+				}
+			}
+			if !ok {
+				skipped = append(skipped, fmt.Sprintf("%s (%s)", en.Name, en.File))
+				continue
+			}
+		}
+		entries = append(entries, en)
+	}
+	if len(skipped) > 0 {
+		say(e.stderr, "etdi: not starting %d server(s) of project-scoped files, which the repository wrote: %s\n"+
+			"etdi: hint: review them, then pass --project to check them too\n", len(skipped), strings.Join(skipped, ", "))
+	}
+	if len(entries) == 0 {
+		return nil, &hintError{fmt.Errorf("no server to check in %s", strings.Join(files, ", ")), "pass --project to check the servers of project-scoped files"}
+	}
+	return entries, nil
 }
 
 // parseHeaders parses --header "Name: value" flags.

@@ -42,13 +42,8 @@ type runFlags struct {
 	lock                              lockFlags
 }
 
-func (e *env) runCmd() *cobra.Command {
-	var f runFlags
-	var pf pinFlags
-	cmd := &cobra.Command{
-		Use:   "run [--trust F] [--pins P] [--bundle B] [--name N] (-- CMD ARGS... | --url URL [--header \"Name: value\"])",
-		Short: "Run a server behind a gate: the host sees only approved tools and calls nothing else",
-		Long: `Run an MCP server behind etdi's runtime gate. A host launches etdi run
+// runHelp is the long help of etdi run.
+const runHelp = `Run an MCP server behind etdi's runtime gate. A host launches etdi run
 instead of the server (etdi wrap rewrites host configurations to do so):
 etdi starts the server (-- CMD ARGS...) or connects to a Streamable HTTP
 server (--url), speaks stdio with the host, and relays the session, so
@@ -139,7 +134,15 @@ not verify, 11 a rug pull (another implementation of approved tools; an
 older lockfile generation), 12 impersonation (a bundle served by a server
 it was not made for), 13 approval required, 14 revoked or expired (an
 expired lockfile). A lockfile that does not verify stops etdi before any
-session.`,
+session.`
+
+func (e *env) runCmd() *cobra.Command {
+	var f runFlags
+	var pf pinFlags
+	cmd := &cobra.Command{
+		Use:   "run [--trust F] [--pins P] [--bundle B] [--name N] (-- CMD ARGS... | --url URL [--header \"Name: value\"])",
+		Short: "Run a server behind a gate: the host sees only approved tools and calls nothing else",
+		Long:  runHelp,
 		Example: `  etdi run --name weather -- node server.js
   etdi run --name remote --url https://mcp.example.com/mcp --header-env Authorization=MCP_TOKEN
   etdi run --audit-calls --name files -- npx -y @modelcontextprotocol/server-filesystem@2026.8.31 ~/notes
