@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -55,6 +56,13 @@ type Options struct {
 	// pins record what served each tool. nil for a listing of no server
 	// (a saved file), which checks neither.
 	Origin *Origin
+	// Spec is the description of the server the listing comes from
+	// (Describe, DescribeEntry); nil for a saved listing or a bundle
+	// checked alone. Check reports a command that runs a package without
+	// a fixed version, or an image by a moving tag, as a moving_target
+	// warning (never recorded: it is about the command, not the tools),
+	// its message masked with the Spec's secrets.
+	Spec *ServerSpec
 	// InGate says the listing is a gate's (package gate sets it): under
 	// the update rule ask, an update of an unsigned server is relayed
 	// with a notice.
@@ -104,6 +112,9 @@ type Report struct {
 	verdicts map[[2]string]bool
 	// Recorded is the number of findings Check appended to the history.
 	Recorded int `json:"-"`
+	// command are the findings about the command that serves the listing
+	// (moving_target), which end Findings and are never recorded.
+	command []finding.Finding
 }
 
 // Observed returns the findings of verification (and of the unsigned
@@ -116,8 +127,26 @@ func (r *Report) After(c *pin.Comparison) *Report {
 	after := *r
 	after.verdicts = nil
 	after.Comparison, after.Tools = c, c.Tools
-	after.Findings = append(append([]finding.Finding{}, r.Observed()...), c.Findings...)
+	after.Findings = append(append(append([]finding.Finding{}, r.Observed()...), c.Findings...), r.command...)
 	return &after
+}
+
+// Since returns the findings of r, a report made after before (an
+// approval through it), as etdi check reports them: r's, with the
+// suspicious_text warnings before carried that r no longer does (an
+// approved tool is not scanned again), so that what was approved stays
+// on record; the findings about the command end them.
+func (r *Report) Since(before *Report) []finding.Finding {
+	own := r.Findings[:len(r.Findings)-len(r.command)]
+	out := append([]finding.Finding{}, own...)
+	for _, f := range before.Findings {
+		if f.Kind == finding.SuspiciousText && !slices.ContainsFunc(own, func(g finding.Finding) bool {
+			return g.Kind == f.Kind && g.Tool == f.Tool && g.Pointer == f.Pointer && g.Match == f.Match
+		}) {
+			out = append(out, f)
+		}
+	}
+	return append(out, r.command...)
 }
 
 // Blocked reports whether verification failed so that nothing was
@@ -337,12 +366,24 @@ func SignerOf(r *verify.Result) pin.SignerID {
 // with the pins in opts.Pins, appending to the history every error and
 // warning finding it does not already hold since the last decision about
 // its tool. l may be nil to check a bundle alone.
+//
+// With opts.Spec, a command that runs a moving target (a package without
+// a fixed version, an image by a moving tag) adds a moving_target
+// warning at the end of the findings, whether or not the tools were
+// compared; it is not recorded.
 func Check(ctx context.Context, l *Listing, opts Options) (*Report, error) {
 	r, err := Observe(ctx, l, opts)
-	if err != nil || r.Blocked() {
+	if err != nil {
 		return r, err
 	}
-	return r, r.compare(ctx)
+	if !r.Blocked() {
+		if err := r.compare(ctx); err != nil {
+			return r, err
+		}
+	}
+	r.command = opts.Spec.MovingTarget(r.Server)
+	r.Findings = append(r.Findings, r.command...)
+	return r, nil
 }
 
 // compare compares the observation with the pins and records findings:

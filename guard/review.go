@@ -297,7 +297,7 @@ func isNewServer(r *Report) bool {
 func findingGroups(r *Report) ([]string, map[string][]finding.Finding) {
 	groups := map[string][]finding.Finding{}
 	var order []string
-	for _, f := range r.Findings {
+	for _, f := range r.Findings[:len(r.Findings)-len(r.command)] { // the command's are no item's
 		key := pin.ItemRef(f.Item, f.Tool)
 		if f.Kind.AboutInstructions() {
 			key = instructionsKey

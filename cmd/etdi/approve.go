@@ -203,22 +203,6 @@ func (e *env) showInstructions(o *pin.Observation, c *pin.Comparison) {
 	}
 }
 
-// keepSuspicious returns the findings after an approval, with the
-// suspicious_text warnings found before it that after no longer carries
-// (an approved tool is not scanned again): what was approved stays on
-// record in the report.
-func keepSuspicious(before, after []finding.Finding) []finding.Finding {
-	out := append([]finding.Finding{}, after...)
-	for _, f := range before {
-		if f.Kind == finding.SuspiciousText && !slices.ContainsFunc(after, func(g finding.Finding) bool {
-			return g.Kind == f.Kind && g.Tool == f.Tool && g.Pointer == f.Pointer && g.Match == f.Match
-		}) {
-			out = append(out, f)
-		}
-	}
-	return out
-}
-
 // printSuspicious prints the suspicious_text warnings of the tools about
 // to be approved (all, or those named).
 func printSuspicious(w io.Writer, c *pin.Comparison, tools []string) {

@@ -99,17 +99,8 @@ type checkOutput struct {
 	ExitCode      int            `json:"exitCode"`
 }
 
-func (e *env) checkCmd() *cobra.Command {
-	var sf serverFlags
-	var pf pinFlags
-	var cf cedarFlags
-	var lf lockFlags
-	var asJSON, asSARIF, yes, interactive, acceptInstructions, quiet, verbose, exitZero bool
-	var sarifRoot, colourFlag string
-	cmd := &cobra.Command{
-		Use:   "check (--tools FILE | --server -- CMD... | --url URL | --config FILE|auto | --bundle BUNDLE)",
-		Short: "Check a server's tools against the trust policy and the approved pins",
-		Long: `Check what a server offers against the trust policy and the pin database,
+// checkHelp is the long help of etdi check.
+const checkHelp = `Check what a server offers against the trust policy and the pin database,
 before the server is launched.
 
 The tools come from a live server (--server -- CMD..., started over stdio;
@@ -187,7 +178,15 @@ same, but nothing is written (no finding recorded, no file created), and
 lockfile must be signed by that key: an unsigned or tampered lockfile
 exits 10 before anything is checked, one of a lower generation than a
 lockfile of that key accepted before (remembered in lock-generations.json
-beside the user's configuration) exits 11, and an expired one 14.`,
+beside the user's configuration) exits 11, and an expired one 14.`
+
+func (e *env) checkCmd() *cobra.Command {
+	var f checkFlags
+	sf, pf, cf, lf := &f.sf, &f.pf, &f.cf, &f.lf
+	cmd := &cobra.Command{
+		Use:   "check (--tools FILE | --server -- CMD... | --url URL | --config FILE|auto | --bundle BUNDLE)",
+		Short: "Check a server's tools against the trust policy and the approved pins",
+		Long:  checkHelp,
 		Example: `  etdi check --trust trust.json --pins pins.db --bundle weather.etdi.json --tools live.json
   etdi check --server -- node server.js --flag
   etdi check --url http://127.0.0.1:3001/mcp --header "Authorization: Bearer $TOKEN"
@@ -196,112 +195,7 @@ beside the user's configuration) exits 11, and an expired one 14.`,
   etdi check --config .cursor/mcp.json --sarif --exit-zero > etdi.sarif   # in CI, before upload-sarif
   etdi check --lock .etdi/etdi.lock.json --lock-key .etdi/audit.pub --config .vscode/mcp.json   # CI: the team's approvals, read-only`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if asJSON && asSARIF {
-				return usagef("--json and --sarif cannot be combined")
-			}
-			if cmd.Flags().Changed("sarif-root") && !asSARIF {
-				return usagef("--sarif-root applies to --sarif output")
-			}
-			var so sarifOptions
-			if asSARIF {
-				var err error
-				if so, err = newSarifOptions(sarifRoot, sf.policy); err != nil {
-					return err
-				}
-			}
-			if yes && interactive {
-				return usagef("--yes and --approve cannot be combined")
-			}
-			if quiet && verbose {
-				return usagef("--quiet and --verbose cannot be combined")
-			}
-			view := checkView{quiet: quiet, verbose: verbose}
-			if mode, err := colour.ParseMode(colourFlag); err != nil {
-				return usagef("%v", err)
-			} else {
-				view.paint = colour.New(colour.Enabled(mode, e.stdoutIsTerminal(), e.lookupEnv))
-			}
-			if lf.path != "" && yes {
-				return readOnlyLock("--yes")
-			}
-			if lf.path != "" && interactive {
-				return readOnlyLock("--approve")
-			}
-			if interactive && !e.stdinIsTerminal() {
-				return usagef("--approve asks questions and needs a terminal; use --yes in scripts")
-			}
-			sf.gatePins, sf.gateLock, sf.gateCedar = pf.path, lf.path, cf.files
-			remove, err := e.useLock(cmd, &lf, &pf)
-			if err != nil {
-				return err
-			}
-			defer remove()
-			e.quiet = quiet
-			raiseMemoryLimit()
-			sf.launchApproved = pf.launchChecker()
-			ts, err := e.targets(&sf, args, cmd.ArgsLenAtDash())
-			if err != nil {
-				return err
-			}
-			p, err := loadPolicy(sf.policy)
-			if err != nil {
-				return err
-			}
-			set, err := cf.load(sf.policy, p)
-			if err != nil {
-				return err
-			}
-			out := &checkOutput{SchemaVersion: jsonSchemaVersion, Servers: []*checkReport{}}
-			for i := range ts {
-				rep := e.checkTarget(&sf, &pf, &ts[i], p, set, yes, interactive, acceptInstructions)
-				addConfigFindings(rep, &ts[i])
-				out.Servers = append(out.Servers, rep)
-			}
-			out.ExitCode = combineExit(out.Servers)
-			out.Summary = summarize(out.Servers)
-			if sf.project && pf.lock == "" {
-				e.approveLaunches(&pf, ts, func(i int) (string, bool) {
-					return out.Servers[i].Server, out.Servers[i].ExitCode == exitOK
-				})
-			}
-			switch {
-			case asJSON:
-				if err := e.writeJSON(out); err != nil {
-					return err
-				}
-			case asSARIF:
-				if err := e.writeJSON(sarifLog(out, so)); err != nil {
-					return err
-				}
-			default:
-				printChecks(e.stdout, out.Servers, view)
-			}
-			switch out.ExitCode {
-			case exitOK:
-			case exitApproval:
-				if pf.lock != "" {
-					say(e.stderr, "etdi: approval required (exit 13): the lockfile %s does not approve the tools above; approve them into a pin database and write the lockfile again (etdi pin export --lock)\n", pf.lock)
-					break
-				}
-				say(e.stderr, "etdi: approval required (exit 13): review the tools above, then run etdi pin approve with the same inputs, or check again with --approve%s\n", instructionsHint(out.Servers))
-			default:
-				say(e.stderr, "etdi: check failed (exit %d)\n", out.ExitCode)
-			}
-			if blockedUnsigned(out.Servers) {
-				fmt.Fprintf(e.stderr, "etdi: hint: a server without a signed bundle is blocked by the trust policy (unsigned: block, the default).\n"+
-					"etdi: hint: to review and pin unsigned servers by digest instead, with a warning on each check: etdi trust unsigned warn --trust %s\n", sf.policy)
-			}
-			if len(out.Servers) > 1 && !(quiet && out.ExitCode == exitOK) {
-				say(e.stderr, "etdi: %s\n", out.Summary)
-			}
-			if out.ExitCode != exitOK && exitZero {
-				say(e.stderr, "etdi: exiting 0 instead of %d (--exit-zero)\n", out.ExitCode)
-				return nil
-			}
-			if out.ExitCode != exitOK {
-				return &exitCodeError{out.ExitCode}
-			}
-			return nil
+			return e.runCheck(cmd, &f, args)
 		},
 	}
 	sf.register(cmd.Flags(), e)
@@ -310,17 +204,154 @@ beside the user's configuration) exits 11, and an expired one 14.`,
 	pf.registerBy(cmd.Flags())
 	cf.register(cmd.Flags())
 	lf.register(cmd.Flags(), lockHelp)
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the report as JSON")
-	cmd.Flags().BoolVar(&asSARIF, "sarif", false, "print the findings as SARIF 2.1.0, for code scanning")
-	cmd.Flags().StringVar(&sarifRoot, "sarif-root", "", "with --sarif: the repository root that result locations are relative to (default: the working directory)")
-	cmd.Flags().BoolVar(&exitZero, "exit-zero", false, "exit 0 once the report is printed, whatever it found (usage errors still exit 2); for CI steps that upload SARIF and gate elsewhere")
-	cmd.Flags().BoolVar(&yes, "yes", false, "approve new tools and new versions without asking, and print what was approved")
-	cmd.Flags().BoolVar(&interactive, "approve", false, "on a terminal, show each new or changed tool and ask whether to approve it")
-	cmd.Flags().BoolVar(&acceptInstructions, "accept-instructions", false, "with --yes: also accept changed server instructions")
-	cmd.Flags().BoolVarP(&quiet, "quiet", "q", false, "print only the servers that are not ok, their errors, and the summary")
-	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "print every server in full: every tool with its digest and status, and every finding")
-	cmd.Flags().StringVar(&colourFlag, "color", "auto", "colour the report: auto (on a terminal, unless NO_COLOR is set), always or never")
+	cmd.Flags().BoolVar(&f.asJSON, "json", false, "print the report as JSON")
+	cmd.Flags().BoolVar(&f.asSARIF, "sarif", false, "print the findings as SARIF 2.1.0, for code scanning")
+	cmd.Flags().StringVar(&f.sarifRoot, "sarif-root", "", "with --sarif: the repository root that result locations are relative to (default: the working directory)")
+	cmd.Flags().BoolVar(&f.exitZero, "exit-zero", false, "exit 0 once the report is printed, whatever it found (usage errors still exit 2); for CI steps that upload SARIF and gate elsewhere")
+	cmd.Flags().BoolVar(&f.yes, "yes", false, "approve new tools and new versions without asking, and print what was approved")
+	cmd.Flags().BoolVar(&f.interactive, "approve", false, "on a terminal, show each new or changed tool and ask whether to approve it")
+	cmd.Flags().BoolVar(&f.acceptInstructions, "accept-instructions", false, "with --yes: also accept changed server instructions")
+	cmd.Flags().BoolVarP(&f.quiet, "quiet", "q", false, "print only the servers that are not ok, their errors, and the summary")
+	cmd.Flags().BoolVarP(&f.verbose, "verbose", "v", false, "print every server in full: every tool with its digest and status, and every finding")
+	cmd.Flags().StringVar(&f.colourFlag, "color", "auto", "colour the report: auto (on a terminal, unless NO_COLOR is set), always or never")
 	return cmd
+}
+
+// checkFlags are the flags of etdi check.
+type checkFlags struct {
+	sf                                                                              serverFlags
+	pf                                                                              pinFlags
+	cf                                                                              cedarFlags
+	lf                                                                              lockFlags
+	asJSON, asSARIF, yes, interactive, acceptInstructions, quiet, verbose, exitZero bool
+	sarifRoot, colourFlag                                                           string
+}
+
+// runCheck checks every server the flags name, prints the report and
+// ends with its exit code.
+func (e *env) runCheck(cmd *cobra.Command, f *checkFlags, args []string) error {
+	view, so, err := e.checkOutputFlags(cmd, f)
+	if err != nil {
+		return err
+	}
+	sf, pf := &f.sf, &f.pf
+	sf.gatePins, sf.gateLock, sf.gateCedar = pf.path, f.lf.path, f.cf.files
+	remove, err := e.useLock(cmd, &f.lf, pf)
+	if err != nil {
+		return err
+	}
+	defer remove()
+	e.quiet = f.quiet
+	raiseMemoryLimit()
+	sf.launchApproved = pf.launchChecker()
+	ts, err := e.targets(sf, args, cmd.ArgsLenAtDash())
+	if err != nil {
+		return err
+	}
+	p, err := loadPolicy(sf.policy)
+	if err != nil {
+		return err
+	}
+	set, err := f.cf.load(sf.policy, p)
+	if err != nil {
+		return err
+	}
+	out := &checkOutput{SchemaVersion: jsonSchemaVersion, Servers: []*checkReport{}}
+	for i := range ts {
+		rep := e.checkTarget(sf, pf, &ts[i], p, set, f.yes, f.interactive, f.acceptInstructions)
+		addConfigFindings(rep, &ts[i])
+		out.Servers = append(out.Servers, rep)
+	}
+	out.ExitCode = combineExit(out.Servers)
+	out.Summary = summarize(out.Servers)
+	if sf.project && pf.lock == "" {
+		e.approveLaunches(pf, ts, func(i int) (string, bool) {
+			return out.Servers[i].Server, out.Servers[i].ExitCode == exitOK
+		})
+	}
+	switch {
+	case f.asJSON:
+		err = e.writeJSON(out)
+	case f.asSARIF:
+		err = e.writeJSON(sarifLog(out, so))
+	default:
+		printChecks(e.stdout, out.Servers, view)
+	}
+	if err != nil {
+		return err
+	}
+	return e.checkExit(f, out)
+}
+
+// checkOutputFlags checks the flags of etdi check that combine, and
+// returns how the report is printed.
+func (e *env) checkOutputFlags(cmd *cobra.Command, f *checkFlags) (checkView, sarifOptions, error) {
+	var so sarifOptions
+	if f.asJSON && f.asSARIF {
+		return checkView{}, so, usagef("--json and --sarif cannot be combined")
+	}
+	if cmd.Flags().Changed("sarif-root") && !f.asSARIF {
+		return checkView{}, so, usagef("--sarif-root applies to --sarif output")
+	}
+	if f.asSARIF {
+		var err error
+		if so, err = newSarifOptions(f.sarifRoot, f.sf.policy); err != nil {
+			return checkView{}, so, err
+		}
+	}
+	if f.yes && f.interactive {
+		return checkView{}, so, usagef("--yes and --approve cannot be combined")
+	}
+	if f.quiet && f.verbose {
+		return checkView{}, so, usagef("--quiet and --verbose cannot be combined")
+	}
+	view := checkView{quiet: f.quiet, verbose: f.verbose}
+	mode, err := colour.ParseMode(f.colourFlag)
+	if err != nil {
+		return checkView{}, so, usagef("%v", err)
+	}
+	view.paint = colour.New(colour.Enabled(mode, e.stdoutIsTerminal(), e.lookupEnv))
+	if f.lf.path != "" && f.yes {
+		return checkView{}, so, readOnlyLock("--yes")
+	}
+	if f.lf.path != "" && f.interactive {
+		return checkView{}, so, readOnlyLock("--approve")
+	}
+	if f.interactive && !e.stdinIsTerminal() {
+		return checkView{}, so, usagef("--approve asks questions and needs a terminal; use --yes in scripts")
+	}
+	return view, so, nil
+}
+
+// checkExit says on standard error what the exit code of etdi check
+// means and how to go on, and ends with it (0 with --exit-zero).
+func (e *env) checkExit(f *checkFlags, out *checkOutput) error {
+	switch out.ExitCode {
+	case exitOK:
+	case exitApproval:
+		if f.pf.lock != "" {
+			say(e.stderr, "etdi: approval required (exit 13): the lockfile %s does not approve the tools above; approve them into a pin database and write the lockfile again (etdi pin export --lock)\n", f.pf.lock)
+			break
+		}
+		say(e.stderr, "etdi: approval required (exit 13): review the tools above, then run etdi pin approve with the same inputs, or check again with --approve%s\n", instructionsHint(out.Servers))
+	default:
+		say(e.stderr, "etdi: check failed (exit %d)\n", out.ExitCode)
+	}
+	if blockedUnsigned(out.Servers) {
+		fmt.Fprintf(e.stderr, "etdi: hint: a server without a signed bundle is blocked by the trust policy (unsigned: block, the default).\n"+
+			"etdi: hint: to review and pin unsigned servers by digest instead, with a warning on each check: etdi trust unsigned warn --trust %s\n", f.sf.policy)
+	}
+	if len(out.Servers) > 1 && !(f.quiet && out.ExitCode == exitOK) {
+		say(e.stderr, "etdi: %s\n", out.Summary)
+	}
+	if out.ExitCode != exitOK && f.exitZero {
+		say(e.stderr, "etdi: exiting 0 instead of %d (--exit-zero)\n", out.ExitCode)
+		return nil
+	}
+	if out.ExitCode != exitOK {
+		return &exitCodeError{out.ExitCode}
+	}
+	return nil
 }
 
 // stdoutIsTerminal reports whether standard output is a terminal.
@@ -362,20 +393,8 @@ func (e *env) checkTarget(sf *serverFlags, pf *pinFlags, t *target, p *trust.Pol
 		rep.Error, rep.ExitCode = err.Error(), exitError
 		return rep
 	}
-	if en := t.entry; en != nil {
-		rep.Wrapped = en.Wrapped
-		if en.Disabled {
-			rep.Disabled, rep.HostHonoursDisabled = true, string(en.HostHonoursDisabled)
-		}
-		rep.Program, rep.Ignored = t.secrets.String(en.Program), en.Ignored
-		if en.NotStarted() {
-			return rep // the host does not start it: nothing to check
-		}
-		if f := entryFinding(en, &t.secrets); f != nil {
-			rep.Findings = append(rep.Findings, *f)
-			rep.ExitCode = exitFor(rep.Findings)
-			return rep
-		}
+	if entryChecked(rep, t) {
+		return rep
 	}
 	if len(t.problems) > 0 {
 		return fail(fmt.Errorf("not checked: %s", strings.Join(t.problems, "; ")))
@@ -386,7 +405,7 @@ func (e *env) checkTarget(sf *serverFlags, pf *pinFlags, t *target, p *trust.Pol
 	}
 	rep.Verification = r.Verification
 	if r.Blocked() {
-		rep.Findings = append(append(rep.Findings, r.Findings...), movingTarget(t, r.Server)...)
+		rep.Findings = append(rep.Findings, r.Findings...)
 		rep.ExitCode = r.ExitCode()
 		return rep
 	}
@@ -428,9 +447,33 @@ func (e *env) checkTarget(sf *serverFlags, pf *pinFlags, t *target, p *trust.Pol
 		return fail(e.guardError(err))
 	}
 	rep.Server, rep.Tools, rep.guarded = after.Server, after.Tools, after
-	rep.Findings = append(keepSuspicious(r.Findings, after.Findings), movingTarget(t, r.Server)...)
+	rep.Findings = after.Since(r)
 	rep.ExitCode = exitFor(rep.Findings)
 	return rep
+}
+
+// entryChecked puts what a host configuration entry says of its server
+// into rep, and reports whether that is all there is to check: the host
+// does not start the server, or etdi does not (entryFinding).
+func entryChecked(rep *checkReport, t *target) bool {
+	en := t.entry
+	if en == nil {
+		return false
+	}
+	rep.Wrapped = en.Wrapped
+	if en.Disabled {
+		rep.Disabled, rep.HostHonoursDisabled = true, string(en.HostHonoursDisabled)
+	}
+	rep.Program, rep.Ignored = t.secrets.String(en.Program), en.Ignored
+	if en.NotStarted() {
+		return true // the host does not start it: nothing to check
+	}
+	if f := entryFinding(en, &t.secrets); f != nil {
+		rep.Findings = append(rep.Findings, *f)
+		rep.ExitCode = exitFor(rep.Findings)
+		return true
+	}
+	return false
 }
 
 // entryFinding is the finding of a host configuration entry that etdi

@@ -18,15 +18,8 @@ import (
 // and tools never seen, nothing that changed.
 var initCategories = []guard.Category{guard.CategoryNewServers, guard.CategoryNewTools}
 
-func (e *env) initCmd() *cobra.Command {
-	var sf serverFlags
-	var pf pinFlags
-	var unsigned string
-	var yes, noWrap bool
-	cmd := &cobra.Command{
-		Use:   "init [--unsigned warn|block] [--yes] [--no-wrap]",
-		Short: "Protect every host's MCP servers in one step: trust policy, review, approval, wrapping",
-		Long: `Set etdi up from nothing, or see that it still is: create the trust
+// initHelp is the long help of etdi init.
+const initHelp = `Set etdi up from nothing, or see that it still is: create the trust
 policy if there is none (asking on a terminal whether servers without a
 signed bundle are reviewed and pinned, warn, or refused, block; or as
 --unsigned says), find every host configuration (as --config auto does),
@@ -51,7 +44,17 @@ Exit codes: 0 when every server is ok; 13 when something still needs
 approval; 10, 11, 12 or 14 when a server is blocked by a security
 finding; 1 when a server could not be checked or an entry could not be
 wrapped; 2 a usage error (such as no trust policy, no terminal and no
---unsigned).`,
+--unsigned).`
+
+func (e *env) initCmd() *cobra.Command {
+	var sf serverFlags
+	var pf pinFlags
+	var unsigned string
+	var yes, noWrap bool
+	cmd := &cobra.Command{
+		Use:   "init [--unsigned warn|block] [--yes] [--no-wrap]",
+		Short: "Protect every host's MCP servers in one step: trust policy, review, approval, wrapping",
+		Long:  initHelp,
 		Example: `  etdi init
   etdi init --unsigned warn --yes`,
 		Args: exactArgs(0),
@@ -102,32 +105,7 @@ wrapped; 2 a usage error (such as no trust policy, no terminal and no
 			if !interactive {
 				printCompact(e.stdout, rv, true)
 			}
-			left := guard.Pending(rv.reports)
-			if !interactive {
-				for _, it := range left {
-					say(e.stdout, "pending %s: %s %s\n", it.Category, rv.where(it.Report), itemText(it))
-				}
-			}
-			say(e.stderr, "etdi: %s; %d pending\n", summarize(rv.reps), len(left))
-			if len(left) > 0 {
-				fmt.Fprint(e.stderr, decideHint("decide what is pending", left))
-			}
-			code := combineExit(rv.reps)
-			if wrapErr != nil {
-				if code == exitOK || code == exitApproval {
-					code = exitError // a security finding stays the code
-				}
-				var ec *exitCodeError
-				if errors.As(wrapErr, &ec) {
-					say(e.stderr, "etdi: some entries were not wrapped (above); etdi wrap --config auto says why again\n")
-				} else {
-					say(e.stderr, "etdi: error: wrapping: %v\n", wrapErr)
-				}
-			}
-			if code != exitOK {
-				return &exitCodeError{code}
-			}
-			return nil
+			return e.initExit(rv, interactive, wrapErr)
 		},
 	}
 	fl := cmd.Flags()
@@ -141,6 +119,38 @@ wrapped; 2 a usage error (such as no trust policy, no terminal and no
 	pf.register(fl, e)
 	pf.registerBy(fl)
 	return cmd
+}
+
+// initExit prints what is left pending after etdi init and the summary,
+// and ends with the exit code: that of the checks, or 1 when an entry
+// could not be wrapped and no security finding is worse.
+func (e *env) initExit(rv *reviewed, interactive bool, wrapErr error) error {
+	left := guard.Pending(rv.reports)
+	if !interactive {
+		for _, it := range left {
+			say(e.stdout, "pending %s: %s %s\n", it.Category, rv.where(it.Report), itemText(it))
+		}
+	}
+	say(e.stderr, "etdi: %s; %d pending\n", summarize(rv.reps), len(left))
+	if len(left) > 0 {
+		fmt.Fprint(e.stderr, decideHint("decide what is pending", left))
+	}
+	code := combineExit(rv.reps)
+	if wrapErr != nil {
+		if code == exitOK || code == exitApproval {
+			code = exitError // a security finding stays the code
+		}
+		var ec *exitCodeError
+		if errors.As(wrapErr, &ec) {
+			say(e.stderr, "etdi: some entries were not wrapped (above); etdi wrap --config auto says why again\n")
+		} else {
+			say(e.stderr, "etdi: error: wrapping: %v\n", wrapErr)
+		}
+	}
+	if code != exitOK {
+		return &exitCodeError{code}
+	}
+	return nil
 }
 
 // initPolicy creates the trust policy at path when there is none, with

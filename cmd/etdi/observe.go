@@ -15,7 +15,6 @@ import (
 	"github.com/etdi-dev/etdi/finding"
 	"github.com/etdi-dev/etdi/guard"
 	"github.com/etdi-dev/etdi/internal/hostconfig"
-	"github.com/etdi-dev/etdi/internal/identity"
 	"github.com/etdi-dev/etdi/internal/redact"
 	"github.com/etdi-dev/etdi/pin"
 	"github.com/etdi-dev/etdi/trust"
@@ -88,8 +87,11 @@ func (f *serverFlags) registerConfig(fs *pflag.FlagSet) {
 	fs.BoolVar(&f.project, "project", false, "with --config auto: also start the servers of project-scoped files in the working directory (.mcp.json, .vscode/mcp.json, ...)")
 }
 
-// target is one server to check.
+// target is one server to check: its description (guard.ServerSpec,
+// nil for a saved listing or a bundle checked alone), as the commands
+// read it, and where its findings point.
 type target struct {
+	spec *guard.ServerSpec
 	// label describes the server in output.
 	label string
 	// name is the identity of the server if it has no bundle.
@@ -169,137 +171,35 @@ func (e *env) targets(f *serverFlags, args []string, dash int) ([]target, error)
 		}
 		return []target{{label: f.tools, name: f.name, toolsFile: f.tools, location: f.tools}}, nil
 	case f.server:
-		t := target{label: strings.Join(redact.Args(f.argv), " "), name: f.name, argv: f.argv, env: os.Environ(), location: f.bundle}
-		t.secrets.AddArgs(f.argv)
-		if t.name == "" {
-			t.name = identity.CommandFor(f.argv, "", &t.secrets)
-		}
-		t.credentials = guard.CommandCredentials(f.argv)
+		t := targetOf(guard.Describe(f.argv, "", nil, f.name, os.Environ(), false))
+		t.location = f.bundle
 		return []target{t}, nil
 	case f.url != "":
-		h := http.Header{}
-		for i, kv := range f.headers {
-			k, v, ok := strings.Cut(kv, ":")
-			if !ok || strings.TrimSpace(k) == "" {
-				// Not quoted: a malformed header may be all secret.
-				return nil, usagef("--header #%d (%d bytes, not shown): want \"Name: value\"", i+1, len(kv))
-			}
-			h.Add(strings.TrimSpace(k), strings.TrimSpace(v))
+		h, err := parseHeaders(f.headers)
+		if err != nil {
+			return nil, err
 		}
-		t := target{label: redact.URL(f.url), name: f.name, url: f.url, headers: h, location: f.bundle}
-		t.secrets.AddURL(f.url)
-		for _, vs := range h {
-			t.secrets.Add(vs...)
-		}
-		if t.name == "" {
-			if t.name = identity.URL(f.url); t.secrets.Holds(t.name) {
-				t.name = ""
-			}
-		}
-		t.credentials = guard.URLCredentials(f.url, h)
+		t := targetOf(guard.Describe(nil, f.url, h, f.name, nil, false))
+		t.location = f.bundle
 		return []target{t}, nil
 	}
-	// --config
-	home, _ := os.UserHomeDir()
-	cwd, _ := os.Getwd()
-	o := hostconfig.Options{Home: home, Cwd: cwd, Lookup: e.lookupEnv, Inputs: map[string]string{}}
-	var err error
-	if o.Gate, err = e.configGate(f); err != nil {
+	return e.configTargets(f)
+}
+
+// configTargets are the servers of --config: every entry of the file (or
+// of every file found, with auto), or the one --name selects.
+func (e *env) configTargets(f *serverFlags) ([]target, error) {
+	entries, err := e.configEntries(f)
+	if err != nil {
 		return nil, err
-	}
-	for _, kv := range f.inputs {
-		id, v, ok := strings.Cut(kv, "=")
-		if !ok || id == "" {
-			return nil, usagef("--input wants ID=VALUE (the value is not shown here)")
-		}
-		o.Inputs[id] = v
-	}
-	var entries []hostconfig.Entry
-	if f.config == "auto" {
-		es, files, searched, err := hostconfig.Discover(runtime.GOOS, o)
-		if err != nil {
-			return nil, err
-		}
-		if len(files) == 0 {
-			return nil, &hintError{&linesError{fmt.Errorf("%w; searched", hostconfig.ErrNoConfig), searched}, "give a file with --config PATH"}
-		}
-		var skipped []string
-		for _, en := range es {
-			if en.Project && !f.project && !en.NotStarted() {
-				ok := false
-				if f.launchApproved != nil && en.Launch != "" {
-					var err error
-					if ok, err = f.launchApproved(en.Launch); err != nil {
-						return nil, err
-					}
-				}
-				if !ok {
-					skipped = append(skipped, fmt.Sprintf("%s (%s)", en.Name, en.File))
-					continue
-				}
-			}
-			entries = append(entries, en)
-		}
-		if len(skipped) > 0 {
-			say(e.stderr, "etdi: not starting %d server(s) of project-scoped files, which the repository wrote: %s\n"+
-				"etdi: hint: review them, then pass --project to check them too\n", len(skipped), strings.Join(skipped, ", "))
-		}
-		if len(entries) == 0 {
-			return nil, &hintError{fmt.Errorf("no server to check in %s", strings.Join(files, ", ")), "pass --project to check the servers of project-scoped files"}
-		}
-	} else {
-		es, err := hostconfig.Load(f.config, "", o)
-		if err != nil {
-			return nil, err
-		}
-		entries = es
 	}
 	var ts []target
 	for _, en := range entries {
 		if f.name != "" && en.Name != f.name {
 			continue
 		}
-		label := fmt.Sprintf("%s (%s, %s)", en.Name, en.Host, en.File)
-		if en.Host == "" { // a file of no known host
-			label = fmt.Sprintf("%s (%s)", en.Name, en.File)
-		}
-		t := target{label: label, name: en.Name, location: en.File, line: en.Line,
-			problems: en.Problems, url: en.URL, dir: en.Cwd, project: en.Project, launch: en.Launch, bundle: en.Bundle}
-		t.entry = &en
-		if en.Dir != "" {
-			t.dir = en.Dir // where the host starts it
-		}
-		if t.bundle != "" && !filepath.IsAbs(t.bundle) && t.dir != "" {
-			t.bundle = filepath.Join(t.dir, t.bundle)
-		}
-		en.AddSecrets(&t.secrets)
-		t.credentials = credentialsOfEntry(&en)
-		if en.Command != "" && en.Program != "" && en.Ambiguous == "" && !en.NotStarted() {
-			// The program the host starts, found as the host finds it,
-			// never on etdi's own PATH.
-			t.argv = append([]string{en.Program}, en.Args...)
-			t.env = os.Environ()
-			for _, k := range en.EnvKeys {
-				t.env = append(t.env, k+"="+en.Env[k])
-				// Set to etdi's own value (an expansion of it), a variable is
-				// not set for the server on purpose: it would pass on what
-				// etdi read (guard.ServerEnv removes it then).
-				if own, ok := e.lookupEnv(k); !ok || own != en.Env[k] {
-					t.keepEnv = append(t.keepEnv, k)
-				}
-			}
-		}
-		if en.Ambiguous != "" || en.NotStarted() {
-			t.url, t.launch = "", ""
-		}
-		if len(en.Headers) > 0 {
-			t.headers = http.Header{}
-			for k, v := range en.Headers {
-				t.headers.Set(k, v)
-			}
-		}
-		t.problems = redactAll(&t.secrets, t.problems)
-		t.findings = configFindings(&en, &t.secrets)
+		t := targetOf(guard.DescribeEntry(&en, e.lookupEnv, os.Environ()))
+		t.location, t.line, t.project = en.File, en.Line, en.Project
 		ts = append(ts, t)
 	}
 	if len(ts) == 0 {
@@ -314,13 +214,71 @@ func (e *env) targets(f *serverFlags, args []string, dash int) ([]target, error)
 	return ts, nil
 }
 
-// redactAll redacts each string of ss.
-func redactAll(secrets *redact.Set, ss []string) []string {
-	out := make([]string, len(ss))
-	for i, x := range ss {
-		out[i] = secrets.String(x)
+// configEntries reads the entries of --config as their hosts read them:
+// the file's, or with auto those of every file found, but the entries of
+// project-scoped files whose launch was not approved, unless --project.
+func (e *env) configEntries(f *serverFlags) ([]hostconfig.Entry, error) {
+	home, _ := os.UserHomeDir()
+	cwd, _ := os.Getwd()
+	o := hostconfig.Options{Home: home, Cwd: cwd, Lookup: e.lookupEnv, Inputs: map[string]string{}}
+	var err error
+	if o.Gate, err = e.configGate(f); err != nil {
+		return nil, err
 	}
-	return out
+	for _, kv := range f.inputs {
+		id, v, ok := strings.Cut(kv, "=")
+		if !ok || id == "" {
+			return nil, usagef("--input wants ID=VALUE (the value is not shown here)")
+		}
+		o.Inputs[id] = v
+	}
+	if f.config != "auto" {
+		return hostconfig.Load(f.config, "", o)
+	}
+	es, files, searched, err := hostconfig.Discover(runtime.GOOS, o)
+	if err != nil {
+		return nil, err
+	}
+	if len(files) == 0 {
+		return nil, &hintError{&linesError{fmt.Errorf("%w; searched", hostconfig.ErrNoConfig), searched}, "give a file with --config PATH"}
+	}
+	var entries []hostconfig.Entry
+	var skipped []string
+	for _, en := range es {
+		if en.Project && !f.project && !en.NotStarted() {
+			ok := false
+			if f.launchApproved != nil && en.Launch != "" {
+				var err error
+				if ok, err = f.launchApproved(en.Launch); err != nil {
+					return nil, err
+				}
+			}
+			if !ok {
+				skipped = append(skipped, fmt.Sprintf("%s (%s)", en.Name, en.File))
+				continue
+			}
+		}
+		entries = append(entries, en)
+	}
+	if len(skipped) > 0 {
+		say(e.stderr, "etdi: not starting %d server(s) of project-scoped files, which the repository wrote: %s\n"+
+			"etdi: hint: review them, then pass --project to check them too\n", len(skipped), strings.Join(skipped, ", "))
+	}
+	if len(entries) == 0 {
+		return nil, &hintError{fmt.Errorf("no server to check in %s", strings.Join(files, ", ")), "pass --project to check the servers of project-scoped files"}
+	}
+	return entries, nil
+}
+
+// parseHeaders parses --header "Name: value" flags.
+func parseHeaders(kvs []string) (http.Header, error) {
+	h, err := guard.ParseHeaders(kvs)
+	var he *guard.HeaderError
+	if errors.As(err, &he) {
+		// Not quoted: a malformed header may be all secret.
+		return nil, usagef("--header #%d (%d bytes, not shown): want \"Name: value\"", he.Index+1, he.Len)
+	}
+	return h, err
 }
 
 // pinFlags locate the pin database: a file, or a store in etcd.
@@ -490,7 +448,7 @@ func (e *env) guardOptions(f *serverFlags, pf *pinFlags, t *target, p *trust.Pol
 	if err != nil {
 		return guard.Options{}, err
 	}
-	opts := guard.Options{Policy: p, Name: t.name, Now: now, Credentials: t.credentials,
+	opts := guard.Options{Policy: p, Name: t.name, Now: now, Credentials: t.credentials, Spec: t.spec,
 		Tokens: func() verify.TokenVerifier { return e.tokenVerifier(now) }}
 	if bundle := cmp.Or(f.bundle, t.bundle); bundle != "" {
 		data, err := e.readInput(bundle)
@@ -519,6 +477,9 @@ func (e *env) observe(f *serverFlags, pf *pinFlags, t *target, p *trust.Policy, 
 		return nil, err
 	}
 	t.secretEnv = guard.SecretEnv(p)
+	if t.spec != nil {
+		t.spec.SecretEnv = t.secretEnv
+	}
 	if t.toolsFile == "" && (len(t.argv) > 0 || t.url != "") {
 		// What the command runs is resolved before it is started.
 		opts.Origin = guard.ResolveOrigin(e.ctx, t.server())
@@ -603,22 +564,15 @@ func auditKeyPaths(pins, key string) (string, string) {
 	return key, strings.TrimSuffix(key, ".key") + ".pub"
 }
 
-// server is the guard.Launch of a live target.
-func (t *target) server() guard.Launch {
-	if len(t.argv) == 0 {
-		return guard.Launch{URL: t.url, Header: t.headers}
-	}
-	return guard.Launch{Command: t.argv, Env: guard.ServerEnv(t.env, t.secretEnv, t.keepEnv), SecretEnv: t.secretEnv, KeepEnv: t.keepEnv, Dir: t.dir}
+// targetOf is the target of a server's description.
+func targetOf(s *guard.ServerSpec) target {
+	return target{spec: s, label: s.Label, name: s.Name, argv: s.Command, env: s.Env, dir: s.Dir, url: s.URL, headers: s.Header,
+		problems: s.Problems, bundle: s.Bundle, launch: s.Launch, secrets: s.Secrets, credentials: s.Credentials,
+		findings: s.Findings, entry: s.Entry, keepEnv: s.KeepEnv}
 }
 
-// movingTarget is the moving_target warning of a command that runs a
-// package without a fixed version or an image by a moving tag.
-func movingTarget(t *target, server string) []finding.Finding {
-	if t.toolsFile != "" || len(t.argv) == 0 {
-		return nil
-	}
-	if moving, what := guard.MovingTarget(t.argv); moving {
-		return []finding.Finding{{Kind: finding.MovingTarget, Severity: finding.Warning, Server: server, Message: t.secrets.String(what)}}
-	}
-	return nil
+// server is the guard.Launch of a live target.
+func (t *target) server() guard.Launch {
+	s := guard.ServerSpec{Command: t.argv, Env: t.env, SecretEnv: t.secretEnv, KeepEnv: t.keepEnv, Dir: t.dir, URL: t.url, Header: t.headers}
+	return s.Server()
 }

@@ -169,7 +169,7 @@ func (rv *reviewed) settle(applied []guard.Applied) {
 		rep, t := rv.reps[a.Report], &rv.ts[a.Report]
 		rv.reports[a.Report] = a.After
 		rep.guarded, rep.Tools = a.After, a.After.Tools
-		rep.Findings = append(append(append([]finding.Finding{}, t.findings...), a.After.Findings...), movingTarget(t, a.After.Server)...)
+		rep.Findings = append(append([]finding.Finding{}, t.findings...), a.After.Findings...)
 		rep.ExitCode = exitFor(rep.Findings)
 		if a.Result != nil {
 			rep.Approved = append(rep.Approved, a.Result.Approved...)

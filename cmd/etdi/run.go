@@ -19,10 +19,10 @@ import (
 	"github.com/etdi-dev/etdi/finding"
 	"github.com/etdi-dev/etdi/gate"
 	"github.com/etdi-dev/etdi/guard"
-	"github.com/etdi-dev/etdi/internal/identity"
 	"github.com/etdi-dev/etdi/internal/redact"
 	"github.com/etdi-dev/etdi/internal/termtext"
 	"github.com/etdi-dev/etdi/pin"
+	"github.com/etdi-dev/etdi/trust"
 	"github.com/etdi-dev/etdi/verify"
 	"github.com/spf13/cobra"
 )
@@ -44,13 +44,8 @@ type runFlags struct {
 	lock                              lockFlags
 }
 
-func (e *env) runCmd() *cobra.Command {
-	var f runFlags
-	var pf pinFlags
-	cmd := &cobra.Command{
-		Use:   "run [--trust F] [--pins P] [--bundle B] [--name N] (-- CMD ARGS... | --url URL [--header \"Name: value\"])",
-		Short: "Run a server behind a gate: the host sees only approved tools and calls nothing else",
-		Long: `Run an MCP server behind etdi's runtime gate. A host launches etdi run
+// runHelp is the long help of etdi run.
+const runHelp = `Run an MCP server behind etdi's runtime gate. A host launches etdi run
 instead of the server (etdi wrap rewrites host configurations to do so):
 etdi starts the server (-- CMD ARGS...) or connects to a Streamable HTTP
 server (--url), speaks stdio with the host, and relays the session, so
@@ -141,7 +136,15 @@ not verify, 11 a rug pull (another implementation of approved tools; an
 older lockfile generation), 12 impersonation (a bundle served by a server
 it was not made for), 13 approval required, 14 revoked or expired (an
 expired lockfile). A lockfile that does not verify stops etdi before any
-session.`,
+session.`
+
+func (e *env) runCmd() *cobra.Command {
+	var f runFlags
+	var pf pinFlags
+	cmd := &cobra.Command{
+		Use:   "run [--trust F] [--pins P] [--bundle B] [--name N] (-- CMD ARGS... | --url URL [--header \"Name: value\"])",
+		Short: "Run a server behind a gate: the host sees only approved tools and calls nothing else",
+		Long:  runHelp,
 		Example: `  etdi run --name weather -- node server.js
   etdi run --name remote --url https://mcp.example.com/mcp --header-env Authorization=MCP_TOKEN
   etdi run --audit-calls --name files -- npx -y @modelcontextprotocol/server-filesystem@2026.8.31 ~/notes
@@ -173,132 +176,43 @@ session.`,
 	return cmd
 }
 
-// runGate runs the session.
+// runGate runs the session: the server the flags describe, behind a
+// gate, or a refusal when what it would run is not what was approved.
 func (e *env) runGate(cmd *cobra.Command, f *runFlags, pf *pinFlags, args []string) error {
-	dash := cmd.ArgsLenAtDash()
-	var argv []string
-	switch {
-	case dash >= 0 && f.url != "":
-		return usagef("give either -- CMD ARGS... or --url URL, not both")
-	case dash >= 0:
-		argv = args[dash:]
-		if len(argv) == 0 {
-			return usagef("nothing after --: give the server command, e.g. etdi run --name weather -- node server.js")
-		}
-	case f.url == "":
-		return usagef("give the server: -- CMD ARGS... or --url URL")
-	case len(args) > 0:
-		return usagef("unexpected arguments %q (a server command goes after --)", args)
-	}
-	if f.listenTokenFile != "" && f.listen == "" {
-		return usagef("--listen-token-file goes with --listen")
-	}
-	for _, name := range []string{"max-sessions", "idle-timeout"} {
-		if cmd.Flags().Changed(name) && f.listen == "" {
-			return usagef("--%s goes with --listen", name)
-		}
-	}
-	if f.maxSessions < 1 || f.idleTimeout <= 0 {
-		return usagef("--max-sessions is at least 1 and --idle-timeout more than 0 (e.g. --max-sessions 4 --idle-timeout 30m)")
-	}
-	for _, name := range f.passEnv {
-		if name == "" || strings.Contains(name, "=") {
-			return usagef("--pass-env %q: want a variable name", name)
-		}
-		if strings.EqualFold(name, guard.ListenTokenEnv) {
-			return usagef("--pass-env %s: the --listen token is never given to the server", guard.ListenTokenEnv)
-		}
-	}
-	if f.lock.path != "" && f.audit {
-		return usagef("--audit-calls records calls in the pin database, and --lock is read-only")
+	argv, err := runArgs(cmd, f, args)
+	if err != nil {
+		return err
 	}
 	remove, err := e.useLock(cmd, &f.lock, pf)
 	if err != nil {
 		return err
 	}
 	defer remove()
-	var secrets redact.Set
-	srv := guard.Launch{Command: argv, Env: os.Environ()}
-	opts := gate.Options{Timeout: f.timeout, AuditCalls: f.audit}
-	if f.url != "" {
-		h := http.Header{}
-		for i, kv := range f.headers {
-			k, v, ok := strings.Cut(kv, ":")
-			if !ok || strings.TrimSpace(k) == "" {
-				return usagef("--header #%d (%d bytes, not shown): want \"Name: value\"", i+1, len(kv))
-			}
-			h.Add(strings.TrimSpace(k), strings.TrimSpace(v))
-		}
-		for _, kv := range f.headerEnv {
-			k, variable, ok := strings.Cut(kv, "=")
-			if !ok || strings.TrimSpace(k) == "" || variable == "" {
-				return usagef("--header-env %q: want Name=VARIABLE", kv)
-			}
-			v, ok := e.lookupEnv(variable)
-			if !ok || v == "" {
-				return fmt.Errorf("--header-env %s: environment variable %s is not set", k, variable)
-			}
-			h.Add(strings.TrimSpace(k), v)
-		}
-		srv = guard.Launch{URL: f.url, Header: h}
-		secrets.AddURL(f.url)
-		for _, vs := range h {
-			secrets.Add(vs...)
-		}
-		opts.Credentials = guard.URLCredentials(f.url, h)
-	} else {
-		secrets.AddArgs(argv)
-		opts.Credentials = guard.CommandCredentials(argv)
+	spec, err := e.describeRun(f, argv)
+	if err != nil {
+		return err
 	}
-	opts.Credentials = append(opts.Credentials, guard.InheritedCredentials(os.Environ())...)
-	for _, c := range opts.Credentials {
-		secrets.Add(c.Value)
-	}
-	name := f.name
-	if name == "" {
-		if len(argv) > 0 {
-			name = identity.CommandFor(argv, "", &secrets)
-		} else if name = identity.URL(f.url); secrets.Holds(name) {
-			name = ""
-		}
-	}
+	secrets := &spec.Secrets
 	p, err := loadPolicy(f.policy)
 	if err != nil {
 		return err // fail closed: no policy, no session
 	}
-	opts.Policy, opts.Name, opts.Pins, opts.LockTimeout, opts.By, opts.Etcd = p, name, pf.path, pf.lockTimeout, pf.who(), pf.options(false).Etcd
-	opts.ReadOnly = pf.lock != ""
-	if opts.Policies, err = f.cedar.load(f.policy, p); err != nil {
-		return err // fail closed: policies that do not load start nothing
-	}
-	opts.AskTimeout, opts.PolicyReview = f.askTimeout, f.cedar.review(cmd)
-	opts.Tokens = func() verify.TokenVerifier { return e.tokenVerifier(time.Time{}) }
-	if f.bundle != "" {
-		data, err := e.readInput(f.bundle)
-		if err != nil {
-			return err
-		}
-		if err := notABundle(f.bundle, data); err != nil {
-			return err
-		}
-		opts.Bundle, opts.BundleSource = data, f.bundle
+	opts, err := e.gateOptions(cmd, f, pf, p, spec)
+	if err != nil {
+		return err
 	}
 	if len(argv) > 0 {
 		// The server gets no ETDI_* variable and none etdi read a secret
 		// from, but those passed on purpose (guard.ServerEnv).
-		srv.SecretEnv = guard.SecretEnv(p)
-		for _, kv := range f.headerEnv {
-			_, variable, _ := strings.Cut(kv, "=")
-			srv.SecretEnv = append(srv.SecretEnv, variable)
-		}
-		srv.KeepEnv = f.passEnv
-		srv.Env = guard.ServerEnv(srv.Env, srv.SecretEnv, srv.KeepEnv)
+		spec.SecretEnv = append(guard.SecretEnv(p), guard.HeaderEnvVariables(f.headerEnv)...)
+		spec.KeepEnv = f.passEnv
 	}
+	srv := spec.Server()
 	// What the command runs is resolved before it starts, and a server the
 	// out-of-band bundle was not made for, or an implementation other than
 	// the approved one, is never started: etdi answers the host itself.
 	opts.Origin = guard.ResolveOrigin(e.ctx, srv)
-	opts.Review, opts.ReviewTarget = e.reviewCommand(cmd, name, argv, f.url, &secrets)
+	opts.Review, opts.ReviewTarget = e.reviewCommand(cmd, spec.Name, argv, f.url, secrets)
 	findings, refusal, err := gate.Preflight(opts.Origin, opts)
 	if err != nil {
 		return e.guardError(err) // fail closed: pins that cannot be read start nothing
@@ -307,18 +221,119 @@ func (e *env) runGate(cmd *cobra.Command, f *runFlags, pf *pinFlags, args []stri
 		say(e.stderr, "etdi: %s: %s: %s\n", string(fd.Severity), string(fd.Kind), secrets.String(fd.Message))
 	}
 	if refusal != nil {
-		return e.refuseSession(f, opts, refusal, &secrets)
+		return e.refuseSession(f, opts, refusal, secrets)
 	}
 	if unserved, err := guard.UnservedPins(opts.Origin, opts.Options); err == nil && len(unserved) > 0 {
 		say(e.stderr, "etdi: warning: %d pin(s) of %s were approved without recording what served them; another program serving the same definitions is not told apart until it is recorded: %s --yes %s\n",
-			len(unserved), secrets.String(name), opts.Review, opts.ReviewTarget)
+			len(unserved), secrets.String(spec.Name), opts.Review, opts.ReviewTarget)
 	}
 	var logMu sync.Mutex
-	opts.Log = e.gateLog(&secrets, &logMu)
+	opts.Log = e.gateLog(secrets, &logMu)
 	if f.listen != "" {
-		return e.listenGate(f, opts, srv, &secrets, &logMu, nil)
+		return e.listenGate(f, opts, srv, secrets, &logMu, nil)
 	}
-	gate, err := gate.New(opts)
+	return e.stdioGate(opts, srv, secrets, &logMu)
+}
+
+// runArgs checks the flags and arguments of etdi run and returns the
+// server command (nil for --url).
+func runArgs(cmd *cobra.Command, f *runFlags, args []string) ([]string, error) {
+	dash := cmd.ArgsLenAtDash()
+	var argv []string
+	switch {
+	case dash >= 0 && f.url != "":
+		return nil, usagef("give either -- CMD ARGS... or --url URL, not both")
+	case dash >= 0:
+		argv = args[dash:]
+		if len(argv) == 0 {
+			return nil, usagef("nothing after --: give the server command, e.g. etdi run --name weather -- node server.js")
+		}
+	case f.url == "":
+		return nil, usagef("give the server: -- CMD ARGS... or --url URL")
+	case len(args) > 0:
+		return nil, usagef("unexpected arguments %q (a server command goes after --)", args)
+	}
+	if f.listenTokenFile != "" && f.listen == "" {
+		return nil, usagef("--listen-token-file goes with --listen")
+	}
+	for _, name := range []string{"max-sessions", "idle-timeout"} {
+		if cmd.Flags().Changed(name) && f.listen == "" {
+			return nil, usagef("--%s goes with --listen", name)
+		}
+	}
+	if f.maxSessions < 1 || f.idleTimeout <= 0 {
+		return nil, usagef("--max-sessions is at least 1 and --idle-timeout more than 0 (e.g. --max-sessions 4 --idle-timeout 30m)")
+	}
+	for _, name := range f.passEnv {
+		if name == "" || strings.Contains(name, "=") {
+			return nil, usagef("--pass-env %q: want a variable name", name)
+		}
+		if strings.EqualFold(name, guard.ListenTokenEnv) {
+			return nil, usagef("--pass-env %s: the --listen token is never given to the server", guard.ListenTokenEnv)
+		}
+	}
+	if f.lock.path != "" && f.audit {
+		return nil, usagef("--audit-calls records calls in the pin database, and --lock is read-only")
+	}
+	return argv, nil
+}
+
+// describeRun describes the server of etdi run: the command argv, or
+// --url with its headers (--header, --header-env). The gate passes its
+// own environment on to a command, so the credentials in it are the
+// server's too.
+func (e *env) describeRun(f *runFlags, argv []string) (*guard.ServerSpec, error) {
+	var h http.Header
+	if f.url != "" {
+		var err error
+		if h, err = parseHeaders(f.headers); err != nil {
+			return nil, err
+		}
+		if err := guard.AddHeaderEnv(h, f.headerEnv, e.lookupEnv); err != nil {
+			var he *guard.HeaderEnvError
+			switch {
+			case !errors.As(err, &he):
+				return nil, err
+			case he.Unset:
+				return nil, fmt.Errorf("--header-env %s: environment variable %s is not set", he.Name, he.Variable)
+			}
+			return nil, usagef("--header-env %q: want Name=VARIABLE", he.Arg)
+		}
+	}
+	return guard.Describe(argv, f.url, h, f.name, os.Environ(), true), nil
+}
+
+// gateOptions are the options of the gate of etdi run: the trust policy
+// p, the server's name and credentials, the pin store, the call-time
+// policies and the bundle of --bundle.
+func (e *env) gateOptions(cmd *cobra.Command, f *runFlags, pf *pinFlags, p *trust.Policy, spec *guard.ServerSpec) (gate.Options, error) {
+	opts := gate.Options{Timeout: f.timeout, AuditCalls: f.audit}
+	opts.Credentials = spec.Credentials
+	opts.Policy, opts.Name, opts.Pins, opts.LockTimeout, opts.By, opts.Etcd = p, spec.Name, pf.path, pf.lockTimeout, pf.who(), pf.options(false).Etcd
+	opts.ReadOnly = pf.lock != ""
+	var err error
+	if opts.Policies, err = f.cedar.load(f.policy, p); err != nil {
+		return opts, err // fail closed: policies that do not load start nothing
+	}
+	opts.AskTimeout, opts.PolicyReview = f.askTimeout, f.cedar.review(cmd)
+	opts.Tokens = func() verify.TokenVerifier { return e.tokenVerifier(time.Time{}) }
+	if f.bundle != "" {
+		data, err := e.readInput(f.bundle)
+		if err != nil {
+			return opts, err
+		}
+		if err := notABundle(f.bundle, data); err != nil {
+			return opts, err
+		}
+		opts.Bundle, opts.BundleSource = data, f.bundle
+	}
+	return opts, nil
+}
+
+// stdioGate runs one session with the host over standard input and
+// output, through a gate, with the server srv started for it.
+func (e *env) stdioGate(opts gate.Options, srv guard.Launch, secrets *redact.Set, logMu *sync.Mutex) error {
+	g, err := gate.New(opts)
 	if err != nil {
 		return err
 	}
@@ -327,7 +342,7 @@ func (e *env) runGate(cmd *cobra.Command, f *runFlags, pf *pinFlags, args []stri
 		return err
 	}
 	host = settleAfterFirstAnswer(host)
-	stderr := &lineEscaper{w: e.stderr, secrets: &secrets, mu: &logMu}
+	stderr := &lineEscaper{w: e.stderr, secrets: secrets, mu: logMu}
 	server, err := guard.StartServer(srv, stderr)
 	if err != nil {
 		host.Close()
@@ -335,7 +350,7 @@ func (e *env) runGate(cmd *cobra.Command, f *runFlags, pf *pinFlags, args []stri
 	}
 	ctx, stop := signal.NotifyContext(e.ctx, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
-	err = gate.Run(ctx, host, server)
+	err = g.Run(ctx, host, server)
 	stderr.flush()
 	if err != nil {
 		if errors.Is(err, context.Canceled) {

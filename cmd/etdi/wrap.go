@@ -15,7 +15,6 @@ import (
 	"github.com/etdi-dev/etdi/finding"
 	"github.com/etdi-dev/etdi/internal/atomicfile"
 	"github.com/etdi-dev/etdi/internal/hostconfig"
-	"github.com/etdi-dev/etdi/internal/redact"
 	"github.com/spf13/cobra"
 )
 
@@ -77,12 +76,8 @@ type wrapFlags struct {
 func (e *env) wrapCmd() *cobra.Command   { return e.wrapOrUnwrapCmd(true) }
 func (e *env) unwrapCmd() *cobra.Command { return e.wrapOrUnwrapCmd(false) }
 
-func (e *env) wrapOrUnwrapCmd(wrap bool) *cobra.Command {
-	var f wrapFlags
-	cmd := &cobra.Command{
-		Use:   "wrap --config FILE|auto [--name ENTRY] [--dry-run]",
-		Short: "Rewrite host configuration entries to run their servers through etdi run",
-		Long: `Rewrite the MCP server entries of a host configuration so that the host
+// wrapHelp is the long help of etdi wrap.
+const wrapHelp = `Rewrite the MCP server entries of a host configuration so that the host
 starts them through etdi run, which checks each server before the host
 talks to it. A stdio entry's command becomes etdi and its arguments
 "run --name ENTRY -- COMMAND ARGS..."; a remote entry becomes
@@ -106,7 +101,14 @@ environment), else the defaults. The trust policy must exist first: wrap
 refuses to write entries that could not start (create it with etdi trust
 add, or etdi trust unsigned warn for servers without a bundle). A server whose
 provider ships its bundle as a file, not in-band, is wrapped on its own
-with --name ENTRY --bundle FILE.`,
+with --name ENTRY --bundle FILE.`
+
+func (e *env) wrapOrUnwrapCmd(wrap bool) *cobra.Command {
+	var f wrapFlags
+	cmd := &cobra.Command{
+		Use:   "wrap --config FILE|auto [--name ENTRY] [--dry-run]",
+		Short: "Rewrite host configuration entries to run their servers through etdi run",
+		Long:  wrapHelp,
 		Example: `  etdi wrap --config ~/.cursor/mcp.json --dry-run
   etdi wrap --config auto
   etdi wrap --config ~/.cursor/mcp.json --name weather --bundle ~/bundles/weather.etdi.json
@@ -178,37 +180,10 @@ as it is. --dry-run prints the change and writes nothing.`
 type configFile struct{ path, host string }
 
 func (e *env) runWrap(f *wrapFlags, wrap bool) error {
-	home, _ := os.UserHomeDir()
 	cwd, _ := os.Getwd()
-	var files []configFile
-	if f.config == "auto" {
-		o := hostconfig.Options{Home: home, Cwd: cwd, Lookup: e.lookupEnv}
-		seen := map[string]bool{}
-		var skipped []string
-		for _, l := range hostconfig.Locations(runtime.GOOS, o) {
-			abs, _ := filepath.Abs(l.Path)
-			if seen[abs] {
-				continue
-			}
-			seen[abs] = true
-			if _, err := os.Stat(l.Path); err != nil {
-				continue
-			}
-			if l.Project && !f.project {
-				skipped = append(skipped, l.Path)
-				continue
-			}
-			files = append(files, configFile{l.Path, l.Host})
-		}
-		if len(skipped) > 0 {
-			say(e.stderr, "etdi: leaving project-scoped files alone, which the repository wrote: %s\n"+
-				"etdi: hint: review them, then pass --project to include them\n", strings.Join(skipped, ", "))
-		}
-		if len(files) == 0 {
-			return &hintError{fmt.Errorf("%w", hostconfig.ErrNoConfig), "give a file with --config PATH"}
-		}
-	} else {
-		files = []configFile{{f.config, ""}}
+	files, err := e.wrapFiles(f, cwd)
+	if err != nil {
+		return err
 	}
 	etdiPath := f.etdi
 	if wrap && etdiPath == "" {
@@ -261,6 +236,43 @@ func (e *env) runWrap(f *wrapFlags, wrap bool) error {
 		return &exitCodeError{exitError}
 	}
 	return nil
+}
+
+// wrapFiles are the host configuration files wrap and unwrap rewrite:
+// --config, or with auto every file found but project-scoped ones, unless
+// --project.
+func (e *env) wrapFiles(f *wrapFlags, cwd string) ([]configFile, error) {
+	if f.config != "auto" {
+		return []configFile{{f.config, ""}}, nil
+	}
+	home, _ := os.UserHomeDir()
+	o := hostconfig.Options{Home: home, Cwd: cwd, Lookup: e.lookupEnv}
+	var files []configFile
+	seen := map[string]bool{}
+	var skipped []string
+	for _, l := range hostconfig.Locations(runtime.GOOS, o) {
+		abs, _ := filepath.Abs(l.Path)
+		if seen[abs] {
+			continue
+		}
+		seen[abs] = true
+		if _, err := os.Stat(l.Path); err != nil {
+			continue
+		}
+		if l.Project && !f.project {
+			skipped = append(skipped, l.Path)
+			continue
+		}
+		files = append(files, configFile{l.Path, l.Host})
+	}
+	if len(skipped) > 0 {
+		say(e.stderr, "etdi: leaving project-scoped files alone, which the repository wrote: %s\n"+
+			"etdi: hint: review them, then pass --project to include them\n", strings.Join(skipped, ", "))
+	}
+	if len(files) == 0 {
+		return nil, &hintError{fmt.Errorf("%w", hostconfig.ErrNoConfig), "give a file with --config PATH"}
+	}
+	return files, nil
 }
 
 // wrapPreflight refuses to wrap entries that etdi run could not start:
@@ -380,27 +392,8 @@ func (e *env) wrapFile(cf configFile, f *wrapFlags, wrap bool, etdiPath string, 
 			printWrapDiff(e.stdout, real, data, res)
 		}
 	} else if changed {
-		if wrap {
-			backup := real + ".etdi-backup"
-			if _, err := os.Lstat(backup); errors.Is(err, os.ErrNotExist) {
-				if err := atomicfile.Create(backup, data, 0o600); err != nil {
-					return 0, err
-				}
-			}
-			st.Files[real] = mergeRecords(st.Files[real], res.Records)
-			// The records are saved first: if the file cannot be written, a
-			// record of a change never made is recognized and dropped by
-			// unwrap.
-			if err := saveWrapState(statePath, st); err != nil {
-				return 0, err
-			}
-			if err := atomicfile.Write(real, res.Data, fi.Mode().Perm()); err != nil {
-				return 0, err
-			}
-		} else {
-			if err := atomicfile.Write(real, res.Data, fi.Mode().Perm()); err != nil {
-				return 0, err
-			}
+		if err := writeWrapped(real, data, res, fi.Mode().Perm(), wrap, st, statePath); err != nil {
+			return 0, err
 		}
 	}
 	if !wrap && !f.dryRun && (changed || len(res.Records) != len(st.Files[real])) {
@@ -415,6 +408,28 @@ func (e *env) wrapFile(cf configFile, f *wrapFlags, wrap bool, etdiPath string, 
 	}
 	say(e.stdout, "etdi: %s: %s\n", real, summary(counts, wrap, f.dryRun))
 	return len(res.Outcomes), nil
+}
+
+// writeWrapped writes the file real, read as data, as res rewrote it.
+// Wrapping first keeps the file as it was (real.etdi-backup, once) and
+// saves the records of the change.
+func writeWrapped(real string, data []byte, res *hostconfig.Result, perm os.FileMode, wrap bool, st *wrapState, statePath string) error {
+	if !wrap {
+		return atomicfile.Write(real, res.Data, perm)
+	}
+	backup := real + ".etdi-backup"
+	if _, err := os.Lstat(backup); errors.Is(err, os.ErrNotExist) {
+		if err := atomicfile.Create(backup, data, 0o600); err != nil {
+			return err
+		}
+	}
+	st.Files[real] = mergeRecords(st.Files[real], res.Records)
+	// The records are saved first: if the file cannot be written, a record
+	// of a change never made is recognized and dropped by unwrap.
+	if err := saveWrapState(statePath, st); err != nil {
+		return err
+	}
+	return atomicfile.Write(real, res.Data, perm)
 }
 
 // mergeRecords replaces the records of the same entries and keeps the
@@ -561,31 +576,6 @@ func (e *env) configGate(f *serverFlags) (hostconfig.Gate, error) {
 		}
 	}
 	return g, err
-}
-
-// configFindings are the findings about how an entry runs its server:
-// a program that imitates etdi's gate (fake_wrapper), and a gate that
-// judges by another trust policy, pin store or lockfile than the user's
-// (gate_override).
-func configFindings(en *hostconfig.Entry, secrets *redact.Set) []finding.Finding {
-	var out []finding.Finding
-	if en.Imitation != "" {
-		out = append(out, finding.Finding{Kind: finding.FakeWrapper, Severity: finding.Error, Server: en.Name,
-			Message: secrets.String("the entry imitates etdi's gate: " + en.Imitation + "; its whole command is checked as the server. Remove the entry, or if the program is an etdi of yours, check with --etdi PATH")})
-	}
-	for _, o := range en.GateOverrides {
-		// The files are shown as named (the point of the finding); only
-		// a URL's credentials are not.
-		if strings.Contains(o.Entry, "://") {
-			o.Entry = secrets.String(redact.URL(o.Entry))
-		}
-		fix := "; to use yours: etdi unwrap --config " + en.File + " --name " + en.Name + ", then etdi wrap again"
-		if v, ok := strings.CutPrefix(o.Via, "env "); ok {
-			fix = "; to use yours: remove " + v + " from the entry's env in " + en.File
-		}
-		out = append(out, finding.Finding{Kind: finding.GateOverride, Severity: finding.Error, Server: en.Name, Message: o.String() + fix})
-	}
-	return out
 }
 
 // addConfigFindings puts the entry's configuration findings into its
