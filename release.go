@@ -7,7 +7,7 @@ import (
 )
 
 // Bump is how much a release raises a tool's version: the component of
-// MAJOR.MINOR.PATCH that grows (SPEC.md §28.2).
+// MAJOR.MINOR.PATCH that grows (docs/provider.md#the-bump-a-change-calls-for).
 type Bump int
 
 // The bumps, smallest first.
@@ -80,7 +80,7 @@ func (v Version) Satisfies(old Version, b Bump) bool {
 
 // PermissionDiff returns the permissions in cur but not old, and in old
 // but not cur (a changed description counts as removed and added). Order
-// does not count. This is how pins compare permissions (SPEC.md §15).
+// does not count. This is how pins compare permissions (docs/check.md#check-against-pins).
 func PermissionDiff(old, cur []Permission) (added, removed []Permission) {
 	for _, p := range cur {
 		if !slices.Contains(old, p) {
@@ -123,7 +123,7 @@ func ScopeDiff(old, cur []Permission) (added, removed, described []string) {
 }
 
 // RequiredBump returns the version bump a change of one tool calls for
-// (SPEC.md §28.2), from its previous version old: major when the tool
+// (docs/provider.md#the-bump-a-change-calls-for), from its previous version old: major when the tool
 // declares a scope it did not (it may now do more than clients consented
 // to), minor when it drops one, patch for any other change (a
 // permission's description, the definition, what serves it), BumpNone
@@ -147,7 +147,7 @@ func RequiredBump(old Version, oldPerms, curPerms []Permission, definitionChange
 }
 
 // ReleaseStatus says how one tool changes from a previous release to the
-// next (SPEC.md §28.1).
+// next (docs/provider.md#a-release-against-the-previous-one).
 type ReleaseStatus string
 
 // The statuses. RugPull, Downgrade and Removed (unless the removal was
@@ -188,7 +188,7 @@ type ReleaseTool struct {
 }
 
 // Release is a release compared with the previous one of the same server
-// (SPEC.md §28.1).
+// (docs/provider.md#a-release-against-the-previous-one).
 type Release struct {
 	Provider         string `json:"provider"`
 	Server           string `json:"server"`
@@ -217,7 +217,7 @@ func (r *Release) Refused() bool {
 
 // CompareRelease compares the statement of a release, next, with the
 // previous release's, prev, as a client that pinned prev would see next
-// (SPEC.md §28.1). remove names the tools next leaves out on purpose: their
+// (docs/provider.md#a-release-against-the-previous-one). remove names the tools next leaves out on purpose: their
 // removal is reported, not refused. It returns an error when prev and next
 // are not releases of one server (provider id and server name), when
 // remove names a tool that prev lacks or next keeps, or when a version is
@@ -371,9 +371,9 @@ func releaseChanges(t *ReleaseTool) string {
 }
 
 // servedChange is the change of what serves a server's tools from prev to
-// next (SPEC.md §28.1), or nil: when both name artifacts or endpoints
+// next (docs/provider.md#a-release-against-the-previous-one), or nil: when both name artifacts or endpoints
 // (§4.1) and next names one that prev does not. A client's pin records
-// what served each tool (§15): a tool of the same version served by
+// what served each tool (docs/check.md#check-against-pins): a tool of the same version served by
 // something else is a rug pull to it.
 func servedChange(prev, next *Server) *Change {
 	if !prev.Bound() || !next.Bound() {

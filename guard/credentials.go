@@ -22,7 +22,7 @@ const MinCredential = 6
 // Credential is a value the server is configured with that is a
 // credential (an API key in its environment, an Authorization header, a
 // --token argument), and where it is configured. Where never holds the
-// value: it is what findings say (SPEC.md §21).
+// value: it is what findings say (SPEC.md §14).
 type Credential struct {
 	Where string
 	Value string
@@ -189,7 +189,7 @@ func (s *credentialSearch) shown(text string) []string {
 // finding that names the place and where the credential is configured,
 // never the credential, which is masked in the tool's name too. A
 // definition that shows a configured credential is never compared,
-// approved, recorded or saved (SPEC.md §21).
+// approved, recorded or saved (SPEC.md §14).
 func CredentialFindings(l *Listing, creds []Credential) []verify.Finding {
 	if len(creds) == 0 || l == nil {
 		return nil

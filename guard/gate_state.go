@@ -128,7 +128,7 @@ type gateState struct {
 	pendingKinds map[string]bool
 	// serverScopes are the scopes of the server's tools the gate's own
 	// last listing found approved: what the call-time policies see of a
-	// prompt or resource of the server (SPEC.md §26).
+	// prompt or resource of the server (docs/policies.md#call-time-policies).
 	serverScopes []string
 }
 
@@ -518,8 +518,8 @@ func approvedScopes(r *Report, approved map[string]string) []string {
 // those in the file this session saved, and the kinds not listed now are
 // kept from it as they were (with the server's instructions), so that
 // listing resources again never drops the withheld tools the printed
-// review command is for (SPEC.md §25, "Pending review files"). A listing
-// that shows a configured credential is never saved (SPEC.md §21).
+// review command is for (docs/gate.md#runtime-gate, "Pending review files"). A listing
+// that shows a configured credential is never saved (SPEC.md §14).
 func (g *Gate) savePending(l *Listing, items []string, withheld bool) {
 	if g.opts.ReadOnly {
 		return // nothing is written beside read-only pins
@@ -843,7 +843,7 @@ func (g *Gate) rejudge() {
 	// is in both with other digests, as StillApproved answers by name.
 	// What serves the server too, as the listing was judged: an approval
 	// shared under another configuration name holds only for the same
-	// artifact (SPEC.md §14.2), and a variant only for what it was
+	// artifact (docs/storage.md#one-artifact-under-several-configuration-names), and a variant only for what it was
 	// approved served by.
 	o := &pin.Observation{Server: g.st.server, Provider: g.st.provider, Name: g.st.name, Sequence: g.st.sequence,
 		Served: g.opts.Origin.Served(), ServedAt: g.opts.Origin.ServedAt(), ServedVerified: g.opts.Origin.Verified(), OnUpdate: string(g.opts.Policy.OnUpdate()), InGate: true}

@@ -17,7 +17,7 @@ import (
 )
 
 // Binding ties a pin or a revocation to the history record that created
-// it (SPEC.md §14): the record's index and its Merkle leaf hash (base64
+// it (docs/storage.md#pin-database): the record's index and its Merkle leaf hash (base64
 // of tlog.RecordHash of the stored record). Every read checks that the
 // record is stored there, hashes to Leaf, says what the value says, and
 // is the latest record about it; a value the history does not justify
@@ -228,7 +228,7 @@ func (d Disagreement) String() string {
 // findings, most of the history, are skipped without decoding.
 func checkLatest(tx *kvTx, server string) error {
 	latest := map[string]int64{}
-	live := map[string][]liveApproval{} // pin key -> approvals left (§14.1)
+	live := map[string][]liveApproval{} // pin key -> approvals left (docs/storage.md#approved-variants)
 	decoded := map[int64]*Record{}
 	quoted, _ := json.Marshal(server)
 	serverField := append([]byte(`,"server":`), quoted...)

@@ -45,7 +45,7 @@ type Observation struct {
 	// runner's own cache; not a version and integrity a project's
 	// lockfile claims (a repository can write one that names any
 	// package). Only a verified artifact shares approvals across
-	// configuration names (SPEC.md §14.2).
+	// configuration names (docs/storage.md#one-artifact-under-several-configuration-names).
 	ServedVerified bool
 	// Unresolved, with Served empty, says why what a launched server runs
 	// could not be resolved: a pin that recorded what served it is then
@@ -95,7 +95,7 @@ type ToolState struct {
 	Status string `json:"status"`
 	// ApprovedAs, with status "ok", names the server whose approval of
 	// the same definition from the same artifact covers the item, when it
-	// has no pin of its own (SPEC.md §14.2).
+	// has no pin of its own (docs/storage.md#one-artifact-under-several-configuration-names).
 	ApprovedAs string `json:"approvedAs,omitempty"`
 	// Scopes, with status "ok", are the scopes the approval of the
 	// matching unsigned definition gave it (Pin.Scopes).
@@ -167,7 +167,7 @@ func (s *Store) Record(o *Observation, by string, extra ...verify.Finding) (*Com
 		return recordFindings(tx, o, todo, by)
 	})
 	if err != nil && s.clientFallback(err) {
-		// A client of an etcd store: its own spool (SPEC.md §29.5).
+		// A client of an etcd store: its own spool (docs/fleets.md#roles).
 		return s.recordSpooled(o, by, extra)
 	}
 	return c, err
@@ -280,7 +280,7 @@ func judge(tx *kvTx, o *Observation, extra []verify.Finding) (*Comparison, []ver
 // worthRecording drops from findings the unsigned_tool warnings of tools
 // approved as observed (status "ok"): that a tool the policy lets run
 // unsigned is unsigned is the server's standing state, recorded with its
-// approval (signer "unsigned"), not an event of each check (SPEC.md §16).
+// approval (signer "unsigned"), not an event of each check (docs/storage.md#history-and-checkpoints).
 // The warning of a tool that is new or changed is kept: it goes with the
 // decision that tool needs. Every other finding is kept.
 func worthRecording(c *Comparison, findings []verify.Finding) []verify.Finding {
@@ -517,7 +517,7 @@ func strOr(p *string, none string) string {
 
 // compareInstructions reports instructions that differ from those seen at
 // approval, when both are known, and instructions of an approved server
-// whose approval did not see them: the gate withholds both (SPEC.md §25).
+// whose approval did not see them: the gate withholds both (docs/gate.md#runtime-gate).
 func compareInstructions(o *Observation, info *ServerInfo) *verify.Finding {
 	if !o.InstructionsKnown || info == nil {
 		return nil
@@ -572,7 +572,7 @@ func compareTool(tx *kvTx, o *Observation, t *Observed, sameSkeleton []string, c
 		case r.Version != "":
 			what = "version " + r.Version
 		case r.Digest != "":
-			// One approved definition (SPEC.md §14.1): the others stay.
+			// One approved definition (docs/storage.md#approved-variants): the others stay.
 			what = "the definition " + r.Digest
 		}
 		f := with(verify.Revoked, verify.Error, fmt.Sprintf("tool %s: %s", ref, what)+revokedText(r))
@@ -728,7 +728,7 @@ func compareNew(tx *kvTx, o *Observation, t *Observed, sameSkeleton []string, st
 		}
 		// The same artifact, verified, under a name without its own pin
 		// of the tool: its other definition is a change of the tool
-		// approved there (SPEC.md §14.2).
+		// approved there (docs/storage.md#one-artifact-under-several-configuration-names).
 		if v := sameArtifact(o, t, p); v != nil {
 			if sharedPin == nil {
 				sharedPin, sharedDef = p, v

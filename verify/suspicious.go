@@ -4,6 +4,6 @@ package verify
 // zero-width, tags, variation selectors) or addresses the model with
 // instruction-like content: tags such as <IMPORTANT>, "ignore previous
 // instructions", "do not tell the user", sensitive paths, or the names of
-// tools approved on other servers (warning, SPEC.md §22). The finding
+// tools approved on other servers (warning, docs/output.md#escaping-untrusted-text). The finding
 // carries the JSON Pointer and the matched text.
 const SuspiciousText Kind = "suspicious_text"

@@ -102,11 +102,11 @@ const (
 	NewInstructions Kind = "new_instructions"
 	// FakeWrapper: a host configuration entry runs a program named etdi
 	// with "run", as a wrapped entry does, but the program is not the
-	// user's etdi: the host starts it without etdi's gate (SPEC.md §24).
+	// user's etdi: the host starts it without etdi's gate (docs/hosts.md#wrapping-host-configurations).
 	FakeWrapper Kind = "fake_wrapper"
 	// GateOverride: a wrapped entry's etdi run uses a trust policy, pin
 	// store or lockfile other than the user's, so the gate judges the
-	// server by those (SPEC.md §24).
+	// server by those (docs/hosts.md#wrapping-host-configurations).
 	GateOverride Kind = "gate_override"
 	// AmbiguousEntry: a host configuration entry whose server is not
 	// established for its host (a command and a URL, an unknown type, a
@@ -391,7 +391,7 @@ func Verify(data []byte, p *trust.Policy, opts Options) *Result {
 }
 
 // ParseBundle reads an etdi bundle (SPEC.md §6) or a Sigstore bundle
-// (§27.1), told apart by their media type. For a Sigstore bundle, b holds
+// (§16.1), told apart by their media type. For a Sigstore bundle, b holds
 // its DSSE envelope and kb the bundle for Verify's keyless checks; kb is
 // nil for an etdi bundle. Nothing is verified.
 func ParseBundle(data []byte) (b *etdi.Bundle, kb *keyless.Bundle, err error) {
