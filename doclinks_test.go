@@ -136,3 +136,19 @@ func TestCodeDocumentReferences(t *testing.T) {
 		t.Errorf("only %d references found", refs)
 	}
 }
+
+// TestManualIndex: docs/README.md, the manual's index, links every page
+// of the manual.
+func TestManualIndex(t *testing.T) {
+	index := string(mustRead(t, "docs/README.md"))
+	pages, err := filepath.Glob("docs/*.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pages {
+		name := filepath.Base(p)
+		if name != "README.md" && !strings.Contains(index, "]("+name+")") {
+			t.Errorf("docs/README.md does not link %s", p)
+		}
+	}
+}

@@ -64,7 +64,7 @@ const maxCheckRSS = 256 << 20
 // reports its wall time and peak RSS (ru_maxrss of etdi and the stdio
 // server it reaped; the servers are small, so it is etdi's). It asserts
 // the exit code, the error and the memory bound; wall times are reported,
-// not asserted (the README's table comes from this output:
+// not asserted (docs/benchmarks.md's table comes from this output:
 // go test ./cmd/etdi -run TestHostileServers -v).
 func TestHostileServers(t *testing.T) {
 	dir := t.TempDir()
