@@ -9,7 +9,7 @@ import (
 
 // MetaBundleKey is the _meta key under which a server carries its etdi
 // bundle in-band: in the _meta of a tools/list result, or of each tool
-// (SPEC.md §17). The value is the bundle object itself.
+// (SPEC.md §15). The value is the bundle object itself.
 const MetaBundleKey = MetaPrefix + "bundle"
 
 // InbandBundle returns the bundle carried under MetaBundleKey in the given

@@ -40,7 +40,7 @@ type ToolsList struct {
 }
 
 // A List is one of the lists of a server whose entries reach the model
-// (SPEC.md §8, §17): the method that pages through it, the member of its
+// (SPEC.md §8, docs/live.md#live-servers): the method that pages through it, the member of its
 // result that holds the entries, the member that names each entry (its
 // key, unique in the list) and a bound on the key's length.
 type List struct {

@@ -11,12 +11,12 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
-// TestREADMEActionSnippets checks the README's YAML snippets that use the
-// action against action.yml: every input they pass exists, and each
+// TestREADMEActionSnippets checks the YAML snippets of the README and the
+// manual that use the action against action.yml: every input they pass exists, and each
 // command shown is one the action takes.
 func TestREADMEActionSnippets(t *testing.T) {
 	a := loadAction(t)
-	readme := readFile(t, filepath.Join(repoRoot, "README.md"))
+	readme := userDocs(t)
 	blocks := regexp.MustCompile("(?s)\n```yaml\n(.*?)\n```\n").FindAllStringSubmatch(readme, -1)
 	seen := map[string]bool{}
 	for _, b := range blocks {
@@ -44,7 +44,7 @@ func TestREADMEActionSnippets(t *testing.T) {
 }
 
 // TestReleaseConfig checks .goreleaser.yaml and the release workflow
-// against what README.md's "Releases" promises: the six platforms, a
+// against what docs/ci.md's "Releases" promises: the six platforms, a
 // checksums file, an SBOM per archive, a keyless cosign bundle of the
 // checksums, the tag as etdi's version, and a tag-triggered workflow with
 // the OIDC permission, pinned actions and the tool versions
@@ -150,7 +150,7 @@ func TestReleaseConfig(t *testing.T) {
 // ./cmd/etdi from a checkout of etdi's source, with Go set up), or gets it
 // from the etdi action; a runner has no etdi of its own.
 func TestREADMESnippetsInstallEtdi(t *testing.T) {
-	readme := readFile(t, filepath.Join(repoRoot, "README.md"))
+	readme := userDocs(t)
 	blocks := regexp.MustCompile("(?s)\n```yaml\n(.*?)\n```\n").FindAllStringSubmatch(readme, -1)
 	runs := 0
 	for _, b := range blocks {
@@ -185,4 +185,16 @@ func TestREADMESnippetsInstallEtdi(t *testing.T) {
 	if runs < 2 {
 		t.Errorf("README shows %d run: steps of etdi", runs)
 	}
+}
+
+// userDocs is the text of the documents a user copies workflow snippets
+// from: the README and the manual pages that show workflows.
+func userDocs(t *testing.T) string {
+	t.Helper()
+	var b strings.Builder
+	for _, f := range []string{"README.md", "docs/walkthrough.md", "docs/ci.md"} {
+		b.WriteString(readFile(t, filepath.Join(repoRoot, f)))
+		b.WriteString("\n")
+	}
+	return b.String()
 }

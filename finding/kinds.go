@@ -76,7 +76,7 @@ var kinds = map[Kind]kindInfo{
 	ArtifactUnresolved:  {ExitImpersonation, Error, NotApprovable, "The bundle names what its server is made of, and what the command etdi starts runs could not be resolved (the trust policy's artifacts rule: an error under require, a warning under warn)."},
 	NewInstructions:     {ExitApproval, Error, Approvable, "The server sends instructions, and its tools were approved without them (from a bundle or a saved listing): accepting them is required."},
 	// A definition that shows a configured secret is hostile as it stands
-	// and cannot be approved: blocked as a rug pull is (SPEC.md §21).
+	// and cannot be approved: blocked as a rug pull is (SPEC.md §14).
 	SecretInDefinition: {ExitRugPull, Error, NotApprovable, "The server shows the model a secret it is configured with (env or header value, URL credentials, credential argument); the definition is not approved or recorded."},
 	SuspiciousText:     {0, Warning, NotApprovable, "A definition hides characters or carries text aimed at the model (instruction tags, overrides, secret paths, other servers' tool names)."},
 	// A program that only looks like etdi's gate, or etdi's gate judging
@@ -85,7 +85,7 @@ var kinds = map[Kind]kindInfo{
 	FakeWrapper:  {ExitImpersonation, Error, NotApprovable, "A host configuration entry runs a program named etdi as if it were etdi's gate (etdi run), but the program is not the etdi you run: the host starts it without the gate."},
 	GateOverride: {ExitImpersonation, Error, NotApprovable, "A wrapped entry's etdi run uses a trust policy, pin store or lockfile other than yours: the gate would judge the server by those."},
 	// Another server than the one checked may be reached: blocked as an
-	// unresolved artifact is (SPEC.md §18).
+	// unresolved artifact is (docs/hosts.md#host-configuration-files).
 	AmbiguousEntry:    {ExitImpersonation, Error, NotApprovable, "A host configuration entry names a server its host does not read in one established way (a command and a URL, an unknown type, a type its members contradict): the entry is not checked, and wrap refuses it."},
 	ServerUpdated:     {ExitApproval, Error, Approvable, "What an unsigned server runs changed (a new package version, an edited file) and every definition it offers is still an approved one: the trust policy's update rule decides (ask: approval required; allow: a warning; block: an error of exit 11)."},
 	ProgramUnresolved: {ExitImpersonation, Error, NotApprovable, "The program of a host configuration entry cannot be found as its host finds it (the entry's env PATH, else the host's own, in the directory the host starts it in): the entry is not checked."},

@@ -2,7 +2,7 @@ package gate
 
 // Attack tests: a hostile server (or a hostile peer of --listen) against
 // the runtime gate. Each TestAttack... names the attack and the promise of
-// SPEC.md §25 it breaks; they fail while the gate is open to it.
+// docs/gate.md#runtime-gate it breaks; they fail while the gate is open to it.
 
 import (
 	"context"

@@ -34,7 +34,7 @@ const (
 // waiting for FlushEvery.
 const flushAt = 1024
 
-// callAudit records the calls of one gate (SPEC.md §25, "Call records").
+// callAudit records the calls of one gate (docs/gate.md#runtime-gate, "Call records").
 // Each record is first appended to a spool file of the gate's own beside
 // the pin database (<pins>.calls/<id>.jsonl), then, batched, to the
 // history in one transaction, which also records how far the spool is

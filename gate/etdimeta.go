@@ -14,7 +14,7 @@ import (
 // depth, and without a _meta that leaves empty; v itself, and false,
 // when it has none. A call result, a resource's contents or a server's
 // request carries no etdi material: a server that sends some imitates
-// etdi's voice (SPEC.md §25).
+// etdi's voice (docs/gate.md#runtime-gate).
 func withoutEtdiMetaDeep(v []byte) ([]byte, bool) {
 	// Without the prefix, written plainly (or with "\/") or with a \u
 	// escape, there is nothing to remove.

@@ -21,7 +21,7 @@ import (
 )
 
 // BlockedCode is the JSON-RPC error code of a call the gate refuses
-// (SPEC.md §25): an implementation-defined server error, with a data
+// (docs/gate.md#runtime-gate): an implementation-defined server error, with a data
 // member {"etdi": "blocked", "kind", "server", "tool", "review",
 // "message"}.
 const BlockedCode = -32090
@@ -66,7 +66,7 @@ type Options struct {
 	// to etdi check (tools that need the host's capabilities), and the
 	// person must review what the host was offered.
 	Review, ReviewTarget string
-	// Policies are the call-time policies (SPEC.md §26): every tools/call
+	// Policies are the call-time policies (docs/policies.md#call-time-policies): every tools/call
 	// of an approved tool is authorized before it is forwarded; one they
 	// forbid is answered with BlockedCode, one they ask about is put to
 	// the person through the host's elicitation and forwarded only when
@@ -79,7 +79,7 @@ type Options struct {
 	// without the tool (default "etdi policy test").
 	PolicyReview string
 	// ReadOnly says the pin database is a read-only copy (a team
-	// lockfile loaded for the session, SPEC.md §30): the gate records no
+	// lockfile loaded for the session, docs/fleets.md#team-lockfile): the gate records no
 	// finding (NoRecord), saves no listing for review beside it, and its
 	// review command never approves. AuditCalls cannot be combined with
 	// it.
@@ -87,7 +87,7 @@ type Options struct {
 }
 
 // Gate relays one MCP session between a host and a server and lets
-// through only what etdi verified and a person approved (SPEC.md §25):
+// through only what etdi verified and a person approved (docs/gate.md#runtime-gate):
 //
 //   - initialize is relayed as the host sent it; before its answer reaches
 //     the host, the gate lists the server itself on the same connection

@@ -13,7 +13,7 @@ import (
 )
 
 // EtdiLogger is the logger of every notifications/message etdi sends the
-// host itself (SPEC.md §25); no server message reaches the host under it.
+// host itself (docs/gate.md#runtime-gate); no server message reaches the host under it.
 const EtdiLogger = "etdi"
 
 // RelabeledLogger is the logger a server's notifications/message gets

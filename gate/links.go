@@ -13,7 +13,7 @@ import (
 // counted). Each is at most etdi.MaxURILen bytes.
 const maxLinks = 10_000
 
-// links are the resources tools returned in this session (SPEC.md §25):
+// links are the resources tools returned in this session (docs/gate.md#runtime-gate):
 // the URI of each resource_link and embedded resource of a tools/call
 // result the gate relayed, with the tool that returned it and its digest
 // then. The host may read them while that tool stays approved as it was.

@@ -81,7 +81,7 @@ type HTTPOptions struct {
 
 // HTTPServer serves MCP's Streamable HTTP transport (2025-06-18 and
 // 2025-11-25) to hosts at /mcp on a loopback address, each host session
-// through a gate of its own (SPEC.md §25, --listen):
+// through a gate of its own (docs/gate.md#runtime-gate, --listen):
 //
 //   - a POST of initialize without Mcp-Session-Id starts a session: a new
 //     id, a new gate, and a new upstream session (Upstream: for a stdio

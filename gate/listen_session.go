@@ -227,7 +227,7 @@ func unrelatedNotification(method string) bool {
 }
 
 // routeLocked picks the stream of a request or notification for the
-// host (SPEC.md §25, --listen): the request stream whose progress token a
+// host (docs/gate.md#runtime-gate, --listen): the request stream whose progress token a
 // progress notification names; the GET stream for list_changed and
 // resources/updated; else the oldest request in flight whose event stream
 // is connected, or the GET stream when there is none.

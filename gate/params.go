@@ -11,7 +11,7 @@ import (
 )
 
 // paramsError says why the gate cannot read a host's params as strictly
-// as it must (SPEC.md §25): the request is answered -32602 and never
+// as it must (docs/gate.md#runtime-gate): the request is answered -32602 and never
 // relayed.
 type paramsError struct{ msg string }
 

@@ -13,7 +13,7 @@ import (
 // names case-insensitively, read the other: a duplicate ref.name had a
 // completion/complete of a prompt never listed forwarded, a duplicate
 // clientInfo renamed the host for the call-time policies.
-// Breaks: every member the gate reads is read strictly (SPEC.md §25).
+// Breaks: every member the gate reads is read strictly (docs/gate.md#runtime-gate).
 func TestAttackParamsDuplicateOrCaseVariant(t *testing.T) {
 	for _, c := range []struct{ name, method, params string }{
 		{"call Name", "tools/call", `{"name":"get_weather","arguments":{},"Name":"delete_all"}`},

@@ -1,6 +1,6 @@
 package gate
 
-// Tests of the call-time policies at the gate (SPEC.md §26): a real Gate
+// Tests of the call-time policies at the gate (docs/policies.md#call-time-policies): a real Gate
 // between a scripted host, whose every byte the test writes, and a go-sdk
 // server whose tools acme signed and the person approved. What the server
 // receives is recorded on the wire, between the gate and the go-sdk
@@ -1415,7 +1415,7 @@ func TestPolicyAttackAskArgumentsQuoteForgery(t *testing.T) {
 // Attack: arguments that are not an object are shown as their canonical
 // JSON, which writes bidirectional overrides and zero-width characters as
 // they are: the question shows text the person cannot read as it is.
-// Breaks: every piece of text in the question is escaped (SPEC.md §22).
+// Breaks: every piece of text in the question is escaped (docs/output.md#escaping-untrusted-text).
 func TestPolicyAttackAskArgumentsNotObjectUnescaped(t *testing.T) {
 	ps := startPol(t, polConfig{policies: polBase})
 	ps.host.call(t, "1", "delete_file", `["/tmp/\u202egol.exe","\u200b"]`)

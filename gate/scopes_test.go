@@ -1,6 +1,6 @@
 package gate
 
-// Scopes a person gives unsigned tools at approval (SPEC.md §14.3) reach
+// Scopes a person gives unsigned tools at approval (docs/storage.md#scopes-of-unsigned-tools) reach
 // the call-time policies at the gate as a signed tool's permissions do.
 
 import (

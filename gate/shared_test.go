@@ -12,7 +12,7 @@ import (
 )
 
 // An approval shared by one artifact under another configuration name
-// (SPEC.md §14.2) holds for the whole session: a change of the pin
+// (docs/storage.md#one-artifact-under-several-configuration-names) holds for the whole session: a change of the pin
 // database by another process that concerns neither server (here a
 // revocation of a third server's tool) makes the gate ask the database
 // again, and the shared tool is still approved there, as the listing

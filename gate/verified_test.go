@@ -1,7 +1,7 @@
 package gate
 
 // A host's request is decided by what etdi verified in its own listing of
-// the server, not by what the host happened to list (SPEC.md §25): an
+// the server, not by what the host happened to list (docs/gate.md#runtime-gate): an
 // approved entry is usable without a host listing, a definition the host
 // holds must still be the approved one, and resources tools returned are
 // readable while their tool is.

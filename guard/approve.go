@@ -52,7 +52,7 @@ type ApproveResult struct {
 }
 
 // ExitCode is 0 when everything asked for was approved, else the most
-// severe code of the refused findings (SPEC.md §15); a refusal of a kind
+// severe code of the refused findings (docs/check.md#check-against-pins); a refusal of a kind
 // without a code is 13, approval required.
 func (a *ApproveResult) ExitCode() int {
 	code := finding.ExitOK
@@ -235,7 +235,7 @@ func UnservedPins(o *Origin, opts Options) ([]string, error) {
 	err := opts.WithPins(true, func(s *pin.Store) error {
 		pins, err := s.ServerPins(server)
 		for _, p := range pins {
-			for _, v := range p.All() { // every approved variant (SPEC.md §14.1)
+			for _, v := range p.All() { // every approved variant (docs/storage.md#approved-variants)
 				if v.Served == "" {
 					out = append(out, p.Ref())
 					break

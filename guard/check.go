@@ -44,7 +44,7 @@ type Options struct {
 	// bundles that need a token fail.
 	Tokens func() verify.TokenVerifier
 	// Credentials are the secrets the server is configured with, which no
-	// definition may show (SPEC.md §21).
+	// definition may show (SPEC.md §14).
 	Credentials []Credential
 	// By names who checks or approves, in the history.
 	By string
@@ -223,7 +223,7 @@ func Observe(ctx context.Context, l *Listing, opts Options) (*Report, error) {
 	if l != nil {
 		live = &etdi.ToolsList{Tools: l.Tools}
 		// A definition that shows a configured secret is never compared,
-		// approved or recorded: it would be stored exactly (SPEC.md §21).
+		// approved or recorded: it would be stored exactly (SPEC.md §14).
 		if fs := CredentialFindings(l, opts.Credentials); len(fs) > 0 {
 			r.Findings = append(r.Findings, fs...)
 			return r, nil

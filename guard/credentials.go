@@ -23,7 +23,7 @@ const MinCredential = 6
 // Credential is a value the server is configured with that is a
 // credential (an API key in its environment, an Authorization header, a
 // --token argument), and where it is configured. Where never holds the
-// value: it is what findings say (SPEC.md §21).
+// value: it is what findings say (SPEC.md §14).
 type Credential struct {
 	Where string
 	Value string

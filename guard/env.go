@@ -9,7 +9,7 @@ import (
 )
 
 // ListenTokenEnv is the variable etdi run reads the --listen token from
-// (SPEC.md §25); ServerEnv never passes it on, even when asked to keep it.
+// (docs/gate.md#runtime-gate); ServerEnv never passes it on, even when asked to keep it.
 const ListenTokenEnv = "ETDI_LISTEN_TOKEN"
 
 // ServerEnv is the environment a server is started with, from env (the

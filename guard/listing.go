@@ -50,7 +50,7 @@ type Listing struct {
 	Listed                        []string
 	// Served is what served the listing when it was made (Origin.Served
 	// of the launch it came from; "" when unknown). A saved listing
-	// carries it bound to its entries (SPEC.md §15): approving from the
+	// carries it bound to its entries (docs/check.md#check-against-pins): approving from the
 	// file records it in the pins, as approving the live server would.
 	// ServedAt is where the file Served names was found (Origin.ServedAt),
 	// saved and bound with it.
@@ -67,7 +67,7 @@ var savedLists = []etdi.List{etdi.ListTools, etdi.ListPrompts, etdi.ListResource
 
 // ReadListing parses a saved tools/list (SPEC.md §8): a result object, a
 // whole JSON-RPC response or an array of tools, under the bounds of a
-// live listing (§17). A result object may hold the server's prompts,
+// live listing (docs/live.md#live-servers). A result object may hold the server's prompts,
 // resources and resource templates beside its tools, as etdi fetch saves
 // them ("prompts", "resources", "resourceTemplates"); those present are
 // Listed; an "instructions" member beside them holds the server's
@@ -237,7 +237,7 @@ type FetchOptions struct {
 	// listing made without the host's capabilities leaves those tools
 	// unapproved. nil declares none. The server's requests during the
 	// listing are answered without a workspace, a model or a person: no
-	// roots, and an error for sampling and elicitation (SPEC.md §17).
+	// roots, and an error for sampling and elicitation (docs/live.md#live-servers).
 	Capabilities json.RawMessage
 	// Served, for FetchSave, is what serves the server (Origin.Served),
 	// resolved before it starts: it is saved with the listing, bound to
@@ -263,7 +263,7 @@ type FetchError = mcpclient.ServerError
 
 // Fetch connects to a server, initializes, follows every tools/list page
 // and stops the server again (a command's process group is always
-// reaped). The fetch is bounded whatever the server does (SPEC.md §17,
+// reaped). The fetch is bounded whatever the server does (docs/live.md#live-servers,
 // "Fetch bounds").
 func Fetch(ctx context.Context, s Launch, o FetchOptions) (*Listing, error) {
 	opts := mcpclient.Options{StartTimeout: o.StartTimeout, Timeout: o.Timeout, ClientVersion: o.ClientVersion, Capabilities: o.Capabilities}
@@ -311,7 +311,7 @@ func List(ctx context.Context, c Conn, o FetchOptions) (*Listing, error) {
 }
 
 // Saver returns a function that writes the listing as a saved tools/list
-// that ReadListing reads back with the same digests (SPEC.md §17, etdi
+// that ReadListing reads back with the same digests (docs/live.md#live-servers, etdi
 // fetch): every tool in its canonical form; the prompts, resources and
 // resource templates that were listed, beside the tools; the server's
 // instructions when it was live; the in-band bundle under _meta; what
@@ -442,7 +442,7 @@ type Saved struct {
 // FetchSave fetches a server as Fetch does and writes what it serves to w
 // as Saver writes a listing, byte for byte, but page by page as the pages
 // arrive: no page is kept once written, so a large listing is held one
-// page at a time (SPEC.md §17, etdi fetch). Every bound of a fetch
+// page at a time (docs/live.md#live-servers, etdi fetch). Every bound of a fetch
 // applies. Each entry is checked to read back with its digest before it
 // is written. Entries, instructions or a _meta that show one of creds are
 // returned as findings (CredentialFindings); no page that shows one, and

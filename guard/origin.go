@@ -203,7 +203,7 @@ func claimedStatement(bundle []byte) *etdi.Statement {
 func MovingTarget(argv []string) (bool, string) { return artifact.Moving(argv) }
 
 // CheckPinnedOrigin compares what the command of a server without a bundle
-// runs with what served its pinned tools at approval (SPEC.md §15), before
+// runs with what served its pinned tools at approval (docs/check.md#check-against-pins), before
 // the server is started: etdi run refuses to start a replaced
 // implementation rather than relay it. It returns a rug_pull finding per
 // tool approved served by something else; none when the options carry a
@@ -234,7 +234,7 @@ func CheckPinnedOrigin(o *Origin, opts Options) ([]finding.Finding, error) {
 			return err
 		}
 		for _, p := range pins {
-			if p.ServedAccepts(now) { // any approved variant (SPEC.md §14.1)
+			if p.ServedAccepts(now) { // any approved variant (docs/storage.md#approved-variants)
 				continue
 			}
 			if was := updatedFrom(&p, server, now, o.ServedAt()); was != "" {

@@ -14,7 +14,7 @@ import "github.com/etdi-dev/etdi/internal/mcpclient"
 // Call it once, before the first server starts, in a program whose only
 // children running beside a server are the servers etdi starts: when the
 // last running server stops, every other child of the program is taken
-// for a server's orphan and ended (SPEC.md §25, "Process lifetime").
+// for a server's orphan and ended (docs/gate.md#runtime-gate, "Process lifetime").
 // etdi's own command does. It reports whether detached processes are
 // ended on this system (false on macOS and the BSDs, which have no
 // subreaper).

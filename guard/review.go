@@ -11,7 +11,7 @@ import (
 	"github.com/etdi-dev/etdi/pin"
 )
 
-// Category groups the decisions a review asks for (SPEC.md §15.1): a
+// Category groups the decisions a review asks for (docs/check.md#reviewing-what-is-pending): a
 // person approves in bulk by naming categories, never by approving
 // everything pending.
 type Category string

@@ -189,7 +189,7 @@ func TestPinsWithoutServedUpgradedOnlyWhenAsked(t *testing.T) {
 
 // A definition approved without what served it stays unserved when the
 // server, configured another way, gets another definition approved
-// beside it (a variant, SPEC.md §14.1): etdi run still reports the pin,
+// beside it (a variant, docs/storage.md#approved-variants): etdi run still reports the pin,
 // whose earlier definition any program serving it passes as before.
 func TestUnservedVariantReported(t *testing.T) {
 	ctx := context.Background()

@@ -1,5 +1,5 @@
 // Package idp is the OAuth 2.0 / OpenID Connect side of etdi (SPEC.md
-// §20): a provider gets a JWT from its identity provider with the client
+// §13): a provider gets a JWT from its identity provider with the client
 // credentials grant, bound to the exact statement it publishes through an
 // RFC 9396 authorization_details entry; a client verifies that token with
 // the issuer's keys (OIDC discovery and JWKS, or a pinned JWKS), a fixed

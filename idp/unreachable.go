@@ -6,7 +6,7 @@ import (
 )
 
 // UnreachableError reports an identity provider that could not be asked:
-// no connection, a timeout, or a 5xx answer (SPEC.md §20). It is an
+// no connection, a timeout, or a 5xx answer (SPEC.md §13). It is an
 // operational failure, not evidence against a token; the token is still
 // refused.
 type UnreachableError struct {

@@ -16,7 +16,7 @@ import (
 // etdi manifest (SPEC.md §4). It returns nil when the server serves
 // exactly those definitions, and otherwise an *release.DriftError that names
 // every tool missing, extra, listed twice or served with another
-// definition, with the fields that differ (SPEC.md §28.3). Key order and
+// definition, with the fields that differ (docs/provider.md#a-server-against-its-manifest). Key order and
 // whitespace never count, nor does the bundle Attach adds.
 //
 // It is meant for the server's own unit test: a tool whose definition

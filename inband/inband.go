@@ -1,7 +1,7 @@
 // Package inband lets a Go MCP server built with the official go-sdk
 // carry its etdi bundle in-band, so clients verify it without fetching a
 // file: the bundle is added to the _meta of every tools/list result under
-// the key "dev.etdi/bundle" (SPEC.md §17).
+// the key "dev.etdi/bundle" (SPEC.md §15).
 //
 //	bundle, _ := os.ReadFile("weather.etdi.json")
 //	server := mcp.NewServer(&mcp.Implementation{Name: "weather"}, nil)

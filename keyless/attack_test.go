@@ -15,7 +15,7 @@ import (
 	"github.com/etdi-dev/etdi/sign"
 )
 
-// SPEC.md §27.4: identity tokens are "sent only over https or to a loopback
+// SPEC.md §16.4: identity tokens are "sent only over https or to a loopback
 // address; redirects are not followed". CheckServiceURL checks the Fulcio
 // URL given, but sigstore-go's Fulcio client is a default http.Client: it
 // follows a 307 and, the host name being the same (Go ignores the port and

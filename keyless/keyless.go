@@ -1,5 +1,5 @@
 // Package keyless signs and verifies etdi statements without a long-lived
-// key, with Sigstore (SPEC.md §27): the signer's OIDC identity gets a
+// key, with Sigstore (SPEC.md §16): the signer's OIDC identity gets a
 // short-lived certificate from a Fulcio certificate authority, the
 // signature is recorded in a Rekor transparency log, and the result is a
 // Sigstore bundle (v0.3) whose DSSE payload is the etdi statement.

@@ -31,12 +31,12 @@ type ApproveOptions struct {
 	Update bool
 	// Replace makes the approval of a changed definition replace every
 	// definition approved before, instead of adding it beside them as
-	// another variant (SPEC.md §14.1).
+	// another variant (docs/storage.md#approved-variants).
 	Replace bool
 	// Scopes gives permission scopes to the unsigned tools it names (by
 	// name): each approval of such a tool records them in its pin and its
 	// history record, and call-time policies see them as a signed tool's
-	// permissions (SPEC.md §14.3). A tool named here that is approved and
+	// permissions (docs/storage.md#scopes-of-unsigned-tools). A tool named here that is approved and
 	// unchanged is approved again when its scopes differ. Naming a tool
 	// the server does not offer, or a signed tool, is an error.
 	Scopes map[string][]string
@@ -76,7 +76,7 @@ type Approval struct {
 	Replaced string `json:"replaced,omitempty"`
 	// Variant says the definition was approved beside the ones approved
 	// before, which stay approved; Variants is how many definitions of
-	// the item are approved now (SPEC.md §14.1).
+	// the item are approved now (docs/storage.md#approved-variants).
 	Variant  bool `json:"variant,omitempty"`
 	Variants int  `json:"variants,omitempty"`
 	// ServedBefore is what served the tool at its previous approval, when
@@ -101,7 +101,7 @@ type Refusal struct {
 
 // MaxApprovalBytes bounds the canonical definitions one approval writes:
 // an approval is one transaction, and bbolt holds everything it writes
-// until the commit, so this bounds the memory of approving (SPEC.md §17).
+// until the commit, so this bounds the memory of approving (docs/live.md#live-servers).
 const MaxApprovalBytes = 32 << 20
 
 // Approve pins the tools of o that need approval, in one transaction that
@@ -468,7 +468,7 @@ func rescope(tx *kvTx, info *ServerInfo, o *Observation, t *Observed, ss []strin
 	p.Scopes, p.ApprovedBy, p.ApprovedAt = ss, by, now
 	rec := Record{Type: RecordReapprove, Time: now, Server: o.Server, Tool: t.Name, Version: p.Version, Digest: p.Digest,
 		Signer: &p.Signer, Kind: ScopesChanged, By: by, Permissions: p.Permissions, Scopes: ss, Served: p.Served, ServedAt: p.ServedAt, Replaced: p.Digest,
-		// The variants approved beside it stay (SPEC.md §14.1).
+		// The variants approved beside it stay (docs/storage.md#approved-variants).
 		Variant: len(p.Variants) > 0}
 	if p.Binding, err = appendBound(tx, rec); err != nil {
 		return nil, nil, err

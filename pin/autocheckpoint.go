@@ -12,7 +12,7 @@ import (
 	"golang.org/x/mod/sumdb/tlog"
 )
 
-// AutoCheckpoint signs a checkpoint (SPEC.md §16) after every write that
+// AutoCheckpoint signs a checkpoint (docs/storage.md#history-and-checkpoints) after every write that
 // grows the history, so that no record is appended without the audit key
 // signing the history it ends: the latest one is kept at Path.
 type AutoCheckpoint struct {

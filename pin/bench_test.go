@@ -198,7 +198,7 @@ func BenchmarkDatabaseSize(b *testing.B) {
 
 // BenchmarkCheckIn100kHistory checks one server's 100 tools in a database
 // whose history holds 100,000 records: the cost of replaying the history
-// on every check (SPEC.md §14).
+// on every check (docs/storage.md#pin-database).
 func BenchmarkCheckIn100kHistory(b *testing.B) {
 	s := bigStore(b, 100000)
 	o := &Observation{Server: "acme:s007", Provider: "acme", Name: "acme:s007"}

@@ -47,7 +47,7 @@ func (s *Store) AppendCalls(spool string, seq uint64, recs []Record) (uint64, er
 	})
 	if err != nil && s.clientFallback(err) {
 		// A client of an etcd store: its own spool, for an approver
-		// to append (SPEC.md §29.5).
+		// to append (docs/fleets.md#roles).
 		return s.remote.spoolWrite(spool, seq, false, recs)
 	}
 	return id, err

@@ -46,7 +46,7 @@ type Observation struct {
 	// runner's own cache; not a version and integrity a project's
 	// lockfile claims (a repository can write one that names any
 	// package). Only a verified artifact shares approvals across
-	// configuration names (SPEC.md §14.2).
+	// configuration names (docs/storage.md#one-artifact-under-several-configuration-names).
 	ServedVerified bool
 	// Unresolved, with Served empty, says why what a launched server runs
 	// could not be resolved: a pin that recorded what served it is then
@@ -97,7 +97,7 @@ type ToolState struct {
 	Status ToolStatus `json:"status"`
 	// ApprovedAs, with [StatusOK], names the server whose approval of
 	// the same definition from the same artifact covers the item, when it
-	// has no pin of its own (SPEC.md §14.2).
+	// has no pin of its own (docs/storage.md#one-artifact-under-several-configuration-names).
 	ApprovedAs string `json:"approvedAs,omitempty"`
 	// Scopes, with [StatusOK], are the scopes the approval of the
 	// matching unsigned definition gave it (Pin.Scopes).
@@ -188,7 +188,7 @@ func (s *Store) Record(o *Observation, by string, extra ...finding.Finding) (*Co
 		return recordFindings(tx, o, todo, by)
 	})
 	if err != nil && s.clientFallback(err) {
-		// A client of an etcd store: its own spool (SPEC.md §29.5).
+		// A client of an etcd store: its own spool (docs/fleets.md#roles).
 		return s.recordSpooled(o, by, extra)
 	}
 	return c, err
@@ -301,7 +301,7 @@ func judge(tx *kvTx, o *Observation, extra []finding.Finding) (*Comparison, []fi
 // worthRecording drops from findings the unsigned_tool warnings of tools
 // approved as observed (status "ok"): that a tool the policy lets run
 // unsigned is unsigned is the server's standing state, recorded with its
-// approval (signer "unsigned"), not an event of each check (SPEC.md §16).
+// approval (signer "unsigned"), not an event of each check (docs/storage.md#history-and-checkpoints).
 // The warning of a tool that is new or changed is kept: it goes with the
 // decision that tool needs. Every other finding is kept.
 func worthRecording(c *Comparison, findings []finding.Finding) []finding.Finding {
@@ -844,7 +844,7 @@ func nameElsewhere(tx *kvTx, o *Observation, t *Observed, scan *pinScan, copies 
 		}
 		// The same artifact, verified, under a name without its own pin
 		// of the tool: its other definition is a change of the tool
-		// approved there (SPEC.md §14.2).
+		// approved there (docs/storage.md#one-artifact-under-several-configuration-names).
 		if v := sameArtifact(o, t, p); v != nil {
 			if n.sharedPin == nil {
 				n.sharedPin, n.sharedDef = p, v

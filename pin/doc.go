@@ -1,6 +1,6 @@
 // Package pin is the client's pin database: what a person approved (tool,
 // version, definition digest, signer, permissions) and the tamper-evident
-// history of every approval, revocation and finding (SPEC.md §14-§16).
+// history of every approval, revocation and finding (docs/storage.md).
 //
 // The database is one bbolt file, mode 0600. Each logical write is one
 // transaction, so a process killed mid-write leaves the database as it was
@@ -22,8 +22,8 @@
 //	                                    leaf hash of its approval record;
 //	                                    "variants": the earlier approved
 //	                                    definitions kept beside it, each
-//	                                    bound to its own record (SPEC.md
-//	                                    §14.1; absent when there is one)
+//	                                    bound to its own record (
+//	                                    docs/storage.md#approved-variants; absent when there is one)
 //	    <server key> 0x00 0x01 <item> 0x00 <name>
 //	                                    (schema 5) JSON Pin of a prompt,
 //	                                    resource or resource template

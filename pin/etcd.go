@@ -33,7 +33,7 @@ import (
 )
 
 // An etcd store keeps the buckets of a pin database as keys of one etcd
-// prefix, "<PREFIX>/<bucket path>/<key>" (SPEC.md §29), so that many
+// prefix, "<PREFIX>/<bucket path>/<key>" (docs/fleets.md#shared-store-in-etcd), so that many
 // machines share one set of approvals, revocations and one history.
 //
 // Each machine keeps a snapshot of the prefix in a local bbolt file with
@@ -618,7 +618,7 @@ type permissionError struct {
 }
 
 func (p *permissionError) Error() string {
-	return fmt.Sprintf("pin store %s: %v: %v (approving and revoking need the etdi-approver role; see SPEC.md §29.5)", p.loc, ErrPermission, p.err)
+	return fmt.Sprintf("pin store %s: %v: %v (approving and revoking need the etdi-approver role; see docs/fleets.md#roles)", p.loc, ErrPermission, p.err)
 }
 
 func (p *permissionError) Unwrap() []error { return []error{ErrPermission, p.err} }

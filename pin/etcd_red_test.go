@@ -76,7 +76,7 @@ func TestRedClientKeyFreezesRevocation(t *testing.T) {
 // Someone who may write the history (the approver role, root) deletes
 // the last record with its tree hashes and lowers meta/logSize. Every
 // machine whose snapshot held the record refuses the store from then on;
-// a new machine cannot tell without a checkpoint (SPEC §29.5). The client
+// a new machine cannot tell without a checkpoint (docs/fleets.md#roles). The client
 // role cannot even try.
 func TestRedClientTruncatesHistory(t *testing.T) {
 	c, loc := redRoles(t, "etdi/red2")

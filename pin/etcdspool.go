@@ -15,7 +15,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
-// A machine with the client role of an etcd store (SPEC.md §29.5) never
+// A machine with the client role of an etcd store (docs/fleets.md#roles) never
 // writes the history: etcd refuses it every key under log/ and meta/.
 // Its findings and call records go to its own spool entries instead,
 //

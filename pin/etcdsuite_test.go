@@ -115,7 +115,7 @@ func editEtcd(t *testing.T, s *Store, fn func(tx *bolt.Tx)) *Store {
 	var he *HistoryError
 	if errors.As(err, &he) {
 		// Stronger than what the test checks next: on etcd the store
-		// does not open at all, naming the record (SPEC.md §29.4).
+		// does not open at all, naming the record (docs/fleets.md#snapshots-and-etcd-out-of-reach).
 		t.Skipf("an etcd store with this history fails closed at open: %v", err)
 	}
 	if err != nil {

@@ -8,7 +8,7 @@ import (
 )
 
 // findingKey is what makes two findings the same finding in the history
-// (SPEC.md §16): kind, severity, server, tool, version, live digest and
+// (docs/storage.md#history-and-checkpoints): kind, severity, server, tool, version, live digest and
 // message. The message carries the rest of the evidence (the approved
 // version, the signers, the servers a name is approved on, where
 // suspicious text sits), so a finding that differs in any of it is

@@ -47,8 +47,8 @@ type Record struct {
 	Message  string    `json:"message,omitempty"`
 	By       string    `json:"by,omitempty"`
 	// Machine and User name who appended the record to a store shared
-	// through etcd: the host name and login name of the writer (SPEC.md
-	// §29.3). Records of a pin database file leave them out.
+	// through etcd: the host name and login name of the writer (
+	// docs/fleets.md#transactions). Records of a pin database file leave them out.
 	Machine string `json:"machine,omitempty"`
 	User    string `json:"user,omitempty"`
 	// Permissions granted by an approval.
@@ -65,7 +65,7 @@ type Record struct {
 	ServedAt string `json:"servedAt,omitempty"`
 	// Variant says that an approval adds its definition beside the ones
 	// approved before (replacing only one of the same digest) instead of
-	// replacing them all (SPEC.md §14.1).
+	// replacing them all (docs/storage.md#approved-variants).
 	Variant bool `json:"variant,omitempty"`
 	// Arguments is the SHA-256 of a call's arguments in RFC 8785 form
 	// ("sha256:..."; "raw-sha256:..." of the bytes sent when they are not

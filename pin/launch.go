@@ -7,7 +7,7 @@ import (
 )
 
 // RecordLaunch is the history record of a project-scoped host
-// configuration entry the user let etdi start (SPEC.md §18).
+// configuration entry the user let etdi start (docs/hosts.md#host-configuration-files).
 const RecordLaunch = "launch"
 
 // bLaunches holds launch approvals, created on first use:

@@ -65,7 +65,7 @@ func revokedBy(tx *kvTx, server string, t *Observed) (*Revocation, error) {
 // A tool or version revocation needs an existing pin. A revocation of
 // one approved definition (Digest) needs a pin with another one beside
 // it, which stays approved: the definition revoked leaves the pin's
-// variants and is refused from then on (SPEC.md §14.1).
+// variants and is refused from then on (docs/storage.md#approved-variants).
 func (s *Store) Revoke(r Revocation) error {
 	if err := checkReason(r.Reason); err != nil {
 		return err
@@ -218,7 +218,7 @@ func UnrevokeCommand(r *Revocation) string {
 
 // revokedText says of a revocation when, by whom and why it was made
 // and how it is lifted, after what it revoked: the text of the revoked
-// finding (SPEC.md §14). The reason, bounded when it was recorded, is
+// finding (docs/storage.md#pin-database). The reason, bounded when it was recorded, is
 // clipped again here (a database may hold any); like every name in a
 // finding it is escaped where it is shown.
 func revokedText(r *Revocation) string {
@@ -239,7 +239,7 @@ func revokedText(r *Revocation) string {
 // (r.Reason). What the revocation blocked is approved again as it was
 // approved before: the pins were kept. A definition revoked on its own
 // (r.Digest) had left its pin, so it needs approval again. Lifting a
-// revocation the history does not justify is refused (SPEC.md §14.2).
+// revocation the history does not justify is refused (docs/storage.md#one-artifact-under-several-configuration-names).
 func (s *Store) Unrevoke(r Revocation) error {
 	if r.By == "" {
 		return errors.New("lifting a revocation records who lifts it: give who")

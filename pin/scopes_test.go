@@ -204,7 +204,7 @@ func TestAuditFindsEditedScopes(t *testing.T) {
 }
 
 // The same server under a second name, covered by the approval of the
-// first (SPEC.md §14.2), has the scopes that approval gave.
+// first (docs/storage.md#one-artifact-under-several-configuration-names), has the scopes that approval gave.
 func TestApproveScopesShared(t *testing.T) {
 	s := openTestStore(t, Options{})
 	if _, _, err := s.Approve(filesObs(t, writeDef), ApproveOptions{By: "x", Scopes: map[string][]string{"write_file": {"files:write"}}}); err != nil {

@@ -19,7 +19,7 @@ import (
 // of another server's approvals: every tool it offers is approved there
 // with the same version, digest and signer (the other server may offer
 // more). Only then is a tool approved there "the same server under another
-// name" (SPEC.md §15); a server that copies an approved tool and adds one
+// name" (docs/check.md#check-against-pins); a server that copies an approved tool and adds one
 // of its own, or changes another, shadows it.
 type copyCache struct {
 	tx   *kvTx
@@ -180,7 +180,7 @@ const maxCollisionText = 256 << 10
 
 // collisionRefused says why a tool t offered by o under a name approved
 // on the other server srv (pin p) is not a harmless name collision but
-// shadows that tool, or "" when it is one (SPEC.md §15): both servers
+// shadows that tool, or "" when it is one (docs/check.md#check-against-pins): both servers
 // unsigned, and nothing in t's definition names srv next to the tool or
 // as a server, names another of srv's tools, copies the description of
 // srv's tool, or claims to be the official or genuine one.

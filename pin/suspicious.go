@@ -9,7 +9,7 @@ import (
 )
 
 // suspicion scans the tools of one comparison for suspicious text
-// (SPEC.md §22). The names of tools approved on other servers count,
+// (docs/output.md#escaping-untrusted-text). The names of tools approved on other servers count,
 // except names this server offers itself; each candidate word is looked
 // up in the names index, so the cost does not grow with the database.
 type suspicion struct {

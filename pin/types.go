@@ -36,7 +36,7 @@ func (s SignerID) String() string {
 var Unsigned = SignerID{Kind: "none"}
 
 // Item kinds: besides tools, a server lists prompts, resources and
-// resource templates, whose text reaches the model too (SPEC.md §15).
+// resource templates, whose text reaches the model too (docs/check.md#check-against-pins).
 // They are pinned by digest like the tools of an unsigned server: ETDI
 // bundles sign tools only. A tool's Item is empty.
 const (
@@ -76,7 +76,7 @@ type Pin struct {
 	Provider    string            `json:"provider,omitempty"`
 	Permissions []etdi.Permission `json:"permissions"`
 	// Scopes are the permission scopes the person who approved an unsigned
-	// tool gave it (SPEC.md §14.3): call-time policies see them as they see
+	// tool gave it (docs/storage.md#scopes-of-unsigned-tools): call-time policies see them as they see
 	// a signed tool's permissions. A signed tool has none (its provider's
 	// permissions are its scopes). Sorted, each once.
 	Scopes []string `json:"scopes,omitempty"`
@@ -97,7 +97,7 @@ type Pin struct {
 	// Binding names the history record that approved the pin (schema 3).
 	Binding
 	// Variants are the definitions approved earlier that stay approved
-	// beside this one, the latest approval, oldest first (SPEC.md §14.1):
+	// beside this one, the latest approval, oldest first (docs/storage.md#approved-variants):
 	// the same server configured with other arguments, in another host or
 	// time zone. Each is a whole pin bound to its own approval record and
 	// holds no variants of its own. Pins written before variants have

@@ -9,7 +9,7 @@ import (
 	"github.com/etdi-dev/etdi/internal/termtext"
 )
 
-// Approved variants (SPEC.md §14.1). An item may have several approved
+// Approved variants (docs/storage.md#approved-variants). An item may have several approved
 // definitions at once: the same server configured with other arguments,
 // in another host or time zone, describes the same tool another way. A
 // definition that equals none of them is a finding, as a change of the
@@ -165,7 +165,7 @@ func digestsOf(p *Pin) string {
 
 // ArtifactIdentity returns the artifact an observation's Served names
 // when it identifies one exactly enough for approvals to be shared
-// across configuration names (SPEC.md §14.2), and whether it does: "npm
+// across configuration names (docs/storage.md#one-artifact-under-several-configuration-names), and whether it does: "npm
 // NAME@VERSION INTEGRITY", "pypi NAME@VERSION SHA256", "oci
 // NAME[@TAG] MANIFEST-DIGEST" or "file BASENAME SHA256", with a digest
 // always. An endpoint (a URL), an unresolved launch and anything else
@@ -207,7 +207,7 @@ type shareCache struct {
 }
 
 // sharedApproval returns the other unsigned server whose approval covers
-// t (SPEC.md §14.2), or "": o is an unsigned server whose launch resolved
+// t (docs/storage.md#one-artifact-under-several-configuration-names), or "": o is an unsigned server whose launch resolved
 // to an artifact (ArtifactIdentity), and the other server holds an
 // approved definition of the same item that t matches exactly and that
 // was approved served by that very artifact; the other server's pin is

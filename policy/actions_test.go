@@ -95,7 +95,7 @@ func TestSessionCountsReads(t *testing.T) {
 	}
 }
 
-// The policies README.md shows for prompts and resources validate and
+// The policies docs/walkthrough.md shows for prompts and resources validate and
 // decide as it says.
 func TestReadmeReadPolicies(t *testing.T) {
 	s := mustParse(t, "readme.cedar", callsOnly+`

@@ -132,7 +132,7 @@ func (s *Set) Authorize(r Request) Decision {
 		d.Effect = Forbid
 	case pdec != cedar.Allow && len(asks) == 0:
 		// A get, read or complete no permit names is allowed: approval
-		// gates it (SPEC.md §25), and a policy set written for calls
+		// gates it (docs/gate.md#runtime-gate), and a policy set written for calls
 		// alone must not shut prompts and resources off.
 		d.Effect = Allow
 	case len(asks) > 0:

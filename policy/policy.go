@@ -1,6 +1,6 @@
 // Package policy decides, with Cedar policies, whether a call to an
 // approved tool may go ahead, must be put to the person first, or is
-// forbidden (SPEC.md §26).
+// forbidden (docs/policies.md#call-time-policies).
 //
 // A Set is loaded from policy files and validated, strictly, against
 // etdi's schema (Schema) before anything is decided: a policy that does

@@ -23,7 +23,7 @@ const (
 )
 
 // ScopesOverlay is a reviewed file of the permission scopes a person
-// gives the tools of unsigned servers at approval (SPEC.md §14.3): strict
+// gives the tools of unsigned servers at approval (docs/storage.md#scopes-of-unsigned-tools): strict
 // JSON of the form
 //
 //	{"etdiScopes": 1, "comment": "...",

@@ -43,7 +43,7 @@ func ToolOf(server, provider string, o pin.Observed) Tool {
 }
 
 // ToolOfApproved is ToolOf with the scopes the approval of the matching
-// definition gave an unsigned tool (pin.ToolState.Scopes, SPEC.md §14.3):
+// definition gave an unsigned tool (pin.ToolState.Scopes, docs/storage.md#scopes-of-unsigned-tools):
 // the policies see them as they see a signed tool's permissions. A signed
 // tool's scopes are its provider's permissions alone: given scopes are
 // ignored.

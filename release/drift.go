@@ -9,7 +9,7 @@ import (
 )
 
 // ServedStatus says how a tool a server serves compares with the
-// manifest's definition of it (SPEC.md §28.3).
+// manifest's definition of it (docs/provider.md#a-server-against-its-manifest).
 type ServedStatus string
 
 // The statuses; every one but ServedMatch is drift.
@@ -61,7 +61,7 @@ func (t *ServedTool) Summary() string {
 }
 
 // CompareServed compares the tools a server serves (its tools/list) with
-// the definitions of manifest m (SPEC.md §28.3): each tool of m in order,
+// the definitions of manifest m (docs/provider.md#a-server-against-its-manifest): each tool of m in order,
 // then each served tool m lacks. Definitions are compared by digest (§3),
 // so key order, whitespace and escapes never count, nor does etdi's own
 // _meta material (an in-band bundle).

@@ -9,7 +9,7 @@ import (
 )
 
 // Bump is how much a release raises a tool's version: the component of
-// MAJOR.MINOR.PATCH that grows (SPEC.md §28.2).
+// MAJOR.MINOR.PATCH that grows (docs/provider.md#the-bump-a-change-calls-for).
 type Bump int
 
 // The bumps, smallest first.
@@ -108,7 +108,7 @@ func ScopeDiff(old, cur []etdi.Permission) (added, removed, described []string) 
 }
 
 // RequiredBump returns the version bump a change of one tool calls for
-// (SPEC.md §28.2), from its previous version old: major when the tool
+// (docs/provider.md#the-bump-a-change-calls-for), from its previous version old: major when the tool
 // declares a scope it did not (it may now do more than clients consented
 // to), minor when it drops one, patch for any other change (a
 // permission's description, the definition, what serves it), BumpNone
@@ -202,7 +202,7 @@ func (r *Report) Refused() bool {
 
 // Compare compares the statement of a release, next, with the
 // previous release's, prev, as a client that pinned prev would see next
-// (SPEC.md §28.1). remove names the tools next leaves out on purpose: their
+// (docs/provider.md#a-release-against-the-previous-one). remove names the tools next leaves out on purpose: their
 // removal is reported, not refused. It returns an error when prev and next
 // are not releases of one server (provider id and server name), when
 // remove names a tool that prev lacks or next keeps, or when a version is
@@ -356,9 +356,9 @@ func releaseChanges(t *Tool) string {
 }
 
 // servedChange is the change of what serves a server's tools from prev to
-// next (SPEC.md §28.1), or nil: when both name artifacts or endpoints
+// next (docs/provider.md#a-release-against-the-previous-one), or nil: when both name artifacts or endpoints
 // (§4.1) and next names one that prev does not. A client's pin records
-// what served each tool (§15): a tool of the same version served by
+// what served each tool (docs/check.md#check-against-pins): a tool of the same version served by
 // something else is a rug pull to it.
 func servedChange(prev, next *etdi.Server) *etdi.Change {
 	if !prev.Bound() || !next.Bound() {

@@ -254,7 +254,7 @@ func TestCompareReleasePreRelease(t *testing.T) {
 	}
 }
 
-// What serves the tools is part of what a pin records (SPEC.md §15): the
+// What serves the tools is part of what a pin records (docs/check.md#check-against-pins): the
 // same version served by another artifact is a rug pull to a client.
 func TestCompareReleaseServed(t *testing.T) {
 	npm := func(version, digest string) etdi.Artifact {

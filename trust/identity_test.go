@@ -7,7 +7,7 @@ import (
 	"github.com/etdi-dev/etdi/trust"
 )
 
-// GitHub Actions issuers, by form and declared (SPEC.md §27.2).
+// GitHub Actions issuers, by form and declared (SPEC.md §16.2).
 var githubIssuers = []trust.SigstoreIdentity{
 	{Issuer: ghIssuer},
 	{Issuer: ghIssuer + "/acme-corp"},                      // GitHub Enterprise Cloud, unique issuer

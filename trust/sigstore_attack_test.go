@@ -6,7 +6,7 @@ import (
 	"github.com/etdi-dev/etdi/trust"
 )
 
-// SPEC.md §27.2: a pattern matches the whole identity, and one that would
+// SPEC.md §16.2: a pattern matches the whole identity, and one that would
 // trust anyone is refused. A pattern that is not a regular expression on
 // its own (an unbalanced parenthesis) could escape the anchors, and
 // "anything" has many spellings. Each of these would trust every identity
@@ -35,7 +35,7 @@ func TestAttackSigstorePatternMatchesEverything(t *testing.T) {
 }
 
 // The pin database records a keyless signer as its trust entry's text
-// (SPEC.md §27.3), but two different entries can have the same text: an
+// (SPEC.md §16.3), but two different entries can have the same text: an
 // issuer may contain a space, and an exact identity may begin with "~".
 // An approval recorded under one entry then counts for the other.
 func TestAttackSigstoreEntryTextsCollide(t *testing.T) {

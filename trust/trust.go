@@ -110,12 +110,12 @@ type Policy struct {
 	// means ArtifactsWarn.
 	Artifacts ArtifactRule
 	Providers []Provider
-	// Cedar are the call-time policy files (SPEC.md §26) as written: a
+	// Cedar are the call-time policy files (docs/policies.md#call-time-policies) as written: a
 	// relative path is relative to the trust policy's directory (see
 	// CedarFiles).
 	Cedar []string
 	// SigstoreRoots are the Sigstore trusted roots (trusted_root.json
-	// documents) that keyless signatures chain to (SPEC.md §27), kept in
+	// documents) that keyless signatures chain to (SPEC.md §16), kept in
 	// the policy so that verification works offline.
 	SigstoreRoots []SigstoreRoot
 	// SigstoreRootSource says where SigstoreRoots came from when they were
@@ -125,7 +125,7 @@ type Policy struct {
 }
 
 // SigstoreRootSource records the TUF repository a policy's Sigstore
-// trusted roots were fetched and verified from (SPEC.md §27.2). It is a
+// trusted roots were fetched and verified from (SPEC.md §16.2). It is a
 // record for the person who reviews the policy: verification never reads it.
 type SigstoreRootSource struct {
 	// Mirror is the TUF repository's base URL.
@@ -304,7 +304,7 @@ func (p *Provider) EffectiveRequire() string {
 // signer.
 func (p *Provider) HasSigners() bool { return len(p.Keys) > 0 || len(p.Sigstore) > 0 }
 
-// SigstoreIdentity is a keyless signer (SPEC.md §27.2): the OIDC issuer
+// SigstoreIdentity is a keyless signer (SPEC.md §16.2): the OIDC issuer
 // that vouched for the signer's identity, that identity (the certificate's
 // subject alternative name), given exactly or as a pattern, and the source
 // repository the certificate must name.
@@ -523,7 +523,7 @@ func (p *Policy) AddSigstore(id string, s SigstoreIdentity) (added bool, err err
 }
 
 // IDP says how tokens from a provider's identity provider are verified
-// (SPEC.md §20).
+// (SPEC.md §13).
 type IDP struct {
 	// Issuer is the exact iss claim; OIDC discovery is done at
 	// Issuer/.well-known/openid-configuration unless JWKS is pinned.

@@ -69,7 +69,7 @@ func (c *tokenCounter) VerifyToken(ctx context.Context, token string, cfg *trust
 }
 
 // A Sigstore bundle carries one signature and no identity provider token
-// (SPEC.md §27.4). For a provider that trusts both a keyless signer and
+// (SPEC.md §16.4). For a provider that trusts both a keyless signer and
 // an identity provider, its require rule decides: "both" (the default)
 // and "idp" never accept a keyless bundle, which has no token to show;
 // "any" and "key" accept it on the keyless signature alone, with no token

@@ -1,7 +1,7 @@
 package main
 
 // Attack tests of etdi run with the built binary: a hostile (or merely
-// failing) server against the promises of SPEC.md §25. Each TestAttack...
+// failing) server against the promises of docs/gate.md#runtime-gate. Each TestAttack...
 // fails while the gate is open to the attack it names.
 
 import (

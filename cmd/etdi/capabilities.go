@@ -28,9 +28,9 @@ func (c *capabilitiesFlag) Set(s string) error {
 	return nil
 }
 
-// capabilitiesOf is what a listing of t declares (SPEC.md §17): the
+// capabilitiesOf is what a listing of t declares (docs/live.md#live-servers): the
 // --capabilities given; else, for a host configuration entry, what its
-// host declares (the host table, SPEC.md §18.1); else none.
+// host declares (the host table, docs/hosts.md#how-each-host-reads-an-entry); else none.
 func (f *serverFlags) capabilitiesOf(t *target) json.RawMessage {
 	switch {
 	case f.capabilities.set:

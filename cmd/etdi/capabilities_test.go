@@ -66,7 +66,7 @@ func TestCheckCapabilitiesApproveWhatTheHostIsOffered(t *testing.T) {
 }
 
 // Without --capabilities, a host configuration entry is listed under what
-// its host declares (SPEC.md §18.1): Claude Code roots and elicitation,
+// its host declares (docs/hosts.md#how-each-host-reads-an-entry): Claude Code roots and elicitation,
 // Gemini CLI roots alone; --capabilities none declares nothing.
 func TestCheckCapabilitiesOfTheHost(t *testing.T) {
 	p := liveEnv(t)

@@ -42,7 +42,7 @@ type checkReport struct {
 	// Disabled is set for a host configuration entry turned off in its
 	// file; HostHonoursDisabled says whether its host keeps it from
 	// starting (yes: it is not checked; no or unknown: it is checked,
-	// as the host may start it). SPEC.md §18.
+	// as the host may start it). docs/hosts.md#host-configuration-files.
 	Disabled            bool   `json:"disabled,omitempty"`
 	HostHonoursDisabled string `json:"hostHonoursDisabled,omitempty"`
 	// Program is the program the host starts for the entry, found as
@@ -52,7 +52,7 @@ type checkReport struct {
 	// host ignores (Gemini CLI's command beside httpUrl or url).
 	Ignored []string `json:"ignored,omitempty"`
 	// Wrapped says the entry runs its server through the user's own etdi
-	// run, proven (SPEC.md §24): the server checked is the one behind it.
+	// run, proven (docs/hosts.md#wrapping-host-configurations): the server checked is the one behind it.
 	// Always present: false for everything else.
 	Wrapped bool `json:"wrapped"`
 	// Error is why the server could not be checked (exit 1).
@@ -91,7 +91,7 @@ func blockedUnsigned(reps []*checkReport) bool {
 
 // checkOutput is the whole result of etdi check.
 type checkOutput struct {
-	// SchemaVersion is the version of this output's shape (SPEC.md §19,
+	// SchemaVersion is the version of this output's shape (docs/output.md#sarif-and-json-output,
 	// schemas/check.schema.json).
 	SchemaVersion int            `json:"schemaVersion"`
 	Servers       []*checkReport `json:"servers"`
@@ -113,7 +113,7 @@ entry name, or the program name), the policy's unsigned rule applies, and
 its tools are pinned by digest, so a changed definition is still caught.
 
 A live server is listed declaring the client capabilities of the host that
-will use it (SPEC.md §18.1: with --config, what the entry's host declares;
+will use it (docs/hosts.md#how-each-host-reads-an-entry: with --config, what the entry's host declares;
 otherwise none), as servers offer some tools only to clients with roots,
 sampling or elicitation; --capabilities roots,sampling,elicitation (or
 none) declares those instead.
@@ -126,14 +126,14 @@ approved on another server or one that looks like an approved name is
 impersonation (12); a revoked tool, version or key is 14. Error and warning
 findings are appended to the history, each once until the next approval
 or revocation of its tool; the unsigned_tool warning of a tool approved
-as observed never is (SPEC.md §16). A server that cannot be checked is
+as observed never is (docs/storage.md#history-and-checkpoints). A server that cannot be checked is
 an error (1) unless another server has a security finding.
 
 --yes approves what etdi pin approve would (new tools and versions) and
 prints it; --approve asks about each new or changed tool on a terminal.
 
 With call-time policies (--cedar FILE, or the trust policy's cedar member;
-SPEC.md §26) each tool's line says what they decide of its first call in a
+docs/policies.md#call-time-policies) each tool's line says what they decide of its first call in a
 session (allow, ask or forbid, and which policy), and so does --approve
 for each tool it asks about; --json has them under "calls".
 
@@ -154,7 +154,7 @@ error, e.g. "etdi: 3 servers: 1 ok, 1 needs approval, 1 blocked, 0 not
 checked": blocked is a security finding (exit 10, 11, 12 or 14), not
 checked an operational error (1).
 
---sarif prints SARIF 2.1.0 for GitHub code scanning (SPEC.md §19): one
+--sarif prints SARIF 2.1.0 for GitHub code scanning (docs/output.md#sarif-and-json-output): one
 result per error or warning finding and per server not checked, the
 unsigned_tool warnings of a server as one result (so a server approved
 and unchanged has none, or that one when its tools are unsigned), each
@@ -171,7 +171,7 @@ decide; a usage error still exits 2, and an error before any report (no
 trust policy, no configuration) keeps its code.
 
 --lock FILE checks against a team lockfile (etdi pin export --lock;
-SPEC.md §30) instead of a pin database, read-only: every check is the
+docs/fleets.md#team-lockfile) instead of a pin database, read-only: every check is the
 same, but nothing is written (no finding recorded, no file created), and
 --yes and --approve are refused; --pins cannot be combined with it. With
 --lock-key KEY (the audit verifier key, or a file holding it) the
@@ -478,7 +478,7 @@ func entryChecked(rep *checkReport, t *target) bool {
 
 // entryFinding is the finding of a host configuration entry that etdi
 // does not start: its server is ambiguous for its host, or its program
-// cannot be found as the host finds it (SPEC.md §18). Entry text is
+// cannot be found as the host finds it (docs/hosts.md#host-configuration-files). Entry text is
 // redacted with secrets.
 func entryFinding(en *hostconfig.Entry, secrets *redact.Set) *finding.Finding {
 	row := hostconfig.LaunchOf(en.Host)

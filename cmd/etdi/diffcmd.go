@@ -76,7 +76,7 @@ the findings are printed and the exit code is that of etdi check (10-14).`,
 					return err
 				}
 				if p != nil {
-					v := p.Closest(t.Digest.String()) // of several approved definitions (SPEC.md §14.1)
+					v := p.Closest(t.Digest.String()) // of several approved definitions (docs/storage.md#approved-variants)
 					p = &v
 				}
 				if p == nil {

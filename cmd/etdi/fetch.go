@@ -100,7 +100,7 @@ func (e *env) fetchSave(f *serverFlags, t *target, w io.Writer) (*guard.Saved, e
 		}
 		return nil, t.secrets.Error(fmt.Errorf("server %s: %w", t.label, err))
 	}
-	if len(fs) > 0 { // never saved (SPEC.md §21)
+	if len(fs) > 0 { // never saved (SPEC.md §14)
 		printFindings(e.stderr, fs)
 		return nil, &exitCodeError{exitFor(fs)}
 	}

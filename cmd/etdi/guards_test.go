@@ -13,7 +13,7 @@ import (
 	"github.com/etdi-dev/etdi"
 )
 
-// The provider's guards (SPEC.md §28), through the real binary: sign
+// The provider's guards (docs/provider.md#provider-guards), through the real binary: sign
 // --previous against the previous release's bundle, and manifest check
 // against a live server.
 
@@ -128,7 +128,7 @@ func TestSignPreviousRefuses(t *testing.T) {
 			if r.code != tc.code {
 				t.Fatalf("exit %d, want %d\n%s%s", r.code, tc.code, r.stdout, r.stderr)
 			}
-			for _, w := range append(tc.want, "its signature was not verified", "etdi: not signed: the release is refused (SPEC.md §28.1); nothing was written") {
+			for _, w := range append(tc.want, "its signature was not verified", "etdi: not signed: the release is refused (docs/provider.md#a-release-against-the-previous-one); nothing was written") {
 				if !strings.Contains(r.stderr, w) {
 					t.Errorf("output lacks %q:\n%s", w, r.stderr)
 				}

@@ -9,7 +9,7 @@ import (
 // jsonSchemaVersion is the "schemaVersion" of every JSON output that has
 // one (check, verify, pin list). It goes up only when a member is removed
 // or renamed or changes its type or meaning; new members do not change it
-// (SPEC.md §19). The shapes are published in schemas/.
+// (docs/output.md#sarif-and-json-output). The shapes are published in schemas/.
 const jsonSchemaVersion = 1
 
 // verifyOutput is etdi verify --json (schemas/verify.schema.json).
@@ -38,7 +38,7 @@ type pinRow struct {
 	Revoked     bool             `json:"revoked"`
 	Revocations []revocationView `json:"revocations"`
 	// Variants are the approved definitions of the item, oldest first,
-	// when there is more than one (SPEC.md §14.1); the pin's own members
+	// when there is more than one (docs/storage.md#approved-variants); the pin's own members
 	// are the latest of them.
 	Variants []variantRow `json:"variants,omitempty"`
 }

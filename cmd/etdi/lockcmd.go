@@ -16,7 +16,7 @@ import (
 	"golang.org/x/mod/sumdb/note"
 )
 
-// lockFlags name a team lockfile (SPEC.md §30) and the keys its
+// lockFlags name a team lockfile (docs/fleets.md#team-lockfile) and the keys its
 // signature must verify with.
 type lockFlags struct {
 	path string
@@ -188,7 +188,7 @@ func (e *env) pinExportCmd() *cobra.Command {
 		Use:   "export --lock FILE [--pins DB] [--sign [--key AUDITKEY] [--generation N] [--expires 90d]]",
 		Short: "Write the approvals of a pin database as a team lockfile to commit and review",
 		Long: `Write what the pin database approved and revoked as a team lockfile
-(SPEC.md §30): canonical JSON with sorted members and entries, indented one
+(docs/fleets.md#team-lockfile): canonical JSON with sorted members and entries, indented one
 member per line, so a changed description is a one-line change in a pull
 request, and the same approvals give the same bytes on every machine. Per
 approved tool, prompt or resource: server, item kind, name, version,
@@ -354,7 +354,7 @@ func (e *env) pinImportCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "import --lock FILE [--pins DB] [--lock-key KEY] [--replace]",
 		Short: "Load a team lockfile into a pin database, with a history record per approval",
-		Long: `Load the approvals and revocations of a team lockfile (SPEC.md §30) into the
+		Long: `Load the approvals and revocations of a team lockfile (docs/fleets.md#team-lockfile) into the
 pin database. Each pin the database lacks becomes an approval with its
 history record (etdi audit verify still verifies), each revocation it
 lacks a revocation; what it already holds as the lockfile says is left

@@ -1,7 +1,7 @@
 // Command etdi signs and verifies MCP tool definitions (ETDI).
 //
-// See README.md for a walk-through and SPEC.md for the formats and the
-// exit codes.
+// See docs/walkthrough.md for a walk-through, docs/commands for each
+// command and SPEC.md for the formats and the exit codes.
 package main
 
 import (

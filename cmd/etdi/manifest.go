@@ -54,7 +54,7 @@ func (e *env) manifestCheckCmd() *cobra.Command {
 		Use:   "check MANIFEST (--server -- CMD... | --url URL | --tools FILE) [--json]",
 		Short: "Fail when a server does not serve exactly a manifest's tool definitions",
 		Long: `Ask a server for its tools and compare them with the definitions of a
-manifest (SPEC.md §28.3), so that CI catches drift before a release is
+manifest (docs/provider.md#a-server-against-its-manifest), so that CI catches drift before a release is
 signed: a tool of the manifest the server does not serve, a tool the server
 serves that the manifest lacks, a tool listed twice, or any member of a
 definition that differs. A changed definition is shown field by field, as

@@ -34,14 +34,14 @@ type serverFlags struct {
 	inputs                          []string
 	project                         bool
 	// launchApproved, when set, says whether a project-scoped entry's
-	// launch was approved earlier (SPEC.md §18).
+	// launch was approved earlier (docs/hosts.md#host-configuration-files).
 	launchApproved        func(digest string) (bool, error)
 	startTimeout, timeout time.Duration
 	// argv is the server command, the arguments after "--".
 	argv []string
 	// etdi is another etdi of the user's (--etdi); gatePins and gateLock
 	// the pin store and lockfile the command uses: what a wrapped entry's
-	// gate is compared with (SPEC.md §24).
+	// gate is compared with (docs/hosts.md#wrapping-host-configurations).
 	etdi, gatePins, gateLock string
 	gateCedar                []string
 	// capabilities is --capabilities: the client capabilities a listing
@@ -115,16 +115,16 @@ type target struct {
 	launch  string
 	// secrets are the values of the server's configuration that must not
 	// be shown: env and header values, URL user information and query
-	// values, NAME=VALUE arguments (SPEC.md §21).
+	// values, NAME=VALUE arguments (SPEC.md §14).
 	secrets redact.Set
 	// credentials are those of the secrets that are credentials; a
-	// definition that shows one is not checked (SPEC.md §21).
+	// definition that shows one is not checked (SPEC.md §14).
 	credentials []guard.Credential
 	// findings are those about the configuration entry itself (SPEC.md
 	// §24): reported whatever the check of the server finds.
 	findings []finding.Finding
 	// entry is the host configuration entry the target comes from, as
-	// its host reads it (SPEC.md §18).
+	// its host reads it (docs/hosts.md#host-configuration-files).
 	entry *hostconfig.Entry
 	// secretEnv names the variables etdi read a secret from, keepEnv
 	// those the configuration entry sets for the server: a started
@@ -425,7 +425,7 @@ func (e *env) listing(f *serverFlags, t *target) (*guard.Listing, error) {
 		if err != nil {
 			return nil, err
 		}
-		// A saved listing has the bound of a live one (SPEC.md §17).
+		// A saved listing has the bound of a live one (docs/live.md#live-servers).
 		l, err := guard.ReadListing(data)
 		if err != nil {
 			if uerr := notAListing(t.toolsFile, data); uerr != nil {

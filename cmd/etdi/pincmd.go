@@ -46,7 +46,7 @@ refused tool was not.
 A changed definition of a tool (or prompt, resource, resource template)
 approved this way is added beside the definitions approved before, which
 stay approved (a variant: the same server configured with other
-arguments or in another host, SPEC.md §14.1); --replace replaces them all
+arguments or in another host, docs/storage.md#approved-variants); --replace replaces them all
 instead. An item keeps at most 16 approved definitions: beyond that the
 approval is refused until one is revoked (etdi pin revoke SERVER/ITEM
 --digest DIGEST).
@@ -67,11 +67,11 @@ an operational error, 2 a usage error. --json prints the same code as
 "exitCode", with each refusal's "tool", "kind" and "reason".
 
 With call-time policies (--cedar FILE, or the trust policy's cedar member;
-SPEC.md §26) each approved tool's line says what they decide of its first
+docs/policies.md#call-time-policies) each approved tool's line says what they decide of its first
 call in a session (allow, ask or forbid, and which policy); --json has
 them under "calls".
 
-Scopes for unsigned tools (SPEC.md §14.3): --scope SCOPE (repeatable)
+Scopes for unsigned tools (docs/storage.md#scopes-of-unsigned-tools): --scope SCOPE (repeatable)
 gives the tools named with --tool, or without --tool every tool this
 approval approves, a permission scope that call-time policies read as
 they read a signed tool's permissions (resource.scopes). --scopes FILE
@@ -288,7 +288,7 @@ func (e *env) sayRefused(refused []pin.Refusal, approveCommand func() string) {
 
 // approvedLine is the line check --yes, check --approve and etdi review
 // print of one approval: what was approved, the scopes it gave or kept
-// (SPEC.md §14.3) and what serves it.
+// (docs/storage.md#scopes-of-unsigned-tools) and what serves it.
 func approvedLine(a pin.Approval) string {
 	return fmt.Sprintf("approved %s/%s %s%s%s", a.Pin.Server, toolLabel(pin.ToolState{Item: a.Pin.Item, Name: a.Pin.Tool, Version: a.Pin.Version}),
 		a.Pin.Digest, scopesText(a), servedText(a))
@@ -330,7 +330,7 @@ the history.
 
 SERVER/ITEM --digest DIGEST revokes one approved definition of a tool,
 prompt, resource or resource template that has several (variants: the
-same server configured another way, SPEC.md §14.1; etdi pin list shows
+same server configured another way, docs/storage.md#approved-variants; etdi pin list shows
 them): the others stay approved, and that definition fails etdi check
 with exit 14 from then on. The only approved definition of an item is
 revoked with the item itself.

@@ -23,7 +23,7 @@ REVOKED fails etdi check with exit 14. Revocations about no pin (a key
 revoked before any pin used it) follow the pins.
 
 An item with several approved definitions (variants: the same server
-configured another way, SPEC.md §14.1) is listed with the latest, and
+configured another way, docs/storage.md#approved-variants) is listed with the latest, and
 under it each earlier one still approved, with who approved it and when.
 
 --json prints {"schemaVersion": 1, "pins": [...]}: each pin with

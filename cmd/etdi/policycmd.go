@@ -23,7 +23,7 @@ type cedarFlags struct {
 }
 
 func (c *cedarFlags) register(fs *pflag.FlagSet) {
-	fs.StringArrayVar(&c.files, "cedar", nil, "Cedar call-time policy file, added to those the trust policy names (repeatable; SPEC.md §26)")
+	fs.StringArrayVar(&c.files, "cedar", nil, "Cedar call-time policy file, added to those the trust policy names (repeatable; docs/policies.md#call-time-policies)")
 }
 
 // load returns the policies of the trust policy (loaded from trustPath)
@@ -73,7 +73,7 @@ func (e *env) policyCmd() *cobra.Command {
 		Short: "Write and test Cedar call-time policies: what approved tools may do",
 		Long: `Call-time policies decide, for every tools/call that reaches etdi run's
 gate, whether the call goes ahead, is put to the person first, or is
-refused (SPEC.md §26). They are Cedar policies over etdi's schema:
+refused (docs/policies.md#call-time-policies). They are Cedar policies over etdi's schema:
 
   principal  Etdi::Host::"<clientInfo.name>"
   action     Etdi::Action::"call"

@@ -18,7 +18,7 @@ import (
 	"github.com/spf13/pflag"
 )
 
-// Bounds of the download of a previous release's bundle (SPEC.md §28.1).
+// Bounds of the download of a previous release's bundle (docs/provider.md#a-release-against-the-previous-one).
 const (
 	previousTimeout      = 30 * time.Second
 	previousMaxRedirects = 10
@@ -26,7 +26,7 @@ const (
 )
 
 // previousFlags are sign's guard against a release that the clients that
-// pinned the previous one would refuse (SPEC.md §28.1).
+// pinned the previous one would refuse (docs/provider.md#a-release-against-the-previous-one).
 type previousFlags struct {
 	previous string
 	remove   []string

@@ -249,19 +249,19 @@ func paragraph(t *testing.T, doc, anchor string) string {
 	return rest
 }
 
-// Every exit code of etdi run is in its --help, the README and SPEC.md,
-// and none other.
+// Every exit code of etdi run is in its --help, the README and
+// docs/gate.md, and none other.
 func TestRunExitCodesDocumented(t *testing.T) {
 	readme, _ := os.ReadFile("../../README.md")
-	spec, _ := os.ReadFile("../../SPEC.md")
+	gate, _ := os.ReadFile("../../docs/gate.md")
 	help := runEtdi(t, t.TempDir(), nil, "run", "--help").stdout
 	help = help[:strings.Index(help, "Usage:")]
 	want := slices.Clone(runExitCodes)
 	slices.Sort(want)
 	for name, text := range map[string]string{
-		"--help": help[strings.Index(help, "Exit codes:"):],
-		"README": paragraph(t, string(readme), "`etdi run` exit codes:"),
-		"SPEC":   paragraph(t, string(spec), "**Exit codes** of `etdi run`:"),
+		"--help":       help[strings.Index(help, "Exit codes:"):],
+		"README":       paragraph(t, string(readme), "`etdi run` exit codes:"),
+		"docs/gate.md": paragraph(t, string(gate), "**Exit codes** of `etdi run`:"),
 	} {
 		if got := exitCodesIn(text); !slices.Equal(got, want) {
 			t.Errorf("%s names exit codes %v, etdi run has %v:\n%s", name, got, want, text)

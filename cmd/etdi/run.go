@@ -49,7 +49,7 @@ const runHelp = `Run an MCP server behind etdi's runtime gate. A host launches e
 instead of the server (etdi wrap rewrites host configurations to do so):
 etdi starts the server (-- CMD ARGS...) or connects to a Streamable HTTP
 server (--url), speaks stdio with the host, and relays the session, so
-what the host uses is what etdi verified (SPEC.md §25):
+what the host uses is what etdi verified (docs/gate.md#runtime-gate):
 
 - initialize is relayed as the host sent it; before its answer reaches the
   host, etdi lists the server itself, on the same connection, and checks
@@ -71,7 +71,7 @@ what the host uses is what etdi verified (SPEC.md §25):
 - what was withheld is told to the host (notifications/message, level
   warning) and written to standard error for the host's log.
 - with call-time policies (--cedar FILE, or the trust policy's cedar
-  member; SPEC.md §26), every tools/call of an approved tool is authorized
+  member; docs/policies.md#call-time-policies), every tools/call of an approved tool is authorized
   first: one a policy forbids is refused with error -32090 naming the
   policy; one a policy annotated @ask asks about is put to the person
   through the host's elicitation (the reason, the tool, its scopes and a
@@ -110,7 +110,7 @@ then ended, and its id gets 404, so the host starts a new session. etdi
 run keeps listening until it is interrupted (SIGINT, SIGTERM): then it
 ends every session and exits 0. Progress, sampling and elicitation of a
 call go on the call's own event stream, so a host without the GET stream
-gets them; events can be resumed with Last-Event-ID (SPEC.md §25).
+gets them; events can be resumed with Last-Event-ID (docs/gate.md#runtime-gate).
 
 The server is started without any ETDI_* variable and without the
 variables etdi read a secret from (--header-env, the trust policy's
@@ -118,7 +118,7 @@ introspection client secret); --pass-env NAME passes one of them on
 purpose (never ETDI_LISTEN_TOKEN).
 
 --lock FILE gates against a team lockfile (etdi pin export --lock;
-SPEC.md §30) instead of a pin database, read-only: it is loaded into a
+docs/fleets.md#team-lockfile) instead of a pin database, read-only: it is loaded into a
 private temporary database, removed when etdi run ends; no finding is
 recorded, no listing saved for review, and --audit-calls and --pins
 cannot be combined with it. With --lock-key KEY an unsigned or tampered

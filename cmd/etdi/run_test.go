@@ -164,7 +164,7 @@ func fixtureCmd(marker string) []string { return []string{"node", fixtureJS, mar
 
 // otherFixture is a copy of the fixture server that is another artifact
 // (its SHA-256 differs, and differs for each tag): it shares no approval
-// with fixtureJS or another copy under another name (SPEC §14.2).
+// with fixtureJS or another copy under another name (docs/storage.md#one-artifact-under-several-configuration-names).
 func otherFixture(t *testing.T, tag string) string {
 	t.Helper()
 	dir := t.TempDir()
@@ -375,7 +375,7 @@ func TestRunUnsignedRugPull(t *testing.T) {
 		t.Fatalf("unsigned rug pull: %q\n%s", k, tr.raw)
 	}
 	// Under another name the same artifact (the same script, by its
-	// SHA-256) shares the approvals of identical definitions (SPEC §14.2).
+	// SHA-256) shares the approvals of identical definitions (docs/storage.md#one-artifact-under-several-configuration-names).
 	tr = p.host(nil, steps, nil, p.gated([]string{"--name", "other"}, fixtureCmd("u")...)...)
 	if len(tr.Steps[0].names(t)) != 2 || tr.Steps[1].Error != nil {
 		t.Fatalf("the approved artifact under another name: %s", tr.raw)

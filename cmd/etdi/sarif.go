@@ -18,7 +18,7 @@ import (
 	"golang.org/x/mod/semver"
 )
 
-// The SARIF profile of etdi check (SPEC.md §19): what GitHub code scanning
+// The SARIF profile of etdi check (docs/output.md#sarif-and-json-output): what GitHub code scanning
 // needs to show an alert (a physical location, a rule with help) and to
 // track it across runs (partial fingerprints).
 const (
@@ -41,7 +41,7 @@ type sarifMessage struct {
 }
 
 // sarifText makes text that a server or a repository controls safe as a
-// SARIF plain text message (SPEC.md §19), which code scanning renders:
+// SARIF plain text message (docs/output.md#sarif-and-json-output), which code scanning renders:
 // characters that hide or reorder text (controls, bidirectional controls,
 // invisible and unassigned code points) and every backslash are written
 // as termtext escapes; "[", "]", "(", ")", "`", "<" and ">" get a

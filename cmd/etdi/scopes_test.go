@@ -211,7 +211,7 @@ func TestScopesNotDroppedByReview(t *testing.T) {
 
 // An approval made by check --approve or etdi review says the scopes it
 // gave or kept, as pin approve does: a changed definition approved
-// there keeps the scopes of the one approved before (SPEC.md §14.3), and
+// there keeps the scopes of the one approved before (docs/storage.md#scopes-of-unsigned-tools), and
 // a permit rule that reads them keeps matching it.
 func TestScopesKeptShownByEveryApproval(t *testing.T) {
 	a := pin.Approval{Pin: pin.Pin{Server: "unsigned:files", Tool: "read_file", Digest: "sha256:" + strings.Repeat("a", 64),

@@ -27,7 +27,7 @@ key file, env://VAR (the key's PEM text in an environment variable), or a KMS
 URI when etdi is built with -tags kms. The password comes from
 ETDI_PASSWORD, or a prompt on a terminal.
 
-With --keyless there is no key to keep (SPEC.md §27): a fresh key pair
+With --keyless there is no key to keep (SPEC.md §16): a fresh key pair
 signs once, Sigstore's Fulcio certifies it for the CI job's OIDC identity
 for ten minutes, the signature is recorded in the Rekor transparency log,
 and --out is a Sigstore bundle (v0.3) whose DSSE payload is the statement.
@@ -41,7 +41,7 @@ for another Sigstore tool (GitHub's attest action, cosign) to sign instead.
 With --idp-issuer (instead of or beside --key) etdi gets a token from the
 provider's identity provider with the OAuth 2.0 client credentials grant,
 asking for the scopes the manifest declares and binding it to this exact
-statement with an RFC 9396 authorization_details entry (SPEC.md §20). The
+statement with an RFC 9396 authorization_details entry (SPEC.md §13). The
 client secret is read from the variable --client-secret-env names. Tokens
 are short-lived: re-sign, or refresh the token, before it expires.
 --idp-token-file uses a token obtained another way; --print-binding prints
@@ -52,7 +52,7 @@ the statement is the same when signing).
 days. --sequence must increase with every bundle you publish for a server;
 the default is the issue time in Unix seconds.
 
---previous guards the clients that pinned your last release (SPEC.md §28.1):
+--previous guards the clients that pinned your last release (docs/provider.md#a-release-against-the-previous-one):
 give its bundle, a file or an https URL (http only to a loopback host; at
 most 64 MiB, within 30 s), and sign compares the release with it tool by
 tool, as those clients will, and prints what changed. It refuses, writing
@@ -243,7 +243,7 @@ func (k *keylessFlags) register(fl *pflag.FlagSet) {
 	fl.StringVar(&k.fulcio, "fulcio-url", keyless.PublicFulcio, "Fulcio certificate authority for --keyless")
 	fl.StringVar(&k.rekor, "rekor-url", keyless.PublicRekor, "Rekor transparency log for --keyless")
 	fl.StringVar(&k.trustedRootFile, "trusted-root", "", "Sigstore trusted_root.json: verify the keyless bundle before writing it")
-	fl.StringVar(&k.attestDir, "attest-inputs", "", "write DIR/predicate.json and DIR/subjects.txt for another Sigstore tool to sign (SPEC.md §27), and sign nothing")
+	fl.StringVar(&k.attestDir, "attest-inputs", "", "write DIR/predicate.json and DIR/subjects.txt for another Sigstore tool to sign (SPEC.md §16), and sign nothing")
 }
 
 // writeAttestInputs writes what a generic attestation tool (GitHub's

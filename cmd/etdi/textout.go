@@ -15,7 +15,7 @@ import (
 )
 
 // say is fmt.Fprintf for text a person reads: every string, error and
-// Stringer argument passes through termtext.Escape (SPEC.md §22), so a
+// Stringer argument passes through termtext.Escape (docs/output.md#escaping-untrusted-text), so a
 // server's text never reaches the terminal raw. The format itself is
 // etdi's own. JSON output never goes through say.
 func say(w io.Writer, format string, args ...any) {

@@ -70,7 +70,7 @@ exact statement. --introspection-endpoint adds an RFC 7662 revocation check;
 --deny-jti and --deny-subject refuse tokens outright.
 
 With --sigstore-issuer, the provider signs keylessly with Sigstore (SPEC.md
-§27): its bundles are Sigstore bundles whose certificate was issued for an
+§16): its bundles are Sigstore bundles whose certificate was issued for an
 OIDC token of that issuer and names --sigstore-identity exactly, or an
 identity matched whole by --sigstore-identity-regexp (RE2). For GitHub
 Actions the issuer is https://token.actions.githubusercontent.com and the
@@ -238,7 +238,7 @@ func (e *env) trustSigstoreRootCmd(policyPath *string) *cobra.Command {
 		Use:   "sigstore-root (--update [--tuf-mirror URL --tuf-root FILE] | FILE)",
 		Short: "Fetch (TUF) or replace the Sigstore trusted roots kept in the policy (keyless verification)",
 		Long: `Replace the Sigstore trusted roots that keyless signatures are verified
-against (SPEC.md §27).
+against (SPEC.md §16).
 
 With --update, fetch Sigstore's trusted_root.json through TUF: the
 repository's metadata is verified from a TUF root (the public-good one
@@ -665,7 +665,7 @@ func (e *env) trustCedarCmd(policyPath *string) *cobra.Command {
 		Use:   "cedar FILE... | --none",
 		Short: "Name the Cedar call-time policy files that travel with the trust policy",
 		Long: `Set the trust policy's cedar member: the Cedar call-time policy files
-(SPEC.md §26) that etdi run enforces and etdi check and pin approve show,
+(docs/policies.md#call-time-policies) that etdi run enforces and etdi check and pin approve show,
 wherever the trust policy is used. Each file is validated against etdi's
 schema first; nothing is written when one does not validate. A path is
 stored relative to the trust policy's directory when the file is in it or

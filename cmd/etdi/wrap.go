@@ -19,7 +19,7 @@ import (
 )
 
 // wrapState is what etdi wrap recorded to restore entries exactly
-// (SPEC.md §24): per configuration file (absolute path), one record per
+// (docs/hosts.md#wrapping-host-configurations): per configuration file (absolute path), one record per
 // wrapped entry.
 type wrapState struct {
 	Version int                            `json:"version"`
@@ -510,7 +510,7 @@ func lines(b []byte) []string {
 	return out
 }
 
-// userGate is the user's own etdi (SPEC.md §24): this etdi and the one
+// userGate is the user's own etdi (docs/hosts.md#wrapping-host-configurations): this etdi and the one
 // given with --etdi, and the trust policy, pin store and lockfile it
 // uses. Entries are taken as wrapped only when they run one of these
 // programs, and reported when their etdi run uses other files.

@@ -1,6 +1,6 @@
 // Package confusable tells whether two tool names look alike: the same
 // skeleton, in the sense of Unicode Technical Standard #39, with folds of
-// its own for identifiers read by people and models (SPEC.md §15).
+// its own for identifiers read by people and models (docs/check.md#check-against-pins).
 //
 // Skeleton applies, in order:
 //

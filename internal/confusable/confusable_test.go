@@ -11,7 +11,7 @@ import (
 	"golang.org/x/text/unicode/norm"
 )
 
-// lookalikes are pairs of names that must share a skeleton. SPEC.md §15
+// lookalikes are pairs of names that must share a skeleton. docs/check.md#check-against-pins
 // summarizes this table.
 var lookalikes = []struct{ a, b, why string }{
 	{"get_weather", "get_weathеr", "Cyrillic е"},

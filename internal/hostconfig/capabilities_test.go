@@ -9,10 +9,10 @@ import (
 )
 
 // Every host declares a valid capabilities object, with where it was
-// read; those observed are as their hosts sent them, and SPEC.md §18.1
-// shows each.
+// read; those observed are as their hosts sent them, and docs/hosts.md
+// ("How each host reads an entry") shows each.
 func TestHostCapabilities(t *testing.T) {
-	spec, err := os.ReadFile("../../SPEC.md")
+	spec, err := os.ReadFile("../../docs/hosts.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -23,7 +23,7 @@ func TestHostCapabilities(t *testing.T) {
 			t.Errorf("%s: capabilities %s (%v), source %q", l.Name, l.Capabilities, err, l.CapabilitiesSource)
 		}
 		if l.Host != "" && !strings.Contains(table, "| "+l.Name+" | `"+l.Capabilities+"` |") {
-			t.Errorf("SPEC.md §18.1 does not show that %s declares %s", l.Name, l.Capabilities)
+			t.Errorf("docs/hosts.md does not show that %s declares %s", l.Name, l.Capabilities)
 		}
 	}
 	for host, want := range map[string]string{

@@ -2,7 +2,7 @@
 // configuration files: Claude Desktop, Claude Code, Cursor, VS Code (mcp.json
 // and the "mcp" key of settings.json, stable and Insiders), Windsurf, Gemini
 // CLI, Zed, Cline, Kiro, Amazon Q Developer and Codex CLI (TOML), on Linux,
-// macOS and Windows (SPEC.md §18).
+// macOS and Windows (docs/hosts.md#host-configuration-files).
 //
 // Where each host keeps its files depends on the platform; Locations takes
 // the platform (GOOS) and its environment as arguments and never looks at
@@ -76,7 +76,7 @@ type Entry struct {
 	// Problems are reasons the entry cannot be started as configured.
 	Problems []string `json:"problems,omitempty"`
 	// Wrapped is set when the entry runs the server through `etdi run`
-	// (SPEC.md §24); Command, Args, URL and Headers are then those of the
+	// (docs/hosts.md#wrapping-host-configurations); Command, Args, URL and Headers are then those of the
 	// server behind it.
 	Wrapped bool `json:"wrapped,omitempty"`
 	// Bundle is the --bundle the wrapped entry gives etdi run, if any: the
@@ -92,11 +92,11 @@ type Entry struct {
 	// Launch is the SHA-256 (hex) of the configuration file's absolute
 	// path, the entry's name and the entry exactly as written (before any
 	// variable is resolved): what a launch approval of a project-scoped
-	// entry is bound to (SPEC.md §18).
+	// entry is bound to (docs/hosts.md#host-configuration-files).
 	Launch string `json:"launch,omitempty"`
 	// Disabled is set for an entry turned off in its file ("disabled":
 	// true, "enabled": false); HostHonoursDisabled says whether its host
-	// keeps it from starting (the host table, SPEC.md §18): yes, and the
+	// keeps it from starting (the host table, docs/hosts.md#host-configuration-files): yes, and the
 	// entry is neither started nor read further; no or unknown, and it
 	// is read and checked like any other, as the host may start it.
 	Disabled            bool `json:"disabled,omitempty"`
@@ -194,7 +194,7 @@ type Options struct {
 	Lookup func(string) (string, bool)
 	Inputs map[string]string
 	// Gate is the user's own etdi: only an entry whose program is one of
-	// its programs is wrapped (SPEC.md §24).
+	// its programs is wrapped (docs/hosts.md#wrapping-host-configurations).
 	Gate Gate
 }
 

@@ -23,7 +23,7 @@ const (
 )
 
 // Launch is how one host reads a server entry and starts its server: the
-// row of the host table (SPEC.md §18). Every host reads the program's
+// row of the host table (docs/hosts.md#host-configuration-files). Every host reads the program's
 // PATH the same way: the entry's env PATH when the entry sets one, else
 // the host's own (Node's child_process.spawn, which the MCP SDK's stdio
 // transport calls, and Rust's std::process::Command both look the
@@ -87,7 +87,7 @@ var commonTypes = map[string]string{"stdio": "stdio", "http": "http", "streamabl
 
 var anyURL = []string{"url", "serverUrl", "httpUrl"}
 
-// Launches is the host table: one row per host etdi reads (SPEC.md §18).
+// Launches is the host table: one row per host etdi reads (docs/hosts.md#host-configuration-files).
 var Launches = []Launch{
 	{Host: ClaudeDesktop, Name: "Claude Desktop", URLKeys: anyURL, Types: commonTypes,
 		Both: "what Claude Desktop starts is not established", Disabled: `"disabled": true`, Honours: Unknown, Cwd: Unknown,

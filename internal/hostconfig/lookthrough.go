@@ -10,7 +10,7 @@ import (
 	"github.com/etdi-dev/etdi/strictjson"
 )
 
-// Gate says which etdi is the user's own (SPEC.md §24): the programs that
+// Gate says which etdi is the user's own (docs/hosts.md#wrapping-host-configurations): the programs that
 // count as etdi's gate, and the trust policy, pin store and lockfile that
 // gate judges by. An entry is taken as wrapped only when its program
 // resolves to one of Etdi, never by its name.

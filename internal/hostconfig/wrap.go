@@ -124,7 +124,7 @@ type entryEdit struct {
 }
 
 // Wrap rewrites the entries of one configuration file so that the host
-// runs them through `etdi run` (SPEC.md §24). Only the bytes of the
+// runs them through `etdi run` (docs/hosts.md#wrapping-host-configurations). Only the bytes of the
 // values it replaces change; comments, white space, line endings and
 // every other member stay as they are. An entry already running etdi run
 // is left alone; one that cannot be rewritten faithfully is refused and
@@ -696,7 +696,7 @@ type place struct {
 	ok         bool
 }
 
-// Unwrap restores the entries that run the user's etdi (SPEC.md §24). An
+// Unwrap restores the entries that run the user's etdi (docs/hosts.md#wrapping-host-configurations). An
 // entry whose text is still exactly what Wrap wrote (o.Records) gets its
 // original bytes back. Any other wrapped entry is restored from what it
 // says itself: the server after "--" becomes its command and arguments

@@ -1,7 +1,7 @@
 // Package identity derives the name a server without a bundle is pinned
 // under (unsigned:<name>) from what the server is, never from the
 // arguments or environment values it is given, which may be secrets
-// (SPEC.md §21).
+// (SPEC.md §14).
 //
 // For a command line, the name is the package a package runner starts
 // (npx, bunx, uvx, pipx, ...), the image of docker run or podman run, the

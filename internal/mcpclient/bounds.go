@@ -11,7 +11,7 @@ import (
 	"github.com/etdi-dev/etdi"
 )
 
-// Bounds of one fetch (SPEC.md §17, "Fetch bounds"). Everything a server
+// Bounds of one fetch (docs/live.md#fetch-bounds). Everything a server
 // sends is hostile: these hold whatever it does.
 const (
 	// MaxFetchBytes bounds all bytes a server sends in one fetch: every

@@ -237,7 +237,7 @@ func TestHeadersOnlyForNamedOrigin(t *testing.T) {
 }
 
 // The JSON values of a listing are bounded per tool definition and for all
-// pages together (SPEC.md §17): a dense listing far under the byte limit
+// pages together (docs/live.md#live-servers): a dense listing far under the byte limit
 // is refused before its parsed values outgrow memory and time, and a
 // listing at the bounds is accepted.
 func TestValueBounds(t *testing.T) {

@@ -3,7 +3,7 @@
 // pagination to the end. It keeps the raw JSON of every result, so no
 // field of a tool definition is lost or normalized before etdi digests it.
 //
-// A fetch is bounded whatever the server does (SPEC.md §17, "Fetch
+// A fetch is bounded whatever the server does (docs/live.md#live-servers, "Fetch
 // bounds"): in time by Options.Timeout, in bytes by MaxFetchBytes counted
 // while reading, in stray messages by MaxStrayMessages; a stdio server
 // runs in its own process group, which is ended with it.

@@ -1,5 +1,5 @@
 // Package redact keeps the secrets a server is configured with out of what
-// etdi prints and stores (SPEC.md §21).
+// etdi prints and stores (SPEC.md §14).
 //
 // A Set collects the values that may be secrets: the environment values and
 // header values of a host configuration entry, the user information and

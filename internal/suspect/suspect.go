@@ -1,5 +1,5 @@
 // Package suspect finds text in a tool definition that is aimed at the
-// model rather than the person approving it (SPEC.md §22): characters a
+// model rather than the person approving it (docs/output.md#escaping-untrusted-text): characters a
 // terminal or a review page does not show, tags and phrases that try to
 // override the model's instructions or keep the user in the dark, paths
 // of secrets, and the names of tools that other servers offer.

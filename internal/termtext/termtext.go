@@ -1,5 +1,5 @@
 // Package termtext makes text that a server controls safe to show on a
-// terminal (SPEC.md §22). Escape is the one function every human output
+// terminal (docs/output.md#escaping-untrusted-text). Escape is the one function every human output
 // path of etdi passes untrusted text through; EscapeJSON is the same
 // rule for JSON shown to a person, written with JSON's own escapes so the
 // document keeps its value.

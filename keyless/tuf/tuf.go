@@ -1,5 +1,5 @@
 // Package tuf fetches Sigstore trusted roots (trusted_root.json) through
-// The Update Framework with sigstore-go's TUF client (SPEC.md §27.2): the
+// The Update Framework with sigstore-go's TUF client (SPEC.md §16.2): the
 // repository's metadata is verified from a TUF root (the public-good one
 // sigstore-go embeds, or one given for a private instance) through
 // timestamp, snapshot and targets, which refuses a tampered target,

@@ -19,7 +19,7 @@ import (
 
 // StateFile is the name of the file, beside the user's etdi
 // configuration, in which a check remembers the highest generation of a
-// signed lockfile it accepted, per audit key (SPEC.md §30).
+// signed lockfile it accepted, per audit key (docs/fleets.md#team-lockfile).
 const StateFile = "lock-generations.json"
 
 // Limits of the state file: it is etdi's own, but read as untrusted.

@@ -1,4 +1,4 @@
-// Package lockfile is etdi's team lockfile (SPEC.md §30): the approvals
+// Package lockfile is etdi's team lockfile (docs/fleets.md#team-lockfile): the approvals
 // of a pin database as one canonical, line-diffable JSON file that a team
 // commits, reviews in pull requests and checks against in CI.
 //
@@ -249,7 +249,7 @@ func (f *File) value(unsigned bool) (*strictjson.Value, error) {
 	return object(ms...), nil
 }
 
-// Marshal returns the canonical form of f (SPEC.md §30): RFC 8785 member
+// Marshal returns the canonical form of f (docs/fleets.md#team-lockfile): RFC 8785 member
 // order and string and number forms, indented by two spaces, one member
 // or element per line, a final newline; lists in their canonical order.
 // Two files with the same content have the same bytes, and a changed

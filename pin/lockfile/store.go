@@ -63,7 +63,7 @@ func Export(s *pin.Store) (*File, error) {
 	f := &File{Servers: []Server{}, Pins: []Pin{}, Revocations: []Revocation{}}
 	pinned := map[string]bool{}
 	// Each item's latest approved definition: variants approved beside it
-	// (SPEC.md §14.1) stay in the database they were approved in.
+	// (docs/storage.md#approved-variants) stay in the database they were approved in.
 	for _, p := range pins {
 		def, err := strictjson.Canonicalize(p.Definition)
 		if err != nil {

@@ -1,5 +1,5 @@
 // Package hostile holds MCP servers that misbehave on purpose, for the
-// tests that prove a fetch stays bounded (SPEC.md §17, "Fetch bounds").
+// tests that prove a fetch stays bounded (docs/live.md#fetch-bounds).
 // Test binaries run Stdio as a child process (re-executing themselves
 // with MCP_HOSTILE set) and Handler in an httptest server.
 package hostile
@@ -62,7 +62,7 @@ const (
 	DenseInit        = "dense-init"   // answers initialize with 2M zeros in an unknown member (4 MiB)
 )
 
-// Sizes of the dense modes, at etdi's limits (SPEC.md §2, §17): 50,000
+// Sizes of the dense modes, at etdi's limits (SPEC.md §2, docs/live.md#live-servers): 50,000
 // JSON values per tool definition, 250,000 per listing.
 const (
 	denseTools = 5

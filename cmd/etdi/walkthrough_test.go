@@ -11,22 +11,17 @@ import (
 	"testing"
 )
 
-// TestREADMEWalkthrough runs every `sh` block of the README's walk-through,
-// in order, in a fresh home directory with etdi and the example server on
-// the PATH, as a new user would type them. A line ending in "# exit N"
-// must exit N, every other line 0; so the README cannot drift from what
-// etdi does.
-func TestREADMEWalkthrough(t *testing.T) {
-	readme, err := os.ReadFile("../../README.md")
+// TestWalkthrough runs every `sh` block of docs/walkthrough.md, in order,
+// in a fresh home directory with etdi and the example server on the PATH,
+// as a new user would type them. A line ending in "# exit N" must exit N,
+// every other line 0; so the walk-through cannot drift from what etdi
+// does.
+func TestWalkthrough(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/walkthrough.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	text := string(readme)
-	start, end := strings.Index(text, "\n## Walk-through\n"), strings.Index(text, "\n## Exit codes\n")
-	if start < 0 || end < start {
-		t.Fatal("README has no walk-through section")
-	}
-	blocks := regexp.MustCompile("(?s)\n```sh\n(.*?)\n```\n").FindAllStringSubmatch(text[start:end], -1)
+	blocks := regexp.MustCompile("(?s)\n```sh\n(.*?)\n```\n").FindAllStringSubmatch(string(doc), -1)
 	if len(blocks) < 4 {
 		t.Fatalf("only %d sh blocks in the walk-through", len(blocks))
 	}
@@ -42,7 +37,7 @@ func TestREADMEWalkthrough(t *testing.T) {
 
 	exitRE := regexp.MustCompile(`#\s*exit (\d+)`)
 	var script strings.Builder
-	script.WriteString("want() { if [ \"$2\" != \"$1\" ]; then printf 'README line exited %s, want %s: %s\\n' \"$2\" \"$1\" \"$3\" >&2; exit 99; fi; }\n")
+	script.WriteString("want() { if [ \"$2\" != \"$1\" ]; then printf 'walk-through line exited %s, want %s: %s\\n' \"$2\" \"$1\" \"$3\" >&2; exit 99; fi; }\n")
 	lines := 0
 	for _, b := range blocks {
 		for _, line := range strings.Split(b[1], "\n") {
@@ -63,7 +58,7 @@ func TestREADMEWalkthrough(t *testing.T) {
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Run(); err != nil {
-		t.Fatalf("the README walk-through failed (%v):\n%s", err, out.String())
+		t.Fatalf("the walk-through failed (%v):\n%s", err, out.String())
 	}
 	if !strings.Contains(out.String(), "OK weather.etdi.json: signature verified") {
 		t.Fatalf("walk-through output lacks the verification headline:\n%s", out.String())
@@ -75,7 +70,7 @@ func TestREADMEWalkthrough(t *testing.T) {
 			t.Fatalf("walk-through output lacks %s:\n%s", want, out.String())
 		}
 	}
-	t.Logf("%d README lines ran as written", lines)
+	t.Logf("%d walk-through lines ran as written", lines)
 }
 
 func shQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
