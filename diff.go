@@ -145,7 +145,7 @@ func add(out *[]Change, c Change) {
 
 // PermissionDiff returns the permissions in cur but not old, and in old
 // but not cur (a changed description counts as removed and added). Order
-// does not count. This is how pins compare permissions (SPEC.md §15).
+// does not count. This is how pins compare permissions (docs/check.md#check-against-pins).
 func PermissionDiff(old, cur []Permission) (added, removed []Permission) {
 	for _, p := range cur {
 		if !slices.Contains(old, p) {

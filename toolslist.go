@@ -86,7 +86,7 @@ type ListOptions struct {
 	Before, Limit int
 }
 
-// ParseList parses a listing (SPEC.md §8, §17). Unless o.Result is set,
+// ParseList parses a listing (SPEC.md §8, docs/live.md#live-servers). Unless o.Result is set,
 // three shapes are accepted: the result object {"tools": [...]}, a whole
 // JSON-RPC response {"jsonrpc": "2.0", "id": ..., "result": {"tools":
 // [...]}}, or a bare array of entries (of the first list). Each entry must

@@ -88,11 +88,11 @@ const (
 	NewInstructions Kind = "new_instructions"
 	// FakeWrapper: a host configuration entry runs a program named etdi
 	// with "run", as a wrapped entry does, but the program is not the
-	// user's etdi: the host starts it without etdi's gate (SPEC.md §24).
+	// user's etdi: the host starts it without etdi's gate (docs/hosts.md#wrapping-host-configurations).
 	FakeWrapper Kind = "fake_wrapper"
 	// GateOverride: a wrapped entry's etdi run uses a trust policy, pin
 	// store or lockfile other than the user's, so the gate judges the
-	// server by those (SPEC.md §24).
+	// server by those (docs/hosts.md#wrapping-host-configurations).
 	GateOverride Kind = "gate_override"
 	// AmbiguousEntry: a host configuration entry whose server is not
 	// established for its host (a command and a URL, an unknown type, a
@@ -174,7 +174,7 @@ type Finding struct {
 // SecretInDefinition: a server shows the model a secret it is configured
 // with (an env or header value, URL credentials, a credential argument) in
 // a tool definition, its instructions or its tools/list _meta (error,
-// SPEC.md §21). The definition is not compared, approved or recorded, and
+// SPEC.md §14). The definition is not compared, approved or recorded, and
 // the finding never carries the secret: only where it is configured.
 const SecretInDefinition Kind = "secret_in_definition"
 
@@ -182,6 +182,6 @@ const SecretInDefinition Kind = "secret_in_definition"
 // zero-width, tags, variation selectors) or addresses the model with
 // instruction-like content: tags such as <IMPORTANT>, "ignore previous
 // instructions", "do not tell the user", sensitive paths, or the names of
-// tools approved on other servers (warning, SPEC.md §22). The finding
+// tools approved on other servers (warning, docs/output.md#escaping-untrusted-text). The finding
 // carries the JSON Pointer and the matched text.
 const SuspiciousText Kind = "suspicious_text"

@@ -1,4 +1,4 @@
-// Package gate is etdi's runtime gate (SPEC.md §25): it sits between an
+// Package gate is etdi's runtime gate (docs/gate.md#runtime-gate): it sits between an
 // MCP host and a server for a whole session, and lets through only what
 // [guard.Check] would allow: approved, unchanged tools, prompts and
 // resources. It checks every listing the server sends as etdi check would,
@@ -27,7 +27,7 @@
 // bounded queues).
 //
 // Everything a server or a host sends is hostile: messages are read
-// under the bounds of SPEC.md §2 and §17, text a person sees is escaped,
+// under the bounds of SPEC.md §2 and docs/live.md#live-servers, text a person sees is escaped,
 // a configured credential is masked, and the pin database is opened only
 // for the moment it is read or written, never for the session.
 package gate

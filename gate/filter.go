@@ -295,7 +295,7 @@ func (g *Gate) rejudge() {
 	// is in both with other digests, as StillApproved answers by name.
 	// What serves the server too, as the listing was judged: an approval
 	// shared under another configuration name holds only for the same
-	// artifact (SPEC.md §14.2), and a variant only for what it was
+	// artifact (docs/storage.md#one-artifact-under-several-configuration-names), and a variant only for what it was
 	// approved served by.
 	o := &pin.Observation{Server: g.st.server, Provider: g.st.provider, Name: g.st.name, Sequence: g.st.sequence,
 		Served: g.opts.Origin.Served(), ServedAt: g.opts.Origin.ServedAt(), ServedVerified: g.opts.Origin.Verified(), OnUpdate: string(g.opts.Policy.OnUpdate()), InGate: true}

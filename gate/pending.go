@@ -25,8 +25,8 @@ import (
 // those in the file this session saved, and the kinds not listed now are
 // kept from it as they were (with the server's instructions), so that
 // listing resources again never drops the withheld tools the printed
-// review command is for (SPEC.md §25, "Pending review files"). A listing
-// that shows a configured credential is never saved (SPEC.md §21).
+// review command is for (docs/gate.md#runtime-gate, "Pending review files"). A listing
+// that shows a configured credential is never saved (SPEC.md §14).
 func (g *Gate) savePending(l *guard.Listing, items []string, withheld bool) {
 	if g.opts.ReadOnly {
 		return // nothing is written beside read-only pins

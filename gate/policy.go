@@ -12,7 +12,7 @@ import (
 	"github.com/etdi-dev/etdi/policy"
 )
 
-// Kinds of the calls the call-time policies refuse (SPEC.md §26), named in
+// Kinds of the calls the call-time policies refuse (docs/policies.md#call-time-policies), named in
 // BlockedCode errors and call records.
 const (
 	// PolicyForbid: a forbid policy matched the call, or no permit did.

@@ -120,7 +120,7 @@ type gateState struct {
 	pendingKinds map[string]bool
 	// serverScopes are the scopes of the server's tools the gate's own
 	// last listing found approved: what the call-time policies see of a
-	// prompt or resource of the server (SPEC.md §26).
+	// prompt or resource of the server (docs/policies.md#call-time-policies).
 	serverScopes []string
 }
 

@@ -190,7 +190,7 @@ func (s *credentialSearch) shown(text string) []string {
 // finding that names the place and where the credential is configured,
 // never the credential, which is masked in the tool's name too. A
 // definition that shows a configured credential is never compared,
-// approved, recorded or saved (SPEC.md §21).
+// approved, recorded or saved (SPEC.md §14).
 func CredentialFindings(l *Listing, creds []Credential) []finding.Finding {
 	if len(creds) == 0 || l == nil {
 		return nil

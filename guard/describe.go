@@ -49,7 +49,7 @@ type ServerSpec struct {
 	Bundle string
 	// Secrets are the values of the configuration that are never shown:
 	// env and header values, URL user information and query values,
-	// NAME=VALUE arguments, and credentials (SPEC.md §21).
+	// NAME=VALUE arguments, and credentials (docs/storage.md#pin-database).
 	Secrets redact.Set
 	// Credentials are those of the secrets that are credentials: a
 	// definition that shows one is not checked (Options.Credentials).
@@ -57,12 +57,12 @@ type ServerSpec struct {
 	// Problems keep the server from being checked as configured (an
 	// entry's), secrets masked.
 	Problems []string
-	// Findings are those about the configuration entry itself (SPEC.md
-	// §24): a program that imitates etdi's gate, a gate that judges by
+	// Findings are those about the configuration entry itself
+	// (docs/hosts.md#wrapping-host-configurations): a program that imitates etdi's gate, a gate that judges by
 	// other files than the user's.
 	Findings []finding.Finding
 	// Entry is the host configuration entry described, as its host reads
-	// it (SPEC.md §18); nil for a command line or a URL.
+	// it (docs/hosts.md#host-configuration-files); nil for a command line or a URL.
 	Entry *hostconfig.Entry
 	// Launch is the launch digest of an entry of a project-scoped file
 	// ("" for an entry etdi does not start).

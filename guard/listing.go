@@ -30,7 +30,7 @@ type Listing struct {
 	Tools []etdi.LiveTool
 	// Metas are the _meta objects of the tools/list results, one per page
 	// that had one; ToolMetas those of the tools that have one. Either may
-	// carry an in-band bundle (SPEC.md §17).
+	// carry an in-band bundle (SPEC.md §15).
 	Metas, ToolMetas []*strictjson.Value
 	// Live says the listing comes from a running server, whose initialize
 	// answer was seen: then Instructions are known (nil if it sent none).

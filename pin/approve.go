@@ -176,7 +176,7 @@ func (a *approving) run() error {
 	}
 	// first: the server has no record of its own yet. Its items may
 	// all be approved already under another name for the same artifact
-	// (SPEC §14.2): its approval is still its first, and shows its
+	// (docs/storage.md#one-artifact-under-several-configuration-names): its approval is still its first, and shows its
 	// instructions.
 	first := a.info == nil
 	if first {

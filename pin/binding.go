@@ -247,7 +247,7 @@ type latestCheck struct {
 	server string
 
 	latest  map[string]int64          // "r" + revocation key -> its latest record
-	live    map[string][]liveApproval // pin key -> approvals left (§14.1)
+	live    map[string][]liveApproval // pin key -> approvals left (docs/storage.md#approved-variants)
 	decoded map[int64]*Record         // the records decoded, by index
 
 	seen     map[string]bool // the ids of latest found in the database

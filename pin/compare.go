@@ -566,7 +566,7 @@ func strOr(p *string, none string) string {
 
 // compareInstructions reports instructions that differ from those seen at
 // approval, when both are known, and instructions of an approved server
-// whose approval did not see them: the gate withholds both (SPEC.md §25).
+// whose approval did not see them: the gate withholds both (docs/gate.md#runtime-gate).
 func compareInstructions(o *Observation, info *ServerInfo) *finding.Finding {
 	if !o.InstructionsKnown || info == nil {
 		return nil
@@ -604,7 +604,7 @@ func revokedWhat(r *Revocation) string {
 	case r.Version != "":
 		return "version " + r.Version
 	case r.Digest != "":
-		// One approved definition (SPEC.md §14.1): the others stay.
+		// One approved definition (docs/storage.md#approved-variants): the others stay.
 		return "the definition " + r.Digest
 	}
 	return "the tool"

@@ -154,7 +154,7 @@ func DriftSummary(ts []ServedTool) string {
 
 // CheckServed returns nil when a server serves exactly the definitions of
 // manifest m, and otherwise a *DriftError naming every tool that drifts
-// (SPEC.md §28.3).
+// (docs/provider.md#a-server-against-its-manifest).
 func CheckServed(m *etdi.Manifest, served []etdi.LiveTool) error {
 	var drift []ServedTool
 	for _, t := range CompareServed(m, served) {

@@ -132,7 +132,7 @@ func RequiredBump(old etdi.Version, oldPerms, curPerms []etdi.Permission, defini
 }
 
 // Status says how one tool changes from a previous release to the
-// next (SPEC.md §28.1).
+// next (docs/provider.md#a-release-against-the-previous-one).
 type Status string
 
 // The statuses. RugPull, Downgrade and Removed (unless the removal was
@@ -173,7 +173,7 @@ type Tool struct {
 }
 
 // Report is a release compared with the previous one of the same server
-// (SPEC.md §28.1).
+// (docs/provider.md#a-release-against-the-previous-one).
 type Report struct {
 	Provider         string `json:"provider"`
 	Server           string `json:"server"`

@@ -45,7 +45,7 @@ type KeyPair struct {
 }
 
 // IDPToken proves the provider's identity with a token of its identity
-// provider bound to the exact statement (SPEC.md §20). Either Token is a
+// provider bound to the exact statement (SPEC.md §17). Either Token is a
 // token obtained another way, or, when Token is empty and Issuer is set,
 // Bundle requests one from Issuer with the
 // OAuth 2.0 client credentials grant (ClientID, ClientSecret), asking for
@@ -60,7 +60,7 @@ type IDPToken struct {
 	Client *http.Client
 }
 
-// Keyless signs with Sigstore (SPEC.md §27): a fresh key pair certified
+// Keyless signs with Sigstore (docs/storage.md#history-and-checkpoints): a fresh key pair certified
 // by Fulcio for the signer's OIDC identity, the signature recorded in
 // Rekor. The bundle is then a Sigstore bundle carrying the statement.
 // When Options.IDToken is empty the token comes from IdentityToken: a
@@ -78,7 +78,7 @@ type BundleOptions struct {
 	Options
 	// Previous is the statement of the server's previous release. When
 	// set, the release is compared with it as the clients that pinned it
-	// will compare (SPEC.md §28.1), and a release they would refuse is
+	// will compare (docs/provider.md#a-release-against-the-previous-one), and a release they would refuse is
 	// not signed: Bundle returns a [*RefusedError]. With Previous and no
 	// Sequence, the sequence is the issue time in Unix seconds or the
 	// previous one plus one, whichever is higher.
@@ -118,13 +118,13 @@ type Result struct {
 }
 
 // RefusedError is Bundle's error for a release that the clients of the
-// previous one would refuse (SPEC.md §28.1). Nothing was signed.
+// previous one would refuse (docs/provider.md#a-release-against-the-previous-one). Nothing was signed.
 type RefusedError struct {
 	Release *release.Report
 }
 
 func (e *RefusedError) Error() string {
-	return "the release is refused (SPEC.md §28.1)"
+	return "the release is refused (docs/provider.md#a-release-against-the-previous-one)"
 }
 
 // RugPull reports whether clients would see the release as a rug pull or
@@ -317,7 +317,7 @@ func (r *Result) By() string {
 }
 
 // Binding is what an identity provider token must carry to be bound to a
-// statement (SPEC.md §20): its authorization_details, the scopes to ask
+// statement (SPEC.md §17): its authorization_details, the scopes to ask
 // for, and the digest of the payload.
 type Binding struct {
 	AuthorizationDetails []idp.Detail `json:"authorization_details"`
@@ -332,7 +332,7 @@ func (r *Result) Binding() Binding {
 
 // AttestInputs returns what a generic attestation tool (GitHub's attest
 // action, cosign attest-blob) needs to produce the statement etdi would
-// sign (SPEC.md §27): the predicate as canonical JSON with a final
+// sign (docs/storage.md#history-and-checkpoints): the predicate as canonical JSON with a final
 // newline, and the subjects in sha256sum's format.
 func (r *Result) AttestInputs() (predicate, subjects []byte, err error) {
 	v, err := strictjson.Parse(r.Payload)

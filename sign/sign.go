@@ -3,7 +3,7 @@
 // provider key ([Key], [KeyPair]), an identity provider token bound to the
 // statement ([IDPToken]) or a keyless Sigstore certificate ([Keyless]).
 // [Bundle] does it all, after checking the release against the previous
-// one (SPEC.md §28.1); [Build], [SignPayload] and [Sign] are its steps.
+// one (docs/provider.md#a-release-against-the-previous-one); [Build], [SignPayload] and [Sign] are its steps.
 package sign
 
 import (

@@ -120,8 +120,8 @@ type target struct {
 	// credentials are those of the secrets that are credentials; a
 	// definition that shows one is not checked (SPEC.md §14).
 	credentials []guard.Credential
-	// findings are those about the configuration entry itself (SPEC.md
-	// §24): reported whatever the check of the server finds.
+	// findings are those about the configuration entry itself
+	// (docs/hosts.md#wrapping-host-configurations): reported whatever the check of the server finds.
 	findings []finding.Finding
 	// entry is the host configuration entry the target comes from, as
 	// its host reads it (docs/hosts.md#host-configuration-files).

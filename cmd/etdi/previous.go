@@ -112,7 +112,7 @@ func (f *previousFlags) refused(e *env, err error) error {
 	if !errors.As(err, &re) {
 		return err
 	}
-	say(e.stderr, "etdi: not signed: the release is refused (SPEC.md §28.1); nothing was written\n")
+	say(e.stderr, "etdi: not signed: the release is refused (docs/provider.md#a-release-against-the-previous-one); nothing was written\n")
 	if re.RugPull() {
 		return &exitCodeError{exitRugPull}
 	}

@@ -28,7 +28,7 @@ import (
 )
 
 // runExitCodes are the exit codes of etdi run; its help, the README and
-// SPEC.md §25 name each of them.
+// docs/gate.md#runtime-gate name each of them.
 var runExitCodes = []int{0, 1, 2, finding.ExitSignature, finding.ExitRugPull, finding.ExitImpersonation, finding.ExitApproval, finding.ExitRevoked}
 
 // runFlags are the flags of etdi run.

@@ -231,7 +231,7 @@ func (f *signFlags) signer(e *env, opts *sign.BundleOptions) (sign.Signer, error
 	return &sign.Key{Ref: f.keyRef, Password: func() ([]byte, error) { return e.password(false) }}, nil
 }
 
-// keylessFlags are sign's Sigstore flags (SPEC.md §27).
+// keylessFlags are sign's Sigstore flags (SPEC.md §16).
 type keylessFlags struct {
 	on                                               bool
 	token, fulcio, rekor, trustedRootFile, attestDir string
