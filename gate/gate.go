@@ -28,13 +28,13 @@ const BlockedCode = -32090
 
 // ResourceNotFoundCode is the JSON-RPC error code of a resources/read or
 // resources/subscribe of a resource the server does not offer (MCP's
-// "Resource not found"), with BlockedCode's data and the URI.
+// "Resource not found"), with [BlockedCode]'s data and the URI.
 const ResourceNotFoundCode = -32002
 
 // NotListed is the kind named in the error of a request for an entry the
 // server does not offer in the gate's own latest listing (answered -32602,
-// a resource ResourceNotFoundCode), or for any entry while the gate has no
-// listing of the server (BlockedCode).
+// a resource [ResourceNotFoundCode]), or for any entry while the gate has no
+// listing of the server ([BlockedCode]).
 const NotListed = "not_listed"
 
 // Options configure a gate.

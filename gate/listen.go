@@ -26,17 +26,17 @@ import (
 	"github.com/etdi-dev/etdi/internal/termtext"
 )
 
-// ErrListenAddr is the error (wrapped) of an address ListenHTTP refuses:
+// ErrListenAddr is the error (wrapped) of an address [ListenHTTP] refuses:
 // it takes HOST:PORT with HOST 127.0.0.1, ::1 or localhost only.
 var ErrListenAddr = errors.New("guard: listen on HOST:PORT with HOST 127.0.0.1, ::1 or localhost (loopback only)")
 
-// Defaults of HTTPOptions.
+// Defaults of [HTTPOptions].
 const (
 	DefaultMaxSessions = 16
 	DefaultIdleTimeout = 10 * time.Minute
 )
 
-// HTTPOptions configure ListenHTTP.
+// HTTPOptions configure [ListenHTTP].
 type HTTPOptions struct {
 	// Gate are the options of every session's gate: each host session is
 	// relayed by a gate of its own (New), with these options.
@@ -140,7 +140,8 @@ type HTTPServer struct {
 
 // ListenHTTP listens on addr (HOST:PORT, HOST 127.0.0.1, ::1 or
 // localhost; port 0 picks a free one) and serves the MCP endpoint /mcp,
-// whose URL is URL(), until Close. o.Upstream is required.
+// whose URL is [HTTPServer.URL], until [HTTPServer.Close]. o.Upstream
+// is required.
 func ListenHTTP(addr string, o HTTPOptions) (*HTTPServer, error) {
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
