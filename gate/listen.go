@@ -549,13 +549,13 @@ func httpError(w http.ResponseWriter, status int, msg string) {
 // maxListenToken bounds a --listen token file.
 const maxListenToken = 4096
 
-// ReadListenToken reads the token an HTTPHost requires (HTTPHost.Token)
+// ReadListenToken reads the token an HTTP listener requires ([HTTPOptions.Token])
 // from a file only its owner may read: a file other users can read, or
 // that is empty, is refused. The file is the way to pass the token that
 // no other process sees: a command line is readable by every local user
 // (/proc/PID/cmdline), and an environment by every process of the user
 // (/proc/PID/environ); the server etdi starts is never given it
-// (ServerEnv).
+// ([guard.ServerEnv]).
 func ReadListenToken(path string) (string, error) {
 	// A named pipe would block the open: only a regular file is opened,
 	// and the file opened must be the one looked at.

@@ -78,7 +78,7 @@ var ErrBlocked = errors.New("guard: the server's tools were not established (ver
 // names only when named. Revoked tools and a replayed older bundle are
 // never approved: a finding about the whole server refuses everything.
 // Every tool asked about that would still fail a check is listed as
-// refused, so a zero ExitCode means that a check would pass.
+// refused, so a zero [ApproveResult.ExitCode] means that a check would pass.
 func Approve(ctx context.Context, r *Report, opts ApproveOptions) (*ApproveResult, error) {
 	if r.Blocked() {
 		return nil, ErrBlocked

@@ -202,8 +202,8 @@ func EntryFindings(en *hostconfig.Entry, secrets *redact.Set) []finding.Finding 
 
 // Server is the server s describes as [Fetch], [StartServer] and
 // [ResolveOrigin] take it: a command is started without every ETDI_*
-// variable and those named in [SecretEnv], but those in KeepEnv
-// ([ServerEnv]).
+// variable and those named in [ServerSpec.SecretEnv], but those in
+// [ServerSpec.KeepEnv] ([ServerEnv]).
 func (s *ServerSpec) Server() Launch {
 	if len(s.Command) == 0 {
 		return Launch{URL: s.URL, Header: s.Header}
@@ -213,7 +213,7 @@ func (s *ServerSpec) Server() Launch {
 
 // MovingTarget is the moving_target warning about server (its pin
 // identity) of a command that runs a package without a fixed version or
-// an image by a moving tag (MovingTarget): what was checked need not be
+// an image by a moving tag ([MovingTarget]): what was checked need not be
 // what runs next. nil for a URL or a fixed command.
 func (s *ServerSpec) MovingTarget(server string) []finding.Finding {
 	if s == nil || len(s.Command) == 0 {
@@ -288,7 +288,7 @@ func AddHeaderEnv(h http.Header, kvs []string, lookup func(string) (string, bool
 }
 
 // HeaderEnvVariables are the variables headers given as Name=VARIABLE
-// read: a server etdi starts is not given them ([SecretEnv]).
+// read: a server etdi starts is not given them ([ServerSpec.SecretEnv]).
 func HeaderEnvVariables(kvs []string) []string {
 	var out []string
 	for _, kv := range kvs {

@@ -82,7 +82,7 @@
 // rewrite that recomputes the hashes is still pinned to a record number.
 // Check appends a finding only if the history does not already hold the
 // same finding since the last decision about its tool (unrecorded); it
-// never rewrites a record. AppendCalls appends the call records of a
+// never rewrites a record. [Store.AppendCalls] appends the call records of a
 // gate in batches; a call record is neither a finding nor a decision, and
 // every scan of the history skips it undecoded.
 // Checkpoints ("<origin>\n<size>\n<base64 root>\n", C2SP tlog-checkpoint)

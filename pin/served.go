@@ -9,7 +9,7 @@ import (
 )
 
 // ServedRecorded is the kind of the history record that adds what served
-// an item to a pin approved without it (RecordServed).
+// an item to a pin approved without it ([Store.RecordServed]).
 const ServedRecorded = "served_recorded"
 
 // RecordServed records what serves the items of o (o.Served) in their

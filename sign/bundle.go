@@ -63,9 +63,10 @@ type IDPToken struct {
 // Keyless signs with Sigstore (docs/storage.md#history-and-checkpoints): a fresh key pair certified
 // by Fulcio for the signer's OIDC identity, the signature recorded in
 // Rekor. The bundle is then a Sigstore bundle carrying the statement.
-// When Options.IDToken is empty the token comes from IdentityToken: a
-// file, env://NAME, or empty for the GitHub Actions job's own token, read
-// with Getenv ([os.Getenv] when nil), as [keyless.IdentityToken] does.
+// When Options.IDToken ([keyless.SignOptions.IDToken]) is empty the token
+// comes from IdentityToken: a file, env://NAME, or empty for the GitHub
+// Actions job's own token, read with Getenv ([os.Getenv] when nil), as
+// [keyless.IdentityToken] does.
 type Keyless struct {
 	Options       keyless.SignOptions
 	IdentityToken string
