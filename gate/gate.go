@@ -172,10 +172,10 @@ type Gate struct {
 // New returns a gate; Run relays a session through it.
 func New(opts Options) (*Gate, error) {
 	if opts.Policy == nil {
-		return nil, errors.New("guard: a gate needs a trust policy")
+		return nil, errors.New("gate: a gate needs a trust policy")
 	}
 	if opts.Pins == "" {
-		return nil, errors.New("guard: a gate needs a pin database")
+		return nil, errors.New("gate: a gate needs a pin database")
 	}
 	if opts.Timeout <= 0 {
 		opts.Timeout = 60 * time.Second
@@ -194,7 +194,7 @@ func New(opts Options) (*Gate, error) {
 	}
 	if opts.ReadOnly {
 		if opts.AuditCalls {
-			return nil, errors.New("guard: a gate on read-only pins cannot record calls")
+			return nil, errors.New("gate: a gate on read-only pins cannot record calls")
 		}
 		opts.NoRecord = true
 	}

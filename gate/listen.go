@@ -28,7 +28,7 @@ import (
 
 // ErrListenAddr is the error (wrapped) of an address [ListenHTTP] refuses:
 // it takes HOST:PORT with HOST 127.0.0.1, ::1 or localhost only.
-var ErrListenAddr = errors.New("guard: listen on HOST:PORT with HOST 127.0.0.1, ::1 or localhost (loopback only)")
+var ErrListenAddr = errors.New("gate: listen on HOST:PORT with HOST 127.0.0.1, ::1 or localhost (loopback only)")
 
 // Defaults of [HTTPOptions].
 const (
@@ -151,7 +151,7 @@ func ListenHTTP(addr string, o HTTPOptions) (*HTTPServer, error) {
 		return nil, fmt.Errorf("%w: %q", ErrListenAddr, addr)
 	}
 	if o.Upstream == nil && o.serve == nil && o.Refusal == nil {
-		return nil, errors.New("guard: ListenHTTP needs HTTPOptions.Upstream")
+		return nil, errors.New("gate: ListenHTTP needs HTTPOptions.Upstream")
 	}
 	if o.MaxSessions <= 0 {
 		o.MaxSessions = DefaultMaxSessions

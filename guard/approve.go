@@ -69,7 +69,7 @@ func (a *ApproveResult) ExitCode() int {
 
 // ErrBlocked is returned by [Approve] for a report whose verification
 // failed: nothing was established that could be approved.
-var ErrBlocked = errors.New("guard: the server's tools were not established (verification failed); nothing can be approved")
+var ErrBlocked = errors.New("approval: the server's tools were not established (verification failed); nothing can be approved")
 
 // Approve pins, in one transaction with their history records, what the
 // report's server offers and needs approval: new tools, new versions and
@@ -199,7 +199,7 @@ func RecordServed(ctx context.Context, r *Report) ([]pin.Approval, *pin.Comparis
 		return nil, nil, err
 	}
 	if r.opts.NoRecord {
-		return nil, nil, errors.New("guard: the pins are read-only; nothing is recorded")
+		return nil, nil, errors.New("pin database: the pins are read-only; nothing is recorded")
 	}
 	var recorded []pin.Approval
 	var c *pin.Comparison
