@@ -1,6 +1,7 @@
 package etdi
 
 import (
+	"fmt"
 	"go/ast"
 	"go/doc"
 	"go/doc/comment"
@@ -103,30 +104,104 @@ func TestGoDocLinks(t *testing.T) {
 	}
 	links := 0
 	for _, dir := range publicPackages {
-		d := docs[path.Join(modulePath, dir)]
-		p := d.Parser()
-		for _, c := range docComments(d) {
-			if c.text == "" {
-				continue
-			}
-			walkText(p.Parse(c.text), func(tx comment.Text) {
-				switch tx := tx.(type) {
-				case comment.Plain:
-					for _, m := range unresolvedLink.FindAllString(string(tx), -1) {
-						t.Errorf("%s: doc comment of %s: %s is not a doc link (unknown name, or its package is not imported)", dir, c.owner, m)
-					}
-				case *comment.DocLink:
-					links++
-					if !linkResolves(docs, d, tx) {
-						t.Errorf("%s: doc comment of %s: link [%s] names nothing its package declares", dir, c.owner, linkName(tx))
-					}
-				}
-			})
+		problems, n := docLinkProblems(docs, docs[path.Join(modulePath, dir)])
+		links += n
+		for _, p := range problems {
+			t.Errorf("%s: %s", dir, p)
 		}
 	}
 	if links < 200 {
 		t.Errorf("only %d doc links found", links)
 	}
+}
+
+// TestGoDocLinksCatchesStaleNames feeds the check of [TestGoDocLinks] a
+// package whose comments name what does not exist (a removed function, a
+// removed method, a name of another etdi package that has none such, a
+// package it does not import) and names that do exist, and proves the
+// first are reported and the second are not.
+func TestGoDocLinksCatchesStaleNames(t *testing.T) {
+	const src = `// Package fake is a test package.
+//
+// [Check] and [*Store.Approve], [pin.ErrLocked], [pin.Store.Approve],
+// [Options.Name], [os.Getenv], [encoding/json.Marshal]; RFC 8785 [1],
+// a range [a-z] and a slice []string are not links.
+package fake
+
+import (
+	"os"
+
+	"github.com/etdi-dev/etdi/pin"
+)
+
+// Options hold a name.
+type Options struct{ Name string }
+
+// Store stores.
+type Store struct{}
+
+// Approve approves, unlike [Gone] and [Store.Vanished].
+func (*Store) Approve() {}
+
+// Check uses [pin.NoSuchName], [pin.Store.NoSuchMethod],
+// [pin.Options.NoSuchField], [Options.Missing], [unimported.Name] and
+// [github.com/etdi-dev/etdi/internal/nosuch.Name].
+func Check() { _ = os.Getenv; _ = pin.ErrLocked }
+`
+	fset := token.NewFileSet()
+	f, err := parser.ParseFile(fset, "fake.go", src, parser.ParseComments)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := doc.NewFromFiles(fset, []*ast.File{f}, modulePath+"/fake")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pinDoc := loadDoc(t, "pin")
+	docs := map[string]*doc.Package{pinDoc.ImportPath: pinDoc, d.ImportPath: d}
+	problems, links := docLinkProblems(docs, d)
+	got := strings.Join(problems, "\n")
+	for _, stale := range []string{"[Gone]", "[Store.Vanished]", "pin.NoSuchName", "pin.Store.NoSuchMethod", "pin.Options.NoSuchField", "Options.Missing", "[unimported.Name]", "internal/nosuch.Name"} {
+		if !strings.Contains(got, stale) {
+			t.Errorf("%s is not reported; reported:\n%s", stale, got)
+		}
+	}
+	if len(problems) != 8 {
+		t.Errorf("%d problems reported, want 8:\n%s", len(problems), got)
+	}
+	// Check, *Store.Approve, pin.ErrLocked, pin.Store.Approve,
+	// Options.Name, os.Getenv, encoding/json.Marshal, and the four links
+	// to etdi names that do not exist; a name of the package itself that
+	// it does not declare is plain text, not a link.
+	if links != 11 {
+		t.Errorf("%d links, want 11", links)
+	}
+}
+
+// docLinkProblems checks the doc links of d's comments against the
+// packages of docs, and returns what is wrong and how many links there
+// are.
+func docLinkProblems(docs map[string]*doc.Package, d *doc.Package) (problems []string, links int) {
+	p := d.Parser()
+	for _, c := range docComments(d) {
+		if c.text == "" {
+			continue
+		}
+		walkText(p.Parse(c.text), func(tx comment.Text) {
+			switch tx := tx.(type) {
+			case comment.Plain:
+				for _, m := range unresolvedLink.FindAllString(string(tx), -1) {
+					problems = append(problems, fmt.Sprintf("doc comment of %s: %s is not a doc link (unknown name, or its package is not imported)", c.owner, m))
+				}
+			case *comment.DocLink:
+				links++
+				if !linkResolves(docs, d, tx) {
+					problems = append(problems, fmt.Sprintf("doc comment of %s: link [%s] names nothing its package declares", c.owner, linkName(tx)))
+				}
+			}
+		})
+	}
+	return problems, links
 }
 
 // walkText calls f for every piece of text in the parsed comment.
