@@ -15,10 +15,11 @@ import (
 // ServerSpec describes one server as etdi check, etdi run and a Go host
 // reach it: the command that starts it or the URL it answers at, what it
 // is configured with, the secrets and credentials of that configuration,
-// and the name a server without a bundle is pinned under. Describe builds
-// one from a command line or a URL, [DescribeEntry] from a host
-// configuration entry; Server turns it into what [Fetch], [StartServer] and
-// [ResolveOrigin] take. [Options.Spec] holds it to the check (moving_target).
+// and the name a server without a bundle is pinned under. [Describe]
+// builds one from a command line or a URL, [DescribeEntry] from a host
+// configuration entry; [ServerSpec.Server] turns it into what [Fetch],
+// [StartServer] and [ResolveOrigin] take. [Options.Spec] holds it to the
+// check (moving_target).
 type ServerSpec struct {
 	// Label names the server in output, its secrets masked: the command
 	// line (redact.Args), the URL (redact.URL), or the entry's name, host

@@ -2,12 +2,13 @@
 // of a pin database as one canonical, line-diffable JSON file that a team
 // commits, reviews in pull requests and checks against in CI.
 //
-// Export writes what a pin database approved and revoked, [Parse] reads a
-// lockfile strictly (it is untrusted input: a pull request can change
-// it), Sign and Verify add and check a signature of the audit key, and
-// [Import] loads a lockfile into a pin database with one history record
-// per approval. Temporary loads one into a private, temporary database,
-// which a read-only check compares with and then removes.
+// [Export] writes what a pin database approved and revoked, [Parse] reads
+// a lockfile strictly (it is untrusted input: a pull request can change
+// it), [File.Sign] and [File.Verify] add and check a signature of the
+// audit key, and [Import] loads a lockfile into a pin database with one
+// history record per approval. [Temporary] loads one into a private,
+// temporary database, which a read-only check compares with and then
+// removes.
 //
 // The package uses only the public API of package pin.
 package lockfile
