@@ -144,7 +144,7 @@ func (d Digest) Hex() string { return hex.EncodeToString(d[:]) }
 // Short returns the first 12 hex digits, for display.
 func (d Digest) Short() string { return d.Hex()[:12] }
 
-// MarshalText encodes the digest as its String form.
+// MarshalText encodes the digest as its [Digest.String] form.
 func (d Digest) MarshalText() ([]byte, error) { return []byte(d.String()), nil }
 
 // ParseDigest parses "sha256:<64 hex>" or bare 64 lowercase hex digits.

@@ -205,11 +205,11 @@ func (s *HTTPServer) Sessions() int {
 	return len(s.sessions)
 }
 
-// Done is closed when the listener stopped: after Close, or when it
-// failed (Err says why).
+// Done is closed when the listener stopped: after [HTTPServer.Close], or when it
+// failed ([HTTPServer.Err] says why).
 func (s *HTTPServer) Done() <-chan struct{} { return s.served }
 
-// Err is why the listener stopped, nil after Close.
+// Err is why the listener stopped, nil after [HTTPServer.Close].
 func (s *HTTPServer) Err() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -176,7 +176,7 @@ func (r *Report) Allowed(tool string) bool {
 	return r.allowed(pin.ItemTool, tool)
 }
 
-// AllowedItem is Allowed for any item kind: a prompt, resource or
+// AllowedItem is [Report.Allowed] for any item kind: a prompt, resource or
 // resource template ([pin.ItemPrompt], ...), or a tool ([pin.ItemTool]).
 func (r *Report) AllowedItem(item, name string) bool { return r.allowed(item, name) }
 

@@ -170,7 +170,7 @@ func (s *Store) Check(o *Observation, by string, extra ...finding.Finding) (*Com
 	return s.Record(o, by, extra...)
 }
 
-// Record is Check in one write transaction: it compares o with the pins
+// Record is [Store.Check] in one write transaction: it compares o with the pins
 // and appends the findings the history does not hold yet. Judge first,
 // on a store opened read-only, and Record only when it has something to
 // append: a write holds the database exclusively.
@@ -201,7 +201,7 @@ func (s *Store) Record(o *Observation, by string, extra ...finding.Finding) (*Co
 // older bundle replayed: downgrade), or "" when its pin holds the same
 // version, digest, signer and permissions. It reads only those pins and
 // revocations, each checked against the record that created it, so it
-// costs the same however long the history grows; unlike Compare it does
+// costs the same however long the history grows; unlike [Store.Compare] it does
 // not replay the history to find a pin rolled back to an earlier record.
 // A gate uses it to withdraw approvals between full comparisons (which
 // it makes at every listing), never to grant one. The map is keyed by
@@ -277,8 +277,8 @@ func (s *Store) StillApproved(o *Observation) (map[string]finding.Kind, error) {
 func StillApprovedKey(item, name string) string { return itemKey(item, name) }
 
 // Judge compares o with the pins, read-only, and returns with the
-// comparison the findings Check would append to the history (none when
-// Check would write nothing). A store opened read-only can judge.
+// comparison the findings [Store.Check] would append to the history (none when
+// [Store.Check] would write nothing). A store opened read-only can judge.
 func (s *Store) Judge(o *Observation, extra ...finding.Finding) (*Comparison, []finding.Finding, error) {
 	var c *Comparison
 	var todo []finding.Finding

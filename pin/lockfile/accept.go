@@ -84,7 +84,7 @@ type accepted struct {
 	Digest     string
 }
 
-// Accept verifies f's signature with opts.Keys (Verify), refuses it when
+// Accept verifies f's signature with opts.Keys ([File.Verify]), refuses it when
 // it has expired ([*ExpiredError]), and, with a state file, when a key that
 // signed it signed a higher generation accepted before, or another
 // lockfile of the same generation ([*RollbackError]); then it records f's
