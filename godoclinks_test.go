@@ -110,6 +110,7 @@ func TestGoDocLinks(t *testing.T) {
 			t.Errorf("%s: %s", dir, p)
 		}
 	}
+	t.Logf("%d doc links", links)
 	if links < 200 {
 		t.Errorf("only %d doc links found", links)
 	}
