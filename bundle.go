@@ -154,7 +154,7 @@ func ParseBundle(data []byte) (*Bundle, error) {
 }
 
 // PayloadTypeError reports an envelope whose payloadType is not
-// PayloadType. Signatures over another payload type are never accepted.
+// [PayloadType]. Signatures over another payload type are never accepted.
 type PayloadTypeError struct{ Got string }
 
 func (e *PayloadTypeError) Error() string {

@@ -25,7 +25,7 @@ type Change struct {
 	Text string `json:"text,omitempty"`
 }
 
-// maxChanges bounds the changes Diff reports; MaxChangeText bounds the
+// maxChanges bounds the changes [Diff] reports; MaxChangeText bounds the
 // text of each value.
 const (
 	maxChanges    = 200

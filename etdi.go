@@ -69,7 +69,7 @@ type Server struct {
 
 // Artifact is one component of a stdio server: an npm or PyPI package, an
 // OCI image or a file (SPEC.md §4.1), as server.artifacts in a manifest or
-// statement names it. ValidateArtifact checks one.
+// statement names it. [ValidateArtifact] checks one.
 type Artifact struct {
 	// Type is ArtifactNPM, ArtifactPyPI, ArtifactOCI or ArtifactFile.
 	Type string `json:"type"`
@@ -144,7 +144,7 @@ func (d Digest) Hex() string { return hex.EncodeToString(d[:]) }
 // Short returns the first 12 hex digits, for display.
 func (d Digest) Short() string { return d.Hex()[:12] }
 
-// MarshalText encodes the digest as its String form.
+// MarshalText encodes the digest as its [Digest.String] form.
 func (d Digest) MarshalText() ([]byte, error) { return []byte(d.String()), nil }
 
 // ParseDigest parses "sha256:<64 hex>" or bare 64 lowercase hex digits.
@@ -161,7 +161,7 @@ func ParseDigest(s string) (Digest, error) {
 }
 
 // StripMeta returns def without etdi's own material: every _meta member
-// whose name starts with MetaPrefix is removed, and _meta itself is removed
+// whose name starts with [MetaPrefix] is removed, and _meta itself is removed
 // if that leaves it empty. def is not modified. Nothing else is touched
 // (SPEC.md §3).
 func StripMeta(def *strictjson.Value) *strictjson.Value {
@@ -198,7 +198,7 @@ func StripMeta(def *strictjson.Value) *strictjson.Value {
 }
 
 // DefinitionDigest is the SHA-256 of the RFC 8785 canonical form of an MCP
-// tool object after StripMeta (SPEC.md §3). Every other member counts.
+// tool object after [StripMeta] (SPEC.md §3). Every other member counts.
 func DefinitionDigest(def *strictjson.Value) Digest {
 	_, d := canonicalDefinition(def)
 	return d
@@ -490,7 +490,7 @@ func ValidateProviderID(id string) error {
 }
 
 // ValidateToolName reports whether name is acceptable as a signed tool name:
-// 1 to MaxNameLen bytes without control characters or spaces.
+// 1 to [MaxNameLen] bytes without control characters or spaces.
 func ValidateToolName(name string) error {
 	if name == "" {
 		return fmt.Errorf("tool name must not be empty")

@@ -12,7 +12,7 @@ import (
 // (SPEC.md §15). The value is the bundle object itself.
 const MetaBundleKey = MetaPrefix + "bundle"
 
-// InbandBundle returns the bundle carried under MetaBundleKey in the given
+// InbandBundle returns the bundle carried under [MetaBundleKey] in the given
 // _meta objects, serialized as JSON, or nil if none carries one. All
 // carriers must hold the same bundle (the same JSON value); different
 // bundles are an error, since a server must not offer two signed stories.

@@ -60,7 +60,7 @@ var (
 // resource template.
 const MaxURILen = 4096
 
-// ListOptions say how ParseList reads a listing. The zero value reads a
+// ListOptions say how [ParseList] reads a listing. The zero value reads a
 // saved tools/list response.
 type ListOptions struct {
 	// Lists are the lists the document holds in one object, as etdi fetch
@@ -90,8 +90,8 @@ type ListOptions struct {
 // three shapes are accepted: the result object {"tools": [...]}, a whole
 // JSON-RPC response {"jsonrpc": "2.0", "id": ..., "result": {"tools":
 // [...]}}, or a bare array of entries (of the first list). Each entry must
-// be an object with a string key (List.Key: a tool's name, a resource's
-// URI); it is in ToolsList.Tools, canonical and digested like a tool
+// be an object with a string key ([List.Key]: a tool's name, a resource's
+// URI); it is in [ToolsList.Tools], canonical and digested like a tool
 // definition (SPEC.md §3). Duplicate keys are kept; package verify
 // reports them. The JSON values of the whole document count once against
 // the bound of o.Limit.

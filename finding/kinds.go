@@ -19,7 +19,7 @@ const (
 // ServerUpdated: what an unsigned server runs changed (a new version of
 // its package, an edit of its file) while every definition it offers is
 // one approved, served by the earlier version of the same artifact. The
-// trust policy's update rule decides it (Finding.Rule): ask, an approval
+// trust policy's update rule decides it ([Finding.Rule]): ask, an approval
 // required (exit 13); allow, a warning; block, an error of exit 11.
 const ServerUpdated Kind = "server_updated"
 

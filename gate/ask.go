@@ -14,7 +14,7 @@ import (
 )
 
 // Answer is the person's answer to a call put to them, as call records
-// (pin.Record.Answer) and errors name it.
+// ([github.com/etdi-dev/etdi/pin.Record.Answer]) and errors name it.
 type Answer string
 
 // Answers to a call put to the person.

@@ -12,9 +12,9 @@
 //		Options: gate.Options{Options: guard.Options{Policy: policy, Pins: "pins.db", Name: "weather"}}}
 //	session, err := mcp.NewClient(impl, nil).Connect(ctx, t, nil)
 //
-// or relays a session of its own (New, [Gate.Run]), offers a stdio server
-// to hosts over Streamable HTTP (ListenHTTP), or answers a host itself
-// when the server may not start at all (Preflight, ServeRefusal).
+// or relays a session of its own ([New], [Gate.Run]), offers a stdio server
+// to hosts over Streamable HTTP ([ListenHTTP]), or answers a host itself
+// when the server may not start at all ([Preflight], [ServeRefusal]).
 //
 // Its files are named after what they hold: gate.go (the session relay),
 // requests.go (requests in flight), session.go (what the host was shown

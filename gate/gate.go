@@ -28,13 +28,13 @@ const BlockedCode = -32090
 
 // ResourceNotFoundCode is the JSON-RPC error code of a resources/read or
 // resources/subscribe of a resource the server does not offer (MCP's
-// "Resource not found"), with BlockedCode's data and the URI.
+// "Resource not found"), with [BlockedCode]'s data and the URI.
 const ResourceNotFoundCode = -32002
 
 // NotListed is the kind named in the error of a request for an entry the
 // server does not offer in the gate's own latest listing (answered -32602,
-// a resource ResourceNotFoundCode), or for any entry while the gate has no
-// listing of the server (BlockedCode).
+// a resource [ResourceNotFoundCode]), or for any entry while the gate has no
+// listing of the server ([BlockedCode]).
 const NotListed = "not_listed"
 
 // Options configure a gate.
@@ -172,10 +172,10 @@ type Gate struct {
 // New returns a gate; Run relays a session through it.
 func New(opts Options) (*Gate, error) {
 	if opts.Policy == nil {
-		return nil, errors.New("guard: a gate needs a trust policy")
+		return nil, errors.New("gate: a gate needs a trust policy")
 	}
 	if opts.Pins == "" {
-		return nil, errors.New("guard: a gate needs a pin database")
+		return nil, errors.New("gate: a gate needs a pin database")
 	}
 	if opts.Timeout <= 0 {
 		opts.Timeout = 60 * time.Second
@@ -194,7 +194,7 @@ func New(opts Options) (*Gate, error) {
 	}
 	if opts.ReadOnly {
 		if opts.AuditCalls {
-			return nil, errors.New("guard: a gate on read-only pins cannot record calls")
+			return nil, errors.New("gate: a gate on read-only pins cannot record calls")
 		}
 		opts.NoRecord = true
 	}

@@ -26,17 +26,17 @@ import (
 	"github.com/etdi-dev/etdi/internal/termtext"
 )
 
-// ErrListenAddr is the error (wrapped) of an address ListenHTTP refuses:
+// ErrListenAddr is the error (wrapped) of an address [ListenHTTP] refuses:
 // it takes HOST:PORT with HOST 127.0.0.1, ::1 or localhost only.
-var ErrListenAddr = errors.New("guard: listen on HOST:PORT with HOST 127.0.0.1, ::1 or localhost (loopback only)")
+var ErrListenAddr = errors.New("gate: listen on HOST:PORT with HOST 127.0.0.1, ::1 or localhost (loopback only)")
 
-// Defaults of HTTPOptions.
+// Defaults of [HTTPOptions].
 const (
 	DefaultMaxSessions = 16
 	DefaultIdleTimeout = 10 * time.Minute
 )
 
-// HTTPOptions configure ListenHTTP.
+// HTTPOptions configure [ListenHTTP].
 type HTTPOptions struct {
 	// Gate are the options of every session's gate: each host session is
 	// relayed by a gate of its own (New), with these options.
@@ -140,7 +140,8 @@ type HTTPServer struct {
 
 // ListenHTTP listens on addr (HOST:PORT, HOST 127.0.0.1, ::1 or
 // localhost; port 0 picks a free one) and serves the MCP endpoint /mcp,
-// whose URL is URL(), until Close. o.Upstream is required.
+// whose URL is [HTTPServer.URL], until [HTTPServer.Close]. o.Upstream
+// is required.
 func ListenHTTP(addr string, o HTTPOptions) (*HTTPServer, error) {
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
@@ -150,7 +151,7 @@ func ListenHTTP(addr string, o HTTPOptions) (*HTTPServer, error) {
 		return nil, fmt.Errorf("%w: %q", ErrListenAddr, addr)
 	}
 	if o.Upstream == nil && o.serve == nil && o.Refusal == nil {
-		return nil, errors.New("guard: ListenHTTP needs HTTPOptions.Upstream")
+		return nil, errors.New("gate: ListenHTTP needs HTTPOptions.Upstream")
 	}
 	if o.MaxSessions <= 0 {
 		o.MaxSessions = DefaultMaxSessions
@@ -204,11 +205,11 @@ func (s *HTTPServer) Sessions() int {
 	return len(s.sessions)
 }
 
-// Done is closed when the listener stopped: after Close, or when it
-// failed (Err says why).
+// Done is closed when the listener stopped: after [HTTPServer.Close], or when it
+// failed ([HTTPServer.Err] says why).
 func (s *HTTPServer) Done() <-chan struct{} { return s.served }
 
-// Err is why the listener stopped, nil after Close.
+// Err is why the listener stopped, nil after [HTTPServer.Close].
 func (s *HTTPServer) Err() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -548,13 +549,13 @@ func httpError(w http.ResponseWriter, status int, msg string) {
 // maxListenToken bounds a --listen token file.
 const maxListenToken = 4096
 
-// ReadListenToken reads the token an HTTPHost requires (HTTPHost.Token)
+// ReadListenToken reads the token an HTTP listener requires ([HTTPOptions.Token])
 // from a file only its owner may read: a file other users can read, or
 // that is empty, is refused. The file is the way to pass the token that
 // no other process sees: a command line is readable by every local user
 // (/proc/PID/cmdline), and an environment by every process of the user
 // (/proc/PID/environ); the server etdi starts is never given it
-// (ServerEnv).
+// ([guard.ServerEnv]).
 func ReadListenToken(path string) (string, error) {
 	// A named pipe would block the open: only a regular file is opened,
 	// and the file opened must be the one looked at.

@@ -13,7 +13,7 @@ import (
 )
 
 // Kinds of the calls the call-time policies refuse (docs/policies.md#call-time-policies), named in
-// BlockedCode errors and call records.
+// [BlockedCode] errors and call records.
 const (
 	// PolicyForbid: a forbid policy matched the call, or no permit did.
 	PolicyForbid = "policy_forbid"

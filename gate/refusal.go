@@ -18,8 +18,8 @@ import (
 )
 
 // Refusal is etdi run's answer when what it would start is not what was
-// approved (Preflight): the server is not started, and the host's
-// session is answered by etdi itself (ServeRefusal), so that the host
+// approved ([Preflight]): the server is not started, and the host's
+// session is answered by etdi itself ([ServeRefusal]), so that the host
 // shows the server connected with a message the person can act on,
 // instead of a connection that closed.
 type Refusal struct {
@@ -71,10 +71,10 @@ func (r *Refusal) Message() string {
 
 // Preflight decides, before anything is started or fetched, whether the
 // server opts name may be started from o: a bundle that names its
-// server's endpoints or artifacts must be served by them (CheckOrigin),
+// server's endpoints or artifacts must be served by them ([guard.CheckOrigin]),
 // and the tools pinned for a server without one must be served by what
-// served them at approval (CheckPinnedOrigin). It returns every finding,
-// and a Refusal when any of them is an error (whatever its kind): then
+// served them at approval ([guard.CheckPinnedOrigin]). It returns every finding,
+// and a [Refusal] when any of them is an error (whatever its kind): then
 // the server must not be started. The refusal's Review is opts.Review
 // (default "etdi check"), with " --approve" when approving can resolve a
 // finding, and opts.ReviewTarget; Approve names the items to approve with

@@ -12,8 +12,8 @@ import (
 )
 
 // Transport puts the gate in-process between a go-sdk client and the
-// server that Inner connects to (an mcp.CommandTransport, an
-// mcp.StreamableClientTransport, ...): the client session sees only what
+// server that Inner connects to (an [mcp.CommandTransport], an
+// [mcp.StreamableClientTransport], ...): the client session sees only what
 // the gate lets through, exactly as a host behind etdi run does.
 //
 //	t := &gate.Transport{Inner: &mcp.CommandTransport{Command: exec.Command("weather")},

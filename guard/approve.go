@@ -9,7 +9,7 @@ import (
 	"github.com/etdi-dev/etdi/pin"
 )
 
-// ApproveOptions select what Approve approves.
+// ApproveOptions select what [Approve] approves.
 type ApproveOptions struct {
 	// Tools, if set, limits approval to these names; naming a tool is also
 	// what allows approving a changed definition, a downgrade, a changed
@@ -34,7 +34,7 @@ type ApproveOptions struct {
 	ScopesAll []string
 }
 
-// ApproveResult is what Approve did.
+// ApproveResult is what [Approve] did.
 type ApproveResult struct {
 	// Approved lists what was pinned; Refused what was asked for and not
 	// approved, and why.
@@ -67,9 +67,9 @@ func (a *ApproveResult) ExitCode() int {
 	return code
 }
 
-// ErrBlocked is returned by Approve for a report whose verification
+// ErrBlocked is returned by [Approve] for a report whose verification
 // failed: nothing was established that could be approved.
-var ErrBlocked = errors.New("guard: the server's tools were not established (verification failed); nothing can be approved")
+var ErrBlocked = errors.New("approval: the server's tools were not established (verification failed); nothing can be approved")
 
 // Approve pins, in one transaction with their history records, what the
 // report's server offers and needs approval: new tools, new versions and
@@ -78,7 +78,7 @@ var ErrBlocked = errors.New("guard: the server's tools were not established (ver
 // names only when named. Revoked tools and a replayed older bundle are
 // never approved: a finding about the whole server refuses everything.
 // Every tool asked about that would still fail a check is listed as
-// refused, so a zero ExitCode means that a check would pass.
+// refused, so a zero [ApproveResult.ExitCode] means that a check would pass.
 func Approve(ctx context.Context, r *Report, opts ApproveOptions) (*ApproveResult, error) {
 	if r.Blocked() {
 		return nil, ErrBlocked
@@ -177,9 +177,9 @@ func stillRefused(c *pin.Comparison, named []string, refused []pin.Refusal) []pi
 
 // Unserved lists the items of the report that match their pins, approved
 // without recording what served them, while what serves them now is
-// known (pin.Comparison.Unserved): nothing is weakened for them (another
+// known ([pin.Comparison.Unserved]): nothing is weakened for them (another
 // implementation is judged by the definitions alone, as before), and
-// RecordServed records it once the person confirms.
+// [RecordServed] records it once the person confirms.
 func (r *Report) Unserved() []string {
 	if r.Comparison == nil || r.Observation == nil || r.Observation.Served == "" {
 		return nil
@@ -189,7 +189,7 @@ func (r *Report) Unserved() []string {
 
 // RecordServed records what serves the report's server now
 // (Observation.Served) in the pins of its items that were approved
-// without it, each with a history record (pin.Store.RecordServed). The
+// without it, each with a history record ([pin.Store.RecordServed]). The
 // caller asks the person first: it binds the approvals to what runs now.
 func RecordServed(ctx context.Context, r *Report) ([]pin.Approval, *pin.Comparison, error) {
 	if r.Blocked() {
@@ -199,7 +199,7 @@ func RecordServed(ctx context.Context, r *Report) ([]pin.Approval, *pin.Comparis
 		return nil, nil, err
 	}
 	if r.opts.NoRecord {
-		return nil, nil, errors.New("guard: the pins are read-only; nothing is recorded")
+		return nil, nil, errors.New("pin database: the pins are read-only; nothing is recorded")
 	}
 	var recorded []pin.Approval
 	var c *pin.Comparison
@@ -222,7 +222,7 @@ func RecordServed(ctx context.Context, r *Report) ([]pin.Approval, *pin.Comparis
 // variant) approved without recording what served it, when o resolves what serves it now: a gate reports
 // them (it cannot ask the person) and judges them by their definitions
 // alone, as before; etdi check records what serves them once the person
-// confirms (RecordServed).
+// confirms ([RecordServed]).
 func UnservedPins(o *Origin, opts Options) ([]string, error) {
 	if o.Served() == "" {
 		return nil, nil

@@ -13,7 +13,7 @@ type CallDecision struct {
 }
 
 // GivenScopes are the scopes the approvals r's comparison matched gave
-// unsigned items (pin.ToolState.Scopes), by item and name: only an item
+// unsigned items ([pin.ToolState.Scopes]), by item and name: only an item
 // that matches its approval ("ok") has them, with that approval's digest.
 func (r *Report) GivenScopes() map[[2]string][]string {
 	m := map[[2]string][]string{}
@@ -30,7 +30,7 @@ func (r *Report) GivenScopes() map[[2]string][]string {
 
 // CallDecisions decides, for every tool r observed, its first call in a
 // fresh session (no earlier calls, arguments {}), from a host named host.
-// Policies that read the session (policy.Set.Session) may decide later
+// Policies that read the session ([policy.Set.Session]) may decide later
 // calls otherwise. A tool that matches its approval has the scopes the
 // approval gave it (r after the approval shows those of the approval).
 // nil when r established nothing.

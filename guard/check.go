@@ -70,13 +70,13 @@ type Options struct {
 }
 
 // NameError reports a server without a bundle that cannot be pinned
-// under the name given (Options.Name).
+// under the name given ([Options.Name]).
 type NameError struct{ Err error }
 
 func (e *NameError) Error() string { return e.Err.Error() }
 func (e *NameError) Unwrap() error { return e.Err }
 
-// ErrNoName is returned for a server without a bundle when Options.Name
+// ErrNoName is returned for a server without a bundle when [Options.Name]
 // does not say what to pin it under.
 var ErrNoName = &NameError{errors.New("a server without a bundle needs a name to be pinned under")}
 
@@ -176,8 +176,8 @@ func (r *Report) Allowed(tool string) bool {
 	return r.allowed(pin.ItemTool, tool)
 }
 
-// AllowedItem is Allowed for any item kind: a prompt, resource or
-// resource template (pin.ItemPrompt, ...), or a tool (pin.ItemTool).
+// AllowedItem is [Report.Allowed] for any item kind: a prompt, resource or
+// resource template ([pin.ItemPrompt], ...), or a tool ([pin.ItemTool]).
 func (r *Report) AllowedItem(item, name string) bool { return r.allowed(item, name) }
 
 func (r *Report) allowed(item, tool string) bool {
@@ -209,7 +209,7 @@ func (r *Report) allowed(item, tool string) bool {
 
 // Observe verifies a listing against the trust policy without reading
 // the pins: it establishes the server's identity and what it offers
-// (Report.Observation), or reports why that failed. l may be nil to
+// ([Report.Observation]), or reports why that failed. l may be nil to
 // check the bundle alone. An operational failure (an unreadable bundle,
 // an identity provider that cannot be reached) is an error, never a
 // finding.
@@ -362,7 +362,7 @@ func SignerOf(r *verify.Result) pin.SignerID {
 	return pin.SignerID{Kind: "key", ID: r.Signer.KeyID}
 }
 
-// Check observes a listing (Observe) and compares what the server offers
+// Check observes a listing ([Observe]) and compares what the server offers
 // with the pins in opts.Pins, appending to the history every error and
 // warning finding it does not already hold since the last decision about
 // its tool. l may be nil to check a bundle alone.

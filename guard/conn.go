@@ -23,7 +23,7 @@ type Conn interface {
 // StartServer starts the server of a gate session: the command over
 // stdio in its own process group (what it writes to stderr is copied to
 // stderr if not nil), or a Streamable HTTP session with the URL. Closing
-// the Conn ends the server; a process is always reaped.
+// the [Conn] ends the server; a process is always reaped.
 func StartServer(s Launch, stderr io.Writer) (Conn, error) {
 	switch {
 	case len(s.Command) > 0 && s.URL != "":
@@ -43,5 +43,5 @@ func StreamConn(r io.Reader, w io.Writer, closer func() error) Conn {
 	return mcpclient.NewStreamConn(r, w, closer)
 }
 
-// SDKConn is a go-sdk connection as a Conn, for List or a Gate.
+// SDKConn is a go-sdk connection as a [Conn], for [List] or a Gate.
 func SDKConn(c mcp.Connection) Conn { return mcpclient.SDKSession(c) }

@@ -15,10 +15,11 @@ import (
 // ServerSpec describes one server as etdi check, etdi run and a Go host
 // reach it: the command that starts it or the URL it answers at, what it
 // is configured with, the secrets and credentials of that configuration,
-// and the name a server without a bundle is pinned under. Describe builds
-// one from a command line or a URL, DescribeEntry from a host
-// configuration entry; Server turns it into what Fetch, StartServer and
-// ResolveOrigin take. Options.Spec holds it to the check (moving_target).
+// and the name a server without a bundle is pinned under. [Describe]
+// builds one from a command line or a URL, [DescribeEntry] from a host
+// configuration entry; [ServerSpec.Server] turns it into what [Fetch],
+// [StartServer] and [ResolveOrigin] take. [Options.Spec] holds it to the
+// check (moving_target).
 type ServerSpec struct {
 	// Label names the server in output, its secrets masked: the command
 	// line (redact.Args), the URL (redact.URL), or the entry's name, host
@@ -76,7 +77,7 @@ type ServerSpec struct {
 // a secret. environ is the environment a command is started with.
 //
 // A gate passes its own environment on to the server it starts, so with
-// inherit the credentials of environ (InheritedCredentials) are the
+// inherit the credentials of environ ([InheritedCredentials]) are the
 // server's too, and every credential is a secret.
 func Describe(command []string, url string, header http.Header, name string, environ []string, inherit bool) *ServerSpec {
 	s := &ServerSpec{Name: name}
@@ -200,10 +201,10 @@ func EntryFindings(en *hostconfig.Entry, secrets *redact.Set) []finding.Finding 
 	return out
 }
 
-// Server is the server s describes as Fetch, StartServer and
-// ResolveOrigin take it: a command is started without every ETDI_*
-// variable and those named in SecretEnv, but those in KeepEnv
-// (ServerEnv).
+// Server is the server s describes as [Fetch], [StartServer] and
+// [ResolveOrigin] take it: a command is started without every ETDI_*
+// variable and those named in [ServerSpec.SecretEnv], but those in
+// [ServerSpec.KeepEnv] ([ServerEnv]).
 func (s *ServerSpec) Server() Launch {
 	if len(s.Command) == 0 {
 		return Launch{URL: s.URL, Header: s.Header}
@@ -213,7 +214,7 @@ func (s *ServerSpec) Server() Launch {
 
 // MovingTarget is the moving_target warning about server (its pin
 // identity) of a command that runs a package without a fixed version or
-// an image by a moving tag (MovingTarget): what was checked need not be
+// an image by a moving tag ([MovingTarget]): what was checked need not be
 // what runs next. nil for a URL or a fixed command.
 func (s *ServerSpec) MovingTarget(server string) []finding.Finding {
 	if s == nil || len(s.Command) == 0 {
@@ -288,7 +289,7 @@ func AddHeaderEnv(h http.Header, kvs []string, lookup func(string) (string, bool
 }
 
 // HeaderEnvVariables are the variables headers given as Name=VARIABLE
-// read: a server etdi starts is not given them (SecretEnv).
+// read: a server etdi starts is not given them ([ServerSpec.SecretEnv]).
 func HeaderEnvVariables(kvs []string) []string {
 	var out []string
 	for _, kv := range kvs {

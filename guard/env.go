@@ -9,7 +9,7 @@ import (
 )
 
 // ListenTokenEnv is the variable etdi run reads the --listen token from
-// (docs/gate.md#runtime-gate); ServerEnv never passes it on, even when asked to keep it.
+// (docs/gate.md#runtime-gate); [ServerEnv] never passes it on, even when asked to keep it.
 const ListenTokenEnv = "ETDI_LISTEN_TOKEN"
 
 // ServerEnv is the environment a server is started with, from env (the
@@ -18,13 +18,13 @@ const ListenTokenEnv = "ETDI_LISTEN_TOKEN"
 // secrets: key and audit passwords, etcd credentials, the --listen
 // token), and so is every variable named in secret (those etdi read a
 // secret from: --header-env, the trust policy's introspection client
-// secret; SecretEnv). A variable named in keep is kept: one the host
+// secret; [SecretEnv]). A variable named in keep is kept: one the host
 // configuration sets for the server on purpose; the --listen token never.
 // Names are compared as the system does (without case on Windows).
 //
 // A variable that carries the value of one removed (a configuration's
 // "X": "${ETDI_PASSWORD}") is removed too, when that value is at least
-// MinCredential bytes long: shorter ones cannot be told from ordinary
+// [MinCredential] bytes long: shorter ones cannot be told from ordinary
 // settings. A variable whose value holds a removed secret's (one named
 // in secret, or an ETDI_* password or token: "Bearer ${ETDI_PASSWORD}")
 // is removed as well.
@@ -100,7 +100,7 @@ func sameEnvName(a, b string) bool {
 
 // SecretEnv are the variables the trust policy has etdi read a secret
 // from (an identity provider's introspection client secret), which a
-// server is not given (ServerEnv).
+// server is not given ([ServerEnv]).
 func SecretEnv(p *trust.Policy) []string {
 	var out []string
 	if p == nil {

@@ -72,8 +72,8 @@ var savedLists = []etdi.List{etdi.ListTools, etdi.ListPrompts, etdi.ListResource
 // them ("prompts", "resources", "resourceTemplates"); those present are
 // Listed; an "instructions" member beside them holds the server's
 // instructions (a string, or null when it sent none); a "served" member
-// says what served the listing (Listing.Served), and a file whose served
-// does not match its binding is refused (ErrServedBinding).
+// says what served the listing ([Listing.Served]), and a file whose served
+// does not match its binding is refused ([ErrServedBinding]).
 func ReadListing(data []byte) (*Listing, error) {
 	tl, err := etdi.ParseList(data, etdi.ListOptions{Lists: savedLists, Limit: mcpclient.MaxFetchNodes})
 	if err != nil {
@@ -116,7 +116,7 @@ const servedMember = "served"
 // maxServed bounds the served text a saved listing may carry.
 const maxServed = 4096
 
-// ErrServedBinding is returned by ReadListing for a saved listing whose
+// ErrServedBinding is returned by [ReadListing] for a saved listing whose
 // served member does not match the listing: the file was changed after
 // it was saved (what served it, or what it lists).
 var ErrServedBinding = errors.New("the listing's \"served\" does not match the listing it was saved with: " +
@@ -246,12 +246,12 @@ type FetchOptions struct {
 	Served, ServedAt string
 }
 
-// CapabilityNames are the client capabilities ParseCapabilities knows.
+// CapabilityNames are the client capabilities [ParseCapabilities] knows.
 var CapabilityNames = mcpclient.CapabilityNames
 
-// ParseCapabilities turns a comma-separated list of CapabilityNames
+// ParseCapabilities turns a comma-separated list of [CapabilityNames]
 // ("roots,sampling,elicitation") into a capabilities object for
-// FetchOptions.Capabilities; "none" declares none. An unknown name, a
+// [FetchOptions.Capabilities]; "none" declares none. An unknown name, a
 // name twice or an empty list is an error.
 func ParseCapabilities(list string) (json.RawMessage, error) {
 	return mcpclient.ParseCapabilities(list)
@@ -299,8 +299,8 @@ func fromClient(l *mcpclient.Listing) *Listing {
 	return out
 }
 
-// List lists a server over a connection the caller opened (SDKConn makes
-// one of a go-sdk connection): initialize, then every list, as Fetch does.
+// List lists a server over a connection the caller opened ([SDKConn] makes
+// one of a go-sdk connection): initialize, then every list, as [Fetch] does.
 // The connection is not closed.
 func List(ctx context.Context, c Conn, o FetchOptions) (*Listing, error) {
 	l, err := mcpclient.ListSession(ctx, c, mcpclient.Options{StartTimeout: o.StartTimeout, Timeout: o.Timeout, ClientVersion: o.ClientVersion, Capabilities: o.Capabilities})
@@ -311,7 +311,7 @@ func List(ctx context.Context, c Conn, o FetchOptions) (*Listing, error) {
 }
 
 // Saver returns a function that writes the listing as a saved tools/list
-// that ReadListing reads back with the same digests (docs/live.md#live-servers, etdi
+// that [ReadListing] reads back with the same digests (docs/live.md#live-servers, etdi
 // fetch): every tool in its canonical form; the prompts, resources and
 // resource templates that were listed, beside the tools; the server's
 // instructions when it was live; the in-band bundle under _meta; what
@@ -430,7 +430,7 @@ func checkReadsBack(entries []etdi.LiveTool) error {
 	return nil
 }
 
-// Saved counts what FetchSave wrote.
+// Saved counts what [FetchSave] wrote.
 type Saved struct {
 	// Entries counts the entries of each list written, by its member
 	// ("tools", "prompts", "resources", "resourceTemplates").
@@ -439,13 +439,13 @@ type Saved struct {
 	Pages int
 }
 
-// FetchSave fetches a server as Fetch does and writes what it serves to w
+// FetchSave fetches a server as [Fetch] does and writes what it serves to w
 // as Saver writes a listing, byte for byte, but page by page as the pages
 // arrive: no page is kept once written, so a large listing is held one
 // page at a time (docs/live.md#live-servers, etdi fetch). Every bound of a fetch
 // applies. Each entry is checked to read back with its digest before it
 // is written. Entries, instructions or a _meta that show one of creds are
-// returned as findings (CredentialFindings); no page that shows one, and
+// returned as findings ([CredentialFindings]); no page that shows one, and
 // nothing after it, is written. Then, or on an error, w holds an
 // unfinished document that the caller must discard.
 func FetchSave(ctx context.Context, s Launch, o FetchOptions, creds []Credential, w io.Writer) (*Saved, []finding.Finding, error) {

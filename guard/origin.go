@@ -25,7 +25,7 @@ import (
 // is started (SPEC.md §4.1). A bundle that names its server's endpoints
 // or artifacts is accepted only from them, and a pin records what served
 // its tool, so that another implementation under the same definitions is
-// a rug pull. Make one with ResolveOrigin.
+// a rug pull. Make one with [ResolveOrigin].
 type Origin struct {
 	url      string
 	launched bool
@@ -37,7 +37,7 @@ type Origin struct {
 // the artifact it runs (an npm or PyPI package from the lockfile or the
 // runner's cache, an OCI image present locally, else the file the program
 // or script is). A command whose artifact cannot be resolved still gives
-// an Origin, which says why (Unresolved).
+// an [Origin], which says why (Unresolved).
 func ResolveOrigin(ctx context.Context, s Launch) *Origin {
 	if s.URL != "" {
 		return &Origin{url: s.URL}
@@ -112,7 +112,7 @@ func (o *Origin) Served() string {
 // ServedAt is where the file Served names was found, for a file
 // artifact (whose Served names only its base name): the path the launch
 // names it by, before symbolic links are followed (a link a package
-// manager repoints at each version stays the same file). pin.IsUpdate
+// manager repoints at each version stays the same file). [pin.IsUpdate]
 // tells an edit of the approved file from a file of the same name
 // elsewhere by it. Empty for any other artifact, a URL or an unresolved
 // launch.
@@ -127,7 +127,7 @@ func (o *Origin) ServedAt() string {
 }
 
 // Verified reports whether etdi established what the command runs
-// itself (pin.Observation.ServedVerified): a file it hashed, an image by
+// itself ([pin.Observation.ServedVerified]): a file it hashed, an image by
 // its digest or from the local image store, a package of npm's own npx
 // cache; not a version and integrity a project's lockfile records, which
 // the repository writes whatever its node_modules holds.
@@ -209,7 +209,7 @@ func MovingTarget(argv []string) (bool, string) { return artifact.Moving(argv) }
 // tool approved served by something else; none when the options carry a
 // bundle (its own binding speaks for it), name no server, or nothing is
 // known on either side. An unsigned server that runs an update of the
-// artifact that served its pins (pin.IsUpdate) is one server_updated
+// artifact that served its pins ([pin.IsUpdate]) is one server_updated
 // finding instead, decided by the trust policy's update rule: an error
 // under block (the server is not started), else a warning (the gate
 // starts it and judges its definitions at listing).

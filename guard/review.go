@@ -82,7 +82,7 @@ func Categories() []Category {
 }
 
 // BulkCategories lists the categories that may be approved by naming
-// them (ReviewItem.Selected), in review order.
+// them ([ReviewItem.Selected]), in review order.
 func BulkCategories() []Category {
 	var out []Category
 	for _, c := range Categories() {
@@ -97,7 +97,7 @@ func BulkCategories() []Category {
 // decides about, and whether it is one. An error finding of any kind
 // that approving resolves is one: a kind the table above does not name
 // is its own category, named by the kind, approved in bulk only when
-// approving the server resolves it (finding.Approvable), never when the
+// approving the server resolves it ([finding.Approvable]), never when the
 // tool must be named. A warning is one only when its kind is named in
 // the table (a name collision is a warning on a new tool).
 func CategoryOf(f finding.Finding) (Category, bool) {
@@ -380,7 +380,7 @@ func approvable(r *Report) bool {
 	return true
 }
 
-// Applied is what Apply did for one report.
+// Applied is what [Apply] did for one report.
 type Applied struct {
 	// Report is the index of the report; Result what Approve did (nil
 	// when nothing of the report was accepted).
@@ -396,8 +396,8 @@ type Applied struct {
 }
 
 // Apply approves the accepted items, each through the report it comes
-// from, in one Approve per report, and records each approval in the
-// history as Approve does. An item is approved only as the person saw
+// from, in one [Approve] per report, and records each approval in the
+// history as [Approve] does. An item is approved only as the person saw
 // it: if a finding it would approve differs now from those in the item,
 // nothing of that report is approved and its items are listed as
 // Withdrawn. Every report touched (an item's own or one of its Also) is

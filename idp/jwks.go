@@ -204,7 +204,7 @@ func (c FileCache) Store(issuer string, ck *CachedKeys) error {
 	return atomicfile.Write(c.path(issuer), b, 0o600)
 }
 
-// MemCache is a Cache in memory.
+// MemCache is a [Cache] in memory.
 type MemCache struct {
 	mu sync.Mutex
 	m  map[string]*CachedKeys

@@ -37,7 +37,7 @@ func (v *Verifier) noteUnreachable(err *UnreachableError) {
 	}
 }
 
-// Unreachable returns the first *UnreachableError met by the verifications
+// Unreachable returns the first [*UnreachableError] met by the verifications
 // of this verifier, or nil. Each of those verifications failed closed; a
 // caller tells the person that the provider could not be reached rather
 // than that the token is bad.

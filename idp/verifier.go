@@ -30,7 +30,7 @@ var Algorithms = []string{"RS256", "PS256", "ES256", "ES384", "EdDSA"}
 const Leeway = 60 * time.Second
 
 // Verifier checks identity provider tokens (it implements
-// verify.TokenVerifier).
+// [verify.TokenVerifier]).
 type Verifier struct {
 	HTTP  *http.Client
 	Cache Cache

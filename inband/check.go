@@ -14,10 +14,10 @@ import (
 // it (every tools/list page, each tool as the raw JSON the server sends),
 // and compares its tools with the definitions of manifest, the JSON of an
 // etdi manifest (SPEC.md §4). It returns nil when the server serves
-// exactly those definitions, and otherwise an *release.DriftError that names
+// exactly those definitions, and otherwise an [*release.DriftError] that names
 // every tool missing, extra, listed twice or served with another
 // definition, with the fields that differ (docs/provider.md#a-server-against-its-manifest). Key order and
-// whitespace never count, nor does the bundle Attach adds.
+// whitespace never count, nor does the bundle [Attach] adds.
 //
 // It is meant for the server's own unit test: a tool whose definition
 // changes in the code fails the test until the manifest (and the tool's

@@ -6,8 +6,9 @@
 //
 // Verification needs no network: the certificate chain, the log entry and
 // its signed time are checked against Sigstore trusted roots the client
-// keeps (trust.Policy.SigstoreRoots). Which identity may sign for which
-// provider is the trust policy's business (package verify).
+// keeps ([github.com/etdi-dev/etdi/trust.Policy.SigstoreRoots]). Which
+// identity may sign for which provider is the trust policy's business
+// (package [github.com/etdi-dev/etdi/verify]).
 package keyless
 
 import (
@@ -29,7 +30,7 @@ import (
 // reads: version 0.3 of the Sigstore bundle format.
 const MediaType = "application/vnd.dev.sigstore.bundle.v0.3+json"
 
-// MaxBundleSize bounds a Sigstore bundle, as etdi.MaxManifestSize bounds
+// MaxBundleSize bounds a Sigstore bundle, as [etdi.MaxManifestSize] bounds
 // an etdi bundle.
 const MaxBundleSize = etdi.MaxManifestSize
 

@@ -39,7 +39,7 @@ type SignOptions struct {
 // Sign signs payload (an etdi statement) keylessly: a fresh key pair, a
 // certificate for the identity token from Fulcio, the DSSE signature over
 // the payload, and its entry in Rekor. It returns the Sigstore bundle as
-// canonical JSON, verified only when opts.TrustedRoot is set (IdentityOf
+// canonical JSON, verified only when opts.TrustedRoot is set ([IdentityOf]
 // reads who it names). The key pair never leaves memory.
 func Sign(ctx context.Context, payload []byte, opts SignOptions) ([]byte, error) {
 	if opts.IDToken == "" {

@@ -28,7 +28,7 @@ const maxToken = 64 << 10
 // IdentityToken returns the signer's OIDC identity token. ref is a file
 // path, "env://NAME" for an environment variable, or empty: then, inside
 // a GitHub Actions job allowed to request one, the job's token for
-// audience "sigstore". getenv reads the environment (os.Getenv when nil).
+// audience "sigstore". getenv reads the environment ([os.Getenv] when nil).
 func IdentityToken(ctx context.Context, ref string, getenv func(string) string) (string, error) {
 	if getenv == nil {
 		getenv = os.Getenv

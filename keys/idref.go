@@ -6,13 +6,13 @@ import (
 )
 
 // MinIDPrefix is the shortest key id prefix accepted where a key id is
-// given: 16 hex digits (64 bits), as ShortID prints it, so a prefix never
+// given: 16 hex digits (64 bits), as [ShortID] prints it, so a prefix never
 // matches another key by accident.
 const MinIDPrefix = 16
 
 // ResolveID returns the one id among known that ref names: a full key id
 // ("sha256:" and 64 hex digits) or an unambiguous prefix of at least
-// MinIDPrefix hex digits, with or without "sha256:". It never guesses: a
+// [MinIDPrefix] hex digits, with or without "sha256:". It never guesses: a
 // prefix that matches several ids is an error naming them.
 func ResolveID(ref string, known []string) (string, error) {
 	h := strings.ToLower(strings.TrimPrefix(ref, "sha256:"))

@@ -29,7 +29,7 @@ import (
 	"github.com/sigstore/sigstore/pkg/signature"
 )
 
-// Algorithm names accepted by Generate.
+// Algorithm names accepted by [Generate].
 const (
 	Ed25519   = "ed25519"
 	ECDSAP256 = "ecdsa-p256"
@@ -38,7 +38,7 @@ const (
 	RSAPSS4K  = "rsa-pss-4096"
 )
 
-// Algorithms lists the names Generate accepts, default first.
+// Algorithms lists the names [Generate] accepts, default first.
 var Algorithms = []string{Ed25519, ECDSAP256, ECDSAP384, RSAPSS, RSAPSS4K}
 
 // PEM block types.
@@ -78,7 +78,7 @@ func Generate(alg string) (crypto.Signer, error) {
 }
 
 // EncryptPrivateKey returns the private key as an encrypted PEM block of
-// type PrivateKeyPEMType: PKCS #8 DER sealed with NaCl secretbox under a
+// type [PrivateKeyPEMType]: PKCS #8 DER sealed with NaCl secretbox under a
 // scrypt-derived key (the cosign key file format).
 func EncryptPrivateKey(priv crypto.Signer, password []byte) ([]byte, error) {
 	if len(password) == 0 {

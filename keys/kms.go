@@ -19,7 +19,7 @@ type KMSResolver func(ctx context.Context, ref string, hash crypto.Hash) (signat
 var kmsMu sync.RWMutex
 var kmsResolve KMSResolver
 
-// RegisterKMS makes LoadSigner resolve KMS key references (scheme://...)
+// RegisterKMS makes [LoadSigner] resolve KMS key references (scheme://...)
 // with resolve. The library links no KMS provider itself, so that programs
 // importing it do not link cloud SDKs: a program that signs with KMS keys
 // registers a resolver once at start-up. The etdi command does so in builds

@@ -48,12 +48,12 @@ type ApproveOptions struct {
 // MaxScopes bounds the scopes given to one tool at approval.
 const MaxScopes = 64
 
-// ScopesChanged is the Approval.Kind (and the approval record's kind) of
+// ScopesChanged is the [Approval.Kind] (and the approval record's kind) of
 // an approved, unchanged tool approved again for its scopes.
 const ScopesChanged = "scopes_changed"
 
-// NormalizeScopes checks scopes given at approval (etdi.ValidateScope,
-// at most MaxScopes) and returns them sorted, each once.
+// NormalizeScopes checks scopes given at approval ([etdi.ValidateScope],
+// at most [MaxScopes]) and returns them sorted, each once.
 func NormalizeScopes(scopes []string) ([]string, error) {
 	out := slices.Clone(scopes)
 	for _, sc := range out {

@@ -39,8 +39,8 @@ var (
 	autos  = map[string]*AutoCheckpoint{}
 )
 
-// SignWrites makes every store that Open opens for writing afterwards,
-// whose local file (LocalFile) is local, sign a checkpoint with a after
+// SignWrites makes every store that [Open] opens for writing afterwards,
+// whose local file ([LocalFile]) is local, sign a checkpoint with a after
 // each write that grows the history (nil: none). A process configures it
 // once for the stores it opens, whatever package opens them.
 func SignWrites(local string, a *AutoCheckpoint) {

@@ -18,7 +18,7 @@ import (
 
 // Binding ties a pin or a revocation to the history record that created
 // it (docs/storage.md#pin-database): the record's index and its Merkle leaf hash (base64
-// of tlog.RecordHash of the stored record). Every read checks that the
+// of [tlog.RecordHash] of the stored record). Every read checks that the
 // record is stored there, hashes to Leaf, says what the value says, and
 // is the latest record about it; a value the history does not justify
 // is never used.

@@ -16,8 +16,8 @@ var bSpools = []byte("spools")
 
 // AppendCalls appends call records to the history in one transaction, and
 // records that the spool spool is appended up to sequence number seq.
-// Each record must be of type RecordCall. It returns the transaction's id
-// (see Generation).
+// Each record must be of type [RecordCall]. It returns the transaction's id
+// (see [Generation]).
 func (s *Store) AppendCalls(spool string, seq uint64, recs []Record) (uint64, error) {
 	if spool == "" {
 		return 0, errors.New("pin: no spool id")

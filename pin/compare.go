@@ -62,7 +62,8 @@ type Observation struct {
 	InGate bool
 }
 
-// The update rules of Observation.OnUpdate (trust.UpdateRule).
+// The update rules of [Observation.OnUpdate]
+// ([github.com/etdi-dev/etdi/trust.UpdateRule]).
 const (
 	UpdateAllow = "allow"
 	UpdateAsk   = "ask"
@@ -123,7 +124,7 @@ const (
 	StatusRemoved ToolStatus = "removed"
 )
 
-// Comparison is the outcome of comparing an Observation with the pins.
+// Comparison is the outcome of comparing an [Observation] with the pins.
 type Comparison struct {
 	Server   string            `json:"server"`
 	Tools    []ToolState       `json:"tools"`
@@ -169,7 +170,7 @@ func (s *Store) Check(o *Observation, by string, extra ...finding.Finding) (*Com
 	return s.Record(o, by, extra...)
 }
 
-// Record is Check in one write transaction: it compares o with the pins
+// Record is [Store.Check] in one write transaction: it compares o with the pins
 // and appends the findings the history does not hold yet. Judge first,
 // on a store opened read-only, and Record only when it has something to
 // append: a write holds the database exclusively.
@@ -200,11 +201,11 @@ func (s *Store) Record(o *Observation, by string, extra ...finding.Finding) (*Co
 // older bundle replayed: downgrade), or "" when its pin holds the same
 // version, digest, signer and permissions. It reads only those pins and
 // revocations, each checked against the record that created it, so it
-// costs the same however long the history grows; unlike Compare it does
+// costs the same however long the history grows; unlike [Store.Compare] it does
 // not replay the history to find a pin rolled back to an earlier record.
 // A gate uses it to withdraw approvals between full comparisons (which
 // it makes at every listing), never to grant one. The map is keyed by
-// StillApprovedKey.
+// [StillApprovedKey].
 func (s *Store) StillApproved(o *Observation) (map[string]finding.Kind, error) {
 	out := map[string]finding.Kind{}
 	sc := &shareCache{}
@@ -276,8 +277,8 @@ func (s *Store) StillApproved(o *Observation) (map[string]finding.Kind, error) {
 func StillApprovedKey(item, name string) string { return itemKey(item, name) }
 
 // Judge compares o with the pins, read-only, and returns with the
-// comparison the findings Check would append to the history (none when
-// Check would write nothing). A store opened read-only can judge.
+// comparison the findings [Store.Check] would append to the history (none when
+// [Store.Check] would write nothing). A store opened read-only can judge.
 func (s *Store) Judge(o *Observation, extra ...finding.Finding) (*Comparison, []finding.Finding, error) {
 	var c *Comparison
 	var todo []finding.Finding
@@ -918,7 +919,7 @@ func newToolFindings(o *Observation, t *Observed, n *elsewhere, with func(findin
 	return fs
 }
 
-// PermissionDiff is etdi.PermissionDiff: the permissions in cur but not
+// PermissionDiff is [etdi.PermissionDiff]: the permissions in cur but not
 // old, and in old but not cur.
 func PermissionDiff(old, cur []etdi.Permission) (added, removed []etdi.Permission) {
 	return etdi.PermissionDiff(old, cur)
@@ -937,13 +938,13 @@ func hasControl(s string) bool {
 // IsUpdate reports whether an unsigned server whose approved definitions
 // were served by was (found at wasAt), and are served by now (found at
 // nowAt), was updated rather than replaced: both name an artifact exactly
-// (ArtifactIdentity) of the same type and name (the npm or PyPI package,
+// ([ArtifactIdentity]) of the same type and name (the npm or PyPI package,
 // the image, the file), and they differ (another version or digest); an
 // npm or PyPI package's version must not be older (semantic versions),
 // and an npm package's must be a semantic version of another precedence
 // (npm never serves one version with two contents). A
 // file artifact names only its base name: it is the same file only when
-// both were found at the same path (Pin.ServedAt), known on both sides.
+// both were found at the same path ([Pin.ServedAt]), known on both sides.
 // Another package, another file (of the same name elsewhere, or where it
 // was is unknown), an endpoint or an unresolved launch is not an update;
 // a signed server's artifacts are its bundle's to name (SPEC.md §4.1).

@@ -5,7 +5,7 @@
 // The database is one bbolt file, mode 0600. Each logical write is one
 // transaction, so a process killed mid-write leaves the database as it was
 // before or after that write. The file lock is taken with a timeout: a
-// second process waits, then fails with ErrLocked instead of hanging.
+// second process waits, then fails with [ErrLocked] instead of hanging.
 //
 // # Bucket tree
 //
@@ -56,10 +56,10 @@
 // # Pins bound to the history
 //
 // Each pin and revocation names the history record that created it
-// (Binding). Every read checks the record, its leaf hash and its content,
+// ([Binding]). Every read checks the record, its leaf hash and its content,
 // and each comparison replays the records about the server to refuse a
 // pin or revocation that a later record replaced or that was deleted
-// (*UnjustifiedError). Damaged values are a *CorruptError, never absent.
+// ([*UnjustifiedError]). Damaged values are a [*CorruptError], never absent.
 // VerifyPins replays the whole history; Audit, for audit verify, also
 // recomputes it, in the same pass over the records, decoding and hashing
 // on every CPU.
@@ -74,13 +74,15 @@
 // # History
 //
 // log/records is an append-only Merkle log with RFC 6962 hashing
-// (golang.org/x/mod/sumdb/tlog): leaf i is tlog.RecordHash(record i), and
-// log/hashes holds the stored hashes tlog.StoredHashes computes. Each
+// ([golang.org/x/mod/sumdb/tlog]): leaf i is the
+// [golang.org/x/mod/sumdb/tlog.RecordHash] of record i, and log/hashes
+// holds the stored hashes [golang.org/x/mod/sumdb/tlog.StoredHashes]
+// computes. Each
 // record also carries the tree hash of the log before it ("prev"), so a
 // rewrite that recomputes the hashes is still pinned to a record number.
 // Check appends a finding only if the history does not already hold the
 // same finding since the last decision about its tool (unrecorded); it
-// never rewrites a record. AppendCalls appends the call records of a
+// never rewrites a record. [Store.AppendCalls] appends the call records of a
 // gate in batches; a call record is neither a finding nor a decision, and
 // every scan of the history skips it undecoded.
 // Checkpoints ("<origin>\n<size>\n<base64 root>\n", C2SP tlog-checkpoint)

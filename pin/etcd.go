@@ -326,9 +326,9 @@ func (o EtcdOptions) withDefaults() EtcdOptions {
 // its local snapshot (opened with opts.LockTimeout). It brings the
 // snapshot up to date; when etcd cannot be reached it opens on the
 // snapshot, read-only, if the snapshot is at most opts.Etcd.MaxStale old,
-// and fails with an *OfflineError otherwise. A store that holds nothing
-// yet is created, unless opts.ReadOnly, where Open fails with an error
-// that wraps os.ErrNotExist.
+// and fails with an [*OfflineError] otherwise. A store that holds nothing
+// yet is created, unless opts.ReadOnly, where [Open] fails with an error
+// that wraps [os.ErrNotExist].
 func OpenEtcd(loc string, opts Options) (*Store, error) {
 	l, err := ParseEtcd(loc)
 	if err != nil {
@@ -412,8 +412,8 @@ func (s *Store) Revision() (int64, time.Time) {
 	return s.remote.rev(), s.remote.synced()
 }
 
-// Refresh brings an etcd store's snapshot up to date with etcd: a Store
-// reads etcd as it was at Open, at its own last write and at its last
+// Refresh brings an etcd store's snapshot up to date with etcd: a [Store]
+// reads etcd as it was at [Open], at its own last write and at its last
 // Refresh. It does nothing for a file.
 func (s *Store) Refresh() error {
 	if s.remote == nil {

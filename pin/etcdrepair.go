@@ -13,7 +13,7 @@ import (
 	"golang.org/x/mod/sumdb/tlog"
 )
 
-// HistoryRepair is what RepairEtcdHistory found, and did when asked to.
+// HistoryRepair is what [RepairEtcdHistory] found, and did when asked to.
 type HistoryRepair struct {
 	Location string
 	// Size is the history's size in etcd (meta/logSize); Valid how many

@@ -59,7 +59,7 @@ func generationOf(f io.ReaderAt) (uint64, error) {
 	return best, nil
 }
 
-// GenerationReader reads the Generation of one database file again and
+// GenerationReader reads the [Generation] of one database file again and
 // again, cheaply: it keeps the file open, and looks at the path again at
 // most every second, so that a file replaced by another (a restore) is
 // read from then on.

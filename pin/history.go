@@ -192,7 +192,7 @@ type Tree struct {
 // VerifyLog recomputes the history from its records and checks it against
 // everything stored: each record's position, content, predecessor hash,
 // every stored hash, and that nothing lies beyond the recorded size. The
-// first problem is returned as a *LogError naming the record.
+// first problem is returned as a [*LogError] naming the record.
 func (s *Store) VerifyLog() (*Tree, error) {
 	var t *Tree
 	err := s.view(func(tx *kvTx) error {

@@ -579,8 +579,9 @@ func (s *Store) VerifyPins() ([]Disagreement, error) {
 	return out, err
 }
 
-// Audit verifies the history like VerifyLog and then the pins, the
-// revocations and the name indexes against it like VerifyPins, in one
+// Audit verifies the history like [Store.VerifyLog] and then the pins,
+// the revocations and the name indexes against it like
+// [Store.VerifyPins], in one
 // transaction and one pass over the records. A history that does not
 // verify is returned as the error, with no tree.
 func (s *Store) Audit() (*Tree, []Disagreement, error) {

@@ -61,7 +61,7 @@ func (s *Store) ApproveLaunch(l Launch) error {
 }
 
 // LaunchApproved reports whether a launch with this digest was approved.
-// An approval the history does not justify is an *UnjustifiedError, never
+// An approval the history does not justify is an [*UnjustifiedError], never
 // a yes.
 func (s *Store) LaunchApproved(digest string) (ok bool, err error) {
 	err = s.view(func(tx *kvTx) error {

@@ -52,7 +52,7 @@ func (r *Revocation) Revokes(p *Pin) bool {
 
 // SignerKeyIDs returns the provider key ids the pins were signed with
 // (the key of "key" and "key+idp" signers), each once, in the order of
-// List.
+// [Store.List].
 func (s *Store) SignerKeyIDs() ([]string, error) {
 	pins, err := s.List()
 	if err != nil {

@@ -9,11 +9,11 @@ import (
 )
 
 // ServedRecorded is the kind of the history record that adds what served
-// an item to a pin approved without it (RecordServed).
+// an item to a pin approved without it ([Store.RecordServed]).
 const ServedRecorded = "served_recorded"
 
 // RecordServed records what serves the items of o (o.Served) in their
-// pins where those were approved without it (Comparison.Unserved), in one
+// pins where those were approved without it ([Comparison.Unserved]), in one
 // transaction with one history record per pin: from then on another
 // implementation under the same definitions is a rug pull. Only an item
 // that matches its pin in every other way is upgraded; the caller asks

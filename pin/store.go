@@ -36,7 +36,7 @@ var initialMmapSize = func() int {
 // allocSize is how far past its needs the file grows at a time.
 const allocSize = 32 << 10
 
-// DefaultLockTimeout is how long Open waits for another process's lock.
+// DefaultLockTimeout is how long [Open] waits for another process's lock.
 const DefaultLockTimeout = 5 * time.Second
 
 var (
@@ -71,7 +71,7 @@ func (e *CorruptError) Error() string {
 
 func (e *CorruptError) Unwrap() error { return e.Err }
 
-// Options tune Open.
+// Options tune [Open].
 type Options struct {
 	// LockTimeout bounds the wait for another process's lock; zero means
 	// DefaultLockTimeout.
@@ -132,7 +132,7 @@ func (f fileBackend) close() error { return f.db.Close() }
 
 // Open opens or creates the database at path (and its directory, 0700).
 // A path of the form etcd://HOST:PORT[,HOST:PORT...]/PREFIX opens a shared
-// store in etcd instead (OpenEtcd).
+// store in etcd instead ([OpenEtcd]).
 func Open(path string, opts Options) (s *Store, err error) {
 	if IsEtcd(path) {
 		s, err = OpenEtcd(path, opts)
@@ -356,7 +356,7 @@ func (s *Store) view(fn func(tx *kvTx) error) (err error) {
 // bbolt's consistency check of every page. bbolt's check runs in a
 // goroutine of its own, where a panic on a damaged page would end the
 // process; so everything that can panic happens first in this goroutine,
-// where it becomes a *CorruptError: the free list is loaded by Open
+// where it becomes a [*CorruptError]: the free list is loaded by [Open]
 // (PreLoadFreelist; a zeroed free-list page panicked inside the check),
 // and the walk reads every reachable page.
 func (s *Store) CheckFile() (err error) {

@@ -15,8 +15,8 @@ type Stamper interface {
 	Close() error
 }
 
-// NewStamper returns the Stamper of the store at loc: the Generation of a
-// file (GenerationReader), or for an etcd store a watch of the history
+// NewStamper returns the [Stamper] of the store at loc: the [Generation] of a
+// file ([GenerationReader]), or for an etcd store a watch of the history
 // size, which every etdi transaction writes, so that a change committed
 // on any machine is seen as soon as etcd tells it.
 func NewStamper(loc string, opts Options) Stamper {

@@ -106,7 +106,7 @@ type Pin struct {
 }
 
 // Variant is an approved definition kept beside a pin's latest one: the
-// members of a Pin but Variants.
+// members of a [Pin] but Variants.
 type Variant struct {
 	Server      string            `json:"server"`
 	Item        string            `json:"item,omitempty"`

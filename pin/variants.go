@@ -281,7 +281,7 @@ func sameServed(v *Pin, o *Observation, id string) bool {
 	return !strings.HasPrefix(id, "file ") || (v.ServedAt != "" && v.ServedAt == o.ServedAt)
 }
 
-// ServedAccepts reports whether what serves a server now (Observation
+// ServedAccepts reports whether what serves a server now ([Observation]
 // Served, "" when unknown) is what served one of p's approved definitions
 // at approval, or one of them was approved without recording it: a
 // launch is refused before it starts only when none was approved served

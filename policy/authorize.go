@@ -49,8 +49,8 @@ type Context struct {
 	SessionActions []string
 }
 
-// Request is one call to authorize: of a tool (ActionCall), or of a
-// prompt or a resource (ActionGet, ActionRead, ActionComplete).
+// Request is one call to authorize: of a tool ([ActionCall]), or of a
+// prompt or a resource ([ActionGet], [ActionRead], [ActionComplete]).
 type Request struct {
 	// Host is the host's clientInfo.name.
 	Host string

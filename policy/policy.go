@@ -2,8 +2,8 @@
 // approved tool may go ahead, must be put to the person first, or is
 // forbidden (docs/policies.md#call-time-policies).
 //
-// A Set is loaded from policy files and validated, strictly, against
-// etdi's schema (Schema) before anything is decided: a policy that does
+// A [Set] is loaded from policy files and validated, strictly, against
+// etdi's schema ([Schema]) before anything is decided: a policy that does
 // not parse or that reads an attribute the schema does not declare is an
 // error at load, never an open gate. Authorize evaluates one request:
 // the tool as approved and verified, and the session so far.
@@ -56,7 +56,7 @@ const (
 	ActionComplete = "complete"
 )
 
-// Bounds of what a Set is loaded from.
+// Bounds of what a [Set] is loaded from.
 const (
 	// MaxFileSize bounds one policy file.
 	MaxFileSize = 1 << 20
@@ -119,7 +119,7 @@ type Set struct {
 	warnings []string
 }
 
-// LoadFiles reads and validates policy files into one Set; @id must be
+// LoadFiles reads and validates policy files into one [Set]; @id must be
 // unique across them.
 func LoadFiles(paths ...string) (*Set, error) {
 	if len(paths) == 0 {
@@ -160,9 +160,9 @@ func readBoundedLimit(path string, max int64) ([]byte, error) {
 	return data, nil
 }
 
-// Parse parses and validates policy texts into one Set. Every file must
+// Parse parses and validates policy texts into one [Set]. Every file must
 // hold at least one policy, every policy an @id unique across them, and
-// every policy must validate against Schema; @ask belongs on forbid
+// every policy must validate against [Schema]; @ask belongs on forbid
 // policies only. All the errors found are returned together.
 func Parse(srcs ...Source) (*Set, error) {
 	if len(srcs) == 0 {
@@ -274,7 +274,7 @@ func clip(s string) string {
 	return s
 }
 
-// Policies describes the Set's policies in the order they were loaded.
+// Policies describes the [Set]'s policies in the order they were loaded.
 func (s *Set) Policies() []Rule {
 	out := make([]Rule, 0, len(s.order))
 	for _, id := range s.order {
@@ -283,7 +283,7 @@ func (s *Set) Policies() []Rule {
 	return out
 }
 
-// Files are the names of the files the Set was loaded from.
+// Files are the names of the files the [Set] was loaded from.
 func (s *Set) Files() []string { return slices.Clone(s.files) }
 
 // Session says whether any policy reads the request's context, so a

@@ -51,7 +51,7 @@ func LoadScopes(path string) (*ScopesOverlay, error) {
 // ParseScopes parses a scopes overlay. It is strict: JSON of etdi's
 // profile (no member twice, valid UTF-8), no member it does not know,
 // "etdiScopes" 1, every key a valid "SERVER/TOOL" once, every scope valid
-// (etdi.ValidateScope, at most pin.MaxScopes a tool).
+// ([etdi.ValidateScope], at most [pin.MaxScopes] a tool).
 func ParseScopes(name string, data []byte) (*ScopesOverlay, error) {
 	fail := func(format string, a ...any) error {
 		return fmt.Errorf("scopes overlay %s: %s", termtext.Escape(name), fmt.Sprintf(format, a...))
@@ -180,7 +180,7 @@ func (ov *ScopesOverlay) For(o *pin.Observation) (map[string][]string, error) {
 }
 
 // ApprovalScopes are the scopes an approval of the server o observes
-// gives its tools (pin.ApproveOptions Scopes and ScopesAll), from an
+// gives its tools ([pin.ApproveOptions] Scopes and ScopesAll), from an
 // overlay (nil for none) and the scopes given on the command line
 // (flags): with tools named (named), flags go to each named tool,
 // otherwise to every tool approved; a tool the overlay names has its

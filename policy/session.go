@@ -30,9 +30,9 @@ func (s *Session) Context(tool string, args []byte, now time.Time) Context {
 	return s.ContextOf(ActionCall, tool, args, now)
 }
 
-// ContextOf is the context of an action (ActionCall, ActionGet,
-// ActionRead, ActionComplete) on the tool, prompt or resource named name
-// (Request.Tool.Name), with those arguments, at now: CallsOfThisTool
+// ContextOf is the context of an action ([ActionCall], [ActionGet],
+// [ActionRead], [ActionComplete]) on the tool, prompt or resource named name
+// (Request.Tool.Name), with those arguments, at now: [Context.CallsOfThisTool]
 // counts the earlier ones of the same action on the same name.
 func (s *Session) ContextOf(action, name string, args []byte, now time.Time) Context {
 	s.mu.Lock()
@@ -62,10 +62,10 @@ func countKey(action, name string) string {
 // Called records a call that was forwarded at now.
 func (s *Session) Called(t Tool, now time.Time) { s.Did(ActionCall, t, now) }
 
-// Did records an action (ActionCall, ActionGet, ActionRead,
-// ActionComplete) that was forwarded at now on t (as in Request.Tool):
-// its scopes join SessionScopes, and it counts in CallsThisMinute and for
-// its name.
+// Did records an action ([ActionCall], [ActionGet], [ActionRead],
+// [ActionComplete]) that was forwarded at now on t (as in [Request.Tool]):
+// its scopes join [Context.SessionScopes], and it counts in
+// [Context.CallsThisMinute] and for its name.
 func (s *Session) Did(action string, t Tool, now time.Time) {
 	if action == "" {
 		action = ActionCall

@@ -36,14 +36,14 @@ type Annotations struct {
 	ReadOnly, Destructive, Idempotent, OpenWorld *bool
 }
 
-// ToolOf returns the Tool of a verified observation (a gate's listing) of
+// ToolOf returns the [Tool] of a verified observation (a gate's listing) of
 // the server with that pin identity and provider.
 func ToolOf(server, provider string, o pin.Observed) Tool {
 	return tool(server, provider, o.Name, o.Version, o.Signer, o.Permissions, nil, o.Canonical)
 }
 
-// ToolOfApproved is ToolOf with the scopes the approval of the matching
-// definition gave an unsigned tool (pin.ToolState.Scopes, docs/storage.md#scopes-of-unsigned-tools):
+// ToolOfApproved is [ToolOf] with the scopes the approval of the matching
+// definition gave an unsigned tool ([pin.ToolState.Scopes], docs/storage.md#scopes-of-unsigned-tools):
 // the policies see them as they see a signed tool's permissions. A signed
 // tool's scopes are its provider's permissions alone: given scopes are
 // ignored.
@@ -51,7 +51,7 @@ func ToolOfApproved(server, provider string, o pin.Observed, given []string) Too
 	return tool(server, provider, o.Name, o.Version, o.Signer, o.Permissions, given, o.Canonical)
 }
 
-// ToolOfPin returns the Tool of an approved pin, with the scopes its
+// ToolOfPin returns the [Tool] of an approved pin, with the scopes its
 // approval gave it when unsigned.
 func ToolOfPin(p *pin.Pin) Tool {
 	return tool(p.Server, p.Provider, p.Tool, p.Version, p.Signer, p.Permissions, p.Scopes, p.Definition)
@@ -130,7 +130,7 @@ func SummarizeArguments(raw []byte) string {
 	return s
 }
 
-// ShowArguments is SummarizeArguments, and whether the summary shows the
+// ShowArguments is [SummarizeArguments], and whether the summary shows the
 // arguments whole: nothing cut, and JSON of etdi's profile (arguments
 // that are not, a member twice or a number beyond 2^53, are shown by
 // their length only, and a server reads them as it pleases). A person

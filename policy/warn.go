@@ -8,11 +8,11 @@ import (
 	cedarast "github.com/cedar-policy/cedar-go/x/exp/ast"
 )
 
-// Baseline is the permit policy a Set without any permit for tool calls
+// Baseline is the permit policy a [Set] without any permit for tool calls
 // needs, as the warning about it gives it.
 const Baseline = `@id("baseline") permit (principal, action == Etdi::Action::"call", resource);`
 
-// Warnings are what the Set's policies do that is valid but most likely
+// Warnings are what the [Set]'s policies do that is valid but most likely
 // a mistake: a permit whose conditions can never hold, and above all no
 // permit that can match a tool call (no permit at all, permits only for
 // other actions, or only permits that never hold), so that every call

@@ -107,7 +107,7 @@ func CompareServed(m *etdi.Manifest, served []etdi.LiveTool) []ServedTool {
 }
 
 // DriftError reports a server that does not serve a manifest's
-// definitions: Tools holds the tools that drift (no ServedMatch).
+// definitions: Tools holds the tools that drift (no [ServedMatch]).
 type DriftError struct {
 	Tools []ServedTool
 }
@@ -153,7 +153,7 @@ func DriftSummary(ts []ServedTool) string {
 }
 
 // CheckServed returns nil when a server serves exactly the definitions of
-// manifest m, and otherwise a *DriftError naming every tool that drifts
+// manifest m, and otherwise a [*DriftError] naming every tool that drifts
 // (docs/provider.md#a-server-against-its-manifest).
 func CheckServed(m *etdi.Manifest, served []etdi.LiveTool) error {
 	var drift []ServedTool

@@ -34,7 +34,7 @@ func (b Bump) String() string {
 func (b Bump) MarshalText() ([]byte, error) { return []byte(b.String()), nil }
 
 // BumpOf returns the component of MAJOR.MINOR.PATCH that grows from old to
-// cur: BumpNone when none does (the same version, a lower one, or one
+// cur: [BumpNone] when none does (the same version, a lower one, or one
 // that differs only in its pre-release or build).
 func BumpOf(old, cur etdi.Version) Bump {
 	switch {
@@ -111,7 +111,7 @@ func ScopeDiff(old, cur []etdi.Permission) (added, removed, described []string) 
 // (docs/provider.md#the-bump-a-change-calls-for), from its previous version old: major when the tool
 // declares a scope it did not (it may now do more than clients consented
 // to), minor when it drops one, patch for any other change (a
-// permission's description, the definition, what serves it), BumpNone
+// permission's description, the definition, what serves it), [BumpNone]
 // when nothing changed. While old's major version is 0 (SemVer 2.0.0 §4,
 // initial development) a minor bump does for a major.
 func RequiredBump(old etdi.Version, oldPerms, curPerms []etdi.Permission, definitionChanged, servedChanged bool) Bump {

@@ -47,7 +47,7 @@ type KeyPair struct {
 // IDPToken proves the provider's identity with a token of its identity
 // provider bound to the exact statement (SPEC.md §17). Either Token is a
 // token obtained another way, or, when Token is empty and Issuer is set,
-// Bundle requests one from Issuer with the
+// [Bundle] requests one from Issuer with the
 // OAuth 2.0 client credentials grant (ClientID, ClientSecret), asking for
 // the statement's scopes and sending Resource as the RFC 8707 resource
 // indicator. Either way a token not bound to the statement is refused, and
@@ -63,16 +63,17 @@ type IDPToken struct {
 // Keyless signs with Sigstore (docs/storage.md#history-and-checkpoints): a fresh key pair certified
 // by Fulcio for the signer's OIDC identity, the signature recorded in
 // Rekor. The bundle is then a Sigstore bundle carrying the statement.
-// When Options.IDToken is empty the token comes from IdentityToken: a
-// file, env://NAME, or empty for the GitHub Actions job's own token, read
-// with Getenv (os.Getenv when nil), as [keyless.IdentityToken] does.
+// When Options.IDToken ([keyless.SignOptions.IDToken]) is empty the token
+// comes from IdentityToken: a file, env://NAME, or empty for the GitHub
+// Actions job's own token, read with Getenv ([os.Getenv] when nil), as
+// [keyless.IdentityToken] does.
 type Keyless struct {
 	Options       keyless.SignOptions
 	IdentityToken string
 	Getenv        func(string) string
 }
 
-// BundleOptions control the statement and what Bundle checks before it
+// BundleOptions control the statement and what [Bundle] checks before it
 // signs.
 type BundleOptions struct {
 	Options
@@ -117,7 +118,7 @@ type Result struct {
 	envelope etdi.Bundle
 }
 
-// RefusedError is Bundle's error for a release that the clients of the
+// RefusedError is [Bundle]'s error for a release that the clients of the
 // previous one would refuse (docs/provider.md#a-release-against-the-previous-one). Nothing was signed.
 type RefusedError struct {
 	Release *release.Report
@@ -130,7 +131,7 @@ func (e *RefusedError) Error() string {
 // RugPull reports whether clients would see the release as a rug pull or
 // a downgrade: a tool changed under its version, a lower version, or a
 // sequence that does not increase. Otherwise it only leaves out a tool
-// that BundleOptions.Remove does not name.
+// that [BundleOptions.Remove] does not name.
 func (e *RefusedError) RugPull() bool {
 	if e.Release.SequenceRefused {
 		return true
@@ -198,7 +199,7 @@ func (r *Result) Sign(ctx context.Context, signer Signer, token *IDPToken) error
 	return nil
 }
 
-// Prepare does what Bundle does before it signs: it builds the statement
+// Prepare does what [Bundle] does before it signs: it builds the statement
 // and compares it with opts.Previous. Its result has no bundle until
 // [Result.Sign]; it also tells tools that sign the statement elsewhere
 // what to sign ([Result.AttestInputs]), and an identity provider what to

@@ -17,7 +17,7 @@ import (
 	"github.com/sigstore/sigstore/pkg/signature"
 )
 
-// DefaultValidity is how long a bundle is valid when Options.Expires is zero.
+// DefaultValidity is how long a bundle is valid when [Options.Expires] is zero.
 const DefaultValidity = 180 * 24 * time.Hour
 
 // Options control the statement's times and sequence.

@@ -241,7 +241,7 @@ func appendES6Number(b []byte, f float64) []byte {
 }
 
 // AppendIndent appends v as indented JSON, keeping object members in
-// document order (unlike AppendCanonical), for files people edit.
+// document order (unlike [AppendCanonical]), for files people edit.
 func AppendIndent(b []byte, v *Value, prefix, indent string) []byte {
 	return appendIndent(b, v, prefix, indent, 0)
 }

@@ -30,10 +30,10 @@ type Field struct {
 	V    *Value // nil if absent
 }
 
-// Root returns the Field of a whole document.
+// Root returns the [Field] of a whole document.
 func Root(v *Value) Field { return Field{"", v} }
 
-// Errorf returns a *FieldError at f's path.
+// Errorf returns a [*FieldError] at f's path.
 func (f Field) Errorf(format string, args ...any) error {
 	return &FieldError{f.Path, fmt.Sprintf(format, args...)}
 }
@@ -121,7 +121,7 @@ func (f Field) OptTime() (time.Time, error) {
 	return f.Time()
 }
 
-// ObjectField is a Field known to hold an object.
+// ObjectField is a [Field] known to hold an object.
 type ObjectField Field
 
 // Field returns the member named name (exact, case-sensitive match).
@@ -150,7 +150,7 @@ func (o ObjectField) Only(names ...string) error {
 	return nil
 }
 
-// ArrayField is a Field known to hold an array.
+// ArrayField is a [Field] known to hold an array.
 type ArrayField Field
 
 // Len returns the number of elements.
@@ -161,5 +161,5 @@ func (a ArrayField) Elem(i int) Field {
 	return Field{a.Path + "[" + strconv.Itoa(i) + "]", a.V.Elems[i]}
 }
 
-// Errorf returns a *FieldError at a's path.
+// Errorf returns a [*FieldError] at a's path.
 func (a ArrayField) Errorf(format string, args ...any) error { return Field(a).Errorf(format, args...) }

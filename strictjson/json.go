@@ -110,7 +110,7 @@ func (e *SyntaxError) Error() string {
 // Parse parses data as a single JSON value under etdi's strict profile
 // (SPEC.md §2): RFC 8259 syntax, UTF-8 only, no byte order mark, no
 // duplicate member names, no lone surrogate escapes, numbers finite and of
-// magnitude at most 2^53-1, nesting at most MaxDepth.
+// magnitude at most 2^53-1, nesting at most [MaxDepth].
 func Parse(data []byte) (*Value, error) {
 	return ParseStream(data, nil)
 }

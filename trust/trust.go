@@ -70,7 +70,7 @@ func ParseUpdateRule(s string) (UpdateRule, error) {
 	return "", fmt.Errorf("update rule %q is not allow, ask or block", s)
 }
 
-// OnUpdate is the policy's update rule for unsigned servers: UpdateAsk
+// OnUpdate is the policy's update rule for unsigned servers: [UpdateAsk]
 // when the policy sets none.
 func (p *Policy) OnUpdate() UpdateRule {
 	if p == nil || p.UnsignedUpdate == "" {
@@ -352,12 +352,12 @@ func IsGitHubIssuer(iss string) bool {
 }
 
 // IsGitHub reports whether s is a GitHub Actions signer: its issuer is
-// one by its form (IsGitHubIssuer) or the entry declares it (GitHub).
+// one by its form ([IsGitHubIssuer]) or the entry declares it (GitHub).
 func (s SigstoreIdentity) IsGitHub() bool { return s.GitHub || IsGitHubIssuer(s.Issuer) }
 
 // String names the signer as the pin database records it. Its fields hold
 // no white space and an exact identity never begins with "~" (see
-// CheckSigstoreIdentity), so two entries never share a name.
+// [CheckSigstoreIdentity]), so two entries never share a name.
 func (s SigstoreIdentity) String() string {
 	out := s.Issuer + " " + s.Identity
 	if s.IdentityPattern != "" {
@@ -578,7 +578,7 @@ func (e *WindowError) NotYetValid() bool {
 	return !e.NotBefore.IsZero() && e.At.Before(e.NotBefore)
 }
 
-// ValidAt returns a *WindowError if t is outside the key's window.
+// ValidAt returns a [*WindowError] if t is outside the key's window.
 func (k *Key) ValidAt(t time.Time) error {
 	if (!k.NotBefore.IsZero() && t.Before(k.NotBefore)) || (!k.NotAfter.IsZero() && t.After(k.NotAfter)) {
 		return &WindowError{KeyID: k.ID, NotBefore: k.NotBefore, NotAfter: k.NotAfter, At: t}
@@ -631,7 +631,7 @@ func (p *Policy) AddKey(id string, k Key) (updated bool, err error) {
 
 // Remove removes key keyID from provider id, or the whole provider when
 // keyID is empty. A provider left without keys is removed. keyID may be a
-// unique prefix of at least 16 hex digits (keys.ResolveID).
+// unique prefix of at least 16 hex digits ([keys.ResolveID]).
 func (p *Policy) Remove(id, keyID string) error {
 	prov := p.Provider(id)
 	if prov == nil {

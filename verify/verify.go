@@ -259,7 +259,7 @@ func Verify(data []byte, p *trust.Policy, opts Options) *Result {
 
 // ParseBundle reads an etdi bundle (SPEC.md §6) or a Sigstore bundle
 // (§16.1), told apart by their media type. For a Sigstore bundle, b holds
-// its DSSE envelope and kb the bundle for Verify's keyless checks; kb is
+// its DSSE envelope and kb the bundle for [Verify]'s keyless checks; kb is
 // nil for an etdi bundle. Nothing is verified.
 func ParseBundle(data []byte) (b *etdi.Bundle, kb *keyless.Bundle, err error) {
 	if !keyless.IsBundle(data) {

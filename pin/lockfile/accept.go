@@ -84,10 +84,10 @@ type accepted struct {
 	Digest     string
 }
 
-// Accept verifies f's signature with opts.Keys (Verify), refuses it when
-// it has expired (*ExpiredError), and, with a state file, when a key that
+// Accept verifies f's signature with opts.Keys ([File.Verify]), refuses it when
+// it has expired ([*ExpiredError]), and, with a state file, when a key that
 // signed it signed a higher generation accepted before, or another
-// lockfile of the same generation (*RollbackError); then it records f's
+// lockfile of the same generation ([*RollbackError]); then it records f's
 // generation and content digest for each key that signed it. The state
 // file is written atomically, mode 0600, under an exclusive lock; the
 // generation recorded never decreases. An unreadable or malformed state
@@ -139,7 +139,7 @@ func (f *File) Accept(opts AcceptOptions) error {
 }
 
 // CheckExpiry refuses f when it has an expiry and now (zero: the
-// current time) is at or after it (*ExpiredError). Without a key the
+// current time) is at or after it ([*ExpiredError]). Without a key the
 // expiry is not authenticated, but a lockfile that says it expired is
 // not used either.
 func (f *File) CheckExpiry(now time.Time) error {

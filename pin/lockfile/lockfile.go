@@ -2,12 +2,13 @@
 // of a pin database as one canonical, line-diffable JSON file that a team
 // commits, reviews in pull requests and checks against in CI.
 //
-// Export writes what a pin database approved and revoked, Parse reads a
-// lockfile strictly (it is untrusted input: a pull request can change
-// it), Sign and Verify add and check a signature of the audit key, and
-// Import loads a lockfile into a pin database with one history record
-// per approval. Temporary loads one into a private, temporary database,
-// which a read-only check compares with and then removes.
+// [Export] writes what a pin database approved and revoked, [Parse] reads
+// a lockfile strictly (it is untrusted input: a pull request can change
+// it), [File.Sign] and [File.Verify] add and check a signature of the
+// audit key, and [Import] loads a lockfile into a pin database with one
+// history record per approval. [Temporary] loads one into a private,
+// temporary database, which a read-only check compares with and then
+// removes.
 //
 // The package uses only the public API of package pin.
 package lockfile
@@ -130,7 +131,7 @@ type VerifyError struct{ Msg string }
 
 func (e *VerifyError) Error() string { return e.Msg }
 
-// ErrUnsigned is the VerifyError of an unsigned lockfile checked with a
+// ErrUnsigned is the [VerifyError] of an unsigned lockfile checked with a
 // key.
 var ErrUnsigned = &VerifyError{"the lockfile is not signed, and a signature is required (--lock-key)"}
 
@@ -350,8 +351,8 @@ func (f *File) Sign(signer note.Signer) error {
 // Verify checks f's signature with the given verifier keys: one of them
 // must have signed it, no signature of a given key may fail, the signed
 // text must name f's content, and f must carry a generation and an
-// expiry (which the text names). An unsigned f is ErrUnsigned. Every
-// failure is a *VerifyError. Verify does not look at the time: Accept
+// expiry (which the text names). An unsigned f is [ErrUnsigned]. Every
+// failure is a [*VerifyError]. Verify does not look at the time: Accept
 // refuses an expired lockfile and an older generation.
 func (f *File) Verify(keys ...note.Verifier) error {
 	_, err := f.verify(keys)

@@ -15,7 +15,7 @@ import (
 )
 
 // UnjustifiedError reports a pin database whose pins or revocations the
-// history does not justify (pin.Store.VerifyPins): nothing is exported
+// history does not justify ([pin.Store.VerifyPins]): nothing is exported
 // from it.
 type UnjustifiedError struct{ Disagreements []pin.Disagreement }
 
@@ -35,8 +35,8 @@ func (e *UnjustifiedError) List() (string, []string) {
 }
 
 // Export returns what s approved and revoked. It first replays the
-// history (pin.Store.VerifyPins): a database whose pins the history does
-// not justify is an *UnjustifiedError, and nothing is exported. Who
+// history ([pin.Store.VerifyPins]): a database whose pins the history does
+// not justify is an [*UnjustifiedError], and nothing is exported. Who
 // approved and when are left out (the repository's history of the
 // lockfile says that), so the same approvals export to the same bytes on
 // every machine.
@@ -93,7 +93,7 @@ func Export(s *pin.Store) (*File, error) {
 	return f, nil
 }
 
-// ImportOptions say how Import treats a database that already holds
+// ImportOptions say how [Import] treats a database that already holds
 // pins.
 type ImportOptions struct {
 	// By names who imports, in the history records (default "lockfile").
@@ -106,7 +106,7 @@ type ImportOptions struct {
 	Replace bool
 }
 
-// Result is what Import did.
+// Result is what [Import] did.
 type Result struct {
 	// Approved are the approvals Import made (re-approvals with
 	// Replaced set).
@@ -209,12 +209,12 @@ func instructionsText(known bool, s *string) string {
 }
 
 // Import loads f into s: every pin of f that s lacks becomes an approval
-// with its history record (pin.Store.Approve), every revocation that s
-// lacks a revocation (pin.Store.Revoke); what s holds already as f says
+// with its history record ([pin.Store.Approve]), every revocation that s
+// lacks a revocation ([pin.Store.Revoke]); what s holds already as f says
 // is left alone, so importing the same lockfile twice changes nothing.
 // A pin of s that f would replace (another version, digest, signer,
 // permissions or what served it) and approved instructions f would
-// replace are a *ConflictError before anything is written, unless
+// replace are a [*ConflictError] before anything is written, unless
 // opts.Replace. Nothing is ever removed: pins of s that f lacks stay.
 //
 // Each server's approvals are one transaction per bundle sequence (and
