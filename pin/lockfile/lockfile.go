@@ -453,7 +453,7 @@ func Parse(data []byte) (*File, error) {
 }
 
 // parseHeader decides whether the root is a lockfile of this format and
-// reads its signature, generation and expiry into a new, empty File.
+// reads its signature, generation and expiry into a new, empty [File].
 func parseHeader(root strictjson.ObjectField) (*File, error) {
 	ver := root.Field("etdiLock")
 	if ver.V == nil {
@@ -494,7 +494,7 @@ func parseHeader(root strictjson.ObjectField) (*File, error) {
 	return f, nil
 }
 
-// parseServers reads the servers into f, refusing more than MaxServers
+// parseServers reads the servers into f, refusing more than [MaxServers]
 // and a server listed twice, and returns them by key.
 func (f *File) parseServers(fd strictjson.Field) (strictjson.ArrayField, map[string]*Server, error) {
 	servers, err := fd.Array()
@@ -519,7 +519,7 @@ func (f *File) parseServers(fd strictjson.Field) (strictjson.ArrayField, map[str
 	return servers, byKey, nil
 }
 
-// parsePins reads the pins into f, refusing more than MaxPins, an item
+// parsePins reads the pins into f, refusing more than [MaxPins], an item
 // pinned twice and a listed server without a pin, and returns the pinned
 // server, item and name triples.
 func (f *File) parsePins(fd strictjson.Field, servers strictjson.ArrayField, byKey map[string]*Server) (map[[3]string]bool, error) {
@@ -554,7 +554,7 @@ func (f *File) parsePins(fd strictjson.Field, servers strictjson.ArrayField, byK
 }
 
 // parseRevocations reads the revocations into f, refusing more than
-// MaxRevocations, one of an item not in seen and a target revoked twice.
+// [MaxRevocations], one of an item not in seen and a target revoked twice.
 func (f *File) parseRevocations(fd strictjson.Field, seen map[[3]string]bool) error {
 	revs, err := fd.Array()
 	if err != nil {

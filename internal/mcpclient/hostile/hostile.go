@@ -319,7 +319,7 @@ func writeDensePage(w io.Writer, _ string, n int) {
 
 // writeDenseMaxPage writes denseTools tools, each of object, name,
 // inputSchema, type, and an array of denseWords distinct words: 5 +
-// 99,990 = 99,995 values. In DenseMeta the words are in _meta and the
+// 99,990 = 99,995 values. In [DenseMeta] the words are in _meta and the
 // first tool's description is 30 MiB.
 func writeDenseMaxPage(w io.Writer, mode string, _ int) {
 	io.WriteString(w, `{"tools":[`)
