@@ -98,8 +98,7 @@ func decisions(c *pin.Comparison) string {
 // approve, whether to accept changed instructions, and whether anything
 // was chosen.
 func (e *env) askApprovals(in *bufio.Reader, server string, c *pin.Comparison, defs map[string]observedTool, update *bool) ([]string, bool, bool, error) {
-	var names []string
-	accept, all := false, false
+	var ans approvalAnswers
 	asked := map[string]bool{}
 	for _, f := range c.Findings {
 		ref := pin.ItemRef(f.Item, f.Tool)
@@ -110,68 +109,100 @@ func (e *env) askApprovals(in *bufio.Reader, server string, c *pin.Comparison, d
 		say(e.stderr, "\n")
 		printFindingsWith(e.stderr, []finding.Finding{f}, defs)
 		if f.Kind == finding.ServerUpdated && f.AsksApproval() {
-			*update = all || e.askUpdate(in, f)
+			*update = ans.all || e.askUpdate(in, f)
 			continue
 		}
 		if f.Tool == "" && !f.Kind.AboutInstructions() {
 			continue // about the whole server: nothing to approve
 		}
-		if d := defs[ref].call; d != nil {
-			say(e.stderr, "  its calls, under the call-time policies: %s\n", d.Summary())
-			for i, r := range d.Reasons {
-				say(e.stderr, "    ask: %s (policy %s)\n", r, d.Policies[i])
-			}
+		e.showApprovalContext(c, f, defs[ref])
+		eof, err := e.askApproval(in, server, f, ref, defs, &ans)
+		if err != nil {
+			return nil, false, false, err
 		}
-		for _, w := range c.Findings {
-			if w.Tool == f.Tool && w.Item == f.Item && w.Severity == finding.Warning && f.Tool != "" {
-				printFindings(e.stderr, []finding.Finding{w})
-			}
-		}
-		what := "approve " + pin.ItemWord(f.Item) + " " + f.Tool
-		if f.Kind.AboutInstructions() {
-			what = "accept the new instructions of " + server
-		}
-		if all && f.Kind.AsksApproval() {
-			say(e.stderr, "%s: yes (all of %s)\n", what, server)
-			if f.Kind.AboutInstructions() {
-				accept = true
-			} else {
-				names = append(names, ref)
-			}
-			continue
-		}
-		for {
-			say(e.stderr, "%s? [y]es, [N]o, [a]ll new tools and versions of %s, show the full [j]son: ", what, server)
-			line, err := in.ReadString('\n')
-			if err != nil && line == "" {
-				if errors.Is(err, io.EOF) {
-					say(e.stderr, "\n")
-					return names, accept, len(names) > 0 || accept || *update, nil
-				}
-				return nil, false, false, err
-			}
-			a := strings.ToLower(strings.TrimSpace(line))
-			if a == "j" || a == "json" {
-				if d, ok := defs[ref]; ok {
-					sayJSON(e.stderr, "    ", d.canonical)
-				} else {
-					say(e.stderr, "    (no definition to show)\n")
-				}
-				continue
-			}
-			yes := a == "y" || a == "yes"
-			if a == "a" || a == "all" {
-				yes, all = true, true
-			}
-			if yes && f.Kind.AboutInstructions() {
-				accept = true
-			} else if yes {
-				names = append(names, ref)
-			}
+		if eof {
 			break
 		}
 	}
-	return names, accept, len(names) > 0 || accept || *update, nil
+	return ans.names, ans.accept, len(ans.names) > 0 || ans.accept || *update, nil
+}
+
+// approvalAnswers is what askApprovals was told so far: the tools to
+// approve, whether to accept changed instructions, and whether every
+// other new tool and version is approved without asking.
+type approvalAnswers struct {
+	names       []string
+	accept, all bool
+}
+
+// choose records that the finding f about ref is approved: its
+// instructions accepted, or its tool added to those to approve.
+func (ans *approvalAnswers) choose(f finding.Finding, ref string) {
+	if f.Kind.AboutInstructions() {
+		ans.accept = true
+	} else {
+		ans.names = append(ans.names, ref)
+	}
+}
+
+// showApprovalContext shows what approving the tool of f also decides:
+// how the call-time policies treat its calls (d.call), and the warnings
+// about it.
+func (e *env) showApprovalContext(c *pin.Comparison, f finding.Finding, d observedTool) {
+	if d.call != nil {
+		say(e.stderr, "  its calls, under the call-time policies: %s\n", d.call.Summary())
+		for i, r := range d.call.Reasons {
+			say(e.stderr, "    ask: %s (policy %s)\n", r, d.call.Policies[i])
+		}
+	}
+	for _, w := range c.Findings {
+		if w.Tool == f.Tool && w.Item == f.Item && w.Severity == finding.Warning && f.Tool != "" {
+			printFindings(e.stderr, []finding.Finding{w})
+		}
+	}
+}
+
+// askApproval decides the finding f about ref into ans: approved without
+// asking after "all", else as the answer says (j shows the definition
+// and asks again). It says whether the input ended, which stops asking.
+func (e *env) askApproval(in *bufio.Reader, server string, f finding.Finding, ref string, defs map[string]observedTool, ans *approvalAnswers) (bool, error) {
+	what := "approve " + pin.ItemWord(f.Item) + " " + f.Tool
+	if f.Kind.AboutInstructions() {
+		what = "accept the new instructions of " + server
+	}
+	if ans.all && f.Kind.AsksApproval() {
+		say(e.stderr, "%s: yes (all of %s)\n", what, server)
+		ans.choose(f, ref)
+		return false, nil
+	}
+	for {
+		say(e.stderr, "%s? [y]es, [N]o, [a]ll new tools and versions of %s, show the full [j]son: ", what, server)
+		line, err := in.ReadString('\n')
+		if err != nil && line == "" {
+			if errors.Is(err, io.EOF) {
+				say(e.stderr, "\n")
+				return true, nil
+			}
+			return false, err
+		}
+		a := strings.ToLower(strings.TrimSpace(line))
+		if a == "j" || a == "json" {
+			if d, ok := defs[ref]; ok {
+				sayJSON(e.stderr, "    ", d.canonical)
+			} else {
+				say(e.stderr, "    (no definition to show)\n")
+			}
+			continue
+		}
+		yes := a == "y" || a == "yes"
+		if a == "a" || a == "all" {
+			yes, ans.all = true, true
+		}
+		if yes {
+			ans.choose(f, ref)
+		}
+		return false, nil
+	}
 }
 
 // askUpdate asks whether to approve a server's update (server_updated):

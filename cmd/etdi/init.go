@@ -207,30 +207,65 @@ func (e *env) initPolicy(path string, rule trust.UnsignedRule, interactive bool,
 // initWrap wraps every entry not yet wrapped, with --yes or when the
 // person agrees, and marks the servers' reports as they now stand.
 func (e *env) initWrap(sf *serverFlags, pf *pinFlags, rv *reviewed, yes, interactive, noWrap bool, in *bufio.Reader) error {
+	todo := unwrapped(rv)
+	if todo == 0 || noWrap || !e.agreeToWrap(todo, yes, interactive, in) {
+		return nil
+	}
+	f, err := e.initWrapFlags(sf, pf)
+	if err != nil {
+		return err
+	}
+	// What wrap says file by file is kept unless it fails: the servers'
+	// lines say where each stands.
+	var out bytes.Buffer
+	saved := e.stdout
+	e.stdout = &out
+	err = e.runWrap(f, true)
+	e.stdout = saved
+	if err != nil {
+		e.stdout.Write(out.Bytes())
+	}
+	e.markWrapped(sf, rv)
+	return err
+}
+
+// unwrapped counts the entries that wrapping would change: those not
+// wrapped, except disabled ones whose host honours that.
+func unwrapped(rv *reviewed) int {
 	todo := 0
 	for _, rep := range rv.reps {
 		if !rep.Wrapped && !(rep.Disabled && rep.HostHonoursDisabled == "yes") {
 			todo++
 		}
 	}
-	if todo == 0 || noWrap {
-		return nil
+	return todo
+}
+
+// agreeToWrap decides whether to wrap the todo entries: with yes, or
+// when the person on a terminal does not say no.
+func (e *env) agreeToWrap(todo int, yes, interactive bool, in *bufio.Reader) bool {
+	if yes {
+		return true
 	}
-	if !yes {
-		if !interactive {
-			say(e.stderr, "etdi: hint: %d entries are not wrapped: etdi init --yes, or etdi wrap --config auto, makes each host start them through etdi run\n", todo)
-			return nil
-		}
-		say(e.stderr, "\nwrap %d entries so that each host starts its servers through etdi run? [Y/n]: ", todo)
-		line, err := in.ReadString('\n')
-		if a := strings.ToLower(strings.TrimSpace(line)); (err != nil && line == "") || (a != "" && a != "y" && a != "yes") {
-			say(e.stderr, "etdi: not wrapped; etdi wrap --config auto does it later\n")
-			return nil
-		}
+	if !interactive {
+		say(e.stderr, "etdi: hint: %d entries are not wrapped: etdi init --yes, or etdi wrap --config auto, makes each host start them through etdi run\n", todo)
+		return false
 	}
+	say(e.stderr, "\nwrap %d entries so that each host starts its servers through etdi run? [Y/n]: ", todo)
+	line, err := in.ReadString('\n')
+	if a := strings.ToLower(strings.TrimSpace(line)); (err != nil && line == "") || (a != "" && a != "y" && a != "yes") {
+		say(e.stderr, "etdi: not wrapped; etdi wrap --config auto does it later\n")
+		return false
+	}
+	return true
+}
+
+// initWrapFlags are the flags of the wrap init does: every host
+// configuration, and the trust policy and pin database by absolute path
+// when the person named them or their environment does (the host starts
+// etdi without that environment).
+func (e *env) initWrapFlags(sf *serverFlags, pf *pinFlags) (*wrapFlags, error) {
 	f := &wrapFlags{config: "auto", project: sf.project}
-	// The files the person named or their environment names, the host
-	// must be told: it starts etdi without that environment.
 	for _, p := range []struct {
 		v, val, variable string
 		dst              *string
@@ -238,32 +273,27 @@ func (e *env) initWrap(sf *serverFlags, pf *pinFlags, rv *reviewed, yes, interac
 		if own, ok := e.lookupEnv(p.variable); (ok && own != "") || p.val != e.defaultFile(p.variable, map[string]string{"trust": "trust.json", "pins": "pins.db"}[p.v]) {
 			abs, err := filepath.Abs(p.val)
 			if err != nil {
-				return err
+				return nil, err
 			}
 			*p.dst = abs
 		}
 	}
-	// What wrap says file by file is kept unless it fails: the servers'
-	// lines say where each stands.
-	var out bytes.Buffer
-	saved := e.stdout
-	e.stdout = &out
-	err := e.runWrap(f, true)
-	e.stdout = saved
-	if err != nil {
-		e.stdout.Write(out.Bytes())
-	}
-	// Read the entries again, as their hosts now start them.
+	return f, nil
+}
+
+// markWrapped reads the entries again, as their hosts now start them,
+// and marks each server's report wrapped or not.
+func (e *env) markWrapped(sf *serverFlags, rv *reviewed) {
 	again := *sf
-	ts, terr := e.targets(&again, nil, -1)
-	if terr == nil {
-		for i := range rv.ts {
-			for _, t := range ts {
-				if t.entry != nil && rv.ts[i].entry != nil && t.location == rv.ts[i].location && t.name == rv.ts[i].name {
-					rv.reps[i].Wrapped = t.entry.Wrapped
-				}
+	ts, err := e.targets(&again, nil, -1)
+	if err != nil {
+		return
+	}
+	for i := range rv.ts {
+		for _, t := range ts {
+			if t.entry != nil && rv.ts[i].entry != nil && t.location == rv.ts[i].location && t.name == rv.ts[i].name {
+				rv.reps[i].Wrapped = t.entry.Wrapped
 			}
 		}
 	}
-	return err
 }

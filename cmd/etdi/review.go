@@ -245,77 +245,102 @@ func itemText(it guard.ReviewItem) string {
 
 // walkReview asks about each item on a terminal.
 func (e *env) walkReview(in *bufio.Reader, rv *reviewed, items []guard.ReviewItem) ([]guard.ReviewItem, error) {
-	var accepted []guard.ReviewItem
-	all, eof := false, false
-	skipped, shown := map[int]bool{}, map[int]bool{}
+	w := &reviewWalk{skipped: map[int]bool{}, shown: map[int]bool{}}
 	for k, it := range items {
-		if skipped[it.Report] || (eof && !(all && it.Bulk)) {
+		if w.skipped[it.Report] || (w.eof && !(w.all && it.Bulk)) {
 			continue // skipped, or no answer can come: left pending
 		}
-		say(e.stderr, "\n[%d/%d] %s: %s %s\n", k+1, len(items), it.Category, rv.where(it.Report), itemText(it))
-		if len(it.Also) > 0 {
-			var also []string
-			for _, j := range it.Also {
-				also = append(also, rv.where(j))
-			}
-			say(e.stderr, "  the same in %s\n", strings.Join(also, ", "))
-		}
-		defs := rv.reps[it.Report].defs
-		printFindingsWith(e.stderr, it.Findings, defs)
-		if it.Category == guard.CategoryNewServers && it.Report < len(rv.reports) && !shown[it.Report] {
-			r := rv.reports[it.Report]
-			if r != nil && r.Observation != nil && r.Comparison != nil {
-				// A new server's instructions are approved with it:
-				// shown, with any suspicious text, before anything of it
-				// is asked.
-				e.showInstructions(r.Observation, r.Comparison)
-			}
-			shown[it.Report] = true
-		}
-		if all && it.Bulk {
+		e.showReviewItem(rv, w, k, len(items), it)
+		if w.all && it.Bulk {
 			say(e.stderr, "approve: yes (all remaining)\n")
-			accepted = append(accepted, it)
+			w.accepted = append(w.accepted, it)
 			continue
 		}
-		one := ""
-		if !it.Bulk {
-			one = " (decided on its own)"
+		quit, err := e.askReviewItem(in, rv, w, it)
+		if err != nil {
+			return nil, err
 		}
-		for {
-			say(e.stderr, "approve%s? [y]es, [N]o, [a]ll remaining, [s]kip the rest of this server, show the full [j]son, [q]uit: ", one)
-			line, err := in.ReadString('\n')
-			if err != nil && line == "" {
-				if !errors.Is(err, io.EOF) {
-					return nil, err
-				}
-				// The end of input answers no, to this and to whatever
-				// else would be asked.
-				say(e.stderr, "\n")
-				eof = true
-				break
-			}
-			switch a := strings.ToLower(strings.TrimSpace(line)); a {
-			case "y", "yes":
-				accepted = append(accepted, it)
-			case "a", "all":
-				all = true
-				accepted = append(accepted, it)
-			case "s", "skip":
-				skipped[it.Report] = true
-			case "q", "quit":
-				return accepted, nil
-			case "j", "json":
-				if d, ok := defs[it.Ref]; ok && it.Tool != "" {
-					sayJSON(e.stderr, "    ", d.canonical)
-				} else {
-					say(e.stderr, "    (no definition to show)\n")
-				}
-				continue
-			}
+		if quit {
 			break
 		}
 	}
-	return accepted, nil
+	return w.accepted, nil
+}
+
+// reviewWalk is what walkReview was told so far: the items accepted,
+// whether every remaining bulk item is, whether the input ended, the
+// reports whose rest was skipped and those whose instructions were
+// shown.
+type reviewWalk struct {
+	accepted       []guard.ReviewItem
+	all, eof       bool
+	skipped, shown map[int]bool
+}
+
+// showReviewItem shows item k of n: where it is (and where the same is),
+// its findings, and a new server's instructions before anything of the
+// server is asked.
+func (e *env) showReviewItem(rv *reviewed, w *reviewWalk, k, n int, it guard.ReviewItem) {
+	say(e.stderr, "\n[%d/%d] %s: %s %s\n", k+1, n, it.Category, rv.where(it.Report), itemText(it))
+	if len(it.Also) > 0 {
+		var also []string
+		for _, j := range it.Also {
+			also = append(also, rv.where(j))
+		}
+		say(e.stderr, "  the same in %s\n", strings.Join(also, ", "))
+	}
+	printFindingsWith(e.stderr, it.Findings, rv.reps[it.Report].defs)
+	if it.Category == guard.CategoryNewServers && it.Report < len(rv.reports) && !w.shown[it.Report] {
+		r := rv.reports[it.Report]
+		if r != nil && r.Observation != nil && r.Comparison != nil {
+			// A new server's instructions are approved with it:
+			// shown, with any suspicious text, before anything of it
+			// is asked.
+			e.showInstructions(r.Observation, r.Comparison)
+		}
+		w.shown[it.Report] = true
+	}
+}
+
+// askReviewItem decides the item it into w as the answer says (j shows
+// the definition and asks again; the end of input answers no, to this
+// and to whatever else would be asked). It says whether to quit.
+func (e *env) askReviewItem(in *bufio.Reader, rv *reviewed, w *reviewWalk, it guard.ReviewItem) (bool, error) {
+	one := ""
+	if !it.Bulk {
+		one = " (decided on its own)"
+	}
+	for {
+		say(e.stderr, "approve%s? [y]es, [N]o, [a]ll remaining, [s]kip the rest of this server, show the full [j]son, [q]uit: ", one)
+		line, err := in.ReadString('\n')
+		if err != nil && line == "" {
+			if !errors.Is(err, io.EOF) {
+				return false, err
+			}
+			say(e.stderr, "\n")
+			w.eof = true
+			return false, nil
+		}
+		switch a := strings.ToLower(strings.TrimSpace(line)); a {
+		case "y", "yes":
+			w.accepted = append(w.accepted, it)
+		case "a", "all":
+			w.all = true
+			w.accepted = append(w.accepted, it)
+		case "s", "skip":
+			w.skipped[it.Report] = true
+		case "q", "quit":
+			return true, nil
+		case "j", "json":
+			if d, ok := rv.reps[it.Report].defs[it.Ref]; ok && it.Tool != "" {
+				sayJSON(e.stderr, "    ", d.canonical)
+			} else {
+				say(e.stderr, "    (no definition to show)\n")
+			}
+			continue
+		}
+		return false, nil
+	}
 }
 
 // applyReview approves what was accepted and says what happened and where

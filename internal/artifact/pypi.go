@@ -109,63 +109,17 @@ func parseUVLock(b []byte) ([]uvPackage, error) {
 			break
 		}
 		if t.s[t.i] == '[' {
-			array := strings.HasPrefix(t.s[t.i:], "[[")
-			n := 1
-			if array {
-				n = 2
-			}
-			t.i += n
-			t.space(false)
-			key, err := t.key()
+			array, key, err := t.header()
 			if err != nil {
 				return nil, err
 			}
-			t.space(false)
-			if !strings.HasPrefix(t.s[t.i:], "]]"[:n]) {
-				return nil, t.errf("unterminated table header")
-			}
-			t.i += n
 			cur = nil
 			if array && key == "package" {
 				pkgs = append(pkgs, uvPackage{})
 				cur = &pkgs[len(pkgs)-1]
 			}
-		} else {
-			key, err := t.key()
-			if err != nil {
-				return nil, err
-			}
-			t.space(false)
-			if !t.eat('=') {
-				return nil, t.errf("want = after a key")
-			}
-			t.space(false)
-			keep := cur != nil && (key == "name" || key == "version" || key == "sdist" || key == "wheels")
-			v, err := t.value(keep, 0)
-			if err != nil {
-				return nil, err
-			}
-			if keep {
-				switch key {
-				case "name", "version":
-					s, ok := v.(string)
-					if !ok {
-						return nil, t.errf("%s is not a string", key)
-					}
-					if key == "name" {
-						cur.name = s
-					} else {
-						cur.version = s
-					}
-				case "sdist":
-					cur.sdist = appendHash(cur.sdist, v)
-				case "wheels":
-					arr, _ := v.([]any)
-					for _, w := range arr {
-						cur.wheels = appendHash(cur.wheels, w)
-					}
-				}
-			}
+		} else if err := t.keyValue(cur); err != nil {
+			return nil, err
 		}
 		t.space(false)
 		if t.i < len(t.s) && t.s[t.i] != '\n' && t.s[t.i] != '\r' {
@@ -178,6 +132,67 @@ func parseUVLock(b []byte) ([]uvPackage, error) {
 		}
 	}
 	return pkgs, nil
+}
+
+// header reads a table header, [key] or [[key]], and says whether it
+// opens an array of tables.
+func (t *toml) header() (array bool, key string, err error) {
+	array = strings.HasPrefix(t.s[t.i:], "[[")
+	n := 1
+	if array {
+		n = 2
+	}
+	t.i += n
+	t.space(false)
+	if key, err = t.key(); err != nil {
+		return false, "", err
+	}
+	t.space(false)
+	if !strings.HasPrefix(t.s[t.i:], "]]"[:n]) {
+		return false, "", t.errf("unterminated table header")
+	}
+	t.i += n
+	return array, key, nil
+}
+
+// keyValue reads a key = value line and keeps into cur, the package
+// being read (nil outside one), the values a package is read for: its
+// name, version, sdist hash and wheel hashes.
+func (t *toml) keyValue(cur *uvPackage) error {
+	key, err := t.key()
+	if err != nil {
+		return err
+	}
+	t.space(false)
+	if !t.eat('=') {
+		return t.errf("want = after a key")
+	}
+	t.space(false)
+	keep := cur != nil && (key == "name" || key == "version" || key == "sdist" || key == "wheels")
+	v, err := t.value(keep, 0)
+	if err != nil || !keep {
+		return err
+	}
+	switch key {
+	case "name", "version":
+		s, ok := v.(string)
+		if !ok {
+			return t.errf("%s is not a string", key)
+		}
+		if key == "name" {
+			cur.name = s
+		} else {
+			cur.version = s
+		}
+	case "sdist":
+		cur.sdist = appendHash(cur.sdist, v)
+	case "wheels":
+		arr, _ := v.([]any)
+		for _, w := range arr {
+			cur.wheels = appendHash(cur.wheels, w)
+		}
+	}
+	return nil
 }
 
 // appendHash appends the hash of an inline table { hash = "sha256:..." }
@@ -284,68 +299,83 @@ func (t *toml) value(keep bool, depth int) (any, error) {
 		}
 		return s, nil
 	case '[':
-		t.i++
-		var arr []any
-		for {
-			t.space(true)
-			if t.eat(']') {
-				return arr, nil
-			}
-			v, err := t.value(keep, depth+1)
-			if err != nil {
-				return nil, err
-			}
-			if keep {
-				arr = append(arr, v)
-			}
-			t.space(true)
-			if !t.eat(',') {
-				t.space(true)
-				if !t.eat(']') {
-					return nil, t.errf("want , or ] in an array")
-				}
-				return arr, nil
-			}
-		}
+		return t.array(keep, depth)
 	case '{':
-		t.i++
-		var m map[string]any
-		if keep {
-			m = map[string]any{}
+		return t.inlineTable(keep, depth)
+	}
+	return t.bare()
+}
+
+// array reads an array, its elements kept only if keep is set.
+func (t *toml) array(keep bool, depth int) (any, error) {
+	t.i++
+	var arr []any
+	for {
+		t.space(true)
+		if t.eat(']') {
+			return arr, nil
 		}
-		for {
+		v, err := t.value(keep, depth+1)
+		if err != nil {
+			return nil, err
+		}
+		if keep {
+			arr = append(arr, v)
+		}
+		t.space(true)
+		if !t.eat(',') {
 			t.space(true)
-			if t.eat('}') {
-				return m, nil
+			if !t.eat(']') {
+				return nil, t.errf("want , or ] in an array")
 			}
-			k, err := t.key()
-			if err != nil {
-				return nil, err
-			}
-			t.space(false)
-			if !t.eat('=') {
-				return nil, t.errf("want = in an inline table")
-			}
-			t.space(false)
-			v, err := t.value(keep, depth+1)
-			if err != nil {
-				return nil, err
-			}
-			if keep {
-				m[k] = v
-			}
-			t.space(true)
-			if !t.eat(',') {
-				t.space(true)
-				if !t.eat('}') {
-					return nil, t.errf("want , or } in an inline table")
-				}
-				return m, nil
-			}
+			return arr, nil
 		}
 	}
-	// A number, boolean or date: up to what ends a value.
-	// A space is part of it only between a date and a time.
+}
+
+// inlineTable reads an inline table, its members kept only if keep is
+// set.
+func (t *toml) inlineTable(keep bool, depth int) (any, error) {
+	t.i++
+	var m map[string]any
+	if keep {
+		m = map[string]any{}
+	}
+	for {
+		t.space(true)
+		if t.eat('}') {
+			return m, nil
+		}
+		k, err := t.key()
+		if err != nil {
+			return nil, err
+		}
+		t.space(false)
+		if !t.eat('=') {
+			return nil, t.errf("want = in an inline table")
+		}
+		t.space(false)
+		v, err := t.value(keep, depth+1)
+		if err != nil {
+			return nil, err
+		}
+		if keep {
+			m[k] = v
+		}
+		t.space(true)
+		if !t.eat(',') {
+			t.space(true)
+			if !t.eat('}') {
+				return nil, t.errf("want , or } in an inline table")
+			}
+			return m, nil
+		}
+	}
+}
+
+// bare reads a number, boolean or date: up to what ends a value. A
+// space is part of it only between a date and a time.
+func (t *toml) bare() (any, error) {
 	j := t.i
 	for j < len(t.s) && !strings.ContainsRune(",]}#\n\r\t", rune(t.s[j])) {
 		c := t.s[j]
@@ -373,8 +403,39 @@ type scalar string
 
 // str reads a basic ("..."), literal ('...') or multi-line string.
 func (t *toml) str(keep bool) (string, error) {
-	q := t.s[t.i]
-	multi := strings.HasPrefix(t.s[t.i:], strings.Repeat(string(q), 3))
+	q, multi := t.openQuote()
+	var sb strings.Builder
+	for t.i < len(t.s) {
+		c := t.s[t.i]
+		switch {
+		case c == q && (!multi || strings.HasPrefix(t.s[t.i:], strings.Repeat(string(q), 3))):
+			t.closeQuote(&sb, q, multi)
+			return sb.String(), nil
+		case c == '\n':
+			if !multi {
+				return "", t.errf("new line in a string")
+			}
+			t.line++
+		case c == '\\' && q == '"':
+			if err := t.escape(&sb, keep, multi); err != nil {
+				return "", err
+			}
+			continue
+		}
+		if keep {
+			sb.WriteByte(c)
+		}
+		t.i++
+	}
+	return "", t.errf("unterminated string")
+}
+
+// openQuote reads the opening quote of a string and says which quote it
+// is and whether the string is a multi-line one, whose first new line
+// it skips.
+func (t *toml) openQuote() (q byte, multi bool) {
+	q = t.s[t.i]
+	multi = strings.HasPrefix(t.s[t.i:], strings.Repeat(string(q), 3))
 	if multi {
 		t.i += 3
 		if strings.HasPrefix(t.s[t.i:], "\n") {
@@ -387,77 +448,69 @@ func (t *toml) str(keep bool) (string, error) {
 	} else {
 		t.i++
 	}
-	var sb strings.Builder
-	for t.i < len(t.s) {
-		c := t.s[t.i]
-		switch {
-		case c == q && (!multi || strings.HasPrefix(t.s[t.i:], strings.Repeat(string(q), 3))):
-			if multi {
-				t.i += 3
-				// Up to two more quotes belong to the string.
-				for k := 0; k < 2 && t.i < len(t.s) && t.s[t.i] == q; k++ {
-					sb.WriteByte(q)
-					t.i++
-				}
-			} else {
-				t.i++
-			}
-			return sb.String(), nil
-		case c == '\n':
-			if !multi {
-				return "", t.errf("new line in a string")
-			}
-			t.line++
-		case c == '\\' && q == '"':
-			t.i++
-			if t.i >= len(t.s) {
-				return "", t.errf("unterminated string")
-			}
-			e := t.s[t.i]
-			switch e {
-			case 'b', 't', 'n', 'f', 'r', 'e', '"', '\\':
-				if keep {
-					sb.WriteByte("\b\t\n\f\r\x1b\"\\"[strings.IndexByte(`btnfre"\`, e)])
-				}
-				t.i++
-			case 'x', 'u', 'U':
-				n := 2 // \xHH, \uHHHH, \UHHHHHHHH
-				if e == 'u' {
-					n = 4
-				} else if e == 'U' {
-					n = 8
-				}
-				if t.i+1+n > len(t.s) {
-					return "", t.errf("bad escape")
-				}
-				r, err := strconv.ParseUint(t.s[t.i+1:t.i+1+n], 16, 32)
-				if err != nil {
-					return "", t.errf("bad escape")
-				}
-				if keep {
-					sb.WriteRune(rune(r))
-				}
-				t.i += 1 + n
-			case ' ', '\t', '\r', '\n':
-				if !multi {
-					return "", t.errf("bad escape")
-				}
-				// A line-ending backslash drops the following blanks.
-				for t.i < len(t.s) && strings.ContainsRune(" \t\r\n", rune(t.s[t.i])) {
-					if t.s[t.i] == '\n' {
-						t.line++
-					}
-					t.i++
-				}
-			default:
-				return "", t.errf("bad escape")
-			}
-			continue
-		}
-		if keep {
-			sb.WriteByte(c)
-		}
+	return q, multi
+}
+
+// closeQuote reads the closing quote q of a string; up to two more
+// quotes after that of a multi-line string belong to the string.
+func (t *toml) closeQuote(sb *strings.Builder, q byte, multi bool) {
+	if !multi {
+		t.i++
+		return
+	}
+	t.i += 3
+	for k := 0; k < 2 && t.i < len(t.s) && t.s[t.i] == q; k++ {
+		sb.WriteByte(q)
 		t.i++
 	}
-	return "", t.errf("unterminated string")
+}
+
+// escape reads the escape sequence at a backslash of a basic string,
+// writing what it stands for to sb if keep is set, and decides whether
+// it is one TOML allows (a line-ending backslash only in a multi-line
+// string, where it drops the following blanks).
+func (t *toml) escape(sb *strings.Builder, keep, multi bool) error {
+	t.i++
+	if t.i >= len(t.s) {
+		return t.errf("unterminated string")
+	}
+	e := t.s[t.i]
+	switch e {
+	case 'b', 't', 'n', 'f', 'r', 'e', '"', '\\':
+		if keep {
+			sb.WriteByte("\b\t\n\f\r\x1b\"\\"[strings.IndexByte(`btnfre"\`, e)])
+		}
+		t.i++
+	case 'x', 'u', 'U':
+		n := 2 // \xHH, \uHHHH, \UHHHHHHHH
+		if e == 'u' {
+			n = 4
+		} else if e == 'U' {
+			n = 8
+		}
+		if t.i+1+n > len(t.s) {
+			return t.errf("bad escape")
+		}
+		r, err := strconv.ParseUint(t.s[t.i+1:t.i+1+n], 16, 32)
+		if err != nil {
+			return t.errf("bad escape")
+		}
+		if keep {
+			sb.WriteRune(rune(r))
+		}
+		t.i += 1 + n
+	case ' ', '\t', '\r', '\n':
+		if !multi {
+			return t.errf("bad escape")
+		}
+		for t.i < len(t.s) && strings.ContainsRune(" \t\r\n", rune(t.s[t.i])) {
+			if t.s[t.i] == '\n' {
+				t.line++
+			}
+			t.i++
+		}
+	default:
+		return t.errf("bad escape")
+	}
+	return nil
 }

@@ -434,6 +434,28 @@ func Parse(data []byte) (*File, error) {
 	if err := root.Only("etdiLock", "servers", "pins", "revocations", "generation", "expires", "signature"); err != nil {
 		return nil, err
 	}
+	f, err := parseHeader(root)
+	if err != nil {
+		return nil, err
+	}
+	servers, byKey, err := f.parseServers(root.Field("servers"))
+	if err != nil {
+		return nil, err
+	}
+	seen, err := f.parsePins(root.Field("pins"), servers, byKey)
+	if err != nil {
+		return nil, err
+	}
+	if err := f.parseRevocations(root.Field("revocations"), seen); err != nil {
+		return nil, err
+	}
+	f.sort()
+	return f, nil
+}
+
+// parseHeader decides whether the root is a lockfile of this format and
+// reads its signature, generation and expiry into a new, empty [File].
+func parseHeader(root strictjson.ObjectField) (*File, error) {
 	ver := root.Field("etdiLock")
 	if ver.V == nil {
 		return nil, errors.New(`not an etdi lockfile: no "etdiLock" member`)
@@ -470,26 +492,39 @@ func Parse(data []byte) (*File, error) {
 		}
 		f.Expires = f.Expires.UTC()
 	}
-	servers, err := root.Field("servers").Array()
+	return f, nil
+}
+
+// parseServers reads the servers into f, refusing more than [MaxServers]
+// and a server listed twice, and returns them by key.
+func (f *File) parseServers(fd strictjson.Field) (strictjson.ArrayField, map[string]*Server, error) {
+	servers, err := fd.Array()
 	if err != nil {
-		return nil, err
+		return servers, nil, err
 	}
 	if servers.Len() > MaxServers {
-		return nil, servers.Errorf("more than %d servers", MaxServers)
+		return servers, nil, servers.Errorf("more than %d servers", MaxServers)
 	}
 	byKey := map[string]*Server{}
 	for i := range servers.Len() {
 		s, err := parseServer(servers.Elem(i))
 		if err != nil {
-			return nil, err
+			return servers, nil, err
 		}
 		if byKey[s.Key] != nil {
-			return nil, servers.Elem(i).Errorf("server %q is listed twice", s.Key)
+			return servers, nil, servers.Elem(i).Errorf("server %q is listed twice", s.Key)
 		}
 		byKey[s.Key] = s
 		f.Servers = append(f.Servers, *s)
 	}
-	pins, err := root.Field("pins").Array()
+	return servers, byKey, nil
+}
+
+// parsePins reads the pins into f, refusing more than [MaxPins], an item
+// pinned twice and a listed server without a pin, and returns the pinned
+// server, item and name triples.
+func (f *File) parsePins(fd strictjson.Field, servers strictjson.ArrayField, byKey map[string]*Server) (map[[3]string]bool, error) {
+	pins, err := fd.Array()
 	if err != nil {
 		return nil, err
 	}
@@ -516,27 +551,32 @@ func Parse(data []byte) (*File, error) {
 			return nil, servers.Errorf("server %q has no pin", s.Key)
 		}
 	}
-	revs, err := root.Field("revocations").Array()
+	return seen, nil
+}
+
+// parseRevocations reads the revocations into f, refusing more than
+// [MaxRevocations], one of an item not in seen and a target revoked twice.
+func (f *File) parseRevocations(fd strictjson.Field, seen map[[3]string]bool) error {
+	revs, err := fd.Array()
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if revs.Len() > MaxRevocations {
-		return nil, revs.Errorf("more than %d revocations", MaxRevocations)
+		return revs.Errorf("more than %d revocations", MaxRevocations)
 	}
 	targets := map[string]bool{}
 	for i := range revs.Len() {
 		r, err := parseRevocation(revs.Elem(i), seen)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if targets[r.Target()] {
-			return nil, revs.Elem(i).Errorf("%s is revoked twice", r.Target())
+			return revs.Elem(i).Errorf("%s is revoked twice", r.Target())
 		}
 		targets[r.Target()] = true
 		f.Revocations = append(f.Revocations, *r)
 	}
-	f.sort()
-	return f, nil
+	return nil
 }
 
 // text reads a string member of at most max bytes without control
@@ -621,6 +661,9 @@ func nameMember(item string) string {
 
 var signerKinds = []string{"none", "key", "idp", "key+idp", "sigstore", "sigstore+idp"}
 
+// parsePin reads one pin strictly and decides that it is consistent:
+// its server listed in servers, its shape that of its signer and item
+// kind, its definition that of its digest.
 func parsePin(fd strictjson.Field, servers map[string]*Server) (*Pin, error) {
 	o, err := fd.Object()
 	if err != nil {
@@ -630,6 +673,31 @@ func parsePin(fd strictjson.Field, servers map[string]*Server) (*Pin, error) {
 		return nil, err
 	}
 	var p Pin
+	srv, err := p.parseRef(o, servers)
+	if err != nil {
+		return nil, err
+	}
+	d, err := p.parseDigest(o)
+	if err != nil {
+		return nil, err
+	}
+	if err := p.parseApproval(o, srv); err != nil {
+		return nil, err
+	}
+	if err := p.checkShape(fd, o); err != nil {
+		return nil, err
+	}
+	if err := p.parseDefinition(o.Field("definition"), d); err != nil {
+		return nil, err
+	}
+	return &p, nil
+}
+
+// parseRef reads what names the pinned item (server, item kind, name,
+// version) and decides that its server is one of servers, which it
+// returns.
+func (p *Pin) parseRef(o strictjson.ObjectField, servers map[string]*Server) (*Server, error) {
+	var err error
 	if p.Server, err = text(o, "server", true, maxText); err != nil {
 		return nil, err
 	}
@@ -654,63 +722,89 @@ func parsePin(fd strictjson.Field, servers map[string]*Server) (*Pin, error) {
 			return nil, o.Field("version").Errorf("%v", err)
 		}
 	}
+	return srv, nil
+}
+
+// parseDigest reads the pinned digest, which must be in its canonical
+// form, and returns it parsed.
+func (p *Pin) parseDigest(o strictjson.ObjectField) (etdi.Digest, error) {
+	var err error
 	if p.Digest, err = text(o, "digest", true, maxText); err != nil {
-		return nil, err
+		return etdi.Digest{}, err
 	}
 	d, err := etdi.ParseDigest(p.Digest)
 	if err != nil || d.String() != p.Digest {
-		return nil, o.Field("digest").Errorf("%q is not sha256: and 64 lowercase hex digits", p.Digest)
+		return etdi.Digest{}, o.Field("digest").Errorf("%q is not sha256: and 64 lowercase hex digits", p.Digest)
 	}
+	return d, nil
+}
+
+// parseApproval reads what was approved besides the definition (signer,
+// provider, permissions, sequence, scopes, served) and decides that the
+// provider is that of the pin's server srv.
+func (p *Pin) parseApproval(o strictjson.ObjectField, srv *Server) error {
+	var err error
 	if p.Signer, err = parseSigner(o.Field("signer")); err != nil {
-		return nil, err
+		return err
 	}
 	if p.Provider, err = text(o, "provider", false, maxText); err != nil {
-		return nil, err
+		return err
 	}
 	if p.Provider != srv.Provider {
-		return nil, o.Field("provider").Errorf("%q is not the provider of server %q (%q)", p.Provider, p.Server, srv.Provider)
+		return o.Field("provider").Errorf("%q is not the provider of server %q (%q)", p.Provider, p.Server, srv.Provider)
 	}
 	if p.Permissions, err = parsePermissions(o.Field("permissions")); err != nil {
-		return nil, err
+		return err
 	}
 	if sq := o.Field("sequence"); sq.V != nil {
 		if p.Sequence, err = sq.Uint(); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	if p.Scopes, err = parseScopes(o.Field("scopes")); err != nil {
-		return nil, err
+		return err
 	}
 	if p.Served, err = text(o, "served", false, maxText); err != nil {
-		return nil, err
+		return err
 	}
-	// What only a signed tool has.
+	return nil
+}
+
+// checkShape decides that what only a signed tool has (a version,
+// permissions) and what only an unsigned tool has (scopes) appear only
+// there.
+func (p *Pin) checkShape(fd strictjson.Field, o strictjson.ObjectField) error {
 	switch {
 	case p.Item != pin.ItemTool && (p.Signer != pin.Unsigned || p.Version != "" || len(p.Permissions) > 0):
-		return nil, fd.Errorf("a %s is pinned by digest alone: signer none, no version, no permissions", pin.ItemWord(p.Item))
+		return fd.Errorf("a %s is pinned by digest alone: signer none, no version, no permissions", pin.ItemWord(p.Item))
 	case (p.Signer == pin.Unsigned) != (p.Version == ""):
-		return nil, fd.Errorf("a signed tool has a version and an unsigned one has none")
+		return fd.Errorf("a signed tool has a version and an unsigned one has none")
 	case p.Signer == pin.Unsigned && len(p.Permissions) > 0:
-		return nil, o.Field("permissions").Errorf("an unsigned tool has no permissions")
+		return o.Field("permissions").Errorf("an unsigned tool has no permissions")
 	case len(p.Scopes) > 0 && (p.Item != pin.ItemTool || p.Signer != pin.Unsigned):
-		return nil, o.Field("scopes").Errorf("only an unsigned tool has scopes given at approval")
+		return o.Field("scopes").Errorf("only an unsigned tool has scopes given at approval")
 	}
-	def := o.Field("definition")
+	return nil
+}
+
+// parseDefinition reads the approved definition, bounded, and decides
+// that it names the pinned item and has the pinned digest d.
+func (p *Pin) parseDefinition(def strictjson.Field, d etdi.Digest) error {
 	if _, err := def.Object(); err != nil {
-		return nil, err
+		return err
 	}
 	if n := count(def.V); n > etdi.MaxDefinitionNodes {
-		return nil, def.Errorf("more than %d JSON values", etdi.MaxDefinitionNodes)
+		return def.Errorf("more than %d JSON values", etdi.MaxDefinitionNodes)
 	}
 	name := def.V.Get(nameMember(p.Item))
 	if name == nil || name.Kind != strictjson.String || name.Str != p.Tool {
-		return nil, def.Errorf("%q of the definition is not %q", nameMember(p.Item), p.Tool)
+		return def.Errorf("%q of the definition is not %q", nameMember(p.Item), p.Tool)
 	}
 	p.Definition = strictjson.AppendCanonical(nil, def.V)
 	if got := etdi.Digest(sha256.Sum256(p.Definition)); got != d {
-		return nil, &VerifyError{fmt.Sprintf("%s: the definition of %s has digest %s, not the pinned %s: the definition or the digest was changed", def.Path, p.Ref(), got, p.Digest)}
+		return &VerifyError{fmt.Sprintf("%s: the definition of %s has digest %s, not the pinned %s: the definition or the digest was changed", def.Path, p.Ref(), got, p.Digest)}
 	}
-	return &p, nil
+	return nil
 }
 
 func count(v *strictjson.Value) int {

@@ -228,9 +228,39 @@ func Import(s *pin.Store, f *File, opts ImportOptions) (*Result, error) {
 		opts.Now = time.Now().UTC()
 	}
 	res := &Result{Approved: []pin.Approval{}, Revoked: []pin.Revocation{}, Instructions: []string{}}
-	have, err := s.List()
+	todo, conflicts, err := planPins(s, f, opts, res)
 	if err != nil {
 		return nil, err
+	}
+	accept, more, err := planInstructions(s, f, opts)
+	if err != nil {
+		return nil, err
+	}
+	if conflicts = append(conflicts, more...); len(conflicts) > 0 {
+		return nil, &ConflictError{conflicts}
+	}
+	for _, srv := range f.Servers {
+		if len(todo[srv.Key]) == 0 && !accept[srv.Key] {
+			continue
+		}
+		if err := importServer(s, f, &srv, todo[srv.Key], accept[srv.Key], opts, res); err != nil {
+			return res, err
+		}
+	}
+	if err := importRevocations(s, f, opts, res); err != nil {
+		return res, err
+	}
+	return res, nil
+}
+
+// planPins decides, for each pin of f, whether s holds it already
+// (counted in res as unchanged), lacks it or holds another one that
+// opts.Replace lets f replace (returned by server, to import), or holds
+// another one that f must not replace (a conflict).
+func planPins(s *pin.Store, f *File, opts ImportOptions, res *Result) (map[string][]*Pin, []Conflict, error) {
+	have, err := s.List()
+	if err != nil {
+		return nil, nil, err
 	}
 	byKey := map[[3]string]*pin.Pin{}
 	for i := range have {
@@ -254,8 +284,15 @@ func Import(s *pin.Store, f *File, opts ImportOptions) (*Result, error) {
 		}
 		todo[l.Server] = append(todo[l.Server], l)
 	}
-	// Approved instructions: recorded where the database has none, a
-	// conflict where it has others.
+	return todo, conflicts, nil
+}
+
+// planInstructions decides, for each server of f with approved
+// instructions, whether they are recorded (s has none, or opts.Replace
+// lets f replace others: returned by server key) or are a conflict (s
+// has others).
+func planInstructions(s *pin.Store, f *File, opts ImportOptions) (map[string]bool, []Conflict, error) {
+	var conflicts []Conflict
 	accept := map[string]bool{}
 	for _, srv := range f.Servers {
 		if !srv.InstructionsKnown {
@@ -263,7 +300,7 @@ func Import(s *pin.Store, f *File, opts ImportOptions) (*Result, error) {
 		}
 		info, err := s.Server(srv.Key)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		switch {
 		case info == nil || !info.InstructionsKnown:
@@ -276,20 +313,15 @@ func Import(s *pin.Store, f *File, opts ImportOptions) (*Result, error) {
 			accept[srv.Key] = true
 		}
 	}
-	if len(conflicts) > 0 {
-		return nil, &ConflictError{conflicts}
-	}
-	for _, srv := range f.Servers {
-		if len(todo[srv.Key]) == 0 && !accept[srv.Key] {
-			continue
-		}
-		if err := importServer(s, f, &srv, todo[srv.Key], accept[srv.Key], opts, res); err != nil {
-			return res, err
-		}
-	}
+	return accept, conflicts, nil
+}
+
+// importRevocations records each revocation of f that s lacks, and
+// counts those it holds already as unchanged.
+func importRevocations(s *pin.Store, f *File, opts ImportOptions, res *Result) error {
 	revs, err := s.Revocations()
 	if err != nil {
-		return res, err
+		return err
 	}
 	for _, r := range f.Revocations {
 		if slices.ContainsFunc(revs, func(x pin.Revocation) bool {
@@ -300,11 +332,11 @@ func Import(s *pin.Store, f *File, opts ImportOptions) (*Result, error) {
 		}
 		rv := pin.Revocation{Server: r.Server, Tool: r.Tool, Version: r.Version, KeyID: r.KeyID, By: opts.By, At: opts.Now, Reason: r.Reason}
 		if err := s.Revoke(rv); err != nil {
-			return res, fmt.Errorf("revoking %s: %w", r.Target(), err)
+			return fmt.Errorf("revoking %s: %w", r.Target(), err)
 		}
 		res.Revoked = append(res.Revoked, rv)
 	}
-	return res, nil
+	return nil
 }
 
 // importServer approves the pins of one server, lowest bundle sequence

@@ -201,114 +201,170 @@ func writeAnswer(w io.Writer, mode string, id json.RawMessage, method, cursor st
 	io.WriteString(w, "}\n")
 }
 
+// writePage writes the tools/list page at cursor of a server in mode,
+// by the page writer of the mode, or a well-behaved page of two tools.
 func writePage(w io.Writer, mode, cursor string) {
 	n, _ := strconv.Atoi(cursor)
-	switch mode {
-	case HugePages, BigListing:
-		// One tool per page, its description 15 MiB.
-		fmt.Fprintf(w, `{"tools":[{"name":"tool_%d","inputSchema":{"type":"object"},"description":"`, n)
-		writeFill(w, 15<<20)
-		io.WriteString(w, `"}]`)
-		if pages := map[string]int{HugePages: 50, BigListing: 4}[mode]; n+1 < pages {
-			fmt.Fprintf(w, `,"nextCursor":"%d"`, n+1)
+	if page := pageWriters[mode]; page != nil {
+		page(w, mode, n)
+		return
+	}
+	io.WriteString(w, `{"tools":[{"name":"get_weather","description":"Get the weather.","inputSchema":{"type":"object"}},{"name":"get_forecast","description":"Get the forecast.","inputSchema":{"type":"object"}}]}`)
+}
+
+// pageWriters write page n of the tools/list answer of each mode whose
+// listing is hostile.
+var pageWriters = map[string]func(w io.Writer, mode string, n int){
+	HugePages:    writeHugePage,
+	BigListing:   writeHugePage,
+	Loop:         writeLoopPage,
+	EndlessPages: writeEndlessPage,
+	ManyBigTools: writeManyBigToolsPage,
+	DenseArray:   writeDenseArrayPage,
+	DenseObject:  writeDenseObjectPage,
+	DeepWide:     writeDeepWidePage,
+	DensePages:   writeDensePage,
+	DenseMax:     writeDenseMaxPage,
+	DenseMeta:    writeDenseMaxPage,
+	ManyTools:    writeManyToolsPage,
+}
+
+// writeHugePage writes one tool per page, its description 15 MiB, and
+// a next page up to the mode's page count.
+func writeHugePage(w io.Writer, mode string, n int) {
+	fmt.Fprintf(w, `{"tools":[{"name":"tool_%d","inputSchema":{"type":"object"},"description":"`, n)
+	writeFill(w, 15<<20)
+	io.WriteString(w, `"}]`)
+	if pages := map[string]int{HugePages: 50, BigListing: 4}[mode]; n+1 < pages {
+		fmt.Fprintf(w, `,"nextCursor":"%d"`, n+1)
+	}
+	io.WriteString(w, `}`)
+}
+
+// writeLoopPage writes a page whose next cursor is always the same.
+func writeLoopPage(w io.Writer, _ string, n int) {
+	fmt.Fprintf(w, `{"tools":[{"name":"tool_%d","inputSchema":{"type":"object"}}],"nextCursor":"same"}`, n)
+}
+
+// writeEndlessPage writes an empty page that always has a next one.
+func writeEndlessPage(w io.Writer, _ string, n int) {
+	fmt.Fprintf(w, `{"tools":[],"nextCursor":"%d"}`, n+1)
+}
+
+// writeManyBigToolsPage writes 5,000 tools of 3,000-byte descriptions
+// per page, four pages.
+func writeManyBigToolsPage(w io.Writer, _ string, n int) {
+	io.WriteString(w, `{"tools":[`)
+	for i := 0; i < 5000; i++ {
+		if i > 0 {
+			io.WriteString(w, ",")
 		}
-		io.WriteString(w, `}`)
-	case Loop:
-		fmt.Fprintf(w, `{"tools":[{"name":"tool_%d","inputSchema":{"type":"object"}}],"nextCursor":"same"}`, n)
-	case EndlessPages:
-		fmt.Fprintf(w, `{"tools":[],"nextCursor":"%d"}`, n+1)
-	case ManyBigTools:
-		io.WriteString(w, `{"tools":[`)
-		for i := 0; i < 5000; i++ {
-			if i > 0 {
-				io.WriteString(w, ",")
-			}
-			fmt.Fprintf(w, `{"name":"t%d_%d","inputSchema":{"type":"object","properties":{"q":{"type":"string"}}},"description":"`, n, i)
-			writeFill(w, 3000)
-			io.WriteString(w, `"}`)
-		}
+		fmt.Fprintf(w, `{"name":"t%d_%d","inputSchema":{"type":"object","properties":{"q":{"type":"string"}}},"description":"`, n, i)
+		writeFill(w, 3000)
+		io.WriteString(w, `"}`)
+	}
+	io.WriteString(w, `]`)
+	if n+1 < 4 {
+		fmt.Fprintf(w, `,"nextCursor":"%d"`, n+1)
+	}
+	io.WriteString(w, `}`)
+}
+
+// writeDenseArrayPage writes one tool whose schema holds an array of
+// 4 Mi numbers.
+func writeDenseArrayPage(w io.Writer, _ string, _ int) {
+	io.WriteString(w, `{"tools":[{"name":"dense","inputSchema":{"type":"object","enum":[0`)
+	writeRepeat(w, ",0", 4<<20)
+	io.WriteString(w, `]}}]}`)
+}
+
+// writeDenseObjectPage writes one tool whose schema holds an object of
+// 4 Mi members.
+func writeDenseObjectPage(w io.Writer, _ string, _ int) {
+	io.WriteString(w, `{"tools":[{"name":"dense","inputSchema":{"type":"object","properties":{"0":0`)
+	for i := 1; i < 4<<20; i++ {
+		fmt.Fprintf(w, `,"%x":0`, i)
+	}
+	io.WriteString(w, `}}}]}`)
+}
+
+// writeDeepWidePage writes one tool whose schema nests 60 arrays, each
+// of 100,000 numbers.
+func writeDeepWidePage(w io.Writer, _ string, _ int) {
+	io.WriteString(w, `{"tools":[{"name":"dense","inputSchema":{"type":"object","enum":`)
+	for range 60 {
+		io.WriteString(w, `[0`)
+		writeRepeat(w, ",0", 100_000)
+		io.WriteString(w, `,`)
+	}
+	io.WriteString(w, `0`)
+	for range 60 {
 		io.WriteString(w, `]`)
-		if n+1 < 4 {
-			fmt.Fprintf(w, `,"nextCursor":"%d"`, n+1)
+	}
+	io.WriteString(w, `}}]}`)
+}
+
+// writeDensePage writes one tool of denseWords distinct words per page,
+// always with a next page.
+func writeDensePage(w io.Writer, _ string, n int) {
+	fmt.Fprintf(w, `{"tools":[{"name":"dense_%d","inputSchema":{"type":"object","enum":[`, n)
+	for i := range denseWords {
+		if i > 0 {
+			io.WriteString(w, ",")
 		}
-		io.WriteString(w, `}`)
-	case DenseArray:
-		io.WriteString(w, `{"tools":[{"name":"dense","inputSchema":{"type":"object","enum":[0`)
-		writeRepeat(w, ",0", 4<<20)
-		io.WriteString(w, `]}}]}`)
-	case DenseObject:
-		io.WriteString(w, `{"tools":[{"name":"dense","inputSchema":{"type":"object","properties":{"0":0`)
-		for i := 1; i < 4<<20; i++ {
-			fmt.Fprintf(w, `,"%x":0`, i)
+		fmt.Fprintf(w, `"w_%d_%d"`, n, i)
+	}
+	fmt.Fprintf(w, `]}}],"nextCursor":"%d"}`, n+1)
+}
+
+// writeDenseMaxPage writes denseTools tools, each of object, name,
+// inputSchema, type, and an array of denseWords distinct words: 5 +
+// 99,990 = 99,995 values. In [DenseMeta] the words are in _meta and the
+// first tool's description is 30 MiB.
+func writeDenseMaxPage(w io.Writer, mode string, _ int) {
+	io.WriteString(w, `{"tools":[`)
+	for t := range denseTools {
+		if t > 0 {
+			io.WriteString(w, ",")
 		}
-		io.WriteString(w, `}}}]}`)
-	case DeepWide:
-		io.WriteString(w, `{"tools":[{"name":"dense","inputSchema":{"type":"object","enum":`)
-		for range 60 {
-			io.WriteString(w, `[0`)
-			writeRepeat(w, ",0", 100_000)
-			io.WriteString(w, `,`)
+		if mode == DenseMax {
+			fmt.Fprintf(w, `{"name":"dense_%d","inputSchema":{"type":"object","enum":[`, t)
+		} else {
+			fmt.Fprintf(w, `{"name":"dense_%d","_meta":{"words":[`, t)
 		}
-		io.WriteString(w, `0`)
-		for range 60 {
-			io.WriteString(w, `]`)
-		}
-		io.WriteString(w, `}}]}`)
-	case DensePages:
-		fmt.Fprintf(w, `{"tools":[{"name":"dense_%d","inputSchema":{"type":"object","enum":[`, n)
 		for i := range denseWords {
 			if i > 0 {
 				io.WriteString(w, ",")
 			}
-			fmt.Fprintf(w, `"w_%d_%d"`, n, i)
+			fmt.Fprintf(w, `"w_%d_%d"`, t, i)
 		}
-		fmt.Fprintf(w, `]}}],"nextCursor":"%d"}`, n+1)
-	case DenseMax, DenseMeta:
-		// Each tool: object, name, inputSchema, type, and an array of
-		// denseWords distinct words: 5 + 99,990 = 99,995 values.
-		io.WriteString(w, `{"tools":[`)
-		for t := range denseTools {
-			if t > 0 {
-				io.WriteString(w, ",")
-			}
-			if mode == DenseMax {
-				fmt.Fprintf(w, `{"name":"dense_%d","inputSchema":{"type":"object","enum":[`, t)
-			} else {
-				fmt.Fprintf(w, `{"name":"dense_%d","_meta":{"words":[`, t)
-			}
-			for i := range denseWords {
-				if i > 0 {
-					io.WriteString(w, ",")
-				}
-				fmt.Fprintf(w, `"w_%d_%d"`, t, i)
-			}
-			if mode == DenseMax {
-				io.WriteString(w, `]}}`)
-			} else if t == 0 {
-				io.WriteString(w, `]},"description":"`)
-				writeFill(w, 30<<20)
-				io.WriteString(w, `"}`)
-			} else {
-				io.WriteString(w, `]},"description":"d"}`)
-			}
+		if mode == DenseMax {
+			io.WriteString(w, `]}}`)
+		} else if t == 0 {
+			io.WriteString(w, `]},"description":"`)
+			writeFill(w, 30<<20)
+			io.WriteString(w, `"}`)
+		} else {
+			io.WriteString(w, `]},"description":"d"}`)
 		}
-		io.WriteString(w, `]}`)
-	case ManyTools:
-		io.WriteString(w, `{"tools":[`)
-		for i := 0; i < 8000; i++ {
-			if i > 0 {
-				io.WriteString(w, ",")
-			}
-			fmt.Fprintf(w, `{"name":"t%d_%d","inputSchema":{"type":"object"}}`, n, i)
-		}
-		io.WriteString(w, `]`)
-		if n+1 < 3 {
-			fmt.Fprintf(w, `,"nextCursor":"%d"`, n+1)
-		}
-		io.WriteString(w, `}`)
-	default:
-		io.WriteString(w, `{"tools":[{"name":"get_weather","description":"Get the weather.","inputSchema":{"type":"object"}},{"name":"get_forecast","description":"Get the forecast.","inputSchema":{"type":"object"}}]}`)
 	}
+	io.WriteString(w, `]}`)
+}
+
+// writeManyToolsPage writes 8,000 small tools per page, three pages.
+func writeManyToolsPage(w io.Writer, _ string, n int) {
+	io.WriteString(w, `{"tools":[`)
+	for i := 0; i < 8000; i++ {
+		if i > 0 {
+			io.WriteString(w, ",")
+		}
+		fmt.Fprintf(w, `{"name":"t%d_%d","inputSchema":{"type":"object"}}`, n, i)
+	}
+	io.WriteString(w, `]`)
+	if n+1 < 3 {
+		fmt.Fprintf(w, `,"nextCursor":"%d"`, n+1)
+	}
+	io.WriteString(w, `}`)
 }
 
 var (

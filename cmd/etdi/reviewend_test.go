@@ -1,0 +1,45 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/etdi-dev/etdi/guard"
+)
+
+// Once the input of a review ends, nothing more is asked: the items left
+// stay pending, and only what a approved before is approved.
+func TestReviewEndOfInput(t *testing.T) {
+	rv := &reviewed{ts: []target{{name: "notes", label: "notes"}}, reps: []*checkReport{{}}}
+	items := []guard.ReviewItem{
+		{Report: 0, Server: "unsigned:notes", Tool: "a", Ref: "a", Category: guard.CategoryNewTools, Bulk: true},
+		{Report: 0, Server: "unsigned:notes", Tool: "b", Ref: "b", Category: guard.CategoryChanges},
+		{Report: 0, Server: "unsigned:notes", Tool: "c", Ref: "c", Category: guard.CategoryNewTools, Bulk: true},
+		{Report: 0, Server: "unsigned:notes", Tool: "d", Ref: "d", Category: guard.CategoryChanges},
+	}
+	for _, tc := range []struct {
+		in, want string
+		asked    int
+	}{
+		{"y\n", "a", 2},
+		{"a\n", "a c", 2},
+		{"", "", 1},
+	} {
+		var stderr bytes.Buffer
+		e := &env{ctx: context.Background(), stderr: &stderr}
+		got, err := e.walkReview(bufio.NewReader(strings.NewReader(tc.in)), rv, items)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, it := range got {
+			names = append(names, it.Tool)
+		}
+		if n := strings.Count(stderr.String(), "? [y]es"); strings.Join(names, " ") != tc.want || n != tc.asked {
+			t.Errorf("answers %q approved %q after %d questions, want %q after %d\n%s", tc.in, strings.Join(names, " "), n, tc.want, tc.asked, stderr.String())
+		}
+	}
+}
