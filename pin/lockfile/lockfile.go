@@ -52,7 +52,7 @@ const (
 // File is a parsed or exported lockfile.
 type File struct {
 	// Servers are the servers with at least one pin, by key.
-	Servers []Server
+	Servers []ServerEntry
 	// Pins are the approvals, by server, item kind and name.
 	Pins []Pin
 	// Revocations are the revocations, keys first, then by server, tool
@@ -69,8 +69,8 @@ type File struct {
 	Signature string
 }
 
-// Server is what the lockfile says about one server besides its pins.
-type Server struct {
+// ServerEntry is what the lockfile says about one server besides its pins.
+type ServerEntry struct {
 	// Key is the server key (pin.SignedServerKey, pin.UnsignedServerKey).
 	Key      string
 	Name     string
@@ -147,7 +147,7 @@ func revocationCompare(a, b *Revocation) int {
 
 // sort puts every list of f in its canonical order.
 func (f *File) sort() {
-	slices.SortFunc(f.Servers, func(a, b Server) int { return strings.Compare(a.Key, b.Key) })
+	slices.SortFunc(f.Servers, func(a, b ServerEntry) int { return strings.Compare(a.Key, b.Key) })
 	slices.SortFunc(f.Pins, func(a, b Pin) int { return pinCompare(&a, &b) })
 	slices.SortFunc(f.Revocations, func(a, b Revocation) int {
 		// Key revocations (KeyID set) first, as "" sorts first otherwise.
@@ -467,7 +467,7 @@ func parseHeader(root strictjson.ObjectField) (*File, error) {
 	if n != Version {
 		return nil, ver.Errorf("lockfile format %d; this etdi reads format %d", n, Version)
 	}
-	f := &File{Servers: []Server{}, Pins: []Pin{}, Revocations: []Revocation{}}
+	f := &File{Servers: []ServerEntry{}, Pins: []Pin{}, Revocations: []Revocation{}}
 	if f.Signature, err = root.Field("signature").OptStr(); err != nil {
 		return nil, err
 	}
@@ -497,7 +497,7 @@ func parseHeader(root strictjson.ObjectField) (*File, error) {
 
 // parseServers reads the servers into f, refusing more than [MaxServers]
 // and a server listed twice, and returns them by key.
-func (f *File) parseServers(fd strictjson.Field) (strictjson.ArrayField, map[string]*Server, error) {
+func (f *File) parseServers(fd strictjson.Field) (strictjson.ArrayField, map[string]*ServerEntry, error) {
 	servers, err := fd.Array()
 	if err != nil {
 		return servers, nil, err
@@ -505,7 +505,7 @@ func (f *File) parseServers(fd strictjson.Field) (strictjson.ArrayField, map[str
 	if servers.Len() > MaxServers {
 		return servers, nil, servers.Errorf("more than %d servers", MaxServers)
 	}
-	byKey := map[string]*Server{}
+	byKey := map[string]*ServerEntry{}
 	for i := range servers.Len() {
 		s, err := parseServer(servers.Elem(i))
 		if err != nil {
@@ -523,7 +523,7 @@ func (f *File) parseServers(fd strictjson.Field) (strictjson.ArrayField, map[str
 // parsePins reads the pins into f, refusing more than [MaxPins], an item
 // pinned twice and a listed server without a pin, and returns the pinned
 // server, item and name triples.
-func (f *File) parsePins(fd strictjson.Field, servers strictjson.ArrayField, byKey map[string]*Server) (map[[3]string]bool, error) {
+func (f *File) parsePins(fd strictjson.Field, servers strictjson.ArrayField, byKey map[string]*ServerEntry) (map[[3]string]bool, error) {
 	pins, err := fd.Array()
 	if err != nil {
 		return nil, err
@@ -601,7 +601,7 @@ func text(o strictjson.ObjectField, name string, required bool, max int) (string
 	return strings.Clone(s), nil
 }
 
-func parseServer(fd strictjson.Field) (*Server, error) {
+func parseServer(fd strictjson.Field) (*ServerEntry, error) {
 	o, err := fd.Object()
 	if err != nil {
 		return nil, err
@@ -609,7 +609,7 @@ func parseServer(fd strictjson.Field) (*Server, error) {
 	if err := o.Only("server", "name", "provider", "instructionsKnown", "instructions"); err != nil {
 		return nil, err
 	}
-	var s Server
+	var s ServerEntry
 	if s.Key, err = text(o, "server", true, maxText); err != nil {
 		return nil, err
 	}
@@ -664,7 +664,7 @@ var signerKinds = []string{"none", "key", "idp", "key+idp", "sigstore", "sigstor
 // parsePin reads one pin strictly and decides that it is consistent:
 // its server listed in servers, its shape that of its signer and item
 // kind, its definition that of its digest.
-func parsePin(fd strictjson.Field, servers map[string]*Server) (*Pin, error) {
+func parsePin(fd strictjson.Field, servers map[string]*ServerEntry) (*Pin, error) {
 	o, err := fd.Object()
 	if err != nil {
 		return nil, err
@@ -696,7 +696,7 @@ func parsePin(fd strictjson.Field, servers map[string]*Server) (*Pin, error) {
 // parseRef reads what names the pinned item (server, item kind, name,
 // version) and decides that its server is one of servers, which it
 // returns.
-func (p *Pin) parseRef(o strictjson.ObjectField, servers map[string]*Server) (*Server, error) {
+func (p *Pin) parseRef(o strictjson.ObjectField, servers map[string]*ServerEntry) (*ServerEntry, error) {
 	var err error
 	if p.Server, err = text(o, "server", true, maxText); err != nil {
 		return nil, err
@@ -742,7 +742,7 @@ func (p *Pin) parseDigest(o strictjson.ObjectField) (etdi.Digest, error) {
 // parseApproval reads what was approved besides the definition (signer,
 // provider, permissions, sequence, scopes, served) and decides that the
 // provider is that of the pin's server srv.
-func (p *Pin) parseApproval(o strictjson.ObjectField, srv *Server) error {
+func (p *Pin) parseApproval(o strictjson.ObjectField, srv *ServerEntry) error {
 	var err error
 	if p.Signer, err = parseSigner(o.Field("signer")); err != nil {
 		return err

@@ -697,7 +697,7 @@ func TestParseStrict(t *testing.T) {
 		t.Errorf("pin listed twice: %v", err)
 	}
 	f, _ = Parse([]byte(data))
-	f.Servers = append(f.Servers, Server{Key: "unsigned:lonely", Name: "lonely"})
+	f.Servers = append(f.Servers, ServerEntry{Key: "unsigned:lonely", Name: "lonely"})
 	if _, err := f.Marshal(); err == nil || !strings.Contains(err.Error(), `server "unsigned:lonely" has no pin`) {
 		t.Errorf("server without pins: %v", err)
 	}

@@ -60,7 +60,7 @@ func Export(s *pin.Store) (*File, error) {
 	if err != nil {
 		return nil, err
 	}
-	f := &File{Servers: []Server{}, Pins: []Pin{}, Revocations: []Revocation{}}
+	f := &File{Servers: []ServerEntry{}, Pins: []Pin{}, Revocations: []Revocation{}}
 	pinned := map[string]bool{}
 	// Each item's latest approved definition: variants approved beside it
 	// (docs/storage.md#approved-variants) stay in the database they were approved in.
@@ -77,7 +77,7 @@ func Export(s *pin.Store) (*File, error) {
 		if !pinned[info.Key] {
 			continue // a server whose every tool was refused
 		}
-		f.Servers = append(f.Servers, Server{Key: info.Key, Name: info.Name, Provider: info.Provider,
+		f.Servers = append(f.Servers, ServerEntry{Key: info.Key, Name: info.Name, Provider: info.Provider,
 			InstructionsKnown: info.InstructionsKnown, Instructions: info.Instructions})
 	}
 	for _, r := range revs {
@@ -343,7 +343,7 @@ func importRevocations(s *pin.Store, f *File, opts ImportOptions, res *Result) e
 // first (a lower one after a higher one would be a replayed bundle),
 // grouped by sequence and what served them, and each group in batches
 // that pin.Store.Approve takes in one transaction.
-func importServer(s *pin.Store, f *File, srv *Server, todo []*Pin, accept bool, opts ImportOptions, res *Result) error {
+func importServer(s *pin.Store, f *File, srv *ServerEntry, todo []*Pin, accept bool, opts ImportOptions, res *Result) error {
 	type group struct {
 		sequence uint64
 		served   string
@@ -395,7 +395,7 @@ func importServer(s *pin.Store, f *File, srv *Server, todo []*Pin, accept bool, 
 // replaced), and fails unless each of them was approved. An empty batch
 // with accept only records the server's instructions: the server's pins
 // are offered as the database holds them already, and none is named.
-func approve(s *pin.Store, f *File, srv *Server, sequence uint64, served string, batch []*Pin, accept bool, opts ImportOptions, res *Result) error {
+func approve(s *pin.Store, f *File, srv *ServerEntry, sequence uint64, served string, batch []*Pin, accept bool, opts ImportOptions, res *Result) error {
 	o := &pin.Observation{Server: srv.Key, Provider: srv.Provider, Name: srv.Name, Sequence: sequence, Served: served,
 		InstructionsKnown: srv.InstructionsKnown, Instructions: srv.Instructions}
 	var names []string
