@@ -1088,17 +1088,9 @@ func unwrapCodexEntry(data []byte, start, end int, t map[string]any) ([]Edit, st
 	if bytes.Contains(body, []byte(`"""`)) || bytes.Contains(body, []byte(`'''`)) {
 		return nil, "its table holds a multi-line string, which etdi does not edit"
 	}
-	keys := map[string]tomlKey{}
-	for _, m := range codexKeyRE().FindAllSubmatchIndex(body, -1) {
-		k := string(body[m[2]:m[3]])
-		if _, dup := keys[k]; dup {
-			return nil, fmt.Sprintf("key %s appears twice", k)
-		}
-		endv, elems, err := scanTOMLValue(body, m[1])
-		if err != nil {
-			return nil, fmt.Sprintf("%s: %v", k, err)
-		}
-		keys[k] = tomlKey{start + m[0], start + m[1], start + endv, shift(elems, start)}
+	keys, why := codexKeys(body, start)
+	if why != "" {
+		return nil, why
 	}
 	c, okc := keys["command"]
 	a, oka := keys["args"]
