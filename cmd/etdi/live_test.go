@@ -400,10 +400,7 @@ func TestLiveSARIF(t *testing.T) {
 func TestLiveManifestInitAndInbandGoServer(t *testing.T) {
 	p := liveEnv(t)
 	// A provider starts a manifest from a Go server that carries its bundle.
-	bin := filepath.Join(p.dir, "go-weather")
-	if out, err := exec.Command("go", "build", "-o", bin, "../../examples/inband-server").CombinedOutput(); err != nil {
-		t.Fatalf("build example: %v %s", err, out)
-	}
+	bin := buildWeather(t, p.dir, "go-weather", "")
 	r := p.ok("manifest", "init", "--provider", "acme", "--server", "--", bin)
 	p.write("go.manifest.json", r.stdout)
 	if !strings.Contains(r.stdout, `"name": "get_weather"`) {
