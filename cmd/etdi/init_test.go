@@ -143,6 +143,7 @@ func TestInitFromNothing(t *testing.T) {
 // changes), --json lists it, and on a terminal review shows the word
 // diff and the suspicious text; n leaves it pending, y approves it.
 func TestReviewRugPull(t *testing.T) {
+	t.Parallel() // its own HOME, hosts and pin database
 	dir := onboardHome(t)
 	if r := runEtdi(t, dir, nil, "init", "--unsigned", "warn", "--yes"); r.code != 0 {
 		t.Fatalf("init: %d\n%s%s", r.code, r.stdout, r.stderr)

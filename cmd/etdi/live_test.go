@@ -88,6 +88,7 @@ func (p *pinEnv) liveCheck(env []string, extra ...string) result {
 }
 
 func TestLiveFixtureServer(t *testing.T) {
+	t.Parallel() // its own pin database and fixture server
 	p := liveEnv(t)
 	bundle := []string{"--bundle", "w.etdi.json"}
 	base := append(append([]string{}, bundle...), fixture("m0")...)
