@@ -55,6 +55,7 @@ func approvals(t *testing.T, dir string) int {
 // and prints one line per server; a check then passes, and a second init
 // changes nothing and says so in as many lines.
 func TestInitFromNothing(t *testing.T) {
+	t.Parallel() // its own folder, pin database and servers
 	dir := onboardHome(t)
 	r := runEtdi(t, dir, nil, "check", "--config", "auto")
 	if r.code != 1 || !strings.Contains(r.stderr, "etdi init") {

@@ -188,6 +188,7 @@ func TestLiveFixtureFailures(t *testing.T) {
 }
 
 func TestLivePagination(t *testing.T) {
+	t.Parallel() // its own folder, pin database and servers
 	p := liveEnv(t)
 	p.ok("trust", "unsigned", "--policy", "trust.json", "warn")
 	args := append([]string{"--name", "many", "--json"}, fixture("m2")...)
@@ -253,6 +254,7 @@ func startHTTPEverything(t testing.TB) string {
 }
 
 func TestLiveRealServers(t *testing.T) {
+	t.Parallel() // its own folder, pin database and servers
 	p := liveEnv(t)
 	p.ok("trust", "unsigned", "--policy", "trust.json", "allow")
 	root := t.TempDir()
@@ -341,6 +343,7 @@ func TestLiveHostConfig(t *testing.T) {
 }
 
 func TestLiveSARIF(t *testing.T) {
+	t.Parallel() // its own folder, pin database and servers
 	p := liveEnv(t)
 	base := append([]string{"--bundle", "w.etdi.json"}, fixture("m3")...)
 	p.liveCheck(nil, append([]string{"--yes"}, base...)...)
