@@ -109,6 +109,7 @@ func hasCommand(res *runResult, prefix string) bool {
 // TestActionSignWithKey signs with a key file and its password from the
 // step's env, as a release workflow does, and verifies what it wrote.
 func TestActionSignWithKey(t *testing.T) {
+	t.Parallel()
 	ws := provider(t)
 	res := runAction(t, ws, map[string]string{
 		"command":  "sign",
@@ -208,6 +209,7 @@ func sarifRules(t *testing.T, path string) []string {
 // job fails with 11, or passes with a warning when fail-on-findings is
 // false).
 func TestActionCheck(t *testing.T) {
+	t.Parallel()
 	ws := consumer(t)
 	in := func(tools string, extra ...string) map[string]string {
 		m := map[string]string{"command": "check", "trust": ".etdi/trust.json", "pins": ".etdi/pins.db",
@@ -304,6 +306,7 @@ func noPwned(t *testing.T, dirs ...string) {
 // interpolating them would run ($(...), backticks, quotes) or that would
 // forge outputs and workflow commands (newlines): they stay data.
 func TestActionHostileInputs(t *testing.T) {
+	t.Parallel()
 	ws := provider(t)
 	dir := `a $(touch PWNED1) "q" 'x' ` + "`touch PWNED2`"
 	manifest := filepath.Join(dir, "m;touch PWNED3.manifest.json")
@@ -370,6 +373,7 @@ func TestActionHostileInputs(t *testing.T) {
 // runner does: values with newlines, "=", "<<" and lines that look like
 // other outputs arrive exactly, each with its own random delimiter.
 func TestSetOutput(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	out := filepath.Join(dir, "output")
 	values := map[string]string{

@@ -28,6 +28,7 @@ var (
 // step that exists; remote actions are pinned by commit with the version
 // in a comment.
 func TestActionDefinition(t *testing.T) {
+	t.Parallel()
 	a := loadAction(t)
 	if a.Runs.Using != "composite" {
 		t.Fatalf("runs.using %q", a.Runs.Using)
@@ -130,6 +131,7 @@ type workflow struct {
 // needs (id-token: write for keyless signing, security-events: write for
 // the SARIF upload).
 func TestExampleWorkflows(t *testing.T) {
+	t.Parallel()
 	a := loadAction(t)
 	files, _ := filepath.Glob(filepath.Join(repoRoot, "examples", "workflows", "*.yml"))
 	if len(files) < 2 {
@@ -228,6 +230,7 @@ func TestExampleWorkflows(t *testing.T) {
 // token, keyless signing stops before etdi runs and says what to add; the
 // keyless-only inputs are refused beside a key.
 func TestActionKeylessNeedsIDToken(t *testing.T) {
+	t.Parallel()
 	ws := provider(t)
 	res := runAction(t, ws, map[string]string{"command": "sign", "manifest": "mcp/weather.manifest.json"}, nil)
 	if res.Failed != "etdi sign" || !hasCommand(res, "::error title=etdi::keyless signing needs the job's OIDC token: give the workflow 'permissions: id-token: write'") {
@@ -250,6 +253,7 @@ func TestActionKeylessNeedsIDToken(t *testing.T) {
 // the request token, signs, and writes a Sigstore bundle that a client
 // trusting the release workflow verifies.
 func TestActionKeyless(t *testing.T) {
+	t.Parallel()
 	ws := provider(t)
 	in := sigstoretest.New(t)
 	in.GitHubClaims = sigstoretest.GitHubClaims("acme/weather-mcp", "refs/tags/v1.2.0", ".github/workflows/release.yml")

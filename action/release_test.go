@@ -15,6 +15,7 @@ import (
 // manual that use the action against action.yml: every input they pass exists, and each
 // command shown is one the action takes.
 func TestREADMEActionSnippets(t *testing.T) {
+	t.Parallel()
 	a := loadAction(t)
 	readme := userDocs(t)
 	blocks := regexp.MustCompile("(?s)\n```yaml\n(.*?)\n```\n").FindAllStringSubmatch(readme, -1)
@@ -50,6 +51,7 @@ func TestREADMEActionSnippets(t *testing.T) {
 // the OIDC permission, pinned actions and the tool versions
 // scripts/release-check uses. (scripts/release-check runs the build.)
 func TestReleaseConfig(t *testing.T) {
+	t.Parallel()
 	var cfg struct {
 		Version int `yaml:"version"`
 		Builds  []struct {
@@ -150,6 +152,7 @@ func TestReleaseConfig(t *testing.T) {
 // ./cmd/etdi from a checkout of etdi's source, with Go set up), or gets it
 // from the etdi action; a runner has no etdi of its own.
 func TestREADMESnippetsInstallEtdi(t *testing.T) {
+	t.Parallel()
 	readme := userDocs(t)
 	blocks := regexp.MustCompile("(?s)\n```yaml\n(.*?)\n```\n").FindAllStringSubmatch(readme, -1)
 	runs := 0

@@ -71,6 +71,7 @@ func mcpConfig(t *testing.T, bundle string, extra string) string {
 // lockfile and key (which would pass against themselves) fails, while an
 // unchanged one passes.
 func TestConsumerWorkflowChecksBaseBranch(t *testing.T) {
+	t.Parallel()
 	text := readFile(t, filepath.Join(repoRoot, "examples", "workflows", "consumer-check.yml"))
 	var w exampleWorkflow
 	if err := yaml.Unmarshal([]byte(text), &w); err != nil {
@@ -241,6 +242,7 @@ func mustJSON(s string) string {
 // substitution), and the client that runs them verifies the workflow's
 // bundle (TestProviderWorkflowRuns signs one as the workflow does).
 func TestProviderWorkflowTrustCommands(t *testing.T) {
+	t.Parallel()
 	text := readFile(t, filepath.Join(repoRoot, "examples", "workflows", "provider-release.yml"))
 	// The comment's command, its continuation lines joined.
 	joined := regexp.MustCompile(`\\\n#\s+`).ReplaceAllString(text, "")

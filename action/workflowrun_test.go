@@ -234,6 +234,7 @@ func tufUpdate(t *testing.T, repo *tuftest.Repo, dir string) func(string) string
 // checks), and a trusted root the TUF mirror serves tampered, stop the job
 // before anything is attached.
 func TestProviderWorkflowRuns(t *testing.T) {
+	t.Parallel()
 	file := filepath.Join(repoRoot, "examples", "workflows", "provider-release.yml")
 	run := func(t *testing.T, claimsWorkflow string, tamper bool) *workflowResult {
 		ws := t.TempDir()
@@ -281,6 +282,7 @@ func TestProviderWorkflowRuns(t *testing.T) {
 // the pinned versions of goreleaser, syft and cosign, then releases (all
 // three stubs here).
 func TestReleaseWorkflowRuns(t *testing.T) {
+	t.Parallel()
 	env, ctx := workflowContext("v1.2.0")
 	res := runWorkflow(t, filepath.Join(repoRoot, ".github", "workflows", "release.yml"), t.TempDir(), workflowRun{jobEnv: env, contexts: ctx})
 	if res.Failed != "" {
@@ -297,6 +299,7 @@ func TestReleaseWorkflowRuns(t *testing.T) {
 // The stubs stand in only for what they name: another command still runs,
 // and a failing command fails its step.
 func TestWorkflowRunnerFailsOnFailure(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	f := filepath.Join(dir, "w.yml")
 	os.WriteFile(f, []byte("jobs:\n  j:\n    steps:\n      - name: ok\n        run: etdi version\n      - name: bad\n        run: |\n          false\n          echo not reached\n      - name: after\n        run: echo after\n"), 0o644)

@@ -8,7 +8,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -48,7 +50,9 @@ func fileOnly(t testing.TB) {
 }
 
 // TestSuiteOnEtcd runs this package's tests again with their stores in
-// an etcd (one member, embedded), as a child process of the test binary.
+// an etcd (one member, embedded), as child processes of the test binary:
+// the tests are dealt to suiteShards children that run side by side, each
+// on prefixes of its own (openTestStore names them by process).
 func TestSuiteOnEtcd(t *testing.T) {
 	if testEtcd != "" {
 		t.Skip("already on etcd")
@@ -57,18 +61,48 @@ func TestSuiteOnEtcd(t *testing.T) {
 		t.Skip("-short")
 	}
 	ep := etcdtest.Start(t, etcdtest.Options{}).Endpoint(0)
-	args := []string{"-test.run", "^Test", "-test.skip", "^TestSuiteOnEtcd$|^TestEtcd|^TestParseEtcd$"}
-	if testing.Verbose() {
-		args = append(args, "-test.v")
-	}
-	cmd := exec.Command(os.Args[0], args...)
-	cmd.Env = append(os.Environ(), "ETDI_TEST_ETCD="+ep)
-	out, err := cmd.CombinedOutput()
+	const skip = "^TestSuiteOnEtcd$|^TestEtcd|^TestParseEtcd$"
+	listed, err := exec.Command(os.Args[0], "-test.list", "^Test", "-test.skip", skip).Output()
 	if err != nil {
-		t.Fatalf("the suite on etcd failed: %v\n%s", err, out)
+		t.Fatalf("listing the tests: %v", err)
 	}
-	t.Logf("%s", lastLines(out, 3))
+	skipRE := regexp.MustCompile(skip)
+	shards := make([][]string, suiteShards)
+	n := 0
+	for _, name := range strings.Fields(string(listed)) {
+		if !strings.HasPrefix(name, "Test") || skipRE.MatchString(name) {
+			continue
+		}
+		shards[n%suiteShards] = append(shards[n%suiteShards], name)
+		n++
+	}
+	if n < 100 {
+		t.Fatalf("only %d tests listed to run on etcd:\n%s", n, listed)
+	}
+	var wg sync.WaitGroup
+	outs := make([][]byte, suiteShards)
+	errs := make([]error, suiteShards)
+	for i, names := range shards {
+		args := []string{"-test.run", "^(" + strings.Join(names, "|") + ")$", "-test.skip", skip}
+		if testing.Verbose() {
+			args = append(args, "-test.v")
+		}
+		cmd := exec.Command(os.Args[0], args...)
+		cmd.Env = append(os.Environ(), "ETDI_TEST_ETCD="+ep)
+		wg.Go(func() { outs[i], errs[i] = cmd.CombinedOutput() })
+	}
+	wg.Wait()
+	for i := range shards {
+		if errs[i] != nil {
+			t.Errorf("the suite on etcd failed (%d of its tests): %v\n%s", len(shards[i]), errs[i], outs[i])
+			continue
+		}
+		t.Logf("%d tests: %s", len(shards[i]), lastLines(outs[i], 3))
+	}
 }
+
+// suiteShards is how many child processes run the suite on etcd.
+const suiteShards = 2
 
 func lastLines(b []byte, n int) string {
 	lines := strings.Split(strings.TrimSpace(string(b)), "\n")

@@ -11,16 +11,56 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// buildWeather builds the in-band example server under name; build
-// makes another binary with the same tools.
+// buildWeather puts the in-band example server in dir under name; build
+// makes another binary with the same tools. Each build is linked once per
+// test binary and copied: a copy is the file a build in dir would have
+// written (Go builds are reproducible), so its digest is the same.
 func buildWeather(t *testing.T, dir, name, build string) string {
 	t.Helper()
+	src := weatherBuild(t, build)
+	b, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
 	bin := filepath.Join(dir, name)
+	if err := os.WriteFile(bin, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return bin
+}
+
+// weatherBuilds are the example server's builds of this test binary, by
+// build string, in a folder removed when the tests end.
+var weatherBuilds struct {
+	sync.Mutex
+	dir  string
+	bins map[string]string
+}
+
+// weatherBuild returns the example server built with build, building it
+// on first use.
+func weatherBuild(t *testing.T, build string) string {
+	t.Helper()
+	weatherBuilds.Lock()
+	defer weatherBuilds.Unlock()
+	if bin, ok := weatherBuilds.bins[build]; ok {
+		return bin
+	}
+	if weatherBuilds.dir == "" {
+		dir, err := os.MkdirTemp("", "etdi-weather-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		weatherBuilds.dir, weatherBuilds.bins = dir, map[string]string{}
+		cleanupAfterTests(func() { os.RemoveAll(dir) })
+	}
+	bin := filepath.Join(weatherBuilds.dir, fmt.Sprintf("weather-%d", len(weatherBuilds.bins)))
 	args := []string{"build", "-o", bin}
 	if build != "" {
 		args = append(args, "-ldflags", "-X main.build="+build)
@@ -28,6 +68,7 @@ func buildWeather(t *testing.T, dir, name, build string) string {
 	if out, err := exec.Command("go", append(args, "../../examples/inband-server")...).CombinedOutput(); err != nil {
 		t.Fatalf("build example: %v %s", err, out)
 	}
+	weatherBuilds.bins[build] = bin
 	return bin
 }
 

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/etdi-dev/etdi/internal/vectors"
@@ -39,12 +40,36 @@ func (b builtEtdi) Run() int {
 		panic(err)
 	}
 	defer os.RemoveAll(dir)
+	defer runAfterTests()
 	etdiBin = filepath.Join(dir, "etdi")
 	out, err := exec.Command("go", "build", "-o", etdiBin, ".").CombinedOutput()
 	if err != nil {
 		panic("building etdi: " + err.Error() + "\n" + string(out))
 	}
 	return b.m.Run()
+}
+
+// afterTests are what runAfterTests runs: the removal of what tests
+// built once for the whole package.
+var afterTests struct {
+	sync.Mutex
+	fns []func()
+}
+
+// cleanupAfterTests registers fn to run once every test has ended.
+func cleanupAfterTests(fn func()) {
+	afterTests.Lock()
+	defer afterTests.Unlock()
+	afterTests.fns = append(afterTests.fns, fn)
+}
+
+// runAfterTests runs what cleanupAfterTests registered, latest first.
+func runAfterTests() {
+	afterTests.Lock()
+	defer afterTests.Unlock()
+	for i := len(afterTests.fns) - 1; i >= 0; i-- {
+		afterTests.fns[i]()
+	}
 }
 
 const testPassword = "s3cret-pa55word-for-tests"

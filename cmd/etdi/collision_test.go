@@ -52,6 +52,7 @@ func approveLine(t *testing.T, out, lead string) []string {
 // A definition imitating server-memory's stays impersonation (exit 12),
 // and the command its finding prints approves it, from any directory.
 func TestCollisionRealServers(t *testing.T) {
+	t.Parallel() // its own folder, pin database and servers
 	p := liveEnv(t)
 	p.ok("trust", "unsigned", "--policy", "trust.json", "warn")
 	cfg := collisionConfig(p, t.TempDir())

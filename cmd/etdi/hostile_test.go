@@ -73,6 +73,7 @@ func measure(out string) {
 // deadlines no loaded machine reaches, so that the limit, not the clock,
 // ends them.
 func TestHostileServers(t *testing.T) {
+	t.Parallel() // its own pin database; its servers are processes of their own
 	dir := t.TempDir()
 	os.WriteFile(filepath.Join(dir, "trust.json"), []byte(`{"version":1,"unsigned":"warn","providers":[]}`), 0o644)
 	exe, err := os.Executable()

@@ -55,6 +55,7 @@ func approvals(t *testing.T, dir string) int {
 // and prints one line per server; a check then passes, and a second init
 // changes nothing and says so in as many lines.
 func TestInitFromNothing(t *testing.T) {
+	t.Parallel() // its own folder, pin database and servers
 	dir := onboardHome(t)
 	r := runEtdi(t, dir, nil, "check", "--config", "auto")
 	if r.code != 1 || !strings.Contains(r.stderr, "etdi init") {
@@ -143,6 +144,7 @@ func TestInitFromNothing(t *testing.T) {
 // changes), --json lists it, and on a terminal review shows the word
 // diff and the suspicious text; n leaves it pending, y approves it.
 func TestReviewRugPull(t *testing.T) {
+	t.Parallel() // its own HOME, hosts and pin database
 	dir := onboardHome(t)
 	if r := runEtdi(t, dir, nil, "init", "--unsigned", "warn", "--yes"); r.code != 0 {
 		t.Fatalf("init: %d\n%s%s", r.code, r.stdout, r.stderr)

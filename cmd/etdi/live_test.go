@@ -88,6 +88,7 @@ func (p *pinEnv) liveCheck(env []string, extra ...string) result {
 }
 
 func TestLiveFixtureServer(t *testing.T) {
+	t.Parallel() // its own pin database and fixture server
 	p := liveEnv(t)
 	bundle := []string{"--bundle", "w.etdi.json"}
 	base := append(append([]string{}, bundle...), fixture("m0")...)
@@ -187,6 +188,7 @@ func TestLiveFixtureFailures(t *testing.T) {
 }
 
 func TestLivePagination(t *testing.T) {
+	t.Parallel() // its own folder, pin database and servers
 	p := liveEnv(t)
 	p.ok("trust", "unsigned", "--policy", "trust.json", "warn")
 	args := append([]string{"--name", "many", "--json"}, fixture("m2")...)
@@ -252,6 +254,7 @@ func startHTTPEverything(t testing.TB) string {
 }
 
 func TestLiveRealServers(t *testing.T) {
+	t.Parallel() // its own folder, pin database and servers
 	p := liveEnv(t)
 	p.ok("trust", "unsigned", "--policy", "trust.json", "allow")
 	root := t.TempDir()
@@ -340,6 +343,7 @@ func TestLiveHostConfig(t *testing.T) {
 }
 
 func TestLiveSARIF(t *testing.T) {
+	t.Parallel() // its own folder, pin database and servers
 	p := liveEnv(t)
 	base := append([]string{"--bundle", "w.etdi.json"}, fixture("m3")...)
 	p.liveCheck(nil, append([]string{"--yes"}, base...)...)
@@ -400,10 +404,7 @@ func TestLiveSARIF(t *testing.T) {
 func TestLiveManifestInitAndInbandGoServer(t *testing.T) {
 	p := liveEnv(t)
 	// A provider starts a manifest from a Go server that carries its bundle.
-	bin := filepath.Join(p.dir, "go-weather")
-	if out, err := exec.Command("go", "build", "-o", bin, "../../examples/inband-server").CombinedOutput(); err != nil {
-		t.Fatalf("build example: %v %s", err, out)
-	}
+	bin := buildWeather(t, p.dir, "go-weather", "")
 	r := p.ok("manifest", "init", "--provider", "acme", "--server", "--", bin)
 	p.write("go.manifest.json", r.stdout)
 	if !strings.Contains(r.stdout, `"name": "get_weather"`) {

@@ -463,6 +463,7 @@ func TestRunHTTPUpstream(t *testing.T) {
 // Real servers from npm over stdio: what the host receives through the
 // gate is what it receives without it.
 func TestRunRealServers(t *testing.T) {
+	t.Parallel() // its own folder, pin database and servers
 	p := liveEnv(t)
 	p.ok("trust", "unsigned", "--policy", "trust.json", "warn")
 	root := t.TempDir()

@@ -26,6 +26,7 @@ func (p *pinEnv) etdiPath(env []string, args ...string) result {
 // when accepted) and the reads pass. The overlay's tool names are those
 // the real filesystem, memory and everything servers offer.
 func TestScopesReferenceServers(t *testing.T) {
+	t.Parallel() // its own folder, pin database and servers
 	p := liveEnv(t)
 	p.ok("trust", "unsigned", "--policy", "trust.json", "warn")
 	root := t.TempDir()

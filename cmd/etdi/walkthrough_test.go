@@ -28,9 +28,10 @@ func TestWalkthrough(t *testing.T) {
 	root := t.TempDir()
 	bin, home := filepath.Join(root, "bin"), filepath.Join(root, "home")
 	os.MkdirAll(home, 0o755)
-	if out, err := exec.Command("go", "build", "-o", filepath.Join(bin, "weather"), "../../examples/inband-server").CombinedOutput(); err != nil {
-		t.Fatalf("building the example server: %v\n%s", err, out)
+	if err := os.MkdirAll(bin, 0o755); err != nil {
+		t.Fatal(err)
 	}
+	buildWeather(t, bin, "weather", "")
 	if err := os.Symlink(etdiBin, filepath.Join(bin, "etdi")); err != nil {
 		t.Fatal(err)
 	}

@@ -170,8 +170,17 @@ func buildTools(version string) (string, error) {
 	if err := run(get...); err != nil {
 		return dir, err
 	}
+	// The three builds share most packages (built once, in the build
+	// cache) and are linked side by side.
+	var wg sync.WaitGroup
+	errs := make(chan error, len(pkgs))
 	for name, p := range pkgs {
-		if err := run("build", "-o", filepath.Join(dir, name), p); err != nil {
+		wg.Go(func() { errs <- run("build", "-o", filepath.Join(dir, name), p) })
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
 			return dir, err
 		}
 	}

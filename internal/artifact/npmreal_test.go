@@ -131,6 +131,7 @@ func (w *npmWorld) with(vars ...string) []string {
 // configuration says so; Resolve never takes such a launch for the
 // package, and says which file or variable sets what.
 func TestRealNPMConfigSwapsProgram(t *testing.T) {
+	t.Parallel() // each has an npm world of its own: HOME, project, cache
 	w := newNPMWorld(t)
 	genuine := etdi.Artifact{Type: etdi.ArtifactNPM, Name: "weather-mcp", Version: "1.0.0", Digest: w.integrity}
 	rc := filepath.Join(w.proj, ".npmrc")
@@ -277,6 +278,7 @@ func TestRealNPMConfigSwapsProgram(t *testing.T) {
 // of the project's package.json, a program in node_modules/.bin that is
 // not the package's, a node_modules/.bin/sh or node. Resolve says so.
 func TestRealNPMRepositoryFilesSwapProgram(t *testing.T) {
+	t.Parallel() // each has an npm world of its own: HOME, project, cache
 	w := newNPMWorld(t)
 	argv := []string{"npx", "--no-install", "weather-mcp"}
 	t.Run("package.json bin", func(t *testing.T) {
@@ -364,6 +366,7 @@ func (w *npmWorld) registry(t *testing.T, tgzPath string) string {
 // the package. Resolve says so; npm's own npx and node from the system's
 // PATH are resolved.
 func TestRealNPMPathSwapsProgram(t *testing.T) {
+	t.Parallel() // each has an npm world of its own: HOME, project, cache
 	w := newNPMWorld(t)
 	argv := []string{"npx", "--no-install", "weather-mcp@1.0.0"}
 	sys := os.Getenv("PATH")
@@ -410,6 +413,7 @@ func TestRealNPMPathSwapsProgram(t *testing.T) {
 // has not installed the package, and again from its cache under a HOME
 // the repository holds. Resolve says so.
 func TestRealNPMTrustedProxySwapsPackage(t *testing.T) {
+	t.Parallel() // each has an npm world of its own: HOME, project, cache
 	w := newNPMWorld(t)
 	evilPkg := filepath.Join(w.root, "evilpkg")
 	write(t, filepath.Join(evilPkg, "package.json"), `{"name":"weather-mcp","version":"1.0.0","bin":{"weather-mcp":"index.js"}}`, 0o644)

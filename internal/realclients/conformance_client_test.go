@@ -82,6 +82,7 @@ func clientScenario(t *testing.T, dir, scenario, mode string) scenarioResult {
 // sse-retry, whose server ends its event stream in the middle of a call
 // and answers on the stream resumed with Last-Event-ID.
 func TestConformanceClientScenarios(t *testing.T) {
+	t.Parallel()
 	needClients(t)
 	dir := etdiDir(t)
 	for name, script := range map[string]string{"client.sh": clientScript, "gate.sh": gateScript} {
@@ -89,12 +90,24 @@ func TestConformanceClientScenarios(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	scenarios := []string{"initialize", "tools_call", "sse-retry"}
+	// Each scenario has a test server of its own, and the gated client
+	// pins it in a database of its own: the scenarios run side by side.
+	direct := make([]scenarioResult, len(scenarios))
+	gatedRes := make([]scenarioResult, len(scenarios))
+	t.Run("scenarios", func(t *testing.T) {
+		for i, scenario := range scenarios {
+			t.Run(scenario, func(t *testing.T) {
+				t.Parallel()
+				direct[i] = clientScenario(t, dir, scenario, "direct")
+				gatedRes[i] = clientScenario(t, dir, scenario, "gated")
+			})
+		}
+	})
 	var table strings.Builder
 	same := 0
-	scenarios := []string{"initialize", "tools_call", "sse-retry"}
-	for _, scenario := range scenarios {
-		d := clientScenario(t, dir, scenario, "direct")
-		g := clientScenario(t, dir, scenario, "gated")
+	for i, scenario := range scenarios {
+		d, g := direct[i], gatedRes[i]
 		fmt.Fprintf(&table, "%-12s directly: %s\n%-12s gated:    %s\n", scenario, d.outcome(), "", g.outcome())
 		if g.outcome() == d.outcome() {
 			same++

@@ -159,6 +159,7 @@ func conformance(t *testing.T, url, scenario string) map[string]scenarioResult {
 // check --yes, unsigned, under the warn policy) what they give directly,
 // scenario by scenario and check by check.
 func TestConformanceServerScenarios(t *testing.T) {
+	t.Parallel()
 	ref := referenceServer(t)
 	direct := conformance(t, ref, "")
 	// The reference server passes every scenario: a failure here is the

@@ -56,9 +56,11 @@ func listStatus(out string) string {
 // before it was wrapped. Both run offline, without logging in, in a
 // private HOME.
 func TestHostsMCPList(t *testing.T) {
+	t.Parallel()
 	needClients(t)
 	for _, h := range hostLists {
 		t.Run(h.name, func(t *testing.T) {
+			t.Parallel()
 			home := etdiDir(t)
 			work := filepath.Join(home, "work")
 			config := filepath.Join(home, h.config)

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync/atomic"
 	"testing"
 )
 
@@ -75,6 +76,7 @@ func inspector(t *testing.T, home string, server, call []string) string {
 // endpoint (--listen, one gate for every call), what they give from
 // server-everything directly.
 func TestInspectorOneShot(t *testing.T) {
+	t.Parallel()
 	needClients(t)
 	dir := etdiDir(t)
 	etdi(t, dir, "check", "--trust", "trust.json", "--pins", "pins.db", "--name", "everything", "--yes", "--server", "--", everything)
@@ -90,29 +92,36 @@ func TestInspectorOneShot(t *testing.T) {
 	}
 	url, g := gate(t, dir, "--name", "everything", "--", everything)
 
-	same, total := 0, 0
-	for _, call := range inspectorCalls {
-		name := strings.Join(call[1:], " ")
-		want := inspector(t, dir, []string{everything}, call)
-		for _, via := range []struct {
-			name   string
-			server []string
-		}{
-			{"etdi run (stdio)", []string{gated}},
-			{"etdi run --listen", []string{url, "--transport", "http"}},
-		} {
-			total++
-			got := inspector(t, dir, via.server, call)
-			// A resource that is not there may be answered with the
-			// protocol's own code for it, where the server uses another.
-			if got == want || call[1] == "resources/read" && strings.HasPrefix(want, "error ") && got == "error -32002" {
-				same++
-				continue
-			}
-			t.Errorf("%s through %s:\n%s\ndirectly:\n%s", name, via.name, short(got), short(want))
+	// The calls are independent sessions: they run side by side (as many
+	// at once as -parallel allows), each compared on its own.
+	var same, total atomic.Int32
+	t.Run("calls", func(t *testing.T) {
+		for _, call := range inspectorCalls {
+			name := strings.Join(call[1:], " ")
+			t.Run(name, func(t *testing.T) {
+				t.Parallel()
+				want := inspector(t, dir, []string{everything}, call)
+				for _, via := range []struct {
+					name   string
+					server []string
+				}{
+					{"etdi run (stdio)", []string{gated}},
+					{"etdi run --listen", []string{url, "--transport", "http"}},
+				} {
+					total.Add(1)
+					got := inspector(t, dir, via.server, call)
+					// A resource that is not there may be answered with the
+					// protocol's own code for it, where the server uses another.
+					if got == want || call[1] == "resources/read" && strings.HasPrefix(want, "error ") && got == "error -32002" {
+						same.Add(1)
+						continue
+					}
+					t.Errorf("%s through %s:\n%s\ndirectly:\n%s", name, via.name, short(got), short(want))
+				}
+			})
 		}
-	}
-	t.Logf("%d of %d one-shot calls through etdi run the same as directly", same, total)
+	})
+	t.Logf("%d of %d one-shot calls through etdi run the same as directly", same.Load(), total.Load())
 	if t.Failed() {
 		t.Logf("etdi run --listen:\n%s", g.output())
 	}
