@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -23,6 +24,9 @@ import (
 //	$DAMAGED   cmd/etdi/testdata/damaged (read-only)
 //	$PASSWORD  a key password, not set as ETDI_PASSWORD unless a script sets it
 //	$GORUNTIME the Go version etdi is built with (runtime.Version)
+//	$ROOT      the repository's root (read-only)
+//
+// and what the fixtures in scriptSetups add.
 //
 // and these commands beside testscript's own:
 //
@@ -30,6 +34,8 @@ import (
 //	status N COMMAND ARGS... runs COMMAND and expects exit status N
 //	mode PERM FILE           FILE has exactly the permission bits PERM (octal)
 //	envfile VAR FILE         sets the environment variable VAR to the contents of FILE
+//
+// and the commands of the fixtures in scriptCmds.
 func TestScripts(t *testing.T) {
 	t.Parallel()
 	root, err := filepath.Abs("../..")
@@ -42,25 +48,57 @@ func TestScripts(t *testing.T) {
 		RequireExplicitExec: false,
 		Setup: func(env *testscript.Env) error {
 			env.Setenv("HOME", env.WorkDir)
+			env.Setenv("ROOT", root)
 			env.Setenv("XDG_CONFIG_HOME", filepath.Join(env.WorkDir, ".config"))
 			env.Setenv("VECTORS", filepath.Join(root, "testdata", "vectors"))
 			env.Setenv("DEMODATA", filepath.Join(root, "cmd", "etdi", "demodata"))
 			env.Setenv("DAMAGED", filepath.Join(root, "cmd", "etdi", "testdata", "damaged"))
 			env.Setenv("PASSWORD", testPassword)
 			env.Setenv("GORUNTIME", runtime.Version())
+			for _, setup := range scriptSetups {
+				if err := setup(env); err != nil {
+					return err
+				}
+			}
 			return nil
 		},
-		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
-			"status": cmdStatus,
-			"mode":   cmdMode,
-			"envfile": func(ts *testscript.TestScript, neg bool, args []string) {
-				if neg || len(args) != 2 {
-					ts.Fatalf("usage: envfile VAR file")
-				}
-				ts.Setenv(args[0], ts.ReadFile(args[1]))
-			},
-		},
+		Condition: scriptCondition,
+		Cmds:      scriptCmds,
 	})
+}
+
+// scriptCmd is a command a script can run beside testscript's own.
+type scriptCmd = func(ts *testscript.TestScript, neg bool, args []string)
+
+// scriptCmds are the commands of the scripts. A test file that gives the
+// scripts a fixture adds its commands here from an init function, so the
+// commands of one subject live beside the Go helpers they use.
+var scriptCmds = map[string]scriptCmd{
+	"status": cmdStatus,
+	"mode":   cmdMode,
+	"envfile": func(ts *testscript.TestScript, neg bool, args []string) {
+		if neg || len(args) != 2 {
+			ts.Fatalf("usage: envfile VAR file")
+		}
+		ts.Setenv(args[0], ts.ReadFile(args[1]))
+	},
+}
+
+// scriptSetups run before each script, after the environment above is
+// set; a fixture's file adds to them from an init function.
+var scriptSetups []func(env *testscript.Env) error
+
+// scriptConditions are the conditions a script can test with [name]
+// beside testscript's own ([linux], [short], [exec:prog], ...). A
+// condition whose fixture cannot be installed here is false, and the
+// script says so with skip and a reason, never silently.
+var scriptConditions = map[string]func() bool{}
+
+func scriptCondition(cond string) (bool, error) {
+	if f, ok := scriptConditions[cond]; ok {
+		return f(), nil
+	}
+	return false, fmt.Errorf("unknown condition %q", cond)
 }
 
 // cmdStatus runs a command and checks its exit status. Like every run of
