@@ -47,15 +47,25 @@ var weatherBuilds struct {
 // on first use.
 func weatherBuild(t *testing.T, build string) string {
 	t.Helper()
+	bin, err := buildWeatherOnce(build)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bin
+}
+
+// buildWeatherOnce returns the example server built with build, building
+// it on first use.
+func buildWeatherOnce(build string) (string, error) {
 	weatherBuilds.Lock()
 	defer weatherBuilds.Unlock()
 	if bin, ok := weatherBuilds.bins[build]; ok {
-		return bin
+		return bin, nil
 	}
 	if weatherBuilds.dir == "" {
 		dir, err := os.MkdirTemp("", "etdi-weather-")
 		if err != nil {
-			t.Fatal(err)
+			return "", err
 		}
 		weatherBuilds.dir, weatherBuilds.bins = dir, map[string]string{}
 		cleanupAfterTests(func() { os.RemoveAll(dir) })
@@ -66,10 +76,10 @@ func weatherBuild(t *testing.T, build string) string {
 		args = append(args, "-ldflags", "-X main.build="+build)
 	}
 	if out, err := exec.Command("go", append(args, "../../examples/inband-server")...).CombinedOutput(); err != nil {
-		t.Fatalf("build example: %v %s", err, out)
+		return "", fmt.Errorf("build example: %v %s", err, out)
 	}
 	weatherBuilds.bins[build] = bin
-	return bin
+	return bin, nil
 }
 
 func fileSHA256(t *testing.T, path string) string {

@@ -43,6 +43,13 @@ type npmFolder struct {
 
 func (f *npmFolder) need(t testing.TB) {
 	t.Helper()
+	if err := f.ensure(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// ensure installs the folder's packages unless they are installed.
+func (f *npmFolder) ensure() error {
 	f.once.Do(func() {
 		if _, err := os.Stat(filepath.Join(f.dir, f.marker)); err == nil {
 			return
@@ -53,9 +60,7 @@ func (f *npmFolder) need(t testing.TB) {
 			f.err = fmt.Errorf("npm ci in %s: %v\n%s", f.dir, err, out)
 		}
 	})
-	if f.err != nil {
-		t.Fatal(f.err)
-	}
+	return f.err
 }
 
 // needNode installs the npm packages of testdata/mcp (real MCP servers and

@@ -36,22 +36,30 @@ func newPinEnv(t *testing.T) *pinEnv {
 		b, _ := os.ReadFile("demodata/" + f)
 		p.write(f, string(b))
 	}
-	pinKeys.once.Do(func() { pinKeys.dir, pinKeys.err = makePinKeys(t) })
+	if err := copyPinKeys(p.dir); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// copyPinKeys copies the keys and trust policy of pinKeys into dir.
+func copyPinKeys(dir string) error {
+	pinKeys.once.Do(func() { pinKeys.dir, pinKeys.err = makePinKeys() })
 	if pinKeys.err != nil {
-		t.Fatal(pinKeys.err)
+		return pinKeys.err
 	}
 	for _, name := range pinKeyFiles {
 		src := filepath.Join(pinKeys.dir, name)
 		b, err := os.ReadFile(src)
 		if err != nil {
-			t.Fatal(err)
+			return err
 		}
 		fi, _ := os.Stat(src)
-		if err := os.WriteFile(filepath.Join(p.dir, name), b, fi.Mode().Perm()); err != nil {
-			t.Fatal(err)
+		if err := os.WriteFile(filepath.Join(dir, name), b, fi.Mode().Perm()); err != nil {
+			return err
 		}
 	}
-	return p
+	return nil
 }
 
 // pinKeys holds the keys and trust policy every pinEnv starts with:
@@ -66,19 +74,21 @@ var pinKeys struct {
 
 var pinKeyFiles = []string{"acme.key", "acme.pub", "acme2.key", "acme2.pub", "evil.key", "evil.pub", "trust.json"}
 
-func makePinKeys(t *testing.T) (string, error) {
+func makePinKeys() (string, error) {
 	dir, err := os.MkdirTemp(filepath.Dir(etdiBin), "pinkeys-")
 	if err != nil {
 		return "", err
 	}
-	p := &pinEnv{t, dir}
 	for _, args := range [][]string{
 		{"key", "generate", "--out", "acme"}, {"key", "generate", "--out", "acme2"}, {"key", "generate", "--out", "evil"},
 		{"trust", "add", "--policy", "trust.json", "--provider", "acme", "--key", "acme.pub", "--key", "acme2.pub"},
 		{"trust", "add", "--policy", "trust.json", "--provider", "evil", "--key", "evil.pub"},
 	} {
-		if r := p.run(args...); r.code != 0 {
-			return "", fmt.Errorf("etdi %v: exit %d\n%s%s", args, r.code, r.stdout, r.stderr)
+		cmd := exec.Command(etdiBin, args...)
+		cmd.Dir = dir
+		cmd.Env = append([]string{"HOME=" + dir}, pwEnv...)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return "", fmt.Errorf("etdi %v: %v\n%s", args, err, out)
 		}
 	}
 	return dir, nil

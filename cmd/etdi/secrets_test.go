@@ -43,6 +43,15 @@ var (
 // arguments and environment to stderr first.
 func echoServer(t *testing.T) string {
 	t.Helper()
+	bin, err := buildEchoServer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bin
+}
+
+// buildEchoServer builds testdata/echoserver once per test binary.
+func buildEchoServer() (string, error) {
 	echoOnce.Do(func() {
 		dir, err := os.MkdirTemp("", "etdi-echo")
 		if err != nil {
@@ -54,10 +63,7 @@ func echoServer(t *testing.T) string {
 			echoErr = fmt.Errorf("building echoserver: %v\n%s", err, out)
 		}
 	})
-	if echoErr != nil {
-		t.Fatal(echoErr)
-	}
-	return echoBin
+	return echoBin, echoErr
 }
 
 // httpEcho serves one tool over Streamable HTTP on 127.0.0.1, named
