@@ -42,7 +42,13 @@ func (b builtEtdi) Run() int {
 	defer os.RemoveAll(dir)
 	defer runAfterTests()
 	etdiBin = filepath.Join(dir, "etdi")
-	out, err := exec.Command("go", "build", "-o", etdiBin, ".").CombinedOutput()
+	build := []string{"build", "-o", etdiBin}
+	if testing.CoverMode() != "" && os.Getenv("GOCOVERDIR") != "" {
+		// Under go test -cover with GOCOVERDIR set, the binary the tests
+		// run records what it covers there too (see testEnv).
+		build = append(build, "-cover", "-covermode="+testing.CoverMode(), "-coverpkg=github.com/etdi-dev/etdi/...")
+	}
+	out, err := exec.Command("go", append(build, ".")...).CombinedOutput()
 	if err != nil {
 		panic("building etdi: " + err.Error() + "\n" + string(out))
 	}
@@ -85,7 +91,7 @@ func runEtdi(t *testing.T, dir string, env []string, args ...string) result {
 	t.Helper()
 	cmd := exec.Command(etdiBin, args...)
 	cmd.Dir = dir
-	cmd.Env = append([]string{"HOME=" + dir, "XDG_CONFIG_HOME=" + filepath.Join(dir, ".config"), "PATH=" + os.Getenv("PATH")}, env...)
+	cmd.Env = append(testEnv("HOME="+dir, "XDG_CONFIG_HOME="+filepath.Join(dir, ".config"), "PATH="+os.Getenv("PATH")), env...)
 	var so, se bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &so, &se
 	err := cmd.Run()
@@ -100,6 +106,16 @@ func runEtdi(t *testing.T, dir string, env []string, args ...string) result {
 		t.Fatalf("etdi %v printed the password", args)
 	}
 	return r
+}
+
+// testEnv is vars, and GOCOVERDIR when the tests measure coverage: a
+// program the tests start with an environment of their own records its
+// coverage only where GOCOVERDIR says.
+func testEnv(vars ...string) []string {
+	if d := os.Getenv("GOCOVERDIR"); d != "" {
+		vars = append(vars, "GOCOVERDIR="+d)
+	}
+	return vars
 }
 
 var pwEnv = []string{"ETDI_PASSWORD=" + testPassword}
