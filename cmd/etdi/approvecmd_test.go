@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/etdi-dev/etdi/guard"
 	"github.com/etdi-dev/etdi/internal/hostconfig"
 )
 
@@ -26,27 +27,27 @@ func TestApproveCommand(t *testing.T) {
 		t    target
 		want string
 	}{
-		"config":   {*sf, *pf, target{entry: &hostconfig.Entry{}, location: cfg, name: "it's"}, base + " --config '" + cfg + "' --name 'it'\\''s'"},
-		"relative": {*sf, *pf, target{entry: &hostconfig.Entry{}, location: "mcp.json", name: "x"}, base + " --config " + filepath.Join(wd, "mcp.json") + " --name x"},
-		"tools":    {serverFlags{policy: "trust.json", name: "files"}, *pf, target{toolsFile: "live.json"}, base + " --tools " + filepath.Join(wd, "live.json") + " --name files"},
-		"command":  {serverFlags{policy: "trust.json", name: "x"}, *pf, target{argv: []string{"node", "a b.js"}}, "cd " + wd + " && " + base + " --name x --server -- node 'a b.js'"},
-		"url":      {*sf, *pf, target{url: "https://mcp.example/mcp"}, base + " --url https://mcp.example/mcp"},
-		"etcd":     {*sf, pinFlags{path: "etcd://127.0.0.1:2379/etdi"}, target{url: "https://mcp.example/mcp"}, "etdi pin approve --trust " + trust + " --pins etcd://127.0.0.1:2379/etdi --url https://mcp.example/mcp"},
-		"bundle":   {serverFlags{policy: "trust.json", bundle: "w.etdi.json"}, *pf, target{url: "https://mcp.example/mcp"}, base + " --bundle " + filepath.Join(wd, "w.etdi.json") + " --url https://mcp.example/mcp"},
-		"lockfile": {*sf, pinFlags{path: pf.path, lock: "etdi.lock"}, target{url: "https://mcp.example/mcp"}, ""},
-		"inputs":   {serverFlags{policy: "trust.json", inputs: []string{"token=x"}}, *pf, target{entry: &hostconfig.Entry{}, location: cfg, name: "x"}, ""},
-		"headers":  {*sf, *pf, target{url: "https://mcp.example/mcp", headers: http.Header{"Authorization": {"Bearer x"}}}, ""},
-		"nothing":  {*sf, *pf, target{}, ""},
+		"config":   {*sf, *pf, target{ServerSpec: &guard.ServerSpec{Entry: &hostconfig.Entry{}, Name: "it's"}, location: cfg}, base + " --config '" + cfg + "' --name 'it'\\''s'"},
+		"relative": {*sf, *pf, target{ServerSpec: &guard.ServerSpec{Entry: &hostconfig.Entry{}, Name: "x"}, location: "mcp.json"}, base + " --config " + filepath.Join(wd, "mcp.json") + " --name x"},
+		"tools":    {serverFlags{policy: "trust.json", name: "files"}, *pf, target{ServerSpec: &guard.ServerSpec{}, toolsFile: "live.json"}, base + " --tools " + filepath.Join(wd, "live.json") + " --name files"},
+		"command":  {serverFlags{policy: "trust.json", name: "x"}, *pf, target{ServerSpec: &guard.ServerSpec{Command: []string{"node", "a b.js"}}}, "cd " + wd + " && " + base + " --name x --server -- node 'a b.js'"},
+		"url":      {*sf, *pf, target{ServerSpec: &guard.ServerSpec{URL: "https://mcp.example/mcp"}}, base + " --url https://mcp.example/mcp"},
+		"etcd":     {*sf, pinFlags{path: "etcd://127.0.0.1:2379/etdi"}, target{ServerSpec: &guard.ServerSpec{URL: "https://mcp.example/mcp"}}, "etdi pin approve --trust " + trust + " --pins etcd://127.0.0.1:2379/etdi --url https://mcp.example/mcp"},
+		"bundle":   {serverFlags{policy: "trust.json", bundle: "w.etdi.json"}, *pf, target{ServerSpec: &guard.ServerSpec{URL: "https://mcp.example/mcp"}}, base + " --bundle " + filepath.Join(wd, "w.etdi.json") + " --url https://mcp.example/mcp"},
+		"lockfile": {*sf, pinFlags{path: pf.path, lock: "etdi.lock"}, target{ServerSpec: &guard.ServerSpec{URL: "https://mcp.example/mcp"}}, ""},
+		"inputs":   {serverFlags{policy: "trust.json", inputs: []string{"token=x"}}, *pf, target{ServerSpec: &guard.ServerSpec{Entry: &hostconfig.Entry{}, Name: "x"}, location: cfg}, ""},
+		"headers":  {*sf, *pf, target{ServerSpec: &guard.ServerSpec{URL: "https://mcp.example/mcp", Header: http.Header{"Authorization": {"Bearer x"}}}}, ""},
+		"nothing":  {*sf, *pf, target{ServerSpec: &guard.ServerSpec{}}, ""},
 	} {
 		if got := approveCommand(&tc.sf, &tc.pf, &tc.t); got != tc.want {
 			t.Errorf("%s:\n got %s\nwant %s", name, got, tc.want)
 		}
 	}
 	// A command line or URL holding a secret is not printed.
-	secretArg := target{argv: []string{"server", "--token=s3cret"}}
-	secretArg.secrets.Add("s3cret")
-	secretURL := target{url: "https://mcp.example/mcp?key=s3cret"}
-	secretURL.secrets.Add("s3cret")
+	secretArg := target{ServerSpec: &guard.ServerSpec{Command: []string{"server", "--token=s3cret"}}}
+	secretArg.Secrets.Add("s3cret")
+	secretURL := target{ServerSpec: &guard.ServerSpec{URL: "https://mcp.example/mcp?key=s3cret"}}
+	secretURL.Secrets.Add("s3cret")
 	for _, tt := range []target{secretArg, secretURL} {
 		if got := approveCommand(sf, pf, &tt); got != "" {
 			t.Errorf("secret printed: %s", got)

@@ -35,8 +35,8 @@ func (f *serverFlags) capabilitiesOf(t *target) json.RawMessage {
 	switch {
 	case f.capabilities.set:
 		return f.capabilities.caps
-	case t.entry != nil:
-		return json.RawMessage(hostconfig.LaunchOf(t.entry.Host).Capabilities)
+	case t.Entry != nil:
+		return json.RawMessage(hostconfig.LaunchOf(t.Entry.Host).Capabilities)
 	}
 	return nil
 }

@@ -382,7 +382,7 @@ func combineExit(reps []*checkReport) int {
 
 // checkTarget checks one server; errors become the report's Error.
 func (e *env) checkTarget(sf *serverFlags, pf *pinFlags, t *target, p *trust.Policy, set *policy.Set, yes, interactive, acceptInstructions bool) *checkReport {
-	rep := &checkReport{Target: t.label, Tools: []pin.ToolState{}, Findings: []finding.Finding{}, location: t.location, line: t.line, name: t.name,
+	rep := &checkReport{Target: t.Label, Tools: []pin.ToolState{}, Findings: []finding.Finding{}, location: t.location, line: t.line, name: t.Name,
 		approve: approveCommand(sf, pf, t)}
 	fail := func(err error) *checkReport {
 		var ue *pin.UnjustifiedError
@@ -396,8 +396,8 @@ func (e *env) checkTarget(sf *serverFlags, pf *pinFlags, t *target, p *trust.Pol
 	if entryChecked(rep, t) {
 		return rep
 	}
-	if len(t.problems) > 0 {
-		return fail(fmt.Errorf("not checked: %s", strings.Join(t.problems, "; ")))
+	if len(t.Problems) > 0 {
+		return fail(fmt.Errorf("not checked: %s", strings.Join(t.Problems, "; ")))
 	}
 	r, err := e.observe(sf, pf, t, p, true)
 	if err != nil {
@@ -456,7 +456,7 @@ func (e *env) checkTarget(sf *serverFlags, pf *pinFlags, t *target, p *trust.Pol
 // into rep, and reports whether that is all there is to check: the host
 // does not start the server, or etdi does not (entryFinding).
 func entryChecked(rep *checkReport, t *target) bool {
-	en := t.entry
+	en := t.Entry
 	if en == nil {
 		return false
 	}
@@ -464,11 +464,11 @@ func entryChecked(rep *checkReport, t *target) bool {
 	if en.Disabled {
 		rep.Disabled, rep.HostHonoursDisabled = true, string(en.HostHonoursDisabled)
 	}
-	rep.Program, rep.Ignored = t.secrets.String(en.Program), en.Ignored
+	rep.Program, rep.Ignored = t.Secrets.String(en.Program), en.Ignored
 	if en.NotStarted() {
 		return true // the host does not start it: nothing to check
 	}
-	if f := entryFinding(en, &t.secrets); f != nil {
+	if f := entryFinding(en, &t.Secrets); f != nil {
 		rep.Findings = append(rep.Findings, *f)
 		rep.ExitCode = exitFor(rep.Findings)
 		return true
@@ -504,9 +504,9 @@ func entryFinding(en *hostconfig.Entry, secrets *redact.Set) *finding.Finding {
 // the command that records it, nothing changed meanwhile.
 func (e *env) recordServed(r *guard.Report, t *target, yes, interactive bool) ([]pin.Approval, *guard.Report, error) {
 	items := r.Unserved()
-	served := t.secrets.String(r.Observation.Served)
+	served := t.Secrets.String(r.Observation.Served)
 	say(e.stderr, "etdi: %d item(s) of %s were approved without recording what served them (%s); it is now served by %s\n",
-		len(items), r.Server, t.secrets.String(strings.Join(items, ", ")), served)
+		len(items), r.Server, t.Secrets.String(strings.Join(items, ", ")), served)
 	if !yes {
 		if !interactive && !e.stdinIsTerminal() {
 			say(e.stderr, "etdi: warning: another program serving the same definitions would pass unnoticed until this is recorded; "+

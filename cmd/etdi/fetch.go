@@ -41,8 +41,8 @@ serves. With --config, --name picks the entry when the file has several.`,
 				return usagef("--config has %d servers; pick one with --name", len(ts))
 			}
 			t := ts[0]
-			if len(t.problems) > 0 {
-				return fmt.Errorf("server %s cannot be started as configured: %s", t.label, t.problems[0])
+			if len(t.Problems) > 0 {
+				return fmt.Errorf("server %s cannot be started as configured: %s", t.Label, t.Problems[0])
 			}
 			if out == "" || out == "-" {
 				// Nothing reaches standard output before the whole listing
@@ -85,25 +85,25 @@ serves. With --config, --name picks the entry when the file has several.`,
 // (guard.FetchSave). Credentials the server shows are reported as
 // findings, and the error leaves w to be discarded.
 func (e *env) fetchSave(f *serverFlags, t *target, w io.Writer) (*guard.Saved, error) {
-	e.progress("checking %s", t.label)
+	e.progress("checking %s", t.Label)
 	// What the command runs is resolved before it starts, and saved with
 	// the listing: approving from the file records it.
-	origin := guard.ResolveOrigin(e.ctx, t.server())
-	served, at := t.secrets.String(origin.Served()), t.secrets.String(origin.ServedAt())
-	saved, fs, err := guard.FetchSave(e.ctx, t.server(), guard.FetchOptions{StartTimeout: f.startTimeout, Timeout: f.timeout, ClientVersion: readBuildInfo().Version, Served: served, ServedAt: at,
-		Capabilities: f.capabilitiesOf(t)}, t.credentials, w)
+	origin := guard.ResolveOrigin(e.ctx, t.Server())
+	served, at := t.Secrets.String(origin.Served()), t.Secrets.String(origin.ServedAt())
+	saved, fs, err := guard.FetchSave(e.ctx, t.Server(), guard.FetchOptions{StartTimeout: f.startTimeout, Timeout: f.timeout, ClientVersion: readBuildInfo().Version, Served: served, ServedAt: at,
+		Capabilities: f.capabilitiesOf(t)}, t.Credentials, w)
 	if err != nil {
 		// The error may quote the server's stderr, a URL or a header.
 		var se *guard.FetchError
 		if errors.As(err, &se) {
-			se.Stderr = t.secrets.Tail(se.Stderr) // the kept tail may start inside a secret
+			se.Stderr = t.Secrets.Tail(se.Stderr) // the kept tail may start inside a secret
 		}
-		return nil, t.secrets.Error(fmt.Errorf("server %s: %w", t.label, err))
+		return nil, t.Secrets.Error(fmt.Errorf("server %s: %w", t.Label, err))
 	}
 	if len(fs) > 0 { // never saved (SPEC.md §14)
 		printFindings(e.stderr, fs)
 		return nil, &exitCodeError{exitFor(fs)}
 	}
-	e.progress("%s: %d tool(s) in %d page(s)", t.label, saved.Entries["tools"], saved.Pages)
+	e.progress("%s: %d tool(s) in %d page(s)", t.Label, saved.Entries["tools"], saved.Pages)
 	return saved, nil
 }

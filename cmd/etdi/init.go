@@ -291,8 +291,8 @@ func (e *env) markWrapped(sf *serverFlags, rv *reviewed) {
 	}
 	for i := range rv.ts {
 		for _, t := range ts {
-			if t.entry != nil && rv.ts[i].entry != nil && t.location == rv.ts[i].location && t.name == rv.ts[i].name {
-				rv.reps[i].Wrapped = t.entry.Wrapped
+			if t.Entry != nil && rv.ts[i].Entry != nil && t.location == rv.ts[i].location && t.Name == rv.ts[i].Name {
+				rv.reps[i].Wrapped = t.Entry.Wrapped
 			}
 		}
 	}

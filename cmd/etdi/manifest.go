@@ -115,15 +115,15 @@ drifts, 1 the manifest or the server could not be read, 2 usage.
 					Summary       string               `json:"summary"`
 					Tools         []release.ServedTool `json:"tools"`
 					ExitCode      int                  `json:"exitCode"`
-				}{1, pos[0], t.label, code == exitOK, summary, results, code}); err != nil {
+				}{1, pos[0], t.Label, code == exitOK, summary, results, code}); err != nil {
 					return err
 				}
 				return exitWith(code)
 			}
 			if code == exitOK {
-				say(e.stdout, "OK %s: %s serves exactly the manifest's %d tool definition(s)\n", pos[0], t.label, len(m.Tools))
+				say(e.stdout, "OK %s: %s serves exactly the manifest's %d tool definition(s)\n", pos[0], t.Label, len(m.Tools))
 			} else {
-				say(e.stdout, "FAILED %s (exit %d): %s does not serve the manifest's definitions (%s)\n", pos[0], code, t.label, summary)
+				say(e.stdout, "FAILED %s (exit %d): %s does not serve the manifest's definitions (%s)\n", pos[0], code, t.Label, summary)
 			}
 			for i := range results {
 				r := &results[i]
@@ -185,15 +185,15 @@ the program or script. --no-bind leaves both out.`,
 				bind.Endpoints = append(bind.Endpoints, ep)
 			}
 			if !noBind && t.toolsFile == "" {
-				switch o := guard.ResolveOrigin(e.ctx, t.server()); {
-				case t.url != "" && len(endpoints) == 0:
-					ep := endpointOf(t.url)
+				switch o := guard.ResolveOrigin(e.ctx, t.Server()); {
+				case t.URL != "" && len(endpoints) == 0:
+					ep := endpointOf(t.URL)
 					if err := etdi.ValidateEndpoint(ep); err != nil {
-						say(e.stderr, "etdi: not binding the bundle to %s: %s (give --endpoint with the URL clients use)\n", redact.URL(t.url), err.Error())
+						say(e.stderr, "etdi: not binding the bundle to %s: %s (give --endpoint with the URL clients use)\n", redact.URL(t.URL), err.Error())
 					} else {
 						bind.Endpoints = []string{ep}
 					}
-				case t.url == "":
+				case t.URL == "":
 					if a, from, ok := o.Artifact(); ok {
 						bind.Artifacts = []etdi.Artifact{a}
 						say(e.stderr, "etdi: bound to %s (from %s)\n", a.String(), from)
@@ -213,7 +213,7 @@ the program or script. --no-bind leaves both out.`,
 				return usagef("--server-name is required when the server's name is unknown")
 			}
 			if len(tools) == 0 {
-				return fmt.Errorf("%s offers no tools", t.label)
+				return fmt.Errorf("%s offers no tools", t.Label)
 			}
 			var b strings.Builder
 			b.WriteString("{\n  \"provider\": ")

@@ -12,10 +12,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/etdi-dev/etdi/finding"
 	"github.com/etdi-dev/etdi/guard"
 	"github.com/etdi-dev/etdi/internal/hostconfig"
-	"github.com/etdi-dev/etdi/internal/redact"
 	"github.com/etdi-dev/etdi/pin"
 	"github.com/etdi-dev/etdi/trust"
 	"github.com/etdi-dev/etdi/verify"
@@ -87,50 +85,20 @@ func (f *serverFlags) registerConfig(fs *pflag.FlagSet) {
 	fs.BoolVar(&f.project, "project", false, "with --config auto: also start the servers of project-scoped files in the working directory (.mcp.json, .vscode/mcp.json, ...)")
 }
 
-// target is one server to check: its description (guard.ServerSpec,
-// nil for a saved listing or a bundle checked alone), as the commands
-// read it, and where its findings point.
+// target is one server to check: its description as the commands read
+// it, and where its findings point.
 type target struct {
-	spec *guard.ServerSpec
-	// label describes the server in output.
-	label string
-	// name is the identity of the server if it has no bundle.
-	name      string
-	argv, env []string
-	dir       string
-	url       string
-	headers   http.Header
+	// ServerSpec describes the server; a saved listing or a bundle checked
+	// alone has only a Label and a Name.
+	*guard.ServerSpec
+	// toolsFile is the saved listing checked (--tools).
 	toolsFile string
 	// location is the file findings point at (SARIF), line the line of
 	// the configuration entry in it (0: the whole file).
 	location string
 	line     int
-	// problems keep the server from being checked as configured.
-	problems []string
-	// bundle is the --bundle of a wrapped entry's etdi run.
-	bundle string
-	// project and launch mark an entry of a project-scoped file and its
-	// launch digest.
+	// project marks an entry of a project-scoped file.
 	project bool
-	launch  string
-	// secrets are the values of the server's configuration that must not
-	// be shown: env and header values, URL user information and query
-	// values, NAME=VALUE arguments (SPEC.md §14).
-	secrets redact.Set
-	// credentials are those of the secrets that are credentials; a
-	// definition that shows one is not checked (SPEC.md §14).
-	credentials []guard.Credential
-	// findings are those about the configuration entry itself
-	// (docs/hosts.md#wrapping-host-configurations): reported whatever the check of the server finds.
-	findings []finding.Finding
-	// entry is the host configuration entry the target comes from, as
-	// its host reads it (docs/hosts.md#host-configuration-files).
-	entry *hostconfig.Entry
-	// secretEnv names the variables etdi read a secret from, keepEnv
-	// those the configuration entry sets for the server: a started
-	// server gets neither the first nor any ETDI_* variable
-	// (guard.ServerEnv), but the second.
-	secretEnv, keepEnv []string
 }
 
 // targets resolves the flags into the servers to check.
@@ -145,7 +113,7 @@ func (e *env) targets(f *serverFlags, args []string, dash int) ([]target, error)
 		return nil, usagef("--capabilities applies to a live server (--server, --url, --config), not to a saved listing or a bundle")
 	}
 	if sources == 0 && f.bundle != "" {
-		return []target{{label: f.bundle, name: f.name, location: f.bundle}}, nil
+		return []target{{ServerSpec: &guard.ServerSpec{Label: f.bundle, Name: f.name}, location: f.bundle}}, nil
 	}
 	if sources != 1 {
 		return nil, usagef("give exactly one of --tools FILE, --server -- CMD..., --url URL, --config FILE|auto (or only --bundle)")
@@ -169,7 +137,7 @@ func (e *env) targets(f *serverFlags, args []string, dash int) ([]target, error)
 				}
 			}
 		}
-		return []target{{label: f.tools, name: f.name, toolsFile: f.tools, location: f.tools}}, nil
+		return []target{{ServerSpec: &guard.ServerSpec{Label: f.tools, Name: f.name}, toolsFile: f.tools, location: f.tools}}, nil
 	case f.server:
 		t := targetOf(guard.Describe(f.argv, "", nil, f.name, os.Environ(), false))
 		t.location = f.bundle
@@ -387,18 +355,18 @@ func (f *pinFlags) launchChecker() func(string) (bool, error) {
 func (e *env) approveLaunches(pf *pinFlags, ts []target, passed func(i int) (server string, ok bool)) {
 	for i, t := range ts {
 		server, ok := passed(i)
-		if !t.project || t.launch == "" || !ok {
+		if !t.project || t.Launch == "" || !ok {
 			continue
 		}
 		s, err := pf.open(false)
 		if err != nil {
-			say(e.stderr, "etdi: warning: could not record the launch of %s: %v\n", t.label, err)
+			say(e.stderr, "etdi: warning: could not record the launch of %s: %v\n", t.Label, err)
 			return
 		}
-		err = s.ApproveLaunch(pin.Launch{Digest: t.launch, Server: server, File: t.location, Entry: t.name, By: pf.who()})
+		err = s.ApproveLaunch(pin.Launch{Digest: t.Launch, Server: server, File: t.location, Entry: t.Name, By: pf.who()})
 		s.Close()
 		if err != nil {
-			say(e.stderr, "etdi: warning: could not record the launch of %s: %v\n", t.label, err)
+			say(e.stderr, "etdi: warning: could not record the launch of %s: %v\n", t.Label, err)
 		}
 	}
 }
@@ -434,7 +402,7 @@ func (e *env) listing(f *serverFlags, t *target) (*guard.Listing, error) {
 			return nil, fmt.Errorf("%s: %w", t.toolsFile, err)
 		}
 		return l, nil
-	case len(t.argv) > 0 || t.url != "":
+	case len(t.Command) > 0 || t.URL != "":
 		return e.fetch(f, t)
 	}
 	return nil, nil
@@ -448,9 +416,9 @@ func (e *env) guardOptions(f *serverFlags, pf *pinFlags, t *target, p *trust.Pol
 	if err != nil {
 		return guard.Options{}, err
 	}
-	opts := guard.Options{Policy: p, Name: t.name, Now: now, Credentials: t.credentials, Spec: t.spec,
+	opts := guard.Options{Policy: p, Name: t.Name, Now: now, Credentials: t.Credentials, Spec: t.ServerSpec,
 		Tokens: func() verify.TokenVerifier { return e.tokenVerifier(now) }}
-	if bundle := cmp.Or(f.bundle, t.bundle); bundle != "" {
+	if bundle := cmp.Or(f.bundle, t.Bundle); bundle != "" {
 		data, err := e.readInput(bundle)
 		if err != nil {
 			return opts, err
@@ -476,13 +444,10 @@ func (e *env) observe(f *serverFlags, pf *pinFlags, t *target, p *trust.Policy, 
 	if err != nil {
 		return nil, err
 	}
-	t.secretEnv = guard.SecretEnv(p)
-	if t.spec != nil {
-		t.spec.SecretEnv = t.secretEnv
-	}
-	if t.toolsFile == "" && (len(t.argv) > 0 || t.url != "") {
+	t.SecretEnv = guard.SecretEnv(p)
+	if t.toolsFile == "" && (len(t.Command) > 0 || t.URL != "") {
 		// What the command runs is resolved before it is started.
-		opts.Origin = guard.ResolveOrigin(e.ctx, t.server())
+		opts.Origin = guard.ResolveOrigin(e.ctx, t.Server())
 	}
 	l, err := e.listing(f, t)
 	if err != nil {
@@ -516,18 +481,18 @@ func (e *env) guardError(err error) error {
 
 // fetch lists a live server.
 func (e *env) fetch(f *serverFlags, t *target) (*guard.Listing, error) {
-	e.progress("checking %s", t.label)
-	l, err := guard.Fetch(e.ctx, t.server(), guard.FetchOptions{StartTimeout: f.startTimeout, Timeout: f.timeout, ClientVersion: readBuildInfo().Version,
+	e.progress("checking %s", t.Label)
+	l, err := guard.Fetch(e.ctx, t.Server(), guard.FetchOptions{StartTimeout: f.startTimeout, Timeout: f.timeout, ClientVersion: readBuildInfo().Version,
 		Capabilities: f.capabilitiesOf(t)})
 	if err != nil {
 		// The error may quote the server's stderr, a URL or a header.
 		var se *guard.FetchError
 		if errors.As(err, &se) {
-			se.Stderr = t.secrets.Tail(se.Stderr) // the kept tail may start inside a secret
+			se.Stderr = t.Secrets.Tail(se.Stderr) // the kept tail may start inside a secret
 		}
-		return nil, t.secrets.Error(fmt.Errorf("server %s: %w", t.label, err))
+		return nil, t.Secrets.Error(fmt.Errorf("server %s: %w", t.Label, err))
 	}
-	e.progress("%s: %d tool(s) in %d page(s)", t.label, len(l.Tools), l.Pages)
+	e.progress("%s: %d tool(s) in %d page(s)", t.Label, len(l.Tools), l.Pages)
 	return l, nil
 }
 
@@ -541,8 +506,8 @@ func (e *env) observeOne(f *serverFlags, pf *pinFlags, args []string, dash int) 
 	if len(ts) != 1 {
 		return nil, usagef("this command works on one server; select it with --name")
 	}
-	if len(ts[0].problems) > 0 {
-		return nil, fmt.Errorf("server %s cannot be checked: %s", ts[0].label, strings.Join(ts[0].problems, "; "))
+	if len(ts[0].Problems) > 0 {
+		return nil, fmt.Errorf("server %s cannot be checked: %s", ts[0].Label, strings.Join(ts[0].Problems, "; "))
 	}
 	p, err := loadPolicy(f.policy)
 	if err != nil {
@@ -565,14 +530,4 @@ func auditKeyPaths(pins, key string) (string, string) {
 }
 
 // targetOf is the target of a server's description.
-func targetOf(s *guard.ServerSpec) target {
-	return target{spec: s, label: s.Label, name: s.Name, argv: s.Command, env: s.Env, dir: s.Dir, url: s.URL, headers: s.Header,
-		problems: s.Problems, bundle: s.Bundle, launch: s.Launch, secrets: s.Secrets, credentials: s.Credentials,
-		findings: s.Findings, entry: s.Entry, keepEnv: s.KeepEnv}
-}
-
-// server is the guard.Launch of a live target.
-func (t *target) server() guard.Launch {
-	s := guard.ServerSpec{Command: t.argv, Env: t.env, SecretEnv: t.secretEnv, KeepEnv: t.keepEnv, Dir: t.dir, URL: t.url, Header: t.headers}
-	return s.Server()
-}
+func targetOf(s *guard.ServerSpec) target { return target{ServerSpec: s} }

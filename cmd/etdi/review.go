@@ -152,7 +152,7 @@ func (e *env) gather(sf *serverFlags, pf *pinFlags) (*reviewed, error) {
 		rep := e.checkTarget(sf, pf, &ts[i], p, set, false, false, false)
 		addConfigFindings(rep, &ts[i])
 		rv.reps = append(rv.reps, rep)
-		if hasError(ts[i].findings) {
+		if hasError(ts[i].Findings) {
 			// An entry that imitates etdi's gate or overrides its files:
 			// nothing of what it runs is approved while it stands.
 			rv.reports = append(rv.reports, nil)
@@ -169,7 +169,7 @@ func (rv *reviewed) settle(applied []guard.Applied) {
 		rep, t := rv.reps[a.Report], &rv.ts[a.Report]
 		rv.reports[a.Report] = a.After
 		rep.guarded, rep.Tools = a.After, a.After.Tools
-		rep.Findings = append(append([]finding.Finding{}, t.findings...), a.After.Findings...)
+		rep.Findings = append(append([]finding.Finding{}, t.Findings...), a.After.Findings...)
 		rep.ExitCode = exitFor(rep.Findings)
 		if a.Result != nil {
 			rep.Approved = append(rep.Approved, a.Result.Approved...)
@@ -183,10 +183,10 @@ func (rv *reviewed) settle(applied []guard.Applied) {
 // where names a server for a person: its entry and host.
 func (rv *reviewed) where(i int) string {
 	t := &rv.ts[i]
-	if t.entry != nil && t.entry.Host != "" {
-		return t.name + " (" + t.entry.Host + ")"
+	if t.Entry != nil && t.Entry.Host != "" {
+		return t.Name + " (" + t.Entry.Host + ")"
 	}
-	return t.label
+	return t.Label
 }
 
 // runReview checks every server, decides what is pending as o says, and
@@ -457,8 +457,8 @@ func printCompact(w io.Writer, rv *reviewed, wrapState bool) {
 	for i, rep := range rv.reps {
 		t := &rv.ts[i]
 		host := "-"
-		if t.entry != nil && t.entry.Host != "" {
-			host = t.entry.Host
+		if t.Entry != nil && t.Entry.Host != "" {
+			host = t.Entry.Host
 		}
 		id := rep.Server
 		if id == "" {
@@ -470,9 +470,9 @@ func printCompact(w io.Writer, rv *reviewed, wrapState bool) {
 				tools++
 			}
 		}
-		rows[i] = [5]string{termtext.Escape(t.name), termtext.Escape(host), termtext.Escape(id), fmt.Sprintf("%d tools", tools), serverState(rep, wrapState)}
-		if t.name == "" {
-			rows[i][0] = termtext.Escape(t.label)
+		rows[i] = [5]string{termtext.Escape(t.Name), termtext.Escape(host), termtext.Escape(id), fmt.Sprintf("%d tools", tools), serverState(rep, wrapState)}
+		if t.Name == "" {
+			rows[i][0] = termtext.Escape(t.Label)
 		}
 		for c := range width {
 			width[c] = max(width[c], utf8.RuneCountInString(rows[i][c]))

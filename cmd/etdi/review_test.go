@@ -15,7 +15,7 @@ import (
 // the rest of a server; j shows and asks again; q and the end of input
 // stop, leaving the rest pending.
 func TestReviewAnswers(t *testing.T) {
-	rv := &reviewed{ts: []target{{name: "notes", label: "notes"}, {name: "wiki", label: "wiki"}}, reps: []*checkReport{{}, {}}}
+	rv := &reviewed{ts: []target{{ServerSpec: &guard.ServerSpec{Name: "notes", Label: "notes"}}, {ServerSpec: &guard.ServerSpec{Name: "wiki", Label: "wiki"}}}, reps: []*checkReport{{}, {}}}
 	items := []guard.ReviewItem{
 		{Report: 0, Server: "unsigned:notes", Tool: "a", Ref: "a", Category: guard.CategoryNewTools, Bulk: true},
 		{Report: 0, Server: "unsigned:notes", Tool: "b", Ref: "b", Category: guard.CategoryChanges},

@@ -13,7 +13,7 @@ import (
 // Once the input of a review ends, nothing more is asked: the items left
 // stay pending, and only what a approved before is approved.
 func TestReviewEndOfInput(t *testing.T) {
-	rv := &reviewed{ts: []target{{name: "notes", label: "notes"}}, reps: []*checkReport{{}}}
+	rv := &reviewed{ts: []target{{ServerSpec: &guard.ServerSpec{Name: "notes", Label: "notes"}}}, reps: []*checkReport{{}}}
 	items := []guard.ReviewItem{
 		{Report: 0, Server: "unsigned:notes", Tool: "a", Ref: "a", Category: guard.CategoryNewTools, Bulk: true},
 		{Report: 0, Server: "unsigned:notes", Tool: "b", Ref: "b", Category: guard.CategoryChanges},

@@ -305,7 +305,7 @@ func approveHint(f finding.Finding, approve string) string {
 // be written out exactly: a lockfile is read-only, and a command line,
 // URL, header or VS Code input holding a secret is not printed.
 func approveCommand(sf *serverFlags, pf *pinFlags, t *target) string {
-	if pf.lock != "" || len(sf.inputs) > 0 || len(t.headers) > 0 {
+	if pf.lock != "" || len(sf.inputs) > 0 || len(t.Header) > 0 {
 		return ""
 	}
 	q := termtext.ShellQuote
@@ -318,28 +318,28 @@ func approveCommand(sf *serverFlags, pf *pinFlags, t *target) string {
 		parts = append(parts, "--bundle", q(absPath(sf.bundle)))
 	}
 	switch {
-	case t.entry != nil:
-		parts = append(parts, "--config", q(absPath(t.location)), "--name", q(t.name))
+	case t.Entry != nil:
+		parts = append(parts, "--config", q(absPath(t.location)), "--name", q(t.Name))
 	case t.toolsFile != "":
 		parts = append(parts, "--tools", q(absPath(t.toolsFile)))
 		if sf.name != "" {
 			parts = append(parts, "--name", q(sf.name))
 		}
-	case t.url != "":
-		if t.secrets.String(t.url) != t.url {
+	case t.URL != "":
+		if t.Secrets.String(t.URL) != t.URL {
 			return ""
 		}
-		parts = append(parts, "--url", q(t.url))
+		parts = append(parts, "--url", q(t.URL))
 		if sf.name != "" {
 			parts = append(parts, "--name", q(sf.name))
 		}
-	case len(t.argv) > 0:
+	case len(t.Command) > 0:
 		if sf.name != "" {
 			parts = append(parts, "--name", q(sf.name))
 		}
 		parts = append(parts, "--server", "--")
-		for _, a := range t.argv {
-			if t.secrets.String(a) != a {
+		for _, a := range t.Command {
+			if t.Secrets.String(a) != a {
 				return ""
 			}
 			parts = append(parts, q(a))

@@ -581,9 +581,9 @@ func (e *env) configGate(f *serverFlags) (hostconfig.Gate, error) {
 // addConfigFindings puts the entry's configuration findings into its
 // report, whatever else the check found.
 func addConfigFindings(rep *checkReport, t *target) {
-	if len(t.findings) == 0 {
+	if len(t.Findings) == 0 {
 		return
 	}
-	rep.Findings = append(append([]finding.Finding(nil), t.findings...), rep.Findings...)
-	rep.ExitCode = worse(rep.ExitCode, exitFor(t.findings))
+	rep.Findings = append(append([]finding.Finding(nil), t.Findings...), rep.Findings...)
+	rep.ExitCode = worse(rep.ExitCode, exitFor(t.Findings))
 }
