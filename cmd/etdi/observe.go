@@ -115,7 +115,7 @@ type target struct {
 	launch  string
 	// secrets are the values of the server's configuration that must not
 	// be shown: env and header values, URL user information and query
-	// values, NAME=VALUE arguments (SPEC.md §14).
+	// values, NAME=VALUE arguments (docs/output.md#redacting-configured-secrets).
 	secrets redact.Set
 	// credentials are those of the secrets that are credentials; a
 	// definition that shows one is not checked (SPEC.md §14).
