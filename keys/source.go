@@ -17,7 +17,7 @@ type PassFunc func() ([]byte, error)
 // MaxKeyFileSize bounds key files and key environment variables.
 const MaxKeyFileSize = 64 << 10
 
-// LoadSigner opens the signing key named by ref (SPEC.md §7):
+// LoadSigner opens the signing key named by ref (docs/signing.md#keys):
 //
 //   - a path to an encrypted private key file (etdi's or cosign's format);
 //   - env://NAME, the same PEM text held in environment variable NAME;

@@ -45,7 +45,7 @@ type KeyPair struct {
 }
 
 // IDPToken proves the provider's identity with a token of its identity
-// provider bound to the exact statement (SPEC.md §17). Either Token is a
+// provider bound to the exact statement (SPEC.md §13). Either Token is a
 // token obtained another way, or, when Token is empty and Issuer is set,
 // [Bundle] requests one from Issuer with the
 // OAuth 2.0 client credentials grant (ClientID, ClientSecret), asking for
@@ -318,7 +318,7 @@ func (r *Result) By() string {
 }
 
 // Binding is what an identity provider token must carry to be bound to a
-// statement (SPEC.md §17): its authorization_details, the scopes to ask
+// statement (SPEC.md §13): its authorization_details, the scopes to ask
 // for, and the digest of the payload.
 type Binding struct {
 	AuthorizationDetails []idp.Detail `json:"authorization_details"`

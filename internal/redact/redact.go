@@ -1,5 +1,5 @@
 // Package redact keeps the secrets a server is configured with out of what
-// etdi prints and stores (SPEC.md §14).
+// etdi prints and stores (docs/output.md#redacting-configured-secrets).
 //
 // A Set collects the values that may be secrets: the environment values and
 // header values of a host configuration entry, the user information and

@@ -1,5 +1,6 @@
-// Package tuf fetches Sigstore trusted roots (trusted_root.json) through
-// The Update Framework with sigstore-go's TUF client (SPEC.md §16.2): the
+// Package tuf fetches Sigstore trusted roots (trusted_root.json, SPEC.md
+// §16.2) through The Update Framework with sigstore-go's TUF client
+// (docs/signing.md#keyless-signers): the
 // repository's metadata is verified from a TUF root (the public-good one
 // sigstore-go embeds, or one given for a private instance) through
 // timestamp, snapshot and targets, which refuses a tampered target,
