@@ -10,7 +10,9 @@ package vectors
 import (
 	"bytes"
 	"crypto"
+	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -442,8 +444,13 @@ func Build(k map[string]*Key) ([]Case, error) {
 	nearPayload := stNear.Payload()
 	addc("number_rounding_to_max_safe_integer", true, files(signRaw(bytes.Replace(nearPayload, []byte(`"maximum":9007199254740991`), []byte(`"maximum":9007199254740991.4`), 1), ed),
 		acme, liveFrom(mNear, nil), want("a signed payload with 9007199254740991.4, whose nearest double is 2^53-1: accepted, the same value as 9007199254740991", 0)))
-	addc("number_rounding_beyond_max_safe_integer", true, files(signRaw(bytes.Replace(nearPayload, []byte(`"maximum":9007199254740991`), []byte(`"maximum":9007199254740991.5`), 1), ed),
-		acme, nil, want("a signed payload with 9007199254740991.5, whose nearest double is 2^53: refused", 10, "bundle_invalid")))
+	// The subject digest is that of the definition with 2^53, so that only
+	// the number's range refuses the statement.
+	beyond := bytes.Replace(nearPayload, []byte(`"maximum":9007199254740991`), []byte(`"maximum":9007199254740991.5`), 1)
+	beyondDigest := sha256.Sum256(bytes.Replace(mNear.Tools[1].Canonical, []byte(`"maximum":9007199254740991`), []byte(`"maximum":9007199254740992`), 1))
+	beyond = bytes.Replace(beyond, []byte(mNear.Tools[1].Digest.Hex()), []byte(hex.EncodeToString(beyondDigest[:])), 1)
+	addc("number_rounding_beyond_max_safe_integer", true, files(signRaw(beyond, ed),
+		acme, nil, want("a signed payload with 9007199254740991.5, whose nearest double is 2^53, its subject digest that of 2^53: refused", 10, "bundle_invalid")))
 	addc("sequence_written_as_decimal", true, files(signRaw(bytes.Replace(payload, []byte(`"sequence":42`), []byte(`"sequence":42.0`), 1), ed),
 		acme, liveFrom(m, nil), want("a signed payload whose sequence is written 42.0: an integral number, accepted", 0)))
 	addc("issued_at_lowercase_t_and_z", true, files(signRaw(bytes.Replace(payload, []byte(`"issuedAt":"2026-01-01T00:00:00Z"`), []byte(`"issuedAt":"2026-01-01t00:00:00z"`), 1), ed),
