@@ -347,6 +347,11 @@ func Build(k map[string]*Key) ([]Case, error) {
 		})
 	rug("rugpull_unknown_field_added", "a field MCP may add later is still part of the definition", []string{"execution"},
 		func(d map[string]any) { d["execution"] = map[string]any{"taskSupport": "required"} })
+	rug("rugpull_fields_in_signed_order", "the title changes and a field sorting before it is added: fields name the signed definition's changes first, then the added ones", []string{"title", "execution"},
+		func(d map[string]any) {
+			d["title"] = "Current weather (beta)"
+			d["execution"] = map[string]any{"taskSupport": "required"}
+		})
 	rug("rugpull_foreign_meta_changed", "a non-etdi _meta key changes", []string{"_meta"},
 		func(d map[string]any) { d["_meta"].(map[string]any)["com.acme/owner"] = "someone-else" })
 
