@@ -3,6 +3,7 @@ package etdi
 import (
 	"encoding/base64"
 	"fmt"
+	"strings"
 
 	"github.com/etdi-dev/etdi/strictjson"
 )
@@ -116,7 +117,7 @@ func ParseBundle(data []byte) (*Bundle, error) {
 	if err != nil {
 		return nil, err
 	}
-	if b.Envelope.Payload, err = base64.StdEncoding.Strict().DecodeString(p64); err != nil {
+	if b.Envelope.Payload, err = decodeBase64(p64); err != nil {
 		return nil, eo.Field("payload").Errorf("not standard padded base64: %v", err)
 	}
 	sa, err := eo.Field("signatures").Array()
@@ -142,7 +143,7 @@ func ParseBundle(data []byte) (*Bundle, error) {
 		if err != nil {
 			return nil, err
 		}
-		if s.Sig, err = base64.StdEncoding.Strict().DecodeString(s64); err != nil {
+		if s.Sig, err = decodeBase64(s64); err != nil {
 			return nil, so.Field("sig").Errorf("not standard padded base64: %v", err)
 		}
 		if len(s.Sig) == 0 || len(s.Sig) > 1024 {
@@ -159,4 +160,14 @@ type PayloadTypeError struct{ Got string }
 
 func (e *PayloadTypeError) Error() string {
 	return fmt.Sprintf("dsseEnvelope.payloadType: %q is not %q", truncate(e.Got, 80), PayloadType)
+}
+
+// decodeBase64 decodes standard padded base64 with zero padding bits, and
+// nothing else: Go's decoder skips CR and LF, which would let one payload
+// or signature be written in many ways.
+func decodeBase64(s string) ([]byte, error) {
+	if i := strings.IndexAny(s, "\r\n"); i >= 0 {
+		return nil, fmt.Errorf("line break at byte %d", i)
+	}
+	return base64.StdEncoding.Strict().DecodeString(s)
 }

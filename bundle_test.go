@@ -73,3 +73,21 @@ func TestParseStatementSubjects(t *testing.T) {
 		t.Fatalf("another digest signed: %v", err)
 	}
 }
+
+// A line break inside a base64 payload or signature, which Go's decoder
+// skips, is refused: one payload, one spelling.
+func TestBundleBase64LineBreak(t *testing.T) {
+	for _, bad := range []string{
+		`{"mediaType":"application/vnd.etdi.bundle.v1+json","dsseEnvelope":{"payloadType":"application/vnd.in-toto+json","payload":"e30=\n","signatures":[{"sig":"AAAA"}]}}`,
+		`{"mediaType":"application/vnd.etdi.bundle.v1+json","dsseEnvelope":{"payloadType":"application/vnd.in-toto+json","payload":"e3\r\n0=","signatures":[{"sig":"AAAA"}]}}`,
+		`{"mediaType":"application/vnd.etdi.bundle.v1+json","dsseEnvelope":{"payloadType":"application/vnd.in-toto+json","payload":"e30=","signatures":[{"sig":"AA\nAA"}]}}`,
+	} {
+		if _, err := ParseBundle([]byte(bad)); err == nil || !strings.Contains(err.Error(), "line break") {
+			t.Errorf("%s: %v, want a line break refused", bad, err)
+		}
+	}
+	good := `{"mediaType":"application/vnd.etdi.bundle.v1+json","dsseEnvelope":{"payloadType":"application/vnd.in-toto+json","payload":"e30=","signatures":[{"sig":"AAAA"}]}}`
+	if _, err := ParseBundle([]byte(good)); err != nil {
+		t.Errorf("the same without line breaks: %v", err)
+	}
+}

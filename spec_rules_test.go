@@ -93,7 +93,8 @@ func TestSpecCharacters(t *testing.T) {
 }
 
 // TestSpecTimes checks the time form of SPEC.md §2: RFC 3339 with upper
-// case T and Z, any number of fraction digits, and no leap second.
+// case T and Z, any number of fraction digits, offsets to ±23:59, and no
+// leap second.
 func TestSpecTimes(t *testing.T) {
 	for s, ok := range map[string]bool{
 		"2026-01-01T00:00:00Z":              true,
@@ -105,6 +106,14 @@ func TestSpecTimes(t *testing.T) {
 		"2026-01-01T00:00:00.Z":             false,
 		"2026-06-30T23:59:60Z":              false,
 		"2026-01-01T00:00:00":               false,
+		// Forms Go's time.Parse alone takes.
+		"2026-01-01T0:00:00Z":        false,
+		"2026-01-01T00:00:00,5Z":     false,
+		"2026-01-02T00:00:00+24:00":  false,
+		"2026-01-01T00:00:00+00:60":  false,
+		"2026-01-01T00:00:00+0000":   false,
+		"2026-01-01T00:00:00+00:00 ": false,
+		"2025-12-31T19:00:00-05:00":  true,
 	} {
 		v, err := strictjson.Parse([]byte(fmt.Sprintf("%q", s)))
 		if err != nil {

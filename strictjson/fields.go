@@ -1,6 +1,7 @@
 package strictjson
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -106,12 +107,58 @@ func (f Field) Time() (time.Time, error) {
 	if err != nil {
 		return time.Time{}, err
 	}
-	t, err := time.Parse(time.RFC3339, s)
+	t, err := ParseTime(s)
 	if err != nil {
 		return time.Time{}, f.Errorf("%q is not an RFC 3339 time", truncate(s, 64))
 	}
 	return t, nil
 }
+
+// ParseTime parses an RFC 3339 date-time in the one form SPEC.md §2
+// allows: YYYY-MM-DDThh:mm:ss, an optional "." and fraction digits, then
+// "Z" or ±hh:mm, with an upper-case T and Z. Go's time.Parse alone also
+// takes a one-digit hour, a comma before the fraction and an offset of
+// 24 hours, so the form is checked first: a timestamp has one spelling.
+func ParseTime(s string) (time.Time, error) {
+	if !timeForm(s) {
+		return time.Time{}, errTimeForm
+	}
+	return time.Parse(time.RFC3339, s)
+}
+
+var errTimeForm = errors.New("not YYYY-MM-DDThh:mm:ss[.fraction](Z|±hh:mm)")
+
+// timeForm reports whether s has the form ParseTime takes; time.Parse
+// checks the ranges of the fields.
+func timeForm(s string) bool {
+	const date = "dddd-dd-ddTdd:dd:dd"
+	if len(s) < len(date)+1 {
+		return false
+	}
+	for i := 0; i < len(date); i++ {
+		if date[i] == 'd' && !isDigit(s[i]) || date[i] != 'd' && s[i] != date[i] {
+			return false
+		}
+	}
+	rest := s[len(date):]
+	if rest[0] == '.' {
+		n := 1
+		for n < len(rest) && isDigit(rest[n]) {
+			n++
+		}
+		if n == 1 {
+			return false
+		}
+		rest = rest[n:]
+	}
+	if rest == "Z" {
+		return true
+	}
+	return len(rest) == 6 && (rest[0] == '+' || rest[0] == '-') && isDigit(rest[1]) && isDigit(rest[2]) && rest[3] == ':' &&
+		isDigit(rest[4]) && isDigit(rest[5]) && (rest[1] < '2' || rest[1] == '2' && rest[2] <= '3') && rest[4] <= '5'
+}
+
+func isDigit(c byte) bool { return '0' <= c && c <= '9' }
 
 // OptTime returns f as an RFC 3339 timestamp, or the zero time if absent.
 func (f Field) OptTime() (time.Time, error) {

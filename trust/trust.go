@@ -943,7 +943,7 @@ func parseSigstoreRootSource(f strictjson.Field) (*SigstoreRootSource, error) {
 	if err != nil {
 		return nil, err
 	}
-	if src.Fetched, err = time.Parse(time.RFC3339, ft); err != nil {
+	if src.Fetched, err = strictjson.ParseTime(ft); err != nil {
 		return nil, o.Field("fetched").Errorf("not an RFC 3339 time")
 	}
 	if err := CheckSigstoreRootSource(src); err != nil {

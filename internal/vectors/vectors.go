@@ -460,6 +460,10 @@ func Build(k map[string]*Key) ([]Case, error) {
 		acme, liveFrom(m, nil), want("a signed payload whose sequence is written 42.0: an integral number, accepted", 0)))
 	addc("issued_at_lowercase_t_and_z", true, files(signRaw(bytes.Replace(payload, []byte(`"issuedAt":"2026-01-01T00:00:00Z"`), []byte(`"issuedAt":"2026-01-01t00:00:00z"`), 1), ed),
 		acme, nil, want("a signed payload whose issuedAt is written with a lowercase t and z: not an RFC 3339 time as etdi reads it", 10, "bundle_invalid")))
+	addc("issued_at_one_digit_hour", true, files(signRaw(bytes.Replace(payload, []byte(`"issuedAt":"2026-01-01T00:00:00Z"`), []byte(`"issuedAt":"2026-01-01T0:00:00Z"`), 1), ed),
+		acme, nil, want("a signed payload whose issuedAt has a one-digit hour: not the one RFC 3339 form, though Go's time.Parse alone takes it", 10, "bundle_invalid")))
+	addc("issued_at_offset_of_24_hours", true, files(signRaw(bytes.Replace(payload, []byte(`"issuedAt":"2026-01-01T00:00:00Z"`), []byte(`"issuedAt":"2026-01-02T00:00:00+24:00"`), 1), ed),
+		acme, nil, want("a signed payload whose issuedAt has the offset +24:00: offsets run to 23:59", 10, "bundle_invalid")))
 	metaPayload := bytes.Replace(payload, []byte(`"definition":{"description":"Daily`), []byte(`"definition":{"_meta":{"dev.etdi/note":"etdi material inside a signed definition"},"description":"Daily`), 1)
 	addc("etdi_meta_in_signed_definition_stripped", true, files(signRaw(metaPayload, ed), acme, liveFrom(m, nil),
 		want("a signed definition holding a dev.etdi/ _meta member: removed before the subject digest is checked, and before the live tool is compared", 0)))
@@ -486,6 +490,13 @@ func Build(k map[string]*Key) ([]Case, error) {
 	}
 	addc("payload_base64_nonzero_padding_bits", true, files(padBits, acme, nil,
 		want("the payload's last base64 character sets a padding bit: the same bytes decoded, but not canonical base64", 10, "bundle_invalid")))
+	lineBreak := bytes.Clone(good)
+	{
+		start := bytes.Index(lineBreak, []byte(`"payload":"`)) + len(`"payload":"`)
+		lineBreak = append(lineBreak[:start+8:start+8], append([]byte(`\r\n`), lineBreak[start+8:]...)...)
+	}
+	addc("payload_base64_line_break", true, files(lineBreak, acme, nil,
+		want("the payload's base64 holds a line break (CR LF, escaped in the JSON string): the same bytes decoded, but one payload has one spelling", 10, "bundle_invalid")))
 	p256 := k["acme-ecdsa-p256"]
 	addc("key_outside_window_among_several", true, files(good, policy(policyEntry{provider: "acme", key: ed, notAfter: time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)},
 		policyEntry{provider: "acme", key: p256}), nil,
