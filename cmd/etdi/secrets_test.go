@@ -67,10 +67,18 @@ func buildEchoServer() (string, error) {
 }
 
 // httpEcho serves one tool over Streamable HTTP on 127.0.0.1, named
-// echo_<first path segment>. Requests to /fail are answered 401 with the
-// request's URL and headers in the body, as a careless server might.
+// echo_<first path segment> (httpEchoHandler), until the test ends.
 func httpEcho(t *testing.T) string {
 	t.Helper()
+	ts := httptest.NewServer(httpEchoHandler())
+	t.Cleanup(ts.Close)
+	return ts.URL
+}
+
+// httpEchoHandler serves one tool over Streamable HTTP, named
+// echo_<first path segment>. Requests to /fail are answered 401 with the
+// request's URL and headers in the body, as a careless server might.
+func httpEchoHandler() http.Handler {
 	h := mcp.NewStreamableHTTPHandler(func(r *http.Request) *mcp.Server {
 		server := mcp.NewServer(&mcp.Implementation{Name: "echo-http", Version: "1.0.0"}, nil)
 		seg, _, _ := strings.Cut(strings.TrimPrefix(r.URL.Path, "/"), "/")
@@ -80,16 +88,14 @@ func httpEcho(t *testing.T) string {
 			})
 		return server
 	}, &mcp.StreamableHTTPOptions{JSONResponse: true})
-	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if strings.HasPrefix(r.URL.Path, "/fail") {
 			w.WriteHeader(http.StatusUnauthorized)
 			fmt.Fprintf(w, "denied %s %s %v", r.URL.String(), r.Header.Get("Authorization"), r.Header)
 			return
 		}
 		h.ServeHTTP(w, r)
-	}))
-	t.Cleanup(ts.Close)
-	return ts.URL
+	})
 }
 
 type echoArgs struct {
