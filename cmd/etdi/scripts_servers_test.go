@@ -42,7 +42,8 @@ import (
 //	                              replaced by the script's variables
 //	servers-json FILE KEY...      prints the JSON values found in FILE by following
 //	                              the keys (* stands for every element of an array),
-//	                              one a line, compact and with members sorted
+//	                              one a line: a string as it is, anything else as
+//	                              compact JSON with members sorted
 //	servers-jsondel IN KEY OUT    writes the JSON object IN without its member KEY
 //	                              to OUT; fails if IN has no member KEY
 //	servers-tamper BUNDLE OLD NEW OUT
@@ -91,6 +92,10 @@ func init() {
 		}
 		v := decodeJSON(ts, args[0])
 		for _, found := range jsonFind(v, args[1:]) {
+			if s, ok := found.(string); ok {
+				fmt.Fprintf(ts.Stdout(), "%s\n", s)
+				continue
+			}
 			b, err := json.Marshal(found)
 			ts.Check(err)
 			fmt.Fprintf(ts.Stdout(), "%s\n", b)
