@@ -39,11 +39,19 @@ import (
 //	                              than a manifest may have, /endless sends more than
 //	                              that; sets VAR to its URL
 //	servers-subst IN OUT          writes IN to OUT (mode 0600) with $VAR and ${VAR}
-//	                              replaced by the script's variables
+//	                              replaced by the script's variables; one the script
+//	                              does not set, or sets empty ("$@" of a shell
+//	                              script), is left as written
 //	servers-json FILE KEY...      prints the JSON values found in FILE by following
 //	                              the keys (* stands for every element of an array),
 //	                              one a line: a string as it is, anything else as
-//	                              compact JSON with members sorted
+//	                              compact JSON with members sorted; a last key
+//	                              KEY1,KEY2,... prints those members of each object
+//	                              found, as JSON on one line ("" for one missing)
+//	servers-noleak SECRETS [FILE...]
+//	                              fails if a line of the file SECRETS is in the
+//	                              standard output or error of the last command, or
+//	                              in one of the FILEs
 //	servers-jsondel IN KEY OUT    writes the JSON object IN without its member KEY
 //	                              to OUT; fails if IN has no member KEY
 //	servers-tamper BUNDLE OLD NEW OUT
@@ -83,7 +91,12 @@ func init() {
 		if neg || len(args) != 2 {
 			ts.Fatalf("usage: servers-subst IN OUT")
 		}
-		out := os.Expand(ts.ReadFile(args[0]), ts.Getenv)
+		out := os.Expand(ts.ReadFile(args[0]), func(name string) string {
+			if v := ts.Getenv(name); v != "" {
+				return v
+			}
+			return "$" + name
+		})
 		ts.Check(os.WriteFile(ts.MkAbs(args[1]), []byte(out), 0o600))
 	}
 	scriptCmds["servers-json"] = func(ts *testscript.TestScript, neg bool, args []string) {
@@ -91,7 +104,25 @@ func init() {
 			ts.Fatalf("usage: servers-json FILE KEY...")
 		}
 		v := decodeJSON(ts, args[0])
-		for _, found := range jsonFind(v, args[1:]) {
+		keys := args[1:]
+		if last := keys[len(keys)-1]; strings.Contains(last, ",") {
+			for _, found := range jsonFind(v, keys[:len(keys)-1]) {
+				obj, _ := found.(map[string]any)
+				var fields []string
+				for _, k := range strings.Split(last, ",") {
+					b := []byte(`""`)
+					if m, ok := obj[k]; ok {
+						var err error
+						b, err = json.Marshal(m)
+						ts.Check(err)
+					}
+					fields = append(fields, string(b))
+				}
+				fmt.Fprintf(ts.Stdout(), "%s\n", strings.Join(fields, " "))
+			}
+			return
+		}
+		for _, found := range jsonFind(v, keys) {
 			if s, ok := found.(string); ok {
 				fmt.Fprintf(ts.Stdout(), "%s\n", s)
 				continue
@@ -99,6 +130,29 @@ func init() {
 			b, err := json.Marshal(found)
 			ts.Check(err)
 			fmt.Fprintf(ts.Stdout(), "%s\n", b)
+		}
+	}
+	scriptCmds["servers-noleak"] = func(ts *testscript.TestScript, neg bool, args []string) {
+		if neg || len(args) < 1 {
+			ts.Fatalf("usage: servers-noleak SECRETS [FILE...]")
+		}
+		var secrets []string
+		for _, line := range strings.Split(ts.ReadFile(args[0]), "\n") {
+			if line != "" {
+				secrets = append(secrets, line)
+			}
+		}
+		if len(secrets) == 0 {
+			ts.Fatalf("%s lists no secret", args[0])
+		}
+		files := append([]string{"stdout", "stderr"}, args[1:]...)
+		for _, f := range files {
+			text := ts.ReadFile(f)
+			for _, secret := range secrets {
+				if strings.Contains(text, secret) {
+					ts.Fatalf("%s shows the secret %q", f, secret)
+				}
+			}
 		}
 	}
 	scriptCmds["servers-jsondel"] = func(ts *testscript.TestScript, neg bool, args []string) {
