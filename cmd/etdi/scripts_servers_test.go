@@ -57,6 +57,28 @@ import (
 //	servers-tamper BUNDLE OLD NEW OUT
 //	                              writes BUNDLE to OUT with the first OLD in its
 //	                              statement replaced by NEW, its signature unchanged
+//	servers-host TRANSCRIPT ELICITATION STEPS [--] CMD ARGS...
+//	                              runs the scripted MCP host (host-client.mjs) with the
+//	                              steps in the file STEPS against CMD ARGS, declaring
+//	                              elicitation as ELICITATION (accept, decline, cancel,
+//	                              ignore, none); fails unless the host ran to its end.
+//	                              Writes the transcript to TRANSCRIPT (without the
+//	                              steps' start times, whose digits could match by
+//	                              chance), the server's stderr to stderr and to stdout
+//	                              one line a step: "listed NAME..." for a listing,
+//	                              "ok" for a result, "KIND[POLICIES] ANSWER" for a
+//	                              call the gate refused (ANSWER: the person's answer
+//	                              to a question, if any), "error CODE MESSAGE" for
+//	                              another error
+//	servers-sameresults GATED DIRECT
+//	                              fails unless every step of the transcript GATED that
+//	                              got a result got the very result of the same step in
+//	                              the transcript DIRECT: what reached the server is
+//	                              what the host sent
+//	servers-withdrawn TRANSCRIPT  fails unless the host of TRANSCRIPT was asked a
+//	                              question (elicitation) and told of each, with a
+//	                              notifications/cancelled naming it, that it is
+//	                              withdrawn
 //	servers-lockbump FILE PKG VERSION OLDVAR
 //	                              records in the npm lockfile FILE a new VERSION and
 //	                              integrity of package PKG, and sets OLDVAR to the
@@ -104,6 +126,7 @@ func init() {
 			ts.Fatalf("usage: servers-json FILE KEY...")
 		}
 		v := decodeJSON(ts, args[0])
+		ts.Stdout() // empty when nothing is found
 		keys := args[1:]
 		if last := keys[len(keys)-1]; strings.Contains(last, ",") {
 			for _, found := range jsonFind(v, keys[:len(keys)-1]) {
@@ -181,6 +204,69 @@ func init() {
 		b.Envelope.Payload = []byte(payload)
 		ts.Check(os.WriteFile(ts.MkAbs(args[3]), b.Marshal(), 0o644))
 	}
+	scriptCmds["servers-host"] = func(ts *testscript.TestScript, neg bool, args []string) {
+		if neg || len(args) < 4 {
+			ts.Fatalf("usage: servers-host TRANSCRIPT ELICITATION STEPS [--] CMD ARGS...")
+		}
+		cmd := args[3:]
+		if cmd[0] == "--" {
+			cmd = cmd[1:]
+		}
+		hostArgs := append([]string{hostJS(), "--script", ts.MkAbs(args[2]), "--timeout-ms", "40000", "--elicitation", args[1], "--"}, cmd...)
+		if err := ts.Exec("node", hostArgs...); err != nil {
+			ts.Fatalf("host: %v", err)
+		}
+		out := []byte(ts.ReadFile("stdout"))
+		var tr transcript
+		if err := json.Unmarshal(out, &tr); err != nil {
+			ts.Fatalf("host transcript: %v\n%s", err, out)
+		}
+		ts.Check(os.WriteFile(ts.MkAbs(args[0]), []byte(stepTimes.ReplaceAllString(string(out), "")), 0o644))
+		fmt.Fprint(ts.Stderr(), tr.Stderr)
+		if tr.Exit != "ok" {
+			ts.Fatalf("host: %s", tr.Exit)
+		}
+		for _, st := range tr.Steps {
+			fmt.Fprintln(ts.Stdout(), stepOutcome(ts, st))
+		}
+	}
+	scriptCmds["servers-sameresults"] = func(ts *testscript.TestScript, neg bool, args []string) {
+		if neg || len(args) != 2 {
+			ts.Fatalf("usage: servers-sameresults GATED DIRECT")
+		}
+		var gated, direct transcript
+		ts.Check(json.Unmarshal([]byte(ts.ReadFile(args[0])), &gated))
+		ts.Check(json.Unmarshal([]byte(ts.ReadFile(args[1])), &direct))
+		for i, s := range gated.Steps {
+			if s.Error != nil {
+				continue
+			}
+			if i >= len(direct.Steps) || string(s.Result) != string(direct.Steps[i].Result) {
+				ts.Fatalf("step %d through the gate: %s\nwithout: %s", i, s.Result, direct.Steps[min(i, len(direct.Steps)-1)].Result)
+			}
+		}
+	}
+	scriptCmds["servers-withdrawn"] = func(ts *testscript.TestScript, neg bool, args []string) {
+		if neg || len(args) != 1 {
+			ts.Fatalf("usage: servers-withdrawn TRANSCRIPT")
+		}
+		var tr transcript
+		ts.Check(json.Unmarshal([]byte(ts.ReadFile(args[0])), &tr))
+		if len(tr.Elicitations) == 0 {
+			ts.Fatalf("the host was asked nothing")
+		}
+		for _, e := range tr.Elicitations {
+			cancelled := false
+			for _, n := range tr.Notifications {
+				if n.Method == "notifications/cancelled" && strings.Contains(string(n.Params), string(e.ID)) {
+					cancelled = true
+				}
+			}
+			if !cancelled {
+				ts.Fatalf("the host was not told question %s was withdrawn", e.ID)
+			}
+		}
+	}
 	scriptCmds["servers-lockbump"] = func(ts *testscript.TestScript, neg bool, args []string) {
 		if neg || len(args) != 4 {
 			ts.Fatalf("usage: servers-lockbump FILE PKG VERSION OLDVAR")
@@ -198,6 +284,39 @@ func init() {
 		ts.Check(os.WriteFile(ts.MkAbs(args[0]), b, 0o644))
 		ts.Setenv(args[3], old)
 	}
+}
+
+// stepOutcome says what became of a step of a host's script.
+func stepOutcome(ts *testscript.TestScript, s hostStep) string {
+	if len(s.Pages) > 0 {
+		var names []string
+		for _, p := range s.Pages {
+			var page struct{ Tools []struct{ Name string } }
+			ts.Check(json.Unmarshal(p, &page))
+			for _, t := range page.Tools {
+				names = append(names, t.Name)
+			}
+		}
+		return strings.TrimSpace("listed " + strings.Join(names, " "))
+	}
+	if s.Error == nil {
+		return "ok"
+	}
+	if s.Error.Code != -32090 {
+		return fmt.Sprintf("error %d %s", s.Error.Code, s.Error.Message)
+	}
+	var d struct {
+		Etdi, Kind, Answer string
+		Policies           []string
+	}
+	if err := json.Unmarshal(s.Error.Data, &d); err != nil || d.Etdi != "blocked" {
+		ts.Fatalf("step %d: error data %s", s.Step, s.Error.Data)
+	}
+	out := d.Kind + "[" + strings.Join(d.Policies, ",") + "]"
+	if d.Answer != "" {
+		out += " " + d.Answer
+	}
+	return out
 }
 
 // decodeJSON reads the JSON document in a script's file (or stdout,
