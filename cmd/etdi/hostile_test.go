@@ -71,7 +71,7 @@ func measure(out string) {
 // Only the servers that never answer or stop reading are given the short
 // deadlines they test (--start-timeout 3s, --timeout 5s); the others get
 // deadlines no loaded machine reaches, so that the limit, not the clock,
-// ends them.
+// ends them. A Go test: it measures etdi's peak RSS from a helper process.
 func TestHostileServers(t *testing.T) {
 	t.Parallel() // its own pin database; its servers are processes of their own
 	dir := t.TempDir()
@@ -178,6 +178,7 @@ func runMeasured(t *testing.T, dir string, env, argv []string, stdout, stderr *b
 // server that ignores SIGTERM. The test sends SIGTERM: SIGINT is ignored by
 // processes a non-interactive shell starts in the background, and etdi
 // rightly keeps ignoring a signal it was started ignoring.
+// A Go test: it waits for the server's pid file before it signals etdi.
 func TestInterruptEndsServer(t *testing.T) {
 	dir := t.TempDir()
 	os.WriteFile(filepath.Join(dir, "trust.json"), []byte(`{"version":1,"unsigned":"warn","providers":[]}`), 0o644)
@@ -190,11 +191,12 @@ func TestInterruptEndsServer(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	// The server's start is the event waited for (its pid file), with a
+	// deadline no loaded machine reaches.
 	var pid int
-	for i := 0; i < 1000 && pid == 0; i++ {
+	for deadline := time.Now().Add(2 * time.Minute); pid == 0 && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
 		b, _ := os.ReadFile(pidFile)
 		fmt.Sscan(string(b), &pid)
-		time.Sleep(10 * time.Millisecond)
 	}
 	if pid == 0 {
 		cmd.Process.Kill()

@@ -19,7 +19,8 @@ import (
 // listing) records what served that listing: a different program
 // serving identical definitions is then refused by etdi run (exit 11),
 // as after approving with check --server. A saved listing whose served
-// was edited is refused.
+// was edited is refused. A Go test: a Go MCP host reads the review command
+// from the refused call's error data and runs it as the gate printed it.
 func TestServedApprovedThroughGateReview(t *testing.T) {
 	p := newPinEnv(t)
 	p.ok("trust", "unsigned", "--policy", "trust.json", "warn")
