@@ -61,7 +61,7 @@ func TestServedApprovedThroughGateReview(t *testing.T) {
 	cs.Close()
 	// Another program serving identical definitions is not started where
 	// the trust policy blocks updates (a replaced file of the same name
-	// is an update of the server otherwise: update_test.go).
+	// is an update of the server otherwise: script update_unsigned_server).
 	p.ok("trust", "unsigned", "--policy", "trust.json", "warn", "--on-update", "block")
 	copyFile(t, other, run)
 	gate := exec.Command(etdiBin, p.gated([]string{"--name", "weather"}, run)[1:]...)
