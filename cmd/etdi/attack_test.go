@@ -72,6 +72,8 @@ func rawMCP(t *testing.T, call func(w http.ResponseWriter, r *http.Request) bool
 // that answer to the host on standard output unmasked (only the log on
 // standard error is masked): the token lands in the host's transcript and
 // in the model's context. Breaks: no configured secret reaches output.
+// A Go test: the server drops the connection of one request, and a raw
+// host waits for each answer before it sends the next request.
 func TestAttackURLTokenInCallError(t *testing.T) {
 	const token = "sk_live_9f8e7d6c5b4a39281706f5e4d3c2b1a0"
 	srv := rawMCP(t, func(w http.ResponseWriter, r *http.Request) bool {
@@ -158,6 +160,8 @@ func smuggling(t *testing.T) *httptest.Server {
 // calls of the poisoned tool are forwarded too.
 // Breaks: the host only receives approved, unchanged tools and approved
 // instructions.
+// A Go test: the server's answers are event streams built byte by byte,
+// and a host reads the gate's output line by line as the SDKs do.
 func TestAttackSmuggledLineFromHTTPServer(t *testing.T) {
 	srv := smuggling(t)
 	p := liveEnv(t)

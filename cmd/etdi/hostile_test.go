@@ -69,9 +69,9 @@ func measure(out string) {
 // (go test ./cmd/etdi -run TestHostileServers -v).
 //
 // Only the servers that never answer or stop reading are given the short
-// deadlines they test (--start-timeout 3s, --timeout 5s); the others get
+// deadline each tests (--start-timeout 3s, --timeout 5s); the others get
 // deadlines no loaded machine reaches, so that the limit, not the clock,
-// ends them.
+// ends them. A Go test: it measures etdi's peak RSS from a helper process.
 func TestHostileServers(t *testing.T) {
 	t.Parallel() // its own pin database; its servers are processes of their own
 	dir := t.TempDir()
@@ -90,8 +90,12 @@ func TestHostileServers(t *testing.T) {
 		code int
 		want string
 	}
-	// timed are the servers whose test is etdi's deadline.
-	timed := map[string]bool{hostile.Deaf: true, hostile.StopsReading: true}
+	// deadlines are the servers whose test is one of etdi's deadlines, and
+	// that deadline alone is short: the deaf server's start (a server that
+	// answers nothing can only be ended by --start-timeout), the one that
+	// stops reading the whole fetch (--timeout, whatever its start took
+	// on a loaded machine).
+	deadlines := map[string][2]string{hostile.Deaf: {"3s", "5m"}, hostile.StopsReading: {"3m", "5s"}}
 	cases := []tc{
 		{"stdio good", hostile.Good, nil, 13, `"get_forecast"`},
 		{"stdio never reads, never writes, ignores SIGTERM", hostile.Deaf, nil, 1, "no answer within 3s"},
@@ -124,8 +128,8 @@ func TestHostileServers(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			start, timeout := "3m", "5m"
-			if timed[c.mode] {
-				start, timeout = "3s", "5s"
+			if d, ok := deadlines[c.mode]; ok {
+				start, timeout = d[0], d[1]
 			}
 			args := []string{"check", "--trust", "trust.json", "--pins", "pins.db", "--name", "hostile", "--json",
 				"--start-timeout", start, "--timeout", timeout}
@@ -178,6 +182,7 @@ func runMeasured(t *testing.T, dir string, env, argv []string, stdout, stderr *b
 // server that ignores SIGTERM. The test sends SIGTERM: SIGINT is ignored by
 // processes a non-interactive shell starts in the background, and etdi
 // rightly keeps ignoring a signal it was started ignoring.
+// A Go test: it waits for the server's pid file before it signals etdi.
 func TestInterruptEndsServer(t *testing.T) {
 	dir := t.TempDir()
 	os.WriteFile(filepath.Join(dir, "trust.json"), []byte(`{"version":1,"unsigned":"warn","providers":[]}`), 0o644)
@@ -190,11 +195,12 @@ func TestInterruptEndsServer(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	// The server's start is the event waited for (its pid file), with a
+	// deadline no loaded machine reaches.
 	var pid int
-	for i := 0; i < 1000 && pid == 0; i++ {
+	for deadline := time.Now().Add(2 * time.Minute); pid == 0 && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
 		b, _ := os.ReadFile(pidFile)
 		fmt.Sscan(string(b), &pid)
-		time.Sleep(10 * time.Millisecond)
 	}
 	if pid == 0 {
 		cmd.Process.Kill()

@@ -19,7 +19,8 @@ import (
 // listing) records what served that listing: a different program
 // serving identical definitions is then refused by etdi run (exit 11),
 // as after approving with check --server. A saved listing whose served
-// was edited is refused.
+// was edited is refused. A Go test: a Go MCP host reads the review command
+// from the refused call's error data and runs it as the gate printed it.
 func TestServedApprovedThroughGateReview(t *testing.T) {
 	p := newPinEnv(t)
 	p.ok("trust", "unsigned", "--policy", "trust.json", "warn")
@@ -60,7 +61,7 @@ func TestServedApprovedThroughGateReview(t *testing.T) {
 	cs.Close()
 	// Another program serving identical definitions is not started where
 	// the trust policy blocks updates (a replaced file of the same name
-	// is an update of the server otherwise: update_test.go).
+	// is an update of the server otherwise: script update_unsigned_server).
 	p.ok("trust", "unsigned", "--policy", "trust.json", "warn", "--on-update", "block")
 	copyFile(t, other, run)
 	gate := exec.Command(etdiBin, p.gated([]string{"--name", "weather"}, run)[1:]...)
@@ -80,57 +81,5 @@ func TestServedApprovedThroughGateReview(t *testing.T) {
 	r = p.liveCheck(nil, "--yes", "--name", "weather", "--tools", "tampered.json")
 	if r.code != 1 || !strings.Contains(r.stdout+r.stderr, "changed after it was saved") || strings.Contains(r.stdout, "approved unsigned:") {
 		t.Fatalf("a tampered saved listing: %d\n%s%s", r.code, r.stdout, r.stderr)
-	}
-}
-
-// A pin approved without what served it (from a listing that does not
-// say) is reported by check and etdi run while what serves it is known,
-// and recorded only with --yes: until then nothing changes.
-func TestServedUpgradeNeedsConfirmation(t *testing.T) {
-	p := newPinEnv(t)
-	p.ok("trust", "unsigned", "--policy", "trust.json", "warn")
-	bin := buildWeather(t, p.dir, "weather", "")
-	other := buildWeather(t, p.dir, "weather-next", "next")
-	run := filepath.Join(p.dir, "bin", "weather")
-	os.MkdirAll(filepath.Dir(run), 0o755)
-	copyFile(t, bin, run)
-	// A listing without served: approved, nothing recorded of what served it.
-	p.ok("fetch", "--out", "live.json", "--server", "--", run)
-	var saved map[string]json.RawMessage
-	raw, _ := os.ReadFile(filepath.Join(p.dir, "live.json"))
-	if err := json.Unmarshal(raw, &saved); err != nil || saved["served"] == nil {
-		t.Fatalf("fetch saved no served (%v): %s", err, raw)
-	}
-	delete(saved, "served")
-	data, _ := json.Marshal(saved)
-	p.write("old.json", string(data))
-	if r := p.liveCheck(nil, "--yes", "--name", "weather", "--tools", "old.json"); r.code != 0 {
-		t.Fatalf("approve: %d\n%s%s", r.code, r.stdout, r.stderr)
-	}
-	// Reported, not recorded, twice over.
-	for i := 0; i < 2; i++ {
-		r := p.liveCheck(nil, "--name", "weather", "--server", "--", run)
-		if r.code != 0 || !strings.Contains(r.stderr, "approved without recording what served them") || !strings.Contains(r.stderr, "--yes") {
-			t.Fatalf("check: %d\n%s%s", r.code, r.stdout, r.stderr)
-		}
-	}
-	gate := exec.Command(etdiBin, p.gated([]string{"--name", "weather"}, run)[1:]...)
-	gate.Dir, gate.Env = p.dir, append(os.Environ(), "HOME="+p.dir)
-	gate.Stdin = strings.NewReader("")
-	if out, _ := gate.CombinedOutput(); !strings.Contains(string(out), "approved without recording what served them") {
-		t.Fatalf("etdi run does not report it:\n%s", out)
-	}
-	// --yes records it; the swapped program is refused from then on.
-	r := p.liveCheck(nil, "--yes", "--name", "weather", "--server", "--", run)
-	if r.code != 0 || !strings.Contains(r.stdout, "served by file") || !strings.Contains(r.stdout, "(recorded)") {
-		t.Fatalf("check --yes: %d\n%s%s", r.code, r.stdout, r.stderr)
-	}
-	if r := p.liveCheck(nil, "--name", "weather", "--server", "--", run); r.code != 0 || strings.Contains(r.stderr, "without recording") {
-		t.Fatalf("after recording: %d\n%s%s", r.code, r.stdout, r.stderr)
-	}
-	p.ok("trust", "unsigned", "--policy", "trust.json", "warn", "--on-update", "block")
-	copyFile(t, other, run)
-	if r := p.liveCheck(nil, "--name", "weather", "--server", "--", run); r.code != 11 {
-		t.Fatalf("the swapped program after recording: %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 }
