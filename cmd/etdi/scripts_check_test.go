@@ -1,0 +1,384 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/etdi-dev/etdi/finding"
+	"github.com/etdi-dev/etdi/pin"
+	"github.com/rogpeppe/go-internal/testscript"
+	"github.com/santhosh-tekuri/jsonschema/v6"
+)
+
+// The fixtures of the scripts of etdi check (check_, live_, sarif_,
+// capabilities_ and scopes_): commands that read what etdi check printed
+// where a pattern on its text would say less than the decoded report.
+// Each reads the standard output of the command before it and leaves it
+// in place, unless it says it prints.
+//
+// Commands:
+//
+//	check-kinds WANT            the --json report of one server has exactly the error
+//	                            findings WANT, comma-separated in order, a prompt's,
+//	                            resource's or template's as KIND:ITEM ('' for none)
+//	check-listed ITEM N [FIRST LAST]
+//	                            the first server of the --json report lists N items of
+//	                            ITEM (tool, prompt, resource, resourceTemplate), the
+//	                            first named FIRST and the last LAST
+//	check-tools [!]NAME...      the --json report lists (!: does not list) each tool NAME
+//	check-server NAME KEY=VALUE...
+//	                            the server of the --json report whose entry is NAME
+//	                            (or its only server, for NAME '') has
+//	                            server=VALUE, exit=VALUE, and an error containing
+//	                            error=VALUE (error= for none)
+//	check-approve-listed ARGS...
+//	                            runs etdi pin approve with a --tool for each item the
+//	                            --json report lists, then ARGS; exit 0 expected
+//	check-sarif [FILE]          the SARIF log (FILE, or standard output) is valid under
+//	                            the SARIF 2.1.0 schema (testdata/sarif) and has what
+//	                            GitHub code scanning needs: a rule for every finding
+//	                            kind, results of declared rules only, a message,
+//	                            file, start line and fingerprints on each result, no
+//	                            empty properties, an absolute file: %SRCROOT%
+//	check-sarif-result RULE TOOL KEY=VALUE...
+//	                            the SARIF log has a result of RULE for TOOL ('' for any
+//	                            tool) with each uri=, line=, base= (uriBaseId), level=,
+//	                            kind= (its finding's kind, '' for none), fqn= (last
+//	                            logical location), root= (%SRCROOT%'s URI), and a
+//	                            message containing message=; ! none such
+//	check-httpeverything VAR    starts server-everything over Streamable HTTP on
+//	                            127.0.0.1 until the script ends, and sets VAR to its URL
+//	check-sarif-fingerprints    prints each result of the SARIF log as "RULE WHERE
+//	                            FINGERPRINT", sorted, WHERE its tool (or server for one
+//	                            a server), after checking that no two share one and that
+//	                            each is "HASH:N" in both partial fingerprints
+func init() {
+	scriptCmds["check-kinds"] = func(ts *testscript.TestScript, neg bool, args []string) {
+		if neg || len(args) != 1 {
+			ts.Fatalf("usage: check-kinds WANT")
+		}
+		co := scriptCheckReport(ts)
+		if len(co.Servers) != 1 {
+			ts.Fatalf("%d servers in the report, want 1", len(co.Servers))
+		}
+		var k []string
+		for _, f := range co.Servers[0].Findings {
+			if f.Severity != "error" {
+				continue
+			}
+			if f.Item != "" {
+				k = append(k, string(f.Kind)+":"+f.Item)
+			} else {
+				k = append(k, string(f.Kind))
+			}
+		}
+		if got := strings.Join(k, ","); got != args[0] {
+			ts.Fatalf("error findings %q, want %q", got, args[0])
+		}
+	}
+	scriptCmds["check-listed"] = func(ts *testscript.TestScript, neg bool, args []string) {
+		if neg || (len(args) != 2 && len(args) != 4) {
+			ts.Fatalf("usage: check-listed ITEM N [FIRST LAST]")
+		}
+		co := scriptCheckReport(ts)
+		if len(co.Servers) == 0 {
+			ts.Fatalf("no server in the report")
+		}
+		item := strings.TrimPrefix(args[0], "tool")
+		var names []string
+		for _, t := range co.Servers[0].Tools {
+			if t.Item == item {
+				names = append(names, t.Name)
+			}
+		}
+		if strconv.Itoa(len(names)) != args[1] {
+			ts.Fatalf("%d items of %s listed, want %s", len(names), args[0], args[1])
+		}
+		if len(args) == 4 && len(names) > 0 && (names[0] != args[2] || names[len(names)-1] != args[3]) {
+			ts.Fatalf("%s listed from %s to %s, want %s to %s", args[0], names[0], names[len(names)-1], args[2], args[3])
+		}
+	}
+	scriptCmds["check-tools"] = func(ts *testscript.TestScript, neg bool, args []string) {
+		if neg || len(args) == 0 {
+			ts.Fatalf("usage: check-tools [!]NAME...")
+		}
+		var names []string
+		for _, s := range scriptCheckReport(ts).Servers {
+			for _, t := range s.Tools {
+				if t.Item == "" {
+					names = append(names, t.Name)
+				}
+			}
+		}
+		for _, a := range args {
+			name, not := strings.CutPrefix(a, "!")
+			if slices.Contains(names, name) == not {
+				ts.Fatalf("tool %s listed: %v, want %v (tools %v)", name, !not, !not, names)
+			}
+		}
+	}
+	scriptCmds["check-server"] = func(ts *testscript.TestScript, neg bool, args []string) {
+		if neg || len(args) < 2 {
+			ts.Fatalf("usage: check-server NAME KEY=VALUE...")
+		}
+		var s *checkReport
+		servers := scriptCheckReport(ts).Servers
+		for _, c := range servers {
+			if f := strings.Fields(c.Target); len(f) > 0 && f[0] == args[0] {
+				s = c
+			}
+		}
+		if args[0] == "" && len(servers) == 1 {
+			s = servers[0]
+		}
+		if s == nil {
+			ts.Fatalf("no server %s in the report", args[0])
+		}
+		for _, kv := range args[1:] {
+			k, v, _ := strings.Cut(kv, "=")
+			var ok bool
+			switch k {
+			case "server":
+				ok = s.Server == v
+			case "exit":
+				ok = strconv.Itoa(s.ExitCode) == v
+			case "error":
+				ok = (v == "" && s.Error == "") || (v != "" && strings.Contains(s.Error, v))
+			default:
+				ts.Fatalf("check-server: unknown key %s", k)
+			}
+			if !ok {
+				ts.Fatalf("server %s: %s is not %q: server %q, exit %d, error %q", args[0], k, v, s.Server, s.ExitCode, s.Error)
+			}
+		}
+	}
+	scriptCmds["check-approve-listed"] = func(ts *testscript.TestScript, neg bool, args []string) {
+		if neg {
+			ts.Fatalf("unsupported: ! check-approve-listed")
+		}
+		approve := []string{"pin", "approve"}
+		for _, s := range scriptCheckReport(ts).Servers {
+			for _, t := range s.Tools {
+				approve = append(approve, "--tool", pin.ItemRef(t.Item, t.Name))
+			}
+		}
+		if len(approve) == 2 {
+			ts.Fatalf("the report lists nothing to approve")
+		}
+		if err := ts.Exec("etdi", append(approve, args...)...); err != nil {
+			ts.Fatalf("etdi pin approve: %v", err)
+		}
+	}
+	scriptCmds["check-sarif"] = func(ts *testscript.TestScript, neg bool, args []string) {
+		if neg || len(args) > 1 {
+			ts.Fatalf("usage: check-sarif [FILE]")
+		}
+		out := ts.ReadFile("stdout")
+		if len(args) == 1 {
+			out = ts.ReadFile(args[0])
+		}
+		if problems := sarifProblems(out); len(problems) > 0 {
+			ts.Fatalf("not a SARIF log code scanning takes:\n%s", strings.Join(problems, "\n"))
+		}
+	}
+	scriptCmds["check-sarif-result"] = func(ts *testscript.TestScript, neg bool, args []string) {
+		if len(args) < 2 {
+			ts.Fatalf("usage: check-sarif-result RULE TOOL KEY=VALUE...")
+		}
+		doc := scriptSARIF(ts)
+		var seen []string
+		for _, r := range doc.Runs[0].Results {
+			if r.RuleID != args[0] || (args[1] != "" && r.tool() != args[1]) {
+				continue
+			}
+			miss := sarifResultMismatch(doc, r, args[2:])
+			if miss == "" {
+				if neg {
+					ts.Fatalf("a result of %s for %q with %v", args[0], args[1], args[2:])
+				}
+				return
+			}
+			if miss == "bad key" {
+				ts.Fatalf("check-sarif-result: unknown key in %v", args[2:])
+			}
+			seen = append(seen, miss)
+		}
+		if !neg {
+			ts.Fatalf("no result of %s for %q with %v; of that rule and tool:\n%s", args[0], args[1], args[2:], strings.Join(seen, "\n"))
+		}
+	}
+	scriptCmds["check-httpeverything"] = func(ts *testscript.TestScript, neg bool, args []string) {
+		if neg || len(args) != 1 {
+			ts.Fatalf("usage: check-httpeverything VAR")
+		}
+		url, stop, err := httpEverything()
+		ts.Check(err)
+		ts.Defer(stop)
+		ts.Setenv(args[0], url)
+	}
+	scriptCmds["check-sarif-fingerprints"] = func(ts *testscript.TestScript, neg bool, args []string) {
+		if neg || len(args) != 0 {
+			ts.Fatalf("usage: check-sarif-fingerprints")
+		}
+		doc := scriptSARIF(ts)
+		var lines []string
+		by := map[string]string{}
+		for _, r := range doc.Runs[0].Results {
+			where := r.tool()
+			if where == "" && len(r.Locations) > 0 && len(r.Locations[0].LogicalLocations) > 0 {
+				where = r.Locations[0].LogicalLocations[0].Name
+			}
+			fp := r.PartialFingerprints[sarifLineHash]
+			if fp != r.PartialFingerprints[sarifFingerprint] || !sarifFingerprintForm.MatchString(fp) {
+				ts.Fatalf("%s %s: fingerprints %v", r.RuleID, where, r.PartialFingerprints)
+			}
+			if other, dup := by[fp]; dup {
+				ts.Fatalf("%s %s and %s share fingerprint %s", r.RuleID, where, other, fp)
+			}
+			by[fp] = r.RuleID + " " + where
+			lines = append(lines, r.RuleID+" "+where+" "+fp)
+		}
+		slices.Sort(lines)
+		for _, l := range lines {
+			fmt.Fprintln(ts.Stdout(), l)
+		}
+	}
+}
+
+var sarifFingerprintForm = regexp.MustCompile(`^[0-9a-f]{32}:[1-9][0-9]*$`)
+
+// scriptCheckReport decodes the standard output of the command before as a check
+// --json report.
+func scriptCheckReport(ts *testscript.TestScript) checkOutput {
+	var co checkOutput
+	if err := json.Unmarshal([]byte(ts.ReadFile("stdout")), &co); err != nil {
+		ts.Fatalf("not a check --json report: %v", err)
+	}
+	return co
+}
+
+// scriptSARIF decodes the standard output of the command before as a SARIF
+// log of one run.
+func scriptSARIF(ts *testscript.TestScript) sarifOut {
+	var doc sarifOut
+	if err := json.Unmarshal([]byte(ts.ReadFile("stdout")), &doc); err != nil || len(doc.Runs) != 1 {
+		ts.Fatalf("not a SARIF log of one run: %v", err)
+	}
+	return doc
+}
+
+// sarifResultMismatch says how r differs from the KEY=VALUE pairs want,
+// "" if it does not, and "bad key" for a key it does not know.
+func sarifResultMismatch(doc sarifOut, r sarifOutResult, want []string) string {
+	for _, kv := range want {
+		k, v, _ := strings.Cut(kv, "=")
+		var got string
+		switch k {
+		case "uri":
+			got = r.uri()
+		case "line":
+			got = strconv.Itoa(r.line())
+		case "base":
+			if len(r.Locations) > 0 && r.Locations[0].PhysicalLocation != nil {
+				got = r.Locations[0].PhysicalLocation.ArtifactLocation.URIBaseID
+			}
+		case "level":
+			got = r.Level
+		case "kind":
+			if r.Properties != nil {
+				got = string(r.Properties.Kind)
+			}
+		case "fqn":
+			if len(r.Locations) > 0 {
+				if ll := r.Locations[0].LogicalLocations; len(ll) > 0 {
+					got = ll[len(ll)-1].FullyQualifiedName
+				}
+			}
+		case "root":
+			got = doc.Runs[0].OriginalURIBaseIDs[sarifSrcRoot].URI
+		case "message":
+			if strings.Contains(r.Message.Text, v) {
+				got = v
+			} else {
+				got = r.Message.Text
+			}
+		default:
+			return "bad key"
+		}
+		if got != v {
+			return fmt.Sprintf("%s is %q, not %q", k, got, v)
+		}
+	}
+	return ""
+}
+
+var sarifCompiled struct {
+	once sync.Once
+	s    *jsonschema.Schema
+	err  error
+}
+
+// sarifProblems returns what keeps out from being a SARIF 2.1.0 log
+// valid under the official schema that GitHub code scanning takes.
+func sarifProblems(out string) []string {
+	sarifCompiled.once.Do(func() {
+		abs, err := filepath.Abs(sarifSchemaFile)
+		if err != nil {
+			sarifCompiled.err = err
+			return
+		}
+		c := jsonschema.NewCompiler()
+		c.AssertFormat()
+		sarifCompiled.s, sarifCompiled.err = c.Compile(abs)
+	})
+	if sarifCompiled.err != nil {
+		return []string{sarifCompiled.err.Error()}
+	}
+	var p []string
+	if err := validJSON(sarifCompiled.s, out); err != nil {
+		p = append(p, fmt.Sprintf("not valid under %s: %v", filepath.Base(sarifSchemaFile), err))
+	}
+	var doc sarifOut
+	if err := json.Unmarshal([]byte(out), &doc); err != nil || len(doc.Runs) != 1 {
+		return append(p, fmt.Sprintf("not one SARIF run: %v", err))
+	}
+	var generic any
+	json.Unmarshal([]byte(out), &generic)
+	if at := emptyProperties(generic, ""); at != "" {
+		p = append(p, "an empty properties object at "+at)
+	}
+	run := doc.Runs[0]
+	if u := run.OriginalURIBaseIDs[sarifSrcRoot].URI; !strings.HasPrefix(u, "file:///") || !strings.HasSuffix(u, "/") {
+		p = append(p, fmt.Sprintf("%%SRCROOT%% is %q, want an absolute file: URI ending in /", u))
+	}
+	rules := map[string]bool{}
+	for _, r := range run.Tool.Driver.Rules {
+		rules[r.ID] = true
+	}
+	for _, k := range finding.Kinds() {
+		if !rules["etdi/"+string(k)] || k.About() == "" {
+			p = append(p, fmt.Sprintf("kind %s has no rule", k))
+		}
+	}
+	for _, r := range run.Results {
+		if !rules[r.RuleID] {
+			p = append(p, "result of undeclared rule "+r.RuleID)
+		}
+		if r.Message.Text == "" || r.uri() == "" || r.line() < 1 {
+			p = append(p, fmt.Sprintf("result %s without message, artifact or start line: %+v", r.RuleID, r))
+		}
+		if u := r.uri(); strings.Contains(u, "://") && !strings.HasPrefix(u, "file:///") {
+			p = append(p, fmt.Sprintf("result %s located at %s: code scanning rejects a scheme other than the root's", r.RuleID, u))
+		}
+		if r.PartialFingerprints[sarifLineHash] == "" || r.PartialFingerprints[sarifFingerprint] == "" {
+			p = append(p, fmt.Sprintf("result %s without partial fingerprints: %v", r.RuleID, r.PartialFingerprints))
+		}
+	}
+	return p
+}
