@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -52,6 +53,19 @@ import (
 //	                            kind= (its finding's kind, '' for none), fqn= (last
 //	                            logical location), root= (%SRCROOT%'s URI), and a
 //	                            message containing message=; ! none such
+//	check-sarif-count N [RULE [KEY=VALUE...]]
+//	                            the SARIF log has N results (of RULE, each with the
+//	                            KEY=VALUE of check-sarif-result)
+//	check-subst FILE VAR...     replaces $VAR and ${VAR} in FILE with the value of each
+//	                            VAR named (and only those: a host configuration's own
+//	                            ${...} stay)
+//	check-terminal ARGS...      runs ARGS on a terminal (util-linux script) and sets
+//	                            standard output to all it printed; exit 0 expected
+//	check-only-colour           standard output is coloured, with no escape sequence
+//	                            but etdi's colour codes
+//	check-history-since FILE KIND:TOOL:SEVERITY...
+//	                            etdi audit export --json printed the records of FILE
+//	                            (an earlier export) and after them exactly these
 //	check-httpeverything VAR    starts server-everything over Streamable HTTP on
 //	                            127.0.0.1 until the script ends, and sets VAR to its URL
 //	check-sarif-fingerprints    prints each result of the SARIF log as "RULE WHERE
@@ -211,6 +225,86 @@ func init() {
 		}
 		if !neg {
 			ts.Fatalf("no result of %s for %q with %v; of that rule and tool:\n%s", args[0], args[1], args[2:], strings.Join(seen, "\n"))
+		}
+	}
+	scriptCmds["check-sarif-count"] = func(ts *testscript.TestScript, neg bool, args []string) {
+		if neg || len(args) < 1 {
+			ts.Fatalf("usage: check-sarif-count N [RULE [KEY=VALUE...]]")
+		}
+		doc := scriptSARIF(ts)
+		n := 0
+		for _, r := range doc.Runs[0].Results {
+			if len(args) > 1 && r.RuleID != args[1] {
+				continue
+			}
+			switch miss := sarifResultMismatch(doc, r, args[min(len(args), 2):]); miss {
+			case "":
+				n++
+			case "bad key":
+				ts.Fatalf("check-sarif-count: unknown key in %v", args[2:])
+			}
+		}
+		if strconv.Itoa(n) != args[0] {
+			ts.Fatalf("%d results of %v, want %s", n, args[1:], args[0])
+		}
+	}
+	scriptCmds["check-subst"] = func(ts *testscript.TestScript, neg bool, args []string) {
+		if neg || len(args) < 2 {
+			ts.Fatalf("usage: check-subst FILE VAR...")
+		}
+		text := ts.ReadFile(args[0])
+		for _, v := range args[1:] {
+			text = strings.NewReplacer("${"+v+"}", ts.Getenv(v), "$"+v, ts.Getenv(v)).Replace(text)
+		}
+		ts.Check(os.WriteFile(ts.MkAbs(args[0]), []byte(text), 0o644))
+	}
+	scriptCmds["check-terminal"] = func(ts *testscript.TestScript, neg bool, args []string) {
+		if neg || len(args) == 0 {
+			ts.Fatalf("usage: check-terminal ARGS...")
+		}
+		q := make([]string, len(args))
+		for i, a := range args {
+			q[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+		}
+		err := ts.Exec("script", "-qec", strings.Join(q, " "), "/dev/null")
+		ts.Check(err)
+	}
+	scriptCmds["check-only-colour"] = func(ts *testscript.TestScript, neg bool, args []string) {
+		if neg || len(args) != 0 {
+			ts.Fatalf("usage: check-only-colour")
+		}
+		out := ts.ReadFile("stdout")
+		own := strings.NewReplacer("\x1b[0m", "", "\x1b[1m", "", "\x1b[32m", "", "\x1b[33m", "", "\x1b[1;31m", "")
+		if !strings.ContainsRune(out, 0x1b) {
+			ts.Fatalf("no colour at all")
+		}
+		if rest := own.Replace(out); strings.ContainsRune(rest, 0x1b) {
+			ts.Fatalf("an escape sequence that is not etdi's colour: %q", rest)
+		}
+	}
+	scriptCmds["check-history-since"] = func(ts *testscript.TestScript, neg bool, args []string) {
+		if neg || len(args) < 1 {
+			ts.Fatalf("usage: check-history-since FILE KIND:TOOL:SEVERITY...")
+		}
+		before := ts.ReadFile(args[0])
+		now := ts.ReadFile("stdout")
+		rest, ok := strings.CutPrefix(now, before)
+		if !ok {
+			ts.Fatalf("the history does not start with the records of %s", args[0])
+		}
+		var got []string
+		for _, line := range strings.Split(strings.TrimSpace(rest), "\n") {
+			if line == "" {
+				continue
+			}
+			var rec pin.Record
+			if err := json.Unmarshal([]byte(line), &rec); err != nil {
+				ts.Fatalf("not a record: %v: %s", err, line)
+			}
+			got = append(got, fmt.Sprintf("%s:%s:%s", rec.Kind, rec.Tool, rec.Severity))
+		}
+		if !slices.Equal(got, args[1:]) {
+			ts.Fatalf("records since %s: %q, want %q", args[0], got, args[1:])
 		}
 	}
 	scriptCmds["check-httpeverything"] = func(ts *testscript.TestScript, neg bool, args []string) {
