@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -12,6 +13,7 @@ import (
 	"sync"
 
 	"github.com/etdi-dev/etdi/finding"
+	"github.com/etdi-dev/etdi/internal/termtext"
 	"github.com/etdi-dev/etdi/pin"
 	"github.com/rogpeppe/go-internal/testscript"
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -51,8 +53,11 @@ import (
 //	                            the SARIF log has a result of RULE for TOOL ('' for any
 //	                            tool) with each uri=, line=, base= (uriBaseId), level=,
 //	                            kind= (its finding's kind, '' for none), fqn= (last
-//	                            logical location), root= (%SRCROOT%'s URI), and a
-//	                            message containing message=; ! none such
+//	                            logical location), root= (%SRCROOT%'s URI), a message
+//	                            containing message= and not nomessage=, hidden=no
+//	                            (no hidden character in the message or the logical
+//	                            locations) and placeholder=no (no single-brace {0} in
+//	                            the message); ! none such
 //	check-sarif-count N [RULE [KEY=VALUE...]]
 //	                            the SARIF log has N results (of RULE, each with the
 //	                            KEY=VALUE of check-sarif-result)
@@ -66,6 +71,11 @@ import (
 //	check-history-since FILE KIND:TOOL:SEVERITY...
 //	                            etdi audit export --json printed the records of FILE
 //	                            (an earlier export) and after them exactly these
+//	check-same-line FILE PREFIX...
+//	                            the line of standard output starting with each PREFIX
+//	                            is the one of FILE that does
+//	check-tamper-bundle IN OUT  writes OUT, the bundle IN with the first bytes of its
+//	                            signature replaced: a signature that does not verify
 //	check-httpeverything VAR    starts server-everything over Streamable HTTP on
 //	                            127.0.0.1 until the script ends, and sets VAR to its URL
 //	check-sarif-fingerprints    prints each result of the SARIF log as "RULE WHERE
@@ -307,6 +317,31 @@ func init() {
 			ts.Fatalf("records since %s: %q, want %q", args[0], got, args[1:])
 		}
 	}
+	scriptCmds["check-same-line"] = func(ts *testscript.TestScript, neg bool, args []string) {
+		if neg || len(args) < 2 {
+			ts.Fatalf("usage: check-same-line FILE PREFIX...")
+		}
+		line := func(text, prefix string) string {
+			for _, l := range strings.Split(text, "\n") {
+				if strings.HasPrefix(l, prefix) {
+					return l
+				}
+			}
+			ts.Fatalf("no line starting with %q", prefix)
+			return ""
+		}
+		for _, prefix := range args[1:] {
+			if a, b := line(ts.ReadFile("stdout"), prefix), line(ts.ReadFile(args[0]), prefix); a != b {
+				ts.Fatalf("%q, in %s %q", a, args[0], b)
+			}
+		}
+	}
+	scriptCmds["check-tamper-bundle"] = func(ts *testscript.TestScript, neg bool, args []string) {
+		if neg || len(args) != 2 {
+			ts.Fatalf("usage: check-tamper-bundle IN OUT")
+		}
+		ts.Check(os.WriteFile(ts.MkAbs(args[1]), tamperedBundle([]byte(ts.ReadFile(args[0]))), 0o644))
+	}
 	scriptCmds["check-httpeverything"] = func(ts *testscript.TestScript, neg bool, args []string) {
 		if neg || len(args) != 1 {
 			ts.Fatalf("usage: check-httpeverything VAR")
@@ -384,9 +419,9 @@ func sarifResultMismatch(doc sarifOut, r sarifOutResult, want []string) string {
 			}
 		case "level":
 			got = r.Level
-		case "kind":
+		case "kind": // '' for no properties at all
 			if r.Properties != nil {
-				got = string(r.Properties.Kind)
+				got = cmp.Or(string(r.Properties.Kind), "(properties without a kind)")
 			}
 		case "fqn":
 			if len(r.Locations) > 0 {
@@ -397,10 +432,29 @@ func sarifResultMismatch(doc sarifOut, r sarifOutResult, want []string) string {
 		case "root":
 			got = doc.Runs[0].OriginalURIBaseIDs[sarifSrcRoot].URI
 		case "message":
-			if strings.Contains(r.Message.Text, v) {
+			if got = r.Message.Text; strings.Contains(got, v) {
 				got = v
-			} else {
-				got = r.Message.Text
+			}
+		case "nomessage":
+			if got = r.Message.Text; !strings.Contains(got, v) {
+				got = v
+			}
+		case "hidden":
+			got = "no"
+			texts := []string{r.Message.Text}
+			for _, l := range r.Locations {
+				for _, ll := range l.LogicalLocations {
+					texts = append(texts, ll.Name, ll.FullyQualifiedName)
+				}
+			}
+			for _, t := range texts {
+				if strings.IndexFunc(t, termtext.Hidden) >= 0 {
+					got = fmt.Sprintf("in %q", t)
+				}
+			}
+		case "placeholder":
+			if got = "no"; singleBrace.MatchString(r.Message.Text) {
+				got = "in " + r.Message.Text
 			}
 		default:
 			return "bad key"
