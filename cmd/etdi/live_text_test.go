@@ -7,7 +7,8 @@ import (
 )
 
 // Before a first approval records a live server's instructions, --approve
-// shows them.
+// shows them. It stays a Go test: it answers the prompts on a terminal as
+// they appear.
 func TestLiveApproveShowsInstructions(t *testing.T) {
 	needNode(t)
 	p := textEnv(t)

@@ -143,7 +143,7 @@ func init() {
 		for _, a := range args {
 			name, not := strings.CutPrefix(a, "!")
 			if slices.Contains(names, name) == not {
-				ts.Fatalf("tool %s listed: %v, want %v (tools %v)", name, !not, !not, names)
+				ts.Fatalf("tool %s listed: %v, want %v (tools %v)", name, not, !not, names)
 			}
 		}
 	}
