@@ -20,10 +20,10 @@ import (
 )
 
 // The fixtures of the scripts of etdi check (check_, live_, sarif_,
-// capabilities_ and scopes_): commands that read what etdi check printed
-// where a pattern on its text would say less than the decoded report.
-// Each reads the standard output of the command before it and leaves it
-// in place, unless it says it prints.
+// capabilities_ and scopes_). Most read what etdi check printed where a
+// pattern on its text would say less than the decoded report: those read
+// the standard output of the command before and leave it in place,
+// unless they say they print.
 //
 // Commands:
 //
@@ -76,6 +76,8 @@ import (
 //	                            is the one of FILE that does
 //	check-tamper-bundle IN OUT  writes OUT, the bundle IN with the first bytes of its
 //	                            signature replaced: a signature that does not verify
+//	check-realpath VAR PATH     sets VAR to PATH made absolute, its symbolic links
+//	                            resolved, as etdi names a file in a file: URI
 //	check-httpeverything VAR    starts server-everything over Streamable HTTP on
 //	                            127.0.0.1 until the script ends, and sets VAR to its URL
 //	check-sarif-fingerprints    prints each result of the SARIF log as "RULE WHERE
@@ -341,6 +343,12 @@ func init() {
 			ts.Fatalf("usage: check-tamper-bundle IN OUT")
 		}
 		ts.Check(os.WriteFile(ts.MkAbs(args[1]), tamperedBundle([]byte(ts.ReadFile(args[0]))), 0o644))
+	}
+	scriptCmds["check-realpath"] = func(ts *testscript.TestScript, neg bool, args []string) {
+		if neg || len(args) != 2 {
+			ts.Fatalf("usage: check-realpath VAR PATH")
+		}
+		ts.Setenv(args[0], resolvedPath(ts.MkAbs(args[1])))
 	}
 	scriptCmds["check-httpeverything"] = func(ts *testscript.TestScript, neg bool, args []string) {
 		if neg || len(args) != 1 {
