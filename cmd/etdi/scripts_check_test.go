@@ -51,13 +51,13 @@ import (
 //	                            empty properties, an absolute file: %SRCROOT%
 //	check-sarif-result RULE TOOL KEY=VALUE...
 //	                            the SARIF log has a result of RULE for TOOL ('' for any
-//	                            tool) with each uri=, line=, base= (uriBaseId), level=,
+//	                            rule, any tool) with each uri=, line=, base= (uriBaseId), level=,
 //	                            kind= (its finding's kind, '' for none), fqn= (last
 //	                            logical location), root= (%SRCROOT%'s URI), a message
-//	                            containing message= and not nomessage=, hidden=no
-//	                            (no hidden character in the message or the logical
-//	                            locations) and placeholder=no (no single-brace {0} in
-//	                            the message); ! none such
+//	                            containing message= and not nomessage=, hidden=
+//	                            (yes: a hidden character in the message or the logical
+//	                            locations; no: none) and placeholder= (yes: a
+//	                            single-brace {0} in the message; no: none); ! none such
 //	check-sarif-count N [RULE [KEY=VALUE...]]
 //	                            the SARIF log has N results (of RULE, each with the
 //	                            KEY=VALUE of check-sarif-result)
@@ -82,8 +82,9 @@ import (
 //	                            127.0.0.1 until the script ends, and sets VAR to its URL
 //	check-sarif-fingerprints    prints each result of the SARIF log as "RULE WHERE
 //	                            FINGERPRINT", sorted, WHERE its tool (or server for one
-//	                            a server), after checking that no two share one and that
-//	                            each is "HASH:N" in both partial fingerprints
+//	                            a server), after checking that no two share one or a
+//	                            rule and a place, and that each is "HASH:N" in both
+//	                            partial fingerprints
 func init() {
 	scriptCmds["check-kinds"] = func(ts *testscript.TestScript, neg bool, args []string) {
 		if neg || len(args) != 1 {
@@ -220,13 +221,13 @@ func init() {
 		doc := scriptSARIF(ts)
 		var seen []string
 		for _, r := range doc.Runs[0].Results {
-			if r.RuleID != args[0] || (args[1] != "" && r.tool() != args[1]) {
+			if (args[0] != "" && r.RuleID != args[0]) || (args[1] != "" && r.tool() != args[1]) {
 				continue
 			}
 			miss := sarifResultMismatch(doc, r, args[2:])
 			if miss == "" {
 				if neg {
-					ts.Fatalf("a result of %s for %q with %v", args[0], args[1], args[2:])
+					ts.Fatalf("a result of rule %q for tool %q with %v", args[0], args[1], args[2:])
 				}
 				return
 			}
@@ -236,7 +237,7 @@ func init() {
 			seen = append(seen, miss)
 		}
 		if !neg {
-			ts.Fatalf("no result of %s for %q with %v; of that rule and tool:\n%s", args[0], args[1], args[2:], strings.Join(seen, "\n"))
+			ts.Fatalf("no result of rule %q for tool %q with %v; of that rule and tool:\n%s", args[0], args[1], args[2:], strings.Join(seen, "\n"))
 		}
 	}
 	scriptCmds["check-sarif-count"] = func(ts *testscript.TestScript, neg bool, args []string) {
@@ -375,6 +376,9 @@ func init() {
 			if fp != r.PartialFingerprints[sarifFingerprint] || !sarifFingerprintForm.MatchString(fp) {
 				ts.Fatalf("%s %s: fingerprints %v", r.RuleID, where, r.PartialFingerprints)
 			}
+			if slices.ContainsFunc(lines, func(l string) bool { return strings.HasPrefix(l, r.RuleID+" "+where+" ") }) {
+				ts.Fatalf("two results of %s for %s", r.RuleID, where)
+			}
 			if other, dup := by[fp]; dup {
 				ts.Fatalf("%s %s and %s share fingerprint %s", r.RuleID, where, other, fp)
 			}
@@ -457,12 +461,12 @@ func sarifResultMismatch(doc sarifOut, r sarifOutResult, want []string) string {
 			}
 			for _, t := range texts {
 				if strings.IndexFunc(t, termtext.Hidden) >= 0 {
-					got = fmt.Sprintf("in %q", t)
+					got = "yes"
 				}
 			}
 		case "placeholder":
 			if got = "no"; singleBrace.MatchString(r.Message.Text) {
-				got = "in " + r.Message.Text
+				got = "yes"
 			}
 		default:
 			return "bad key"
