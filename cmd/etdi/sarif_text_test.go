@@ -137,35 +137,6 @@ func TestSARIFHostileText(t *testing.T) {
 // singleBrace finds a placeholder: "{0}" not doubled.
 var singleBrace = regexp.MustCompile(`(^|[^{])\{0\}($|[^}])`)
 
-// A real server whose tool name is a markdown link with a bidirectional
-// override: the SARIF etdi check writes for code scanning shows it
-// escaped.
-func TestSARIFHostileToolNames(t *testing.T) {
-	s := newSarifEnv(t)
-	name := "[Approved](https://evil.example/ok)\u202Egnp.exe{0}"
-	s.writeEntries(echoEntry{name: "evil", tool: name})
-	doc := s.sarif(13, "--config", "ci dir/mcp.json")
-	found := false
-	for _, r := range doc.Runs[0].Results {
-		if r.Properties == nil || r.Properties.Tool != name {
-			continue
-		}
-		found = true
-		if strings.Contains(r.Message.Text, "](") || strings.ContainsRune(r.Message.Text, '\u202E') || singleBrace.MatchString(r.Message.Text) {
-			t.Errorf("message shown raw: %q", r.Message.Text)
-		}
-		if !strings.Contains(r.Message.Text, `\[Approved\]\(https://evil.example/ok\)`) || !strings.Contains(r.Message.Text, `gnp.exe{{0}}`) {
-			t.Errorf("message %q does not show the name escaped", r.Message.Text)
-		}
-		if strings.ContainsRune(r.tool(), '\u202E') {
-			t.Errorf("logical location %q", r.tool())
-		}
-	}
-	if !found {
-		t.Fatalf("no result names the tool: %+v", doc.Runs[0].Results)
-	}
-}
-
 // FuzzSARIFText: whatever the text, the message is safe and undoes to the
 // terminal escape of the text.
 func FuzzSARIFText(f *testing.F) {

@@ -24,7 +24,9 @@ func (p *pinEnv) etdiPath(env []string, args ...string) result {
 // scopes and says what the policy decides; through etdi run, write_file
 // is put to the person (refused by a host that cannot ask, forwarded
 // when accepted) and the reads pass. The overlay's tool names are those
-// the real filesystem, memory and everything servers offer.
+// the real filesystem, memory and everything servers offer. It stays a
+// Go test: it decodes the history's and the check's JSON and the host's
+// session through the gate, step by step.
 func TestScopesReferenceServers(t *testing.T) {
 	t.Parallel() // its own folder, pin database and servers
 	p := liveEnv(t)
@@ -113,103 +115,6 @@ func TestScopesReferenceServers(t *testing.T) {
 	}
 }
 
-// An overlay that does not name the server being approved, or names a
-// tool it does not offer, approves nothing and says why; so does a scope
-// given to a signed tool.
-func TestScopesRefused(t *testing.T) {
-	p := workspaceEnv(t)
-	p.ok("trust", "unsigned", "--policy", "trust.json", "warn")
-	p.write("typo.json", `{"etdiScopes":1,"tools":{"workspace/write_fiel":["files:write"]}}`)
-	p.write("other.json", `{"etdiScopes":1,"tools":{"filesystem/write_file":["files:write"]}}`)
-	for file, want := range map[string]string{
-		"typo.json":  `names tools that server "workspace" does not offer: write_fiel`,
-		"other.json": `names no tool of server "workspace" (it names servers filesystem)`,
-	} {
-		r := p.etdiPath(workspace, append([]string{"pin", "approve", "--trust", "trust.json", "--pins", "fresh.db", "--name", "workspace", "--scopes", file}, fixture("scopes")...)...)
-		if r.code != 1 || !strings.Contains(r.stderr, want) {
-			t.Errorf("%s: exit %d\n%s%s", file, r.code, r.stdout, r.stderr)
-		}
-	}
-	r := p.etdiPath(workspace, append([]string{"pin", "approve", "--trust", "trust.json", "--pins", "pins.db", "--bundle", "ws.etdi.json",
-		"--tool", "read_file", "--scope", "files:none"}, fixture("scopes")...)...)
-	if r.code != 1 || !strings.Contains(r.stderr, "is signed by") || !strings.Contains(r.stderr, "cannot be given at approval") {
-		t.Errorf("signed: exit %d\n%s%s", r.code, r.stdout, r.stderr)
-	}
-	if h := p.ok("pin", "history", "--pins", "pins.db", "--json"); strings.Contains(h.stdout, "files:none") {
-		t.Error("the refused scope reached the history")
-	}
-}
-
-// policy validate warns about a file that would forbid every call, with
-// the permit to add; exit 0, or 1 with --strict.
-func TestPolicyValidateWarns(t *testing.T) {
-	p := newPinEnv(t)
-	p.write("forbid.cedar", `@id("no-shell") forbid (principal, action, resource) when { resource.scopes.contains("shell:*") };`)
-	r := p.run("policy", "validate", "forbid.cedar")
-	if r.code != 0 || !strings.Contains(r.stderr, "WARNING: no permit policy: every tool call would be forbidden") ||
-		!strings.Contains(r.stderr, `@id("baseline") permit (principal, action == Etdi::Action::"call", resource);`) ||
-		!strings.Contains(r.stdout, "OK with 1 warnings") {
-		t.Fatalf("validate: %d\n%s%s", r.code, r.stdout, r.stderr)
-	}
-	if r := p.run("policy", "validate", "--strict", "forbid.cedar"); r.code != 1 {
-		t.Fatalf("--strict: %d\n%s%s", r.code, r.stdout, r.stderr)
-	}
-	if r := p.run("policy", "validate", "--strict", "--json", "forbid.cedar"); r.code != 1 || !strings.Contains(r.stdout, `"no permit policy: every tool call`) {
-		t.Fatalf("--strict --json: %d\n%s%s", r.code, r.stdout, r.stderr)
-	}
-	r = p.run("policy", "validate", "--strict", examplePolicy("reference-servers.cedar"))
-	if r.code != 0 || strings.Contains(r.stderr, "WARNING") {
-		t.Fatalf("the starter policy: %d\n%s%s", r.code, r.stdout, r.stderr)
-	}
-}
-
-// Scopes stay with the approved definition: a changed definition is
-// approved again with the scopes approved before, and the approval says
-// so; scopes given to an approved, unchanged tool approve it again and
-// show what they replace; policy test reads them from the pin.
-func TestScopesChangedDefinition(t *testing.T) {
-	p := newPinEnv(t)
-	p.ok("trust", "unsigned", "--policy", "trust.json", "warn")
-	v1 := `{"tools":[{"name":"write_file","description":"Write a file.","inputSchema":{"type":"object"}}]}`
-	p.write("v1.json", v1)
-	p.write("v2.json", strings.Replace(v1, "Write a file.", "Write or append to a file.", 1))
-	args := func(tools string, extra ...string) []string {
-		return append([]string{"pin", "approve", "--trust", "trust.json", "--pins", "pins.db", "--name", "files", "--tools", tools}, extra...)
-	}
-	if r := p.ok(args("v1.json", "--scope", "files:write")...); !strings.Contains(r.stdout, "scopes: files:write") {
-		t.Fatalf("%s", r.stdout)
-	}
-	r := p.ok(args("v2.json", "--tool", "write_file")...)
-	if !strings.Contains(r.stdout, "scopes: files:write (kept from the definition approved before)") {
-		t.Fatalf("the re-approval does not show the scopes it keeps:\n%s", r.stdout)
-	}
-	r = p.ok(args("v2.json", "--tool", "write_file", "--scope", "files:write", "--scope", "files:append")...)
-	if !strings.Contains(r.stdout, "gave new scopes to unsigned:files/write_file") || !strings.Contains(r.stdout, "scopes: files:append, files:write (were: files:write)") {
-		t.Fatalf("%s", r.stdout)
-	}
-	p.write("no-writes.cedar", `@id("baseline") permit (principal, action == Etdi::Action::"call", resource);
-@id("no-writes") forbid (principal, action == Etdi::Action::"call", resource) when { resource.scopes.contains("files:write") };`)
-	r = p.run("policy", "test", "--pins", "pins.db", "--cedar", "no-writes.cedar", "--tool", "unsigned:files/write_file", "--expect", "forbid")
-	if r.code != 0 || !strings.Contains(r.stdout, "forbid (no-writes)") {
-		t.Fatalf("policy test: %d\n%s%s", r.code, r.stdout, r.stderr)
-	}
-}
-
-// pin approve --config auto approves through etdi review, which gives no
-// scopes: --scope and --scopes are refused there rather than dropped, so
-// that no tool is approved without the scopes the person gave it.
-func TestScopesNotDroppedByReview(t *testing.T) {
-	p := newPinEnv(t)
-	p.ok("trust", "unsigned", "--policy", "trust.json", "warn")
-	p.write("scopes.json", `{"etdiScopes":1,"tools":{"files/write_file":["files:write"]}}`)
-	for _, extra := range [][]string{{"--scope", "files:write"}, {"--scopes", "scopes.json"}} {
-		r := p.run(append([]string{"pin", "approve", "--trust", "trust.json", "--pins", "pins.db", "--config", "auto"}, extra...)...)
-		if r.code != exitUsage || !strings.Contains(r.stderr, "--scope") || !strings.Contains(r.stderr, "--name") {
-			t.Errorf("%v: exit %d\n%s%s", extra, r.code, r.stdout, r.stderr)
-		}
-	}
-}
-
 // An approval made by check --approve or etdi review says the scopes it
 // gave or kept, as pin approve does: a changed definition approved
 // there keeps the scopes of the one approved before (docs/storage.md#scopes-of-unsigned-tools), and
@@ -225,22 +130,5 @@ func TestScopesKeptShownByEveryApproval(t *testing.T) {
 	}
 	if got := approvedLine(a); !strings.Contains(got, want) {
 		t.Errorf("review: %s", got)
-	}
-}
-
-// --scope without --tool on a server whose tools all match their pins
-// gives nothing: said, exit 2, rather than "nothing to approve" and exit
-// 0 as if the scopes had been given.
-func TestScopesWithNothingApprovedSaid(t *testing.T) {
-	p := newPinEnv(t)
-	p.ok("trust", "unsigned", "--policy", "trust.json", "warn")
-	args := []string{"pin", "approve", "--trust", "trust.json", "--pins", "pins.db", "--name", "files", "--tools", "live-ok.json"}
-	p.ok(args...)
-	r := p.run(append(args, "--scope", "files:write")...)
-	if r.code != exitUsage || !strings.Contains(r.stderr, "no scope was given") || !strings.Contains(r.stderr, "--tool NAME --scope files:write") {
-		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
-	}
-	if r := p.ok(append(args, "--tool", "get_weather", "--scope", "files:write")...); !strings.Contains(r.stdout, "gave new scopes to unsigned:files/get_weather") {
-		t.Fatalf("%s", r.stdout)
 	}
 }
