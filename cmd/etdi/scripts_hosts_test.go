@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -32,6 +33,9 @@ import (
 //
 //	hosts-etdi VAR             sets VAR to the absolute path of the etdi the
 //	                           scripts run, as wrap writes it into entries
+//	hosts-which VAR DIRVAR PROG
+//	                           sets VAR to the path of PROG on PATH and DIRVAR
+//	                           to its directory; fails if PROG is not on PATH
 //	hosts-json [-file F] PATH WANT
 //	                           the JSON of the last command's stdout (or of
 //	                           file F) has WANT, compact JSON, at PATH: member
@@ -40,7 +44,8 @@ import (
 //	                           element of an array (a list of the rest of the
 //	                           path's values); ! hosts-json: another value
 //	hosts-expand FILE...       replaces $VAR and ${VAR} in each FILE with the
-//	                           script's variables, keeping the file's mode
+//	                           script's variables, keeping the file's mode ($@
+//	                           and ${env:VAR} stay as written)
 //	hosts-crlf FILE            rewrites FILE with CRLF line ends, as a
 //	                           Windows editor leaves them
 //	hosts-hostedit FILE        rewrites the cursor-style FILE (after dropping
@@ -95,6 +100,20 @@ func init() {
 		ts.Setenv(args[0], real)
 	}
 	scriptCmds["hosts-json"] = hostsJSON
+	scriptCmds["hosts-which"] = func(ts *testscript.TestScript, neg bool, args []string) {
+		if neg || len(args) != 3 {
+			ts.Fatalf("usage: hosts-which VAR DIRVAR PROG")
+		}
+		for _, dir := range filepath.SplitList(ts.Getenv("PATH")) {
+			path := filepath.Join(dir, args[2])
+			if fi, err := os.Stat(path); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
+				ts.Setenv(args[0], path)
+				ts.Setenv(args[1], dir)
+				return
+			}
+		}
+		ts.Fatalf("no %s on PATH", args[2])
+	}
 	scriptCmds["hosts-expand"] = func(ts *testscript.TestScript, neg bool, args []string) {
 		if neg || len(args) == 0 {
 			ts.Fatalf("usage: hosts-expand FILE...")
@@ -103,7 +122,10 @@ func init() {
 			path := ts.MkAbs(f)
 			fi, err := os.Stat(path)
 			ts.Check(err)
-			ts.Check(os.WriteFile(path, []byte(os.Expand(ts.ReadFile(f), ts.Getenv)), fi.Mode().Perm()))
+			text := hostsVar.ReplaceAllStringFunc(ts.ReadFile(f), func(v string) string {
+				return ts.Getenv(strings.Trim(v, "${}"))
+			})
+			ts.Check(os.WriteFile(path, []byte(text), fi.Mode().Perm()))
 		}
 	}
 	scriptCmds["hosts-crlf"] = func(ts *testscript.TestScript, neg bool, args []string) {
@@ -193,6 +215,10 @@ func init() {
 		}
 	}
 }
+
+// hostsVar is a variable hosts-expand replaces: $NAME or ${NAME}, not
+// $@ nor ${env:NAME}.
+var hostsVar = regexp.MustCompile(`\$[A-Za-z_][A-Za-z0-9_]*|\$\{[A-Za-z_][A-Za-z0-9_]*\}`)
 
 // hostsPid reads the pid a file holds.
 func hostsPid(ts *testscript.TestScript, file string) int {
