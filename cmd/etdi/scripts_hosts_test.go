@@ -36,6 +36,8 @@ import (
 //	hosts-which VAR DIRVAR PROG
 //	                           sets VAR to the path of PROG on PATH and DIRVAR
 //	                           to its directory; fails if PROG is not on PATH
+//	hosts-lines MAX            the last command printed at most MAX lines,
+//	                           stdout and stderr together
 //	hosts-json [-file F] PATH WANT
 //	                           the JSON of the last command's stdout (or of
 //	                           file F) has WANT, compact JSON, at PATH: member
@@ -69,7 +71,8 @@ import (
 //	                           counts the approve and reapprove records in the
 //	                           last stdout (etdi pin history --json), of server
 //	                           S only with -server: set stores the count in VAR;
-//	                           want checks it is N (a number, or A+B)
+//	                           want checks it is N (a number, or A+B), and
+//	                           ! ... want that it is not
 //	hosts-keyid VAR PUBFILE N  sets VAR to the first N hex digits (with the
 //	                           sha256: prefix) of the key id of PUBFILE
 //	hosts-httpecho VAR         serves on 127.0.0.1, until the script ends, an
@@ -100,6 +103,17 @@ func init() {
 		ts.Setenv(args[0], real)
 	}
 	scriptCmds["hosts-json"] = hostsJSON
+	scriptCmds["hosts-lines"] = func(ts *testscript.TestScript, neg bool, args []string) {
+		if neg || len(args) != 1 {
+			ts.Fatalf("usage: hosts-lines MAX")
+		}
+		max, err := strconv.Atoi(args[0])
+		ts.Check(err)
+		out := strings.TrimSpace(ts.ReadFile("stdout") + ts.ReadFile("stderr"))
+		if n := len(strings.Split(out, "\n")); n > max {
+			ts.Fatalf("%d lines printed, want at most %d", n, max)
+		}
+	}
 	scriptCmds["hosts-which"] = func(ts *testscript.TestScript, neg bool, args []string) {
 		if neg || len(args) != 3 {
 			ts.Fatalf("usage: hosts-which VAR DIRVAR PROG")
@@ -430,7 +444,7 @@ func hostsApprovals(ts *testscript.TestScript, neg bool, args []string) {
 	if len(args) > 1 && args[0] == "-server" {
 		server, args = args[1], args[2:]
 	}
-	if neg || len(args) != 2 {
+	if len(args) != 2 || neg && args[0] != "want" {
 		ts.Fatalf("%s", usage)
 	}
 	var recs []pin.Record
@@ -455,8 +469,8 @@ func hostsApprovals(ts *testscript.TestScript, neg bool, args []string) {
 			}
 			want += v
 		}
-		if n != want {
-			ts.Fatalf("%d approvals in the history, want %d", n, want)
+		if (n == want) == neg {
+			ts.Fatalf("%d approvals in the history, want %s%d", n, map[bool]string{true: "not "}[neg], want)
 		}
 	default:
 		ts.Fatalf("%s", usage)
