@@ -45,9 +45,10 @@ import (
 //	                           the length of an array or object, * for every
 //	                           element of an array (a list of the rest of the
 //	                           path's values); ! hosts-json: another value
-//	hosts-expand FILE...       replaces $VAR and ${VAR} in each FILE with the
-//	                           script's variables, keeping the file's mode ($@
-//	                           and ${env:VAR} stay as written)
+//	hosts-expand FILE...       replaces each $VAR in each FILE with the
+//	                           script's variable, keeping the file's mode; a
+//	                           host's placeholders (${VAR}, ${env:VAR}) and
+//	                           a shell's $@ stay as written
 //	hosts-crlf FILE            rewrites FILE with CRLF line ends, as a
 //	                           Windows editor leaves them
 //	hosts-hostedit FILE        rewrites the cursor-style FILE (after dropping
@@ -137,7 +138,7 @@ func init() {
 			fi, err := os.Stat(path)
 			ts.Check(err)
 			text := hostsVar.ReplaceAllStringFunc(ts.ReadFile(f), func(v string) string {
-				return ts.Getenv(strings.Trim(v, "${}"))
+				return ts.Getenv(v[1:])
 			})
 			ts.Check(os.WriteFile(path, []byte(text), fi.Mode().Perm()))
 		}
@@ -230,9 +231,9 @@ func init() {
 	}
 }
 
-// hostsVar is a variable hosts-expand replaces: $NAME or ${NAME}, not
-// $@ nor ${env:NAME}.
-var hostsVar = regexp.MustCompile(`\$[A-Za-z_][A-Za-z0-9_]*|\$\{[A-Za-z_][A-Za-z0-9_]*\}`)
+// hostsVar is a variable hosts-expand replaces: $NAME, not a host's
+// ${NAME} nor a shell's $@.
+var hostsVar = regexp.MustCompile(`\$[A-Za-z_][A-Za-z0-9_]*`)
 
 // hostsPid reads the pid a file holds.
 func hostsPid(ts *testscript.TestScript, file string) int {
