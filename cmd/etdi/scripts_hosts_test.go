@@ -215,7 +215,7 @@ func init() {
 			time.Sleep(20 * time.Millisecond)
 		}
 		if hostsAlive(pid) {
-			syscall.Kill(pid, syscall.SIGKILL)
+			hostsKill(pid)
 			ts.Fatalf("process %d outlived etdi", pid)
 		}
 	}
@@ -224,7 +224,7 @@ func init() {
 			ts.Fatalf("usage: hosts-alive PIDFILE")
 		}
 		pid := hostsPid(ts, args[0])
-		ts.Defer(func() { syscall.Kill(pid, syscall.SIGKILL) })
+		ts.Defer(func() { hostsKill(pid) })
 		if !hostsAlive(pid) {
 			ts.Fatalf("process %d has ended", pid)
 		}
@@ -244,11 +244,19 @@ func hostsPid(ts *testscript.TestScript, file string) int {
 	return pid
 }
 
+// hostsKill kills pid.
+func hostsKill(pid int) {
+	if p, err := os.FindProcess(pid); err == nil {
+		p.Kill()
+	}
+}
+
 // hostsAlive says whether pid runs and is no zombie.
 func hostsAlive(pid int) bool {
 	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
-		return syscall.Kill(pid, 0) == nil
+		p, err := os.FindProcess(pid)
+		return err == nil && p.Signal(syscall.Signal(0)) == nil
 	}
 	i := bytes.LastIndexByte(stat, ')')
 	return i < 0 || i+2 >= len(stat) || stat[i+2] != 'Z'
