@@ -60,8 +60,8 @@ import (
 //	hosts-session [-clean DIR] METHOD... -- COMMAND [ARGS...]
 //	hosts-session [-clean DIR] -entry FILE NAME METHOD...
 //	                           speaks to COMMAND (or the command and arguments
-//	                           of FILE's mcpServers entry NAME) as a host does on stdio:
-//	                           initialize (then notifications/initialized) and
+//	                           of FILE's mcpServers entry NAME) as a host does
+//	                           on stdio: initialize (then notifications/initialized) and
 //	                           each further METHOD with {} as parameters, each
 //	                           awaiting its answer, which goes to stdout; then
 //	                           it closes COMMAND's input and COMMAND must exit
@@ -72,8 +72,8 @@ import (
 //	                           counts the approve and reapprove records in the
 //	                           last stdout (etdi pin history --json), of server
 //	                           S only with -server: set stores the count in VAR;
-//	                           want checks it is N (a number, or A+B), and
-//	                           ! ... want that it is not
+//	                           want checks it is N, and ! ... want that it is
+//	                           not
 //	hosts-keyid VAR PUBFILE N  sets VAR to the first N hex digits (with the
 //	                           sha256: prefix) of the key id of PUBFILE
 //	hosts-httpecho VAR         serves on 127.0.0.1, until the script ends, an
@@ -470,13 +470,9 @@ func hostsApprovals(ts *testscript.TestScript, neg bool, args []string) {
 	case "set":
 		ts.Setenv(args[1], strconv.Itoa(n))
 	case "want":
-		want := 0
-		for _, term := range strings.Split(args[1], "+") {
-			v, err := strconv.Atoi(term)
-			if err != nil {
-				ts.Fatalf("want %q: not a number", args[1])
-			}
-			want += v
+		want, err := strconv.Atoi(args[1])
+		if err != nil {
+			ts.Fatalf("want %q: not a number", args[1])
 		}
 		if (n == want) == neg {
 			ts.Fatalf("%d approvals in the history, want %s%d", n, map[bool]string{true: "not "}[neg], want)
