@@ -18,7 +18,13 @@ import (
 // token, while the server (a real child process) is given no ETDI_*
 // variable and no secret etdi read, keeps what was passed on purpose,
 // and no command line of any process holds the token. The same with the
-// token in $ETDI_LISTEN_TOKEN, and for etdi check's server.
+// token in $ETDI_LISTEN_TOKEN.
+//
+// A Go test: it reads the address etdi prints while it runs, posts to it
+// and reads every process's command line while the gate and its server
+// run, none of which a script can wait for. The environment etdi check
+// gives a server and the refused tokens are the scripts
+// testdata/script/env_*.txtar.
 func TestServerEnvAndListenToken(t *testing.T) {
 	p := newPinEnv(t)
 	p.ok("trust", "unsigned", "--policy", "trust.json", "warn")
@@ -131,62 +137,5 @@ func TestServerEnvAndListenToken(t *testing.T) {
 				t.Fatalf("the gate and its server were not found among %d processes", len(procs))
 			}
 		})
-	}
-	// etdi check starts the server with the same environment.
-	r := runEtdi(t, p.dir, append(append([]string{}, base...), "ETDI_LISTEN_TOKEN="+token), "check", "--trust", "trust.json", "--pins", "pins.db",
-		"--name", "weather", "--server", "--", script)
-	if r.code != 13 {
-		t.Fatalf("check: %d\n%s%s", r.code, r.stdout, r.stderr)
-	}
-	secrets = secrets[:len(secrets)-1] // check has no --header-env
-	env, _ := os.ReadFile(dump)
-	for _, s := range append(secrets, "ETDI_") {
-		if bytes.Contains(env, []byte(s)) {
-			t.Errorf("check: the server was given %q:\n%s", s, env)
-		}
-	}
-	if !bytes.Contains(env, []byte("SERVER_SETTING=kept\n")) {
-		t.Errorf("check: the server lacks SERVER_SETTING:\n%s", env)
-	}
-	// A configuration entry's env is kept, but not one that passes on
-	// what etdi read ("${ETDI_PASSWORD}").
-	p.write(".mcp.json", `{"mcpServers":{"weather":{"command":"`+script+`","env":{"FROM_CONFIG":"set on purpose",`+
-		`"LEAK":"${ETDI_PASSWORD}","ETDI_ETCD_PASSWORD":"${ETDI_ETCD_PASSWORD}"}}}}`)
-	os.Remove(dump)
-	r = runEtdi(t, p.dir, base, "check", "--trust", "trust.json", "--pins", "pins.db", "--config", ".mcp.json", "--name", "weather")
-	env, _ = os.ReadFile(dump)
-	if r.code != 13 || !bytes.Contains(env, []byte("FROM_CONFIG=set on purpose\n")) {
-		t.Fatalf("check --config: %d\n%s%s\n%s", r.code, r.stdout, r.stderr, env)
-	}
-	for _, s := range append(secrets, "ETDI_", "LEAK=") {
-		if bytes.Contains(env, []byte(s)) {
-			t.Errorf("check --config: the server was given %q:\n%s", s, env)
-		}
-	}
-	// Refused: a token file others can read, both sources, passing the token.
-	os.Chmod(tokenFile, 0o644)
-	for _, c := range []struct {
-		args []string
-		env  []string
-		code int
-		want string
-	}{
-		{[]string{"--listen-token-file", tokenFile}, nil, 1, "chmod 600"},
-		{[]string{"--listen-token-file", tokenFile}, []string{"ETDI_LISTEN_TOKEN=" + token}, 2, "not both"},
-		{[]string{"--pass-env", "ETDI_LISTEN_TOKEN"}, nil, 2, "never given to the server"},
-		{[]string{"--listen-token-file", tokenFile[:0] + "x"}, nil, 2, "goes with --listen"},
-		// Set empty (a host's "${UNSET}"): a token was meant, and none
-		// would be asked for.
-		{nil, []string{"ETDI_LISTEN_TOKEN="}, 2, "set but empty"},
-		{nil, []string{"ETDI_LISTEN_TOKEN= \t"}, 2, "set but empty"},
-	} {
-		args := append([]string{"run", "--trust", "trust.json", "--pins", "pins.db", "--name", "weather"}, c.args...)
-		if c.want != "goes with --listen" {
-			args = append(args, "--listen", "127.0.0.1:0")
-		}
-		r := runEtdi(t, p.dir, append(append([]string{}, base...), c.env...), append(args, "--", script)...)
-		if r.code != c.code || !strings.Contains(r.stderr, c.want) || strings.Contains(r.stderr, token) {
-			t.Errorf("%v: %d\n%s", c.args, r.code, r.stderr)
-		}
 	}
 }
