@@ -30,6 +30,9 @@ func TestMain(m *testing.M) {
 		os.Stderr.Write(out)
 		panic(err)
 	}
+	if goShimDir, err = writeGoShim(filepath.Join(dir, "go-shim")); err != nil {
+		panic(err)
+	}
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)

@@ -152,6 +152,7 @@ func runAction(t *testing.T, workspace string, inputs, jobEnv map[string]string)
 		r.env[k] = v
 	}
 	os.MkdirAll(r.env["HOME"], 0o755)
+	r.env["PATH"] = goShimDir + string(os.PathListSeparator) + r.env["PATH"]
 	r.env["GITHUB_ACTIONS"] = "true"
 	r.env["GITHUB_WORKSPACE"] = workspace
 	r.env["RUNNER_TEMP"] = r.temp
@@ -191,6 +192,56 @@ func runAction(t *testing.T, workspace string, inputs, jobEnv map[string]string)
 	sum, _ := os.ReadFile(summaryFile)
 	res.Summary = string(sum)
 	return res
+}
+
+// goShimDir holds a go command, first on the PATH of every step, that
+// links each distinct go build once per test binary: a build with the same
+// arguments (all but -o), directory and Go settings as an earlier one gets
+// a copy of the program that build wrote. The action's install step still
+// runs its own go build command with its own tags and flags, and each
+// distinct one is built by the real go; only the repeated link of an
+// identical program is saved. Anything else goes to the real go.
+var goShimDir string
+
+// writeGoShim writes the go command of goShimDir to dir.
+func writeGoShim(dir string) (string, error) {
+	real, err := exec.LookPath("go")
+	if err != nil {
+		return "", err
+	}
+	cache := filepath.Join(dir, "builds")
+	if err := os.MkdirAll(cache, 0o755); err != nil {
+		return "", err
+	}
+	script := `#!/usr/bin/env bash
+set -euo pipefail
+real=` + shellQuote(real) + `
+cache=` + shellQuote(cache) + `
+if [ "${1:-}" != build ]; then exec "$real" "$@"; fi
+out= prev= args=()
+for a in "$@"; do
+	if [ "$prev" = -o ]; then out=$a; args+=(OUT); else args+=("$a"); fi
+	prev=$a
+done
+if [ -z "$out" ]; then exec "$real" "$@"; fi
+key=$(printf '%s\0' "$PWD" "${GOFLAGS:-}" "${GOWORK:-}" "${GOOS:-}" "${GOARCH:-}" "${CGO_ENABLED:-}" "${args[@]}" | sha256sum | cut -c1-64)
+if [ -f "$cache/$key" ]; then
+	cp "$cache/$key" "$out"
+	exit 0
+fi
+"$real" "$@"
+cp "$out" "$cache/$key.$$"
+mv -f "$cache/$key.$$" "$cache/$key"
+`
+	if err := os.WriteFile(filepath.Join(dir, "go"), []byte(script), 0o755); err != nil {
+		return "", err
+	}
+	return dir, nil
+}
+
+// shellQuote quotes s for bash.
+func shellQuote(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 var goEnvOnce struct {
