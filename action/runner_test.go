@@ -195,43 +195,57 @@ func runAction(t *testing.T, workspace string, inputs, jobEnv map[string]string)
 }
 
 // goShimDir holds a go command, first on the PATH of every step, that
-// links each distinct go build once per test binary: a build with the same
-// arguments (all but -o), directory and Go settings as an earlier one gets
-// a copy of the program that build wrote. The action's install step still
-// runs its own go build command with its own tags and flags, and each
-// distinct one is built by the real go; only the repeated link of an
-// identical program is saved. Anything else goes to the real go.
+// makes each distinct go build once per test binary: the first build with
+// given arguments (all but -o), directory and Go settings is made by the
+// real go onto a program kept in a folder of buildCache, and every such
+// build gets a copy of it. The action's install step still runs its own go
+// build command with its own tags and flags, and the go command links the
+// kept program again whenever its sources or flags changed; only the
+// repeated link of an identical program is saved. Anything else goes to
+// the real go.
 var goShimDir string
 
-// writeGoShim writes the go command of goShimDir to dir.
-func writeGoShim(dir string) (string, error) {
+// writeGoShim writes the go command of goShimDir to dir, keeping the
+// programs it builds in kept.
+func writeGoShim(dir, kept string) (string, error) {
 	real, err := exec.LookPath("go")
 	if err != nil {
 		return "", err
 	}
-	cache := filepath.Join(dir, "builds")
-	if err := os.MkdirAll(cache, 0o755); err != nil {
-		return "", err
+	made := filepath.Join(dir, "made") // the builds made by this test binary
+	for _, d := range []string{made, kept} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return "", err
+		}
 	}
 	script := `#!/usr/bin/env bash
 set -euo pipefail
 real=` + shellQuote(real) + `
-cache=` + shellQuote(cache) + `
+kept=` + shellQuote(kept) + `
+made=` + shellQuote(made) + `
 if [ "${1:-}" != build ]; then exec "$real" "$@"; fi
 out= prev= args=()
 for a in "$@"; do
-	if [ "$prev" = -o ]; then out=$a; args+=(OUT); else args+=("$a"); fi
+	if [ "$prev" = -o ]; then out=$a; args+=(-o-OUT); else args+=("$a"); fi
 	prev=$a
 done
 if [ -z "$out" ]; then exec "$real" "$@"; fi
 key=$(printf '%s\0' "$PWD" "${GOFLAGS:-}" "${GOWORK:-}" "${GOOS:-}" "${GOARCH:-}" "${CGO_ENABLED:-}" "${args[@]}" | sha256sum | cut -c1-64)
-if [ -f "$cache/$key" ]; then
-	cp "$cache/$key" "$out"
-	exit 0
+if [ ! -f "$made/$key" ]; then
+	exec 9>"$kept/$key.lock"
+	flock 9
+	if [ ! -f "$made/$key" ]; then
+		build=() prev=
+		for a in "$@"; do
+			if [ "$prev" = -o ]; then build+=("$kept/$key"); else build+=("$a"); fi
+			prev=$a
+		done
+		"$real" "${build[@]}"
+		touch "$made/$key"
+	fi
+	exec 9>&-
 fi
-"$real" "$@"
-cp "$out" "$cache/$key.$$"
-mv -f "$cache/$key.$$" "$cache/$key"
+cp "$kept/$key" "$out"
 `
 	if err := os.WriteFile(filepath.Join(dir, "go"), []byte(script), 0o755); err != nil {
 		return "", err
