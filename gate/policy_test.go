@@ -323,10 +323,16 @@ func (h *polHost) all() []string {
 	return slices.Clone(h.got)
 }
 
+// hostWait is the least every wait of the host for a message lasts: the
+// message comes when a loaded machine gets to it, and a gate that never
+// sends it fails the test.
+const hostWait = 2 * time.Minute
+
 // await waits for the n-th (from 1) message the host received for which
-// ok holds.
+// ok holds, for wait or hostWait, whichever is longer.
 func (h *polHost) await(t *testing.T, what string, n int, wait time.Duration, ok func(m *mcpclient.Message) bool) (*mcpclient.Message, string) {
 	t.Helper()
+	wait = max(wait, hostWait)
 	for deadline := time.Now().Add(wait); ; time.Sleep(2 * time.Millisecond) {
 		k := 0
 		for _, raw := range h.all() {
@@ -911,7 +917,7 @@ func TestPolicyAskServerGuessedID(t *testing.T) {
 		q := ps.host.elicitation(t, n)
 		ps.host.reply(t, q, acceptAllow)
 	}
-	for deadline := time.Now().Add(5 * time.Second); len(ps.wire.injectedAnswers()) < 4; time.Sleep(5 * time.Millisecond) {
+	for deadline := time.Now().Add(hostWait); len(ps.wire.injectedAnswers()) < 4; time.Sleep(5 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatalf("the server received %d answers to its 4 questions", len(ps.wire.injectedAnswers()))
 		}
