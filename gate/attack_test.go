@@ -304,16 +304,29 @@ func TestAttackListChangedFloodUnbounded(t *testing.T) {
 	a.init(t)
 	a.ask(t, "tools/list", `{}`, 5*time.Second)
 	const flood = 200_000
+	sent := make(chan struct{})
 	go func() {
+		defer close(sent)
 		for range flood {
 			a.server.write(`{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}`)
 		}
 	}()
+	// The queue is watched for the whole flood, however long a loaded
+	// machine takes to send it; the bound only ends a gate that stopped
+	// reading.
 	most := 0
-	for deadline := time.Now().Add(time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+	for deadline, flooding := time.Now().Add(2*time.Minute), true; flooding; time.Sleep(5 * time.Millisecond) {
+		select {
+		case <-sent:
+			flooding = false
+		default:
+		}
 		a.g.jobs.mu.Lock()
 		most = max(most, len(a.g.jobs.q))
 		a.g.jobs.mu.Unlock()
+		if time.Now().After(deadline) {
+			t.Fatalf("the gate read less than %d notifications in 2 minutes", flood)
+		}
 	}
 	t.Logf("at most %d jobs waited", most)
 	if most > 1000 {
