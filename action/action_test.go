@@ -23,16 +23,41 @@ func TestMain(m *testing.M) {
 	if err != nil {
 		panic(err)
 	}
-	etdiBin = filepath.Join(dir, "etdi")
+	builds := buildCache(dir)
+	etdiBin = filepath.Join(builds, "tests", "etdi")
+	if err := os.MkdirAll(filepath.Dir(etdiBin), 0o755); err != nil {
+		panic(err)
+	}
 	cmd := exec.Command("go", "build", "-o", etdiBin, "./cmd/etdi")
 	cmd.Dir = repoRoot
 	if out, err := cmd.CombinedOutput(); err != nil {
 		os.Stderr.Write(out)
 		panic(err)
 	}
+	if goShimDir, err = writeGoShim(filepath.Join(dir, "go-shim"), filepath.Join(builds, "action")); err != nil {
+		panic(err)
+	}
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)
+}
+
+// buildCache is where the programs these tests build are kept between
+// runs, one folder per checkout in the user's cache (tmp when there is
+// none). A go build -o onto a program that is up to date with its sources
+// and flags does not link it again, and one that is not is linked anew, as
+// the go command compares the build ID it recorded in the program.
+func buildCache(tmp string) string {
+	base, err := os.UserCacheDir()
+	if err != nil {
+		return tmp
+	}
+	sum := sha256.Sum256([]byte(repoRoot))
+	dir := filepath.Join(base, "etdi-test-builds", hex.EncodeToString(sum[:8]))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return tmp
+	}
+	return dir
 }
 
 const password = "correct horse battery staple"

@@ -152,6 +152,7 @@ func runAction(t *testing.T, workspace string, inputs, jobEnv map[string]string)
 		r.env[k] = v
 	}
 	os.MkdirAll(r.env["HOME"], 0o755)
+	r.env["PATH"] = goShimDir + string(os.PathListSeparator) + r.env["PATH"]
 	r.env["GITHUB_ACTIONS"] = "true"
 	r.env["GITHUB_WORKSPACE"] = workspace
 	r.env["RUNNER_TEMP"] = r.temp
@@ -191,6 +192,70 @@ func runAction(t *testing.T, workspace string, inputs, jobEnv map[string]string)
 	sum, _ := os.ReadFile(summaryFile)
 	res.Summary = string(sum)
 	return res
+}
+
+// goShimDir holds a go command, first on the PATH of every step, that
+// makes each distinct go build once per test binary: the first build with
+// given arguments (all but -o), directory and Go settings is made by the
+// real go onto a program kept in a folder of buildCache, and every such
+// build gets a copy of it. The action's install step still runs its own go
+// build command with its own tags and flags, and the go command links the
+// kept program again whenever its sources or flags changed; only the
+// repeated link of an identical program is saved. Anything else goes to
+// the real go.
+var goShimDir string
+
+// writeGoShim writes the go command of goShimDir to dir, keeping the
+// programs it builds in kept.
+func writeGoShim(dir, kept string) (string, error) {
+	real, err := exec.LookPath("go")
+	if err != nil {
+		return "", err
+	}
+	made := filepath.Join(dir, "made") // the builds made by this test binary
+	for _, d := range []string{made, kept} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return "", err
+		}
+	}
+	script := `#!/usr/bin/env bash
+set -euo pipefail
+real=` + shellQuote(real) + `
+kept=` + shellQuote(kept) + `
+made=` + shellQuote(made) + `
+if [ "${1:-}" != build ]; then exec "$real" "$@"; fi
+out= prev= args=()
+for a in "$@"; do
+	if [ "$prev" = -o ]; then out=$a; args+=(-o-OUT); else args+=("$a"); fi
+	prev=$a
+done
+if [ -z "$out" ]; then exec "$real" "$@"; fi
+key=$(printf '%s\0' "$PWD" "${GOFLAGS:-}" "${GOWORK:-}" "${GOOS:-}" "${GOARCH:-}" "${CGO_ENABLED:-}" "${args[@]}" | sha256sum | cut -c1-64)
+if [ ! -f "$made/$key" ]; then
+	exec 9>"$kept/$key.lock"
+	flock 9
+	if [ ! -f "$made/$key" ]; then
+		build=() prev=
+		for a in "$@"; do
+			if [ "$prev" = -o ]; then build+=("$kept/$key"); else build+=("$a"); fi
+			prev=$a
+		done
+		"$real" "${build[@]}"
+		touch "$made/$key"
+	fi
+	exec 9>&-
+fi
+cp "$kept/$key" "$out"
+`
+	if err := os.WriteFile(filepath.Join(dir, "go"), []byte(script), 0o755); err != nil {
+		return "", err
+	}
+	return dir, nil
+}
+
+// shellQuote quotes s for bash.
+func shellQuote(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 var goEnvOnce struct {

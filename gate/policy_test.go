@@ -323,10 +323,16 @@ func (h *polHost) all() []string {
 	return slices.Clone(h.got)
 }
 
+// hostWait is the least every wait of the host for a message lasts: the
+// message comes when a loaded machine gets to it, and a gate that never
+// sends it fails the test.
+const hostWait = 2 * time.Minute
+
 // await waits for the n-th (from 1) message the host received for which
-// ok holds.
+// ok holds, for wait or hostWait, whichever is longer.
 func (h *polHost) await(t *testing.T, what string, n int, wait time.Duration, ok func(m *mcpclient.Message) bool) (*mcpclient.Message, string) {
 	t.Helper()
+	wait = max(wait, hostWait)
 	for deadline := time.Now().Add(wait); ; time.Sleep(2 * time.Millisecond) {
 		k := 0
 		for _, raw := range h.all() {
@@ -472,7 +478,7 @@ func startPol(t *testing.T, cfg polConfig) *polSession {
 		if !ps.ended {
 			select {
 			case <-ps.done:
-			case <-time.After(10 * time.Second):
+			case <-time.After(2 * time.Minute):
 				t.Error("the gate did not end")
 			}
 		}
@@ -505,7 +511,7 @@ func (ps *polSession) end(t *testing.T) {
 		if err != nil {
 			t.Errorf("the gate ended with %v", err)
 		}
-	case <-time.After(10 * time.Second):
+	case <-time.After(2 * time.Minute):
 		t.Fatal("the gate did not end")
 	}
 	ps.ended = true
@@ -841,8 +847,8 @@ func TestPolicyAskTimeout(t *testing.T) {
 	if b.Kind != PolicyAsk || b.answer() != AnswerTimeout {
 		t.Fatalf("blocked data %+v", b)
 	}
-	if d := time.Since(start); d < 200*time.Millisecond || d > 3*time.Second {
-		t.Errorf("blocked after %v", d)
+	if d := time.Since(start); d < 200*time.Millisecond { // never before the timeout; how long after depends on the machine's load
+		t.Errorf("blocked after %v, before the question's timeout", d)
 	}
 	cancelled, _ := ps.host.await(t, "notifications/cancelled", 1, 5*time.Second, func(c *mcpclient.Message) bool {
 		return c.Request && c.ID == nil && c.Method == "notifications/cancelled"
@@ -911,7 +917,7 @@ func TestPolicyAskServerGuessedID(t *testing.T) {
 		q := ps.host.elicitation(t, n)
 		ps.host.reply(t, q, acceptAllow)
 	}
-	for deadline := time.Now().Add(5 * time.Second); len(ps.wire.injectedAnswers()) < 4; time.Sleep(5 * time.Millisecond) {
+	for deadline := time.Now().Add(hostWait); len(ps.wire.injectedAnswers()) < 4; time.Sleep(5 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatalf("the server received %d answers to its 4 questions", len(ps.wire.injectedAnswers()))
 		}
@@ -1022,7 +1028,7 @@ func TestPolicyAskSessionEnds(t *testing.T) {
 		if err == nil {
 			t.Error("the gate ended without saying the server went")
 		}
-	case <-time.After(10 * time.Second):
+	case <-time.After(2 * time.Minute):
 		t.Fatal("the gate did not end")
 	}
 	r := recordOf(t, ps.records(t), "delete_file", OutcomeBlocked)
@@ -1208,23 +1214,64 @@ func TestPolicyNone(t *testing.T) {
 // members. Checking them for a name given twice compared every pair:
 // 100,000 members (a message of 1 MB) held the gate's one decision
 // goroutine for half a minute, and every other call of the session with
-// it; the 64 MiB a message may hold, for ever.
+// it; the 64 MiB a message may hold, for ever. The session goes on past
+// such a call; TestHasTwiceLinear proves the check takes linear time
+// without timing it, and BenchmarkHasTwice measures it.
 // Breaks: the gate answers in time whatever it is sent.
 func TestPolicyAttackManyMembersStallGate(t *testing.T) {
 	ps := startPol(t, polConfig{policies: polBase})
+	ps.host.send(t, manyMembersCall(100_000))
+	ps.host.call(t, "2", "get_time", "")
+	key := mcpclient.IDKey([]byte("2"))
+	ps.host.await(t, "answer to 2", 1, time.Minute, func(m *mcpclient.Message) bool { return !m.Request && m.IDKey() == key })
+}
+
+// manyMembersCall is a tools/call (id 1) of get_time whose params hold n
+// members besides name and arguments.
+func manyMembersCall(n int) string {
 	var b strings.Builder
 	b.WriteString(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"get_time","arguments":{}`)
-	for i := range 100_000 {
+	for i := range n {
 		fmt.Fprintf(&b, `,"m%d":0`, i)
 	}
 	b.WriteString(`}}`)
-	start := time.Now()
-	ps.host.send(t, b.String())
-	ps.host.call(t, "2", "get_time", "")
-	key := mcpclient.IDKey([]byte("2"))
-	ps.host.await(t, "answer to 2", 1, 20*time.Second, func(m *mcpclient.Message) bool { return !m.Request && m.IDKey() == key })
-	if d := time.Since(start); d > 3*time.Second {
-		t.Fatalf("the gate took %v to answer a call behind one of 100,000 members", d)
+	return b.String()
+}
+
+// hasTwice takes linear time: comparing every pair of 500,000 names
+// would take over 10^11 comparisons (tens of minutes), which the wait,
+// long enough for a loaded machine to do the linear work many times over,
+// never allows. A name given twice at the very end is still found.
+func TestHasTwiceLinear(t *testing.T) {
+	names := make([]string, 500_000)
+	for i := range names {
+		names[i] = "m" + strconv.Itoa(i)
+	}
+	done := make(chan [2]bool, 1)
+	go func() {
+		distinct := hasTwice(names)
+		done <- [2]bool{distinct, hasTwice(append(names, "M499999"))}
+	}()
+	select {
+	case got := <-done:
+		if got[0] || !got[1] {
+			t.Fatalf("hasTwice: distinct names %v, the last one twice %v", got[0], got[1])
+		}
+	case <-time.After(2 * time.Minute):
+		t.Fatal("hasTwice of 500,000 names has not ended: it compares every pair")
+	}
+}
+
+// BenchmarkHasTwice measures the check of a call's 100,000 member names.
+func BenchmarkHasTwice(b *testing.B) {
+	names := make([]string, 100_000)
+	for i := range names {
+		names[i] = "m" + strconv.Itoa(i)
+	}
+	for b.Loop() {
+		if hasTwice(names) {
+			b.Fatal("distinct names found twice")
+		}
 	}
 }
 

@@ -104,7 +104,7 @@ type counter struct {
 func (c *counter) add() { c.mu.Lock(); c.n++; c.mu.Unlock() }
 func (c *counter) wait(t *testing.T, n int) {
 	t.Helper()
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) { // bounds a gate that sends none
 		c.mu.Lock()
 		got := c.n
 		c.mu.Unlock()

@@ -270,7 +270,7 @@ func TestGateUnsignedUpdate(t *testing.T) {
 			t.Fatalf("changed %v: call after the pins changed: %v %+v", changed, err, res)
 		}
 		found := false
-		for deadline := time.Now().Add(5 * time.Second); !found && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		for deadline := time.Now().Add(time.Minute); !found && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) { // bounds a gate that sends none
 			mu.Lock()
 			for _, n := range notices {
 				found = found || (strings.Contains(n, "server_updated") || strings.Contains(n, "was updated")) && strings.Contains(n, v2.Served())

@@ -10,8 +10,10 @@ package etcddeploy_test
 
 import (
 	"context"
+	"crypto/sha256"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -41,7 +43,7 @@ var scripts = []string{"gen-certs.sh", "local-cluster.sh", "roles.sh", "backup.s
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if tools.dir != "" && os.Getenv("ETDI_ETCD_BIN") == "" {
+	if tools.temp && os.Getenv("ETDI_ETCD_BIN") == "" {
 		os.RemoveAll(tools.dir)
 	}
 	os.Exit(code)
@@ -80,6 +82,7 @@ func TestScriptsLint(t *testing.T) {
 var tools struct {
 	once sync.Once
 	dir  string
+	temp bool // dir is removed when the tests end
 	err  error
 }
 
@@ -119,7 +122,7 @@ func etcdBin(t *testing.T) string {
 			tools.dir = d
 			return
 		}
-		tools.dir, tools.err = buildTools(version)
+		tools.dir, tools.temp, tools.err = buildTools(version)
 	})
 	if tools.err != nil {
 		t.Fatalf("building etcd %s: %v", version, tools.err)
@@ -136,18 +139,32 @@ func etcdBin(t *testing.T) string {
 
 // buildTools builds etcd, etcdctl and etcdutl at version in a module of
 // their own, outside this one: their go.mod files carry replace
-// directives, so go install MODULE@VERSION refuses them.
-func buildTools(version string) (string, error) {
-	dir, err := os.MkdirTemp("", "etdi-etcd-tools-")
-	if err != nil {
-		return "", err
+// directives, so go install MODULE@VERSION refuses them. They are kept
+// between runs in the user's cache, a folder per checkout and version (temp reports a
+// temporary folder instead, when there is no cache): a go build -o onto a
+// program that is up to date does not link it again, as the go command
+// compares the build ID it recorded in the program.
+func buildTools(version string) (dir string, temp bool, err error) {
+	root, rerr := filepath.Abs("../..")
+	if base, cerr := os.UserCacheDir(); cerr == nil && rerr == nil {
+		sum := sha256.Sum256([]byte(root))
+		dir = filepath.Join(base, "etdi-test-builds", hex.EncodeToString(sum[:8]), "etcd-"+version)
+		if os.MkdirAll(dir, 0o755) != nil {
+			dir = ""
+		}
+	}
+	if dir == "" {
+		if dir, err = os.MkdirTemp("", "etdi-etcd-tools-"); err != nil {
+			return "", false, err
+		}
+		temp = true
 	}
 	mod := filepath.Join(dir, "mod")
-	if err := os.Mkdir(mod, 0o755); err != nil {
-		return dir, err
+	if err := os.MkdirAll(mod, 0o755); err != nil {
+		return dir, temp, err
 	}
-	if err := os.WriteFile(filepath.Join(mod, "go.mod"), []byte("module etcdtools\n\ngo 1.26\n"), 0o644); err != nil {
-		return dir, err
+	if err := os.WriteFile(filepath.Join(mod, "go.mod"), []byte("module etdi-etcd-tools\n\ngo 1.26\n"), 0o644); err != nil {
+		return dir, temp, err
 	}
 	run := func(args ...string) error {
 		cmd := exec.Command("go", args...)
@@ -168,7 +185,7 @@ func buildTools(version string) (string, error) {
 		get = append(get, p+"@"+version)
 	}
 	if err := run(get...); err != nil {
-		return dir, err
+		return dir, temp, err
 	}
 	// The three builds share most packages (built once, in the build
 	// cache) and are linked side by side.
@@ -181,10 +198,10 @@ func buildTools(version string) (string, error) {
 	close(errs)
 	for err := range errs {
 		if err != nil {
-			return dir, err
+			return dir, temp, err
 		}
 	}
-	return dir, nil
+	return dir, temp, nil
 }
 
 func words(ports []int) string {

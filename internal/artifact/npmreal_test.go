@@ -13,6 +13,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"encoding/pem"
+	"fmt"
 	"math/big"
 	"net"
 	"net/http"
@@ -22,6 +23,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -46,33 +48,93 @@ func newNPMWorld(t *testing.T) *npmWorld {
 	if _, err := exec.LookPath("npx"); err != nil {
 		t.Skip("npm is not installed")
 	}
-	root := t.TempDir()
+	npmTemplate.once.Do(func() {
+		npmTemplate.root, npmTemplate.err = os.MkdirTemp("", "etdi-npm-world-")
+		if npmTemplate.err == nil {
+			npmTemplate.integrity, npmTemplate.err = makeNPMWorld(openWorld(npmTemplate.root))
+		}
+	})
+	if npmTemplate.err != nil {
+		t.Fatal(npmTemplate.err)
+	}
+	w := openWorld(t.TempDir())
+	if out, err := exec.Command("cp", "-a", npmTemplate.root+"/.", w.root).CombinedOutput(); err != nil {
+		t.Fatalf("copying the npm world: %v\n%s", err, out)
+	}
+	w.integrity = npmTemplate.integrity
+	return w
+}
+
+// npmTemplate is the npm world that newNPMWorld copies, made once per test
+// binary (npm pack and npm install take seconds each) and removed by
+// TestMain.
+var npmTemplate struct {
+	once      sync.Once
+	root      string
+	integrity string
+	err       error
+}
+
+// openWorld is the npm world in root: its folders and environment.
+func openWorld(root string) *npmWorld {
 	w := &npmWorld{root: root, home: filepath.Join(root, "home"), proj: filepath.Join(root, "proj"), lockOnly: filepath.Join(root, "lockonly")}
 	// Offline: npm reaches no registry but the tests' own on 127.0.0.1
 	// (the settings are harmless: Resolve reads past them).
 	w.env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + w.home, "npm_config_offline=true", "npm_config_update_notifier=false",
 		"npm_config_audit=false", "npm_config_fund=false"}
-	pkg := filepath.Join(root, "pkg")
-	write(t, filepath.Join(pkg, "package.json"), `{"name":"weather-mcp","version":"1.0.0","bin":{"weather-mcp":"index.js"}}`, 0o644)
-	write(t, filepath.Join(pkg, "index.js"), "#!/usr/bin/env node\nrequire('fs').appendFileSync(process.env.MARK, 'genuine\\n')\n", 0o755)
-	write(t, filepath.Join(w.proj, "package.json"), `{"name":"proj","version":"1.0.0"}`, 0o644)
-	if err := os.MkdirAll(w.home, 0o755); err != nil {
-		t.Fatal(err)
+	return w
+}
+
+// makeNPMWorld packs weather-mcp 1.0.0 and installs it with the real npm
+// in w, and returns the integrity its lockfile records.
+func makeNPMWorld(w *npmWorld) (string, error) {
+	pkg := filepath.Join(w.root, "pkg")
+	files := []struct {
+		path, content string
+		mode          os.FileMode
+	}{
+		{filepath.Join(pkg, "package.json"), `{"name":"weather-mcp","version":"1.0.0","bin":{"weather-mcp":"index.js"}}`, 0o644},
+		{filepath.Join(pkg, "index.js"), "#!/usr/bin/env node\nrequire('fs').appendFileSync(process.env.MARK, 'genuine\\n')\n", 0o755},
+		{filepath.Join(w.proj, "package.json"), `{"name":"proj","version":"1.0.0"}`, 0o644},
+		{filepath.Join(w.lockOnly, "package.json"), `{"name":"proj","version":"1.0.0"}`, 0o644},
 	}
-	w.npm(t, pkg, "pack", "--silent")
-	w.npm(t, w.proj, "install", "--offline", "--no-audit", "--no-fund", "--silent", filepath.Join(pkg, "weather-mcp-1.0.0.tgz"))
+	for _, f := range files {
+		if err := os.MkdirAll(filepath.Dir(f.path), 0o755); err != nil {
+			return "", err
+		}
+		if err := os.WriteFile(f.path, []byte(f.content), f.mode); err != nil {
+			return "", err
+		}
+	}
+	if err := os.MkdirAll(w.home, 0o755); err != nil {
+		return "", err
+	}
+	npm := func(dir string, args ...string) error {
+		cmd := exec.Command("npm", args...)
+		cmd.Dir, cmd.Env = dir, w.env
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("npm %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return nil
+	}
+	if err := npm(pkg, "pack", "--silent"); err != nil {
+		return "", err
+	}
+	if err := npm(w.proj, "install", "--offline", "--no-audit", "--no-fund", "--silent", filepath.Join(pkg, "weather-mcp-1.0.0.tgz")); err != nil {
+		return "", err
+	}
 	lock, err := os.ReadFile(filepath.Join(w.proj, "package-lock.json"))
 	if err != nil {
-		t.Fatal(err)
+		return "", err
 	}
 	var l npmLock
 	if err := json.Unmarshal(lock, &l); err != nil {
-		t.Fatal(err)
+		return "", err
 	}
-	w.integrity = l.Packages["node_modules/weather-mcp"].Integrity
-	write(t, filepath.Join(w.lockOnly, "package.json"), `{"name":"proj","version":"1.0.0"}`, 0o644)
-	write(t, filepath.Join(w.lockOnly, "package-lock.json"), string(lock), 0o644)
-	return w
+	if err := os.WriteFile(filepath.Join(w.lockOnly, "package-lock.json"), lock, 0o644); err != nil {
+		return "", err
+	}
+	return l.Packages["node_modules/weather-mcp"].Integrity, nil
 }
 
 // npm runs the real npm in dir.

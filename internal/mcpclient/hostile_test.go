@@ -68,6 +68,7 @@ func TestGoodServers(t *testing.T) {
 // A server that never answers, never reads and ignores SIGTERM is ended at
 // --start-timeout (then killed), not waited for.
 func TestStdioDeaf(t *testing.T) {
+	t.Parallel() // waits for its server's timeouts; runs beside the others that wait
 	_, err := hostileStdio(t, hostile.Deaf, Options{StartTimeout: time.Second, Timeout: 10 * time.Second})
 	wantErr(t, err, "initialize: no answer within 1s")
 }
@@ -75,6 +76,7 @@ func TestStdioDeaf(t *testing.T) {
 // A server that stops reading its stdin while etdi writes a request larger
 // than the pipe holds: the write gives up at --timeout.
 func TestStdioStopsReading(t *testing.T) {
+	t.Parallel() // waits for its server's timeouts; runs beside the others that wait
 	_, err := hostileStdio(t, hostile.StopsReading, Options{Timeout: 3 * time.Second})
 	wantErr(t, err, "tools/list: not done within 3s: context deadline exceeded")
 }
@@ -82,6 +84,7 @@ func TestStdioStopsReading(t *testing.T) {
 // Floods of requests (never reading the answers) and of notifications end
 // with a clear error after MaxStrayMessages.
 func TestFloods(t *testing.T) {
+	t.Parallel() // waits for its server's timeouts; runs beside the others that wait
 	want := "more than 1000 messages that were not answers"
 	for _, mode := range []string{hostile.FloodRequest, hostile.FloodNotify} {
 		t.Run("stdio-"+mode, func(t *testing.T) {
@@ -159,6 +162,7 @@ func TestHugeErrorBody(t *testing.T) {
 }
 
 func TestPageBounds(t *testing.T) {
+	t.Parallel() // waits for its server's timeouts; runs beside the others that wait
 	for _, tc := range []struct {
 		mode string
 		opts Options
