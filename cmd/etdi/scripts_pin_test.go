@@ -42,8 +42,9 @@ import (
 //	                           order (an item's kind as kind:item); - for none
 //	pin-json [-r] PATH VALUE   the JSON value at PATH is VALUE (with -r:
 //	                           matches the regexp VALUE); PATH is keys and
-//	                           array indices joined by dots, a last # is
-//	                           the length of an array or object; a string
+//	                           array indices joined by dots, a last # is the
+//	                           length of an array or object (quote it: a bare
+//	                           # starts a comment: 'pins.#'); a string
 //	                           compares as its text, any other value as its
 //	                           compact JSON; ! pin-json: another value or none
 //	pin-json -since VAR PATH   the time at PATH is not before the time in
@@ -57,6 +58,9 @@ import (
 //
 // Commands on files:
 //
+//	pin-edit IN OUT OLD NEW    writes IN to OUT with the first OLD replaced
+//	                           by NEW (both read with Go's escapes: \n);
+//	                           fails if IN has no OLD
 //	pin-bolt-set DB BUCKET KEY FIELD VALUE  sets FIELD of the JSON object
 //	                           stored at KEY to the string VALUE, as someone
 //	                           with write access to the file would
@@ -110,6 +114,7 @@ func init() {
 		"pin-now":             pinNow,
 		"pin-setenv":          pinSetenv,
 		"pin-repeat":          pinRepeat,
+		"pin-edit":            pinEdit,
 		"pin-bolt-set":        pinBoltSet,
 		"pin-bolt-replace":    pinBoltReplace,
 		"pin-bolt-del":        pinBoltDel,
@@ -594,4 +599,17 @@ func pinRepeat(ts *testscript.TestScript, neg bool, args []string) {
 	n, err := strconv.Atoi(args[2])
 	ts.Check(err)
 	ts.Setenv(args[0], strings.Repeat(args[1], n))
+}
+
+func pinEdit(ts *testscript.TestScript, neg bool, args []string) {
+	pinUsage(ts, neg, args, 4, "pin-edit IN OUT OLD NEW")
+	old, err := strconv.Unquote(`"` + args[2] + `"`)
+	ts.Check(err)
+	repl, err := strconv.Unquote(`"` + args[3] + `"`)
+	ts.Check(err)
+	in := ts.ReadFile(args[0])
+	if !strings.Contains(in, old) {
+		ts.Fatalf("%s has no %q", args[0], old)
+	}
+	ts.Check(os.WriteFile(ts.MkAbs(args[1]), []byte(strings.Replace(in, old, repl, 1)), 0o644))
 }
