@@ -55,6 +55,7 @@ import (
 //	                           in a Go string (for control characters:
 //	                           bad\x1b[2Jtool)
 //	pin-repeat VAR TEXT N      sets VAR to N times TEXT
+//	pin-upper VAR              upper-cases $VAR
 //
 // Commands on files:
 //
@@ -114,6 +115,7 @@ func init() {
 		"pin-now":             pinNow,
 		"pin-setenv":          pinSetenv,
 		"pin-repeat":          pinRepeat,
+		"pin-upper":           pinUpper,
 		"pin-edit":            pinEdit,
 		"pin-bolt-set":        pinBoltSet,
 		"pin-bolt-replace":    pinBoltReplace,
@@ -589,9 +591,7 @@ func pinIDP(ts *testscript.TestScript, neg bool, args []string) {
 
 func pinSetenv(ts *testscript.TestScript, neg bool, args []string) {
 	pinUsage(ts, neg, args, 2, "pin-setenv VAR TEXT")
-	v, err := strconv.Unquote(`"` + args[1] + `"`)
-	ts.Check(err)
-	ts.Setenv(args[0], v)
+	ts.Setenv(args[0], goEscapes(ts, args[1]))
 }
 
 func pinRepeat(ts *testscript.TestScript, neg bool, args []string) {
@@ -603,13 +603,23 @@ func pinRepeat(ts *testscript.TestScript, neg bool, args []string) {
 
 func pinEdit(ts *testscript.TestScript, neg bool, args []string) {
 	pinUsage(ts, neg, args, 4, "pin-edit IN OUT OLD NEW")
-	old, err := strconv.Unquote(`"` + args[2] + `"`)
-	ts.Check(err)
-	repl, err := strconv.Unquote(`"` + args[3] + `"`)
-	ts.Check(err)
+	old, repl := goEscapes(ts, args[2]), goEscapes(ts, args[3])
 	in := ts.ReadFile(args[0])
 	if !strings.Contains(in, old) {
 		ts.Fatalf("%s has no %q", args[0], old)
 	}
 	ts.Check(os.WriteFile(ts.MkAbs(args[1]), []byte(strings.Replace(in, old, repl, 1)), 0o644))
+}
+
+// goEscapes reads the backslash escapes of a Go string in s; a double
+// quote stands for itself.
+func goEscapes(ts *testscript.TestScript, s string) string {
+	v, err := strconv.Unquote(`"` + strings.ReplaceAll(s, `"`, `\"`) + `"`)
+	ts.Check(err)
+	return v
+}
+
+func pinUpper(ts *testscript.TestScript, neg bool, args []string) {
+	pinUsage(ts, neg, args, 1, "pin-upper VAR")
+	ts.Setenv(args[0], strings.ToUpper(ts.Getenv(args[0])))
 }
