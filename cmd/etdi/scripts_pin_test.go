@@ -40,6 +40,7 @@ import (
 //	pin-kinds KINDS            the error findings of check --json (one
 //	                           server) are exactly KINDS, comma-separated in
 //	                           order (an item's kind as kind:item); - for none
+//	pin-kinds -has KIND...     the error findings include each KIND
 //	pin-json [-r] PATH VALUE   the JSON value at PATH is VALUE (with -r:
 //	                           matches the regexp VALUE); PATH is keys and
 //	                           array indices joined by dots, a last # is the
@@ -49,6 +50,7 @@ import (
 //	                           compact JSON; ! pin-json: another value or none
 //	pin-json -since VAR PATH   the time at PATH is not before the time in
 //	                           $VAR (set by pin-now) nor a minute after now
+//	pin-json -set VAR PATH     sets VAR to the value at PATH
 //	pin-capture VAR REGEXP     sets VAR to the first submatch of REGEXP
 //	pin-now VAR                sets VAR to the current time, one second back
 //	pin-setenv VAR TEXT        sets VAR to TEXT with Go's escapes read, as
@@ -147,7 +149,10 @@ func pinUsage(ts *testscript.TestScript, neg bool, args []string, n int, usage s
 }
 
 func pinKinds(ts *testscript.TestScript, neg bool, args []string) {
-	pinUsage(ts, neg, args, 1, "pin-kinds KINDS")
+	has := len(args) > 1 && args[0] == "-has"
+	if neg || len(args) < 1 || len(args) > 1 && !has {
+		ts.Fatalf("usage: pin-kinds KINDS | pin-kinds -has KIND...")
+	}
 	var co checkOutput
 	if err := json.Unmarshal([]byte(ts.ReadFile("stdout")), &co); err != nil || len(co.Servers) != 1 {
 		ts.Fatalf("check --json of one server: %v", err)
@@ -161,6 +166,14 @@ func pinKinds(ts *testscript.TestScript, neg bool, args []string) {
 			}
 			k = append(k, string(f.Kind))
 		}
+	}
+	if has {
+		for _, want := range args[1:] {
+			if !slices.Contains(k, want) {
+				ts.Fatalf("error findings %s lack %s", strings.Join(k, ","), want)
+			}
+		}
+		return
 	}
 	got := strings.Join(k, ",")
 	if got == "" {
@@ -229,12 +242,20 @@ func pinJSON(ts *testscript.TestScript, neg bool, args []string) {
 		}
 		return
 	}
+	if len(args) == 3 && args[0] == "-set" {
+		got, ok := jsonAt(v, args[2])
+		if neg || !ok {
+			ts.Fatalf("%s: no such value", args[2])
+		}
+		ts.Setenv(args[1], got)
+		return
+	}
 	re := len(args) == 3 && args[0] == "-r"
 	if re {
 		args = args[1:]
 	}
 	if len(args) != 2 {
-		ts.Fatalf("usage: pin-json [-r] PATH VALUE | pin-json -since VAR PATH")
+		ts.Fatalf("usage: pin-json [-r] PATH VALUE | pin-json -since VAR PATH | pin-json -set VAR PATH")
 	}
 	got, ok := jsonAt(v, args[0])
 	match := ok && got == args[1]
