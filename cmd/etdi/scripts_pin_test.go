@@ -93,6 +93,8 @@ import (
 //	                           pin's definition and digest) or added (a
 //	                           revocation)
 //	pin-lock-generation VAR FILE  sets VAR to the lockfile's generation
+//	pin-lock-generation -gt VAR FILE  the lockfile's generation is higher
+//	                           than $VAR
 //	pin-lock-expires FILE MIN MAX  the lockfile expires between MIN and MAX
 //	                           (Go durations) from now
 //	pin-notekey NAME           writes the note key pair NAME.skey and
@@ -531,10 +533,22 @@ func pinLockTamper(ts *testscript.TestScript, neg bool, args []string) {
 }
 
 func pinLockGeneration(ts *testscript.TestScript, neg bool, args []string) {
-	pinUsage(ts, neg, args, 2, "pin-lock-generation VAR FILE")
+	gt := len(args) == 3 && args[0] == "-gt"
+	if gt {
+		args = args[1:]
+	}
+	pinUsage(ts, neg, args, 2, "pin-lock-generation [-gt] VAR FILE")
 	f, err := lockfile.Parse([]byte(ts.ReadFile(args[1])))
 	ts.Check(err)
-	ts.Setenv(args[0], strconv.FormatUint(f.Generation, 10))
+	if !gt {
+		ts.Setenv(args[0], strconv.FormatUint(f.Generation, 10))
+		return
+	}
+	than, err := strconv.ParseUint(ts.Getenv(args[0]), 10, 64)
+	ts.Check(err)
+	if f.Generation <= than {
+		ts.Fatalf("%s has generation %d, not higher than %d", args[1], f.Generation, than)
+	}
 }
 
 func pinLockExpires(ts *testscript.TestScript, neg bool, args []string) {
