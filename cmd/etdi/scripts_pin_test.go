@@ -7,6 +7,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io/fs"
 	"net"
@@ -18,9 +19,12 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"testing"
 	"time"
 
 	"github.com/etdi-dev/etdi"
+	"github.com/etdi-dev/etdi/internal/etcdtest"
 	"github.com/etdi-dev/etdi/pin/lockfile"
 	"github.com/etdi-dev/etdi/strictjson"
 	"github.com/rogpeppe/go-internal/testscript"
@@ -103,8 +107,18 @@ import (
 //	                           and expiry EXPIRES (a duration from now,
 //	                           whole seconds) signed with SKEY
 //
+//	pin-records TYPE MACHINE N the history in stdout (pin history --json)
+//	                           holds N records of TYPE written by MACHINE; N
+//	                           is a number or + for at least one
+//
 // Servers:
 //
+//	pin-etcd VAR               sets VAR to the URL of a pin store of its own
+//	                           (etcd://127.0.0.1:PORT/PREFIX) in a one-member
+//	                           etcd on 127.0.0.1 that the scripts of one test
+//	                           run share, each under its own key prefix:
+//	                           starting etcd costs more than a script's
+//	                           commands
 //	pin-idp VAR                starts testdata/idp's OIDC provider for the
 //	                           script and sets VAR to its issuer URL
 func init() {
@@ -139,6 +153,8 @@ func init() {
 		"pin-notekey":         pinNoteKey,
 		"pin-lock-resign":     pinLockResign,
 		"pin-idp":             pinIDP,
+		"pin-etcd":            pinEtcd,
+		"pin-records":         pinRecords,
 	} {
 		scriptCmds[name] = cmd
 	}
@@ -657,4 +673,83 @@ func goEscapes(ts *testscript.TestScript, s string) string {
 func pinUpper(ts *testscript.TestScript, neg bool, args []string) {
 	pinUsage(ts, neg, args, 1, "pin-upper VAR")
 	ts.Setenv(args[0], strings.ToUpper(ts.Getenv(args[0])))
+}
+
+func pinRecords(ts *testscript.TestScript, neg bool, args []string) {
+	pinUsage(ts, neg, args, 3, "pin-records TYPE MACHINE N")
+	var recs []struct{ Type, Machine string }
+	if err := json.Unmarshal([]byte(ts.ReadFile("stdout")), &recs); err != nil {
+		ts.Fatalf("stdout is no history: %v", err)
+	}
+	n := 0
+	for _, r := range recs {
+		if r.Type == args[0] && r.Machine == args[1] {
+			n++
+		}
+	}
+	if args[2] == "+" && n == 0 || args[2] != "+" && strconv.Itoa(n) != args[2] {
+		ts.Fatalf("%d %s records by %s, want %s", n, args[0], args[1], args[2])
+	}
+}
+
+// sharedEtcd is the etcd the scripts of one test run share.
+var sharedEtcd struct {
+	once     sync.Once
+	endpoint string
+	err      error
+	prefixes atomic.Int64
+}
+
+// fixtureTB is the testing.TB of a fixture that outlives every test: it
+// keeps what it is given to clean up for the end of the test run, and a
+// failure panics, for the fixture to return as an error.
+type fixtureTB struct {
+	testing.TB
+	dir string
+}
+
+type fixtureFailure struct{ msg string }
+
+func (f *fixtureTB) Helper()                        {}
+func (f *fixtureTB) Name() string                   { return "scripts" }
+func (f *fixtureTB) Failed() bool                   { return false }
+func (f *fixtureTB) Logf(string, ...any)            {}
+func (f *fixtureTB) Cleanup(fn func())              { cleanupAfterTests(fn) }
+func (f *fixtureTB) Fatalf(format string, a ...any) { panic(fixtureFailure{fmt.Sprintf(format, a...)}) }
+func (f *fixtureTB) Fatal(a ...any)                 { panic(fixtureFailure{fmt.Sprint(a...)}) }
+func (f *fixtureTB) Errorf(format string, a ...any) { panic(fixtureFailure{fmt.Sprintf(format, a...)}) }
+func (f *fixtureTB) TempDir() string {
+	d, err := os.MkdirTemp(f.dir, "etcd-")
+	if err != nil {
+		panic(fixtureFailure{err.Error()})
+	}
+	return d
+}
+
+func startSharedEtcd() (endpoint string, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			f, ok := r.(fixtureFailure)
+			if !ok {
+				panic(r)
+			}
+			err = errors.New(f.msg)
+		}
+	}()
+	dir, err := os.MkdirTemp(filepath.Dir(etdiBin), "etcd-")
+	if err != nil {
+		return "", err
+	}
+	return etcdtest.Start(&fixtureTB{dir: dir}, etcdtest.Options{}).Endpoint(0), nil
+}
+
+func pinEtcd(ts *testscript.TestScript, neg bool, args []string) {
+	pinUsage(ts, neg, args, 1, "pin-etcd VAR")
+	sharedEtcd.once.Do(func() {
+		start := time.Now()
+		sharedEtcd.endpoint, sharedEtcd.err = startSharedEtcd()
+		ts.Logf("etcd started in %s", time.Since(start).Round(time.Millisecond))
+	})
+	ts.Check(sharedEtcd.err)
+	ts.Setenv(args[0], fmt.Sprintf("etcd://%s/script%d", sharedEtcd.endpoint, sharedEtcd.prefixes.Add(1)))
 }
