@@ -34,7 +34,8 @@ import (
 )
 
 // The fixtures of the scripts about the pin store, its history, its
-// lockfiles and revocations (pin_, audit_, lock_, revoke_, approve_).
+// lockfiles and revocations (pin_, audit_, lock_, revoke_, approve_,
+// etcd_).
 //
 // Environment: $AUDIT_PASSWORD, a password for the audit key, not set as
 // ETDI_AUDIT_PASSWORD unless a script sets it.
@@ -62,6 +63,9 @@ import (
 //	                           bad\x1b[2Jtool)
 //	pin-repeat VAR TEXT N      sets VAR to N times TEXT
 //	pin-upper VAR              upper-cases $VAR
+//	pin-records TYPE MACHINE N the history (pin history --json) holds N
+//	                           records of TYPE written by MACHINE; N is a
+//	                           number or + for at least one
 //
 // Commands on files:
 //
@@ -107,18 +111,12 @@ import (
 //	                           and expiry EXPIRES (a duration from now,
 //	                           whole seconds) signed with SKEY
 //
-//	pin-records TYPE MACHINE N the history in stdout (pin history --json)
-//	                           holds N records of TYPE written by MACHINE; N
-//	                           is a number or + for at least one
-//
 // Servers:
 //
-//	pin-etcd VAR               sets VAR to the URL of a pin store of its own
-//	                           (etcd://127.0.0.1:PORT/PREFIX) in a one-member
-//	                           etcd on 127.0.0.1 that the scripts of one test
-//	                           run share, each under its own key prefix:
-//	                           starting etcd costs more than a script's
-//	                           commands
+//	pin-etcd VAR               sets VAR to the URL of a pin store of the
+//	                           script's own (etcd://127.0.0.1:PORT/PREFIX):
+//	                           a key prefix of its own in the one-member etcd
+//	                           that the scripts of a test run share
 //	pin-idp VAR                starts testdata/idp's OIDC provider for the
 //	                           script and sets VAR to its issuer URL
 func init() {
