@@ -42,6 +42,8 @@ func fromZeroSteps(t *testing.T) string {
 // GOSUMDB=off: no network); the etdi built for the tests is on the PATH;
 // .vscode/mcp.json holds the fixture server; and, before the approver's
 // step, a client's check is run to show that it cannot create the store.
+// It stays Go: it runs the guide's shell block as docs/etcd.md writes it,
+// so the guide cannot drift from what works.
 func TestEtcdGuideFromZero(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs etcd")

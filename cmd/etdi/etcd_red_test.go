@@ -14,7 +14,9 @@ import (
 // up; the gate opens on its stale snapshot, finds nothing revoked, and
 // takes the new head as seen: a revocation committed afterwards never
 // blocks the tool, and the calls keep going through past --max-stale
-// while etcd answers all along.
+// while etcd answers all along. It stays Go: the calls of a host through
+// the gate are placed in time around the revocation, and the hostile key
+// is written with etcd's client.
 func TestRedGateMissesRevocationAfterHostileKey(t *testing.T) {
 	p := liveEnv(t)
 	c := etcdtest.Start(t, etcdtest.Options{})

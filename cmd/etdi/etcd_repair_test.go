@@ -47,7 +47,9 @@ func repairSteps(t *testing.T) [][]string {
 // hashes, the size raised) makes etdi refuse the store, naming the
 // record; the repair steps of docs/etcd.md, run as written against a real
 // etcd with the approver's password, bring it back, and the history
-// still extends the checkpoint taken before.
+// still extends the checkpoint taken before. It stays Go: it runs the
+// steps as docs/etcd.md writes them, and freezes the history with etcd's
+// client in one transaction.
 func TestEtcdRepairSteps(t *testing.T) {
 	c := etcdtest.Start(t, etcdtest.Options{Auth: true})
 	c.Grant("etdi-approver", etcdtest.Prefix("etdi/", etcdtest.ReadWrite))
@@ -127,37 +129,4 @@ func unsignedTool(t *testing.T, name string) pin.Observed {
 	c := strictjson.AppendCanonical(nil, v)
 	d, _ := etdi.DigestJSON(c)
 	return pin.Observed{Name: name, Digest: d, Canonical: c, Signer: pin.Unsigned}
-}
-
-// audit verify says what it proves: unsigned before the audit key exists;
-// once it does, each approval signs a checkpoint that verify checks, and
-// a record appended around etdi is named as unsigned.
-func TestAuditVerifySaysWhatItProves(t *testing.T) {
-	p := newPinEnv(t)
-	p.ok("trust", "unsigned", "--policy", "trust.json", "allow")
-	p.ok(append([]string{"pin", "approve"}, append(pinArgs, "--name", "a", "--tools", "live-ok.json")...)...)
-	r := p.expect(0, "consistent, but unsigned", "audit", "verify", "--pins", "pins.db")
-	if !strings.Contains(r.stdout, "proves nothing against someone who can write the pin database") {
-		t.Fatalf("unsigned: %s", r.stdout)
-	}
-	p.ok("audit", "checkpoint", "--pins", "pins.db", "--out", "cp.txt") // creates the audit key
-	p.ok(append([]string{"pin", "approve"}, append(pinArgs, "--name", "b", "--tools", "live-ok.json")...)...)
-	r = p.expect(0, "signed: all 4 records are covered", "audit", "verify", "--pins", "pins.db")
-	if !strings.Contains(r.stdout, "extends the checkpoint of 4 records") {
-		t.Fatalf("signed: %s", r.stdout)
-	}
-	// Without the password a write warns that nothing was signed.
-	w := runEtdi(t, p.dir, pwEnv, append([]string{"pin", "approve"}, append(pinArgs, "--name", "c", "--tools", "live-ok.json")...)...)
-	if w.code != 0 || !strings.Contains(w.stderr, "the history grew without a signed checkpoint") || !strings.Contains(w.stderr, "ETDI_AUDIT_PASSWORD is not set") {
-		t.Fatalf("write without the audit password: %d\n%s%s", w.code, w.stdout, w.stderr)
-	}
-	r = p.expect(0, "records 4 to 5 came after it and are unsigned", "audit", "verify", "--pins", "pins.db")
-	var rep struct {
-		Signed int64  `json:"signedRecords"`
-		Proves string `json:"proves"`
-	}
-	r = p.expect(0, "", "audit", "verify", "--pins", "pins.db", "--json")
-	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil || rep.Signed != 4 || !strings.Contains(rep.Proves, "unsigned") {
-		t.Fatalf("json: %v %s", err, r.stdout)
-	}
 }

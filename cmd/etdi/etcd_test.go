@@ -28,19 +28,17 @@ func (p *pinEnv) machine(name string) []string {
 	return []string{"ETDI_MACHINE=" + name, "ETDI_ETCD_SNAPSHOTS=" + filepath.Join(p.dir, "snapshots-"+name)}
 }
 
-// Two machines pointed at one etcd: an approval on one is seen by the
-// other; a revocation on one blocks the tool at the other's running gate
-// at its next call; the shared history verifies and names who wrote it.
+// Two machines pointed at one etcd: a revocation on one blocks the tool
+// at the other's running gate at its next call. It stays Go: the calls
+// of a host through the gate are placed in time around the revocation.
+// (Sharing approvals, revocations and the history between the machines
+// is etcd_two_machines.txtar.)
 func TestEtcdTwoMachines(t *testing.T) {
 	p := liveEnv(t)
 	loc := "etcd://" + startTestEtcd(t) + "/team/weather"
 	a, b := p.machine("laptop-a"), p.machine("laptop-b")
 	bundle := []string{"--pins", loc, "--bundle", "w.etdi.json"}
 
-	// Before any approval, b's check finds everything new.
-	if r := p.liveCheck(b, append(bundle, fixture("etcd0")...)...); r.code != exitApproval {
-		t.Fatalf("check before approval: %d\n%s%s", r.code, r.stdout, r.stderr)
-	}
 	if r := p.liveCheck(a, append(append([]string{"--yes"}, bundle...), fixture("etcd1")...)...); r.code != 0 {
 		t.Fatalf("approve on a: %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
@@ -97,33 +95,14 @@ func TestEtcdTwoMachines(t *testing.T) {
 	}
 	t.Logf("revocation on a (committed %s after it started) blocked the call at step %d on b's gate %s after the commit",
 		revoked.Sub(revokeStart).Round(time.Millisecond), firstBlocked, time.UnixMilli(firstBlockedAt).Sub(revoked).Round(time.Millisecond))
-
-	// The shared history verifies from either machine and names who
-	// wrote each record.
-	if r := runEtdi(t, p.dir, append(b, pwEnv...), "audit", "verify", "--pins", loc); r.code != 0 {
-		t.Fatalf("audit verify on b: %d\n%s%s", r.code, r.stdout, r.stderr)
-	}
-	s, err := pin.Open(loc, pin.Options{ReadOnly: true, Etcd: pin.EtcdOptions{SnapshotDir: t.TempDir()}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	who := map[string]int{}
-	if err := s.Records(func(_ []byte, r *pin.Record) error {
-		who[r.Type+"@"+r.Machine]++
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
-	if who["approve@laptop-a"] == 0 || who["revoke@laptop-a"] != 1 || who["finding@laptop-b"] == 0 {
-		t.Fatalf("records by machine: %v", who)
-	}
 }
 
 // Ten processes on ten "machines" approve and check at once against one
 // etcd, and some are killed with SIGKILL mid-transaction: the shared
 // history verifies afterwards, holds every approval whose process
-// reported success, and no pin lacks its record.
+// reported success, and no pin lacks its record. It stays Go: ten
+// writers run at once and are killed at times of their own, and the
+// records are counted through the pin store's reader.
 func TestEtcdTenProcessesKilled(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short")
@@ -196,7 +175,9 @@ func TestEtcdTenProcessesKilled(t *testing.T) {
 
 // etcd goes down under a running gate: calls go on from the snapshot,
 // and once it is older than --max-stale (8 s) every call is refused,
-// long before the watch's once-a-minute look would notice.
+// long before the watch's once-a-minute look would notice. It stays Go:
+// the calls of a host through the gate are placed in time around etcd's
+// stop.
 func TestEtcdGateFailsClosedWhenStale(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short")
