@@ -64,6 +64,10 @@ import (
 //	verify-subst IN OUT  writes IN to OUT with each ${VAR} replaced by VAR's value
 //	verify-widetool FILE writes a tools/list of one tool hiding text where a
 //	                     shortened display would not show it (see wideTool)
+//	verify-denselist FILE TOOLS WORDS
+//	                     writes a tools/list of TOOLS tools, each an object
+//	                     with a name and an enum of WORDS distinct words:
+//	                     2 + TOOLS*(4+WORDS) JSON values
 //	verify-neednode-idp  installs testdata/idp's npm packages once per test run
 //	verify-idp           starts the oidc-provider of testdata/idp on a free
 //	                     loopback port for this script, sets $IDP_URL to its
@@ -125,6 +129,7 @@ func init() {
 		"verify-freeport":        cmdVerifyFreePort,
 		"verify-subst":           cmdVerifySubst,
 		"verify-widetool":        cmdVerifyWideTool,
+		"verify-denselist":       cmdVerifyDenseList,
 		"verify-neednode-idp":    cmdVerifyNeedIDPNode,
 		"verify-idp":             cmdVerifyIDP,
 		"verify-idp-stop":        cmdVerifyIDPStop,
@@ -353,6 +358,33 @@ func cmdVerifyWideTool(ts *testscript.TestScript, neg bool, args []string) {
 	b, err := json.Marshal(map[string]any{"tools": []any{wideTool(nil)}})
 	ts.Check(err)
 	ts.Check(os.WriteFile(ts.MkAbs(args[0]), b, 0o644))
+}
+
+func cmdVerifyDenseList(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 3 {
+		ts.Fatalf("usage: verify-denselist FILE TOOLS WORDS")
+	}
+	tools, err := strconv.Atoi(args[1])
+	ts.Check(err)
+	words, err := strconv.Atoi(args[2])
+	ts.Check(err)
+	var b strings.Builder
+	b.WriteString(`{"tools":[`)
+	for i := range tools {
+		if i > 0 {
+			b.WriteString(",")
+		}
+		fmt.Fprintf(&b, `{"name":"dense_%d","inputSchema":{"enum":[`, i)
+		for j := range words {
+			if j > 0 {
+				b.WriteString(",")
+			}
+			fmt.Fprintf(&b, `"w_%d_%d"`, i, j)
+		}
+		b.WriteString("]}}")
+	}
+	b.WriteString("]}")
+	ts.Check(os.WriteFile(ts.MkAbs(args[0]), []byte(b.String()), 0o644))
 }
 
 func cmdVerifyNeedIDPNode(ts *testscript.TestScript, neg bool, args []string) {
