@@ -53,7 +53,8 @@ import (
 //	                     MEMBER is the string (or number, or boolean) VALUE.
 //	                     NAME:PATH prints one line "NAME v1 v2 ...", each
 //	                     value as JSON with everything but printable ASCII
-//	                     escaped (\u202e); a bare PATH prints each value raw
+//	                     escaped (\u202e), or, for NAME:count(PATH), "NAME N",
+//	                     the number of values; a bare PATH prints each value raw
 //	                     (a string as its text), one a line; -set VAR sets
 //	                     VAR to the one value PATH selects, raw, instead.
 //	verify-noraw         fails if the stdout or stderr of the last command
@@ -216,6 +217,10 @@ func cmdVerifyJSON(ts *testscript.TestScript, neg bool, args []string) {
 		if !named {
 			path = arg
 		}
+		count := false
+		if inner, ok := strings.CutPrefix(path, "count("); ok && named && strings.HasSuffix(inner, ")") {
+			count, path = true, strings.TrimSuffix(inner, ")")
+		}
 		vals := selectJSON([]any{doc}, path)
 		switch {
 		case set != "":
@@ -223,6 +228,8 @@ func cmdVerifyJSON(ts *testscript.TestScript, neg bool, args []string) {
 				ts.Fatalf("%s selects %d values, want 1", path, len(vals))
 			}
 			ts.Setenv(set, rawJSON(vals[0]))
+		case count:
+			fmt.Fprintln(ts.Stdout(), name, len(vals))
 		case named:
 			line := name
 			for _, v := range vals {
