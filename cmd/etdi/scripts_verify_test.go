@@ -30,6 +30,7 @@ import (
 	"github.com/etdi-dev/etdi/internal/tuftest"
 	"github.com/etdi-dev/etdi/keyless"
 	"github.com/rogpeppe/go-internal/testscript"
+	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/sigstore/sigstore/pkg/cryptoutils"
 )
 
@@ -57,6 +58,9 @@ import (
 //	                     the number of values; a bare PATH prints each value raw
 //	                     (a string as its text), one a line; -set VAR sets
 //	                     VAR to the one value PATH selects, raw, instead.
+//	verify-schema SCHEMA FILE
+//	                     FILE is one JSON document valid under the JSON Schema
+//	                     schemas/SCHEMA of the repository (formats asserted)
 //	verify-noraw         fails if the stdout or stderr of the last command
 //	                     holds a code point that hides or forges text on a
 //	                     terminal (a control, bidi, zero-width, tag, ...),
@@ -126,6 +130,7 @@ func init() {
 	})
 	for name, cmd := range map[string]scriptCmd{
 		"verify-json":            cmdVerifyJSON,
+		"verify-schema":          cmdVerifySchema,
 		"verify-noraw":           cmdVerifyNoRaw,
 		"verify-freeport":        cmdVerifyFreePort,
 		"verify-subst":           cmdVerifySubst,
@@ -315,6 +320,23 @@ func asciiJSON(v any) string {
 func utf16Pair(r rune) (rune, rune) {
 	r -= 0x10000
 	return 0xd800 + (r>>10)&0x3ff, 0xdc00 + r&0x3ff
+}
+
+func cmdVerifySchema(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 2 {
+		ts.Fatalf("usage: verify-schema SCHEMA FILE")
+	}
+	c := jsonschema.NewCompiler()
+	c.AssertFormat()
+	sch, err := c.Compile(filepath.Join(ts.Getenv("ROOT"), "schemas", args[0]))
+	ts.Check(err)
+	err = validJSON(sch, ts.ReadFile(args[1]))
+	switch {
+	case err != nil && !neg:
+		ts.Fatalf("%s is not valid under %s: %v", args[1], args[0], err)
+	case err == nil && neg:
+		ts.Fatalf("%s is valid under %s", args[1], args[0])
+	}
 }
 
 func cmdVerifyNoRaw(ts *testscript.TestScript, neg bool, args []string) {
