@@ -373,7 +373,10 @@ func TestOutputSchemasShareDefinitions(t *testing.T) {
 }
 
 // Real outputs of each command, in the cases that fill their members, are
-// valid under the published schemas.
+// valid under the published schemas. A Go test, not a script: it builds
+// its cases with the SARIF tests' fixtures (a tampered bundle, host
+// configurations of echo servers) and checks that the schemas refuse
+// edited copies of the outputs.
 func TestJSONOutputsMatchSchemas(t *testing.T) {
 	s := newSarifEnv(t)
 	schema := func(name string) string { return filepath.Join("..", "..", "schemas", name) }
