@@ -61,6 +61,11 @@ import (
 //	verify-schema SCHEMA FILE
 //	                     FILE is one JSON document valid under the JSON Schema
 //	                     schemas/SCHEMA of the repository (formats asserted)
+//	verify-replace IN OUT REGEXP REPLACEMENT
+//	                     writes IN to OUT with every match of REGEXP replaced
+//	                     (regexp.ReplaceAllString); fails if nothing matches
+//	verify-tamper IN OUT writes the bundle IN to OUT with the first four
+//	                     characters of its signature replaced by AAAA
 //	verify-noraw         fails if the stdout or stderr of the last command
 //	                     holds a code point that hides or forges text on a
 //	                     terminal (a control, bidi, zero-width, tag, ...),
@@ -131,6 +136,8 @@ func init() {
 	for name, cmd := range map[string]scriptCmd{
 		"verify-json":            cmdVerifyJSON,
 		"verify-schema":          cmdVerifySchema,
+		"verify-replace":         cmdVerifyReplace,
+		"verify-tamper":          cmdVerifyTamper,
 		"verify-noraw":           cmdVerifyNoRaw,
 		"verify-freeport":        cmdVerifyFreePort,
 		"verify-subst":           cmdVerifySubst,
@@ -337,6 +344,37 @@ func cmdVerifySchema(ts *testscript.TestScript, neg bool, args []string) {
 	case err == nil && neg:
 		ts.Fatalf("%s is valid under %s", args[1], args[0])
 	}
+}
+
+func cmdVerifyReplace(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 4 {
+		ts.Fatalf("usage: verify-replace IN OUT REGEXP REPLACEMENT")
+	}
+	re, err := regexp.Compile(args[2])
+	ts.Check(err)
+	in := ts.ReadFile(args[0])
+	if !re.MatchString(in) {
+		ts.Fatalf("%s: no match for %s", args[0], args[2])
+	}
+	ts.Check(os.WriteFile(ts.MkAbs(args[1]), []byte(re.ReplaceAllString(in, args[3])), 0o644))
+}
+
+func cmdVerifyTamper(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: verify-tamper IN OUT")
+	}
+	var b map[string]any
+	ts.Check(json.Unmarshal([]byte(ts.ReadFile(args[0])), &b))
+	env, _ := b["dsseEnvelope"].(map[string]any)
+	sigs, _ := env["signatures"].([]any)
+	if len(sigs) == 0 {
+		ts.Fatalf("%s: no signature", args[0])
+	}
+	sig := sigs[0].(map[string]any)
+	sig["sig"] = "AAAA" + sig["sig"].(string)[4:]
+	bad, err := json.Marshal(b)
+	ts.Check(err)
+	ts.Check(os.WriteFile(ts.MkAbs(args[1]), bad, 0o644))
 }
 
 func cmdVerifyNoRaw(ts *testscript.TestScript, neg bool, args []string) {
