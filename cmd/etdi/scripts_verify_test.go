@@ -51,7 +51,8 @@ import (
 //	                     A PATH is dot-separated: a member name, * for every
 //	                     element of an array (or value of an object), or
 //	                     MEMBER=VALUE, which keeps only the objects whose
-//	                     MEMBER is the string (or number, or boolean) VALUE.
+//	                     MEMBER is the string (or number, or boolean) VALUE
+//	                     (a VALUE holds no dot).
 //	                     NAME:PATH prints one line "NAME v1 v2 ...", each
 //	                     value as JSON with everything but printable ASCII
 //	                     escaped (\u202e), or, for NAME:count(PATH), "NAME N",
