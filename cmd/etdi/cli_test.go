@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,7 +9,6 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/etdi-dev/etdi/internal/vectors"
 	"github.com/rogpeppe/go-internal/testscript"
 )
 
@@ -119,60 +117,3 @@ func testEnv(vars ...string) []string {
 }
 
 var pwEnv = []string{"ETDI_PASSWORD=" + testPassword}
-
-// Every vector through the real binary: exit code and --json.
-func TestCLIVectors(t *testing.T) {
-	dirs, err := os.ReadDir("../../testdata/vectors")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, d := range dirs {
-		t.Run(d.Name(), func(t *testing.T) {
-			dir, _ := filepath.Abs(filepath.Join("../../testdata/vectors", d.Name()))
-			var w vectors.Want
-			b, _ := os.ReadFile(filepath.Join(dir, "want.json"))
-			if err := json.Unmarshal(b, &w); err != nil {
-				t.Fatal(err)
-			}
-			args := []string{"verify", "--trust", "trust.json", "--at", w.At.Format("2006-01-02T15:04:05Z07:00")}
-			if _, err := os.Stat(filepath.Join(dir, "tools.json")); err == nil {
-				args = append(args, "--tools", "tools.json")
-			}
-			args = append(args, "bundle.etdi.json")
-			r := runEtdi(t, dir, nil, args...)
-			if r.code != w.ExitCode {
-				t.Fatalf("%s\nexit %d, want %d\nstdout:\n%s\nstderr:\n%s", w.Description, r.code, w.ExitCode, r.stdout, r.stderr)
-			}
-			if w.ExitCode != 0 && !strings.Contains(r.stdout, "SECURITY ERROR") {
-				t.Errorf("failure without SECURITY ERROR line:\n%s", r.stdout)
-			}
-			if w.Tool != "" && !strings.Contains(r.stdout, `"`+w.Tool+`"`) {
-				t.Errorf("report does not name tool %q:\n%s", w.Tool, r.stdout)
-			}
-			jr := runEtdi(t, dir, nil, append(args[:len(args)-1:len(args)-1], "--json", "bundle.etdi.json")...)
-			var out struct {
-				Verified bool `json:"signatureVerified"`
-				ExitCode int  `json:"exitCode"`
-				Findings []struct {
-					Kind     string `json:"kind"`
-					Severity string `json:"severity"`
-				} `json:"findings"`
-			}
-			if err := json.Unmarshal([]byte(jr.stdout), &out); err != nil {
-				t.Fatalf("--json output is not JSON: %v\n%s", err, jr.stdout)
-			}
-			if jr.code != w.ExitCode || out.ExitCode != w.ExitCode || out.Verified != w.Verified {
-				t.Fatalf("--json: exit %d, exitCode %d, verified %v; want %d, %v", jr.code, out.ExitCode, out.Verified, w.ExitCode, w.Verified)
-			}
-			var kinds []string
-			for _, f := range out.Findings {
-				if f.Severity == "error" {
-					kinds = append(kinds, f.Kind)
-				}
-			}
-			if strings.Join(kinds, ",") != strings.Join(w.Kinds, ",") {
-				t.Errorf("--json error kinds %v, want %v", kinds, w.Kinds)
-			}
-		})
-	}
-}

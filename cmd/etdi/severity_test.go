@@ -34,7 +34,9 @@ var proseFinding = regexp.MustCompile(`(?m)^(SECURITY ERROR|APPROVAL REQUIRED|wa
 // The same finding has the same severity in prose, --json, SARIF and the
 // history: error (prose SECURITY ERROR, or APPROVAL REQUIRED for a
 // finding that asks for a decision; SARIF error), warning, or info
-// (prose note; never in SARIF or the history).
+// (prose note; never in SARIF or the history). A Go test, not a script:
+// it pairs each finding across four decoded outputs (prose, --json,
+// SARIF and the exported history) by kind and message.
 func TestFindingSeverityAgrees(t *testing.T) {
 	p := severityEnv(t)
 	args := []string{"check", "--trust", "trust.json", "--pins", "pins.db", "--tools", "v2.json", "--name", "notes"}

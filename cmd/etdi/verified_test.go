@@ -11,7 +11,9 @@ import (
 // Inspector's one-shot methods) gets from a real server through the gate
 // what it gets directly: a call, a prompt, a resource, a resource a tool
 // returned and one a tool created at run time. What the server does not
-// offer is answered in the protocol's codes, etdi's reason in data.
+// offer is answered in the protocol's codes, etdi's reason in data. A Go
+// test, not a script: it compares two decoded host transcripts step by
+// step, leaving out when each step ran.
 func TestRunRealServerWithoutListing(t *testing.T) {
 	p := liveEnv(t)
 	p.ok("trust", "unsigned", "--policy", "trust.json", "warn")
