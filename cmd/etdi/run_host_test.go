@@ -239,38 +239,6 @@ func (h *rawHost) notify(method string) {
 	fmt.Fprintf(h.in, `{"jsonrpc":"2.0","method":%q}`+"\n", method)
 }
 
-// rawSession runs one scripted session and returns the answers, by id.
-func rawSession(t *testing.T, cmd *exec.Cmd) []string {
-	h := startRaw(t, cmd)
-	out := []string{string(h.ask(t, 1, "initialize", `{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw-host","version":"1"}}`))}
-	h.notify("notifications/initialized")
-	for i, q := range [][2]string{
-		{"tools/list", `{}`},
-		{"tools/call", `{"name":"get_weather","arguments":{"city":"Berlin"}}`},
-		{"prompts/list", `{}`},
-		{"prompts/get", `{"name":"weather_report","arguments":{"city":"Berlin"}}`},
-		{"resources/list", `{}`},
-		{"resources/templates/list", `{}`},
-		{"resources/read", `{"uri":"weather://cities"}`},
-	} {
-		out = append(out, string(h.ask(t, i+2, q[0], q[1])))
-	}
-	return out
-}
-
-// An approved server through the gate: every answer the host receives is
-// byte for byte the answer without the gate.
-func TestRunBytesIdentical(t *testing.T) {
-	p := runEnv(t)
-	direct := rawSession(t, exec.Command("node", fixtureJS, "raw-direct"))
-	through := rawSession(t, p.gatedCmd(nil, []string{"--bundle", "w.etdi.json"}, fixtureCmd("raw-gated")...))
-	for i := range direct {
-		if direct[i] != through[i] {
-			t.Errorf("answer %d through the gate:\n%s\nwithout:\n%s", i+1, through[i], direct[i])
-		}
-	}
-}
-
 // A host's request id that is the gate's own, or one already waiting, is
 // refused rather than confused with another answer.
 func TestRunRequestIDs(t *testing.T) {

@@ -187,8 +187,12 @@ const everyStep = `[{"op":"listTools"},{"op":"call","name":"get_weather","argume
  {"op":"getPrompt","name":"weather_report","arguments":{"city":"Berlin"}},{"op":"listResources"},
  {"op":"readResource","uri":"weather://cities"},{"op":"listResourceTemplates"}]`
 
-// An unchanged server through the gate: the host receives exactly what it
-// receives without it, result by result.
+// An unchanged server through the gate: a real host written with the
+// TypeScript SDK receives exactly what it receives without it, result by
+// result. The raw answers are compared byte for byte by the script
+// run_unchanged_server.txtar; this test stays Go because its host is the
+// SDK's own client (its initialize, capability and result handling), which
+// a script's JSON-RPC session is not.
 func TestRunUnchangedServer(t *testing.T) {
 	p := runEnv(t)
 	direct := p.host(nil, everyStep, nil, fixtureCmd("direct")...)
@@ -214,147 +218,6 @@ func TestRunUnchangedServer(t *testing.T) {
 	if through.Stderr != "" || len(through.Notifications) != 0 {
 		t.Errorf("an approved server raised something: %q %v", through.Stderr, through.Notifications)
 	}
-}
-
-// A server that answers etdi's own check with clean tools and a host with
-// poisoned ones passes etdi check, but through the gate the host never
-// receives the poisoned tool and cannot call it.
-func TestRunCloakingServer(t *testing.T) {
-	p := runEnv(t)
-	env := []string{"FIXTURE_CLOAK=1"}
-	if r := p.liveCheck(env, append([]string{"--bundle", "w.etdi.json"}, fixture("cloak-check")...)...); r.code != 0 {
-		t.Fatalf("the cloaking server should pass etdi check in etdi's own connection (that is the attack): %d\n%s", r.code, r.stdout)
-	}
-	steps := `[{"op":"listTools"},{"op":"call","name":"get_weather","arguments":{"city":"Berlin"}},{"op":"call","name":"get_forecast","arguments":{"city":"Berlin"}}]`
-	tr := p.host(env, steps, nil, p.gated([]string{"--bundle", "w.etdi.json"}, fixtureCmd("cloak")...)...)
-	if strings.Contains(tr.raw, "IMPORTANT") {
-		t.Fatalf("the host received the poisoned definition:\n%s", tr.raw)
-	}
-	if got := tr.Steps[0].names(t); strings.Join(got, ",") != "get_forecast" {
-		t.Fatalf("listed %v", got)
-	}
-	if k := tr.Steps[1].blocked(t); k != "definition_changed" {
-		t.Fatalf("call of the poisoned tool: %q %s", k, tr.raw)
-	}
-	if tr.Steps[2].Result == nil {
-		t.Fatalf("the unchanged tool is blocked: %s", tr.raw)
-	}
-	if tr.methods("notifications/message") != 1 || !strings.Contains(tr.Stderr, `withheld tool "get_weather": definition_changed`) {
-		t.Fatalf("the host was not told: %v\n%s", tr.Notifications, tr.Stderr)
-	}
-}
-
-// The server changes a tool after the first call and says so
-// (list_changed), or only later: the call after the notification is
-// blocked, the host's new list lacks the changed tool, and the poisoned
-// text never reaches it.
-func TestRunChangeAfterApproval(t *testing.T) {
-	p := runEnv(t)
-	for _, tc := range []struct {
-		env                      string
-		steps                    string
-		blockedStep, changedList int
-	}{
-		{"FIXTURE_AFTER_CALL=description", `[{"op":"listTools"},{"op":"call","name":"get_weather","arguments":{"city":"A"}},
-			{"op":"waitFor","method":"notifications/tools/list_changed","timeoutMs":10000},
-			{"op":"call","name":"get_weather","arguments":{"city":"B"}},{"op":"listTools"}]`, 3, 4},
-		// A silent change: the second call still reaches the server (nothing
-		// told etdi), the notification after it closes the gap.
-		{"FIXTURE_SILENT_AFTER_CALL=description", `[{"op":"listTools"},{"op":"call","name":"get_weather","arguments":{"city":"A"}},
-			{"op":"call","name":"get_weather","arguments":{"city":"B"}},
-			{"op":"waitFor","method":"notifications/tools/list_changed","timeoutMs":10000},
-			{"op":"call","name":"get_weather","arguments":{"city":"C"}},{"op":"listTools"}]`, 4, 5},
-		{"FIXTURE_AFTER_CALL=nested", `[{"op":"listTools"},{"op":"call","name":"get_forecast","arguments":{"city":"A"}},
-			{"op":"waitFor","method":"notifications/tools/list_changed","timeoutMs":10000},
-			{"op":"call","name":"get_forecast","arguments":{"city":"B"}},{"op":"listTools"}]`, 3, 4},
-	} {
-		t.Run(tc.env, func(t *testing.T) {
-			tr := p.host([]string{tc.env}, tc.steps, nil, p.gated([]string{"--bundle", "w.etdi.json"}, fixtureCmd("after")...)...)
-			if strings.Contains(tr.raw, "IMPORTANT") || strings.Contains(tr.raw, "365") {
-				t.Fatalf("the host received the changed definition:\n%s", tr.raw)
-			}
-			for i := 1; i < tc.blockedStep; i++ {
-				if tr.Steps[i].Error != nil {
-					t.Fatalf("step %d before the change: %s", i, tr.raw)
-				}
-			}
-			if k := tr.Steps[tc.blockedStep].blocked(t); k != "definition_changed" {
-				t.Fatalf("call after the change: %q\n%s", k, tr.raw)
-			}
-			if got := tr.Steps[tc.changedList].names(t); len(got) != 1 {
-				t.Fatalf("list after the change: %v", got)
-			}
-			if tr.methods("notifications/tools/list_changed") != 1 {
-				t.Fatalf("the notification was not relayed: %v", tr.Notifications)
-			}
-		})
-	}
-}
-
-// A new tool, a rug pull of an unsigned server, a changed prompt and
-// changed instructions never reach the host.
-func TestRunWithholds(t *testing.T) {
-	p := runEnv(t)
-	t.Run("new tool", func(t *testing.T) {
-		tr := p.host([]string{"FIXTURE_CHANGE=addtool"}, `[{"op":"listTools"},{"op":"call","name":"delete_city","arguments":{"city":"A"}}]`, nil,
-			p.gated([]string{"--bundle", "w.etdi.json"}, fixtureCmd("addtool")...)...)
-		if got := tr.Steps[0].names(t); strings.Join(got, ",") != "get_weather,get_forecast" {
-			t.Fatalf("listed %v", got)
-		}
-		if k := tr.Steps[1].blocked(t); k != "unsigned_tool" {
-			t.Fatalf("call of the new tool: %q", k)
-		}
-	})
-	t.Run("instructions", func(t *testing.T) {
-		tr := p.host([]string{"FIXTURE_CHANGE=instructions"}, `[{"op":"listTools"}]`, nil,
-			p.gated([]string{"--bundle", "w.etdi.json"}, fixtureCmd("instructions")...)...)
-		if tr.Initialize.Instructions != nil || strings.Contains(tr.raw, "home address") {
-			t.Fatalf("changed instructions reached the host: %s", tr.raw)
-		}
-		if got := tr.Steps[0].names(t); len(got) != 2 || !strings.Contains(tr.Stderr, "withheld the server's instructions") {
-			t.Fatalf("listed %v; log %q", got, tr.Stderr)
-		}
-		r := p.run("pin", "history", "--pins", "pins.db", "acme:weather")
-		if !strings.Contains(r.stdout, "finding instructions_changed acme:weather") {
-			t.Fatalf("the changed instructions are not in the history:\n%s", r.stdout)
-		}
-	})
-	t.Run("prompt", func(t *testing.T) {
-		steps := `[{"op":"listPrompts"},{"op":"getPrompt","name":"weather_report","arguments":{"city":"A"}},{"op":"listResources"}]`
-		tr := p.host([]string{"FIXTURE_CHANGE=prompt"}, steps, nil, p.gated([]string{"--bundle", "w.etdi.json"}, fixtureCmd("prompt")...)...)
-		if len(tr.Steps[0].names(t)) != 0 || strings.Contains(tr.raw, "IMPORTANT") {
-			t.Fatalf("the changed prompt reached the host: %s", tr.raw)
-		}
-		if k := tr.Steps[1].blocked(t); k != "rug_pull" {
-			t.Fatalf("prompts/get of the changed prompt: %q", k)
-		}
-		if got := tr.Steps[2].names(t); strings.Join(got, ",") != "weather://cities,weather://stations" {
-			t.Fatalf("resources: %v", got)
-		}
-	})
-	t.Run("resources", func(t *testing.T) {
-		steps := `[{"op":"readResource","uri":"weather://cities"},{"op":"listResources"},{"op":"listResourceTemplates"},
-			{"op":"readResource","uri":"weather://cities"},{"op":"readResource","uri":"weather://city/Paris"},{"op":"readResource","uri":"file:///etc/passwd"}]`
-		tr := p.host(nil, steps, nil, p.gated([]string{"--bundle", "w.etdi.json"}, fixtureCmd("resources")...)...)
-		// Before the host received the list: read, as etdi's own
-		// listing verified it; outside it: not found (-32002), never
-		// relayed; a listed resource, or one of a listed template: read.
-		if !strings.Contains(string(tr.Steps[0].Result), "contents") || tr.Steps[5].blocked(t) != "not_listed" || tr.Steps[5].Error.Code != -32002 {
-			t.Fatalf("unlisted resources: %s", tr.raw)
-		}
-		if !strings.Contains(string(tr.Steps[3].Result), "contents") || !strings.Contains(string(tr.Steps[4].Result), "Paris") {
-			t.Fatalf("listed resources: %s", tr.raw)
-		}
-	})
-	t.Run("prompt after approval", func(t *testing.T) {
-		steps := `[{"op":"listTools"},{"op":"listPrompts"},{"op":"call","name":"get_weather","arguments":{"city":"A"}},
-			{"op":"waitFor","method":"notifications/prompts/list_changed","timeoutMs":10000},
-			{"op":"getPrompt","name":"weather_report","arguments":{"city":"A"}},{"op":"listPrompts"}]`
-		tr := p.host([]string{"FIXTURE_AFTER_CALL=prompt"}, steps, nil, p.gated([]string{"--bundle", "w.etdi.json"}, fixtureCmd("prompt2")...)...)
-		if k := tr.Steps[4].blocked(t); k != "rug_pull" || len(tr.Steps[5].names(t)) != 0 || strings.Contains(tr.raw, "IMPORTANT") {
-			t.Fatalf("prompt changed after approval: %q\n%s", k, tr.raw)
-		}
-	})
 }
 
 // A server without a bundle is pinned by digest under the name etdi wrap
