@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -220,148 +219,11 @@ func TestRunUnchangedServer(t *testing.T) {
 	}
 }
 
-// A server without a bundle is pinned by digest under the name etdi wrap
-// gives: a changed definition is a rug pull.
-func TestRunUnsignedRugPull(t *testing.T) {
-	p := liveEnv(t)
-	p.ok("trust", "unsigned", "--policy", "trust.json", "warn")
-	if r := p.liveCheck(nil, "--yes", "--name", "weather", "--server", "--", "node", fixtureJS, "u"); r.code != 0 {
-		t.Fatalf("approve: %d %s", r.code, r.stderr)
-	}
-	steps := `[{"op":"listTools"},{"op":"call","name":"get_weather","arguments":{"city":"A"}}]`
-	tr := p.host(nil, steps, nil, p.gated([]string{"--name", "weather"}, fixtureCmd("u")...)...)
-	if len(tr.Steps[0].names(t)) != 2 || tr.Steps[1].Error != nil {
-		t.Fatalf("approved unsigned server: %s", tr.raw)
-	}
-	tr = p.host([]string{"FIXTURE_CHANGE=description"}, steps, nil, p.gated([]string{"--name", "weather"}, fixtureCmd("u")...)...)
-	if k := tr.Steps[1].blocked(t); k != "rug_pull" || strings.Contains(tr.raw, "IMPORTANT") {
-		t.Fatalf("unsigned rug pull: %q\n%s", k, tr.raw)
-	}
-	// Under another name the same artifact (the same script, by its
-	// SHA-256) shares the approvals of identical definitions (docs/storage.md#one-artifact-under-several-configuration-names).
-	tr = p.host(nil, steps, nil, p.gated([]string{"--name", "other"}, fixtureCmd("u")...)...)
-	if len(tr.Steps[0].names(t)) != 2 || tr.Steps[1].Error != nil {
-		t.Fatalf("the approved artifact under another name: %s", tr.raw)
-	}
-	// Another script under another name is a new server, even with the
-	// same definitions: nothing passes.
-	tr = p.host(nil, steps, nil, p.gated([]string{"--name", "third"}, "node", otherFixture(t, "third"), "u")...)
-	if len(tr.Steps[0].names(t)) != 0 || tr.Steps[1].blocked(t) == "" {
-		t.Fatalf("a server never approved: %s", tr.raw)
-	}
-}
-
-// Every page of a paginated listing is checked; the host pages through
-// all of them.
-func TestRunPagination(t *testing.T) {
-	p := liveEnv(t)
-	p.ok("trust", "unsigned", "--policy", "trust.json", "warn")
-	env := []string{"FIXTURE_MODE=paginate"}
-	if r := p.liveCheck(env, "--yes", "--name", "many", "--server", "--", "node", fixtureJS, "pages"); r.code != 0 {
-		t.Fatalf("approve: %d %s", r.code, r.stderr)
-	}
-	steps := `[{"op":"listTools"},{"op":"listPrompts"},{"op":"call","name":"tool_249","arguments":{"q":"x"}}]`
-	tr := p.host(env, steps, nil, p.gated([]string{"--name", "many"}, fixtureCmd("pages")...)...)
-	if n := len(tr.Steps[0].Pages); n != 7 || len(tr.Steps[0].names(t)) != 250 || len(tr.Steps[1].names(t)) != 25 {
-		t.Fatalf("pages %d, tools %d, prompts %d", n, len(tr.Steps[0].names(t)), len(tr.Steps[1].names(t)))
-	}
-	if tr.Steps[2].Result == nil {
-		t.Fatalf("a tool of the last page: %s", tr.raw)
-	}
-}
-
 // pgrepMarker reports whether a process with marker in its command line
 // runs.
 func pgrepMarker(marker string) bool {
 	out, _ := exec.Command("pgrep", "-f", marker).Output()
 	return len(bytes.TrimSpace(out)) > 0
-}
-
-// A server that crashes mid-call ends the session cleanly: the call is
-// answered with an error, etdi exits 1, the server is reaped. A host that
-// closes mid-call ends the session too, and the server with it.
-func TestRunSessionEnds(t *testing.T) {
-	p := runEnv(t)
-	marker := fmt.Sprintf("crash-%d-%d", os.Getpid(), time.Now().UnixNano())
-	tr := p.host([]string{"FIXTURE_MODE=crash-on-call"}, `[{"op":"listTools"},{"op":"call","name":"get_weather","arguments":{"city":"A"}}]`, nil,
-		p.gated([]string{"--bundle", "w.etdi.json"}, fixtureCmd(marker)...)...)
-	if tr.Steps[1].Error == nil || tr.ServerExit == nil || tr.ServerExit.Code == nil || *tr.ServerExit.Code != 1 {
-		t.Fatalf("a crashing server: %s", tr.raw)
-	}
-	if !strings.Contains(tr.Stderr, "the weather database went away") || !strings.Contains(tr.Stderr, "the server ended the session") {
-		t.Fatalf("etdi's log: %q", tr.Stderr)
-	}
-	marker = fmt.Sprintf("slow-%d-%d", os.Getpid(), time.Now().UnixNano())
-	tr = p.host([]string{"FIXTURE_MODE=slow-call"}, `[{"op":"listTools"},{"op":"callNoWait","name":"get_weather","arguments":{"city":"A"}},{"op":"sleep","ms":300},{"op":"close"}]`, nil,
-		p.gated([]string{"--bundle", "w.etdi.json"}, fixtureCmd(marker)...)...)
-	if tr.ServerExit == nil || tr.ServerExit.Code == nil || *tr.ServerExit.Code != 0 {
-		t.Fatalf("a host closing mid-call: etdi %s", tr.raw)
-	}
-	for deadline := time.Now().Add(5 * time.Second); pgrepMarker(marker); time.Sleep(50 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("the server outlived the session")
-		}
-	}
-}
-
-// Streamable HTTP towards a real server (server-everything), stdio
-// towards the host.
-func TestRunHTTPUpstream(t *testing.T) {
-	p := liveEnv(t)
-	p.ok("trust", "unsigned", "--policy", "trust.json", "warn")
-	url := startHTTPEverything(t)
-	if r := p.liveCheck(nil, "--yes", "--name", "everything", "--url", url); r.code != 0 {
-		t.Fatalf("approve: %d %s", r.code, r.stderr)
-	}
-	steps := `[{"op":"listTools"},{"op":"call","name":"echo","arguments":{"message":"through the gate"}},{"op":"call","name":"not-a-tool","arguments":{}}]`
-	tr := p.host(nil, steps, nil, p.gated([]string{"--name", "everything", "--url", url})...)
-	if !slices.Contains(tr.Steps[0].names(t), "echo") || !strings.Contains(string(tr.Steps[1].Result), "through the gate") {
-		t.Fatalf("through the gate over HTTP: %s", tr.raw)
-	}
-	if tr.Steps[2].blocked(t) != "not_listed" {
-		t.Fatalf("an unlisted tool: %s", tr.raw)
-	}
-}
-
-// Real servers from npm over stdio: what the host receives through the
-// gate is what it receives without it.
-func TestRunRealServers(t *testing.T) {
-	t.Parallel() // its own folder, pin database and servers
-	p := liveEnv(t)
-	p.ok("trust", "unsigned", "--policy", "trust.json", "warn")
-	root := t.TempDir()
-	os.WriteFile(filepath.Join(root, "notes.txt"), []byte("hello"), 0o644)
-	for _, tc := range []struct {
-		name, steps string
-		cmd         []string
-		env         []string
-	}{
-		{"everything", `[{"op":"listTools"},{"op":"call","name":"echo","arguments":{"message":"hi"}},{"op":"listPrompts"},{"op":"listResourceTemplates"}]`,
-			[]string{"node", filepath.Join(nodeBinDir, "mcp-server-everything"), "stdio"}, nil},
-		{"filesystem", `[{"op":"listTools"},{"op":"call","name":"read_text_file","arguments":{"path":"` + filepath.Join(root, "notes.txt") + `"}}]`,
-			[]string{"node", filepath.Join(nodeBinDir, "mcp-server-filesystem"), root}, nil},
-		{"memory", `[{"op":"listTools"},{"op":"call","name":"read_graph","arguments":{}}]`,
-			[]string{"node", filepath.Join(nodeBinDir, "mcp-server-memory")}, []string{"MEMORY_FILE_PATH=" + filepath.Join(root, "memory.jsonl")}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			if r := p.liveCheck(tc.env, append([]string{"--yes", "--name", tc.name, "--server", "--"}, tc.cmd...)...); r.code != 0 {
-				t.Fatalf("approve: %d %s%s", r.code, r.stdout, r.stderr)
-			}
-			direct := p.host(tc.env, tc.steps, nil, tc.cmd...)
-			through := p.host(tc.env, tc.steps, nil, p.gated([]string{"--name", tc.name}, tc.cmd...)...)
-			for i := range direct.Steps {
-				direct.Steps[i].At, through.Steps[i].At = 0, 0 // when, not what
-				a, _ := json.Marshal(direct.Steps[i])
-				b, _ := json.Marshal(through.Steps[i])
-				if !bytes.Equal(a, b) {
-					t.Errorf("step %d through the gate:\n%.600s\nwithout:\n%.600s", i, b, a)
-				}
-			}
-			if len(through.Steps) != len(direct.Steps) || through.Exit != "ok" {
-				t.Fatalf("%d steps, exit %s\n%s", len(through.Steps), through.Exit, through.Stderr)
-			}
-		})
-	}
 }
 
 // fixtureInstructions are the fixture server's instructions.

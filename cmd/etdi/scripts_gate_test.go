@@ -23,6 +23,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/etdi-dev/etdi/pin"
 	"github.com/rogpeppe/go-internal/testscript"
 )
 
@@ -31,8 +32,8 @@ import (
 //
 // Commands:
 //
-//	gate-session [-exit N] [VAR=VALUE...] FILE -- COMMAND [ARGS...]
-//	gate-session [-nostream] FILE -url URL
+//	gate-session [-exit N] [-answers] [VAR=VALUE...] FILE -- COMMAND [ARGS...]
+//	gate-session [-answers] [-nostream] FILE -url URL
 //	    is a host: it starts COMMAND (etdi run ..., or the server itself)
 //	    with the script's environment and VAR=VALUE added, speaking
 //	    newline-delimited JSON-RPC on its standard input and output, or
@@ -51,18 +52,24 @@ import (
 //	    line it closes COMMAND's input (or ends the HTTP session with
 //	    DELETE) and waits for COMMAND to exit, with status N (default 0).
 //	    Stdout holds every message received, one JSON line each, in the
-//	    order received; stderr holds COMMAND's standard error. A request
+//	    order received (with -answers only the answers to the host's
+//	    requests); stderr holds COMMAND's standard error. A request
 //	    from the other side is answered: ping with {}, anything else with
 //	    -32601. Every wait is bounded by gateWait, which measures nothing:
 //	    a regression that leaves a session waiting fails it instead of
 //	    hanging the run.
-//	gate-answer FILE ID
-//	    prints the answer with id ID in FILE (a gate session's stdout),
+//	gate-answer FILE ID...
+//	    prints the answer with each id ID in FILE (a gate session's stdout),
 //	    one line for what a host makes of it: "error CODE ETDI KIND" for
 //	    an error (ETDI and KIND from its data, "-" if absent); for a
 //	    listing, "tool NAME", "prompt NAME", "resource URI" and
 //	    "template URITEMPLATE" lines, one per entry; "text TEXT" for each
 //	    text content of a call's result; otherwise "result JSON".
+//	gate-calls FILE
+//	    prints the call records of FILE (the output of etdi pin history
+//	    --json), one line each: "call SERVER/TOOL OUTCOME KIND ARGUMENTS
+//	    complete" ("-" for an empty KIND; "incomplete" where the record
+//	    lacks the definition digest, the caller or a positive duration).
 //	gate-listen VAR [-ready REGEXP] [VAR=VALUE...] -- COMMAND [ARGS...]
 //	    starts COMMAND (etdi run --listen 127.0.0.1:0 ..., or a server) in
 //	    the background and waits for a line of its stdout or stderr that
@@ -110,6 +117,23 @@ func init() {
 		l.Close()
 	}
 	scriptCmds["gate-answer"] = cmdGateAnswer
+	scriptCmds["gate-calls"] = func(ts *testscript.TestScript, neg bool, args []string) {
+		if neg || len(args) != 1 {
+			ts.Fatalf("usage: gate-calls FILE")
+		}
+		var recs []pin.Record
+		ts.Check(json.Unmarshal([]byte(ts.ReadFile(args[0])), &recs))
+		for _, r := range recs {
+			if r.Type != pin.RecordCall {
+				continue
+			}
+			complete := "complete"
+			if r.Digest == "" || r.By == "" || r.DurationMicros <= 0 {
+				complete = "incomplete"
+			}
+			fmt.Fprintf(ts.Stdout(), "call %s/%s %s %s %s %s\n", r.Server, r.Tool, r.Outcome, cmp.Or(string(r.Kind), "-"), r.Arguments, complete)
+		}
+	}
 	scriptCmds["gate-gone"] = func(ts *testscript.TestScript, neg bool, args []string) {
 		if neg || len(args) != 1 {
 			ts.Fatalf("usage: gate-gone MARKER")
@@ -214,17 +238,18 @@ type rpcMessage struct {
 
 // gateHost is the host side of one gate session.
 type gateHost struct {
-	ts      *testscript.TestScript
-	send    func(line []byte) // delivers one message
-	kill    func()            // kills the other side, nil over HTTP
-	killed  bool
-	mu      sync.Mutex
-	cond    *sync.Cond
-	out     bytes.Buffer           // every message received, one line each
-	answers map[string]*rpcMessage // answers, by id
-	notes   map[string]int         // notifications received, by method
-	waited  map[string]int         // notifications consumed by waits, by method
-	ended   bool                   // nothing more will arrive
+	ts          *testscript.TestScript
+	send        func(line []byte) // delivers one message
+	kill        func()            // kills the other side, nil over HTTP
+	killed      bool
+	mu          sync.Mutex
+	cond        *sync.Cond
+	out         bytes.Buffer           // every message received, one line each
+	answersOnly bool                   // out holds only answers
+	answers     map[string]*rpcMessage // answers, by id
+	notes       map[string]int         // notifications received, by method
+	waited      map[string]int         // notifications consumed by waits, by method
+	ended       bool                   // nothing more will arrive
 }
 
 func newGateHost(ts *testscript.TestScript) *gateHost {
@@ -243,8 +268,10 @@ func (h *gateHost) received(line []byte) {
 	var m rpcMessage
 	_ = json.Unmarshal(line, &m)
 	h.mu.Lock()
-	h.out.Write(line)
-	h.out.WriteByte('\n')
+	if !h.answersOnly || m.Method == nil {
+		h.out.Write(line)
+		h.out.WriteByte('\n')
+	}
 	switch {
 	case m.Method == nil && m.ID != nil:
 		h.answers[string(m.ID)] = &m
@@ -364,6 +391,10 @@ func cmdGateSession(ts *testscript.TestScript, neg bool, args []string) {
 		ts.Fatalf("unsupported: ! gate-session")
 	}
 	want, args := exitFlag(ts, args)
+	answersOnly := len(args) > 0 && args[0] == "-answers"
+	if answersOnly {
+		args = args[1:]
+	}
 	var extra []string
 	for len(args) > 0 && strings.Contains(args[0], "=") {
 		extra, args = append(extra, args[0]), args[1:]
@@ -376,7 +407,7 @@ func cmdGateSession(ts *testscript.TestScript, neg bool, args []string) {
 		if want != 0 || len(extra) > 0 {
 			ts.Fatalf("gate-session -url: no -exit, no VAR=VALUE")
 		}
-		gateHTTPSession(ts, args[0], args[2], !nostream)
+		gateHTTPSession(ts, args[0], args[2], !nostream, answersOnly)
 		return
 	}
 	if len(args) < 3 || args[1] != "--" {
@@ -393,6 +424,7 @@ func cmdGateSession(ts *testscript.TestScript, neg bool, args []string) {
 	cmd.Stderr = &stderr
 	ts.Check(cmd.Start())
 	h := newGateHost(ts)
+	h.answersOnly = answersOnly
 	var sendMu sync.Mutex
 	h.send = func(line []byte) {
 		sendMu.Lock()
@@ -435,10 +467,11 @@ func cmdGateSession(ts *testscript.TestScript, neg bool, args []string) {
 // gateHTTPSession is a gate session over Streamable HTTP: each message is
 // POSTed, its answers read from the JSON or event-stream response; after
 // initialize a GET stream receives what the server sends on its own.
-func gateHTTPSession(ts *testscript.TestScript, file, url string, stream bool) {
+func gateHTTPSession(ts *testscript.TestScript, file, url string, stream, answersOnly bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), gateWait)
 	defer cancel()
 	h := newGateHost(ts)
+	h.answersOnly = answersOnly
 	var session string
 	var wg sync.WaitGroup
 	post := func(line []byte) *http.Response {
@@ -683,10 +716,17 @@ func cmdGateGrab(ts *testscript.TestScript, neg bool, args []string) {
 }
 
 func cmdGateAnswer(ts *testscript.TestScript, neg bool, args []string) {
-	if neg || len(args) != 2 {
-		ts.Fatalf("usage: gate-answer FILE ID")
+	if neg || len(args) < 2 {
+		ts.Fatalf("usage: gate-answer FILE ID...")
 	}
-	for _, line := range strings.Split(ts.ReadFile(args[0]), "\n") {
+	for _, id := range args[1:] {
+		gateAnswer(ts, args[0], id)
+	}
+}
+
+// gateAnswer prints the answer with id in file.
+func gateAnswer(ts *testscript.TestScript, file, id string) {
+	for _, line := range strings.Split(ts.ReadFile(file), "\n") {
 		var m struct {
 			ID     json.RawMessage `json:"id"`
 			Method *string         `json:"method"`
@@ -698,7 +738,7 @@ func cmdGateAnswer(ts *testscript.TestScript, neg bool, args []string) {
 			} `json:"error"`
 			Result json.RawMessage `json:"result"`
 		}
-		if json.Unmarshal([]byte(line), &m) != nil || m.Method != nil || string(m.ID) != args[1] {
+		if json.Unmarshal([]byte(line), &m) != nil || m.Method != nil || string(m.ID) != id {
 			continue
 		}
 		w := ts.Stdout()
@@ -735,5 +775,5 @@ func cmdGateAnswer(ts *testscript.TestScript, neg bool, args []string) {
 		}
 		return
 	}
-	ts.Fatalf("no answer with id %s in %s", args[1], args[0])
+	ts.Fatalf("no answer with id %s in %s", id, file)
 }
