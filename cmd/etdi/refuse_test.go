@@ -178,46 +178,6 @@ func TestAttackRunRefusedNPMUpdateTellsHost(t *testing.T) {
 	}
 }
 
-// When the gate withholds a changed tool at start, the session goes on
-// with the approved, unchanged tools, and a real host receives a warning
-// naming what was withheld and the exact review command, which works
-// pasted into another directory.
-func TestRunWithheldAtStartTellsHost(t *testing.T) {
-	p := runEnv(t)
-	env := []string{"FIXTURE_CLOAK=1"}
-	steps := `[{"op":"listTools"},{"op":"call","name":"get_forecast","arguments":{"city":"Berlin"}}]`
-	tr := p.host(env, steps, nil, p.gated([]string{"--bundle", "w.etdi.json"}, fixtureCmd("cloak")...)...)
-	if got := tr.Steps[0].names(t); strings.Join(got, ",") != "get_forecast" || tr.Steps[1].Result == nil {
-		t.Fatalf("the approved tool: %s", tr.raw)
-	}
-	var review string
-	for _, n := range tr.Notifications {
-		var msg struct {
-			Level, Logger string
-			Data          struct {
-				Message, Review string
-				Blocked         []struct{ Name, Kind string }
-			}
-		}
-		json.Unmarshal(n.Params, &msg)
-		if n.Method == "notifications/message" && msg.Level == "warning" && msg.Logger == "etdi" &&
-			strings.Contains(msg.Data.Message, "get_weather") && strings.Contains(msg.Data.Message, msg.Data.Review) &&
-			len(msg.Data.Blocked) == 1 && msg.Data.Blocked[0].Kind == "definition_changed" {
-			review = msg.Data.Review
-		}
-	}
-	if review == "" || strings.Contains(review, "COMMAND") {
-		t.Fatalf("no warning with the review command: %s", tr.raw)
-	}
-	c := exec.Command("sh", "-c", strings.Replace(review, " --approve", "", 1))
-	c.Dir = t.TempDir()
-	c.Env = append(os.Environ(), "HOME="+p.dir, "PATH="+filepath.Dir(etdiBin)+string(os.PathListSeparator)+os.Getenv("PATH"))
-	out, _ := c.CombinedOutput()
-	if c.ProcessState.ExitCode() != 11 || !strings.Contains(string(out), "get_weather") {
-		t.Fatalf("the review command %q: %d\n%s", review, c.ProcessState.ExitCode(), out)
-	}
-}
-
 // exitCodesIn returns the exit codes a paragraph names: the numbers 0-2
 // and 10-14 standing alone (not section numbers or parts of others).
 func exitCodesIn(text string) []int {

@@ -17,6 +17,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -68,8 +69,10 @@ import (
 //	gate-calls FILE
 //	    prints the call records of FILE (the output of etdi pin history
 //	    --json), one line each: "call SERVER/TOOL OUTCOME KIND ARGUMENTS
-//	    complete" ("-" for an empty KIND; "incomplete" where the record
-//	    lacks the definition digest, the caller or a positive duration).
+//	    complete" ("-" for an empty KIND; "lacks:by,digest,duration" or
+//	    a part of it instead of "complete" where the record lacks the
+//	    caller, the definition digest or, for a forwarded call, a positive
+//	    duration).
 //	gate-listen VAR [-ready REGEXP] [VAR=VALUE...] -- COMMAND [ARGS...]
 //	    starts COMMAND (etdi run --listen 127.0.0.1:0 ..., or a server) in
 //	    the background and waits for a line of its stdout or stderr that
@@ -88,8 +91,8 @@ import (
 //	gate-grab [-json] VAR REGEXP FILE
 //	    sets VAR to the first group of REGEXP's first match in FILE
 //	    (stdout and stderr name the last command's); -json reads the group
-//	    as the inside of a JSON string (its escapes decoded). VAR_RE is set
-//	    to a regular expression that matches the value literally.
+//	    as the inside of a JSON string (its escapes decoded). A pattern
+//	    matches the value literally with '...'${VAR@R}'...'.
 //	gate-gone MARKER
 //	    waits until no process has MARKER in its command line.
 func init() {
@@ -127,9 +130,16 @@ func init() {
 			if r.Type != pin.RecordCall {
 				continue
 			}
+			var missing []string
+			for what, lacks := range map[string]bool{"digest": r.Digest == "", "by": r.By == "", "duration": r.Outcome == "forwarded" && r.DurationMicros <= 0} {
+				if lacks {
+					missing = append(missing, what)
+				}
+			}
+			slices.Sort(missing)
 			complete := "complete"
-			if r.Digest == "" || r.By == "" || r.DurationMicros <= 0 {
-				complete = "incomplete"
+			if len(missing) > 0 {
+				complete = "lacks:" + strings.Join(missing, ",")
 			}
 			fmt.Fprintf(ts.Stdout(), "call %s/%s %s %s %s %s\n", r.Server, r.Tool, r.Outcome, cmp.Or(string(r.Kind), "-"), r.Arguments, complete)
 		}
@@ -712,7 +722,6 @@ func cmdGateGrab(ts *testscript.TestScript, neg bool, args []string) {
 		ts.Check(json.Unmarshal([]byte(`"`+v+`"`), &v))
 	}
 	ts.Setenv(args[0], v)
-	ts.Setenv(args[0]+"_RE", regexp.QuoteMeta(v))
 }
 
 func cmdGateAnswer(ts *testscript.TestScript, neg bool, args []string) {
