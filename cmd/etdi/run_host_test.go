@@ -71,6 +71,10 @@ func blockedKindOf(t *testing.T, err error) string {
 // A go-sdk host drives etdi run: it lists and calls the approved tools;
 // after the server changes a tool and says so, the call is refused with
 // the documented error and the new list lacks it.
+//
+// It stays Go: its host is the go-sdk client itself (its handshake, its
+// list_changed handler and its error type), which a script's JSON-RPC
+// session is not.
 func TestRunGoSDKHost(t *testing.T) {
 	p := runEnv(t)
 	cs, changed := sdkHost(t, p.gatedCmd([]string{"FIXTURE_AFTER_CALL=description"}, []string{"--bundle", "w.etdi.json"}, fixtureCmd("sdk")...))
@@ -102,6 +106,9 @@ func TestRunGoSDKHost(t *testing.T) {
 // declare the roots capability (etdi check declares none, so it was never
 // approved): that one is withheld, and the listing the gate saved reviews
 // and approves it.
+//
+// It stays Go for the same reason as [TestRunGoSDKHost]: the host is the
+// go-sdk client.
 func TestRunGoSDKHostRealServer(t *testing.T) {
 	p := liveEnv(t)
 	p.ok("trust", "unsigned", "--policy", "trust.json", "warn")
@@ -238,6 +245,9 @@ func (h *rawHost) notify(method string) {
 
 // Ten gates with --audit-calls and etdi check share one database; then
 // every call is in a history that verifies.
+//
+// It stays Go: ten sessions run at once beside etdi check, which a
+// script's sessions, one after another, cannot do.
 func TestRunTenGates(t *testing.T) {
 	p := runEnv(t)
 	var wg sync.WaitGroup
@@ -299,6 +309,9 @@ func TestRunTenGates(t *testing.T) {
 // The whole flow for a user: approve, etdi wrap --config auto, then the
 // host starts what its configuration says; it sees only approved tools,
 // and a rug pull never reaches it. etdi unwrap restores the file.
+//
+// It stays Go: etdi wrap writes its own executable's path into the host
+// configuration, and inside a script that executable is the test binary.
 func TestWrapThenRun(t *testing.T) {
 	p := liveEnv(t)
 	p.ok("trust", "unsigned", "--policy", "trust.json", "warn")

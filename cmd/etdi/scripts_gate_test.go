@@ -34,7 +34,7 @@ import (
 // Commands:
 //
 //	gate-session [-exit N] [-answers] [VAR=VALUE...] FILE -- COMMAND [ARGS...]
-//	gate-session [-answers] [-nostream] FILE -url URL
+//	gate-session [-answers] [-nostream] [-keep] FILE -url URL
 //	    is a host: it starts COMMAND (etdi run ..., or the server itself)
 //	    with the script's environment and VAR=VALUE added, speaking
 //	    newline-delimited JSON-RPC on its standard input and output, or
@@ -49,9 +49,10 @@ import (
 //	    line {"kill":true} kills COMMAND with SIGKILL and ends the session
 //	    (its exit status is not checked). ${VAR} in a line is the script's
 //	    variable VAR. Over HTTP the session opens the GET stream after
-//	    initialize, unless -nostream. After the last
-//	    line it closes COMMAND's input (or ends the HTTP session with
-//	    DELETE) and waits for COMMAND to exit, with status N (default 0).
+//	    initialize, unless -nostream. After the last line it closes
+//	    COMMAND's input and waits for COMMAND to exit, with status N
+//	    (default 0), or ends the HTTP session with DELETE (unless -keep:
+//	    the host leaves without it).
 //	    Stdout holds every message received, one JSON line each, in the
 //	    order received (with -answers only the answers to the host's
 //	    requests); stderr holds COMMAND's standard error. A request
@@ -93,6 +94,11 @@ import (
 //	    (stdout and stderr name the last command's); -json reads the group
 //	    as the inside of a JSON string (its escapes decoded). A pattern
 //	    matches the value literally with '...'${VAR@R}'...'.
+//	gate-memoryproject DIR MARKER
+//	    makes DIR a project that runs the real server-memory package of
+//	    $MCPDIR with npx --no-install @modelcontextprotocol/server-memory,
+//	    from its own copy of the package, which appends a line to the
+//	    file MARKER each time it starts.
 //	gate-gone MARKER
 //	    waits until no process has MARKER in its command line.
 func init() {
@@ -120,6 +126,12 @@ func init() {
 		l.Close()
 	}
 	scriptCmds["gate-answer"] = cmdGateAnswer
+	scriptCmds["gate-memoryproject"] = func(ts *testscript.TestScript, neg bool, args []string) {
+		if neg || len(args) != 2 {
+			ts.Fatalf("usage: gate-memoryproject DIR MARKER")
+		}
+		ts.Check(memoryProject(ts.MkAbs(args[0]), ts.MkAbs(args[1])))
+	}
 	scriptCmds["gate-calls"] = func(ts *testscript.TestScript, neg bool, args []string) {
 		if neg || len(args) != 1 {
 			ts.Fatalf("usage: gate-calls FILE")
@@ -409,19 +421,20 @@ func cmdGateSession(ts *testscript.TestScript, neg bool, args []string) {
 	for len(args) > 0 && strings.Contains(args[0], "=") {
 		extra, args = append(extra, args[0]), args[1:]
 	}
-	nostream := len(args) > 0 && args[0] == "-nostream"
-	if nostream {
+	nostream, keep := false, false
+	for len(args) > 0 && (args[0] == "-nostream" || args[0] == "-keep") {
+		nostream, keep = nostream || args[0] == "-nostream", keep || args[0] == "-keep"
 		args = args[1:]
 	}
 	if len(args) == 3 && args[1] == "-url" {
 		if want != 0 || len(extra) > 0 {
 			ts.Fatalf("gate-session -url: no -exit, no VAR=VALUE")
 		}
-		gateHTTPSession(ts, args[0], args[2], !nostream, answersOnly)
+		gateHTTPSession(ts, args[0], args[2], !nostream, !keep, answersOnly)
 		return
 	}
-	if len(args) < 3 || args[1] != "--" {
-		ts.Fatalf("usage: gate-session [-exit N] [VAR=VALUE...] FILE -- COMMAND [ARGS...] | FILE -url URL")
+	if len(args) < 3 || args[1] != "--" || nostream || keep {
+		ts.Fatalf("usage: gate-session [-exit N] [-answers] [VAR=VALUE...] FILE -- COMMAND [ARGS...] | [-answers] [-nostream] [-keep] FILE -url URL")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), gateWait)
 	defer cancel()
@@ -477,7 +490,7 @@ func cmdGateSession(ts *testscript.TestScript, neg bool, args []string) {
 // gateHTTPSession is a gate session over Streamable HTTP: each message is
 // POSTed, its answers read from the JSON or event-stream response; after
 // initialize a GET stream receives what the server sends on its own.
-func gateHTTPSession(ts *testscript.TestScript, file, url string, stream, answersOnly bool) {
+func gateHTTPSession(ts *testscript.TestScript, file, url string, stream, del, answersOnly bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), gateWait)
 	defer cancel()
 	h := newGateHost(ts)
@@ -552,7 +565,7 @@ func gateHTTPSession(ts *testscript.TestScript, file, url string, stream, answer
 		read(resp)
 	}
 	h.converse(file)
-	if session != "" {
+	if session != "" && del {
 		del, err := http.NewRequestWithContext(ctx, http.MethodDelete, url, nil)
 		ts.Check(err)
 		del.Header.Set("Mcp-Session-Id", session)
