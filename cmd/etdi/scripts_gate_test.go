@@ -100,7 +100,8 @@ import (
 //	    from its own copy of the package, which appends a line to the
 //	    file MARKER each time it starts.
 //	gate-gone MARKER
-//	    waits until no process has MARKER in its command line.
+//	    waits (within gateWait) until no process has MARKER in its
+//	    command line.
 func init() {
 	scriptCmds["gate-session"] = cmdGateSession
 	scriptCmds["gate-listen"] = cmdGateListen
@@ -177,7 +178,7 @@ func processWith(marker string) bool {
 	dirs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
 	for _, f := range dirs {
 		b, err := os.ReadFile(f)
-		if err == nil && bytes.Contains(b, []byte(marker)) && !bytes.Contains(b, []byte("gate-gone")) {
+		if err == nil && bytes.Contains(b, []byte(marker)) {
 			return true
 		}
 	}
