@@ -4,8 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -16,7 +14,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -74,6 +71,10 @@ func blockedKindOf(t *testing.T, err error) string {
 // A go-sdk host drives etdi run: it lists and calls the approved tools;
 // after the server changes a tool and says so, the call is refused with
 // the documented error and the new list lacks it.
+//
+// It stays Go: its host is the go-sdk client itself (its handshake, its
+// list_changed handler and its error type), which a script's JSON-RPC
+// session is not.
 func TestRunGoSDKHost(t *testing.T) {
 	p := runEnv(t)
 	cs, changed := sdkHost(t, p.gatedCmd([]string{"FIXTURE_AFTER_CALL=description"}, []string{"--bundle", "w.etdi.json"}, fixtureCmd("sdk")...))
@@ -105,6 +106,9 @@ func TestRunGoSDKHost(t *testing.T) {
 // declare the roots capability (etdi check declares none, so it was never
 // approved): that one is withheld, and the listing the gate saved reviews
 // and approves it.
+//
+// It stays Go for the same reason as [TestRunGoSDKHost]: the host is the
+// go-sdk client.
 func TestRunGoSDKHostRealServer(t *testing.T) {
 	p := liveEnv(t)
 	p.ok("trust", "unsigned", "--policy", "trust.json", "warn")
@@ -239,129 +243,11 @@ func (h *rawHost) notify(method string) {
 	fmt.Fprintf(h.in, `{"jsonrpc":"2.0","method":%q}`+"\n", method)
 }
 
-// rawSession runs one scripted session and returns the answers, by id.
-func rawSession(t *testing.T, cmd *exec.Cmd) []string {
-	h := startRaw(t, cmd)
-	out := []string{string(h.ask(t, 1, "initialize", `{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw-host","version":"1"}}`))}
-	h.notify("notifications/initialized")
-	for i, q := range [][2]string{
-		{"tools/list", `{}`},
-		{"tools/call", `{"name":"get_weather","arguments":{"city":"Berlin"}}`},
-		{"prompts/list", `{}`},
-		{"prompts/get", `{"name":"weather_report","arguments":{"city":"Berlin"}}`},
-		{"resources/list", `{}`},
-		{"resources/templates/list", `{}`},
-		{"resources/read", `{"uri":"weather://cities"}`},
-	} {
-		out = append(out, string(h.ask(t, i+2, q[0], q[1])))
-	}
-	return out
-}
-
-// An approved server through the gate: every answer the host receives is
-// byte for byte the answer without the gate.
-func TestRunBytesIdentical(t *testing.T) {
-	p := runEnv(t)
-	direct := rawSession(t, exec.Command("node", fixtureJS, "raw-direct"))
-	through := rawSession(t, p.gatedCmd(nil, []string{"--bundle", "w.etdi.json"}, fixtureCmd("raw-gated")...))
-	for i := range direct {
-		if direct[i] != through[i] {
-			t.Errorf("answer %d through the gate:\n%s\nwithout:\n%s", i+1, through[i], direct[i])
-		}
-	}
-}
-
-// A host's request id that is the gate's own, or one already waiting, is
-// refused rather than confused with another answer.
-func TestRunRequestIDs(t *testing.T) {
-	p := runEnv(t)
-	h := startRaw(t, p.gatedCmd([]string{"FIXTURE_MODE=slow-call"}, []string{"--bundle", "w.etdi.json"}, fixtureCmd("ids")...))
-	h.ask(t, 1, "initialize", `{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw-host","version":"1"}}`)
-	h.notify("notifications/initialized")
-	h.ask(t, 2, "tools/list", `{}`)
-	fmt.Fprintln(h.in, `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"get_weather","arguments":{"city":"A"}}}`)
-	answer := h.ask(t, 3, "tools/list", `{}`) // the same id while the call waits
-	if !bytes.Contains(answer, []byte(`"code":-32600`)) || !bytes.Contains(answer, []byte("already in use")) {
-		t.Fatalf("a reused id: %s", answer)
-	}
-	// The gate's own ids are strings that start etdi-<random>-: a host
-	// cannot guess them; a stateless handshake is refused, so the host
-	// falls back to initialize.
-	discover := h.ask(t, 4, "server/discover", `{}`)
-	if !bytes.Contains(discover, []byte(`"code":-32601`)) {
-		t.Fatalf("server/discover: %s", discover)
-	}
-}
-
-// --audit-calls records every call (forwarded, blocked, error) with the
-// SHA-256 of its canonical arguments, never the arguments themselves.
-func TestRunAuditCalls(t *testing.T) {
-	p := runEnv(t)
-	steps := `[{"op":"listTools"},{"op":"call","name":"get_weather","arguments":{"units":"metric","city":"Reykjavik"}},
-		{"op":"call","name":"get_forecast","arguments":{"city":"Reykjavik","days":2}},{"op":"call","name":"delete_city","arguments":{"city":"Reykjavik"}}]`
-	tr := p.host(nil, steps, nil, p.gated([]string{"--bundle", "w.etdi.json", "--audit-calls"}, fixtureCmd("audit")...)...)
-	if tr.Exit != "ok" || tr.Steps[3].blocked(t) != "not_listed" {
-		t.Fatalf("session: %s", tr.raw)
-	}
-	var calls []string
-	for _, r := range p.callRecords() {
-		calls = append(calls, fmt.Sprintf("%s/%s %s %s", r.Server, r.Tool, r.Outcome, r.Kind))
-		if r.Tool == "get_weather" {
-			sum := sha256.Sum256([]byte(`{"city":"Reykjavik","units":"metric"}`)) // RFC 8785
-			if r.Arguments != "sha256:"+hex.EncodeToString(sum[:]) || r.Digest == "" || r.DurationMicros <= 0 || r.By == "" {
-				t.Errorf("call record: %+v", r)
-			}
-		}
-	}
-	if want := "acme:weather/get_weather forwarded ,acme:weather/get_forecast forwarded ,acme:weather/delete_city blocked not_listed"; strings.Join(calls, ",") != want {
-		t.Fatalf("call records:\n%s\nwant\n%s", strings.Join(calls, "\n"), want)
-	}
-	db, _ := os.ReadFile(filepath.Join(p.dir, "pins.db"))
-	if bytes.Contains(db, []byte("Reykjavik")) {
-		t.Fatal("the pin database holds a call's arguments")
-	}
-	if entries, _ := os.ReadDir(filepath.Join(p.dir, "pins.db.calls")); len(entries) != 0 {
-		t.Fatalf("the spool was left behind: %v", entries)
-	}
-	p.ok("audit", "verify", "--pins", "pins.db")
-}
-
-// A gate killed with SIGKILL loses no call record: the next gate appends
-// what its spool holds to the history, exactly once.
-func TestRunAuditKilled(t *testing.T) {
-	p := runEnv(t)
-	cmd := p.gatedCmd(nil, []string{"--bundle", "w.etdi.json", "--audit-calls"}, fixtureCmd("killed")...)
-	h := startRaw(t, cmd)
-	h.ask(t, 1, "initialize", `{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw-host","version":"1"}}`)
-	h.notify("notifications/initialized")
-	h.ask(t, 2, "tools/list", `{}`)
-	const n = 25
-	for i := range n {
-		h.ask(t, 3+i, "tools/call", fmt.Sprintf(`{"name":"get_weather","arguments":{"city":"c%d"}}`, i))
-	}
-	cmd.Process.Signal(syscall.SIGKILL)
-	cmd.Wait()
-	count := func() int { return len(p.callRecords()) }
-	before := count()
-	// The next gate, with a call of its own.
-	tr := p.host(nil, `[{"op":"listTools"},{"op":"call","name":"get_forecast","arguments":{"city":"x"}}]`, nil,
-		p.gated([]string{"--bundle", "w.etdi.json", "--audit-calls"}, fixtureCmd("next")...)...)
-	if tr.Exit != "ok" {
-		t.Fatalf("next session: %s", tr.raw)
-	}
-	if got := count(); got != n+1 {
-		t.Fatalf("%d call records after the killed gate (%d before the next one ran), want %d", got, before, n+1)
-	}
-	// Once: a third gate appends nothing more.
-	p.host(nil, `[{"op":"listTools"}]`, nil, p.gated([]string{"--bundle", "w.etdi.json", "--audit-calls"}, fixtureCmd("third")...)...)
-	if got := count(); got != n+1 {
-		t.Fatalf("%d call records after a third gate, want %d", got, n+1)
-	}
-	p.ok("audit", "verify", "--pins", "pins.db")
-}
-
 // Ten gates with --audit-calls and etdi check share one database; then
 // every call is in a history that verifies.
+//
+// It stays Go: ten sessions run at once beside etdi check, which a
+// script's sessions, one after another, cannot do.
 func TestRunTenGates(t *testing.T) {
 	p := runEnv(t)
 	var wg sync.WaitGroup
@@ -420,41 +306,12 @@ func TestRunTenGates(t *testing.T) {
 	p.ok("audit", "verify", "--pins", "pins.db")
 }
 
-// A server that shows the model a credential etdi run passes on to it is
-// shown nothing through the gate, and the credential appears in no output
-// of etdi and in no file it writes.
-func TestRunSecretInDefinition(t *testing.T) {
-	bin := echoServer(t)
-	p := liveEnv(t)
-	p.ok("trust", "unsigned", "--policy", "trust.json", "warn")
-	env := []string{"API_KEY=" + secretShownEnv, "ECHO_TOOL=echo_leak"}
-	if r := p.liveCheck(env, "--yes", "--name", "echo", "--server", "--", bin); r.code != 0 {
-		t.Fatalf("approve: %d %s", r.code, r.stderr)
-	}
-	steps := `[{"op":"listTools"},{"op":"call","name":"echo_leak","arguments":{}}]`
-	tr := p.host(append(env, "ECHO_DESCRIPTION_FROM=API_KEY"), steps, nil, p.gated([]string{"--name", "echo"}, bin)...)
-	if strings.Contains(tr.raw, secretShownEnv) {
-		t.Fatalf("the secret reached the host or etdi's log:\n%s", tr.raw)
-	}
-	if len(tr.Steps[0].names(t)) != 0 || tr.Steps[1].blocked(t) != "secret_in_definition" {
-		t.Fatalf("a definition showing a credential: %s", tr.raw)
-	}
-	filepath.WalkDir(p.dir, func(path string, d os.DirEntry, err error) error {
-		if err == nil && !d.IsDir() {
-			if b, _ := os.ReadFile(path); bytes.Contains(b, []byte(secretShownEnv)) {
-				t.Errorf("%s holds the secret", path)
-			}
-		}
-		return nil
-	})
-	if _, err := os.Stat(filepath.Join(p.dir, "pending")); err == nil {
-		t.Error("the gate saved a listing that shows a credential")
-	}
-}
-
 // The whole flow for a user: approve, etdi wrap --config auto, then the
 // host starts what its configuration says; it sees only approved tools,
 // and a rug pull never reaches it. etdi unwrap restores the file.
+//
+// It stays Go: etdi wrap writes its own executable's path into the host
+// configuration, and inside a script that executable is the test binary.
 func TestWrapThenRun(t *testing.T) {
 	p := liveEnv(t)
 	p.ok("trust", "unsigned", "--policy", "trust.json", "warn")
