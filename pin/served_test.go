@@ -14,7 +14,7 @@ import (
 // What is unknown on either side is not compared.
 func TestServedChange(t *testing.T) {
 	// Another package serving the same definitions: not an update of the
-	// one approved (update_test.go), for the unsigned server too.
+	// one approved (cmd/etdi/testdata/script/update_unsigned_server.txtar), for the unsigned server too.
 	const oldArt = "npm @acme/weather@1.2.0 sha512-old"
 	const newArt = "npm @evil/weather@1.3.0 sha512-new"
 	for _, c := range []struct {

@@ -508,7 +508,7 @@ func TestVariantMatchesVersionAndServed(t *testing.T) {
 	mustApprove(t, s, u)
 	mustApprove(t, s, servedObs("time", npmTime, timeTool(t, "Asia/Tokyo")), "get_current_time")
 	// A new version of the same package is an update of the server
-	// (update_test.go); another package serving it is a rug pull.
+	// (cmd/etdi/testdata/script/update_npm_server.txtar); another package serving it is a rug pull.
 	newer := strings.Replace(npmTime, "@2025.9.25", "@2025.9.26", 1)
 	expect(t, s, servedObs("time", newer, timeTool(t, "UTC")), "server_updated")
 	other := strings.Replace(npmTime, "mcp-server-time@", "mcp-server-tyme@", 1)
