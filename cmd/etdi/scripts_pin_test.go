@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"crypto/rand"
 	"crypto/sha256"
@@ -10,9 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -606,36 +603,10 @@ func pinLockResign(ts *testscript.TestScript, neg bool, args []string) {
 func pinIDP(ts *testscript.TestScript, neg bool, args []string) {
 	pinUsage(ts, neg, args, 1, "pin-idp VAR")
 	ts.Check(idpNpm.ensure())
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	iss, stop, err := launchIDP()
 	ts.Check(err)
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
-	cmd := exec.Command("node", filepath.Join(idpDir, "server.mjs"))
-	cmd.Env = append(os.Environ(), fmt.Sprintf("PORT=%d", port))
-	stdout, err := cmd.StdoutPipe()
-	ts.Check(err)
-	ts.Check(cmd.Start())
-	ts.Defer(func() { cmd.Process.Kill(); cmd.Wait() })
-	ready := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			if iss, ok := strings.CutPrefix(sc.Text(), "ready "); ok {
-				ready <- iss
-			}
-		}
-		close(ready)
-	}()
-	// A deadline that only fails a hung start.
-	select {
-	case iss, ok := <-ready:
-		if !ok {
-			ts.Fatalf("oidc-provider exited before it was ready")
-		}
-		ts.Setenv(args[0], iss)
-	case <-time.After(2 * time.Minute):
-		ts.Fatalf("oidc-provider did not start")
-	}
+	ts.Defer(stop)
+	ts.Setenv(args[0], iss)
 }
 
 func pinSetenv(ts *testscript.TestScript, neg bool, args []string) {

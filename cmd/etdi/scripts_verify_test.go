@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"crypto/ecdsa"
@@ -467,35 +466,11 @@ func cmdVerifyIDP(ts *testscript.TestScript, neg bool, args []string) {
 		ts.Fatalf("usage: verify-idp")
 	}
 	ts.Check(idpNpm.ensure())
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	iss, stop, err := launchIDP()
 	ts.Check(err)
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
-	cmd := exec.Command("node", filepath.Join(idpDir, "server.mjs"))
-	cmd.Env = append(os.Environ(), fmt.Sprintf("PORT=%d", port))
-	stdout, err := cmd.StdoutPipe()
-	ts.Check(err)
-	ts.Check(cmd.Start())
-	var once sync.Once
-	stop := func() { once.Do(func() { cmd.Process.Kill(); cmd.Wait() }) }
 	ts.Defer(stop)
 	stateOf(ts).idpStop = stop
-	ready := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			if iss, ok := strings.CutPrefix(sc.Text(), "ready "); ok {
-				ready <- iss
-			}
-		}
-	}()
-	// A deadline only a hung fixture reaches.
-	select {
-	case iss := <-ready:
-		ts.Setenv("IDP_URL", iss)
-	case <-time.After(2 * time.Minute):
-		ts.Fatalf("oidc-provider did not start")
-	}
+	ts.Setenv("IDP_URL", iss)
 }
 
 func cmdVerifyIDPStop(ts *testscript.TestScript, neg bool, args []string) {
