@@ -44,6 +44,7 @@ func checkedTools(t *testing.T, r result) []string {
 // capabilities does not see it. It stays a Go test: the host's session
 // through the gate is a transcript of JSON-RPC steps it decodes.
 func TestCheckCapabilitiesApproveWhatTheHostIsOffered(t *testing.T) {
+	t.Parallel() // its own folder, servers and store
 	p := liveEnv(t)
 	p.ok("trust", "unsigned", "--policy", "trust.json", "warn")
 	srv := everythingCmd()
@@ -72,6 +73,7 @@ func TestCheckCapabilitiesApproveWhatTheHostIsOffered(t *testing.T) {
 // It stays a Go test: it takes the review command from the decoded
 // notifications of the host's session and runs what it says.
 func TestRunReviewPendingAfterResourcesRelist(t *testing.T) {
+	t.Parallel() // its own folder, servers and store
 	p := liveEnv(t)
 	p.ok("trust", "unsigned", "--policy", "trust.json", "warn")
 	if r := p.liveCheck(nil, append([]string{"--yes", "--name", "weather", "--server", "--"}, fixtureCmd("relist")...)...); r.code != 0 {

@@ -18,6 +18,7 @@ import (
 // the gate are placed in time around the revocation, and the hostile key
 // is written with etcd's client.
 func TestRedGateMissesRevocationAfterHostileKey(t *testing.T) {
+	t.Parallel() // its own folder, servers and store
 	p := liveEnv(t)
 	c := etcdtest.Start(t, etcdtest.Options{})
 	loc := "etcd://" + c.Endpoint(0) + "/team/red"

@@ -242,6 +242,7 @@ func runMeasured(t testing.TB, dir string, env, argv []string, stdout, stderr *b
 // rightly keeps ignoring a signal it was started ignoring.
 // A Go test: it waits for the server's pid file before it signals etdi.
 func TestInterruptEndsServer(t *testing.T) {
+	t.Parallel() // its own folder, servers and store
 	dir := t.TempDir()
 	os.WriteFile(filepath.Join(dir, "trust.json"), []byte(`{"version":1,"unsigned":"warn","providers":[]}`), 0o644)
 	exe, _ := os.Executable()

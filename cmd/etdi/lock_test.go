@@ -55,6 +55,7 @@ func sameFiles(t *testing.T, before, after map[string]string) {
 // session and its transcript (listed names, a call's error data) is
 // decoded.
 func TestRunLock(t *testing.T) {
+	t.Parallel() // its own folder, servers and store
 	p := liveEnv(t)
 	p.ok("trust", "unsigned", "--policy", "trust.json", "warn")
 	if r := p.liveCheck(nil, append([]string{"--yes", "--name", "weather"}, fixture("approve")...)...); r.code != 0 {

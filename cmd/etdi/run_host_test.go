@@ -110,6 +110,7 @@ func TestRunGoSDKHost(t *testing.T) {
 // It stays Go for the same reason as [TestRunGoSDKHost]: the host is the
 // go-sdk client.
 func TestRunGoSDKHostRealServer(t *testing.T) {
+	t.Parallel() // its own folder, servers and store
 	p := liveEnv(t)
 	p.ok("trust", "unsigned", "--policy", "trust.json", "warn")
 	server := []string{"node", filepath.Join(nodeBinDir, "mcp-server-everything"), "stdio"}
@@ -313,6 +314,7 @@ func TestRunTenGates(t *testing.T) {
 // It stays Go: etdi wrap writes its own executable's path into the host
 // configuration, and inside a script that executable is the test binary.
 func TestWrapThenRun(t *testing.T) {
+	t.Parallel() // its own folder, servers and store
 	p := liveEnv(t)
 	p.ok("trust", "unsigned", "--policy", "trust.json", "warn")
 	cfgPath := filepath.Join(p.dir, ".config", "Claude", "claude_desktop_config.json")

@@ -193,6 +193,7 @@ const everyStep = `[{"op":"listTools"},{"op":"call","name":"get_weather","argume
 // SDK's own client (its initialize, capability and result handling), which
 // a script's JSON-RPC session is not.
 func TestRunUnchangedServer(t *testing.T) {
+	t.Parallel() // its own folder, servers and store
 	p := runEnv(t)
 	direct := p.host(nil, everyStep, nil, fixtureCmd("direct")...)
 	through := p.host(nil, everyStep, nil, p.gated([]string{"--bundle", "w.etdi.json"}, fixtureCmd("gated")...)...)

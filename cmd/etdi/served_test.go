@@ -22,6 +22,7 @@ import (
 // was edited is refused. A Go test: a Go MCP host reads the review command
 // from the refused call's error data and runs it as the gate printed it.
 func TestServedApprovedThroughGateReview(t *testing.T) {
+	t.Parallel() // its own folder, servers and store
 	p := newPinEnv(t)
 	p.ok("trust", "unsigned", "--policy", "trust.json", "warn")
 	bin := buildWeather(t, p.dir, "weather", "")

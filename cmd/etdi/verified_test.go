@@ -15,6 +15,7 @@ import (
 // test, not a script: it compares two decoded host transcripts step by
 // step, leaving out when each step ran.
 func TestRunRealServerWithoutListing(t *testing.T) {
+	t.Parallel() // its own folder, servers and store
 	p := liveEnv(t)
 	p.ok("trust", "unsigned", "--policy", "trust.json", "warn")
 	cmd := []string{"node", filepath.Join(nodeBinDir, "mcp-server-everything"), "stdio"}

@@ -17,6 +17,7 @@ import (
 // every other line 0; so the walk-through cannot drift from what etdi
 // does.
 func TestWalkthrough(t *testing.T) {
+	t.Parallel() // its own folder, servers and store
 	doc, err := os.ReadFile("../../docs/walkthrough.md")
 	if err != nil {
 		t.Fatal(err)
