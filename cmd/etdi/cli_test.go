@@ -2,9 +2,13 @@ package main
 
 import (
 	"bytes"
+	"flag"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -33,6 +37,12 @@ func TestMain(m *testing.M) {
 type builtEtdi struct{ m *testing.M }
 
 func (b builtEtdi) Run() int {
+	// Most of what the tests and scripts wait for is other processes (a
+	// server starting, a session's answers), not this one's CPU: unless
+	// -parallel is given, run more of them at once than GOMAXPROCS.
+	if !slices.ContainsFunc(os.Args[1:], func(a string) bool { return strings.HasPrefix(a, "-test.parallel") }) {
+		flag.Set("test.parallel", strconv.Itoa(max(6, runtime.GOMAXPROCS(0))))
+	}
 	dir, err := os.MkdirTemp("", "etdi-cli-test-")
 	if err != nil {
 		panic(err)
