@@ -7,7 +7,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -40,8 +39,18 @@ func (b builtEtdi) Run() int {
 	// Most of what the tests and scripts wait for is other processes (a
 	// server starting, a session's answers), not this one's CPU: unless
 	// -parallel is given, run more of them at once than GOMAXPROCS.
-	if !slices.ContainsFunc(os.Args[1:], func(a string) bool { return strings.HasPrefix(a, "-test.parallel") }) {
+	flag.Parse()
+	given := map[string]bool{}
+	flag.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	if !given["test.parallel"] {
 		flag.Set("test.parallel", strconv.Itoa(max(6, runtime.GOMAXPROCS(0))))
+	}
+	// Under go test -cover, the programs the tests start (etdi built
+	// below, the scripts' etdi, which is this binary) write what they
+	// cover where this binary does: GOCOVERDIR, which they read, names
+	// the directory of -test.gocoverdir.
+	if d := flag.Lookup("test.gocoverdir"); d != nil && d.Value.String() != "" {
+		os.Setenv("GOCOVERDIR", d.Value.String())
 	}
 	dir, err := os.MkdirTemp("", "etdi-cli-test-")
 	if err != nil {
@@ -52,8 +61,8 @@ func (b builtEtdi) Run() int {
 	etdiBin = filepath.Join(dir, "etdi")
 	build := []string{"build", "-o", etdiBin}
 	if testing.CoverMode() != "" && os.Getenv("GOCOVERDIR") != "" {
-		// Under go test -cover with GOCOVERDIR set, the binary the tests
-		// run records what it covers there too (see testEnv).
+		// The etdi the Go tests run records what it covers too (testEnv
+		// passes GOCOVERDIR on to it).
 		build = append(build, "-cover", "-covermode="+testing.CoverMode(), "-coverpkg=github.com/etdi-dev/etdi/...")
 	}
 	out, err := exec.Command("go", append(build, ".")...).CombinedOutput()
