@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
@@ -20,7 +19,6 @@ import (
 
 	"github.com/etdi-dev/etdi/keys"
 	"github.com/etdi-dev/etdi/pin"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/rogpeppe/go-internal/testscript"
 )
 
@@ -78,7 +76,7 @@ import (
 //	                           sha256: prefix) of the key id of PUBFILE
 //	hosts-httpecho VAR         serves on 127.0.0.1, until the script ends, an
 //	                           MCP server over Streamable HTTP with one tool
-//	                           echo_<first path segment>; sets VAR to its URL
+//	                           echo_<first path segment> (httpEchoHandler); sets VAR to its URL
 //	hosts-gone PIDFILE         the process whose pid PIDFILE holds ends (a
 //	                           zombie counts as ended) within a generous bound;
 //	                           one still running then is killed and reported
@@ -192,16 +190,7 @@ func init() {
 		if neg || len(args) != 1 {
 			ts.Fatalf("usage: hosts-httpecho VAR")
 		}
-		h := mcp.NewStreamableHTTPHandler(func(r *http.Request) *mcp.Server {
-			server := mcp.NewServer(&mcp.Implementation{Name: "echo-http", Version: "1.0.0"}, nil)
-			seg, _, _ := strings.Cut(strings.TrimPrefix(r.URL.Path, "/"), "/")
-			mcp.AddTool(server, &mcp.Tool{Name: "echo_" + seg, Description: "Echo the text back."},
-				func(ctx context.Context, req *mcp.CallToolRequest, args echoArgs) (*mcp.CallToolResult, any, error) {
-					return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: args.Text}}}, nil, nil
-				})
-			return server
-		}, &mcp.StreamableHTTPOptions{JSONResponse: true})
-		srv := httptest.NewServer(h)
+		srv := httptest.NewServer(httpEchoHandler())
 		ts.Defer(srv.Close)
 		ts.Setenv(args[0], srv.URL)
 	}
