@@ -250,7 +250,7 @@ func TestInterruptEndsServer(t *testing.T) {
 	cmd := exec.Command(etdiBin, "check", "--trust", "trust.json", "--pins", "pins.db", "--name", "hostile",
 		"--start-timeout", "60s", "--timeout", "60s", "--server", "--", exe)
 	cmd.Dir = dir
-	cmd.Env = []string{"HOME=" + dir, "PATH=" + os.Getenv("PATH"), hostile.Env + "=" + hostile.Deaf, hostile.PIDFile + "=" + pidFile}
+	cmd.Env = testEnv("HOME="+dir, "PATH="+os.Getenv("PATH"), hostile.Env+"="+hostile.Deaf, hostile.PIDFile+"="+pidFile)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}

@@ -54,7 +54,7 @@ func startListen(t *testing.T, dir string, args ...string) *listening {
 	l := &listening{drained: make(chan struct{}), ctx: ctx}
 	l.cmd = boundedCommand(ctx, etdiBin, append([]string{"run", "--trust", "trust.json", "--pins", "pins.db", "--listen", "127.0.0.1:0"}, args...)...)
 	l.cmd.Dir = dir
-	l.cmd.Env = []string{"HOME=" + dir, "XDG_CONFIG_HOME=" + filepath.Join(dir, ".config"), "PATH=" + os.Getenv("PATH")}
+	l.cmd.Env = testEnv("HOME="+dir, "XDG_CONFIG_HOME="+filepath.Join(dir, ".config"), "PATH="+os.Getenv("PATH"))
 	stderr, err := l.cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)

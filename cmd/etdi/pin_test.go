@@ -225,7 +225,7 @@ func TestCLIKilledMidWrite(t *testing.T) {
 		p.write(name+".json", list)
 		cmd := exec.Command(etdiBin, append([]string{"pin", "approve"}, append(pinArgs, "--name", name, "--tools", name+".json", "--lock-timeout", "30s")...)...)
 		cmd.Dir = p.dir
-		cmd.Env = []string{"HOME=" + p.dir, "PATH=" + os.Getenv("PATH")}
+		cmd.Env = testEnv("HOME="+p.dir, "PATH="+os.Getenv("PATH"))
 		return cmd
 	}
 	// Measure a whole approval, then kill others at points across it.

@@ -371,10 +371,10 @@ func hostsSession(ts *testscript.TestScript, neg bool, args []string) {
 	if clean != "" {
 		ts.Check(os.MkdirAll(clean, 0o755))
 		cmd.Dir = clean
-		cmd.Env = []string{"HOME=" + clean, "XDG_CONFIG_HOME=" + filepath.Join(clean, ".config"), "PATH=" + ts.Getenv("PATH")}
+		cmd.Env = testEnv("HOME="+clean, "XDG_CONFIG_HOME="+filepath.Join(clean, ".config"), "PATH="+ts.Getenv("PATH"))
 	} else {
 		cmd.Dir = ts.MkAbs(".")
-		cmd.Env = []string{"HOME=" + ts.Getenv("HOME"), "XDG_CONFIG_HOME=" + ts.Getenv("XDG_CONFIG_HOME"), "PATH=" + ts.Getenv("PATH")}
+		cmd.Env = testEnv("HOME="+ts.Getenv("HOME"), "XDG_CONFIG_HOME="+ts.Getenv("XDG_CONFIG_HOME"), "PATH="+ts.Getenv("PATH"))
 	}
 	// A process the server left behind may hold a pipe: do not wait for
 	// it long after the command exited.

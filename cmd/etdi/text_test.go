@@ -92,7 +92,7 @@ func startPty(t *testing.T, dir string, args ...string) *ptyRun {
 	r := &ptyRun{done: make(chan struct{})}
 	r.cmd = exec.Command("script", "-qec", etdiBin+" "+strings.Join(q, " "), "/dev/null")
 	r.cmd.Dir = dir
-	r.cmd.Env = []string{"HOME=" + dir, "XDG_CONFIG_HOME=" + filepath.Join(dir, ".config"), "PATH=" + os.Getenv("PATH"), "TERM=dumb"}
+	r.cmd.Env = testEnv("HOME="+dir, "XDG_CONFIG_HOME="+filepath.Join(dir, ".config"), "PATH="+os.Getenv("PATH"), "TERM=dumb")
 	r.stdin, _ = r.cmd.StdinPipe()
 	pr, pw := io.Pipe()
 	r.cmd.Stdout, r.cmd.Stderr = pw, pw
