@@ -32,18 +32,26 @@ func TestReviewAnswers(t *testing.T) {
 		{"y\nyes\nY\n", "a b c"},
 		{"x\nn\n\nn\ny\n", "e"}, // an unknown answer is no
 	} {
-		var stderr bytes.Buffer
-		e := &env{ctx: context.Background(), stderr: &stderr}
-		got, err := e.walkReview(bufio.NewReader(strings.NewReader(tc.in)), rv, items)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var names []string
-		for _, it := range got {
-			names = append(names, it.Tool)
-		}
-		if strings.Join(names, " ") != tc.want {
-			t.Errorf("answers %q approved %q, want %q\n%s", tc.in, strings.Join(names, " "), tc.want, stderr.String())
+		names, stderr := walkAnswers(t, rv, items, tc.in)
+		if names != tc.want {
+			t.Errorf("answers %q approved %q, want %q\n%s", tc.in, names, tc.want, stderr)
 		}
 	}
+}
+
+// walkAnswers walks the review of items with the answers in, and returns
+// the tools approved, space-separated, and what the person was shown.
+func walkAnswers(t *testing.T, rv *reviewed, items []guard.ReviewItem, in string) (string, string) {
+	t.Helper()
+	var stderr bytes.Buffer
+	e := &env{ctx: context.Background(), stderr: &stderr}
+	got, err := e.walkReview(bufio.NewReader(strings.NewReader(in)), rv, items)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, it := range got {
+		names = append(names, it.Tool)
+	}
+	return strings.Join(names, " "), stderr.String()
 }

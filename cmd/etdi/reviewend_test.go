@@ -1,9 +1,6 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
-	"context"
 	"strings"
 	"testing"
 
@@ -28,18 +25,9 @@ func TestReviewEndOfInput(t *testing.T) {
 		{"a\n", "a c", 2},
 		{"", "", 1},
 	} {
-		var stderr bytes.Buffer
-		e := &env{ctx: context.Background(), stderr: &stderr}
-		got, err := e.walkReview(bufio.NewReader(strings.NewReader(tc.in)), rv, items)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var names []string
-		for _, it := range got {
-			names = append(names, it.Tool)
-		}
-		if n := strings.Count(stderr.String(), "? [y]es"); strings.Join(names, " ") != tc.want || n != tc.asked {
-			t.Errorf("answers %q approved %q after %d questions, want %q after %d\n%s", tc.in, strings.Join(names, " "), n, tc.want, tc.asked, stderr.String())
+		names, stderr := walkAnswers(t, rv, items, tc.in)
+		if n := strings.Count(stderr, "? [y]es"); names != tc.want || n != tc.asked {
+			t.Errorf("answers %q approved %q after %d questions, want %q after %d\n%s", tc.in, names, n, tc.want, tc.asked, stderr)
 		}
 	}
 }
