@@ -125,9 +125,9 @@ func TestSetEtdiMetaRefuses(t *testing.T) {
 		t.Errorf("over the registry's 4 KB: %v", err)
 	}
 	for _, m := range []EtdiMeta{
-		{Bundle: "http://bundles.example/b", Digest: good.Digest},   // plain http to another host
-		{Bundle: "https://u:p@a.example/b", Digest: good.Digest},    // credentials in the URL
-		{Bundle: "file:///etc/passwd", Digest: good.Digest},         // not a web URL
+		{Bundle: "http://bundles.example/b", Digest: good.Digest}, // plain http to another host
+		{Bundle: "https://u:p@a.example/b", Digest: good.Digest},  // credentials in the URL
+		{Bundle: "file:///etc/passwd", Digest: good.Digest},       // not a web URL
 		{Bundle: good.Bundle, Digest: "sha512:" + strings.Repeat("0", 128)},
 		{Bundle: good.Bundle, Digest: "sha256:" + strings.Repeat("A", 64)},
 	} {
