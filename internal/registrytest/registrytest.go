@@ -68,12 +68,13 @@ type Registry struct {
 	// LogDir holds the registry's and PostgreSQL's output.
 	LogDir string
 
-	key  ed25519.PrivateKey
-	http *http.Client
-	pg   *postgres
-	cmd  *exec.Cmd
-	done chan struct{}
-	err  error
+	key    ed25519.PrivateKey
+	http   *http.Client
+	pg     *postgres
+	ownDir bool // LogDir is the registry's own, removed by Stop
+	cmd    *exec.Cmd
+	done   chan struct{}
+	err    error
 
 	tokenMu  sync.Mutex
 	token    string
@@ -107,7 +108,6 @@ func Start(t testing.TB) *Registry {
 var shared struct {
 	once sync.Once
 	r    *Registry
-	skip string
 	err  error
 }
 
@@ -117,13 +117,27 @@ var shared struct {
 // registry lists. It skips or fails the test as Start does.
 func Shared(t testing.TB) *Registry {
 	t.Helper()
+	r, err := SharedRegistry()
+	var u *UnavailableError
+	if errors.As(err, &u) {
+		skip(t, u.Reason)
+	}
+	if err != nil {
+		t.Fatalf("registrytest: the shared registry: %v", err)
+	}
+	return r
+}
+
+// SharedRegistry is Shared for code without a test at hand (a script's
+// condition): it returns an *UnavailableError when the fixture cannot
+// run here. Under CI=true the caller should fail rather than skip.
+func SharedRegistry() (*Registry, error) {
 	shared.once.Do(func() {
 		bin, why := find()
 		if why != "" {
-			shared.skip = why
+			shared.err = &UnavailableError{Reason: why}
 			return
 		}
-		sweepShared()
 		dir, err := os.MkdirTemp("", fmt.Sprintf("etdi-registrytest-%d-", os.Getpid()))
 		if err != nil {
 			shared.err = err
@@ -131,19 +145,48 @@ func Shared(t testing.TB) *Registry {
 		}
 		shared.r, shared.err = start(bin, dir)
 	})
-	if shared.skip != "" {
-		skip(t, shared.skip)
-	}
-	if shared.err != nil {
-		t.Fatalf("registrytest: the shared registry: %v", shared.err)
-	}
-	return shared.r
+	return shared.r, shared.err
 }
 
-// sweepShared removes the directories of shared registries whose test
-// binary has exited: nothing stops a shared registry but the exit of its
-// test binary, after which no cleanup runs.
-func sweepShared() {
+// UnavailableError says why the fixture cannot run here (PostgreSQL not
+// installed, a registry that does not build) and how to install what is
+// missing.
+type UnavailableError struct{ Reason string }
+
+func (e *UnavailableError) Error() string {
+	return "the MCP Registry fixture cannot run here: " + e.Reason
+}
+
+// InCI says whether the tests run in CI (CI=true), where a fixture that
+// cannot run fails the tests instead of skipping them.
+func InCI() bool { return os.Getenv("CI") == "true" }
+
+// StartOwn starts a registry as Start does, for code without a test at
+// hand (a script's command): the caller stops it with Stop, which also
+// removes its output. It returns an *UnavailableError when the fixture
+// cannot run here.
+func StartOwn() (*Registry, error) {
+	bin, why := find()
+	if why != "" {
+		return nil, &UnavailableError{Reason: why}
+	}
+	dir, err := os.MkdirTemp("", fmt.Sprintf("etdi-registrytest-%d-", os.Getpid()))
+	if err != nil {
+		return nil, err
+	}
+	r, err := start(bin, dir)
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	r.ownDir = true
+	return r, nil
+}
+
+// sweep removes the directories of registries whose test binary has
+// exited: nothing stops a shared registry but the exit of its test
+// binary, after which no cleanup runs.
+func sweep() {
 	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), "etdi-registrytest-*"))
 	for _, d := range dirs {
 		f := strings.SplitN(filepath.Base(d), "-", 4)
@@ -169,7 +212,7 @@ func need(t testing.TB) string {
 
 func skip(t testing.TB, why string) {
 	t.Helper()
-	if os.Getenv("CI") == "true" {
+	if InCI() {
 		t.Fatalf("registrytest: the MCP Registry fixture is needed in CI: %s", why)
 	}
 	t.Skipf("registrytest: the MCP Registry fixture cannot run here: %s", why)
@@ -217,6 +260,7 @@ func Publisher(t testing.TB) string {
 // temporary directories are not) and the registry on it, with their
 // output in logDir.
 func start(bin, logDir string) (*Registry, error) {
+	sweep()
 	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
 	defer cancel()
 	pgDir, err := os.MkdirTemp("", fmt.Sprintf("etdi-registrytest-%d-pg-", os.Getpid()))
@@ -345,6 +389,10 @@ func (r *Registry) Stop() {
 		r.pg.stop()
 		os.RemoveAll(r.pg.dir)
 		r.pg = nil
+	}
+	if r.ownDir {
+		os.RemoveAll(r.LogDir)
+		r.ownDir = false
 	}
 }
 
@@ -549,6 +597,14 @@ func (r *Registry) SetStatus(ctx context.Context, name, version, status string) 
 // as the registry wants them ("/" as %2F).
 func VersionPath(name, version string) string {
 	return "/v0.1/servers/" + url.PathEscape(name) + "/versions/" + url.PathEscape(version)
+}
+
+// Get returns the registry's answer to GET
+// /v0.1/servers/NAME/versions/VERSION: the entry of one version of a
+// server ("latest" for its latest), or a *StatusError (404 when there is
+// none).
+func (r *Registry) Get(ctx context.Context, name, version string) ([]byte, error) {
+	return r.call(ctx, http.MethodGet, VersionPath(name, version), "", nil)
 }
 
 // OpenAPI returns the OpenAPI document the registry serves for its own
