@@ -74,7 +74,7 @@ func get(t *testing.T, u string) (int, string) {
 // carry, or answers another server than asked is a 502, not a loop.
 func TestAttackHostileUpstream(t *testing.T) {
 	const name = "io.github.hostile/forged"
-	var judged atomic.Int64
+	var judged, longs atomic.Int64
 	judge := func(_ context.Context, e registry.Entry) mirror.Verdict {
 		judged.Add(1)
 		if e.Server.Version == "2.0.0" || e.Server.Version == "3.0.0" {
@@ -88,7 +88,8 @@ func TestAttackHostileUpstream(t *testing.T) {
 		case r.URL.Path == "/v0.1/servers" && r.URL.Query().Get("search") == "loop":
 			fmt.Fprint(w, `{"servers":[],"metadata":{"nextCursor":"again","count":0}}`)
 		case r.URL.Path == "/v0.1/servers" && r.URL.Query().Get("search") == "long":
-			fmt.Fprintf(w, `{"servers":[],"metadata":{"nextCursor":%q,"count":0}}`, strings.Repeat("c", 5000))
+			// A new cursor each time: only its length gives it away.
+			fmt.Fprintf(w, `{"servers":[],"metadata":{"nextCursor":"%s%d","count":0}}`, strings.Repeat("c", 5000), longs.Add(1))
 		case r.URL.Path == "/v0.1/servers":
 			fmt.Fprint(w, page)
 		case strings.HasSuffix(r.URL.EscapedPath(), "/versions/9.9.9"):
