@@ -20,6 +20,10 @@ const (
 	publisherPkg = "github.com/modelcontextprotocol/registry/cmd/publisher"
 )
 
+// programName is the name of the program of a package, as the registry's
+// own release names it.
+var programName = map[string]string{registryPkg: "registry", publisherPkg: "mcp-publisher"}
+
 // moduleDir is testdata/registry of the repository: the module that pins
 // the registry's version. It is found from this file's own path, as the
 // tests that use the fixture run in their own package's directory.
@@ -91,13 +95,13 @@ func build(pkg string) (string, error) {
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return "", err
 	}
-	bin := filepath.Join(out, filepath.Base(pkg))
+	bin := filepath.Join(out, programName[pkg])
 	if fi, err := os.Stat(bin); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
 		return bin, nil
 	}
 	// Build beside the program and rename: test binaries of several
 	// packages may build at once, and none may run a half-written file.
-	tmp, err := os.CreateTemp(out, filepath.Base(pkg)+".build-*")
+	tmp, err := os.CreateTemp(out, programName[pkg]+".build-*")
 	if err != nil {
 		return "", err
 	}

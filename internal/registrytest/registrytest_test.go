@@ -268,3 +268,64 @@ func TestPublishRefused(t *testing.T) {
 		t.Fatalf("a version published twice: %v", err)
 	}
 }
+
+// TestSharedOpenAPI shows the tests of one binary get one shared registry,
+// and that it serves the OpenAPI document of its own API, paths of the
+// v0.1 API that hosts read included.
+func TestSharedOpenAPI(t *testing.T) {
+	r := Shared(t)
+	if again := Shared(t); again != r {
+		t.Fatal("two shared registries in one test binary")
+	}
+	b, err := r.OpenAPI(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		OpenAPI string                     `json:"openapi"`
+		Paths   map[string]json.RawMessage `json:"paths"`
+	}
+	if err := json.Unmarshal(b, &doc); err != nil {
+		t.Fatalf("%v\n%.500s", err, b)
+	}
+	if !strings.HasPrefix(doc.OpenAPI, "3.") {
+		t.Fatalf("openapi %q", doc.OpenAPI)
+	}
+	for _, p := range []string{"/v0.1/servers", "/v0.1/servers/{serverName}/versions", "/v0.1/servers/{serverName}/versions/{version}", "/v0.1/publish"} {
+		if _, ok := doc.Paths[p]; !ok {
+			t.Errorf("no path %s in the OpenAPI document", p)
+		}
+	}
+}
+
+// TestPublishMany publishes many entries with several requests at a time:
+// each is listed once.
+func TestPublishMany(t *testing.T) {
+	r := Start(t)
+	var docs [][]byte
+	want := map[string]bool{}
+	for i := range 60 {
+		name := fmt.Sprintf("io.github.many/server-%02d", i)
+		docs = append(docs, serverJSON(name, "1.0.0"))
+		want[name+"@1.0.0"] = true
+	}
+	if err := r.PublishMany(context.Background(), docs, 8); err != nil {
+		t.Fatal(err)
+	}
+	all, _ := listAll(t, r, url.Values{"limit": {"25"}})
+	if len(all) != len(want) {
+		t.Fatalf("%d entries listed, %d published", len(all), len(want))
+	}
+	for _, s := range all {
+		if !want[s] {
+			t.Fatalf("%s listed twice, or never published", s)
+		}
+		delete(want, s)
+	}
+	// A refusal stops the rest and is returned.
+	err := r.PublishMany(context.Background(), docs[:3], 2)
+	var se *StatusError
+	if !errors.As(err, &se) || se.Status != http.StatusBadRequest {
+		t.Fatalf("publishing again: %v", err)
+	}
+}
