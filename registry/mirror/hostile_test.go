@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -138,5 +139,53 @@ func TestAttackHostileUpstream(t *testing.T) {
 	last := lines[4]
 	if strings.Contains(last, "\n") || !strings.Contains(last, " 404 ") {
 		t.Fatalf("log line %q", last)
+	}
+}
+
+// TestAttackRebinding: served on a loopback listener, the mirror answers
+// only requests naming a loopback host: a page of another name resolved
+// to 127.0.0.1 (DNS rebinding) gets a 403. Serve returns nil once its
+// context ends.
+func TestAttackRebinding(t *testing.T) {
+	up, err := registry.NewClient("http://127.0.0.1:1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := mirror.New(up, func(context.Context, registry.Entry) mirror.Verdict { return mirror.Verdict{} })
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- h.Serve(ctx, ln) }()
+	for _, c := range []struct {
+		host   string
+		status int
+	}{
+		{"evil.example", 403},
+		{"evil.example:" + fmt.Sprint(ln.Addr().(*net.TCPAddr).Port), 403},
+		{"127.0.0.1.evil.example", 403},
+		{"localhost", 404},
+		{ln.Addr().String(), 404},
+		{"[::1]:80", 404},
+	} {
+		req, err := http.NewRequest(http.MethodGet, "http://"+ln.Addr().String()+"/nothing", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Host = c.host
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != c.status {
+			t.Errorf("Host %s: %d, want %d", c.host, resp.StatusCode, c.status)
+		}
+	}
+	cancel()
+	if err := <-served; err != nil {
+		t.Fatalf("Serve: %v", err)
 	}
 }

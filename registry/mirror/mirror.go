@@ -57,10 +57,16 @@ type Verdict struct {
 	// Status names the decision in a stable machine form ("approved" for
 	// an approved entry).
 	Status string `json:"status"`
-	// Provider is the trust policy's provider that signed the bundle.
+	// Provider is the trust policy's provider that signed the bundle, and
+	// Server the signed server's pin identity (provider:server).
 	Provider string `json:"provider,omitempty"`
-	// Signer is who signed it: a key id, or a keyless signer's identity.
+	Server   string `json:"server,omitempty"`
+	// Signer is who signed it, when the judge says: a key id, or a
+	// keyless signer's identity.
 	Signer string `json:"signer,omitempty"`
+	// Bundle is the digest of the bundle file that was verified
+	// ("sha256:...", as the entry's dev.etdi metadata names it).
+	Bundle string `json:"bundle,omitempty"`
 	// CheckedAt is when the decision was made.
 	CheckedAt time.Time `json:"checkedAt"`
 }
@@ -139,10 +145,20 @@ func problemf(status int, format string, args ...any) *problem {
 }
 
 // ServeHTTP answers one request.
-func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.serveHTTP(w, r, false) }
+
+// serveHTTP answers one request; loopbackOnly refuses a request that does
+// not name a loopback host.
+func (h *Handler) serveHTTP(w http.ResponseWriter, r *http.Request, loopbackOnly bool) {
 	start := time.Now()
 	rec := &recorder{ResponseWriter: w}
-	count, err := h.serve(rec, r)
+	var count int
+	var err error
+	if loopbackOnly && !loopbackHost(r.Host) {
+		count, err = -1, problemf(http.StatusForbidden, "this registry answers only requests for a loopback host (127.0.0.1, [::1], localhost)")
+	} else {
+		count, err = h.serve(rec, r)
+	}
 	if err != nil {
 		var p *problem
 		if !errors.As(err, &p) {

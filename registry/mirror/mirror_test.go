@@ -563,3 +563,5 @@ func TestReadOnly(t *testing.T) {
 		t.Fatalf("the approved entry: %d", s)
 	}
 }
+
+func registryShared(t *testing.T) *registrytest.Registry { return registrytest.Shared(t) }
