@@ -72,7 +72,8 @@ etdi prints "etdi: listening on URL" on standard error when ready, then
 one line per request (method, path, status, entries served, time). It
 listens on loopback only, unless --public: then it warns that every
 machine that reaches the address may read the list. SIGINT or SIGTERM
-stops it once the requests under way are answered.`,
+stops it once the requests under way are answered
+(docs/registry.md#serving-hosts-only-what-is-approved).`,
 		Example: `  etdi registry serve --upstream https://registry.modelcontextprotocol.io --pins team.db --listen 127.0.0.1:8080
   etdi registry serve --upstream https://registry.example.com --lock .etdi/etdi.lock.json --lock-key audit.pub`,
 		Args: exactArgs(0),
