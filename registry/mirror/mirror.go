@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -154,14 +155,19 @@ func (h *Handler) serveHTTP(w http.ResponseWriter, r *http.Request, loopbackOnly
 	rec := &recorder{ResponseWriter: w}
 	var count int
 	var err error
+	judged := new(atomic.Int64)
 	if loopbackOnly && !loopbackHost(r.Host) {
 		count, err = -1, problemf(http.StatusForbidden, "this registry answers only requests for a loopback host (127.0.0.1, [::1], localhost)")
 	} else {
-		count, err = h.serve(rec, r)
+		count, err = h.serve(rec, r.WithContext(context.WithValue(r.Context(), judgedKey{}, judged)))
 	}
 	if err != nil {
 		var p *problem
-		if !errors.As(err, &p) {
+		switch {
+		case errors.As(err, &p):
+		case errors.Is(err, context.DeadlineExceeded):
+			p = &problem{http.StatusGatewayTimeout, "the upstream registry could not be read and its entries judged in time"}
+		default:
 			p = &problem{http.StatusBadGateway, "the upstream registry could not be read"}
 		}
 		writeProblem(rec, p)
@@ -169,7 +175,7 @@ func (h *Handler) serveHTTP(w http.ResponseWriter, r *http.Request, loopbackOnly
 	if h.Log != nil {
 		line := fmt.Sprintf("%s %s %d", termtext.Escape(bound(r.Method, 16)), termtext.Escape(bound(r.URL.RequestURI(), 512)), rec.status)
 		if err == nil && count >= 0 {
-			line += fmt.Sprintf(" %d entries", count)
+			line += fmt.Sprintf(" %d entries (%d judged)", count, judged.Load())
 		}
 		line += fmt.Sprintf(" %s", time.Since(start).Round(time.Millisecond))
 		if err != nil {
@@ -409,10 +415,15 @@ func resume(es []registry.Entry, skip int, last string) int {
 
 func entryKey(e registry.Entry) string { return e.Server.Name + "\x00" + e.Server.Version }
 
+// judgedKey is the context key of a request's count of judged entries,
+// for its log line.
+type judgedKey struct{}
+
 // judgeAll judges es, at most Concurrency at once. An entry the registry
 // marks deleted is never served, whatever the judge says.
 func (h *Handler) judgeAll(ctx context.Context, es []registry.Entry) []Verdict {
 	vs := make([]Verdict, len(es))
+	judged, _ := ctx.Value(judgedKey{}).(*atomic.Int64)
 	sem := make(chan struct{}, orDefault(h.Concurrency, DefaultConcurrency))
 	var wg sync.WaitGroup
 	for i := range es {
@@ -428,6 +439,9 @@ func (h *Handler) judgeAll(ctx context.Context, es []registry.Entry) []Verdict {
 				return
 			}
 			vs[i] = h.Judge(ctx, es[i])
+			if judged != nil {
+				judged.Add(1)
+			}
 		}()
 	}
 	wg.Wait()
