@@ -565,3 +565,53 @@ func TestReadOnly(t *testing.T) {
 }
 
 func registryShared(t *testing.T) *registrytest.Registry { return registrytest.Shared(t) }
+
+// TestHarmlessSpellings: a served entry's server is the upstream's, every
+// member kept as the registry sent it (publisher metadata, members etdi
+// does not know); a name or version escaped another way (%2f, %2E) names
+// the same entry.
+func TestHarmlessSpellings(t *testing.T) {
+	const ns = "io.github.mirror-harmless/"
+	a := approve(ns + "tango@1.0.0")
+	f := serve(t, a.judge)
+	extra := `"title": "Tango", "websiteUrl": "https://tango.example.com/",
+  "_meta": {"io.modelcontextprotocol.registry/publisher-provided": {"com.example/build": {"commit": "abc123", "n": [1, 2.5, true, null]}}}`
+	if err := f.reg.Publish(context.Background(), serverJSON(ns+"tango", "1.0.0", extra)); err != nil {
+		t.Fatal(err)
+	}
+	upstream, err := f.reg.Get(context.Background(), ns+"tango", "1.0.0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	serverOf := func(b []byte) string {
+		var v struct{ Server json.RawMessage }
+		if err := json.Unmarshal(b, &v); err != nil {
+			t.Fatal(err)
+		}
+		var x any
+		if err := json.Unmarshal(v.Server, &x); err != nil {
+			t.Fatal(err)
+		}
+		out, _ := json.Marshal(x)
+		return string(out)
+	}
+	want := serverOf(upstream)
+	if !strings.Contains(want, "abc123") {
+		t.Fatalf("the registry did not keep the publisher's metadata: %s", want)
+	}
+	for _, p := range []string{
+		registrytest.VersionPath(ns+"tango", "1.0.0"),
+		"/v0.1/servers/io.github.mirror-harmless%2ftango/versions/1.0.0",
+		"/v0.1/servers/io%2Egithub.mirror-harmless%2Ftango/versions/1%2E0.0",
+	} {
+		ans := f.do(t, http.MethodGet, p)
+		if ans.status != 200 {
+			t.Errorf("%s: %d %s", p, ans.status, ans.body)
+			continue
+		}
+		f.schemas.checkEntry(t, ans.body)
+		if got := serverOf(ans.body); got != want {
+			t.Errorf("%s: server %s, upstream %s", p, got, want)
+		}
+	}
+}
