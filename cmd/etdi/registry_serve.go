@@ -63,7 +63,8 @@ verdict under its _meta, as "dev.etdi/verdict" (status, provider, server,
 bundle digest, checkedAt).
 
 Nothing is cached: every request is judged anew, so a server revoked
-with etdi pin revoke is gone from the next answer. Listings are paged
+with etdi pin revoke is gone from the next answer. A lockfile (--lock)
+is read once, when etdi starts: serve a new one by restarting. Listings are paged
 over the filtered result with cursors of this registry's own (valid
 until it stops). Everything else is 404 or 405: nothing can be published
 and there is no login.
