@@ -68,8 +68,12 @@ type Registry struct {
 	// LogDir holds the registry's and PostgreSQL's output.
 	LogDir string
 
-	key    ed25519.PrivateKey
-	http   *http.Client
+	key  ed25519.PrivateKey
+	http *http.Client
+	// How long PostgreSQL (initdb included) and then the registry took
+	// to start.
+	pgStart, regStart time.Duration
+
 	pg     *postgres
 	ownDir bool // LogDir is the registry's own, removed by Stop
 	cmd    *exec.Cmd
@@ -273,6 +277,7 @@ func start(bin, logDir string) (*Registry, error) {
 		return nil, err
 	}
 	defer pgLog.Close()
+	t0 := time.Now()
 	pg, err := startPostgres(ctx, pgDir, pgLog)
 	if err != nil {
 		os.RemoveAll(pgDir)
@@ -285,16 +290,19 @@ func start(bin, logDir string) (*Registry, error) {
 		return nil, err
 	}
 	r := &Registry{
-		LogDir: logDir,
-		key:    key,
-		pg:     pg,
-		http:   &http.Client{Timeout: time.Minute},
+		LogDir:  logDir,
+		key:     key,
+		pg:      pg,
+		http:    &http.Client{Timeout: time.Minute},
+		pgStart: time.Since(t0),
 	}
 	// A port freed for the registry to bind can be taken in between: try
 	// others when the registry exits without serving.
+	t1 := time.Now()
 	for try := 1; ; try++ {
 		err = r.startRegistry(ctx, bin, try)
 		if err == nil {
+			r.regStart = time.Since(t1)
 			return r, nil
 		}
 		if !errors.Is(err, errBind) || try == 5 {

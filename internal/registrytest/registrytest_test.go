@@ -8,6 +8,8 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -327,5 +329,37 @@ func TestPublishMany(t *testing.T) {
 	var se *StatusError
 	if !errors.As(err, &se) || se.Status != http.StatusBadRequest {
 		t.Fatalf("publishing again: %v", err)
+	}
+}
+
+// TestWithoutCache starts a registry where there is no cache directory
+// for the database cluster: PostgreSQL's initdb makes one for the
+// registry alone.
+func TestWithoutCache(t *testing.T) {
+	bin := need(t)
+	template.Lock()
+	saved := template.dir
+	template.dir = ""
+	template.Unlock()
+	defer func() {
+		template.Lock()
+		template.dir = saved
+		template.Unlock()
+	}()
+	t.Setenv("XDG_CACHE_HOME", "relative") // os.UserCacheDir refuses it
+	r, err := start(bin, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Stop()
+	log, err := os.ReadFile(filepath.Join(r.LogDir, "postgres.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(log), "no cached database cluster") {
+		t.Fatalf("the cluster was not made by initdb:\n%s", log)
+	}
+	if err := r.Publish(context.Background(), serverJSON("io.github.acme/nocache", "1.0.0")); err != nil {
+		t.Fatal(err)
 	}
 }
