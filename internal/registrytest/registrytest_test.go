@@ -363,3 +363,67 @@ func TestWithoutCache(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// withMeta is serverJSON with the publisher-provided _meta object meta.
+func withMeta(t *testing.T, name, version string, meta map[string]any) []byte {
+	t.Helper()
+	var doc map[string]any
+	if err := json.Unmarshal(serverJSON(name, version), &doc); err != nil {
+		t.Fatal(err)
+	}
+	doc["_meta"] = map[string]any{"io.modelcontextprotocol.registry/publisher-provided": meta}
+	b, err := json.Marshal(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// TestPublisherProvided shows what the registry does with a publisher's
+// own _meta: served back as published under the entry's server._meta,
+// up to 4096 bytes as Go's encoding/json writes the object (compact,
+// members sorted, "&", "<" and ">" escaped as \u0026...), refused above.
+func TestPublisherProvided(t *testing.T) {
+	r := Start(t)
+	ctx := context.Background()
+	etdi := map[string]any{
+		"bundle": "https://example.com/releases/weather.etdi.json?a=1&b=2",
+		"digest": "sha256:" + strings.Repeat("ab", 32),
+	}
+	sized := func(n int) map[string]any {
+		meta := map[string]any{"dev.etdi": etdi, "pad": ""}
+		b, _ := json.Marshal(meta)
+		meta["pad"] = strings.Repeat("x", n-len(b))
+		if b, _ := json.Marshal(meta); len(b) != n {
+			t.Fatalf("made %d bytes, want %d", len(b), n)
+		}
+		return meta
+	}
+	if err := r.Publish(ctx, withMeta(t, "io.github.acme/meta", "1.0.0", sized(4096))); err != nil {
+		t.Fatalf("4096 bytes: %v", err)
+	}
+	err := r.Publish(ctx, withMeta(t, "io.github.acme/meta", "1.0.1", sized(4097)))
+	var se *StatusError
+	if !errors.As(err, &se) || se.Status != http.StatusBadRequest || !strings.Contains(se.Body, "4KB") {
+		t.Fatalf("4097 bytes: %v", err)
+	}
+	b, err := r.Get(ctx, "io.github.acme/meta", "1.0.0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var e struct {
+		Server struct {
+			Meta map[string]map[string]json.RawMessage `json:"_meta"`
+		} `json:"server"`
+	}
+	if err := json.Unmarshal(b, &e); err != nil {
+		t.Fatal(err)
+	}
+	var got map[string]string
+	if err := json.Unmarshal(e.Server.Meta["io.modelcontextprotocol.registry/publisher-provided"]["dev.etdi"], &got); err != nil {
+		t.Fatalf("%v in %s", err, b)
+	}
+	if got["bundle"] != etdi["bundle"] || got["digest"] != etdi["digest"] {
+		t.Fatalf("served %v", got)
+	}
+}
