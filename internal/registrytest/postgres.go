@@ -234,10 +234,7 @@ func copyTree(src, dst string, as *runAs) error {
 			if err := os.Symlink(target, to); err != nil {
 				return err
 			}
-			if as != nil {
-				return os.Lchown(to, int(as.uid), int(as.gid))
-			}
-			return nil
+			return lchown(to, as)
 		case d.Type().IsRegular():
 			if err := copyFile(path, to, info.Mode().Perm()); err != nil {
 				return err
