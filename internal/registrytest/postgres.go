@@ -20,6 +20,9 @@ import (
 	"time"
 )
 
+// debianPgBin is where Debian's packages put PostgreSQL's server programs.
+var debianPgBin = "/usr/lib/postgresql/*/bin"
+
 // pgBinDir is the directory of PostgreSQL's server programs (initdb,
 // postgres): the one of $PATH's initdb, else the newest of Debian's
 // /usr/lib/postgresql/VERSION/bin, which Debian does not put on PATH.
@@ -33,7 +36,7 @@ func pgBinDir() (string, error) {
 			return dir, nil
 		}
 	}
-	dirs, _ := filepath.Glob("/usr/lib/postgresql/*/bin")
+	dirs, _ := filepath.Glob(debianPgBin)
 	sort.Slice(dirs, func(i, j int) bool { return pgVersion(dirs[i]) > pgVersion(dirs[j]) })
 	for _, dir := range dirs {
 		if isProgram(filepath.Join(dir, "initdb")) && isProgram(filepath.Join(dir, "postgres")) {
