@@ -47,6 +47,8 @@ import (
 //	registry-get NAME VERSION      prints the registry's entry of NAME at VERSION
 //	                               ("latest" for the latest) as it answers it;
 //	                               ! registry-get expects it not to be found
+//	registry-mcp-publisher VAR     sets VAR to the path of the registry's own
+//	                               mcp-publisher, built from the same module
 func init() {
 	scriptConditions["registry"] = func() bool {
 		_, err := registrytest.SharedRegistry()
@@ -91,6 +93,14 @@ func init() {
 		}
 		r := scriptRegistryOf(ts).get(ts)
 		ts.Check(r.SetStatus(context.Background(), args[0], args[1], args[2]))
+	}
+	scriptCmds["registry-mcp-publisher"] = func(ts *testscript.TestScript, neg bool, args []string) {
+		if neg || len(args) != 1 {
+			ts.Fatalf("usage: registry-mcp-publisher VAR")
+		}
+		bin, err := registrytest.PublisherProgram()
+		ts.Check(err)
+		ts.Setenv(args[0], bin)
 	}
 	scriptCmds["registry-get"] = func(ts *testscript.TestScript, neg bool, args []string) {
 		if len(args) != 2 {

@@ -252,11 +252,28 @@ func Binary(t testing.TB) string {
 // be built.
 func Publisher(t testing.TB) string {
 	t.Helper()
-	bin, err := program(publisherPkg)
+	bin, err := PublisherProgram()
+	var u *UnavailableError
+	if errors.As(err, &u) {
+		skip(t, u.Reason)
+	}
 	if err != nil {
-		skip(t, fmt.Sprintf("mcp-publisher cannot be built: %v", err))
+		t.Fatal(err)
 	}
 	return bin
+}
+
+// PublisherProgram is Publisher for code without a test at hand: it
+// returns an *UnavailableError when mcp-publisher cannot be built.
+func PublisherProgram() (string, error) {
+	if ok, why := supported(); !ok {
+		return "", &UnavailableError{Reason: why}
+	}
+	bin, err := program(publisherPkg)
+	if err != nil {
+		return "", &UnavailableError{Reason: fmt.Sprintf("mcp-publisher cannot be built (cd testdata/registry && go build %s): %v", publisherPkg, err)}
+	}
+	return bin, nil
 }
 
 // start starts PostgreSQL in a directory of its own under the system's
