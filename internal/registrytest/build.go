@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -58,7 +59,28 @@ func cacheKey(dir string) (string, error) {
 
 // buildTimeout bounds one build of a program of the registry's module,
 // modules downloaded included, on a loaded two-core machine.
-const buildTimeout = 15 * time.Minute
+const buildTimeout = 30 * time.Minute
+
+// loaded is about when the test binary started.
+var loaded = time.Now()
+
+// buildDeadline is when a build must end: buildTimeout from now, and
+// half a minute before the test binary's -timeout would end it with a
+// panic and no word of why (a cold build takes minutes on a busy
+// machine: see docs/benchmarks.md).
+func buildDeadline() (time.Time, time.Duration) {
+	d := time.Now().Add(buildTimeout)
+	if f := flag.Lookup("test.timeout"); f != nil {
+		if g, ok := f.Value.(flag.Getter); ok {
+			if timeout, ok := g.Get().(time.Duration); ok && timeout > 0 {
+				if end := loaded.Add(timeout - 30*time.Second); end.Before(d) {
+					return end, timeout
+				}
+			}
+		}
+	}
+	return d, 0
+}
 
 var builds sync.Map // package path -> *builtProgram
 
@@ -107,7 +129,8 @@ func build(pkg string) (string, error) {
 	}
 	tmp.Close()
 	defer os.Remove(tmp.Name())
-	ctx, cancel := context.WithTimeout(context.Background(), buildTimeout)
+	deadline, testTimeout := buildDeadline()
+	ctx, cancel := context.WithDeadline(context.Background(), deadline)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "go", "build", "-o", tmp.Name(), pkg)
 	cmd.Dir = dir
@@ -115,6 +138,9 @@ func build(pkg string) (string, error) {
 	// environment of etdi's tests says about etdi's.
 	cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=readonly")
 	if b, err := cmd.CombinedOutput(); err != nil {
+		if ctx.Err() != nil && testTimeout > 0 {
+			return "", fmt.Errorf("go build %s did not end within the tests' -timeout %s; build it first with a longer one: go test ./internal/registrytest -run '^TestBuild$' -timeout 40m", pkg, testTimeout)
+		}
 		if len(b) > 4000 {
 			b = append(b[:4000], "..."...)
 		}
