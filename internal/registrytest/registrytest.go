@@ -76,6 +76,7 @@ type Registry struct {
 
 	pg     *postgres
 	ownDir bool // LogDir is the registry's own, removed by Stop
+	shared bool // the test binary's: Stop leaves it running
 	cmd    *exec.Cmd
 	done   chan struct{}
 	err    error
@@ -148,6 +149,9 @@ func SharedRegistry() (*Registry, error) {
 			return
 		}
 		shared.r, shared.err = start(bin, dir)
+		if shared.r != nil {
+			shared.r.shared = true
+		}
 	})
 	return shared.r, shared.err
 }
@@ -407,8 +411,12 @@ func (r *Registry) healthy(ctx context.Context) bool {
 }
 
 // Stop stops the registry and its PostgreSQL and removes PostgreSQL's
-// directory. Start's cleanup calls it; calling it again does nothing.
+// directory. Start's cleanup calls it; calling it again does nothing, and
+// so does calling it on the shared registry, which other tests use.
 func (r *Registry) Stop() {
+	if r.shared {
+		return
+	}
 	r.stopRegistry()
 	if r.pg != nil {
 		r.pg.stop()

@@ -279,6 +279,10 @@ func TestSharedOpenAPI(t *testing.T) {
 	if again := Shared(t); again != r {
 		t.Fatal("two shared registries in one test binary")
 	}
+	r.Stop() // a test stopping it stops it for none of the others
+	if !r.healthy(context.Background()) {
+		t.Fatal("the shared registry stopped")
+	}
 	b, err := r.OpenAPI(context.Background())
 	if err != nil {
 		t.Fatal(err)
