@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
 	"time"
 )
@@ -150,4 +151,41 @@ func build(pkg string) (string, error) {
 		return "", err
 	}
 	return bin, nil
+}
+
+var source struct {
+	once sync.Once
+	dir  string
+	err  error
+}
+
+// SourceDir returns the directory of the registry module's source at the
+// version testdata/registry pins, in the module cache (read-only): its
+// published API document, docs/reference/api/openapi.yaml, is the one
+// other registries implement, and its server.json schema is
+// internal/validators/schemas/2025-12-11.json (the one it validates
+// published documents against).
+func SourceDir() (string, error) {
+	source.once.Do(func() {
+		dir, err := moduleDir()
+		if err != nil {
+			source.err = err
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, "go", "list", "-m", "-f", "{{.Dir}}", "github.com/modelcontextprotocol/registry")
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=readonly")
+		out, err := cmd.Output()
+		if err != nil {
+			source.err = fmt.Errorf("go list -m github.com/modelcontextprotocol/registry in %s: %v", dir, err)
+			return
+		}
+		source.dir = strings.TrimSpace(string(out))
+		if source.dir == "" {
+			source.err = fmt.Errorf("the registry's module is not downloaded (cd %s && go mod download)", dir)
+		}
+	})
+	return source.dir, source.err
 }
