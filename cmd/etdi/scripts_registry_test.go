@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"testing"
 
 	"github.com/etdi-dev/etdi/internal/registrytest"
 	"github.com/rogpeppe/go-internal/testscript"
@@ -182,4 +183,24 @@ func setupRegistry(env *testscript.Env) error {
 	}
 	env.Setenv("REGISTRY", r.URL)
 	return nil
+}
+
+// TestScriptUsesRegistry: the scripts that name the registry fixture get
+// it, and the others do not start it.
+func TestScriptUsesRegistry(t *testing.T) {
+	for text, want := range map[string]bool{
+		"[!registry] skip 'no registry'\n":             true,
+		"[registry] etdi check --registry $REGISTRY\n": true,
+		"etdi check --registry ${REGISTRY} x\n":        true,
+		"registry-start\n":                             true,
+		"  ! registry-publish bad.json\n":              true,
+		"etdi registry audit $REGISTRY_URL\n":          false,
+		"# a comment on registry-publish\n":            false,
+		"etdi check --registry-ns x\n":                 false,
+		"pinenv\netdi check\n":                         false,
+	} {
+		if got := usesRegistry.MatchString(text); got != want {
+			t.Errorf("%q: uses the registry %v, want %v", text, got, want)
+		}
+	}
 }
