@@ -130,6 +130,11 @@ func Shared(t testing.TB) *Registry {
 	if err != nil {
 		t.Fatalf("registrytest: the shared registry: %v", err)
 	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("registrytest: the output of the shared registry and its PostgreSQL is in %s (until the next test run starts a registry)", r.LogDir)
+		}
+	})
 	return r
 }
 
