@@ -43,6 +43,8 @@ import (
 //	registry-publish FILE...       publishes each server.json FILE through the registry's
 //	                               publish API; ! registry-publish expects the registry
 //	                               to refuse the first FILE, and prints its answer
+//	registry-edit FILE             replaces the published version of FILE's name and
+//	                               version with FILE, as a registry's operator can
 //	registry-status NAME VERSION STATUS
 //	                               sets a version's status (active, deprecated, deleted)
 //	registry-get NAME VERSION      prints the registry's entry of NAME at VERSION
@@ -87,6 +89,13 @@ func init() {
 			}
 			ts.Check(err)
 		}
+	}
+	scriptCmds["registry-edit"] = func(ts *testscript.TestScript, neg bool, args []string) {
+		if neg || len(args) != 1 {
+			ts.Fatalf("usage: registry-edit FILE")
+		}
+		r := scriptRegistryOf(ts).get(ts)
+		ts.Check(r.Edit(context.Background(), []byte(ts.ReadFile(args[0]))))
 	}
 	scriptCmds["registry-status"] = func(ts *testscript.TestScript, neg bool, args []string) {
 		if neg || len(args) != 3 {

@@ -618,6 +618,22 @@ feed:
 	return ctx.Err()
 }
 
+// Edit replaces a published version of a server with serverJSON (of the
+// same name and version) through the registry's edit API (PUT
+// /v0.1/servers/NAME/versions/VERSION), as a registry's operator can: the
+// entry keeps its name and version and changes content under them.
+func (r *Registry) Edit(ctx context.Context, serverJSON []byte) error {
+	var id struct{ Name, Version string }
+	if err := json.Unmarshal(serverJSON, &id); err != nil {
+		return fmt.Errorf("registrytest: edit: %w", err)
+	}
+	if id.Name == "" || id.Version == "" {
+		return errors.New("registrytest: edit: the document has no name or version")
+	}
+	_, err := r.call(ctx, http.MethodPut, VersionPath(id.Name, id.Version), r.adminToken(), serverJSON)
+	return err
+}
+
 // SetStatus sets the status of one version of a server (active,
 // deprecated or deleted) through the registry's API (PATCH
 // /v0.1/servers/NAME/versions/VERSION/status).

@@ -431,3 +431,42 @@ func TestPublisherProvided(t *testing.T) {
 		t.Fatalf("served %v", got)
 	}
 }
+
+// TestEdit changes a published version's content under the same name and
+// version, as a registry's operator can: the entry served changes, and
+// an incremental listing (updated_since) shows it changed.
+func TestEdit(t *testing.T) {
+	r := Start(t)
+	ctx := context.Background()
+	name := "io.github.acme/edited"
+	if err := r.Publish(ctx, serverJSON(name, "1.0.0")); err != nil {
+		t.Fatal(err)
+	}
+	var before entry
+	if st := get(t, r, VersionPath(name, "1.0.0"), &before); st != http.StatusOK {
+		t.Fatalf("status %d", st)
+	}
+	edited := strings.Replace(string(serverJSON(name, "1.0.0")), `"identifier": "@acme/io-github-acme-edited", "version": "1.0.0"`, `"identifier": "@acme/io-github-acme-edited", "version": "6.6.6"`, 1)
+	if edited == string(serverJSON(name, "1.0.0")) {
+		t.Fatal("the edit changed nothing")
+	}
+	if err := r.Edit(ctx, []byte(edited)); err != nil {
+		t.Fatal(err)
+	}
+	var after entry
+	if st := get(t, r, VersionPath(name, "1.0.0"), &after); st != http.StatusOK {
+		t.Fatalf("status %d", st)
+	}
+	if after.Server.Version != "1.0.0" || len(after.Server.Packages) != 1 || after.Server.Packages[0].Version != "6.6.6" {
+		t.Fatalf("after the edit: %+v", after.Server)
+	}
+	since, _ := listAll(t, r, url.Values{"updated_since": {before.Meta.Official.UpdatedAt.Format(time.RFC3339Nano)}})
+	if len(since) != 1 || since[0] != name+"@1.0.0" {
+		t.Fatalf("updated_since before the edit: %v", since)
+	}
+	// An edit cannot make a version that was never published.
+	var se *StatusError
+	if err := r.Edit(ctx, serverJSON(name, "2.0.0")); !errors.As(err, &se) || se.Status != http.StatusNotFound {
+		t.Fatalf("editing an unpublished version: %v", err)
+	}
+}
