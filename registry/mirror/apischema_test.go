@@ -6,9 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
 
@@ -92,13 +90,11 @@ func compileSchemas(reg *registrytest.Registry) (*apiSchemas, error) {
 // publishedOpenAPI reads the registry module's published OpenAPI document
 // (YAML) as JSON values, from the module testdata/registry pins.
 func publishedOpenAPI() (any, error) {
-	cmd := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/modelcontextprotocol/registry")
-	cmd.Dir = filepath.Join("..", "..", "testdata", "registry")
-	out, err := cmd.Output()
+	dir, err := registrytest.SourceDir()
 	if err != nil {
 		return nil, fmt.Errorf("locating the registry module: %w", err)
 	}
-	y, err := os.ReadFile(filepath.Join(strings.TrimSpace(string(out)), "docs", "reference", "api", "openapi.yaml"))
+	y, err := os.ReadFile(filepath.Join(dir, "docs", "reference", "api", "openapi.yaml"))
 	if err != nil {
 		return nil, err
 	}
