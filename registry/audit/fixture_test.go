@@ -222,4 +222,3 @@ func (h *bundleHost) put(path string, b []byte) {
 }
 
 func (h *bundleHost) url(path string) string { return h.base + path }
-
