@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
 
@@ -95,7 +96,11 @@ func (w *world) bundleFor(regName, pkg, version string, tools ...string) []byte 
 				"inputSchema": map[string]any{"type": "object", "properties": map[string]any{"city": map[string]any{"type": "string"}}}},
 		})
 	}
-	srv := map[string]any{"name": "weather", "version": version,
+	server := "weather"
+	if i := strings.LastIndex(regName, "/"); i >= 0 {
+		server = regName[i+1:]
+	}
+	srv := map[string]any{"name": server, "version": version,
 		"artifacts": []any{map[string]any{"type": "npm", "name": pkg, "version": version, "digest": npmIntegrity(pkg + version)}}}
 	if regName != "" {
 		srv["registryName"] = regName
@@ -188,6 +193,8 @@ type bundleHost struct {
 	files map[string][]byte
 	base  string
 	hits  map[string]int
+	// handler, when set, answers instead.
+	handler http.HandlerFunc
 }
 
 func newBundleHost(t testing.TB) *bundleHost {
@@ -204,6 +211,10 @@ func newBundleHost(t testing.TB) *bundleHost {
 }
 
 func (h *bundleHost) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if h.handler != nil {
+		h.handler(w, r)
+		return
+	}
 	h.mu.Lock()
 	b, ok := h.files[r.URL.Path]
 	h.hits[r.URL.Path]++
