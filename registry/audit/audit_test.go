@@ -321,3 +321,29 @@ func TestDeletedAndDeprecated(t *testing.T) {
 		t.Fatalf("summary %+v", sum)
 	}
 }
+
+// An auditor that keeps judging (as a registry serving hosts does) lets a
+// revocation through: the revocation waits for the pin database at most
+// MaxHold, and the next judgement sees it.
+func TestRevocationReachesARunningAuditor(t *testing.T) {
+	w := newWorld(t)
+	name, b := w.genuine()
+	db := filepath.Join(t.TempDir(), "pins.db")
+	server := w.approve(db, b)
+	a, err := audit.New(audit.Options{Trust: w.policy, Pins: db})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	e := w.entry(name, "1.0.0")
+	want(t, a.Judge(context.Background(), e), audit.Approved, 0)
+	s, err := pin.Open(db, pin.Options{LockTimeout: 10 * audit.MaxHold})
+	if err != nil {
+		t.Fatalf("the auditor held the pin database: %v", err)
+	}
+	if err := s.Revoke(pin.Revocation{Server: server, Tool: "get_weather", By: "security", Reason: "compromised"}); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	want(t, a.Judge(context.Background(), e), audit.Blocked, finding.ExitRevoked, finding.Revoked)
+}
