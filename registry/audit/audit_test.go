@@ -347,3 +347,28 @@ func TestRevocationReachesARunningAuditor(t *testing.T) {
 	s.Close()
 	want(t, a.Judge(context.Background(), e), audit.Blocked, finding.ExitRevoked, finding.Revoked)
 }
+
+// dev.etdi metadata that is present but malformed (a URL that is not
+// https, a digest of another form, an unknown member) makes the entry
+// blocked, never unsigned: the unsigned rule must not decide an entry that
+// claims a bundle.
+func TestMalformedEtdiMeta(t *testing.T) {
+	w := newWorld(t)
+	w.policy.Unsigned = trust.Allow
+	for i, meta := range []string{
+		`{"bundle": "ftp://example.com/b.json", "digest": "sha256:` + strings.Repeat("0", 64) + `"}`,
+		`{"bundle": "https://example.com/b.json", "digest": "md5:00"}`,
+		`{"bundle": "https://example.com/b.json", "digest": "sha256:` + strings.Repeat("0", 64) + `", "trusted": true}`,
+		`"https://example.com/b.json"`,
+	} {
+		name := w.name("acme", "meta"+string(rune('a'+i)))
+		doc := `{"$schema": "` + schemaURL + `", "name": "` + name + `", "version": "1.0.0", "description": "x",
+  "_meta": {"io.modelcontextprotocol.registry/publisher-provided": {"dev.etdi": ` + meta + `}}}`
+		w.publish([]byte(doc))
+		v := judge(t, w.entry(name, "1.0.0"), audit.Options{Trust: w.policy})
+		want(t, v, audit.Blocked, finding.ExitSignature, finding.BundleInvalid)
+		if !v.Signed {
+			t.Fatalf("%s: not signed", meta)
+		}
+	}
+}
