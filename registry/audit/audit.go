@@ -30,6 +30,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/etdi-dev/etdi/finding"
@@ -158,6 +159,7 @@ type Auditor struct {
 	pins      string
 	approvals string
 	remove    func()
+	store     sharedStore
 }
 
 // New returns an auditor for opts, loading opts.Lockfile into a private
@@ -182,10 +184,12 @@ func New(opts Options) (*Auditor, error) {
 	return a, nil
 }
 
-// Close releases what New set up.
+// Close releases what New set up: the pin database, the lockfile's
+// temporary one. No judgement may be running.
 func (a *Auditor) Close() error {
+	err := a.store.close()
 	a.remove()
-	return nil
+	return err
 }
 
 // Judge judges one entry with opts ([Auditor.Judge]).
@@ -337,18 +341,99 @@ func (a *Auditor) compare(o *pin.Observation) (*pin.Comparison, error) {
 			return nothingApproved(o, a.pins), nil
 		}
 	}
-	s, err := pin.Open(a.pins, pin.Options{ReadOnly: true, LockTimeout: a.opts.LockTimeout, Etcd: a.opts.Etcd})
+	var c *pin.Comparison
+	err := a.store.with(func() (*pin.Store, error) {
+		return pin.Open(a.pins, pin.Options{ReadOnly: true, LockTimeout: a.opts.LockTimeout, Etcd: a.opts.Etcd})
+	}, func(s *pin.Store) error {
+		var err error
+		c, err = s.Compare(o)
+		return err
+	})
 	if errors.Is(err, os.ErrNotExist) {
 		return nothingApproved(o, a.pins), nil
 	}
-	if err != nil {
-		return nil, err
-	}
-	c, err := s.Compare(o)
-	if cerr := s.Close(); err == nil && cerr != nil {
-		err = fmt.Errorf("closing the pin database: %w", cerr)
-	}
 	return c, err
+}
+
+// MaxHold bounds how long an [Auditor] keeps the pin database open (with
+// its shared lock) for the entries it judges at once: opening it for
+// each entry costs more than judging one, and an approval or a
+// revocation, which waits for the lock, waits at most this long (less
+// than pin.DefaultLockTimeout).
+const MaxHold = time.Second
+
+// sharedStore is the pin database an auditor's concurrent judgements
+// share: opened on first use, closed once MaxHold has passed and no
+// judgement uses it.
+type sharedStore struct {
+	mu      sync.Mutex
+	s       *pin.Store
+	users   int
+	expired bool
+	timer   *time.Timer
+	// closeErr is the first error of closing it, reported by Close.
+	closeErr error
+}
+
+// with runs fn with the shared store, opening it with open when it is
+// not.
+func (sh *sharedStore) with(open func() (*pin.Store, error), fn func(*pin.Store) error) error {
+	sh.mu.Lock()
+	if sh.s == nil {
+		s, err := open()
+		if err != nil {
+			sh.mu.Unlock()
+			return err
+		}
+		sh.s, sh.expired = s, false
+		sh.timer = time.AfterFunc(MaxHold, sh.expire)
+	}
+	s := sh.s
+	sh.users++
+	sh.mu.Unlock()
+
+	err := fn(s)
+
+	sh.mu.Lock()
+	sh.users--
+	if sh.users == 0 && sh.expired {
+		sh.closeLocked()
+	}
+	sh.mu.Unlock()
+	return err
+}
+
+// expire closes the store when no judgement uses it, else lets the last
+// one close it.
+func (sh *sharedStore) expire() {
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	sh.expired = true
+	if sh.users == 0 {
+		sh.closeLocked()
+	}
+}
+
+func (sh *sharedStore) closeLocked() {
+	if sh.s == nil {
+		return
+	}
+	if sh.timer != nil {
+		sh.timer.Stop()
+	}
+	if err := sh.s.Close(); err != nil && sh.closeErr == nil {
+		sh.closeErr = fmt.Errorf("closing the pin database: %w", err)
+	}
+	sh.s = nil
+}
+
+// close closes the store (no judgement may be running) and returns the
+// first error of closing it.
+func (sh *sharedStore) close() error {
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	sh.closeLocked()
+	return sh.closeErr
 }
 
 // nothingApproved is the comparison with a pin store that does not exist

@@ -16,8 +16,9 @@ import (
 // (even one the trust policy lets run: its tools are known only to a live
 // check, so none can be approved here), a bundle that verifies but
 // whose tools are not approved or were revoked, an entry that could not
-// be judged. The pin store is read for every entry judged, so a
-// revocation holds from the next request on.
+// be judged. The pin database is read for every request: a revocation
+// is written only while no judgement holds the database open
+// ([audit.MaxHold]), so once written it holds from the next request on.
 //
 //	a, err := audit.New(audit.Options{Trust: policy, Pins: "pins.db"})
 //	...
