@@ -11,10 +11,10 @@ import (
 // accepts is within bounds and was issued with its key for its filters.
 func FuzzCursor(f *testing.F) {
 	key := []byte("0123456789abcdef0123456789abcdef")
-	good := encodeCursor(key, cursor{Upstream: "io.github.acme/weather:1.0.0", Limit: 30, Skip: 3, Last: "io.github.acme/weather\x001.0.0"}, "wea\x00\x00")
-	f.Add(good, "wea\x00\x00")
+	good := encodeCursor(key, cursor{Upstream: "io.github.acme/weather:1.0.0", Limit: 30, Skip: 3, Last: "io.github.acme/weather\x001.0.0"}, "3:wea,0:,0:")
+	f.Add(good, "3:wea,0:,0:")
 	f.Add("abc", "")
-	f.Add(good+"A", "wea\x00\x00")
+	f.Add(good+"A", "3:wea,0:,0:")
 	f.Add(".", "")
 	f.Add("e30.AAAAAAAAAAAAAAAAAAAAAA", "")
 	f.Fuzz(func(t *testing.T, s, filter string) {

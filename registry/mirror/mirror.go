@@ -315,7 +315,7 @@ func parseListQuery(q url.Values) (listQuery, error) {
 
 // filter is what a cursor is bound to: the listing's filters.
 func (l listQuery) filter() string {
-	return strings.Join([]string{l.search, l.updatedRaw, l.version}, "\x00")
+	return fmt.Sprintf("%d:%s,%d:%s,%d:%s", len(l.search), l.search, len(l.updatedRaw), l.updatedRaw, len(l.version), l.version)
 }
 
 func (h *Handler) serveList(ctx context.Context, w http.ResponseWriter, q url.Values) (int, error) {
