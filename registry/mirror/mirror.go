@@ -62,9 +62,6 @@ type Verdict struct {
 	// Server the signed server's pin identity (provider:server).
 	Provider string `json:"provider,omitempty"`
 	Server   string `json:"server,omitempty"`
-	// Signer is who signed it, when the judge says: a key id, or a
-	// keyless signer's identity.
-	Signer string `json:"signer,omitempty"`
 	// Bundle is the digest of the bundle file that was verified
 	// ("sha256:...", as the entry's dev.etdi metadata names it).
 	Bundle string `json:"bundle,omitempty"`
