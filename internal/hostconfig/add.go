@@ -162,8 +162,9 @@ func addJSON(path string, data []byte, host, name string, e NewEntry) ([]byte, e
 	if depth == len(lp) && n.Get(name) != nil {
 		return nil, &ErrEntryExists{Name: name, Path: path}
 	}
-	indent := strings.Repeat("  ", depth+1)
-	ej, err := newEntryJSON(host, e, indent)
+	// The entry's closing brace lines up with its name, one level below
+	// the server list.
+	ej, err := newEntryJSON(host, e, strings.Repeat("  ", len(lp)+1))
 	if err != nil {
 		return nil, err
 	}
