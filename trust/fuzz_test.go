@@ -3,6 +3,7 @@ package trust
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -21,6 +22,11 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte(`{"version":1,"providers":[],"sigstoreTrustedRootSource":{"tufMirror":"http://127.0.0.1:1","tufRoot":"sha256:","fetched":""}}`))
 	f.Add([]byte(`{"version":1,"unsigned":{"rule":"warn","onUpdate":"allow"},"providers":[]}`))
 	f.Add([]byte(`{"version":1,"unsigned":{"rule":"block"},"providers":[]}`))
+	// Registry namespaces: good, in another case, a bad one.
+	idp := `"idp":{"issuer":"https://idp.example","audience":"etdi","subjects":["acme-ci"]}`
+	f.Add([]byte(`{"version":1,"providers":[{"id":"acme",` + idp + `,"registryNamespaces":["io.github.acme","com.acme.mcp"]}]}`))
+	f.Add([]byte(`{"version":1,"providers":[{"id":"acme",` + idp + `,"registryNamespaces":["io.github.acme","IO.GITHUB.Acme"]}]}`))
+	f.Add([]byte(`{"version":1,"providers":[{"id":"acme",` + idp + `,"registryNamespaces":["com..acme","-x.y","a/b"]}]}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		p, err := Parse(data)
 		if err != nil {
@@ -42,6 +48,14 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("trusted root source changed in a round trip: %+v, %+v", ps, qs)
 		}
 		for i := range p.Providers {
+			if !slices.Equal(q.Providers[i].RegistryNamespaces, p.Providers[i].RegistryNamespaces) {
+				t.Fatal("registry namespaces changed in a round trip")
+			}
+			for _, ns := range p.Providers[i].RegistryNamespaces {
+				if CheckRegistryNamespace(ns) != nil || !p.Providers[i].CoversRegistryName(ns+"/x") {
+					t.Fatalf("namespace %q was accepted but does not cover its own names", ns)
+				}
+			}
 			if len(q.Providers[i].Keys) != len(p.Providers[i].Keys) {
 				t.Fatal("keys changed in a round trip")
 			}
