@@ -49,30 +49,6 @@ func isNamespaceByte(c byte) bool {
 	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '-'
 }
 
-// CheckRegistryName validates a server's name in an MCP registry,
-// NAMESPACE/NAME: 3 to 200 bytes matching ^[a-zA-Z0-9.-]+/[a-zA-Z0-9._-]+$
-// (the registry's own pattern).
-func CheckRegistryName(name string) error {
-	if len(name) < 3 || len(name) > 200 {
-		return fmt.Errorf("registry name %.64q is not 3 to 200 bytes long", name)
-	}
-	ns, rest, ok := strings.Cut(name, "/")
-	if !ok || ns == "" || rest == "" {
-		return fmt.Errorf("registry name %q is not NAMESPACE/NAME", name)
-	}
-	for i := 0; i < len(ns); i++ {
-		if !isNamespaceByte(ns[i]) {
-			return fmt.Errorf("registry name %q: its namespace holds %q", name, ns[i])
-		}
-	}
-	for i := 0; i < len(rest); i++ {
-		if c := rest[i]; !isNamespaceByte(c) && c != '_' {
-			return fmt.Errorf("registry name %q: its name holds %q", name, c)
-		}
-	}
-	return nil
-}
-
 // RegistryNamespaceOf returns the namespace of a registry name
 // (io.github.acme of io.github.acme/weather), "" when it has none.
 func RegistryNamespaceOf(name string) string {

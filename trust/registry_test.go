@@ -180,20 +180,6 @@ func TestGitHubIdentityOf(t *testing.T) {
 	}
 }
 
-func TestCheckRegistryName(t *testing.T) {
-	for _, ok := range []string{"io.github.acme/weather", "com.acme/we_ather.v2", "a/b"} {
-		if err := CheckRegistryName(ok); err != nil {
-			t.Errorf("%q: %v", ok, err)
-		}
-	}
-	for _, bad := range []string{"", "ab", "io.github.acme", "/weather", "io.github.acme/", "io.github.acme/a/b",
-		"io.github.ac_me/x", "io.github.acme/wéather", "io.github.acme/x y", "com.acme/" + strings.Repeat("a", 200)} {
-		if err := CheckRegistryName(bad); err == nil {
-			t.Errorf("%q accepted", bad)
-		}
-	}
-}
-
 // TestAddRegistryNamespaces: namespaces extend a trusted provider, once
 // each; a provider not trusted yet and a bad namespace are refused with
 // the policy unchanged.
