@@ -68,3 +68,38 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// FuzzRegistryNames checks the comparisons of registry names and
+// namespaces, which a registry's hostile answers reach: a namespace a
+// policy accepts covers its own names and only names in a namespace the
+// same as it, sameness is symmetric, and a GitHub identity is one only
+// under https://github.com/.
+func FuzzRegistryNames(f *testing.F) {
+	f.Add("io.github.acme", "io.github.ACME/weather", "https://github.com/Acme/weather/.github/workflows/r.yml@refs/tags/v1")
+	f.Add("com.acme", "com.acme.evil/x", "https://github.com/acme")
+	f.Add("io.github.acme", "io.github.acme-evil/x", "https://github.com.evil/acme/x")
+	f.Add("io.github.acm\u212a", "io.github.acmk/x", "https://github.com/acm\u212a/x/y")
+	f.Fuzz(func(t *testing.T, ns, name, identity string) {
+		other := RegistryNamespaceOf(name)
+		if SameRegistryNamespace(ns, other) != SameRegistryNamespace(other, ns) {
+			t.Fatalf("SameRegistryNamespace(%q, %q) is not symmetric", ns, other)
+		}
+		if CheckRegistryNamespace(ns) == nil {
+			prov := &Provider{ID: "acme", RegistryNamespaces: []string{ns}}
+			if !prov.CoversRegistryName(ns + "/x") {
+				t.Fatalf("namespace %q does not cover its own names", ns)
+			}
+			if prov.CoversRegistryName(name) && !SameRegistryNamespace(ns, other) {
+				t.Fatalf("namespace %q covers %q of another namespace", ns, name)
+			}
+		}
+		if owner, ok := GitHubOwner(ns); ok && GitHubIdentityOf(identity, owner) {
+			if !strings.HasPrefix(identity, "https://github.com/") || !strings.Contains(identity[len("https://github.com/"):], "/") {
+				t.Fatalf("%q is taken for a workflow of %q", identity, owner)
+			}
+			if !strings.EqualFold(identity[len("https://github.com/"):len("https://github.com/")+len(owner)], owner) {
+				t.Fatalf("%q is taken for a workflow of %q", identity, owner)
+			}
+		}
+	})
+}
