@@ -300,7 +300,7 @@ func (e *env) installVerify(t *installTarget, p *trust.Policy) (int, error) {
 		return finding.ExitSignature, fmt.Errorf("%s@%s: %s", s.Name, s.Version, err.Error())
 	}
 	tokens := e.tokenVerifier(time.Time{})
-	r := verify.Verify(data, p, verify.Options{Tokens: tokens, Context: e.ctx})
+	r := verify.Verify(data, p, verify.Options{Tokens: tokens, Context: e.ctx, RegistryName: s.Name})
 	if err := tokens.Unreachable(); err != nil {
 		return exitError, err
 	}
@@ -314,12 +314,14 @@ func (e *env) installVerify(t *installTarget, p *trust.Policy) (int, error) {
 		if len(why) == 0 {
 			why = append(why, "the signature did not verify")
 		}
+		if code == finding.ExitImpersonation {
+			return code, fmt.Errorf("impersonation: the bundle of %s@%s (%s) was not made for this entry: %s", s.Name, s.Version, m.Bundle, strings.Join(why, "; "))
+		}
 		return code, fmt.Errorf("the bundle of %s@%s (%s) does not verify: %s", s.Name, s.Version, m.Bundle, strings.Join(why, "; "))
 	}
+	// The registry name and its namespace were held to the entry's by
+	// verification (RegistryName); the package or remote is held here.
 	var mis []string
-	if r.Server.RegistryName != "" && r.Server.RegistryName != s.Name {
-		mis = append(mis, fmt.Sprintf("the bundle is for %s, the entry is %s", r.Server.RegistryName, s.Name))
-	}
 	if x := t.bind(r.Server); x != nil {
 		mis = append(mis, x.Error())
 	}
