@@ -60,6 +60,11 @@ type Provider struct {
 type Server struct {
 	Name    string `json:"name"`
 	Version string `json:"version,omitempty"`
+	// RegistryName is the server's name in MCP registries,
+	// NAMESPACE/NAME (server.json's name, e.g. io.github.acme/weather); a
+	// bundle checked for a registry entry of another name is
+	// impersonation. Empty when the provider did not publish it there.
+	RegistryName string `json:"registryName,omitempty"`
 	// Endpoints are URL prefixes (scheme, host, port, path prefix) the
 	// server is served from; see Covers.
 	Endpoints []string `json:"endpoints,omitempty"`
@@ -299,8 +304,16 @@ func parseServer(f strictjson.Field) (Server, error) {
 	if err != nil {
 		return s, err
 	}
-	if err := o.Only("name", "version", "endpoints", "artifacts"); err != nil {
+	if err := o.Only("name", "version", "registryName", "endpoints", "artifacts"); err != nil {
 		return s, err
+	}
+	if s.RegistryName, err = o.Field("registryName").OptStr(); err != nil {
+		return s, err
+	}
+	if o.Field("registryName").V != nil {
+		if err := ValidateRegistryName(s.RegistryName); err != nil {
+			return s, o.Field("registryName").Errorf("%v", err)
+		}
 	}
 	if s.Endpoints, err = parseEndpoints(o.Field("endpoints")); err != nil {
 		return s, err

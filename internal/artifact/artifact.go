@@ -197,6 +197,16 @@ func orNone(s string) string {
 }
 
 // sameName compares names as the type's ecosystem does.
+// SameName reports whether two names of an artifact type name the same
+// package or image, as its ecosystem compares them: PyPI names PEP 503
+// normalized, OCI names fully qualified (x is docker.io/library/x), npm
+// names exactly.
+func SameName(typ, a, b string) bool { return sameName(typ, a, b) }
+
+// SameVersion reports whether two versions of an artifact type are the
+// same, as its ecosystem compares them (PEP 440 for PyPI).
+func SameVersion(typ, a, b string) bool { return sameVersion(typ, a, b) }
+
 func sameName(typ, a, b string) bool {
 	switch typ {
 	case etdi.ArtifactPyPI:
