@@ -437,13 +437,13 @@ func (e *env) checkTarget(sf *serverFlags, pf *pinFlags, t *target, p *trust.Pol
 	rep.defs = toolDefs(r.Observation, rep.Calls)
 	after := r
 	switch {
-	case interactive && !hasError(r.Observed()):
+	case interactive && !hasError(r.Observed()) && !t.mcpb.blocks(t):
 		var res *guard.ApproveResult
 		if after, res, err = e.approveInteractively(r, rep.Calls); err == nil && res != nil {
 			rep.Approved = res.Approved
 			rep.InstructionsRecorded = recordedInstructions(r, res)
 		}
-	case yes && !hasError(r.Observed()):
+	case yes && !hasError(r.Observed()) && !t.mcpb.blocks(t):
 		var res *guard.ApproveResult
 		if res, err = guard.Approve(e.ctx, r, guard.ApproveOptions{AcceptInstructions: acceptInstructions,
 			Review: func(c *pin.Comparison) bool {

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/etdi-dev/etdi/finding"
 	"github.com/etdi-dev/etdi/guard"
 	"github.com/etdi-dev/etdi/mcpb"
 	"github.com/spf13/pflag"
@@ -76,6 +77,10 @@ func (e *env) mcpbTargets(f *serverFlags) ([]target, error) {
 	}
 	spec.Label = "MCPB " + f.mcpb
 	spec.Findings = append(spec.Findings, file.SignatureFindings()...)
+	if s := file.Signature; s != nil && s.Err != nil {
+		// A file changed after it was signed is not run: fail closed.
+		spec.Problems = append(spec.Problems, "the MCPB file's signature does not verify, so its server is not started")
+	}
 	t := targetOf(spec)
 	t.location = f.mcpb
 	t.mcpb = &mcpbTarget{path: f.mcpb, file: file, dir: tmp}
@@ -104,6 +109,21 @@ func (m *mcpbTarget) served(t *target, l *guard.Listing) {
 	}
 	m.checked = true
 	t.Findings = append(t.Findings, m.file.Manifest.CheckServed(l.Tools)...)
+}
+
+// blocks reports whether the MCPB's own findings hold an error, which
+// --yes and --approve do not approve past: what the MCPB declares is what
+// its host showed the user.
+func (m *mcpbTarget) blocks(t *target) bool {
+	if m == nil {
+		return false
+	}
+	for _, f := range t.Findings {
+		if f.Severity == finding.Error {
+			return true
+		}
+	}
+	return false
 }
 
 // removeMCPB removes the directories MCPB files were extracted into.

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"archive/zip"
+	"bytes"
 	"crypto/rand"
 	"crypto/rsa"
 	"crypto/x509"
@@ -8,6 +10,7 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"fmt"
+	"io/fs"
 	"math/big"
 	"os"
 	"os/exec"
@@ -31,6 +34,11 @@ import (
 //	                          certificate cert.pem and its key key.pem
 //	mcpbbind MANIFEST FILE OUT  writes to OUT the etdi manifest MANIFEST
 //	                          with server.artifacts naming the MCPB FILE
+//	mcpbhostile FILE KIND     writes an MCPB archive (with the manifest of
+//	                          ext/manifest.json) that also holds a hostile
+//	                          entry: slip (../../escaped.txt), symlink
+//	                          (server/index.mjs linking to /etc/passwd) or
+//	                          bomb (64 MiB of zeros, deflated about 1000 to 1)
 //	mcpbflip FILE             changes one byte of FILE's signed content
 //	                          (a local header's name), as after signing
 var mcpbNpm *npmFolder
@@ -98,6 +106,34 @@ func init() {
 		b, err := json.MarshalIndent(m, "", "  ")
 		ts.Check(err)
 		ts.Check(os.WriteFile(ts.MkAbs(args[2]), b, 0o644))
+	}
+	scriptCmds["mcpbhostile"] = func(ts *testscript.TestScript, neg bool, args []string) {
+		if neg || len(args) != 2 {
+			ts.Fatalf("usage: mcpbhostile FILE slip|symlink|bomb")
+		}
+		var buf bytes.Buffer
+		w := zip.NewWriter(&buf)
+		add := func(name string, mode fs.FileMode, body []byte) {
+			h := &zip.FileHeader{Name: name, Method: zip.Deflate}
+			h.SetMode(mode)
+			fw, err := w.CreateHeader(h)
+			ts.Check(err)
+			_, err = fw.Write(body)
+			ts.Check(err)
+		}
+		add("manifest.json", 0o644, []byte(ts.ReadFile("ext/manifest.json")))
+		switch args[1] {
+		case "slip":
+			add("../../escaped.txt", 0o644, []byte("escaped\n"))
+		case "symlink":
+			add("server/index.mjs", fs.ModeSymlink|0o777, []byte("/etc/passwd"))
+		case "bomb":
+			add("server/index.mjs", 0o644, make([]byte, 64<<20))
+		default:
+			ts.Fatalf("mcpbhostile: unknown kind %q", args[1])
+		}
+		ts.Check(w.Close())
+		ts.Check(os.WriteFile(ts.MkAbs(args[0]), buf.Bytes(), 0o644))
 	}
 	scriptCmds["mcpbflip"] = func(ts *testscript.TestScript, neg bool, args []string) {
 		if neg || len(args) != 1 {
