@@ -3,10 +3,14 @@ package mcpb
 import (
 	"bytes"
 	"crypto/rand"
+	"crypto/rsa"
 	"crypto/sha256"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/hex"
 	"errors"
 	"io/fs"
+	"math/big"
 	"os"
 	"path/filepath"
 	"strings"
@@ -257,6 +261,15 @@ func TestLaunch(t *testing.T) {
 	if _, err := m.Launch("/opt/ext", nil); !errors.As(err, &ce) || ce.Keys[0] != "nope" {
 		t.Errorf("unknown option: %v", err)
 	}
+	// A required option without a value stops the launch even when the
+	// command line does not name it: the host does not start the server.
+	m, _ = ParseManifest([]byte(`{"manifest_version":"0.3","name":"a","version":"1","server":{"type":"node","mcp_config":{"command":"node"}},"user_config":{"token":{"type":"string","required":true}}}`))
+	if _, err := m.Launch("/opt/ext", nil); !errors.As(err, &ce) || ce.Keys[0] != "token" {
+		t.Errorf("required option: %v", err)
+	}
+	if _, err := m.Launch("/opt/ext", map[string]string{"token": "t"}); err != nil {
+		t.Errorf("required option given: %v", err)
+	}
 	// A command that leaves the directory is refused.
 	for _, cmd := range []string{"../../bin/sh", "${__dirname}/../../bin/sh"} {
 		m, _ = ParseManifest([]byte(`{"manifest_version":"0.3","name":"a","version":"1","server":{"type":"binary","mcp_config":{"command":"` + cmd + `"}}}`))
@@ -295,5 +308,52 @@ func TestExtract(t *testing.T) {
 	// someone else prepared.
 	if err := f.Extract(dir); err == nil {
 		t.Error("extracted into an existing directory")
+	}
+}
+
+// TestSignerIssuedByCA: a certificate issued by another is not
+// self-signed, and the signer names its issuer.
+func TestSignerIssuedByCA(t *testing.T) {
+	ca, caKey := testCert(t, "ACME Root")
+	leafKey, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(7),
+		Subject:      pkix.Name{CommonName: "ACME Weather"},
+		NotBefore:    ca.NotBefore,
+		NotAfter:     ca.NotAfter,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageCodeSigning},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &leafKey.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	leaf, err := x509.ParseCertificate(der)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := read(t, sign(t, goodZip(t), leaf, leafKey))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Signature == nil || f.Signature.Err != nil {
+		t.Fatalf("signature %+v", f.Signature)
+	}
+	if s := f.Signature.Signer; s.SelfSigned || s.String() != "CN=ACME Weather, issued by CN=ACME Root" {
+		t.Errorf("signer %+v %q", s, s.String())
+	}
+	// A certificate naming itself as issuer whose key did not sign it is
+	// not self-signed either.
+	tmpl.Issuer = tmpl.Subject
+	tmpl.Subject = pkix.Name{CommonName: "ACME Root"}
+	der, err = x509.CreateCertificate(rand.Reader, tmpl, ca, &leafKey.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	forged, _ := x509.ParseCertificate(der)
+	if describe(forged, 0).SelfSigned {
+		t.Error("a certificate its own key did not sign is self-signed")
 	}
 }
