@@ -117,6 +117,9 @@ func (e *env) targets(f *serverFlags, args []string, dash int) ([]target, error)
 	if f.capabilities.set && (f.tools != "" || sources == 0) {
 		return nil, usagef("--capabilities applies to a live server (--server, --url, --config), not to a saved listing or a bundle")
 	}
+	if len(f.mcpbConfig) > 0 && f.mcpb == "" {
+		return nil, usagef("--mcpb-config applies to an MCPB file (--mcpb FILE)")
+	}
 	if sources == 0 && f.bundle != "" {
 		return []target{{ServerSpec: &guard.ServerSpec{Label: f.bundle, Name: f.name}, location: f.bundle}}, nil
 	}
