@@ -32,8 +32,9 @@ func (f *File) Extract(dir string) (err error) {
 		return err
 	}
 	defer root.Close()
+	made := map[string]bool{}
 	for _, e := range f.Entries {
-		if err := extractEntry(root, e); err != nil {
+		if err := extractEntry(root, e, made); err != nil {
 			return fmt.Errorf("MCPB entry %q: %w", e.Name, err)
 		}
 	}
@@ -42,12 +43,12 @@ func (f *File) Extract(dir string) (err error) {
 
 // extractEntry writes one entry through root, which refuses any path
 // that would leave the directory, symbolic links included.
-func extractEntry(root *os.Root, e Entry) error {
-	if err := mkdirAll(root, parentOf(e.Name)); err != nil {
+func extractEntry(root *os.Root, e Entry, made map[string]bool) error {
+	if err := mkdirAll(root, parentOf(e.Name), made); err != nil {
 		return err
 	}
 	if e.Dir {
-		return mkdirAll(root, e.Name)
+		return mkdirAll(root, e.Name, made)
 	}
 	mode := os.FileMode(0o600)
 	if e.Executable {
@@ -83,9 +84,11 @@ func parentOf(name string) string {
 	return name[:i]
 }
 
-// mkdirAll creates name's directories inside root, mode 0700.
-func mkdirAll(root *os.Root, name string) error {
-	if name == "" {
+// mkdirAll creates name's directories inside root, mode 0700; made
+// holds those already made by this extraction (only etdi writes into the
+// new directory, whose mode keeps other users out).
+func mkdirAll(root *os.Root, name string, made map[string]bool) error {
+	if name == "" || made[name] {
 		return nil
 	}
 	cur := ""
@@ -105,5 +108,6 @@ func mkdirAll(root *os.Root, name string) error {
 			return fmt.Errorf("%s is not a directory", cur)
 		}
 	}
+	made[name] = true
 	return nil
 }
