@@ -63,6 +63,12 @@ type Options struct {
 	// warning (never recorded: it is about the command, not the tools),
 	// its message masked with the Spec's secrets.
 	Spec *ServerSpec
+	// Registry is the registry entry the server was described from
+	// ([DescribeRegistry]; [RegistryServer.Options] sets it): a verified
+	// bundle must name the entry (server.registryName, when it names one)
+	// and bind the package or remote checked, else impersonation and
+	// nothing is compared. nil for a server of no registry.
+	Registry *RegistryServer
 	// InGate says the listing is a gate's (package gate sets it): under
 	// the update rule ask, an update of an unsigned server is relayed
 	// with a notice.
@@ -261,6 +267,10 @@ func Observe(ctx context.Context, l *Listing, opts Options) (*Report, error) {
 	r.Verification = res
 	r.Findings = append(r.Findings, res.Findings...)
 	if !res.Verified {
+		return r, nil
+	}
+	if fs := opts.Registry.bindingFindings(res); len(fs) > 0 {
+		r.Findings = append(r.Findings, fs...)
 		return r, nil
 	}
 	st := res.Statement
