@@ -376,9 +376,9 @@ func (rs *RegistryServer) bindingFindings(res *verify.Result) []finding.Finding 
 }
 
 // CheckRegistry checks the server of a registry entry as etdi check
-// --registry does: an entry blocked by its own findings (a bundle that
-// could not be fetched or is not the one named) is reported without
-// starting anything; otherwise what the command runs is resolved, the
+// --registry does: an entry blocked by its own findings or by its bundle
+// ([RegistryServer.Precheck]) is reported without starting anything;
+// otherwise what the command runs is resolved, the
 // server is started or reached as the host would and listed, and the
 // listing is checked ([Check]) with the entry's bundle, bound to the
 // entry. opts carries the trust policy and the pins; the bundle, name,
@@ -390,10 +390,10 @@ func (rs *RegistryServer) bindingFindings(res *verify.Result) []finding.Finding 
 //	r, err := guard.CheckRegistry(ctx, rs, guard.Options{Policy: policy, Pins: "pins.db"}, guard.FetchOptions{})
 //	if r.ExitCode() != 0 { ... }
 func CheckRegistry(ctx context.Context, rs *RegistryServer, opts Options, fo FetchOptions) (*Report, error) {
-	if rs.Blocked() {
-		return rs.Report(), nil
-	}
 	opts = rs.Options(opts)
+	if r, err := rs.Precheck(ctx, opts); r != nil || err != nil {
+		return r, err
+	}
 	rs.Spec.SecretEnv = SecretEnv(opts.Policy)
 	launch := rs.Spec.Server()
 	opts.Origin = ResolveOrigin(ctx, launch)
@@ -402,4 +402,26 @@ func CheckRegistry(ctx context.Context, rs *RegistryServer, opts Options, fo Fet
 		return nil, rs.Spec.Secrets.Error(fmt.Errorf("server %s: %w", rs.Spec.Label, err))
 	}
 	return Check(ctx, l, opts)
+}
+
+// Precheck decides, before the server is started, what the entry alone
+// decides: its own findings (a bundle that could not be fetched or is not
+// the one named), and its bundle verified without the live server
+// ([Observe]): a bundle that does not verify, or is not bound to the
+// entry's name and the package or remote checked. It returns the report
+// of an entry so blocked, or nil when the server is to be started and
+// checked: a package a bundle does not bind is never run. opts are
+// [RegistryServer.Options]'.
+func (rs *RegistryServer) Precheck(ctx context.Context, opts Options) (*Report, error) {
+	if rs.Blocked() {
+		return rs.Report(), nil
+	}
+	if rs.Bundle == nil {
+		return nil, nil // unsigned: the policy's rule, on the live listing
+	}
+	r, err := Observe(ctx, nil, opts)
+	if err != nil || r.Blocked() {
+		return r, err
+	}
+	return nil, nil
 }

@@ -415,7 +415,13 @@ func (e *env) checkTarget(sf *serverFlags, pf *pinFlags, t *target, p *trust.Pol
 		rep.Error, rep.ExitCode = err.Error(), exitError
 		return rep
 	}
-	if entryChecked(rep, t) || registryChecked(rep, t) {
+	if entryChecked(rep, t) {
+		return rep
+	}
+	if done, err := e.registryChecked(rep, sf, pf, t, p); err != nil || done {
+		if err != nil {
+			return fail(e.guardError(err))
+		}
 		return rep
 	}
 	if len(t.Problems) > 0 {

@@ -10,6 +10,7 @@ import (
 	"github.com/etdi-dev/etdi/guard"
 	"github.com/etdi-dev/etdi/internal/colour"
 	"github.com/etdi-dev/etdi/registry"
+	"github.com/etdi-dev/etdi/trust"
 	"github.com/spf13/pflag"
 )
 
@@ -103,20 +104,28 @@ func (e *env) registryTargets(f *serverFlags, args []string) ([]target, error) {
 }
 
 // registryChecked puts what a registry entry says of its server into rep,
-// and reports whether that is all there is to check: the bundle it names
-// could not be fetched or is not the one named, so nothing is started.
-func registryChecked(rep *checkReport, t *target) bool {
+// and reports whether that is all there is to check: the entry's bundle
+// could not be fetched, is not the one named, does not verify or is not
+// bound to the entry (guard.RegistryServer.Precheck), so nothing is
+// started.
+func (e *env) registryChecked(rep *checkReport, sf *serverFlags, pf *pinFlags, t *target, p *trust.Policy) (bool, error) {
 	rep.Registry = t.registry
-	if t.registry != nil {
-		rep.approve = "" // etdi pin approve reads no registry: --yes or --approve here
+	if t.reg == nil {
+		return false, nil
 	}
-	if t.reg == nil || !t.reg.Blocked() {
-		return false
+	rep.approve = "" // etdi pin approve reads no registry: --yes or --approve here
+	opts, err := e.guardOptions(sf, pf, t, p)
+	if err != nil {
+		return false, err
 	}
-	r := t.reg.Report()
+	r, err := t.reg.Precheck(e.ctx, opts)
+	if err != nil || r == nil {
+		return false, err
+	}
+	rep.Verification = r.Verification
 	rep.Findings = append(rep.Findings, r.Findings...)
 	rep.ExitCode = r.ExitCode()
-	return true
+	return true, nil
 }
 
 // printRegistry says which registry entry was checked, what of it, and
