@@ -7,9 +7,12 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/etdi-dev/etdi"
 	"github.com/etdi-dev/etdi/finding"
@@ -78,6 +81,7 @@ func npmEntry(name, version, pkgVersion, bundleURL, digest string) string {
 	return fmt.Sprintf(`{"name": %q, "version": %q, "description": "Weather",
   "packages": [
     {"registryType": "npm", "identifier": "@acme/weather", "version": %q, "transport": {"type": "stdio"},
+     "packageArguments": [{"type": "named", "name": "--profile", "isSecret": true}],
      "environmentVariables": [{"name": "WEATHER_API_KEY", "isRequired": true, "isSecret": true, "description": "Your key"},
                               {"name": "UNITS", "default": "metric"}]}],
   "remotes": [{"type": "streamable-http", "url": "https://mcp.acme.example/weather"}]%s}`, name, version, pkgVersion, meta)
@@ -124,12 +128,12 @@ func TestDescribeRegistryPackage(t *testing.T) {
 	f := newFakeRegistry(t)
 	f.entries["io.github.acme/weather@1.0.0"] = npmEntry("io.github.acme/weather", "1.0.0", "1.2.0", "", "")
 	ctx := context.Background()
-	rs, err := DescribeRegistry(ctx, f.client(t), "io.github.acme/weather", "1.0.0", RegistryOptions{Inputs: registry.Inputs{"WEATHER_API_KEY": secretKey}, Environ: []string{"HOME=/home/u"}})
+	rs, err := DescribeRegistry(ctx, f.client(t), "io.github.acme/weather", "1.0.0", RegistryOptions{Inputs: registry.Inputs{"WEATHER_API_KEY": secretKey, "--profile": "blue-horizon-42"}, Environ: []string{"HOME=/home/u"}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	sp := rs.Spec
-	if got := strings.Join(sp.Command, " "); got != "npx -y @acme/weather@1.2.0" {
+	if got := strings.Join(sp.Command, " "); got != "npx -y @acme/weather@1.2.0 --profile blue-horizon-42" {
 		t.Errorf("command %q", got)
 	}
 	if !slices.Contains(sp.Env, "WEATHER_API_KEY="+secretKey) || !slices.Contains(sp.Env, "UNITS=metric") || !slices.Contains(sp.Env, "HOME=/home/u") {
@@ -143,6 +147,11 @@ func TestDescribeRegistryPackage(t *testing.T) {
 	}
 	if sp.Name != "io.github.acme/weather" || rs.Package == nil || rs.PackageIndex != 1 || rs.Meta != nil || rs.Bundle != nil || rs.Blocked() {
 		t.Errorf("described %+v", rs)
+	}
+	// An argument marked secret is one, though neither its name nor its
+	// value looks like a credential.
+	if !sp.Secrets.Holds("blue-horizon-42") || !slices.ContainsFunc(sp.Credentials, func(c Credential) bool { return c.Value == "blue-horizon-42" && c.Where == "input --profile" }) {
+		t.Errorf("the secret argument is not a secret and a credential: %+v", sp.Credentials)
 	}
 	if strings.Contains(sp.Label, secretKey) || rs.Chosen() != "package 1 (npm @acme/weather@1.2.0)" {
 		t.Errorf("label %q, chosen %q", sp.Label, rs.Chosen())
@@ -314,6 +323,44 @@ func TestAttackRegistryBinding(t *testing.T) {
 		if !r.Blocked() || r.ExitCode() != 12 || len(r.Findings) != 1 || r.Findings[0].Kind != finding.Impersonation ||
 			!strings.Contains(r.Findings[0].Message, "registry entry "+c.ref+": "+c.want) {
 			t.Errorf("%s: blocked %v exit %d %+v", c.ref, r.Blocked(), r.ExitCode(), r.Findings)
+		}
+	}
+}
+
+// CheckRegistry runs nothing its entry's bundle does not bind: a package
+// of another version than the bundle's is refused (12) before its command
+// starts, and so is an entry whose bundle is not the file named (10);
+// the genuine entry's command is started.
+func TestAttackRegistryPrecheckStartsNothing(t *testing.T) {
+	f := newFakeRegistry(t)
+	bundle, p := registryBundle(t, "io.github.acme/weather", "1.2.0")
+	f.files["/weather.etdi.json"] = bundle
+	url, digest := f.srv.URL+"/weather.etdi.json", registry.Digest(bundle)
+	f.entries["io.github.acme/weather@1.0.0"] = npmEntry("io.github.acme/weather", "1.0.0", "1.2.0", url, digest)
+	f.entries["io.github.acme/weather@2.0.0"] = npmEntry("io.github.acme/weather", "2.0.0", "1.2.1", url, digest)
+	f.entries["io.github.acme/weather@3.0.0"] = npmEntry("io.github.acme/weather", "3.0.0", "1.2.0", url, "sha256:"+strings.Repeat("0", 64))
+	dir := t.TempDir()
+	for _, c := range []struct {
+		version string
+		exit    int // 0: started
+	}{{"2.0.0", 12}, {"3.0.0", 10}, {"1.0.0", 0}} {
+		rs, err := DescribeRegistry(context.Background(), f.client(t), "io.github.acme/weather", c.version, RegistryOptions{Inputs: registry.Inputs{"WEATHER_API_KEY": secretKey}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		marker := filepath.Join(dir, c.version)
+		rs.Spec.Command = []string{script(t, dir, "run-"+c.version, "touch "+marker)}
+		r, err := CheckRegistry(context.Background(), rs, Options{Policy: p, Pins: filepath.Join(dir, "pins.db")}, FetchOptions{StartTimeout: time.Minute, Timeout: time.Minute})
+		_, statErr := os.Stat(marker)
+		started := statErr == nil
+		if c.exit == 0 {
+			if !started || err == nil {
+				t.Errorf("%s: the genuine entry's command was not started (%v)", c.version, err)
+			}
+			continue
+		}
+		if err != nil || started || r.ExitCode() != c.exit {
+			t.Errorf("%s: started %v, err %v, report %+v", c.version, started, err, r)
 		}
 	}
 }
