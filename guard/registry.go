@@ -40,7 +40,7 @@ type RegistryOptions struct {
 
 // RegistryServer is a registry entry's server as a host would run it:
 // the entry, the package or remote chosen, the launch built from it
-// ([Spec]), and the bundle the entry names, fetched and checked against
+// (its Spec), and the bundle the entry names, fetched and checked against
 // the entry's digest. [RegistryServer.Options] turns it into the options
 // of [Check].
 type RegistryServer struct {
