@@ -364,3 +364,68 @@ func TestAttackRegistryPrecheckStartsNothing(t *testing.T) {
 		}
 	}
 }
+
+// FuzzDescribeRegistryEntry: whatever server.json a registry sends, the
+// launch etdi builds from it runs a runner of the package's type (never a
+// program the entry names), a remote is reached by URL alone, and the
+// label never holds a value given for an input. The bundle it
+// names is never fetched here: the client refuses every request.
+func FuzzDescribeRegistryEntry(f *testing.F) {
+	f.Add(npmEntry("io.github.acme/weather", "1.0.0", "1.2.0", "", ""))
+	f.Add(npmEntry("io.github.acme/weather", "1.0.0", "1.2.0", "https://acme.example/w.etdi.json", "sha256:"+strings.Repeat("ab", 32)))
+	f.Add(strings.Replace(npmEntry("io.github.acme/weather", "1.0.0", "1.2.0", "", ""), `"registryType": "npm",`, `"registryType": "npm", "runtimeHint": "/bin/sh",`, 1))
+	f.Add(`{"name": "io.github.acme/w", "version": "1", "packages": [{"registryType": "oci", "identifier": "ghcr.io/acme/w:1.0", "transport": {"type": "stdio"},
+	  "runtimeArguments": [{"type": "named", "name": "-v", "value": "/:/host"}], "environmentVariables": [{"name": "K", "isSecret": true}]}]}`)
+	f.Add(`{"name": "io.github.acme/w", "version": "1", "packages": [{"registryType": "pypi", "identifier": "acme-w", "version": "2.0", "runtimeHint": "pipx", "transport": {"type": "stdio"},
+	  "packageArguments": [{"type": "positional", "valueHint": "dir", "isSecret": true}]}]}`)
+	f.Add(`{"name": "io.github.acme/w", "version": "1", "remotes": [{"type": "streamable-http", "url": "https://{host}/mcp", "variables": {"host": {"isSecret": true}},
+	  "headers": [{"name": "X-Key", "isSecret": true, "value": "{key}", "variables": {"key": {"isSecret": true}}}]}]}`)
+	const secret = "s3cret-Input-Value-91"
+	refuse := &http.Client{Transport: roundTripFunc(func(*http.Request) (*http.Response, error) { return nil, errors.New("no network here") })}
+	f.Fuzz(func(t *testing.T, doc string) {
+		s, err := registry.ParseServerJSON([]byte(doc))
+		if err != nil {
+			return
+		}
+		in := registry.Inputs{}
+		for _, p := range s.Packages {
+			for _, e := range p.EnvironmentVariables {
+				in[e.Name] = secret
+			}
+			for _, a := range append(append([]registry.Argument{}, p.RuntimeArguments...), p.PackageArguments...) {
+				in[a.Name], in[a.ValueHint] = secret, secret
+			}
+		}
+		for _, r := range s.Remotes {
+			for _, h := range r.Headers {
+				in[h.Name] = secret
+			}
+			for n := range r.Variables {
+				in[n] = secret
+			}
+		}
+		rs, err := DescribeRegistryEntry(context.Background(), &registry.Entry{Server: s}, RegistryOptions{Inputs: in, HTTP: refuse})
+		if err != nil {
+			return
+		}
+		if strings.Contains(rs.Spec.Label, secret) || strings.Contains(rs.Chosen(), secret) {
+			t.Fatalf("label %q shows a secret input", rs.Spec.Label)
+		}
+		if rs.Package == nil {
+			if len(rs.Spec.Command) != 0 || rs.Spec.URL == "" {
+				t.Fatalf("a remote described as %q %q", rs.Spec.Command, rs.Spec.URL)
+			}
+			return
+		}
+		if !slices.Contains(registry.Runners[rs.Package.RegistryType], rs.Spec.Command[0]) {
+			t.Fatalf("%s package started with %q", rs.Package.RegistryType, rs.Spec.Command[0])
+		}
+		if rs.Bundle != nil {
+			t.Fatal("a bundle was fetched without a network")
+		}
+	})
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
