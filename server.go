@@ -284,30 +284,6 @@ func parseArtifacts(f strictjson.Field) ([]Artifact, error) {
 	return out, nil
 }
 
-// ValidateRegistryName checks a server's name in MCP registries
-// (SPEC.md §4): NAMESPACE/NAME, 3–200 bytes, the namespace of ASCII
-// letters, digits, "." and "-", the name of those and "_", as the
-// registry itself requires.
-func ValidateRegistryName(n string) error {
-	if len(n) < 3 || len(n) > 200 {
-		return fmt.Errorf("registry name must be 3 to 200 bytes, not %d", len(n))
-	}
-	ns, name, ok := strings.Cut(n, "/")
-	if !ok || ns == "" || name == "" || strings.Contains(name, "/") {
-		return fmt.Errorf("registry name %q is not NAMESPACE/NAME", n)
-	}
-	for i := 0; i < len(n); i++ {
-		c := n[i]
-		switch {
-		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '.', c == '-', c == '/':
-		case c == '_' && i > len(ns):
-		default:
-			return fmt.Errorf("registry name %q: character %q is not allowed (letters, digits, '.', '-'; '_' after the '/')", n, c)
-		}
-	}
-	return nil
-}
-
 // ServerValue is the JSON value of a server object, as manifests and
 // statements write it.
 func ServerValue(s Server) *strictjson.Value {

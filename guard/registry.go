@@ -326,8 +326,10 @@ func (rs *RegistryServer) Chosen() string {
 
 // Options returns opts set for checking the entry's server: its bundle
 // (from the URL the entry names), the name it is pinned under without
-// one, its description and credentials, and the registry entry a
-// verified bundle must be bound to.
+// one, its description and credentials, the registry name the bundle is
+// checked for (its server.registryName and its provider's namespaces,
+// SPEC.md §4.2), and the entry whose package or remote a verified bundle
+// must bind.
 func (rs *RegistryServer) Options(opts Options) Options {
 	if rs.Bundle != nil {
 		opts.Bundle, opts.BundleSource = rs.Bundle, rs.Meta.Bundle
@@ -336,6 +338,7 @@ func (rs *RegistryServer) Options(opts Options) Options {
 	opts.Spec = rs.Spec
 	opts.Credentials = append(append([]Credential{}, opts.Credentials...), rs.Spec.Credentials...)
 	opts.Registry = rs
+	opts.RegistryName = rs.Entry.Server.Name
 	return opts
 }
 
@@ -345,19 +348,17 @@ func (rs *RegistryServer) Report() *Report {
 	return &Report{Tools: []pin.ToolState{}, Findings: append([]finding.Finding{}, rs.Findings...)}
 }
 
-// bindingFindings compare a verified bundle with the entry: its
-// server.registryName must be the entry's name, and its artifacts or
-// endpoints must bind the package or remote checked (registry.Binding's
-// rules). Each mismatch is an impersonation finding naming both sides.
+// bindingFindings compare a verified bundle with the entry: its artifacts
+// or endpoints must bind the package or remote checked
+// ([registry.BindsPackage], [registry.BindsRemote]). Each mismatch is an
+// impersonation finding naming both sides. The entry's name is held to
+// the bundle by verification ([Options.RegistryName]).
 func (rs *RegistryServer) bindingFindings(res *verify.Result) []finding.Finding {
 	if rs == nil || res == nil || res.Statement == nil {
 		return nil
 	}
 	signed := res.Statement.Server
 	var ms []registry.Mismatch
-	if signed.RegistryName != "" && signed.RegistryName != rs.Entry.Server.Name {
-		ms = append(ms, registry.Mismatch{What: "name", Why: fmt.Sprintf("the bundle is for %s, the entry is %s", signed.RegistryName, rs.Entry.Server.Name)})
-	}
 	if rs.Package != nil {
 		if m := registry.BindsPackage(*rs.Package, signed); m != nil {
 			ms = append(ms, *m)
