@@ -355,6 +355,10 @@ func (e *env) checkExit(f *checkFlags, out *checkOutput) error {
 			say(e.stderr, "etdi: approval required (exit 13): the lockfile %s does not approve the tools above; approve them into a pin database and write the lockfile again (etdi pin export --lock)\n", f.pf.lock)
 			break
 		}
+		if f.sf.reg.url != "" { // etdi pin approve reads no registry
+			say(e.stderr, "etdi: approval required (exit 13): review the tools above, then check again with --yes, or with --approve%s\n", instructionsHint(out.Servers))
+			break
+		}
 		say(e.stderr, "etdi: approval required (exit 13): review the tools above, then run etdi pin approve with the same inputs, or check again with --approve%s\n", instructionsHint(out.Servers))
 	default:
 		say(e.stderr, "etdi: check failed (exit %d)\n", out.ExitCode)
