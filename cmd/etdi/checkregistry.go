@@ -9,6 +9,7 @@ import (
 
 	"github.com/etdi-dev/etdi/guard"
 	"github.com/etdi-dev/etdi/internal/colour"
+	"github.com/etdi-dev/etdi/internal/redact"
 	"github.com/etdi-dev/etdi/registry"
 	"github.com/etdi-dev/etdi/trust"
 	"github.com/spf13/pflag"
@@ -89,12 +90,12 @@ func (e *env) registryTargets(f *serverFlags, args []string) ([]target, error) {
 	if err != nil {
 		// Not started: the entry's own text may be anywhere in err, and
 		// the values given for its inputs are not shown.
-		var secrets guard.ServerSpec
+		var given redact.Set
 		for _, v := range in {
-			secrets.Secrets.Add(v)
+			given.Add(v)
 		}
 		return []target{{ServerSpec: &guard.ServerSpec{Label: en.Server.Name + "@" + en.Server.Version, Name: cmp.Or(f.name, en.Server.Name),
-			Problems: []string{secrets.Secrets.String(err.Error())}}, registry: rc}}, nil
+			Problems: []string{given.String(err.Error())}}, registry: rc}}, nil
 	}
 	rc.Checked, rc.Note = rs.Chosen(), rs.Deprecated()
 	if rs.Meta != nil {
