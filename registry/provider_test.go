@@ -91,12 +91,18 @@ func TestManifestServerResolvedOtherVersion(t *testing.T) {
 	s := mustParse(t, providerJSON)
 	other := weatherNPM
 	other.Version = "1.1.0"
-	_, problems, err := ManifestServer(s, resolveTo(other))
+	server, problems, err := ManifestServer(s, resolveTo(other))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(problems) != 1 || problems[0].What != "npm @acme/weather-mcp@1.2.0" || !strings.Contains(problems[0].Why, "1.1.0") {
+	if len(problems) != 1 || problems[0].What != "npm @acme/weather-mcp@1.2.0" || !strings.Contains(problems[0].Why, "what the launch runs, npm @acme/weather-mcp@1.1.0") {
 		t.Fatalf("problems %v", problems)
+	}
+	// The other version is not written into the manifest.
+	for _, a := range server.Artifacts {
+		if a.Type == etdi.ArtifactNPM {
+			t.Errorf("artifact %v kept", a)
+		}
 	}
 }
 
