@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"os"
 
 	"github.com/etdi-dev/etdi/registry"
@@ -22,6 +23,10 @@ import (
 //	    FILE's dev.etdi metadata, read as a client reads it
 //	    (registry.ServerJSON.EtdiMeta), names URL and the SHA-256 of the
 //	    file BUNDLE.
+//	serverjson-published NAME VERSION BUNDLE URL
+//	    the registry at $REGISTRY serves NAME at VERSION, read as a client
+//	    reads it (registry.Client.Get), with dev.etdi metadata naming URL
+//	    and the SHA-256 of the file BUNDLE.
 func init() {
 	scriptCmds["serverjson-kept"] = func(ts *testscript.TestScript, neg bool, args []string) {
 		if neg || len(args) != 2 {
@@ -55,16 +60,34 @@ func init() {
 		}
 		s, err := registry.ParseServerJSON([]byte(ts.ReadFile(args[0])))
 		ts.Check(err)
-		m, ok, err := s.EtdiMeta()
-		ts.Check(err)
-		if !ok {
-			ts.Fatalf("%s has no dev.etdi metadata", args[0])
+		checkEtdiMeta(ts, args[0], s, args[1], args[2])
+	}
+	scriptCmds["serverjson-published"] = func(ts *testscript.TestScript, neg bool, args []string) {
+		if neg || len(args) != 4 {
+			ts.Fatalf("usage: serverjson-published NAME VERSION BUNDLE URL")
 		}
-		bundle, err := os.ReadFile(ts.MkAbs(args[1]))
+		c := &registry.Client{BaseURL: ts.Getenv("REGISTRY")}
+		e, err := c.Get(context.Background(), args[0], args[1])
 		ts.Check(err)
-		if m.Bundle != args[2] || m.Digest != registry.Digest(bundle) {
-			ts.Fatalf("%s names %s %s, want %s %s", args[0], m.Bundle, m.Digest, args[2], registry.Digest(bundle))
+		if e.Server.Name != args[0] || e.Server.Version != args[1] {
+			ts.Fatalf("the registry answered %s %s", e.Server.Name, e.Server.Version)
 		}
+		checkEtdiMeta(ts, "the registry's entry", e.Server, args[2], args[3])
+	}
+}
+
+// checkEtdiMeta fails the script unless s's dev.etdi metadata names url
+// and the SHA-256 of the file bundle.
+func checkEtdiMeta(ts *testscript.TestScript, what string, s *registry.ServerJSON, bundle, url string) {
+	m, ok, err := s.EtdiMeta()
+	ts.Check(err)
+	if !ok {
+		ts.Fatalf("%s has no dev.etdi metadata", what)
+	}
+	b, err := os.ReadFile(ts.MkAbs(bundle))
+	ts.Check(err)
+	if m.Bundle != url || m.Digest != registry.Digest(b) {
+		ts.Fatalf("%s names %s %s, want %s %s", what, m.Bundle, m.Digest, url, registry.Digest(b))
 	}
 }
 
