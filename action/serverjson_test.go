@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/etdi-dev/etdi/registry"
+	"go.yaml.in/yaml/v3"
 )
 
 // registryServerJSON is the weather server's server.json: the demo
@@ -106,5 +107,51 @@ func TestActionSignServerJSON(t *testing.T) {
 	res = sign("mcp/server.json", "")
 	if res.Failed != "etdi sign" || !hasCommand(res, "::error title=etdi::inputs server-json and bundle-url go together") || strings.Contains(res.Log, "etdi: signed") {
 		t.Errorf("server-json without bundle-url: failed %q, commands %q", res.Failed, res.Commands)
+	}
+}
+
+// TestRegistryWorkflow checks the registry release workflow docs/ci.md
+// shows: it is examples/workflows/provider-registry.yml as it is, and it
+// signs with server-json and a bundle-url that names the bundle it
+// attaches, then attaches the bundle, and only then runs mcp-publisher
+// publish, so the registry never names a bundle that is not there.
+func TestRegistryWorkflow(t *testing.T) {
+	t.Parallel()
+	text := readFile(t, filepath.Join(repoRoot, "examples", "workflows", "provider-registry.yml"))
+	_, body, ok := strings.Cut(text, "\nname: ")
+	if !ok || !strings.Contains(readFile(t, filepath.Join(repoRoot, "docs", "ci.md")), "```yaml\nname: "+body+"```\n") {
+		t.Fatal("docs/ci.md does not show examples/workflows/provider-registry.yml as it is")
+	}
+	var w workflowFile
+	if err := yaml.Unmarshal([]byte(text), &w); err != nil {
+		t.Fatal(err)
+	}
+	steps := w.Jobs["release"].Steps
+	at := func(pred func(actionStep) bool) int {
+		for i, s := range steps {
+			if pred(s) {
+				return i
+			}
+		}
+		return -1
+	}
+	sign := at(func(s actionStep) bool {
+		return strings.HasPrefix(s.Uses, "etdi-dev/etdi@") && s.With["command"] == "sign"
+	})
+	if sign < 0 {
+		t.Fatal("the workflow does not sign with the action")
+	}
+	s := steps[sign]
+	if s.With["server-json"] != "server.json" || !strings.HasSuffix(s.With["bundle-url"], "/"+s.With["bundle"]) || !strings.HasPrefix(s.With["bundle-url"], "https://") {
+		t.Errorf("the sign step's inputs: %v", s.With)
+	}
+	npm := at(func(s actionStep) bool { return strings.Contains(s.Run, "npm publish") })
+	check := at(func(s actionStep) bool {
+		return strings.Contains(s.Run, "etdi manifest check") && strings.Contains(s.Run, "--server-json")
+	})
+	attach := at(func(s actionStep) bool { return strings.Contains(s.Run, "gh release upload") })
+	publish := at(func(s actionStep) bool { return strings.Contains(s.Run, "mcp-publisher publish") })
+	if !(0 <= npm && npm < sign && sign < check && check < attach && attach < publish) {
+		t.Errorf("steps out of order: npm publish %d, sign %d, check %d, attach %d, mcp-publisher publish %d", npm, sign, check, attach, publish)
 	}
 }
