@@ -250,11 +250,11 @@ remotes' URLs (a URL with {variables} is refused: no endpoint can cover
 what a host fills in), and server.artifacts bind each package: an MCPB by
 its fileSha256, an OCI image named by digest by that digest, and an npm or
 PyPI package or an image by tag by what a host's launch of it runs,
-resolved as for a command (so run init in the project whose lockfile
-installed the package, or where npx has run it). Without --server, --url
-or --tools the tools come from starting server.json's first stdio package
-as a host would (npx -y PACKAGE@VERSION, uvx, docker run), else from its
-first remote; --input NAME=VALUE gives the package's or remote's inputs (an
+resolved as for a command once the server was listed (from the project's
+lockfile, or npx's cache, where starting the package put it). Without
+--server, --url or --tools the tools come from starting server.json's
+first stdio package as a host would (npx -y PACKAGE@VERSION, uvx, docker
+run), else from its first remote; --input NAME=VALUE gives the package's or remote's inputs (an
 environment variable, a header, an argument's flag or valueHint, a URL
 variable). Every package and remote must end up bound, else init fails
 naming each one it could not bind: clients checking the registry entry
@@ -300,21 +300,11 @@ would refuse the bundle. --no-bind cannot be combined with --server-json.`,
 			}
 			name := serverName
 			var bind etdi.Server
-			if sj != nil {
-				if bind, err = e.serverJSONBinding(serverJSON, sj, &t, in); err != nil {
-					return err
-				}
-				if name == "" {
-					name = bind.Name
-				}
-			}
 			for _, ep := range endpoints {
 				if err := etdi.ValidateEndpoint(ep); err != nil {
 					return usagef("--endpoint: %v", err)
 				}
-				if !slices.Contains(bind.Endpoints, ep) {
-					bind.Endpoints = append(bind.Endpoints, ep)
-				}
+				bind.Endpoints = append(bind.Endpoints, ep)
 			}
 			if sj == nil && !noBind && t.toolsFile == "" {
 				switch o := guard.ResolveOrigin(e.ctx, t.Server()); {
@@ -337,6 +327,22 @@ would refuse the bundle. --no-bind cannot be combined with --server-json.`,
 			tools, served, err := e.listTools(&sf, &t)
 			if err != nil {
 				return err
+			}
+			if sj != nil {
+				// Resolved once the server ran: a package npx fetched
+				// to start it is then in npx's cache.
+				extra := bind.Endpoints
+				if bind, err = e.serverJSONBinding(serverJSON, sj, &t, in); err != nil {
+					return err
+				}
+				for _, ep := range extra {
+					if !slices.Contains(bind.Endpoints, ep) {
+						bind.Endpoints = append(bind.Endpoints, ep)
+					}
+				}
+				if name == "" {
+					name = bind.Name
+				}
 			}
 			if name == "" {
 				name = served

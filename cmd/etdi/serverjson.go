@@ -84,10 +84,11 @@ func serverJSONTarget(path string, s *registry.ServerJSON, in registry.Inputs) (
 }
 
 // serverJSONBinding is the server section of a manifest for server.json
-// s (registry.ManifestServer): an npm or PyPI package, or an image by
-// tag, is bound to what the started command runs when it is that package,
-// else to what a host's launch of it would run, resolved in the current
-// directory. A package or remote it cannot bind is an error naming each.
+// s (registry.ManifestServer), made after the server t was listed: an npm
+// or PyPI package, or an image by tag, is bound to what t's command runs
+// when it is that package, else to what a host's launch of it would run,
+// resolved in the current directory. A package or remote it cannot bind
+// is an error naming each.
 func (e *env) serverJSONBinding(path string, s *registry.ServerJSON, t *target, in registry.Inputs) (etdi.Server, error) {
 	var started *etdi.Artifact
 	if t.URL == "" && len(t.Command) > 0 {
@@ -115,7 +116,7 @@ func (e *env) serverJSONBinding(path string, s *registry.ServerJSON, t *target, 
 		return server, &hintError{
 			err: mismatchList(fmt.Sprintf("%s: the bundle would not bind every package and remote", path), problems),
 			hint: "run manifest init where a host's launch of each npm or PyPI package resolves " +
-				"(in the project whose lockfile installed it, or after npx has run it), pull an image " +
+				"(in the project whose lockfile installed it, or once npx or uvx has run it), pull an image " +
 				"named by tag, or remove from server.json what clients should not run " +
 				"(docs/registry.md#provider-publishing-a-signed-server)",
 		}
