@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/etdi-dev/etdi"
 )
 
 // FuzzParse checks that a policy that parses marshals to one that parses
@@ -52,7 +54,7 @@ func FuzzParse(f *testing.F) {
 				t.Fatal("registry namespaces changed in a round trip")
 			}
 			for _, ns := range p.Providers[i].RegistryNamespaces {
-				if CheckRegistryNamespace(ns) != nil || !p.Providers[i].CoversRegistryName(ns+"/x") {
+				if etdi.ValidateRegistryNamespace(ns) != nil || !p.Providers[i].CoversRegistryName(ns+"/x") {
 					t.Fatalf("namespace %q was accepted but does not cover its own names", ns)
 				}
 			}
@@ -80,20 +82,20 @@ func FuzzRegistryNames(f *testing.F) {
 	f.Add("io.github.acme", "io.github.acme-evil/x", "https://github.com.evil/acme/x")
 	f.Add("io.github.acm\u212a", "io.github.acmk/x", "https://github.com/acm\u212a/x/y")
 	f.Fuzz(func(t *testing.T, ns, name, identity string) {
-		other := RegistryNamespaceOf(name)
-		if SameRegistryNamespace(ns, other) != SameRegistryNamespace(other, ns) {
-			t.Fatalf("SameRegistryNamespace(%q, %q) is not symmetric", ns, other)
+		other := etdi.RegistryNamespace(name)
+		if etdi.SameRegistryNamespace(ns, other) != etdi.SameRegistryNamespace(other, ns) {
+			t.Fatalf("etdi.SameRegistryNamespace(%q, %q) is not symmetric", ns, other)
 		}
-		if CheckRegistryNamespace(ns) == nil {
+		if etdi.ValidateRegistryNamespace(ns) == nil {
 			prov := &Provider{ID: "acme", RegistryNamespaces: []string{ns}}
 			if !prov.CoversRegistryName(ns + "/x") {
 				t.Fatalf("namespace %q does not cover its own names", ns)
 			}
-			if prov.CoversRegistryName(name) && !SameRegistryNamespace(ns, other) {
+			if prov.CoversRegistryName(name) && !etdi.SameRegistryNamespace(ns, other) {
 				t.Fatalf("namespace %q covers %q of another namespace", ns, name)
 			}
 		}
-		if owner, ok := GitHubOwner(ns); ok && GitHubIdentityOf(identity, owner) {
+		if owner, ok := etdi.GitHubOwner(ns); ok && etdi.GitHubIdentityOf(identity, owner) {
 			if !strings.HasPrefix(identity, "https://github.com/") || !strings.Contains(identity[len("https://github.com/"):], "/") {
 				t.Fatalf("%q is taken for a workflow of %q", identity, owner)
 			}

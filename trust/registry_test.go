@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/etdi-dev/etdi"
 	"github.com/etdi-dev/etdi/keys"
 )
 
@@ -152,8 +153,8 @@ func TestSameRegistryName(t *testing.T) {
 		{"com.acme/weather", "com.acme/weather2", false},
 		{"io.github.acme/weather", "io.github.acme", false},
 	} {
-		if got := SameRegistryName(tc.a, tc.b); got != tc.want {
-			t.Errorf("SameRegistryName(%q, %q) = %v", tc.a, tc.b, got)
+		if got := etdi.SameRegistryName(tc.a, tc.b); got != tc.want {
+			t.Errorf("etdi.SameRegistryName(%q, %q) = %v", tc.a, tc.b, got)
 		}
 	}
 }
@@ -171,11 +172,11 @@ func TestGitHubIdentityOf(t *testing.T) {
 		"acme@example.com":                                   false,
 		"https://github.com/acme\u212a/weather/x.yml":        false, // a Kelvin sign is no k
 	} {
-		if got := GitHubIdentityOf(id, "acme"); got != want {
-			t.Errorf("GitHubIdentityOf(%q, acme) = %v, want %v", id, got, want)
+		if got := etdi.GitHubIdentityOf(id, "acme"); got != want {
+			t.Errorf("etdi.GitHubIdentityOf(%q, acme) = %v, want %v", id, got, want)
 		}
 	}
-	if GitHubIdentityOf("https://github.com/acmK/x/y", "acm\u212a") {
+	if etdi.GitHubIdentityOf("https://github.com/acmK/x/y", "acm\u212a") {
 		t.Error("a Kelvin sign in the owner folds")
 	}
 }

@@ -978,10 +978,10 @@ func readProviderNamespaces(f strictjson.Field, _ strictjson.ObjectField, prov *
 		if err != nil {
 			return err
 		}
-		if err := CheckRegistryNamespace(ns); err != nil {
+		if err := etdi.ValidateRegistryNamespace(ns); err != nil {
 			return a.Elem(i).Errorf("%v", err)
 		}
-		if slices.ContainsFunc(prov.RegistryNamespaces, func(x string) bool { return SameRegistryNamespace(x, ns) }) {
+		if slices.ContainsFunc(prov.RegistryNamespaces, func(x string) bool { return etdi.SameRegistryNamespace(x, ns) }) {
 			return a.Elem(i).Errorf("registry namespace %q listed twice", ns)
 		}
 		prov.RegistryNamespaces = append(prov.RegistryNamespaces, ns)

@@ -46,15 +46,15 @@ func RegistryFindings(st *etdi.Statement, p *trust.Policy, name string, signer *
 	if err := etdi.ValidateRegistryName(name); err != nil {
 		return imp("it is checked for a registry name that covers nothing: %v", err)
 	}
-	if own != "" && !trust.SameRegistryName(own, name) {
+	if own != "" && !etdi.SameRegistryName(own, name) {
 		return imp("it was made for registry entry %q and is checked for registry entry %q", own, name)
 	}
-	ns := trust.RegistryNamespaceOf(name)
+	ns := etdi.RegistryNamespace(name)
 	if prov := p.Provider(st.Provider.ID); prov != nil && !prov.CoversRegistryName(name) {
 		return imp("registry name %q is in namespace %q, and provider %q publishes only under %s",
 			name, ns, st.Provider.ID, strings.Join(prov.RegistryNamespaces, ", "))
 	}
-	owner, github := trust.GitHubOwner(ns)
+	owner, github := etdi.GitHubOwner(ns)
 	if !github || signer == nil || signer.Sigstore == nil {
 		return nil
 	}
@@ -62,9 +62,9 @@ func RegistryFindings(st *etdi.Statement, p *trust.Policy, name string, signer *
 	switch {
 	case ks.Issuer != trust.GitHubIssuer && !strings.HasPrefix(ks.Issuer, trust.GitHubIssuer+"/"):
 		return imp("registry name %q is in GitHub namespace %q, and its keyless signer's issuer %q is not GitHub Actions'", name, ns, ks.Issuer)
-	case !trust.GitHubIdentityOf(ks.Identity, owner):
+	case !etdi.GitHubIdentityOf(ks.Identity, owner):
 		return imp("registry name %q is in GitHub namespace %q, and it is signed by %q, which is not a workflow of https://github.com/%s/", name, ns, ks.Identity, owner)
-	case ks.Repository != "" && !trust.GitHubIdentityOf(ks.Repository+"/", owner):
+	case ks.Repository != "" && !etdi.GitHubIdentityOf(ks.Repository+"/", owner):
 		return imp("registry name %q is in GitHub namespace %q, and its keyless signature was made for repository %q, which is not https://github.com/%s/'s", name, ns, ks.Repository, owner)
 	}
 	return nil

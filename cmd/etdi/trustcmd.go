@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/etdi-dev/etdi"
 	"github.com/etdi-dev/etdi/idp"
 	"github.com/etdi-dev/etdi/internal/termtext"
 	"github.com/etdi-dev/etdi/keyless/tuf"
@@ -116,7 +117,7 @@ in the policy, or one trusted in the same command.`,
 				return usagef("--provider and at least one --key, a --sigstore-issuer, an --issuer or a --registry-namespace are required")
 			}
 			for _, ns := range namespaces {
-				if err := trust.CheckRegistryNamespace(ns); err != nil {
+				if err := etdi.ValidateRegistryNamespace(ns); err != nil {
 					return usagef("--registry-namespace: %v", err)
 				}
 			}
