@@ -3,9 +3,7 @@ package registry
 import (
 	"context"
 	"fmt"
-	"net/url"
 	"os"
-	"path"
 	"slices"
 	"strings"
 
@@ -18,12 +16,14 @@ import (
 // registry entry: RegistryName is s's name, Name the part after its "/",
 // Version s's version; Endpoints are the remotes' URLs (a URL with
 // {variables} is an error: a host fills them in, so no endpoint can cover
-// it); Artifacts hold one artifact per package. An MCPB's artifact is its
-// fileSha256 (named after the URL's file name without .mcpb), an OCI image
-// named by digest its digest: server.json states them. For the others (an
-// npm or PyPI package, an image by tag) only what a host's launch runs
-// tells the digest: resolve returns it ([ResolvePackage] does, from the
-// runner's cache or lockfile). A package that resolve cannot resolve, or
+// it); Artifacts hold one artifact per package. An OCI image named by
+// digest is bound by that digest: server.json states it. For the others
+// resolve returns the artifact: for an npm or PyPI package or an image by
+// tag, what a host's launch of it runs ([ResolvePackage] resolves it from
+// the runner's cache or lockfile); for an MCPB, the file's artifact, whose
+// name and version are its manifest.json's (mcpb.File.Artifact), and
+// whose digest must be the fileSha256. A package that resolve cannot
+// resolve, or
 // that etdi cannot bind (NuGet), is returned as a [Mismatch] saying why;
 // so is each package or remote the result does not bind ([Binding]). No
 // mismatch means every package and remote of s is bound.
@@ -69,7 +69,9 @@ func packageArtifact(p Package, resolve func(Package) (etdi.Artifact, error)) (e
 		if p.FileSHA256 == "" {
 			return etdi.Artifact{}, fmt.Errorf("the entry gives no fileSha256")
 		}
-		return etdi.Artifact{Type: ArtifactMCPB, Name: mcpbName(p.Identifier), Version: p.Version, Digest: "sha256:" + p.FileSHA256}, nil
+		if resolve == nil {
+			return etdi.Artifact{}, fmt.Errorf("its artifact is named by the file's manifest.json, and no MCPB file was read")
+		}
 	case PackageOCI:
 		if name, tag, digest := splitImage(p.Identifier); digest != "" {
 			return etdi.Artifact{Type: etdi.ArtifactOCI, Name: name, Version: tag, Digest: digest}, nil
@@ -89,19 +91,6 @@ func packageArtifact(p Package, resolve func(Package) (etdi.Artifact, error)) (e
 		return etdi.Artifact{}, fmt.Errorf("what the launch runs, %s, is not this package: %s", a.String(), m.Why)
 	}
 	return a, nil
-}
-
-// mcpbName is the file name of an MCPB's URL without .mcpb.
-func mcpbName(raw string) string {
-	p := raw
-	if u, err := url.Parse(raw); err == nil && u.Path != "" {
-		p = u.Path
-	}
-	n := strings.TrimSuffix(path.Base(p), ".mcpb")
-	if n == "" || n == "." || n == "/" {
-		return raw
-	}
-	return n
 }
 
 // ResolvePackage returns the artifact a host's launch of package p runs

@@ -31,6 +31,19 @@ const (
 
 var weatherNPM = etdi.Artifact{Type: etdi.ArtifactNPM, Name: "@acme/weather-mcp", Version: "1.2.0", Digest: "sha512-AAAA"}
 
+// weatherMCPB is the MCPB file of providerJSON, as its manifest.json
+// names it.
+var weatherMCPB = etdi.Artifact{Type: ArtifactMCPB, Name: "acme-weather", Version: "1.2.0", Digest: "sha256:" + hexA}
+
+// resolveWeather resolves providerJSON's packages: the npm package to
+// weatherNPM, the MCPB file to weatherMCPB.
+func resolveWeather(p Package) (etdi.Artifact, error) {
+	if p.RegistryType == PackageMCPB {
+		return weatherMCPB, nil
+	}
+	return weatherNPM, nil
+}
+
 // resolveTo resolves every package to a.
 func resolveTo(a etdi.Artifact) func(Package) (etdi.Artifact, error) {
 	return func(Package) (etdi.Artifact, error) { return a, nil }
@@ -50,7 +63,7 @@ func TestManifestServer(t *testing.T) {
 	var asked []string
 	server, problems, err := ManifestServer(s, func(p Package) (etdi.Artifact, error) {
 		asked = append(asked, PackageLabel(p))
-		return weatherNPM, nil
+		return resolveWeather(p)
 	})
 	if err != nil || len(problems) != 0 {
 		t.Fatalf("err %v, problems %v", err, problems)
@@ -63,7 +76,7 @@ func TestManifestServer(t *testing.T) {
 	}
 	want := []etdi.Artifact{
 		weatherNPM,
-		{Type: ArtifactMCPB, Name: "weather-1.2.0", Version: "1.2.0", Digest: "sha256:" + hexA},
+		weatherMCPB,
 		{Type: etdi.ArtifactOCI, Name: "ghcr.io/acme/weather", Digest: "sha256:" + hexB},
 	}
 	if len(server.Artifacts) != len(want) {
@@ -74,9 +87,9 @@ func TestManifestServer(t *testing.T) {
 			t.Errorf("artifact %d: %+v, want %+v", i, server.Artifacts[i], want[i])
 		}
 	}
-	// Only the npm package needs what a launch runs: server.json states
-	// the MCPB's and the image's digests.
-	if len(asked) != 1 || asked[0] != "npm @acme/weather-mcp@1.2.0" {
+	// The image's digest is server.json's: only the npm package and the
+	// MCPB file are resolved.
+	if len(asked) != 2 || asked[0] != "npm @acme/weather-mcp@1.2.0" || !strings.HasPrefix(asked[1], "mcpb ") {
 		t.Errorf("resolved %v", asked)
 	}
 	if got := Compare(s, server); len(got) != 0 {
@@ -91,7 +104,12 @@ func TestManifestServerResolvedOtherVersion(t *testing.T) {
 	s := mustParse(t, providerJSON)
 	other := weatherNPM
 	other.Version = "1.1.0"
-	server, problems, err := ManifestServer(s, resolveTo(other))
+	server, problems, err := ManifestServer(s, func(p Package) (etdi.Artifact, error) {
+		if p.RegistryType == PackageMCPB {
+			return weatherMCPB, nil
+		}
+		return other, nil
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,13 +134,15 @@ func TestManifestServerUnresolved(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(problems) != 1 || problems[0].What != "npm @acme/weather-mcp@1.2.0" {
-			t.Errorf("%s: problems %v", name, problems)
+		// The npm package and the MCPB file need resolving; the image's
+		// digest is server.json's.
+		if len(problems) != 2 || problems[0].What != "npm @acme/weather-mcp@1.2.0" || !strings.HasPrefix(problems[1].What, "mcpb ") {
+			t.Fatalf("%s: problems %v", name, problems)
 		}
 		if name == "error" && !strings.Contains(problems[0].Why, "not in the npx cache") {
 			t.Errorf("%s: the reason is lost: %v", name, problems)
 		}
-		if len(server.Artifacts) != 2 {
+		if len(server.Artifacts) != 1 {
 			t.Errorf("%s: artifacts %v", name, server.Artifacts)
 		}
 	}
@@ -149,9 +169,9 @@ func TestManifestServerRefuses(t *testing.T) {
 
 func TestCompare(t *testing.T) {
 	s := mustParse(t, providerJSON)
-	good, _, err := ManifestServer(s, resolveTo(weatherNPM))
-	if err != nil {
-		t.Fatal(err)
+	good, problems, err := ManifestServer(s, resolveWeather)
+	if err != nil || len(problems) > 0 {
+		t.Fatal(err, problems)
 	}
 	clone := func() etdi.Server {
 		c := good
@@ -260,5 +280,30 @@ func TestResolvePackageNPM(t *testing.T) {
 	}
 	if _, _, err := ResolvePackage(context.Background(), Package{RegistryType: PackageMCPB, Identifier: "https://acme.example/w.mcpb"}, nil, dir, nil); err == nil {
 		t.Error("an MCPB was resolved as a launch")
+	}
+}
+
+// An MCPB file other than the one server.json names (another SHA-256) is
+// not taken for it.
+func TestManifestServerOtherMCPB(t *testing.T) {
+	s := mustParse(t, providerJSON)
+	server, problems, err := ManifestServer(s, func(p Package) (etdi.Artifact, error) {
+		if p.RegistryType == PackageMCPB {
+			other := weatherMCPB
+			other.Digest = "sha256:" + hexB
+			return other, nil
+		}
+		return weatherNPM, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(problems) != 1 || !strings.HasPrefix(problems[0].What, "mcpb ") || !strings.Contains(problems[0].Why, "another file") {
+		t.Fatalf("problems %v", problems)
+	}
+	for _, a := range server.Artifacts {
+		if a.Type == ArtifactMCPB {
+			t.Errorf("artifact %v kept", a)
+		}
 	}
 }

@@ -223,7 +223,7 @@ type serverJSONMismatch struct {
 func (e *env) manifestInitCmd() *cobra.Command {
 	var sf serverFlags
 	var provider, providerName, serverName, toolVersion string
-	var endpoints, inputs []string
+	var endpoints, inputs, mcpbFiles []string
 	var noBind bool
 	var serverJSON string
 	cmd := &cobra.Command{
@@ -248,7 +248,9 @@ is server.json's name, server.name the part after its "/" (unless
 --server-name), server.version its version; server.endpoints are its
 remotes' URLs (a URL with {variables} is refused: no endpoint can cover
 what a host fills in), and server.artifacts bind each package: an MCPB by
-its fileSha256, an OCI image named by digest by that digest, and an npm or
+the file --mcpb gives whose SHA-256 is its fileSha256 (the artifact's name
+and version are the file's manifest.json's, as etdi check --mcpb compares
+them), an OCI image named by digest by that digest, and an npm or
 PyPI package or an image by tag by what a host's launch of it runs,
 resolved as for a command once the server was listed (from the project's
 lockfile, or npx's cache, where starting the package put it). Without
@@ -270,8 +272,8 @@ would refuse the bundle. --no-bind cannot be combined with --server-json.`,
 			if err != nil {
 				return usagef("--version: %v", err)
 			}
-			if len(inputs) > 0 && serverJSON == "" {
-				return usagef("--input needs --server-json")
+			if (len(inputs) > 0 || len(mcpbFiles) > 0) && serverJSON == "" {
+				return usagef("--input and --mcpb need --server-json")
 			}
 			if noBind && serverJSON != "" {
 				return usagef("--no-bind cannot be combined with --server-json: clients checking the registry entry refuse a bundle that does not bind its packages and remotes")
@@ -332,7 +334,7 @@ would refuse the bundle. --no-bind cannot be combined with --server-json.`,
 				// Resolved once the server ran: a package npx fetched
 				// to start it is then in npx's cache.
 				extra := bind.Endpoints
-				if bind, err = e.serverJSONBinding(serverJSON, sj, &t, in); err != nil {
+				if bind, err = e.serverJSONBinding(serverJSON, sj, &t, in, mcpbFiles); err != nil {
 					return err
 				}
 				for _, ep := range extra {
@@ -388,6 +390,7 @@ would refuse the bundle. --no-bind cannot be combined with --server-json.`,
 	cmd.Flags().StringArrayVar(&endpoints, "endpoint", nil, "a URL the server is served from, for server.endpoints (repeatable; default: the --url init connected to)")
 	cmd.Flags().BoolVar(&noBind, "no-bind", false, "leave server.endpoints and server.artifacts out: the bundle is accepted from any server")
 	cmd.Flags().StringVar(&serverJSON, "server-json", "", "the server's server.json: take its name, version, packages and remotes, and start its first stdio package unless the server is given")
+	cmd.Flags().StringArrayVar(&mcpbFiles, "mcpb", nil, "with --server-json: an MCPB file server.json names (by its fileSha256), whose manifest.json names its artifact (repeatable)")
 	cmd.Flags().StringArrayVar(&inputs, "input", nil, "with --server-json: a value for an input of the package or remote started, NAME=VALUE (repeatable)")
 	return cmd
 }

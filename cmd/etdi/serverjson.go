@@ -10,6 +10,7 @@ import (
 
 	"github.com/etdi-dev/etdi"
 	"github.com/etdi-dev/etdi/guard"
+	"github.com/etdi-dev/etdi/mcpb"
 	"github.com/etdi-dev/etdi/registry"
 )
 
@@ -89,7 +90,15 @@ func serverJSONTarget(path string, s *registry.ServerJSON, in registry.Inputs) (
 // when it is that package, else to what a host's launch of it would run,
 // resolved in the current directory. A package or remote it cannot bind
 // is an error naming each.
-func (e *env) serverJSONBinding(path string, s *registry.ServerJSON, t *target, in registry.Inputs) (etdi.Server, error) {
+func (e *env) serverJSONBinding(path string, s *registry.ServerJSON, t *target, in registry.Inputs, mcpbFiles []string) (etdi.Server, error) {
+	var files []*mcpb.File
+	for _, name := range mcpbFiles {
+		f, err := mcpb.Open(name)
+		if err != nil {
+			return etdi.Server{}, err
+		}
+		files = append(files, f)
+	}
 	var started *etdi.Artifact
 	if t.URL == "" && len(t.Command) > 0 {
 		if a, _, ok := guard.ResolveOrigin(e.ctx, t.Server()).Artifact(); ok {
@@ -97,6 +106,16 @@ func (e *env) serverJSONBinding(path string, s *registry.ServerJSON, t *target, 
 		}
 	}
 	resolve := func(p registry.Package) (etdi.Artifact, error) {
+		if p.RegistryType == registry.PackageMCPB {
+			for i, f := range files {
+				if f.Digest == "sha256:"+p.FileSHA256 {
+					a := f.Artifact()
+					say(e.stderr, "etdi: bound %s to %s (from %s)\n", registry.PackageLabel(p), a.String(), mcpbFiles[i])
+					return a, nil
+				}
+			}
+			return etdi.Artifact{}, fmt.Errorf("no --mcpb file has its fileSha256: give the MCPB file with --mcpb FILE (its manifest.json names the artifact)")
+		}
 		if started != nil && registry.BindsPackage(p, etdi.Server{Artifacts: []etdi.Artifact{*started}}) == nil {
 			say(e.stderr, "etdi: bound %s to %s (the server started)\n", registry.PackageLabel(p), started.String())
 			return *started, nil
