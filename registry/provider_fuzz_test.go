@@ -30,7 +30,7 @@ func FuzzManifestServer(f *testing.F) {
 				tag = p.Version
 			}
 			if p.RegistryType == PackageMCPB {
-				return etdi.Artifact{Type: ArtifactMCPB, Name: "w", Version: p.Version, Digest: "sha256:" + p.FileSHA256}, nil
+				return etdi.Artifact{Type: etdi.ArtifactMCPB, Name: "w", Version: p.Version, Digest: "sha256:" + p.FileSHA256}, nil
 			}
 			return etdi.Artifact{Type: p.RegistryType, Name: name, Version: tag, Digest: "sha512-AAAA"}, nil
 		}

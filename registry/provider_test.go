@@ -33,7 +33,7 @@ var weatherNPM = etdi.Artifact{Type: etdi.ArtifactNPM, Name: "@acme/weather-mcp"
 
 // weatherMCPB is the MCPB file of providerJSON, as its manifest.json
 // names it.
-var weatherMCPB = etdi.Artifact{Type: ArtifactMCPB, Name: "acme-weather", Version: "1.2.0", Digest: "sha256:" + hexA}
+var weatherMCPB = etdi.Artifact{Type: etdi.ArtifactMCPB, Name: "acme-weather", Version: "1.2.0", Digest: "sha256:" + hexA}
 
 // resolveWeather resolves providerJSON's packages: the npm package to
 // weatherNPM, the MCPB file to weatherMCPB.
@@ -302,7 +302,7 @@ func TestManifestServerOtherMCPB(t *testing.T) {
 		t.Fatalf("problems %v", problems)
 	}
 	for _, a := range server.Artifacts {
-		if a.Type == ArtifactMCPB {
+		if a.Type == etdi.ArtifactMCPB {
 			t.Errorf("artifact %v kept", a)
 		}
 	}
