@@ -24,6 +24,9 @@ import (
 // and where the tools come from (a saved tools/list, a command to start,
 // a URL, or a host configuration file).
 type serverFlags struct {
+	// mcpb and mcpbConfig are etdi check's --mcpb and --mcpb-config.
+	mcpb                            string
+	mcpbConfig                      []string
 	policy, bundle, tools, name, at string
 	server                          bool
 	url                             string
@@ -105,12 +108,14 @@ type target struct {
 	// what the report says of the entry; nil otherwise.
 	reg      *guard.RegistryServer
 	registry *registryCheck
+	// mcpb is the MCPB file of --mcpb, extracted and launched (checkmcpb.go).
+	mcpb *mcpbTarget
 }
 
 // targets resolves the flags into the servers to check.
 func (e *env) targets(f *serverFlags, args []string, dash int) ([]target, error) {
 	sources := 0
-	for _, on := range []bool{f.tools != "", f.server, f.url != "", f.config != "", f.reg.url != ""} {
+	for _, on := range []bool{f.tools != "", f.server, f.url != "", f.config != "", f.reg.url != "", f.mcpb != ""} {
 		if on {
 			sources++
 		}
@@ -118,11 +123,14 @@ func (e *env) targets(f *serverFlags, args []string, dash int) ([]target, error)
 	if f.capabilities.set && (f.tools != "" || sources == 0) {
 		return nil, usagef("--capabilities applies to a live server (--server, --url, --config), not to a saved listing or a bundle")
 	}
+	if len(f.mcpbConfig) > 0 && f.mcpb == "" {
+		return nil, usagef("--mcpb-config applies to an MCPB file (--mcpb FILE)")
+	}
 	if sources == 0 && f.bundle != "" {
 		return []target{{ServerSpec: &guard.ServerSpec{Label: f.bundle, Name: f.name}, location: f.bundle}}, nil
 	}
 	if sources != 1 {
-		return nil, usagef("give exactly one of --tools FILE, --server -- CMD..., --url URL, --config FILE|auto, --registry URL SERVER (or only --bundle)")
+		return nil, usagef("give exactly one of --tools FILE, --server -- CMD..., --url URL, --config FILE|auto, --registry URL SERVER, --mcpb FILE (or only --bundle)")
 	}
 	if f.reg.url != "" {
 		return e.registryTargets(f, args)
@@ -154,6 +162,8 @@ func (e *env) targets(f *serverFlags, args []string, dash int) ([]target, error)
 		t := targetOf(guard.Describe(f.argv, "", nil, f.name, os.Environ(), false))
 		t.location = f.bundle
 		return []target{t}, nil
+	case f.mcpb != "":
+		return e.mcpbTargets(f)
 	case f.url != "":
 		h, err := parseHeaders(f.headers)
 		if err != nil {
@@ -460,7 +470,9 @@ func (e *env) observe(f *serverFlags, pf *pinFlags, t *target, p *trust.Policy, 
 		return nil, err
 	}
 	t.SecretEnv = guard.SecretEnv(p)
-	if t.toolsFile == "" && (len(t.Command) > 0 || t.URL != "") {
+	if t.mcpb != nil {
+		opts.Origin = t.mcpb.origin()
+	} else if t.toolsFile == "" && (len(t.Command) > 0 || t.URL != "") {
 		// What the command runs is resolved before it is started.
 		opts.Origin = guard.ResolveOrigin(e.ctx, t.Server())
 	}
@@ -468,6 +480,7 @@ func (e *env) observe(f *serverFlags, pf *pinFlags, t *target, p *trust.Policy, 
 	if err != nil {
 		return nil, err
 	}
+	t.mcpb.served(t, l)
 	var r *guard.Report
 	if compare {
 		r, err = guard.Check(e.ctx, l, opts)
