@@ -52,6 +52,7 @@ func TestValidateArtifact(t *testing.T) {
 		{Type: ArtifactOCI, Name: "alpine", Version: "", Digest: sha("x")},
 		{Type: ArtifactFile, Name: "weather-server", Version: "", Digest: sha("x")},
 		{Type: ArtifactFile, Name: "My Server.exe", Version: "", Digest: sha("x")},
+		{Type: ArtifactMCPB, Name: "weather", Version: "1.2.0", Digest: sha("x")},
 	} {
 		if err := ValidateArtifact(a); err != nil {
 			t.Errorf("ValidateArtifact(%+v) = %v", a, err)
@@ -88,6 +89,8 @@ func TestValidateArtifact(t *testing.T) {
 		{Artifact{Type: ArtifactPyPI, Name: "x", Version: "1", Digest: "sha256:" + strings.ToUpper(hexA)}, "not sha256:<64 lowercase hex digits>"},
 		{Artifact{Type: ArtifactOCI, Name: "x", Version: "", Digest: "sha512:" + hexA}, "not sha256"},
 		{Artifact{Type: ArtifactFile, Name: "x", Version: "", Digest: sha("x")[:70]}, "not sha256"},
+		{Artifact{Type: ArtifactMCPB, Name: "weather", Version: "1.2.0", Digest: sri("sha512", "x")}, "not sha256"},
+		{Artifact{Type: ArtifactMCPB, Name: "", Version: "1.2.0", Digest: sha("x")}, "no name"},
 		{Artifact{Type: ArtifactFile, Name: "x", Version: "", Digest: ""}, "not sha256"},
 	} {
 		err := ValidateArtifact(tc.a)

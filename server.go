@@ -17,6 +17,9 @@ const (
 	ArtifactPyPI = "pypi"
 	ArtifactOCI  = "oci"
 	ArtifactFile = "file"
+	// ArtifactMCPB is an MCPB file: the manifest's name and version, and
+	// the SHA-256 of the .mcpb file (server.json's fileSha256).
+	ArtifactMCPB = "mcpb"
 )
 
 // Bounds of a server's binding (SPEC.md §2).
@@ -42,17 +45,18 @@ func (a Artifact) String() string {
 
 // ValidateArtifact checks one artifact as written in a manifest or statement: a
 // known type, a name of 1 to 256 bytes of printable UTF-8 with the syntax
-// of the type's ecosystem (a base name without '/' for file), a version
+// of the type's ecosystem (a base name without '/' for file, the MCPB
+// manifest's name for mcpb), a version
 // of at most 128 printable bytes without spaces (none for file), and the
 // digest syntax of the type: an SRI integrity with one sha512, sha384 or
 // sha256 hash for npm, "sha256:" and 64 lowercase hex digits otherwise.
 func ValidateArtifact(a Artifact) error {
 	switch a.Type {
-	case ArtifactNPM, ArtifactPyPI, ArtifactOCI, ArtifactFile:
+	case ArtifactNPM, ArtifactPyPI, ArtifactOCI, ArtifactFile, ArtifactMCPB:
 	case "":
-		return errors.New("artifact: no type (want npm, pypi, oci or file)")
+		return errors.New("artifact: no type (want npm, pypi, oci, file or mcpb)")
 	default:
-		return fmt.Errorf("artifact type %q is unknown (want npm, pypi, oci or file)", a.Type)
+		return fmt.Errorf("artifact type %q is unknown (want npm, pypi, oci, file or mcpb)", a.Type)
 	}
 	if err := validateArtifactName(a); err != nil {
 		return err
@@ -282,30 +286,6 @@ func parseArtifacts(f strictjson.Field) ([]Artifact, error) {
 		out = append(out, art)
 	}
 	return out, nil
-}
-
-// ValidateRegistryName checks a server's name in MCP registries
-// (SPEC.md §4): NAMESPACE/NAME, 3–200 bytes, the namespace of ASCII
-// letters, digits, "." and "-", the name of those and "_", as the
-// registry itself requires.
-func ValidateRegistryName(n string) error {
-	if len(n) < 3 || len(n) > 200 {
-		return fmt.Errorf("registry name must be 3 to 200 bytes, not %d", len(n))
-	}
-	ns, name, ok := strings.Cut(n, "/")
-	if !ok || ns == "" || name == "" || strings.Contains(name, "/") {
-		return fmt.Errorf("registry name %q is not NAMESPACE/NAME", n)
-	}
-	for i := 0; i < len(n); i++ {
-		c := n[i]
-		switch {
-		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '.', c == '-', c == '/':
-		case c == '_' && i > len(ns):
-		default:
-			return fmt.Errorf("registry name %q: character %q is not allowed (letters, digits, '.', '-'; '_' after the '/')", n, c)
-		}
-	}
-	return nil
 }
 
 // ServerValue is the JSON value of a server object, as manifests and

@@ -103,6 +103,18 @@ const (
 	// not be found as the host finds it (the entry's env PATH, else the
 	// host's, in the directory the host starts it in).
 	ProgramUnresolved Kind = "program_unresolved"
+	// MCPBSignatureInvalid: an MCPB file carries a signature block that
+	// does not verify over the file (docs/registry.md#mcpb-files).
+	MCPBSignatureInvalid Kind = "mcpb_signature_invalid"
+	// MCPBUndeclaredTool: the server of an MCPB file serves a tool its
+	// manifest.json does not declare.
+	MCPBUndeclaredTool Kind = "mcpb_undeclared_tool"
+	// MCPBToolMismatch: the server of an MCPB file serves a declared tool
+	// with another description than its manifest.json declares.
+	MCPBToolMismatch Kind = "mcpb_tool_mismatch"
+	// MCPBSigner: who signed an MCPB file, or that nobody did
+	// (information).
+	MCPBSigner Kind = "mcpb_signer"
 )
 
 // AboutInstructions reports whether the kind is about the server's

@@ -86,9 +86,17 @@ var kinds = map[Kind]kindInfo{
 	GateOverride: {ExitImpersonation, Error, NotApprovable, "A wrapped entry's etdi run uses a trust policy, pin store or lockfile other than yours: the gate would judge the server by those."},
 	// Another server than the one checked may be reached: blocked as an
 	// unresolved artifact is (docs/hosts.md#host-configuration-files).
-	AmbiguousEntry:    {ExitImpersonation, Error, NotApprovable, "A host configuration entry names a server its host does not read in one established way (a command and a URL, an unknown type, a type its members contradict): the entry is not checked, and wrap refuses it."},
-	ServerUpdated:     {ExitApproval, Error, Approvable, "What an unsigned server runs changed (a new package version, an edited file) and every definition it offers is still an approved one: the trust policy's update rule decides (ask: approval required; allow: a warning; block: an error of exit 11)."},
-	ProgramUnresolved: {ExitImpersonation, Error, NotApprovable, "The program of a host configuration entry cannot be found as its host finds it (the entry's env PATH, else the host's own, in the directory the host starts it in): the entry is not checked."},
+	AmbiguousEntry: {ExitImpersonation, Error, NotApprovable, "A host configuration entry names a server its host does not read in one established way (a command and a URL, an unknown type, a type its members contradict): the entry is not checked, and wrap refuses it."},
+	ServerUpdated:  {ExitApproval, Error, Approvable, "What an unsigned server runs changed (a new package version, an edited file) and every definition it offers is still an approved one: the trust policy's update rule decides (ask: approval required; allow: a warning; block: an error of exit 11)."},
+	// What an MCPB file declares is what its host showed the user at
+	// installation: a server that serves otherwise changed what was
+	// installed, blocked as a rug pull is, and only a new MCPB resolves
+	// it (docs/registry.md#mcpb-files).
+	MCPBSignatureInvalid: {ExitSignature, Error, NotApprovable, "An MCPB file carries a signature block that does not verify over the file (changed after signing, or malformed)."},
+	MCPBUndeclaredTool:   {ExitRugPull, Error, NotApprovable, "The server of an MCPB file serves a tool its manifest.json does not declare (a warning when the manifest says tools_generated)."},
+	MCPBToolMismatch:     {ExitRugPull, Error, NotApprovable, "The server of an MCPB file serves a declared tool with another description than its manifest.json declares."},
+	MCPBSigner:           {0, Info, NotApprovable, "Who signed an MCPB file (subject, issuer, certificate fingerprint), or that it is unsigned."},
+	ProgramUnresolved:    {ExitImpersonation, Error, NotApprovable, "The program of a host configuration entry cannot be found as its host finds it (the entry's env PATH, else the host's own, in the directory the host starts it in): the entry is not checked."},
 }
 
 // Kinds returns every finding kind etdi knows.

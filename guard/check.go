@@ -63,6 +63,10 @@ type Options struct {
 	// warning (never recorded: it is about the command, not the tools),
 	// its message masked with the Spec's secrets.
 	Spec *ServerSpec
+	// RegistryName is the name of the MCP registry entry the server was
+	// found through (io.github.acme/weather), "" for none: its bundle is
+	// held to it ([verify.Options.RegistryName], SPEC.md §4.2).
+	RegistryName string
 	// InGate says the listing is a gate's (package gate sets it): under
 	// the update rule ask, an update of an unsigned server is relayed
 	// with a notice.
@@ -251,7 +255,7 @@ func Observe(ctx context.Context, l *Listing, opts Options) (*Report, error) {
 	if opts.Tokens != nil {
 		tokens = opts.Tokens()
 	}
-	res := verify.Verify(data, opts.Policy, verify.Options{Now: opts.Now, Live: live, Tokens: tokens, Context: ctx, Origin: opts.Origin.verifyOrigin()})
+	res := verify.Verify(data, opts.Policy, verify.Options{Now: opts.Now, Live: live, Tokens: tokens, Context: ctx, Origin: opts.Origin.verifyOrigin(), RegistryName: opts.RegistryName})
 	if u, ok := tokens.(interface{ Unreachable() error }); ok {
 		if err := u.Unreachable(); err != nil {
 			return nil, err // operational; nothing was verified

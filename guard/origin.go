@@ -53,6 +53,15 @@ func ResolveOrigin(ctx context.Context, s Launch) *Origin {
 	return o
 }
 
+// MCPBOrigin is the origin of a server started from an MCPB file that
+// etdi read, hashed and extracted itself (package mcpb): what runs is what
+// the file holds, so the file is the artifact, a (type mcpb, the
+// manifest's name and version, the file's SHA-256), and a bundle that
+// names MCPB artifacts is accepted only from that file.
+func MCPBOrigin(a etdi.Artifact, file string) *Origin {
+	return &Origin{launched: true, res: &artifact.Resolved{Artifact: a, From: "mcpb file " + file}}
+}
+
 // Artifact is what the command runs, and where that was read from; false
 // when the origin is a URL or the artifact could not be resolved.
 func (o *Origin) Artifact() (a etdi.Artifact, from string, ok bool) {
@@ -146,6 +155,8 @@ func (o *Origin) Verified() bool {
 		return strings.HasPrefix(from, "npx cache ")
 	case etdi.ArtifactOCI:
 		return from == "image reference" || strings.HasSuffix(from, " image inspect")
+	case etdi.ArtifactMCPB:
+		return strings.HasPrefix(from, "mcpb file ")
 	}
 	return false
 }

@@ -941,8 +941,9 @@ func hasControl(s string) bool {
 // ([ArtifactIdentity]) of the same type and name (the npm or PyPI package,
 // the image, the file), and they differ (another version or digest); an
 // npm or PyPI package's version must not be older (semantic versions),
-// and an npm package's must be a semantic version of another precedence
-// (npm never serves one version with two contents). A
+// and an npm package's or an MCPB file's must be a semantic version of
+// another precedence (npm never serves one version with two contents, and
+// an MCPB file of one version with other bytes was changed). A
 // file artifact names only its base name: it is the same file only when
 // both were found at the same path ([Pin.ServedAt]), known on both sides.
 // Another package, another file (of the same name elsewhere, or where it
@@ -963,13 +964,14 @@ func IsUpdate(server, was, wasAt, now, nowAt string) bool {
 	if !ok || artifactName(a) != artifactName(b) {
 		return false
 	}
-	if typ, _, _ := strings.Cut(a, " "); typ == "npm" || typ == "pypi" {
+	if typ, _, _ := strings.Cut(a, " "); typ == "npm" || typ == "pypi" || typ == "mcpb" {
 		c, err := etdi.CompareVersions(artifactVersion(b), artifactVersion(a))
-		if typ == "npm" && (err != nil || c == 0) {
+		if (typ == "npm" || typ == "mcpb") && (err != nil || c == 0) {
 			// npm's versions are semantic ones, and the registry never
 			// serves one version (build metadata aside, which it drops)
 			// with two contents: another registry's or a tampered
-			// package of that name.
+			// package of that name. An MCPB file of the same version
+			// with other bytes is no update either.
 			return false
 		}
 		if err == nil && c < 0 {

@@ -195,6 +195,13 @@ func TestUnsignedUpdateNotOtherwise(t *testing.T) {
 		{"npm x@1.0.0 sha512-a", "npm x@1.0.0+evil sha512-b", "", ""},
 		{"npm x@1.0.0 sha512-a", "npm x@1.1 sha512-b", "", ""},
 		{"pypi mcp-server-fetch@2.0.0 sha256:aa", "pypi mcp-server-fetch@1.9.9 sha256:bb", "", ""},
+		// An MCPB file: other bytes under the same version, an older
+		// version, another name, a version that is not semantic.
+		{"mcpb weather@1.2.0 sha256:aa", "mcpb weather@1.2.0 sha256:bb", "", ""},
+		{"mcpb weather@1.3.0 sha256:aa", "mcpb weather@1.2.0 sha256:bb", "", ""},
+		{"mcpb weather@1.2.0 sha256:aa", "mcpb weather-x@1.3.0 sha256:bb", "", ""},
+		{"mcpb weather@1.2 sha256:aa", "mcpb weather@1.3 sha256:bb", "", ""},
+		{"mcpb weather sha256:aa", "mcpb weather sha256:bb", "", ""},
 	} {
 		if IsUpdate("unsigned:memory", c.was, c.wasAt, c.now, c.nowAt) {
 			t.Errorf("%q -> %q is an update", c.was, c.now)
@@ -208,6 +215,7 @@ func TestUnsignedUpdateNotOtherwise(t *testing.T) {
 		// versions that are not semantic ones.
 		{"pypi mcp-server-fetch@1.0.0 sha256:aa", "pypi mcp-server-fetch@1.0.0 sha256:bb", ""},
 		{"pypi mcp-server-fetch@2024.1 sha256:aa", "pypi mcp-server-fetch@2025.3 sha256:bb", ""},
+		{"mcpb weather@1.2.0 sha256:aa", "mcpb weather@1.3.0 sha256:bb", ""},
 	} {
 		if !IsUpdate("unsigned:memory", c.was, c.at, c.now, c.at) {
 			t.Errorf("%q -> %q is not an update", c.was, c.now)

@@ -167,7 +167,8 @@ func digestsOf(p *Pin) string {
 // when it identifies one exactly enough for approvals to be shared
 // across configuration names (docs/storage.md#one-artifact-under-several-configuration-names), and whether it does: "npm
 // NAME@VERSION INTEGRITY", "pypi NAME@VERSION SHA256", "oci
-// NAME[@TAG] MANIFEST-DIGEST" or "file BASENAME SHA256", with a digest
+// NAME[@TAG] MANIFEST-DIGEST", "mcpb NAME@VERSION SHA256" or "file
+// BASENAME SHA256", with a digest
 // always. An endpoint (a URL), an unresolved launch and anything else
 // identify nothing: a bare command name never does.
 func ArtifactIdentity(served string) (string, bool) {
@@ -182,7 +183,7 @@ func ArtifactIdentity(served string) (string, bool) {
 	i := strings.LastIndexByte(name, '@') // @scope/name@version
 	hasVersion := i > 0 && i < len(name)-1
 	switch typ {
-	case "npm", "pypi":
+	case "npm", "pypi", "mcpb":
 		if !hasVersion {
 			return "", false
 		}

@@ -37,7 +37,7 @@ func (m Mismatch) Error() string { return m.What + ": " + m.Why }
 // the image digest).
 func Binding(s *ServerJSON, signed etdi.Server) []Mismatch {
 	var out []Mismatch
-	if signed.RegistryName != "" && signed.RegistryName != s.Name {
+	if signed.RegistryName != "" && !etdi.SameRegistryName(signed.RegistryName, s.Name) {
 		out = append(out, Mismatch{"name", fmt.Sprintf("the bundle is for %s, the entry is %s", signed.RegistryName, s.Name)})
 	}
 	for _, p := range s.Packages {

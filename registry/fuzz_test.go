@@ -2,6 +2,8 @@ package registry
 
 import (
 	"testing"
+
+	"github.com/etdi-dev/etdi"
 )
 
 // FuzzParseServerJSON: a server.json or a registry answer never panics the
@@ -13,7 +15,7 @@ func FuzzParseServerJSON(f *testing.F) {
 	f.Add([]byte(`{"servers":[{"server":{"name":"a.b/c","version":"1"}}],"metadata":{"nextCursor":"x"}}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		if s, err := ParseServerJSON(data); err == nil {
-			if Namespace(s.Name) == "" {
+			if etdi.RegistryNamespace(s.Name) == "" {
 				t.Fatalf("accepted name %q without a namespace", s.Name)
 			}
 			s.EtdiMeta()

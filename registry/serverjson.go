@@ -184,16 +184,6 @@ func (s *ServerJSON) validate() error {
 	return nil
 }
 
-// Namespace is the part of a registry name before its "/".
-func Namespace(name string) string {
-	for i := 0; i < len(name); i++ {
-		if name[i] == '/' {
-			return name[:i]
-		}
-	}
-	return ""
-}
-
 func hex64(s string) bool {
 	if len(s) != 64 {
 		return false

@@ -32,8 +32,8 @@ func TestParseServerJSON(t *testing.T) {
 	if s.Name != "io.github.acme/weather" || s.Version != "1.2.0" || len(s.Packages) != 1 || s.Packages[0].Identifier != "@acme/weather-mcp" || len(s.Remotes) != 1 {
 		t.Fatalf("parsed %+v", s)
 	}
-	if Namespace(s.Name) != "io.github.acme" {
-		t.Errorf("namespace %q", Namespace(s.Name))
+	if etdi.RegistryNamespace(s.Name) != "io.github.acme" {
+		t.Errorf("namespace %q", etdi.RegistryNamespace(s.Name))
 	}
 	if _, ok, err := s.EtdiMeta(); ok || err != nil {
 		t.Errorf("a server.json without dev.etdi: ok %v, err %v", ok, err)

@@ -274,6 +274,12 @@ type Provider struct {
 	// Require is RequireKey, RequireIDP, RequireBoth or RequireAny; empty
 	// means the default (see EffectiveRequire).
 	Require string
+	// RegistryNamespaces are the MCP registry namespaces the provider
+	// publishes under (io.github.acme, com.acme.mcp); empty means the
+	// policy says nothing of them. A bundle of the provider checked for a
+	// registry name outside them is impersonation ([Provider.CoversRegistryName],
+	// SPEC.md §4.2).
+	RegistryNamespaces []string
 }
 
 // Require rules.
@@ -843,61 +849,144 @@ func decodeProviders(f strictjson.Field, p *Policy) error {
 }
 
 // parseProvider reads one provider of p's providers (p holds those
-// before it and the Sigstore roots).
+// before it and the Sigstore roots), member by member as providerMembers
+// says.
 func parseProvider(f strictjson.Field, p *Policy) (Provider, error) {
 	var prov Provider
 	po, err := f.Object()
 	if err != nil {
 		return prov, err
 	}
-	if err := po.Only("id", "keys", "sigstore", "idp", "require"); err != nil {
+	names := make([]string, len(providerMembers))
+	for i, m := range providerMembers {
+		names[i] = m.name
+	}
+	if err := po.Only(names...); err != nil {
 		return prov, err
 	}
-	if prov.ID, err = po.Field("id").Str(); err != nil {
-		return prov, err
-	}
-	if err := etdi.ValidateProviderID(prov.ID); err != nil {
-		return prov, po.Field("id").Errorf("%v", err)
-	}
-	if p.Provider(prov.ID) != nil {
-		return prov, po.Field("id").Errorf("provider %q listed twice", prov.ID)
-	}
-	if idf := po.Field("idp"); idf.V != nil {
-		if prov.IDP, err = parseIDP(idf); err != nil {
-			return prov, err
+	for _, late := range []bool{false, true} {
+		for _, m := range providerMembers {
+			if m.late == late {
+				if err := m.read(po.Field(m.name), po, &prov, p); err != nil {
+					return prov, err
+				}
+			}
 		}
 	}
-	if prov.Require, err = po.Field("require").OptStr(); err != nil {
-		return prov, err
+	return prov, nil
+}
+
+// providerMember is one member of a provider in a trust policy document:
+// its name and how it is read into the Provider (po is the provider's
+// object, p holds the providers before it and the Sigstore roots). An
+// absent optional member leaves the Provider as it is.
+type providerMember struct {
+	name string
+	read func(f strictjson.Field, po strictjson.ObjectField, prov *Provider, p *Policy) error
+	// late members are read after all others, which they depend on.
+	late bool
+}
+
+// providerMembers are the members of a provider, in the order they are
+// named in the error about an unknown member and read (late ones last);
+// the first member in error is the one reported.
+var providerMembers = []providerMember{
+	{name: "id", read: readProviderID},
+	// Whether a provider needs keys depends on its other members.
+	{name: "keys", read: readProviderKeys, late: true},
+	{name: "sigstore", read: readProviderSigstore},
+	{name: "idp", read: readProviderIDP},
+	{name: "require", read: readProviderRequire},
+	{name: "registryNamespaces", read: readProviderNamespaces},
+}
+
+func readProviderID(f strictjson.Field, _ strictjson.ObjectField, prov *Provider, p *Policy) (err error) {
+	if prov.ID, err = f.Str(); err != nil {
+		return err
+	}
+	if err := etdi.ValidateProviderID(prov.ID); err != nil {
+		return f.Errorf("%v", err)
+	}
+	if p.Provider(prov.ID) != nil {
+		return f.Errorf("provider %q listed twice", prov.ID)
+	}
+	return nil
+}
+
+func readProviderIDP(f strictjson.Field, _ strictjson.ObjectField, prov *Provider, _ *Policy) (err error) {
+	if f.V != nil {
+		prov.IDP, err = parseIDP(f)
+	}
+	return err
+}
+
+func readProviderRequire(f strictjson.Field, _ strictjson.ObjectField, prov *Provider, _ *Policy) (err error) {
+	if prov.Require, err = f.OptStr(); err != nil {
+		return err
 	}
 	switch prov.Require {
 	case "", RequireKey, RequireIDP, RequireBoth, RequireAny:
-	default:
-		return prov, po.Field("require").Errorf("%q is not key, idp, both or any", prov.Require)
+		return nil
 	}
-	if sf := po.Field("sigstore"); sf.V != nil {
-		if prov.Sigstore, err = parseSigstoreIdentities(sf); err != nil {
-			return prov, err
-		}
-		if len(p.SigstoreRoots) == 0 {
-			return prov, sf.Errorf("provider %q trusts keyless signers but the policy has no sigstoreTrustedRoots", prov.ID)
-		}
+	return f.Errorf("%q is not key, idp, both or any", prov.Require)
+}
+
+func readProviderSigstore(f strictjson.Field, _ strictjson.ObjectField, prov *Provider, p *Policy) (err error) {
+	if f.V == nil {
+		return nil
 	}
-	ka, err := providerKeys(po, &prov)
+	if prov.Sigstore, err = parseSigstoreIdentities(f); err != nil {
+		return err
+	}
+	if len(p.SigstoreRoots) == 0 {
+		return f.Errorf("provider %q trusts keyless signers but the policy has no sigstoreTrustedRoots", prov.ID)
+	}
+	return nil
+}
+
+func readProviderKeys(_ strictjson.Field, po strictjson.ObjectField, prov *Provider, _ *Policy) error {
+	ka, err := providerKeys(po, prov)
 	if err != nil {
-		return prov, err
+		return err
 	}
 	for j := 0; j < ka.Len(); j++ {
 		k, err := parseKey(ka.Elem(j))
 		if err != nil {
-			return prov, err
+			return err
 		}
 		if slices.ContainsFunc(prov.Keys, func(x Key) bool { return x.ID == k.ID }) {
-			return prov, ka.Elem(j).Errorf("key %s listed twice", keys.ShortID(k.ID))
+			return ka.Elem(j).Errorf("key %s listed twice", keys.ShortID(k.ID))
 		}
 		prov.Keys = append(prov.Keys, k)
 	}
-	return prov, nil
+	return nil
+}
+
+func readProviderNamespaces(f strictjson.Field, _ strictjson.ObjectField, prov *Provider, _ *Policy) error {
+	if f.V == nil {
+		return nil
+	}
+	a, err := f.Array()
+	if err != nil {
+		return err
+	}
+	if a.Len() == 0 || a.Len() > MaxRegistryNamespaces {
+		return a.Errorf("must list 1 to %d registry namespaces", MaxRegistryNamespaces)
+	}
+	for i := 0; i < a.Len(); i++ {
+		ns, err := a.Elem(i).Str()
+		if err != nil {
+			return err
+		}
+		if err := etdi.ValidateRegistryNamespace(ns); err != nil {
+			return a.Elem(i).Errorf("%v", err)
+		}
+		if slices.ContainsFunc(prov.RegistryNamespaces, func(x string) bool { return etdi.SameRegistryNamespace(x, ns) }) {
+			return a.Elem(i).Errorf("registry namespace %q listed twice", ns)
+		}
+		prov.RegistryNamespaces = append(prov.RegistryNamespaces, ns)
+	}
+	return nil
 }
 
 // providerKeys returns the keys member of a provider whose other members
@@ -1220,6 +1309,8 @@ type jsonProvider struct {
 	Sigstore []jsonSigstore `json:"sigstore,omitempty"`
 	IDP      *jsonIDP       `json:"idp,omitempty"`
 	Require  string         `json:"require,omitempty"`
+	// RegistryNamespaces last: the provider's signers come first.
+	RegistryNamespaces []string `json:"registryNamespaces,omitempty"`
 }
 
 type jsonSigstore struct {
@@ -1285,7 +1376,7 @@ func (p *Policy) Marshal() ([]byte, error) {
 		jp.RootSrc = &jsonRootSource{src.Mirror, src.TUFRoot, src.Fetched.UTC().Format(time.RFC3339Nano)}
 	}
 	for _, prov := range p.Providers {
-		jv := jsonProvider{ID: prov.ID, Require: prov.Require}
+		jv := jsonProvider{ID: prov.ID, Require: prov.Require, RegistryNamespaces: prov.RegistryNamespaces}
 		for _, s := range prov.Sigstore {
 			jv.Sigstore = append(jv.Sigstore, jsonSigstore(s))
 		}

@@ -129,6 +129,11 @@ type Options struct {
 	// server (SPEC.md §4.1); nil when they came from no server (a bundle
 	// or a saved listing checked offline), which checks no binding.
 	Origin *Origin
+	// RegistryName is the name of the MCP registry entry the bundle was
+	// found through (io.github.acme/weather); "" when it came from no
+	// registry, and then the statement's own server.registryName, if
+	// any, is held to the rules instead (SPEC.md §4.2, [RegistryFindings]).
+	RegistryName string
 }
 
 // Origin is where a listing came from: a URL, or a command etdi started.
@@ -184,7 +189,8 @@ const ClockSkew = 5 * time.Minute
 // The steps, in order (SPEC.md §10): parse the bundle and the statement;
 // verify the signatures against the keys trusted for the claimed provider,
 // then against every other trusted key to tell impersonation from a bad
-// signature; check key windows and the bundle's validity period; then,
+// signature; hold the bundle to its server and its registry name; check
+// key windows and the bundle's validity period; then,
 // with live tools, compare each live tool with its signed definition.
 func Verify(data []byte, p *trust.Policy, opts Options) *Result {
 	now := opts.Now
@@ -230,7 +236,7 @@ func Verify(data []byte, p *trust.Policy, opts Options) *Result {
 	}
 	claims := claimedTools(st)
 	signer, token, ok := checkIdentity(r, b, kb, st, p, now, opts, claims)
-	if !ok || !checkOrigin(r, st, p, opts.Origin, claims) {
+	if !ok || !checkOrigin(r, st, p, opts.Origin, claims) || !checkRegistry(r, st, p, opts.RegistryName, signer, claims) {
 		return r
 	}
 	for i := range r.Tools {

@@ -105,7 +105,8 @@ before the server is launched.
 
 The tools come from a live server (--server -- CMD..., started over stdio;
 --url, Streamable HTTP; --config, every server of a host configuration, or
-all found with --config auto) or from a saved tools/list (--tools). The
+all found with --config auto; --mcpb FILE, an MCPB file) or from a saved
+tools/list (--tools). The
 bundle comes from --bundle or, if the server carries one, from its
 tools/list _meta. With a verified bundle the server is known as
 <provider>:<server>; without one as unsigned:<name> (--name, the config
@@ -128,6 +129,20 @@ findings are appended to the history, each once until the next approval
 or revocation of its tool; the unsigned_tool warning of a tool approved
 as observed never is (docs/storage.md#history-and-checkpoints). A server that cannot be checked is
 an error (1) unless another server has a security finding.
+
+--mcpb FILE reads the MCPB file as hostile input (bounded; no entry
+outside the archive, no link), verifies the signature mcpb sign appended
+when there is one and says who signed ("signed by CN=... (self-signed)";
+one that does not verify is mcpb_signature_invalid, 10; an unsigned file
+is said, not an error), extracts it into a private directory and starts
+its server as the desktop host does from manifest.json's
+server.mcp_config (--mcpb-config KEY=VALUE gives a user_config value).
+The served tools are then checked as any server's (under --name, else the
+MCPB's name), the file is the artifact a bundle must bind (type mcpb,
+its SHA-256), and a served tool manifest.json does not declare
+(mcpb_undeclared_tool; a warning when it says tools_generated) or
+declares with another description (mcpb_tool_mismatch) is 11
+(docs/registry.md#mcpb-files).
 
 --yes approves what etdi pin approve would (new tools and versions) and
 prints it; --approve asks about each new or changed tool on a terminal.
@@ -184,7 +199,7 @@ func (e *env) checkCmd() *cobra.Command {
 	var f checkFlags
 	sf, pf, cf, lf := &f.sf, &f.pf, &f.cf, &f.lf
 	cmd := &cobra.Command{
-		Use:   "check (--tools FILE | --server -- CMD... | --url URL | --config FILE|auto | --bundle BUNDLE)",
+		Use:   "check (--tools FILE | --server -- CMD... | --url URL | --config FILE|auto | --mcpb FILE | --bundle BUNDLE)",
 		Short: "Check a server's tools against the trust policy and the approved pins",
 		Long:  checkHelp,
 		Example: `  etdi check --trust trust.json --pins pins.db --bundle weather.etdi.json --tools live.json
@@ -192,6 +207,7 @@ func (e *env) checkCmd() *cobra.Command {
   etdi check --url http://127.0.0.1:3001/mcp --header "Authorization: Bearer $TOKEN"
   etdi check --config ~/.cursor/mcp.json --name weather
   etdi check --config auto --sarif > etdi.sarif
+  etdi check --mcpb weather.mcpb --mcpb-config api_key=$KEY
   etdi check --config .cursor/mcp.json --sarif --exit-zero > etdi.sarif   # in CI, before upload-sarif
   etdi check --lock .etdi/etdi.lock.json --lock-key .etdi/audit.pub --config .vscode/mcp.json   # CI: the team's approvals, read-only`,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -199,6 +215,7 @@ func (e *env) checkCmd() *cobra.Command {
 		},
 	}
 	sf.register(cmd.Flags(), e)
+	registerMCPB(cmd.Flags(), sf)
 	cmd.Flags().StringVar(&sf.etdi, "etdi", "", "with --config: another etdi program of yours; entries that run it (or this etdi) through etdi run count as wrapped, and no other program named etdi does")
 	pf.register(cmd.Flags(), e)
 	pf.registerBy(cmd.Flags())
@@ -248,6 +265,7 @@ func (e *env) runCheck(cmd *cobra.Command, f *checkFlags, args []string) error {
 	if err != nil {
 		return err
 	}
+	defer removeMCPB(ts)
 	p, err := loadPolicy(sf.policy)
 	if err != nil {
 		return err
@@ -419,13 +437,13 @@ func (e *env) checkTarget(sf *serverFlags, pf *pinFlags, t *target, p *trust.Pol
 	rep.defs = toolDefs(r.Observation, rep.Calls)
 	after := r
 	switch {
-	case interactive && !hasError(r.Observed()):
+	case interactive && !hasError(r.Observed()) && !t.mcpb.blocks(t):
 		var res *guard.ApproveResult
 		if after, res, err = e.approveInteractively(r, rep.Calls); err == nil && res != nil {
 			rep.Approved = res.Approved
 			rep.InstructionsRecorded = recordedInstructions(r, res)
 		}
-	case yes && !hasError(r.Observed()):
+	case yes && !hasError(r.Observed()) && !t.mcpb.blocks(t):
 		var res *guard.ApproveResult
 		if res, err = guard.Approve(e.ctx, r, guard.ApproveOptions{AcceptInstructions: acceptInstructions,
 			Review: func(c *pin.Comparison) bool {

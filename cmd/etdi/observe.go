@@ -24,6 +24,9 @@ import (
 // and where the tools come from (a saved tools/list, a command to start,
 // a URL, or a host configuration file).
 type serverFlags struct {
+	// mcpb and mcpbConfig are etdi check's --mcpb and --mcpb-config.
+	mcpb                            string
+	mcpbConfig                      []string
 	policy, bundle, tools, name, at string
 	server                          bool
 	url                             string
@@ -99,18 +102,23 @@ type target struct {
 	line     int
 	// project marks an entry of a project-scoped file.
 	project bool
+	// mcpb is the MCPB file of --mcpb, extracted and launched (checkmcpb.go).
+	mcpb *mcpbTarget
 }
 
 // targets resolves the flags into the servers to check.
 func (e *env) targets(f *serverFlags, args []string, dash int) ([]target, error) {
 	sources := 0
-	for _, on := range []bool{f.tools != "", f.server, f.url != "", f.config != ""} {
+	for _, on := range []bool{f.tools != "", f.server, f.url != "", f.config != "", f.mcpb != ""} {
 		if on {
 			sources++
 		}
 	}
 	if f.capabilities.set && (f.tools != "" || sources == 0) {
 		return nil, usagef("--capabilities applies to a live server (--server, --url, --config), not to a saved listing or a bundle")
+	}
+	if len(f.mcpbConfig) > 0 && f.mcpb == "" {
+		return nil, usagef("--mcpb-config applies to an MCPB file (--mcpb FILE)")
 	}
 	if sources == 0 && f.bundle != "" {
 		return []target{{ServerSpec: &guard.ServerSpec{Label: f.bundle, Name: f.name}, location: f.bundle}}, nil
@@ -142,6 +150,8 @@ func (e *env) targets(f *serverFlags, args []string, dash int) ([]target, error)
 		t := targetOf(guard.Describe(f.argv, "", nil, f.name, os.Environ(), false))
 		t.location = f.bundle
 		return []target{t}, nil
+	case f.mcpb != "":
+		return e.mcpbTargets(f)
 	case f.url != "":
 		h, err := parseHeaders(f.headers)
 		if err != nil {
@@ -445,7 +455,9 @@ func (e *env) observe(f *serverFlags, pf *pinFlags, t *target, p *trust.Policy, 
 		return nil, err
 	}
 	t.SecretEnv = guard.SecretEnv(p)
-	if t.toolsFile == "" && (len(t.Command) > 0 || t.URL != "") {
+	if t.mcpb != nil {
+		opts.Origin = t.mcpb.origin()
+	} else if t.toolsFile == "" && (len(t.Command) > 0 || t.URL != "") {
 		// What the command runs is resolved before it is started.
 		opts.Origin = guard.ResolveOrigin(e.ctx, t.Server())
 	}
@@ -453,6 +465,7 @@ func (e *env) observe(f *serverFlags, pf *pinFlags, t *target, p *trust.Policy, 
 	if err != nil {
 		return nil, err
 	}
+	t.mcpb.served(t, l)
 	var r *guard.Report
 	if compare {
 		r, err = guard.Check(e.ctx, l, opts)

@@ -84,7 +84,7 @@ Exit codes: 0 ok, 1 error, 2 usage, 10 missing or invalid signature,
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err} })
 	root.Version = readBuildInfo().Version
 	root.SetVersionTemplate(readBuildInfo().String() + "\n")
-	root.AddCommand(e.versionCmd(), e.fetchCmd(), e.policyCmd(), e.keyCmd(), e.signCmd(), e.verifyCmd(), e.trustCmd(), e.checkCmd(), e.pinCmd(), e.diffCmd(), e.auditCmd(), e.manifestCmd(), e.digestCmd(), e.demoCmd(), e.wrapCmd(), e.unwrapCmd(), e.runCmd(), e.initCmd(), e.reviewCmd(), e.registryCmd())
+	root.AddCommand(e.versionCmd(), e.fetchCmd(), e.policyCmd(), e.keyCmd(), e.signCmd(), e.verifyCmd(), e.trustCmd(), e.checkCmd(), e.pinCmd(), e.diffCmd(), e.auditCmd(), e.manifestCmd(), e.digestCmd(), e.demoCmd(), e.wrapCmd(), e.unwrapCmd(), e.runCmd(), e.initCmd(), e.reviewCmd(), e.registryCmd(), e.installCmd())
 	rejectUnknownSubcommands(root)
 	return root
 }

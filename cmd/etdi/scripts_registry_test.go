@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"testing"
 
 	"github.com/etdi-dev/etdi/internal/registrytest"
 	"github.com/rogpeppe/go-internal/testscript"
@@ -42,11 +43,15 @@ import (
 //	registry-publish FILE...       publishes each server.json FILE through the registry's
 //	                               publish API; ! registry-publish expects the registry
 //	                               to refuse the first FILE, and prints its answer
+//	registry-edit FILE             replaces the published version of FILE's name and
+//	                               version with FILE, as a registry's operator can
 //	registry-status NAME VERSION STATUS
 //	                               sets a version's status (active, deprecated, deleted)
 //	registry-get NAME VERSION      prints the registry's entry of NAME at VERSION
 //	                               ("latest" for the latest) as it answers it;
 //	                               ! registry-get expects it not to be found
+//	registry-mcp-publisher VAR     sets VAR to the path of the registry's own
+//	                               mcp-publisher, built from the same module
 func init() {
 	scriptConditions["registry"] = func() bool {
 		_, err := registrytest.SharedRegistry()
@@ -85,12 +90,27 @@ func init() {
 			ts.Check(err)
 		}
 	}
+	scriptCmds["registry-edit"] = func(ts *testscript.TestScript, neg bool, args []string) {
+		if neg || len(args) != 1 {
+			ts.Fatalf("usage: registry-edit FILE")
+		}
+		r := scriptRegistryOf(ts).get(ts)
+		ts.Check(r.Edit(context.Background(), []byte(ts.ReadFile(args[0]))))
+	}
 	scriptCmds["registry-status"] = func(ts *testscript.TestScript, neg bool, args []string) {
 		if neg || len(args) != 3 {
 			ts.Fatalf("usage: registry-status NAME VERSION STATUS")
 		}
 		r := scriptRegistryOf(ts).get(ts)
 		ts.Check(r.SetStatus(context.Background(), args[0], args[1], args[2]))
+	}
+	scriptCmds["registry-mcp-publisher"] = func(ts *testscript.TestScript, neg bool, args []string) {
+		if neg || len(args) != 1 {
+			ts.Fatalf("usage: registry-mcp-publisher VAR")
+		}
+		bin, err := registrytest.PublisherProgram()
+		ts.Check(err)
+		ts.Setenv(args[0], bin)
 	}
 	scriptCmds["registry-get"] = func(ts *testscript.TestScript, neg bool, args []string) {
 		if len(args) != 2 {
@@ -172,4 +192,24 @@ func setupRegistry(env *testscript.Env) error {
 	}
 	env.Setenv("REGISTRY", r.URL)
 	return nil
+}
+
+// TestScriptUsesRegistry: the scripts that name the registry fixture get
+// it, and the others do not start it.
+func TestScriptUsesRegistry(t *testing.T) {
+	for text, want := range map[string]bool{
+		"[!registry] skip 'no registry'\n":             true,
+		"[registry] etdi check --registry $REGISTRY\n": true,
+		"etdi check --registry ${REGISTRY} x\n":        true,
+		"registry-start\n":                             true,
+		"  ! registry-publish bad.json\n":              true,
+		"etdi registry audit $REGISTRY_URL\n":          false,
+		"# a comment on registry-publish\n":            false,
+		"etdi check --registry-ns x\n":                 false,
+		"pinenv\netdi check\n":                         false,
+	} {
+		if got := usesRegistry.MatchString(text); got != want {
+			t.Errorf("%q: uses the registry %v, want %v", text, got, want)
+		}
+	}
 }

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/etdi-dev/etdi"
 	"github.com/etdi-dev/etdi/idp"
 	"github.com/etdi-dev/etdi/internal/termtext"
 	"github.com/etdi-dev/etdi/keyless/tuf"
@@ -53,11 +54,11 @@ func loadOrNewPolicy(path string) (*trust.Policy, error) {
 
 func (e *env) trustAddCmd(policyPath *string) *cobra.Command {
 	var provider, notBefore, notAfter string
-	var keyFiles []string
+	var keyFiles, namespaces []string
 	var d idpFlags
 	var sg sigstoreFlags
 	cmd := &cobra.Command{
-		Use:   "add --provider ID (--key FILE ... | --sigstore-issuer URL --sigstore-identity ID | --issuer URL --subject SUB --audience AUD)",
+		Use:   "add --provider ID (--key FILE ... | --sigstore-issuer URL --sigstore-identity ID | --issuer URL --subject SUB --audience AUD | --registry-namespace NS ...)",
 		Short: "Trust public keys or an identity provider for a provider (creates the policy file if needed)",
 		Long: `Trust public keys, an identity provider, or both, for a provider.
 
@@ -92,18 +93,33 @@ prints them) sets them; 'etdi trust sigstore-root FILE' refreshes them.
 A keyless signer counts as a key for --require.
 
 --require says what a bundle must have: key, idp, both (the default when
-both are configured) or any.`,
+both are configured) or any.
+
+--registry-namespace names an MCP registry namespace the provider publishes
+under (io.github.acme, com.acme.mcp; repeatable, up to 64). Once a provider
+lists namespaces, its bundle checked for a registry entry whose name lies in
+another namespace is impersonation (exit 12): com.acme covers com.acme/x
+only, not com.acme.evil/x. For an io.github.OWNER namespace, a keyless
+bundle must also be signed by a workflow of https://github.com/OWNER/, as
+the registry required to publish there. Namespaces extend a provider already
+in the policy, or one trusted in the same command.`,
 		Example: `  etdi trust add --trust trust.json --provider acme --key acme.pub
   etdi trust add --trust trust.json --provider acme --key old.pub --not-after 2027-01-01T00:00:00Z
   etdi trust add --trust trust.json --provider acme --issuer https://idp.example.com --subject acme-ci --audience urn:etdi
   etdi trust add --trust trust.json --provider acme --issuer https://idp.example.com --subject acme-ci --audience urn:etdi --jwks idp-jwks.json
   etdi trust add --trust trust.json --provider acme --trusted-root trusted_root.json \
     --sigstore-issuer https://token.actions.githubusercontent.com \
-    --sigstore-identity-regexp 'https://github\.com/acme/weather/\.github/workflows/release\.yml@refs/tags/v.*' `,
+    --sigstore-identity-regexp 'https://github\.com/acme/weather/\.github/workflows/release\.yml@refs/tags/v.*'
+  etdi trust add --trust trust.json --provider acme --registry-namespace io.github.acme --registry-namespace com.acme`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if provider == "" || (len(keyFiles) == 0 && d.issuer == "" && d.require == "" && sg.issuer == "") {
-				return usagef("--provider and at least one --key, a --sigstore-issuer or an --issuer are required")
+			if provider == "" || (len(keyFiles) == 0 && d.issuer == "" && d.require == "" && sg.issuer == "" && len(namespaces) == 0) {
+				return usagef("--provider and at least one --key, a --sigstore-issuer, an --issuer or a --registry-namespace are required")
+			}
+			for _, ns := range namespaces {
+				if err := etdi.ValidateRegistryNamespace(ns); err != nil {
+					return usagef("--registry-namespace: %v", err)
+				}
 			}
 			id, err := sg.identity()
 			if err != nil {
@@ -164,6 +180,21 @@ both are configured) or any.`,
 				}
 				msgs = append(msgs, fmt.Sprintf("%s key %s (%s) for provider %q", verb, id, keys.Algorithm(pub), provider))
 			}
+			if len(namespaces) > 0 {
+				// After the signers: a provider trusted in this command
+				// takes namespaces too.
+				added, err := p.AddRegistryNamespaces(provider, namespaces...)
+				if err != nil {
+					return err
+				}
+				for _, ns := range namespaces {
+					verb := "already trusted"
+					if slices.Contains(added, ns) {
+						verb = "trusted"
+					}
+					msgs = append(msgs, fmt.Sprintf("%s registry namespace %s for provider %q", verb, ns, provider))
+				}
+			}
 			if err := p.Save(*policyPath); err != nil {
 				return err
 			}
@@ -178,6 +209,7 @@ both are configured) or any.`,
 	f.StringArrayVar(&keyFiles, "key", nil, "public key file (PEM); repeatable")
 	f.StringVar(&notBefore, "not-before", "", "key is valid from this RFC 3339 time")
 	f.StringVar(&notAfter, "not-after", "", "key is valid until this RFC 3339 time")
+	f.StringArrayVar(&namespaces, "registry-namespace", nil, "MCP registry namespace the provider publishes under, e.g. io.github.acme; repeatable")
 	d.register(f)
 	sg.register(f)
 	return cmd
@@ -431,6 +463,9 @@ type trustListProvider struct {
 	PinnedJWKS bool `json:"pinnedJwks,omitempty"`
 	// Sigstore are the keyless signers.
 	Sigstore []trustListSigstore `json:"sigstore,omitempty"`
+	// RegistryNamespaces are the MCP registry namespaces the provider
+	// publishes under.
+	RegistryNamespaces []string `json:"registryNamespaces,omitempty"`
 }
 
 type trustListSigstore struct {
@@ -477,7 +512,7 @@ func (e *env) trustListCmd(policyPath *string) *cobra.Command {
 				l.SigstoreRootSource = &trustListRootSource{src.Mirror, src.TUFRoot, src.Fetched.UTC().Format(time.RFC3339)}
 			}
 			for _, prov := range p.Providers {
-				lp := trustListProvider{ID: prov.ID, Require: prov.EffectiveRequire(), Keys: []trustListKey{}}
+				lp := trustListProvider{ID: prov.ID, Require: prov.EffectiveRequire(), Keys: []trustListKey{}, RegistryNamespaces: prov.RegistryNamespaces}
 				if d := prov.IDP; d != nil {
 					lp.Issuer, lp.Subjects, lp.Audience, lp.PinnedJWKS = d.Issuer, d.Subjects, d.Audience, len(d.JWKS) > 0
 				}
@@ -535,6 +570,9 @@ func (e *env) trustListCmd(policyPath *string) *cobra.Command {
 						window = fmt.Sprintf("  valid %s .. %s", orDash(k.NotBefore), orDash(k.NotAfter))
 					}
 					fmt.Fprintf(e.stdout, "  %s  %s%s\n", k.ID, k.Algorithm, window)
+				}
+				if len(lp.RegistryNamespaces) > 0 {
+					say(e.stdout, "  registry namespaces %s\n", strings.Join(lp.RegistryNamespaces, ", "))
 				}
 			}
 			return nil

@@ -23,10 +23,10 @@ import (
 )
 
 func (e *env) verifyCmd() *cobra.Command {
-	var policyPath, toolsPath, at string
+	var policyPath, toolsPath, at, registryName string
 	var asJSON bool
 	cmd := &cobra.Command{
-		Use:   "verify [--trust POLICY] [--tools TOOLS_LIST] BUNDLE",
+		Use:   "verify [--trust POLICY] [--tools TOOLS_LIST] [--registry-name NAME] BUNDLE",
 		Short: "Verify a signed bundle offline, optionally against a server's live tools",
 		Long: `Verify a bundle against the trust policy: the signature must be made by a
 key the policy trusts for the provider the bundle claims, the key must be
@@ -38,6 +38,14 @@ whole JSON-RPC response, or an array of tools) with the signed definitions:
 a live tool whose definition differs is a rug pull (exit 11) and is shown
 field by field; a live tool the bundle does not sign follows the policy's
 unsigned rule. Key order and whitespace never count as a difference.
+
+With --registry-name, the bundle is checked for the MCP registry entry of
+that name (io.github.acme/weather), as when it was found through a
+registry: a bundle made for another entry (its server.registryName), a
+name outside the namespaces the trust policy lists for the provider, or,
+for an io.github.OWNER name, a keyless signer that is not a workflow of
+github.com/OWNER is impersonation (exit 12; SPEC.md §4.2). Without it a
+bundle that names its registry entry is held to that name.
 
 --json prints the result with "schemaVersion": 1, "ok", "headline" and
 "exitCode" (schemas/verify.schema.json).
@@ -64,7 +72,12 @@ differs, 12 impersonation, 14 expired or key outside its window, 1 error.`,
 				return err
 			}
 			tokens := e.tokenVerifier(now)
-			opts := verify.Options{Now: now, Tokens: tokens, Context: e.ctx}
+			if registryName != "" {
+				if err := etdi.ValidateRegistryName(registryName); err != nil {
+					return usagef("--registry-name: %v", err)
+				}
+			}
+			opts := verify.Options{Now: now, Tokens: tokens, Context: e.ctx, RegistryName: registryName}
 			if toolsPath != "" {
 				td, err := e.readInput(toolsPath)
 				if err != nil {
@@ -100,6 +113,7 @@ differs, 12 impersonation, 14 expired or key outside its window, 1 error.`,
 	f.StringVar(&policyPath, "trust", e.defaultTrust(), "trust policy file ($ETDI_TRUST)")
 	f.StringVar(&toolsPath, "tools", "", "saved tools/list result to check against the signed definitions")
 	f.StringVar(&at, "at", "", "verify as of this RFC 3339 time instead of now")
+	f.StringVar(&registryName, "registry-name", "", "check the bundle for the MCP registry entry of this name, e.g. io.github.acme/weather")
 	f.BoolVar(&asJSON, "json", false, "print the result as JSON")
 	return cmd
 }

@@ -101,7 +101,13 @@ environment), else the defaults. The trust policy must exist first: wrap
 refuses to write entries that could not start (create it with etdi trust
 add, or etdi trust unsigned warn for servers without a bundle). A server whose
 provider ships its bundle as a file, not in-band, is wrapped on its own
-with --name ENTRY --bundle FILE.`
+with --name ENTRY --bundle FILE.
+
+MCPB extensions Claude Desktop installed (its "Claude Extensions"
+directory beside claude_desktop_config.json) are listed as not wrapped,
+with why: the host starts them from its own record of the MCPB, so etdi
+leaves them unchanged; check an MCPB file with etdi check --mcpb FILE
+(docs/registry.md#mcpb-files).`
 
 func (e *env) wrapOrUnwrapCmd(wrap bool) *cobra.Command {
 	var f wrapFlags
@@ -222,6 +228,9 @@ func (e *env) runWrap(f *wrapFlags, wrap bool) error {
 			return err
 		}
 		matched = matched || n > 0
+	}
+	if wrap {
+		e.reportExtensions(files, f.name)
 	}
 	if f.name != "" && !matched {
 		if !wrap {

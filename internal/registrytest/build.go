@@ -5,11 +5,13 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
 	"time"
 )
@@ -58,7 +60,28 @@ func cacheKey(dir string) (string, error) {
 
 // buildTimeout bounds one build of a program of the registry's module,
 // modules downloaded included, on a loaded two-core machine.
-const buildTimeout = 15 * time.Minute
+const buildTimeout = 30 * time.Minute
+
+// loaded is about when the test binary started.
+var loaded = time.Now()
+
+// buildDeadline is when a build must end: buildTimeout from now, and
+// half a minute before the test binary's -timeout would end it with a
+// panic and no word of why (a cold build takes minutes on a busy
+// machine: see docs/benchmarks.md).
+func buildDeadline() (time.Time, time.Duration) {
+	d := time.Now().Add(buildTimeout)
+	if f := flag.Lookup("test.timeout"); f != nil {
+		if g, ok := f.Value.(flag.Getter); ok {
+			if timeout, ok := g.Get().(time.Duration); ok && timeout > 0 {
+				if end := loaded.Add(timeout - 30*time.Second); end.Before(d) {
+					return end, timeout
+				}
+			}
+		}
+	}
+	return d, 0
+}
 
 var builds sync.Map // package path -> *builtProgram
 
@@ -107,7 +130,8 @@ func build(pkg string) (string, error) {
 	}
 	tmp.Close()
 	defer os.Remove(tmp.Name())
-	ctx, cancel := context.WithTimeout(context.Background(), buildTimeout)
+	deadline, testTimeout := buildDeadline()
+	ctx, cancel := context.WithDeadline(context.Background(), deadline)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "go", "build", "-o", tmp.Name(), pkg)
 	cmd.Dir = dir
@@ -115,6 +139,9 @@ func build(pkg string) (string, error) {
 	// environment of etdi's tests says about etdi's.
 	cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=readonly")
 	if b, err := cmd.CombinedOutput(); err != nil {
+		if ctx.Err() != nil && testTimeout > 0 {
+			return "", fmt.Errorf("go build %s did not end within the tests' -timeout %s; build it first with a longer one: go test ./internal/registrytest -run '^TestBuild$' -timeout 40m", pkg, testTimeout)
+		}
 		if len(b) > 4000 {
 			b = append(b[:4000], "..."...)
 		}
@@ -124,4 +151,41 @@ func build(pkg string) (string, error) {
 		return "", err
 	}
 	return bin, nil
+}
+
+var source struct {
+	once sync.Once
+	dir  string
+	err  error
+}
+
+// SourceDir returns the directory of the registry module's source at the
+// version testdata/registry pins, in the module cache (read-only): its
+// published API document, docs/reference/api/openapi.yaml, is the one
+// other registries implement, and its server.json schema is
+// internal/validators/schemas/2025-12-11.json (the one it validates
+// published documents against).
+func SourceDir() (string, error) {
+	source.once.Do(func() {
+		dir, err := moduleDir()
+		if err != nil {
+			source.err = err
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, "go", "list", "-m", "-f", "{{.Dir}}", "github.com/modelcontextprotocol/registry")
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=readonly")
+		out, err := cmd.Output()
+		if err != nil {
+			source.err = fmt.Errorf("go list -m github.com/modelcontextprotocol/registry in %s: %v", dir, err)
+			return
+		}
+		source.dir = strings.TrimSpace(string(out))
+		if source.dir == "" {
+			source.err = fmt.Errorf("the registry's module is not downloaded (cd %s && go mod download)", dir)
+		}
+	})
+	return source.dir, source.err
 }

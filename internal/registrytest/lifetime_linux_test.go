@@ -98,11 +98,21 @@ func TestNothingOutlivesTheTestBinary(t *testing.T) {
 			t.Fatalf("%s is not named after its test binary's pid %d", d, cmd.Process.Pid)
 		}
 	}
+	// The directory of a test binary still running (this one's parent,
+	// the go command) stays.
+	live, err := os.MkdirTemp("", fmt.Sprintf("etdi-registrytest-%d-", os.Getppid()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(live)
 	sweep()
 	for _, d := range dirs {
 		if _, err := os.Stat(d); !os.IsNotExist(err) {
 			t.Fatalf("%s: still there after a sweep (%v)", d, err)
 		}
+	}
+	if _, err := os.Stat(live); err != nil {
+		t.Fatalf("the sweep removed the directory of a running process: %v", err)
 	}
 }
 

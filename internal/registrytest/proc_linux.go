@@ -89,6 +89,15 @@ func chown(path string, as *runAs) error {
 	return os.Chown(path, int(as.uid), int(as.gid))
 }
 
+// lchown gives the symbolic link path to the user as (nothing when as is
+// nil).
+func lchown(path string, as *runAs) error {
+	if as == nil {
+		return nil
+	}
+	return os.Lchown(path, int(as.uid), int(as.gid))
+}
+
 // alive says whether the process pid exists.
 func alive(pid int) bool {
 	err := syscall.Kill(pid, 0)

@@ -27,4 +27,6 @@ func postgresUser() (*runAs, error) { return nil, nil }
 
 func chown(string, *runAs) error { return nil }
 
+func lchown(string, *runAs) error { return nil }
+
 func alive(int) bool { return true }

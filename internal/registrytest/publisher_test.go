@@ -75,3 +75,20 @@ func TestBuild(t *testing.T) {
 		}
 	}
 }
+
+// TestSourceDir finds the registry module's published documents.
+func TestSourceDir(t *testing.T) {
+	dir, err := SourceDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasSuffix(filepath.ToSlash(dir), "github.com/modelcontextprotocol/registry@v1.8.9") {
+		t.Fatalf("source directory %s is not registry v1.8.9's", dir)
+	}
+	for _, f := range []string{"docs/reference/api/openapi.yaml", "internal/validators/schemas/2025-12-11.json"} {
+		b, err := os.ReadFile(filepath.Join(dir, f))
+		if err != nil || len(b) == 0 {
+			t.Fatalf("%s: %v", f, err)
+		}
+	}
+}

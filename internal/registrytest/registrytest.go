@@ -68,10 +68,15 @@ type Registry struct {
 	// LogDir holds the registry's and PostgreSQL's output.
 	LogDir string
 
-	key    ed25519.PrivateKey
-	http   *http.Client
+	key  ed25519.PrivateKey
+	http *http.Client
+	// How long PostgreSQL (initdb included) and then the registry took
+	// to start.
+	pgStart, regStart time.Duration
+
 	pg     *postgres
 	ownDir bool // LogDir is the registry's own, removed by Stop
+	shared bool // the test binary's: Stop leaves it running
 	cmd    *exec.Cmd
 	done   chan struct{}
 	err    error
@@ -125,6 +130,11 @@ func Shared(t testing.TB) *Registry {
 	if err != nil {
 		t.Fatalf("registrytest: the shared registry: %v", err)
 	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("registrytest: the output of the shared registry and its PostgreSQL is in %s (until the next test run starts a registry)", r.LogDir)
+		}
+	})
 	return r
 }
 
@@ -144,6 +154,9 @@ func SharedRegistry() (*Registry, error) {
 			return
 		}
 		shared.r, shared.err = start(bin, dir)
+		if shared.r != nil {
+			shared.r.shared = true
+		}
 	})
 	return shared.r, shared.err
 }
@@ -248,11 +261,28 @@ func Binary(t testing.TB) string {
 // be built.
 func Publisher(t testing.TB) string {
 	t.Helper()
-	bin, err := program(publisherPkg)
+	bin, err := PublisherProgram()
+	var u *UnavailableError
+	if errors.As(err, &u) {
+		skip(t, u.Reason)
+	}
 	if err != nil {
-		skip(t, fmt.Sprintf("mcp-publisher cannot be built: %v", err))
+		t.Fatal(err)
 	}
 	return bin
+}
+
+// PublisherProgram is Publisher for code without a test at hand: it
+// returns an *UnavailableError when mcp-publisher cannot be built.
+func PublisherProgram() (string, error) {
+	if ok, why := supported(); !ok {
+		return "", &UnavailableError{Reason: why}
+	}
+	bin, err := program(publisherPkg)
+	if err != nil {
+		return "", &UnavailableError{Reason: fmt.Sprintf("mcp-publisher cannot be built (cd testdata/registry && go build %s): %v", publisherPkg, err)}
+	}
+	return bin, nil
 }
 
 // start starts PostgreSQL in a directory of its own under the system's
@@ -273,6 +303,7 @@ func start(bin, logDir string) (*Registry, error) {
 		return nil, err
 	}
 	defer pgLog.Close()
+	t0 := time.Now()
 	pg, err := startPostgres(ctx, pgDir, pgLog)
 	if err != nil {
 		os.RemoveAll(pgDir)
@@ -285,16 +316,19 @@ func start(bin, logDir string) (*Registry, error) {
 		return nil, err
 	}
 	r := &Registry{
-		LogDir: logDir,
-		key:    key,
-		pg:     pg,
-		http:   &http.Client{Timeout: time.Minute},
+		LogDir:  logDir,
+		key:     key,
+		pg:      pg,
+		http:    &http.Client{Timeout: time.Minute},
+		pgStart: time.Since(t0),
 	}
 	// A port freed for the registry to bind can be taken in between: try
 	// others when the registry exits without serving.
+	t1 := time.Now()
 	for try := 1; ; try++ {
 		err = r.startRegistry(ctx, bin, try)
 		if err == nil {
+			r.regStart = time.Since(t1)
 			return r, nil
 		}
 		if !errors.Is(err, errBind) || try == 5 {
@@ -382,8 +416,12 @@ func (r *Registry) healthy(ctx context.Context) bool {
 }
 
 // Stop stops the registry and its PostgreSQL and removes PostgreSQL's
-// directory. Start's cleanup calls it; calling it again does nothing.
+// directory. Start's cleanup calls it; calling it again does nothing, and
+// so does calling it on the shared registry, which other tests use.
 func (r *Registry) Stop() {
+	if r.shared {
+		return
+	}
 	r.stopRegistry()
 	if r.pg != nil {
 		r.pg.stop()
@@ -578,6 +616,22 @@ feed:
 		return err
 	}
 	return ctx.Err()
+}
+
+// Edit replaces a published version of a server with serverJSON (of the
+// same name and version) through the registry's edit API (PUT
+// /v0.1/servers/NAME/versions/VERSION), as a registry's operator can: the
+// entry keeps its name and version and changes content under them.
+func (r *Registry) Edit(ctx context.Context, serverJSON []byte) error {
+	var id struct{ Name, Version string }
+	if err := json.Unmarshal(serverJSON, &id); err != nil {
+		return fmt.Errorf("registrytest: edit: %w", err)
+	}
+	if id.Name == "" || id.Version == "" {
+		return errors.New("registrytest: edit: the document has no name or version")
+	}
+	_, err := r.call(ctx, http.MethodPut, VersionPath(id.Name, id.Version), r.adminToken(), serverJSON)
+	return err
 }
 
 // SetStatus sets the status of one version of a server (active,

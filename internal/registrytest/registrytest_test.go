@@ -8,6 +8,8 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -277,6 +279,10 @@ func TestSharedOpenAPI(t *testing.T) {
 	if again := Shared(t); again != r {
 		t.Fatal("two shared registries in one test binary")
 	}
+	r.Stop() // a test stopping it stops it for none of the others
+	if !r.healthy(context.Background()) {
+		t.Fatal("the shared registry stopped")
+	}
 	b, err := r.OpenAPI(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -327,5 +333,140 @@ func TestPublishMany(t *testing.T) {
 	var se *StatusError
 	if !errors.As(err, &se) || se.Status != http.StatusBadRequest {
 		t.Fatalf("publishing again: %v", err)
+	}
+}
+
+// TestWithoutCache starts a registry where there is no cache directory
+// for the database cluster: PostgreSQL's initdb makes one for the
+// registry alone.
+func TestWithoutCache(t *testing.T) {
+	bin := need(t)
+	template.Lock()
+	saved := template.dir
+	template.dir = ""
+	template.Unlock()
+	defer func() {
+		template.Lock()
+		template.dir = saved
+		template.Unlock()
+	}()
+	t.Setenv("XDG_CACHE_HOME", "relative") // os.UserCacheDir refuses it
+	r, err := start(bin, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Stop()
+	log, err := os.ReadFile(filepath.Join(r.LogDir, "postgres.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(log), "no cached database cluster") {
+		t.Fatalf("the cluster was not made by initdb:\n%s", log)
+	}
+	if err := r.Publish(context.Background(), serverJSON("io.github.acme/nocache", "1.0.0")); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// withMeta is serverJSON with the publisher-provided _meta object meta.
+func withMeta(t *testing.T, name, version string, meta map[string]any) []byte {
+	t.Helper()
+	var doc map[string]any
+	if err := json.Unmarshal(serverJSON(name, version), &doc); err != nil {
+		t.Fatal(err)
+	}
+	doc["_meta"] = map[string]any{"io.modelcontextprotocol.registry/publisher-provided": meta}
+	b, err := json.Marshal(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// TestPublisherProvided shows what the registry does with a publisher's
+// own _meta: served back as published under the entry's server._meta,
+// up to 4096 bytes as Go's encoding/json writes the object (compact,
+// members sorted, "&", "<" and ">" escaped as \u0026...), refused above.
+func TestPublisherProvided(t *testing.T) {
+	r := Start(t)
+	ctx := context.Background()
+	etdi := map[string]any{
+		"bundle": "https://example.com/releases/weather.etdi.json?a=1&b=2",
+		"digest": "sha256:" + strings.Repeat("ab", 32),
+	}
+	sized := func(n int) map[string]any {
+		meta := map[string]any{"dev.etdi": etdi, "pad": ""}
+		b, _ := json.Marshal(meta)
+		meta["pad"] = strings.Repeat("x", n-len(b))
+		if b, _ := json.Marshal(meta); len(b) != n {
+			t.Fatalf("made %d bytes, want %d", len(b), n)
+		}
+		return meta
+	}
+	if err := r.Publish(ctx, withMeta(t, "io.github.acme/meta", "1.0.0", sized(4096))); err != nil {
+		t.Fatalf("4096 bytes: %v", err)
+	}
+	err := r.Publish(ctx, withMeta(t, "io.github.acme/meta", "1.0.1", sized(4097)))
+	var se *StatusError
+	if !errors.As(err, &se) || se.Status != http.StatusBadRequest || !strings.Contains(se.Body, "4KB") {
+		t.Fatalf("4097 bytes: %v", err)
+	}
+	b, err := r.Get(ctx, "io.github.acme/meta", "1.0.0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var e struct {
+		Server struct {
+			Meta map[string]map[string]json.RawMessage `json:"_meta"`
+		} `json:"server"`
+	}
+	if err := json.Unmarshal(b, &e); err != nil {
+		t.Fatal(err)
+	}
+	var got map[string]string
+	if err := json.Unmarshal(e.Server.Meta["io.modelcontextprotocol.registry/publisher-provided"]["dev.etdi"], &got); err != nil {
+		t.Fatalf("%v in %s", err, b)
+	}
+	if got["bundle"] != etdi["bundle"] || got["digest"] != etdi["digest"] {
+		t.Fatalf("served %v", got)
+	}
+}
+
+// TestEdit changes a published version's content under the same name and
+// version, as a registry's operator can: the entry served changes, and
+// an incremental listing (updated_since) shows it changed.
+func TestEdit(t *testing.T) {
+	r := Start(t)
+	ctx := context.Background()
+	name := "io.github.acme/edited"
+	if err := r.Publish(ctx, serverJSON(name, "1.0.0")); err != nil {
+		t.Fatal(err)
+	}
+	var before entry
+	if st := get(t, r, VersionPath(name, "1.0.0"), &before); st != http.StatusOK {
+		t.Fatalf("status %d", st)
+	}
+	edited := strings.Replace(string(serverJSON(name, "1.0.0")), `"identifier": "@acme/io-github-acme-edited", "version": "1.0.0"`, `"identifier": "@acme/io-github-acme-edited", "version": "6.6.6"`, 1)
+	if edited == string(serverJSON(name, "1.0.0")) {
+		t.Fatal("the edit changed nothing")
+	}
+	if err := r.Edit(ctx, []byte(edited)); err != nil {
+		t.Fatal(err)
+	}
+	var after entry
+	if st := get(t, r, VersionPath(name, "1.0.0"), &after); st != http.StatusOK {
+		t.Fatalf("status %d", st)
+	}
+	if after.Server.Version != "1.0.0" || len(after.Server.Packages) != 1 || after.Server.Packages[0].Version != "6.6.6" {
+		t.Fatalf("after the edit: %+v", after.Server)
+	}
+	since, _ := listAll(t, r, url.Values{"updated_since": {before.Meta.Official.UpdatedAt.Format(time.RFC3339Nano)}})
+	if len(since) != 1 || since[0] != name+"@1.0.0" {
+		t.Fatalf("updated_since before the edit: %v", since)
+	}
+	// An edit cannot make a version that was never published.
+	var se *StatusError
+	if err := r.Edit(ctx, serverJSON(name, "2.0.0")); !errors.As(err, &se) || se.Status != http.StatusNotFound {
+		t.Fatalf("editing an unpublished version: %v", err)
 	}
 }

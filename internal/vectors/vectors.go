@@ -189,6 +189,11 @@ func policy(entries ...policyEntry) []byte {
 		if _, err := p.AddKey(e.provider, trust.Key{PublicKey: e.key.Pub, NotBefore: e.notBefore, NotAfter: e.notAfter}); err != nil {
 			panic(err)
 		}
+		if len(e.namespaces) > 0 {
+			if _, err := p.AddRegistryNamespaces(e.provider, e.namespaces...); err != nil {
+				panic(err)
+			}
+		}
 	}
 	if len(entries) > 0 && entries[0].unsigned != "" {
 		p.Unsigned = entries[0].unsigned
@@ -205,6 +210,7 @@ type policyEntry struct {
 	key                 *Key
 	notBefore, notAfter time.Time
 	unsigned            trust.UnsignedRule
+	namespaces          []string
 }
 
 func signManifest(m *etdi.Manifest, k *Key) *etdi.Bundle {
@@ -391,6 +397,23 @@ func Build(k map[string]*Key) ([]Case, error) {
 		unverified(want("claims provider acme, signed by the key trusted only for globex", 12, "impersonation"))))
 	addc("provider_not_in_policy", true, files(good, policy(policyEntry{provider: "globex", key: k["globex-ed25519"]}), nil,
 		want("acme is not in the policy at all", 10, "signature_invalid")))
+
+	// Registry names (SPEC.md §4.2): the bundle names its registry entry;
+	// the policy lists the namespaces acme publishes under.
+	for _, c := range []struct {
+		name, registryName string
+		w                  Want
+	}{
+		{"registry_name_outside_provider_namespaces", "io.github.evil/weather",
+			unverified(want("the bundle names registry entry io.github.evil/weather; acme publishes only under io.github.acme", 12, "impersonation"))},
+		{"registry_name_github_owner_case", "io.github.ACME/weather",
+			want("the bundle names registry entry io.github.ACME/weather; acme publishes under io.github.acme, the same GitHub account", 0)},
+	} {
+		named := *m
+		named.Server.RegistryName = c.registryName
+		addc(c.name, true, files(signManifest(&named, ed).Marshal(),
+			policy(policyEntry{provider: "acme", key: ed, namespaces: []string{"io.github.acme"}}), nil, c.w))
+	}
 
 	expired := *m
 	{

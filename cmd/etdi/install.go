@@ -1,0 +1,458 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/etdi-dev/etdi"
+	"github.com/etdi-dev/etdi/finding"
+	"github.com/etdi-dev/etdi/internal/atomicfile"
+	"github.com/etdi-dev/etdi/internal/hostconfig"
+	"github.com/etdi-dev/etdi/registry"
+	"github.com/etdi-dev/etdi/trust"
+	"github.com/etdi-dev/etdi/verify"
+)
+
+const installHelp = `Install a server from an MCP Registry into a host's configuration, already
+wrapped: the host starts it through etdi run, which verifies it on every
+start.
+
+etdi reads the entry (GET /v0.1/servers/{name}/versions/{version}; the
+latest without @VERSION), builds the launch exactly as a host does from the
+chosen package (its runner, arguments and environment; npx -y PKG@VERSION,
+uvx PKG==VERSION, docker run -i --rm IMAGE, dnx PKG@VERSION) or remote (URL
+and headers), and then:
+
+  - an entry that names a signed bundle (its server.json's _meta
+    dev.etdi): the bundle is fetched and must have the digest the entry
+    names (else exit 10), verify against the trust policy, and be made for
+    this entry: its registry name and its artifacts or endpoints must bind
+    the chosen package or remote (else impersonation, exit 12). It is kept
+    under the etdi configuration directory and named in the entry
+    (etdi run --bundle FILE);
+  - an unsigned entry follows the trust policy's unsigned rule: block
+    refuses to install it (exit 10), warn and allow install it.
+
+The entry is added where the host reads its servers (--host HOST for its
+user configuration file, or --config FILE), then wrapped as etdi wrap
+does: the file keeps every byte it had, a first change keeps
+FILE.etdi-backup, and etdi unwrap restores the plain entry. An entry of the
+same name is never replaced. --dry-run prints the change and writes
+nothing.
+
+Inputs the entry asks for (environment variables, headers, arguments,
+URL variables) are given with --input NAME=VALUE; a required one missing is
+named with the flag that gives it. The tools are approved the first time
+the host starts the server (etdi review), or before with etdi check
+--config FILE --name ENTRY --yes.`
+
+type installFlags struct {
+	registryURL, host, config, name string
+	inputs                          []string
+	pkg, remote                     int
+	trust, pins                     string
+	dryRun                          bool
+}
+
+func (e *env) installCmd() *cobra.Command {
+	var f installFlags
+	cmd := &cobra.Command{
+		Use:   "install --registry URL SERVER[@VERSION] (--host HOST | --config FILE)",
+		Short: "Install a server from an MCP Registry into a host's configuration, wrapped and verified",
+		Long:  installHelp,
+		Example: `  etdi install --registry https://registry.modelcontextprotocol.io io.github.acme/weather --host cursor --dry-run
+  etdi install --registry https://registry.example.org io.github.acme/weather@1.2.0 --config ~/.cursor/mcp.json --input API_KEY=…`,
+		Args: exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if f.registryURL == "" {
+				return usagef("--registry URL is required")
+			}
+			if (f.host == "") == (f.config == "") {
+				return usagef("give the host with --host HOST or its file with --config FILE")
+			}
+			if f.pkg != 0 && f.remote != 0 {
+				return usagef("--package and --remote choose one launch: give one of them")
+			}
+			return e.runInstall(&f, args[0])
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.registryURL, "registry", "", "the registry's URL (https, or http to a loopback host)")
+	fl.StringVar(&f.host, "host", "", "the host whose user configuration file gets the entry: "+strings.Join(installHosts(), ", "))
+	fl.StringVar(&f.config, "config", "", "the host configuration file that gets the entry")
+	fl.StringVar(&f.name, "name", "", "the entry's name (default: the server's name after its namespace)")
+	fl.StringArrayVar(&f.inputs, "input", nil, "a value the entry asks for, NAME=VALUE (repeatable)")
+	fl.IntVar(&f.pkg, "package", 0, "install the entry's Nth package (1 is the first; default: the first etdi can start)")
+	fl.IntVar(&f.remote, "remote", 0, "install the entry's Nth remote instead of a package")
+	fl.StringVar(&f.trust, "trust", "", "the trust policy the entry uses, written as an absolute path (default: $ETDI_TRUST when set, else the default policy, not written)")
+	fl.StringVar(&f.pins, "pins", "", "the pin database the entry uses, written as an absolute path (default: $ETDI_PINS when set, else the default database, not written)")
+	fl.BoolVar(&f.dryRun, "dry-run", false, "print the change and write nothing")
+	return cmd
+}
+
+func installHosts() []string {
+	var out []string
+	for _, l := range hostconfig.Launches {
+		out = append(out, l.Host)
+	}
+	return out
+}
+
+// installTarget is what install will write: the entry as the host would
+// start it before wrapping, and where it came from.
+type installTarget struct {
+	entry   *registry.Entry
+	what    string // "npm @acme/weather@1.2.0" or "remote https://..."
+	new     hostconfig.NewEntry
+	bundle  []byte
+	signed  bool
+	version string
+	// bind compares a verified bundle's server with the chosen package
+	// or remote.
+	bind func(etdi.Server) *registry.Mismatch
+}
+
+func (e *env) runInstall(f *installFlags, arg string) error {
+	name, version, _ := strings.Cut(arg, "@")
+	if err := etdi.ValidateRegistryName(name); err != nil {
+		return usagef("%v", err)
+	}
+	in := registry.Inputs{}
+	for _, kv := range f.inputs {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return usagef("--input %q: want NAME=VALUE", kv)
+		}
+		in[k] = v
+	}
+	client, err := registry.NewClient(f.registryURL)
+	if err != nil {
+		return usagef("--registry: %v", err)
+	}
+	// Trust and pins: the paths the entry will name, as wrap takes them.
+	wf := &wrapFlags{trust: f.trust, pins: f.pins, name: f.name, dryRun: f.dryRun}
+	for _, p := range []struct {
+		v        *string
+		variable string
+	}{{&wf.trust, "ETDI_TRUST"}, {&wf.pins, "ETDI_PINS"}} {
+		if *p.v == "" {
+			*p.v, _ = e.lookupEnv(p.variable)
+		}
+		if *p.v != "" {
+			abs, err := filepath.Abs(*p.v)
+			if err != nil {
+				return err
+			}
+			*p.v = abs
+		}
+	}
+	policyPath := e.defaultTrust()
+	if wf.trust != "" {
+		policyPath = wf.trust
+	}
+	policy, err := loadPolicy(policyPath)
+	if err != nil {
+		return err
+	}
+
+	entry, err := client.Get(e.ctx, name, version)
+	if errors.Is(err, registry.ErrNotFound) {
+		return fmt.Errorf("%s: no such server or version in %s", arg, f.registryURL)
+	}
+	if err != nil {
+		return err
+	}
+	t, err := installLaunch(entry, f, in)
+	if err != nil {
+		return err
+	}
+	switch entry.Official.Status {
+	case registry.StatusDeleted:
+		return fmt.Errorf("%s@%s is deleted in the registry: not installed", name, entry.Server.Version)
+	case registry.StatusDeprecated:
+		say(e.stderr, "etdi: warning: %s@%s is deprecated in the registry%s\n", name, entry.Server.Version, statusMessage(entry))
+	}
+	if code, err := e.installVerify(t, policy); err != nil {
+		// Printed here, as report would, to end with the finding's code.
+		report(e.stderr, err, true)
+		return &exitCodeError{code}
+	}
+
+	// The bundle is kept where the entry can name it.
+	if f.name == "" {
+		_, f.name, _ = strings.Cut(name, "/")
+	}
+	wf.name = f.name
+	if t.signed {
+		wf.bundle = filepath.Join(filepath.Dir(e.wrapStatePath()), "bundles", bundleFileName(name, entry.Server.Version))
+	}
+	path, host, err := installFile(f)
+	if err != nil {
+		return err
+	}
+	return e.installWrite(path, host, wf, t)
+}
+
+func statusMessage(en *registry.Entry) string {
+	if en.Official.StatusMessage == "" {
+		return ""
+	}
+	return ": " + en.Official.StatusMessage
+}
+
+// installLaunch chooses the package or remote and builds what the host
+// would run.
+func installLaunch(en *registry.Entry, f *installFlags, in registry.Inputs) (*installTarget, error) {
+	s := en.Server
+	t := &installTarget{entry: en, version: s.Version}
+	switch {
+	case f.remote > 0:
+		if f.remote > len(s.Remotes) {
+			return nil, usagef("--remote %d: the entry has %d remote(s)", f.remote, len(s.Remotes))
+		}
+		return t, t.setRemote(s.Remotes[f.remote-1], in)
+	case f.pkg > 0:
+		if f.pkg > len(s.Packages) {
+			return nil, usagef("--package %d: the entry has %d package(s)", f.pkg, len(s.Packages))
+		}
+		return t, t.setPackage(s.Packages[f.pkg-1], in)
+	}
+	var firstErr error
+	for _, p := range s.Packages {
+		if _, ok := registry.Runners[p.RegistryType]; !ok {
+			continue
+		}
+		err := t.setPackage(p, in)
+		if err == nil {
+			return t, nil
+		}
+		if firstErr == nil {
+			firstErr = err
+		}
+	}
+	if firstErr != nil {
+		return nil, firstErr
+	}
+	if len(s.Remotes) > 0 {
+		return t, t.setRemote(s.Remotes[0], in)
+	}
+	return nil, fmt.Errorf("%s@%s has no package etdi can start and no remote", s.Name, s.Version)
+}
+
+func (t *installTarget) setPackage(p registry.Package, in registry.Inputs) error {
+	c, err := p.Command(in)
+	if err != nil {
+		return err
+	}
+	t.what = registry.PackageLabel(p)
+	t.new = hostconfig.NewEntry{Command: c.Program, Args: c.Args, Env: c.Env}
+	t.bind = func(signed etdi.Server) *registry.Mismatch { return registry.BindsPackage(p, signed) }
+	return nil
+}
+
+func (t *installTarget) setRemote(r registry.Transport, in registry.Inputs) error {
+	rm, err := r.Remote(in)
+	if err != nil {
+		return err
+	}
+	typ := "http"
+	if rm.Type == registry.TransportSSE {
+		typ = "sse"
+	}
+	t.what = "remote " + rm.URL
+	t.new = hostconfig.NewEntry{URL: rm.URL, Transport: typ, Headers: rm.Headers}
+	t.bind = func(signed etdi.Server) *registry.Mismatch { return registry.BindsRemote(r, signed) }
+	return nil
+}
+
+// installVerify decides whether the entry may be installed: its bundle, if
+// it names one, fetched by its digest, verified against the policy, and
+// made for this entry; else the policy's unsigned rule. It returns the
+// exit code of a refusal.
+func (e *env) installVerify(t *installTarget, p *trust.Policy) (int, error) {
+	s := t.entry.Server
+	m, ok, err := s.EtdiMeta()
+	if err != nil {
+		return finding.ExitSignature, fmt.Errorf("%s@%s: %s", s.Name, s.Version, err.Error())
+	}
+	if !ok {
+		switch p.Unsigned {
+		case trust.Warn, trust.Allow:
+			if p.Unsigned == trust.Warn {
+				say(e.stderr, "etdi: warning: %s@%s is unsigned: its tools are approved by digest when the host first starts it\n", s.Name, s.Version)
+			}
+			return 0, nil
+		}
+		return finding.ExitSignature, &hintError{fmt.Errorf("%s@%s is unsigned (its server.json names no dev.etdi bundle) and the trust policy blocks unsigned servers: not installed", s.Name, s.Version),
+			"to install unsigned servers and approve their tools by digest: etdi trust unsigned warn"}
+	}
+	data, err := registry.FetchBundle(e.ctx, nil, m)
+	if err != nil {
+		return finding.ExitSignature, fmt.Errorf("%s@%s: %s", s.Name, s.Version, err.Error())
+	}
+	tokens := e.tokenVerifier(time.Time{})
+	r := verify.Verify(data, p, verify.Options{Tokens: tokens, Context: e.ctx, RegistryName: s.Name})
+	if err := tokens.Unreachable(); err != nil {
+		return exitError, err
+	}
+	if code := r.ExitCode(); code != finding.ExitOK {
+		var why []string
+		for _, fd := range r.Findings {
+			if fd.Severity == finding.Error {
+				why = append(why, fd.Message)
+			}
+		}
+		if len(why) == 0 {
+			why = append(why, "the signature did not verify")
+		}
+		if code == finding.ExitImpersonation {
+			return code, fmt.Errorf("impersonation: the bundle of %s@%s (%s) was not made for this entry: %s", s.Name, s.Version, m.Bundle, strings.Join(why, "; "))
+		}
+		return code, fmt.Errorf("the bundle of %s@%s (%s) does not verify: %s", s.Name, s.Version, m.Bundle, strings.Join(why, "; "))
+	}
+	// The registry name and its namespace were held to the entry's by
+	// verification (RegistryName); the package or remote is held here.
+	var mis []string
+	if x := t.bind(r.Server); x != nil {
+		mis = append(mis, x.Error())
+	}
+	if len(mis) > 0 {
+		return finding.ExitImpersonation, fmt.Errorf("impersonation: the bundle of %s@%s was not made for this entry: %s", s.Name, s.Version, strings.Join(mis, "; "))
+	}
+	t.bundle, t.signed = data, true
+	say(e.stderr, "etdi: %s@%s: bundle verified: provider %s, %s\n", s.Name, s.Version, r.Provider.ID, t.what)
+	return 0, nil
+}
+
+// bundleFileName is where install keeps an entry's bundle: the name and
+// version escaped into one file name (a registry name may hold "..").
+func bundleFileName(name, version string) string {
+	n := url.PathEscape(name + "@" + version)
+	if len(n) > 200 {
+		h := registry.Digest([]byte(name + "@" + version))
+		n = strings.TrimPrefix(h, "sha256:")
+	}
+	return n + ".etdi.json"
+}
+
+// installFile is the configuration file install writes and its host.
+func installFile(f *installFlags) (path, host string, err error) {
+	if f.config != "" {
+		return f.config, hostconfig.GuessHost(f.config), nil
+	}
+	home, _ := os.UserHomeDir()
+	for _, l := range hostconfig.Locations(runtime.GOOS, hostconfig.Options{Home: home, Lookup: os.LookupEnv}) {
+		if l.Host == f.host && !l.Project {
+			return l.Path, l.Host, nil
+		}
+	}
+	return "", "", usagef("--host %q: want one of %s", f.host, strings.Join(installHosts(), ", "))
+}
+
+// installWrite adds the entry to the file, wraps it, and writes both
+// (or prints them with --dry-run).
+func (e *env) installWrite(path, host string, wf *wrapFlags, t *installTarget) error {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return err
+	}
+	real := abs
+	if r, err := filepath.EvalSymlinks(abs); err == nil {
+		real = r
+	}
+	var old []byte
+	perm := os.FileMode(0o600)
+	switch fi, err := os.Stat(real); {
+	case err == nil:
+		perm = fi.Mode().Perm()
+		if old, err = hostconfig.ReadConfig(real); err != nil {
+			return err
+		}
+	case errors.Is(err, fs.ErrNotExist):
+	default:
+		return err
+	}
+	added, err := hostconfig.AddEntry(real, old, host, wf.name, t.new)
+	if err != nil {
+		var exists *hostconfig.ErrEntryExists
+		if errors.As(err, &exists) {
+			return &hintError{err, "choose another name with --name, or remove the entry first"}
+		}
+		return err
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	etdiPath, err := filepath.EvalSymlinks(exe)
+	if err != nil {
+		return err
+	}
+	gate, err := e.wrapGate(wf, true)
+	if err != nil {
+		return err
+	}
+	res, err := hostconfig.Wrap(real, added, hostconfig.WrapOptions{Host: host, Etdi: etdiPath, Name: wf.name, Bundle: wf.bundle, Trust: wf.trust, Pins: wf.pins, Gate: gate, Lookup: e.lookupEnv})
+	if err != nil {
+		return err
+	}
+	if res.Count(hostconfig.StatusWrapped) != 1 {
+		for _, o := range res.Outcomes {
+			if o.Name == wf.name && o.Reason != "" {
+				return fmt.Errorf("the new entry %s could not be wrapped: %s", wf.name, o.Reason)
+			}
+		}
+		return fmt.Errorf("the new entry %s could not be wrapped", wf.name)
+	}
+	// One insertion into the old text: show it as a diff.
+	p, s := commonEnds(old, res.Data)
+	diff := &hostconfig.Result{Data: res.Data, Changes: []hostconfig.Change{{OldStart: p, OldEnd: len(old) - s, NewStart: p, NewEnd: len(res.Data) - s}}}
+	if wf.dryRun {
+		printWrapDiff(e.stdout, real, old, diff)
+		say(e.stdout, "etdi: %s: would install %s@%s (%s) as %s, wrapped\n", real, t.entry.Server.Name, t.version, t.what, wf.name)
+		return nil
+	}
+	if t.signed {
+		if err := os.MkdirAll(filepath.Dir(wf.bundle), 0o700); err != nil {
+			return err
+		}
+		if err := atomicfile.Write(wf.bundle, t.bundle, 0o600); err != nil {
+			return err
+		}
+	}
+	if err := os.MkdirAll(filepath.Dir(real), 0o700); err != nil {
+		return err
+	}
+	st, err := loadWrapState(e.wrapStatePath())
+	if err != nil {
+		return err
+	}
+	if err := writeWrapped(real, old, res, perm, true, st, e.wrapStatePath()); err != nil {
+		return err
+	}
+	printWrapDiff(e.stdout, real, old, diff)
+	say(e.stdout, "etdi: %s: installed %s@%s (%s) as %s, wrapped\n", real, t.entry.Server.Name, t.version, t.what, wf.name)
+	say(e.stdout, "etdi: hint: approve its tools now with etdi check --config %s --name %s --yes, or when the host starts it with etdi review\n", real, wf.name)
+	return nil
+}
+
+// commonEnds returns the lengths of the longest common prefix and suffix
+// of a and b that do not overlap.
+func commonEnds(a, b []byte) (p, s int) {
+	for p < len(a) && p < len(b) && a[p] == b[p] {
+		p++
+	}
+	for s < len(a)-p && s < len(b)-p && a[len(a)-1-s] == b[len(b)-1-s] {
+		s++
+	}
+	return p, s
+}
