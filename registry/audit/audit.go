@@ -318,7 +318,7 @@ func (a *Auditor) judge(ctx context.Context, s *registry.ServerJSON, v *Verdict)
 		return nil
 	}
 	r, err := guard.Observe(ctx, nil, guard.Options{Policy: a.opts.Trust, Bundle: data, BundleSource: m.Bundle,
-		Now: a.opts.Now, Tokens: a.opts.Tokens})
+		Now: a.opts.Now, Tokens: a.opts.Tokens, RegistryName: s.Name})
 	if err != nil {
 		return err
 	}

@@ -124,8 +124,29 @@ func TestBundleOnAnotherNamespace(t *testing.T) {
 	w.publish(w.serverJSON(evil, "1.0.0", "@acme/weather", "1.0.0", "/evil.json", b))
 	v := judge(t, w.entry(evil, "1.0.0"), audit.Options{Trust: w.policy, Pins: db})
 	want(t, v, audit.Blocked, finding.ExitImpersonation, finding.Impersonation)
-	if v.Bound || !strings.Contains(v.Findings[0].Message, "the bundle is for "+w.name("acme", "weather")) {
+	if v.Bound || !strings.Contains(v.Findings[0].Message, `made for registry entry "`+w.name("acme", "weather")+`"`) {
 		t.Fatalf("verdict %+v", v)
+	}
+}
+
+// A bundle that names no registry entry, attached to an entry outside
+// the namespaces the trust policy gives its provider: impersonation. In
+// the provider's namespace it is the provider's.
+func TestBundleOutsideProviderNamespaces(t *testing.T) {
+	w := newWorld(t)
+	if _, err := w.policy.AddRegistryNamespaces("acme", "io.github.acme"+w.prefix); err != nil {
+		t.Fatal(err)
+	}
+	b := w.bundleFor("", "@acme/weather", "1.0.0")
+	w.host.put("/plain.json", b)
+	own, evil := w.name("acme", "weather"), w.name("evil", "weather")
+	w.publish(w.serverJSON(own, "1.0.0", "@acme/weather", "1.0.0", "/plain.json", b))
+	w.publish(w.serverJSON(evil, "1.0.0", "@acme/weather", "1.0.0", "/plain.json", b))
+	want(t, judge(t, w.entry(own, "1.0.0"), audit.Options{Trust: w.policy}), audit.Verified, 0)
+	v := judge(t, w.entry(evil, "1.0.0"), audit.Options{Trust: w.policy})
+	want(t, v, audit.Blocked, finding.ExitImpersonation, finding.Impersonation)
+	if !strings.Contains(v.Findings[0].Message, "publishes only under io.github.acme"+w.prefix) {
+		t.Fatalf("finding %+v", v.Findings[0])
 	}
 }
 
