@@ -124,9 +124,10 @@ type Verdict struct {
 	Signed       bool   `json:"signed"`
 	Bundle       string `json:"bundle,omitempty"`
 	BundleDigest string `json:"bundleDigest,omitempty"`
-	// SignatureVerified says the bundle was fetched, is the one named,
-	// and a key (or keyless signer) the policy trusts for its provider
-	// signed it.
+	// SignatureVerified says the bundle was fetched, is the one named, a
+	// key (or keyless signer) the policy trusts for its provider signed
+	// it, and its provider may publish under the entry's name (SPEC.md
+	// §4.2): [verify.Result]'s Verified.
 	SignatureVerified bool `json:"signatureVerified"`
 	// Bound says the bundle was made for this entry: its registry name,
 	// every package and every remote ([registry.Binding]).
