@@ -27,6 +27,7 @@ var outputSchemas = []struct {
 	{"check.schema.json", reflect.TypeFor[checkOutput]()},
 	{"verify.schema.json", reflect.TypeFor[verifyOutput]()},
 	{"pin-list.schema.json", reflect.TypeFor[pinListOutput]()},
+	{"registry-audit.schema.json", reflect.TypeFor[auditOutput]()},
 }
 
 var (
@@ -340,7 +341,7 @@ func TestOutputSchemaFindingKinds(t *testing.T) {
 		want = append(want, string(k))
 	}
 	sort.Strings(want)
-	for _, file := range []string{"check.schema.json", "verify.schema.json"} {
+	for _, file := range []string{"check.schema.json", "verify.schema.json", "registry-audit.schema.json"} {
 		doc := loadSchemaDoc(t, file)
 		kind := doc["$defs"].(map[string]any)["finding"].(map[string]any)["properties"].(map[string]any)["kind"].(map[string]any)
 		var got []string
