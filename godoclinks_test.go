@@ -19,7 +19,7 @@ import (
 var publicPackages = []string{
 	".", "finding", "strictjson", "release", "verify", "pin", "pin/lockfile",
 	"guard", "gate", "trust", "policy", "idp", "keys", "keyless",
-	"keyless/tuf", "sign", "inband",
+	"keyless/tuf", "sign", "inband", "registry",
 }
 
 const modulePath = "github.com/etdi-dev/etdi"

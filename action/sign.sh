@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # etdi sign for the action: keyless (Sigstore: a Fulcio certificate for the
-# job's OIDC identity, recorded in Rekor) unless a key is given.
+# job's OIDC identity, recorded in Rekor) unless a key is given. With
+# server-json and bundle-url, etdi sign records the bundle's URL and digest
+# in the server.json (after checking that it agrees with the manifest).
 #
 # Keyless signing in GitHub Actions needs the workflow (or job) permission
 # "id-token: write": etdi then requests the job's OIDC token itself from
@@ -39,6 +41,12 @@ else
 fi
 [ -z "${INPUT_EXPIRES:-}" ] || etdi_args+=("--expires=$INPUT_EXPIRES")
 [ -z "${INPUT_SEQUENCE:-}" ] || etdi_args+=("--sequence=$INPUT_SEQUENCE")
+server_json=${INPUT_SERVER_JSON:-}
+if [ -n "$server_json" ] || [ -n "${INPUT_BUNDLE_URL:-}" ]; then
+	[ -n "$server_json" ] && [ -n "${INPUT_BUNDLE_URL:-}" ] || die "inputs server-json and bundle-url go together: the bundle's URL is recorded in the server.json"
+	[ -f "$server_json" ] || die "server.json '$server_json' does not exist"
+	etdi_args+=("--server-json=$server_json" "--bundle-url=$INPUT_BUNDLE_URL")
+fi
 add_lines INPUT_ARGS
 etdi_args+=("--out=$bundle" -- "$manifest")
 
@@ -52,3 +60,8 @@ set_output digest "$digest"
 summary "### etdi sign"
 summary ""
 summary "Signed $(code "$manifest") into $(code "$bundle") ($(code "$digest"))."
+if [ -n "$server_json" ]; then
+	set_output server-json "$server_json"
+	summary ""
+	summary "Recorded the bundle in $(code "$server_json") (publish the bundle at $(code "$INPUT_BUNDLE_URL"), then run mcp-publisher publish)."
+fi

@@ -63,6 +63,12 @@ type Options struct {
 	// warning (never recorded: it is about the command, not the tools),
 	// its message masked with the Spec's secrets.
 	Spec *ServerSpec
+	// Registry is the registry entry the server was described from
+	// ([DescribeRegistry]; [RegistryServer.Options] sets it): a verified
+	// bundle must name the entry (server.registryName, when it names one)
+	// and bind the package or remote checked, else impersonation and
+	// nothing is compared. nil for a server of no registry.
+	Registry *RegistryServer
 	// RegistryName is the name of the MCP registry entry the server was
 	// found through (io.github.acme/weather), "" for none: its bundle is
 	// held to it ([verify.Options.RegistryName], SPEC.md §4.2).
@@ -265,6 +271,10 @@ func Observe(ctx context.Context, l *Listing, opts Options) (*Report, error) {
 	r.Verification = res
 	r.Findings = append(r.Findings, res.Findings...)
 	if !res.Verified {
+		return r, nil
+	}
+	if fs := opts.Registry.bindingFindings(res); len(fs) > 0 {
+		r.Findings = append(r.Findings, fs...)
 		return r, nil
 	}
 	st := res.Statement

@@ -8,11 +8,6 @@ import (
 	"github.com/etdi-dev/etdi/internal/artifact"
 )
 
-// ArtifactMCPB is the type of an MCPB file in a manifest's
-// server.artifacts: its digest is the file's SHA-256, server.json's
-// fileSha256.
-const ArtifactMCPB = "mcpb"
-
 // A Mismatch says how a bundle's server differs from a registry entry.
 type Mismatch struct {
 	// What is "name", or the package or remote it is about, as

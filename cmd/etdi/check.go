@@ -55,6 +55,8 @@ type checkReport struct {
 	// run, proven (docs/hosts.md#wrapping-host-configurations): the server checked is the one behind it.
 	// Always present: false for everything else.
 	Wrapped bool `json:"wrapped"`
+	// Registry is the registry entry checked (--registry).
+	Registry *registryCheck `json:"registry,omitempty"`
 	// Error is why the server could not be checked (exit 1).
 	Error    string `json:"error,omitempty"`
 	ExitCode int    `json:"exitCode"`
@@ -105,13 +107,31 @@ before the server is launched.
 
 The tools come from a live server (--server -- CMD..., started over stdio;
 --url, Streamable HTTP; --config, every server of a host configuration, or
-all found with --config auto; --mcpb FILE, an MCPB file) or from a saved
-tools/list (--tools). The
-bundle comes from --bundle or, if the server carries one, from its
-tools/list _meta. With a verified bundle the server is known as
+all found with --config auto; --registry URL SERVER[@VERSION], a server an
+MCP registry lists; --mcpb FILE, an MCPB file) or from a saved tools/list
+(--tools). The bundle comes from --bundle or, if the server carries one,
+from its tools/list _meta. With a verified bundle the server is known as
 <provider>:<server>; without one as unsigned:<name> (--name, the config
 entry name, or the program name), the policy's unsigned rule applies, and
 its tools are pinned by digest, so a changed definition is still caught.
+
+--registry URL NAMESPACE/NAME[@VERSION] (the latest without @VERSION)
+reads the entry from the registry's API and starts the server as a host
+installs it from server.json: the first package etdi starts (npm, PyPI,
+OCI, NuGet) or the one --package N chooses, with its runtime hint,
+arguments and environment, or the remote --remote N chooses, with its
+headers. --input NAME=VALUE gives a value for an input of the entry (an
+environment variable, header, argument or URL variable); a required one
+not given is an error naming it. A runner that is not the package type's,
+an identifier a runner would read as an option, or a deleted entry is
+refused before anything starts. The bundle is the one the entry names in
+_meta (dev.etdi): fetched over https (http only from a loopback host), it
+must be the file of the entry's digest, else bundle_invalid (10) and
+nothing starts; verified, it must name the entry (server.registryName)
+and bind the package or remote checked (server.artifacts,
+server.endpoints), else impersonation (12). An entry without dev.etdi is
+unsigned and pinned as unsigned:NAMESPACE/NAME (or --name). A deprecated
+entry is checked, with a note (docs/registry.md#client-checking-and-installing-from-a-registry).
 
 A live server is listed declaring the client capabilities of the host that
 will use it (docs/hosts.md#how-each-host-reads-an-entry: with --config, what the entry's host declares;
@@ -199,7 +219,7 @@ func (e *env) checkCmd() *cobra.Command {
 	var f checkFlags
 	sf, pf, cf, lf := &f.sf, &f.pf, &f.cf, &f.lf
 	cmd := &cobra.Command{
-		Use:   "check (--tools FILE | --server -- CMD... | --url URL | --config FILE|auto | --mcpb FILE | --bundle BUNDLE)",
+		Use:   "check (--tools FILE | --server -- CMD... | --url URL | --config FILE|auto | --registry URL SERVER[@VERSION] | --mcpb FILE | --bundle BUNDLE)",
 		Short: "Check a server's tools against the trust policy and the approved pins",
 		Long:  checkHelp,
 		Example: `  etdi check --trust trust.json --pins pins.db --bundle weather.etdi.json --tools live.json
@@ -207,6 +227,7 @@ func (e *env) checkCmd() *cobra.Command {
   etdi check --url http://127.0.0.1:3001/mcp --header "Authorization: Bearer $TOKEN"
   etdi check --config ~/.cursor/mcp.json --name weather
   etdi check --config auto --sarif > etdi.sarif
+  etdi check --registry https://registry.modelcontextprotocol.io io.github.acme/weather@1.2.0 --input WEATHER_API_KEY="$KEY"
   etdi check --mcpb weather.mcpb --mcpb-config api_key=$KEY
   etdi check --config .cursor/mcp.json --sarif --exit-zero > etdi.sarif   # in CI, before upload-sarif
   etdi check --lock .etdi/etdi.lock.json --lock-key .etdi/audit.pub --config .vscode/mcp.json   # CI: the team's approvals, read-only`,
@@ -215,6 +236,7 @@ func (e *env) checkCmd() *cobra.Command {
 		},
 	}
 	sf.register(cmd.Flags(), e)
+	sf.registerRegistry(cmd.Flags())
 	registerMCPB(cmd.Flags(), sf)
 	cmd.Flags().StringVar(&sf.etdi, "etdi", "", "with --config: another etdi program of yours; entries that run it (or this etdi) through etdi run count as wrapped, and no other program named etdi does")
 	pf.register(cmd.Flags(), e)
@@ -351,6 +373,10 @@ func (e *env) checkExit(f *checkFlags, out *checkOutput) error {
 			say(e.stderr, "etdi: approval required (exit 13): the lockfile %s does not approve the tools above; approve them into a pin database and write the lockfile again (etdi pin export --lock)\n", f.pf.lock)
 			break
 		}
+		if f.sf.reg.url != "" { // etdi pin approve reads no registry
+			say(e.stderr, "etdi: approval required (exit 13): review the tools above, then check again with --yes, or with --approve%s\n", instructionsHint(out.Servers))
+			break
+		}
 		say(e.stderr, "etdi: approval required (exit 13): review the tools above, then run etdi pin approve with the same inputs, or check again with --approve%s\n", instructionsHint(out.Servers))
 	default:
 		say(e.stderr, "etdi: check failed (exit %d)\n", out.ExitCode)
@@ -412,6 +438,12 @@ func (e *env) checkTarget(sf *serverFlags, pf *pinFlags, t *target, p *trust.Pol
 		return rep
 	}
 	if entryChecked(rep, t) {
+		return rep
+	}
+	if done, err := e.registryChecked(rep, sf, pf, t, p); err != nil || done {
+		if err != nil {
+			return fail(e.guardError(err))
+		}
 		return rep
 	}
 	if len(t.Problems) > 0 {
@@ -581,6 +613,7 @@ func printCheck(w io.Writer, rep *checkReport, p colour.Painter) {
 	case rep.Disabled:
 		say(w, "disabled in its file, but whether the host honours that is not established: checked\n")
 	}
+	printRegistry(w, rep.Registry, p)
 	if rep.Program != "" {
 		say(w, "program %s\n", rep.Program)
 	}

@@ -108,7 +108,7 @@ func hasProblem(rep *checkReport) bool {
 // information and the unsigned_tool warnings that its one line states as
 // its state.
 func settled(rep *checkReport) bool {
-	if hasProblem(rep) || len(rep.Approved) > 0 || rep.InstructionsRecorded != nil || len(rep.Ignored) > 0 {
+	if hasProblem(rep) || len(rep.Approved) > 0 || rep.InstructionsRecorded != nil || len(rep.Ignored) > 0 || rep.Registry != nil && rep.Registry.Note != "" {
 		return false
 	}
 	if rep.Disabled && rep.HostHonoursDisabled != string(hostconfig.Yes) {
@@ -144,6 +144,10 @@ func unsignedState(f finding.Finding) bool {
 func printSettled(w io.Writer, rep *checkReport, p colour.Painter) {
 	if rep.Disabled {
 		say(w, p.Good("ok")+"  %s: disabled in its file; the host does not start it: not checked\n", rep.Target)
+		return
+	}
+	if rc := rep.Registry; rc != nil && rc.Bundle != "" {
+		say(w, p.Good("ok")+"  %s: %s (bundle %s), %s\n", rep.Target, identityText(rep), rc.Bundle, itemCount(rep.Tools))
 		return
 	}
 	say(w, p.Good("ok")+"  %s: %s, %s\n", rep.Target, identityText(rep), itemCount(rep.Tools))

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"net/url"
 	"os"
@@ -15,6 +17,7 @@ import (
 
 	"github.com/etdi-dev/etdi"
 	"github.com/etdi-dev/etdi/finding"
+	"github.com/etdi-dev/etdi/guard"
 	"github.com/etdi-dev/etdi/internal/atomicfile"
 	"github.com/etdi-dev/etdi/internal/hostconfig"
 	"github.com/etdi-dev/etdi/registry"
@@ -110,15 +113,8 @@ func installHosts() []string {
 // installTarget is what install will write: the entry as the host would
 // start it before wrapping, and where it came from.
 type installTarget struct {
-	entry   *registry.Entry
-	what    string // "npm @acme/weather@1.2.0" or "remote https://..."
-	new     hostconfig.NewEntry
-	bundle  []byte
-	signed  bool
-	version string
-	// bind compares a verified bundle's server with the chosen package
-	// or remote.
-	bind func(etdi.Server) *registry.Mismatch
+	rs  *guard.RegistryServer
+	new hostconfig.NewEntry
 }
 
 func (e *env) runInstall(f *installFlags, arg string) error {
@@ -155,33 +151,29 @@ func (e *env) runInstall(f *installFlags, arg string) error {
 			*p.v = abs
 		}
 	}
-	policyPath := e.defaultTrust()
+	policyPath, pinsPath := e.defaultTrust(), e.defaultPins()
 	if wf.trust != "" {
 		policyPath = wf.trust
+	}
+	if wf.pins != "" {
+		pinsPath = wf.pins
 	}
 	policy, err := loadPolicy(policyPath)
 	if err != nil {
 		return err
 	}
-
-	entry, err := client.Get(e.ctx, name, version)
+	rs, err := guard.DescribeRegistry(e.ctx, client, name, version, guard.RegistryOptions{Inputs: in, Package: f.pkg, Remote: f.remote})
 	if errors.Is(err, registry.ErrNotFound) {
 		return fmt.Errorf("%s: no such server or version in %s", arg, f.registryURL)
 	}
 	if err != nil {
 		return err
 	}
-	t, err := installLaunch(entry, f, in)
-	if err != nil {
-		return err
+	if note := rs.Deprecated(); note != "" {
+		say(e.stderr, "etdi: warning: %s\n", note)
 	}
-	switch entry.Official.Status {
-	case registry.StatusDeleted:
-		return fmt.Errorf("%s@%s is deleted in the registry: not installed", name, entry.Server.Version)
-	case registry.StatusDeprecated:
-		say(e.stderr, "etdi: warning: %s@%s is deprecated in the registry%s\n", name, entry.Server.Version, statusMessage(entry))
-	}
-	if code, err := e.installVerify(t, policy); err != nil {
+	t := &installTarget{rs: rs, new: newEntryOf(rs)}
+	if code, err := e.installVerify(t, policy, pinsPath); err != nil {
 		// Printed here, as report would, to end with the finding's code.
 		report(e.stderr, err, true)
 		return &exitCodeError{code}
@@ -192,8 +184,8 @@ func (e *env) runInstall(f *installFlags, arg string) error {
 		_, f.name, _ = strings.Cut(name, "/")
 	}
 	wf.name = f.name
-	if t.signed {
-		wf.bundle = filepath.Join(filepath.Dir(e.wrapStatePath()), "bundles", bundleFileName(name, entry.Server.Version))
+	if rs.Bundle != nil {
+		wf.bundle = filepath.Join(filepath.Dir(e.wrapStatePath()), "bundles", bundleFileName(name, rs.Entry.Server.Version))
 	}
 	path, host, err := installFile(f)
 	if err != nil {
@@ -202,134 +194,68 @@ func (e *env) runInstall(f *installFlags, arg string) error {
 	return e.installWrite(path, host, wf, t)
 }
 
-func statusMessage(en *registry.Entry) string {
-	if en.Official.StatusMessage == "" {
-		return ""
-	}
-	return ": " + en.Official.StatusMessage
-}
-
-// installLaunch chooses the package or remote and builds what the host
-// would run.
-func installLaunch(en *registry.Entry, f *installFlags, in registry.Inputs) (*installTarget, error) {
-	s := en.Server
-	t := &installTarget{entry: en, version: s.Version}
-	switch {
-	case f.remote > 0:
-		if f.remote > len(s.Remotes) {
-			return nil, usagef("--remote %d: the entry has %d remote(s)", f.remote, len(s.Remotes))
+// newEntryOf is the entry a host would write for the package or remote
+// rs describes.
+func newEntryOf(rs *guard.RegistryServer) hostconfig.NewEntry {
+	sp := rs.Spec
+	if rs.Package != nil {
+		env := map[string]string{}
+		for _, kv := range sp.Env {
+			k, v, _ := strings.Cut(kv, "=")
+			env[k] = v
 		}
-		return t, t.setRemote(s.Remotes[f.remote-1], in)
-	case f.pkg > 0:
-		if f.pkg > len(s.Packages) {
-			return nil, usagef("--package %d: the entry has %d package(s)", f.pkg, len(s.Packages))
-		}
-		return t, t.setPackage(s.Packages[f.pkg-1], in)
-	}
-	var firstErr error
-	for _, p := range s.Packages {
-		if _, ok := registry.Runners[p.RegistryType]; !ok {
-			continue
-		}
-		err := t.setPackage(p, in)
-		if err == nil {
-			return t, nil
-		}
-		if firstErr == nil {
-			firstErr = err
-		}
-	}
-	if firstErr != nil {
-		return nil, firstErr
-	}
-	if len(s.Remotes) > 0 {
-		return t, t.setRemote(s.Remotes[0], in)
-	}
-	return nil, fmt.Errorf("%s@%s has no package etdi can start and no remote", s.Name, s.Version)
-}
-
-func (t *installTarget) setPackage(p registry.Package, in registry.Inputs) error {
-	c, err := p.Command(in)
-	if err != nil {
-		return err
-	}
-	t.what = registry.PackageLabel(p)
-	t.new = hostconfig.NewEntry{Command: c.Program, Args: c.Args, Env: c.Env}
-	t.bind = func(signed etdi.Server) *registry.Mismatch { return registry.BindsPackage(p, signed) }
-	return nil
-}
-
-func (t *installTarget) setRemote(r registry.Transport, in registry.Inputs) error {
-	rm, err := r.Remote(in)
-	if err != nil {
-		return err
+		return hostconfig.NewEntry{Command: sp.Command[0], Args: sp.Command[1:], Env: env}
 	}
 	typ := "http"
-	if rm.Type == registry.TransportSSE {
+	if rs.Remote.Type == registry.TransportSSE {
 		typ = "sse"
 	}
-	t.what = "remote " + rm.URL
-	t.new = hostconfig.NewEntry{URL: rm.URL, Transport: typ, Headers: rm.Headers}
-	t.bind = func(signed etdi.Server) *registry.Mismatch { return registry.BindsRemote(r, signed) }
-	return nil
+	h := map[string]string{}
+	for k := range sp.Header {
+		h[k] = sp.Header.Get(k)
+	}
+	return hostconfig.NewEntry{URL: sp.URL, Transport: typ, Headers: h}
 }
 
-// installVerify decides whether the entry may be installed: its bundle, if
-// it names one, fetched by its digest, verified against the policy, and
-// made for this entry; else the policy's unsigned rule. It returns the
-// exit code of a refusal.
-func (e *env) installVerify(t *installTarget, p *trust.Policy) (int, error) {
-	s := t.entry.Server
-	m, ok, err := s.EtdiMeta()
+// installVerify decides whether the entry may be installed: what the
+// entry alone decides (guard's Precheck: its bundle fetched by its
+// digest, verified against the policy, made for this entry's name and
+// the package or remote chosen; a revoked server), else, for an unsigned
+// entry, the policy's unsigned rule. It returns the exit code of a
+// refusal.
+func (e *env) installVerify(t *installTarget, p *trust.Policy, pins string) (int, error) {
+	rs := t.rs
+	s := rs.Entry.Server
+	opts := rs.Options(guard.Options{Policy: p, Pins: pins, Tokens: func() verify.TokenVerifier { return e.tokenVerifier(time.Time{}) }})
+	r, err := rs.Precheck(e.ctx, opts)
 	if err != nil {
-		return finding.ExitSignature, fmt.Errorf("%s@%s: %s", s.Name, s.Version, err.Error())
-	}
-	if !ok {
-		switch p.Unsigned {
-		case trust.Warn, trust.Allow:
-			if p.Unsigned == trust.Warn {
-				say(e.stderr, "etdi: warning: %s@%s is unsigned: its tools are approved by digest when the host first starts it\n", s.Name, s.Version)
-			}
-			return 0, nil
-		}
-		return finding.ExitSignature, &hintError{fmt.Errorf("%s@%s is unsigned (its server.json names no dev.etdi bundle) and the trust policy blocks unsigned servers: not installed", s.Name, s.Version),
-			"to install unsigned servers and approve their tools by digest: etdi trust unsigned warn"}
-	}
-	data, err := registry.FetchBundle(e.ctx, nil, m)
-	if err != nil {
-		return finding.ExitSignature, fmt.Errorf("%s@%s: %s", s.Name, s.Version, err.Error())
-	}
-	tokens := e.tokenVerifier(time.Time{})
-	r := verify.Verify(data, p, verify.Options{Tokens: tokens, Context: e.ctx, RegistryName: s.Name})
-	if err := tokens.Unreachable(); err != nil {
 		return exitError, err
 	}
-	if code := r.ExitCode(); code != finding.ExitOK {
+	if r != nil {
 		var why []string
 		for _, fd := range r.Findings {
 			if fd.Severity == finding.Error {
 				why = append(why, fd.Message)
 			}
 		}
-		if len(why) == 0 {
-			why = append(why, "the signature did not verify")
-		}
+		code := r.ExitCode()
 		if code == finding.ExitImpersonation {
-			return code, fmt.Errorf("impersonation: the bundle of %s@%s (%s) was not made for this entry: %s", s.Name, s.Version, m.Bundle, strings.Join(why, "; "))
+			return code, fmt.Errorf("impersonation: %s@%s is not what its bundle was made for: %s", s.Name, s.Version, strings.Join(why, "; "))
 		}
-		return code, fmt.Errorf("the bundle of %s@%s (%s) does not verify: %s", s.Name, s.Version, m.Bundle, strings.Join(why, "; "))
+		return code, fmt.Errorf("%s@%s is refused: %s", s.Name, s.Version, strings.Join(why, "; "))
 	}
-	// The registry name and its namespace were held to the entry's by
-	// verification (RegistryName); the package or remote is held here.
-	var mis []string
-	if x := t.bind(r.Server); x != nil {
-		mis = append(mis, x.Error())
+	if rs.Bundle == nil {
+		switch p.Unsigned {
+		case trust.Warn:
+			say(e.stderr, "etdi: warning: %s@%s is unsigned: its tools are approved by digest when the host first starts it\n", s.Name, s.Version)
+			return 0, nil
+		case trust.Allow:
+			return 0, nil
+		}
+		return finding.ExitSignature, &hintError{fmt.Errorf("%s@%s is unsigned (its server.json names no dev.etdi bundle) and the trust policy blocks unsigned servers: not installed", s.Name, s.Version),
+			"to install unsigned servers and approve their tools by digest: etdi trust unsigned warn"}
 	}
-	if len(mis) > 0 {
-		return finding.ExitImpersonation, fmt.Errorf("impersonation: the bundle of %s@%s was not made for this entry: %s", s.Name, s.Version, strings.Join(mis, "; "))
-	}
-	t.bundle, t.signed = data, true
-	say(e.stderr, "etdi: %s@%s: bundle verified: provider %s, %s\n", s.Name, s.Version, r.Provider.ID, t.what)
+	say(e.stderr, "etdi: %s@%s: bundle verified for %s\n", s.Name, s.Version, rs.Chosen())
 	return 0, nil
 }
 
@@ -416,16 +342,20 @@ func (e *env) installWrite(path, host string, wf *wrapFlags, t *installTarget) e
 	// One insertion into the old text: show it as a diff.
 	p, s := commonEnds(old, res.Data)
 	diff := &hostconfig.Result{Data: res.Data, Changes: []hostconfig.Change{{OldStart: p, OldEnd: len(old) - s, NewStart: p, NewEnd: len(res.Data) - s}}}
+	// The diff shows the entry as written, its secrets masked.
+	var shown bytes.Buffer
+	printWrapDiff(&shown, real, old, diff)
+	showDiff := func() { io.WriteString(e.stdout, t.rs.Spec.Secrets.String(shown.String())) }
 	if wf.dryRun {
-		printWrapDiff(e.stdout, real, old, diff)
-		say(e.stdout, "etdi: %s: would install %s@%s (%s) as %s, wrapped\n", real, t.entry.Server.Name, t.version, t.what, wf.name)
+		showDiff()
+		say(e.stdout, "etdi: %s: would install %s@%s, %s, as %s, wrapped\n", real, t.rs.Entry.Server.Name, t.rs.Entry.Server.Version, t.rs.Chosen(), wf.name)
 		return nil
 	}
-	if t.signed {
+	if t.rs.Bundle != nil {
 		if err := os.MkdirAll(filepath.Dir(wf.bundle), 0o700); err != nil {
 			return err
 		}
-		if err := atomicfile.Write(wf.bundle, t.bundle, 0o600); err != nil {
+		if err := atomicfile.Write(wf.bundle, t.rs.Bundle, 0o600); err != nil {
 			return err
 		}
 	}
@@ -439,8 +369,8 @@ func (e *env) installWrite(path, host string, wf *wrapFlags, t *installTarget) e
 	if err := writeWrapped(real, old, res, perm, true, st, e.wrapStatePath()); err != nil {
 		return err
 	}
-	printWrapDiff(e.stdout, real, old, diff)
-	say(e.stdout, "etdi: %s: installed %s@%s (%s) as %s, wrapped\n", real, t.entry.Server.Name, t.version, t.what, wf.name)
+	showDiff()
+	say(e.stdout, "etdi: %s: installed %s@%s, %s, as %s, wrapped\n", real, t.rs.Entry.Server.Name, t.rs.Entry.Server.Version, t.rs.Chosen(), wf.name)
 	say(e.stdout, "etdi: hint: approve its tools now with etdi check --config %s --name %s --yes, or when the host starts it with etdi review\n", real, wf.name)
 	return nil
 }

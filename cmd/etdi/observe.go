@@ -48,6 +48,8 @@ type serverFlags struct {
 	// capabilities is --capabilities: the client capabilities a listing
 	// declares (capabilitiesOf).
 	capabilities capabilitiesFlag
+	// reg is --registry and the entry's choices (checkregistry.go).
+	reg registryFlags
 }
 
 func (f *serverFlags) register(fs *pflag.FlagSet, e *env) {
@@ -102,6 +104,10 @@ type target struct {
 	line     int
 	// project marks an entry of a project-scoped file.
 	project bool
+	// reg is the registry entry's server (--registry), and registry
+	// what the report says of the entry; nil otherwise.
+	reg      *guard.RegistryServer
+	registry *registryCheck
 	// mcpb is the MCPB file of --mcpb, extracted and launched (checkmcpb.go).
 	mcpb *mcpbTarget
 }
@@ -109,7 +115,7 @@ type target struct {
 // targets resolves the flags into the servers to check.
 func (e *env) targets(f *serverFlags, args []string, dash int) ([]target, error) {
 	sources := 0
-	for _, on := range []bool{f.tools != "", f.server, f.url != "", f.config != "", f.mcpb != ""} {
+	for _, on := range []bool{f.tools != "", f.server, f.url != "", f.config != "", f.reg.url != "", f.mcpb != ""} {
 		if on {
 			sources++
 		}
@@ -124,7 +130,13 @@ func (e *env) targets(f *serverFlags, args []string, dash int) ([]target, error)
 		return []target{{ServerSpec: &guard.ServerSpec{Label: f.bundle, Name: f.name}, location: f.bundle}}, nil
 	}
 	if sources != 1 {
-		return nil, usagef("give exactly one of --tools FILE, --server -- CMD..., --url URL, --config FILE|auto (or only --bundle)")
+		return nil, usagef("give exactly one of --tools FILE, --server -- CMD..., --url URL, --config FILE|auto, --registry URL SERVER, --mcpb FILE (or only --bundle)")
+	}
+	if f.reg.url != "" {
+		return e.registryTargets(f, args)
+	}
+	if f.reg.pkg != 0 || f.reg.remote != 0 {
+		return nil, usagef("--package and --remote choose what of a registry entry is checked: they need --registry")
 	}
 	if f.server {
 		if dash < 0 || dash >= len(args) {
@@ -428,7 +440,10 @@ func (e *env) guardOptions(f *serverFlags, pf *pinFlags, t *target, p *trust.Pol
 	}
 	opts := guard.Options{Policy: p, Name: t.Name, Now: now, Credentials: t.Credentials, Spec: t.ServerSpec,
 		Tokens: func() verify.TokenVerifier { return e.tokenVerifier(now) }}
-	if bundle := cmp.Or(f.bundle, t.Bundle); bundle != "" {
+	if t.reg != nil {
+		// The entry's bundle, fetched from where the entry names it.
+		opts = t.reg.Options(opts)
+	} else if bundle := cmp.Or(f.bundle, t.Bundle); bundle != "" {
 		data, err := e.readInput(bundle)
 		if err != nil {
 			return opts, err

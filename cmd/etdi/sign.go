@@ -10,6 +10,7 @@ import (
 	"github.com/etdi-dev/etdi"
 	"github.com/etdi-dev/etdi/internal/atomicfile"
 	"github.com/etdi-dev/etdi/keyless"
+	"github.com/etdi-dev/etdi/registry"
 	"github.com/etdi-dev/etdi/release"
 	"github.com/etdi-dev/etdi/sign"
 	"github.com/etdi-dev/etdi/trust"
@@ -70,7 +71,21 @@ warning, not a refusal. The previous bundle is parsed strictly, but its
 signature is not verified against a trust policy: it only tells etdi what
 clients may have pinned, so give the one you published. With --previous the
 default sequence is the previous one plus one, when that is higher than the
-issue time.`
+issue time.
+
+--server-json FILE with --bundle-url URL records the bundle in the server's
+registry entry (docs/registry.md#provider-publishing-a-signed-server). Before anything is signed, the
+manifest's server section must agree with server.json as etdi manifest
+check --server-json compares them (server.registryName its name,
+server.version its version, every package and remote bound), else exit 12,
+and the URL must be https (http only to a loopback host) and fit with the
+rest in the 4 KB the registry allows the publisher-provided _meta, else
+exit 2 or 1. After the bundle is written, server.json's
+_meta["io.modelcontextprotocol.registry/publisher-provided"]["dev.etdi"]
+holds {"bundle": URL, "digest": "sha256:" and the SHA-256 of the bundle
+file}; the file is replaced at once, every other member kept with its value
+and in its place. Publish the bundle at URL, then server.json
+(mcp-publisher publish).`
 
 const signExample = `  etdi sign --key acme.key --out weather.etdi.json weather.manifest.json
   etdi sign --key acme.key --previous weather-1.2.0.etdi.json --out weather.etdi.json weather.manifest.json
@@ -80,12 +95,14 @@ const signExample = `  etdi sign --key acme.key --out weather.etdi.json weather.
             --audience urn:etdi --out weather.etdi.json weather.manifest.json
   etdi sign --key env://ETDI_KEY --expires 30d --out - weather.manifest.json
   etdi sign --keyless --out weather.sigstore.json weather.manifest.json
-  etdi sign --attest-inputs attest/ weather.manifest.json`
+  etdi sign --attest-inputs attest/ weather.manifest.json
+  etdi sign --keyless --out weather.etdi.json --server-json server.json \
+            --bundle-url https://github.com/acme/weather/releases/download/v1.2.0/weather.etdi.json weather.manifest.json`
 
 func (e *env) signCmd() *cobra.Command {
 	var sf signFlags
 	cmd := &cobra.Command{
-		Use:     "sign (--key KEY | --keyless | --idp-issuer URL ... | --idp-token-file FILE) [--previous OLD_BUNDLE] --out BUNDLE MANIFEST",
+		Use:     "sign (--key KEY | --keyless | --idp-issuer URL ... | --idp-token-file FILE) [--previous OLD_BUNDLE] [--server-json FILE --bundle-url URL] --out BUNDLE MANIFEST",
 		Short:   "Sign a tool manifest into a bundle",
 		Long:    signLong,
 		Example: signExample,
@@ -105,6 +122,10 @@ func (e *env) signCmd() *cobra.Command {
 			m, err := etdi.ParseManifest(data)
 			if err != nil {
 				return fmt.Errorf("%s: %w", args[0], err)
+			}
+			sj, err := e.signServerJSON(&sf, m)
+			if err != nil {
+				return err
 			}
 			if opts.Previous, err = sf.prev.load(e); err != nil {
 				return err
@@ -130,7 +151,13 @@ func (e *env) signCmd() *cobra.Command {
 			if err := r.Sign(e.ctx, signer, opts.IDP); err != nil {
 				return err
 			}
-			return e.writeSigned(sf.out, r, m)
+			if err := e.writeSigned(sf.out, r, m); err != nil {
+				return err
+			}
+			if sj != nil {
+				return e.writeEtdiMeta(sf.serverJSON, sj, registry.EtdiMeta{Bundle: sf.bundleURL, Digest: registry.Digest(r.Bundle)})
+			}
+			return nil
 		},
 	}
 	sf.register(cmd.Flags())
@@ -141,6 +168,7 @@ func (e *env) signCmd() *cobra.Command {
 // the previous release.
 type signFlags struct {
 	keyRef, out, expires, issuedAt string
+	serverJSON, bundleURL          string
 	sequence                       uint64
 	idp                            idpSignFlags
 	keyless                        keylessFlags
@@ -153,6 +181,8 @@ func (f *signFlags) register(fl *pflag.FlagSet) {
 	fl.StringVar(&f.expires, "expires", "", "validity: days (30d), a duration (720h) or an RFC 3339 time (default 180d)")
 	fl.StringVar(&f.issuedAt, "issued-at", "", "issue time, RFC 3339 (default now; for reproducible builds)")
 	fl.Uint64Var(&f.sequence, "sequence", 0, "bundle sequence number (default: issue time in Unix seconds)")
+	fl.StringVar(&f.serverJSON, "server-json", "", "after signing, record the bundle's URL and digest in this server.json (with --bundle-url)")
+	fl.StringVar(&f.bundleURL, "bundle-url", "", "with --server-json: the https URL the bundle will be published at")
 	f.idp.register(fl)
 	f.keyless.register(fl)
 	f.prev.register(fl)
@@ -175,6 +205,21 @@ func (f *signFlags) check() error {
 	}
 	if idpf.issuer != "" && (idpf.clientID == "" || idpf.secretEnv == "" || idpf.audience == "") {
 		return usagef("--idp-issuer needs --client-id, --client-secret-env and --audience")
+	}
+	if (f.serverJSON == "") != (f.bundleURL == "") {
+		return usagef("--server-json and --bundle-url go together: the URL is recorded in the server.json")
+	}
+	if f.serverJSON != "" {
+		if f.serverJSON == "-" {
+			return usagef("--server-json takes a file, which is rewritten")
+		}
+		if idpf.printBinding || kf.attestDir != "" {
+			return usagef("--server-json records a bundle that is signed: it cannot be combined with --print-binding or --attest-inputs")
+		}
+		// Any digest stands for the bundle's: only the URL is checked.
+		if err := (registry.EtdiMeta{Bundle: f.bundleURL, Digest: registry.Digest(nil)}).Validate(); err != nil {
+			return usagef("--bundle-url: %v", err)
+		}
 	}
 	if (idpf.tokenFile != "" || idpf.printBinding) && f.issuedAt == "" {
 		return usagef("--idp-token-file and --print-binding need a fixed --issued-at (and --sequence), so the statement the token is bound to is the one signed")
@@ -370,4 +415,48 @@ func (e *env) idpToken(f *idpSignFlags) (*sign.IDPToken, error) {
 		resource = f.audience
 	}
 	return &sign.IDPToken{Issuer: f.issuer, ClientID: f.clientID, ClientSecret: secret, Resource: resource}, nil
+}
+
+// signServerJSON reads --server-json before anything is signed, and
+// refuses a server.json that disagrees with the manifest
+// (registry.Compare: the bundle would not bind to the registry entry, exit
+// 12) or that could not record the bundle (registry.CanSetEtdiMeta: the
+// registry's 4 KB limit). nil without --server-json.
+func (e *env) signServerJSON(f *signFlags, m *etdi.Manifest) (*registry.ServerJSON, error) {
+	if f.serverJSON == "" {
+		return nil, nil
+	}
+	sj, err := e.readServerJSON(f.serverJSON)
+	if err != nil {
+		return nil, err
+	}
+	if ms := registry.Compare(sj, m.Server); len(ms) > 0 {
+		sayError(e.stderr, mismatchList(fmt.Sprintf("server.json %s disagrees with the manifest, so clients checking its registry entry would refuse the bundle (impersonation); nothing was signed", f.serverJSON), ms))
+		say(e.stderr, "etdi: hint: make the manifest from server.json with etdi manifest init --server-json %s, or compare them with etdi manifest check --server-json %s MANIFEST\n", f.serverJSON, f.serverJSON)
+		return nil, &exitCodeError{exitImpersonation}
+	}
+	if err := registry.CanSetEtdiMeta(sj.Raw, f.bundleURL); err != nil {
+		return nil, fmt.Errorf("%s: %w; nothing was signed", f.serverJSON, err)
+	}
+	return sj, nil
+}
+
+// writeEtdiMeta records where the signed bundle is published in
+// server.json's publisher-provided _meta (registry.SetEtdiMeta), replacing
+// the file at once (atomicfile): every other member keeps its value and
+// place.
+func (e *env) writeEtdiMeta(path string, sj *registry.ServerJSON, meta registry.EtdiMeta) error {
+	doc, err := registry.SetEtdiMeta(sj.Raw, meta)
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	mode := os.FileMode(0o644)
+	if fi, err := os.Stat(path); err == nil {
+		mode = fi.Mode().Perm()
+	}
+	if err := atomicfile.Write(path, doc, mode); err != nil {
+		return err
+	}
+	say(e.stderr, "etdi: wrote to %s: _meta %s %s: bundle %s, digest %s\n", path, registry.PublisherProvidedKey, registry.EtdiKey, meta.Bundle, meta.Digest)
+	return nil
 }

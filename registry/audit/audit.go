@@ -33,6 +33,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/etdi-dev/etdi"
 	"github.com/etdi-dev/etdi/finding"
 	"github.com/etdi-dev/etdi/guard"
 	"github.com/etdi-dev/etdi/pin"
@@ -123,9 +124,10 @@ type Verdict struct {
 	Signed       bool   `json:"signed"`
 	Bundle       string `json:"bundle,omitempty"`
 	BundleDigest string `json:"bundleDigest,omitempty"`
-	// SignatureVerified says the bundle was fetched, is the one named,
-	// and a key (or keyless signer) the policy trusts for its provider
-	// signed it.
+	// SignatureVerified says the bundle was fetched, is the one named, a
+	// key (or keyless signer) the policy trusts for its provider signed
+	// it, and its provider may publish under the entry's name (SPEC.md
+	// §4.2): [verify.Result]'s Verified.
 	SignatureVerified bool `json:"signatureVerified"`
 	// Bound says the bundle was made for this entry: its registry name,
 	// every package and every remote ([registry.Binding]).
@@ -169,6 +171,9 @@ func New(opts Options) (*Auditor, error) {
 		return nil, errors.New("audit: no trust policy")
 	}
 	a := &Auditor{opts: opts, pins: opts.Pins, remove: func() {}}
+	if a.opts.HTTP == nil {
+		a.opts.HTTP = bundleClient()
+	}
 	switch {
 	case opts.Lockfile != nil && opts.Pins != "":
 		return nil, errors.New("audit: a pin store and a lockfile: give one")
@@ -185,11 +190,36 @@ func New(opts Options) (*Auditor, error) {
 }
 
 // Close releases what New set up: the pin database, the lockfile's
-// temporary one. No judgement may be running.
+// temporary one, the connections to bundle hosts. No judgement may be
+// running.
 func (a *Auditor) Close() error {
 	err := a.store.close()
 	a.remove()
+	if a.opts.HTTP != nil {
+		a.opts.HTTP.CloseIdleConnections()
+	}
 	return err
+}
+
+// bundleClient is the HTTP client of an auditor given none: as
+// registry.FetchBundle's own (each request bounded by
+// registry.RequestTimeout, no redirect away from https, at most five),
+// keeping a connection per judgement that may run at once, so that
+// bundles published on one host (a forge's releases) are fetched over
+// kept connections rather than one new connection each.
+func bundleClient() *http.Client {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConnsPerHost = MaxConcurrency
+	return &http.Client{Timeout: registry.RequestTimeout, Transport: t,
+		CheckRedirect: func(req *http.Request, via []*http.Request) error {
+			if len(via) >= 5 {
+				return errors.New("more than 5 redirects")
+			}
+			if !etdi.SecureURL(req.URL) {
+				return fmt.Errorf("redirect to %s refused: not https", req.URL.Redacted())
+			}
+			return nil
+		}}
 }
 
 // Judge judges one entry with opts ([Auditor.Judge]).
@@ -289,7 +319,7 @@ func (a *Auditor) judge(ctx context.Context, s *registry.ServerJSON, v *Verdict)
 		return nil
 	}
 	r, err := guard.Observe(ctx, nil, guard.Options{Policy: a.opts.Trust, Bundle: data, BundleSource: m.Bundle,
-		Now: a.opts.Now, Tokens: a.opts.Tokens})
+		Now: a.opts.Now, Tokens: a.opts.Tokens, RegistryName: s.Name})
 	if err != nil {
 		return err
 	}

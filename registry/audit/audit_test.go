@@ -124,8 +124,29 @@ func TestBundleOnAnotherNamespace(t *testing.T) {
 	w.publish(w.serverJSON(evil, "1.0.0", "@acme/weather", "1.0.0", "/evil.json", b))
 	v := judge(t, w.entry(evil, "1.0.0"), audit.Options{Trust: w.policy, Pins: db})
 	want(t, v, audit.Blocked, finding.ExitImpersonation, finding.Impersonation)
-	if v.Bound || !strings.Contains(v.Findings[0].Message, "the bundle is for "+w.name("acme", "weather")) {
+	if v.Bound || !strings.Contains(v.Findings[0].Message, `made for registry entry "`+w.name("acme", "weather")+`"`) {
 		t.Fatalf("verdict %+v", v)
+	}
+}
+
+// A bundle that names no registry entry, attached to an entry outside
+// the namespaces the trust policy gives its provider: impersonation. In
+// the provider's namespace it is the provider's.
+func TestBundleOutsideProviderNamespaces(t *testing.T) {
+	w := newWorld(t)
+	if _, err := w.policy.AddRegistryNamespaces("acme", "io.github.acme"+w.prefix); err != nil {
+		t.Fatal(err)
+	}
+	b := w.bundleFor("", "@acme/weather", "1.0.0")
+	w.host.put("/plain.json", b)
+	own, evil := w.name("acme", "weather"), w.name("evil", "weather")
+	w.publish(w.serverJSON(own, "1.0.0", "@acme/weather", "1.0.0", "/plain.json", b))
+	w.publish(w.serverJSON(evil, "1.0.0", "@acme/weather", "1.0.0", "/plain.json", b))
+	want(t, judge(t, w.entry(own, "1.0.0"), audit.Options{Trust: w.policy}), audit.Verified, 0)
+	v := judge(t, w.entry(evil, "1.0.0"), audit.Options{Trust: w.policy})
+	want(t, v, audit.Blocked, finding.ExitImpersonation, finding.Impersonation)
+	if !strings.Contains(v.Findings[0].Message, "publishes only under io.github.acme"+w.prefix) {
+		t.Fatalf("finding %+v", v.Findings[0])
 	}
 }
 
@@ -147,21 +168,42 @@ func TestPackageVersionDiffers(t *testing.T) {
 	want(t, judge(t, w.entry(name, "1.0.2"), audit.Options{Trust: w.policy, Pins: db}), audit.Blocked, finding.ExitImpersonation, finding.Impersonation)
 }
 
-// An entry that adds an MCPB package to what the bundle binds: the
-// bundle names no MCPB file, so it does not vouch for it.
-func TestMCPBNotBound(t *testing.T) {
+// An MCPB entry is bound by the file's SHA-256: the bundle made for one
+// file does not vouch for an entry whose fileSha256 names another, nor
+// for an entry that adds an MCPB the bundle does not name.
+func TestMCPBHashDiffers(t *testing.T) {
 	w := newWorld(t)
 	name := w.name("acme", "weather")
-	b := w.bundleFor(name, "@acme/weather", "1.0.0")
+	file := strings.Repeat("ab", 32)
+	b := w.bundleWith(name, "1.0.0", []any{map[string]any{"type": "mcpb", "name": "weather", "version": "1.0.0", "digest": "sha256:" + file}})
 	w.host.put("/m.json", b)
-	doc := `{"$schema": "` + schemaURL + `", "name": "` + name + `", "version": "1.0.0", "description": "Weather forecasts",
-  "packages": [{"registryType": "npm", "identifier": "@acme/weather", "version": "1.0.0", "transport": {"type": "stdio"}},
-    {"registryType": "mcpb", "identifier": "https://example.com/weather.mcpb", "version": "1.0.0", "fileSha256": "` + strings.Repeat("ab", 32) + `", "transport": {"type": "stdio"}}],
+	mcpbDoc := func(version, sha string) []byte {
+		doc := `{"$schema": "` + schemaURL + `", "name": "` + name + `", "version": "` + version + `", "description": "Weather forecasts",
+  "packages": [{"registryType": "mcpb", "identifier": "https://example.com/weather.mcpb", "version": "1.0.0", "fileSha256": "` + sha + `", "transport": {"type": "stdio"}}],
   "_meta": {"io.modelcontextprotocol.registry/publisher-provided": {"dev.etdi": {"bundle": "` + w.host.url("/m.json") + `", "digest": "` + registry.Digest(b) + `"}}}}`
-	w.publish([]byte(doc))
-	v := judge(t, w.entry(name, "1.0.0"), audit.Options{Trust: w.policy})
+		return []byte(doc)
+	}
+	w.publish(mcpbDoc("1.0.0", file))
+	w.publish(mcpbDoc("1.0.1", strings.Repeat("cd", 32)))
+	want(t, judge(t, w.entry(name, "1.0.0"), audit.Options{Trust: w.policy}), audit.Verified, 0)
+	v := judge(t, w.entry(name, "1.0.1"), audit.Options{Trust: w.policy})
 	want(t, v, audit.Blocked, finding.ExitImpersonation, finding.Impersonation)
-	if !strings.Contains(v.Findings[0].Message, "mcpb") {
+	if !strings.Contains(v.Findings[0].Message, "the bundle names another file") {
+		t.Fatalf("finding %+v", v.Findings[0])
+	}
+
+	// An npm-only bundle on an entry that also lists an MCPB.
+	other := w.name("acme", "both")
+	nb := w.bundleFor(other, "@acme/weather", "1.0.0")
+	w.host.put("/both.json", nb)
+	doc := `{"$schema": "` + schemaURL + `", "name": "` + other + `", "version": "1.0.0", "description": "Weather forecasts",
+  "packages": [{"registryType": "npm", "identifier": "@acme/weather", "version": "1.0.0", "transport": {"type": "stdio"}},
+    {"registryType": "mcpb", "identifier": "https://example.com/weather.mcpb", "version": "1.0.0", "fileSha256": "` + file + `", "transport": {"type": "stdio"}}],
+  "_meta": {"io.modelcontextprotocol.registry/publisher-provided": {"dev.etdi": {"bundle": "` + w.host.url("/both.json") + `", "digest": "` + registry.Digest(nb) + `"}}}}`
+	w.publish([]byte(doc))
+	v = judge(t, w.entry(other, "1.0.0"), audit.Options{Trust: w.policy})
+	want(t, v, audit.Blocked, finding.ExitImpersonation, finding.Impersonation)
+	if !strings.Contains(v.Findings[0].Message, "no mcpb artifact") {
 		t.Fatalf("finding %+v", v.Findings[0])
 	}
 }

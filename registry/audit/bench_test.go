@@ -3,6 +3,7 @@ package audit_test
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"path/filepath"
 	"testing"
 	"time"
@@ -15,7 +16,9 @@ import (
 // a bundle of its own hosted on loopback and every tool approved in a pin
 // database: the real registry on PostgreSQL, pages of 100. "listing" is
 // the walk of the listing alone (what the registry costs); the others
-// judge every entry with that many entries at a time. Building the
+// judge every entry with that many entries at a time, from the loopback
+// host or (latency=20ms) from one answering each bundle 20 ms late, as a
+// host on the network does. Building the
 // registry (1,000 signatures, approvals and publications) is not timed.
 //
 //	go test ./registry/audit -run '^$' -bench Audit1000 -benchtime 5x
@@ -50,20 +53,36 @@ func BenchmarkAudit1000(b *testing.B) {
 		}
 		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n)/1e6, "ms/entry")
 	})
+	judgeAll := func(b *testing.B, c int) {
+		a, err := audit.New(audit.Options{Trust: w.policy, Pins: db})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer a.Close()
+		for b.Loop() {
+			sum, err := a.Audit(ctx, w.client, lo, c, func(audit.Verdict) error { return nil })
+			if err != nil || sum.Entries != n || sum.Approved != n {
+				b.Fatalf("summary %+v: %v", sum, err)
+			}
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n)/1e6, "ms/entry")
+	}
 	for _, c := range []int{1, 8} {
-		b.Run(fmt.Sprintf("concurrency=%d", c), func(b *testing.B) {
-			a, err := audit.New(audit.Options{Trust: w.policy, Pins: db})
-			if err != nil {
-				b.Fatal(err)
+		b.Run(fmt.Sprintf("concurrency=%d", c), func(b *testing.B) { judgeAll(b, c) })
+	}
+	// Bundle hosts on the network: each bundle answered 20 ms late.
+	files := w.host
+	for _, c := range []int{1, 8} {
+		b.Run(fmt.Sprintf("latency=20ms/concurrency=%d", c), func(b *testing.B) {
+			files.handler = func(rw http.ResponseWriter, r *http.Request) {
+				time.Sleep(20 * time.Millisecond)
+				files.mu.Lock()
+				body := files.files[r.URL.Path]
+				files.mu.Unlock()
+				rw.Write(body)
 			}
-			defer a.Close()
-			for b.Loop() {
-				sum, err := a.Audit(ctx, w.client, lo, c, func(audit.Verdict) error { return nil })
-				if err != nil || sum.Entries != n || sum.Approved != n {
-					b.Fatalf("summary %+v: %v", sum, err)
-				}
-			}
-			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n)/1e6, "ms/entry")
+			defer func() { files.handler = nil }()
+			judgeAll(b, c)
 		})
 	}
 }

@@ -84,6 +84,13 @@ func npmIntegrity(seed string) string {
 // as regName, made of npm package pkg@version.
 func (w *world) bundleFor(regName, pkg, version string, tools ...string) []byte {
 	w.t.Helper()
+	return w.bundleWith(regName, version, []any{map[string]any{"type": "npm", "name": pkg, "version": version, "digest": npmIntegrity(pkg + version)}}, tools...)
+}
+
+// bundleWith signs a manifest of provider acme for the server registered
+// as regName, made of the artifacts given.
+func (w *world) bundleWith(regName, version string, artifacts []any, tools ...string) []byte {
+	w.t.Helper()
 	if len(tools) == 0 {
 		tools = []string{"get_weather"}
 	}
@@ -101,7 +108,7 @@ func (w *world) bundleFor(regName, pkg, version string, tools ...string) []byte 
 		server = regName[i+1:]
 	}
 	srv := map[string]any{"name": server, "version": version,
-		"artifacts": []any{map[string]any{"type": "npm", "name": pkg, "version": version, "digest": npmIntegrity(pkg + version)}}}
+		"artifacts": artifacts}
 	if regName != "" {
 		srv["registryName"] = regName
 	}

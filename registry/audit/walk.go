@@ -78,7 +78,8 @@ func (s *Summary) String() string {
 // Audit walks the listing of the registry c reads ([registry.Client.Walk],
 // every page), judges its entries with up to concurrency at a time
 // (0: [DefaultConcurrency]; at most [MaxConcurrency]) and calls fn with
-// each verdict in the order of the listing. It returns the summary of
+// each verdict in the order of the listing, once per server version
+// however often the registry lists it. It returns the summary of
 // the verdicts given to fn, and the error that stopped the walk: the
 // registry's, fn's, or ctx's.
 func (a *Auditor) Audit(ctx context.Context, c *registry.Client, lo registry.ListOptions, concurrency int, fn func(Verdict) error) (Summary, error) {
@@ -114,7 +115,15 @@ func (a *Auditor) Audit(ctx context.Context, c *registry.Client, lo registry.Lis
 	go func() {
 		defer close(order)
 		defer close(jobs)
+		seen := map[[2]string]bool{}
 		walkErr = c.Walk(ctx, lo, func(e registry.Entry) error {
+			// A server version is judged once, however often a
+			// registry lists it.
+			key := [2]string{e.Server.Name, e.Server.Version}
+			if seen[key] {
+				return nil
+			}
+			seen[key] = true
 			out := make(chan Verdict, 1)
 			select {
 			case order <- out:

@@ -121,3 +121,18 @@ func (h *hangingHost) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case <-r.Context().Done():
 	}
 }
+
+// A bundle host that redirects to plain http elsewhere is refused, as it
+// would be without an auditor's client.
+func TestBundleRedirectToPlainHTTP(t *testing.T) {
+	w := newWorld(t)
+	w.host.handler = func(rw http.ResponseWriter, r *http.Request) {
+		http.Redirect(rw, r, "http://bundles.example.com/weather.etdi.json", http.StatusFound)
+	}
+	name, _ := w.genuine()
+	v := judge(t, w.entry(name, "1.0.0"), audit.Options{Trust: w.policy})
+	want(t, v, audit.Blocked, finding.ExitSignature, finding.SignatureInvalid)
+	if !strings.Contains(v.Findings[0].Message, "not https") {
+		t.Fatalf("finding %+v", v.Findings[0])
+	}
+}
