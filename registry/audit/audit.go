@@ -314,7 +314,7 @@ func (a *Auditor) judge(ctx context.Context, s *registry.ServerJSON, v *Verdict)
 	v.Signed, v.Bundle, v.BundleDigest = true, m.Bundle, m.Digest
 	data, err := registry.FetchBundle(ctx, a.opts.HTTP, m)
 	if err != nil {
-		v.add(finding.Finding{Kind: finding.SignatureInvalid, Severity: finding.Error,
+		v.add(finding.Finding{Kind: finding.BundleInvalid, Severity: finding.Error,
 			Message: "the bundle the entry names cannot be used: " + err.Error()})
 		return nil
 	}

@@ -266,16 +266,16 @@ func TestBundleURLServesOtherBytes(t *testing.T) {
 	other := w.bundleFor(name, "@acme/weather", "1.0.0", "get_weather", "send_mail")
 	w.host.put("/"+w.prefix+"/weather.etdi.json", other)
 	v := judge(t, e, audit.Options{Trust: w.policy, Pins: db})
-	want(t, v, audit.Blocked, finding.ExitSignature, finding.SignatureInvalid)
+	want(t, v, audit.Blocked, finding.ExitSignature, finding.BundleInvalid)
 	if v.SignatureVerified || !strings.Contains(v.Findings[0].Message, "digest") {
 		t.Fatalf("verdict %+v", v)
 	}
 	w.host.put("/"+w.prefix+"/weather.etdi.json", append(append([]byte{}, b...), ' '))
-	want(t, judge(t, e, audit.Options{Trust: w.policy, Pins: db}), audit.Blocked, finding.ExitSignature, finding.SignatureInvalid)
+	want(t, judge(t, e, audit.Options{Trust: w.policy, Pins: db}), audit.Blocked, finding.ExitSignature, finding.BundleInvalid)
 	w.host.mu.Lock()
 	delete(w.host.files, "/"+w.prefix+"/weather.etdi.json")
 	w.host.mu.Unlock()
-	want(t, judge(t, e, audit.Options{Trust: w.policy, Pins: db}), audit.Blocked, finding.ExitSignature, finding.SignatureInvalid)
+	want(t, judge(t, e, audit.Options{Trust: w.policy, Pins: db}), audit.Blocked, finding.ExitSignature, finding.BundleInvalid)
 }
 
 // A bundle signed by a key the policy does not trust.

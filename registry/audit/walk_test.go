@@ -92,7 +92,7 @@ func TestBundleHostThatHangs(t *testing.T) {
 	name, _ := w.genuine()
 	e := w.entry(name, "1.0.0")
 	v := judge(t, e, audit.Options{Trust: w.policy, Timeout: 200 * time.Millisecond})
-	want(t, v, audit.Blocked, finding.ExitSignature, finding.SignatureInvalid)
+	want(t, v, audit.Blocked, finding.ExitSignature, finding.BundleInvalid)
 	if !strings.Contains(v.Findings[0].Message, "deadline") {
 		t.Fatalf("finding %+v", v.Findings[0])
 	}
@@ -131,7 +131,7 @@ func TestBundleRedirectToPlainHTTP(t *testing.T) {
 	}
 	name, _ := w.genuine()
 	v := judge(t, w.entry(name, "1.0.0"), audit.Options{Trust: w.policy})
-	want(t, v, audit.Blocked, finding.ExitSignature, finding.SignatureInvalid)
+	want(t, v, audit.Blocked, finding.ExitSignature, finding.BundleInvalid)
 	if !strings.Contains(v.Findings[0].Message, "not https") {
 		t.Fatalf("finding %+v", v.Findings[0])
 	}
