@@ -392,15 +392,25 @@ func (a *Auditor) compare(o *pin.Observation) (*pin.Comparison, error) {
 // than pin.DefaultLockTimeout).
 const MaxHold = time.Second
 
+// ReopenGap is how long a closed pin database stays closed before the
+// next judgement opens it again: long enough for an approval or a
+// revocation waiting for the lock (which bbolt retries every 50 ms) to
+// take it.
+const ReopenGap = 200 * time.Millisecond
+
 // sharedStore is the pin database an auditor's concurrent judgements
-// share: opened on first use, closed once MaxHold has passed and no
-// judgement uses it.
+// share: opened on first use, and closed once MaxHold has passed and the
+// judgements using it are done. A judgement that starts after MaxHold
+// does not join it: it waits for it to close and for ReopenGap to pass,
+// so that a stream of overlapping judgements never keeps a writer out.
 type sharedStore struct {
-	mu      sync.Mutex
-	s       *pin.Store
-	users   int
-	expired bool
-	timer   *time.Timer
+	mu       sync.Mutex
+	cond     *sync.Cond
+	s        *pin.Store
+	users    int
+	expired  bool
+	timer    *time.Timer
+	closedAt time.Time
 	// closeErr is the first error of closing it, reported by Close.
 	closeErr error
 }
@@ -409,7 +419,20 @@ type sharedStore struct {
 // not.
 func (sh *sharedStore) with(open func() (*pin.Store, error), fn func(*pin.Store) error) error {
 	sh.mu.Lock()
-	if sh.s == nil {
+	if sh.cond == nil {
+		sh.cond = sync.NewCond(&sh.mu)
+	}
+	for sh.s == nil || sh.expired {
+		if sh.s != nil {
+			sh.cond.Wait() // draining: closed by its last user
+			continue
+		}
+		if wait := time.Until(sh.closedAt.Add(ReopenGap)); wait > 0 {
+			sh.mu.Unlock()
+			time.Sleep(wait)
+			sh.mu.Lock()
+			continue
+		}
 		s, err := open()
 		if err != nil {
 			sh.mu.Unlock()
@@ -454,7 +477,10 @@ func (sh *sharedStore) closeLocked() {
 	if err := sh.s.Close(); err != nil && sh.closeErr == nil {
 		sh.closeErr = fmt.Errorf("closing the pin database: %w", err)
 	}
-	sh.s = nil
+	sh.s, sh.closedAt = nil, time.Now()
+	if sh.cond != nil {
+		sh.cond.Broadcast()
+	}
 }
 
 // close closes the store (no judgement may be running) and returns the
