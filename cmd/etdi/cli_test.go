@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"flag"
 	"fmt"
 	"os"
@@ -59,7 +61,8 @@ func (b builtEtdi) Run() int {
 	}
 	defer os.RemoveAll(dir)
 	defer runAfterTests()
-	etdiBin = filepath.Join(dir, "etdi")
+	testTmp = dir
+	etdiBin = filepath.Join(buildCache(dir), "etdi")
 	build := []string{"build", "-o", etdiBin}
 	if testing.CoverMode() != "" && os.Getenv("GOCOVERDIR") != "" {
 		// The etdi the Go tests run records what it covers too (testEnv
@@ -74,6 +77,32 @@ func (b builtEtdi) Run() int {
 		panic(err)
 	}
 	return b.m.Run()
+}
+
+// testTmp is a folder for what the tests make once for the whole
+// package; it is removed after the tests.
+var testTmp string
+
+// buildCache is where etdi is built for these tests and kept between runs,
+// a folder per checkout in the user's cache (tmp when there is none). A go
+// build -o onto a program that is up to date with its sources and flags
+// does not link it again, and one that is not is linked anew, as the go
+// command compares the build ID it recorded in the program.
+func buildCache(tmp string) string {
+	base, err := os.UserCacheDir()
+	if err != nil {
+		return tmp
+	}
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		return tmp
+	}
+	sum := sha256.Sum256([]byte(root))
+	dir := filepath.Join(base, "etdi-test-builds", hex.EncodeToString(sum[:8]), "cmd-etdi")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return tmp
+	}
+	return dir
 }
 
 // scriptsRunBuiltEtdi makes the etdi that the scripts run the one the Go

@@ -80,7 +80,7 @@ var pinKeys struct {
 var pinKeyFiles = []string{"acme.key", "acme.pub", "acme2.key", "acme2.pub", "evil.key", "evil.pub", "trust.json"}
 
 func makePinKeys() (string, error) {
-	dir, err := os.MkdirTemp(filepath.Dir(etdiBin), "pinkeys-")
+	dir, err := os.MkdirTemp(testTmp, "pinkeys-")
 	if err != nil {
 		return "", err
 	}
