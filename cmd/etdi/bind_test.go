@@ -57,14 +57,15 @@ func buildWeatherOnce(build string) (string, error) {
 		return bin, nil
 	}
 	if weatherBuilds.dir == "" {
-		dir, err := os.MkdirTemp("", "etdi-weather-")
-		if err != nil {
+		// Kept between runs beside etdiBin: go build -o onto a program
+		// that is up to date does not link it again.
+		dir := filepath.Join(buildCache(testTmp), "weather")
+		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return "", err
 		}
 		weatherBuilds.dir, weatherBuilds.bins = dir, map[string]string{}
-		cleanupAfterTests(func() { os.RemoveAll(dir) })
 	}
-	bin := filepath.Join(weatherBuilds.dir, fmt.Sprintf("weather-%d", len(weatherBuilds.bins)))
+	bin := filepath.Join(weatherBuilds.dir, "weather-"+hex.EncodeToString([]byte(build)))
 	args := []string{"build", "-o", bin}
 	if build != "" {
 		args = append(args, "-ldflags", "-X main.build="+build)

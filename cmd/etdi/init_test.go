@@ -3,7 +3,6 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -11,21 +10,16 @@ import (
 	"github.com/etdi-dev/etdi/pin"
 )
 
-// onboardHome is a new user's home with Claude Desktop (server-filesystem,
-// server-memory), Claude Code (server-everything) and Cursor (a small
-// server of their own, the fixture) configured, every server from npm.
-func onboardHome(t *testing.T) string {
+// rugPullHome is a user's home with Cursor configured to run a small
+// server of their own (the fixture), whose definitions change when
+// FIXTURE_CHANGE in its entry is set. One server is enough to follow a
+// rug pull through init, review and check; each command starts every
+// configured server, and init with the servers of several hosts is the
+// subject of the scripts testdata/script/init_*.txtar.
+func rugPullHome(t *testing.T) string {
 	t.Helper()
 	needNode(t)
 	dir := t.TempDir()
-	bin := filepath.Join(mcpDir, "node_modules", ".bin")
-	os.MkdirAll(filepath.Join(dir, "files"), 0o700)
-	writeText(t, filepath.Join(dir, ".config", "Claude", "claude_desktop_config.json"), fmt.Sprintf(`{"mcpServers": {
-  "filesystem": {"command": %q, "args": [%q]},
-  "memory": {"command": %q, "env": {"MEMORY_FILE_PATH": %q}}
-}}`, filepath.Join(bin, "mcp-server-filesystem"), filepath.Join(dir, "files"), filepath.Join(bin, "mcp-server-memory"), filepath.Join(dir, "memory.jsonl")), 0o600)
-	writeText(t, filepath.Join(dir, ".claude.json"), fmt.Sprintf(`{"mcpServers": {"everything": {"type": "stdio", "command": %q}}}`,
-		filepath.Join(bin, "mcp-server-everything")), 0o600)
 	writeText(t, filepath.Join(dir, ".cursor", "mcp.json"), fmt.Sprintf(`{"mcpServers": {"notes": {"command": "node", "args": [%q, "onboard"], "env": {"FIXTURE_CHANGE": ""}}}}`,
 		fixtureJS), 0o600)
 	return dir
@@ -58,7 +52,7 @@ func approvals(t *testing.T, dir string) int {
 // of etdi init are the scripts testdata/script/init_*.txtar.)
 func TestReviewRugPull(t *testing.T) {
 	t.Parallel() // its own HOME, hosts and pin database
-	dir := onboardHome(t)
+	dir := rugPullHome(t)
 	if r := runEtdi(t, dir, nil, "init", "--unsigned", "warn", "--yes"); r.code != 0 {
 		t.Fatalf("init: %d\n%s%s", r.code, r.stdout, r.stderr)
 	}

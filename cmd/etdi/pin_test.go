@@ -1,8 +1,10 @@
 package main
 
 import (
+	"crypto/x509"
 	"encoding/binary"
 	"encoding/json"
+	"encoding/pem"
 	"fmt"
 	"os"
 	"os/exec"
@@ -14,6 +16,8 @@ import (
 	"time"
 
 	"github.com/etdi-dev/etdi/internal/testgen"
+	"github.com/etdi-dev/etdi/keys"
+	"github.com/secure-systems-lab/go-securesystemslib/encrypted"
 )
 
 // pinEnv is a client and provider setup in one temporary directory.
@@ -59,8 +63,14 @@ func copyPinKeys(dir string) error {
 
 // pinKeys holds the keys and trust policy every pinEnv starts with:
 // acme (keys acme and acme2) and evil (key evil) trusted, unsigned tools
-// blocked. They are made once per test run with etdi itself and copied:
-// every key generated costs a scrypt derivation.
+// blocked. They are made once per test run and copied.
+//
+// Every signature with a key file costs its scrypt derivation, and the
+// tests and scripts sign a few hundred times with these keys: they are
+// encrypted with cosign's legacy scrypt parameters (N=2^15), which etdi
+// reads like its own (N=2^16) in half the time. The tests of the key file
+// itself (key_generate.txtar, sign_key.txtar) use keys etdi key generate
+// wrote.
 var pinKeys struct {
 	once sync.Once
 	dir  string
@@ -70,12 +80,16 @@ var pinKeys struct {
 var pinKeyFiles = []string{"acme.key", "acme.pub", "acme2.key", "acme2.pub", "evil.key", "evil.pub", "trust.json"}
 
 func makePinKeys() (string, error) {
-	dir, err := os.MkdirTemp(filepath.Dir(etdiBin), "pinkeys-")
+	dir, err := os.MkdirTemp(testTmp, "pinkeys-")
 	if err != nil {
 		return "", err
 	}
+	for _, name := range []string{"acme", "acme2", "evil"} {
+		if err := writeLegacyKey(filepath.Join(dir, name)); err != nil {
+			return "", err
+		}
+	}
 	for _, args := range [][]string{
-		{"key", "generate", "--out", "acme"}, {"key", "generate", "--out", "acme2"}, {"key", "generate", "--out", "evil"},
 		{"trust", "add", "--policy", "trust.json", "--provider", "acme", "--key", "acme.pub", "--key", "acme2.pub"},
 		{"trust", "add", "--policy", "trust.json", "--provider", "evil", "--key", "evil.pub"},
 	} {
@@ -87,6 +101,32 @@ func makePinKeys() (string, error) {
 		}
 	}
 	return dir, nil
+}
+
+// writeLegacyKey writes an Ed25519 key pair as etdi key generate does
+// (PREFIX.key mode 0600, PREFIX.pub), the private key encrypted with the
+// password of the tests and cosign's legacy scrypt parameters.
+func writeLegacyKey(prefix string) error {
+	priv, err := keys.Generate(keys.Ed25519)
+	if err != nil {
+		return err
+	}
+	der, err := x509.MarshalPKCS8PrivateKey(priv)
+	if err != nil {
+		return err
+	}
+	sealed, err := encrypted.EncryptWithCustomKDFParameters(der, []byte(testPassword), encrypted.Legacy)
+	if err != nil {
+		return err
+	}
+	pub, err := keys.MarshalPublicKey(priv.Public())
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(prefix+".key", pem.EncodeToMemory(&pem.Block{Type: keys.PrivateKeyPEMType, Bytes: sealed}), 0o600); err != nil {
+		return err
+	}
+	return os.WriteFile(prefix+".pub", pub, 0o644)
 }
 
 func (p *pinEnv) write(name, content string) {

@@ -705,7 +705,7 @@ func startSharedEtcd() (endpoint string, err error) {
 			err = errors.New(f.msg)
 		}
 	}()
-	dir, err := os.MkdirTemp(filepath.Dir(etdiBin), "etcd-")
+	dir, err := os.MkdirTemp(testTmp, "etcd-")
 	if err != nil {
 		return "", err
 	}

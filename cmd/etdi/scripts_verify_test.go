@@ -546,7 +546,8 @@ func cmdVerifyJoseClaims(ts *testscript.TestScript, neg bool, args []string) {
 	ts.Check(os.WriteFile(ts.MkAbs(args[1]), claims, 0o644))
 }
 
-// kmsBuild is the folder of verify-kms, built once per test run.
+// kmsBuild is the folder of verify-kms, built once per test run and
+// linked again only when its sources changed.
 var kmsBuild struct {
 	once sync.Once
 	dir  string
@@ -558,12 +559,13 @@ func cmdVerifyKMS(ts *testscript.TestScript, neg bool, args []string) {
 		ts.Fatalf("usage: verify-kms VAR")
 	}
 	kmsBuild.once.Do(func() {
-		dir, err := os.MkdirTemp("", "etdi-kms-")
-		if err != nil {
+		// Kept between runs beside etdiBin: go build -o onto programs
+		// that are up to date does not link them again.
+		dir := filepath.Join(buildCache(testTmp), "kms")
+		if err := os.MkdirAll(dir, 0o755); err != nil {
 			kmsBuild.err = err
 			return
 		}
-		cleanupAfterTests(func() { os.RemoveAll(dir) })
 		for _, b := range [][]string{
 			{"-o", filepath.Join(dir, "sigstore-kms-etditest"), "./testdata/kmsplugin"},
 			{"-o", filepath.Join(dir, "etdi-kms"), "-tags", "kms", "."},

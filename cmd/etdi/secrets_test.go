@@ -35,8 +35,10 @@ func echoServer(t *testing.T) string {
 // buildEchoServer builds testdata/echoserver once per test binary.
 func buildEchoServer() (string, error) {
 	echoOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "etdi-echo")
-		if err != nil {
+		// Kept between runs beside etdiBin: go build -o onto a program
+		// that is up to date does not link it again.
+		dir := filepath.Join(buildCache(testTmp), "echoserver")
+		if err := os.MkdirAll(dir, 0o755); err != nil {
 			echoErr = err
 			return
 		}

