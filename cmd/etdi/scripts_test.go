@@ -30,7 +30,7 @@ import (
 //
 // and these commands beside testscript's own:
 //
-//	etdi ARGS...             etdi, built into the test binary; exit 0 expected (! etdi: not 0)
+//	etdi ARGS...             the etdi the tests build (etdiBin); exit 0 expected (! etdi: not 0)
 //	status N COMMAND ARGS... runs COMMAND and expects exit status N
 //	mode PERM FILE           FILE has exactly the permission bits PERM (octal)
 //	envfile VAR FILE         sets the environment variable VAR to the contents of FILE
