@@ -20,6 +20,7 @@ import (
 	"github.com/etdi-dev/etdi/guard"
 	"github.com/etdi-dev/etdi/internal/atomicfile"
 	"github.com/etdi-dev/etdi/internal/hostconfig"
+	"github.com/etdi-dev/etdi/pin"
 	"github.com/etdi-dev/etdi/registry"
 	"github.com/etdi-dev/etdi/trust"
 	"github.com/etdi-dev/etdi/verify"
@@ -255,8 +256,49 @@ func (e *env) installVerify(t *installTarget, p *trust.Policy, pins string) (int
 		return finding.ExitSignature, &hintError{fmt.Errorf("%s@%s is unsigned (its server.json names no dev.etdi bundle) and the trust policy blocks unsigned servers: not installed", s.Name, s.Version),
 			"to install unsigned servers and approve their tools by digest: etdi trust unsigned warn"}
 	}
+	// What the bundle signs, against the pins: a revoked tool or key, or
+	// a rug pull of an approved version, is refused now rather than at
+	// the host's first start. Tools never approved are approved then.
+	o, err := guard.Observe(e.ctx, nil, opts)
+	if err != nil {
+		return exitError, err
+	}
+	if o.Observation != nil {
+		if c, err := e.comparePinsReadOnly(pins, o.Observation); err != nil {
+			return exitError, err
+		} else if c != nil {
+			var why []string
+			code := 0
+			for _, fd := range c.Findings {
+				if fd.Severity == finding.Error && fd.Kind.ExitCode() != finding.ExitApproval {
+					why = append(why, fd.Message)
+					code = finding.Worse(code, fd.Kind.ExitCode())
+				}
+			}
+			if len(why) > 0 {
+				return code, fmt.Errorf("%s@%s is refused by the pins: %s", s.Name, s.Version, strings.Join(why, "; "))
+			}
+		}
+	}
 	say(e.stderr, "etdi: %s@%s: bundle verified for %s\n", s.Name, s.Version, rs.Chosen())
 	return 0, nil
+}
+
+// comparePinsReadOnly compares what a bundle signs with the pin database
+// at path, read-only; nil when there is no database yet (nothing approved,
+// nothing revoked).
+func (e *env) comparePinsReadOnly(path string, o *pin.Observation) (*pin.Comparison, error) {
+	if !pin.IsEtcd(path) {
+		if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+			return nil, nil
+		}
+	}
+	st, err := (&pinFlags{path: path, env: e, lockTimeout: pin.DefaultLockTimeout}).open(true)
+	if err != nil {
+		return nil, err
+	}
+	defer st.Close()
+	return st.Compare(o)
 }
 
 // bundleFileName is where install keeps an entry's bundle: the name and
