@@ -382,7 +382,7 @@ func (e *env) installWrite(path, host string, wf *wrapFlags, t *installTarget) e
 		return fmt.Errorf("the new entry %s could not be wrapped", wf.name)
 	}
 	// One insertion into the old text: show it as a diff.
-	p, s := commonEnds(old, res.Data)
+	p, s := hostconfig.CommonEnds(old, res.Data)
 	diff := &hostconfig.Result{Data: res.Data, Changes: []hostconfig.Change{{OldStart: p, OldEnd: len(old) - s, NewStart: p, NewEnd: len(res.Data) - s}}}
 	// The diff shows the entry as written, its secrets masked.
 	var shown bytes.Buffer
@@ -415,16 +415,4 @@ func (e *env) installWrite(path, host string, wf *wrapFlags, t *installTarget) e
 	say(e.stdout, "etdi: %s: installed %s@%s, %s, as %s, wrapped\n", real, t.rs.Entry.Server.Name, t.rs.Entry.Server.Version, t.rs.Chosen(), wf.name)
 	say(e.stdout, "etdi: hint: approve its tools now with etdi check --config %s --name %s --yes, or when the host starts it with etdi review\n", real, wf.name)
 	return nil
-}
-
-// commonEnds returns the lengths of the longest common prefix and suffix
-// of a and b that do not overlap.
-func commonEnds(a, b []byte) (p, s int) {
-	for p < len(a) && p < len(b) && a[p] == b[p] {
-		p++
-	}
-	for s < len(a)-p && s < len(b)-p && a[len(a)-1-s] == b[len(b)-1-s] {
-		s++
-	}
-	return p, s
 }

@@ -225,7 +225,7 @@ func recordEdits(data []byte, eds []entryEdit, o WrapOptions, res *Result) ([]Ed
 		if err != nil {
 			return nil, err
 		}
-		p, s := commonEnds(old, nu)
+		p, s := CommonEnds(old, nu)
 		server := ""
 		if es := o.seen[ed.path[len(ed.path)-1]]; len(es) == 1 {
 			server = serverDigest(es[0])
@@ -289,9 +289,10 @@ func digest(b []byte) string {
 	return hex.EncodeToString(h[:])
 }
 
-// commonEnds returns the length of the common prefix of a and b and of
-// their common suffix, not overlapping the prefix.
-func commonEnds(a, b []byte) (p, s int) {
+// CommonEnds returns the length of the common prefix of a and b and of
+// their common suffix, not overlapping the prefix: the one region a
+// single edit changed.
+func CommonEnds(a, b []byte) (p, s int) {
 	for p < len(a) && p < len(b) && a[p] == b[p] {
 		p++
 	}
