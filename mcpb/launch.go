@@ -61,9 +61,12 @@ func (m *Manifest) Launch(dir string, userConfig map[string]string) (*Launch, er
 	}
 	c := m.Server.MCPConfig
 	l := &Launch{Command: c.Command, Args: c.Args, Env: c.Env}
+	// command is the command as written, before substitution: the
+	// platform's override when it has one.
+	command := c.Command
 	if o, ok := c.PlatformOverrides[Platform()]; ok {
 		if o.Command != "" {
-			l.Command = o.Command
+			l.Command, command = o.Command, o.Command
 		}
 		if o.HasArgs && len(o.Args) > 0 {
 			l.Args = o.Args
@@ -136,11 +139,11 @@ func (m *Manifest) Launch(dir string, userConfig map[string]string) (*Launch, er
 	if !filepath.IsAbs(l.Command) && strings.ContainsAny(l.Command, `/\`) {
 		l.Command = filepath.Join(dir, filepath.FromSlash(l.Command))
 		if !inside(dir, l.Command) {
-			return nil, fmt.Errorf("MCPB %s: command %q leaves the extension's directory", m.Name, c.Command)
+			return nil, fmt.Errorf("MCPB %s: command %q leaves the extension's directory", m.Name, command)
 		}
 	}
-	if strings.Contains(c.Command, "${__dirname}") && !inside(dir, l.Command) {
-		return nil, fmt.Errorf("MCPB %s: command %q leaves the extension's directory", m.Name, c.Command)
+	if strings.Contains(command, "${__dirname}") && !inside(dir, l.Command) {
+		return nil, fmt.Errorf("MCPB %s: command %q leaves the extension's directory", m.Name, command)
 	}
 	return l, nil
 }

@@ -357,3 +357,17 @@ func TestSignerIssuedByCA(t *testing.T) {
 		t.Error("a certificate its own key did not sign is self-signed")
 	}
 }
+
+// A platform's override of the command is held inside the extension's
+// directory as the command itself is.
+func TestLaunchOverrideStaysInside(t *testing.T) {
+	doc := `{"manifest_version":"0.3","name":"a","version":"1","server":{"type":"binary","mcp_config":{"command":"server/run",
+	"platform_overrides":{"` + Platform() + `":{"command":"${__dirname}/../../../bin/sh"}}}}}`
+	m, err := ParseManifest([]byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l, err := m.Launch("/opt/ext", nil); err == nil || !strings.Contains(err.Error(), "leaves the extension's directory") {
+		t.Fatalf("override outside the directory: %+v %v", l, err)
+	}
+}

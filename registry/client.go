@@ -263,13 +263,26 @@ func readBounded(r io.Reader, limit int64) ([]byte, error) {
 	return b, nil
 }
 
+// rawPage is a listing as the API sends it.
+type rawPage struct {
+	Servers  []json.RawMessage `json:"servers"`
+	Metadata struct {
+		NextCursor string `json:"nextCursor"`
+		Count      int    `json:"count"`
+	} `json:"metadata"`
+}
+
 type rawEntry struct {
 	Server json.RawMessage            `json:"server"`
 	Meta   map[string]json.RawMessage `json:"_meta"`
 }
 
 func parseEntry(body []byte) (*Entry, error) {
-	if _, err := strictjson.Parse(body); err != nil {
+	v, err := strictjson.Parse(body)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkMemberCase(v); err != nil {
 		return nil, err
 	}
 	var r rawEntry
@@ -299,16 +312,14 @@ func entryOf(r rawEntry, raw []byte) (*Entry, error) {
 // parsePage reads a listing of at most max entries (0: bounded by bytes
 // only, as a server's versions are).
 func parsePage(body []byte, max int) (*Page, error) {
-	if _, err := strictjson.Parse(body); err != nil {
+	v, err := strictjson.Parse(body)
+	if err != nil {
 		return nil, err
 	}
-	var r struct {
-		Servers  []json.RawMessage `json:"servers"`
-		Metadata struct {
-			NextCursor string `json:"nextCursor"`
-			Count      int    `json:"count"`
-		} `json:"metadata"`
+	if err := checkMemberCase(v); err != nil {
+		return nil, err
 	}
+	var r rawPage
 	if err := json.Unmarshal(body, &r); err != nil {
 		return nil, err
 	}

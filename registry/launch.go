@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/etdi-dev/etdi"
+	"github.com/etdi-dev/etdi/internal/artifact"
 	"github.com/etdi-dev/etdi/internal/artifactsyntax"
 )
 
@@ -145,7 +146,78 @@ func (p Package) Command(in Inputs) (*Command, error) {
 		}
 	}
 	c.Args = append(c.Args, pa...)
+	if why := c.refusal(p); why != "" {
+		return nil, fmt.Errorf("%s: the launch would run more than the package: %s", PackageLabel(p), why)
+	}
 	return c, nil
+}
+
+// defaultRegistries are the package registries etdi starts packages
+// from: an entry naming another (registryBaseUrl) names another package
+// under the same name, which a bundle binding the name does not cover.
+var defaultRegistries = map[string][]string{
+	PackageNPM:   {"https://registry.npmjs.org"},
+	PackagePyPI:  {"https://pypi.org", "https://pypi.org/simple"},
+	PackageNuGet: {"https://api.nuget.org/v3/index.json", "https://api.nuget.org"},
+	PackageOCI:   {"https://docker.io", "https://registry-1.docker.io", "https://index.docker.io", "https://ghcr.io", "https://quay.io", "https://mcr.microsoft.com"},
+}
+
+// refusal says why the launch c built from p would run more than p's
+// package: another package registry, or what the command line and the
+// environment the entry chose would load besides it
+// (artifact.Refusal).
+func (c *Command) refusal(p Package) string {
+	if b := strings.TrimSuffix(p.RegistryBaseURL, "/"); b != "" && !slices.Contains(defaultRegistries[p.RegistryType], b) {
+		return fmt.Sprintf("registryBaseUrl %q is not the %s registry etdi starts packages from", p.RegistryBaseURL, p.RegistryType)
+	}
+	argv := append([]string{c.Program}, c.Args...)
+	switch p.RegistryType {
+	case PackageNPM, PackagePyPI:
+		return artifact.Refusal(argv, c.Env, p.RegistryType, p.Identifier, p.Version)
+	case PackageOCI:
+		name, _, _ := splitImage(p.Identifier)
+		return artifact.Refusal(argv, c.Env, p.RegistryType, name, p.Version)
+	}
+	for n := range c.Env {
+		if artifact.Injecting(n) {
+			return n + " is set: it loads other code into the server"
+		}
+	}
+	return ""
+}
+
+// CheckLaunch reports why a host's launch of package p would run more
+// than the package, whatever values a person gives its inputs: the
+// launch is built with a placeholder for each required input without a
+// value. nil when it runs the package alone, or when p is not a package
+// etdi starts (see [Package.Command]).
+func CheckLaunch(p Package) error {
+	if _, ok := Runners[p.RegistryType]; !ok {
+		return nil
+	}
+	in := Inputs{}
+	need := func(key string, i Input) {
+		if key != "" && i.IsRequired && i.Value == "" && i.Default == "" {
+			in[key] = "x"
+		}
+		for k, v := range i.Variables {
+			if v.IsRequired && v.Value == "" && v.Default == "" {
+				in[k] = "x"
+			}
+		}
+	}
+	for _, a := range append(append([]Argument{}, p.RuntimeArguments...), p.PackageArguments...) {
+		key := a.ValueHint
+		if a.Type == "named" {
+			key = a.Name
+		}
+		need(key, a.Input)
+	}
+	for _, e := range p.EnvironmentVariables {
+		need(e.Name, e.Input)
+	}
+	_, err := p.Command(in)
+	return err
 }
 
 var nugetID = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_.-]{0,255}$`)

@@ -147,6 +147,9 @@ func ParseServerJSON(data []byte) (*ServerJSON, error) {
 	if v.Kind != strictjson.Object {
 		return nil, fmt.Errorf("server.json: want an object, not %s", v.Kind)
 	}
+	if err := checkMemberCase(v); err != nil {
+		return nil, fmt.Errorf("server.json: %w", err)
+	}
 	var s ServerJSON
 	if err := json.Unmarshal(data, &s); err != nil {
 		return nil, fmt.Errorf("server.json: %w", err)

@@ -235,3 +235,28 @@ func TestBindsOtherPackages(t *testing.T) {
 		}
 	}
 }
+
+// A document that reads one way to etdi (Go's decoder matches names
+// without regard to case) and another to a host (JSON.parse does not) is
+// refused: what etdi judges is what the host reads.
+func TestParseServerJSONRefusesCaseVariants(t *testing.T) {
+	good := `{"registryType":"npm","identifier":"good-pkg","version":"1.0.0","transport":{"type":"stdio"}}`
+	evil := `{"registryType":"npm","identifier":"evil-pkg","version":"6.6.6","transport":{"type":"stdio"}}`
+	for _, doc := range []string{
+		`{"name":"io.github.acme/w","version":"1","packages":[` + evil + `],"Packages":[` + good + `]}`,
+		`{"name":"io.github.acme/w","version":"1","Packages":[` + good + `]}`,
+		`{"name":"io.github.acme/w","version":"1","packages":[{"registryType":"npm","Identifier":"good-pkg","identifier":"evil-pkg","version":"1","transport":{"type":"stdio"}}]}`,
+	} {
+		if _, err := ParseServerJSON([]byte(doc)); err == nil || !strings.Contains(err.Error(), "only in case") {
+			t.Errorf("%s: %v", doc, err)
+		}
+		if _, err := parseEntry([]byte(`{"server":` + doc + `}`)); err == nil {
+			t.Errorf("an entry of %s read", doc)
+		}
+	}
+	// A publisher's own metadata may use any names.
+	meta := `{"name":"io.github.acme/w","version":"1","_meta":{"io.modelcontextprotocol.registry/publisher-provided":{"Version":"2.1.0","Name":"ci"}}}`
+	if _, err := ParseServerJSON([]byte(meta)); err != nil {
+		t.Errorf("publisher metadata: %v", err)
+	}
+}

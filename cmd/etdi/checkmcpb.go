@@ -8,6 +8,7 @@ import (
 
 	"github.com/etdi-dev/etdi/finding"
 	"github.com/etdi-dev/etdi/guard"
+	"github.com/etdi-dev/etdi/internal/artifact"
 	"github.com/etdi-dev/etdi/mcpb"
 	"github.com/spf13/pflag"
 )
@@ -19,6 +20,7 @@ type mcpbTarget struct {
 	file    *mcpb.File
 	dir     string // the private directory, removed after the check
 	checked bool   // the served tools were compared once
+	launch  *mcpb.Launch
 }
 
 // registerMCPB adds --mcpb and --mcpb-config to etdi check.
@@ -83,7 +85,7 @@ func (e *env) mcpbTargets(f *serverFlags) ([]target, error) {
 	}
 	t := targetOf(spec)
 	t.location = f.mcpb
-	t.mcpb = &mcpbTarget{path: f.mcpb, file: file, dir: tmp}
+	t.mcpb = &mcpbTarget{path: f.mcpb, file: file, dir: tmp, launch: l}
 	if s := file.Signature; s != nil && s.Err == nil {
 		say(e.stderr, "etdi: MCPB %s %s: signed by %s\n", file.Manifest.Name, file.Manifest.Version, s.Signer.String())
 	} else if s == nil {
@@ -92,13 +94,28 @@ func (e *env) mcpbTargets(f *serverFlags) ([]target, error) {
 	return []target{t}, nil
 }
 
-// origin is what the launch runs: the MCPB file, as etdi hashed it.
+// origin is what the launch runs: the MCPB file, as etdi hashed it, when
+// the command runs a file of the extension and nothing else; nil when it
+// runs something from outside the file (a package npx fetches, a program
+// of the host, code an option or a variable loads), which is then
+// resolved as any command's is.
 func (m *mcpbTarget) origin() *guard.Origin {
+	argv := append([]string{m.launch.Command}, m.launch.Args...)
+	path, why := artifact.RunsFile(argv, m.launch.Env)
+	if why != "" || !filepath.IsAbs(path) || !insideDir(m.dir, path) {
+		return nil
+	}
 	abs, err := filepath.Abs(m.path)
 	if err != nil {
 		abs = m.path
 	}
 	return guard.MCPBOrigin(m.file.Artifact(), abs)
+}
+
+// insideDir reports whether p lies under dir, lexically.
+func insideDir(dir, p string) bool {
+	rel, err := filepath.Rel(dir, filepath.Clean(p))
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) && !filepath.IsAbs(rel)
 }
 
 // served adds the findings of comparing the served tools with the

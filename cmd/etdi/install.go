@@ -20,6 +20,7 @@ import (
 	"github.com/etdi-dev/etdi/guard"
 	"github.com/etdi-dev/etdi/internal/atomicfile"
 	"github.com/etdi-dev/etdi/internal/hostconfig"
+	"github.com/etdi-dev/etdi/internal/redact"
 	"github.com/etdi-dev/etdi/pin"
 	"github.com/etdi-dev/etdi/registry"
 	"github.com/etdi-dev/etdi/trust"
@@ -168,7 +169,13 @@ func (e *env) runInstall(f *installFlags, arg string) error {
 		return fmt.Errorf("%s: no such server or version in %s", arg, f.registryURL)
 	}
 	if err != nil {
-		return err
+		// The entry's own text may be anywhere in err, and the values
+		// given for its inputs are not shown.
+		var given redact.Set
+		for _, v := range in {
+			given.Add(v)
+		}
+		return errors.New(given.String(err.Error()))
 	}
 	if note := rs.Deprecated(); note != "" {
 		say(e.stderr, "etdi: warning: %s\n", note)

@@ -472,7 +472,8 @@ func (e *env) observe(f *serverFlags, pf *pinFlags, t *target, p *trust.Policy, 
 	t.SecretEnv = guard.SecretEnv(p)
 	if t.mcpb != nil {
 		opts.Origin = t.mcpb.origin()
-	} else if t.toolsFile == "" && (len(t.Command) > 0 || t.URL != "") {
+	}
+	if opts.Origin == nil && t.toolsFile == "" && (len(t.Command) > 0 || t.URL != "") {
 		// What the command runs is resolved before it is started.
 		opts.Origin = guard.ResolveOrigin(e.ctx, t.Server())
 	}

@@ -300,6 +300,16 @@ func (a *Auditor) Judge(ctx context.Context, e registry.Entry) Verdict {
 
 // judge adds to v what it finds about s; an error is operational.
 func (a *Auditor) judge(ctx context.Context, s *registry.ServerJSON, v *Verdict) error {
+	// What a host would run: the entry chooses arguments and variables
+	// besides the package, and none may make the launch run more than it.
+	launchOK := true
+	for _, p := range s.Packages {
+		if err := registry.CheckLaunch(p); err != nil {
+			launchOK = false
+			v.add(finding.Finding{Kind: finding.Impersonation, Severity: finding.Error,
+				Message: fmt.Sprintf("registry entry %s@%s: %v", s.Name, s.Version, err)})
+		}
+	}
 	m, signed, err := s.EtdiMeta()
 	if err != nil {
 		v.Signed = true
@@ -335,7 +345,7 @@ func (a *Auditor) judge(ctx context.Context, s *registry.ServerJSON, v *Verdict)
 		v.add(finding.Finding{Kind: finding.Impersonation, Severity: finding.Error, Server: r.Server,
 			Message: fmt.Sprintf("the bundle of %s does not bind registry entry %s@%s: %s", r.Server, s.Name, s.Version, mm.Error())})
 	}
-	v.Bound = len(mismatches) == 0
+	v.Bound = len(mismatches) == 0 && launchOK
 	if a.approvals == "" || r.Blocked() {
 		return nil
 	}
