@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -11,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/etdi-dev/etdi/internal/registrytest"
+	"github.com/etdi-dev/etdi/registry"
 	"github.com/rogpeppe/go-internal/testscript"
 )
 
@@ -50,6 +53,19 @@ import (
 //	registry-get NAME VERSION      prints the registry's entry of NAME at VERSION
 //	                               ("latest" for the latest) as it answers it;
 //	                               ! registry-get expects it not to be found
+//
+// and, for the bundles entries name:
+//
+//	release-host VAR DIR           serves the files of DIR (created if missing) over
+//	                               http on 127.0.0.1, as a release page serves the
+//	                               bundle a server.json names, until the script ends;
+//	                               a file replaced in DIR is served replaced. Sets VAR
+//	                               to its URL, http://127.0.0.1:PORT
+//	release-attach IN BUNDLE URL OUT
+//	                               writes the server.json IN to OUT with its dev.etdi
+//	                               metadata naming the bundle at URL with the SHA-256
+//	                               of the file BUNDLE (registry.SetEtdiMeta), as a
+//	                               provider's release publishes it
 //	registry-mcp-publisher VAR     sets VAR to the path of the registry's own
 //	                               mcp-publisher, built from the same module
 func init() {
@@ -58,6 +74,26 @@ func init() {
 		return err == nil
 	}
 	scriptSetups = append(scriptSetups, setupRegistry)
+	scriptCmds["release-host"] = func(ts *testscript.TestScript, neg bool, args []string) {
+		if neg || len(args) != 2 {
+			ts.Fatalf("usage: release-host VAR DIR")
+		}
+		dir := ts.MkAbs(args[1])
+		ts.Check(os.MkdirAll(dir, 0o755))
+		srv := httptest.NewServer(http.FileServer(http.Dir(dir)))
+		ts.Defer(srv.Close)
+		ts.Setenv(args[0], srv.URL)
+	}
+	scriptCmds["release-attach"] = func(ts *testscript.TestScript, neg bool, args []string) {
+		if neg || len(args) != 4 {
+			ts.Fatalf("usage: release-attach IN BUNDLE URL OUT")
+		}
+		bundle, err := os.ReadFile(ts.MkAbs(args[1]))
+		ts.Check(err)
+		out, err := registry.SetEtdiMeta([]byte(ts.ReadFile(args[0])), registry.EtdiMeta{Bundle: args[2], Digest: registry.Digest(bundle)})
+		ts.Check(err)
+		ts.Check(os.WriteFile(ts.MkAbs(args[3]), out, 0o644))
+	}
 	scriptCmds["registry-start"] = func(ts *testscript.TestScript, neg bool, args []string) {
 		if neg || len(args) != 0 {
 			ts.Fatalf("usage: registry-start")

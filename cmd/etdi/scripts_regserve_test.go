@@ -4,31 +4,21 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
-	"os"
 	"strings"
 	"time"
 
-	"github.com/etdi-dev/etdi/registry"
 	"github.com/rogpeppe/go-internal/testscript"
 )
 
 // The fixtures of the scripts about etdi registry serve
 // (registry_serve_*.txtar). The registry itself is the shared one of
 // scripts_registry_test.go ($REGISTRY, registry-publish); etdi registry
-// serve is started with gate-listen and stopped with gate-stop.
+// serve is started with gate-listen and stopped with gate-stop; bundles
+// are served with release-host and named with release-attach.
 //
 // Commands:
 //
-//	regserve-host VAR DIR
-//	    serves the files of DIR on 127.0.0.1 (as a release page serves a
-//	    bundle a server.json names) until the script ends; sets VAR to its
-//	    URL, http://127.0.0.1:PORT.
-//	regserve-attach SERVERJSON BUNDLE URL OUT
-//	    writes to OUT the server.json SERVERJSON naming the bundle at URL
-//	    with the digest of the file BUNDLE (dev.etdi, as etdi sign
-//	    --server-json writes it).
 //	regserve-get URL
 //	    GETs URL and prints "status N", then for a listing or an entry
 //	    one line per entry, "entry NAME VERSION VERDICT" (VERDICT: the
@@ -36,29 +26,6 @@ import (
 //	    CURSOR" when the listing continues, and for an error "detail
 //	    TEXT".
 func init() {
-	scriptCmds["regserve-host"] = func(ts *testscript.TestScript, neg bool, args []string) {
-		if neg || len(args) != 2 {
-			ts.Fatalf("usage: regserve-host VAR DIR")
-		}
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		ts.Check(err)
-		srv := &http.Server{Handler: http.FileServer(http.Dir(ts.MkAbs(args[1]))), ReadHeaderTimeout: 10 * time.Second}
-		go srv.Serve(ln)
-		ts.Defer(func() { srv.Close() })
-		ts.Setenv(args[0], "http://"+ln.Addr().String())
-	}
-	scriptCmds["regserve-attach"] = func(ts *testscript.TestScript, neg bool, args []string) {
-		if neg || len(args) != 4 {
-			ts.Fatalf("usage: regserve-attach SERVERJSON BUNDLE URL OUT")
-		}
-		doc, err := os.ReadFile(ts.MkAbs(args[0]))
-		ts.Check(err)
-		bundle, err := os.ReadFile(ts.MkAbs(args[1]))
-		ts.Check(err)
-		out, err := registry.SetEtdiMeta(doc, registry.EtdiMeta{Bundle: args[2], Digest: registry.Digest(bundle)})
-		ts.Check(err)
-		ts.Check(os.WriteFile(ts.MkAbs(args[3]), out, 0o644))
-	}
 	scriptCmds["regserve-get"] = func(ts *testscript.TestScript, neg bool, args []string) {
 		if neg || len(args) != 1 {
 			ts.Fatalf("usage: regserve-get URL")
