@@ -9,7 +9,6 @@ import (
 
 	"github.com/etdi-dev/etdi/guard"
 	"github.com/etdi-dev/etdi/internal/colour"
-	"github.com/etdi-dev/etdi/internal/redact"
 	"github.com/etdi-dev/etdi/registry"
 	"github.com/etdi-dev/etdi/trust"
 	"github.com/spf13/pflag"
@@ -71,13 +70,9 @@ func (e *env) registryTargets(f *serverFlags, args []string) ([]target, error) {
 	if err != nil {
 		return nil, usagef("--registry: %v", err)
 	}
-	in := registry.Inputs{}
-	for _, kv := range f.inputs {
-		k, v, ok := strings.Cut(kv, "=")
-		if !ok || k == "" {
-			return nil, usagef("--input wants NAME=VALUE (the value is not shown here)")
-		}
-		in[k] = v
+	in, err := parseRegistryInputs(f.inputs)
+	if err != nil {
+		return nil, err
 	}
 	e.progress("reading %s@%s from %s", name, cmp.Or(version, "latest"), c.BaseURL)
 	en, err := c.Get(e.ctx, name, version)
@@ -90,12 +85,8 @@ func (e *env) registryTargets(f *serverFlags, args []string) ([]target, error) {
 	if err != nil {
 		// Not started: the entry's own text may be anywhere in err, and
 		// the values given for its inputs are not shown.
-		var given redact.Set
-		for _, v := range in {
-			given.Add(v)
-		}
 		return []target{{ServerSpec: &guard.ServerSpec{Label: en.Server.Name + "@" + en.Server.Version, Name: cmp.Or(f.name, en.Server.Name),
-			Problems: []string{given.String(err.Error())}}, registry: rc}}, nil
+			Problems: []string{maskInputs(in, err)}}, registry: rc}}, nil
 	}
 	rc.Checked, rc.Note = rs.Chosen(), rs.Deprecated()
 	if rs.Meta != nil {

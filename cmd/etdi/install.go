@@ -20,7 +20,6 @@ import (
 	"github.com/etdi-dev/etdi/guard"
 	"github.com/etdi-dev/etdi/internal/atomicfile"
 	"github.com/etdi-dev/etdi/internal/hostconfig"
-	"github.com/etdi-dev/etdi/internal/redact"
 	"github.com/etdi-dev/etdi/pin"
 	"github.com/etdi-dev/etdi/registry"
 	"github.com/etdi-dev/etdi/trust"
@@ -124,13 +123,9 @@ func (e *env) runInstall(f *installFlags, arg string) error {
 	if err := etdi.ValidateRegistryName(name); err != nil {
 		return usagef("%v", err)
 	}
-	in := registry.Inputs{}
-	for _, kv := range f.inputs {
-		k, v, ok := strings.Cut(kv, "=")
-		if !ok || k == "" {
-			return usagef("--input %q: want NAME=VALUE", kv)
-		}
-		in[k] = v
+	in, err := parseRegistryInputs(f.inputs)
+	if err != nil {
+		return err
 	}
 	client, err := registry.NewClient(f.registryURL)
 	if err != nil {
@@ -138,20 +133,8 @@ func (e *env) runInstall(f *installFlags, arg string) error {
 	}
 	// Trust and pins: the paths the entry will name, as wrap takes them.
 	wf := &wrapFlags{trust: f.trust, pins: f.pins, name: f.name, dryRun: f.dryRun}
-	for _, p := range []struct {
-		v        *string
-		variable string
-	}{{&wf.trust, "ETDI_TRUST"}, {&wf.pins, "ETDI_PINS"}} {
-		if *p.v == "" {
-			*p.v, _ = e.lookupEnv(p.variable)
-		}
-		if *p.v != "" {
-			abs, err := filepath.Abs(*p.v)
-			if err != nil {
-				return err
-			}
-			*p.v = abs
-		}
+	if err := e.gatePaths(&wf.trust, &wf.pins); err != nil {
+		return err
 	}
 	policyPath, pinsPath := e.defaultTrust(), e.defaultPins()
 	if wf.trust != "" {
@@ -169,13 +152,7 @@ func (e *env) runInstall(f *installFlags, arg string) error {
 		return fmt.Errorf("%s: no such server or version in %s", arg, f.registryURL)
 	}
 	if err != nil {
-		// The entry's own text may be anywhere in err, and the values
-		// given for its inputs are not shown.
-		var given redact.Set
-		for _, v := range in {
-			given.Add(v)
-		}
-		return errors.New(given.String(err.Error()))
+		return errors.New(maskInputs(in, err))
 	}
 	if note := rs.Deprecated(); note != "" {
 		say(e.stderr, "etdi: warning: %s\n", note)
@@ -195,7 +172,7 @@ func (e *env) runInstall(f *installFlags, arg string) error {
 	if rs.Bundle != nil {
 		wf.bundle = filepath.Join(filepath.Dir(e.wrapStatePath()), "bundles", bundleFileName(name, rs.Entry.Server.Version))
 	}
-	path, host, err := installFile(f)
+	path, host, err := e.installFile(f)
 	if err != nil {
 		return err
 	}
@@ -320,12 +297,12 @@ func bundleFileName(name, version string) string {
 }
 
 // installFile is the configuration file install writes and its host.
-func installFile(f *installFlags) (path, host string, err error) {
+func (e *env) installFile(f *installFlags) (path, host string, err error) {
 	if f.config != "" {
 		return f.config, hostconfig.GuessHost(f.config), nil
 	}
 	home, _ := os.UserHomeDir()
-	for _, l := range hostconfig.Locations(runtime.GOOS, hostconfig.Options{Home: home, Lookup: os.LookupEnv}) {
+	for _, l := range hostconfig.Locations(runtime.GOOS, hostconfig.Options{Home: home, Lookup: e.lookupEnv}) {
 		if l.Host == f.host && !l.Project {
 			return l.Path, l.Host, nil
 		}
@@ -364,11 +341,7 @@ func (e *env) installWrite(path, host string, wf *wrapFlags, t *installTarget) e
 		}
 		return err
 	}
-	exe, err := os.Executable()
-	if err != nil {
-		return err
-	}
-	etdiPath, err := filepath.EvalSymlinks(exe)
+	etdiPath, err := thisEtdi()
 	if err != nil {
 		return err
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/etdi-dev/etdi"
 	"github.com/etdi-dev/etdi/guard"
+	"github.com/etdi-dev/etdi/internal/redact"
 	"github.com/etdi-dev/etdi/mcpb"
 	"github.com/etdi-dev/etdi/registry"
 )
@@ -41,6 +42,16 @@ func parseRegistryInputs(kvs []string) (registry.Inputs, error) {
 		in[k] = v
 	}
 	return in, nil
+}
+
+// maskInputs is err's text with the values given for an entry's inputs
+// masked: an error about the entry may quote them anywhere.
+func maskInputs(in registry.Inputs, err error) string {
+	var given redact.Set
+	for _, v := range in {
+		given.Add(v)
+	}
+	return given.String(err.Error())
 }
 
 // serverJSONTarget is the server a host starts for server.json s: its

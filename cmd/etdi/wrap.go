@@ -125,22 +125,8 @@ func (e *env) wrapOrUnwrapCmd(wrap bool) *cobra.Command {
 				return usagef("--config FILE|auto is required")
 			}
 			if wrap {
-				// What the person's own environment names, the host must
-				// be told: it starts etdi without that environment.
-				for _, p := range []struct {
-					v        *string
-					variable string
-				}{{&f.trust, "ETDI_TRUST"}, {&f.pins, "ETDI_PINS"}} {
-					if *p.v == "" {
-						*p.v, _ = e.lookupEnv(p.variable)
-					}
-					if *p.v != "" {
-						abs, err := filepath.Abs(*p.v)
-						if err != nil {
-							return err
-						}
-						*p.v = abs
-					}
+				if err := e.gatePaths(&f.trust, &f.pins); err != nil {
+					return err
 				}
 			}
 			if f.bundle != "" && f.name == "" {
@@ -183,6 +169,40 @@ as it is. --dry-run prints the change and writes nothing.`
 	return cmd
 }
 
+// thisEtdi is the program file of this etdi, links followed: what a
+// wrapped entry runs.
+func thisEtdi() (string, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return "", fmt.Errorf("cannot tell where this etdi is (%v)", err)
+	}
+	return filepath.EvalSymlinks(exe)
+}
+
+// gatePaths sets the trust policy and pin database a wrapped entry names:
+// those given, else what the person's environment names ($ETDI_TRUST,
+// $ETDI_PINS), as absolute paths; the host starts etdi without that
+// environment and in another directory. Empty when neither is set (the
+// defaults, not written).
+func (e *env) gatePaths(trust, pins *string) error {
+	for _, p := range []struct {
+		v        *string
+		variable string
+	}{{trust, "ETDI_TRUST"}, {pins, "ETDI_PINS"}} {
+		if *p.v == "" {
+			*p.v, _ = e.lookupEnv(p.variable)
+		}
+		if *p.v != "" {
+			abs, err := filepath.Abs(*p.v)
+			if err != nil {
+				return err
+			}
+			*p.v = abs
+		}
+	}
+	return nil
+}
+
 type configFile struct{ path, host string }
 
 func (e *env) runWrap(f *wrapFlags, wrap bool) error {
@@ -193,12 +213,8 @@ func (e *env) runWrap(f *wrapFlags, wrap bool) error {
 	}
 	etdiPath := f.etdi
 	if wrap && etdiPath == "" {
-		exe, err := os.Executable()
-		if err != nil {
-			return fmt.Errorf("cannot tell where this etdi is (%v); give --etdi PATH", err)
-		}
-		if etdiPath, err = filepath.EvalSymlinks(exe); err != nil {
-			return err
+		if etdiPath, err = thisEtdi(); err != nil {
+			return &hintError{err, "give --etdi PATH"}
 		}
 	}
 	if wrap {
