@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/etdi-dev/etdi/internal/testbuild"
 )
 
 // etdiBin is etdi built from this checkout, for what the tests do around
@@ -23,7 +25,7 @@ func TestMain(m *testing.M) {
 	if err != nil {
 		panic(err)
 	}
-	builds := buildCache(dir)
+	builds := testbuild.Dir(repoRoot, "", dir)
 	etdiBin = filepath.Join(builds, "tests", "etdi")
 	if err := os.MkdirAll(filepath.Dir(etdiBin), 0o755); err != nil {
 		panic(err)
@@ -40,24 +42,6 @@ func TestMain(m *testing.M) {
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)
-}
-
-// buildCache is where the programs these tests build are kept between
-// runs, one folder per checkout in the user's cache (tmp when there is
-// none). A go build -o onto a program that is up to date with its sources
-// and flags does not link it again, and one that is not is linked anew, as
-// the go command compares the build ID it recorded in the program.
-func buildCache(tmp string) string {
-	base, err := os.UserCacheDir()
-	if err != nil {
-		return tmp
-	}
-	sum := sha256.Sum256([]byte(repoRoot))
-	dir := filepath.Join(base, "etdi-test-builds", hex.EncodeToString(sum[:8]))
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return tmp
-	}
-	return dir
 }
 
 const password = "correct horse battery staple"

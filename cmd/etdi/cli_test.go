@@ -2,8 +2,6 @@ package main
 
 import (
 	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
 	"flag"
 	"fmt"
 	"os"
@@ -15,6 +13,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/etdi-dev/etdi/internal/testbuild"
 	"github.com/rogpeppe/go-internal/testscript"
 )
 
@@ -83,27 +82,9 @@ func (b builtEtdi) Run() int {
 // package; it is removed after the tests.
 var testTmp string
 
-// buildCache is where etdi is built for these tests and kept between runs,
-// a folder per checkout in the user's cache (tmp when there is none). A go
-// build -o onto a program that is up to date with its sources and flags
-// does not link it again, and one that is not is linked anew, as the go
-// command compares the build ID it recorded in the program.
-func buildCache(tmp string) string {
-	base, err := os.UserCacheDir()
-	if err != nil {
-		return tmp
-	}
-	root, err := filepath.Abs("../..")
-	if err != nil {
-		return tmp
-	}
-	sum := sha256.Sum256([]byte(root))
-	dir := filepath.Join(base, "etdi-test-builds", hex.EncodeToString(sum[:8]), "cmd-etdi")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return tmp
-	}
-	return dir
-}
+// buildCache is where these tests keep what they build between runs
+// (testbuild.Dir).
+func buildCache(tmp string) string { return testbuild.Dir("../..", "cmd-etdi", tmp) }
 
 // scriptsRunBuiltEtdi makes the etdi that the scripts run the one the Go
 // tests run. testscript.Main put a copy of this test binary named etdi in

@@ -6,8 +6,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"os"
 	"os/exec"
@@ -18,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/etdi-dev/etdi/internal/testbuild"
 )
 
 // wait bounds every wait of these tests: a client or gate that hangs fails
@@ -44,8 +44,8 @@ func TestMain(m *testing.M) {
 	if err != nil {
 		panic(err)
 	}
-	etdiBin = filepath.Join(buildCache(dir), "etdi")
-	nodeCache = filepath.Join(buildCache(dir), "node-compile-cache")
+	etdiBin = filepath.Join(testbuild.Dir("../..", "realclients", dir), "etdi")
+	nodeCache = filepath.Join(testbuild.Dir("../..", "realclients", dir), "node-compile-cache")
 	if out, err := exec.Command("go", "build", "-o", etdiBin, "github.com/etdi-dev/etdi/cmd/etdi").CombinedOutput(); err != nil {
 		panic("building etdi: " + err.Error() + "\n" + string(out))
 	}
@@ -57,28 +57,6 @@ func TestMain(m *testing.M) {
 	cleanupMu.Unlock()
 	os.RemoveAll(dir)
 	os.Exit(code)
-}
-
-// buildCache is where etdi is built for these tests and kept between
-// runs, a folder per checkout in the user's cache (tmp when there is
-// none). A go build -o onto a program that is up to date with its sources
-// does not link it again, and one that is not is linked anew, as the go
-// command compares the build ID it recorded in the program.
-func buildCache(tmp string) string {
-	base, err := os.UserCacheDir()
-	if err != nil {
-		return tmp
-	}
-	root, err := filepath.Abs("../..")
-	if err != nil {
-		return tmp
-	}
-	sum := sha256.Sum256([]byte(root))
-	dir := filepath.Join(base, "etdi-test-builds", hex.EncodeToString(sum[:8]), "realclients")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return tmp
-	}
-	return dir
 }
 
 // npmFolder is a fixture folder whose packages npm ci installs from its
