@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/etdi-dev/etdi"
 	"github.com/etdi-dev/etdi/internal/artifact"
@@ -43,7 +44,7 @@ var Runners = map[string][]string{
 	PackageNuGet: {"dnx"},
 }
 
-var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,127}$`)
+var envName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,127}$`) })
 
 // Command builds the command line a host runs for package p, as hosts
 // read server.json: the runner (runtimeHint, or the registry type's
@@ -111,7 +112,7 @@ func (p Package) Command(in Inputs) (*Command, error) {
 		return nil, fmt.Errorf("%s: packageArguments: %w", PackageLabel(p), err)
 	}
 	for _, e := range p.EnvironmentVariables {
-		if !envName.MatchString(e.Name) {
+		if !envName().MatchString(e.Name) {
 			return nil, fmt.Errorf("%s: environment variable name %q is not a name", PackageLabel(p), e.Name)
 		}
 		v, set, err := value(e.Name, e.Input, in)
@@ -220,7 +221,7 @@ func CheckLaunch(p Package) error {
 	return err
 }
 
-var nugetID = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_.-]{0,255}$`)
+var nugetID = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_.-]{0,255}$`) })
 
 // checkSpec refuses an identifier or version that is not a package name
 // or version of its ecosystem: one that a runner would read as an option
@@ -236,7 +237,7 @@ func checkSpec(p Package) error {
 		name, tag, digest := splitImage(p.Identifier)
 		ok = artifactsyntax.ImageName(name) && (tag == "" || artifactsyntax.Tag(tag)) && (digest == "" || artifactsyntax.SHA256(digest))
 	case PackageNuGet:
-		ok = nugetID.MatchString(p.Identifier)
+		ok = nugetID().MatchString(p.Identifier)
 	}
 	if !ok {
 		return fmt.Errorf("identifier %q is not a %s package name", p.Identifier, p.RegistryType)

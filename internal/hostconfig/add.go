@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/BurntSushi/toml"
 )
@@ -26,7 +27,7 @@ type NewEntry struct {
 
 // entryName is what AddEntry accepts as an entry's name: what people type
 // and every host's format can hold as a key without quoting surprises.
-var entryName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$`)
+var entryName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$`) })
 
 // ErrEntryExists is returned by AddEntry when the file already has an
 // entry of that name.
@@ -45,7 +46,7 @@ func (e *ErrEntryExists) Error() string {
 // The result is read back as [Load] reads it, and must hold the entry as
 // given.
 func AddEntry(path string, data []byte, host, name string, e NewEntry) ([]byte, error) {
-	if !entryName.MatchString(name) {
+	if !entryName().MatchString(name) {
 		return nil, fmt.Errorf("entry name %q: use letters, digits, '.', '_' and '-' (at most 128)", name)
 	}
 	if (e.Command == "") == (e.URL == "") {

@@ -191,48 +191,55 @@ func readState(path string) (map[string]accepted, error) {
 	if err != nil {
 		return nil, err
 	}
-	bad := func(err error) error {
-		return fmt.Errorf("%s, where etdi remembers the lockfile generations it accepted, is damaged (%v): "+
+	state, err = parseState(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s, where etdi remembers the lockfile generations it accepted, is damaged (%v): "+
 			"remove it only if you know why, as the generations accepted before are then forgotten", path, err)
 	}
+	return state, nil
+}
+
+// parseState reads the bytes of a state file.
+func parseState(data []byte) (map[string]accepted, error) {
+	state := map[string]accepted{}
 	if len(data) > maxStateBytes {
-		return nil, bad(fmt.Errorf("larger than %d bytes", maxStateBytes))
+		return nil, fmt.Errorf("larger than %d bytes", maxStateBytes)
 	}
 	v, err := strictjson.Parse(data)
 	if err != nil {
-		return nil, bad(err)
+		return nil, err
 	}
 	root, err := strictjson.Root(v).Object()
 	if err != nil {
-		return nil, bad(err)
+		return nil, err
 	}
 	if err := root.Only("etdiLockState", "keys"); err != nil {
-		return nil, bad(err)
+		return nil, err
 	}
 	if ver, err := root.Field("etdiLockState").Uint(); err != nil || ver != 1 {
-		return nil, bad(errors.New(`"etdiLockState" is not 1`))
+		return nil, errors.New(`"etdiLockState" is not 1`)
 	}
 	keys := root.Field("keys")
 	if keys.V == nil || keys.V.Kind != strictjson.Object {
-		return nil, bad(errors.New(`"keys" is not an object`))
+		return nil, errors.New(`"keys" is not an object`)
 	}
 	for _, m := range keys.V.Members {
 		o, err := (strictjson.Field{Path: keys.Path + "." + m.Name, V: m.Value}).Object()
 		if err != nil {
-			return nil, bad(err)
+			return nil, err
 		}
 		if err := o.Only("generation", "digest"); err != nil {
-			return nil, bad(err)
+			return nil, err
 		}
 		var a accepted
 		if a.Generation, err = o.Field("generation").Uint(); err != nil {
-			return nil, bad(err)
+			return nil, err
 		}
 		if a.Digest, err = o.Field("digest").Str(); err != nil {
-			return nil, bad(err)
+			return nil, err
 		}
 		if d, err := etdi.ParseDigest(a.Digest); err != nil || d.String() != a.Digest {
-			return nil, bad(fmt.Errorf("%q is not a digest", a.Digest))
+			return nil, fmt.Errorf("%q is not a digest", a.Digest)
 		}
 		state[m.Name] = a
 	}
@@ -240,6 +247,11 @@ func readState(path string) (map[string]accepted, error) {
 }
 
 func writeState(path string, state map[string]accepted) error {
+	return atomicfile.Write(path, encodeState(state), 0o600)
+}
+
+// encodeState is the state file's bytes, keys in order.
+func encodeState(state map[string]accepted) []byte {
 	names := make([]string, 0, len(state))
 	for k := range state {
 		names = append(names, k)
@@ -251,8 +263,7 @@ func writeState(path string, state map[string]accepted) error {
 		keys.Members = append(keys.Members, member(k, object(member("digest", str(a.Digest)), member("generation", num(a.Generation)))))
 	}
 	doc := object(member("etdiLockState", num(1)), member("keys", keys))
-	out := append(strictjson.AppendIndent(nil, doc, "", "  "), '\n')
-	return atomicfile.Write(path, out, 0o600)
+	return append(strictjson.AppendIndent(nil, doc, "", "  "), '\n')
 }
 
 // NextGeneration is the generation to sign a new lockfile with, when none

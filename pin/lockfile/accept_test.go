@@ -264,23 +264,12 @@ func FuzzReadState(f *testing.F) {
 	} {
 		f.Add([]byte(s))
 	}
-	dir := f.TempDir()
 	f.Fuzz(func(t *testing.T, data []byte) {
-		path := filepath.Join(dir, "state.json")
-		if err := os.WriteFile(path, data, 0o600); err != nil {
-			t.Fatal(err)
-		}
-		state, err := readState(path)
+		state, err := parseState(data)
 		if err != nil {
-			if !strings.Contains(err.Error(), path) {
-				t.Fatalf("an error that does not name the file: %v", err)
-			}
 			return
 		}
-		if err := writeState(path, state); err != nil {
-			t.Fatal(err)
-		}
-		again, err := readState(path)
+		again, err := parseState(encodeState(state))
 		if err != nil || len(again) != len(state) {
 			t.Fatalf("written state does not read back: %v", err)
 		}
