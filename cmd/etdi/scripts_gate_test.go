@@ -326,16 +326,17 @@ func (h *gateHost) await(what string, cond func() bool) {
 	defer timer.Stop()
 	deadline := time.Now().Add(gateWait)
 	h.mu.Lock()
-	defer h.mu.Unlock()
 	for !cond() {
 		if h.ended || time.Now().After(deadline) {
-			out := h.out.String()
+			out, ended := h.out.String(), h.ended
+			// Unlocked before Fatalf, which ends the script by panicking.
 			h.mu.Unlock()
 			h.ts.Logf("received:\n%s", out)
-			h.ts.Fatalf("%s: %s", what, map[bool]string{true: "the other side ended", false: "nothing within " + gateWait.String()}[h.ended])
+			h.ts.Fatalf("%s: %s", what, map[bool]string{true: "the other side ended", false: "nothing within " + gateWait.String()}[ended])
 		}
 		h.cond.Wait()
 	}
+	h.mu.Unlock()
 }
 
 // scriptVar is ${VAR} in a line of a gate session.
