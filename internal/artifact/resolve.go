@@ -91,6 +91,11 @@ func Resolve(ctx context.Context, l Launch) (*Resolved, error) {
 // judged by launchConfig.
 var injecting = []string{"LD_PRELOAD", "LD_LIBRARY_PATH", "LD_AUDIT", "DYLD_INSERT_LIBRARIES", "DYLD_LIBRARY_PATH",
 	"NODE_OPTIONS", "NODE_PATH", "PYTHONPATH", "PYTHONSTARTUP", "PYTHONHOME", "PYTHONUSERBASE", "BASH_ENV", "ENV",
+	// Compiled code read from a directory the variable names instead of
+	// compiling the source etdi hashed: Python's bytecode cache (a .pyc
+	// is taken when its header matches the source's time and size) and
+	// Node.js's V8 code cache.
+	"PYTHONPYCACHEPREFIX", "NODE_COMPILE_CACHE",
 	"JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS", "JDK_JAVA_OPTIONS", "PERL5OPT", "RUBYOPT"}
 
 // environ is a launch's environment.
