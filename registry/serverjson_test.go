@@ -246,6 +246,13 @@ func TestParseServerJSONRefusesCaseVariants(t *testing.T) {
 		`{"name":"io.github.acme/w","version":"1","packages":[` + evil + `],"Packages":[` + good + `]}`,
 		`{"name":"io.github.acme/w","version":"1","Packages":[` + good + `]}`,
 		`{"name":"io.github.acme/w","version":"1","packages":[{"registryType":"npm","Identifier":"good-pkg","identifier":"evil-pkg","version":"1","transport":{"type":"stdio"}}]}`,
+		// Inside _meta, the names etdi reads: the registry's keys, dev.etdi
+		// and its members. Another spelling would be read by one reader
+		// and not another, and dev.etdi written beside it would make two.
+		`{"name":"io.github.acme/w","version":"1","_meta":{"io.modelConteXtprotocol.registry/Publisher-provided":{"dev.etdi":{}}}}`,
+		`{"name":"io.github.acme/w","version":"1","_meta":{"io.modelcontextprotocol.registry/publisher-provided":{"Dev.Etdi":{}}}}`,
+		`{"name":"io.github.acme/w","version":"1","_meta":{"io.modelcontextprotocol.registry/publisher-provided":{"dev.etdi":{"Bundle":"https://evil.example/b"}}}}`,
+		`{"name":"io.github.acme/w","version":"1","_meta":{"io.modelcontextprotocol.registry/Official":{"status":"active"}}}`,
 	} {
 		if _, err := ParseServerJSON([]byte(doc)); err == nil || !strings.Contains(err.Error(), "only in case") {
 			t.Errorf("%s: %v", doc, err)
