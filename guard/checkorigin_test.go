@@ -15,6 +15,12 @@ import (
 // endpointBundle is a one-tool bundle of acme/inventory bound to the
 // endpoints, signed by a key the returned policy trusts.
 func endpointBundle(t *testing.T, endpoints ...string) ([]byte, *trust.Policy) {
+	return trustedBundle(t, func(m *etdi.Manifest) { m.Server.Endpoints = endpoints })
+}
+
+// trustedBundle signs a one-tool manifest, after edit, with a new key the
+// returned policy trusts for acme.
+func trustedBundle(t *testing.T, edit func(m *etdi.Manifest)) ([]byte, *trust.Policy) {
 	t.Helper()
 	priv, err := keys.Generate(keys.Ed25519)
 	if err != nil {
@@ -28,7 +34,7 @@ func endpointBundle(t *testing.T, endpoints ...string) ([]byte, *trust.Policy) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m.Server.Endpoints = endpoints
+	edit(m)
 	b, err := sign.Sign(m, s, priv.Public(), sign.Options{})
 	if err != nil {
 		t.Fatal(err)

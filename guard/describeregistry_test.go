@@ -16,10 +16,7 @@ import (
 
 	"github.com/etdi-dev/etdi"
 	"github.com/etdi-dev/etdi/finding"
-	"github.com/etdi-dev/etdi/internal/testgen"
-	"github.com/etdi-dev/etdi/keys"
 	"github.com/etdi-dev/etdi/registry"
-	"github.com/etdi-dev/etdi/sign"
 	"github.com/etdi-dev/etdi/trust"
 )
 
@@ -91,31 +88,11 @@ func npmEntry(name, version, pkgVersion, bundleURL, digest string) string {
 // name reg, bound to npm @acme/weather@pkgVersion and the endpoint
 // https://mcp.acme.example/weather, by a key the returned policy trusts.
 func registryBundle(t *testing.T, reg, pkgVersion string) ([]byte, *trust.Policy) {
-	t.Helper()
-	priv, err := keys.Generate(keys.Ed25519)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := keys.Signer(priv)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := etdi.ParseManifest(testgen.Manifest(1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	m.Server.RegistryName = reg
-	m.Server.Endpoints = []string{"https://mcp.acme.example/weather"}
-	m.Server.Artifacts = []etdi.Artifact{{Type: "npm", Name: "@acme/weather", Version: pkgVersion, Digest: npmIntegrity}}
-	b, err := sign.Sign(m, s, priv.Public(), sign.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := trust.New()
-	if _, err := p.AddKey("acme", trust.Key{PublicKey: priv.Public()}); err != nil {
-		t.Fatal(err)
-	}
-	return b.Marshal(), p
+	return trustedBundle(t, func(m *etdi.Manifest) {
+		m.Server.RegistryName = reg
+		m.Server.Endpoints = []string{"https://mcp.acme.example/weather"}
+		m.Server.Artifacts = []etdi.Artifact{{Type: "npm", Name: "@acme/weather", Version: pkgVersion, Digest: npmIntegrity}}
+	})
 }
 
 var secretKey = "wk-" + strings.Repeat("7Qz", 10)
