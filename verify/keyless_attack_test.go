@@ -23,7 +23,16 @@ import (
 // given claims.
 func signAs(t *testing.T, in *sigstoretest.Instance, claims map[string]any) []byte {
 	t.Helper()
-	_, payload, _ := sign.Build(weatherManifest(t), sign.Options{})
+	return signManifestAs(t, in, weatherManifest(t), claims)
+}
+
+// signManifestAs signs m keylessly at in with a token of the given claims.
+func signManifestAs(t *testing.T, in *sigstoretest.Instance, m *etdi.Manifest, claims map[string]any) []byte {
+	t.Helper()
+	_, payload, err := sign.Build(m, sign.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	b, err := keyless.Sign(context.Background(), payload, keyless.SignOptions{
 		FulcioURL: in.URL, RekorURL: in.URL, IDToken: in.Token(claims)})
 	if err != nil {

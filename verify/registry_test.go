@@ -1,7 +1,6 @@
 package verify_test
 
 import (
-	"context"
 	"strings"
 	"testing"
 
@@ -126,16 +125,7 @@ func keylessAs(t *testing.T, in *sigstoretest.Instance, repo, own string) []byte
 	t.Helper()
 	m := weatherManifest(t)
 	m.Server.RegistryName = own
-	_, payload, err := sign.Build(m, sign.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	claims := sigstoretest.GitHubClaims(repo, "refs/tags/v1.0.0", ".github/workflows/release.yml")
-	b, err := keyless.Sign(context.Background(), payload, keyless.SignOptions{FulcioURL: in.URL, RekorURL: in.URL, IDToken: in.Token(claims)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
+	return signManifestAs(t, in, m, sigstoretest.GitHubClaims(repo, "refs/tags/v1.0.0", ".github/workflows/release.yml"))
 }
 
 // TestAttackKeylessGitHubOwner: a bundle checked for a GitHub namespace
