@@ -20,6 +20,9 @@
 // for tests that publish distinct server names. Publish, PublishMany and
 // SetStatus go through the registry's own API with a token the fixture
 // mints with the registry's key, allowed to publish and edit any name.
+// Provider is provider acme publishing to it: it signs bundles for
+// registry names, hosts them on 127.0.0.1 (Files) and writes the
+// server.json documents that name them.
 //
 // Testing against a real registry: tests of etdi's registry features
 // publish server.json documents to a registry of this package and point

@@ -15,8 +15,6 @@ import (
 	"time"
 )
 
-const schemaURL = "https://static.modelcontextprotocol.io/schemas/2025-12-11/server.schema.json"
-
 // serverJSON is a server.json document of name at version with one npm
 // package and one Streamable HTTP remote.
 func serverJSON(name, version string) []byte {
@@ -32,7 +30,7 @@ func serverJSON(name, version string) []byte {
   "remotes": [
     {"type": "streamable-http", "url": "https://%s.example.com/mcp/%s"}
   ]
-}`, schemaURL, name, version, slug, version, slug, version))
+}`, SchemaURL, name, version, slug, version, slug, version))
 }
 
 type entry struct {

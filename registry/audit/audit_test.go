@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/etdi-dev/etdi/finding"
+	"github.com/etdi-dev/etdi/internal/registrytest"
 	"github.com/etdi-dev/etdi/pin"
 	"github.com/etdi-dev/etdi/pin/lockfile"
 	"github.com/etdi-dev/etdi/registry"
@@ -22,11 +23,11 @@ import (
 // and bundle.
 func (w *world) genuine() (string, []byte) {
 	w.t.Helper()
-	name := w.name("acme", "weather")
-	b := w.bundleFor(name, "@acme/weather", "1.0.0")
-	path := "/" + w.prefix + "/weather.etdi.json"
-	w.host.put(path, b)
-	w.publish(w.serverJSON(name, "1.0.0", "@acme/weather", "1.0.0", path, b))
+	name := w.Name("acme", "weather")
+	b := w.NPMBundle(name, "@acme/weather", "1.0.0")
+	path := "/" + w.Suffix + "/weather.etdi.json"
+	w.Files.Put(path, b)
+	w.publish(w.ServerJSON(name, "1.0.0", "@acme/weather", "1.0.0", path, b))
 	return name, b
 }
 
@@ -66,10 +67,10 @@ func TestGenuineApproved(t *testing.T) {
 	w := newWorld(t)
 	name, b := w.genuine()
 	db := filepath.Join(t.TempDir(), "pins.db")
-	server := w.approve(db, b)
+	server := w.Approve(db, b)
 	e := w.entry(name, "1.0.0")
 
-	v := judge(t, e, audit.Options{Trust: w.policy, Pins: db})
+	v := judge(t, e, audit.Options{Trust: w.Policy, Pins: db})
 	want(t, v, audit.Approved, 0)
 	if !v.Signed || !v.SignatureVerified || !v.Bound || v.Server != server || v.Provider != "acme" || v.Approvals != "pins" {
 		t.Fatalf("verdict %+v", v)
@@ -82,9 +83,9 @@ func TestGenuineApproved(t *testing.T) {
 	}
 
 	// Without approvals to look at, the same entry is verified only.
-	want(t, judge(t, e, audit.Options{Trust: w.policy}), audit.Verified, 0)
+	want(t, judge(t, e, audit.Options{Trust: w.Policy}), audit.Verified, 0)
 	// Against a team store that approved nothing yet, approval is required.
-	v = judge(t, e, audit.Options{Trust: w.policy, Pins: filepath.Join(t.TempDir(), "none.db")})
+	v = judge(t, e, audit.Options{Trust: w.Policy, Pins: filepath.Join(t.TempDir(), "none.db")})
 	want(t, v, audit.ApprovalRequired, finding.ExitApproval, finding.NewTool)
 	// The audit wrote nothing.
 	if _, err := pin.Open(filepath.Join(t.TempDir(), "none.db"), pin.Options{ReadOnly: true}); err == nil {
@@ -97,20 +98,20 @@ func TestGenuineApproved(t *testing.T) {
 // nothing.
 func TestHarmlessServerJSONChanges(t *testing.T) {
 	w := newWorld(t)
-	name := w.name("acme", "weather")
-	b := w.bundleFor(name, "@acme/weather", "1.0.0")
-	w.host.put("/w.json", b)
-	doc := `{ "$schema": "` + schemaURL + `",
+	name := w.Name("acme", "weather")
+	b := w.NPMBundle(name, "@acme/weather", "1.0.0")
+	w.Files.Put("/w.json", b)
+	doc := `{ "$schema": "` + registrytest.SchemaURL + `",
     "version":"1.0.0",   "name": "` + name + `",
   "_meta": {"io.modelcontextprotocol.registry/publisher-provided": {"com.example.other": {"x": [1, 2]},
-     "dev.etdi": {"digest": "` + registry.Digest(b) + `", "bundle": "` + w.host.url("/w.json") + `"}}},
+     "dev.etdi": {"digest": "` + registry.Digest(b) + `", "bundle": "` + w.Files.URL("/w.json") + `"}}},
   "packages": [{"transport": {"type": "stdio"}, "version": "1.0.0", "identifier": "@acme/weather", "registryType": "npm"}],
   "description": "Weather forecasts"
 }`
 	w.publish([]byte(doc))
 	db := filepath.Join(t.TempDir(), "pins.db")
-	w.approve(db, b)
-	want(t, judge(t, w.entry(name, "1.0.0"), audit.Options{Trust: w.policy, Pins: db}), audit.Approved, 0)
+	w.Approve(db, b)
+	want(t, judge(t, w.entry(name, "1.0.0"), audit.Options{Trust: w.Policy, Pins: db}), audit.Approved, 0)
 }
 
 // The genuine bundle attached to an entry of another namespace, with the
@@ -119,13 +120,13 @@ func TestBundleOnAnotherNamespace(t *testing.T) {
 	w := newWorld(t)
 	_, b := w.genuine()
 	db := filepath.Join(t.TempDir(), "pins.db")
-	w.approve(db, b)
-	evil := w.name("evil", "weather")
-	w.host.put("/evil.json", b)
-	w.publish(w.serverJSON(evil, "1.0.0", "@acme/weather", "1.0.0", "/evil.json", b))
-	v := judge(t, w.entry(evil, "1.0.0"), audit.Options{Trust: w.policy, Pins: db})
+	w.Approve(db, b)
+	evil := w.Name("evil", "weather")
+	w.Files.Put("/evil.json", b)
+	w.publish(w.ServerJSON(evil, "1.0.0", "@acme/weather", "1.0.0", "/evil.json", b))
+	v := judge(t, w.entry(evil, "1.0.0"), audit.Options{Trust: w.Policy, Pins: db})
 	want(t, v, audit.Blocked, finding.ExitImpersonation, finding.Impersonation)
-	if v.Bound || !strings.Contains(v.Findings[0].Message, `made for registry entry "`+w.name("acme", "weather")+`"`) {
+	if v.Bound || !strings.Contains(v.Findings[0].Message, `made for registry entry "`+w.Name("acme", "weather")+`"`) {
 		t.Fatalf("verdict %+v", v)
 	}
 }
@@ -135,18 +136,18 @@ func TestBundleOnAnotherNamespace(t *testing.T) {
 // the provider's namespace it is the provider's.
 func TestBundleOutsideProviderNamespaces(t *testing.T) {
 	w := newWorld(t)
-	if _, err := w.policy.AddRegistryNamespaces("acme", "io.github.acme"+w.prefix); err != nil {
+	if _, err := w.Policy.AddRegistryNamespaces("acme", "io.github.acme"+w.Suffix); err != nil {
 		t.Fatal(err)
 	}
-	b := w.bundleFor("", "@acme/weather", "1.0.0")
-	w.host.put("/plain.json", b)
-	own, evil := w.name("acme", "weather"), w.name("evil", "weather")
-	w.publish(w.serverJSON(own, "1.0.0", "@acme/weather", "1.0.0", "/plain.json", b))
-	w.publish(w.serverJSON(evil, "1.0.0", "@acme/weather", "1.0.0", "/plain.json", b))
-	want(t, judge(t, w.entry(own, "1.0.0"), audit.Options{Trust: w.policy}), audit.Verified, 0)
-	v := judge(t, w.entry(evil, "1.0.0"), audit.Options{Trust: w.policy})
+	b := w.NPMBundle("", "@acme/weather", "1.0.0")
+	w.Files.Put("/plain.json", b)
+	own, evil := w.Name("acme", "weather"), w.Name("evil", "weather")
+	w.publish(w.ServerJSON(own, "1.0.0", "@acme/weather", "1.0.0", "/plain.json", b))
+	w.publish(w.ServerJSON(evil, "1.0.0", "@acme/weather", "1.0.0", "/plain.json", b))
+	want(t, judge(t, w.entry(own, "1.0.0"), audit.Options{Trust: w.Policy}), audit.Verified, 0)
+	v := judge(t, w.entry(evil, "1.0.0"), audit.Options{Trust: w.Policy})
 	want(t, v, audit.Blocked, finding.ExitImpersonation, finding.Impersonation)
-	if !strings.Contains(v.Findings[0].Message, "publishes only under io.github.acme"+w.prefix) {
+	if !strings.Contains(v.Findings[0].Message, "publishes only under io.github.acme"+w.Suffix) {
 		t.Fatalf("finding %+v", v.Findings[0])
 	}
 }
@@ -157,16 +158,16 @@ func TestPackageVersionDiffers(t *testing.T) {
 	w := newWorld(t)
 	name, b := w.genuine()
 	db := filepath.Join(t.TempDir(), "pins.db")
-	w.approve(db, b)
-	w.publish(w.serverJSON(name, "1.0.1", "@acme/weather", "1.0.1", "/"+w.prefix+"/weather.etdi.json", b))
-	v := judge(t, w.entry(name, "1.0.1"), audit.Options{Trust: w.policy, Pins: db})
+	w.Approve(db, b)
+	w.publish(w.ServerJSON(name, "1.0.1", "@acme/weather", "1.0.1", "/"+w.Suffix+"/weather.etdi.json", b))
+	v := judge(t, w.entry(name, "1.0.1"), audit.Options{Trust: w.Policy, Pins: db})
 	want(t, v, audit.Blocked, finding.ExitImpersonation, finding.Impersonation)
 	if !strings.Contains(v.Findings[0].Message, "npm @acme/weather@1.0.1") {
 		t.Fatalf("finding %+v", v.Findings[0])
 	}
 	// Another package name, same version: the same.
-	w.publish(w.serverJSON(name, "1.0.2", "@evil/weather", "1.0.0", "/"+w.prefix+"/weather.etdi.json", b))
-	want(t, judge(t, w.entry(name, "1.0.2"), audit.Options{Trust: w.policy, Pins: db}), audit.Blocked, finding.ExitImpersonation, finding.Impersonation)
+	w.publish(w.ServerJSON(name, "1.0.2", "@evil/weather", "1.0.0", "/"+w.Suffix+"/weather.etdi.json", b))
+	want(t, judge(t, w.entry(name, "1.0.2"), audit.Options{Trust: w.Policy, Pins: db}), audit.Blocked, finding.ExitImpersonation, finding.Impersonation)
 }
 
 // An entry bound to its package by a genuine, approved bundle, whose
@@ -177,17 +178,17 @@ func TestLaunchRunsMoreThanThePackage(t *testing.T) {
 	w := newWorld(t)
 	name, b := w.genuine()
 	db := filepath.Join(t.TempDir(), "pins.db")
-	w.approve(db, b)
+	w.Approve(db, b)
 	for i, extra := range []string{
 		`"runtimeArguments": [{"type": "named", "name": "--registry", "value": "https://evil.example/"}]`,
 		`"environmentVariables": [{"name": "NODE_OPTIONS", "value": "--require=/tmp/evil.js"}]`,
 		`"registryBaseUrl": "https://registry.evil.example"`,
 	} {
 		version := fmt.Sprintf("1.0.%d", i+1)
-		doc := string(w.serverJSON(name, version, "@acme/weather", "1.0.0", "/"+w.prefix+"/weather.etdi.json", b))
+		doc := string(w.ServerJSON(name, version, "@acme/weather", "1.0.0", "/"+w.Suffix+"/weather.etdi.json", b))
 		doc = strings.Replace(doc, `"registryType"`, extra+`, "registryType"`, 1)
 		w.publish([]byte(doc))
-		v := judge(t, w.entry(name, version), audit.Options{Trust: w.policy, Pins: db})
+		v := judge(t, w.entry(name, version), audit.Options{Trust: w.Policy, Pins: db})
 		want(t, v, audit.Blocked, finding.ExitImpersonation, finding.Impersonation)
 		if v.Bound || !strings.Contains(v.Findings[0].Message, "more than the package") {
 			t.Fatalf("%s: verdict %+v", extra, v)
@@ -200,35 +201,35 @@ func TestLaunchRunsMoreThanThePackage(t *testing.T) {
 // for an entry that adds an MCPB the bundle does not name.
 func TestMCPBHashDiffers(t *testing.T) {
 	w := newWorld(t)
-	name := w.name("acme", "weather")
+	name := w.Name("acme", "weather")
 	file := strings.Repeat("ab", 32)
-	b := w.bundleWith(name, "1.0.0", []any{map[string]any{"type": "mcpb", "name": "weather", "version": "1.0.0", "digest": "sha256:" + file}})
-	w.host.put("/m.json", b)
+	b := w.Bundle(name, "1.0.0", []any{map[string]any{"type": "mcpb", "name": "weather", "version": "1.0.0", "digest": "sha256:" + file}})
+	w.Files.Put("/m.json", b)
 	mcpbDoc := func(version, sha string) []byte {
-		doc := `{"$schema": "` + schemaURL + `", "name": "` + name + `", "version": "` + version + `", "description": "Weather forecasts",
+		doc := `{"$schema": "` + registrytest.SchemaURL + `", "name": "` + name + `", "version": "` + version + `", "description": "Weather forecasts",
   "packages": [{"registryType": "mcpb", "identifier": "https://example.com/weather.mcpb", "version": "1.0.0", "fileSha256": "` + sha + `", "transport": {"type": "stdio"}}],
-  "_meta": {"io.modelcontextprotocol.registry/publisher-provided": {"dev.etdi": {"bundle": "` + w.host.url("/m.json") + `", "digest": "` + registry.Digest(b) + `"}}}}`
+  "_meta": {"io.modelcontextprotocol.registry/publisher-provided": {"dev.etdi": {"bundle": "` + w.Files.URL("/m.json") + `", "digest": "` + registry.Digest(b) + `"}}}}`
 		return []byte(doc)
 	}
 	w.publish(mcpbDoc("1.0.0", file))
 	w.publish(mcpbDoc("1.0.1", strings.Repeat("cd", 32)))
-	want(t, judge(t, w.entry(name, "1.0.0"), audit.Options{Trust: w.policy}), audit.Verified, 0)
-	v := judge(t, w.entry(name, "1.0.1"), audit.Options{Trust: w.policy})
+	want(t, judge(t, w.entry(name, "1.0.0"), audit.Options{Trust: w.Policy}), audit.Verified, 0)
+	v := judge(t, w.entry(name, "1.0.1"), audit.Options{Trust: w.Policy})
 	want(t, v, audit.Blocked, finding.ExitImpersonation, finding.Impersonation)
 	if !strings.Contains(v.Findings[0].Message, "the bundle names another file") {
 		t.Fatalf("finding %+v", v.Findings[0])
 	}
 
 	// An npm-only bundle on an entry that also lists an MCPB.
-	other := w.name("acme", "both")
-	nb := w.bundleFor(other, "@acme/weather", "1.0.0")
-	w.host.put("/both.json", nb)
-	doc := `{"$schema": "` + schemaURL + `", "name": "` + other + `", "version": "1.0.0", "description": "Weather forecasts",
+	other := w.Name("acme", "both")
+	nb := w.NPMBundle(other, "@acme/weather", "1.0.0")
+	w.Files.Put("/both.json", nb)
+	doc := `{"$schema": "` + registrytest.SchemaURL + `", "name": "` + other + `", "version": "1.0.0", "description": "Weather forecasts",
   "packages": [{"registryType": "npm", "identifier": "@acme/weather", "version": "1.0.0", "transport": {"type": "stdio"}},
     {"registryType": "mcpb", "identifier": "https://example.com/weather.mcpb", "version": "1.0.0", "fileSha256": "` + file + `", "transport": {"type": "stdio"}}],
-  "_meta": {"io.modelcontextprotocol.registry/publisher-provided": {"dev.etdi": {"bundle": "` + w.host.url("/both.json") + `", "digest": "` + registry.Digest(nb) + `"}}}}`
+  "_meta": {"io.modelcontextprotocol.registry/publisher-provided": {"dev.etdi": {"bundle": "` + w.Files.URL("/both.json") + `", "digest": "` + registry.Digest(nb) + `"}}}}`
 	w.publish([]byte(doc))
-	v = judge(t, w.entry(other, "1.0.0"), audit.Options{Trust: w.policy})
+	v = judge(t, w.entry(other, "1.0.0"), audit.Options{Trust: w.Policy})
 	want(t, v, audit.Blocked, finding.ExitImpersonation, finding.Impersonation)
 	if !strings.Contains(v.Findings[0].Message, "no mcpb artifact") {
 		t.Fatalf("finding %+v", v.Findings[0])
@@ -239,24 +240,24 @@ func TestMCPBHashDiffers(t *testing.T) {
 // unsigned rule.
 func TestUnsignedEntry(t *testing.T) {
 	w := newWorld(t)
-	name := w.name("acme", "plain")
-	w.publish(w.serverJSON(name, "1.0.0", "@acme/plain", "1.0.0", "", nil))
+	name := w.Name("acme", "plain")
+	w.publish(w.ServerJSON(name, "1.0.0", "@acme/plain", "1.0.0", "", nil))
 	e := w.entry(name, "1.0.0")
 	db := filepath.Join(t.TempDir(), "pins.db")
 
-	v := judge(t, e, audit.Options{Trust: w.policy, Pins: db})
+	v := judge(t, e, audit.Options{Trust: w.Policy, Pins: db})
 	want(t, v, audit.Blocked, finding.ExitSignature, finding.UnsignedTool)
 	if v.Signed {
 		t.Fatal("signed")
 	}
-	w.policy.Unsigned = trust.Warn
-	v = judge(t, e, audit.Options{Trust: w.policy, Pins: db})
+	w.Policy.Unsigned = trust.Warn
+	v = judge(t, e, audit.Options{Trust: w.Policy, Pins: db})
 	want(t, v, audit.Unsigned, 0)
 	if len(v.Findings) != 1 || v.Findings[0].Kind != finding.UnsignedTool || v.Findings[0].Severity != finding.Warning {
 		t.Fatalf("findings %+v", v.Findings)
 	}
-	w.policy.Unsigned = trust.Allow
-	v = judge(t, e, audit.Options{Trust: w.policy, Pins: db})
+	w.Policy.Unsigned = trust.Allow
+	v = judge(t, e, audit.Options{Trust: w.Policy, Pins: db})
 	want(t, v, audit.Unsigned, 0)
 	if len(v.Findings) != 0 {
 		t.Fatalf("findings %+v", v.Findings)
@@ -269,7 +270,7 @@ func TestRevokedInStore(t *testing.T) {
 	w := newWorld(t)
 	name, b := w.genuine()
 	db := filepath.Join(t.TempDir(), "pins.db")
-	server := w.approve(db, b)
+	server := w.Approve(db, b)
 	s, err := pin.Open(db, pin.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -278,7 +279,7 @@ func TestRevokedInStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.Close()
-	v := judge(t, w.entry(name, "1.0.0"), audit.Options{Trust: w.policy, Pins: db})
+	v := judge(t, w.entry(name, "1.0.0"), audit.Options{Trust: w.Policy, Pins: db})
 	want(t, v, audit.Blocked, finding.ExitRevoked, finding.Revoked)
 }
 
@@ -288,21 +289,19 @@ func TestBundleURLServesOtherBytes(t *testing.T) {
 	w := newWorld(t)
 	name, b := w.genuine()
 	db := filepath.Join(t.TempDir(), "pins.db")
-	w.approve(db, b)
+	w.Approve(db, b)
 	e := w.entry(name, "1.0.0")
-	other := w.bundleFor(name, "@acme/weather", "1.0.0", "get_weather", "send_mail")
-	w.host.put("/"+w.prefix+"/weather.etdi.json", other)
-	v := judge(t, e, audit.Options{Trust: w.policy, Pins: db})
+	other := w.NPMBundle(name, "@acme/weather", "1.0.0", "get_weather", "send_mail")
+	w.Files.Put("/"+w.Suffix+"/weather.etdi.json", other)
+	v := judge(t, e, audit.Options{Trust: w.Policy, Pins: db})
 	want(t, v, audit.Blocked, finding.ExitSignature, finding.BundleInvalid)
 	if v.SignatureVerified || !strings.Contains(v.Findings[0].Message, "digest") {
 		t.Fatalf("verdict %+v", v)
 	}
-	w.host.put("/"+w.prefix+"/weather.etdi.json", append(append([]byte{}, b...), ' '))
-	want(t, judge(t, e, audit.Options{Trust: w.policy, Pins: db}), audit.Blocked, finding.ExitSignature, finding.BundleInvalid)
-	w.host.mu.Lock()
-	delete(w.host.files, "/"+w.prefix+"/weather.etdi.json")
-	w.host.mu.Unlock()
-	want(t, judge(t, e, audit.Options{Trust: w.policy, Pins: db}), audit.Blocked, finding.ExitSignature, finding.BundleInvalid)
+	w.Files.Put("/"+w.Suffix+"/weather.etdi.json", append(append([]byte{}, b...), ' '))
+	want(t, judge(t, e, audit.Options{Trust: w.Policy, Pins: db}), audit.Blocked, finding.ExitSignature, finding.BundleInvalid)
+	w.Files.Remove("/" + w.Suffix + "/weather.etdi.json")
+	want(t, judge(t, e, audit.Options{Trust: w.Policy, Pins: db}), audit.Blocked, finding.ExitSignature, finding.BundleInvalid)
 }
 
 // A bundle signed by a key the policy does not trust.
@@ -311,7 +310,7 @@ func TestBundleOfUntrustedKey(t *testing.T) {
 	name, _ := w.genuine()
 	e := w.entry(name, "1.0.0")
 	other := newWorld(t)
-	v := judge(t, e, audit.Options{Trust: other.policy})
+	v := judge(t, e, audit.Options{Trust: other.Policy})
 	want(t, v, audit.Blocked, finding.ExitSignature, finding.SignatureInvalid)
 }
 
@@ -320,7 +319,7 @@ func TestLockfileApprovals(t *testing.T) {
 	w := newWorld(t)
 	name, b := w.genuine()
 	db := filepath.Join(t.TempDir(), "pins.db")
-	w.approve(db, b)
+	w.Approve(db, b)
 	s, err := pin.Open(db, pin.Options{ReadOnly: true})
 	if err != nil {
 		t.Fatal(err)
@@ -330,7 +329,7 @@ func TestLockfileApprovals(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, err := audit.New(audit.Options{Trust: w.policy, Lockfile: lf})
+	a, err := audit.New(audit.Options{Trust: w.Policy, Lockfile: lf})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -341,9 +340,9 @@ func TestLockfileApprovals(t *testing.T) {
 		t.Fatalf("approvals %q", v.Approvals)
 	}
 	empty := &lockfile.File{Servers: []lockfile.ServerEntry{}, Pins: []lockfile.Pin{}, Revocations: []lockfile.Revocation{}}
-	want(t, audit.Judge(context.Background(), w.entry(name, "1.0.0"), audit.Options{Trust: w.policy, Lockfile: empty}),
+	want(t, audit.Judge(context.Background(), w.entry(name, "1.0.0"), audit.Options{Trust: w.Policy, Lockfile: empty}),
 		audit.ApprovalRequired, finding.ExitApproval, finding.NewTool)
-	if _, err := audit.New(audit.Options{Trust: w.policy, Lockfile: lf, Pins: db}); err == nil {
+	if _, err := audit.New(audit.Options{Trust: w.Policy, Lockfile: lf, Pins: db}); err == nil {
 		t.Fatal("a pin store and a lockfile together were accepted")
 	}
 }
@@ -355,9 +354,9 @@ func TestDeletedAndDeprecated(t *testing.T) {
 	since := time.Now().Add(-time.Minute)
 	name, b := w.genuine()
 	db := filepath.Join(t.TempDir(), "pins.db")
-	w.approve(db, b)
-	old := w.name("acme", "old")
-	w.publish(w.serverJSON(old, "1.0.0", "@acme/old", "1.0.0", "", nil))
+	w.Approve(db, b)
+	old := w.Name("acme", "old")
+	w.publish(w.ServerJSON(old, "1.0.0", "@acme/old", "1.0.0", "", nil))
 	ctx := context.Background()
 	if err := w.reg.SetStatus(ctx, old, "1.0.0", registry.StatusDeleted); err != nil {
 		t.Fatal(err)
@@ -365,13 +364,13 @@ func TestDeletedAndDeprecated(t *testing.T) {
 	if err := w.reg.SetStatus(ctx, name, "1.0.0", registry.StatusDeprecated); err != nil {
 		t.Fatal(err)
 	}
-	a, err := audit.New(audit.Options{Trust: w.policy, Pins: db})
+	a, err := audit.New(audit.Options{Trust: w.Policy, Pins: db})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer a.Close()
 	got := map[string]audit.Verdict{}
-	sum, err := a.Audit(ctx, w.client, registry.ListOptions{UpdatedSince: since, Search: w.prefix}, 2, func(v audit.Verdict) error {
+	sum, err := a.Audit(ctx, w.client, registry.ListOptions{UpdatedSince: since, Search: w.Suffix}, 2, func(v audit.Verdict) error {
 		got[v.Name] = v
 		return nil
 	})
@@ -398,8 +397,8 @@ func TestRevocationReachesARunningAuditor(t *testing.T) {
 	w := newWorld(t)
 	name, b := w.genuine()
 	db := filepath.Join(t.TempDir(), "pins.db")
-	server := w.approve(db, b)
-	a, err := audit.New(audit.Options{Trust: w.policy, Pins: db})
+	server := w.Approve(db, b)
+	a, err := audit.New(audit.Options{Trust: w.Policy, Pins: db})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -423,18 +422,18 @@ func TestRevocationReachesARunningAuditor(t *testing.T) {
 // claims a bundle.
 func TestMalformedEtdiMeta(t *testing.T) {
 	w := newWorld(t)
-	w.policy.Unsigned = trust.Allow
+	w.Policy.Unsigned = trust.Allow
 	for i, meta := range []string{
 		`{"bundle": "ftp://example.com/b.json", "digest": "sha256:` + strings.Repeat("0", 64) + `"}`,
 		`{"bundle": "https://example.com/b.json", "digest": "md5:00"}`,
 		`{"bundle": "https://example.com/b.json", "digest": "sha256:` + strings.Repeat("0", 64) + `", "trusted": true}`,
 		`"https://example.com/b.json"`,
 	} {
-		name := w.name("acme", "meta"+string(rune('a'+i)))
-		doc := `{"$schema": "` + schemaURL + `", "name": "` + name + `", "version": "1.0.0", "description": "x",
+		name := w.Name("acme", "meta"+string(rune('a'+i)))
+		doc := `{"$schema": "` + registrytest.SchemaURL + `", "name": "` + name + `", "version": "1.0.0", "description": "x",
   "_meta": {"io.modelcontextprotocol.registry/publisher-provided": {"dev.etdi": ` + meta + `}}}`
 		w.publish([]byte(doc))
-		v := judge(t, w.entry(name, "1.0.0"), audit.Options{Trust: w.policy})
+		v := judge(t, w.entry(name, "1.0.0"), audit.Options{Trust: w.Policy})
 		want(t, v, audit.Blocked, finding.ExitSignature, finding.BundleInvalid)
 		if !v.Signed {
 			t.Fatalf("%s: not signed", meta)

@@ -29,20 +29,20 @@ func BenchmarkAudit1000(b *testing.B) {
 	docs := make([][]byte, 0, n)
 	start := time.Now()
 	for i := range n {
-		name := w.name("acme", fmt.Sprintf("s%04d", i))
+		name := w.Name("acme", fmt.Sprintf("s%04d", i))
 		pkg := fmt.Sprintf("@acme/s%04d", i)
-		bundle := w.bundleFor(name, pkg, "1.0.0", "get_weather", "get_forecast")
-		path := fmt.Sprintf("/%s/s%04d.etdi.json", w.prefix, i)
-		w.host.put(path, bundle)
-		docs = append(docs, w.serverJSON(name, "1.0.0", pkg, "1.0.0", path, bundle))
-		w.approve(db, bundle)
+		bundle := w.NPMBundle(name, pkg, "1.0.0", "get_weather", "get_forecast")
+		path := fmt.Sprintf("/%s/s%04d.etdi.json", w.Suffix, i)
+		w.Files.Put(path, bundle)
+		docs = append(docs, w.ServerJSON(name, "1.0.0", pkg, "1.0.0", path, bundle))
+		w.Approve(db, bundle)
 	}
 	ctx := context.Background()
 	if err := w.reg.PublishMany(ctx, docs, 4); err != nil {
 		b.Fatal(err)
 	}
 	b.Logf("built a registry of %d entries in %s", n, time.Since(start).Round(time.Millisecond))
-	lo := registry.ListOptions{Search: w.prefix, Limit: registry.MaxPageSize}
+	lo := registry.ListOptions{Search: w.Suffix, Limit: registry.MaxPageSize}
 
 	b.Run("listing", func(b *testing.B) {
 		for b.Loop() {
@@ -54,7 +54,7 @@ func BenchmarkAudit1000(b *testing.B) {
 		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n)/1e6, "ms/entry")
 	})
 	judgeAll := func(b *testing.B, c int) {
-		a, err := audit.New(audit.Options{Trust: w.policy, Pins: db})
+		a, err := audit.New(audit.Options{Trust: w.Policy, Pins: db})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -71,17 +71,15 @@ func BenchmarkAudit1000(b *testing.B) {
 		b.Run(fmt.Sprintf("concurrency=%d", c), func(b *testing.B) { judgeAll(b, c) })
 	}
 	// Bundle hosts on the network: each bundle answered 20 ms late.
-	files := w.host
+	files := w.Files
 	for _, c := range []int{1, 8} {
 		b.Run(fmt.Sprintf("latency=20ms/concurrency=%d", c), func(b *testing.B) {
-			files.handler = func(rw http.ResponseWriter, r *http.Request) {
+			files.Handler = func(rw http.ResponseWriter, r *http.Request) {
 				time.Sleep(20 * time.Millisecond)
-				files.mu.Lock()
-				body := files.files[r.URL.Path]
-				files.mu.Unlock()
+				body, _ := files.Get(r.URL.Path)
 				rw.Write(body)
 			}
-			defer func() { files.handler = nil }()
+			defer func() { files.Handler = nil }()
 			judgeAll(b, c)
 		})
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/etdi-dev/etdi"
 	"github.com/etdi-dev/etdi/finding"
+	"github.com/etdi-dev/etdi/internal/registrytest"
 	"github.com/etdi-dev/etdi/keys"
 	"github.com/etdi-dev/etdi/registry"
 	"github.com/etdi-dev/etdi/registry/audit"
@@ -47,7 +48,7 @@ func FuzzJudge(f *testing.F) {
 		f.Fatal(err)
 	}
 	m, err := etdi.ParseManifest([]byte(`{"provider": {"id": "acme"}, "server": {"name": "weather", "version": "1.0.0", "registryName": "io.github.acme/weather",
-  "artifacts": [{"type": "npm", "name": "@acme/weather", "version": "1.0.0", "digest": "` + npmIntegrity("w") + `"}]},
+  "artifacts": [{"type": "npm", "name": "@acme/weather", "version": "1.0.0", "digest": "` + registrytest.NPMIntegrity("w") + `"}]},
  "tools": [{"version": "1.0.0", "permissions": [], "definition": {"name": "get_weather", "description": "Weather.", "inputSchema": {"type": "object"}}}]}`))
 	if err != nil {
 		f.Fatal(err)
@@ -57,7 +58,7 @@ func FuzzJudge(f *testing.F) {
 		f.Fatal(err)
 	}
 	b := bundle.Marshal()
-	doc := []byte(`{"$schema": "` + schemaURL + `", "name": "io.github.acme/weather", "version": "1.0.0",
+	doc := []byte(`{"$schema": "` + registrytest.SchemaURL + `", "name": "io.github.acme/weather", "version": "1.0.0",
  "packages": [{"registryType": "npm", "identifier": "@acme/weather", "version": "1.0.0", "transport": {"type": "stdio"}}]}`)
 	signed, err := registry.SetEtdiMeta(doc, registry.EtdiMeta{Bundle: "https://example.com/w.etdi.json", Digest: registry.Digest(b)})
 	if err != nil {

@@ -23,18 +23,18 @@ func TestAuditWalksEveryPageInOrder(t *testing.T) {
 	w := newWorld(t)
 	db := filepath.Join(t.TempDir(), "pins.db")
 	for i := range 5 {
-		name := w.name("acme", fmt.Sprintf("s%d", i))
-		b := w.bundleFor(name, "@acme/s"+fmt.Sprint(i), "1.0.0")
-		path := fmt.Sprintf("/%s/s%d.json", w.prefix, i)
-		w.host.put(path, b)
-		w.publish(w.serverJSON(name, "1.0.0", "@acme/s"+fmt.Sprint(i), "1.0.0", path, b))
+		name := w.Name("acme", fmt.Sprintf("s%d", i))
+		b := w.NPMBundle(name, "@acme/s"+fmt.Sprint(i), "1.0.0")
+		path := fmt.Sprintf("/%s/s%d.json", w.Suffix, i)
+		w.Files.Put(path, b)
+		w.publish(w.ServerJSON(name, "1.0.0", "@acme/s"+fmt.Sprint(i), "1.0.0", path, b))
 		if i != 3 {
-			w.approve(db, b)
+			w.Approve(db, b)
 		}
 	}
-	w.publish(w.serverJSON(w.name("acme", "unsigned"), "1.0.0", "@acme/u", "1.0.0", "", nil))
+	w.publish(w.ServerJSON(w.Name("acme", "unsigned"), "1.0.0", "@acme/u", "1.0.0", "", nil))
 	ctx := context.Background()
-	lo := registry.ListOptions{Search: w.prefix, Limit: 2}
+	lo := registry.ListOptions{Search: w.Suffix, Limit: 2}
 	var listed []string
 	if err := w.client.Walk(ctx, lo, func(e registry.Entry) error {
 		listed = append(listed, e.Server.Name)
@@ -45,7 +45,7 @@ func TestAuditWalksEveryPageInOrder(t *testing.T) {
 	if len(listed) != 6 {
 		t.Fatalf("listed %v", listed)
 	}
-	a, err := audit.New(audit.Options{Trust: w.policy, Pins: db})
+	a, err := audit.New(audit.Options{Trust: w.Policy, Pins: db})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,10 +88,10 @@ func TestBundleHostThatHangs(t *testing.T) {
 	release := make(chan struct{})
 	t.Cleanup(func() { close(release) })
 	hang := &hangingHost{release: release}
-	w.host.handler = hang.ServeHTTP
+	w.Files.Handler = hang.ServeHTTP
 	name, _ := w.genuine()
 	e := w.entry(name, "1.0.0")
-	v := judge(t, e, audit.Options{Trust: w.policy, Timeout: 200 * time.Millisecond})
+	v := judge(t, e, audit.Options{Trust: w.Policy, Timeout: 200 * time.Millisecond})
 	want(t, v, audit.Blocked, finding.ExitSignature, finding.BundleInvalid)
 	if !strings.Contains(v.Findings[0].Message, "deadline") {
 		t.Fatalf("finding %+v", v.Findings[0])
@@ -101,7 +101,7 @@ func TestBundleHostThatHangs(t *testing.T) {
 	// an error, not a finding about the publisher.
 	ctx, cancel := context.WithCancel(context.Background())
 	hang.onRequest = cancel
-	v = audit.Judge(ctx, e, audit.Options{Trust: w.policy})
+	v = audit.Judge(ctx, e, audit.Options{Trust: w.Policy})
 	if v.Status != audit.Error || v.ExitCode != audit.ExitError || len(v.Findings) != 0 {
 		t.Fatalf("cancelled: %+v", v)
 	}
@@ -126,11 +126,11 @@ func (h *hangingHost) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // would be without an auditor's client.
 func TestBundleRedirectToPlainHTTP(t *testing.T) {
 	w := newWorld(t)
-	w.host.handler = func(rw http.ResponseWriter, r *http.Request) {
+	w.Files.Handler = func(rw http.ResponseWriter, r *http.Request) {
 		http.Redirect(rw, r, "http://bundles.example.com/weather.etdi.json", http.StatusFound)
 	}
 	name, _ := w.genuine()
-	v := judge(t, w.entry(name, "1.0.0"), audit.Options{Trust: w.policy})
+	v := judge(t, w.entry(name, "1.0.0"), audit.Options{Trust: w.Policy})
 	want(t, v, audit.Blocked, finding.ExitSignature, finding.BundleInvalid)
 	if !strings.Contains(v.Findings[0].Message, "not https") {
 		t.Fatalf("finding %+v", v.Findings[0])

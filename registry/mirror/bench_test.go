@@ -30,10 +30,10 @@ func BenchmarkListingPage(b *testing.B) {
 	db := filepath.Join(b.TempDir(), "pins.db")
 	docs := make([][]byte, 0, entries)
 	for i := range entries {
-		name := p.name("bench", fmt.Sprintf("server%03d", i))
-		pkg := fmt.Sprintf("@bench%s/server%03d", p.suffix, i)
-		bundle := p.bundle(fmt.Sprintf("server%03d", i), name, pkg, "1.0.0")
-		p.approve(db, bundle)
+		name := p.Name("bench", fmt.Sprintf("server%03d", i))
+		pkg := fmt.Sprintf("@bench%s/server%03d", p.Suffix, i)
+		bundle := p.NPMBundle(name, pkg, "1.0.0")
+		p.Approve(db, bundle)
 		docs = append(docs, nil)
 		p.publish(collect{&docs[i]}, name, "1.0.0", pkg, "1.0.0", fmt.Sprintf("/server%03d.etdi.json", i), bundle)
 	}
@@ -44,7 +44,7 @@ func BenchmarkListingPage(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	a, err := audit.New(audit.Options{Trust: p.policy, Pins: db})
+	a, err := audit.New(audit.Options{Trust: p.Policy, Pins: db})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -52,7 +52,7 @@ func BenchmarkListingPage(b *testing.B) {
 	all := func(context.Context, registry.Entry) mirror.Verdict {
 		return mirror.Verdict{Approved: true, Status: "approved"}
 	}
-	query := fmt.Sprintf("/v0.1/servers?search=bench%s&limit=%d", p.suffix, limit)
+	query := fmt.Sprintf("/v0.1/servers?search=bench%s&limit=%d", p.Suffix, limit)
 	page := func(b *testing.B, base string) {
 		resp, err := http.Get(base + query)
 		if err != nil {

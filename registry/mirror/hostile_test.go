@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/etdi-dev/etdi/internal/registrytest"
 	"github.com/etdi-dev/etdi/registry"
 	"github.com/etdi-dev/etdi/registry/mirror"
 )
@@ -22,7 +23,7 @@ import (
 // own dev.etdi/verdict and a status.
 func hostileEntry(name, version, status string) string {
 	return fmt.Sprintf(`{"server":{"$schema":%q,"name":%q,"description":"x","version":%q},"_meta":{"io.modelcontextprotocol.registry/official":{"status":%q,"statusChangedAt":"2025-01-01T00:00:00Z","publishedAt":"2025-01-01T00:00:00Z","isLatest":true},%q:{"status":"approved","provider":"acme"}}}`,
-		schemaURL, name, version, status, mirror.VerdictKey)
+		registrytest.SchemaURL, name, version, status, mirror.VerdictKey)
 }
 
 // hostileMirror serves a mirror of an upstream answering every listing

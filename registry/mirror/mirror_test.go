@@ -20,8 +20,6 @@ import (
 	"github.com/etdi-dev/etdi/registry/mirror"
 )
 
-const schemaURL = "https://static.modelcontextprotocol.io/schemas/2025-12-11/server.schema.json"
-
 // serverJSON is a server.json of name at version with one npm package;
 // extra, when not empty, is inserted as more members.
 func serverJSON(name, version, extra string) []byte {
@@ -37,7 +35,7 @@ func serverJSON(name, version, extra string) []byte {
   "packages": [
     {"registryType": "npm", "identifier": "@acme/%s", "version": %q, "transport": {"type": "stdio"}}
   ]%s
-}`, schemaURL, name, version, slug, version, extra))
+}`, registrytest.SchemaURL, name, version, slug, version, extra))
 }
 
 func publish(t *testing.T, reg *registrytest.Registry, name string, versions ...string) {
